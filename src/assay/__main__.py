@@ -1,0 +1,3 @@
+from assay.cli.app import main
+
+main()

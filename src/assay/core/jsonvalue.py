@@ -1,0 +1,86 @@
+"""JSON-like values: validation with located messages, canonical encoding and hashing.
+
+A JSON-like value is None, bool, int (any size), finite float, str (valid Unicode), list/tuple, or a
+dict with string keys. Expectations, observations, event payloads and journal records all use it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+from assay.errors import JsonValueError
+
+__all__ = ["check_json_like", "canonical_json", "json_sha256", "is_json_like"]
+
+
+def _child_path(path: str, key: object) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if isinstance(key, str) and key.isidentifier():
+        return f"{path}.{key}"
+    return f"{path}[{key!r}]"
+
+
+def check_json_like(value: Any, label: str = "value") -> None:
+    """Raise `JsonValueError` naming the first offending location, e.g. `expect[2].a must be finite`."""
+    active: set[int] = set()
+
+    def visit(item: Any, path: str) -> None:
+        if item is None or isinstance(item, (bool, int)):
+            return
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise JsonValueError(f"{path} must be finite")
+            return
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise JsonValueError(f"{path} must contain valid Unicode scalar values") from None
+            return
+        if isinstance(item, (list, tuple, dict)):
+            marker = id(item)
+            if marker in active:
+                raise JsonValueError(f"{path} must not contain cycles")
+            active.add(marker)
+            try:
+                if isinstance(item, dict):
+                    for key, child in item.items():
+                        if not isinstance(key, str):
+                            raise JsonValueError(f"{path} keys must be strings")
+                        try:
+                            key.encode("utf-8")
+                        except UnicodeEncodeError:
+                            raise JsonValueError(
+                                f"{path} keys must contain valid Unicode scalar values"
+                            ) from None
+                        visit(child, _child_path(path, key))
+                else:
+                    for position, child in enumerate(item):
+                        visit(child, _child_path(path, position))
+            finally:
+                active.discard(marker)
+            return
+        raise JsonValueError(f"{path} must be JSON-like; got {type(item).__name__}")
+
+    visit(value, label)
+
+
+def is_json_like(value: Any) -> bool:
+    try:
+        check_json_like(value)
+    except JsonValueError:
+        return False
+    return True
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, ASCII: equal values give equal text (but `1` and `1.0` differ)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def json_sha256(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode("ascii")).hexdigest()

@@ -1,0 +1,56 @@
+"""The error hierarchy every command uses: each error carries its exit code and a message for a person.
+
+Commands catch `AssayError`, print its message (no traceback unless --debug) and exit with its code.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_GATE_FAILED = 1
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+class AssayError(Exception):
+    """A problem a user can fix; `str(error)` is the whole message."""
+
+    exit_code: int = EXIT_ERROR
+
+
+class UsageError(AssayError):
+    """A bad command-line option or combination of options (exit 2)."""
+
+    def __init__(self, message: str, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+class ConfigError(AssayError):
+    """An invalid config file (eval config, adapter config, project config)."""
+
+
+class CaseError(AssayError):
+    """An invalid case file, or a selection that matches nothing."""
+
+
+class VideoError(AssayError):
+    """A video that cannot be opened, probed or decoded."""
+
+
+class AdapterError(AssayError):
+    """The adapter could not be loaded, constructed, called or closed."""
+
+
+class AdapterRuntimeError(AdapterError):
+    """An error raised by an adapter transport whose message is already complete.
+
+    Runners pass it through unchanged instead of adding sample context (GlassKit does the same
+    for command-adapter errors)."""
+
+
+class CheckpointError(AssayError):
+    """A checkpoint that cannot be created, read or resumed."""
+
+
+class JsonValueError(AssayError):
+    """A value that is not JSON-like; the message names where in the value the problem is."""
