@@ -158,3 +158,51 @@ class EvalDirectory:
     @property
     def sample_count(self) -> int:
         return sum(len(t.samples) for case in self.cases for t in case.targets)
+
+
+RESULT_STATUSES = ("passed", "failed", "error", "ignored")
+
+
+@dataclass(slots=True)
+class SampleResult:
+    """One (trial, target, sample) outcome; `to_report()` gives the JSON report's result object."""
+
+    case: str
+    target: str
+    target_label: str | None
+    sample_index: int
+    timestamp_s: float
+    status: str  # passed | failed | error | ignored
+    expected: Any
+    observed: Any
+    observed_value: Any
+    compare_mode: str | None  # the declared mode (None when inferred), as the report carries it
+    effective_mode: str | None  # the mode actually used (console lines and artifact JSON show it)
+    field: str | None
+    reason: str
+    source: str
+    evaluation_duration_seconds: float | None = None
+    evaluation_timing_mode: str | None = None  # individual | batch_amortized | None
+    artifact_image: str | None = None
+    artifact_json: str | None = None
+
+    def to_report(self) -> dict[str, Any]:
+        return {
+            "case": self.case,
+            "target": self.target,
+            "target_label": self.target_label,
+            "sample_index": self.sample_index,
+            "timestamp_s": self.timestamp_s,
+            "status": self.status,
+            "expected": self.expected,
+            "observed": self.observed,
+            "observed_value": self.observed_value,
+            "compare_mode": self.compare_mode,
+            "field": self.field,
+            "reason": self.reason,
+            "source": self.source,
+            "evaluation_duration_seconds": self.evaluation_duration_seconds,
+            "evaluation_timing_mode": self.evaluation_timing_mode,
+            "artifact_image": self.artifact_image,
+            "artifact_json": self.artifact_json,
+        }
