@@ -1,0 +1,254 @@
+"""`assay video …`: GlassKit Eval's commands with its options, messages and exit codes.
+
+Read `glasskit eval X` in spec/video.md as `assay video X`. Heavy modules (PyAV, pydantic models,
+the runner) are imported inside commands so startup stays fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+
+from assay.cli import common
+from assay.errors import AssayError, UsageError
+
+video_app = typer.Typer(no_args_is_help=True, add_completion=False, help="Video evals (GlassKit Eval compatible).")
+
+EVAL_DIR_HELP = "Eval directory holding cases/, config.yaml and adapter files."
+
+
+def _load_adapter_config(eval_dir: Path, explicit: Optional[Path]) -> dict[str, Any]:
+    from assay.video.loading import load_adapter_config
+
+    try:
+        return load_adapter_config(eval_dir.expanduser(), explicit)
+    except UsageError as error:
+        raise typer.BadParameter(str(error), param_hint="'--adapter-config'") from None
+
+
+def _materializer() -> Any:
+    try:
+        from assay.video.store import materialize
+    except ImportError:  # pragma: no cover - cloud stores are part of the package
+        return None
+    return materialize
+
+
+@video_app.command("run")
+def run_command(
+    adapter: Optional[str] = typer.Option(None, "--adapter", help="Python adapter '<module-or-file>:<callable>' (default: <eval-dir>/adapter.py:create_evaluator)."),
+    adapter_command: Optional[str] = typer.Option(None, "--adapter-command", help="Command that serves the NDJSON adapter protocol."),
+    eval_dir: Path = typer.Option(Path("eval"), "--eval-dir", help=EVAL_DIR_HELP),
+    case: Optional[str] = typer.Option(None, "--case", help="Case file name or stem."),
+    target: Optional[List[str]] = typer.Option(None, "--target", help="Target id (repeatable)."),
+    at: Optional[List[float]] = typer.Option(None, "--at", help="Only the sample at this time (repeatable; needs --case)."),
+    from_s: Optional[float] = typer.Option(None, "--from", help="Only samples at or after this time (needs --case)."),
+    until_s: Optional[float] = typer.Option(None, "--until", help="Only samples before this time (needs --case)."),
+    adapter_config: Optional[Path] = typer.Option(None, "--adapter-config", help="Adapter config file (YAML, or JSON by suffix)."),
+    concurrency: int = typer.Option(1, "--concurrency", callback=common.at_least(1), help="Adapter calls in flight."),
+    repeat: int = typer.Option(1, "--repeat", callback=common.at_least(1), help="Trials to run."),
+    min_pass_rate: Optional[float] = typer.Option(None, "--min-pass-rate", callback=common.between(0, 1)),
+    min_target_pass_rate: Optional[float] = typer.Option(None, "--min-target-pass-rate", callback=common.between(0, 1)),
+    max_failures: Optional[int] = typer.Option(None, "--max-failures", callback=common.at_least(0)),
+    max_flaky_samples: Optional[int] = typer.Option(None, "--max-flaky-samples", callback=common.at_least(0)),
+    keep_going: bool = typer.Option(False, "--keep-going", help="Record adapter errors and continue."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Checkpoint directory or id to resume."),
+    verbose: bool = typer.Option(False, "--verbose", help="Print PASSED lines too; passed to the adapter."),
+    output_json: Optional[str] = typer.Option(None, "--output-json", help="Write the JSON report here."),
+    artifacts_dir: Optional[str] = typer.Option(None, "--artifacts-dir", help="Directory for adapter and failure artifacts."),
+    save_failures: bool = typer.Option(False, "--save-failures", help="Save the frame and result of each failure."),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help="Allow targets and evals without samples."),
+) -> None:
+    """Evaluate every selected sample with the adapter and apply the quality gates."""
+    common.check_time_filters(case, at, from_s, until_s)
+    if adapter and adapter_command:
+        common.bad_parameter("--adapter-command", "cannot be used with --adapter")
+    if resume is not None:
+        raise typer.BadParameter("resuming checkpoints is not built yet", param_hint="--resume")
+    config = _load_adapter_config(eval_dir, adapter_config)
+    if adapter is None and adapter_command is None:
+        adapter = eval_dir.as_posix() + "/adapter.py:create_evaluator"
+    console = common.stdout_console()
+
+    from assay.video.run import RunOptions, check_run_options
+
+    options = RunOptions(
+        eval_dir=eval_dir,
+        adapter=adapter,
+        adapter_command=adapter_command,
+        adapter_config=config,
+        concurrency=concurrency,
+        repeat=repeat,
+        min_pass_rate=min_pass_rate,
+        min_target_pass_rate=min_target_pass_rate,
+        max_failures=max_failures,
+        max_flaky_samples=max_flaky_samples,
+        keep_going=keep_going,
+        verbose=verbose,
+        artifacts_dir=artifacts_dir,
+        save_failures=save_failures,
+    )
+    reporter = None
+    try:
+        check_run_options(options)
+        from assay.video.loading import load_eval_directory
+
+        directory = load_eval_directory(
+            eval_dir,
+            case=case,
+            targets=tuple(target or ()),
+            at=tuple(at or ()),
+            from_s=from_s,
+            until_s=until_s,
+            allow_empty=allow_empty,
+            materialize=_materializer(),
+        )
+        from assay.video.report import ConsoleReporter, build_report, print_summary, write_json_report
+        from assay.video.run import VideoRun, check_sample_times
+        from assay.video.gates import summarize_run
+
+        check_sample_times(directory)
+        reporter = ConsoleReporter(console, verbose=verbose)
+        outcome = asyncio.run(VideoRun(directory, options, reporter).run())
+        reporter.close()
+        summary = summarize_run(
+            [trial.results for trial in outcome.trials],
+            [trial.success for trial in outcome.trials],
+            outcome.duration_seconds,
+        )
+        if output_json is not None:
+            write_json_report(output_json, build_report(outcome, summary, None))
+        print_summary(console, outcome, summary)
+    except KeyboardInterrupt:
+        if reporter is not None:
+            reporter.close()
+        console.print("Eval interrupted: no reusable progress was saved", markup=False, highlight=False)
+        raise typer.Exit(130)
+    except AssayError as error:
+        if reporter is not None:
+            reporter.close()
+        common.fail("Eval failed", error, console=console)
+    raise typer.Exit(0 if outcome.success else 1)
+
+
+@video_app.command("validate")
+def validate_command(
+    eval_dir: Path = typer.Option(Path("eval"), "--eval-dir", help=EVAL_DIR_HELP),
+    adapter: Optional[str] = typer.Option(None, "--adapter", help="Also construct and close this Python adapter."),
+    adapter_command: Optional[str] = typer.Option(None, "--adapter-command", help="Also start and close this command adapter."),
+    case: Optional[str] = typer.Option(None, "--case"),
+    target: Optional[List[str]] = typer.Option(None, "--target"),
+    adapter_config: Optional[Path] = typer.Option(None, "--adapter-config"),
+    allow_empty: bool = typer.Option(False, "--allow-empty"),
+) -> None:
+    """Check case files, videos and sample times (and the adapter, when given) without evaluating."""
+    if adapter and adapter_command:
+        common.bad_parameter("--adapter-command", "cannot be used with --adapter")
+    config = _load_adapter_config(eval_dir, adapter_config)
+    console = common.stdout_console()
+    from assay.video.validate import validate_eval
+
+    issues, directory = validate_eval(
+        eval_dir,
+        case=case,
+        targets=tuple(target or ()),
+        allow_empty=allow_empty,
+        adapter=adapter,
+        adapter_command=adapter_command,
+        adapter_config=config,
+        materialize=_materializer(),
+    )
+    if not issues and directory is not None:
+        console.print(
+            f"Validation passed: {directory.path} ({directory.sample_count} samples)", markup=False, highlight=False
+        )
+        raise typer.Exit(0)
+    console.print("Validation failed", markup=False, highlight=False)
+    for path, message in issues:
+        console.print(f"- {path}: {message}" if path else f"- {message}", markup=False, highlight=False)
+    raise typer.Exit(1)
+
+
+@video_app.command("list-samples")
+def list_samples_command(
+    eval_dir: Path = typer.Option(Path("eval"), "--eval-dir", help=EVAL_DIR_HELP),
+    case: Optional[str] = typer.Option(None, "--case"),
+    target: Optional[List[str]] = typer.Option(None, "--target"),
+    at: Optional[List[float]] = typer.Option(None, "--at"),
+    from_s: Optional[float] = typer.Option(None, "--from"),
+    until_s: Optional[float] = typer.Option(None, "--until"),
+    allow_empty: bool = typer.Option(False, "--allow-empty"),
+) -> None:
+    """List the expanded samples without decoding video or loading an adapter."""
+    common.check_time_filters(case, at, from_s, until_s)
+    console = common.stdout_console()
+    try:
+        from assay.video.loading import load_eval_directory
+
+        directory = load_eval_directory(
+            eval_dir,
+            case=case,
+            targets=tuple(target or ()),
+            at=tuple(at or ()),
+            from_s=from_s,
+            until_s=until_s,
+            allow_empty=allow_empty,
+            materialize_videos=False,
+        )
+    except AssayError as error:
+        common.fail("Could not list samples", error, console=console)
+    from assay.video.listing import print_sample_table
+
+    print_sample_table(console, directory)
+
+
+@video_app.command("export-frames")
+def export_frames_command(
+    case: str = typer.Option(..., "--case", help="Case file name or stem."),
+    at: List[float] = typer.Option(..., "--at", help="Time to export (repeatable)."),
+    eval_dir: Path = typer.Option(Path("eval"), "--eval-dir", help=EVAL_DIR_HELP),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", help="Default: <eval-dir>/runs/frames/<case>/."),
+) -> None:
+    """Save the exact frames assay would send for the given times, as lossless PNG."""
+    common.check_time_values("--at", at)
+    console = common.stdout_console()
+    try:
+        from assay.video.export import export_frames
+        from assay.video.loading import load_eval_directory
+
+        directory = load_eval_directory(
+            eval_dir, case=case, allow_empty=True, allow_draft=True, materialize=_materializer()
+        )
+        written = export_frames(directory.cases[0], list(at), output_dir, directory.path)
+    except AssayError as error:
+        common.fail("Could not export frames", error, console=console)
+    for path in written:
+        console.print(str(path), markup=False, highlight=False)
+
+
+def _not_built(name: str, issue: str) -> None:
+    @video_app.command(name, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    def command(ctx: typer.Context) -> None:
+        print(f"assay video {name} is not built yet ({issue}).")
+        raise typer.Exit(2)
+
+    command.__doc__ = f"Not built yet ({issue})."
+
+
+_not_built("seed", "checkpoints and seeding land next")
+_not_built("review", "the browser editor lands after seed")
+
+
+def _register_store() -> None:
+    try:
+        from assay.cli.video_store import store_app
+    except ImportError:  # pragma: no cover - present in every release
+        return
+    video_app.add_typer(store_app, name="store", help="Cloud video stores: pull, upload, prune-cache.")
+    video_app.add_typer(store_app, name="video-store", help="Alias of `store` (GlassKit's name).", hidden=True)
+
+
+_register_store()

@@ -1,0 +1,42 @@
+"""How numbers and times are shown to people: durations, latencies, rates, byte counts."""
+
+from __future__ import annotations
+
+
+def format_duration(seconds: float) -> str:
+    """`0.2s`, `2m 5.5s`, `1h 2m 3.0s`."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, rest = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{int(minutes)}m {rest:.1f}s"
+    hours, minutes = divmod(int(minutes), 60)
+    return f"{hours}h {minutes}m {rest:.1f}s"
+
+
+def format_latency(seconds: float) -> str:
+    """Two decimals of a millisecond below 10 ms, whole ms below 1 s, then seconds."""
+    milliseconds = seconds * 1000
+    if milliseconds < 10:
+        return f"{milliseconds:.2f}ms"
+    if seconds < 1:
+        return f"{milliseconds:.0f}ms"
+    if seconds < 10:
+        return f"{seconds:.2f}s"
+    return f"{seconds:.1f}s"
+
+
+def format_rate(rate: float) -> str:
+    return f"{rate:.1%}"
+
+
+def format_bytes(count: int) -> str:
+    """`0 B`, `512 B`, `64.9 KiB`, `1.2 MiB` …"""
+    if count < 1024:
+        return f"{count} B"
+    value = float(count)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")

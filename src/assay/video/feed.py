@@ -1,0 +1,114 @@
+"""Decode a case's video once and hand each sample its frame, across all targets, in time order.
+
+Targets keep their declaration order internally; the feed merges them by time so one sequential
+decode pass serves every target and each distinct frame is converted once. Memory stays bounded:
+a decode thread runs at most `window` frames ahead of the samples still being evaluated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import threading
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from assay.video.decode import DecodedFrame, FrameCursor
+from assay.video.model import Sample
+
+
+def merge_in_time_order(sequences: Sequence[Sequence[Sample]]) -> list[Sample]:
+    """Merge per-target sample lists (each kept in its own order) by timestamp, ties by target."""
+    heap: list[tuple[float, int, int]] = []
+    for position, sequence in enumerate(sequences):
+        if sequence:
+            heap.append((sequence[0].timestamp_s, position, 0))
+    heapq.heapify(heap)
+    merged: list[Sample] = []
+    while heap:
+        _, position, offset = heapq.heappop(heap)
+        sequence = sequences[position]
+        merged.append(sequence[offset])
+        if offset + 1 < len(sequence):
+            heapq.heappush(heap, (sequence[offset + 1].timestamp_s, position, offset + 1))
+    return merged
+
+
+def frames_in_order(path: Path, samples: Sequence[Sample]) -> Any:
+    """Yield `(sample, frame)` pairs; a sample earlier than its predecessor restarts the decoder.
+
+    Restarting (rather than buffering frames) keeps memory flat when a target declares blocks out
+    of time order; the frames chosen are the same as one sorted pass would choose."""
+    cursor: FrameCursor | None = None
+    previous = -1.0
+    try:
+        for sample in samples:
+            if cursor is None or sample.timestamp_s < previous:
+                if cursor is not None:
+                    cursor.close()
+                cursor = FrameCursor(path)
+            previous = sample.timestamp_s
+            yield sample, cursor.frame_at(sample.timestamp_s)
+    finally:
+        if cursor is not None:
+            cursor.close()
+
+
+class FrameFeed:
+    """An async iterator of `(sample, frame)` fed by a decode thread, at most `window` ahead.
+
+    Call `release()` once per item when its evaluation is over; `close()` stops the thread."""
+
+    _DONE = object()
+
+    def __init__(self, path: Path, samples: Sequence[Sample], window: int) -> None:
+        self._path = path
+        self._samples = samples
+        self._slots = threading.Semaphore(window)
+        self._stop = threading.Event()
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.Thread(target=self._produce, name="assay-decode", daemon=True)
+        self._thread.start()
+
+    def _produce(self) -> None:
+        put = self._queue.put_nowait
+        try:
+            for pair in frames_in_order(self._path, self._samples):
+                if self._stop.is_set():
+                    return
+                self._loop.call_soon_threadsafe(put, pair)
+                self._slots.acquire()
+                if self._stop.is_set():
+                    return
+        except BaseException as error:  # noqa: BLE001 - handed to the consumer, re-raised there
+            self._loop.call_soon_threadsafe(put, error)
+            return
+        finally:
+            if not self._stop.is_set():
+                try:
+                    self._loop.call_soon_threadsafe(put, self._DONE)
+                except RuntimeError:  # the loop is already closed
+                    pass
+
+    def __aiter__(self) -> AsyncIterator[tuple[Sample, DecodedFrame]]:
+        return self
+
+    async def __anext__(self) -> tuple[Sample, DecodedFrame]:
+        item = await self._queue.get()
+        if item is self._DONE:
+            self._queue.put_nowait(item)
+            raise StopAsyncIteration
+        if isinstance(item, BaseException):
+            self._queue.put_nowait(self._DONE)
+            raise item
+        return item
+
+    def release(self) -> None:
+        self._slots.release()
+
+    async def close(self) -> None:
+        self._stop.set()
+        self._slots.release()
+        await asyncio.to_thread(self._thread.join)

@@ -1,0 +1,133 @@
+"""Turn a Python adapter target into a `VideoEvaluator` (GlassKit's Python adapter rules, §8).
+
+The target may be a frame function `(image, target_id)` / `(sample, target)`, or a factory (sync or
+async, with or without the config argument) returning an object with `evaluate` and/or
+`evaluate_many` (which wins) and an optional `close`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from assay.adapters.loading import load_adapter_callable
+from assay.core.asyncutil import call_user_code
+from assay.errors import AdapterError
+from assay.video.adapters import AdapterConfig, FrameSample, TargetContext
+
+_FRAME_FUNCTION_PARAMETERS = (("image", "target_id"), ("sample", "target"))
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _frame_function_style(function: Any) -> tuple[str, str] | None:
+    """The parameter pair when `function` is a frame function, else None."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    names = tuple(p.name for p in parameters if p.kind in _POSITIONAL)[:2]
+    return names if names in _FRAME_FUNCTION_PARAMETERS else None  # type: ignore[return-value]
+
+
+def _factory_arguments(factory: Any, config: AdapterConfig) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    try:
+        parameters = list(inspect.signature(factory).parameters.values())
+    except (TypeError, ValueError):
+        return (config,), {}
+    required = [
+        p
+        for p in parameters
+        if p.default is inspect.Parameter.empty
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    ]
+    if not required:
+        return (), {}
+    # GlassKit 0.1.12 always passes the config positionally, which breaks `def f(*, config)`;
+    # a single required keyword-only parameter is clearly meant to receive it.
+    if len(required) == 1 and required[0].kind is inspect.Parameter.KEYWORD_ONLY:
+        return (), {required[0].name: config}
+    return (config,), {}
+
+
+class PythonEvaluator:
+    """Drives an in-process adapter object or frame function."""
+
+    def __init__(
+        self,
+        evaluate: Callable[..., Any] | None,
+        evaluate_many: Callable[..., Any] | None,
+        close: Callable[..., Any] | None,
+        executor: Executor | None,
+    ) -> None:
+        self._evaluate = evaluate
+        self._evaluate_many = evaluate_many
+        self._close = close
+        self._executor = executor
+
+    @property
+    def batch(self) -> bool:
+        return self._evaluate_many is not None
+
+    async def evaluate(self, sample: FrameSample, target: TargetContext) -> Any:
+        assert self._evaluate is not None
+        return await call_user_code(self._evaluate, sample, target, executor=self._executor)
+
+    async def evaluate_many(self, samples: Sequence[FrameSample], target: TargetContext) -> list[Any]:
+        assert self._evaluate_many is not None
+        return await call_user_code(self._evaluate_many, list(samples), target, executor=self._executor)
+
+    async def close(self) -> None:
+        if self._close is not None:
+            await call_user_code(self._close, executor=self._executor)
+
+
+def _frame_function_evaluator(function: Any, style: tuple[str, str], executor: Executor | None) -> PythonEvaluator:
+    if style == ("image", "target_id"):
+
+        def evaluate(sample: FrameSample, target: TargetContext) -> Any:
+            return function(sample.image, target.id)
+
+        if inspect.iscoroutinefunction(function):
+
+            async def evaluate_async(sample: FrameSample, target: TargetContext) -> Any:
+                return await function(sample.image, target.id)
+
+            return PythonEvaluator(evaluate_async, None, None, executor)
+        return PythonEvaluator(evaluate, None, None, executor)
+    return PythonEvaluator(function, None, None, executor)
+
+
+async def create_python_evaluator(
+    adapter: str, config: AdapterConfig, *, executor: Executor | None = None, cwd: Path | None = None
+) -> PythonEvaluator:
+    """Import `adapter` afresh (module globals never survive between trials) and build an evaluator."""
+    function, _ = load_adapter_callable(adapter, extra_search_paths=[config.eval_dir.parent], cwd=cwd)
+    style = _frame_function_style(function)
+    if style is not None and not inspect.isclass(function):
+        return _frame_function_evaluator(function, style, executor)
+    args, kwargs = _factory_arguments(function, config)
+    try:
+        product = function(*args, **kwargs)
+        if inspect.isawaitable(product):
+            product = await product
+    except Exception as error:  # noqa: BLE001 - the factory is user code
+        raise AdapterError(f"adapter factory '{adapter}' failed: {error}") from error
+    evaluate_many = getattr(product, "evaluate_many", None)
+    evaluate = getattr(product, "evaluate", None)
+    evaluate_many = evaluate_many if callable(evaluate_many) else None
+    evaluate = evaluate if callable(evaluate) else None
+    close = getattr(product, "close", None)
+    close = close if callable(close) else None
+    if evaluate_many is not None:
+        return PythonEvaluator(None, evaluate_many, close, executor)
+    if evaluate is not None:
+        return PythonEvaluator(evaluate, None, close, executor)
+    style = _frame_function_style(product) if callable(product) else None
+    if style is not None:
+        return _frame_function_evaluator(product, style, executor)
+    raise AdapterError(
+        f"adapter factory '{adapter}' must return an object with evaluate(...) or evaluate_many(...), "
+        "or a function whose first two parameters are (image, target_id) or (sample, target)"
+    )

@@ -1,0 +1,297 @@
+"""Video run reporting: live console lines, the closing summary, and the JSON report.
+
+The console follows GlassKit's wording line for line (users and tests compare it); the JSON
+report has GlassKit's schema (`report_type: eval_run`, schema_version 1).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from assay.core.fsutil import write_atomically
+from assay.core.format import format_duration, format_latency, format_rate
+from assay.video.model import Case, SampleResult, Target
+from assay.video.run import RunOutcome
+
+STATUS_WORD = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "ignored": "IGNORED"}
+TIMING_LABELS = {
+    "individual": ("Avg evaluation latency", "Avg latency"),
+    "batch_amortized": ("Avg amortized batch time", "Avg batch/sample"),
+    "mixed": ("Avg evaluation time", "Avg eval/sample"),
+}
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def target_name(target_id: str, label: str | None) -> str:
+    return f"{label} ({target_id})" if label and label != target_id else target_id
+
+
+class ConsoleReporter:
+    """Prints progress lines as results arrive, and a transient progress bar on a terminal."""
+
+    def __init__(self, console: Console, *, verbose: bool) -> None:
+        self.console = console
+        self.verbose = verbose
+        self._progress: Any = None
+        self._task: Any = None
+
+    def _prefix(self, trial: int, repeat: int) -> str:
+        return f"[{trial}/{repeat}] " if repeat > 1 else ""
+
+    def trial_started(self, trial: int, repeat: int) -> None:
+        if repeat > 1:
+            self.console.print(f"Trial {trial}/{repeat}", markup=False, highlight=False)
+
+    def case_started(self, trial: int, repeat: int, case: Case, sample_count: int) -> None:
+        self._stop_progress()
+        self.console.print(
+            f"{self._prefix(trial, repeat)}Case {case.name} ({sample_count} samples, video={case.video.display_name})",
+            markup=False,
+            highlight=False,
+        )
+
+    def target_started(self, trial: int, repeat: int, case: Case, target: Target, sample_count: int) -> None:
+        self.console.print(
+            f"{self._prefix(trial, repeat)}  target {target.display_name}: {sample_count} samples",
+            markup=False,
+            highlight=False,
+        )
+
+    def sample_finished(self, trial: int, repeat: int, result: SampleResult) -> None:
+        if result.status == "passed" and not self.verbose:
+            return
+        name = target_name(result.target, result.target_label)
+        if result.status == "ignored":
+            line = f"IGNORED {name} @{result.timestamp_s:g}s reason={result.reason}"
+        else:
+            line = (
+                f"{STATUS_WORD[result.status]} {name} @{result.timestamp_s:g}s "
+                f"expected={short_repr(result.expected)} observed={short_repr(result.observed_value)} "
+                f"reason={result.reason}"
+            )
+        self.console.print(f"{self._prefix(trial, repeat)}    {line}", markup=False, highlight=False)
+
+    def sample_completed(self, trial: int, done: int, total: int) -> None:
+        if not self.console.is_terminal:
+            return
+        if self._progress is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            self._progress = Progress(
+                BarColumn(), MofNCompleteColumn(), "samples ·", TimeElapsedColumn(),
+                console=self.console, transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("samples", total=total)
+        self._progress.update(self._task, completed=done, total=total)
+        if done >= total:
+            self._stop_progress()
+
+    def _stop_progress(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def close(self) -> None:
+        self._stop_progress()
+
+
+def _timing_mode(results: list[SampleResult]) -> str | None:
+    modes = {r.evaluation_timing_mode for r in results if r.status != "ignored" and r.evaluation_timing_mode}
+    if not modes:
+        return None
+    return modes.pop() if len(modes) == 1 else "mixed"
+
+
+def _average_duration(results: list[SampleResult]) -> float | None:
+    durations = [
+        r.evaluation_duration_seconds
+        for r in results
+        if r.status != "ignored" and r.evaluation_duration_seconds is not None
+    ]
+    return sum(durations) / len(durations) if durations else None
+
+
+def _counts(results: list[SampleResult]) -> dict[str, int]:
+    counts = {"passed": 0, "failed": 0, "error": 0, "ignored": 0}
+    for result in results:
+        counts[result.status] += 1
+    return counts
+
+
+def _rate(passed: int, failed: int, errors: int) -> float:
+    total = passed + failed + errors
+    return passed / total if total else 0.0
+
+
+def _by_target_table(trial_results: list[list[SampleResult]], repeat: int) -> Table:
+    mode = _timing_mode([r for results in trial_results for r in results])
+    latency_header = TIMING_LABELS.get(mode or "individual", TIMING_LABELS["individual"])[1]
+    table = Table(title="By target")
+    headers = ["Target", "Pass rate" if repeat == 1 else "Pass min / mean / max", "Passed", "Failed", "Errors", "Ignored", latency_header]
+    for header in headers:
+        table.add_column(header, overflow="fold")
+    grouped: dict[str, list[list[SampleResult]]] = defaultdict(lambda: [[] for _ in trial_results])
+    labels: dict[str, str | None] = {}
+    for position, results in enumerate(trial_results):
+        for result in results:
+            grouped[result.target][position].append(result)
+            labels.setdefault(result.target, result.target_label)
+    for target_id in sorted(grouped):
+        per_trial = grouped[target_id]
+        everything = [r for results in per_trial for r in results]
+        counts = _counts(everything)
+        rates = [_rate(*(c[k] for k in ("passed", "failed", "error"))) for c in map(_counts, per_trial)]
+        if repeat == 1:
+            rate_text = format_rate(rates[0])
+        else:
+            rate_text = f"{rates and min(rates) * 100:.1f}/{sum(rates) / len(rates) * 100:.1f}/{max(rates) * 100:.1f}%"
+        average = _average_duration(everything)
+        table.add_row(
+            escape(target_name(target_id, labels[target_id])),
+            rate_text,
+            str(counts["passed"]),
+            str(counts["failed"]),
+            str(counts["error"]),
+            str(counts["ignored"]),
+            format_latency(average) if average is not None else "n/a",
+        )
+    return table
+
+
+def print_summary(console: Console, outcome: RunOutcome, summary: dict[str, Any]) -> None:
+    out = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731
+    repeat = outcome.repeat
+    out(f"Eval: {outcome.eval_directory.path}")
+    out(f"Cases: {len(outcome.eval_directory.cases)}")
+    if repeat == 1:
+        trial = outcome.trials[0]
+        counts = _counts(trial.results)
+        evaluated = counts["passed"] + counts["failed"] + counts["error"]
+        out(
+            f"Samples: {evaluated} evaluated, {counts['passed']} passed, {counts['failed']} failed, "
+            f"{counts['error']} errors, {counts['ignored']} ignored"
+        )
+        out(f"Pass rate: {format_rate(_rate(counts['passed'], counts['failed'], counts['error']))}")
+    else:
+        out(
+            f"Trials: {repeat} total, {summary['successful_trials']} passed gates, "
+            f"{repeat - summary['successful_trials']} failed gates"
+        )
+        out(f"Samples: {summary['evaluated_samples']} evaluated per trial, {summary['ignored_samples']} ignored")
+        out(
+            f"Attempts: {summary['evaluated_attempts']} evaluated, {summary['passed_attempts']} passed, "
+            f"{summary['failed_attempts']} failed, {summary['error_attempts']} errors"
+        )
+        out(f"Attempt pass rate: {format_rate(summary['attempt_pass_rate'])}")
+        out(
+            "Trial pass rate (min / mean / max): "
+            f"{format_rate(summary['minimum_trial_pass_rate'])} / {format_rate(summary['mean_trial_pass_rate'])} / "
+            f"{format_rate(summary['maximum_trial_pass_rate'])}"
+        )
+        out(
+            f"Stability: {summary['consistently_passed_samples']} consistently passed, "
+            f"{summary['consistently_failed_samples']} consistently failed, {summary['flaky_samples']} flaky, "
+            f"{summary['error_samples']} with errors"
+        )
+    out(f"Duration: {format_duration(outcome.duration_seconds)}")
+    mode = summary["evaluation_timing_mode"]
+    average = summary["average_evaluation_seconds_per_attempt"]
+    if mode is not None and average is not None:
+        label = TIMING_LABELS[mode][0]
+        out(f"{label}: {format_latency(average)}/sample")
+        out(f"Throughput: {summary['throughput_attempts_per_second']:.2f} samples/s")
+    if repeat > 1:
+        by_trial = Table(title="By trial")
+        for header in ("Trial", "Result", "Pass rate", "Passed", "Failed", "Errors"):
+            by_trial.add_column(header)
+        for trial in outcome.trials:
+            counts = _counts(trial.results)
+            by_trial.add_row(
+                str(trial.trial), "passed" if trial.success else "failed",
+                format_rate(_rate(counts["passed"], counts["failed"], counts["error"])),
+                str(counts["passed"]), str(counts["failed"]), str(counts["error"]),
+            )
+        console.print(by_trial)
+    failed_gates = [(f"Trial {trial.trial}", gate) for trial in outcome.trials for gate in trial.gates if not gate.passed]
+    failed_gates += [("Stability", gate) for gate in outcome.gates if not gate.passed]
+    if failed_gates:
+        table = Table(title="Failed gates")
+        if repeat > 1:
+            table.add_column("Scope")
+        table.add_column("Gate", overflow="fold")
+        table.add_column("Detail", overflow="fold")
+        for scope, gate in failed_gates:
+            cells = [escape(gate.name), escape(gate.message)]
+            table.add_row(*([scope] if repeat > 1 else []), *cells)
+        console.print(table)
+    console.print(_by_target_table([trial.results for trial in outcome.trials], repeat))
+    if repeat > 1:
+        _print_unstable(console, outcome)
+
+
+def _print_unstable(console: Console, outcome: RunOutcome) -> None:
+    from assay.video.gates import stability_rows
+
+    rows = [
+        row for row in stability_rows([trial.results for trial in outcome.trials])
+        if row["flaky"] or row["consistently_failed"] or row["errors"]
+    ]
+    if not rows:
+        return
+    table = Table(title="Unstable and failing samples")
+    for header in ("Case", "Target", "Time", "Outcomes", "Finding"):
+        table.add_column(header, overflow="fold")
+    letters = {"passed": "P", "failed": "F", "error": "E", "ignored": "I"}
+    for row in rows:
+        finding = "flaky" if row["flaky"] else ("failed every trial" if row["consistently_failed"] else "adapter/comparison errors")
+        table.add_row(
+            escape(row["case"]), escape(target_name(row["target"], row["target_label"])),
+            f"{row['timestamp_s']:g}s", "/".join(letters[s] for s in row["statuses"]), finding,
+        )
+    console.print(table)
+
+
+def build_report(outcome: RunOutcome, summary: dict[str, Any], checkpoint: dict[str, Any] | None) -> dict[str, Any]:
+    from assay.video.gates import stability_rows, summarize_trial
+
+    return {
+        "schema_version": 1,
+        "report_type": "eval_run",
+        "eval_dir": str(outcome.eval_directory.path),
+        "cases": [case.name for case in outcome.eval_directory.cases],
+        "repeat_count": outcome.repeat,
+        "success": outcome.success,
+        "checkpoint": checkpoint,
+        "summary": summary,
+        "gates": [gate.to_json() for gate in outcome.gates],
+        "trials": [
+            {
+                "trial": trial.trial,
+                "success": trial.success,
+                "summary": summarize_trial(trial.results, trial.duration_seconds),
+                "gates": [gate.to_json() for gate in trial.gates],
+                "results": [result.to_report() for result in trial.results],
+            }
+            for trial in outcome.trials
+        ],
+        "stability": stability_rows([trial.results for trial in outcome.trials]),
+    }
+
+
+def write_json_report(path: str, report: dict[str, Any]) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(report, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+    write_atomically(target, text)

@@ -1,0 +1,543 @@
+"""Run a video eval: every selected sample through the adapter, compared, gated, per trial.
+
+Each case's video is decoded once per trial and shared by all its targets (see `feed.py`);
+results reach listeners in GlassKit's display order (case, target, completion) and the final
+report in declaration order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from assay.core.compare import evaluate_observation
+from assay.core.gates import Gate
+from assay.core.jsonvalue import check_json_like
+from assay.core.schedule import Completed, run_bounded
+from assay.errors import AdapterError, AdapterRuntimeError, AssayError, JsonValueError, VideoError
+from assay.video import artifacts
+from assay.video.adapters import AdapterConfig, FrameSample, TargetContext, VideoEvaluator
+from assay.video.model import Case, EvalDirectory, Sample, SampleResult, Target
+
+DURATION_SLACK_S = 0.05
+
+
+class EvalRunError(AssayError):
+    """A run that cannot complete (exit 2); printed as `Eval failed: <message>`."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    eval_dir: Path
+    adapter: str | None = None
+    adapter_command: str | None = None
+    adapter_config: Mapping[str, Any] = field(default_factory=dict)
+    concurrency: int = 1
+    repeat: int = 1
+    min_pass_rate: float | None = None
+    min_target_pass_rate: float | None = None
+    max_failures: int | None = None
+    max_flaky_samples: int | None = None
+    keep_going: bool = False
+    verbose: bool = False
+    artifacts_dir: str | None = None
+    save_failures: bool = False
+
+
+class RunListener(Protocol):
+    """What reporters hear while a run progresses, in display order."""
+
+    def trial_started(self, trial: int, repeat: int) -> None: ...
+
+    def case_started(self, trial: int, repeat: int, case: Case, sample_count: int) -> None: ...
+
+    def target_started(self, trial: int, repeat: int, case: Case, target: Target, sample_count: int) -> None: ...
+
+    def sample_finished(self, trial: int, repeat: int, result: SampleResult) -> None: ...
+
+    def sample_completed(self, trial: int, done: int, total: int) -> None: ...
+
+
+@dataclass
+class TrialOutcome:
+    trial: int
+    results: list[SampleResult]
+    gates: list[Gate]
+    success: bool
+    duration_seconds: float
+
+
+@dataclass
+class RunOutcome:
+    eval_directory: EvalDirectory
+    repeat: int
+    trials: list[TrialOutcome]
+    gates: list[Gate]  # report-level (stability)
+    success: bool
+    duration_seconds: float
+
+
+def check_run_options(options: RunOptions) -> None:
+    if options.adapter and options.adapter_command:
+        raise EvalRunError("adapter and adapter command are mutually exclusive")
+    if not options.adapter and not options.adapter_command:
+        raise EvalRunError("assay video run requires --adapter or --adapter-command")
+    if options.concurrency < 1:
+        raise EvalRunError("concurrency must be greater than 0")
+    if options.repeat < 1:
+        raise EvalRunError("repeat must be greater than 0")
+    if options.max_flaky_samples is not None:
+        if options.max_flaky_samples < 0:
+            raise EvalRunError("max flaky samples must be nonnegative")
+        if options.repeat < 2:
+            raise EvalRunError("--max-flaky-samples requires --repeat to be at least 2")
+
+
+def video_path(case: Case) -> Path:
+    path = case.video.path
+    if path is None:
+        raise VideoError(f"video for case '{case.name}' is not available locally: {case.video.display_name}")
+    return path
+
+
+def check_sample_times(eval_directory: EvalDirectory) -> None:
+    """Probe every case's video and reject samples past its end (ignored samples included)."""
+    from assay.video.decode import probe_video
+
+    problems: list[str] = []
+    for case in eval_directory.cases:
+        info = probe_video(video_path(case))
+        for target in case.targets:
+            for sample in target.samples:
+                if sample.timestamp_s > info.duration_s + DURATION_SLACK_S:
+                    problems.append(
+                        f"{case.name}/{target.id} sample {sample.sample_index} at {sample.timestamp_s:g}s "
+                        f"exceeds video duration {info.duration_s:g}s"
+                    )
+    if problems:
+        raise VideoError("; ".join(problems))
+
+
+def _message(error: BaseException) -> str:
+    return str(error) or type(error).__name__
+
+
+class _SampleAbort(Exception):
+    """Raised inside a fail-fast run so the scheduler stops taking new samples."""
+
+    def __init__(self, sample: Sample, message: str) -> None:
+        super().__init__(message)
+        self.sample = sample
+        self.message = message
+
+
+class _DisplayOrder:
+    """Releases a case's results target by target (declaration order), each in completion order."""
+
+    def __init__(self, emit_target: Any, emit_result: Any, targets: Sequence[tuple[Target, int]]) -> None:
+        self._emit_target = emit_target
+        self._emit_result = emit_result
+        self._targets = list(targets)
+        self._position_of = {target.index: position for position, (target, _) in enumerate(self._targets)}
+        self._buffers: list[list[SampleResult]] = [[] for _ in self._targets]
+        self._done = [0] * len(self._targets)
+        self._current = -1
+        self._advance()
+
+    def _advance(self) -> None:
+        while True:
+            if self._current >= 0 and self._done[self._current] < self._targets[self._current][1]:
+                return
+            self._current += 1
+            if self._current >= len(self._targets):
+                return
+            target, count = self._targets[self._current]
+            self._emit_target(target, count)
+            for result in self._buffers[self._current]:
+                self._emit_result(result)
+            self._buffers[self._current].clear()
+
+    def add(self, target_index: int, result: SampleResult) -> None:
+        position = self._position_of[target_index]
+        self._done[position] += 1
+        if position == self._current:
+            self._emit_result(result)
+            self._advance()
+        else:
+            self._buffers[position].append(result)
+
+
+class VideoRun:
+    """One `assay video run` over a loaded eval directory."""
+
+    def __init__(
+        self,
+        eval_directory: EvalDirectory,
+        options: RunOptions,
+        listener: RunListener,
+        *,
+        record_result: Any = None,
+        completed: Mapping[tuple[int, str, str, int], SampleResult] | None = None,
+    ) -> None:
+        self.eval_directory = eval_directory
+        self.options = options
+        self.listener = listener
+        # Called with (trial, result) as soon as a result exists, before anyone is told about it:
+        # the seam where the checkpoint journal makes it durable.
+        self._record_result = record_result
+        self._completed = completed or {}
+        self._executor: ThreadPoolExecutor | None = None
+
+    # -- evaluator lifecycle ------------------------------------------------------------------
+    async def _create_evaluator(self) -> VideoEvaluator:
+        config = AdapterConfig(
+            eval_dir=self.eval_directory.path,
+            config=dict(self.options.adapter_config),
+            artifacts_dir=Path(self.options.artifacts_dir) if self.options.artifacts_dir is not None else None,
+            verbose=self.options.verbose,
+        )
+        if self.options.adapter_command:
+            from assay.video.command_adapter import start_command_evaluator
+
+            return await start_command_evaluator(self.options.adapter_command, config)
+        from assay.video.python_adapter import create_python_evaluator
+
+        assert self.options.adapter is not None
+        return await create_python_evaluator(self.options.adapter, config, executor=self._executor)
+
+    # -- results ----------------------------------------------------------------------------
+    def _result(
+        self,
+        sample: Sample,
+        target: Target,
+        *,
+        status: str,
+        reason: str,
+        observed: Any = None,
+        observed_value: Any = None,
+        effective_mode: str | None = None,
+        duration: float | None = None,
+        timing_mode: str | None = None,
+    ) -> SampleResult:
+        return SampleResult(
+            case=sample.case_name,
+            target=target.id,
+            target_label=target.label,
+            sample_index=sample.sample_index,
+            timestamp_s=sample.timestamp_s,
+            status=status,
+            expected=sample.expected,
+            observed=observed,
+            observed_value=observed_value,
+            compare_mode=sample.compare.mode,
+            effective_mode=effective_mode if effective_mode is not None else sample.compare.mode,
+            field=sample.field,
+            reason=reason,
+            source=sample.source,
+            evaluation_duration_seconds=duration,
+            evaluation_timing_mode=timing_mode,
+        )
+
+    def _judge(
+        self, sample: Sample, target: Target, observation: Any, duration: float, timing_mode: str
+    ) -> SampleResult:
+        """Validate and compare one observation; errors become results or abort the run."""
+        try:
+            check_json_like(observation, "observation")
+        except JsonValueError as error:
+            message = (
+                f"adapter returned non-JSON observation for {sample.case_name}/{target.id} "
+                f"sample {sample.sample_index}: {error}"
+            )
+            return self._adapter_error(sample, target, message, duration, timing_mode)
+        try:
+            comparison = evaluate_observation(
+                expected=sample.expected,
+                observation=observation,
+                field=sample.field,
+                mode=sample.compare.mode,
+                tolerance=sample.compare.tolerance,
+            )
+        except Exception as error:  # noqa: BLE001 - a comparison bug must not lose the observation
+            if not self.options.keep_going:
+                raise _SampleAbort(
+                    sample,
+                    f"comparison failed for {sample.case_name}/{target.id} sample {sample.sample_index} "
+                    f"at {sample.timestamp_s:g}s: {_message(error)}",
+                ) from error
+            return self._result(
+                sample, target, status="error", reason=f"comparison_error: {_message(error)}",
+                observed=observation, duration=duration, timing_mode=timing_mode,
+            )
+        return self._result(
+            sample,
+            target,
+            status="passed" if comparison.passed else "failed",
+            reason=comparison.reason,
+            observed=observation,
+            observed_value=comparison.observed_value,
+            effective_mode=comparison.effective_mode,
+            duration=duration,
+            timing_mode=timing_mode,
+        )
+
+    def _adapter_error(
+        self, sample: Sample, target: Target, message: str, duration: float | None, timing_mode: str | None
+    ) -> SampleResult:
+        if not self.options.keep_going:
+            raise _SampleAbort(sample, message)
+        return self._result(
+            sample, target, status="error", reason=f"adapter_error: {message}",
+            duration=duration, timing_mode=timing_mode,
+        )
+
+    def _sample_call_error(self, sample: Sample, target: Target, error: BaseException) -> str:
+        if isinstance(error, AdapterRuntimeError):
+            return _message(error)
+        return (
+            f"adapter failed for {sample.case_name}/{target.id} sample {sample.sample_index} "
+            f"at {sample.timestamp_s:g}s: {_message(error)}"
+        )
+
+    def _finish(self, trial: int, result: SampleResult, rgb: Any, order: _DisplayOrder, target_index: int) -> None:
+        if self.options.save_failures and result.status in ("failed", "error"):
+            self._save_failure(trial, result, rgb)
+        if self._record_result is not None:
+            self._record_result(trial, result)
+        order.add(target_index, result)
+
+    def _save_failure(self, trial: int, result: SampleResult, rgb: Any) -> None:
+        directory = artifacts.failure_directory(self.options.artifacts_dir, self.eval_directory.path, trial)
+        stem = artifacts.artifact_stem(result.case, result.target, result.sample_index, result.timestamp_s)
+        record = {"trial": trial, **result.to_report(), "compare_mode": result.effective_mode}
+        image_path, json_path = artifacts.save_failure(directory, stem, rgb, record)
+        result.artifact_image, result.artifact_json = image_path, json_path
+
+    # -- one case ----------------------------------------------------------------------------
+    async def _run_case(
+        self, trial: int, case: Case, evaluator_box: list[VideoEvaluator | None]
+    ) -> dict[tuple[int, int], SampleResult]:
+        repeat = self.options.repeat
+        results: dict[tuple[int, int], SampleResult] = {}
+        pending: list[tuple[Target, list[Sample], list[Sample]]] = []
+        for target in case.targets:
+            todo: list[Sample] = []
+            ignored: list[Sample] = []
+            for sample in target.samples:
+                reused = self._completed.get((trial, case.name, target.id, sample.sample_index))
+                if reused is not None:
+                    results[(target.index, sample.sample_index)] = reused
+                elif sample.is_ignored:
+                    ignored.append(sample)
+                else:
+                    todo.append(sample)
+            if todo or ignored:
+                pending.append((target, todo, ignored))
+        if not pending:
+            return results
+        total = sum(len(todo) + len(ignored) for _, todo, ignored in pending)
+        self.listener.case_started(trial, repeat, case, total)
+        order = _DisplayOrder(
+            lambda target, count: self.listener.target_started(trial, repeat, case, target, count),
+            lambda result: self.listener.sample_finished(trial, repeat, result),
+            [(target, len(todo) + len(ignored)) for target, todo, ignored in pending],
+        )
+
+        def store(target: Target, result: SampleResult, rgb: Any = None) -> None:
+            results[(target.index, result.sample_index)] = result
+            self._finish(trial, result, rgb, order, target.index)
+
+        for target, _, ignored in pending:
+            for sample in ignored:
+                store(target, self._result(sample, target, status="ignored", reason=sample.ignore or ""))
+        evaluated = [(target, todo) for target, todo, _ in pending if todo]
+        if not evaluated:
+            return results
+        if evaluator_box[0] is None:
+            evaluator_box[0] = await self._create_evaluator()
+        evaluator = evaluator_box[0]
+        if evaluator.batch:
+            for target, todo in evaluated:
+                await self._run_target_batch(trial, case, target, todo, evaluator, store)
+        else:
+            await self._run_case_individual(trial, case, evaluated, evaluator, store)
+        return results
+
+    async def _run_case_individual(
+        self,
+        trial: int,
+        case: Case,
+        evaluated: list[tuple[Target, list[Sample]]],
+        evaluator: VideoEvaluator,
+        store: Any,
+    ) -> None:
+        from assay.video.feed import FrameFeed, merge_in_time_order
+
+        targets = {target.index: target for target, _ in evaluated}
+        contexts = {
+            target.index: TargetContext(target.id, target.index, target.label, target.config) for target, _ in evaluated
+        }
+        path = video_path(case)
+        location = str(path)
+        samples = merge_in_time_order([todo for _, todo in evaluated])
+        total = len(samples)
+        done = 0
+        feed = FrameFeed(path, samples, window=self.options.concurrency + 2)
+
+        async def work(pair: Any) -> SampleResult:
+            sample, frame = pair
+            target = targets[sample.target_index]
+            try:
+                image = frame.to_image()
+                frame_sample = FrameSample(
+                    image, sample.timestamp_s, frame.index, sample.sample_index, location, case.name
+                )
+                started = time.perf_counter()
+                try:
+                    observation = await evaluator.evaluate(frame_sample, contexts[sample.target_index])
+                except Exception as error:  # noqa: BLE001 - adapter code
+                    elapsed = time.perf_counter() - started
+                    message = self._sample_call_error(sample, target, error)
+                    return self._adapter_error(sample, target, message, elapsed, "individual")
+                finally:
+                    image.close()
+                elapsed = time.perf_counter() - started
+                return self._judge(sample, target, observation, elapsed, "individual")
+            finally:
+                feed.release()
+
+        def complete(done_item: Completed[Any]) -> None:
+            nonlocal done
+            if done_item.error is None:
+                sample, frame = done_item.item
+                result: SampleResult = done_item.value
+                store(targets[sample.target_index], result, frame.pixels)
+                done += 1
+                self.listener.sample_completed(trial, done, total)
+
+        try:
+            completed = await run_bounded(
+                feed, work, concurrency=self.options.concurrency, keep_going=self.options.keep_going,
+                on_complete=complete,
+            )
+        finally:
+            await feed.close()
+        aborts = [item.error for item in completed if item.error is not None]
+        if aborts:
+            first = min(
+                aborts, key=lambda error: error.sample.sample_index if isinstance(error, _SampleAbort) else -1
+            )
+            if isinstance(first, _SampleAbort):
+                raise EvalRunError(first.message) from first.__cause__
+            raise first
+
+    async def _run_target_batch(
+        self, trial: int, case: Case, target: Target, todo: list[Sample], evaluator: VideoEvaluator, store: Any
+    ) -> None:
+        from assay.video.decode import select_frames
+
+        path = video_path(case)
+        frames = await asyncio.to_thread(select_frames, path, [sample.timestamp_s for sample in todo])
+        images = [frame.to_image() for frame in frames]
+        batch = [
+            FrameSample(image, sample.timestamp_s, frame.index, sample.sample_index, str(path), case.name)
+            for image, sample, frame in zip(images, todo, frames)
+        ]
+        context = TargetContext(target.id, target.index, target.label, target.config)
+        started = time.perf_counter()
+        failure: str | None = None
+        observations: list[Any] = []
+        try:
+            returned = await evaluator.evaluate_many(batch, context)
+            observations = list(returned)
+        except Exception as error:  # noqa: BLE001 - adapter code
+            failure = (
+                _message(error)
+                if isinstance(error, AdapterRuntimeError)
+                else f"adapter failed for target '{target.id}': {_message(error)}"
+            )
+        finally:
+            for image in images:
+                image.close()
+        elapsed = time.perf_counter() - started
+        per_sample = elapsed / len(todo)
+        if failure is None and len(observations) != len(todo):
+            failure = f"adapter returned {len(observations)} observations for {len(todo)} samples in target '{target.id}'"
+        try:
+            for position, (sample, frame) in enumerate(zip(todo, frames)):
+                if failure is not None:
+                    result = self._adapter_error(sample, target, failure, per_sample, "batch_amortized")
+                else:
+                    result = self._judge(sample, target, observations[position], per_sample, "batch_amortized")
+                store(target, result, frame.pixels)
+                self.listener.sample_completed(trial, position + 1, len(todo))
+        except _SampleAbort as abort:
+            raise EvalRunError(abort.message) from abort.__cause__
+
+    # -- trials -------------------------------------------------------------------------------
+    async def _run_trial(self, trial: int) -> TrialOutcome:
+        from assay.video.gates import trial_gates
+
+        started = time.perf_counter()
+        self.listener.trial_started(trial, self.options.repeat)
+        evaluator_box: list[VideoEvaluator | None] = [None]
+        by_case: dict[str, dict[tuple[int, int], SampleResult]] = {}
+        try:
+            for case in self.eval_directory.cases:
+                by_case[case.name] = await self._run_case(trial, case, evaluator_box)
+        except BaseException as error:
+            if evaluator_box[0] is not None:
+                try:
+                    await evaluator_box[0].close()
+                except Exception as close_error:  # noqa: BLE001
+                    error.add_note(f"adapter close failed while handling previous error: {_message(close_error)}")
+            raise
+        if evaluator_box[0] is not None:
+            try:
+                await evaluator_box[0].close()
+            except AssayError:
+                raise
+            except Exception as error:  # noqa: BLE001
+                raise AdapterError(f"adapter close failed: {_message(error)}") from error
+        ordered = [
+            by_case[case.name][(target.index, sample.sample_index)]
+            for case in self.eval_directory.cases
+            for target in case.targets
+            for sample in target.samples
+        ]
+        gates = trial_gates(
+            ordered,
+            self.eval_directory,
+            min_pass_rate=self.options.min_pass_rate,
+            max_failures=self.options.max_failures,
+            min_target_pass_rate=self.options.min_target_pass_rate,
+        )
+        success = all(gate.passed for gate in gates)
+        return TrialOutcome(trial, ordered, gates, success, time.perf_counter() - started)
+
+    async def run(self) -> RunOutcome:
+        from assay.video.gates import flaky_gate, stability_rows
+
+        started = time.perf_counter()
+        trials: list[TrialOutcome] = []
+        self._executor = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="assay-adapter")
+        try:
+            for trial in range(1, self.options.repeat + 1):
+                trials.append(await self._run_trial(trial))
+        finally:
+            # Already-started sync calls finish; queued ones are dropped (Ctrl-C semantics).
+            self._executor.shutdown(wait=True, cancel_futures=True)
+        gates: list[Gate] = []
+        if self.options.max_flaky_samples is not None:
+            rows = stability_rows([trial.results for trial in trials])
+            flaky = sum(1 for row in rows if row["flaky"])
+            gates.append(flaky_gate(flaky, self.options.max_flaky_samples))
+        success = all(trial.success for trial in trials) and all(gate.passed for gate in gates)
+        return RunOutcome(
+            self.eval_directory, self.options.repeat, trials, gates, success, time.perf_counter() - started
+        )

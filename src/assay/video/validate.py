@@ -1,0 +1,80 @@
+"""`assay video validate`: load like `run`, probe every video, check sample times, try the adapter.
+
+Every problem found is collected as an issue `(path or None, message)`; nothing is evaluated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from assay.errors import AssayError
+from assay.video.adapters import AdapterConfig
+from assay.video.model import EvalDirectory
+
+DURATION_SLACK_S = 0.05
+
+
+async def _construct_and_close(
+    adapter: str | None, adapter_command: str | None, config: AdapterConfig
+) -> None:
+    if adapter_command:
+        from assay.video.command_adapter import start_command_evaluator
+
+        evaluator: Any = await start_command_evaluator(adapter_command, config)
+    else:
+        from assay.video.python_adapter import create_python_evaluator
+
+        assert adapter is not None
+        evaluator = await create_python_evaluator(adapter, config)
+    await evaluator.close()
+
+
+def validate_eval(
+    eval_dir: Path,
+    *,
+    case: str | None,
+    targets: Sequence[str],
+    allow_empty: bool,
+    adapter: str | None,
+    adapter_command: str | None,
+    adapter_config: Mapping[str, Any],
+    materialize: Callable[..., Path] | None,
+) -> tuple[list[tuple[str | None, str]], EvalDirectory | None]:
+    from assay.video.decode import probe_video
+    from assay.video.loading import load_eval_directory
+
+    issues: list[tuple[str | None, str]] = []
+    try:
+        directory = load_eval_directory(
+            eval_dir, case=case, targets=targets, allow_empty=allow_empty, materialize=materialize
+        )
+    except AssayError as error:
+        return [(str(eval_dir), str(error))], None
+    for loaded_case in directory.cases:
+        path = loaded_case.video.path
+        try:
+            if path is None:
+                raise AssayError(f"video is not available locally: {loaded_case.video.display_name}")
+            info = probe_video(path)
+        except AssayError as error:
+            issues.append((str(path or loaded_case.video.display_name), str(error)))
+            continue
+        for target in loaded_case.targets:
+            for sample in target.samples:
+                if sample.timestamp_s > info.duration_s + DURATION_SLACK_S:
+                    issues.append(
+                        (
+                            str(path),
+                            f"{loaded_case.name}/{target.id} sample {sample.sample_index} at "
+                            f"{sample.timestamp_s:g}s exceeds video duration {info.duration_s:g}s",
+                        )
+                    )
+    if adapter or adapter_command:
+        config = AdapterConfig(eval_dir=directory.path, config=dict(adapter_config), artifacts_dir=None, verbose=False)
+        try:
+            asyncio.run(_construct_and_close(adapter, adapter_command, config))
+        except Exception as error:  # noqa: BLE001 - any adapter failure is an issue to report
+            issues.append((None, f"adapter validation failed: {error}"))
+    return issues, directory
