@@ -1,0 +1,67 @@
+"""Quality gates: thresholds turned into named pass/fail results, and the exit code they imply.
+
+Kind-independent primitives; each kind decides which gates exist and in what order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from assay.errors import EXIT_GATE_FAILED, EXIT_OK
+
+__all__ = [
+    "Gate",
+    "all_passed",
+    "errors_gate",
+    "exit_code",
+    "max_count_gate",
+    "min_pass_rate_gate",
+    "pass_rate",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    name: str
+    passed: bool
+    message: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "passed": self.passed, "message": self.message}
+
+
+def pass_rate(passed: int, failed: int, errors: int) -> float:
+    """passed / (passed + failed + errors); errors count against the rate; 0.0 when nothing ran."""
+    total = passed + failed + errors
+    return passed / total if total else 0.0
+
+
+def min_pass_rate_gate(name: str, passed: int, failed: int, errors: int, threshold: float) -> Gate:
+    """Fails when nothing was evaluated: an empty selection must not pass a rate gate."""
+    rate = pass_rate(passed, failed, errors)
+    return Gate(
+        name=name,
+        passed=passed + failed + errors > 0 and rate >= threshold,
+        message=f"{rate:.1%} pass rate (gate: >= {threshold:.1%})",
+    )
+
+
+def max_count_gate(name: str, count: int, maximum: int, noun: str = "failures", prefix: str = "") -> Gate:
+    """`<prefix><count> <noun> (gate: <= <maximum>)`, e.g. prefix `"case: "` for a case gate."""
+    return Gate(name=name, passed=count <= maximum, message=f"{prefix}{count} {noun} (gate: <= {maximum})")
+
+
+def errors_gate(name: str, count: int, noun: str) -> Gate:
+    """Passes only without errors: `no <noun>` / `<count> <noun>`."""
+    if count == 0:
+        return Gate(name=name, passed=True, message=f"no {noun}")
+    return Gate(name=name, passed=False, message=f"{count} {noun}")
+
+
+def all_passed(gates: Iterable[Gate]) -> bool:
+    return all(gate.passed for gate in gates)
+
+
+def exit_code(success: bool) -> int:
+    return EXIT_OK if success else EXIT_GATE_FAILED

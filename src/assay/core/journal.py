@@ -1,0 +1,528 @@
+"""Durable checkpoints: an append-only, fsynced event journal plus the checkpoint directory around it.
+
+Kind-independent: a kind decides what a key and a payload mean; this module makes them survive crashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shlex
+import shutil
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from assay.core.fsutil import fsync_directory, write_atomically
+from assay.errors import CheckpointError
+
+CHECKPOINT_SCHEMA_VERSION = 1
+JOURNAL_FILE_NAME = "events.jsonl"
+MANIFEST_FILE_NAME = "manifest.json"
+LOCK_FILE_NAME = "active.lock"
+STATUS_IN_PROGRESS = "in_progress"
+STATUS_COMPLETE = "complete"
+# A lock file that cannot be parsed may be one another process is still writing; only after this
+# long is it treated as left behind by a crash.
+UNREADABLE_LOCK_STALE_AFTER_SECONDS = 5.0
+
+_DIRECTORY_MODE = 0o700
+_FILE_MODE = 0o600
+_TAIL_SCAN_CHUNK = 64 * 1024
+
+
+def utc_timestamp(moment: datetime | None = None) -> str:
+    """`2026-11-29T18:43:19.936387Z`: UTC isoformat with `Z` instead of `+00:00`."""
+    moment = moment or datetime.now(UTC)
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def plan_hash(payload: Any) -> str:
+    """SHA-256 hex of the canonical JSON of `payload` (sorted keys, compact, ASCII)."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def format_resume_command(argv: list[str]) -> str:
+    """The command a person can paste to resume, quoted for a POSIX shell."""
+    return shlex.join(argv)
+
+
+def checkpoints_root(eval_dir: Path) -> Path:
+    return Path(eval_dir) / "runs" / "checkpoints"
+
+
+# ---------------------------------------------------------------------------------------------
+# The event journal
+
+
+@dataclass(frozen=True)
+class JournalRecord:
+    """One line of the journal."""
+
+    type: str
+    key: str
+    payload: dict[str, Any]
+    recorded_at: str
+
+
+def _encode_line(record: JournalRecord) -> bytes:
+    document = {"key": record.key, "payload": record.payload, "recorded_at": record.recorded_at, "type": record.type}
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii") + b"\n"
+
+
+def _corrupt(line_number: int, detail: str) -> CheckpointError:
+    return CheckpointError(f"checkpoint event log is corrupt at line {line_number}: {detail}")
+
+
+def _decode_line(line: bytes, line_number: int) -> JournalRecord:
+    try:
+        document = json.loads(line)
+    except ValueError as error:  # JSONDecodeError and UnicodeDecodeError
+        raise _corrupt(line_number, str(error)) from None
+    if not isinstance(document, dict):
+        raise _corrupt(line_number, f"expected a JSON object, got {type(document).__name__}")
+    for field_name, expected_type in (("type", str), ("key", str), ("payload", dict), ("recorded_at", str)):
+        if not isinstance(document.get(field_name), expected_type):
+            expected = "an object" if expected_type is dict else "a string"
+            raise _corrupt(line_number, f"field {field_name!r} must be {expected}")
+    return JournalRecord(
+        type=document["type"], key=document["key"], payload=document["payload"], recorded_at=document["recorded_at"]
+    )
+
+
+def iter_journal_events(path: Path) -> Iterator[JournalRecord]:
+    """Every event in file order, strictly: a missing final newline or a bad line is an error."""
+    with open(path, "rb") as stream:
+        for line_number, line in enumerate(stream, start=1):
+            if not line.endswith(b"\n"):
+                raise _corrupt(line_number, "line is incomplete (no trailing newline)")
+            yield _decode_line(line[:-1], line_number)
+
+
+def _truncate_torn_tail(fd: int) -> None:
+    """Cut a last line that a crash left without its newline; that record was never durable."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    end = size
+    keep = 0
+    while end > 0:
+        start = max(0, end - _TAIL_SCAN_CHUNK)
+        chunk = os.pread(fd, end - start, start)
+        newline_at = chunk.rfind(b"\n")
+        if newline_at >= 0:
+            keep = start + newline_at + 1
+            break
+        end = start
+    os.ftruncate(fd, keep)
+    os.fsync(fd)
+
+
+class Journal:
+    """An append-only `events.jsonl`; every append is on disk before it returns.
+
+    Appends from several threads are safe: lines never interleave, and each caller's fsync
+    covers its own line (and any written before it).
+    """
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd = fd
+        self._write_lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: Path) -> Journal:
+        """Open (creating with mode 0600 if missing) and truncate a torn last line."""
+        path = Path(path)
+        flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, _FILE_MODE)
+            created = True
+        except FileExistsError:
+            fd = os.open(path, flags)
+            created = False
+        except OSError as error:
+            raise CheckpointError(f"could not open checkpoint event log {path}: {error}") from None
+        try:
+            if created:
+                os.fchmod(fd, _FILE_MODE)  # the umask must not widen or narrow it
+                fsync_directory(path.parent)
+            else:
+                _truncate_torn_tail(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, fd)
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def append(self, type: str, key: str, payload: Mapping[str, Any]) -> JournalRecord:
+        """Write one event durably (written, fsynced) and return it as recorded."""
+        return self.append_many([(type, key, payload)])[0]
+
+    def append_many(self, entries: Iterable[tuple[str, str, Mapping[str, Any]]]) -> list[JournalRecord]:
+        """Group commit: all `(type, key, payload)` entries in one write and one fsync."""
+        recorded_at = utc_timestamp()
+        records = [JournalRecord(type, key, dict(payload), recorded_at) for type, key, payload in entries]
+        if not records:
+            return []
+        data = b"".join(_encode_line(record) for record in records)
+        if self._fd < 0:
+            raise CheckpointError(f"checkpoint event log is closed: {self.path}")
+        with self._write_lock:
+            self._write_fully(data)
+        try:
+            os.fsync(self._fd)
+        except OSError as error:
+            raise CheckpointError(f"could not write checkpoint event log {self.path}: {error}") from None
+        return records
+
+    def _write_fully(self, data: bytes) -> None:
+        size_before = os.fstat(self._fd).st_size
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+        except OSError as error:
+            # A half-written line would turn into a corrupt middle line at the next append.
+            try:
+                os.ftruncate(self._fd, size_before)
+            except OSError:
+                pass
+            raise CheckpointError(f"could not write checkpoint event log {self.path}: {error}") from None
+
+    def events(self) -> list[JournalRecord]:
+        """Every event in file order."""
+        return list(iter_journal_events(self.path))
+
+    def records(self) -> dict[str, JournalRecord]:
+        """The latest event for each key."""
+        latest: dict[str, JournalRecord] = {}
+        for record in iter_journal_events(self.path):
+            latest[record.key] = record
+        return latest
+
+
+# ---------------------------------------------------------------------------------------------
+# The checkpoint directory
+
+
+def _write_manifest(directory: Path, manifest: Mapping[str, Any]) -> None:
+    text = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+    write_atomically(directory / MANIFEST_FILE_NAME, text, mode=_FILE_MODE)
+
+
+def _pid_is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    except OSError:
+        return False
+    return True
+
+
+def _lock_is_stale(lock_path: Path, content: bytes) -> bool:
+    try:
+        document = json.loads(content)
+        pid = document["pid"]
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+            raise ValueError("pid")
+    except (ValueError, KeyError, TypeError):
+        try:
+            age = time.time() - lock_path.stat().st_mtime
+        except FileNotFoundError:
+            return True
+        return age > UNREADABLE_LOCK_STALE_AFTER_SECONDS
+    return not _pid_is_alive(pid)
+
+
+def _acquire_lock(directory: Path, token: str) -> None:
+    lock_path = directory / LOCK_FILE_NAME
+    content = json.dumps({"pid": os.getpid(), "started_at": utc_timestamp(), "token": token}, sort_keys=True)
+    for _attempt in range(20):
+        try:
+            fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
+        except FileExistsError:
+            _replace_lock_if_stale(lock_path, token)
+            continue
+        except OSError as error:
+            raise CheckpointError(f"could not lock checkpoint {directory}: {error}") from None
+        try:
+            os.fchmod(fd, _FILE_MODE)
+            os.write(fd, content.encode("ascii"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return
+    raise CheckpointError(f"checkpoint is already active in another process: {directory}")
+
+
+def _replace_lock_if_stale(lock_path: Path, token: str) -> None:
+    """Remove a stale lock, or raise if it is live; never remove a lock another process just took."""
+    directory = lock_path.parent
+    try:
+        seen = lock_path.read_bytes()
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise CheckpointError(f"could not lock checkpoint {directory}: {error}") from None
+    if not _lock_is_stale(lock_path, seen):
+        raise CheckpointError(f"checkpoint is already active in another process: {directory}")
+    # Move the lock aside, then check it is the one judged stale: between the read and the
+    # rename another process may have replaced it with a live lock, which must be put back.
+    aside = directory / f".{LOCK_FILE_NAME}.{token}.stale"
+    try:
+        os.rename(lock_path, aside)
+    except FileNotFoundError:
+        return
+    try:
+        taken = aside.read_bytes()
+    except OSError:
+        taken = seen
+    if taken != seen:
+        try:
+            os.link(aside, lock_path)
+        except FileExistsError:
+            pass
+    aside.unlink(missing_ok=True)
+
+
+def _new_checkpoint_directory(root: Path, kind: str, now: datetime) -> tuple[str, Path]:
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    for _attempt in range(100):
+        checkpoint_id = f"{kind}-{stamp}-{secrets.token_hex(4)}"
+        directory = root / checkpoint_id
+        try:
+            directory.mkdir(mode=_DIRECTORY_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(directory, _DIRECTORY_MODE)  # mkdir's mode is filtered by the umask
+        fsync_directory(root)
+        return checkpoint_id, directory
+    raise CheckpointError(f"could not create a checkpoint directory in {root}")
+
+
+class Checkpoint:
+    """A checkpoint directory held by this process: manifest, journal and `active.lock`.
+
+    Use as a context manager (or call `release`) so the lock and the journal are let go.
+    """
+
+    def __init__(self, path: Path, manifest: dict[str, Any], token: str, journal: Journal) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.token = token
+        self.journal = journal
+
+    @property
+    def id(self) -> str:
+        return str(self.manifest.get("id") or self.path.name)
+
+    @property
+    def kind(self) -> str:
+        return str(self.manifest.get("kind"))
+
+    @classmethod
+    def create(
+        cls, eval_dir: Path, kind: str, *, plan_hash: str, total: int, invocation: Mapping[str, Any]
+    ) -> Checkpoint:
+        """A new `in_progress` checkpoint `<kind>-<UTC stamp>-<8 hex>` under `<eval_dir>/runs/checkpoints`."""
+        eval_dir = Path(os.path.abspath(eval_dir))
+        root = checkpoints_root(eval_dir)
+        now = datetime.now(UTC)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            checkpoint_id, directory = _new_checkpoint_directory(root, kind, now)
+        except OSError as error:
+            raise CheckpointError(f"could not create checkpoint in {root}: {error}") from None
+        token = secrets.token_hex(8)
+        timestamp = utc_timestamp(now)
+        manifest = {
+            "schema_version": CHECKPOINT_SCHEMA_VERSION,
+            "id": checkpoint_id,
+            "kind": kind,
+            "status": STATUS_IN_PROGRESS,
+            "eval_dir": str(eval_dir),
+            "created_at": timestamp,
+            "updated_at": timestamp,
+            "plan_hash": plan_hash,
+            "total": total,
+            "invocation": dict(invocation),
+        }
+        try:
+            _acquire_lock(directory, token)
+            _write_manifest(directory, manifest)
+            journal = Journal.open(directory / JOURNAL_FILE_NAME)
+        except BaseException as error:
+            # Nobody knows this id yet, so a half-made directory is only litter.
+            shutil.rmtree(directory, ignore_errors=True)
+            if isinstance(error, OSError):
+                raise CheckpointError(f"could not create checkpoint {directory}: {error}") from None
+            raise
+        return cls(directory, manifest, token, journal)
+
+    @classmethod
+    def resume(cls, path: Path, manifest: Mapping[str, Any]) -> Checkpoint:
+        """Take the lock of an existing checkpoint (already checked with `read_manifest`) and open its journal."""
+        path = Path(path)
+        token = secrets.token_hex(8)
+        _acquire_lock(path, token)
+        try:
+            journal = Journal.open(path / JOURNAL_FILE_NAME)
+        except BaseException:
+            _remove_own_lock(path, token)
+            raise
+        return cls(path, dict(manifest), token, journal)
+
+    def __enter__(self) -> Checkpoint:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+    def mark_complete(self) -> None:
+        """Record that nothing is left to resume (the directory stays on disk)."""
+        manifest = {**self.manifest, "status": STATUS_COMPLETE, "updated_at": utc_timestamp()}
+        try:
+            _write_manifest(self.path, manifest)
+        except OSError as error:
+            raise CheckpointError(f"could not update checkpoint manifest {self.path}: {error}") from None
+        self.manifest = manifest
+
+    def release(self) -> None:
+        """Close the journal and remove this process's lock; safe to call twice."""
+        self.journal.close()
+        _remove_own_lock(self.path, self.token)
+
+    def discard(self) -> None:
+        """Delete the checkpoint: rename it aside first so a half-deleted one is never mistaken for real."""
+        self.journal.close()
+        aside = self.path.with_name(f".{self.id}.{self.token}.discarding")
+        try:
+            os.rename(self.path, aside)
+        except FileNotFoundError:
+            return
+        except OSError as error:
+            raise CheckpointError(f"could not discard checkpoint {self.path}: {error}") from None
+        fsync_directory(aside.parent)
+        for entry in list(aside.iterdir()):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        try:
+            aside.rmdir()
+        except OSError as error:
+            raise CheckpointError(f"could not discard checkpoint {self.path}: {error}") from None
+        fsync_directory(aside.parent)
+
+
+def _remove_own_lock(directory: Path, token: str) -> None:
+    lock_path = directory / LOCK_FILE_NAME
+    try:
+        document = json.loads(lock_path.read_bytes())
+    except (OSError, ValueError):
+        return
+    if isinstance(document, dict) and document.get("token") == token:
+        lock_path.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Resuming
+
+
+def resolve_checkpoint_ref(ref: str, eval_dir: Path, cwd: Path) -> Path:
+    """`--resume REF`: a path if absolute or with a directory part, else relative to cwd if it exists, else an id."""
+    candidate = Path(ref)
+    if candidate.is_absolute() or len(candidate.parts) > 1 or os.sep in ref or (os.altsep and os.altsep in ref):
+        return Path(cwd) / candidate
+    relative = Path(cwd) / candidate
+    if relative.exists():
+        return relative
+    return checkpoints_root(Path(eval_dir)) / ref
+
+
+def read_manifest(path: Path, expected_kind: str) -> dict[str, Any]:
+    """Load and check a checkpoint's manifest; every problem is a `CheckpointError` (a bad --resume value)."""
+    path = Path(path)
+    manifest_path = path / MANIFEST_FILE_NAME
+    try:
+        data = manifest_path.read_bytes()
+    except OSError as error:
+        raise CheckpointError(f"could not read checkpoint manifest {manifest_path}: {error}") from None
+    try:
+        manifest = json.loads(data)
+    except ValueError as error:
+        raise CheckpointError(f"invalid checkpoint manifest {manifest_path}: {error}") from None
+    if not isinstance(manifest, dict):
+        raise CheckpointError(f"checkpoint manifest must be an object: {manifest_path}")
+    schema_version = manifest.get("schema_version")
+    if isinstance(schema_version, bool) or schema_version != CHECKPOINT_SCHEMA_VERSION:
+        raise CheckpointError(f"unsupported checkpoint schema in {path}: {schema_version}")
+    kind = manifest.get("kind")
+    if kind != expected_kind:
+        raise CheckpointError(f"checkpoint {path} is for '{kind}', not '{expected_kind}'")
+    return manifest
+
+
+def ensure_not_complete(path: Path, manifest: Mapping[str, Any]) -> None:
+    if manifest.get("status") == STATUS_COMPLETE:
+        raise CheckpointError(f"checkpoint is already complete: {path}")
+
+
+def ensure_plan_unchanged(path: Path, manifest: Mapping[str, Any], current_plan_hash: str) -> None:
+    if manifest.get("plan_hash") != current_plan_hash:
+        raise CheckpointError(f"checkpoint inputs changed; start a new operation instead of resuming {path}")
+
+
+def ensure_results_within_plan(path: Path, recorded_keys: Iterable[str], planned_keys: Iterable[str]) -> None:
+    planned = set(planned_keys)
+    if any(key not in planned for key in recorded_keys):
+        raise CheckpointError(f"checkpoint contains results outside the selected run plan: {path}")
+
+
+__all__ = [
+    "CHECKPOINT_SCHEMA_VERSION",
+    "JOURNAL_FILE_NAME",
+    "LOCK_FILE_NAME",
+    "MANIFEST_FILE_NAME",
+    "STATUS_COMPLETE",
+    "STATUS_IN_PROGRESS",
+    "Checkpoint",
+    "Journal",
+    "JournalRecord",
+    "checkpoints_root",
+    "ensure_not_complete",
+    "ensure_plan_unchanged",
+    "ensure_results_within_plan",
+    "format_resume_command",
+    "iter_journal_events",
+    "plan_hash",
+    "read_manifest",
+    "resolve_checkpoint_ref",
+    "utc_timestamp",
+]
