@@ -1,0 +1,543 @@
+"""Round-trip reading and surgical rewriting of case files: only rewritten `samples` lists change.
+
+Everything outside the replaced `samples` sequences stays byte-identical (comments, key order, quoting, anchors).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.resolver import BaseResolver
+
+from assay.video.reconstruct import strictly_equal
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+class _PyYamlResolver(BaseResolver):
+    """ruamel's resolver fed with PyYAML's implicit rules, so both loaders type scalars alike.
+
+    ruamel's YAML 1.1 mode still differs from PyYAML (e.g. `1e3` is a float there, a string here).
+    """
+
+    yaml_implicit_resolvers = copy.deepcopy(yaml.resolver.Resolver.yaml_implicit_resolvers)
+
+    def __init__(self, version: Any = None, loader: Any = None, loadumper: Any = None) -> None:
+        super().__init__(loadumper if loadumper is not None else loader)
+
+    @property
+    def processing_version(self) -> Any:
+        return (1, 1)
+
+
+def load_roundtrip(text: str) -> CommentedMap:
+    """Parse a case file keeping comments and layout; values read exactly as PyYAML's safe_load reads them.
+
+    Raises ValueError when the two readings would differ (duplicate keys: ruamel keeps the first,
+    PyYAML the last) and for a non-mapping top level.
+    """
+    reader = YAML(typ="rt")
+    reader.Resolver = _PyYamlResolver
+    reader.allow_duplicate_keys = True
+    document = reader.load(text)
+    if document is None:
+        document = CommentedMap()
+    if not isinstance(document, CommentedMap):
+        raise ValueError("expected a YAML object")
+    if not _same_reading(document, yaml.safe_load(text) or {}):
+        raise ValueError("the case file reads differently under round-trip parsing (duplicate keys?)")
+    return document
+
+
+def _same_reading(roundtrip: Any, plain: Any) -> bool:
+    if isinstance(plain, dict):
+        return (
+            isinstance(roundtrip, dict)
+            and len(roundtrip) == len(plain)
+            and all(key in roundtrip and _same_reading(roundtrip[key], value) for key, value in plain.items())
+        )
+    if isinstance(plain, list):
+        return (
+            isinstance(roundtrip, list)
+            and len(roundtrip) == len(plain)
+            and all(_same_reading(left, right) for left, right in zip(roundtrip, plain))
+        )
+    if isinstance(plain, bool) != (isinstance(roundtrip, bool) or type(roundtrip).__name__ == "ScalarBoolean"):
+        return False
+    if isinstance(plain, float) and math.isnan(plain):
+        return isinstance(roundtrip, float) and math.isnan(roundtrip)
+    return bool(roundtrip == plain) and isinstance(roundtrip, str) == isinstance(plain, str)
+
+
+# ---------------------------------------------------------------------------------------------
+# Emitting new blocks
+
+
+class _FlowList(list):
+    """A `range`/`at` list: written in flow style, `[3.0, 5.0]`."""
+
+
+class _BlockDumper(yaml.SafeDumper):
+    # Nested block sequences indented under their key read better than PyYAML's indentless default.
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> Any:
+        return super().increase_indent(flow, False)
+
+
+def _represent_flow_list(dumper: yaml.SafeDumper, data: _FlowList) -> yaml.Node:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+
+
+def _represent_text(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    # Multi-line comments stay readable as literal blocks; PyYAML falls back to quotes when it must.
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar(_STR_TAG, data, style=style)
+
+
+_BlockDumper.add_representer(_FlowList, _represent_flow_list)
+_BlockDumper.add_representer(str, _represent_text)
+
+
+def _dumpable_block(block: Mapping[str, Any]) -> dict[str, Any]:
+    dumpable = dict(block)
+    for key in ("range", "at"):
+        if isinstance(dumpable.get(key), (list, tuple)):
+            dumpable[key] = _FlowList(dumpable[key])
+    return dumpable
+
+
+def _dump_block_sequence(blocks: Sequence[Mapping[str, Any]]) -> str:
+    return yaml.dump(
+        [_dumpable_block(block) for block in blocks],
+        Dumper=_BlockDumper,
+        default_flow_style=False,
+        sort_keys=False,
+        allow_unicode=True,
+        width=1 << 30,
+    )
+
+
+def _dump_flow_sequence(blocks: Sequence[Mapping[str, Any]]) -> str:
+    return yaml.dump(
+        [dict(block) for block in blocks],
+        Dumper=yaml.SafeDumper,
+        default_flow_style=True,
+        sort_keys=False,
+        allow_unicode=True,
+        width=1 << 30,
+    ).strip()
+
+
+def format_block(block: Mapping[str, Any], indent: int, newline: str = "\n") -> list[str]:
+    """One block as block-style sequence-item lines (each ending in `newline`), its dash at `indent`."""
+    lines = _dump_block_sequence([block]).splitlines()
+    prefix = " " * indent
+    return [(prefix + line if line else line) + newline for line in lines]
+
+
+# ---------------------------------------------------------------------------------------------
+# Locating nodes
+
+
+@dataclass(frozen=True, slots=True)
+class _OriginalItem:
+    """One original sample block: its text chunk (leading comments included) and what it meant."""
+
+    chunk: str  # the lines this item owns, from its leading comments to just before the next item's
+    leading_comments: str  # full-line comments right above its dash ("" for the first item)
+    first_line_comment: str  # an inline `# ...` after the item's first line, or ""
+    value: Any  # as PyYAML reads it
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    for index, char in enumerate(text):
+        if char == "\n":
+            starts.append(index + 1)
+    return starts
+
+
+def _mapping_entry(node: yaml.MappingNode, key: str) -> tuple[yaml.Node, yaml.Node] | None:
+    found = None
+    for key_node, value_node in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _STR_TAG and key_node.value == key:
+            found = (key_node, value_node)  # PyYAML keeps the last duplicate; so do we
+    return found
+
+
+def _content_end(node: yaml.Node) -> tuple[int, int] | None:
+    """(line, index) just past the last real content of a node; empty scalars do not count."""
+    if isinstance(node, yaml.ScalarNode):
+        if node.start_mark.index == node.end_mark.index:
+            return None
+        return node.end_mark.line, node.end_mark.index
+    if getattr(node, "flow_style", False):
+        return node.end_mark.line, node.end_mark.index
+    children: list[yaml.Node] = []
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            children.extend((key_node, value_node))
+    elif isinstance(node, yaml.SequenceNode):
+        children.extend(node.value)
+    ends = [end for end in (_content_end(child) for child in children) if end is not None]
+    return max(ends, key=lambda end: end[1]) if ends else None
+
+
+def _last_content_line(text: str, line_starts: list[int], node: yaml.Node, fallback_line: int) -> int:
+    end = _content_end(node)
+    if end is None:
+        return fallback_line
+    line = _line_of(line_starts, end[1] - 1) if end[1] > 0 else 0
+    while line > fallback_line and not _line_text(text, line_starts, line).strip():
+        line -= 1  # block scalars swallow the blank lines after them
+    return line
+
+
+def _line_of(line_starts: list[int], index: int) -> int:
+    low, high = 0, len(line_starts) - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if line_starts[middle] <= index:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _line_text(text: str, line_starts: list[int], line: int) -> str:
+    start = line_starts[line]
+    end = line_starts[line + 1] if line + 1 < len(line_starts) else len(text)
+    return text[start:end]
+
+
+def _line_span(text: str, line_starts: list[int], first_line: int, last_line: int) -> tuple[int, int]:
+    end = line_starts[last_line + 1] if last_line + 1 < len(line_starts) else len(text)
+    return line_starts[first_line], end
+
+
+def _inline_comment_after(text: str, index: int) -> str:
+    """The `# ...` that follows `index` on its line, if only a comment follows it."""
+    line_end = text.find("\n", index)
+    rest = text[index : len(text) if line_end < 0 else line_end].rstrip("\r")
+    return rest.strip() if rest.strip().startswith("#") else ""
+
+
+def _newline_style(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Rewriting
+
+
+@dataclass(frozen=True, slots=True)
+class _Edit:
+    start: int
+    end: int
+    replacement: str
+
+
+def rewrite_target_samples(text: str, new_blocks: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+    """Replace the `samples` lists of the given targets; every other byte of `text` is kept.
+
+    Blocks are plain dicts as `assay.video.reconstruct` makes them. An original block that
+    survives unchanged keeps its exact text (comments, quoting and all); a changed block is
+    written fresh and inherits the comment lines above, and the inline comment on the first
+    line of, the original block its first time falls in. Raises ValueError when a target or
+    its `samples` list cannot be found or rewritten safely (e.g. it is an alias or its anchors
+    are referenced elsewhere).
+    """
+    if not new_blocks:
+        return text
+    root = yaml.compose(text)
+    if not isinstance(root, yaml.MappingNode):
+        raise ValueError("expected a YAML object")
+    targets_entry = _mapping_entry(root, "targets")
+    if targets_entry is None or not isinstance(targets_entry[1], yaml.MappingNode):
+        raise ValueError("the case file has no `targets` mapping")
+    targets_node = targets_entry[1]
+    line_starts = _line_starts(text)
+    newline = _newline_style(text)
+    plain_targets = (yaml.safe_load(text) or {}).get("targets") or {}
+    edits: list[_Edit] = []
+    for target_id, blocks in new_blocks.items():
+        entry = _mapping_entry(targets_node, target_id)
+        if entry is None or not isinstance(entry[1], yaml.MappingNode):
+            raise ValueError(f"target {target_id!r} is not a mapping in the case file")
+        target_node = entry[1]
+        samples_entry = _mapping_entry(target_node, "samples")
+        if samples_entry is None:
+            raise ValueError(f"target {target_id!r} has no `samples` key to rewrite")
+        key_node, samples_node = samples_entry
+        if samples_node.start_mark.index < key_node.end_mark.index:
+            raise ValueError(f"the samples of target {target_id!r} are a YAML alias; refusing to rewrite them")
+        if not isinstance(samples_node, yaml.SequenceNode):
+            raise ValueError(f"the samples of target {target_id!r} are not a list")
+        original_values = plain_targets.get(target_id, {}).get("samples") or []
+        edits.extend(
+            _samples_edits(text, line_starts, newline, target_id, target_node, key_node, samples_node, original_values, blocks)
+        )
+    _refuse_dangling_aliases(text, edits)
+    rewritten = text
+    for edit in sorted(edits, key=lambda edit: edit.start, reverse=True):
+        rewritten = rewritten[: edit.start] + edit.replacement + rewritten[edit.end :]
+    return rewritten
+
+
+def _refuse_dangling_aliases(text: str, edits: Sequence[_Edit]) -> None:
+    """An anchor removed with an old samples list must not be referenced from kept text."""
+    anchors: dict[str, int] = {}
+    for token in yaml.scan(text):
+        position = token.start_mark.index
+        replaced = any(edit.start <= position < edit.end for edit in edits)
+        if isinstance(token, yaml.AnchorToken) and replaced:
+            anchors[token.value] = position
+        elif isinstance(token, yaml.AliasToken) and token.value in anchors and not replaced:
+            raise ValueError(f"anchor &{token.value} inside rewritten samples is used elsewhere; refusing to rewrite")
+        elif isinstance(token, yaml.AnchorToken):
+            anchors.pop(token.value, None)  # a later redefinition outside the edits shadows it
+
+
+def _samples_edits(
+    text: str,
+    line_starts: list[int],
+    newline: str,
+    target_id: str,
+    target_node: yaml.MappingNode,
+    key_node: yaml.Node,
+    samples_node: yaml.SequenceNode,
+    original_values: list[Any],
+    blocks: Sequence[Mapping[str, Any]],
+) -> list[_Edit]:
+    if target_node.flow_style:
+        # Inside a flow mapping only a flow sequence can stand.
+        start, end = samples_node.start_mark.index, samples_node.end_mark.index
+        return [_Edit(start, end, _dump_flow_sequence(blocks) if blocks else "[]")]
+    colon_index = text.index(":", key_node.end_mark.index)
+    if samples_node.flow_style or not samples_node.value:
+        return [_flow_samples_edit(text, newline, key_node, colon_index, samples_node, blocks)]
+    items = _original_items(text, line_starts, samples_node, original_values)
+    dash_column = samples_node.start_mark.column
+    first_line = _line_of(line_starts, samples_node.start_mark.index)
+    last_line = _last_content_line(text, line_starts, samples_node.value[-1], first_line)
+    start, end = _line_span(text, line_starts, first_line, last_line)
+    ends_with_newline = text[start:end].endswith("\n")
+    if not blocks:
+        return [_Edit(start, end, ""), _Edit(colon_index + 1, colon_index + 1, " []")]
+    body = _render_items(items, blocks, dash_column, newline)
+    if not ends_with_newline:
+        body = body[: -len(newline)]
+    return [_Edit(start, end, body)]
+
+
+def _flow_samples_edit(
+    text: str,
+    newline: str,
+    key_node: yaml.Node,
+    colon_index: int,
+    samples_node: yaml.SequenceNode,
+    blocks: Sequence[Mapping[str, Any]],
+) -> _Edit:
+    value_start, value_end = samples_node.start_mark.index, samples_node.end_mark.index
+    if not blocks:
+        return _Edit(value_start, value_end, "[]")
+    comment = _inline_comment_after(text, value_end)
+    line_end = text.find("\n", value_end)
+    line_end = len(text) if line_end < 0 else line_end
+    if text[line_end - 1 : line_end] == "\r":
+        line_end -= 1
+    dash_column = key_node.start_mark.column + 2
+    lines = "".join(line for block in blocks for line in format_block(block, dash_column, newline))
+    head = f"  {comment}" if comment else ""
+    return _Edit(colon_index + 1, line_end, head + newline + lines[: -len(newline)])
+
+
+def _original_items(
+    text: str, line_starts: list[int], samples_node: yaml.SequenceNode, original_values: list[Any]
+) -> list[_OriginalItem]:
+    dash_column = samples_node.start_mark.column
+    sequence_start, sequence_end = samples_node.start_mark.index, samples_node.end_mark.index
+    dash_lines = [
+        _line_of(line_starts, token.start_mark.index)
+        for token in yaml.scan(text)
+        if isinstance(token, yaml.BlockEntryToken)
+        and token.start_mark.column == dash_column
+        and sequence_start <= token.start_mark.index < sequence_end
+    ]
+    item_nodes = samples_node.value
+    if len(dash_lines) != len(item_nodes) or len(original_values) != len(item_nodes):
+        return []  # an unusual layout: fall back to writing every block fresh
+    last_lines = [
+        _last_content_line(text, line_starts, node, dash_line) for node, dash_line in zip(item_nodes, dash_lines)
+    ]
+    chunk_starts = [dash_lines[0]]
+    for index in range(1, len(dash_lines)):
+        line = dash_lines[index]
+        while line - 1 > last_lines[index - 1] and _line_text(text, line_starts, line - 1).strip().startswith("#"):
+            line -= 1
+        chunk_starts.append(line)
+    items = []
+    for index, node in enumerate(item_nodes):
+        chunk_end_line = chunk_starts[index + 1] - 1 if index + 1 < len(item_nodes) else last_lines[index]
+        start, end = _line_span(text, line_starts, chunk_starts[index], chunk_end_line)
+        chunk = text[start:end]
+        if not chunk.endswith("\n"):
+            chunk += _newline_style(text)
+        leading = text[line_starts[chunk_starts[index]] : line_starts[dash_lines[index]]]
+        items.append(
+            _OriginalItem(
+                chunk=chunk,
+                leading_comments=leading,
+                first_line_comment=_first_line_comment(text, line_starts, node, dash_lines[index]),
+                value=original_values[index],
+            )
+        )
+    return items
+
+
+def _first_line_comment(text: str, line_starts: list[int], node: yaml.Node, dash_line: int) -> str:
+    """The inline comment ending the item's first line, found after the last token on that line."""
+    line_start = line_starts[dash_line]
+    line_text = _line_text(text, line_starts, dash_line)
+    last_end = None
+    for leaf in _leaves(node):
+        if leaf.start_mark.line == dash_line and leaf.end_mark.line == dash_line:
+            last_end = max(last_end or 0, leaf.end_mark.index)
+    if last_end is None or last_end < line_start:
+        return ""
+    return _inline_comment_after(text, last_end) if last_end <= line_start + len(line_text) else ""
+
+
+def _leaves(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.ScalarNode) or getattr(node, "flow_style", False):
+        return [node]
+    leaves: list[yaml.Node] = []
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            leaves.extend(_leaves(key_node) + _leaves(value_node))
+    elif isinstance(node, yaml.SequenceNode):
+        for child in node.value:
+            leaves.extend(_leaves(child))
+    return leaves
+
+
+def _render_items(
+    items: Sequence[_OriginalItem], blocks: Sequence[Mapping[str, Any]], dash_column: int, newline: str
+) -> str:
+    reused: set[int] = set()
+    commented: set[int] = set()
+    rendered: list[str] = []
+    for block in blocks:
+        survivor = next(
+            (index for index, item in enumerate(items) if index not in reused and _same_block(item.value, block)),
+            None,
+        )
+        if survivor is not None:
+            reused.add(survivor)
+            commented.add(survivor)
+            rendered.append(items[survivor].chunk)
+            continue
+        lines = format_block(block, dash_column, newline)
+        ancestors = [
+            index
+            for index, item in enumerate(items)
+            if index not in commented and index not in reused and _block_starts_inside(block, item.value)
+        ]
+        leading = "".join(items[index].leading_comments for index in ancestors)
+        inline = next((items[index].first_line_comment for index in ancestors if items[index].first_line_comment), "")
+        if inline:
+            lines[0] = lines[0][: -len(newline)] + "  " + inline + newline
+        commented.update(ancestors)
+        rendered.append(leading + "".join(lines))
+    return "".join(rendered)
+
+
+def _as_seconds(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) else None
+
+
+def _times_of(block: Any) -> tuple[str, list[float]] | None:
+    if not isinstance(block, Mapping):
+        return None
+    if "range" in block and isinstance(block["range"], (list, tuple)) and len(block["range"]) == 2:
+        bounds = [_as_seconds(bound) for bound in block["range"]]
+        return ("range", bounds) if None not in bounds else None  # type: ignore[return-value]
+    if "at" in block:
+        points = block["at"] if isinstance(block["at"], (list, tuple)) else [block["at"]]
+        seconds = [_as_seconds(point) for point in points]
+        return ("at", seconds) if seconds and None not in seconds else None  # type: ignore[return-value]
+    return None
+
+
+def _first_time(block: Mapping[str, Any]) -> float | None:
+    times = _times_of(block)
+    if times is None:
+        return None
+    return times[1][0] if times[0] == "range" else min(times[1])
+
+
+def _block_starts_inside(block: Mapping[str, Any], original: Any) -> bool:
+    first = _first_time(block)
+    span = _times_of(original)
+    if first is None or span is None:
+        return False
+    kind, values = span
+    if kind == "range":
+        return values[0] <= first < values[1]
+    return any(abs(round(point, 9) - first) <= 1e-9 for point in values)
+
+
+def _same_block(original: Any, block: Mapping[str, Any]) -> bool:
+    """Whether an original block means exactly what a new block says (so its text can stay)."""
+    if not isinstance(original, Mapping) or set(original) != set(block):
+        return False
+    for key, value in block.items():
+        kept = original[key]
+        if key in ("range", "every_s"):
+            if not _same_numbers(kept, value):
+                return False
+        elif key == "at":
+            # A list must stay a list and be sorted already, or its text would not say the same.
+            if isinstance(value, (list, tuple)) != isinstance(kept, (list, tuple)) or not _same_numbers(kept, value):
+                return False
+        elif key == "compare":
+            if (kept is None) != (value is None):
+                return False
+            if value is not None and (
+                not isinstance(kept, Mapping)
+                or set(kept) != set(value)
+                or (kept.get("mode") or "").strip() != (value.get("mode") or "")
+                or not _same_numbers(kept.get("tolerance"), value.get("tolerance"))
+            ):
+                return False
+        elif key in ("field", "comment", "ignore"):
+            if (kept.strip() if isinstance(kept, str) else kept) != value:
+                return False
+        elif not strictly_equal(kept, value):
+            return False
+    return True
+
+
+def _same_numbers(left: Any, right: Any) -> bool:
+    if isinstance(left, (list, tuple)) or isinstance(right, (list, tuple)):
+        return (
+            isinstance(left, (list, tuple))
+            and isinstance(right, (list, tuple))
+            and len(left) == len(right)
+            and all(_same_numbers(a, b) for a, b in zip(left, right))
+        )
+    if left is None or right is None:
+        return left is None and right is None
+    left_seconds, right_seconds = _as_seconds(left), _as_seconds(right)
+    return left_seconds is not None and left_seconds == right_seconds

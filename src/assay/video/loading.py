@@ -1,0 +1,517 @@
+"""Loads a video eval directory: discovery, config, case files, videos, selection filters and checks.
+
+`load_eval_directory` follows GlassKit's pipeline order exactly, because which error wins is part of
+the compatibility contract; `load_adapter_config` reads the adapter's config file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from assay.errors import AssayError, CaseError, ConfigError, UsageError
+from assay.video.casefile_schema import RawThresholds, parse_case_file, parse_eval_config_file
+from assay.video.model import (
+    SUPPORTED_VIDEO_SUFFIXES,
+    Case,
+    EvalConfig,
+    EvalDirectory,
+    LocalVideo,
+    RemoteVideo,
+    Selection,
+    Target,
+    Thresholds,
+    VideoRef,
+    VideoStoreConfig,
+)
+from assay.video.sampling import canonical_timestamp, expand_case_targets, timestamp_tick
+
+__all__ = [
+    "ADAPTER_CONFIG_FILE_NAMES",
+    "CASE_FILE_SUFFIXES",
+    "EVAL_CONFIG_FILE_NAMES",
+    "Materialize",
+    "discover_case_paths",
+    "load_adapter_config",
+    "load_case",
+    "load_eval_config",
+    "load_eval_directory",
+    "normalize_case_selector",
+    "normalize_target_selectors",
+    "parse_yaml_text",
+    "read_yaml_mapping",
+    "resolve_eval_dir",
+    "validate_time_filters",
+]
+
+CASE_FILE_SUFFIXES = (".yaml", ".yml")
+EVAL_CONFIG_FILE_NAMES = ("config.yaml", "config.yml")
+ADAPTER_CONFIG_FILE_NAMES = ("adapter.yaml", "adapter.yml")
+CASES_DIR_NAME = "cases"
+
+Materialize = Callable[[RemoteVideo, VideoStoreConfig], Path]
+
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+# --- YAML -------------------------------------------------------------------------------------
+
+
+def parse_yaml_text(text: str) -> Any:
+    """PyYAML safe load (YAML 1.1: `yes` is true, unquoted dates are dates).
+
+    libyaml is used for speed, but its error texts differ from pure PyYAML's, which GlassKit users
+    see; on a parse error the pure loader reruns so the message is the familiar one.
+    """
+    try:
+        return yaml.load(text, Loader=_FAST_LOADER)  # noqa: S506 - a safe loader
+    except yaml.YAMLError:
+        if _FAST_LOADER is yaml.SafeLoader:
+            raise
+    return yaml.load(text, Loader=yaml.SafeLoader)  # noqa: S506 - a safe loader
+
+
+def _mapping_from_bytes(path: Path, data: bytes, error_type: type[AssayError]) -> dict[str, Any]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise error_type(f"{path}: invalid YAML: {error}") from None
+    try:
+        raw = parse_yaml_text(text)
+    except yaml.YAMLError as error:
+        raise error_type(f"{path}: invalid YAML: {error}") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise error_type(f"{path}: expected a YAML object")
+    return raw
+
+
+def _read_bytes(path: Path, error_type: type[AssayError]) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise error_type(f"{path}: could not read file: {error}") from None
+
+
+def read_yaml_mapping(path: Path, *, error_type: type[AssayError] = CaseError) -> dict[str, Any]:
+    """A YAML file whose top level must be a mapping; an empty file is `{}`."""
+    return _mapping_from_bytes(path, _read_bytes(path, error_type), error_type)
+
+
+# --- eval directory, config, discovery ---------------------------------------------------------
+
+
+def resolve_eval_dir(eval_dir: Path | str) -> Path:
+    path = Path(eval_dir).expanduser().resolve()
+    if not path.exists():
+        raise CaseError(f"eval directory does not exist: {path}")
+    if not path.is_dir():
+        raise CaseError(f"eval directory must be a directory: {path}")
+    return path
+
+
+def _thresholds_from_raw(raw: RawThresholds) -> Thresholds:
+    return Thresholds(
+        min_pass_rate=raw.min_pass_rate,
+        max_failures=raw.max_failures,
+        per_target={target_id: entry.min_pass_rate for target_id, entry in raw.per_target.items()},
+    )
+
+
+def load_eval_config(eval_dir: Path) -> EvalConfig:
+    """`config.yaml` or `config.yml` (exact, case-sensitive names) of a resolved eval dir; none → empty."""
+    paths = [eval_dir / name for name in EVAL_CONFIG_FILE_NAMES if (eval_dir / name).is_file()]
+    # On a case-insensitive file system `CONFIG.YAML` passes is_file(); the listing decides.
+    if paths:
+        present = {child.name for child in eval_dir.iterdir()}
+        paths = [path for path in paths if path.name in present]
+    if not paths:
+        return EvalConfig(path=None)
+    if len(paths) > 1:
+        names = ", ".join(path.name for path in paths)
+        raise ConfigError(f"multiple eval config files found: {names}; keep one")
+    path = paths[0]
+    raw = parse_eval_config_file(read_yaml_mapping(path, error_type=ConfigError), label=str(path))
+    stores = {
+        name: VideoStoreConfig(
+            name=name,
+            type=store.type,
+            bucket=store.bucket,
+            endpoint_url=store.endpoint_url,
+            region=store.region,
+            public_base_url=store.public_base_url,
+            access_key_id_env=store.access_key_id_env,
+            secret_access_key_env=store.secret_access_key_env,
+            session_token_env=store.session_token_env,
+        )
+        for name, store in raw.video_stores.items()
+    }
+    return EvalConfig(path=path, thresholds=_thresholds_from_raw(raw.thresholds), video_stores=stores)
+
+
+def normalize_case_selector(case: str) -> str:
+    """`--case` as a stem: a file name or stem directly under cases/, `.yaml`/`.yml` stripped."""
+    if not case or case in (".", "..") or Path(case).name != case:
+        raise UsageError("case must be a filename or stem under cases/", option="--case")
+    path = Path(case)
+    return path.stem if path.suffix in CASE_FILE_SUFFIXES else case
+
+
+def normalize_target_selectors(targets: Sequence[str]) -> tuple[str, ...]:
+    """`--target` values checked and de-duplicated, first occurrence kept."""
+    for target in targets:
+        if not target or target != target.strip():
+            raise UsageError("target must be a target id from a case file", option="--target")
+    return tuple(dict.fromkeys(targets))
+
+
+def _declared_target_ids(case_path: Path) -> list[str]:
+    raw_targets = read_yaml_mapping(case_path).get("targets")
+    if not isinstance(raw_targets, dict):
+        return []
+    return [target_id for target_id in raw_targets if isinstance(target_id, str)]
+
+
+def discover_case_paths(eval_dir: Path, case: str | None = None, targets: Sequence[str] = ()) -> list[Path]:
+    """Case files of a resolved eval dir after the case selector and the raw-YAML target pre-filter.
+
+    Files declaring none of the requested targets are dropped without being validated, so an
+    unrelated broken case does not block a targeted command.
+    """
+    cases_dir = eval_dir / CASES_DIR_NAME
+    if not cases_dir.exists():
+        raise CaseError(f"cases directory does not exist: {cases_dir}")
+    if not cases_dir.is_dir():
+        raise CaseError(f"cases path must be a directory: {cases_dir}")
+    discovered = sorted(
+        child for child in cases_dir.iterdir() if child.suffix in CASE_FILE_SUFFIXES and child.is_file()
+    )
+    if case is not None:
+        stem = normalize_case_selector(case)
+        candidates = [path for path in discovered if path.stem == stem]
+    else:
+        candidates = discovered
+    if not candidates:
+        matching = f" matching case {case!r}" if case else ""
+        raise CaseError(f"no case files found under {cases_dir}{matching}")
+    _check_unique_stems(candidates)
+    target_ids = normalize_target_selectors(targets)
+    if target_ids:
+        candidates = _prefilter_by_targets(candidates, target_ids)
+    return candidates
+
+
+def _check_unique_stems(paths: list[Path]) -> None:
+    by_stem: dict[str, list[Path]] = {}
+    for path in paths:
+        by_stem.setdefault(path.stem, []).append(path)
+    shared = {stem: group for stem, group in by_stem.items() if len(group) > 1}
+    if shared:
+        details = "; ".join(
+            f"{stem!r}: {', '.join(path.name for path in group)}" for stem, group in sorted(shared.items())
+        )
+        raise CaseError(f"multiple case files share a name: {details}")
+
+
+def _prefilter_by_targets(paths: list[Path], target_ids: tuple[str, ...]) -> list[Path]:
+    declared_by_path = {path: set(_declared_target_ids(path)) for path in paths}
+    declared = set().union(*declared_by_path.values())
+    missing = [target_id for target_id in target_ids if target_id not in declared]
+    if missing:
+        noun = "target" if len(missing) == 1 else "targets"
+        available = ", ".join(repr(target_id) for target_id in sorted(declared)) or "none"
+        raise CaseError(
+            f"requested eval {noun} not found in the selected cases: {', '.join(map(repr, missing))}; "
+            f"available targets: {available}"
+        )
+    wanted = set(target_ids)
+    return [path for path, ids in declared_by_path.items() if wanted & ids]
+
+
+# --- one case -----------------------------------------------------------------------------------
+
+
+def _unsupported_suffix(name: str) -> CaseError:
+    return CaseError(
+        f"unsupported video file type for {name}; supported suffixes: {', '.join(SUPPORTED_VIDEO_SUFFIXES)}"
+    )
+
+
+def _local_video(case_path: Path, written: str, check_exists: bool) -> LocalVideo:
+    path = (case_path.parent / written).resolve()
+    if check_exists:
+        if not path.exists():
+            raise CaseError(f"video file does not exist: {path}")
+        if not path.is_file():
+            raise CaseError(f"video path is not a file: {path}")
+        if path.suffix.lower() not in SUPPORTED_VIDEO_SUFFIXES:
+            raise _unsupported_suffix(str(path))
+    return LocalVideo(path=path, display=written)
+
+
+def _remote_video(case_path: Path, store: str, key: str, sha256: str, config: EvalConfig) -> RemoteVideo:
+    if store not in config.video_stores:
+        configured = ", ".join(repr(name) for name in sorted(config.video_stores)) or "none"
+        raise CaseError(f"{case_path}: video references unknown store {store!r}; configured stores: {configured}")
+    if Path(key).suffix.lower() not in SUPPORTED_VIDEO_SUFFIXES:
+        raise _unsupported_suffix(key)
+    return RemoteVideo(store=store, key=key, sha256=sha256)
+
+
+def load_case(
+    case_path: Path,
+    config: EvalConfig,
+    *,
+    allow_empty: bool = False,
+    materialize_videos: bool = True,
+    check_local_videos: bool = True,
+    materialize: Materialize | None = None,
+    source: bytes | None = None,
+) -> Case:
+    """One case file fully validated and expanded (drafts allowed; the caller checks them).
+
+    `source` validates candidate bytes as if they were the file's content (review and seed check a
+    rewrite before writing it); `case_path` must be absolute. Errors are `CaseError`s.
+    """
+    data = _read_bytes(case_path, CaseError) if source is None else source
+    raw_mapping = _mapping_from_bytes(case_path, data, CaseError)
+    label = str(case_path)
+    raw_case = parse_case_file(raw_mapping, label=label)
+
+    video: VideoRef
+    if isinstance(raw_case.video, str):
+        video = _local_video(case_path, raw_case.video, check_local_videos)
+    else:
+        reference = raw_case.video
+        video = _remote_video(case_path, reference.store, reference.key, reference.sha256, config)
+
+    targets = expand_case_targets(raw_case, case_name=case_path.stem, label=label, allow_empty=allow_empty)
+
+    if isinstance(video, RemoteVideo) and materialize_videos and materialize is not None:
+        # Downloaded only once the case is known to be valid.
+        video = replace(video, path=materialize(video, config.video_stores[video.store]))
+
+    return Case(
+        name=case_path.stem,
+        path=case_path,
+        source_sha256=hashlib.sha256(data).hexdigest(),
+        description=raw_case.description,
+        every_s=raw_case.sampling.every_s,
+        video=video,
+        targets=targets,
+        thresholds=_thresholds_from_raw(raw_case.thresholds),
+        declared_target_ids=tuple(raw_case.targets),
+        raw=raw_mapping,
+    )
+
+
+# --- selection filters ---------------------------------------------------------------------------
+
+
+def _is_time(value: float) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def validate_time_filters(
+    case: str | None, at: Sequence[float], from_s: float | None, until_s: float | None
+) -> tuple[float, ...]:
+    """Checks `--at`/`--from`/`--until` use; returns the `--at` times rounded and de-duplicated."""
+    if not at and from_s is None and until_s is None:
+        return ()
+    if case is None:
+        option = "--at" if at else "--from" if from_s is not None else "--until"
+        raise UsageError("--at, --from, and --until require --case", option=option)
+    if at:
+        if from_s is not None or until_s is not None:
+            raise UsageError("--at cannot be combined with --from or --until", option="--at")
+        times = []
+        for value in at:
+            if not _is_time(value):
+                raise UsageError("--at must be a finite, nonnegative number", option="--at")
+            times.append(canonical_timestamp(float(value)))
+        return tuple(dict.fromkeys(times))
+    for option, value in (("--from", from_s), ("--until", until_s)):
+        if value is not None and not _is_time(value):
+            raise UsageError(f"{option} must be a finite, nonnegative number", option=option)
+    if from_s is not None and until_s is not None and from_s >= until_s:
+        raise UsageError("--from must be less than --until", option="--until")
+    return ()
+
+
+def _keep_targets(cases: list[Case], target_ids: tuple[str, ...]) -> list[Case]:
+    wanted = set(target_ids)
+    kept = []
+    for case in cases:
+        targets = tuple(target for target in case.targets if target.id in wanted)
+        if targets:
+            kept.append(replace(case, targets=targets))
+    return kept
+
+
+def _filter_samples(cases: list[Case], keep: Callable[[Any], bool]) -> list[Case]:
+    # Emptied targets stay: gates must tell "filtered away" from "misspelled in thresholds".
+    kept = []
+    for case in cases:
+        targets: tuple[Target, ...] = tuple(
+            replace(target, samples=tuple(sample for sample in target.samples if keep(sample)))
+            for target in case.targets
+        )
+        if any(target.samples for target in targets):
+            kept.append(replace(case, targets=targets))
+    return kept
+
+
+def _missing_times_message(missing: list[float], available: list[float]) -> str:
+    noun = "time" if len(missing) == 1 else "times"
+    message = f"no eval samples found at requested {noun}: {', '.join(f'{t:g}' for t in missing)} seconds"
+    if not available:
+        return f"{message}; no sample times are available in the selected case and targets"
+    nearest = sorted(available, key=lambda t: (min(abs(t - m) for m in missing), t))[:3]
+    return f"{message}; nearest available sample times: {', '.join(f'{t:g}' for t in nearest)} seconds"
+
+
+def _filter_at(cases: list[Case], at_times: tuple[float, ...]) -> list[Case]:
+    available = sorted({sample.timestamp_s for case in cases for sample in case.all_samples()})
+    available_ticks = {timestamp_tick(t) for t in available}
+    missing = [t for t in at_times if timestamp_tick(t) not in available_ticks]
+    if missing:
+        raise CaseError(_missing_times_message(missing, available))
+    requested = {timestamp_tick(t) for t in at_times}
+    return _filter_samples(cases, lambda sample: sample.tick in requested)
+
+
+def _window_text(from_s: float | None, until_s: float | None) -> str:
+    if from_s is not None and until_s is not None:
+        return f"in time window [{from_s:g}, {until_s:g}) seconds"
+    if from_s is not None:
+        return f"at or after {from_s:g} seconds"
+    return f"before {until_s:g} seconds"
+
+
+def _filter_window(cases: list[Case], from_s: float | None, until_s: float | None) -> list[Case]:
+    kept = _filter_samples(
+        cases,
+        lambda sample: (from_s is None or sample.timestamp_s >= from_s)
+        and (until_s is None or sample.timestamp_s < until_s),
+    )
+    if not kept:
+        raise CaseError(f"no eval samples found {_window_text(from_s, until_s)}")
+    return kept
+
+
+def _check_no_drafts(cases: list[Case]) -> None:
+    for case in cases:
+        drafts = sum(
+            1 for sample in case.all_samples() if not sample.has_expectation and not sample.is_ignored
+        )
+        if drafts:
+            noun = "sample" if drafts == 1 else "samples"
+            # "1 sample have" is GlassKit's wording; tests compare it.
+            raise CaseError(
+                f"{case.path}: {drafts} {noun} have no expect value in the selected scope; "
+                "run assay video seed to propose expectations"
+            )
+
+
+# --- the pipeline --------------------------------------------------------------------------------
+
+
+def load_eval_directory(
+    eval_dir: Path | str,
+    *,
+    case: str | None = None,
+    targets: Sequence[str] = (),
+    at: Sequence[float] = (),
+    from_s: float | None = None,
+    until_s: float | None = None,
+    allow_empty: bool = False,
+    allow_draft: bool = False,
+    materialize_videos: bool = True,
+    check_local_videos: bool = True,
+    materialize: Materialize | None = None,
+) -> EvalDirectory:
+    """Load, validate, expand and filter an eval directory (spec/video.md §6, in that order).
+
+    `check_local_videos=False` skips existence checks of local videos (`video-store pull`);
+    `materialize` downloads a remote video and returns its cache path (skipped when
+    `materialize_videos` is False, e.g. `list-samples`).
+    """
+    at_times = validate_time_filters(case, at, from_s, until_s)
+    root = resolve_eval_dir(eval_dir)
+    config = load_eval_config(root)
+    target_ids = normalize_target_selectors(targets)
+    case_paths = discover_case_paths(root, case, target_ids)
+    cases = [
+        load_case(
+            path,
+            config,
+            allow_empty=allow_empty,
+            materialize_videos=materialize_videos,
+            check_local_videos=check_local_videos,
+            materialize=materialize,
+        )
+        for path in case_paths
+    ]
+    if target_ids:
+        cases = _keep_targets(cases, target_ids)
+    if at_times:
+        cases = _filter_at(cases, at_times)
+    elif from_s is not None or until_s is not None:
+        cases = _filter_window(cases, from_s, until_s)
+    if not allow_empty and not any(target.samples for c in cases for target in c.targets):
+        raise CaseError("eval has no declared samples")
+    if not allow_draft:
+        _check_no_drafts(cases)
+    selection = Selection(
+        case=normalize_case_selector(case) if case is not None else None,
+        targets=target_ids,
+        at_times_s=at_times,
+        from_time_s=from_s,
+        until_time_s=until_s,
+    )
+    return EvalDirectory(path=root, config=config, cases=tuple(cases), selection=selection)
+
+
+# --- adapter config ------------------------------------------------------------------------------
+
+
+def load_adapter_config(eval_dir: Path, explicit: Path | None) -> dict[str, Any]:
+    """The adapter's config: `explicit`, else a discovered `adapter.yaml`/`adapter.yml`, else `{}`.
+
+    `.json` files are parsed as JSON, anything else as YAML; environment variables are not expanded.
+    """
+    if explicit is not None:
+        return _read_adapter_config(Path(explicit))
+    directory = Path(eval_dir).expanduser()
+    candidates = [directory / name for name in ADAPTER_CONFIG_FILE_NAMES if (directory / name).exists()]
+    if len(candidates) > 1:
+        found = ", ".join(str(path) for path in candidates)
+        raise UsageError(
+            f"multiple adapter config files found: {found}; remove one or pass --adapter-config",
+            option="--adapter-config",
+        )
+    return _read_adapter_config(candidates[0]) if candidates else {}
+
+
+def _read_adapter_config(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"could not read adapter config: {error}", option="--adapter-config") from None
+    try:
+        raw = json.loads(text) if path.suffix.lower() == ".json" else parse_yaml_text(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as error:
+        raise UsageError(f"invalid adapter config: {error}", option="--adapter-config") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise UsageError("adapter config must contain an object", option="--adapter-config")
+    return raw
