@@ -7,7 +7,6 @@ report in declaration order.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -18,17 +17,21 @@ from typing import Any, Protocol
 from assay.core.compare import evaluate_observation
 from assay.core.gates import Gate
 from assay.core.jsonvalue import check_json_like
-from assay.core.schedule import Completed, run_bounded
-from assay.errors import AdapterError, AdapterRuntimeError, AssayError, JsonValueError, VideoError
+from assay.errors import AdapterError, AssayError, JsonValueError, VideoError
 from assay.video import artifacts
-from assay.video.adapters import AdapterConfig, FrameSample, TargetContext, VideoEvaluator
+from assay.video.adapters import AdapterConfig, VideoEvaluator
 from assay.video.model import Case, EvalDirectory, Sample, SampleResult, Target
+from assay.video.observe import (
+    EvalRunError,
+    Observation,
+    SampleAbort,
+    create_evaluator,
+    error_text,
+    observe_case,
+    video_path,
+)
 
 DURATION_SLACK_S = 0.05
-
-
-class EvalRunError(AssayError):
-    """A run that cannot complete (exit 2); printed as `Eval failed: <message>`."""
 
 
 @dataclass(frozen=True)
@@ -98,13 +101,6 @@ def check_run_options(options: RunOptions) -> None:
             raise EvalRunError("--max-flaky-samples requires --repeat to be at least 2")
 
 
-def video_path(case: Case) -> Path:
-    path = case.video.path
-    if path is None:
-        raise VideoError(f"video for case '{case.name}' is not available locally: {case.video.display_name}")
-    return path
-
-
 def check_sample_times(eval_directory: EvalDirectory) -> None:
     """Probe every case's video and reject samples past its end (ignored samples included)."""
     from assay.video.decode import probe_video
@@ -121,19 +117,6 @@ def check_sample_times(eval_directory: EvalDirectory) -> None:
                     )
     if problems:
         raise VideoError("; ".join(problems))
-
-
-def _message(error: BaseException) -> str:
-    return str(error) or type(error).__name__
-
-
-class _SampleAbort(Exception):
-    """Raised inside a fail-fast run so the scheduler stops taking new samples."""
-
-    def __init__(self, sample: Sample, message: str) -> None:
-        super().__init__(message)
-        self.sample = sample
-        self.message = message
 
 
 class _DisplayOrder:
@@ -193,22 +176,13 @@ class VideoRun:
         self._completed = completed or {}
         self._executor: ThreadPoolExecutor | None = None
 
-    # -- evaluator lifecycle ------------------------------------------------------------------
-    async def _create_evaluator(self) -> VideoEvaluator:
-        config = AdapterConfig(
+    def _adapter_config(self) -> AdapterConfig:
+        return AdapterConfig(
             eval_dir=self.eval_directory.path,
             config=dict(self.options.adapter_config),
             artifacts_dir=Path(self.options.artifacts_dir) if self.options.artifacts_dir is not None else None,
             verbose=self.options.verbose,
         )
-        if self.options.adapter_command:
-            from assay.video.command_adapter import start_command_evaluator
-
-            return await start_command_evaluator(self.options.adapter_command, config)
-        from assay.video.python_adapter import create_python_evaluator
-
-        assert self.options.adapter is not None
-        return await create_python_evaluator(self.options.adapter, config, executor=self._executor)
 
     # -- results ----------------------------------------------------------------------------
     def _result(
@@ -265,13 +239,13 @@ class VideoRun:
             )
         except Exception as error:  # noqa: BLE001 - a comparison bug must not lose the observation
             if not self.options.keep_going:
-                raise _SampleAbort(
+                raise SampleAbort(
                     sample,
                     f"comparison failed for {sample.case_name}/{target.id} sample {sample.sample_index} "
-                    f"at {sample.timestamp_s:g}s: {_message(error)}",
+                    f"at {sample.timestamp_s:g}s: {error_text(error)}",
                 ) from error
             return self._result(
-                sample, target, status="error", reason=f"comparison_error: {_message(error)}",
+                sample, target, status="error", reason=f"comparison_error: {error_text(error)}",
                 observed=observation, duration=duration, timing_mode=timing_mode,
             )
         return self._result(
@@ -290,18 +264,10 @@ class VideoRun:
         self, sample: Sample, target: Target, message: str, duration: float | None, timing_mode: str | None
     ) -> SampleResult:
         if not self.options.keep_going:
-            raise _SampleAbort(sample, message)
+            raise SampleAbort(sample, message)
         return self._result(
             sample, target, status="error", reason=f"adapter_error: {message}",
             duration=duration, timing_mode=timing_mode,
-        )
-
-    def _sample_call_error(self, sample: Sample, target: Target, error: BaseException) -> str:
-        if isinstance(error, AdapterRuntimeError):
-            return _message(error)
-        return (
-            f"adapter failed for {sample.case_name}/{target.id} sample {sample.sample_index} "
-            f"at {sample.timestamp_s:g}s: {_message(error)}"
         )
 
     def _finish(self, trial: int, result: SampleResult, rgb: Any, order: _DisplayOrder, target_index: int) -> None:
@@ -348,136 +314,42 @@ class VideoRun:
             [(target, len(todo) + len(ignored)) for target, todo, ignored in pending],
         )
 
-        def store(target: Target, result: SampleResult, rgb: Any = None) -> None:
+        def store(target: Target, result: SampleResult, pixels: Any = None) -> None:
             results[(target.index, result.sample_index)] = result
-            self._finish(trial, result, rgb, order, target.index)
+            self._finish(trial, result, pixels, order, target.index)
 
         for target, _, ignored in pending:
             for sample in ignored:
                 store(target, self._result(sample, target, status="ignored", reason=sample.ignore or ""))
-        evaluated = [(target, todo) for target, todo, _ in pending if todo]
-        if not evaluated:
+        work = [(target, todo) for target, todo, _ in pending if todo]
+        if not work:
             return results
         if evaluator_box[0] is None:
-            evaluator_box[0] = await self._create_evaluator()
-        evaluator = evaluator_box[0]
-        if evaluator.batch:
-            for target, todo in evaluated:
-                await self._run_target_batch(trial, case, target, todo, evaluator, store)
-        else:
-            await self._run_case_individual(trial, case, evaluated, evaluator, store)
-        return results
+            evaluator_box[0] = await create_evaluator(
+                adapter=self.options.adapter,
+                adapter_command=self.options.adapter_command,
+                config=self._adapter_config(),
+                executor=self._executor,
+            )
 
-    async def _run_case_individual(
-        self,
-        trial: int,
-        case: Case,
-        evaluated: list[tuple[Target, list[Sample]]],
-        evaluator: VideoEvaluator,
-        store: Any,
-    ) -> None:
-        from assay.video.feed import FrameFeed, merge_in_time_order
-
-        targets = {target.index: target for target, _ in evaluated}
-        contexts = {
-            target.index: TargetContext(target.id, target.index, target.label, target.config) for target, _ in evaluated
-        }
-        path = video_path(case)
-        location = str(path)
-        samples = merge_in_time_order([todo for _, todo in evaluated])
-        total = len(samples)
-        done = 0
-        feed = FrameFeed(path, samples, window=self.options.concurrency + 2)
-
-        async def work(pair: Any) -> SampleResult:
-            sample, frame = pair
-            target = targets[sample.target_index]
-            try:
-                image = frame.to_image()
-                frame_sample = FrameSample(
-                    image, sample.timestamp_s, frame.index, sample.sample_index, location, case.name
+        def handle(observation: Observation) -> None:
+            sample, target = observation.sample, observation.target
+            if observation.error is not None:
+                result = self._result(
+                    sample, target, status="error", reason=f"adapter_error: {observation.error}",
+                    duration=observation.duration_seconds, timing_mode=observation.timing_mode,
                 )
-                started = time.perf_counter()
-                try:
-                    observation = await evaluator.evaluate(frame_sample, contexts[sample.target_index])
-                except Exception as error:  # noqa: BLE001 - adapter code
-                    elapsed = time.perf_counter() - started
-                    message = self._sample_call_error(sample, target, error)
-                    return self._adapter_error(sample, target, message, elapsed, "individual")
-                finally:
-                    image.close()
-                elapsed = time.perf_counter() - started
-                return self._judge(sample, target, observation, elapsed, "individual")
-            finally:
-                feed.release()
+            else:
+                result = self._judge(
+                    sample, target, observation.value, observation.duration_seconds, observation.timing_mode
+                )
+            store(target, result, observation.pixels)
 
-        def complete(done_item: Completed[Any]) -> None:
-            nonlocal done
-            if done_item.error is None:
-                sample, frame = done_item.item
-                result: SampleResult = done_item.value
-                store(targets[sample.target_index], result, frame.pixels)
-                done += 1
-                self.listener.sample_completed(trial, done, total)
-
-        try:
-            completed = await run_bounded(
-                feed, work, concurrency=self.options.concurrency, keep_going=self.options.keep_going,
-                on_complete=complete,
-            )
-        finally:
-            await feed.close()
-        aborts = [item.error for item in completed if item.error is not None]
-        if aborts:
-            first = min(
-                aborts, key=lambda error: error.sample.sample_index if isinstance(error, _SampleAbort) else -1
-            )
-            if isinstance(first, _SampleAbort):
-                raise EvalRunError(first.message) from first.__cause__
-            raise first
-
-    async def _run_target_batch(
-        self, trial: int, case: Case, target: Target, todo: list[Sample], evaluator: VideoEvaluator, store: Any
-    ) -> None:
-        from assay.video.decode import select_frames
-
-        path = video_path(case)
-        frames = await asyncio.to_thread(select_frames, path, [sample.timestamp_s for sample in todo])
-        images = [frame.to_image() for frame in frames]
-        batch = [
-            FrameSample(image, sample.timestamp_s, frame.index, sample.sample_index, str(path), case.name)
-            for image, sample, frame in zip(images, todo, frames)
-        ]
-        context = TargetContext(target.id, target.index, target.label, target.config)
-        started = time.perf_counter()
-        failure: str | None = None
-        observations: list[Any] = []
-        try:
-            returned = await evaluator.evaluate_many(batch, context)
-            observations = list(returned)
-        except Exception as error:  # noqa: BLE001 - adapter code
-            failure = (
-                _message(error)
-                if isinstance(error, AdapterRuntimeError)
-                else f"adapter failed for target '{target.id}': {_message(error)}"
-            )
-        finally:
-            for image in images:
-                image.close()
-        elapsed = time.perf_counter() - started
-        per_sample = elapsed / len(todo)
-        if failure is None and len(observations) != len(todo):
-            failure = f"adapter returned {len(observations)} observations for {len(todo)} samples in target '{target.id}'"
-        try:
-            for position, (sample, frame) in enumerate(zip(todo, frames)):
-                if failure is not None:
-                    result = self._adapter_error(sample, target, failure, per_sample, "batch_amortized")
-                else:
-                    result = self._judge(sample, target, observations[position], per_sample, "batch_amortized")
-                store(target, result, frame.pixels)
-                self.listener.sample_completed(trial, position + 1, len(todo))
-        except _SampleAbort as abort:
-            raise EvalRunError(abort.message) from abort.__cause__
+        await observe_case(
+            case, work, evaluator_box[0], concurrency=self.options.concurrency, keep_going=self.options.keep_going,
+            handle=handle, progress=lambda done, total: self.listener.sample_completed(trial, done, total),
+        )
+        return results
 
     # -- trials -------------------------------------------------------------------------------
     async def _run_trial(self, trial: int) -> TrialOutcome:
@@ -495,7 +367,7 @@ class VideoRun:
                 try:
                     await evaluator_box[0].close()
                 except Exception as close_error:  # noqa: BLE001
-                    error.add_note(f"adapter close failed while handling previous error: {_message(close_error)}")
+                    error.add_note(f"adapter close failed while handling previous error: {error_text(close_error)}")
             raise
         if evaluator_box[0] is not None:
             try:
@@ -503,7 +375,7 @@ class VideoRun:
             except AssayError:
                 raise
             except Exception as error:  # noqa: BLE001
-                raise AdapterError(f"adapter close failed: {_message(error)}") from error
+                raise AdapterError(f"adapter close failed: {error_text(error)}") from error
         ordered = [
             by_case[case.name][(target.index, sample.sample_index)]
             for case in self.eval_directory.cases

@@ -1,0 +1,212 @@
+"""Ask the adapter about a case's samples: one decode pass, bounded concurrency, batch or not.
+
+`run` judges each observation against its expectation and `seed` turns it into one; both drive
+the adapter through `observe_case`, so scheduling, decoding and error wording exist once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.core.schedule import Completed, run_bounded
+from assay.errors import AdapterRuntimeError, AssayError, VideoError
+from assay.video.adapters import AdapterConfig, FrameSample, TargetContext, VideoEvaluator
+from assay.video.model import Case, Sample, Target
+
+
+class EvalRunError(AssayError):
+    """An evaluation that cannot go on (exit 2), e.g. the first adapter error without --keep-going."""
+
+
+class SampleAbort(Exception):
+    """Raised by an observation handler to stop a fail-fast evaluation at this sample."""
+
+    def __init__(self, sample: Sample, message: str) -> None:
+        super().__init__(message)
+        self.sample = sample
+        self.message = message
+
+
+@dataclass(slots=True)
+class Observation:
+    """What the adapter said about one sample, or why it could not say anything."""
+
+    sample: Sample
+    target: Target
+    value: Any
+    error: str | None  # the adapter error message (only delivered with keep-going)
+    duration_seconds: float
+    timing_mode: str  # individual | batch_amortized
+    pixels: Any  # the frame sent, for failure artifacts
+
+
+def error_text(error: BaseException) -> str:
+    return str(error) or type(error).__name__
+
+
+def video_path(case: Case) -> Path:
+    path = case.video.path
+    if path is None:
+        raise VideoError(f"video for case '{case.name}' is not available locally: {case.video.display_name}")
+    return path
+
+
+async def create_evaluator(
+    *, adapter: str | None, adapter_command: str | None, config: AdapterConfig, executor: Executor | None
+) -> VideoEvaluator:
+    """A fresh evaluator: a Python adapter imported anew, or a newly spawned command adapter."""
+    if adapter_command:
+        from assay.video.command_adapter import start_command_evaluator
+
+        return await start_command_evaluator(adapter_command, config)
+    from assay.video.python_adapter import create_python_evaluator
+
+    assert adapter is not None
+    return await create_python_evaluator(adapter, config, executor=executor)
+
+
+def _call_error(sample: Sample, target: Target, error: BaseException) -> str:
+    # Transport errors already say everything (GlassKit passes them through without sample context).
+    if isinstance(error, AdapterRuntimeError):
+        return error_text(error)
+    return (
+        f"adapter failed for {sample.case_name}/{target.id} sample {sample.sample_index} "
+        f"at {sample.timestamp_s:g}s: {error_text(error)}"
+    )
+
+
+async def observe_case(
+    case: Case,
+    work: Sequence[tuple[Target, Sequence[Sample]]],
+    evaluator: VideoEvaluator,
+    *,
+    concurrency: int,
+    keep_going: bool,
+    handle: Callable[[Observation], None],
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """Evaluate `work` (targets with their pending samples) and pass each observation to `handle`.
+
+    Without `keep_going` the first adapter error (or a `SampleAbort` raised by `handle`) stops
+    new calls, lets calls in flight finish, and raises `EvalRunError` for the lowest sample index."""
+    if evaluator.batch:
+        for target, samples in work:
+            await _observe_target_batch(case, target, samples, evaluator, keep_going, handle, progress)
+    else:
+        await _observe_individually(case, work, evaluator, concurrency, keep_going, handle, progress)
+
+
+async def _observe_individually(
+    case: Case,
+    work: Sequence[tuple[Target, Sequence[Sample]]],
+    evaluator: VideoEvaluator,
+    concurrency: int,
+    keep_going: bool,
+    handle: Callable[[Observation], None],
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    from assay.video.feed import FrameFeed, merge_in_time_order
+
+    targets = {target.index: target for target, _ in work}
+    contexts = {target.index: TargetContext(target.id, target.index, target.label, target.config) for target, _ in work}
+    path = video_path(case)
+    location = str(path)
+    samples = merge_in_time_order([list(samples) for _, samples in work])
+    total = len(samples)
+    finished = 0
+    feed = FrameFeed(path, samples, window=concurrency + 2)
+
+    async def ask(pair: Any) -> Observation:
+        sample, frame = pair
+        target = targets[sample.target_index]
+        try:
+            image = frame.to_image()
+            started = time.perf_counter()
+            try:
+                value = await evaluator.evaluate(
+                    FrameSample(image, sample.timestamp_s, frame.index, sample.sample_index, location, case.name),
+                    contexts[sample.target_index],
+                )
+                error = None
+            except Exception as failure:  # noqa: BLE001 - adapter code
+                if not keep_going:
+                    raise SampleAbort(sample, _call_error(sample, target, failure)) from failure
+                value, error = None, _call_error(sample, target, failure)
+            finally:
+                image.close()
+            return Observation(sample, target, value, error, time.perf_counter() - started, "individual", frame.pixels)
+        finally:
+            feed.release()
+
+    def complete(done: Completed[Any]) -> None:
+        nonlocal finished
+        if done.error is None:
+            handle(done.value)
+            finished += 1
+            if progress is not None:
+                progress(finished, total)
+
+    try:
+        completed = await run_bounded(feed, ask, concurrency=concurrency, keep_going=keep_going, on_complete=complete)
+    finally:
+        await feed.close()
+    failures = [done.error for done in completed if done.error is not None]
+    if failures:
+        aborts = [failure for failure in failures if isinstance(failure, SampleAbort)]
+        if len(aborts) < len(failures):
+            raise next(failure for failure in failures if not isinstance(failure, SampleAbort))
+        first = min(aborts, key=lambda abort: abort.sample.sample_index)
+        raise EvalRunError(first.message) from first.__cause__
+
+
+async def _observe_target_batch(
+    case: Case,
+    target: Target,
+    samples: Sequence[Sample],
+    evaluator: VideoEvaluator,
+    keep_going: bool,
+    handle: Callable[[Observation], None],
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    from assay.video.decode import select_frames
+
+    path = video_path(case)
+    frames = await asyncio.to_thread(select_frames, path, [sample.timestamp_s for sample in samples])
+    images = [frame.to_image() for frame in frames]
+    batch = [
+        FrameSample(image, sample.timestamp_s, frame.index, sample.sample_index, str(path), case.name)
+        for image, sample, frame in zip(images, samples, frames)
+    ]
+    started = time.perf_counter()
+    failure: str | None = None
+    values: list[Any] = []
+    try:
+        values = list(await evaluator.evaluate_many(batch, TargetContext(target.id, target.index, target.label, target.config)))
+    except Exception as error:  # noqa: BLE001 - adapter code
+        failure = (
+            error_text(error)
+            if isinstance(error, AdapterRuntimeError)
+            else f"adapter failed for target '{target.id}': {error_text(error)}"
+        )
+    finally:
+        for image in images:
+            image.close()
+    per_sample = (time.perf_counter() - started) / len(samples)
+    if failure is None and len(values) != len(samples):
+        failure = f"adapter returned {len(values)} observations for {len(samples)} samples in target '{target.id}'"
+    if failure is not None and not keep_going:
+        raise EvalRunError(failure)
+    try:
+        for position, (sample, frame) in enumerate(zip(samples, frames)):
+            value = None if failure is not None else values[position]
+            handle(Observation(sample, target, value, failure, per_sample, "batch_amortized", frame.pixels))
+            if progress is not None:
+                progress(position + 1, len(samples))
+    except SampleAbort as abort:
+        raise EvalRunError(abort.message) from abort.__cause__
