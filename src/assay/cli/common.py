@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import sys
 import traceback
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable, NoReturn, Sequence
 
 import typer
 
@@ -74,13 +74,15 @@ def check_time_filters(
         bad_parameter("--until", "must be greater than --from")
 
 
-def fail(prefix: str, error: BaseException, *, console: Any = None, exit_code: int = 2) -> NoReturn:
+def fail(
+    prefix: str, error: BaseException, *, console: Any = None, exit_code: int = 2, after: Sequence[str] = ()
+) -> NoReturn:
     """Print `<prefix>: <message>` to stdout (GlassKit prints errors there) and exit."""
     if DEBUG:
         traceback.print_exception(error, file=sys.stderr)
     message = str(error)
     notes = getattr(error, "__notes__", None) or []
     (console or stdout_console()).print(f"{prefix}: {message}", markup=False, highlight=False)
-    for note in notes:
-        (console or stdout_console()).print(note, markup=False, highlight=False)
+    for line in [*notes, *after]:
+        (console or stdout_console()).print(line, markup=False, highlight=False)
     raise typer.Exit(exit_code)

@@ -63,74 +63,152 @@ def run_command(
     allow_empty: bool = typer.Option(False, "--allow-empty", help="Allow targets and evals without samples."),
 ) -> None:
     """Evaluate every selected sample with the adapter and apply the quality gates."""
-    common.check_time_filters(case, at, from_s, until_s)
-    if adapter and adapter_command:
-        common.bad_parameter("--adapter-command", "cannot be used with --adapter")
-    if resume is not None:
-        raise typer.BadParameter("resuming checkpoints is not built yet", param_hint="--resume")
-    config = _load_adapter_config(eval_dir, adapter_config)
-    if adapter is None and adapter_command is None:
-        adapter = eval_dir.as_posix() + "/adapter.py:create_evaluator"
-    console = common.stdout_console()
+    from assay.core.journal import read_manifest, resolve_checkpoint_ref
 
+    console = common.stdout_console()
+    manifest = None
+    if resume is not None:
+        overrides = [
+            adapter, adapter_command, case, target, at, from_s, until_s, adapter_config, min_pass_rate,
+            min_target_pass_rate, max_failures, max_flaky_samples, output_json, artifacts_dir,
+        ]
+        flags = [keep_going, save_failures, allow_empty, verbose, concurrency != 1, repeat != 1]
+        if any(value for value in overrides if value is not None) or any(flags):
+            raise typer.BadParameter(
+                "restores the original adapter and run options and cannot be combined with overrides",
+                param_hint="--resume",
+            )
+        try:
+            checkpoint_path = resolve_checkpoint_ref(resume, eval_dir.expanduser(), Path.cwd())
+            manifest = read_manifest(checkpoint_path, "run")
+        except AssayError as error:
+            raise typer.BadParameter(str(error), param_hint="--resume") from None
+        invocation = dict(manifest["invocation"])
+    else:
+        common.check_time_filters(case, at, from_s, until_s)
+        if adapter and adapter_command:
+            common.bad_parameter("--adapter-command", "cannot be used with --adapter")
+        config = _load_adapter_config(eval_dir, adapter_config)
+        if adapter is None and adapter_command is None:
+            adapter = eval_dir.as_posix() + "/adapter.py:create_evaluator"
+        invocation = {
+            "eval_dir": str(eval_dir.expanduser().resolve()),
+            "adapter": adapter,
+            "adapter_command": adapter_command,
+            "case_filter": case,
+            "target_filter": list(target) if target else None,
+            "at_times_s": list(at) if at else None,
+            "from_time_s": from_s,
+            "until_time_s": until_s,
+            "adapter_config": config,
+            "concurrency": concurrency,
+            "repeat": repeat,
+            "min_pass_rate": min_pass_rate,
+            "min_target_pass_rate": min_target_pass_rate,
+            "max_failures": max_failures,
+            "max_flaky_samples": max_flaky_samples,
+            "keep_going": keep_going,
+            "verbose": verbose,
+            "output_json": output_json,
+            "artifacts_dir": artifacts_dir,
+            "save_failures": save_failures,
+            "allow_empty": allow_empty,
+        }
+    _execute_run(console, invocation, checkpoint_path if manifest is not None else None, manifest)
+
+
+def _execute_run(console: Any, invocation: dict[str, Any], checkpoint_path: Optional[Path], manifest: Any) -> None:
+    from assay.video.checkpoint import RunCheckpoint, resume_lines
     from assay.video.run import RunOptions, check_run_options
 
     options = RunOptions(
-        eval_dir=eval_dir,
-        adapter=adapter,
-        adapter_command=adapter_command,
-        adapter_config=config,
-        concurrency=concurrency,
-        repeat=repeat,
-        min_pass_rate=min_pass_rate,
-        min_target_pass_rate=min_target_pass_rate,
-        max_failures=max_failures,
-        max_flaky_samples=max_flaky_samples,
-        keep_going=keep_going,
-        verbose=verbose,
-        artifacts_dir=artifacts_dir,
-        save_failures=save_failures,
+        eval_dir=Path(invocation["eval_dir"]),
+        adapter=invocation["adapter"],
+        adapter_command=invocation["adapter_command"],
+        adapter_config=invocation["adapter_config"] or {},
+        concurrency=invocation["concurrency"],
+        repeat=invocation["repeat"],
+        min_pass_rate=invocation["min_pass_rate"],
+        min_target_pass_rate=invocation["min_target_pass_rate"],
+        max_failures=invocation["max_failures"],
+        max_flaky_samples=invocation["max_flaky_samples"],
+        keep_going=invocation["keep_going"],
+        verbose=invocation["verbose"],
+        artifacts_dir=invocation["artifacts_dir"],
+        save_failures=invocation["save_failures"],
     )
     reporter = None
+    run_checkpoint: Any = None
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False)
+
     try:
         check_run_options(options)
         from assay.video.loading import load_eval_directory
 
         directory = load_eval_directory(
-            eval_dir,
-            case=case,
-            targets=tuple(target or ()),
-            at=tuple(at or ()),
-            from_s=from_s,
-            until_s=until_s,
-            allow_empty=allow_empty,
+            options.eval_dir,
+            case=invocation["case_filter"],
+            targets=tuple(invocation["target_filter"] or ()),
+            at=tuple(invocation["at_times_s"] or ()),
+            from_s=invocation["from_time_s"],
+            until_s=invocation["until_time_s"],
+            allow_empty=invocation["allow_empty"],
             materialize=_materializer(),
         )
+        from assay.video.gates import summarize_run
         from assay.video.report import ConsoleReporter, build_report, print_summary, write_json_report
         from assay.video.run import VideoRun, check_sample_times
-        from assay.video.gates import summarize_run
 
         check_sample_times(directory)
-        reporter = ConsoleReporter(console, verbose=verbose)
-        outcome = asyncio.run(VideoRun(directory, options, reporter).run())
+        if manifest is not None:
+            run_checkpoint = RunCheckpoint.resume(checkpoint_path, manifest, directory, options.repeat)
+        else:
+            run_checkpoint = RunCheckpoint.start(directory, invocation, directory.sample_count * options.repeat)
+        reporter = ConsoleReporter(console, verbose=options.verbose)
+
+        async def execute() -> Any:
+            async with run_checkpoint.writing():
+                return await VideoRun(directory, options, reporter, checkpoint=run_checkpoint).run()
+
+        outcome = asyncio.run(execute())
         reporter.close()
-        summary = summarize_run(
-            [trial.results for trial in outcome.trials],
-            [trial.success for trial in outcome.trials],
-            outcome.duration_seconds,
-        )
-        if output_json is not None:
-            write_json_report(output_json, build_report(outcome, summary, None))
-        print_summary(console, outcome, summary)
     except KeyboardInterrupt:
         if reporter is not None:
             reporter.close()
-        console.print("Eval interrupted: no reusable progress was saved", markup=False, highlight=False)
+        kept = run_checkpoint.abandon() if run_checkpoint is not None else False
+        say("Eval interrupted: progress was saved" if kept else "Eval interrupted: no reusable progress was saved")
+        if kept:
+            for line in resume_lines(run_checkpoint.path):
+                say(line)
         raise typer.Exit(130)
     except AssayError as error:
         if reporter is not None:
             reporter.close()
-        common.fail("Eval failed", error, console=console)
+        kept = run_checkpoint.abandon() if run_checkpoint is not None else False
+        extra = resume_lines(run_checkpoint.path) if kept else []
+        common.fail("Eval failed", error, console=console, after=extra)
+    resumable = sum(
+        1
+        for trial in outcome.trials
+        for result in trial.results
+        if result.status == "error" and result.reason.startswith("adapter_error:")
+    )
+    kept = run_checkpoint.finish(resumable)
+    summary = summarize_run(
+        [trial.results for trial in outcome.trials],
+        [trial.success for trial in outcome.trials],
+        outcome.duration_seconds,
+    )
+    if invocation["output_json"] is not None:
+        entry = run_checkpoint.report_entry(resumable) if kept else None
+        write_json_report(invocation["output_json"], build_report(outcome, summary, entry))
+    print_summary(console, outcome, summary)
+    if resumable and kept:
+        say(f"{resumable} adapter error(s) can be retried without rerunning completed samples.")
+        for line in resume_lines(run_checkpoint.path):
+            say(line)
     raise typer.Exit(0 if outcome.success else 1)
 
 

@@ -5,9 +5,11 @@ Kind-independent: a kind decides what a key and a payload mean; this module make
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
+import queue
 import secrets
 import shlex
 import shutil
@@ -526,3 +528,73 @@ __all__ = [
     "resolve_checkpoint_ref",
     "utc_timestamp",
 ]
+
+
+class JournalWriter:
+    """Appends from an event loop without blocking it, with group commit.
+
+    `submit` queues a record; a writer thread takes everything queued, writes it with one
+    `append_many` (one fsync), and only then calls each record's `on_durable` on the loop. So a
+    result is shown only once it is on disk, and records finishing together share one fsync."""
+
+    def __init__(self, journal: Journal) -> None:
+        self._journal = journal
+        self._loop = asyncio.get_running_loop()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._pending = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._write_loop, name="assay-journal", daemon=True)
+        self._thread.start()
+
+    def submit(self, type: str, key: str, payload: Mapping[str, Any], on_durable: Any = None) -> None:
+        if self._failure is not None:
+            raise self._failure
+        self._pending += 1
+        self._idle.clear()
+        self._queue.put((type, key, payload, on_durable))
+
+    def _write_loop(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._queue.put(None)
+                    break
+                batch.append(item)
+            try:
+                self._journal.append_many((type, key, payload) for type, key, payload, _ in batch)
+                failure = None
+            except BaseException as error:  # noqa: BLE001 - surfaced on the loop
+                failure = error
+            self._loop.call_soon_threadsafe(self._settle, batch, failure)
+
+    def _settle(self, batch: list[Any], failure: BaseException | None) -> None:
+        self._pending -= len(batch)
+        if failure is not None:
+            self._failure = failure
+        else:
+            for *_, on_durable in batch:
+                if on_durable is not None:
+                    on_durable()
+        if self._pending == 0:
+            self._idle.set()
+
+    async def drain(self) -> None:
+        """Wait until every submitted record is durable (and its callback has run)."""
+        await self._idle.wait()
+        if self._failure is not None:
+            raise self._failure
+
+    async def close(self) -> None:
+        await self.drain()
+        self._queue.put(None)
+        await asyncio.to_thread(self._thread.join)

@@ -164,16 +164,15 @@ class VideoRun:
         options: RunOptions,
         listener: RunListener,
         *,
-        record_result: Any = None,
-        completed: Mapping[tuple[int, str, str, int], SampleResult] | None = None,
+        checkpoint: Any = None,
     ) -> None:
         self.eval_directory = eval_directory
         self.options = options
         self.listener = listener
-        # Called with (trial, result) as soon as a result exists, before anyone is told about it:
-        # the seam where the checkpoint journal makes it durable.
-        self._record_result = record_result
-        self._completed = completed or {}
+        # A RunCheckpoint (or None): every result is submitted to its journal and shown only once
+        # durable; its `completed` results are reused instead of calling the adapter again.
+        self._checkpoint = checkpoint
+        self._completed = checkpoint.completed if checkpoint is not None else {}
         self._executor: ThreadPoolExecutor | None = None
 
     def _adapter_config(self) -> AdapterConfig:
@@ -273,9 +272,10 @@ class VideoRun:
     def _finish(self, trial: int, result: SampleResult, rgb: Any, order: _DisplayOrder, target_index: int) -> None:
         if self.options.save_failures and result.status in ("failed", "error"):
             self._save_failure(trial, result, rgb)
-        if self._record_result is not None:
-            self._record_result(trial, result)
-        order.add(target_index, result)
+        if self._checkpoint is not None:
+            self._checkpoint.submit(trial, result, lambda: order.add(target_index, result))
+        else:
+            order.add(target_index, result)
 
     def _save_failure(self, trial: int, result: SampleResult, rgb: Any) -> None:
         directory = artifacts.failure_directory(self.options.artifacts_dir, self.eval_directory.path, trial)
@@ -323,6 +323,8 @@ class VideoRun:
                 store(target, self._result(sample, target, status="ignored", reason=sample.ignore or ""))
         work = [(target, todo) for target, todo, _ in pending if todo]
         if not work:
+            if self._checkpoint is not None:
+                await self._checkpoint.drain()
             return results
         if evaluator_box[0] is None:
             evaluator_box[0] = await create_evaluator(
@@ -345,10 +347,15 @@ class VideoRun:
                 )
             store(target, result, observation.pixels)
 
-        await observe_case(
-            case, work, evaluator_box[0], concurrency=self.options.concurrency, keep_going=self.options.keep_going,
-            handle=handle, progress=lambda done, total: self.listener.sample_completed(trial, done, total),
-        )
+        try:
+            await observe_case(
+                case, work, evaluator_box[0], concurrency=self.options.concurrency,
+                keep_going=self.options.keep_going, handle=handle,
+                progress=lambda done, total: self.listener.sample_completed(trial, done, total),
+            )
+        finally:
+            if self._checkpoint is not None:
+                await self._checkpoint.drain()
         return results
 
     # -- trials -------------------------------------------------------------------------------
