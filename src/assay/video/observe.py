@@ -122,7 +122,7 @@ async def _observe_individually(
     finished = 0
     feed = FrameFeed(path, samples, window=concurrency + 2)
 
-    async def ask(pair: Any) -> Observation:
+    async def ask(pair: Any) -> None:
         sample, frame = pair
         target = targets[sample.target_index]
         try:
@@ -140,14 +140,15 @@ async def _observe_individually(
                 value, error = None, _call_error(sample, target, failure)
             finally:
                 image.close()
-            return Observation(sample, target, value, error, time.perf_counter() - started, "individual", frame.pixels)
+            # Handled here rather than in on_complete, so a SampleAbort from the handler stops
+            # the run the same way an adapter error does (calls in flight still finish).
+            handle(Observation(sample, target, value, error, time.perf_counter() - started, "individual", frame.pixels))
         finally:
             feed.release()
 
     def complete(done: Completed[Any]) -> None:
         nonlocal finished
         if done.error is None:
-            handle(done.value)
             finished += 1
             if progress is not None:
                 progress(finished, total)
