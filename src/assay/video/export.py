@@ -1,0 +1,69 @@
+"""`export-frames`: write the frames a case's video shows at requested times as lossless PNG files.
+
+Same frame selection as `run` (one sequential pass, `assay.video.decode`); GlassKit §21.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from assay.core.fsutil import write_atomically
+from assay.errors import UsageError, VideoError
+from assay.video.decode import probe_video, select_frames
+from assay.video.model import Case
+
+
+def export_frames(case: Case, times: Sequence[float], output_dir: Path | None, eval_dir: Path) -> list[Path]:
+    """Write `at-<t>s.png` for each distinct time and return the absolute paths in request order."""
+    requested = distinct_export_times(times)
+    video_path = case.video.path
+    if video_path is None:
+        raise VideoError(f"video for case '{case.name}' has not been downloaded: {case.video.display_name}")
+    info = probe_video(video_path)
+    for t in requested:
+        if t > info.duration_s:
+            raise VideoError(
+                f"requested time {t:g}s exceeds video duration {info.duration_s:g}s for case '{case.name}'"
+            )
+    destination = export_directory(case, output_dir, eval_dir)
+    try:
+        destination.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise VideoError(f"could not create frame export directory {destination}: {error}") from error
+    written = []
+    for t, frame in zip(requested, select_frames(video_path, requested)):
+        path = destination / export_file_name(t)
+        encoded = io.BytesIO()
+        with frame.to_image() as image:
+            image.save(encoded, format="PNG")
+        write_atomically(path, encoded.getvalue())
+        written.append(path)
+    return written
+
+
+def distinct_export_times(times: Sequence[float]) -> list[float]:
+    """Validated times, -0.0 as 0.0, exact duplicates dropped (first kept); never rounded."""
+    distinct: list[float] = []
+    seen: set[float] = set()
+    for value in times:
+        t = float(value)
+        if not math.isfinite(t) or t < 0:
+            raise UsageError("--at must be a finite, nonnegative number", option="--at")
+        t = t + 0.0  # turns -0.0 into 0.0
+        if t not in seen:
+            seen.add(t)
+            distinct.append(t)
+    return distinct
+
+
+def export_directory(case: Case, output_dir: Path | None, eval_dir: Path) -> Path:
+    if output_dir is not None:
+        return Path(output_dir).expanduser().resolve()
+    return Path(eval_dir).resolve() / "runs" / "frames" / case.name
+
+
+def export_file_name(t: float) -> str:
+    return f"at-{t!s}s.png"

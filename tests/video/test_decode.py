@@ -1,0 +1,377 @@
+"""Frame selection, display orientation and probing against real PyAV-encoded clips."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from types import SimpleNamespace
+
+import av
+import numpy as np
+import pytest
+from av.sidedata.sidedata import Type as SideDataType
+from media import (
+    BLUE,
+    GREEN,
+    HFLIP_MATRIX,
+    RED,
+    YELLOW,
+    make_numbered_video,
+    make_quadrant_video,
+    make_video,
+    quadrant_colors,
+    read_frame_number,
+)
+from PIL import Image, ImageOps
+
+from assay.errors import VideoError
+from assay.video import decode
+from assay.video.decode import (
+    DisplayTransform,
+    FrameCursor,
+    display_transform,
+    probe_video,
+    select_frame_at,
+    select_frames,
+)
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("videos")
+
+
+@pytest.fixture(scope="module")
+def clip_30fps(videos: Path) -> Path:
+    """3 s, 90 frames; frame i shows the number i."""
+    return make_numbered_video(videos / "thirty.mp4", 90, fps=30)
+
+
+@pytest.fixture(scope="module")
+def clip_8fps(videos: Path) -> Path:
+    """3 s, 24 frames at exact binary times k/8."""
+    return make_numbered_video(videos / "eight.mp4", 24, fps=8)
+
+
+def chosen(path: Path, times: list[float]) -> list[int]:
+    frames = select_frames(path, times)
+    for frame in frames:
+        assert frame.index == read_frame_number(frame.pixels)
+    return [frame.index for frame in frames]  # type: ignore[misc]
+
+
+# --- §7.3 selection rule -------------------------------------------------------------------
+
+
+def test_times_around_two_seconds_at_30fps_all_map_to_frame_60(clip_30fps: Path) -> None:
+    assert chosen(clip_30fps, [1.99, 2.0, 2.0166666]) == [60, 60, 60]
+
+
+def test_time_after_the_last_frame_but_within_duration_maps_to_last_frame(clip_30fps: Path) -> None:
+    # The 3 s clip's last frame is at 2.9667 s, as 19.99 s is past frame 599 of a 20 s clip.
+    assert chosen(clip_30fps, [2.99, 3.0, 3.04]) == [89, 89, 89]
+
+
+def test_exact_tie_between_two_frames_goes_to_the_earlier_frame(clip_8fps: Path) -> None:
+    assert chosen(clip_8fps, [0.0625, 0.1875, 1.0625, 1.07]) == [0, 1, 8, 9]
+
+
+def test_times_past_the_end_of_an_8fps_clip_map_to_its_last_frame(clip_8fps: Path) -> None:
+    assert chosen(clip_8fps, [2.875, 2.9, 3.04, 50.0]) == [23, 23, 23, 23]
+
+
+def test_seeding_every_quarter_second_at_30fps_picks_82_for_the_2_75_tie(clip_30fps: Path) -> None:
+    times = [round(index * 0.25, 9) for index in range(12)]
+    assert chosen(clip_30fps, times)[-1] == 82
+    assert chosen(clip_30fps, times) == [0, 7, 15, 22, 30, 37, 45, 52, 60, 67, 75, 82]
+
+
+def test_time_zero_and_negative_times_map_to_the_first_frame(clip_30fps: Path) -> None:
+    assert chosen(clip_30fps, [-1.0, 0.0, 0.016]) == [0, 0, 0]
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".mkv"])
+def test_times_are_measured_from_the_first_frame_when_its_pts_is_not_zero(videos: Path, suffix: str) -> None:
+    path = make_numbered_video(videos / f"late-start{suffix}", 10, fps=10, start_pts=7)
+    with av.open(str(path)) as container:
+        assert next(container.decode(video=0)).time == pytest.approx(0.7)
+    frames = select_frames(path, [0.0, 0.1, 0.34, 0.36])
+    assert [frame.index for frame in frames] == [0, 1, 3, 4]
+    assert [frame.media_time for frame in frames] == pytest.approx([0.0, 0.1, 0.3, 0.4])
+
+
+def test_variable_frame_rate_clip_uses_each_frames_own_timestamp(videos: Path) -> None:
+    path = make_numbered_video(videos / "vfr.mp4", 5, fps=10, frame_times=[0.0, 0.1, 0.5, 0.55, 1.2])
+    assert chosen(path, [0.3, 0.31, 0.52, 0.8, 0.9, 2.0]) == [1, 2, 2, 3, 4, 4]
+
+
+def test_frame_index_is_the_decode_ordinal(clip_30fps: Path) -> None:
+    frames = select_frames(clip_30fps, [index / 30 for index in range(0, 90, 7)])
+    assert [frame.index for frame in frames] == list(range(0, 90, 7))
+    assert [read_frame_number(frame.pixels) for frame in frames] == list(range(0, 90, 7))
+
+
+def test_results_come_back_in_request_order_from_one_pass(clip_30fps: Path) -> None:
+    assert chosen(clip_30fps, [2.0, 0.5, 1.0, 0.5, 0.0]) == [60, 15, 30, 15, 0]
+
+
+# --- cursor mechanics ----------------------------------------------------------------------
+
+
+def test_repeated_selection_of_one_frame_returns_the_same_object(
+    clip_30fps: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conversions = []
+    convert = decode._rgb_pixels
+    monkeypatch.setattr(decode, "_rgb_pixels", lambda frame: conversions.append(frame) or convert(frame))
+    with FrameCursor(clip_30fps) as cursor:
+        first = cursor.frame_at(1.0)
+        assert cursor.frame_at(1.0) is first
+        assert cursor.frame_at(1.01) is first  # still nearest to frame 30
+        later = cursor.frame_at(1.02)  # nearer to frame 31
+    assert later is not first and later.index == 31
+    assert len(conversions) == 2
+
+
+def test_duplicate_times_in_select_frames_share_one_frame(clip_30fps: Path) -> None:
+    first, _, again = select_frames(clip_30fps, [1.0, 0.0, 1.0])
+    assert first is again
+
+
+def test_only_selected_frames_are_converted_and_the_tail_is_not_decoded(
+    clip_30fps: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    converted = []
+    convert = decode._rgb_pixels
+    monkeypatch.setattr(decode, "_rgb_pixels", lambda frame: converted.append(frame) or convert(frame))
+    decoded = []
+    raw_time = decode._raw_frame_time
+    monkeypatch.setattr(decode, "_raw_frame_time", lambda *args: decoded.append(args) or raw_time(*args))
+    with FrameCursor(clip_30fps) as cursor:
+        assert [cursor.frame_at(t).index for t in (0.5, 1.0)] == [15, 30]
+    assert len(converted) == 2
+    assert len(decoded) == 31  # frames 0..30: frame 30 answers 1.0 exactly
+
+
+def test_cursor_refuses_to_go_backwards(clip_30fps: Path) -> None:
+    with FrameCursor(clip_30fps) as cursor:
+        cursor.frame_at(1.0)
+        cursor.frame_at(1.0)
+        with pytest.raises(ValueError, match="cannot go back"):
+            cursor.frame_at(0.5)
+
+
+def test_to_image_returns_a_new_independent_rgb_image_each_call(clip_30fps: Path) -> None:
+    (frame,) = select_frames(clip_30fps, [1.0])
+    first, second = frame.to_image(), frame.to_image()
+    assert first is not second
+    assert first.mode == "RGB" and first.size == (frame.width, frame.height) == (64, 16)
+    first.paste((1, 2, 3), (0, 0, first.width, first.height))
+    first.close()
+    assert np.array_equal(np.asarray(second), frame.pixels)
+    assert read_frame_number(np.asarray(frame.to_image())) == 30
+
+
+def test_shared_pixels_are_read_only(clip_30fps: Path) -> None:
+    (frame,) = select_frames(clip_30fps, [1.0])
+    with pytest.raises(ValueError):
+        frame.pixels[0, 0, 0] = 7
+
+
+def test_rgb_pixels_are_identical_to_pyav_to_image_on_a_yuv420_h264_clip(videos: Path) -> None:
+    # Odd-sized content in a width whose rows are padded in PyAV's buffers; noise defeats any
+    # shortcut a flat colour would allow.
+    generator = np.random.default_rng(7)
+    frames = [generator.integers(0, 256, (60, 98, 3), dtype=np.uint8) for _ in range(4)]
+    path = make_video(videos / "noise.mp4", frames, fps=10, pix_fmt="yuv420p")
+    selected = select_frames(path, [0.0, 0.1, 0.2, 0.3])
+    with av.open(str(path)) as container:
+        references = [np.asarray(frame.to_image().convert("RGB")) for frame in container.decode(video=0)]
+    for frame, reference in zip(selected, references, strict=True):
+        assert frame.pixels.shape == (60, 98, 3) and frame.pixels.dtype == np.uint8
+        assert np.array_equal(frame.pixels, reference)
+
+
+# --- §7.4 display orientation --------------------------------------------------------------
+
+
+UPRIGHT = (RED, GREEN, BLUE, YELLOW)
+
+
+@pytest.mark.parametrize(
+    ("rotation", "hflip", "size", "corners"),
+    [
+        (90, False, (64, 96), (GREEN, YELLOW, RED, BLUE)),  # upstream fixture
+        (180, False, (96, 64), (YELLOW, BLUE, GREEN, RED)),
+        (270, False, (64, 96), (BLUE, RED, YELLOW, GREEN)),
+        (0, True, (96, 64), (GREEN, RED, YELLOW, BLUE)),  # upstream fixture (display_hflip)
+        (90, True, (64, 96), (YELLOW, GREEN, BLUE, RED)),  # rotate, then mirror: anti-transpose
+        (180, True, (96, 64), (BLUE, YELLOW, RED, GREEN)),  # = vertical flip
+        (270, True, (64, 96), (RED, BLUE, GREEN, YELLOW)),  # = transpose
+    ],
+)
+def test_display_matrix_orients_the_delivered_pixels(
+    videos: Path, rotation: int, hflip: bool, size: tuple[int, int], corners: tuple
+) -> None:
+    path = make_quadrant_video(
+        videos / f"quadrant-{rotation}-{hflip}.mp4", display_rotation=rotation, display_hflip=hflip
+    )
+    with av.open(str(path)) as container:
+        reported = next(container.decode(video=0)).rotation
+    if not hflip:  # the helper's matrices follow PyAV's counter-clockwise convention
+        assert reported % 360 == rotation
+    (frame,) = select_frames(path, [0.0])
+    assert (frame.width, frame.height) == size
+    assert quadrant_colors(frame.pixels) == corners
+    info = probe_video(path)
+    assert (info.width, info.height) == size
+
+
+def test_hflip_matrix_is_mirrored_not_rotated_even_though_pyav_reports_minus_180(videos: Path) -> None:
+    path = make_quadrant_video(videos / "hflip-tkhd.mp4", matrix=HFLIP_MATRIX, patch_tkhd=True)
+    with av.open(str(path)) as container:
+        assert next(container.decode(video=0)).rotation == -180
+    (frame,) = select_frames(path, [0.0])
+    assert quadrant_colors(frame.pixels) == (GREEN, RED, YELLOW, BLUE)
+
+
+def test_rotation_written_by_patching_tkhd_is_read_back(videos: Path) -> None:
+    path = make_quadrant_video(videos / "rot90-tkhd.mp4", display_rotation=90, patch_tkhd=True)
+    (frame,) = select_frames(path, [0.0])
+    assert quadrant_colors(frame.pixels) == (GREEN, YELLOW, RED, BLUE)
+
+
+def test_unrotated_video_is_delivered_as_encoded(videos: Path) -> None:
+    path = make_quadrant_video(videos / "upright.mp4")
+    (frame,) = select_frames(path, [0.0])
+    assert (frame.width, frame.height) == (96, 64)
+    assert quadrant_colors(frame.pixels) == UPRIGHT
+
+
+def test_non_quarter_rotation_expands_the_canvas_like_pil(videos: Path) -> None:
+    path = make_quadrant_video(videos / "tilted.mp4", display_rotation=2)
+    (frame,) = select_frames(path, [0.0])
+    assert (frame.width, frame.height) == (100, 68)
+    info = probe_video(path)
+    assert (info.width, info.height) == (100, 68)
+    with av.open(str(path)) as container:
+        raw = next(container.decode(video=0))
+        assert raw.rotation == 1  # PyAV truncates FFmpeg's 1.9998°; the matrix means 2°
+        expected = raw.to_image().convert("RGB").rotate(2, expand=True)
+    assert np.array_equal(frame.pixels, np.asarray(expected))
+
+
+class _SideDataKeyedByType:
+    """Side data shaped like PyAV 19's: iteration yields type keys, not SideData objects."""
+
+    def __init__(self, entries: dict) -> None:
+        self._entries = entries
+
+    def get(self, key: object) -> None:
+        raise TypeError("lookup by key unsupported in this fake")
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __getitem__(self, key: object) -> bytes:
+        return self._entries[key]
+
+
+@pytest.mark.parametrize("wrap", [dict, _SideDataKeyedByType])
+def test_mirror_is_detected_when_side_data_iterates_as_type_keys(wrap: type) -> None:
+    side_data = wrap({SideDataType.DISPLAYMATRIX: struct.pack("=9i", *HFLIP_MATRIX)})
+    frame = SimpleNamespace(side_data=side_data, rotation=-180)
+    assert display_transform(frame) == DisplayTransform(rotation=0, mirrored=True)  # type: ignore[arg-type]
+
+
+def test_frame_without_display_matrix_falls_back_to_its_rotation() -> None:
+    frame = SimpleNamespace(side_data={}, rotation=-90)
+    assert display_transform(frame) == DisplayTransform(rotation=270)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("rotation", [0, 90, 180, 270, 7])
+@pytest.mark.parametrize("mirrored", [False, True])
+def test_numpy_orientation_matches_pil_rotate_then_mirror(rotation: int, mirrored: bool) -> None:
+    pixels = np.random.default_rng(rotation).integers(0, 256, (6, 10, 3), dtype=np.uint8)
+    expected = Image.fromarray(pixels).rotate(rotation, expand=True)
+    if mirrored:
+        expected = ImageOps.mirror(expected)
+    transform = DisplayTransform(rotation=rotation, mirrored=mirrored)
+    oriented = transform.apply(pixels)
+    assert np.array_equal(oriented, np.asarray(expected))
+    assert oriented.flags.c_contiguous
+    assert transform.displayed_size(10, 6) == expected.size
+
+
+# --- probe ---------------------------------------------------------------------------------
+
+
+def test_probe_reports_duration_dimensions_and_frame_count(clip_30fps: Path) -> None:
+    info = probe_video(clip_30fps)
+    assert info.duration_s == pytest.approx(3.0)
+    assert (info.width, info.height, info.frame_count) == (64, 16, 90)
+
+
+def test_probe_rejects_a_file_that_is_not_a_video(tmp_path: Path) -> None:
+    path = tmp_path / "notes.mp4"
+    path.write_text("not a video\n")
+    with pytest.raises(VideoError, match=r"^could not open video .*notes\.mp4: .*Invalid data"):
+        probe_video(path)
+
+
+def test_probe_rejects_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(VideoError, match=r"^could not open video .*missing\.mp4: "):
+        probe_video(tmp_path / "missing.mp4")
+
+
+def test_probe_rejects_a_file_without_a_video_stream(tmp_path: Path) -> None:
+    path = tmp_path / "sound.m4a"
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("aac", rate=8000)
+        frame = av.AudioFrame.from_ndarray(np.zeros((1, 1024), np.float32), format="fltp", layout="mono")
+        frame.sample_rate = 8000
+        frame.pts = 0
+        for packet in [*stream.encode(frame), *stream.encode()]:
+            container.mux(packet)
+    with pytest.raises(VideoError, match=r"^video file has no video stream$"):
+        probe_video(path)
+    with pytest.raises(VideoError, match=r"^video file has no video stream$"):
+        select_frames(path, [0.0])
+
+
+def test_undecodable_video_data_is_reported_as_a_decode_error(videos: Path, tmp_path: Path) -> None:
+    data = bytearray(make_numbered_video(videos / "one.mp4", 1).read_bytes())
+    box = data.find(b"mdat")
+    size = int.from_bytes(data[box - 4 : box], "big")
+    data[box + 4 : box - 4 + size] = bytes(size - 8)
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(bytes(data))
+    with pytest.raises(VideoError, match=r"^could not decode video .*broken\.mp4: "):
+        select_frames(broken, [0.0])
+
+
+# --- §7.5 random access --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def clip_short_gop(videos: Path) -> Path:
+    return make_numbered_video(videos / "short-gop.mp4", 90, fps=30, gop=10)
+
+
+@pytest.mark.parametrize("t", [0.0, 0.3, 0.34, 1.0, 1.99, 2.0166666, 2.75, 2.99, 9.0])
+def test_random_access_picks_the_same_pixels_as_the_sequential_pass(clip_short_gop: Path, t: float) -> None:
+    (sequential,) = select_frames(clip_short_gop, [t])
+    sought = select_frame_at(clip_short_gop, t)
+    assert np.array_equal(sought.pixels, sequential.pixels)
+    assert sought.media_time == sequential.media_time
+    assert read_frame_number(sought.pixels) == sequential.index
+
+
+def test_random_access_index_is_unknown_after_a_seek(clip_short_gop: Path) -> None:
+    assert select_frame_at(clip_short_gop, 2.0).index is None
+    assert select_frame_at(clip_short_gop, 0.0).index == 0
+
+
+def test_random_access_applies_the_display_transform(videos: Path) -> None:
+    path = make_quadrant_video(videos / "quadrant-random.mp4", display_rotation=90, display_hflip=True, count=20, gop=4)
+    assert quadrant_colors(select_frame_at(path, 1.5).pixels) == (YELLOW, GREEN, BLUE, RED)
