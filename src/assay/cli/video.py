@@ -280,7 +280,7 @@ def list_samples_command(
         common.fail("Could not list samples", error, console=console)
     from assay.video.listing import print_sample_table
 
-    print_sample_table(console, directory)
+    print_sample_table(directory)
 
 
 @video_app.command("export-frames")

@@ -34,10 +34,12 @@ async def run_bounded(
     concurrency: int,
     keep_going: bool = False,
     on_complete: Callable[[Completed[T]], Any] | None = None,
+    collect: bool = True,
 ) -> list[Completed[T]]:
     """Run `work` over `source`; return the completed items in source order.
 
-    Without `keep_going`, the first error stops workers from taking new items; items already in
+    With `collect=False` only failed items are kept (callers that stream results through
+    `on_complete` should not hold every item, e.g. decoded frames, until the end). Without `keep_going`, the first error stops workers from taking new items; items already in
     flight finish (their completions are still reported). `on_complete` may be sync or async; an
     exception it raises aborts the run."""
     if concurrency < 1:
@@ -79,7 +81,8 @@ async def run_bounded(
                 done = Completed(position, item, None, error, time.perf_counter() - started)
                 if not keep_going:
                     state["stopped"] = True
-            completed.append(done)
+            if collect or done.error is not None:
+                completed.append(done)
             if on_complete is not None:
                 outcome = on_complete(done)
                 if asyncio.iscoroutine(outcome):

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
+from assay.core.report.table import render_table
 from assay.video.model import EvalDirectory
+
+HEADERS = ("Case", "Target", "Time", "Expected", "Mode", "Field", "Ignored", "Source")
 
 
 def _short_repr(value: Any, limit: int = 80) -> str:
@@ -12,25 +16,27 @@ def _short_repr(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def print_sample_table(console: Any, directory: EvalDirectory) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(title=f"Samples: {escape(str(directory.path))}")
-    for header in ("Case", "Target", "Time", "Expected", "Mode", "Field", "Ignored", "Source"):
-        table.add_column(header, overflow="fold")
+def sample_rows(directory: EvalDirectory) -> list[tuple[str, ...]]:
+    rows = []
     for case in directory.cases:
         for target in case.targets:
-            name = escape(target.display_name)
+            name = target.display_name
             for sample in target.samples:
-                table.add_row(
-                    escape(case.name),
-                    name,
-                    f"{sample.timestamp_s:g}s",
-                    escape(_short_repr(sample.expected)) if sample.has_expectation else "",
-                    sample.compare.mode or "",
-                    escape(sample.field or ""),
-                    escape(sample.ignore or ""),
-                    sample.source,
+                rows.append(
+                    (
+                        case.name,
+                        name,
+                        f"{sample.timestamp_s:g}s",
+                        _short_repr(sample.expected) if sample.has_expectation else "",
+                        sample.compare.mode or "",  # the declared mode only; blank when inferred
+                        sample.field or "",
+                        sample.ignore or "",
+                        sample.source,
+                    )
                 )
-    console.print(table)
+    return rows
+
+
+def print_sample_table(directory: EvalDirectory) -> None:
+    text = render_table(f"Samples: {directory.path}", HEADERS, sample_rows(directory))
+    sys.stdout.write(text + "\n")

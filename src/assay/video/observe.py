@@ -154,7 +154,9 @@ async def _observe_individually(
                 progress(finished, total)
 
     try:
-        completed = await run_bounded(feed, ask, concurrency=concurrency, keep_going=keep_going, on_complete=complete)
+        completed = await run_bounded(
+            feed, ask, concurrency=concurrency, keep_going=keep_going, on_complete=complete, collect=False
+        )
     finally:
         await feed.close()
     failures = [done.error for done in completed if done.error is not None]
