@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import struct
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,9 +17,11 @@ from media import (
     HFLIP_MATRIX,
     RED,
     YELLOW,
+    make_color_sequence_video,
     make_numbered_video,
     make_quadrant_video,
     make_video,
+    nearest_color_index,
     quadrant_colors,
     read_frame_number,
 )
@@ -115,6 +118,15 @@ def test_results_come_back_in_request_order_from_one_pass(clip_30fps: Path) -> N
     assert chosen(clip_30fps, [2.0, 0.5, 1.0, 0.5, 0.0]) == [60, 15, 30, 15, 0]
 
 
+def test_color_sequence_clip_delivers_each_colour_within_one_level(videos: Path) -> None:
+    colors = [RED, GREEN, BLUE, YELLOW, (10, 200, 30), (128, 64, 250)]
+    path = make_color_sequence_video(videos / "colors.mp4", colors, fps=10)
+    frames = select_frames(path, [index / 10 for index in range(len(colors))])
+    assert [nearest_color_index(frame.pixels, colors) for frame in frames] == list(range(len(colors)))
+    for frame, color in zip(frames, colors, strict=True):
+        assert np.abs(frame.pixels.astype(int) - color).max() <= 1
+
+
 # --- cursor mechanics ----------------------------------------------------------------------
 
 
@@ -151,6 +163,21 @@ def test_only_selected_frames_are_converted_and_the_tail_is_not_decoded(
         assert [cursor.frame_at(t).index for t in (0.5, 1.0)] == [15, 30]
     assert len(converted) == 2
     assert len(decoded) == 31  # frames 0..30: frame 30 answers 1.0 exactly
+
+
+def test_selected_frames_are_freed_without_the_garbage_collector(clip_30fps: Path) -> None:
+    # PyAV's side-data accessor makes frame reference cycles; reading it for every frame would
+    # keep each decoded frame's buffer alive until a collection.
+    gc.collect()
+    gc.disable()
+    try:
+        with FrameCursor(clip_30fps) as cursor:
+            for index in range(0, 90, 3):
+                cursor.frame_at(index / 30)
+        left_in_cycles = gc.collect()
+    finally:
+        gc.enable()
+    assert left_in_cycles < 20
 
 
 def test_cursor_refuses_to_go_backwards(clip_30fps: Path) -> None:
@@ -375,3 +402,23 @@ def test_random_access_index_is_unknown_after_a_seek(clip_short_gop: Path) -> No
 def test_random_access_applies_the_display_transform(videos: Path) -> None:
     path = make_quadrant_video(videos / "quadrant-random.mp4", display_rotation=90, display_hflip=True, count=20, gop=4)
     assert quadrant_colors(select_frame_at(path, 1.5).pixels) == (YELLOW, GREEN, BLUE, RED)
+
+
+def test_images_handed_out_share_pixels_but_are_copy_on_write(tmp_path):
+    from PIL import ImageDraw
+
+    from assay.video.decode import FrameCursor
+
+    path = make_color_sequence_video(tmp_path / "cow.mp4", [(255, 0, 0), (0, 0, 255)], fps=2)
+    with FrameCursor(path) as cursor:
+        frame = cursor.frame_at(0.0)
+    first, second = frame.to_image(), frame.to_image()
+    assert first is not second and first.mode == "RGB"
+    ImageDraw.Draw(first).rectangle([0, 0, 4, 4], fill=(0, 255, 0))
+    first.putpixel((10, 10), (1, 2, 3))
+    assert first.getpixel((0, 0)) == (0, 255, 0)
+    assert second.getpixel((0, 0)) == tuple(int(v) for v in frame.pixels[0, 0])
+    assert frame.to_image().getpixel((10, 10)) == tuple(int(v) for v in frame.pixels[10, 10])
+    first.close()
+    assert second.getpixel((0, 0)) == tuple(int(v) for v in frame.pixels[0, 0])
+    assert not frame.pixels.flags.writeable
