@@ -316,8 +316,16 @@ def _not_built(name: str, issue: str) -> None:
     command.__doc__ = f"Not built yet ({issue})."
 
 
-_not_built("seed", "checkpoints and seeding land next")
 _not_built("review", "the browser editor lands after seed")
+
+
+def _register_seed() -> None:
+    from assay.cli.video_seed import seed_command
+
+    video_app.command("seed")(seed_command)
+
+
+_register_seed()
 
 
 def _register_store() -> None:

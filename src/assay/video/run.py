@@ -101,20 +101,24 @@ def check_run_options(options: RunOptions) -> None:
             raise EvalRunError("--max-flaky-samples requires --repeat to be at least 2")
 
 
+def late_samples(case: Case, duration_s: float) -> list[str]:
+    """Samples (ignored ones too) later than the video's end plus GlassKit's 0.05 s of slack."""
+    return [
+        f"{case.name}/{target.id} sample {sample.sample_index} at {sample.timestamp_s:g}s "
+        f"exceeds video duration {duration_s:g}s"
+        for target in case.targets
+        for sample in target.samples
+        if sample.timestamp_s > duration_s + DURATION_SLACK_S
+    ]
+
+
 def check_sample_times(eval_directory: EvalDirectory) -> None:
-    """Probe every case's video and reject samples past its end (ignored samples included)."""
+    """Probe every case's video and reject samples past its end, all problems in one error."""
     from assay.video.decode import probe_video
 
     problems: list[str] = []
     for case in eval_directory.cases:
-        info = probe_video(video_path(case))
-        for target in case.targets:
-            for sample in target.samples:
-                if sample.timestamp_s > info.duration_s + DURATION_SLACK_S:
-                    problems.append(
-                        f"{case.name}/{target.id} sample {sample.sample_index} at {sample.timestamp_s:g}s "
-                        f"exceeds video duration {info.duration_s:g}s"
-                    )
+        problems += late_samples(case, probe_video(video_path(case)).duration_s)
     if problems:
         raise VideoError("; ".join(problems))
 

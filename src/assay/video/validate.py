@@ -12,9 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 from assay.errors import AssayError
 from assay.video.adapters import AdapterConfig
 from assay.video.model import EvalDirectory
-
-DURATION_SLACK_S = 0.05
-
+from assay.video.run import late_samples
 
 async def _construct_and_close(
     adapter: str | None, adapter_command: str | None, config: AdapterConfig
@@ -61,16 +59,7 @@ def validate_eval(
         except AssayError as error:
             issues.append((str(path or loaded_case.video.display_name), str(error)))
             continue
-        for target in loaded_case.targets:
-            for sample in target.samples:
-                if sample.timestamp_s > info.duration_s + DURATION_SLACK_S:
-                    issues.append(
-                        (
-                            str(path),
-                            f"{loaded_case.name}/{target.id} sample {sample.sample_index} at "
-                            f"{sample.timestamp_s:g}s exceeds video duration {info.duration_s:g}s",
-                        )
-                    )
+        issues += [(str(path), message) for message in late_samples(loaded_case, info.duration_s)]
     if adapter or adapter_command:
         config = AdapterConfig(eval_dir=directory.path, config=dict(adapter_config), artifacts_dir=None, verbose=False)
         try:

@@ -1,0 +1,631 @@
+"""`assay video seed`: ask the adapter for the missing expectations and write them into the case files.
+
+Follows spec/video.md §18: checkpointed and resumable, all-or-nothing, and a rewrite that keeps every
+byte of a case file except the sample blocks whose expectations were seeded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from assay.core.compare import extract_field
+from assay.core.format import format_duration
+from assay.core.journal import (
+    Checkpoint,
+    ensure_not_complete,
+    ensure_plan_unchanged,
+    ensure_results_within_plan,
+    format_resume_command,
+)
+from assay.core.jsonvalue import check_json_like
+from assay.errors import (
+    EXIT_ERROR,
+    EXIT_GATE_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    AdapterError,
+    AssayError,
+    CaseError,
+    CheckpointError,
+    JsonValueError,
+)
+from assay.video.adapters import AdapterConfig, VideoEvaluator
+from assay.video.model import Case, EvalDirectory, Sample, Target
+from assay.video.observe import (
+    EvalRunError,
+    Observation,
+    SampleAbort,
+    create_evaluator,
+    error_text,
+    observe_case,
+)
+
+__all__ = [
+    "SEED_KIND",
+    "CaseWriteError",
+    "SeedOptions",
+    "check_seed_options",
+    "options_from_invocation",
+    "run_seed",
+    "seed_invocation",
+    "seed_key",
+    "seed_plan_hash",
+]
+
+SEED_KIND = "seed"
+PROGRAM = "assay video"
+RECORD_TYPE = "seed_result"
+
+
+class CaseWriteError(CaseError):
+    """A seeded case file could not be written (exit 2)."""
+
+
+@dataclass(frozen=True)
+class SeedOptions:
+    """Everything a seed was asked to do; stored in the checkpoint so `--resume` restores it."""
+
+    eval_dir: Path
+    adapter: str | None = None
+    adapter_command: str | None = None
+    case: str | None = None
+    targets: tuple[str, ...] = ()
+    adapter_config: Mapping[str, Any] = field(default_factory=dict)
+    concurrency: int = 1
+    replace: bool = False
+    keep_going: bool = False
+    verbose: bool = False
+
+
+def check_seed_options(options: SeedOptions) -> None:
+    """§18 step 1, before anything is loaded."""
+    if options.adapter and options.adapter_command:
+        raise EvalRunError("adapter and adapter command are mutually exclusive")
+    if not options.adapter and not options.adapter_command:
+        raise EvalRunError(f"{PROGRAM} seed requires --adapter or --adapter-command")
+    if options.concurrency < 1:
+        raise EvalRunError("concurrency must be greater than 0")
+
+
+def seed_invocation(options: SeedOptions, resolved_eval_dir: Path) -> dict[str, Any]:
+    """The manifest's `invocation` (§14.2 seed keys)."""
+    return {
+        "eval_dir": str(resolved_eval_dir),
+        "adapter": options.adapter,
+        "adapter_command": options.adapter_command,
+        "case_filter": options.case,
+        "target_filter": list(options.targets) if options.targets else None,
+        "adapter_config": dict(options.adapter_config),
+        "concurrency": options.concurrency,
+        "replace": options.replace,
+        "keep_going": options.keep_going,
+        "verbose": options.verbose,
+    }
+
+
+def options_from_invocation(invocation: Any, manifest_path: Path) -> SeedOptions:
+    """The options a checkpoint was made with; a malformed invocation is a bad checkpoint."""
+
+    def bad(detail: str) -> CheckpointError:
+        return CheckpointError(f"invalid checkpoint manifest {manifest_path}: {detail}")
+
+    if not isinstance(invocation, dict):
+        raise bad("invocation must be an object")
+
+    def text(key: str, *, optional: bool = True) -> str | None:
+        value = invocation.get(key)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            raise bad(f"invocation.{key} must be a string")
+        return value
+
+    def flag(key: str) -> bool:
+        value = invocation.get(key, False)
+        if not isinstance(value, bool):
+            raise bad(f"invocation.{key} must be a boolean")
+        return value
+
+    targets = invocation.get("target_filter")
+    if targets is not None and (not isinstance(targets, list) or not all(isinstance(t, str) for t in targets)):
+        raise bad("invocation.target_filter must be a list of strings or null")
+    adapter_config = invocation.get("adapter_config", {})
+    if not isinstance(adapter_config, dict):
+        raise bad("invocation.adapter_config must be an object")
+    concurrency = invocation.get("concurrency", 1)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int):
+        raise bad("invocation.concurrency must be an integer")
+    return SeedOptions(
+        eval_dir=Path(text("eval_dir", optional=False) or ""),
+        adapter=text("adapter"),
+        adapter_command=text("adapter_command"),
+        case=text("case_filter"),
+        targets=tuple(targets or ()),
+        adapter_config=adapter_config,
+        concurrency=concurrency,
+        replace=flag("replace"),
+        keep_going=flag("keep_going"),
+        verbose=flag("verbose"),
+    )
+
+
+def seed_key(sample: Sample) -> str:
+    return f"{sample.case_name}\0{sample.target_id}\0{sample.sample_index}\0{float.hex(sample.timestamp_s)}"
+
+
+def seed_plan_hash(invocation: Mapping[str, Any], directory: EvalDirectory) -> str:
+    """§14.3: any change to an option, a case file's bytes or a video's identity changes it."""
+    from assay.video.checkpoint import plan_hash as video_plan_hash
+
+    return video_plan_hash(invocation, directory)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading and selecting
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    directory: EvalDirectory
+    snapshots: dict[Path, bytes]  # each case file's bytes as the seed read them
+
+
+def _load_with_snapshot(options: SeedOptions, materialize: Any) -> _Loaded:
+    """§18 step 2: the files' text is taken before loading and must still match what was loaded."""
+    from assay.video.loading import (
+        discover_case_paths,
+        load_eval_directory,
+        resolve_eval_dir,
+    )
+
+    root = resolve_eval_dir(options.eval_dir)
+    snapshots: dict[Path, bytes] = {}
+    for path in discover_case_paths(root, options.case, options.targets):
+        try:
+            snapshots[path] = path.read_bytes()
+        except OSError as error:
+            raise CaseError(f"{path}: could not read file: {error}") from None
+    directory = load_eval_directory(
+        options.eval_dir, case=options.case, targets=options.targets, allow_draft=True, materialize=materialize
+    )
+    loaded = {case.path for case in directory.cases}
+    if loaded != set(snapshots):
+        changed = sorted(loaded ^ set(snapshots))
+        raise CaseError(
+            "case selection changed while its draft was being loaded; retry seeding: "
+            + ", ".join(str(path) for path in changed)
+        )
+    for case in directory.cases:
+        if hashlib.sha256(snapshots[case.path]).hexdigest() != case.source_sha256:
+            raise CaseError(f"case changed while its draft was being loaded; retry seeding: {case.path}")
+    return _Loaded(directory, snapshots)
+
+
+def _is_selected(sample: Sample, replace_existing: bool) -> bool:
+    return not sample.is_ignored and (replace_existing or not sample.has_expectation)
+
+
+def _preserved_count(directory: EvalDirectory, replace_existing: bool) -> int:
+    return sum(
+        1
+        for case in directory.cases
+        for sample in case.all_samples()
+        if sample.has_expectation and (not replace_existing or sample.is_ignored)
+    )
+
+
+@dataclass(frozen=True)
+class _Selected:
+    case: Case
+    target: Target
+    sample: Sample
+    key: str
+
+
+def _select(directory: EvalDirectory, replace_existing: bool) -> list[_Selected]:
+    return [
+        _Selected(case, target, sample, seed_key(sample))
+        for case in directory.cases
+        for target in case.targets
+        for sample in target.samples
+        if _is_selected(sample, replace_existing)
+    ]
+
+
+def _check_remaining_sample_times(directory: EvalDirectory, remaining: Sequence[_Selected]) -> None:
+    """§18 step 4: probe the videos still needed and apply the `duration + 0.05` rule to their samples."""
+    from assay.video.run import check_sample_times
+
+    keys = {item.key for item in remaining}
+    cases = []
+    for case in directory.cases:
+        targets = tuple(
+            replace(target, samples=tuple(s for s in target.samples if seed_key(s) in keys)) for target in case.targets
+        )
+        if any(target.samples for target in targets):
+            cases.append(replace(case, targets=targets))
+    if cases:
+        check_sample_times(replace(directory, cases=tuple(cases)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Rewriting a case file
+
+
+def _rewrite_case_text(case: Case, text: str, seeded: Mapping[str, Any]) -> str:
+    """The case file with every block holding a seeded sample rebuilt (§18 step 7); other bytes kept."""
+    from assay.video.casefile import rewrite_target_samples
+    from assay.video.casefile_schema import parse_case_file
+    from assay.video.reconstruct import EditableSample, SampleOrigin, reconstruct_blocks
+
+    raw_case = parse_case_file(case.raw, label=str(case.path))
+    raw_targets = case.raw.get("targets") or {}
+    new_blocks: dict[str, list[Any]] = {}
+    for target in case.targets:
+        touched = {sample.block_index for sample in target.samples if seed_key(sample) in seeded}
+        if not touched:
+            continue  # only targets that received a seeded value are rebuilt
+        raw_blocks = raw_targets[target.id]["samples"]
+        parsed_blocks = raw_case.targets[target.id].samples
+        target_times = [sample.timestamp_s for sample in target.samples]
+        blocks: list[Any] = []
+        for block_number, (raw_block, parsed) in enumerate(zip(raw_blocks, parsed_blocks), start=1):
+            if block_number not in touched:
+                # Handing back the block as written lets the rewrite keep its exact text.
+                blocks.append(raw_block)
+                continue
+            is_range = parsed.range_ is not None
+            origin = SampleOrigin(
+                block_index=block_number,
+                kind="range" if is_range else "at",
+                every_s=(parsed.every_s if parsed.every_s is not None else case.every_s) if is_range else None,
+                range_end=parsed.range_[1] if is_range and parsed.range_ is not None else None,
+            )
+            members = []
+            for sample in target.samples:
+                if sample.block_index != block_number:
+                    continue
+                key = seed_key(sample)
+                members.append(
+                    EditableSample(
+                        id=f"{sample.sample_index:08d}",
+                        timestamp_s=sample.timestamp_s,
+                        has_expectation=key in seeded or sample.has_expectation,
+                        expected=seeded.get(key, sample.expected),
+                        field=sample.field,
+                        compare_mode=sample.compare.mode,
+                        tolerance=sample.compare.tolerance,
+                        comment=sample.comment,
+                        ignore=sample.ignore,
+                        origin=origin,
+                    )
+                )
+            blocks.extend(
+                reconstruct_blocks(
+                    members,
+                    case_every_s=case.every_s,
+                    default_field=target.sample_defaults_field,
+                    default_compare=target.sample_defaults_compare,
+                    allow_ranges=is_range,
+                    range_end=origin.range_end,
+                    target_timestamps_s=target_times,
+                )
+            )
+        new_blocks[target.id] = blocks
+    try:
+        return rewrite_target_samples(text, new_blocks)
+    except ValueError as error:
+        raise CaseError(f"could not rewrite seeded case file {case.path}: {error}") from None
+
+
+def _check_candidate(case: Case, directory: EvalDirectory, candidate_bytes: bytes, seeded: Mapping[str, Any]) -> None:
+    """Load the candidate exactly as a later run would, and make sure it says what was seeded."""
+    from assay.video.loading import load_case
+    from assay.video.reconstruct import strictly_equal
+    from assay.video.run import check_sample_times
+
+    try:
+        candidate = load_case(case.path, directory.config, materialize_videos=False, source=candidate_bytes)
+    except AssayError as error:
+        raise CaseError(f"seeded case file would not load: {error}") from None
+    by_id = {target.id: target for target in candidate.targets}
+    for target in case.targets:
+        rewritten = by_id.get(target.id)
+        if rewritten is None or len(rewritten.samples) != len(target.samples):
+            raise CaseError(f"seeded case file would change the samples of {case.name}/{target.id}: {case.path}")
+        for before, after in zip(target.samples, rewritten.samples):
+            key = seed_key(before)
+            expected = seeded.get(key, before.expected)
+            has_expectation = key in seeded or before.has_expectation
+            same = (
+                before.tick == after.tick
+                and before.sample_index == after.sample_index
+                and has_expectation == after.has_expectation
+                and (not has_expectation or strictly_equal(expected, after.expected))
+                and before.field == after.field
+                and before.compare == after.compare
+                and before.comment == after.comment
+                and before.ignore == after.ignore
+            )
+            if not same:
+                raise CaseError(
+                    f"seeded case file would change {case.name}/{target.id} sample {before.sample_index} "
+                    f"at {before.timestamp_s:g}s: {case.path}"
+                )
+    check_sample_times(replace(directory, cases=(replace(candidate, video=case.video),)))
+
+
+def _refuse_if_changed(path: Path, snapshot: bytes) -> None:
+    try:
+        current = path.read_bytes()
+    except OSError:
+        current = None
+    if current != snapshot:
+        raise CaseError(f"case changed while expectations were being seeded; refusing to overwrite: {path}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The operation
+
+
+Emit = Callable[[str], None]
+
+
+class _SeedRun:
+    def __init__(self, options: SeedOptions, emit: Emit, materialize: Any) -> None:
+        self.options = options
+        self.emit = emit
+        self.materialize = materialize
+        self.checkpoint: Checkpoint | None = None
+        self.created_checkpoint = False
+        self.seeded: dict[str, Any] = {}  # key -> expectation, reused or new
+        self.errors: dict[str, str] = {}  # key -> message (keep-going only)
+
+    # -- checkpoint -------------------------------------------------------------------------
+    @property
+    def has_reusable_work(self) -> bool:
+        return bool(self.seeded)
+
+    def _resume_lines(self) -> None:
+        if self.checkpoint is None or not self.has_reusable_work:
+            return
+        path = os.path.abspath(self.checkpoint.path)
+        command = format_resume_command(["assay", "video", "seed", "--resume", path])
+        self.emit(f"Checkpoint: {path}")
+        self.emit(f"Resume with `{command}`.")
+
+    def _let_go_of_checkpoint(self) -> None:
+        """Release the lock; a checkpoint this run made that holds nothing reusable is deleted."""
+        if self.checkpoint is None:
+            return
+        if self.created_checkpoint and not self.has_reusable_work:
+            try:
+                self.checkpoint.discard()
+            except CheckpointError:
+                self.checkpoint.release()
+            self.checkpoint = None
+            return
+        self.checkpoint.release()
+
+    def _record(self, key: str, payload: Mapping[str, Any]) -> None:
+        assert self.checkpoint is not None
+        self.checkpoint.journal.append(RECORD_TYPE, key, payload)
+
+    # -- evaluation --------------------------------------------------------------------------
+    def _handle(self, observation: Observation) -> None:
+        """Turn one observation into a durable seeded value (or a recorded error) before reporting it."""
+        sample, target = observation.sample, observation.target
+        key = seed_key(sample)
+        message = observation.error
+        value: Any = None
+        if message is None:
+            try:
+                check_json_like(observation.value, "observation")
+            except JsonValueError as error:
+                message = (
+                    f"adapter returned non-JSON observation for {sample.case_name}/{target.id} "
+                    f"sample {sample.sample_index}: {error}"
+                )
+        if message is None:
+            found, value = extract_field(observation.value, sample.field)
+            if not found:
+                message = (
+                    f"cannot seed {sample.case_name}/{target.id} sample {sample.sample_index} at "
+                    f"{sample.timestamp_s:g}s: adapter observation is missing configured field: {sample.field}"
+                )
+        if message is not None:
+            if not self.options.keep_going:
+                raise SampleAbort(sample, message)
+            self._record(key, {"status": "error", "message": message})
+            self.errors[key] = message
+            self.emit(f"    ERROR {target.display_name} @{sample.timestamp_s:g}s reason={message}")
+            return
+        self._record(
+            key,
+            {
+                "status": "success",
+                "expected": value,
+                "evaluation_duration_seconds": observation.duration_seconds,
+                "evaluation_timing_mode": observation.timing_mode,
+            },
+        )
+        self.seeded[key] = value
+        self.errors.pop(key, None)
+        if self.options.verbose:
+            from assay.video.report import short_repr
+
+            self.emit(f"    SEEDED {target.display_name} @{sample.timestamp_s:g}s expect={short_repr(value)}")
+
+    async def _evaluate(self, directory: EvalDirectory, pending: Sequence[_Selected]) -> None:
+        """§18 step 5: one evaluator for the whole seed, cases in order, exactly like `run` drives it."""
+        by_case: dict[Path, dict[int, list[Sample]]] = {}
+        for item in pending:
+            by_case.setdefault(item.case.path, {}).setdefault(item.target.index, []).append(item.sample)
+        config = AdapterConfig(
+            eval_dir=directory.path, config=dict(self.options.adapter_config), artifacts_dir=None,
+            verbose=self.options.verbose,
+        )
+        executor = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="assay-adapter")
+        evaluator: VideoEvaluator | None = None
+        try:
+            try:
+                for case in directory.cases:
+                    targets = by_case.get(case.path)
+                    if not targets:
+                        continue
+                    work = [(target, targets[target.index]) for target in case.targets if target.index in targets]
+                    if evaluator is None:
+                        evaluator = await create_evaluator(
+                            adapter=self.options.adapter,
+                            adapter_command=self.options.adapter_command,
+                            config=config,
+                            executor=executor,
+                        )
+                    try:
+                        await observe_case(
+                            case, work, evaluator, concurrency=self.options.concurrency,
+                            keep_going=self.options.keep_going, handle=self._handle,
+                        )
+                    except SampleAbort as abort:  # raised by _handle outside a batch
+                        raise EvalRunError(abort.message) from abort.__cause__
+            except BaseException as error:
+                if evaluator is not None:
+                    try:
+                        await evaluator.close()
+                    except Exception as close_error:  # noqa: BLE001
+                        error.add_note(
+                            f"adapter close failed while handling previous error: {error_text(close_error)}"
+                        )
+                raise
+            if evaluator is not None:
+                try:
+                    await evaluator.close()
+                except AssayError:
+                    raise
+                except Exception as error:
+                    raise AdapterError(f"adapter close failed: {error_text(error)}") from error
+        finally:
+            # Already-started sync calls finish; queued ones are dropped.
+            executor.shutdown(wait=True, cancel_futures=True)
+
+    # -- the steps ---------------------------------------------------------------------------
+    def _open_checkpoint(
+        self,
+        directory: EvalDirectory,
+        selected: Sequence[_Selected],
+        resume: tuple[Path, Mapping[str, Any]] | None,
+    ) -> None:
+        invocation = seed_invocation(self.options, directory.path)
+        current_hash = seed_plan_hash(invocation, directory)
+        if resume is None:
+            self.checkpoint = Checkpoint.create(
+                directory.path, SEED_KIND, plan_hash=current_hash, total=len(selected), invocation=invocation
+            )
+            self.created_checkpoint = True
+            return
+        path, manifest = resume
+        ensure_not_complete(path, manifest)
+        ensure_plan_unchanged(path, manifest, current_hash)
+        self.checkpoint = Checkpoint.resume(path, manifest)
+        records = self.checkpoint.journal.records()
+        ensure_results_within_plan(path, records, (item.key for item in selected))
+        for key, record in records.items():
+            payload = record.payload
+            if payload.get("status") == "success" and "expected" in payload:
+                self.seeded[key] = payload["expected"]
+
+    def _write_cases(self, loaded: _Loaded, selected: Sequence[_Selected]) -> list[Case]:
+        """§18 step 7: build and check every candidate first, then replace the files one by one."""
+        from assay.core.fsutil import write_atomically
+
+        affected: list[Case] = []
+        for case in loaded.directory.cases:
+            if any(item.case.path == case.path for item in selected):
+                affected.append(case)
+        candidates: list[tuple[Case, bytes]] = []
+        for case in affected:
+            snapshot = loaded.snapshots[case.path]
+            _refuse_if_changed(case.path, snapshot)
+            text = _rewrite_case_text(case, snapshot.decode("utf-8"), self.seeded)
+            candidate = text.encode("utf-8")
+            _check_candidate(case, loaded.directory, candidate, self.seeded)
+            candidates.append((case, candidate))
+        for case, candidate in candidates:
+            _refuse_if_changed(case.path, loaded.snapshots[case.path])
+            try:
+                write_atomically(case.path, candidate)
+            except OSError as error:
+                raise CaseWriteError(f"could not write seeded case file {case.path}: {error}") from None
+        return affected
+
+    def execute(self, resume: tuple[Path, Mapping[str, Any]] | None) -> int:
+        started = time.perf_counter()
+        check_seed_options(self.options)
+        loaded = _load_with_snapshot(self.options, self.materialize)
+        directory = loaded.directory
+        selected = _select(directory, self.options.replace)
+        preserved = _preserved_count(directory, self.options.replace)
+        if not selected and resume is None:
+            self.emit(f"Seed: {directory.path}")
+            self.emit(f"Nothing to seed; {preserved} existing expectations were preserved.")
+            return EXIT_OK
+        self._open_checkpoint(directory, selected, resume)
+        remaining = [item for item in selected if item.key not in self.seeded]
+        _check_remaining_sample_times(directory, remaining)
+        if remaining:
+            asyncio.run(self._evaluate(directory, remaining))
+        missing = sum(1 for item in selected if item.key not in self.seeded)
+        if missing:
+            self.emit(f"Seed incomplete: {missing} expectations could not be seeded; the case YAML was not changed")
+            self._resume_lines()
+            return EXIT_GATE_FAILED
+        updated = self._write_cases(loaded, selected)
+        assert self.checkpoint is not None
+        self.checkpoint.mark_complete()
+        self.emit(f"Seed: {directory.path}")
+        self.emit(f"Cases updated: {len(updated)}")
+        self.emit(f"Expectations: {len(selected)} proposed, {preserved} preserved")
+        self.emit(f"Duration: {format_duration(time.perf_counter() - started)}")
+        review = ["assay", "video", "review", "--eval-dir", str(directory.path)]
+        if len(updated) == 1:
+            review += ["--case", updated[0].name]
+        self.emit(f"Review the proposed expectations with `{format_resume_command(review)}`.")
+        return EXIT_OK
+
+
+def run_seed(
+    options: SeedOptions,
+    emit: Emit,
+    *,
+    resume: tuple[Path, Mapping[str, Any]] | None = None,
+    materialize: Any = None,
+) -> int:
+    """Seed expectations, printing through `emit`; returns the exit code (0, 1, 2 or 130).
+
+    `resume` is a checkpoint path with its already-read manifest; `options` then come from that
+    manifest. `materialize` downloads remote videos (see `assay.video.store.materialize`).
+    """
+    operation = _SeedRun(options, emit, materialize)
+    try:
+        return operation.execute(resume)
+    except KeyboardInterrupt:
+        saved = operation.checkpoint is not None and operation.has_reusable_work
+        emit(f"Seeding interrupted: {'progress was saved' if saved else 'no reusable progress was saved'}")
+        operation._resume_lines()
+        return EXIT_INTERRUPTED
+    except AssayError as error:
+        emit(f"Could not seed expectations: {error}")
+        for note in getattr(error, "__notes__", None) or []:
+            emit(note)
+        operation._resume_lines()
+        return EXIT_ERROR
+    finally:
+        operation._let_go_of_checkpoint()
