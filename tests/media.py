@@ -249,6 +249,12 @@ def make_color_sequence_video(
     return make_video(path, [solid_frame(color, width, height) for color in colors], fps=fps, **options)
 
 
+def nearest_color_index(pixels: np.ndarray, colors: Sequence[Sequence[int]]) -> int:
+    """Which of `colors` a (solid) frame shows: the one nearest its mean colour."""
+    mean = pixels.reshape(-1, 3).mean(axis=0)
+    return int(np.argmin([np.abs(mean - np.asarray(color, dtype=float)).sum() for color in colors]))
+
+
 def make_numbered_video(path: Path, count: int, fps: int = 30, **options) -> Path:
     """`count` frames, frame i showing the number i (read it back with `read_frame_number`)."""
     return make_video(path, count=count, frame_for_index=numbered_frame, fps=fps, **options)

@@ -156,7 +156,7 @@ def _by_target_table(trial_results: list[list[SampleResult]], repeat: int) -> Ta
         if repeat == 1:
             rate_text = format_rate(rates[0])
         else:
-            rate_text = f"{rates and min(rates) * 100:.1f}/{sum(rates) / len(rates) * 100:.1f}/{max(rates) * 100:.1f}%"
+            rate_text = f"{min(rates) * 100:.1f}/{sum(rates) / len(rates) * 100:.1f}/{max(rates) * 100:.1f}%"
         average = _average_duration(everything)
         table.add_row(
             escape(target_name(target_id, labels[target_id])),
@@ -192,9 +192,9 @@ def print_summary(console: Console, outcome: RunOutcome, summary: dict[str, Any]
         out(f"Samples: {summary['evaluated_samples']} evaluated per trial, {summary['ignored_samples']} ignored")
         out(
             f"Attempts: {summary['evaluated_attempts']} evaluated, {summary['passed_attempts']} passed, "
-            f"{summary['failed_attempts']} failed, {summary['error_attempts']} errors"
+            f"{summary['failed_attempts']} failed, {summary['error_attempts']} errors "
+            f"({format_rate(summary['attempt_pass_rate'])} pass rate)"
         )
-        out(f"Attempt pass rate: {format_rate(summary['attempt_pass_rate'])}")
         out(
             "Trial pass rate (min / mean / max): "
             f"{format_rate(summary['minimum_trial_pass_rate'])} / {format_rate(summary['mean_trial_pass_rate'])} / "
