@@ -1,0 +1,234 @@
+"""Serve the video NDJSON adapter protocol from a Python program (the adapter side of spec §24).
+
+Lets an app run its adapter in its own interpreter or virtual environment via `--adapter-command`.
+
+Example (`eval/serve_adapter.py`, run with `--adapter-command "app-venv/bin/python eval/serve_adapter.py"`):
+
+    from assay.video.serve import serve
+    from myapp import VisionClient
+
+    class Evaluator:
+        def __init__(self, config):            # config: assay.video.adapters.AdapterConfig
+            self.client = VisionClient(**config.config)
+        def evaluate(self, sample, target):    # sample.image is an RGB PIL image
+            return self.client.check(sample.image, target.config)
+        def close(self):
+            self.client.close()
+
+    serve(Evaluator)
+
+The factory and its methods get the same objects as in-process Python adapters (`AdapterConfig`,
+`FrameSample` with a PIL image decoded from the PNG, `TargetContext`); `evaluate_many(samples,
+target)` takes precedence when present; each method may be sync (run in a thread) or async.
+While serving, `print()` and anything else written to stdout goes to stderr, so the protocol stays clean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import inspect
+import io
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from assay.adapters.ndjson import MESSAGE_LIMIT_BYTES
+
+__all__ = ["serve", "serve_async"]
+
+
+async def _call(function: Callable[..., Any], *args: Any) -> Any:
+    if inspect.iscoroutinefunction(function):
+        result = await function(*args)
+    else:
+        result = await asyncio.to_thread(function, *args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _frame_sample(payload: dict[str, Any]) -> Any:
+    from PIL import Image
+
+    from assay.video.adapters import FrameSample
+
+    image = Image.open(io.BytesIO(base64.b64decode(payload["image"]["dataBase64"])))
+    image.load()
+    if image.mode != "RGB":
+        image = image.convert("RGB")
+    return FrameSample(
+        image=image,
+        timestamp_s=payload["timestampS"],
+        frame_index=payload["frameIndex"],
+        sample_index=payload["sampleIndex"],
+        video_path=payload["videoPath"],
+        case_name=payload["caseName"],
+    )
+
+
+def _target_context(payload: dict[str, Any]) -> Any:
+    from assay.video.adapters import TargetContext
+
+    return TargetContext(
+        id=payload["id"], index=payload["index"], label=payload.get("label"), config=payload.get("config") or {}
+    )
+
+
+def _adapter_config(payload: dict[str, Any]) -> Any:
+    from assay.video.adapters import AdapterConfig
+
+    artifacts_dir = payload.get("artifactsDir")
+    return AdapterConfig(
+        eval_dir=Path(payload["evalDir"]),
+        config=payload.get("config") or {},
+        artifacts_dir=None if artifacts_dir is None else Path(artifacts_dir),
+        verbose=bool(payload.get("verbose")),
+    )
+
+
+def _error_payload(error: BaseException) -> dict[str, Any]:
+    if isinstance(error, asyncio.CancelledError):
+        return {"message": "cancelled"}
+    return {"message": str(error) or type(error).__name__, "type": type(error).__name__}
+
+
+class _AdapterServer:
+    def __init__(self, create_evaluator: Callable[..., Any], output: asyncio.StreamWriter) -> None:
+        self._create_evaluator = create_evaluator
+        self._output = output
+        self._write_lock = asyncio.Lock()
+        self._evaluator: Any = None
+        self._active: dict[Any, asyncio.Task[None]] = {}
+
+    async def send(self, message: dict[str, Any]) -> None:
+        line = json.dumps(message, separators=(",", ":"), ensure_ascii=True, allow_nan=False) + "\n"
+        async with self._write_lock:
+            self._output.write(line.encode("ascii"))
+            await self._output.drain()
+
+    async def answer(self, request_id: Any, work: Callable[[], Any]) -> None:
+        try:
+            reply = {"id": request_id, "result": await work()}
+        except BaseException as error:  # noqa: BLE001 - every failure becomes an error reply
+            reply = {"id": request_id, "error": _error_payload(error)}
+        try:
+            await self.send(reply)
+        except ValueError as error:  # a result that is not JSON (NaN, sets, ...)
+            await self.send({"id": request_id, "error": {"message": f"result is not JSON: {error}"}})
+
+    async def initialize(self, request_id: Any, params: dict[str, Any]) -> None:
+        async def work() -> dict[str, Any]:
+            version = params.get("protocolVersion")
+            if version != 1:
+                raise ValueError(f"unsupported protocol version: {version}")
+            evaluator = await _call(self._create_evaluator, _adapter_config(params.get("config") or {}))
+            self._evaluator = evaluator
+            capabilities = {
+                "evaluate": callable(getattr(evaluator, "evaluate", None)),
+                "evaluateMany": callable(getattr(evaluator, "evaluate_many", None)),
+            }
+            if not any(capabilities.values()):
+                raise TypeError("adapter must implement evaluate or evaluate_many")
+            return {"protocolVersion": 1, "capabilities": capabilities}
+
+        await self.answer(request_id, work)
+
+    def start_evaluation(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
+        async def work() -> Any:
+            if self._evaluator is None:
+                raise RuntimeError("adapter is not initialized")
+            target = _target_context(params["target"])
+            if method == "evaluate":
+                sample = _frame_sample(params["sample"])
+                try:
+                    return await _call(self._evaluator.evaluate, sample, target)
+                finally:
+                    sample.image.close()
+            samples = [_frame_sample(payload) for payload in params["samples"]]
+            try:
+                return list(await _call(self._evaluator.evaluate_many, samples, target))
+            finally:
+                for sample in samples:
+                    sample.image.close()
+
+        task = asyncio.create_task(self.answer(request_id, work))
+        self._active[request_id] = task
+        task.add_done_callback(lambda _: self._active.pop(request_id, None))
+
+    async def close_evaluator(self) -> None:
+        evaluator, self._evaluator = self._evaluator, None
+        close = getattr(evaluator, "close", None)
+        if callable(close):
+            await _call(close)
+
+    async def run(self, reader: asyncio.StreamReader) -> int:
+        while True:
+            line = await reader.readline()
+            if not line:
+                break
+            try:
+                request = json.loads(line)
+                request_id, method = request.get("id"), request["method"]
+                params = request.get("params") or {}
+            except (ValueError, KeyError, TypeError, AttributeError) as error:
+                print(f"malformed protocol request: {error}", file=sys.stderr)
+                await self.abandon()
+                return 1
+            if method == "cancel":
+                task = self._active.get(params.get("id"))
+                if task is not None:
+                    task.cancel()
+            elif method == "initialize":
+                await self.initialize(request_id, params)
+            elif method in ("evaluate", "evaluateMany"):
+                self.start_evaluation(request_id, method, params)
+            elif method == "close":
+                await asyncio.gather(*self._active.values(), return_exceptions=True)
+
+                async def close_work() -> None:
+                    await self.close_evaluator()
+
+                await self.answer(request_id, close_work)
+                return 0
+            else:
+                await self.send({"id": request_id, "error": {"message": f"unknown method: {method}"}})
+        await self.abandon()  # stdin closed without `close`
+        return 0
+
+    async def abandon(self) -> None:
+        for task in self._active.values():
+            task.cancel()
+        await asyncio.gather(*self._active.values(), return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await self.close_evaluator()
+
+
+async def serve_async(create_evaluator: Callable[..., Any]) -> int:
+    """Serve until `close` or stdin EOF; returns the exit status (1 after a malformed request)."""
+    loop = asyncio.get_running_loop()
+    # Keep the protocol on a private copy of stdout and send fd 1 (print, C libraries) to stderr.
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    previous_stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        reader = asyncio.StreamReader(limit=MESSAGE_LIMIT_BYTES)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(protocol_fd, "wb", buffering=0)
+        )
+        output = asyncio.StreamWriter(transport, protocol, None, loop)
+        try:
+            return await _AdapterServer(create_evaluator, output).run(reader)
+        finally:
+            transport.close()
+    finally:
+        sys.stdout = previous_stdout
+
+
+def serve(create_evaluator: Callable[..., Any]) -> None:
+    """Run the protocol loop for `create_evaluator(config)` and exit the process when it ends."""
+    raise SystemExit(asyncio.run(serve_async(create_evaluator)))

@@ -1,0 +1,409 @@
+"""The NDJSON process transport: spawning, request matching, protocol violations, stderr, cancel, close."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shlex
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from assay.adapters.ndjson import EncodedJson, ProcessTimeouts, start_ndjson_process
+from assay.errors import AdapterRuntimeError
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MISBEHAVING = FIXTURES / "misbehaving_adapter.mjs"
+HINT = ". Stdout is reserved for NDJSON protocol messages; write adapter logs to stderr"
+FAST = ProcessTimeouts(close_s=0.5, terminate_grace_s=0.3, kill_grace_s=0.5)
+
+
+def misbehaving(mode: str) -> str:
+    return f"node {MISBEHAVING} {mode}"
+
+
+class StderrCollector:
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def __call__(self, chunk: bytes) -> None:
+        self.data += chunk
+
+
+async def started(command: str, **options):
+    options.setdefault("stderr_sink", StderrCollector())
+    options.setdefault("timeouts", FAST)
+    return await start_ndjson_process(command, **options)
+
+
+async def initialized(mode: str, **options):
+    process = await started(misbehaving(mode), **options)
+    await process.request("initialize", {"protocolVersion": 1, "config": {}})
+    return process
+
+
+def python_adapter(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "adapter.py"
+    script.write_text(textwrap.dedent(body))
+    return shlex.join([sys.executable, str(script)])
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def test_empty_command_is_rejected():
+    with pytest.raises(AdapterRuntimeError, match="^adapter command must not be empty$"):
+        run(started("   "))
+
+
+def test_unbalanced_quotes_are_rejected():
+    with pytest.raises(AdapterRuntimeError, match="^invalid adapter command: No closing quotation$"):
+        run(started("node 'adapter.js"))
+
+
+def test_spawn_failure_names_the_parsed_command():
+    with pytest.raises(AdapterRuntimeError) as caught:
+        run(started("/no/such/program  --flag 'a b'"))
+    assert str(caught.value).startswith("could not start adapter command '/no/such/program --flag 'a b'': ")
+    assert "No such file or directory" in str(caught.value)
+
+
+def test_requests_are_numbered_from_one_and_replies_match_by_id(tmp_path):
+    command = python_adapter(
+        tmp_path,
+        """
+        import json, sys
+        requests = [json.loads(sys.stdin.readline()) for _ in range(3)]
+        for request in reversed(requests):  # answer out of order
+            print(json.dumps({"id": request["id"], "result": [request["id"], request["params"]]}), flush=True)
+        close = json.loads(sys.stdin.readline())
+        print(json.dumps({"id": close["id"], "result": None}), flush=True)
+        """,
+    )
+
+    async def scenario():
+        process = await started(command)
+        results = await asyncio.gather(
+            process.request("first", {"n": 1}),
+            process.request("second", EncodedJson(b'{"n":2}')),
+            process.request("third", {"n": 3}),
+        )
+        await process.close()
+        return results
+
+    assert run(scenario()) == [[1, {"n": 1}], [2, {"n": 2}], [3, {"n": 3}]]
+
+
+def test_requests_are_compact_ascii_json_lines(tmp_path):
+    capture = tmp_path / "requests.txt"
+    command = python_adapter(
+        tmp_path,
+        f"""
+        import json, sys
+        with open({str(capture)!r}, "wb") as out:
+            for raw in sys.stdin.buffer:
+                out.write(raw)
+                request = json.loads(raw)
+                print(json.dumps({{"id": request["id"], "result": None}}), flush=True)
+        """,
+    )
+
+    async def scenario():
+        process = await started(command)
+        await process.request("evaluate", {"text": "café", "list": [1, 2.5]})
+        await process.close()
+
+    run(scenario())
+    assert capture.read_bytes() == (
+        b'{"id":1,"method":"evaluate","params":{"text":"caf\\u00e9","list":[1,2.5]}}\n'
+        b'{"id":2,"method":"close","params":{}}\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("mode", "detail"),
+    [
+        ("non-json", "invalid JSON on stdout: Expecting property name enclosed in double quotes: line 1 column 2 (char 1); line: '{not json'"),
+        ("unknown-id", "stdout response has unknown request id 102"),
+        ("string-id", "stdout response must contain an integer id"),
+        ("both-result-and-error", "stdout response must contain exactly one of result or error"),
+        ("error-without-message", "stdout error response must contain a string error.message"),
+        ("not-object", "stdout response must be a JSON object"),
+        ("nan", "invalid JSON on stdout: NaN is not valid JSON; line: '{\"id\":2,\"result\":NaN}'"),
+    ],
+)
+def test_protocol_violations_are_fatal_with_the_stdout_hint(mode, detail):
+    async def scenario():
+        process = await initialized(mode)
+        with pytest.raises(AdapterRuntimeError) as first:
+            await process.request("evaluate", {"sample": {"sampleIndex": 0}})
+        with pytest.raises(AdapterRuntimeError) as later:
+            await process.request("evaluate", {"sample": {"sampleIndex": 1}})
+        with pytest.raises(AdapterRuntimeError) as at_close:
+            await process.close()
+        return str(first.value), str(later.value), str(at_close.value), process.returncode
+
+    first, later, at_close, returncode = run(scenario())
+    assert first == f"adapter command protocol error: {detail}{HINT}"
+    assert later == first
+    assert at_close == first
+    assert returncode is not None
+
+
+def test_logs_on_stdout_are_a_protocol_error_naming_the_line():
+    async def scenario():
+        process = await started(misbehaving("log-on-stdout"))
+        try:
+            await process.request("initialize", {"protocolVersion": 1})
+        finally:
+            await process.force_stop()
+
+    with pytest.raises(AdapterRuntimeError) as caught:
+        run(scenario())
+    assert str(caught.value) == (
+        "adapter command protocol error: invalid JSON on stdout: Expecting value: line 1 column 1 (char 0); "
+        f"line: 'Loading model weights...'{HINT}"
+    )
+
+
+def test_oversized_reply_exceeds_the_stdout_limit():
+    async def scenario():
+        process = await initialized("oversized", message_limit=4096)
+        try:
+            await process.request("evaluate", {"sample": {}})
+        finally:
+            await process.force_stop()
+
+    with pytest.raises(AdapterRuntimeError) as caught:
+        run(scenario())
+    assert str(caught.value) == (
+        f"adapter command protocol error: stdout message exceeds the 4096 bytes protocol limit{HINT}"
+    )
+
+
+def test_oversized_request_is_refused_before_sending():
+    async def scenario():
+        process = await initialized("echo", message_limit=1024 * 1024)
+        with pytest.raises(AdapterRuntimeError) as caught:
+            await process.request("evaluateMany", {"blob": "x" * (1024 * 1024)})
+        echoed = await process.request("evaluate", {"sample": {"sampleIndex": 5}})
+        await process.close()
+        return str(caught.value), echoed
+
+    message, echoed = run(scenario())
+    assert message == "adapter command evaluateMany request exceeds the 1 MiB protocol limit"
+    assert echoed == {"echo": 5}  # the process stays usable
+
+
+def test_crash_mid_run_reports_exit_code_and_stderr_tail():
+    async def scenario():
+        collector = StderrCollector()
+        process = await initialized("crash-mid-run", stderr_sink=collector)
+        assert await process.request("evaluate", {"sample": {"sampleIndex": 0}}) == {"echo": 0}
+        with pytest.raises(AdapterRuntimeError) as caught:
+            await process.request("evaluate", {"sample": {"sampleIndex": 1}})
+        with pytest.raises(AdapterRuntimeError) as at_close:
+            await process.close()
+        return str(caught.value), str(at_close.value), bytes(collector.data)
+
+    message, at_close, stderr = run(scenario())
+    assert message == (
+        f"adapter command 'node {MISBEHAVING} crash-mid-run' exited unexpectedly (exit code 7); "
+        "stderr tail: segfault in frame handler"
+    )
+    assert at_close == message
+    assert stderr == b"segfault in frame handler\n"
+
+
+def test_stderr_is_mirrored_byte_for_byte_and_its_tail_kept(tmp_path):
+    noise = bytes(range(256)) * 400 + "ünïcode\n".encode()  # > 64 KiB, not valid UTF-8 in places
+    (tmp_path / "noise.bin").write_bytes(noise)
+    command = python_adapter(
+        tmp_path,
+        f"""
+        import sys
+        sys.stderr.buffer.write(open({str(tmp_path / "noise.bin")!r}, "rb").read())
+        sys.stderr.flush()
+        sys.exit(9)
+        """,
+    )
+
+    async def scenario():
+        collector = StderrCollector()
+        process = await started(command, stderr_sink=collector)
+        with pytest.raises(AdapterRuntimeError) as caught:
+            await process.request("initialize", {})
+        await process.force_stop()
+        return str(caught.value), bytes(collector.data)
+
+    message, mirrored = run(scenario())
+    assert mirrored == noise
+    assert "exited unexpectedly (exit code 9); stderr tail: " in message
+    assert message.endswith("ünïcode")
+    tail = message.split("stderr tail: ", 1)[1]
+    assert len(tail.encode("utf-8", errors="surrogateescape")) <= 3 * 64 * 1024
+
+
+def test_cancelling_an_awaiting_request_sends_cancel_and_ignores_the_late_reply():
+    async def scenario():
+        collector = StderrCollector()
+        process = await initialized("slow", stderr_sink=collector)
+        task = asyncio.create_task(process.request("evaluate", {"sample": {"sampleIndex": 0}}))
+        while b"started 2" not in collector.data:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.5)  # the adapter answers id 2 anyway; that must not be a protocol error
+        assert process.failure is None
+        await process.close()
+        return bytes(collector.data)
+
+    stderr = run(scenario())
+    assert b"cancel 2\n" in stderr
+
+
+def test_error_reply_raises_with_the_method_name():
+    async def scenario():
+        process = await initialized("evaluate-error")
+        with pytest.raises(AdapterRuntimeError) as caught:
+            await process.request("evaluate", {"sample": {}})
+        await process.close()  # an error reply is not fatal for the process
+        return str(caught.value)
+
+    assert run(scenario()) == "adapter command evaluate failed: model timed out"
+
+
+def test_close_without_answer_terminates_the_process_within_the_window():
+    async def scenario():
+        process = await initialized("no-close-answer")
+        started_at = time.monotonic()
+        with pytest.raises(AdapterRuntimeError) as caught:
+            await process.close()
+        return str(caught.value), time.monotonic() - started_at, process.returncode
+
+    message, elapsed, returncode = run(scenario())
+    assert message == (
+        f"adapter command 'node {MISBEHAVING} no-close-answer' did not complete close within 0.5s; "
+        "the process tree was terminated"
+    )
+    assert returncode is not None
+    assert elapsed < 2.0
+
+
+def test_close_kills_a_process_that_ignores_sigterm():
+    async def scenario():
+        process = await initialized("ignore-sigterm")
+        with pytest.raises(AdapterRuntimeError, match="did not complete close within"):
+            await process.close()
+        return process.returncode
+
+    assert run(scenario()) == -9
+
+
+def _is_gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
+
+
+def test_close_timeout_kills_the_adapters_children_too():
+    async def scenario():
+        collector = StderrCollector()
+        process = await initialized("grandchild", stderr_sink=collector)
+        with pytest.raises(AdapterRuntimeError, match="the process tree was terminated"):
+            await process.close()
+        return int(re.search(rb"grandchild pid (\d+)", bytes(collector.data)).group(1))
+
+    grandchild = run(scenario())
+    deadline = time.monotonic() + 2
+    while not _is_gone(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _is_gone(grandchild)
+
+
+def test_close_error_reply_is_raised():
+    async def scenario():
+        process = await initialized("close-error")
+        try:
+            await process.close()
+        finally:
+            assert process.returncode is not None
+
+    with pytest.raises(AdapterRuntimeError, match="^adapter command close failed: flush failed$"):
+        run(scenario())
+
+
+def test_non_zero_exit_after_close_is_an_error():
+    async def scenario():
+        process = await initialized("exit-nonzero-after-close")
+        await process.close()
+
+    with pytest.raises(AdapterRuntimeError) as caught:
+        run(scenario())
+    assert str(caught.value) == (
+        f"adapter command 'node {MISBEHAVING} exit-nonzero-after-close' exited after close (exit code 4); "
+        "stderr tail: bye with an error"
+    )
+
+
+def test_clean_close_returns_after_the_process_exits():
+    async def scenario():
+        process = await initialized("echo")
+        await process.close()
+        return process.returncode
+
+    assert run(scenario()) == 0
+
+
+def test_stdout_closed_while_running_is_reported(tmp_path):
+    command = python_adapter(
+        tmp_path,
+        """
+        import os, sys, time
+        sys.stdin.readline()
+        os.close(1)
+        time.sleep(5)
+        """,
+    )
+
+    async def scenario():
+        process = await started(command)
+        try:
+            await process.request("initialize", {})
+        finally:
+            await process.force_stop()
+
+    with pytest.raises(AdapterRuntimeError) as caught:
+        run(scenario())
+    assert str(caught.value).startswith("adapter command '")
+    assert "closed stdout unexpectedly (no exit status); stderr tail: (empty)" in str(caught.value)
+
+
+def test_cwd_and_environment_are_inherited(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ASSAY_TEST_SECRET", "s3cret")
+    command = python_adapter(
+        tmp_path,
+        """
+        import json, os, sys
+        request = json.loads(sys.stdin.readline())
+        print(json.dumps({"id": request["id"], "result": [os.getcwd(), os.environ.get("ASSAY_TEST_SECRET")]}), flush=True)
+        """,
+    )
+
+    async def scenario():
+        process = await started(command)
+        try:
+            return await process.request("initialize", {})
+        finally:
+            await process.force_stop()
+
+    assert run(scenario()) == [os.getcwd(), "s3cret"]

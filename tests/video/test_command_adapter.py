@@ -1,0 +1,252 @@
+"""Command adapters for video evals: initialize, frames as lossless PNG, evaluate and evaluateMany."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from assay.adapters.ndjson import ProcessTimeouts
+from assay.errors import AdapterRuntimeError
+from assay.video.adapters import AdapterConfig, FrameSample, TargetContext
+from assay.video.command_adapter import encode_png, encode_sample_json, sample_payload, start_command_evaluator
+
+FIXTURES = Path(__file__).parents[1] / "adapters" / "fixtures"
+PROBE = FIXTURES / "png_probe_adapter.mjs"
+MISBEHAVING = FIXTURES / "misbehaving_adapter.mjs"
+FAST = ProcessTimeouts(close_s=0.5, terminate_grace_s=0.3, kill_grace_s=0.5)
+
+
+def quiet(chunk: bytes) -> None:
+    pass
+
+
+def adapter_config(tmp_path: Path, **overrides) -> AdapterConfig:
+    values = dict(eval_dir=tmp_path, config={"model": "m1", "snake_key": {"x": 1}}, artifacts_dir=None, verbose=True)
+    values.update(overrides)
+    return AdapterConfig(**values)
+
+
+def noisy_frame(seed: int, size=(96, 64)) -> Image.Image:
+    pixels = np.random.default_rng(seed).integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
+    return Image.fromarray(pixels, "RGB")
+
+
+def frame_samples(count: int) -> list[FrameSample]:
+    return [
+        FrameSample(noisy_frame(index), round(0.5 * index, 9), 15 * index, index, "/videos/clip.mp4", "clip")
+        for index in range(count)
+    ]
+
+
+TARGET = TargetContext(id="door", index=2, label="Door open", config={"promptId": "p-7", "nested": {"a": [1]}})
+
+
+def expected_probe(sample: FrameSample, target: TargetContext) -> dict:
+    """What the JavaScript probe must report, computed here straight from the FrameSample."""
+    width, height = sample.image.size
+    return {
+        "width": width,
+        "height": height,
+        "declared": [width, height, "image/png"],
+        "decodedWidth": width,
+        "pixel": list(sample.image.getpixel((0, 0))),
+        "timestampS": sample.timestamp_s,
+        "frameIndex": sample.frame_index,
+        "sampleIndex": sample.sample_index,
+        "caseName": sample.case_name,
+        "videoPath": sample.video_path,
+        "target": [target.id, target.index, target.label, dict(target.config)],
+    }
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def test_png_encoding_is_lossless_for_noisy_frames():
+    for seed, size in [(1, (64, 48)), (2, (1, 1)), (3, (161, 97))]:
+        image = noisy_frame(seed, size)
+        decoded = Image.open(io.BytesIO(encode_png(image)))
+        assert decoded.mode == "RGB"
+        assert decoded.size == size
+        assert np.array_equal(np.asarray(decoded), np.asarray(image))
+
+
+def test_png_encoding_converts_other_modes_to_rgb():
+    image = Image.new("L", (8, 4), 200)
+    decoded = Image.open(io.BytesIO(encode_png(image)))
+    assert decoded.getpixel((3, 2)) == (200, 200, 200)
+
+
+def test_sample_json_matches_the_protocol_payload():
+    import json
+
+    sample = frame_samples(2)[1]
+    assert json.loads(encode_sample_json(sample)) == sample_payload(sample)
+    assert list(sample_payload(sample)) == ["image", "timestampS", "frameIndex", "sampleIndex", "videoPath", "caseName"]
+
+
+def test_javascript_adapter_evaluate_sees_the_real_frame_and_context(tmp_path):
+    artifacts = tmp_path / "artifacts"
+    samples = frame_samples(4)
+
+    async def scenario():
+        evaluator = await start_command_evaluator(
+            f"node {PROBE} single", adapter_config(tmp_path, artifacts_dir=artifacts), stderr_sink=quiet
+        )
+        assert evaluator.batch is False
+        results = await asyncio.gather(*(evaluator.evaluate(sample, TARGET) for sample in samples))
+        await evaluator.close()
+        return results
+
+    results = run(scenario())
+    for sample, result in zip(samples, results):
+        assert result.pop("via") == "evaluate"
+        context = result.pop("context")
+        assert result == expected_probe(sample, TARGET)
+    assert context == {
+        "evalDir": str(tmp_path.resolve()),
+        "config": {"model": "m1", "snake_key": {"x": 1}},
+        "artifactsDir": str(artifacts.resolve()),
+        "verbose": True,
+    }
+
+
+def test_evaluate_many_is_preferred_and_gives_the_same_observations(tmp_path):
+    samples = frame_samples(3)
+
+    async def scenario(mode):
+        evaluator = await start_command_evaluator(f"node {PROBE} {mode}", adapter_config(tmp_path), stderr_sink=quiet)
+        try:
+            if evaluator.batch:
+                return "many", await evaluator.evaluate_many(samples, TARGET)
+            return "single", [await evaluator.evaluate(sample, TARGET) for sample in samples]
+        finally:
+            await evaluator.close()
+
+    strategy_both, batched = run(scenario("both"))
+    strategy_single, single = run(scenario("single"))
+    assert (strategy_both, strategy_single) == ("many", "single")
+    assert [item.pop("via") for item in batched] == ["evaluateMany"] * 3
+    assert [item.pop("via") for item in single] == ["evaluate"] * 3
+    assert batched == single
+    assert [item["pixel"] for item in batched] == [list(s.image.getpixel((0, 0))) for s in samples]
+    assert batched[0]["context"]["artifactsDir"] is None
+
+
+def test_evaluate_error_reply_has_no_sample_context(tmp_path):
+    async def scenario():
+        evaluator = await start_command_evaluator(
+            f"node {MISBEHAVING} evaluate-error", adapter_config(tmp_path), stderr_sink=quiet
+        )
+        try:
+            await evaluator.evaluate(frame_samples(1)[0], TARGET)
+        finally:
+            await evaluator.close()
+
+    with pytest.raises(AdapterRuntimeError, match="^adapter command evaluate failed: model timed out$"):
+        run(scenario())
+
+
+def test_evaluate_many_result_must_be_a_list(tmp_path):
+    async def scenario():
+        evaluator = await start_command_evaluator(
+            f"node {MISBEHAVING} many-not-list", adapter_config(tmp_path), stderr_sink=quiet
+        )
+        try:
+            assert evaluator.batch
+            await evaluator.evaluate_many(frame_samples(2), TARGET)
+        finally:
+            await evaluator.close()
+
+    with pytest.raises(AdapterRuntimeError, match="^adapter command evaluateMany result must be a list$"):
+        run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("no-capability", "adapter command must support evaluate or evaluateMany"),
+        ("wrong-version", "initialize result must declare protocolVersion 1"),
+        ("no-capabilities", "initialize result must contain capabilities"),
+        ("array-result", "initialize result must be a JSON object"),
+    ],
+)
+def test_invalid_initialize_results_are_unwrapped_load_errors(tmp_path, mode, message):
+    async def scenario():
+        await start_command_evaluator(
+            f"node {MISBEHAVING} {mode}", adapter_config(tmp_path), stderr_sink=quiet, timeouts=FAST
+        )
+
+    with pytest.raises(AdapterRuntimeError) as caught:
+        run(scenario())
+    assert str(caught.value) == message
+
+
+def test_initialize_error_reply_is_wrapped(tmp_path):
+    with pytest.raises(AdapterRuntimeError) as caught:
+        run(start_command_evaluator(f"node {MISBEHAVING} init-error", adapter_config(tmp_path), stderr_sink=quiet))
+    assert str(caught.value) == (
+        f"adapter command 'node {MISBEHAVING} init-error' failed to initialize: "
+        "adapter command initialize failed: missing API key"
+    )
+
+
+def test_crash_at_start_is_wrapped_with_the_stderr_tail(tmp_path):
+    with pytest.raises(AdapterRuntimeError) as caught:
+        run(start_command_evaluator(f"node {MISBEHAVING} crash-at-start", adapter_config(tmp_path), stderr_sink=quiet))
+    command = f"node {MISBEHAVING} crash-at-start"
+    assert str(caught.value) == (
+        f"adapter command '{command}' failed to initialize: adapter command '{command}' exited unexpectedly "
+        "(exit code 3); stderr tail: fatal: cannot load the app"
+    )
+
+
+def test_initialize_failure_stops_the_process(tmp_path):
+    pids = []
+
+    async def scenario():
+        import assay.video.command_adapter as module
+
+        original = module.start_ndjson_process
+
+        async def spying(*args, **kwargs):
+            process = await original(*args, **kwargs)
+            pids.append(process)
+            return process
+
+        module.start_ndjson_process = spying
+        try:
+            await start_command_evaluator(
+                f"node {MISBEHAVING} no-capability", adapter_config(tmp_path), stderr_sink=quiet, timeouts=FAST
+            )
+        finally:
+            module.start_ndjson_process = original
+
+    with pytest.raises(AdapterRuntimeError):
+        run(scenario())
+    assert pids[0].returncode is not None
+
+
+def test_cancelled_evaluation_sends_cancel_then_close_still_works(tmp_path):
+    received = bytearray()
+
+    async def scenario():
+        evaluator = await start_command_evaluator(
+            f"node {MISBEHAVING} slow", adapter_config(tmp_path), stderr_sink=received.extend
+        )
+        tasks = [asyncio.create_task(evaluator.evaluate(sample, TARGET)) for sample in frame_samples(2)]
+        while received.count(b"started") < 2:
+            await asyncio.sleep(0.01)
+        for task in tasks:
+            task.cancel()  # what Ctrl-C or a fail-fast error does to in-flight work
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await evaluator.close()
+
+    run(scenario())
+    assert b"cancel 2\n" in received and b"cancel 3\n" in received

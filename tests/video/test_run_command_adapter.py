@@ -1,0 +1,91 @@
+"""The same eval through the Python adapter and a JavaScript command adapter gives the same results."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from evals import invoke, make_eval, read_report, run_eval
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+ADAPTER = Path(__file__).resolve().parent / "fixtures" / "number_adapter.mjs"
+
+CASE = """
+video: clip.mp4
+targets:
+  number:
+    samples:
+      - range: [0.0, 2.0]
+        every_s: 0.25
+        expect: 4
+      - at: [2.5, 2.2]
+        expect: 25
+  second:
+    label: Second target
+    samples:
+      - range: [1.0, 2.9]
+        every_s: 0.3
+        expect: 13
+"""
+
+
+def comparable(report):
+    return [
+        {key: result[key] for key in ("case", "target", "sample_index", "timestamp_s", "status", "observed", "reason")}
+        for result in report["trials"][0]["results"]
+    ]
+
+
+@pytest.mark.parametrize("mode", ["single", "many"])
+def test_javascript_adapter_matches_the_python_adapter(tmp_path, mode):
+    eval_dir = make_eval(tmp_path, CASE)
+    python_report = tmp_path / "python.json"
+    assert run_eval(eval_dir, "--concurrency", "3", "--output-json", python_report).exit_code == 0
+    node_report = tmp_path / "node.json"
+    result = invoke(
+        "video", "run", "--eval-dir", eval_dir, "--adapter-command", f"node {ADAPTER} {mode}",
+        "--concurrency", "3", "--output-json", node_report,
+    )
+    assert result.exit_code == 0, result.output
+    expected = comparable(read_report(python_report))
+    assert comparable(read_report(node_report)) == expected
+    assert [r["observed"] for r in expected][:3] == [0, 2, 5]
+    timing = {r["evaluation_timing_mode"] for r in read_report(node_report)["trials"][0]["results"]}
+    assert timing == {"batch_amortized" if mode == "many" else "individual"}
+
+
+def test_command_adapter_errors_carry_no_sample_context(tmp_path):
+    eval_dir = make_eval(
+        tmp_path,
+        """
+        video: clip.mp4
+        targets:
+          number:
+            config: {fail_at: [1]}
+            samples:
+              - at: [0.0, 0.5]
+                expect: 0
+        """,
+    )
+    result = invoke("video", "run", "--eval-dir", eval_dir, "--adapter-command", f"node {ADAPTER}")
+    assert result.exit_code == 2
+    assert "Eval failed: adapter command evaluate failed: model timed out on frame 5" in result.flat
+    report = tmp_path / "r.json"
+    kept = invoke(
+        "video", "run", "--eval-dir", eval_dir, "--adapter-command", f"node {ADAPTER} many", "--keep-going",
+        "--output-json", report,
+    )
+    assert kept.exit_code == 1
+    reasons = {r["reason"] for r in read_report(report)["trials"][0]["results"]}
+    assert reasons == {"adapter_error: adapter command evaluate failed: model timed out on frame 5"}
+
+
+def test_validate_starts_and_closes_a_command_adapter(tmp_path):
+    eval_dir = make_eval(tmp_path, CASE)
+    result = invoke("video", "validate", "--eval-dir", eval_dir, "--adapter-command", f"node {ADAPTER}")
+    assert result.exit_code == 0, result.output
+    broken = invoke("video", "validate", "--eval-dir", eval_dir, "--adapter-command", "node /nonexistent/adapter.mjs")
+    assert broken.exit_code == 1
+    assert "- adapter validation failed: adapter command 'node /nonexistent/adapter.mjs' failed to initialize" in broken.flat

@@ -1,0 +1,180 @@
+"""The Python helper that serves the adapter protocol from an app's own interpreter."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from assay.adapters.ndjson import start_ndjson_process
+from assay.video.adapters import AdapterConfig, FrameSample, TargetContext
+from assay.video.command_adapter import start_command_evaluator
+
+FIXTURES = Path(__file__).resolve().parents[1] / "adapters" / "fixtures"
+PYTHON_PROBE = FIXTURES / "python_probe_adapter.py"
+
+
+def frame(seed: int) -> Image.Image:
+    pixels = np.random.default_rng(seed).integers(0, 256, (40, 56, 3), dtype=np.uint8)
+    return Image.fromarray(pixels, "RGB")
+
+
+SAMPLES = [FrameSample(frame(index), 0.25 * index, 3 * index, index, "/v.mp4", "case") for index in range(3)]
+TARGET = TargetContext(id="t", index=0, label=None, config={"k": "v"})
+
+
+def expected(sample: FrameSample, eval_dir: Path) -> dict:
+    return {
+        "size": [56, 40],
+        "pixel": list(sample.image.getpixel((0, 0))),
+        "timestampS": sample.timestamp_s,
+        "target": ["t", 0, None, {"k": "v"}],
+        "evalDir": str(eval_dir.resolve()),
+        "adapterConfig": {"model": "x"},
+    }
+
+
+def test_python_helper_serves_evaluate_and_evaluate_many(tmp_path):
+    stderr = bytearray()
+
+    async def scenario(extra: str):
+        command = shlex.join([sys.executable, str(PYTHON_PROBE)]) + extra
+        evaluator = await start_command_evaluator(
+            command, AdapterConfig(tmp_path, {"model": "x"}, None, False), stderr_sink=stderr.extend
+        )
+        if evaluator.batch:
+            results = await evaluator.evaluate_many(SAMPLES, TARGET)
+        else:
+            results = list(await asyncio.gather(*(evaluator.evaluate(s, TARGET) for s in SAMPLES)))
+        await evaluator.close()
+        return evaluator.batch, results
+
+    assert asyncio.run(scenario("")) == (False, [expected(s, tmp_path) for s in SAMPLES])
+    assert asyncio.run(scenario(" --many")) == (True, [expected(s, tmp_path) for s in SAMPLES])
+    # print() inside the app went to stderr instead of corrupting the protocol stream
+    assert b"this print must not reach the protocol stream" in stderr
+    assert b"closing probe evaluator" in stderr
+
+
+def helper_script(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "serve_adapter.py"
+    script.write_text(textwrap.dedent(body))
+    return shlex.join([sys.executable, str(script)])
+
+
+def test_python_helper_answers_cancel_and_unknown_methods(tmp_path):
+    command = helper_script(
+        tmp_path,
+        """
+        import asyncio, sys
+        from assay.video.serve import serve
+
+        class Slow:
+            def __init__(self, config):
+                pass
+            async def evaluate(self, sample, target):
+                print(f"started {sample.sample_index}", file=sys.stderr, flush=True)
+                await asyncio.sleep(30)
+
+        serve(Slow)
+        """,
+    )
+    received = bytearray()
+
+    async def scenario():
+        evaluator = await start_command_evaluator(
+            command, AdapterConfig(tmp_path, {}, None, False), stderr_sink=received.extend
+        )
+        task = asyncio.create_task(evaluator.evaluate(SAMPLES[0], TARGET))
+        while b"started 0" not in received:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        try:
+            await evaluator.process.request("bogus", {})
+        except Exception as error:  # noqa: BLE001
+            unknown = str(error)
+        await evaluator.close()  # returns promptly: the cancelled call was really stopped
+        return unknown
+
+    unknown = asyncio.run(asyncio.wait_for(scenario(), 10))
+    assert unknown == "adapter command bogus failed: unknown method: bogus"
+
+
+def test_python_helper_exits_1_on_a_malformed_request(tmp_path):
+    command = helper_script(
+        tmp_path,
+        """
+        from assay.video.serve import serve
+
+        class Evaluator:
+            def __init__(self, config):
+                pass
+            def evaluate(self, sample, target):
+                return True
+
+        serve(Evaluator)
+        """,
+    )
+    completed = subprocess.run(shlex.split(command), input=b"not json\n", capture_output=True, timeout=20)
+    assert completed.returncode == 1
+    assert completed.stdout == b""
+    assert b"malformed protocol request" in completed.stderr
+
+
+def test_python_helper_rejects_other_protocol_versions_and_missing_methods(tmp_path):
+    command = helper_script(
+        tmp_path,
+        """
+        from assay.video.serve import serve
+        serve(lambda config: object())
+        """,
+    )
+
+    async def scenario():
+        process = await start_ndjson_process(command, stderr_sink=lambda chunk: None)
+        replies = []
+        for version in (2, 1):
+            try:
+                replies.append(await process.request("initialize", {"protocolVersion": version, "config": {"evalDir": "/e"}}))
+            except Exception as error:  # noqa: BLE001
+                replies.append(str(error))
+        await process.close()
+        return replies
+
+    assert asyncio.run(scenario()) == [
+        "adapter command initialize failed: unsupported protocol version: 2",
+        "adapter command initialize failed: adapter must implement evaluate or evaluate_many",
+    ]
+
+
+def test_python_helper_closes_the_evaluator_on_stdin_eof(tmp_path):
+    marker = tmp_path / "closed.txt"
+    command = helper_script(
+        tmp_path,
+        f"""
+        from assay.video.serve import serve
+
+        class Evaluator:
+            def __init__(self, config):
+                pass
+            def evaluate(self, sample, target):
+                return True
+            def close(self):
+                open({str(marker)!r}, "w").write("closed")
+
+        serve(Evaluator)
+        """,
+    )
+    initialize = json.dumps({"id": 1, "method": "initialize", "params": {"protocolVersion": 1, "config": {"evalDir": "/e"}}})
+    completed = subprocess.run(shlex.split(command), input=(initialize + "\n").encode(), capture_output=True, timeout=20)
+    assert completed.returncode == 0
+    assert json.loads(completed.stdout) == {"id": 1, "result": {"protocolVersion": 1, "capabilities": {"evaluate": True, "evaluateMany": False}}}
+    assert marker.read_text() == "closed"
