@@ -142,6 +142,10 @@ def test_repeated_selection_of_one_frame_returns_the_same_object(
         assert cursor.frame_at(1.01) is first  # still nearest to frame 30
         later = cursor.frame_at(1.02)  # nearer to frame 31
     assert later is not first and later.index == 31
+    assert conversions == []  # conversion is deferred until someone needs the pixels
+    for frame in (first, first, later, later):
+        frame.to_image()
+        assert frame.pixels is frame.pixels
     assert len(conversions) == 2
 
 
@@ -160,7 +164,10 @@ def test_only_selected_frames_are_converted_and_the_tail_is_not_decoded(
     raw_time = decode._raw_frame_time
     monkeypatch.setattr(decode, "_raw_frame_time", lambda *args: decoded.append(args) or raw_time(*args))
     with FrameCursor(clip_30fps) as cursor:
-        assert [cursor.frame_at(t).index for t in (0.5, 1.0)] == [15, 30]
+        selected = [cursor.frame_at(t) for t in (0.5, 1.0)]
+        assert [frame.index for frame in selected] == [15, 30]
+        for frame in selected:
+            frame.prepare()
     assert len(converted) == 2
     assert len(decoded) == 31  # frames 0..30: frame 30 answers 1.0 exactly
 

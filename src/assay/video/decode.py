@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
@@ -55,7 +56,7 @@ class DisplayTransform:
             # Quarter turns are exact index shuffles: identical to PIL's rotate, far cheaper.
             pixels = np.rot90(pixels, self.rotation // 90)
         else:
-            pixels = np.asarray(Image.fromarray(pixels).rotate(self.rotation, expand=True))
+            pixels = np.array(Image.fromarray(pixels).rotate(self.rotation, expand=True))
         if self.mirrored:
             pixels = np.fliplr(pixels)
         return np.ascontiguousarray(pixels)
@@ -69,26 +70,58 @@ class DisplayTransform:
         return Image.new("L", (width, height)).rotate(self.rotation, expand=True).size
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class DecodedFrame:
     """One selected frame, converted once and shared by every request that picked it.
 
-    `pixels` is a read-only (height, width, 3) uint8 RGB array, display-oriented. `index` is the
-    decode ordinal (0-based), or None when the frame was reached by seeking.
+    Conversion to RGB is deferred to `prepare()` (or the first use of `pixels`/`to_image`), so a
+    pipeline can convert in another thread while decoding goes on. `pixels` is a read-only
+    (height, width, 3) uint8 RGB array, display-oriented. `index` is the decode ordinal
+    (0-based), or None when the frame was reached by seeking.
     """
 
-    index: int | None
-    media_time: float
-    pixels: np.ndarray
-    # Built once per frame (in the decode thread); consumers get zero-copy views of it.
-    image: Image.Image = field(repr=False)
+    __slots__ = ("_image", "_lock", "_pixels", "_source", "_transform", "index", "media_time")
+
+    def __init__(
+        self, index: int | None, media_time: float, source: Any, transform: DisplayTransform | None = None
+    ) -> None:
+        self.index = index
+        self.media_time = media_time
+        self._source = source  # an av.VideoFrame until converted
+        self._transform = transform
+        self._pixels: np.ndarray | None = None
+        self._image: Image.Image | None = None
+        self._lock = threading.Lock()
 
     @classmethod
     def from_pixels(cls, index: int | None, media_time: float, pixels: np.ndarray) -> DecodedFrame:
+        frame = cls(index, media_time, None)
+        frame._set_pixels(pixels)
+        return frame
+
+    def _set_pixels(self, pixels: np.ndarray) -> None:
         # fromarray is ~5x faster on a writable array (a read-only one is copied twice).
-        image = Image.fromarray(np.ascontiguousarray(pixels), "RGB")
+        pixels = np.ascontiguousarray(pixels)
+        self._image = Image.fromarray(pixels, "RGB")
         pixels.flags.writeable = False  # shared by every target that selected this frame
-        return cls(index, media_time, pixels, image)
+        self._pixels = pixels
+
+    def prepare(self) -> DecodedFrame:
+        """Convert to RGB now (idempotent, thread-safe) and let the decoder's buffer go."""
+        if self._image is None:
+            with self._lock:
+                if self._image is None:
+                    source, self._source = self._source, None
+                    pixels = _rgb_pixels(source)
+                    if self._transform is not None:
+                        pixels = self._transform.apply(pixels)
+                    self._set_pixels(pixels)
+        return self
+
+    @property
+    def pixels(self) -> np.ndarray:
+        self.prepare()
+        assert self._pixels is not None
+        return self._pixels
 
     @property
     def width(self) -> int:
@@ -103,7 +136,10 @@ class DecodedFrame:
 
         Closing it does not affect other holders, and any PIL operation that would modify it
         (drawing, pasting, putpixel) first gives it a private copy (`readonly` images)."""
-        image = self.image._new(self.image.im)
+        self.prepare()
+        base = self._image
+        assert base is not None
+        image = base._new(base.im)
         image.readonly = 1
         return image
 
@@ -323,9 +359,9 @@ class _PendingFrame:
     def decoded(self) -> DecodedFrame:
         if self._decoded is None:
             assert self.frame is not None
-            pixels = self._orientation.transform_for(self.frame).apply(_rgb_pixels(self.frame))
-            self._decoded = DecodedFrame.from_pixels(self.index, self.media_time, pixels)
-            self.frame = None  # let the decoder reuse its buffer
+            transform = self._orientation.transform_for(self.frame)
+            self._decoded = DecodedFrame(self.index, self.media_time, self.frame, transform)
+            self.frame = None
         return self._decoded
 
 

@@ -11,6 +11,7 @@ import asyncio
 import heapq
 import threading
 from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,9 @@ def frames_in_order(path: Path, samples: Sequence[Sample]) -> Any:
 class FrameFeed:
     """An async iterator of `(sample, frame)` fed by a decode thread, at most `window` ahead.
 
-    Call `release()` once per item when its evaluation is over; `close()` stops the thread."""
+    Two stages run beside the event loop: the decode thread picks frames, converter threads
+    turn them into RGB images (so decoding the next frame overlaps converting this one).
+    Call `release()` once per item when its evaluation is over; `close()` stops both."""
 
     _DONE = object()
 
@@ -69,16 +72,19 @@ class FrameFeed:
         self._stop = threading.Event()
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._loop = asyncio.get_running_loop()
+        # Two converters: RGB conversion costs about as much as decoding, and both release the GIL.
+        self._converter = ThreadPoolExecutor(max_workers=2, thread_name_prefix="assay-convert")
         self._thread = threading.Thread(target=self._produce, name="assay-decode", daemon=True)
         self._thread.start()
 
     def _produce(self) -> None:
         put = self._queue.put_nowait
         try:
-            for pair in frames_in_order(self._path, self._samples):
+            for sample, frame in frames_in_order(self._path, self._samples):
                 if self._stop.is_set():
                     return
-                self._loop.call_soon_threadsafe(put, pair)
+                converted = self._converter.submit(frame.prepare)
+                self._loop.call_soon_threadsafe(put, (sample, converted))
                 self._slots.acquire()
                 if self._stop.is_set():
                     return
@@ -103,7 +109,10 @@ class FrameFeed:
         if isinstance(item, BaseException):
             self._queue.put_nowait(self._DONE)
             raise item
-        return item
+        sample, converted = item
+        if converted.done():  # skip a cross-thread wake-up when the frame is already converted
+            return sample, converted.result()
+        return sample, await asyncio.wrap_future(converted)
 
     def release(self) -> None:
         self._slots.release()
@@ -112,3 +121,4 @@ class FrameFeed:
         self._stop.set()
         self._slots.release()
         await asyncio.to_thread(self._thread.join)
+        self._converter.shutdown(wait=True, cancel_futures=True)

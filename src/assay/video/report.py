@@ -43,6 +43,7 @@ class ConsoleReporter:
     def __init__(self, console: Console, *, verbose: bool) -> None:
         self.console = console
         self.verbose = verbose
+        self._terminal = console.is_terminal  # asked once: rich inspects the stream every time
         self._progress: Any = None
         self._task: Any = None
 
@@ -83,7 +84,7 @@ class ConsoleReporter:
         self.console.print(f"{self._prefix(trial, repeat)}    {line}", markup=False, highlight=False)
 
     def sample_completed(self, trial: int, done: int, total: int) -> None:
-        if not self.console.is_terminal:
+        if not self._terminal:
             return
         if self._progress is None:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
