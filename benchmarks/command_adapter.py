@@ -27,7 +27,7 @@ def run_once(eval_dir: Path) -> tuple[float, int]:
     started = time.perf_counter()
     completed = subprocess.run(
         ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "assay", "video", "run", "--eval-dir", str(eval_dir),
-         "--adapter-command", f"node {ADAPTER} trivial", "--concurrency", "8"],
+         "--adapter-command", f"node {ADAPTER} trivial", "--concurrency", "4"],
         capture_output=True, text=True,
     )
     wall = time.perf_counter() - started

@@ -429,3 +429,16 @@ def test_images_handed_out_share_pixels_but_are_copy_on_write(tmp_path):
     first.close()
     assert second.getpixel((0, 0)) == tuple(int(v) for v in frame.pixels[0, 0])
     assert not frame.pixels.flags.writeable
+
+
+def test_shared_pixels_are_offered_only_for_unmodified_images(tmp_path):
+    from assay.video.decode import FrameCursor, shared_pixels
+
+    path = make_color_sequence_video(tmp_path / "shared.mp4", [(255, 0, 0)], fps=2)
+    with FrameCursor(path) as cursor:
+        frame = cursor.frame_at(0.0)
+    image = frame.to_image()
+    assert shared_pixels(image) is frame.pixels
+    image.putpixel((0, 0), (1, 2, 3))
+    assert shared_pixels(image) is None
+    assert shared_pixels(frame.image if hasattr(frame, "image") else image.copy()) is None

@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import struct
 import threading
 import zlib
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -19,6 +21,7 @@ import numpy as np
 from assay.adapters.ndjson import EncodedJson, NdjsonProcess, start_ndjson_process
 from assay.errors import AdapterRuntimeError
 from assay.video.adapters import AdapterConfig, FrameSample, TargetContext
+from assay.video.decode import shared_pixels
 
 __all__ = [
     "CommandEvaluator",
@@ -74,7 +77,10 @@ def encode_png(image: Any, level: int | None = None) -> bytes:
     if image.mode != "RGB":
         image = image.convert("RGB")
     width, height = image.size
-    pixels = np.asarray(image, dtype=np.uint8).reshape(height, width * 3)
+    pixels = shared_pixels(image)
+    if pixels is None:
+        pixels = np.asarray(image, dtype=np.uint8)
+    pixels = pixels.reshape(height, width * 3)
     rows = _filter_buffer(height, width * 3 + 1)
     rows[:, 0] = PNG_FILTER_UP
     rows[0, 1:] = pixels[0]
@@ -136,6 +142,11 @@ def _target_json(target: TargetContext) -> bytes:
         raise AdapterRuntimeError(f"target {target.id!r} config cannot be sent to the adapter command: {error}") from None
 
 
+# Encoding is CPU-bound: more threads than cores only add transient frame copies (and malloc
+# arenas) without finishing sooner.
+ENCODER_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
 @dataclass(slots=True)
 class CommandEvaluator:
     """A `VideoEvaluator` whose calls are requests to one adapter process (one per trial)."""
@@ -143,6 +154,12 @@ class CommandEvaluator:
     process: NdjsonProcess
     supports_evaluate: bool
     supports_evaluate_many: bool
+    encoders: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(ENCODER_THREADS, thread_name_prefix="assay-png")
+    )
+
+    async def _encode(self, sample: FrameSample) -> bytes:
+        return await asyncio.get_running_loop().run_in_executor(self.encoders, encode_sample_json, sample)
 
     @property
     def batch(self) -> bool:
@@ -150,13 +167,13 @@ class CommandEvaluator:
 
     async def evaluate(self, sample: FrameSample, target: TargetContext) -> Any:
         target_json = _target_json(target)
-        sample_json = await asyncio.to_thread(encode_sample_json, sample)
+        sample_json = await self._encode(sample)
         params = b'{"sample":%s,"target":%s}' % (sample_json, target_json)
         return await self.process.request("evaluate", EncodedJson(params))
 
     async def evaluate_many(self, samples: Sequence[FrameSample], target: TargetContext) -> list[Any]:
         target_json = _target_json(target)
-        sample_jsons = await asyncio.gather(*(asyncio.to_thread(encode_sample_json, sample) for sample in samples))
+        sample_jsons = await asyncio.gather(*(self._encode(sample) for sample in samples))
         params = b'{"samples":[%s],"target":%s}' % (b",".join(sample_jsons), target_json)
         # GlassKit words a failed batch like a failed single call: `adapter command evaluate failed`.
         result = await self.process.request("evaluateMany", EncodedJson(params), error_label="evaluate")
@@ -165,7 +182,10 @@ class CommandEvaluator:
         return result
 
     async def close(self) -> None:
-        await self.process.close()
+        try:
+            await self.process.close()
+        finally:
+            self.encoders.shutdown(wait=False, cancel_futures=True)
 
 
 def _initialize_params(config: AdapterConfig) -> dict[str, Any]:
