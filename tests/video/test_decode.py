@@ -441,4 +441,4 @@ def test_shared_pixels_are_offered_only_for_unmodified_images(tmp_path):
     assert shared_pixels(image) is frame.pixels
     image.putpixel((0, 0), (1, 2, 3))
     assert shared_pixels(image) is None
-    assert shared_pixels(frame.image if hasattr(frame, "image") else image.copy()) is None
+    assert shared_pixels(frame.to_image().copy()) is None
