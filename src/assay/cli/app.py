@@ -41,11 +41,11 @@ def root(
 def _register_groups() -> None:
     from assay.cli.video import video_app
 
+    from assay.cli.doc import doc_app
+
     app.add_typer(video_app, name="video", help="Video evals: GlassKit Eval-compatible eval directories.")
-    for name, what in (
-        ("agent", "Agent evals (NiceEval's model): not built yet."),
-        ("doc", "Document evals (eval-kit's model): not built yet."),
-    ):
+    app.add_typer(doc_app, name="doc", help="Document evals: eval-kit-compatible suites.")
+    for name, what in (("agent", "Agent evals (NiceEval's model): not built yet."),):
         group = typer.Typer(help=what, invoke_without_command=True, add_completion=False)
 
         def not_built(ctx: typer.Context, _name: str = name) -> None:

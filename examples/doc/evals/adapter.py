@@ -1,0 +1,128 @@
+"""Release-notes adapter for the assay doc example: deterministic checks plus the model-judge hooks.
+
+Each hook receives one typed input object from `assay.doc.hooks`; see docs/doc.md.
+"""
+
+from __future__ import annotations
+
+import json
+
+from assay.doc.verdict import aggregate_verdict
+
+POLICY = {
+    "blocking_severities": ["critical"],
+    "blocking_verdicts": ["missing"],
+    "non_green_verdicts": ["missing"],
+}
+
+
+def _missing_phrases(text: str, phrases: list[str]) -> list[str]:
+    lowered = text.lower()
+    return [phrase for phrase in phrases if phrase.lower() not in lowered]
+
+
+def grade_candidate(grade):
+    findings = []
+    for item in grade.grader_inputs["expectedItems"]["items"]:
+        missing = _missing_phrases(grade.candidate_text, item["must_include_all"])
+        findings.append(
+            {
+                "id": item["id"],
+                "kind": item["kind"],
+                "severity": item["severity"],
+                "verdict": "missing" if missing else "covered",
+                "evidence": f"missing: {', '.join(missing)}" if missing else "all required phrases present",
+            }
+        )
+    return {"verdict": aggregate_verdict(findings, POLICY), "findings": findings}
+
+
+def render_report(report):
+    lines = [f"# Eval Report: {report.case_id}", "", f"Verdict: {report.grades['verdict']}", ""]
+    for finding in report.findings:
+        lines.append(
+            f"- {finding['id']} ({finding['kind']}, {finding['severity']}): {finding['verdict']} - {finding['evidence']}"
+        )
+    return "\n".join(lines)
+
+
+def validate_fixtures(fixtures):
+    for entry in fixtures.manifests:
+        roles = {artifact["role"] for artifact in entry.manifest["artifacts"]}
+        if not {"grader_input", "generation_visible", "rubric"} <= roles:
+            raise ValueError(f"{entry.relative_path} needs grader_input, generation_visible and rubric artifacts")
+
+
+def _artifact_text(artifacts, role):
+    return next(artifact.full_path.read_text(encoding="utf-8") for artifact in artifacts if artifact.role == role)
+
+
+def _expected_items(artifacts):
+    items = json.loads(_artifact_text(artifacts, "grader_input"))["items"]
+    return [
+        {"item_id": item["id"], "kind": item["kind"], "severity": item["severity"], "source_refs": ["source.md"]}
+        for item in items
+    ]
+
+
+def resolve_generation_vars(generation):
+    return {
+        "source_material": _artifact_text(generation.artifacts, "generation_visible"),
+        "candidate_instructions": "Write user-facing release notes for version 2.0.",
+        "output_format": "Markdown",
+    }
+
+
+def resolve_pointwise_vars(pointwise):
+    expected = _expected_items(pointwise.artifacts)
+    return {
+        "case_id": pointwise.case_id,
+        "model": pointwise.model,
+        "provider": pointwise.provider,
+        "prompt_version": pointwise.prompt_version,
+        "rubric_version": pointwise.rubric_version,
+        "source_material": _artifact_text(pointwise.artifacts, "generation_visible"),
+        "case_rubric": _artifact_text(pointwise.artifacts, "rubric"),
+        "expected_items": json.dumps(expected, indent=2),
+        "candidate_path": pointwise.resolver.relative_to_repo(pointwise.candidate_path),
+        "candidate": pointwise.candidate_content,
+        "_expectedItemsForCanonicalization": expected,
+    }
+
+
+def canonicalize_expected_item_metadata(actual_items, expected_items):
+    by_id = {item["item_id"]: item for item in actual_items}
+    return [
+        {**by_id[expected["item_id"]], **{key: expected[key] for key in ("kind", "severity", "source_refs")}}
+        for expected in expected_items
+        if expected["item_id"] in by_id
+    ]
+
+
+def resolve_pairwise_vars(pairwise):
+    order = pairwise.randomized_order
+    return {
+        "case_id": pairwise.case_id,
+        "model": pairwise.model,
+        "provider": pairwise.provider,
+        "prompt_version": pairwise.prompt_version,
+        "rubric_version": pairwise.rubric_version,
+        "source_material": _artifact_text(pairwise.artifacts, "generation_visible"),
+        "case_rubric": _artifact_text(pairwise.artifacts, "rubric"),
+        "expected_items": json.dumps(_expected_items(pairwise.artifacts), indent=2),
+        "candidate_a": pairwise.candidate_a_content,
+        "candidate_b": pairwise.candidate_b_content,
+        "randomization_method": order.method,
+        "randomization_seed": order.seed,
+        "original_order": ", ".join(order.original_order),
+        "candidate_order": ", ".join(order.candidate_order),
+    }
+
+
+def compile_report(request):
+    source = request.resolver.resolve_run_dir(request.runs["deterministic"])
+    grades = json.loads((source / "grades.json").read_text(encoding="utf-8"))
+    content = "# Manual Combined Report\n\n## Deterministic Run results\n\n" + (source / "report.md").read_text(
+        encoding="utf-8"
+    )
+    return {"report_content": content, "case_ids": [grades["case_id"]], "artifacts": [], "output_files": []}

@@ -1,0 +1,94 @@
+// Serve one JavaScript ES module over assay's NDJSON process protocol: the host calls exports by name.
+// Requests: load {module, helpers?, helperConfig?} -> {exports}; call {export, args} -> {ok, value|error}; close.
+import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
+
+// Stdout carries protocol messages only; anything the user's module prints goes to stderr.
+const protocolWrite = process.stdout.write.bind(process.stdout);
+process.stdout.write = process.stderr.write.bind(process.stderr);
+for (const name of ["log", "info", "debug"]) {
+  console[name] = (...args) => console.error(...args);
+}
+
+let userModule = null;
+let markers = new Map();
+let writes = Promise.resolve();
+
+const send = (message) => {
+  const line = JSON.stringify(message) + "\n";
+  writes = writes.then(
+    () => new Promise((resolve, reject) => protocolWrite(line, (error) => (error ? reject(error) : resolve()))),
+  );
+  return writes;
+};
+
+const describe = (error) => (error instanceof Error ? error.message : String(error));
+
+// Replace marker strings (e.g. the doc resolver) with live helper objects, anywhere in the arguments.
+const withHelpers = (value) => {
+  if (typeof value === "string") return markers.has(value) ? markers.get(value) : value;
+  if (Array.isArray(value)) return value.map(withHelpers);
+  if (value && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, withHelpers(item)]));
+  }
+  return value;
+};
+
+const load = async ({ module, helpers, helperConfig }) => {
+  if (helpers) {
+    const helperModule = await import(pathToFileURL(helpers).href);
+    markers = new Map(Object.entries(await helperModule.createHelpers(helperConfig ?? {})));
+  }
+  userModule = await import(pathToFileURL(module).href);
+  const exports = Object.keys(userModule).filter((name) => typeof userModule[name] === "function");
+  return { exports, nodeVersion: process.version };
+};
+
+const call = async ({ export: name, args }) => {
+  if (userModule === null) throw new Error("no module loaded");
+  const target = userModule[name];
+  if (typeof target !== "function") throw new Error(`module has no exported function ${name}`);
+  try {
+    const value = await target(...withHelpers(args ?? []));
+    return { ok: true, value: value === undefined ? null : value };
+  } catch (error) {
+    return { ok: false, error: describe(error), stack: error instanceof Error ? String(error.stack ?? "") : "" };
+  }
+};
+
+const input = createInterface({ input: process.stdin, crlfDelay: Infinity });
+const inFlight = new Set();
+
+input.on("line", (line) => {
+  if (!line.trim()) return;
+  let message;
+  try {
+    message = JSON.parse(line);
+  } catch (error) {
+    process.stderr.write(`bridge: invalid JSON from host: ${describe(error)}\n`);
+    return;
+  }
+  const { id, method, params } = message;
+  if (id === undefined) return; // notifications (cancel) need no answer: hooks are not cancellable
+  const work = (async () => {
+    try {
+      if (method === "load") return { id, result: await load(params ?? {}) };
+      if (method === "call") return { id, result: await call(params ?? {}) };
+      if (method === "close") return { id, result: null };
+      return { id, error: { message: `unknown method ${method}` } };
+    } catch (error) {
+      return { id, error: { message: describe(error) } };
+    }
+  })().then(async (reply) => {
+    await send(reply);
+    if (method === "close") process.exit(0);
+  });
+  inFlight.add(work);
+  work.finally(() => inFlight.delete(work));
+});
+
+input.on("close", async () => {
+  await Promise.allSettled([...inFlight]);
+  await writes;
+  process.exit(0);
+});

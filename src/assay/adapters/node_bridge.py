@@ -1,0 +1,89 @@
+"""Run a JavaScript ES module's exports from Python: node runs `node/bridge.mjs` over the NDJSON transport.
+
+Kind-independent: callers name an export and pass JSON arguments; optional helper modules turn marker
+strings in the arguments into live JavaScript objects (the doc kind's path resolver).
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from assay.adapters.ndjson import NdjsonProcess, ProcessTimeouts, StderrSink, start_ndjson_process
+from assay.errors import AdapterError, AdapterRuntimeError
+
+__all__ = ["BRIDGE_SCRIPT", "NodeModuleBridge", "NodeHookError", "find_node"]
+
+BRIDGE_SCRIPT = Path(__file__).resolve().parent / "node" / "bridge.mjs"
+
+
+class NodeHookError(AdapterError):
+    """An exported function threw (or rejected); the message is the JavaScript error's message."""
+
+    def __init__(self, message: str, stack: str = "") -> None:
+        super().__init__(message)
+        self.stack = stack
+
+
+def find_node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        raise AdapterError("node was not found on PATH; it is needed to run JavaScript adapter modules (.mjs)")
+    return node
+
+
+class NodeModuleBridge:
+    """One node process serving one module; `await NodeModuleBridge.start(path)`, then `call`, then `close`."""
+
+    def __init__(
+        self, process: NdjsonProcess, module_path: Path, exports: Sequence[str], node_version: str = ""
+    ) -> None:
+        self._process = process
+        self.module_path = module_path
+        self.exports = frozenset(exports)
+        self.node_version = node_version
+
+    @classmethod
+    async def start(
+        cls,
+        module_path: Path,
+        *,
+        helpers: Path | None = None,
+        helper_config: Mapping[str, Any] | None = None,
+        stderr_sink: StderrSink | None = None,
+        timeouts: ProcessTimeouts = ProcessTimeouts(),
+    ) -> "NodeModuleBridge":
+        command = shlex.join([find_node(), str(BRIDGE_SCRIPT)])
+        process = await start_ndjson_process(command, stderr_sink=stderr_sink, timeouts=timeouts)
+        params: dict[str, Any] = {"module": str(module_path)}
+        if helpers is not None:
+            params["helpers"] = str(helpers)
+            params["helperConfig"] = dict(helper_config or {})
+        try:
+            loaded = await process.request("load", params)
+        except AdapterRuntimeError as error:
+            await process.force_stop()
+            reason = str(error).removeprefix("adapter command load failed: ")
+            raise AdapterError(f"failed to load adapter module from {module_path}: {reason}") from None
+        exports = loaded.get("exports") if isinstance(loaded, dict) else None
+        if not isinstance(exports, list):
+            await process.force_stop()
+            raise AdapterError(f"failed to load adapter module from {module_path}: the bridge sent no export list")
+        return cls(process, module_path, [str(name) for name in exports], str(loaded.get("nodeVersion") or ""))
+
+    async def call(self, export: str, args: Sequence[Any]) -> Any:
+        """Await `module[export](...args)`; a throw becomes `NodeHookError` with the JS message."""
+        reply = await self._process.request("call", {"export": export, "args": list(args)})
+        if not isinstance(reply, dict) or "ok" not in reply:
+            raise AdapterRuntimeError(f"node bridge sent a malformed reply for {export}")
+        if not reply["ok"]:
+            raise NodeHookError(str(reply.get("error", "")), str(reply.get("stack", "")))
+        return reply.get("value")
+
+    async def close(self) -> None:
+        await self._process.close("close", {})
+
+    async def force_stop(self) -> None:
+        await self._process.force_stop()

@@ -1,0 +1,404 @@
+"""`assay doc`: eval-kit-compatible document evals (init, doctor, run-case, model judges, report).
+
+Every failure prints one line to stderr with its stage prefix and exits 1, as eval-kit does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Coroutine, NoReturn, Optional
+
+import typer
+from typer.core import TyperCommand
+
+try:  # recent typer ships its own copy of click; its errors are not click's classes
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - typer releases that use click itself
+    from click import exceptions as click_errors
+
+__all__ = ["doc_app"]
+
+EXIT_FAILURE = 1
+
+doc_app = typer.Typer(
+    help="Document evals: eval-kit suites (config, cases, adapters, deterministic grading, model judges).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _fail(prefix: str, error: BaseException | str) -> NoReturn:
+    from assay.cli import common
+
+    if common.DEBUG and isinstance(error, BaseException):
+        traceback.print_exception(error, file=sys.stderr)
+    typer.echo(f"{prefix}: {error}", err=True)
+    raise typer.Exit(EXIT_FAILURE)
+
+
+def _parse_message(error: Any) -> str:
+    message = error.format_message()
+    if isinstance(error, click_errors.BadOptionUsage) and "requires an argument" in message:
+        return f"missing value for {error.option_name}"
+    if isinstance(error, click_errors.NoSuchOption):
+        return f"unknown option {error.option_name}"
+    extra = re.match(r"Got unexpected extra argument(?:s|\(s\))? \((.*)\)", message)
+    if extra:
+        return f"unexpected positional argument {extra.group(1)}"
+    return message
+
+
+class EvalKitCommand(TyperCommand):
+    """Parse errors in eval-kit's words and exit code; a value that looks like a flag is a missing value."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        args = [arg for arg in args if arg != "--"]  # eval-kit skips a lone `--`
+        self._check_option_values(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click_errors.UsageError as error:
+            _fail("Error parsing arguments", _parse_message(error))
+
+    def _check_option_values(self, args: list[str]) -> None:
+        takes_value = {name for param in self.params if not getattr(param, "is_flag", False) for name in param.opts}
+        position = 0
+        while position < len(args):
+            token = args[position]
+            if token in takes_value:
+                following = args[position + 1] if position + 1 < len(args) else None
+                if following is None or following == "" or following.startswith("--"):
+                    _fail("Error parsing arguments", f"missing value for {token}")
+                position += 1
+            position += 1
+
+
+def _command(name: str, help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return doc_app.command(name, help=help_text, cls=EvalKitCommand)
+
+
+def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    from assay.errors import AssayError
+
+    try:
+        return asyncio.run(coroutine)
+    except typer.Exit:
+        raise
+    except AssayError as error:
+        _fail("Execution failed", error)
+    except Exception as error:  # eval-kit reports any exception the same way; --debug shows the traceback
+        _fail("Execution failed", error)
+
+
+def _load_config(config: Optional[str], *, prefix: str = "Error loading config") -> Any:
+    from assay.doc.config import load_suite
+    from assay.errors import AssayError
+
+    try:
+        return load_suite(config)
+    except AssayError as error:
+        _fail(prefix, error)
+
+
+def _gate(suite: Any, command: str) -> None:
+    from assay.doc.gates import check_method_gate
+    from assay.errors import AssayError
+
+    try:
+        check_method_gate(suite, command)
+    except AssayError as error:
+        _fail("Execution failed", error)
+
+
+def _require(**values: Optional[str]) -> None:
+    for option, value in values.items():
+        if value is None or value == "":
+            _fail("Execution failed", f"missing required argument --{option.replace('_', '-')}")
+
+
+def _model_settings(
+    model: str, provider: Optional[str], effort: str, base_url: Optional[str], cache_dir: Optional[str]
+) -> Any:
+    from assay.doc.model_run import ModelSettings, check_effort, normalize_provider
+    from assay.errors import AssayError
+    from assay.judge.cache import DirectoryCallCache
+    from assay.judge.client import JudgeEndpoint
+
+    try:
+        endpoint = JudgeEndpoint.from_environment(base_url=base_url)  # the "auth check": where calls go
+        return ModelSettings(
+            model=model,
+            provider=normalize_provider(provider),
+            effort=check_effort(effort),
+            endpoint=endpoint,
+            cache=DirectoryCallCache(Path(cache_dir)) if cache_dir else None,
+        )
+    except AssayError as error:
+        _fail("Execution failed", error)
+
+
+ConfigOption = typer.Option(None, "--config", help="Suite config (default evals/eval-kit.config.json).")
+DryRunOption = typer.Option(False, "--dry-run", help="Print the files that would be written.")
+ForceOption = typer.Option(False, "--force", help="Overwrite existing files.")
+ModelOption = typer.Option(None, "--model", help="Model name sent to the endpoint.")
+ProviderOption = typer.Option(None, "--provider", help="openai (default) or openai:<label>.")
+EffortOption = typer.Option(None, "--effort", help="Reasoning effort: low, medium or high.")
+BaseUrlOption = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (default $ASSAY_JUDGE_BASE_URL).")
+CacheDirOption = typer.Option(None, "--cache-dir", help="Reuse identical model calls from this directory cache.")
+
+
+@_command("init", "Write a starter suite under ./evals (config, adapter, cases and results folders).")
+def init_command(
+    suite: Optional[str] = typer.Option(None, "--suite", help="Suite template (generic)."),
+    adapter_language: Optional[str] = typer.Option(None, "--adapter-language", help="javascript (default) or python."),
+    dry_run: bool = DryRunOption,
+    force: bool = ForceOption,
+) -> None:
+    from assay.doc.bootstrap import init_suite
+    from assay.errors import AssayError
+
+    try:
+        lines = init_suite(
+            Path.cwd(),
+            suite=suite or "generic",
+            adapter_language=adapter_language or "javascript",
+            dry_run=dry_run,
+            force=force,
+        )
+    except AssayError as error:
+        _fail("Execution failed", error)
+    for line in lines:
+        typer.echo(line)
+
+
+@_command("scaffold-case", "Write a starter case (manifest, input, expected items, rubric) under cases.root.")
+def scaffold_case_command(
+    case: Optional[str] = typer.Option(None, "--case", help="The new case id."),
+    config: Optional[str] = ConfigOption,
+    dry_run: bool = DryRunOption,
+    force: bool = ForceOption,
+) -> None:
+    from assay.doc.bootstrap import plan_case, write_planned
+    from assay.doc.paths import assert_safe_id
+    from assay.errors import AssayError
+
+    _require(case=case)
+    try:
+        assert_safe_id(case, "case id")  # before the config: `../x` never reaches the file system
+    except AssayError as error:
+        _fail("Execution failed", error)
+    suite = _load_config(config, prefix="Execution failed")
+    try:
+        lines = write_planned(plan_case(suite, case), dry_run=dry_run, force=force)
+    except AssayError as error:
+        _fail("Execution failed", error)
+    for line in lines:
+        typer.echo(line)
+
+
+@_command("doctor", "Check the suite: config, roots, adapter, manifests, fixtures, model setup.")
+def doctor_command(config: Optional[str] = ConfigOption) -> None:
+    from assay.doc.doctor import run_doctor
+
+    async def go() -> int:
+        count = 0
+        async for line in run_doctor(config):
+            typer.echo(line)
+            count += 1
+        return count
+
+    count = _run(go())
+    typer.echo(f"Doctor passed ({count} checks).")
+
+
+@_command("list-cases", "Print the suite's case ids, sorted.")
+def list_cases_command(config: Optional[str] = ConfigOption) -> None:
+    from assay.doc.cases import discover_case_ids
+    from assay.errors import AssayError
+
+    suite = _load_config(config, prefix="Execution failed")
+    try:
+        case_ids = discover_case_ids(suite)
+    except AssayError as error:
+        _fail("Execution failed", error)
+    typer.echo("\n".join(case_ids) if case_ids else "No cases found.")
+
+
+@_command("validate-fixtures", "Check every case manifest against its schema, then the adapter's validate_fixtures.")
+def validate_fixtures_command(config: Optional[str] = ConfigOption) -> None:
+    from assay.doc.fixtures import validate_fixtures
+
+    suite = _load_config(config)
+    count = _run(validate_fixtures(suite))
+    typer.echo(f"Fixtures valid ({count} case manifest(s)).")
+
+
+@_command("run-case", "Grade a candidate deterministically and write a result bundle; exit 1 on red.")
+def run_case_command(
+    case: Optional[str] = typer.Option(None, "--case", help="Case id."),
+    candidate: Optional[str] = typer.Option(None, "--candidate", help="Candidate file, relative to the repo root."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Result bundle id (default deterministic-<time>)."),
+    config: Optional[str] = ConfigOption,
+) -> None:
+    from assay.doc.grade import run_case
+
+    suite = _load_config(config)
+    _gate(suite, "run-case")
+    _require(case=case, candidate=candidate)
+    result = _run(run_case(suite, case_id=case, candidate=candidate, run_id=run_id or None))
+    typer.echo(f"Verdict: {result.verdict}")
+    typer.echo(f"Results: {suite.resolver.relative_to_repo(result.result_dir)}")
+    if result.verdict == "red":
+        raise typer.Exit(EXIT_FAILURE)
+
+
+@_command("generate", "Generate a candidate with the model (needs methods.generate.enabled=true).")
+def generate_command(
+    case: Optional[str] = typer.Option(None, "--case", help="Case id."),
+    model: Optional[str] = ModelOption,
+    provider: Optional[str] = ProviderOption,
+    effort: Optional[str] = EffortOption,
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Result bundle id."),
+    config: Optional[str] = ConfigOption,
+    base_url: Optional[str] = BaseUrlOption,
+    cache_dir: Optional[str] = CacheDirOption,
+) -> None:
+    from assay.doc.generate import generate_candidate
+
+    suite = _load_config(config)
+    _gate(suite, "generate")
+    _require(case=case, model=model, provider=provider, effort=effort, run_id=run_id)
+    settings = _model_settings(model, provider, effort, base_url, cache_dir)
+    result = _run(generate_candidate(suite, settings, case_id=case, run_id=run_id))
+    typer.echo(f"Candidate: {suite.resolver.relative_to_repo(result.candidate_path)}")
+    typer.echo(f"Results: {suite.resolver.relative_to_repo(result.result_dir)}")
+
+
+@_command("judge-coverage", "Pointwise model judge: item-by-item coverage (advisory).")
+def judge_coverage_command(
+    case: Optional[str] = typer.Option(None, "--case", help="Case id."),
+    candidate: Optional[str] = typer.Option(None, "--candidate", help="Candidate file, relative to the repo root."),
+    model: Optional[str] = ModelOption,
+    provider: Optional[str] = ProviderOption,
+    effort: Optional[str] = EffortOption,
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Result bundle id (default judge-coverage-<time>)."),
+    config: Optional[str] = ConfigOption,
+    base_url: Optional[str] = BaseUrlOption,
+    cache_dir: Optional[str] = CacheDirOption,
+    fixture_label: Optional[str] = typer.Option(None, "--fixture-label", help="Calibration: the fixture's label."),
+    expected_outcome: Optional[str] = typer.Option(
+        None, "--expected-outcome", help="Calibration: expected-good or expected-bad (flags possible false pass/fail)."
+    ),
+) -> None:
+    from assay.doc.coverage import judge_coverage
+
+    suite = _load_config(config)
+    _gate(suite, "judge-coverage")
+    _require(case=case, candidate=candidate, model=model, provider=provider, effort=effort)
+    if expected_outcome not in (None, "expected-good", "expected-bad"):
+        _fail("Execution failed", f"--expected-outcome must be expected-good or expected-bad, got {expected_outcome}")
+    settings = _model_settings(model, provider, effort, base_url, cache_dir)
+    result = _run(
+        judge_coverage(
+            suite,
+            settings,
+            case_id=case,
+            candidate=candidate,
+            run_id=run_id or None,
+            fixture_label=fixture_label,
+            expected_outcome=expected_outcome,
+        )
+    )
+    typer.echo(", ".join(f"{verdict}: {count}" for verdict, count in result.counts.items()))
+    typer.echo(f"Results: {suite.resolver.relative_to_repo(result.result_dir)}")
+
+
+@_command("judge-pairwise", "Pairwise model judge in a seeded order; --both-orders judges A/B and B/A.")
+def judge_pairwise_command(
+    case: Optional[str] = typer.Option(None, "--case", help="Case id."),
+    candidate_a: Optional[str] = typer.Option(
+        None, "--candidate-a", help="First candidate, relative to the repo root."
+    ),
+    candidate_b: Optional[str] = typer.Option(
+        None, "--candidate-b", help="Second candidate, relative to the repo root."
+    ),
+    model: Optional[str] = ModelOption,
+    provider: Optional[str] = ProviderOption,
+    effort: Optional[str] = EffortOption,
+    seed: Optional[str] = typer.Option(None, "--seed", help="Integer seed for the display order."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Result bundle id."),
+    config: Optional[str] = ConfigOption,
+    base_url: Optional[str] = BaseUrlOption,
+    cache_dir: Optional[str] = CacheDirOption,
+    both_orders: bool = typer.Option(
+        False, "--both-orders", help="Judge both display orders; disagreement counts as a tie."
+    ),
+) -> None:
+    from assay.doc.judge_pairwise import judge_pairwise
+    from assay.doc.pairwise import parse_seed
+    from assay.errors import AssayError
+
+    suite = _load_config(config)
+    _gate(suite, "judge-pairwise")
+    _require(
+        case=case,
+        candidate_a=candidate_a,
+        candidate_b=candidate_b,
+        model=model,
+        provider=provider,
+        effort=effort,
+        seed=seed,
+        run_id=run_id,
+    )
+    try:
+        parsed_seed = parse_seed(seed)
+    except AssayError as error:
+        _fail("Execution failed", error)
+    settings = _model_settings(model, provider, effort, base_url, cache_dir)
+    result = _run(
+        judge_pairwise(
+            suite,
+            settings,
+            case_id=case,
+            candidate_a=candidate_a,
+            candidate_b=candidate_b,
+            seed=parsed_seed,
+            run_id=run_id,
+            both_orders=both_orders,
+        )
+    )
+    typer.echo(f"Winner: {result.winner}")
+    if result.position_consistent is not None:
+        typer.echo(f"Position consistent: {'true' if result.position_consistent else 'false'}")
+    typer.echo(f"Results: {suite.resolver.relative_to_repo(result.result_dir)}")
+
+
+@_command("report", "Compile a manual report from earlier runs with the adapter's compile_report.")
+def report_command(
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Result bundle id for the report."),
+    generate: Optional[str] = typer.Option(None, "--generate", help="Run id of a generate run."),
+    deterministic: Optional[str] = typer.Option(None, "--deterministic", help="Run id of a run-case run."),
+    judge_coverage: Optional[str] = typer.Option(None, "--judge-coverage", help="Run id of a judge-coverage run."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="Run id of a judge-pairwise run."),
+    outcome: Optional[str] = typer.Option(None, "--outcome", help="Run id of an outcome run."),
+    config: Optional[str] = ConfigOption,
+) -> None:
+    from assay.doc.report import compile_report
+
+    suite = _load_config(config)
+    _gate(suite, "report")
+    _require(run_id=run_id)
+    given = {
+        "generate": generate,
+        "deterministic": deterministic,
+        "judge-coverage": judge_coverage,
+        "judge": judge,
+        "outcome": outcome,
+    }
+    runs = {key: value for key, value in given.items() if value}
+    result = _run(compile_report(suite, run_id=run_id, runs=runs))
+    typer.echo(f"Report: {suite.resolver.relative_to_repo(result.result_dir / 'report.md')}")

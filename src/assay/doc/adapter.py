@@ -1,0 +1,156 @@
+"""Load a suite's adapter module and call its hooks: Python modules in-process, `.mjs` through node.
+
+Either way a hook is found by export name (snake_case first, then eval-kit's camelCase) and awaited.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import itertools
+import sys
+from pathlib import Path
+from typing import Any, Protocol
+
+from assay.doc.config import DocSuite
+from assay.doc.hooks import HOOKS, RESOLVER_MARKER, Hook
+from assay.errors import AdapterError, AssayError
+
+__all__ = ["DocAdapter", "JAVASCRIPT_SUFFIXES", "NodeDocAdapter", "PythonDocAdapter", "open_adapter"]
+
+JAVASCRIPT_SUFFIXES = (".mjs", ".js")
+RESOLVER_HELPERS = Path(__file__).resolve().parent / "node" / "resolver.mjs"
+_module_numbers = itertools.count(1)
+
+
+class DocAdapter(Protocol):
+    path: Path
+
+    @property
+    def uses_node(self) -> bool: ...
+
+    @property
+    def node_version(self) -> str | None: ...
+
+    def export_for(self, hook: Hook | str) -> str | None: ...
+
+    async def call(self, export: str, *args: Any) -> Any: ...
+
+    async def aclose(self) -> None: ...
+
+
+def _hook(hook: Hook | str) -> Hook:
+    return HOOKS[hook] if isinstance(hook, str) else hook
+
+
+class PythonDocAdapter:
+    """A Python module; hooks get the typed input objects from `assay.doc.hooks`."""
+
+    uses_node = False
+    node_version = None
+
+    def __init__(self, path: Path, module: Any) -> None:
+        self.path = path
+        self.module = module
+
+    @classmethod
+    def load(cls, path: Path) -> "PythonDocAdapter":
+        digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+        name = f"assay_doc_adapter_{digest}_{next(_module_numbers)}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise AdapterError(f"failed to load adapter module from {path}: not a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses and pickling inside the adapter look the module up
+        added = str(path.parent) not in sys.path
+        if added:
+            sys.path.insert(0, str(path.parent))  # lets the adapter import modules beside it
+        try:
+            spec.loader.exec_module(module)
+        except (Exception, SystemExit) as error:
+            sys.modules.pop(name, None)
+            raise AdapterError(f"failed to load adapter module from {path}: {error}") from error
+        finally:
+            if added:
+                sys.path.remove(str(path.parent))
+        return cls(path, module)
+
+    def export_for(self, hook: Hook | str) -> str | None:
+        for name in _hook(hook).exports:
+            if callable(getattr(self.module, name, None)):
+                return name
+        return None
+
+    async def call(self, export: str, *args: Any) -> Any:
+        try:
+            result = getattr(self.module, export)(*args)
+            if inspect.isawaitable(result):
+                result = await result
+        except AssayError:
+            raise
+        except Exception as error:  # the adapter's own failure, reported with the hook's name
+            raise AdapterError(f"{export} failed: {error}") from error
+        return result
+
+    async def aclose(self) -> None:
+        return None
+
+
+class NodeDocAdapter:
+    """An eval-kit `adapter.mjs`, unchanged: hooks get eval-kit's camelCase objects and a JS resolver."""
+
+    uses_node = True
+
+    def __init__(self, path: Path, bridge: Any) -> None:
+        self.path = path
+        self.bridge = bridge
+
+    @property
+    def node_version(self) -> str | None:
+        return self.bridge.node_version or None
+
+    @classmethod
+    async def start(cls, path: Path, suite: DocSuite) -> "NodeDocAdapter":
+        from assay.adapters.node_bridge import NodeModuleBridge
+
+        resolver = suite.resolver
+        roots = {
+            "repoRoot": str(resolver.repo_root),
+            "configDir": str(resolver.config_dir),
+            "suiteRoot": str(resolver.suite_root),
+            "resultsRoot": str(resolver.results_root),
+        }
+        bridge = await NodeModuleBridge.start(
+            path, helpers=RESOLVER_HELPERS, helper_config={"marker": RESOLVER_MARKER, "roots": roots}
+        )
+        return cls(path, bridge)
+
+    def export_for(self, hook: Hook | str) -> str | None:
+        for name in _hook(hook).exports:
+            if name in self.bridge.exports:
+                return name
+        return None
+
+    async def call(self, export: str, *args: Any) -> Any:
+        from assay.adapters.node_bridge import NodeHookError
+
+        payload = [arg.to_js() if hasattr(arg, "to_js") else arg for arg in args]
+        try:
+            return await self.bridge.call(export, payload)
+        except NodeHookError as error:
+            raise AdapterError(f"{export} failed: {error}") from error
+
+    async def aclose(self) -> None:
+        await self.bridge.close()
+
+
+async def open_adapter(path: Path, suite: DocSuite) -> DocAdapter:
+    """Load the module at `path` (already contained by the caller); the file must exist."""
+    if not path.is_file():
+        raise AdapterError(f"failed to load adapter module from {path}: file not found")
+    if path.suffix == ".py":
+        return PythonDocAdapter.load(path)
+    if path.suffix in JAVASCRIPT_SUFFIXES:
+        return await NodeDocAdapter.start(path, suite)
+    raise AdapterError(f"failed to load adapter module from {path}: expected a .py, .mjs or .js file")

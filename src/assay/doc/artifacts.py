@@ -1,0 +1,277 @@
+"""Result bundles: artifact records with sha256, and the v2 manifest written last (fail closed).
+
+A run directory without `manifest.json` is an unfinished or failed run; readers must ignore it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Mapping, Sequence
+
+from assay import __version__
+from assay.core.fsutil import write_atomically
+from assay.doc.config import DocSuite
+from assay.doc.paths import contained_path, relative_posix
+from assay.errors import CaseError
+
+__all__ = [
+    "MANIFEST_FILE",
+    "MANIFEST_SCHEMA",
+    "RUNNER_VERSION",
+    "RunBundle",
+    "artifact_record",
+    "default_run_id",
+    "dump_json",
+    "iso_timestamp",
+    "media_type_for",
+    "normalize_legacy_manifest",
+    "open_run",
+    "sha256_file",
+]
+
+MANIFEST_FILE = "manifest.json"
+MANIFEST_SCHEMA = "result-manifest.v2.schema.json"
+MANIFEST_VERSION = "eval-kit.result-manifest.v2"
+RUNNER_VERSION = __version__
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso_timestamp(moment: datetime) -> str:
+    """ISO 8601 UTC with milliseconds and `Z`: `2026-07-03T10:11:12.123Z`."""
+    moment = moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def default_run_id(prefix: str, moment: datetime) -> str:
+    """`<prefix>-<timestamp with ':' and '.' as '-'>`, e.g. `deterministic-2026-07-03T10-11-12-123Z`."""
+    return f"{prefix}-" + iso_timestamp(moment).replace(":", "-").replace(".", "-")
+
+
+def dump_json(value: Any) -> str:
+    """Every JSON output: 2-space indent, UTF-8 as is, trailing newline."""
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def media_type_for(path: str) -> str:
+    suffix = PurePosixPath(path).suffix.lower()
+    return {
+        ".json": "application/json",
+        ".md": "text/markdown",
+        ".html": "text/html",
+        ".txt": "text/plain",
+    }.get(suffix, "application/octet-stream")
+
+
+def _strict_relative(path: str, label: str) -> str:
+    if os.path.isabs(path) or path.startswith("\\"):
+        raise CaseError(f"{label} must be relative to the run directory, got {path}")
+    return PurePosixPath(*Path(path).parts).as_posix()
+
+
+def artifact_record(
+    run_dir: Path, role: str, path: str, media_type: str | None = None, *, legacy: bool = False
+) -> dict[str, Any]:
+    """A record for one bundle file: contained in `run_dir`, hashed, sized, with its redaction status."""
+    if not isinstance(role, str) or not role.strip():
+        raise CaseError("artifact role must be a non-blank string")
+    if not isinstance(path, str) or not path.strip():
+        raise CaseError(f"artifact {role} path must be a non-blank string")
+    posix = _strict_relative(path, f"artifact {role} path")
+    full_path = contained_path(run_dir, run_dir / posix, f"artifact {role} path {path}")
+    redaction = "legacy-unknown" if legacy else ("raw-local" if role.startswith("raw_") else "public-safe")
+    if not full_path.is_file():
+        if not legacy:
+            raise CaseError(f"artifact {role} file not found: {posix}")
+        return {
+            "role": role,
+            "path": posix,
+            "sha256": None,
+            "size_bytes": 0,
+            "media_type": media_type or media_type_for(posix),
+            "redaction_status": "legacy-unknown",
+            "encoding": "utf-8",
+        }
+    return {
+        "role": role,
+        "path": posix,
+        "sha256": sha256_file(full_path),
+        "size_bytes": full_path.stat().st_size,
+        "media_type": media_type or media_type_for(posix),
+        "redaction_status": redaction,
+        "encoding": "utf-8",
+    }
+
+
+def git_commit(repo_root: Path) -> str:
+    git = shutil.which("git")
+    if git is None:
+        return "unknown"
+    try:
+        result = subprocess.run(
+            [git, "rev-parse", "HEAD"], cwd=repo_root, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    commit = result.stdout.strip()
+    return commit if result.returncode == 0 and commit else "unknown"
+
+
+def _package_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "unavailable"
+
+
+def tool_versions(*, node_version: str | None) -> dict[str, str]:
+    """Versions that produced the bundle; node only when a JavaScript adapter ran (its own report)."""
+    versions = {"python": platform.python_version(), "assay": __version__, "openai": _package_version("openai")}
+    versions["node"] = node_version or "unused"
+    return versions
+
+
+@dataclass
+class RunBundle:
+    """One run directory being written; `finish` hashes the artifacts and writes the manifest last."""
+
+    suite: DocSuite
+    run_id: str
+    run_dir: Path
+    started_at: datetime
+    clock: Clock = utc_now
+    node_version: str | None = None
+    written: list[str] = field(default_factory=list)
+
+    def path(self, relative: str, label: str = "result artifact") -> Path:
+        return self.suite.resolver.resolve_result_artifact(self.run_dir, relative, label)
+
+    def write_text(self, relative: str, text: str) -> Path:
+        target = self.path(relative)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(target, text)
+        self.written.append(relative)
+        return target
+
+    def write_bytes(self, relative: str, data: bytes) -> Path:
+        target = self.path(relative)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(target, data)
+        self.written.append(relative)
+        return target
+
+    def write_json(self, relative: str, value: Any) -> Path:
+        return self.write_text(relative, dump_json(value))
+
+    def relative_to_repo(self, relative: str) -> str:
+        return relative_posix(self.suite.repo_root, self.run_dir / relative)
+
+    def build_manifest(
+        self,
+        *,
+        run_type: str,
+        runner_suffix: str,
+        case_ids: Sequence[str],
+        artifacts: Sequence[tuple[str, str] | tuple[str, str, str | None]],
+        output_files: Sequence[str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        ended_at = self.clock()
+        records = [artifact_record(self.run_dir, *entry) for entry in artifacts]
+        manifest: dict[str, Any] = {
+            "schema_version": MANIFEST_VERSION,
+            "run_id": self.run_id,
+            "run_type": run_type,
+            "runner": {"id": f"{self.suite.suite_id}-{runner_suffix}", "version": RUNNER_VERSION},
+            "case_ids": list(case_ids),
+            "started_at": iso_timestamp(self.started_at),
+            "ended_at": iso_timestamp(ended_at),
+            "duration_ms": max(0, int((ended_at - self.started_at).total_seconds() * 1000)),
+            "status": "completed",
+            "git": {"commit": git_commit(self.suite.repo_root)},
+            "command": " ".join(sys.argv),
+            "tool_versions": tool_versions(node_version=self.node_version),
+            **dict(extra or {}),
+            "artifacts": records,
+            "output_files": list(output_files)
+            if output_files is not None
+            else [MANIFEST_FILE, *(r["path"] for r in records)],
+        }
+        return manifest
+
+    def write_manifest(self, manifest: Mapping[str, Any]) -> Path:
+        """Validate against the v2 schema and write `manifest.json`: the last file of a run."""
+        self.suite.schemas.validate(MANIFEST_SCHEMA, manifest, "result manifest")
+        target = self.run_dir / MANIFEST_FILE
+        write_atomically(target, dump_json(manifest))
+        return target
+
+
+def open_run(suite: DocSuite, run_id: str, *, clock: Clock = utc_now, node_version: str | None = None) -> RunBundle:
+    """Create (or reuse) the run directory and drop any old manifest before the first write.
+
+    eval-kit overwrote a reused run directory in place and left its old manifest until the end, so a
+    failed re-run looked complete; removing it first keeps "no manifest" meaning "not finished".
+    """
+    started_at = clock()
+    run_dir = suite.resolver.resolve_run_dir(run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / MANIFEST_FILE).unlink(missing_ok=True)
+    return RunBundle(
+        suite=suite, run_id=run_id, run_dir=run_dir, started_at=started_at, clock=clock, node_version=node_version
+    )
+
+
+def normalize_legacy_manifest(manifest: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
+    """A v1 manifest (no `artifacts`) converted to v2 records; v2 manifests come back unchanged."""
+    if isinstance(manifest.get("artifacts"), list):
+        return dict(manifest)
+    run_type = str(manifest.get("run_type") or "unknown")
+    git = manifest.get("git")
+    commit = manifest.get("git_commit") or (git.get("commit") if isinstance(git, Mapping) else None) or "unknown"
+    epoch = "1970-01-01T00:00:00.000Z"
+    output_files = [str(path) for path in manifest.get("output_files") or []]
+    artifacts = [
+        artifact_record(run_dir, "legacy_output", path, media_type_for(path), legacy=True)
+        for path in output_files
+        if path != MANIFEST_FILE
+    ]
+    return {
+        "schema_version": MANIFEST_VERSION,
+        "run_id": str(manifest.get("run_id") or run_dir.name),
+        "run_type": run_type,
+        "runner": {"id": f"legacy-{run_type}", "version": "legacy"},
+        "case_ids": [str(case_id) for case_id in manifest.get("case_ids") or []],
+        "started_at": epoch,
+        "ended_at": epoch,
+        "duration_ms": 0,
+        "status": "completed",
+        "git": {"commit": str(commit)},
+        "command": str(manifest.get("command") or "unknown"),
+        "tool_versions": {},
+        "artifacts": artifacts,
+        "output_files": output_files,
+    }

@@ -1,0 +1,137 @@
+"""`init` and `scaffold-case`: write a starter suite or a starter case, never overwriting by accident.
+
+Both plan their files first, refuse existing ones without --force (even for --dry-run), then write.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from assay.core.fsutil import write_atomically
+from assay.doc.artifacts import dump_json
+from assay.doc.config import DocSuite
+from assay.doc.paths import assert_safe_id, contained_path, relative_posix
+from assay.errors import UsageError
+
+__all__ = ["ADAPTER_LANGUAGES", "PlannedFile", "init_suite", "plan_case", "plan_suite", "write_planned"]
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+SUPPORTED_SUITES = ("generic",)
+ADAPTER_LANGUAGES = {"javascript": "adapter.mjs", "python": "adapter.py"}
+RESULTS_GITIGNORE = (
+    "# Result bundles stay local; only this file and README.md are tracked.\n*\n!README.md\n!.gitignore\n"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedFile:
+    path: Path
+    display: str  # relative path printed to the user
+    content: str
+
+
+def plan_suite(cwd: Path, *, suite: str = "generic", adapter_language: str = "javascript") -> list[PlannedFile]:
+    if suite not in SUPPORTED_SUITES:
+        raise UsageError(f"unsupported suite {suite}; supported suites: {', '.join(SUPPORTED_SUITES)}")
+    if adapter_language not in ADAPTER_LANGUAGES:
+        raise UsageError(f"unsupported adapter language {adapter_language}; use javascript or python")
+    adapter_file = ADAPTER_LANGUAGES[adapter_language]
+    config = {
+        "schema_version": "eval-kit.config.v1",
+        "suite_id": "generic",
+        "suite_root": ".",
+        "results_root": "results",
+        "adapter": adapter_file,
+        "cases": {"root": "cases", "include": ["*"]},
+        "methods": {
+            "deterministic": {"enabled": True, "grader": "generic-keyword", "reporter": "generic-markdown"},
+            "generate": {"enabled": False},
+            "judge_coverage": {"enabled": False},
+            "judge_pairwise": {"enabled": False},
+            "report": {"enabled": True},
+        },
+    }
+    files = {
+        "evals/eval-kit.config.json": dump_json(config),
+        f"evals/{adapter_file}": (TEMPLATES / adapter_file).read_text(encoding="utf-8"),
+        "evals/cases/README.md": (
+            "# Cases\n\nOne directory per case, each with a `case-manifest.json`. Create one with\n"
+            "`assay doc scaffold-case --case <id>`.\n"
+        ),
+        "evals/results/README.md": (
+            "# Results\n\nResult bundles (one directory per run) stay local and are not committed.\n"
+        ),
+        "evals/results/.gitignore": RESULTS_GITIGNORE,
+    }
+    return [PlannedFile(cwd / relative, relative, content) for relative, content in files.items()]
+
+
+def plan_case(suite: DocSuite, case_id: str) -> list[PlannedFile]:
+    assert_safe_id(case_id, "case id")
+    cases = suite.raw.get("cases")
+    if not isinstance(cases, dict) or not cases.get("root"):
+        raise UsageError("scaffold-case requires cases.root in the config")
+    case_dir = contained_path(
+        suite.suite_root, suite.resolver.resolve_suite_path(cases["root"], "cases.root") / case_id, "case directory"
+    )
+    manifest = {
+        "schema_version": "eval-kit.case.v1",
+        "case_id": case_id,
+        "case_type": "generic-deterministic",
+        "artifacts": [
+            {"role": "generation_visible", "path": "input.md"},
+            {"role": "grader_input", "path": "expected-items.json"},
+            {"role": "rubric", "path": "rubric.md"},
+        ],
+        "metadata": {"purpose": "Replace with what this case checks."},
+    }
+    expected = {
+        "items": [
+            {
+                "id": "expected-item-1",
+                "kind": "generic",
+                "severity": "medium",
+                "required_text": "replace this required text",
+            }
+        ]
+    }
+    files = {
+        "case-manifest.json": dump_json(manifest),
+        "input.md": f"# {case_id} input\n\nReplace with the source material a candidate is written from.\n",
+        "expected-items.json": dump_json(expected),
+        "rubric.md": f"# {case_id} rubric\n\nReplace with what a good candidate must do.\n",
+    }
+    return [
+        PlannedFile(case_dir / name, relative_posix(suite.repo_root, case_dir / name), content)
+        for name, content in files.items()
+    ]
+
+
+def write_planned(files: list[PlannedFile], *, dry_run: bool, force: bool) -> list[str]:
+    """The lines to print; raises before writing anything if a file exists and --force is absent."""
+    existing = [planned.display for planned in files if os.path.lexists(planned.path)]
+    if existing and not force:
+        raise UsageError(f"refusing to overwrite existing files: {', '.join(existing)}")
+    if dry_run:
+        return [f"Would write {planned.display}" for planned in files]
+    lines = []
+    for planned in files:
+        verb = "Overwrote" if os.path.lexists(planned.path) else "Wrote"
+        if os.path.islink(planned.path):
+            # --force replaces a file, never writes through a symlink to somewhere else.
+            planned.path.unlink()
+        planned.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(planned.path, planned.content)
+        lines.append(f"{verb} {planned.display}")
+    return lines
+
+
+def init_suite(
+    cwd: Path, *, suite: str = "generic", adapter_language: str = "javascript", dry_run: bool, force: bool
+) -> list[str]:
+    lines = write_planned(plan_suite(cwd, suite=suite, adapter_language=adapter_language), dry_run=dry_run, force=force)
+    if not dry_run:
+        lines.append("Next: run `assay doc doctor` to check the suite.")
+    return lines

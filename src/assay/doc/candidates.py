@@ -1,0 +1,33 @@
+"""Candidate documents named on the command line: resolved from the repo root and kept inside it.
+
+eval-kit read any file the user named (and copied it into the bundle); assay refuses paths outside the repo.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from assay.doc.config import DocSuite
+from assay.doc.paths import contained_path
+from assay.errors import UsageError
+
+__all__ = ["read_candidate", "resolve_candidate"]
+
+
+def resolve_candidate(suite: DocSuite, value: str, option: str = "--candidate") -> Path:
+    """A repo-relative (or absolute, inside the repo) path to an existing file."""
+    path = Path(value) if os.path.isabs(value) else suite.repo_root / value
+    resolved = contained_path(suite.repo_root, path, f"{option} {value}", error=UsageError)
+    if not resolved.is_file():
+        raise UsageError(f"candidate not found: {value}")
+    return resolved
+
+
+def read_candidate(path: Path, value: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"candidate {value} is not valid UTF-8 text") from None
+    except OSError as error:
+        raise UsageError(f"could not read candidate {value}: {error.strerror or error}") from None

@@ -1,0 +1,178 @@
+"""Cases of a document suite: manifest discovery, full case resolution, and grader inputs.
+
+A case is a directory holding `case-manifest.json`; its identity is the manifest's `case_id`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from assay.doc.config import DocSuite
+from assay.doc.paths import assert_safe_id, is_contained, relative_posix, resolve_within
+from assay.errors import CaseError
+
+__all__ = [
+    "MANIFEST_NAME",
+    "CaseArtifact",
+    "ResolvedCase",
+    "configured_manifest_paths",
+    "discover_case_ids",
+    "glob_matches",
+    "grader_input_key",
+    "load_grader_inputs",
+    "read_manifest",
+    "resolve_case",
+    "resolve_case_manifest_path",
+]
+
+MANIFEST_NAME = "case-manifest.json"
+MANIFEST_SCHEMA = "case-manifest.schema.json"
+
+
+@dataclass(frozen=True, slots=True)
+class CaseArtifact:
+    role: str
+    path: str  # as written in the manifest, relative to the case directory
+    full_path: Path
+
+    def to_json(self) -> dict[str, str]:
+        return {"role": self.role, "path": self.path, "fullPath": str(self.full_path)}
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedCase:
+    case_id: str
+    manifest: Mapping[str, Any]
+    manifest_path: Path
+    case_dir: Path
+    artifacts: tuple[CaseArtifact, ...]
+
+    def artifacts_with_role(self, role: str) -> list[CaseArtifact]:
+        return [artifact for artifact in self.artifacts if artifact.role == role]
+
+
+def glob_matches(pattern: str, name: str) -> bool:
+    """Only `*` is special (any run of characters); the pattern must match the whole name."""
+    regex = ".*".join(re.escape(part) for part in pattern.split("*"))
+    return re.fullmatch(regex, name, flags=re.DOTALL) is not None
+
+
+def configured_manifest_paths(suite: DocSuite) -> list[Path]:
+    """Every manifest path the config names, sorted; `case_manifests` replaces `cases` discovery."""
+    raw = suite.raw
+    if "case_manifests" in raw:
+        return sorted(suite.resolver.resolve_suite_path(entry, "case manifest") for entry in raw["case_manifests"])
+    cases = raw.get("cases")
+    if not cases:
+        return []
+    root = suite.resolver.resolve_suite_path(cases["root"], "cases.root")
+    if not root.is_dir():
+        return []
+    include = cases.get("include") or ["*"]
+    exclude = cases.get("exclude") or []
+    paths = []
+    for entry in sorted(os.scandir(root), key=lambda item: item.name):
+        if not entry.is_dir():
+            continue
+        name = entry.name
+        if not any(glob_matches(pattern, name) for pattern in include):
+            continue
+        if any(glob_matches(pattern, name) for pattern in exclude):
+            continue
+        directory = root / name
+        if not is_contained(root, directory):
+            raise CaseError(f"case directory {relative_posix(suite.repo_root, directory)} escapes {root}")
+        paths.append(directory / MANIFEST_NAME)
+    return paths
+
+
+def read_manifest(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def discover_case_ids(suite: DocSuite) -> list[str]:
+    """Case ids of readable manifests, sorted; missing, unreadable or id-less manifests are skipped."""
+    ids = set()
+    for path in configured_manifest_paths(suite):
+        try:
+            manifest = read_manifest(path)
+        except (OSError, ValueError):
+            continue
+        if isinstance(manifest, dict) and isinstance(manifest.get("case_id"), str) and manifest["case_id"]:
+            ids.add(manifest["case_id"])
+    return sorted(ids)
+
+
+def _suite_relative(suite: DocSuite, path: Path) -> str:
+    return relative_posix(suite.suite_root, path)
+
+
+def resolve_case_manifest_path(suite: DocSuite, manifest_path: Path) -> ResolvedCase:
+    """Read and validate one manifest, resolving every artifact as a relative, contained, existing file."""
+    relative = _suite_relative(suite, manifest_path)
+    if not is_contained(suite.suite_root, manifest_path):
+        raise CaseError(f"case manifest {relative} escapes {suite.suite_root}")
+    if not manifest_path.is_file():
+        raise CaseError(f"configured case manifest not found: {relative}")
+    try:
+        manifest = read_manifest(manifest_path)
+    except (OSError, ValueError) as error:
+        raise CaseError(f"case manifest {relative} is not valid JSON: {error}") from None
+    suite.schemas.validate(MANIFEST_SCHEMA, manifest, f"case manifest {relative}")
+    case_dir = manifest_path.parent
+    artifacts = []
+    for entry in manifest["artifacts"]:
+        label = f"case {manifest['case_id']} artifact {entry['path']}"
+        full_path = resolve_within(case_dir, entry["path"], label)
+        if not full_path.is_file():
+            raise CaseError(f"{label} not found: {relative_posix(suite.repo_root, full_path)}")
+        artifacts.append(CaseArtifact(entry["role"], entry["path"], full_path))
+    return ResolvedCase(manifest["case_id"], manifest, manifest_path, case_dir, tuple(artifacts))
+
+
+def resolve_case(suite: DocSuite, case_id: str) -> ResolvedCase:
+    """The first configured manifest (sorted) whose `case_id` is `case_id`, fully resolved."""
+    assert_safe_id(case_id, "case id")
+    for path in configured_manifest_paths(suite):
+        try:
+            manifest = read_manifest(path)
+        except (OSError, ValueError):
+            continue
+        if isinstance(manifest, dict) and manifest.get("case_id") == case_id:
+            return resolve_case_manifest_path(suite, path)
+    raise CaseError(f"case manifest not found for case: {case_id}")
+
+
+def grader_input_key(file_name: str) -> str:
+    """`expected-items.json` -> `expectedItems`: drop `.json`, camelCase `-x` (lowercase x only)."""
+    stem = file_name[: -len(".json")] if file_name.endswith(".json") else file_name
+    return re.sub(r"-([a-z])", lambda match: match.group(1).upper(), stem)
+
+
+def load_grader_inputs(case: ResolvedCase) -> dict[str, Any]:
+    """Every `grader_input` artifact parsed as JSON, keyed by `grader_input_key` of its file name.
+
+    Two files with the same key, or a key equal to `candidateText`, are refused: eval-kit let the
+    later file silently replace the earlier value (or the candidate text itself).
+    """
+    inputs: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for artifact in case.artifacts_with_role("grader_input"):
+        key = grader_input_key(artifact.full_path.name)
+        if key == "candidateText":
+            raise CaseError(f"case {case.case_id} grader_input {artifact.path} would replace candidateText; rename it")
+        if key in sources:
+            raise CaseError(
+                f"case {case.case_id} grader_input {artifact.path} and {sources[key]} both map to key {key}"
+            )
+        try:
+            inputs[key] = json.loads(artifact.full_path.read_text(encoding="utf-8"))
+        except ValueError as error:
+            raise CaseError(f"case {case.case_id} grader_input {artifact.path} is not valid JSON: {error}") from None
+        sources[key] = artifact.path
+    return inputs

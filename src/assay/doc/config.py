@@ -1,0 +1,127 @@
+"""Load an `eval-kit.config.v1` suite config: strict schema, repo-root discovery, contained roots.
+
+The result, `DocSuite`, is what every doc command and hook works from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from assay.doc.paths import PathResolver, contained_path, relative_posix
+from assay.doc.schemas import SchemaRegistry, SchemaValidationError, bundled_registry, load_registry
+from assay.errors import ConfigError
+
+__all__ = ["CONFIG_SCHEMA", "DEFAULT_CONFIG_PATH", "DocSuite", "find_repo_root", "load_suite"]
+
+DEFAULT_CONFIG_PATH = "evals/eval-kit.config.json"
+CONFIG_SCHEMA = "eval-kit.config.schema.json"
+
+
+@dataclass(frozen=True)
+class DocSuite:
+    raw: Mapping[str, Any]
+    config_path: Path
+    config_dir: Path
+    repo_root: Path
+    resolver: PathResolver
+    schemas: SchemaRegistry
+
+    @property
+    def suite_id(self) -> str:
+        return str(self.raw["suite_id"])
+
+    @property
+    def suite_root(self) -> Path:
+        return self.resolver.suite_root
+
+    @property
+    def results_root(self) -> Path:
+        return self.resolver.results_root
+
+    def method(self, key: str) -> Mapping[str, Any] | None:
+        methods = self.raw.get("methods") or {}
+        block = methods.get(key)
+        return block if isinstance(block, Mapping) else None
+
+    def module_path(self, value: str, label: str) -> Path:
+        """An adapter/grader/reporter module: suite-relative (or absolute), and inside the repo.
+
+        eval-kit did not contain module paths; code outside the repository is refused here.
+        """
+        path = Path(value) if os.path.isabs(value) else self.suite_root / value
+        return contained_path(self.repo_root, path, f"{label} {value}", error=ConfigError)
+
+    def to_json(self) -> dict[str, Any]:
+        """The config as hooks see it (`config` argument of validate_fixtures/compile_report in JS)."""
+        return {
+            "raw": dict(self.raw),
+            "configPath": str(self.config_path),
+            "configDir": str(self.config_dir),
+            "repoRoot": str(self.repo_root),
+            "suiteRoot": str(self.suite_root),
+            "resultsRoot": str(self.results_root),
+        }
+
+    def relative_config_path(self) -> str:
+        return relative_posix(self.repo_root, self.config_path)
+
+
+def find_repo_root(start: Path) -> Path:
+    """The first directory from `start` upward that holds a `.git` entry (file or directory).
+
+    eval-kit fell back to `/` when none existed, which made containment meaningless; this refuses.
+    """
+    current = Path(os.path.abspath(start))
+    for directory in [current, *current.parents]:
+        if (directory / ".git").exists():
+            return directory
+    raise ConfigError(
+        f"no repository root found: no .git entry in {current} or any parent directory (run inside a git repository)"
+    )
+
+
+def _read_json(path: Path, label: str) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{label} not found: {path}") from None
+    except OSError as error:
+        raise ConfigError(f"could not read {label} {path}: {error.strerror or error}") from None
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise ConfigError(f"{label} {path} is not valid JSON: {error}") from None
+
+
+def _root(config_dir: Path, repo_root: Path, value: str, label: str) -> Path:
+    path = Path(value) if os.path.isabs(value) else config_dir / value
+    return contained_path(repo_root, path, label, error=ConfigError)
+
+
+def load_suite(config: str | Path | None = None, *, cwd: Path | None = None) -> DocSuite:
+    """Read, validate and resolve a suite config (`--config`, default `evals/eval-kit.config.json`)."""
+    base = Path(cwd) if cwd is not None else Path.cwd()
+    config_path = Path(os.path.abspath(base / (config or DEFAULT_CONFIG_PATH)))
+    raw = _read_json(config_path, "config")
+    try:
+        bundled_registry().validate(CONFIG_SCHEMA, raw, "eval-kit config")
+    except SchemaValidationError as error:
+        raise ConfigError(str(error)) from None
+    config_dir = config_path.parent
+    repo_root = find_repo_root(config_dir)
+    suite_root = _root(config_dir, repo_root, raw["suite_root"], "suite root")
+    results_root = _root(config_dir, repo_root, raw["results_root"], "results root")
+    schema_roots = [
+        _root(config_dir, repo_root, value, f"schema root {value}") for value in raw.get("schema_roots", [])
+    ]
+    schemas = load_registry(schema_roots) if schema_roots else bundled_registry()
+    resolver = PathResolver(
+        repo_root=repo_root, config_dir=config_dir, suite_root=suite_root, results_root=results_root
+    )
+    return DocSuite(
+        raw=raw, config_path=config_path, config_dir=config_dir, repo_root=repo_root, resolver=resolver, schemas=schemas
+    )

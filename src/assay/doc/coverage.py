@@ -1,0 +1,182 @@
+"""`judge-coverage`: the pointwise model judge, item by item, with echo checks and a calibration summary.
+
+Fails closed: the manifest is written only after the output, its echo and the bundle metadata check out.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from assay.doc.artifacts import RUNNER_VERSION, Clock, default_run_id, open_run, utc_now
+from assay.doc.candidates import read_candidate, resolve_candidate
+from assay.doc.cases import resolve_case
+from assay.doc.config import DocSuite
+from assay.doc.hooks import PointwiseInput
+from assay.doc.model_run import JudgeCallLog, ModelSettings, check_vars
+from assay.doc.paths import assert_safe_id
+from assay.doc.pointwise import (
+    calibration_flags,
+    count_pointwise_verdicts,
+    format_pointwise_calibration_summary,
+    validate_pointwise_run_metadata,
+)
+from assay.doc.prompts import extract_version, load_prompt_template
+from assay.doc.session import adapter_module_path, adapter_session, require_hook
+from assay.errors import AdapterError
+from assay.judge.errors import JudgeError
+
+__all__ = ["CoverageResult", "POINTWISE_SCHEMA", "judge_coverage"]
+
+POINTWISE_SCHEMA = "pointwise-judge-result.schema.json"
+ECHO_FIELDS = ("case_id", "model", "provider", "prompt_version", "rubric_version")
+POINTWISE_VARS = (*ECHO_FIELDS, "source_material", "case_rubric", "expected_items", "candidate_path", "candidate")
+
+
+@dataclass(frozen=True)
+class CoverageResult:
+    case_id: str
+    counts: Mapping[str, int]
+    result: Mapping[str, Any]
+    result_dir: Path
+    manifest: Mapping[str, Any]
+
+
+def _expected_items_for_canonicalization(variables: Mapping[str, Any]) -> list[Any] | None:
+    private = variables.get("_expectedItemsForCanonicalization")
+    if isinstance(private, list):
+        return private
+    try:
+        parsed = json.loads(variables.get("expected_items") or "")
+    except (TypeError, ValueError):
+        return None
+    return parsed if isinstance(parsed, list) else None
+
+
+def _item_line(item: Mapping[str, Any]) -> str:
+    line = f"- {item['item_id']} ({item['kind']}, {item['severity']}): {item['verdict']} [{item['confidence']}]"
+    if item.get("candidate_evidence"):
+        line += " evidence=" + " | ".join(item["candidate_evidence"])
+    return line + f" explanation={item['explanation']}"
+
+
+async def judge_coverage(
+    suite: DocSuite,
+    settings: ModelSettings,
+    *,
+    case_id: str,
+    candidate: str,
+    run_id: str | None = None,
+    fixture_label: str | None = None,
+    expected_outcome: str | None = None,
+    clock: Clock = utc_now,
+) -> CoverageResult:
+    assert_safe_id(case_id, "case id")
+    if run_id is not None:
+        assert_safe_id(run_id, "run id")
+    candidate_path = resolve_candidate(suite, candidate)
+    case = resolve_case(suite, case_id)
+    run_id = run_id or default_run_id("judge-coverage", clock())
+    suite.resolver.resolve_run_dir(run_id)
+    template = load_prompt_template(suite, "pointwise_judge")
+    prompt_version = extract_version(template.text, "Prompt version")
+    rubric_version = extract_version(template.text, "Rubric version")
+    schema = suite.schemas.get(POINTWISE_SCHEMA)
+    candidate_text = read_candidate(candidate_path, candidate)
+    adapter_path = adapter_module_path(suite)
+    if adapter_path is None:
+        raise AdapterError(
+            "judge-coverage requires an adapter exporting resolve_pointwise_vars or resolvePointwiseVars"
+        )
+    async with adapter_session(suite, adapter_path) as adapter:
+        export = require_hook(adapter, "pointwise", "judge-coverage")
+        bundle = open_run(suite, run_id, clock=clock, node_version=adapter.node_version)
+        hook_input = PointwiseInput(
+            case.case_id,
+            case.case_dir,
+            case.artifacts,
+            candidate_text,
+            candidate_path,
+            prompt_version,
+            rubric_version,
+            settings.model,
+            settings.provider,
+            suite.resolver,
+        )
+        variables = check_vars(await adapter.call(export, hook_input), export, POINTWISE_VARS)
+        log = JudgeCallLog(template.source, template.text)
+        try:
+            async with settings.client() as client:
+                result = await log.ask(client, settings, variables, schema=schema, label="pointwise judge output")
+        finally:
+            log_artifacts = log.write(bundle)
+        expected = {
+            "case_id": case.case_id,
+            "model": settings.model,
+            "provider": settings.provider,
+            "prompt_version": prompt_version,
+            "rubric_version": rubric_version,
+        }
+        for name in ECHO_FIELDS:
+            if result[name] != expected[name]:
+                raise JudgeError(f"{name} mismatch in result: expected {expected[name]}, received {result[name]}")
+        canonicalize = adapter.export_for("canonicalize")
+        expected_items = _expected_items_for_canonicalization(variables)
+        if canonicalize is not None and expected_items is not None:
+            result = {**result, "items": await adapter.call(canonicalize, result["items"], expected_items)}
+            # eval-kit stored the canonicalised items unchecked; they must still satisfy the schema.
+            suite.schemas.validate(POINTWISE_SCHEMA, result, "canonicalized pointwise result")
+    bundle.write_json("pointwise-result.json", result)
+    counts = count_pointwise_verdicts(result["items"])
+    flags = calibration_flags(result["items"], expected_outcome) if expected_outcome else None
+    summary = format_pointwise_calibration_summary(
+        counts=counts,
+        fixture_label=fixture_label,
+        expected_outcome=expected_outcome,
+        false_pass=flags.false_pass if flags else None,
+        false_fail=flags.false_fail if flags else None,
+        notes=flags.notes if flags else None,
+    )
+    report = "\n".join(
+        [
+            f"# Pointwise Judge Report: {case.case_id}",
+            "",
+            f"- Model: {settings.model}",
+            f"- Provider: {settings.provider}",
+            f"- Auth mode: {settings.endpoint.auth_mode}",
+            f"- Prompt version: {prompt_version}",
+            f"- Rubric version: {rubric_version}",
+            f"- Candidate: {suite.resolver.relative_to_repo(candidate_path)}",
+            "",
+            "## Coverage Summary",
+            "",
+            *(f"- {verdict}: {count}" for verdict, count in counts.items()),
+            "",
+            summary,
+            "## Item Results",
+            "",
+            *(_item_line(item) for item in result["items"]),
+            "",
+        ]
+    )
+    bundle.write_text("report.md", report)
+    manifest = bundle.build_manifest(
+        run_type="judge-coverage",
+        runner_suffix="pointwise-judge",
+        case_ids=[case.case_id],
+        artifacts=[("report", "report.md"), ("pointwise_result", "pointwise-result.json"), *log_artifacts],
+        extra={**settings.manifest_fields(), "prompt_version": prompt_version, "rubric_version": rubric_version},
+    )
+    validate_pointwise_run_metadata(
+        manifest,
+        {
+            "run_id": run_id,
+            **expected,
+            "reasoning_effort": settings.effort,
+            "runner_version": RUNNER_VERSION,
+        },
+    )
+    bundle.write_manifest(manifest)
+    return CoverageResult(case.case_id, counts, result, bundle.run_dir, manifest)

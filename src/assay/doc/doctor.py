@@ -1,0 +1,67 @@
+"""`doctor`: check a suite end to end without calling a model, stopping at the first failure.
+
+Yields one `ok - ...` line per passed check so the command can print progress as it goes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import AsyncIterator, Mapping
+
+from assay.doc.cases import configured_manifest_paths, discover_case_ids, resolve_case_manifest_path
+from assay.doc.config import load_suite
+from assay.doc.fixtures import validate_fixtures
+from assay.doc.paths import relative_posix
+from assay.doc.session import adapter_module_path, adapter_session
+from assay.errors import CaseError, ConfigError
+
+__all__ = ["DOCTOR_PROBE", "MODEL_METHODS", "run_doctor"]
+
+DOCTOR_PROBE = ".eval-kit-doctor-write-test"
+MODEL_METHODS = ("generate", "judge_coverage", "judge_pairwise")
+
+
+async def run_doctor(
+    config: str | None, *, cwd: Path | None = None, environ: Mapping[str, str] | None = None
+) -> AsyncIterator[str]:
+    env = os.environ if environ is None else environ
+    suite = load_suite(config, cwd=cwd)
+    yield f"ok - config {suite.relative_config_path()} is valid"
+    if not suite.suite_root.is_dir():
+        raise ConfigError(f"suite root not found: {relative_posix(suite.repo_root, suite.suite_root)}")
+    yield f"ok - suite root {relative_posix(suite.repo_root, suite.suite_root) or '.'} exists"
+    try:
+        suite.results_root.mkdir(parents=True, exist_ok=True)
+        probe = suite.results_root / DOCTOR_PROBE
+        probe.write_text("ok\n", encoding="utf-8")
+        probe.unlink()
+    except OSError as error:
+        raise ConfigError(f"results root is not writable: {suite.results_root}: {error.strerror or error}") from None
+    yield f"ok - results root {relative_posix(suite.repo_root, suite.results_root)} is writable"
+    adapter_path = adapter_module_path(suite)
+    if adapter_path is not None:
+        async with adapter_session(suite, adapter_path) as adapter:
+            kind = "JavaScript (node)" if adapter.uses_node else "Python"
+        yield f"ok - adapter {relative_posix(suite.repo_root, adapter_path)} loads ({kind})"
+    seen: dict[str, str] = {}
+    for path in configured_manifest_paths(suite):
+        case = resolve_case_manifest_path(suite, path)
+        relative = relative_posix(suite.suite_root, path)
+        if case.case_id in seen:
+            raise CaseError(f"duplicate case id {case.case_id}: {seen[case.case_id]} and {relative}")
+        seen[case.case_id] = relative
+    yield f"ok - {len(seen)} case manifest(s) resolve with all artifacts present"
+    checked = await validate_fixtures(suite)
+    yield f"ok - fixtures validate ({checked} manifest(s))"
+    yield f"ok - {len(discover_case_ids(suite))} case(s) discovered"
+    enabled = [key for key in MODEL_METHODS if (suite.method(key) or {}).get("enabled") is True]
+    if enabled:
+        if not (env.get("ASSAY_JUDGE_BASE_URL") or env.get("OPENAI_BASE_URL")):
+            raise ConfigError(
+                f"model methods enabled ({', '.join(enabled)}) but no judge endpoint is configured: "
+                "set ASSAY_JUDGE_BASE_URL (or OPENAI_BASE_URL)"
+            )
+        yield f"ok - judge endpoint configured for {', '.join(enabled)}"
+    else:
+        yield "ok - no model method enabled; a judge endpoint is not required"

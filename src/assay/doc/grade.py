@@ -1,0 +1,151 @@
+"""`run-case`: grade one candidate deterministically with the adapter and write the result bundle.
+
+The adapter decides the verdict; the kit validates it, records it, and fails the command on `red`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator, Mapping, Sequence
+
+from assay.core.jsonvalue import check_json_like
+from assay.doc.adapter import DocAdapter
+from assay.doc.artifacts import Clock, RunBundle, default_run_id, open_run, utc_now
+from assay.doc.candidates import read_candidate, resolve_candidate
+from assay.doc.cases import load_grader_inputs, resolve_case
+from assay.doc.config import DocSuite
+from assay.doc.hooks import GradeInput, ReportInput
+from assay.doc.paths import assert_safe_id
+from assay.doc.session import adapter_module_path, adapter_session
+from assay.errors import AdapterError, JsonValueError
+
+__all__ = ["CaseRunResult", "GRADES_SCHEMA", "run_case"]
+
+GRADES_SCHEMA = "grades.schema.json"
+
+
+@dataclass(frozen=True)
+class CaseRunResult:
+    case_id: str
+    verdict: str
+    findings: Sequence[Mapping[str, Any]]
+    result_dir: Path
+    manifest: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class _Modules:
+    grader: DocAdapter
+    grade_export: str
+    reporter: DocAdapter
+    report_export: str
+
+
+def _legacy_name(suite: DocSuite, kind: str, table: Mapping[str, str]) -> str | None:
+    deterministic = suite.method("deterministic") or {}
+    defaults = suite.raw.get("runner_defaults") or {}
+    name = deterministic.get(kind) or defaults.get(kind)
+    if name:
+        return name
+    return next(iter(table), None)
+
+
+@contextlib.asynccontextmanager
+async def _deterministic_modules(suite: DocSuite) -> AsyncIterator[_Modules]:
+    """The adapter serves both roles; without one, the legacy `graders`/`reporters` maps are used."""
+    async with contextlib.AsyncExitStack() as stack:
+        adapter_path = adapter_module_path(suite, allow_hooks_module=False)
+        if adapter_path is not None:
+            adapter = await stack.enter_async_context(adapter_session(suite, adapter_path))
+            grader = reporter = adapter
+        else:
+            graders = suite.raw.get("graders") or {}
+            reporters = suite.raw.get("reporters") or {}
+            grader_name = _legacy_name(suite, "grader", graders)
+            reporter_name = _legacy_name(suite, "reporter", reporters)
+            if not grader_name or grader_name not in graders:
+                raise AdapterError("no grader configured")
+            if not reporter_name or reporter_name not in reporters:
+                raise AdapterError("no reporter configured")
+            grader_path = suite.module_path(graders[grader_name], f"graders.{grader_name}")
+            reporter_path = suite.module_path(reporters[reporter_name], f"reporters.{reporter_name}")
+            grader = await stack.enter_async_context(adapter_session(suite, grader_path))
+            reporter = (
+                grader
+                if reporter_path == grader_path
+                else await stack.enter_async_context(adapter_session(suite, reporter_path))
+            )
+        grade_export = grader.export_for("grade")
+        if grade_export is None:
+            raise AdapterError("no grader configured: the adapter exports no grade_candidate/gradeCandidate")
+        report_export = reporter.export_for("report")
+        if report_export is None:
+            raise AdapterError("no reporter configured: the adapter exports no render_report/renderDeterministicReport")
+        yield _Modules(grader, grade_export, reporter, report_export)
+
+
+def _grades(case_id: str, graded: Any) -> dict[str, Any]:
+    try:
+        check_json_like(graded, "grader result")
+    except JsonValueError as error:
+        raise AdapterError(str(error)) from None
+    if not isinstance(graded, dict):
+        return {"case_id": case_id, "verdict": None, "findings": None}
+    return {"case_id": case_id, "verdict": graded.get("verdict"), "findings": graded.get("findings")}
+
+
+async def run_case(
+    suite: DocSuite,
+    *,
+    case_id: str,
+    candidate: str,
+    run_id: str | None = None,
+    clock: Clock = utc_now,
+) -> CaseRunResult:
+    """Grade `candidate` for `case_id`, write the bundle (manifest last) and return the verdict."""
+    assert_safe_id(case_id, "case id")
+    if run_id is not None:
+        assert_safe_id(run_id, "run id")
+    candidate_path = resolve_candidate(suite, candidate)
+    case = resolve_case(suite, case_id)
+    run_id = run_id or default_run_id("deterministic", clock())
+    suite.resolver.resolve_run_dir(run_id)
+    grader_inputs = load_grader_inputs(case)
+    candidate_text = read_candidate(candidate_path, candidate)
+    async with _deterministic_modules(suite) as modules:
+        bundle: RunBundle = open_run(
+            suite, run_id, clock=clock, node_version=modules.grader.node_version or modules.reporter.node_version
+        )
+        graded = await modules.grader.call(
+            modules.grade_export, GradeInput(case.case_id, candidate_text, grader_inputs)
+        )
+        grades = suite.schemas.validate(GRADES_SCHEMA, _grades(case.case_id, graded), "grades")
+        findings = grades["findings"]
+        candidate_copy = f"cases/{case.case_id}/candidate.md"
+        grader_output = f"cases/{case.case_id}/grader-output.json"
+        bundle.write_bytes(candidate_copy, candidate_path.read_bytes())
+        bundle.write_json(grader_output, {"findings": findings})
+        bundle.write_json("grades.json", grades)
+        report = await modules.reporter.call(
+            modules.report_export,
+            ReportInput(case.case_id, grades, findings, case.case_dir, candidate_path, suite.resolver),
+        )
+        if not isinstance(report, str):
+            raise AdapterError(f"the reporter must return a Markdown string, got {type(report).__name__}")
+        bundle.write_text("report.md", report + "\n")
+    manifest = bundle.build_manifest(
+        run_type="deterministic",
+        runner_suffix="eval-case",
+        case_ids=[case.case_id],
+        artifacts=[
+            ("grades", "grades.json"),
+            ("report", "report.md"),
+            ("candidate_markdown", candidate_copy),
+            ("grader_output", grader_output),
+        ],
+        output_files=["manifest.json", "grades.json", "report.md", candidate_copy, grader_output],
+    )
+    bundle.write_manifest(manifest)
+    return CaseRunResult(case.case_id, grades["verdict"], findings, bundle.run_dir, manifest)

@@ -1,0 +1,45 @@
+"""Open the adapter a command needs for exactly as long as the command runs.
+
+Chooses the module from the config (`adapter`, else `hooks.module` for model hooks) and closes it after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import AsyncIterator
+
+from assay.doc.adapter import DocAdapter, open_adapter
+from assay.doc.config import DocSuite
+from assay.errors import AdapterError
+
+__all__ = ["adapter_module_path", "adapter_session", "require_hook"]
+
+
+def adapter_module_path(suite: DocSuite, *, allow_hooks_module: bool = True) -> Path | None:
+    """The configured adapter; `hooks.module` is the legacy fallback (not for run-case, as in eval-kit)."""
+    if suite.raw.get("adapter"):
+        return suite.module_path(suite.raw["adapter"], "adapter")
+    hooks = suite.raw.get("hooks")
+    if allow_hooks_module and isinstance(hooks, dict) and hooks.get("module"):
+        return suite.module_path(hooks["module"], "hooks.module")
+    return None
+
+
+@contextlib.asynccontextmanager
+async def adapter_session(suite: DocSuite, path: Path) -> AsyncIterator[DocAdapter]:
+    adapter = await open_adapter(path, suite)
+    try:
+        yield adapter
+    finally:
+        await adapter.aclose()
+
+
+def require_hook(adapter: DocAdapter, hook: str, command: str) -> str:
+    from assay.doc.hooks import HOOKS
+
+    export = adapter.export_for(hook)
+    if export is None:
+        names = " or ".join(HOOKS[hook].exports[:2])
+        raise AdapterError(f"{command} requires the adapter to export {names}")
+    return export

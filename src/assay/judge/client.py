@@ -1,0 +1,302 @@
+"""An async client for OpenAI-compatible chat completions, shared by every kind's model judges.
+
+Temperature 0, structured output when the endpoint supports it, retries with backoff on 5xx,
+timeouts and 429 Retry-After, an optional content-addressed cache, and JSON answers checked
+against a schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Literal, Mapping
+
+from assay.judge.cache import CallCache, call_cache_key
+from assay.judge.errors import JudgeError
+from assay.judge.extract import parse_json_output
+from assay.judge.validation import schema_errors, strip_all_of, validation_message
+
+__all__ = [
+    "ChatRequest",
+    "Completion",
+    "JsonCompletion",
+    "JudgeClient",
+    "JudgeEndpoint",
+    "ResponseFormat",
+    "parse_json_answer",
+]
+
+ResponseFormat = Literal["json_schema", "json_object", "none"]
+RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "none")
+PLACEHOLDER_API_KEY = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeEndpoint:
+    """Where and how to call the model; `from_environment` reads the ASSAY_JUDGE_* variables."""
+
+    base_url: str
+    api_key: str | None = None
+    timeout_s: float = 120.0
+    max_attempts: int = 4
+    backoff_s: float = 0.5
+    max_backoff_s: float = 30.0
+    response_format: ResponseFormat = "json_schema"
+    send_reasoning_effort: bool = True
+
+    @classmethod
+    def from_environment(
+        cls, environ: Mapping[str, str] | None = None, *, base_url: str | None = None, api_key: str | None = None
+    ) -> "JudgeEndpoint":
+        env = os.environ if environ is None else environ
+        url = base_url or env.get("ASSAY_JUDGE_BASE_URL") or env.get("OPENAI_BASE_URL")
+        if not url:
+            # No default endpoint on purpose: a judge run must say which server receives the documents.
+            raise JudgeError(
+                "no judge endpoint configured: set ASSAY_JUDGE_BASE_URL (or OPENAI_BASE_URL) or pass --base-url"
+            )
+        response_format = env.get("ASSAY_JUDGE_RESPONSE_FORMAT", "json_schema")
+        if response_format not in RESPONSE_FORMATS:
+            raise JudgeError(
+                f"ASSAY_JUDGE_RESPONSE_FORMAT must be one of {', '.join(RESPONSE_FORMATS)}, got {response_format!r}"
+            )
+        effort_switch = env.get("ASSAY_JUDGE_REASONING_EFFORT", "on").strip().lower()
+        return cls(
+            base_url=url,
+            api_key=api_key or env.get("ASSAY_JUDGE_API_KEY") or env.get("OPENAI_API_KEY") or None,
+            timeout_s=_positive_float(env, "ASSAY_JUDGE_TIMEOUT", 120.0),
+            max_attempts=int(_positive_float(env, "ASSAY_JUDGE_MAX_ATTEMPTS", 4)),
+            response_format=response_format,  # type: ignore[arg-type]
+            send_reasoning_effort=effort_switch not in {"off", "0", "false", "no"},
+        )
+
+    @property
+    def auth_mode(self) -> str:
+        return "api-key" if self.api_key else "none"
+
+
+def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
+    text = env.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise JudgeError(f"{name} must be a positive number, got {text!r}") from None
+    if not value > 0:
+        raise JudgeError(f"{name} must be a positive number, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One chat completion: messages plus the knobs that change the answer (all part of the cache key)."""
+
+    model: str
+    messages: tuple[Mapping[str, str], ...]
+    json_schema: Mapping[str, Any] | None = None
+    schema_name: str = "result"
+    reasoning_effort: str | None = None
+    temperature: float = 0.0
+
+    @classmethod
+    def from_prompt(cls, model: str, prompt: str, **options: Any) -> "ChatRequest":
+        return cls(model=model, messages=({"role": "user", "content": prompt},), **options)
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    response: Mapping[str, Any]  # the endpoint's JSON body, kept as raw evidence
+    cached: bool = False
+    attempts: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class JsonCompletion:
+    value: Any
+    completion: Completion
+
+
+@dataclass(slots=True)
+class _Retry:
+    delay_s: float
+    reason: str
+
+
+class JudgeClient:
+    """Call an OpenAI-compatible endpoint through the official SDK; use as `async with`."""
+
+    def __init__(
+        self,
+        endpoint: JudgeEndpoint,
+        *,
+        cache: CallCache | None = None,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        from openai import AsyncOpenAI  # imported here so `import assay` stays fast
+
+        self.endpoint = endpoint
+        self.cache = cache
+        self._sleep = sleep
+        # The SDK's own retries are off: ours honour Retry-After and report every attempt.
+        self._client = AsyncOpenAI(
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key or PLACEHOLDER_API_KEY,
+            timeout=endpoint.timeout_s,
+            max_retries=0,
+        )
+
+    async def __aenter__(self) -> "JudgeClient":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    def request_body(self, request: ChatRequest) -> dict[str, Any]:
+        """The exact JSON body sent (and hashed for the cache)."""
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": [dict(message) for message in request.messages],
+            "temperature": request.temperature,
+        }
+        if request.json_schema is not None and self.endpoint.response_format == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": strip_all_of(dict(request.json_schema))},
+            }
+        elif request.json_schema is not None and self.endpoint.response_format == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        if request.reasoning_effort and self.endpoint.send_reasoning_effort:
+            body["reasoning_effort"] = request.reasoning_effort
+        return body
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        """The first choice's text; raises `JudgeError` when every attempt failed or the text is empty."""
+        body = self.request_body(request)
+        call_input = {name: value for name, value in body.items() if name not in {"model", "messages"}}
+        key = call_cache_key(request.model, body["messages"], call_input)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                stored = json.loads(hit)
+                return Completion(text=stored["text"], response=stored["response"], cached=True, attempts=0)
+        completion = await self._call_with_retries(body)
+        if not completion.text.strip():
+            raise JudgeError("model output was empty")
+        if self.cache is not None:
+            record = {"text": completion.text, "response": completion.response}
+            self.cache.put(key, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+        return completion
+
+    async def complete_json(
+        self, request: ChatRequest, *, schema: Mapping[str, Any] | None = None, label: str = "model output"
+    ) -> JsonCompletion:
+        """Parse the answer as JSON (fences and prose tolerated) and validate it against `schema`.
+
+        `schema` defaults to the request's schema; validation uses it in full, `allOf` included.
+        """
+        completion = await self.complete(request)
+        full_schema = schema if schema is not None else request.json_schema
+        return JsonCompletion(value=parse_json_answer(completion.text, full_schema, label), completion=completion)
+
+    async def _call_with_retries(self, body: dict[str, Any]) -> Completion:
+        attempts = max(1, self.endpoint.max_attempts)
+        for attempt in range(1, attempts + 1):
+            outcome = await self._call_once(body)
+            if isinstance(outcome, Completion):
+                return Completion(text=outcome.text, response=outcome.response, attempts=attempt)
+            if attempt == attempts:
+                raise JudgeError(f"judge endpoint failed after {attempts} attempt(s): {outcome.reason}")
+            await self._sleep(outcome.delay_s if outcome.delay_s >= 0 else self._backoff(attempt))
+        raise AssertionError("unreachable")
+
+    def _backoff(self, attempt: int) -> float:
+        return min(self.endpoint.max_backoff_s, self.endpoint.backoff_s * (2 ** (attempt - 1)))
+
+    async def _call_once(self, body: dict[str, Any]) -> Completion | _Retry:
+        import openai
+
+        typed = {name: value for name, value in body.items() if name in {"model", "messages", "temperature"}}
+        # Everything else travels as raw JSON, so SDK releases that predate a parameter still send it.
+        extra = {name: value for name, value in body.items() if name not in typed}
+        try:
+            response = await self._client.chat.completions.create(**typed, extra_body=extra or None)
+        except openai.RateLimitError as error:
+            return _Retry(_retry_after_s(error.response, self.endpoint.max_backoff_s), _describe_status(error))
+        except openai.APIStatusError as error:
+            if error.status_code >= 500:
+                return _Retry(-1, _describe_status(error))
+            raise JudgeError(f"judge endpoint rejected the request: {_describe_status(error)}") from None
+        except openai.APITimeoutError:
+            return _Retry(-1, f"request timed out after {self.endpoint.timeout_s:g}s")
+        except openai.APIConnectionError as error:
+            return _Retry(-1, f"could not connect to {self.endpoint.base_url}: {error}")
+        except (openai.APIResponseValidationError, ValueError) as error:
+            raise JudgeError(f"judge endpoint returned an invalid response: {error}") from None
+        raw = response.model_dump(mode="json") if hasattr(response, "model_dump") else response
+        if not isinstance(raw, dict):
+            raise JudgeError("judge endpoint returned an invalid response: the body is not a JSON object")
+        return Completion(text=_first_choice_text(raw), response=raw)
+
+
+def parse_json_answer(text: str, schema: Mapping[str, Any] | None, label: str = "model output") -> Any:
+    """The JSON in a model's text (fences and prose tolerated), validated against the full `schema`."""
+    value = parse_json_output(text)
+    if schema is not None:
+        errors = schema_errors(value, dict(schema))
+        if errors:
+            raise JudgeError(validation_message(label, errors))
+    return value
+
+
+def _first_choice_text(raw: Mapping[str, Any]) -> str:
+    choices = raw.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise JudgeError("judge endpoint returned an invalid response: no choices")
+    message = choices[0].get("message") if isinstance(choices[0], dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    if content is None:
+        return ""
+    if isinstance(content, list):  # some servers return content parts
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content)
+
+
+def _describe_status(error: Any) -> str:
+    message = ""
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message", "") if isinstance(inner, dict) else str(inner)
+    return f"HTTP {error.status_code}" + (f": {message}" if message else "")
+
+
+def _retry_after_s(response: Any, cap_s: float) -> float:
+    """Seconds the server asked us to wait (Retry-After seconds or HTTP date, or retry-after-ms); -1 if absent."""
+    headers = getattr(response, "headers", None) or {}
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return min(cap_s, max(0.0, float(milliseconds) / 1000))
+        except ValueError:
+            pass
+    text = headers.get("retry-after")
+    if not text:
+        return -1
+    try:
+        return min(cap_s, max(0.0, float(text)))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return -1
+    return min(cap_s, max(0.0, when.timestamp() - time.time()))

@@ -1,0 +1,12 @@
+"""The judge's error type: a model call or a model answer the caller cannot use.
+
+Raised for transport failures that survive retries, empty output, unparsable JSON and schema misses.
+"""
+
+from __future__ import annotations
+
+from assay.errors import AssayError
+
+
+class JudgeError(AssayError):
+    """A model endpoint failed, or its answer was not the JSON the caller asked for."""

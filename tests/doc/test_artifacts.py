@@ -1,0 +1,66 @@
+"""Artifact records, run ids and legacy manifest conversion."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+
+import pytest
+
+from assay.doc.artifacts import artifact_record, default_run_id, iso_timestamp, normalize_legacy_manifest
+from assay.errors import CaseError
+
+MOMENT = datetime(2026, 7, 3, 10, 11, 12, 123456, tzinfo=timezone.utc)
+
+
+def test_timestamps_and_default_run_ids_use_milliseconds_and_z():
+    assert iso_timestamp(MOMENT) == "2026-07-03T10:11:12.123Z"
+    assert default_run_id("deterministic", MOMENT) == "deterministic-2026-07-03T10-11-12-123Z"
+
+
+def test_record_hashes_the_file_and_marks_raw_roles_local(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "raw.json").write_bytes(b'{"x": 1}')
+    record = artifact_record(tmp_path, "raw_judge_response", "sub/raw.json")
+    assert record == {
+        "role": "raw_judge_response",
+        "path": "sub/raw.json",
+        "sha256": hashlib.sha256(b'{"x": 1}').hexdigest(),
+        "size_bytes": 8,
+        "media_type": "application/json",
+        "redaction_status": "raw-local",
+        "encoding": "utf-8",
+    }
+    assert artifact_record(tmp_path, "report", "sub/raw.json")["redaction_status"] == "public-safe"
+
+
+@pytest.mark.parametrize(
+    ("role", "path", "message"),
+    [
+        (" ", "a.md", "role must be a non-blank"),
+        ("r", "../a.md", "escapes"),
+        ("r", "/etc/passwd", "must be relative"),
+        ("r", "missing.md", "file not found"),
+    ],
+)
+def test_bad_records_are_refused(tmp_path, role, path, message):
+    with pytest.raises(CaseError, match=message):
+        artifact_record(tmp_path, role, path)
+
+
+def test_legacy_manifest_is_converted_and_v2_is_left_alone(tmp_path):
+    (tmp_path / "report.md").write_text("# r\n")
+    legacy = {
+        "run_id": "old",
+        "run_type": "deterministic",
+        "git_commit": "abc",
+        "output_files": ["manifest.json", "report.md", "gone.json"],
+    }
+    converted = normalize_legacy_manifest(legacy, tmp_path)
+    assert converted["runner"] == {"id": "legacy-deterministic", "version": "legacy"}
+    assert converted["git"] == {"commit": "abc"} and converted["command"] == "unknown"
+    report, gone = converted["artifacts"]
+    assert report["role"] == "legacy_output" and report["sha256"] and report["media_type"] == "text/markdown"
+    assert gone["sha256"] is None and gone["size_bytes"] == 0
+    current = {"artifacts": [], "run_id": "new"}
+    assert normalize_legacy_manifest(current, tmp_path) == current

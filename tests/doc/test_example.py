@@ -1,0 +1,60 @@
+"""The shipped `examples/doc` suite: offline grading (the README demo) and its model-judge hooks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from doc_judges import judge_responder
+from doc_suites import invoke
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "doc"
+CONFIG = "examples/doc/evals/eval-kit.config.json"
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    shutil.copytree(EXAMPLE, tmp_path / "examples" / "doc", ignore=shutil.ignore_patterns("results"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_example_grades_good_green_and_weak_red_offline(repo):
+    assert invoke("doctor", "--config", CONFIG).exit_code == 0
+    good = invoke(
+        "run-case", "--config", CONFIG, "--case", "release-notes-v1", "--candidate", "examples/doc/candidates/good.md"
+    )
+    assert good.exit_code == 0 and good.stdout.startswith("Verdict: green")
+    weak = invoke(
+        "run-case", "--config", CONFIG, "--case", "release-notes-v1", "--candidate", "examples/doc/candidates/weak.md"
+    )
+    assert weak.exit_code == 1 and weak.stdout.startswith("Verdict: red")
+
+
+def test_example_model_judge_config_runs_against_an_openai_compatible_server(repo, fake_openai):
+    fake_openai.respond_with(judge_responder("pointwise"))
+    result = invoke(
+        "judge-coverage",
+        "--config",
+        "examples/doc/evals/eval-kit.model-judge.config.json",
+        "--case",
+        "release-notes-v1",
+        "--candidate",
+        "examples/doc/candidates/good.md",
+        "--model",
+        "m",
+        "--provider",
+        "openai",
+        "--effort",
+        "low",
+        "--run-id",
+        "cov",
+        env={"ASSAY_JUDGE_BASE_URL": fake_openai.base_url},
+    )
+    assert result.exit_code == 0, result.stderr
+    stored = json.loads((repo / "examples/doc/evals/results/cov/pointwise-result.json").read_text())
+    assert [item["kind"] for item in stored["items"]] == ["breaking-change", "migration", "support"]

@@ -1,0 +1,394 @@
+"""`generate`, `judge-coverage` and `judge-pairwise` against the fake OpenAI-compatible server.
+
+Covers gates, the request sent, echo checks, canonicalisation, pairwise order and every judge-output failure.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from doc_judges import judge_responder
+from doc_suites import invoke, make_suite
+from servers.fake_openai import chat_reply, error_reply
+
+MODEL_ARGS = ["--model", "judge-model", "--provider", "openai", "--effort", "low"]
+
+
+@pytest.fixture
+def suite(tmp_path, monkeypatch):
+    built = make_suite(tmp_path)
+    built.enable("generate", "judge_coverage", "judge_pairwise")
+    monkeypatch.chdir(built.repo)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("ASSAY_JUDGE_MAX_ATTEMPTS", "2")
+    return built
+
+
+def env_for(server):
+    return {"ASSAY_JUDGE_BASE_URL": server.base_url, "ASSAY_JUDGE_API_KEY": "test-key"}
+
+
+def coverage(server, *extra, candidate="candidates/good.md", run_id="cov-1"):
+    return invoke(
+        "judge-coverage",
+        "--case",
+        "case-one",
+        "--candidate",
+        candidate,
+        *MODEL_ARGS,
+        "--run-id",
+        run_id,
+        *extra,
+        env=env_for(server),
+    )
+
+
+def pairwise(server, *extra, seed="0", a="candidates/good.md", b="candidates/bad.md", run_id="pair-1"):
+    return invoke(
+        "judge-pairwise",
+        "--case",
+        "case-one",
+        "--candidate-a",
+        a,
+        "--candidate-b",
+        b,
+        *MODEL_ARGS,
+        "--seed",
+        seed,
+        "--run-id",
+        run_id,
+        *extra,
+        env=env_for(server),
+    )
+
+
+# ---- gates ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "key"),
+    [("generate", "generate"), ("judge-coverage", "judge_coverage"), ("judge-pairwise", "judge_pairwise")],
+)
+@pytest.mark.parametrize("block", [None, {}, {"enabled": False}])
+def test_model_methods_need_explicit_enabling_before_anything_else(suite, fake_openai, command, key, block):
+    config = suite.config()
+    if block is None:
+        config["methods"].pop(key)
+    else:
+        config["methods"][key] = block
+    suite.config_path.write_text(json.dumps(config))
+    result = invoke(command, env=env_for(fake_openai))
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"Execution failed: {command} requires methods.{key}.enabled=true"
+    assert fake_openai.requests == [] and not suite.results.exists()
+
+
+def test_missing_model_flags_are_reported_after_the_gate(suite):
+    result = invoke("generate", "--case", "case-one", "--model", "m")
+    assert result.stderr.strip() == "Execution failed: missing required argument --provider"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--provider", "anthropic"], "unsupported provider anthropic; use openai or openai:<label>"),
+        (["--effort", "extreme"], "--effort must be one of low, medium, high, got extreme"),
+    ],
+)
+def test_provider_and_effort_are_validated(suite, fake_openai, extra, message):
+    result = coverage(fake_openai, *extra)
+    assert result.exit_code == 1 and message in result.stderr and fake_openai.requests == []
+
+
+def test_without_an_endpoint_nothing_is_called(suite):
+    result = invoke("judge-coverage", "--case", "case-one", "--candidate", "candidates/good.md", *MODEL_ARGS)
+    assert result.exit_code == 1 and "no judge endpoint configured" in result.stderr
+
+
+# ---- generate ------------------------------------------------------------------------------
+
+
+def test_generate_writes_the_candidate_and_records_the_call(suite, fake_openai):
+    fake_openai.enqueue(chat_reply("\n# Generated plan\n\nWe ship the importer.\n\n"))
+    result = invoke("generate", "--case", "case-one", *MODEL_ARGS, "--run-id", "gen-1", env=env_for(fake_openai))
+    assert result.exit_code == 0, result.stderr
+    run_dir = suite.results / "gen-1"
+    assert (run_dir / "cases/case-one/candidate.md").read_text() == "# Generated plan\n\nWe ship the importer.\n"
+    prompt = fake_openai.chat_requests[0].prompt
+    assert "The team will ship the importer." in prompt and "case `case-one`" in prompt and "Markdown" in prompt
+    assert "response_format" not in fake_openai.chat_requests[0].body
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["run_type"] == "generation" and manifest["runner"]["id"] == "fake-suite-generate"
+    assert manifest["model_provider"] == "openai:judge-model" and manifest["reasoning_effort"] == "low"
+    roles = {a["role"]: a for a in manifest["artifacts"]}
+    assert set(roles) == {"report", "judge_request", "raw_judge_response", "candidate_markdown"}
+    assert roles["raw_judge_response"]["redaction_status"] == "raw-local"
+    report = (run_dir / "report.md").read_text()
+    assert report.startswith("# Generation Eval Report: case-one\n") and "- Auth mode: api-key" in report
+
+
+def test_generate_with_empty_output_fails_closed(suite, fake_openai):
+    fake_openai.enqueue(chat_reply("   "))
+    result = invoke("generate", "--case", "case-one", *MODEL_ARGS, "--run-id", "gen-1", env=env_for(fake_openai))
+    assert result.exit_code == 1 and "output was empty" in result.stderr
+    assert not (suite.results / "gen-1" / "manifest.json").exists()
+
+
+# ---- judge-coverage ------------------------------------------------------------------------
+
+
+def test_coverage_judges_items_canonicalises_and_summarises(suite, fake_openai):
+    fake_openai.respond_with(judge_responder("pointwise"))
+    result = coverage(fake_openai)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "covered: 2, partial: 0, missing: 0, contradicted: 0, unknown: 0"
+    request = fake_openai.chat_requests[0]
+    assert request.body["reasoning_effort"] == "low" and request.body["temperature"] == 0
+    schema = request.body["response_format"]["json_schema"]["schema"]
+    assert "allOf" not in json.dumps(schema)
+    assert "_expectedItemsForCanonicalization" not in request.prompt
+    assert "We ship the importer this quarter" in request.prompt and "candidates/good.md" in request.prompt
+    run_dir = suite.results / "cov-1"
+    stored = json.loads((run_dir / "pointwise-result.json").read_text())
+    assert [item["kind"] for item in stored["items"]] == ["goal", "constraint"]  # canonicalised
+    sent_vars = json.loads((run_dir / "judge-request.json").read_text())["calls"][0]["vars"]
+    assert "_expectedItemsForCanonicalization" not in sent_vars
+    report = (run_dir / "report.md").read_text()
+    assert "## Coverage Summary\n\n- covered: 2\n- partial: 0" in report
+    assert "## Advisory Pointwise Model-Judge Summary" in report and "- false pass: not reviewed" in report
+    assert (
+        "- goal (goal, critical): covered [high] evidence=We ship the importer explanation=goal judged covered"
+        in report
+    )
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["prompt_version"] == "assay-pointwise-prompt-v1"
+    assert manifest["rubric_version"] == "assay-pointwise-coverage-rubric-v1"
+    assert manifest["runner"]["id"] == "fake-suite-pointwise-judge"
+
+
+def test_coverage_default_run_id_and_calibration_flags(suite, fake_openai):
+    fake_openai.respond_with(judge_responder("pointwise", verdict="missing"))
+    result = invoke(
+        "judge-coverage",
+        "--case",
+        "case-one",
+        "--candidate",
+        "candidates/good.md",
+        *MODEL_ARGS,
+        "--fixture-label",
+        "good-plan",
+        "--expected-outcome",
+        "expected-good",
+        env=env_for(fake_openai),
+    )
+    assert result.exit_code == 0, result.stderr
+    (run_dir,) = list(suite.results.iterdir())
+    assert run_dir.name.startswith("judge-coverage-20")
+    report = (run_dir / "report.md").read_text()
+    assert "- fixture label: good-plan" in report and "- expected outcome: expected-good" in report
+    assert "- false fail: review goal (critical, judged adverse)" in report
+
+
+def _fenced(answer):
+    return "```json\n" + json.dumps(answer) + "\n```"
+
+
+def _prose(answer):
+    return "Here is my assessment.\n" + json.dumps(answer) + "\nThanks!"
+
+
+@pytest.mark.parametrize("wrap", [_fenced, _prose])
+def test_coverage_accepts_fenced_and_prose_wrapped_json(suite, fake_openai, wrap):
+    fake_openai.respond_with(judge_responder("pointwise", tweak=wrap))
+    assert coverage(fake_openai).exit_code == 0
+
+
+def _drop_evidence(answer):
+    answer["items"][0]["candidate_evidence"] = []
+
+
+def _extra_key(answer):
+    answer["score"] = 9
+
+
+def _wrong_model(answer):
+    answer["model"] = "other-model"
+
+
+@pytest.mark.parametrize(
+    ("tweak", "message"),
+    [
+        (
+            _drop_evidence,
+            "pointwise judge output failed schema validation: /items/0/candidate_evidence must NOT have fewer than 1 item",
+        ),
+        (_extra_key, "must NOT have additional properties (score)"),
+        (_wrong_model, "model mismatch in result: expected judge-model, received other-model"),
+        (lambda answer: "", "model output was empty"),
+        (lambda answer: "I'd rather not say.", "model output was not valid JSON"),
+    ],
+)
+def test_coverage_judge_output_failures_leave_no_manifest(suite, fake_openai, tweak, message):
+    fake_openai.respond_with(judge_responder("pointwise", tweak=tweak))
+    result = coverage(fake_openai)
+    assert result.exit_code == 1 and message in result.stderr, result.stderr
+    run_dir = suite.results / "cov-1"
+    assert not (run_dir / "manifest.json").exists()
+    assert (run_dir / "judge-response.json").exists()  # the raw answer is kept for diagnosis
+
+
+def test_coverage_http_500_is_retried_then_fails_closed(suite, fake_openai):
+    fake_openai.enqueue(error_reply(500, "upstream down"), error_reply(500, "upstream down"))
+    result = coverage(fake_openai)
+    assert result.exit_code == 1
+    assert "judge endpoint failed after 2 attempt(s): HTTP 500: upstream down" in result.stderr
+    assert len(fake_openai.chat_requests) == 2
+    assert not (suite.results / "cov-1" / "manifest.json").exists()
+
+
+def test_coverage_canonicalised_items_are_validated_again(suite, fake_openai):
+    adapter = suite.evals / "full_adapter.py"
+    adapter.write_text(
+        adapter.read_text()
+        + "\n\ndef canonicalize_expected_item_metadata(actual, expected):\n    return [{'item_id': 'x'}]\n"
+    )
+    fake_openai.respond_with(judge_responder("pointwise"))
+    result = coverage(fake_openai)
+    assert result.exit_code == 1 and "canonicalized pointwise result failed schema validation" in result.stderr
+
+
+def test_coverage_prompt_without_versions_is_refused(suite, fake_openai):
+    (suite.evals / "bare.md").write_text("Judge {{ candidate }}\n")
+    suite.update_config(prompt_templates={"pointwise_judge": "bare.md"})
+    result = coverage(fake_openai)
+    assert result.exit_code == 1 and "Could not find Prompt version in prompt" in result.stderr
+    assert fake_openai.requests == []
+
+
+def test_coverage_cache_dir_reuses_identical_calls(suite, fake_openai, tmp_path):
+    fake_openai.respond_with(judge_responder("pointwise"))
+    cache = str(tmp_path / "cache")
+    assert coverage(fake_openai, "--cache-dir", cache, run_id="c1").exit_code == 0
+    assert coverage(fake_openai, "--cache-dir", cache, run_id="c2").exit_code == 0
+    assert len(fake_openai.chat_requests) == 1
+    response = json.loads((suite.results / "c2" / "judge-response.json").read_text())
+    assert response["calls"][0]["cached"] is True
+
+
+# ---- judge-pairwise ------------------------------------------------------------------------
+
+
+def test_pairwise_unswapped_seed_shows_the_original_order(suite, fake_openai):
+    fake_openai.respond_with(judge_responder("pairwise"))
+    result = pairwise(fake_openai, seed="0")  # digest prefix a4: even, not swapped
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "Winner: candidate_a"
+    prompt = fake_openai.chat_requests[0].prompt
+    assert "ship the importer" in prompt.split("<candidate_a>")[1].split("</candidate_a>")[0]
+    assert "- displayed candidate order: candidate_a, candidate_b" in prompt
+    stored = json.loads((suite.results / "pair-1" / "pairwise-result.json").read_text())
+    assert stored["randomization"] == {
+        "method": "sha256-seed-parity-v1",
+        "seed": 0,
+        "original_order": ["candidate_a", "candidate_b"],
+        "candidate_order": ["candidate_a", "candidate_b"],
+    }
+    report = (suite.results / "pair-1" / "report.md").read_text()
+    assert "- Randomization swapped: false" in report and "- Winner: candidate_a" in report
+
+
+def test_pairwise_swapped_seed_remaps_the_displayed_winner(suite, fake_openai):
+    fake_openai.respond_with(judge_responder("pairwise"))
+    result = pairwise(fake_openai, seed="4")  # digest prefix f7: odd, swapped
+    assert result.exit_code == 0, result.stderr
+    prompt = fake_openai.chat_requests[0].prompt
+    assert "We rewrite everything" in prompt.split("<candidate_a>")[1].split("</candidate_a>")[0]
+    run_dir = suite.results / "pair-1"
+    stored = json.loads((run_dir / "pairwise-result.json").read_text())
+    assert stored["winner"] == "candidate_a"  # the model said candidate_b (displayed), i.e. good.md
+    assert stored["candidate_order"] == ["candidate_a", "candidate_b"]
+    assert stored["randomization"]["candidate_order"] == ["candidate_b", "candidate_a"]
+    assert "- Randomization swapped: true" in (run_dir / "report.md").read_text()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["run_type"] == "judge" and "randomization" not in manifest
+
+
+def test_pairwise_both_orders_agreeing_keeps_the_winner(suite, fake_openai):
+    fake_openai.respond_with(judge_responder("pairwise"))
+    result = pairwise(fake_openai, "--both-orders")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[:2] == ["Winner: candidate_a", "Position consistent: true"]
+    first, second = fake_openai.chat_requests
+    assert "- displayed candidate order: candidate_a, candidate_b" in first.prompt
+    assert "- displayed candidate order: candidate_b, candidate_a" in second.prompt
+    orders = json.loads((suite.results / "pair-1" / "pairwise-orders.json").read_text())
+    assert orders["position_consistent"] is True
+    assert [p["displayed_winner"] for p in orders["passes"]] == ["candidate_a", "candidate_b"]
+
+
+def test_pairwise_both_orders_disagreeing_is_a_tie(suite, fake_openai):
+    fake_openai.respond_with(judge_responder("pairwise", pick="candidate_a"))  # always the first slot
+    result = pairwise(fake_openai, "--both-orders")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[:2] == ["Winner: tie", "Position consistent: false"]
+    run_dir = suite.results / "pair-1"
+    assert json.loads((run_dir / "pairwise-result.json").read_text())["winner"] == "tie"
+    report = (run_dir / "report.md").read_text()
+    assert "- Position consistent: false" in report and "- Pass 2 (candidate_b, candidate_a): candidate_b" in report
+
+
+def _swap_echo_order(answer):
+    answer["candidate_order"] = list(reversed(answer["candidate_order"]))
+
+
+def _wrong_seed(answer):
+    answer["randomization"]["seed"] = "99"
+
+
+def _numeric_seed(answer):
+    answer["randomization"]["seed"] = 0
+    return json.dumps(answer)
+
+
+@pytest.mark.parametrize(
+    ("tweak", "message"),
+    [
+        (
+            _swap_echo_order,
+            'candidate_order mismatch in pairwise judge output: expected ["candidate_a", "candidate_b"], received ["candidate_b", "candidate_a"]',
+        ),
+        (_wrong_seed, "randomization.seed mismatch in pairwise judge output: expected 0, received 99"),
+        (
+            lambda answer: answer.update(case_id="other"),
+            "case_id mismatch in pairwise judge output: expected case-one, received other",
+        ),
+        (
+            lambda answer: answer.update(winner="both"),
+            "pairwise judge output failed schema validation: /winner must be equal to one of the allowed values",
+        ),
+    ],
+)
+def test_pairwise_echo_and_schema_failures_leave_no_manifest(suite, fake_openai, tweak, message):
+    fake_openai.respond_with(judge_responder("pairwise", tweak=tweak))
+    result = pairwise(fake_openai)
+    assert result.exit_code == 1 and message in result.stderr, result.stderr
+    assert not (suite.results / "pair-1" / "manifest.json").exists()
+
+
+def test_pairwise_seed_echo_accepts_a_number(suite, fake_openai):
+    fake_openai.respond_with(judge_responder("pairwise", tweak=_numeric_seed))
+    assert pairwise(fake_openai).exit_code == 0
+
+
+@pytest.mark.parametrize("seed", ["abc", "1.5", "12abc", "9007199254740993"])
+def test_pairwise_seed_must_be_a_safe_integer(suite, fake_openai, seed):
+    result = pairwise(fake_openai, seed=seed)
+    assert result.exit_code == 1 and "--seed must be" in result.stderr and fake_openai.requests == []
+
+
+def test_pairwise_requires_every_flag(suite, fake_openai):
+    result = invoke("judge-pairwise", "--case", "case-one", env=env_for(fake_openai))
+    assert result.stderr.strip() == "Execution failed: missing required argument --candidate-a"

@@ -1,0 +1,185 @@
+"""An eval-kit `adapter.mjs`, unchanged, through the node bridge: every hook, the resolver, and failures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+
+import pytest
+
+from assay.adapters.node_bridge import NodeHookError, NodeModuleBridge
+from assay.doc.config import load_suite
+from assay.doc.hooks import RESOLVER_MARKER
+from assay.errors import AdapterError
+from doc_judges import judge_responder
+from doc_suites import invoke, make_suite
+from servers.fake_openai import chat_reply
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is required for .mjs adapters")
+
+MODEL_ARGS = ["--model", "judge-model", "--provider", "openai", "--effort", "medium"]
+
+
+@pytest.fixture
+def suite(tmp_path, monkeypatch):
+    built = make_suite(tmp_path, adapter="full_adapter.mjs")
+    built.enable("generate", "judge_coverage", "judge_pairwise")
+    monkeypatch.chdir(built.repo)
+    return built
+
+
+def test_every_hook_runs_through_the_bridge(suite, fake_openai):
+    env = {"ASSAY_JUDGE_BASE_URL": fake_openai.base_url}
+    assert invoke("validate-fixtures").exit_code == 0
+    graded = invoke("run-case", "--case", "case-one", "--candidate", "candidates/partial.md", "--run-id", "det")
+    assert graded.exit_code == 0 and "Verdict: yellow" in graded.stdout
+    report_md = (suite.results / "det" / "report.md").read_text()
+    assert "- limit: missing" in report_md and "candidate=candidates/partial.md" in report_md
+    manifest = json.loads((suite.results / "det" / "manifest.json").read_text())
+    assert manifest["tool_versions"]["node"].startswith("v")
+
+    compiled = invoke("report", "--run-id", "combined", "--deterministic", "det")
+    assert compiled.exit_code == 0, compiled.stderr
+    assert json.loads((suite.results / "combined" / "manifest.json").read_text())["case_ids"] == ["case-one"]
+
+    fake_openai.enqueue(chat_reply("# Plan\n\nship the importer\n"))
+    generated = invoke("generate", "--case", "case-one", *MODEL_ARGS, "--run-id", "gen", env=env)
+    assert generated.exit_code == 0, generated.stderr
+    assert "The team will ship the importer." in fake_openai.chat_requests[-1].prompt
+
+    fake_openai.respond_with(judge_responder("pointwise"))
+    judged = invoke(
+        "judge-coverage",
+        "--case",
+        "case-one",
+        "--candidate",
+        "candidates/good.md",
+        *MODEL_ARGS,
+        "--run-id",
+        "cov",
+        env=env,
+    )
+    assert judged.exit_code == 0, judged.stderr
+    assert "_expectedItemsForCanonicalization" not in fake_openai.chat_requests[-1].prompt
+    items = json.loads((suite.results / "cov" / "pointwise-result.json").read_text())["items"]
+    assert [item["kind"] for item in items] == ["goal", "constraint"]
+
+    fake_openai.respond_with(judge_responder("pairwise"))
+    compared = invoke(
+        "judge-pairwise",
+        "--case",
+        "case-one",
+        "--candidate-a",
+        "candidates/bad.md",
+        "--candidate-b",
+        "candidates/good.md",
+        *MODEL_ARGS,
+        "--seed",
+        "3",
+        "--run-id",
+        "pair",
+        env=env,
+    )
+    assert compared.exit_code == 0, compared.stderr
+    assert "Winner: candidate_b" in compared.stdout
+
+
+def test_adapter_stdout_logging_does_not_break_the_protocol(suite):
+    result = invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md", "--run-id", "r")
+    assert result.exit_code == 0, result.stderr
+    assert "grading on stdout must not break the protocol" not in result.stdout
+
+
+def test_a_throwing_hook_reports_its_message(suite):
+    (suite.evals / "full_adapter.mjs").write_text(
+        "export const gradeCandidate = () => { throw new Error('boom from js'); };\n"
+        "export const renderReport = () => 'x';\n"
+    )
+    result = invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md", "--run-id", "r")
+    assert result.exit_code == 1
+    assert result.stderr.strip() == "Execution failed: gradeCandidate failed: boom from js"
+
+
+def test_a_module_that_fails_to_import_is_named(suite):
+    (suite.evals / "full_adapter.mjs").write_text("export const x = ;\n")
+    result = invoke("validate-fixtures")
+    assert result.exit_code == 1
+    assert f"failed to load adapter module from {suite.evals / 'full_adapter.mjs'}: " in result.stderr
+
+
+def test_missing_hook_is_named(suite, fake_openai):
+    (suite.evals / "full_adapter.mjs").write_text("export const gradeCandidate = () => ({});\n")
+    result = invoke(
+        "generate",
+        "--case",
+        "case-one",
+        *MODEL_ARGS,
+        "--run-id",
+        "g",
+        env={"ASSAY_JUDGE_BASE_URL": fake_openai.base_url},
+    )
+    assert "generate requires the adapter to export resolve_generation_vars or resolveGenerationVars" in result.stderr
+    assert fake_openai.requests == []
+
+
+def test_javascript_resolver_contains_paths_like_the_python_one(suite, tmp_path):
+    probe = suite.evals / "probe.mjs"
+    probe.write_text(
+        "export const attempt = ({ resolver }, action, value) => {\n"
+        "  try { return { ok: resolver[action](value) }; } catch (error) { return { error: error.message }; }\n"
+        "};\n"
+    )
+    (tmp_path / "outside.md").write_text("x")
+    (suite.evals / "link").symlink_to(tmp_path)
+    loaded = load_suite(suite.config_path)
+
+    async def go():
+        from assay.doc.adapter import NodeDocAdapter
+
+        adapter = await NodeDocAdapter.start(probe, loaded)
+        try:
+            calls = [
+                ("resolveRunDir", "run-1"),
+                ("resolveRunDir", "../x"),
+                ("resolveRunDir", "run\n"),
+                ("resolveSuitePath", "../../x"),
+                ("resolveSuitePath", "/etc/passwd"),
+                ("resolveSuitePath", "link/outside.md"),
+                ("resolveSuitePath", "cases/case-one/input.md"),
+            ]
+            return [await adapter.call("attempt", {"resolver": RESOLVER_MARKER}, *call) for call in calls]
+        finally:
+            await adapter.aclose()
+
+    results = asyncio.run(go())
+    assert results[0] == {"ok": str(suite.results / "run-1")}
+    assert results[1] == {"error": "run id must be an id, not a path"}
+    assert results[2] == {"error": "run id must be an id, not a path"}
+    assert "escapes" in results[3]["error"] and "must be a relative path" in results[4]["error"]
+    assert "escapes" in results[5]["error"]
+    assert results[6] == {"ok": str(suite.evals / "cases" / "case-one" / "input.md")}
+
+
+def test_bridge_reports_missing_exports_and_undefined_results(tmp_path):
+    module = tmp_path / "m.mjs"
+    module.write_text("export const nothing = () => undefined;\nexport default async (x) => x * 2;\n")
+
+    async def go():
+        bridge = await NodeModuleBridge.start(module)
+        try:
+            assert bridge.exports == {"nothing", "default"}
+            assert await bridge.call("nothing", []) is None
+            assert await bridge.call("default", [21]) == 42
+            with pytest.raises(Exception, match="module has no exported function absent"):
+                await bridge.call("absent", [])
+        finally:
+            await bridge.close()
+
+    asyncio.run(go())
+
+
+def test_bridge_start_fails_for_a_missing_module(tmp_path):
+    with pytest.raises(AdapterError, match="failed to load adapter module from"):
+        asyncio.run(NodeModuleBridge.start(tmp_path / "absent.mjs"))
+    assert issubclass(NodeHookError, AdapterError)

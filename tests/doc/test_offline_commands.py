@@ -1,0 +1,183 @@
+"""The offline commands through the CLI: init, scaffold-case, doctor, list-cases, validate-fixtures, parsing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from doc_suites import invoke, make_suite
+
+GITIGNORE = "# Result bundles stay local; only this file and README.md are tracked.\n*\n!README.md\n!.gitignore\n"
+
+
+@pytest.fixture
+def suite(tmp_path, monkeypatch):
+    built = make_suite(tmp_path)
+    monkeypatch.chdir(built.repo)
+    return built
+
+
+def test_init_writes_the_generic_suite_relative_to_the_cwd(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("init")
+    assert result.exit_code == 0, result.stderr
+    assert "Wrote evals/eval-kit.config.json" in result.stdout and "doctor" in result.stdout
+    config = json.loads((tmp_path / "evals" / "eval-kit.config.json").read_text())
+    assert config["adapter"] == "adapter.mjs" and config["methods"]["generate"] == {"enabled": False}
+    assert config["cases"] == {"root": "cases", "include": ["*"]}
+    assert (tmp_path / "evals" / "results" / ".gitignore").read_text() == GITIGNORE
+    assert "gradeCandidate" in (tmp_path / "evals" / "adapter.mjs").read_text()
+
+
+def test_init_refuses_to_overwrite_even_in_dry_run_and_force_overwrites(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert invoke("init").exit_code == 0
+    for args in (["init"], ["init", "--dry-run"]):
+        refused = invoke(*args)
+        assert refused.exit_code == 1
+        assert "refusing to overwrite existing files: evals/eval-kit.config.json, evals/adapter.mjs" in refused.stderr
+    forced = invoke("init", "--force")
+    assert forced.exit_code == 0 and "Overwrote evals/adapter.mjs" in forced.stdout
+
+
+def test_init_dry_run_writes_nothing_and_unknown_suite_fails(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    dry = invoke("init", "--dry-run")
+    assert dry.exit_code == 0 and "Would write evals/results/.gitignore" in dry.stdout
+    assert not (tmp_path / "evals").exists()
+    unknown = invoke("init", "--suite", "fancy")
+    assert unknown.exit_code == 1
+    assert "unsupported suite fancy; supported suites: generic" in unknown.stderr
+
+
+def test_init_python_adapter_suite_passes_doctor_and_grades(tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert invoke("init", "--adapter-language", "python").exit_code == 0
+    assert invoke("scaffold-case", "--case", "first").exit_code == 0
+    (tmp_path / "c.md").write_text("this has replace this required text inside")
+    assert invoke("doctor").exit_code == 0
+    result = invoke("run-case", "--case", "first", "--candidate", "c.md", "--run-id", "r")
+    assert result.exit_code == 0 and "Verdict: green" in result.stdout
+
+
+def test_scaffold_case_checks_the_id_before_loading_the_config(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no config here at all
+    result = invoke("scaffold-case", "--case", "../x")
+    assert result.exit_code == 1
+    assert result.stderr.strip() == "Execution failed: case id must be an id, not a path"
+
+
+def test_scaffold_case_writes_the_starter_files(suite):
+    result = invoke("scaffold-case", "--case", "new-case")
+    assert result.exit_code == 0, result.stderr
+    case_dir = suite.evals / "cases" / "new-case"
+    manifest = json.loads((case_dir / "case-manifest.json").read_text())
+    assert [a["role"] for a in manifest["artifacts"]] == ["generation_visible", "grader_input", "rubric"]
+    assert manifest["case_type"] == "generic-deterministic" and manifest["metadata"]["purpose"]
+    items = json.loads((case_dir / "expected-items.json").read_text())["items"]
+    assert items[0]["required_text"] == "replace this required text"
+    assert "Wrote evals/cases/new-case/case-manifest.json" in result.stdout
+    assert invoke("scaffold-case", "--case", "new-case").exit_code == 1
+
+
+def test_doctor_passes_and_removes_its_probe(suite):
+    result = invoke("doctor")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "Doctor passed (8 checks)."
+    assert all(line.startswith("ok - ") for line in result.stdout.strip().splitlines()[:-1])
+    assert not (suite.results / ".eval-kit-doctor-write-test").exists()
+
+
+def test_doctor_stops_at_a_duplicate_case_id(suite):
+    suite.add_case("case-one", directory="copy-of-one")
+    result = invoke("doctor")
+    assert result.exit_code == 1
+    assert (
+        "duplicate case id case-one: cases/case-one/case-manifest.json and cases/copy-of-one/case-manifest.json"
+        in result.stderr
+    )
+    assert "Doctor passed" not in result.stdout
+
+
+def test_doctor_reports_missing_artifacts_and_missing_judge_endpoint(suite):
+    (suite.evals / "cases" / "case-one" / "input.md").unlink()
+    missing = invoke("doctor")
+    assert missing.exit_code == 1 and "not found: evals/cases/case-one/input.md" in missing.stderr
+    suite.add_case("case-one")
+    suite.enable("judge_coverage")
+    no_endpoint = invoke("doctor", env={"ASSAY_JUDGE_BASE_URL": "", "OPENAI_BASE_URL": ""})
+    assert no_endpoint.exit_code == 1 and "no judge endpoint is configured" in no_endpoint.stderr
+    ok = invoke("doctor", env={"ASSAY_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert ok.exit_code == 0 and "judge endpoint configured for judge_coverage" in ok.stdout
+
+
+def test_doctor_passes_for_an_empty_suite(suite):
+    import shutil
+
+    shutil.rmtree(suite.evals / "cases")
+    assert invoke("doctor").exit_code == 0
+
+
+def test_list_cases_prints_sorted_ids_or_none_found(suite):
+    suite.add_case("b-case")
+    suite.add_case("a-case")
+    assert invoke("list-cases").stdout.splitlines() == ["a-case", "b-case", "case-one"]
+    suite.update_config(cases={"root": "nowhere"})
+    result = invoke("list-cases")
+    assert result.exit_code == 0 and result.stdout.strip() == "No cases found."
+
+
+def test_validate_fixtures_succeeds_then_fails_on_hook_and_missing_manifest(suite):
+    assert invoke("validate-fixtures").exit_code == 0
+    manifest_path = suite.evals / "cases" / "case-one" / "case-manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["artifacts"] = [a for a in manifest["artifacts"] if a["role"] != "grader_input"]
+    manifest_path.write_text(json.dumps(manifest))
+    hook = invoke("validate-fixtures")
+    assert hook.exit_code == 1
+    assert hook.stderr.strip() == (
+        "Execution failed: validate_fixtures failed: cases/case-one/case-manifest.json has no grader_input"
+    )
+    suite.update_config(case_manifests=["cases/ghost/case-manifest.json"])
+    ghost = invoke("validate-fixtures")
+    assert "configured case manifest not found: cases/ghost/case-manifest.json" in ghost.stderr
+
+
+def test_validate_fixtures_reports_schema_failures_with_the_manifest_label(suite):
+    (suite.evals / "cases" / "case-one" / "case-manifest.json").write_text(
+        '{"schema_version": "x", "case_id": "case-one"}'
+    )
+    result = invoke("validate-fixtures")
+    assert (
+        "case manifest cases/case-one/case-manifest.json failed schema validation: <root> must have required property 'artifacts'"
+        in result.stderr
+    )
+
+
+def test_config_errors_use_the_loading_prefix(suite):
+    suite.config_path.write_text("{broken")
+    result = invoke("validate-fixtures")
+    assert result.exit_code == 1 and result.stderr.startswith("Error loading config: config ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run-case", "--case"], "Error parsing arguments: missing value for --case"),
+        (["run-case", "--case", "--candidate", "x"], "Error parsing arguments: missing value for --case"),
+        (["run-case", "stray"], "Error parsing arguments: unexpected positional argument stray"),
+        (["run-case", "--bogus", "1"], "Error parsing arguments: unknown option --bogus"),
+    ],
+)
+def test_argument_errors_are_one_line_with_exit_1(suite, args, message):
+    result = invoke(*args)
+    assert result.exit_code == 1 and result.stderr.strip() == message
+
+
+def test_last_occurrence_of_a_repeated_flag_wins(suite):
+    result = invoke(
+        "run-case", "--case", "nope", "--case", "case-one", "--candidate", "candidates/good.md", "--run-id", "r"
+    )
+    assert result.exit_code == 0, result.stderr

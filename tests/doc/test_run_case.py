@@ -1,0 +1,187 @@
+"""`run-case` and `report`: verdict exit codes, the bundle, the manifest written last, and containment."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import pytest
+
+from doc_suites import invoke, make_suite
+
+
+@pytest.fixture
+def suite(tmp_path, monkeypatch):
+    built = make_suite(tmp_path)
+    monkeypatch.chdir(built.repo)
+    return built
+
+
+def run_case(candidate="candidates/good.md", run_id="run-1", case="case-one"):
+    args = ["run-case", "--case", case, "--candidate", candidate]
+    return invoke(*args, *(["--run-id", run_id] if run_id else []))
+
+
+def test_green_run_writes_the_full_bundle_with_hashes(suite):
+    result = run_case()
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == ["Verdict: green", "Results: evals/results/run-1"]
+    run_dir = suite.results / "run-1"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["output_files"] == [
+        "manifest.json",
+        "grades.json",
+        "report.md",
+        "cases/case-one/candidate.md",
+        "cases/case-one/grader-output.json",
+    ]
+    assert [a["role"] for a in manifest["artifacts"]] == ["grades", "report", "candidate_markdown", "grader_output"]
+    for artifact in manifest["artifacts"]:
+        data = (run_dir / artifact["path"]).read_bytes()
+        assert artifact["sha256"] == hashlib.sha256(data).hexdigest() and artifact["size_bytes"] == len(data)
+        assert artifact["redaction_status"] == "public-safe"
+    assert manifest["run_type"] == "deterministic" and manifest["runner"]["id"] == "fake-suite-eval-case"
+    assert manifest["status"] == "completed" and manifest["case_ids"] == ["case-one"]
+    assert (run_dir / "cases/case-one/candidate.md").read_bytes() == (suite.repo / "candidates/good.md").read_bytes()
+    grades = json.loads((run_dir / "grades.json").read_text())
+    assert grades["verdict"] == "green" and [f["id"] for f in grades["findings"]] == ["goal", "limit"]
+    assert json.loads((run_dir / "cases/case-one/grader-output.json").read_text()) == {"findings": grades["findings"]}
+    assert (run_dir / "report.md").read_text().endswith("candidate=candidates/good.md\n")
+    assert (run_dir / "manifest.json").read_text().endswith("}\n")
+
+
+def test_yellow_exits_zero_and_red_exits_one_after_writing_the_bundle(suite):
+    assert run_case("candidates/partial.md", "yellow-run").exit_code == 0
+    red = run_case("candidates/bad.md", "red-run")
+    assert red.exit_code == 1 and "Verdict: red" in red.stdout
+    assert (suite.results / "red-run" / "manifest.json").exists()
+
+
+def test_default_run_id_is_deterministic_with_a_timestamp(suite):
+    result = run_case(run_id=None)
+    assert result.exit_code == 0
+    (run_dir,) = list(suite.results.iterdir())
+    assert run_dir.name.startswith("deterministic-20") and run_dir.name.endswith("Z")
+    assert ":" not in run_dir.name and "." not in run_dir.name
+
+
+def test_invalid_grades_fail_closed_without_a_manifest(suite):
+    (suite.evals / "full_adapter.py").write_text(
+        "def grade_candidate(grade):\n    return {'verdict': 'amber', 'findings': []}\n"
+        "def render_report(report):\n    return 'x'\n"
+    )
+    result = run_case()
+    assert result.exit_code == 1
+    assert "grades failed schema validation: /verdict must be equal to one of the allowed values" in result.stderr
+    assert not (suite.results / "run-1" / "manifest.json").exists()
+
+
+def test_failed_rerun_removes_the_old_manifest(suite):
+    assert run_case().exit_code == 0
+    (suite.evals / "full_adapter.py").write_text(
+        "def grade_candidate(grade):\n    raise RuntimeError('grader broke')\n"
+        "def render_report(report):\n    return 'x'\n"
+    )
+    result = run_case()
+    assert result.exit_code == 1 and result.stderr.strip() == "Execution failed: grade_candidate failed: grader broke"
+    assert not (suite.results / "run-1" / "manifest.json").exists()
+
+
+def test_async_grader_and_camel_case_names_work_in_python(suite):
+    (suite.evals / "full_adapter.py").write_text(
+        "async def gradeCandidate(grade):\n    return {'verdict': 'great', 'findings': []}\n"
+        "def renderDeterministicReport(report):\n    return 'ok'\n"
+    )
+    result = run_case()
+    assert result.exit_code == 0 and "Verdict: great" in result.stdout
+
+
+def test_legacy_grader_and_reporter_maps_are_used_without_an_adapter(suite):
+    (suite.evals / "grader.py").write_text(
+        "def grade_candidate(grade):\n    return {'verdict': 'green', 'findings': []}\n"
+    )
+    (suite.evals / "reporter.py").write_text("def render_report(report):\n    return 'legacy'\n")
+    suite.update_config(adapter=None, graders={"kw": "grader.py"}, reporters={"md": "reporter.py"})
+    assert run_case().exit_code == 0
+    assert (suite.results / "run-1" / "report.md").read_text() == "legacy\n"
+    suite.update_config(reporters=None)
+    assert "no reporter configured" in run_case().stderr
+
+
+@pytest.mark.parametrize(
+    ("candidate", "message"),
+    [
+        ("../outside.md", "escapes"),
+        ("candidates/missing.md", "candidate not found: candidates/missing.md"),
+    ],
+)
+def test_candidates_must_exist_inside_the_repo(suite, tmp_path, candidate, message):
+    (tmp_path / "outside.md").write_text("ship the importer, no new services")
+    result = run_case(candidate)
+    assert result.exit_code == 1 and message in result.stderr
+
+
+def test_absolute_candidate_outside_the_repo_and_symlink_escape_are_refused(suite, tmp_path):
+    outside = tmp_path / "outside.md"
+    outside.write_text("ship the importer, no new services")
+    assert "escapes" in run_case(str(outside)).stderr
+    os.symlink(outside, suite.repo / "candidates" / "link.md")
+    assert "escapes" in run_case("candidates/link.md").stderr
+    inside = run_case(str(suite.repo / "candidates" / "good.md"))
+    assert inside.exit_code == 0
+
+
+@pytest.mark.parametrize("run_id", ["../escape", "a/b", ".hidden", "run\n"])
+def test_unsafe_run_ids_are_refused(suite, run_id):
+    result = run_case(run_id=run_id)
+    assert result.exit_code == 1 and "run id must be an id, not a path" in result.stderr
+    assert not (suite.evals / "escape").exists()
+
+
+def test_case_id_with_a_trailing_newline_is_refused(suite):
+    result = run_case(case="case-one\n")
+    assert result.exit_code == 1 and "case id must be an id, not a path" in result.stderr
+
+
+def test_disabled_method_fails_on_the_gate_before_argument_checks(suite):
+    suite.update_config(methods={"deterministic": {"enabled": False}})
+    result = invoke("run-case")
+    assert result.exit_code == 1
+    assert result.stderr.strip() == "Execution failed: run-case is disabled by methods.deterministic.enabled=false"
+    suite.update_config(methods={})
+    missing = invoke("run-case", "--case", "case-one")
+    assert missing.stderr.strip() == "Execution failed: missing required argument --candidate"
+
+
+def test_report_compiles_earlier_runs_into_a_bundle(suite):
+    assert run_case().exit_code == 0
+    result = invoke("report", "--run-id", "combined", "--deterministic", "run-1")
+    assert result.exit_code == 0, result.stderr
+    run_dir = suite.results / "combined"
+    report = (run_dir / "report.md").read_text()
+    assert report.startswith("# Manual Combined Report\n\n## Deterministic Run results\n\n# Eval Report: case-one")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["run_type"] == "manual-report" and manifest["case_ids"] == ["case-one"]
+    assert manifest["output_files"] == ["manifest.json", "report.md", "deterministic_grades.json"]
+    assert [a["role"] for a in manifest["artifacts"]] == ["report", "deterministic_grades"]
+
+
+def test_report_failures(suite):
+    assert "missing required argument --run-id" in invoke("report").stderr
+    assert (
+        "--deterministic run id must be an id, not a path"
+        in invoke("report", "--run-id", "r", "--deterministic", "../x").stderr
+    )
+    suite.update_config(methods={"report": {"enabled": False}})
+    assert "report is disabled by methods.report.enabled=false" in invoke("report", "--run-id", "r").stderr
+
+
+def test_report_artifact_outside_the_run_dir_is_refused(suite):
+    (suite.evals / "full_adapter.py").write_text(
+        "def compile_report(request):\n"
+        "    return {'report_content': 'x', 'case_ids': [], 'artifacts': [{'role': 'leak', 'path': '../run-1/grades.json'}]}\n"
+    )
+    result = invoke("report", "--run-id", "r")
+    assert result.exit_code == 1 and "escapes" in result.stderr
+    assert not (suite.results / "r" / "manifest.json").exists()

@@ -1,0 +1,174 @@
+"""The OpenAI-compatible judge client against the fake server: request shape, retries, failures, cache."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from assay.judge import ChatRequest, JudgeClient, JudgeEndpoint, JudgeError, MemoryCallCache
+from servers.fake_openai import (
+    chat_reply,
+    error_reply,
+    json_reply,
+    malformed_reply,
+    rate_limited,
+)
+
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["verdict"],
+    "properties": {"verdict": {"enum": ["pass", "fail"]}, "evidence": {"type": "array"}},
+    "allOf": [{"if": {"properties": {"verdict": {"const": "pass"}}}, "then": {"required": ["evidence"]}}],
+}
+
+
+class RecordingSleep:
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def client_for(server, *, sleep=None, cache=None, **endpoint_options):
+    endpoint = JudgeEndpoint(base_url=server.base_url, api_key="test-key", timeout_s=5, **endpoint_options)
+    return JudgeClient(endpoint, sleep=sleep or RecordingSleep(), cache=cache)
+
+
+async def ask(server, request=None, **options):
+    async with client_for(server, **options) as client:
+        return await client.complete_json(
+            request or ChatRequest.from_prompt("judge-1", "grade this", json_schema=SCHEMA)
+        )
+
+
+def test_request_is_temperature_zero_with_stripped_schema_and_effort(fake_openai):
+    fake_openai.enqueue(json_reply({"verdict": "fail"}))
+    request = ChatRequest.from_prompt("judge-1", "grade this", json_schema=SCHEMA, reasoning_effort="low")
+    result = run(ask(fake_openai, request))
+    assert result.value == {"verdict": "fail"}
+    sent = fake_openai.chat_requests[0]
+    assert sent.headers["authorization"] == "Bearer test-key"
+    assert sent.body["model"] == "judge-1" and sent.body["temperature"] == 0
+    assert sent.body["messages"] == [{"role": "user", "content": "grade this"}]
+    assert sent.body["reasoning_effort"] == "low"
+    sent_schema = sent.body["response_format"]["json_schema"]["schema"]
+    assert sent.body["response_format"]["type"] == "json_schema" and "allOf" not in sent_schema
+    assert sent_schema["properties"] == SCHEMA["properties"]
+
+
+def test_json_object_mode_and_effort_switch_change_the_request(fake_openai):
+    fake_openai.enqueue(json_reply({"verdict": "fail"}))
+    request = ChatRequest.from_prompt("judge-1", "p", json_schema=SCHEMA, reasoning_effort="high")
+    run(ask(fake_openai, request, response_format="json_object", send_reasoning_effort=False))
+    sent = fake_openai.chat_requests[0].body
+    assert sent["response_format"] == {"type": "json_object"} and "reasoning_effort" not in sent
+
+
+def test_fenced_and_prose_answers_are_accepted(fake_openai):
+    fake_openai.enqueue(
+        chat_reply('```json\n{"verdict": "fail"}\n```'),
+        chat_reply('My answer is {"verdict": "fail"} as requested.'),
+    )
+    assert run(ask(fake_openai)).value == {"verdict": "fail"}
+    assert run(ask(fake_openai)).value == {"verdict": "fail"}
+
+
+def test_full_schema_including_all_of_is_enforced(fake_openai):
+    fake_openai.enqueue(json_reply({"verdict": "pass"}))
+    with pytest.raises(
+        JudgeError, match="^model output failed schema validation: <root> must have required property 'evidence'$"
+    ):
+        run(ask(fake_openai))
+
+
+def test_wrong_schema_is_reported_with_its_location(fake_openai):
+    fake_openai.enqueue(json_reply({"verdict": "maybe", "x": 1}))
+    with pytest.raises(JudgeError) as caught:
+        run(ask(fake_openai))
+    assert "/verdict must be equal to one of the allowed values" in str(caught.value)
+    assert "must NOT have additional properties (x)" in str(caught.value)
+
+
+@pytest.mark.parametrize("content", ["", None, "   "])
+def test_empty_output_fails(fake_openai, content):
+    fake_openai.enqueue(chat_reply(content))
+    with pytest.raises(JudgeError, match="^model output was empty$"):
+        run(ask(fake_openai))
+
+
+def test_server_errors_are_retried_with_exponential_backoff(fake_openai):
+    sleep = RecordingSleep()
+    fake_openai.enqueue(error_reply(500), error_reply(503), json_reply({"verdict": "fail"}))
+    result = run(ask(fake_openai, sleep=sleep, backoff_s=0.25))
+    assert result.value == {"verdict": "fail"} and result.completion.attempts == 3
+    assert sleep.delays == [0.25, 0.5]
+    assert len(fake_openai.chat_requests) == 3
+
+
+def test_persistent_http_500_fails_after_the_last_attempt(fake_openai):
+    fake_openai.enqueue(*[error_reply(500, "boom")] * 3)
+    with pytest.raises(JudgeError, match=r"^judge endpoint failed after 3 attempt\(s\): HTTP 500: boom$"):
+        run(ask(fake_openai, max_attempts=3))
+
+
+def test_rate_limit_waits_for_retry_after(fake_openai):
+    sleep = RecordingSleep()
+    fake_openai.enqueue(rate_limited(7), json_reply({"verdict": "fail"}))
+    run(ask(fake_openai, sleep=sleep))
+    assert sleep.delays == [7.0]
+
+
+def test_client_errors_are_not_retried(fake_openai):
+    fake_openai.enqueue(error_reply(401, "bad key"))
+    with pytest.raises(JudgeError, match="^judge endpoint rejected the request: HTTP 401: bad key$"):
+        run(ask(fake_openai))
+    assert len(fake_openai.chat_requests) == 1
+
+
+def test_malformed_response_body_is_an_error(fake_openai):
+    fake_openai.enqueue(*[malformed_reply()] * 4)
+    with pytest.raises(JudgeError, match="judge endpoint"):
+        run(ask(fake_openai))
+
+
+def test_timeouts_are_retried(fake_openai):
+    from servers.fake_openai import Reply
+
+    slow = json_reply({"verdict": "fail"})
+    slow.delay_s = 1.0
+    fake_openai.enqueue(slow, json_reply({"verdict": "fail"}))
+    endpoint = JudgeEndpoint(base_url=fake_openai.base_url, timeout_s=0.2)
+
+    async def go():
+        async with JudgeClient(endpoint, sleep=RecordingSleep()) as client:
+            return await client.complete_json(ChatRequest.from_prompt("m", "p"))
+
+    assert run(go()).completion.attempts == 2
+    assert Reply  # the scripted reply type is public
+
+
+def test_cache_answers_repeated_calls_without_the_server(fake_openai):
+    cache = MemoryCallCache()
+    fake_openai.enqueue(json_reply({"verdict": "fail"}))
+    first = run(ask(fake_openai, cache=cache))
+    second = run(ask(fake_openai, cache=cache))
+    assert not first.completion.cached and second.completion.cached
+    assert second.value == first.value and len(fake_openai.chat_requests) == 1
+
+
+def test_endpoint_from_environment_requires_an_explicit_base_url():
+    with pytest.raises(JudgeError, match="no judge endpoint configured"):
+        JudgeEndpoint.from_environment({})
+    endpoint = JudgeEndpoint.from_environment(
+        {"ASSAY_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "k", "ASSAY_JUDGE_REASONING_EFFORT": "off"}
+    )
+    assert endpoint.api_key == "k" and not endpoint.send_reasoning_effort and endpoint.auth_mode == "api-key"
+    with pytest.raises(JudgeError, match="ASSAY_JUDGE_RESPONSE_FORMAT"):
+        JudgeEndpoint.from_environment({"OPENAI_BASE_URL": "http://x/v1", "ASSAY_JUDGE_RESPONSE_FORMAT": "xml"})

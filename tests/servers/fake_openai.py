@@ -1,0 +1,274 @@
+"""A scriptable fake OpenAI-compatible server on 127.0.0.1 for tests: queued replies, recorded requests.
+
+Use the `fake_openai` fixture (import it into a test module or conftest:
+`from servers.fake_openai import fake_openai  # noqa: F401`), enqueue replies, point the client at
+`fake_openai.base_url`. Replies can be chat completions (content or tool calls, streamed when the
+request asks), any JSON body, HTTP errors, 429 with Retry-After, or malformed bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterator
+
+import pytest
+
+__all__ = [
+    "FakeOpenAIServer",
+    "RecordedRequest",
+    "Reply",
+    "chat_reply",
+    "error_reply",
+    "fake_openai",
+    "json_body",
+    "json_reply",
+    "malformed_reply",
+    "rate_limited",
+    "tool_call",
+]
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    raw: bytes
+    body: Any  # parsed JSON, or None when the body was not JSON
+
+    @property
+    def prompt(self) -> str:
+        """All message contents joined, for assertions on what the model was shown."""
+        messages = (self.body or {}).get("messages") or []
+        return "\n".join(str(message.get("content") or "") for message in messages)
+
+
+@dataclass
+class Reply:
+    """One scripted answer. `completion` set means a chat completion (streamable); else `body` bytes."""
+
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    completion: dict[str, Any] | None = None
+    delay_s: float = 0.0
+
+
+_counter = iter(range(1, 1 << 30))
+
+
+def chat_reply(
+    content: str | None = None,
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    model: str = "fake-model",
+    finish_reason: str | None = None,
+    usage: dict[str, int] | None = None,
+) -> Reply:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    completion = {
+        "id": f"chatcmpl-fake-{next(_counter)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
+            }
+        ],
+        "usage": usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+    return Reply(completion=completion)
+
+
+def json_reply(value: Any, **options: Any) -> Reply:
+    """A chat completion whose content is `value` as JSON text."""
+    return chat_reply(json.dumps(value), **options)
+
+
+def tool_call(name: str, arguments: Any, call_id: str | None = None) -> dict[str, Any]:
+    return {
+        "id": call_id or f"call_{next(_counter)}",
+        "type": "function",
+        "function": {"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)},
+    }
+
+
+def json_body(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
+    """Any JSON body verbatim (e.g. a Responses API object, or an unusual completion shape)."""
+    return Reply(
+        status=status,
+        body=json.dumps(value).encode("utf-8"),
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
+
+
+def error_reply(status: int = 500, message: str = "fake server error", headers: dict[str, str] | None = None) -> Reply:
+    body = {"error": {"message": message, "type": "server_error" if status >= 500 else "invalid_request_error"}}
+    return json_body(body, status=status, headers=headers)
+
+
+def rate_limited(retry_after: float | str = 0, message: str = "rate limited") -> Reply:
+    return error_reply(429, message, headers={"Retry-After": str(retry_after)})
+
+
+def malformed_reply(text: str = '{"choices": [', status: int = 200) -> Reply:
+    return Reply(status=status, body=text.encode("utf-8"), headers={"Content-Type": "application/json"})
+
+
+def _stream_chunks(completion: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    choice = completion["choices"][0]
+    message = choice["message"]
+    base = {key: completion[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return base | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    content = message.get("content") or ""
+    for start in range(0, len(content), 16):
+        yield chunk({"content": content[start : start + 16]})
+    for index, call in enumerate(message.get("tool_calls") or []):
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": call["function"]["name"], "arguments": ""},
+                    }
+                ]
+            }
+        )
+        yield chunk({"tool_calls": [{"index": index, "function": {"arguments": call["function"]["arguments"]}}]})
+    yield chunk({}, choice["finish_reason"])
+
+
+class FakeOpenAIServer:
+    """A ThreadingHTTPServer on 127.0.0.1:0 answering from a queue, then from `responder`, else 500."""
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self.responder: Callable[[RecordedRequest], Reply] | None = None
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def enqueue(self, *replies: Reply) -> "FakeOpenAIServer":
+        with self._lock:
+            self._queue.extend(replies)
+        return self
+
+    def respond_with(self, responder: Callable[[RecordedRequest], Reply]) -> "FakeOpenAIServer":
+        self.responder = responder
+        return self
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [request for request in self.requests if request.path.endswith("/chat/completions")]
+
+    def start(self) -> "FakeOpenAIServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def _next_reply(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            if self._queue:
+                return self._queue.popleft()
+        if request.method == "GET" and request.path.rstrip("/").endswith("/models"):
+            return json_body({"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "fake"}]})
+        if self.responder is not None:
+            return self.responder(request)
+        return error_reply(500, "fake server has no scripted reply for this request")
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+                return
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = None
+                request = RecordedRequest(
+                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, raw, body
+                )
+                reply = server._next_reply(request)
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                wants_stream = isinstance(body, dict) and body.get("stream") is True
+                if reply.completion is not None and wants_stream:
+                    self._send_stream(reply)
+                    return
+                payload = json.dumps(reply.completion).encode("utf-8") if reply.completion is not None else reply.body
+                headers = {"Content-Type": "application/json"} | reply.headers
+                self._send(reply.status, payload, headers)
+
+            def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+                try:
+                    self.send_response(status)
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def _send_stream(self, reply: Reply) -> None:
+                assert reply.completion is not None
+                events = (
+                    b"".join(
+                        b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n"
+                        for chunk in _stream_chunks(reply.completion)
+                    )
+                    + b"data: [DONE]\n\n"
+                )
+                self._send(reply.status, events, {"Content-Type": "text/event-stream"} | reply.headers)
+
+            do_POST = _handle
+            do_GET = _handle
+
+        return Handler
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    """A started fake server; stopped after the test. Never reaches the network."""
+    server = FakeOpenAIServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
