@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from evals import invoke, make_eval, read_report, run_eval, write
+from video_evals import invoke, make_eval, read_report, run_eval, write
 
 NUMBERS_CASE = """
 video: clip.mp4

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from evals import invoke, make_eval, read_report, run_eval
+from video_evals import invoke, make_eval, read_report, run_eval
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 

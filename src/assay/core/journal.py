@@ -548,12 +548,15 @@ class JournalWriter:
         self._thread = threading.Thread(target=self._write_loop, name="assay-journal", daemon=True)
         self._thread.start()
 
-    def submit(self, type: str, key: str, payload: Mapping[str, Any], on_durable: Any = None) -> None:
+    def submit(self, type: str, key: str, payload: Mapping[str, Any], on_durable: Any = None) -> asyncio.Future[None]:
+        """Queue one record; the returned future resolves once it is durable (or fails with the write)."""
         if self._failure is not None:
             raise self._failure
         self._pending += 1
         self._idle.clear()
-        self._queue.put((type, key, payload, on_durable))
+        durable: asyncio.Future[None] = self._loop.create_future()
+        self._queue.put((type, key, payload, (on_durable, durable)))
+        return durable
 
     def _write_loop(self) -> None:
         while True:
@@ -581,10 +584,15 @@ class JournalWriter:
         self._pending -= len(batch)
         if failure is not None:
             self._failure = failure
-        else:
-            for *_, on_durable in batch:
-                if on_durable is not None:
-                    on_durable()
+        for *_, (on_durable, durable) in batch:
+            if failure is None and on_durable is not None:
+                on_durable()
+            if not durable.done():
+                if failure is None:
+                    durable.set_result(None)
+                else:
+                    durable.set_exception(failure)
+                    durable.exception()  # retrieved: drain() reports it, an unawaited future must not warn
         if self._pending == 0:
             self._idle.set()
 

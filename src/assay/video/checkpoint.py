@@ -6,6 +6,7 @@ completed result and evaluates again only adapter errors and samples that never 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -123,7 +124,8 @@ class RunCheckpoint:
             writer, self._writer = self._writer, None
             await writer.close()
 
-    def submit(self, trial: int, result: SampleResult, on_durable: Callable[[], None]) -> None:
+    def submit(self, trial: int, result: SampleResult, on_durable: Callable[[], None]) -> asyncio.Future[None]:
+        """Queue `result`; `on_durable` runs once it is on disk, when the returned future resolves."""
         assert self._writer is not None, "use `async with checkpoint.writing()`"
         key = run_result_key(trial, result.case, result.target, result.sample_index, result.timestamp_s)
 
@@ -132,7 +134,7 @@ class RunCheckpoint:
                 self.has_reusable_work = True
             on_durable()
 
-        self._writer.submit(RUN_RESULT, key, result.to_report(), durable)
+        return self._writer.submit(RUN_RESULT, key, result.to_report(), durable)
 
     async def drain(self) -> None:
         if self._writer is not None:

@@ -88,7 +88,7 @@ async def observe_case(
     *,
     concurrency: int,
     keep_going: bool,
-    handle: Callable[[Observation], None],
+    handle: Callable[[Observation], Any],
     progress: Callable[[int, int], None] | None = None,
 ) -> None:
     """Evaluate `work` (targets with their pending samples) and pass each observation to `handle`.
@@ -142,9 +142,15 @@ async def _observe_individually(
                 image.close()
             # Handled here rather than in on_complete, so a SampleAbort from the handler stops
             # the run the same way an adapter error does (calls in flight still finish).
-            handle(Observation(sample, target, value, error, time.perf_counter() - started, "individual", frame.pixels))
+            durable = handle(
+                Observation(sample, target, value, error, time.perf_counter() - started, "individual", frame.pixels)
+            )
         finally:
             feed.release()
+        if durable is not None:
+            # Hold this worker (not its frame) until the result is on disk: a crash then loses
+            # at most one answered call per worker.
+            await durable
 
     def complete(done: Completed[Any]) -> None:
         nonlocal finished

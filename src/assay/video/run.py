@@ -273,13 +273,14 @@ class VideoRun:
             duration=duration, timing_mode=timing_mode,
         )
 
-    def _finish(self, trial: int, result: SampleResult, rgb: Any, order: _DisplayOrder, target_index: int) -> None:
+    def _finish(self, trial: int, result: SampleResult, rgb: Any, order: _DisplayOrder, target_index: int) -> Any:
+        """Journal (then show) one result; returns what to await for it to be durable, or None."""
         if self.options.save_failures and result.status in ("failed", "error"):
             self._save_failure(trial, result, rgb)
         if self._checkpoint is not None:
-            self._checkpoint.submit(trial, result, lambda: order.add(target_index, result))
-        else:
-            order.add(target_index, result)
+            return self._checkpoint.submit(trial, result, lambda: order.add(target_index, result))
+        order.add(target_index, result)
+        return None
 
     def _save_failure(self, trial: int, result: SampleResult, rgb: Any) -> None:
         directory = artifacts.failure_directory(self.options.artifacts_dir, self.eval_directory.path, trial)
@@ -318,9 +319,9 @@ class VideoRun:
             [(target, len(todo) + len(ignored)) for target, todo, ignored in pending],
         )
 
-        def store(target: Target, result: SampleResult, pixels: Any = None) -> None:
+        def store(target: Target, result: SampleResult, pixels: Any = None) -> Any:
             results[(target.index, result.sample_index)] = result
-            self._finish(trial, result, pixels, order, target.index)
+            return self._finish(trial, result, pixels, order, target.index)
 
         for target, _, ignored in pending:
             for sample in ignored:
@@ -338,7 +339,7 @@ class VideoRun:
                 executor=self._executor,
             )
 
-        def handle(observation: Observation) -> None:
+        def handle(observation: Observation) -> Any:
             sample, target = observation.sample, observation.target
             if observation.error is not None:
                 result = self._result(
@@ -349,7 +350,7 @@ class VideoRun:
                 result = self._judge(
                     sample, target, observation.value, observation.duration_seconds, observation.timing_mode
                 )
-            store(target, result, observation.pixels)
+            return store(target, result, observation.pixels)
 
         try:
             await observe_case(

@@ -1,0 +1,193 @@
+"""The review editor in a real browser: Debian's Chromium driven by Playwright against a live server."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from media import make_numbered_video
+
+from assay.video.review.server import ReviewServer, create_review_app
+from assay.web.app import Binding, bind_loopback_socket
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+try:
+    from playwright.sync_api import Page, sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    sync_playwright = None  # type: ignore[assignment]
+
+pytestmark = [
+    pytest.mark.skipif(sync_playwright is None, reason="playwright (Python) is not installed: pip install playwright"),
+    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: apt-get install -y chromium"),
+]
+
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+CASE_YAML = """\
+# Frame numbers, for the browser test.
+video: clip.mp4
+targets:
+  number:
+    label: Frame number
+    samples:
+      # the first second
+      - range: [0.0, 1.0]
+        expect: 0
+      - at: 1.5  # one point
+        expect: 15
+  parity:
+    samples:
+      - at: 2.0
+        expect: true
+"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def eval_dir(tmp_path: Path) -> Path:
+    cases = tmp_path / "eval" / "cases"
+    cases.mkdir(parents=True)
+    make_numbered_video(cases / "clip.mp4", 30, fps=10)
+    (cases / "numbers.yaml").write_text(textwrap.dedent(CASE_YAML), encoding="utf-8")
+    return tmp_path / "eval"
+
+
+@pytest.fixture
+def origin(eval_dir: Path) -> Iterator[str]:
+    import uvicorn
+
+    sock = bind_loopback_socket(0)
+    binding = Binding(port=sock.getsockname()[1])
+    app = create_review_app(ReviewServer(eval_dir=eval_dir.resolve(), binding=binding))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "the review server did not start"
+        time.sleep(0.02)
+    yield binding.origin
+    server.should_exit = True
+    thread.join(timeout=10)
+    sock.close()
+
+
+@pytest.fixture
+def page(browser: object, origin: str) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    assert not errors, errors
+
+
+def wait_saved(page: Page) -> None:
+    page.wait_for_function("() => document.getElementById('save-status').dataset.state === 'saved'", timeout=10_000)
+
+
+def blocks(eval_dir: Path, target: str) -> list[dict]:
+    return yaml.safe_load((eval_dir / "cases" / "numbers.yaml").read_text(encoding="utf-8"))["targets"][target]["samples"]
+
+
+def test_open_seek_edit_add_range_delete_and_read_the_yaml_back(page: Page, origin: str, eval_dir: Path) -> None:
+    page.goto(f"{origin}/?case=numbers.yaml&target=number")
+    page.wait_for_selector("body[data-ready=true]")
+    assert page.text_content("#case-title") == "numbers"
+    assert page.locator("#case-list li").count() == 1
+
+    # Seek: the playhead moves and the exact eval frame for that time is fetched.
+    page.fill("#time-input", "1.2")
+    page.press("#time-input", "Enter")
+    page.wait_for_function("() => document.getElementById('frame-meta').textContent.startsWith('at 1.2 s')")
+    assert page.evaluate("window.assayEditor.state.time") == pytest.approx(1.2)
+    assert page.get_attribute("#frame-image", "src").startswith("blob:")
+
+    # Edit the expectation of the point at 1.5 s.
+    page.click("#samples-body tr[data-group]:nth-child(2)")
+    assert page.text_content("#inspector h2") == "Sample at 1.5 s"
+    page.fill("#insp-value", '{"n": 99}')
+    assert page.input_value("#insp-type") == "object"
+    wait_saved(page)
+    assert blocks(eval_dir, "number")[1] == {"at": 1.5, "expect": {"n": 99}}
+
+    # An invalid value is shown, not saved.
+    page.fill("#insp-value", "{oops")
+    page.wait_for_selector("#error-value:not([hidden])")
+    assert page.get_attribute("#save-status", "data-state") == "invalid"
+    page.fill("#insp-value", '{"n": 99}')
+    wait_saved(page)
+
+    # Add a range through the dialog.
+    page.click("#add-range")
+    page.fill("#range-start", "2")
+    page.fill("#range-end", "2.75")
+    page.fill("#range-every", "0.25")
+    page.uncheck("#range-draft")
+    page.fill("#range-expect", "true")
+    page.click("#range-submit")
+    wait_saved(page)
+    assert blocks(eval_dir, "number")[2] == {"range": [2.0, 2.75], "every_s": 0.25, "expect": True}
+
+    # Delete the sample at 0.5 s: expand the first group, pick the sample, delete it.
+    page.click("#samples-body tr[data-group]:nth-child(1) .toggle")
+    page.click("#samples-body tr[data-sample='block-1-sample-1']")
+    assert page.text_content("#inspector h2") == "Sample at 0.5 s"
+    page.click("#insp-delete")
+    wait_saved(page)
+
+    text = (eval_dir / "cases" / "numbers.yaml").read_text(encoding="utf-8")
+    assert blocks(eval_dir, "number") == [
+        {"at": 0.0, "expect": 0},
+        {"at": 1.5, "expect": {"n": 99}},
+        {"range": [2.0, 2.75], "every_s": 0.25, "expect": True},
+    ]
+    assert text.startswith("# Frame numbers, for the browser test.\n")
+    assert "# the first second" in text and "# one point" in text
+    assert text.endswith("  parity:\n    samples:\n      - at: 2.0\n        expect: true\n")
+
+
+def test_keyboard_adds_a_sample_at_the_playhead_copying_its_neighbour(page: Page, origin: str, eval_dir: Path) -> None:
+    page.goto(f"{origin}/?case=numbers.yaml&target=parity&time=2.4")
+    page.wait_for_selector("body[data-ready=true]")
+    page.click("#case-title")  # focus the page, not an input
+    page.keyboard.press("a")
+    wait_saved(page)
+    assert blocks(eval_dir, "parity") == [{"at": [2.0, 2.4], "expect": True}]
+    # Adding where a sample already is selects it instead.
+    page.keyboard.press("a")
+    assert page.text_content("#inspector h2") == "Sample at 2.4 s"
+    # The last sample of a target cannot be deleted away entirely.
+    page.keyboard.press("Escape")
+    page.click("#samples-body tr[data-group]")
+    page.keyboard.press("Delete")
+    page.wait_for_selector("#banner:not([hidden])")
+    assert "must keep at least one sample" in page.text_content("#banner")
+    assert len(blocks(eval_dir, "parity")) == 1
+
+
+def test_a_blocked_case_is_shown_read_only(page: Page, origin: str, eval_dir: Path) -> None:
+    (eval_dir / "cases" / "broken.yaml").write_text("video: missing.mp4\ntargets:\n  t:\n    samples:\n      - at: 1\n        expect: 1\n")
+    page.goto(f"{origin}/?case=broken.yaml")
+    page.wait_for_selector("body[data-ready=true]")
+    page.wait_for_selector("#banner:not([hidden])")
+    assert "video_unavailable" in page.text_content("#banner")
+    assert page.is_disabled("#add-sample")
+    assert page.text_content("#save-status") == "Read-only"
