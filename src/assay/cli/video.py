@@ -307,25 +307,15 @@ def export_frames_command(
         console.print(str(path), markup=False, highlight=False)
 
 
-def _not_built(name: str, issue: str) -> None:
-    @video_app.command(name, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-    def command(ctx: typer.Context) -> None:
-        print(f"assay video {name} is not built yet ({issue}).")
-        raise typer.Exit(2)
-
-    command.__doc__ = f"Not built yet ({issue})."
-
-
-_not_built("review", "the browser editor lands after seed")
-
-
-def _register_seed() -> None:
+def _register_seed_and_review() -> None:
+    from assay.cli.video_review import review_command
     from assay.cli.video_seed import seed_command
 
     video_app.command("seed")(seed_command)
+    video_app.command("review")(review_command)
 
 
-_register_seed()
+_register_seed_and_review()
 
 
 def _register_store() -> None:
