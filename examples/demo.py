@@ -29,6 +29,7 @@ def main() -> int:
     make_demo_video(HERE / "video" / "cases" / "traffic-light.mp4")
     codes = [
         run("video eval", "video", "run", "--eval-dir", "examples/video", "--concurrency", "4"),
+        run("agent eval", "agent", "run", "--project", "examples/agent"),
         run(
             "document eval",
             "doc", "run-case", "--config", "examples/doc/evals/eval-kit.config.json",

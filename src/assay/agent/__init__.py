@@ -1,0 +1,36 @@
+"""Agent evals (NiceEval's model): evals drive an agent through `t` and assert on its event stream.
+
+Authoring names live here: `define_eval`, `Experiment`, `define_agent`, the event and turn model,
+and the matchers. The runner and CLI import their own modules.
+"""
+
+from assay.agent.adapter import Agent, DefinedAgent, SendFailure, define_agent
+from assay.agent.context import AgentContext, CancelSignal, HookContext, Telemetry
+from assay.agent.definition import Eval, EvalDescriptor, define_eval, define_score_eval
+from assay.agent.drive import Answer, EvalContext, SessionHandle, TurnHandle, at_least
+from assay.agent.experiment import Experiment
+from assay.agent.judging import Judge, JudgeRequest, JudgeScore
+from assay.agent.matchers import (
+    Matcher, Outcome, Unavailable, and_, equals, event_match, excludes, includes, is_defined, is_false, is_true,
+    json_match, matches, not_, or_, pattern, satisfies, similarity, tool_match,
+)
+from assay.agent.model import (
+    COMPLETE, MISSING, Compaction, ContextInjected, Coverage, ErrorEvent, EvidenceCoverage, InputFile, InputOption,
+    InputRequest, InputRequested, InputResponse, Message, OperationFinished, OperationStarted, SkillLoaded,
+    SubagentOperation, Thinking, ToolOperation, Turn, TurnInput, Usage, complete_evidence_coverage, message, partial,
+    tool_call, tool_result, unavailable,
+)
+from assay.agent.session import AgentSession, SessionSlot, create_session_slot
+
+__all__ = [
+    "COMPLETE", "MISSING", "Agent", "AgentContext", "AgentSession", "Answer", "CancelSignal", "Compaction",
+    "ContextInjected", "Coverage", "DefinedAgent", "ErrorEvent", "Eval", "EvalContext", "EvalDescriptor",
+    "EvidenceCoverage", "Experiment", "HookContext", "InputFile", "InputOption", "InputRequest", "InputRequested",
+    "InputResponse", "Judge", "JudgeRequest", "JudgeScore", "Matcher", "Message", "OperationFinished",
+    "OperationStarted", "Outcome", "SendFailure", "SessionHandle", "SessionSlot", "SkillLoaded", "SubagentOperation",
+    "Telemetry", "Thinking", "ToolOperation", "Turn", "TurnHandle", "TurnInput", "Unavailable", "Usage", "and_",
+    "at_least", "complete_evidence_coverage", "create_session_slot", "define_agent", "define_eval",
+    "define_score_eval", "equals", "event_match", "excludes", "includes", "is_defined", "is_false", "is_true",
+    "json_match", "matches", "message", "not_", "or_", "partial", "pattern", "satisfies", "similarity", "tool_call",
+    "tool_match", "tool_result", "unavailable",
+]

@@ -39,21 +39,13 @@ def root(
 
 
 def _register_groups() -> None:
+    from assay.cli.agent import agent_app
+    from assay.cli.doc import doc_app
     from assay.cli.video import video_app
 
-    from assay.cli.doc import doc_app
-
     app.add_typer(video_app, name="video", help="Video evals: GlassKit Eval-compatible eval directories.")
+    app.add_typer(agent_app, name="agent", help="Agent evals: drive conversations, assert on what the agent did.")
     app.add_typer(doc_app, name="doc", help="Document evals: eval-kit-compatible suites.")
-    for name, what in (("agent", "Agent evals (NiceEval's model): not built yet."),):
-        group = typer.Typer(help=what, invoke_without_command=True, add_completion=False)
-
-        def not_built(ctx: typer.Context, _name: str = name) -> None:
-            print(f"assay {_name} is not built yet; `assay video` is available now.")
-            raise typer.Exit(2)
-
-        group.callback(invoke_without_command=True)(not_built)
-        app.add_typer(group, name=name)
 
 
 _register_groups()

@@ -1,0 +1,78 @@
+"""The adapter contract: an `Agent` has a name, a required evidence-coverage proof and `async send`.
+
+`define_agent` builds one from functions; `SendFailure` is how an adapter says it could not get a
+trustworthy turn (an infrastructure problem, never a graded failure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from assay.agent.context import AgentContext
+from assay.agent.model import EvidenceCoverage, Turn, TurnInput
+from assay.errors import ConfigError
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """`setup(ctx)` / `teardown(ctx)` are optional and run once per attempt around its sends."""
+
+    name: str
+    evidence_coverage: EvidenceCoverage
+
+    async def send(self, input: TurnInput, ctx: AgentContext) -> Turn: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DefinedAgent:
+    name: str
+    evidence_coverage: EvidenceCoverage
+    send: Callable[[TurnInput, AgentContext], Awaitable[Turn]]
+    setup: Callable[[AgentContext], Any] | None = None
+    teardown: Callable[[AgentContext], Any] | None = None
+
+
+def define_agent(
+    *,
+    name: str,
+    send: Callable[[TurnInput, AgentContext], Awaitable[Turn]],
+    evidence_coverage: EvidenceCoverage,
+    setup: Callable[[AgentContext], Any] | None = None,
+    teardown: Callable[[AgentContext], Any] | None = None,
+) -> DefinedAgent:
+    """A direct agent from an async `send`; `evidence_coverage` is required (declare only what is true)."""
+    agent = DefinedAgent(name, evidence_coverage, send, setup, teardown)
+    check_agent(agent, "define_agent")
+    return agent
+
+
+def check_agent(agent: Any, where: str) -> None:
+    name = getattr(agent, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{where}: the agent must have a non-empty string `name`")
+    if not isinstance(getattr(agent, "evidence_coverage", None), EvidenceCoverage):
+        raise ConfigError(
+            f"{where}: agent {name!r} must declare `evidence_coverage` (an EvidenceCoverage; "
+            "use complete_evidence_coverage only if every channel really is complete)"
+        )
+    if not callable(getattr(agent, "send", None)):
+        raise ConfigError(f"{where}: agent {name!r} must have an async `send(input, ctx)`")
+
+
+class SendFailure(Exception):
+    """The agent could not produce a trustworthy turn; `acceptance` says whether the request got in.
+
+    `rejected` means it provably never reached the agent (safe to resend); `started` or `unknown`
+    means side effects may have happened."""
+
+    def __init__(self, message: str, *, acceptance: str = "unknown", code: str = "agent-send-failed") -> None:
+        super().__init__(message)
+        if acceptance not in ("rejected", "started", "unknown"):
+            raise ValueError("acceptance must be rejected, started or unknown")
+        self.acceptance = acceptance
+        self.code = code
+
+
+__all__ = ["Agent", "DefinedAgent", "SendFailure", "check_agent", "define_agent"]

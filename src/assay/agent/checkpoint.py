@@ -1,0 +1,132 @@
+"""An agent run's checkpoint on the core journal: its plan identity, what a resume reuses, how it ends.
+
+Sealed attempts are journaled as they finish; errored and interrupted ones are rerun on resume,
+everything else is reused. Checkpoints live in `<project>/.assay/runs/checkpoints/agent-*`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from assay.agent.project import checkpoints_base
+from assay.agent.record import ATTEMPT_RECORD, EXECUTED, REUSED, AttemptResult
+from assay.core import journal as journal_module
+from assay.core.journal import Checkpoint, plan_hash, read_manifest
+from assay.errors import CheckpointError
+
+KIND = "agent"
+
+
+def plan_identity(invocation: Mapping[str, Any], plan: Sequence[Any]) -> str:
+    """What must not change for a resume: the selection, each experiment's identity, each eval's file."""
+    experiments: dict[str, Any] = {}
+    evals: dict[str, str] = {}
+    for planned in plan:
+        experiments.setdefault(planned.experiment.id, planned.experiment.experiment.identity())
+        evals.setdefault(planned.eval.id, planned.eval.digest)
+    selection = {key: invocation.get(key) for key in ("experiment", "evals", "tags", "attempts", "timeout", "budget")}
+    return plan_hash({"selection": selection, "experiments": experiments, "evals": evals, "slots": len(plan)})
+
+
+def is_reusable(result: AttemptResult) -> bool:
+    return result.outcome in (EXECUTED, REUSED) and result.verdict not in (None, "errored")
+
+
+class AgentCheckpoint:
+    def __init__(self, checkpoint: Checkpoint, reused: dict[str, AttemptResult], resumed: bool) -> None:
+        self.checkpoint = checkpoint
+        self.reused = reused
+        self.resumed = resumed
+
+    @property
+    def path(self) -> Path:
+        return self.checkpoint.path
+
+    @property
+    def id(self) -> str:
+        return self.checkpoint.id
+
+    @classmethod
+    def start(cls, project: Path, invocation: Mapping[str, Any], plan: Sequence[Any]) -> AgentCheckpoint:
+        checkpoint = Checkpoint.create(
+            checkpoints_base(project), KIND, plan_hash=plan_identity(invocation, plan), total=len(plan),
+            invocation=invocation,
+        )
+        return cls(checkpoint, {}, False)
+
+    @classmethod
+    def resume(cls, path: Path, manifest: Mapping[str, Any], plan: Sequence[Any]) -> AgentCheckpoint:
+        journal_module.ensure_not_complete(path, manifest)
+        journal_module.ensure_plan_unchanged(path, manifest, plan_identity(manifest["invocation"], plan))
+        checkpoint = Checkpoint.resume(path, manifest)
+        try:
+            records = checkpoint.journal.records()
+            journal_module.ensure_results_within_plan(path, records, (planned.key for planned in plan))
+            reused = {}
+            for key, record in records.items():
+                if record.type != ATTEMPT_RECORD:
+                    continue
+                result = AttemptResult.from_json(record.payload)
+                if is_reusable(result):
+                    result.outcome = REUSED
+                    reused[key] = result
+        except BaseException:
+            checkpoint.release()
+            raise
+        return cls(checkpoint, reused, True)
+
+    def finish(self, outcome: Any) -> bool:
+        """Mark complete when nothing is left to rerun; otherwise keep it for `--resume`. True if kept open."""
+        rerun = outcome.interrupted or any(not is_reusable(result) for result in outcome.results)
+        if not rerun:
+            self.checkpoint.mark_complete()
+        self.checkpoint.release()
+        return rerun
+
+    def release(self) -> None:
+        self.checkpoint.release()
+
+
+def resume_lines(path: Path, project: Path) -> list[str]:
+    command = journal_module.format_resume_command(
+        ["assay", "agent", "run", "--project", str(project), "--resume", str(path)]
+    )
+    return [f"Checkpoint: {path}", f"Resume with `{command}`."]
+
+
+def list_checkpoints(project: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Agent checkpoints of the project, oldest first."""
+    root = journal_module.checkpoints_root(checkpoints_base(project))
+    found = []
+    if root.is_dir():
+        for path in root.iterdir():
+            if not path.name.startswith(f"{KIND}-") or not path.is_dir():
+                continue
+            try:
+                found.append((path, read_manifest(path, KIND)))
+            except CheckpointError:
+                continue
+    return sorted(found, key=lambda item: (item[1].get("created_at", ""), item[0].name))
+
+
+def read_results(path: Path) -> list[AttemptResult]:
+    """The latest result per slot, read-only; a torn last line (a run still writing) is skipped."""
+    latest: dict[str, AttemptResult] = {}
+    try:
+        data = (path / journal_module.JOURNAL_FILE_NAME).read_bytes()
+    except FileNotFoundError:
+        return []
+    for line in data.split(b"\n")[:-1]:
+        try:
+            document = json.loads(line)
+        except ValueError:
+            raise CheckpointError(f"checkpoint event log in {path} is corrupt") from None
+        if isinstance(document, dict) and document.get("type") == ATTEMPT_RECORD:
+            latest[document["key"]] = AttemptResult.from_json(document["payload"])
+    return list(latest.values())
+
+
+__all__ = ["AgentCheckpoint", "KIND", "is_reusable", "list_checkpoints", "plan_identity", "read_results", "resume_lines"]

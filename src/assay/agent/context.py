@@ -1,0 +1,205 @@
+"""What an agent's callbacks receive besides the input: cancellation, session, feedback, pass-through settings.
+
+`CancelSignal` is the soft cancellation adapters forward (the runner also cancels the task as a
+hard backstop); `progress` is ephemeral, `diagnostic` is stored with the attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.agent.session import AgentSession
+
+
+class Cancelled(Exception):
+    """Raised by `CancelSignal.raise_if_cancelled` inside adapter or eval code."""
+
+
+class CancelSignal:
+    """Set once, with a reason (`timeout`, `interrupted`), when the attempt must stop."""
+
+    __slots__ = ("_reason", "_callbacks", "_event")
+
+    def __init__(self) -> None:
+        self._reason: str | None = None
+        self._callbacks: list[Callable[[str], Any]] | None = None
+        self._event: asyncio.Event | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self._reason is not None
+
+    @property
+    def reason(self) -> str | None:
+        return self._reason
+
+    def cancel(self, reason: str) -> None:
+        if self._reason is not None:
+            return
+        self._reason = reason
+        if self._event is not None:
+            self._event.set()
+        for callback in self._callbacks or ():
+            try:
+                callback(reason)
+            except Exception:  # noqa: BLE001 - a listener must not stop the others
+                pass
+
+    def add_callback(self, callback: Callable[[str], Any]) -> None:
+        """Call `callback(reason)` on cancellation (at once if already cancelled), e.g. to close a stream."""
+        if self._reason is not None:
+            callback(self._reason)
+            return
+        if self._callbacks is None:
+            self._callbacks = []
+        self._callbacks.append(callback)
+
+    async def wait(self) -> str:
+        if self._reason is None:
+            if self._event is None:
+                self._event = asyncio.Event()
+            await self._event.wait()
+        return self._reason or ""
+
+    def raise_if_cancelled(self) -> None:
+        if self._reason is not None:
+            raise Cancelled(self._reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """Durable feedback stored with the attempt; it never changes the verdict, even at level error."""
+
+    code: str
+    level: str
+    message: str
+    data: Mapping[str, Any] | None = None
+    phase: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"code": self.code, "level": self.level, "message": self.message}
+        if self.data is not None:
+            document["data"] = dict(self.data)
+        if self.phase is not None:
+            document["phase"] = self.phase
+        return document
+
+
+class Feedback:
+    """Progress lines and diagnostics of one attempt; diagnostics with one dedupe key are kept once."""
+
+    __slots__ = ("diagnostics", "recent_progress", "_dedupe", "_listener")
+
+    def __init__(self, listener: Callable[[str], Any] | None = None) -> None:
+        self.diagnostics: list[Diagnostic] = []
+        self.recent_progress: list[str] = []
+        self._dedupe: set[str] = set()
+        self._listener = listener
+
+    def progress(self, message: str, current: int | None = None, total: int | None = None) -> None:
+        line = message if current is None else f"{message} ({current}/{total})" if total else f"{message} ({current})"
+        self.recent_progress.append(line)
+        if len(self.recent_progress) > 5:
+            del self.recent_progress[0]
+        if self._listener is not None:
+            self._listener(line)
+
+    def diagnostic(
+        self,
+        code: str,
+        level: str,
+        message: str,
+        data: Mapping[str, Any] | None = None,
+        dedupe_key: str | None = None,
+        *,
+        phase: str | None = None,
+    ) -> None:
+        if level not in ("warning", "error"):
+            raise ValueError("diagnostic level must be 'warning' or 'error'")
+        if dedupe_key is not None:
+            if dedupe_key in self._dedupe:
+                return
+            self._dedupe.add(dedupe_key)
+        self.diagnostics.append(Diagnostic(code, level, message, data, phase))
+
+
+@dataclass(frozen=True, slots=True)
+class Telemetry:
+    """OpenTelemetry wiring for one turn (not produced yet: assay has no OTLP receiver)."""
+
+    endpoint: str
+    env: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class AgentContext:
+    """The single context every `send`, `setup` and `teardown` call gets."""
+
+    __slots__ = (
+        "signal", "session", "model", "reasoning_effort", "flags", "experiment_id", "eval_id", "attempt",
+        "telemetry", "_feedback", "_phase",
+    )
+
+    def __init__(
+        self,
+        *,
+        signal: CancelSignal,
+        session: AgentSession,
+        feedback: Feedback,
+        model: str | None = None,
+        reasoning_effort: str | None = None,
+        flags: Mapping[str, Any] | None = None,
+        experiment_id: str | None = None,
+        eval_id: str | None = None,
+        attempt: int = 0,
+        telemetry: Telemetry | None = None,
+        phase: str = "agent.run",
+    ) -> None:
+        self.signal = signal
+        self.session = session
+        self.model = model
+        self.reasoning_effort = reasoning_effort
+        self.flags = flags if flags is not None else {}
+        self.experiment_id = experiment_id
+        self.eval_id = eval_id
+        self.attempt = attempt
+        self.telemetry = telemetry
+        self._feedback = feedback
+        self._phase = phase
+
+    def progress(self, message: str, current: int | None = None, total: int | None = None) -> None:
+        self._feedback.progress(message, current, total)
+
+    def log(self, message: str) -> None:
+        self._feedback.progress(message)
+
+    def diagnostic(
+        self,
+        code: str,
+        level: str,
+        message: str,
+        data: Mapping[str, Any] | None = None,
+        dedupe_key: str | None = None,
+    ) -> None:
+        self._feedback.diagnostic(code, level, message, data, dedupe_key, phase=self._phase)
+
+
+@dataclass(frozen=True, slots=True)
+class HookContext:
+    """What experiment `setup` / `teardown` hooks get."""
+
+    experiment_id: str
+    signal: CancelSignal
+    feedback: Feedback
+
+    def progress(self, message: str, current: int | None = None, total: int | None = None) -> None:
+        self.feedback.progress(message, current, total)
+
+    def diagnostic(self, code: str, level: str, message: str, data: Mapping[str, Any] | None = None) -> None:
+        self.feedback.diagnostic(code, level, message, data, phase="experiment")
+
+
+__all__ = ["AgentContext", "CancelSignal", "Cancelled", "Diagnostic", "Feedback", "HookContext", "Telemetry"]

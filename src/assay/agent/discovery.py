@@ -1,0 +1,218 @@
+"""Finding evals and experiments in a project, and selecting which (experiment, eval) pairs run.
+
+Evals: `evals/**/*_eval.py` (id = path without `_eval.py`) and `evals/<dir>/eval.py` (id = dir);
+experiments: `experiments/**/*.py` (id = path without `.py`); `_`-prefixed files and folders are shared code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.agent.definition import Eval, EvalDescriptor
+from assay.agent.experiment import Experiment
+from assay.agent.project import EVALS_DIR, EXPERIMENTS_DIR
+from assay.errors import AssayError, ConfigError, UsageError
+
+EVAL_SUFFIX = "_eval.py"
+EVAL_ENTRY = "eval.py"
+
+
+@dataclass(frozen=True)
+class EvalEntry:
+    id: str
+    eval: Eval
+    path: Path | None = None
+    digest: str = ""  # SHA-256 of the defining file: part of a checkpoint's identity
+
+    @property
+    def directory(self) -> Path | None:
+        return self.path.parent if self.path is not None else None
+
+    @property
+    def descriptor(self) -> EvalDescriptor:
+        return EvalDescriptor(self.id, self.eval.description, self.eval.tags, self.eval.kind, self.eval.metadata)
+
+
+@dataclass(frozen=True)
+class ExperimentEntry:
+    id: str
+    experiment: Experiment
+    path: Path | None = None
+
+    @property
+    def group(self) -> str:
+        return self.id.split("/", 1)[0]
+
+
+def _skipped(relative: Path) -> bool:
+    return any(part.startswith(("_", ".")) for part in relative.parts)
+
+
+def _import(path: Path, project: Path, namespace: str) -> Any:
+    if str(project) not in sys.path:
+        sys.path.insert(0, str(project))  # so files can import the project's `agents/` and helpers
+    name = f"assay_agent_{namespace}_{hashlib.sha256(str(path).encode()).hexdigest()[:16]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"could not load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except AssayError as error:
+        sys.modules.pop(name, None)
+        raise ConfigError(f"{path}: {error}") from None
+    except (Exception, SystemExit) as error:
+        sys.modules.pop(name, None)
+        raise ConfigError(f"could not import {path}: {type(error).__name__}: {error}") from error
+    return module
+
+
+def _is_eval_collection(value: Any) -> bool:
+    if isinstance(value, Eval):
+        return True
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(isinstance(item, Eval) for item in value)
+    if isinstance(value, Mapping):
+        return bool(value) and all(isinstance(item, Eval) for item in value.values())
+    return False
+
+
+def _check_key(key: Any, path: Path) -> str:
+    if not isinstance(key, str) or not key or key in (".", "..") or any(
+        character in key for character in "/\\"
+    ) or any(ord(character) < 32 or ord(character) == 127 for character in key):
+        raise ConfigError(f"{path}: eval key {key!r} must be one non-empty path segment (no '/', '\\', '.', '..')")
+    return key
+
+
+def _evals_of(module: Any, path: Path, base_id: str) -> list[tuple[str, Eval]]:
+    exported = [
+        (name, value) for name, value in vars(module).items() if not name.startswith("_") and _is_eval_collection(value)
+    ]
+    if not exported:
+        raise ConfigError(
+            f"{path} defines no eval: decorate `async def test(t)` with @define_eval, or export a list or dict of evals"
+        )
+    if len(exported) > 1:
+        names = ", ".join(name for name, _ in exported)
+        raise ConfigError(f"{path} defines several evals ({names}); export one eval, or one list or dict of them")
+    value = exported[0][1]
+    if isinstance(value, Eval):
+        return [(base_id, value)]
+    if isinstance(value, Mapping):
+        return [(f"{base_id}/{_check_key(key, path)}", value[key]) for key in sorted(value)]
+    return [(f"{base_id}/{position:04d}", item) for position, item in enumerate(value)]
+
+
+def _eval_files(root: Path) -> list[tuple[str, Path]]:
+    files: list[tuple[str, Path]] = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        if _skipped(relative):
+            continue
+        if path.name == EVAL_ENTRY:
+            if len(relative.parts) == 1:
+                raise ConfigError(f"{path}: an eval.py entry must be inside a folder of {root} (its id is the folder)")
+            files.append((relative.parent.as_posix(), path))
+        elif path.name.endswith(EVAL_SUFFIX) and len(path.name) > len(EVAL_SUFFIX):
+            files.append((relative.with_name(path.name[: -len(EVAL_SUFFIX)]).as_posix(), path))
+    return files
+
+
+def discover_evals(project: Path) -> list[EvalEntry]:
+    project = project.resolve()
+    root = project / EVALS_DIR
+    if not root.is_dir():
+        raise ConfigError(f"no {EVALS_DIR}/ folder in {project}; run `assay agent init` there")
+    entries: dict[str, EvalEntry] = {}
+    for base_id, path in _eval_files(root):
+        data = path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        module = _import(path, project, "eval")
+        for eval_id, definition in _evals_of(module, path, base_id):
+            if eval_id in entries:
+                raise ConfigError(f"eval id {eval_id!r} is defined twice: {entries[eval_id].path} and {path}")
+            entries[eval_id] = EvalEntry(eval_id, definition, path, digest)
+    return [entries[key] for key in sorted(entries)]
+
+
+def discover_experiments(project: Path) -> list[ExperimentEntry]:
+    project = project.resolve()
+    root = project / EXPERIMENTS_DIR
+    if not root.is_dir():
+        raise ConfigError(f"no {EXPERIMENTS_DIR}/ folder in {project}; add one with an Experiment(agent=...) file")
+    entries = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        if _skipped(relative) or path.name == "__init__.py":
+            continue
+        module = _import(path, project, "experiment")
+        found = [value for name, value in vars(module).items() if not name.startswith("_") and isinstance(value, Experiment)]
+        if len(found) != 1:
+            raise ConfigError(f"{path} must define exactly one Experiment(...), found {len(found)}")
+        entries.append(ExperimentEntry(relative.with_suffix("").as_posix(), found[0], path))
+    return sorted(entries, key=lambda entry: entry.id)
+
+
+def _matches_selector(selector: str, experiment_id: str) -> bool:
+    wanted = [part for part in selector.strip("/").split("/") if part]
+    if selector.endswith(".py"):
+        wanted[-1] = wanted[-1][:-3]
+    if wanted and wanted[0] == EXPERIMENTS_DIR and len(wanted) > 1:
+        wanted = wanted[1:]  # `experiments/baseline.py` names the same thing as `baseline`
+    parts = experiment_id.split("/")
+    if not wanted or len(wanted) > len(parts):
+        return False
+    last = len(wanted) - 1
+    return all(wanted[i] == parts[i] for i in range(last)) and parts[last].startswith(wanted[last])
+
+
+def select_experiments(experiments: Sequence[ExperimentEntry], selector: str | None) -> list[ExperimentEntry]:
+    """All for None; an exact id wins; else whole segments match and the last may be a prefix."""
+    if not experiments:
+        raise UsageError("no experiments found: add a file under experiments/ defining Experiment(agent=...)")
+    if selector is None:
+        return list(experiments)
+    exact = [entry for entry in experiments if entry.id == selector]
+    if exact:
+        return exact
+    chosen = [entry for entry in experiments if _matches_selector(selector, entry.id)]
+    if not chosen:
+        known = ", ".join(entry.id for entry in experiments)
+        raise UsageError(f"no experiment matches {selector!r}; experiments: {known}")
+    return chosen
+
+
+def select_evals(
+    experiment: ExperimentEntry,
+    evals: Sequence[EvalEntry],
+    prefixes: Sequence[str] = (),
+    tags: Sequence[str] = (),
+) -> list[EvalEntry]:
+    """The experiment's own selection, narrowed (never widened) by id prefixes and tags."""
+    chosen = []
+    for entry in evals:
+        if prefixes and not any(entry.id.startswith(prefix) for prefix in prefixes):
+            continue
+        if tags and not any(tag in entry.eval.tags for tag in tags):
+            continue
+        try:
+            selected = experiment.experiment.selects(entry.descriptor)
+        except Exception as error:  # noqa: BLE001 - the experiment file's predicate is user code
+            raise ConfigError(f"experiment {experiment.id}: its evals predicate raised {type(error).__name__}: {error}") from None
+        if selected:
+            chosen.append(entry)
+    return chosen
+
+
+__all__ = [
+    "EVAL_ENTRY", "EVAL_SUFFIX", "EvalEntry", "ExperimentEntry", "discover_evals", "discover_experiments",
+    "select_evals", "select_experiments",
+]

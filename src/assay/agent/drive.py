@@ -1,0 +1,733 @@
+"""The eval-side API: `t` (the main session line), session handles and turn handles.
+
+Drive verbs build a `TurnInput`, call the agent once and record the settled turn; every assertion
+call registers one entry, evaluated at the call site over the turns its scope can see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import mimetypes
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.agent import assertions as checks
+from assay.agent.adapter import SendFailure
+from assay.agent.assertions import AssertionEntry, AssertionHandle, Checked, evaluate_matcher
+from assay.agent.context import AgentContext, CancelSignal, Feedback
+from assay.agent.control import AuthoringError, SkipEval
+from assay.agent.evidence import OccurrenceLedger, ScopeView, ToolOccurrence, TurnRecord, last_assistant_text, sum_usage
+from assay.agent.judging import Judge, JudgeRequest, grade
+from assay.agent.matchers import (
+    MATCHED, EventMatch, Matcher, Outcome, ToolMatch, Unavailable, _json_match, as_tool_match,
+)
+from assay.agent.model import (
+    MISSING, EvidenceCoverage, InputFile, InputRequest, InputResponse, Message, StreamEvent, Turn, TurnFormatError,
+    TurnInput, Usage, check_turn,
+)
+from assay.agent.session import AgentSession
+from assay.agent.structured import lower_schema, validate_against
+
+
+SEND_MAX_ATTEMPTS = 4
+
+
+class AgentCallError(Exception):
+    """The agent's `send` raised or returned something that is not a Turn (`agent-send-failed`)."""
+
+    def __init__(self, message: str, code: str = "agent-send-failed") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An explicit answer to one pending request: exactly one of `option_id` and `text`."""
+
+    request: InputRequest | str
+    option_id: str | None = None
+    text: str | None = None
+
+
+def at_least(count: int) -> dict[str, int]:
+    """`count=at_least(2)` for `called_tool` and `event`."""
+    return {"at_least": count}
+
+
+class AttemptRuntime:
+    """Everything one attempt's drive and assertion calls share."""
+
+    __slots__ = (
+        "agent", "kind", "eval_dir", "model", "reasoning_effort", "flags", "experiment_id", "eval_id", "attempt",
+        "signal", "feedback", "default_coverage", "pricing", "judge", "judge_config", "judge_declared",
+        "entries", "lines", "skip_reason", "retry_base_seconds",
+    )
+
+    def __init__(
+        self,
+        *,
+        agent: Any,
+        kind: str = "pass",
+        eval_dir: Path | None = None,
+        model: str | None = None,
+        reasoning_effort: str | None = None,
+        flags: Mapping[str, Any] | None = None,
+        experiment_id: str | None = None,
+        eval_id: str | None = None,
+        attempt: int = 0,
+        signal: CancelSignal | None = None,
+        feedback: Feedback | None = None,
+        pricing: Mapping[str, Any] | None = None,
+        judge: Judge | None = None,
+        judge_config: Mapping[str, Any] | None = None,
+        judge_declared: bool = False,
+        retry_base_seconds: float = 5.0,
+    ) -> None:
+        self.agent = agent
+        self.kind = kind
+        self.eval_dir = eval_dir
+        self.model = model
+        self.reasoning_effort = reasoning_effort
+        self.flags = flags if flags is not None else {}
+        self.experiment_id = experiment_id
+        self.eval_id = eval_id
+        self.attempt = attempt
+        self.signal = signal or CancelSignal()
+        self.feedback = feedback or Feedback()
+        self.default_coverage: EvidenceCoverage = agent.evidence_coverage
+        self.pricing = pricing or {}
+        self.judge = judge
+        self.judge_config = judge_config
+        self.judge_declared = judge_declared
+        self.entries: list[AssertionEntry] = []
+        self.lines: list[SessionLine] = []
+        self.skip_reason: str | None = None
+        self.retry_base_seconds = retry_base_seconds
+
+    def new_line(self) -> SessionLine:
+        line = SessionLine(self, len(self.lines))
+        self.lines.append(line)
+        return line
+
+    def context(self, session: AgentSession, phase: str = "agent.run") -> AgentContext:
+        return AgentContext(
+            signal=self.signal, session=session, feedback=self.feedback, model=self.model,
+            reasoning_effort=self.reasoning_effort, flags=self.flags, experiment_id=self.experiment_id,
+            eval_id=self.eval_id, attempt=self.attempt, phase=phase,
+        )
+
+    def register(self, kind: str, scope: str, description: Any, checked: Checked) -> AssertionHandle:
+        entry = AssertionEntry(len(self.entries), kind, scope, description)
+        outcome, candidates, blamed = checked
+        entry.settle(outcome)
+        entry.candidates = candidates
+        if blamed is not None:
+            self.feedback.diagnostic(
+                "evidence-incomplete", "warning",
+                f"{kind} over {scope} is unavailable, not passed: {outcome.reason}",
+                {"channel": blamed}, dedupe_key=f"{blamed}:{kind}:{scope}", phase="assertions.evaluate",
+            )
+        self.entries.append(entry)
+        return AssertionHandle(entry, self.kind == "score")
+
+    def all_turns_view(self) -> ScopeView:
+        if len(self.lines) == 1:
+            line = self.lines[0]
+            return ScopeView("t", line.turns, self.default_coverage, (line.ledger,))
+        return ScopeView(
+            "t", [turn for line in self.lines for turn in line.turns], self.default_coverage,
+            [line.ledger for line in self.lines],
+        )
+
+
+class SessionLine:
+    """One conversation thread: its agent session, its turns and the pairing of its operations."""
+
+    __slots__ = ("runtime", "index", "session", "turns", "ledger", "_context")
+
+    def __init__(self, runtime: AttemptRuntime, index: int) -> None:
+        self.runtime = runtime
+        self.index = index
+        self.session = AgentSession()
+        self.turns: list[TurnRecord] = []
+        self.ledger = OccurrenceLedger(index)
+        self._context: AgentContext | None = None
+
+    @property
+    def context(self) -> AgentContext:
+        if self._context is None:
+            self._context = self.runtime.context(self.session)
+        return self._context
+
+    def pending_requests(self) -> tuple[InputRequest, ...]:
+        if not self.turns or self.turns[-1].status != "waiting":
+            return ()
+        return self.turns[-1].requests
+
+    def view(self) -> ScopeView:
+        name = "main session" if self.index == 0 else f"session {self.index}"
+        return ScopeView(name, list(self.turns), self.runtime.default_coverage, (self.ledger,))
+
+    async def send(self, turn_input: TurnInput, output: Any) -> TurnHandle:
+        runtime = self.runtime
+        for attempt in range(1, SEND_MAX_ATTEMPTS + 1):
+            runtime.signal.raise_if_cancelled()
+            try:
+                raw = await runtime.agent.send(turn_input, self.context)
+                break
+            except SendFailure as failure:
+                # Only a request that provably never reached the agent is safe to send again.
+                if failure.acceptance != "rejected" or attempt == SEND_MAX_ATTEMPTS:
+                    exhausted = " (retries exhausted)" if failure.acceptance == "rejected" else ""
+                    raise AgentCallError(
+                        f"agent {runtime.agent.name!r} send failed{exhausted}: {failure}", failure.code
+                    ) from failure
+                delay = runtime.retry_base_seconds * 2 ** (attempt - 1)
+                runtime.feedback.progress(
+                    f"turn retry {attempt + 1}/{SEND_MAX_ATTEMPTS} ({failure.code}) — waiting {delay:g}s"
+                )
+                await asyncio.sleep(delay)
+            except Exception as error:
+                raise AgentCallError(
+                    f"agent {runtime.agent.name!r} send raised {type(error).__name__}: {error}"
+                ) from error
+        try:
+            turn = check_turn(raw)
+        except TurnFormatError as error:
+            raise AgentCallError(f"agent {runtime.agent.name!r} returned an invalid turn: {error}") from None
+        return self._record(turn_input, turn, output)
+
+    def _record(self, turn_input: TurnInput, turn: Turn, output: Any) -> TurnHandle:
+        runtime = self.runtime
+        coverage = runtime.default_coverage.downgraded(turn.evidence_coverage) if turn.evidence_coverage else (
+            runtime.default_coverage
+        )
+        status = turn.status
+        data = turn.data
+        typed: Any = None
+        output_error = None
+        if output is not None:
+            if data is MISSING:
+                output_error = "the turn declared an output schema but the agent returned no data"
+            else:
+                typed, problems = validate_against(output, data)
+                if problems:
+                    output_error = "turn data does not match the output schema: " + "; ".join(problems)
+            if output_error is not None:
+                status = "failed"
+                data = MISSING
+                runtime.feedback.diagnostic("output-schema-mismatch", "error", output_error, phase="agent.run")
+        elif data is not MISSING:
+            runtime.feedback.diagnostic(
+                "unexpected-turn-data", "warning",
+                "the agent returned data for a turn that declared no output; it was dropped",
+                dedupe_key="unexpected-turn-data", phase="agent.run",
+            )
+            data = MISSING
+        requests: tuple[InputRequest, ...] = ()
+        if any(event.type == "input.requested" for event in turn.events):
+            requests = tuple(
+                event.request if event.request.id else InputRequest(
+                    f"request-{position}", event.request.prompt, event.request.display, event.request.action,
+                    event.request.input, event.request.options,
+                )
+                for position, event in enumerate(turn.events)
+                if event.type == "input.requested"
+            )
+        record = TurnRecord(
+            session=self.index,
+            ordinal=len(self.turns) + 1,
+            input_text=turn_input.text,
+            events=turn.events,
+            status=status,
+            coverage=coverage,
+            data=data,
+            usage=turn.usage,
+            output_error=output_error,
+            requests=requests,
+            user_message=Message(turn_input.text, "user") if turn_input.text else None,
+        )
+        self.turns.append(record)
+        orphans_before = len(self.ledger.orphans)
+        self.ledger.add_turn(record)
+        if len(self.ledger.orphans) > orphans_before:
+            for operation_id in self.ledger.orphans[orphans_before:]:
+                runtime.feedback.diagnostic(
+                    "orphan-operation-finished", "warning",
+                    f"{record.label}: operation.finished {operation_id!r} has no matching operation.started",
+                    phase="agent.run",
+                )
+        return TurnHandle(record, runtime, typed if output_error is None and output is not None else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoped assertion methods, shared by t, session handles and turn handles
+
+
+class _Scoped:
+    __slots__ = ()
+
+    def _runtime(self) -> AttemptRuntime:
+        raise NotImplementedError
+
+    def _view(self) -> ScopeView:
+        raise NotImplementedError
+
+    def _register(self, kind: str, description: Any, checked: Checked) -> AssertionHandle:
+        return self._runtime().register(kind, self._view_name(), description, checked)
+
+    def _view_name(self) -> str:
+        raise NotImplementedError
+
+    def succeeded(self) -> AssertionHandle:
+        """Every turn completed and no input request is left unanswered."""
+        return self._register("succeeded", "succeeded()", checks.check_succeeded(self._view()))
+
+    def called_tool(self, tool: str | ToolMatch, *, count: int | Mapping[str, int] | None = None) -> AssertionHandle:
+        """At least once by default; `count=n` exactly n, `count=at_least(n)` n or more."""
+        matcher = as_tool_match(tool)
+        description = f"called_tool({matcher.describe()}{'' if count is None else f', count={count}'})"
+        return self._register("called_tool", description, checks.check_called_tool(self._view(), matcher, count))
+
+    def not_called_tool(self, tool: str | ToolMatch) -> AssertionHandle:
+        matcher = as_tool_match(tool)
+        return self._register(
+            "not_called_tool", f"not_called_tool({matcher.describe()})", checks.check_not_called_tool(self._view(), matcher)
+        )
+
+    def tool_order(self, tools: Sequence[str | ToolMatch]) -> AssertionHandle:
+        if len(tools) < 2:
+            raise AuthoringError("tool_order needs at least two tools")
+        matchers = [as_tool_match(tool) for tool in tools]
+        description = "tool_order([" + ", ".join(m.describe() for m in matchers) + "])"
+        return self._register("tool_order", description, checks.check_tool_order(self._view(), matchers))
+
+    def used_no_tools(self) -> AssertionHandle:
+        return self._register("used_no_tools", "used_no_tools()", checks.check_used_no_tools(self._view()))
+
+    def max_tool_calls(self, maximum: int) -> AssertionHandle:
+        if isinstance(maximum, bool) or not isinstance(maximum, int) or maximum < 0:
+            raise AuthoringError("max_tool_calls needs a non-negative integer")
+        return self._register(
+            "max_tool_calls", f"max_tool_calls({maximum})", checks.check_max_tool_calls(self._view(), maximum)
+        )
+
+    def no_failed_actions(self) -> AssertionHandle:
+        """No tool or subagent finished failed; a human rejection is not a failure."""
+        return self._register("no_failed_actions", "no_failed_actions()", checks.check_no_failed_actions(self._view()))
+
+    def event(self, match: EventMatch, *, count: int | Mapping[str, int] | None = None) -> AssertionHandle:
+        _require_event_match(match)
+        description = f"event({match.describe()}{'' if count is None else f', count={count}'})"
+        return self._register("event", description, checks.check_event(self._view(), match, count))
+
+    def not_event(self, match: EventMatch) -> AssertionHandle:
+        _require_event_match(match)
+        return self._register("not_event", f"not_event({match.describe()})", checks.check_not_event(self._view(), match))
+
+    def event_order(self, matches: Sequence[EventMatch]) -> AssertionHandle:
+        if len(matches) < 2:
+            raise AuthoringError("event_order needs at least two event matches")
+        for match in matches:
+            _require_event_match(match)
+        description = "event_order([" + ", ".join(m.describe() for m in matches) + "])"
+        return self._register("event_order", description, checks.check_event_order(self._view(), matches))
+
+    def max_tokens(self, maximum: int) -> AssertionHandle:
+        if isinstance(maximum, bool) or not isinstance(maximum, int) or maximum < 0:
+            raise AuthoringError("max_tokens needs a non-negative integer")
+        return self._register("max_tokens", f"max_tokens({maximum})", checks.check_max_tokens(self._view(), maximum))
+
+    def max_cost(self, usd: float) -> AssertionHandle:
+        """Compared with the runner's estimate from the price table, never the provider-reported cost."""
+        if isinstance(usd, bool) or not isinstance(usd, (int, float)) or usd < 0:
+            raise AuthoringError("max_cost needs a non-negative number of USD")
+        runtime = self._runtime()
+        return self._register(
+            "max_cost", f"max_cost({usd})", checks.check_max_cost(self._view(), float(usd), runtime.model, runtime.pricing)
+        )
+
+
+def _require_event_match(match: Any) -> None:
+    if not isinstance(match, EventMatch):
+        raise AuthoringError(f"expected event_match(...), got {type(match).__name__}")
+
+
+class JudgeRecipes:
+    """`closed_qa`, `factuality`, `summarizes`: measurements in [0, 1], soft unless `.gate(n)`."""
+
+    __slots__ = ("_runtime", "_scope", "_material")
+
+    def __init__(self, runtime: AttemptRuntime, scope: str, material: tuple[str, str] | None) -> None:
+        self._runtime = runtime
+        self._scope = scope
+        self._material = material  # a turn binds (user input, assistant output)
+
+    def _register(self, recipe: str, criterion: str, input: str | None, output: str | None) -> AssertionHandle:
+        runtime = self._runtime
+        if not runtime.judge_declared:
+            raise AuthoringError("declare judge=True (or a judge config) on the eval to use judge assertions")
+        if self._material is not None:
+            input, output = self._material
+        elif input is None or output is None:
+            raise AuthoringError(f"t.judge.{recipe} needs explicit input= and output= text")
+        entry = AssertionEntry(len(runtime.entries), "judge", self._scope, f"judge.{recipe}({criterion!r})")
+        entry.measurement = True
+        entry.pending = grade(runtime.judge, JudgeRequest(recipe, criterion, input, output, runtime.judge_config))
+        runtime.entries.append(entry)
+        return AssertionHandle(entry, runtime.kind == "score")
+
+    def closed_qa(self, question: str, *, input: str | None = None, output: str | None = None) -> AssertionHandle:
+        return self._register("closed_qa", question, input, output)
+
+    def factuality(self, reference: str, *, input: str | None = None, output: str | None = None) -> AssertionHandle:
+        return self._register("factuality", reference, input, output)
+
+    def summarizes(self, source: str, *, input: str | None = None, output: str | None = None) -> AssertionHandle:
+        return self._register("summarizes", source, input, output)
+
+
+# ---------------------------------------------------------------------------------------------
+# Handles
+
+
+class TurnHandle(_Scoped):
+    """One settled turn (immutable); its assertions see this turn only."""
+
+    __slots__ = ("record", "_attempt", "_data")
+
+    def __init__(self, record: TurnRecord, runtime: AttemptRuntime, data: Any) -> None:
+        self.record = record
+        self._attempt = runtime
+        self._data = data
+
+    def _runtime(self) -> AttemptRuntime:
+        return self._attempt
+
+    def _view(self) -> ScopeView:
+        return ScopeView(self.record.label, (self.record,), self._attempt.default_coverage)
+
+    def _view_name(self) -> str:
+        return self.record.label
+
+    @property
+    def events(self) -> Sequence[StreamEvent]:
+        return self.record.events
+
+    @property
+    def tool_calls(self) -> list[ToolOccurrence]:
+        return [occurrence for occurrence in self.record.occurrences() if occurrence.kind == "tool"]
+
+    @property
+    def status(self) -> str:
+        return self.record.status
+
+    @property
+    def message(self) -> str | Unavailable | None:
+        """The last assistant message of this turn."""
+        return _reply([self.record], self.record.coverage)
+
+    @property
+    def data(self) -> Any:
+        """The validated structured output (a model instance for a pydantic schema); None without one."""
+        return self._data
+
+    @property
+    def output_error(self) -> str | None:
+        return self.record.output_error
+
+    @property
+    def usage(self) -> Usage | None:
+        return self.record.usage
+
+    @property
+    def requests(self) -> tuple[InputRequest, ...]:
+        return self.record.requests
+
+    @property
+    def judge(self) -> JudgeRecipes:
+        message = self.message
+        output = message if isinstance(message, str) else ""
+        return JudgeRecipes(self._attempt, self.record.label, (self.record.input_text, output))
+
+
+def _reply(turns: Sequence[TurnRecord], coverage: EvidenceCoverage) -> str | Unavailable | None:
+    text = last_assistant_text(turns)
+    if text is None and not coverage.messages.complete:
+        return Unavailable(f"no assistant message seen and messages evidence is {coverage.messages.state}: "
+                           f"{coverage.messages.reason}")
+    return text
+
+
+_TEXT_FILTERS = ("id", "prompt", "display", "action")
+
+
+class SessionHandle(_Scoped):
+    """A session line: the drive verbs and assertions over that line's turns so far."""
+
+    __slots__ = ("_line",)
+
+    def __init__(self, line: SessionLine) -> None:
+        self._line = line
+
+    def _runtime(self) -> AttemptRuntime:
+        return self._line.runtime
+
+    def _view(self) -> ScopeView:
+        return self._line.view()
+
+    def _view_name(self) -> str:
+        return "main session" if self._line.index == 0 else f"session {self._line.index}"
+
+    # -- drive ---------------------------------------------------------------------------------
+    async def send(self, text: str, *, output: Any = None, files: Sequence[InputFile] = ()) -> TurnHandle:
+        """One turn; `output=` (a pydantic model, TypeAdapter or JSON Schema) makes `turn.data` typed."""
+        if not isinstance(text, str):
+            raise AuthoringError(f"send takes text, got {type(text).__name__}")
+        schema = lower_schema(output) if output is not None else None
+        turn_input = TurnInput(text, tuple(files), (), schema) if (files or schema) else TurnInput(text)
+        return await self._line.send(turn_input, output)
+
+    async def send_file(self, path: str | Path, text: str = "", *, output: Any = None) -> TurnHandle:
+        """Send a file (relative to the eval file's folder) as base64 with a MIME type guessed from its name."""
+        runtime = self._line.runtime
+        file_path = Path(path)
+        if not file_path.is_absolute() and runtime.eval_dir is not None:
+            file_path = runtime.eval_dir / file_path
+        try:
+            data = file_path.read_bytes()
+        except OSError as error:
+            raise AuthoringError(f"send_file could not read {file_path}: {error.strerror or error}") from None
+        mime_type = mimetypes.guess_type(file_path.name)[0] or "application/octet-stream"
+        input_file = InputFile(mime_type, base64.b64encode(data).decode("ascii"), file_path.name)
+        return await self.send(text, output=output, files=(input_file,))
+
+    def require_input_request(
+        self,
+        *,
+        id: str | re.Pattern[str] | None = None,
+        prompt: str | re.Pattern[str] | None = None,
+        display: str | re.Pattern[str] | None = None,
+        action: str | re.Pattern[str] | None = None,
+        input: Any = MISSING,
+        option_ids: Sequence[str] | None = None,
+    ) -> InputRequest:
+        """The single pending request of the latest turn that matches; raises for zero or several."""
+        filters = {"id": id, "prompt": prompt, "display": display, "action": action}
+        found = []
+        for request in self._line.pending_requests():
+            ok = True
+            for name, wanted in filters.items():
+                if wanted is None:
+                    continue
+                value = getattr(request, name)
+                if isinstance(wanted, re.Pattern):
+                    ok = isinstance(value, str) and wanted.search(value) is not None
+                else:
+                    ok = value == wanted
+                if not ok:
+                    break
+            if ok and input is not MISSING:
+                ok = _json_match(input, request.input, "$").status == MATCHED
+            if ok and option_ids is not None:
+                ok = set(option_ids) == set(request.option_ids) and len(option_ids) == len(request.option_ids)
+            if ok:
+                found.append(request)
+        if len(found) != 1:
+            pending = len(self._line.pending_requests())
+            raise AuthoringError(
+                f"require_input_request matched {len(found)} of {pending} pending request(s); expected exactly one"
+            )
+        return found[0]
+
+    async def respond(self, *answers: str | Answer | Mapping[str, Any], output: Any = None) -> TurnHandle:
+        """Answer pending requests as the next turn: strings go to pending requests in order; a string
+        equal to one of the request's option ids becomes `option_id`, anything else free `text`."""
+        pending = self._line.pending_requests()
+        if not pending:
+            raise AuthoringError("respond: no input request is pending on this session line")
+        if not answers:
+            raise AuthoringError("respond needs at least one answer")
+        by_id = {request.id: request for request in pending}
+        answered: dict[str, InputResponse] = {}
+        plain: list[str] = []
+        for answer in answers:
+            if isinstance(answer, str):
+                plain.append(answer)
+                continue
+            if isinstance(answer, Mapping):
+                answer = Answer(answer.get("request"), answer.get("option_id"), answer.get("text"))  # type: ignore[arg-type]
+            if not isinstance(answer, Answer):
+                raise AuthoringError(f"respond takes strings or Answer(...), got {type(answer).__name__}")
+            request_id = answer.request.id if isinstance(answer.request, InputRequest) else answer.request
+            request = by_id.get(request_id)
+            if request is None:
+                raise AuthoringError(f"respond: request {request_id!r} is not pending")
+            if (answer.option_id is None) == (answer.text is None):
+                raise AuthoringError("an Answer needs exactly one of option_id and text")
+            if answer.option_id is not None and answer.option_id not in request.option_ids:
+                raise AuthoringError(
+                    f"respond: {answer.option_id!r} is not an option of request {request_id!r} "
+                    f"(options: {', '.join(request.option_ids) or 'none'})"
+                )
+            if request_id in answered:
+                raise AuthoringError(f"respond: request {request_id!r} is answered twice")
+            answered[request_id] = InputResponse(request_id, answer.option_id, answer.text)  # type: ignore[arg-type]
+        remaining = [request for request in pending if request.id not in answered]
+        if len(plain) > len(remaining):
+            raise AuthoringError(f"respond: {len(plain)} answers for {len(remaining)} unanswered request(s)")
+        for request, text in zip(remaining, plain):
+            if text in request.option_ids:
+                answered[request.id] = InputResponse(request.id, option_id=text)  # type: ignore[arg-type]
+            else:
+                answered[request.id] = InputResponse(request.id, text=text)  # type: ignore[arg-type]
+        responses = tuple(answered[request.id] for request in pending if request.id in answered)
+        return await self._respond_with(responses, output)
+
+    async def respond_all(self, option_id: str, *, output: Any = None) -> TurnHandle:
+        """Answer every pending request with the same option; raises if any request lacks it."""
+        pending = self._line.pending_requests()
+        if not pending:
+            raise AuthoringError("respond_all: no input request is pending on this session line")
+        for request in pending:
+            if option_id not in request.option_ids:
+                raise AuthoringError(f"respond_all: request {request.id!r} has no option {option_id!r}")
+        return await self._respond_with(tuple(InputResponse(r.id, option_id=option_id) for r in pending), output)  # type: ignore[arg-type]
+
+    async def _respond_with(self, responses: tuple[InputResponse, ...], output: Any) -> TurnHandle:
+        text = "\n".join(response.option_id or response.text or "" for response in responses)
+        schema = lower_schema(output) if output is not None else None
+        return await self._line.send(TurnInput(text, (), responses, schema), output)
+
+    # -- views ---------------------------------------------------------------------------------
+    @property
+    def reply(self) -> str | Unavailable | None:
+        """The last assistant message of this line (Unavailable when messages evidence is incomplete)."""
+        view = self._line.view()
+        return _reply(view.turns, view.coverage)
+
+    @property
+    def session_id(self) -> str | None:
+        return self._line.session.id
+
+    @property
+    def events(self) -> list[StreamEvent]:
+        """This line's events so far, with the user messages the runner recorded."""
+        return [event for _, _, event in self._line.view().events()]
+
+    @property
+    def turns(self) -> list[TurnRecord]:
+        return list(self._line.turns)
+
+    @property
+    def tool_calls(self) -> list[ToolOccurrence]:
+        return [occurrence for occurrence in self._line.ledger.occurrences if occurrence.kind == "tool"]
+
+    @property
+    def usage(self) -> Usage:
+        return sum_usage(self._line.turns)[0]
+
+
+class EvalContext(SessionHandle):
+    """`t`: the main session line plus what only the eval as a whole can do.
+
+    Its assertions see a cut across every session line started so far; `reply`, `events` and the
+    drive verbs are the main line's."""
+
+    __slots__ = ()
+
+    def _view(self) -> ScopeView:
+        return self._line.runtime.all_turns_view()
+
+    def _view_name(self) -> str:
+        return "t"
+
+    def tool_order(self, tools: Sequence[str | ToolMatch]) -> AssertionHandle:
+        """Order is only meaningful within one line: on `t` it reads the main line."""
+        return SessionHandle(self._line).tool_order(tools)
+
+    def event_order(self, matches: Sequence[EventMatch]) -> AssertionHandle:
+        return SessionHandle(self._line).event_order(matches)
+
+    def new_session(self) -> SessionHandle:
+        """A parallel line with a fresh agent session (the agent decides whether it is isolated)."""
+        return SessionHandle(self._line.runtime.new_line())
+
+    def check(self, value: Any, matcher: Matcher) -> AssertionHandle:
+        if not isinstance(matcher, Matcher):
+            raise AuthoringError(f"check(value, matcher) needs a matcher, got {type(matcher).__name__}")
+        runtime = self._line.runtime
+        entry = AssertionEntry(len(runtime.entries), "check", "t", matcher)
+        entry.subject = value
+        evaluate_matcher(entry, matcher, value)
+        runtime.entries.append(entry)
+        return AssertionHandle(entry, runtime.kind == "score")
+
+    def score(self, points: float) -> AssertionHandle:
+        """A direct contribution to a score eval (finite, >= 0)."""
+        runtime = self._line.runtime
+        if runtime.kind != "score":
+            raise AuthoringError("t.score(n) is for score evals (define_score_eval)")
+        if isinstance(points, bool) or not isinstance(points, (int, float)) or not (0 <= points < float("inf")):
+            raise AuthoringError("t.score needs a finite number >= 0")
+        entry = AssertionEntry(len(runtime.entries), "score", "t", f"score({points})")
+        entry.settle(Outcome(MATCHED))
+        entry.points = float(points)
+        runtime.entries.append(entry)
+        return AssertionHandle(entry, True)
+
+    def skip(self, reason: str) -> None:
+        self._line.runtime.skip_reason = reason
+        raise SkipEval(reason)
+
+    @property
+    def judge(self) -> JudgeRecipes:
+        return JudgeRecipes(self._line.runtime, "t", None)
+
+    @property
+    def usage(self) -> Usage:
+        """Summed over every session line."""
+        return sum_usage(self._line.runtime.all_turns_view().turns)[0]
+
+    @property
+    def flags(self) -> Mapping[str, Any]:
+        return self._line.runtime.flags
+
+    @property
+    def model(self) -> str | None:
+        return self._line.runtime.model
+
+    @property
+    def reasoning_effort(self) -> str | None:
+        return self._line.runtime.reasoning_effort
+
+    @property
+    def signal(self) -> CancelSignal:
+        return self._line.runtime.signal
+
+    @property
+    def eval_id(self) -> str | None:
+        return self._line.runtime.eval_id
+
+    def progress(self, message: str, current: int | None = None, total: int | None = None) -> None:
+        self._line.runtime.feedback.progress(message, current, total)
+
+    def log(self, message: str) -> None:
+        self._line.runtime.feedback.progress(message)
+
+    def diagnostic(self, code: str, level: str, message: str, data: Mapping[str, Any] | None = None) -> None:
+        self._line.runtime.feedback.diagnostic(code, level, message, data, phase="eval.run")
+
+
+def eval_context(runtime: AttemptRuntime) -> EvalContext:
+    return EvalContext(runtime.new_line())
+
+
+__all__ = [
+    "AgentCallError", "Answer", "AttemptRuntime", "EvalContext", "JudgeRecipes", "SessionHandle", "SessionLine",
+    "TurnHandle", "at_least", "eval_context",
+]

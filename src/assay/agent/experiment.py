@@ -1,0 +1,101 @@
+"""Experiments: one checked-in run configuration that binds an agent (and model, flags, limits) to evals.
+
+Comparing two configurations means two experiment files; the CLI never overrides agent or model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.agent.adapter import check_agent
+from assay.agent.definition import EvalDescriptor
+from assay.core.jsonvalue import check_json_like
+from assay.errors import ConfigError, JsonValueError
+
+EvalSelection = str | Sequence[str] | Callable[[EvalDescriptor], bool]
+
+
+def _positive_number(value: Any, name: str, *, allow_zero: bool = False) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"Experiment {name} must be a number")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ConfigError(f"Experiment {name} must be {'>= 0' if allow_zero else '> 0'}")
+    return float(value)
+
+
+def _positive_int(value: Any, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"Experiment {name} must be an integer >= 1")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    agent: Any
+    model: str | None = None
+    reasoning_effort: str | None = None
+    flags: Mapping[str, Any] = field(default_factory=dict)
+    attempts: int = 1
+    timeout: float | None = None  # seconds per attempt
+    concurrency: int | None = None  # this experiment's own cap
+    budget: float | None = None  # USD of estimated cost
+    evals: EvalSelection = "*"
+    description: str | None = None
+    labels: Sequence[str] = ()
+    setup: Callable[[Any], Any] | None = None
+    teardown: Callable[[Any], Any] | None = None
+    judge: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        check_agent(self.agent, "Experiment")
+        for name in ("model", "reasoning_effort", "description"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"Experiment {name} must be a string")
+        if not isinstance(self.flags, Mapping):
+            raise ConfigError("Experiment flags must be a mapping of JSON values")
+        try:
+            check_json_like(dict(self.flags), "Experiment flags")
+        except JsonValueError as error:
+            raise ConfigError(str(error)) from None
+        _positive_int(self.attempts, "attempts")
+        if self.concurrency is not None:
+            _positive_int(self.concurrency, "concurrency")
+        _positive_number(self.timeout, "timeout")
+        _positive_number(self.budget, "budget", allow_zero=True)
+        evals = self.evals
+        if not (evals == "*" or callable(evals) or (
+            isinstance(evals, Sequence) and not isinstance(evals, str) and all(isinstance(p, str) for p in evals)
+        )):
+            raise ConfigError('Experiment evals must be "*", a list of eval id prefixes, or a predicate')
+        if isinstance(self.labels, str) or not all(isinstance(label, str) for label in self.labels):
+            raise ConfigError("Experiment labels must be a list of strings")
+        for name in ("setup", "teardown"):
+            hook = getattr(self, name)
+            if hook is not None and not callable(hook):
+                raise ConfigError(f"Experiment {name} must be callable")
+
+    def selects(self, descriptor: EvalDescriptor) -> bool:
+        evals = self.evals
+        if evals == "*":
+            return True
+        if callable(evals):
+            return bool(evals(descriptor))
+        return any(descriptor.id == prefix or descriptor.id.startswith(prefix) for prefix in evals)
+
+    def identity(self) -> dict[str, Any]:
+        """What makes two runs of this experiment comparable (and a checkpoint resumable)."""
+        return {
+            "agent": self.agent.name,
+            "model": self.model,
+            "reasoning_effort": self.reasoning_effort,
+            "flags": dict(self.flags),
+            "attempts": self.attempts,
+        }
+
+
+__all__ = ["Experiment"]

@@ -1,0 +1,639 @@
+"""Matchers: pure, immutable comparison rules that say matched, mismatched or unavailable, with a reason.
+
+Value matchers (`equals`, `includes`, `json_match`, `matches`, …) serve `t.check`; `tool_match` and
+`event_match` select tool occurrences and events. `satisfies` may take an async predicate.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assay.agent.model import MISSING
+
+MATCHED = "matched"
+MISMATCHED = "mismatched"
+UNAVAILABLE = "unavailable"
+TOOL_STATUSES = frozenset({"pending", "completed", "failed", "rejected"})
+_REPR_LIMIT = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: str
+    reason: str = ""
+    score: float | None = None  # measurements only, in [0, 1]
+
+
+MATCHED_OUTCOME = Outcome(MATCHED)
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """A value that was not observed (the evidence is incomplete); every matcher reads it as unavailable."""
+
+    reason: str
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"Unavailable({self.reason!r})"
+
+
+_show_encoder = json.JSONEncoder(ensure_ascii=False, default=repr).encode
+
+
+def show(value: Any) -> str:
+    """A short, safe rendering of a value for reasons and reports."""
+    if value is MISSING:
+        return "<missing>"
+    try:
+        text = _show_encoder(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= _REPR_LIMIT else text[: _REPR_LIMIT - 1] + "…"
+
+
+def _unobserved(value: Any) -> Outcome | None:
+    if isinstance(value, Unavailable):
+        return Outcome(UNAVAILABLE, value.reason)
+    if value is MISSING:
+        return Outcome(UNAVAILABLE, "value was not reported")
+    return None
+
+
+class Matcher:
+    """Base of every matcher: `evaluate(value)` returns an Outcome (or an awaitable of one)."""
+
+    __slots__ = ()
+
+    def evaluate(self, value: Any) -> Outcome | Awaitable[Outcome]:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+def _as_jsonish(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if dump is not None and callable(dump) and not isinstance(value, type):
+        return dump(mode="json")
+    return value
+
+
+def deep_equal(expected: Any, actual: Any) -> bool:
+    """Structural equality where booleans only equal booleans and tuples equal lists."""
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
+    if isinstance(expected, Mapping):
+        return (
+            isinstance(actual, Mapping) and len(expected) == len(actual)
+            and all(key in actual and deep_equal(value, actual[key]) for key, value in expected.items())
+        )
+    if isinstance(expected, (list, tuple)):
+        return (
+            isinstance(actual, (list, tuple)) and len(expected) == len(actual)
+            and all(deep_equal(item, other) for item, other in zip(expected, actual))
+        )
+    return expected == actual
+
+
+@dataclass(frozen=True, slots=True)
+class Equals(Matcher):
+    expected: Any
+
+    def evaluate(self, value: Any) -> Outcome:
+        unobserved = _unobserved(value)
+        if unobserved is not None:
+            return unobserved
+        expected = self.expected
+        if type(value) is not type(expected) and not isinstance(expected, type):
+            value = _as_jsonish(value)
+            expected = _as_jsonish(expected)
+        if deep_equal(expected, value):
+            return MATCHED_OUTCOME
+        return Outcome(MISMATCHED, f"expected {show(expected)}, got {show(value)}")
+
+    def describe(self) -> str:
+        return f"equals({show(self.expected)})"
+
+
+_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*|#[^\n]*", re.DOTALL)
+
+
+def _text_of(value: Any, strip_comments: bool) -> str | Outcome:
+    unobserved = _unobserved(value)
+    if unobserved is not None:
+        return unobserved
+    if not isinstance(value, str):
+        return Outcome(MISMATCHED, f"expected text, got {show(value) if value is not None else 'nothing'}")
+    return _COMMENTS.sub("", value) if strip_comments else value
+
+
+@dataclass(frozen=True, slots=True)
+class Includes(Matcher):
+    text: str
+    strip_comments: bool = False
+
+    def evaluate(self, value: Any) -> Outcome:
+        subject = _text_of(value, self.strip_comments)
+        if isinstance(subject, Outcome):
+            return subject
+        if self.text in subject:
+            return MATCHED_OUTCOME
+        return Outcome(MISMATCHED, f"{show(subject)} does not include {show(self.text)}")
+
+    def describe(self) -> str:
+        return f"includes({show(self.text)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Excludes(Matcher):
+    text: str
+    strip_comments: bool = False
+
+    def evaluate(self, value: Any) -> Outcome:
+        subject = _text_of(value, self.strip_comments)
+        if isinstance(subject, Outcome):
+            return subject
+        if self.text not in subject:
+            return MATCHED_OUTCOME
+        return Outcome(MISMATCHED, f"{show(subject)} includes {show(self.text)}")
+
+    def describe(self) -> str:
+        return f"excludes({show(self.text)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern(Matcher):
+    regex: re.Pattern[str]
+    strip_comments: bool = False
+
+    def evaluate(self, value: Any) -> Outcome:
+        subject = _text_of(value, self.strip_comments)
+        if isinstance(subject, Outcome):
+            return subject
+        if self.regex.search(subject):
+            return MATCHED_OUTCOME
+        return Outcome(MISMATCHED, f"{show(subject)} does not match /{self.regex.pattern}/")
+
+    def describe(self) -> str:
+        return f"pattern(/{self.regex.pattern}/)"
+
+
+def _json_match(expected: Any, actual: Any, path: str) -> Outcome:
+    unobserved = _unobserved(actual)
+    if unobserved is not None:
+        return Outcome(UNAVAILABLE, f"{path}: {unobserved.reason}")
+    if isinstance(expected, Matcher):
+        outcome = expected.evaluate(actual)
+        if inspect.isawaitable(outcome):
+            raise TypeError("json_match takes synchronous matchers only")
+        if outcome.status == MATCHED:
+            return outcome
+        return Outcome(outcome.status, f"{path}: {outcome.reason}")
+    if isinstance(expected, re.Pattern):
+        if isinstance(actual, str) and expected.search(actual):
+            return MATCHED_OUTCOME
+        return Outcome(MISMATCHED, f"{path}: {show(actual)} does not match /{expected.pattern}/")
+    if callable(expected) and not isinstance(expected, type):
+        if expected(actual):
+            return MATCHED_OUTCOME
+        name = getattr(expected, "__name__", "predicate")
+        return Outcome(MISMATCHED, f"{path}: {show(actual)} does not satisfy {name}")
+    if isinstance(expected, Mapping):
+        if not isinstance(actual, Mapping):
+            return Outcome(MISMATCHED, f"{path}: expected an object, got {show(actual)}")
+        for key, value in expected.items():
+            child = f"{path}.{key}"
+            if key not in actual:
+                return Outcome(MISMATCHED, f"{child}: missing")
+            outcome = _json_match(value, actual[key], child)
+            if outcome.status != MATCHED:
+                return outcome
+        return MATCHED_OUTCOME
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(actual, (list, tuple)):
+            return Outcome(MISMATCHED, f"{path}: expected an array, got {show(actual)}")
+        if len(expected) != len(actual):
+            return Outcome(MISMATCHED, f"{path}: expected {len(expected)} items, got {len(actual)}")
+        for position, (item, other) in enumerate(zip(expected, actual)):
+            outcome = _json_match(item, other, f"{path}[{position}]")
+            if outcome.status != MATCHED:
+                return outcome
+        return MATCHED_OUTCOME
+    if deep_equal(expected, actual):
+        return MATCHED_OUTCOME
+    return Outcome(MISMATCHED, f"{path}: expected {show(expected)}, got {show(actual)}")
+
+
+@dataclass(frozen=True, slots=True)
+class JsonMatch(Matcher):
+    """Objects match partially (extra keys are fine), arrays element by element (same length);
+    a compiled regex, a predicate or a matcher may stand at any level."""
+
+    expected: Any
+
+    def evaluate(self, value: Any) -> Outcome:
+        return _json_match(self.expected, _as_jsonish(value), "$")
+
+    def describe(self) -> str:
+        return f"json_match({show(self.expected)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Matches(Matcher):
+    """Validates against a pydantic model, a TypeAdapter or a JSON Schema dict."""
+
+    schema: Any
+
+    def evaluate(self, value: Any) -> Outcome:
+        unobserved = _unobserved(value)
+        if unobserved is not None:
+            return unobserved
+        from assay.agent.structured import validate_against
+
+        problems = validate_against(self.schema, value)[1]
+        if not problems:
+            return MATCHED_OUTCOME
+        return Outcome(MISMATCHED, "; ".join(problems))
+
+    def describe(self) -> str:
+        name = getattr(self.schema, "__name__", None) or (self.schema.get("title") if isinstance(self.schema, dict) else None)
+        return f"matches({name or 'schema'})"
+
+
+@dataclass(frozen=True, slots=True)
+class Satisfies(Matcher):
+    label: str
+    predicate: Callable[[Any], Any]
+
+    def evaluate(self, value: Any) -> Outcome | Awaitable[Outcome]:
+        unobserved = _unobserved(value)
+        if unobserved is not None:
+            return unobserved
+        result = self.predicate(value)
+        if inspect.isawaitable(result):
+            return self._settle(result, value)
+        return self._outcome(result, value)
+
+    async def _settle(self, pending: Awaitable[Any], value: Any) -> Outcome:
+        return self._outcome(await pending, value)
+
+    def _outcome(self, result: Any, value: Any) -> Outcome:
+        if isinstance(result, Outcome):
+            return result
+        if result:
+            return MATCHED_OUTCOME
+        return Outcome(MISMATCHED, f"{show(value)} does not satisfy {self.label}")
+
+    def describe(self) -> str:
+        return f"satisfies({self.label!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Refinement(Matcher):
+    name: str
+    label: str | None = None
+
+    def evaluate(self, value: Any) -> Outcome:
+        unobserved = _unobserved(value)
+        if unobserved is not None:
+            return unobserved
+        if self.name == "is_defined":
+            ok = value is not None
+        elif self.name == "is_true":
+            ok = value is True
+        else:
+            ok = value is False
+        if ok:
+            return MATCHED_OUTCOME
+        what = {"is_defined": "a defined value", "is_true": "true", "is_false": "false"}[self.name]
+        return Outcome(MISMATCHED, f"expected {self.label or what}, got {show(value)}")
+
+    def describe(self) -> str:
+        return f"{self.name}()"
+
+
+def _levenshtein(first: str, second: str) -> int:
+    if len(first) < len(second):
+        first, second = second, first
+    previous = list(range(len(second) + 1))
+    for row, left in enumerate(first, start=1):
+        current = [row]
+        for column, right in enumerate(second, start=1):
+            current.append(min(previous[column] + 1, current[column - 1] + 1, previous[column - 1] + (left != right)))
+        previous = current
+    return previous[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Similarity(Matcher):
+    """A measurement: 1 - normalized Levenshtein distance; use `.gate(n)` on the assertion to require it."""
+
+    expected: str
+
+    def evaluate(self, value: Any) -> Outcome:
+        subject = _text_of(value, False)
+        if isinstance(subject, Outcome):
+            return subject
+        longest = max(len(subject), len(self.expected))
+        score = 1.0 if longest == 0 else 1.0 - _levenshtein(subject, self.expected) / longest
+        return Outcome(MATCHED, f"similarity {score:.3f}", score)
+
+    def describe(self) -> str:
+        return f"similarity({show(self.expected)})"
+
+
+def _combine_and(outcomes: Sequence[Outcome]) -> Outcome:
+    for outcome in outcomes:
+        if outcome.status == MISMATCHED:
+            return outcome
+    for outcome in outcomes:
+        if outcome.status == UNAVAILABLE:
+            return outcome
+    return MATCHED_OUTCOME
+
+
+def _combine_or(outcomes: Sequence[Outcome]) -> Outcome:
+    if any(outcome.status == MATCHED for outcome in outcomes):
+        return MATCHED_OUTCOME
+    unavailable = [outcome for outcome in outcomes if outcome.status == UNAVAILABLE]
+    if unavailable:
+        return unavailable[0]
+    return Outcome(MISMATCHED, " and ".join(outcome.reason for outcome in outcomes if outcome.reason) or "no branch matched")
+
+
+def _combine_not(outcomes: Sequence[Outcome], inner: Matcher) -> Outcome:
+    outcome = outcomes[0]
+    if outcome.status == MATCHED:
+        return Outcome(MISMATCHED, f"expected not {inner.describe()}")
+    if outcome.status == MISMATCHED:
+        return MATCHED_OUTCOME
+    return outcome
+
+
+def _evaluate_all(children: Sequence[Matcher], value: Any, combine: Callable[[list[Outcome]], Outcome]) -> Any:
+    outcomes = [child.evaluate(value) for child in children]
+    if not any(inspect.isawaitable(outcome) for outcome in outcomes):
+        return combine(outcomes)  # type: ignore[arg-type]
+
+    async def settle() -> Outcome:
+        return combine([await outcome if inspect.isawaitable(outcome) else outcome for outcome in outcomes])
+
+    return settle()
+
+
+@dataclass(frozen=True, slots=True)
+class AllOf(Matcher):
+    children: tuple[Matcher, ...]
+
+    def evaluate(self, value: Any) -> Any:
+        return _evaluate_all(self.children, value, _combine_and)
+
+    def describe(self) -> str:
+        return "and(" + ", ".join(child.describe() for child in self.children) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf(Matcher):
+    """Unavailable only if no child matched and at least one child was unavailable."""
+
+    children: tuple[Matcher, ...]
+
+    def evaluate(self, value: Any) -> Any:
+        return _evaluate_all(self.children, value, _combine_or)
+
+    def describe(self) -> str:
+        return "or(" + ", ".join(child.describe() for child in self.children) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Matcher):
+    child: Matcher
+
+    def evaluate(self, value: Any) -> Any:
+        return _evaluate_all((self.child,), value, lambda outcomes: _combine_not(outcomes, self.child))
+
+    def describe(self) -> str:
+        return f"not({self.child.describe()})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Tool and event selection
+
+
+def _field_outcome(expected: Any, actual: Any, label: str) -> Outcome:
+    if isinstance(expected, Matcher):
+        outcome = expected.evaluate(actual)
+        if inspect.isawaitable(outcome):
+            raise TypeError("tool_match takes synchronous matchers only")
+    else:
+        outcome = _json_match(expected, actual, "$")
+    if outcome.status == MATCHED:
+        return outcome
+    return Outcome(outcome.status, f"{label} {outcome.reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMatch(Matcher):
+    """One logical tool occurrence: name (original or canonical), input, output and status, ANDed."""
+
+    name: str | None = None
+    input: Any = MISSING
+    output: Any = MISSING
+    status: str | None = None
+
+    def evaluate(self, occurrence: Any) -> Outcome:
+        if getattr(occurrence, "kind", None) != "tool":
+            return Outcome(MISMATCHED, "not a tool call")
+        if self.name is not None and self.name != occurrence.name and self.name != occurrence.canonical:
+            return Outcome(MISMATCHED, f"tool {occurrence.name!r} is not {self.name!r}")
+        if self.input is not MISSING:
+            outcome = _field_outcome(self.input, occurrence.input, "input")
+            if outcome.status != MATCHED:
+                return outcome
+        pending = occurrence.status == "pending"
+        if self.status is not None and self.status != occurrence.status:
+            if pending:
+                return Outcome(UNAVAILABLE, f"tool {occurrence.name!r} has not finished")
+            return Outcome(MISMATCHED, f"tool {occurrence.name!r} finished {occurrence.status}, not {self.status}")
+        if self.output is not MISSING:
+            if pending:
+                return Outcome(UNAVAILABLE, f"tool {occurrence.name!r} has not finished; its output is unavailable")
+            if occurrence.output is MISSING:
+                return Outcome(UNAVAILABLE, f"tool {occurrence.name!r} output was not reported")
+            outcome = _field_outcome(self.output, occurrence.output, "output")
+            if outcome.status != MATCHED:
+                return outcome
+        return MATCHED_OUTCOME
+
+    def describe(self) -> str:
+        if self.input is MISSING and self.output is MISSING and self.status is None and self.name is not None:
+            return repr(self.name)
+        parts = [repr(self.name)] if self.name is not None else []
+        if self.input is not MISSING:
+            parts.append(f"input={show(self.input)}")
+        if self.output is not MISSING:
+            parts.append(f"output={show(self.output)}")
+        if self.status is not None:
+            parts.append(f"status={self.status!r}")
+        return f"tool_match({', '.join(parts)})"
+
+
+EVENT_MATCH_TYPES = ("message", "operation.started", "operation.finished")
+
+
+@dataclass(frozen=True, slots=True)
+class EventMatch(Matcher):
+    """Selects `message` (role, text) or `operation.started` / `operation.finished` (tool) events."""
+
+    type: str
+    role: str | None = None
+    text: Matcher | None = None
+    tool: ToolMatch | None = None
+
+    def evaluate(self, value: Any) -> Outcome:
+        """`value` is (event, occurrence-or-None)."""
+        event, occurrence = value
+        if event.type != self.type:
+            return Outcome(MISMATCHED, f"event {event.type} is not {self.type}")
+        if self.type == "message":
+            if self.role is not None and event.role != self.role:
+                return Outcome(MISMATCHED, f"message role {event.role} is not {self.role}")
+            if self.text is not None:
+                outcome = self.text.evaluate(event.text)
+                if inspect.isawaitable(outcome):
+                    raise TypeError("event_match takes synchronous matchers only")
+                return outcome
+            return MATCHED_OUTCOME
+        if self.tool is None:
+            return MATCHED_OUTCOME
+        if occurrence is None:
+            return Outcome(MISMATCHED, "event has no tool call")
+        return self.tool.evaluate(occurrence)
+
+    def describe(self) -> str:
+        parts = [repr(self.type)]
+        if self.role is not None:
+            parts.append(f"role={self.role!r}")
+        if self.text is not None:
+            parts.append(f"text={self.text.describe()}")
+        if self.tool is not None:
+            parts.append(f"tool={self.tool.describe()}")
+        return f"event_match({', '.join(parts)})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Factories (the public vocabulary)
+
+
+def equals(expected: Any) -> Equals:
+    return Equals(expected)
+
+
+def includes(text: str, *, strip_comments: bool = False) -> Includes:
+    return Includes(text, strip_comments)
+
+
+def excludes(text: str, *, strip_comments: bool = False) -> Excludes:
+    return Excludes(text, strip_comments)
+
+
+def pattern(regex: str | re.Pattern[str], *, strip_comments: bool = False) -> Pattern:
+    return Pattern(re.compile(regex) if isinstance(regex, str) else regex, strip_comments)
+
+
+def json_match(expected: Any) -> JsonMatch:
+    return JsonMatch(expected)
+
+
+def matches(schema: Any) -> Matches:
+    from assay.agent.structured import lower_schema
+
+    lower_schema(schema)  # a bad schema is an authoring error at the call site
+    return Matches(schema)
+
+
+def satisfies(label: str, predicate: Callable[[Any], Any]) -> Satisfies:
+    return Satisfies(label, predicate)
+
+
+def is_defined(label: str | None = None) -> Refinement:
+    return Refinement("is_defined", label)
+
+
+def is_true() -> Refinement:
+    return Refinement("is_true")
+
+
+def is_false() -> Refinement:
+    return Refinement("is_false")
+
+
+def similarity(expected: str) -> Similarity:
+    return Similarity(expected)
+
+
+def _matcher(value: Any) -> Matcher:
+    if isinstance(value, Matcher):
+        return value
+    raise TypeError(f"expected a matcher, got {type(value).__name__}")
+
+
+def and_(*children: Matcher) -> AllOf:
+    if not children:
+        raise TypeError("and_ needs at least one matcher")
+    return AllOf(tuple(_matcher(child) for child in children))
+
+
+def or_(*children: Matcher) -> AnyOf:
+    if not children:
+        raise TypeError("or_ needs at least one matcher")
+    return AnyOf(tuple(_matcher(child) for child in children))
+
+
+def not_(child: Matcher) -> Not:
+    return Not(_matcher(child))
+
+
+def tool_match(name: str | None = None, *, input: Any = MISSING, output: Any = MISSING, status: str | None = None) -> ToolMatch:
+    if status is not None and status not in TOOL_STATUSES:
+        raise ValueError(f"tool_match status must be one of {', '.join(sorted(TOOL_STATUSES))}")
+    return ToolMatch(name, input, output, status)
+
+
+def as_tool_match(value: str | ToolMatch) -> ToolMatch:
+    if isinstance(value, ToolMatch):
+        return value
+    if isinstance(value, str) and value:
+        return ToolMatch(value)
+    raise TypeError(f"expected a tool name or tool_match(...), got {value!r}")
+
+
+def event_match(
+    type: str, *, role: str | None = None, text: str | Matcher | None = None, tool: str | ToolMatch | None = None
+) -> EventMatch:
+    if type not in EVENT_MATCH_TYPES:
+        raise ValueError(f"event_match type must be one of {', '.join(EVENT_MATCH_TYPES)}")
+    if type == "message" and tool is not None:
+        raise ValueError("event_match('message') takes role and text, not tool")
+    if type != "message" and (role is not None or text is not None):
+        raise ValueError(f"event_match({type!r}) takes tool, not role or text")
+    text_matcher = includes(text) if isinstance(text, str) else text
+    return EventMatch(type, role, text_matcher, as_tool_match(tool) if tool is not None else None)
+
+
+__all__ = [
+    "MATCHED", "MISMATCHED", "UNAVAILABLE", "EventMatch", "Matcher", "Outcome", "ToolMatch", "Unavailable", "and_",
+    "as_tool_match", "deep_equal", "equals", "event_match", "excludes", "includes", "is_defined", "is_false",
+    "is_true", "json_match", "matches", "not_", "or_", "pattern", "satisfies", "show", "similarity", "tool_match",
+]

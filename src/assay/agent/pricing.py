@@ -1,0 +1,69 @@
+"""Estimated cost of a turn from its model and token usage, using a price table (USD per million tokens).
+
+assay ships no built-in prices (they change too often to hard-code); projects set them in
+`[tool.assay.pricing]`. Keys are exact model names or `provider/*` wildcards; exact keys win.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from assay.agent.model import Usage
+
+PRICE_FIELDS = ("input", "output", "cache_read", "cache_creation")
+
+
+def find_price(model: str | None, pricing: Mapping[str, Mapping[str, float]]) -> Mapping[str, float] | None:
+    if not model:
+        return None
+    if model in pricing:
+        return pricing[model]
+    provider, slash, _ = model.partition("/")
+    if slash and f"{provider}/*" in pricing:
+        return pricing[f"{provider}/*"]
+    return None
+
+
+def estimate_cost(model: str | None, usage: Usage | None, pricing: Mapping[str, Mapping[str, float]]) -> float | None:
+    """USD, or None when no estimate can be formed (no model, usage or price); a zero price is valid."""
+    if usage is None or usage.total_tokens is None:
+        return None
+    price = find_price(model, pricing)
+    if price is None:
+        return None
+    total = 0.0
+    for tokens, rate_name in (
+        (usage.input_tokens, "input"), (usage.output_tokens, "output"),
+        (usage.cache_read_tokens, "cache_read"), (usage.cache_creation_tokens, "cache_creation"),
+    ):
+        if not tokens:
+            continue
+        rate = price.get(rate_name)
+        if rate is None:
+            return None
+        total += tokens * rate / 1_000_000
+    return total
+
+
+def check_pricing(value: Any, where: str) -> dict[str, dict[str, float]]:
+    from assay.errors import ConfigError
+
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where} must be a table of model name -> prices")
+    table: dict[str, dict[str, float]] = {}
+    for model, prices in value.items():
+        if not isinstance(prices, Mapping):
+            raise ConfigError(f"{where}.{model} must be a table like {{input = 2.5, output = 10.0}}")
+        entry: dict[str, float] = {}
+        for name, rate in prices.items():
+            if name not in PRICE_FIELDS:
+                raise ConfigError(f"{where}.{model}.{name} is unknown; use {', '.join(PRICE_FIELDS)}")
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate < 0:
+                raise ConfigError(f"{where}.{model}.{name} must be a non-negative number (USD per million tokens)")
+            entry[name] = float(rate)
+        table[str(model)] = entry
+    return table
+
+
+__all__ = ["PRICE_FIELDS", "check_pricing", "estimate_cost", "find_price"]

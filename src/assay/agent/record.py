@@ -1,0 +1,108 @@
+"""What one attempt leaves behind: the `AttemptResult`, its journal payload and its human locator.
+
+A result is journaled once sealed (interrupted attempts are not, so a resume reruns them); the
+locator `@XXXXXXXXXXXX` names an attempt for `assay agent show`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+ATTEMPT_RECORD = "attempt"
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+# outcomes: executed here, reused from the checkpoint being resumed, never started
+EXECUTED = "executed"
+REUSED = "reused"
+NOT_DISPATCHED = "not_dispatched"
+INTERRUPTED = "interrupted"
+
+
+def attempt_locator(attempt_id: str) -> str:
+    """`@` + 12 Crockford base32 characters of SHA-256(attempt id)."""
+    number = int.from_bytes(hashlib.sha256(attempt_id.encode("utf-8")).digest()[:8], "big")
+    characters = []
+    for _ in range(12):
+        characters.append(_CROCKFORD[number & 31])
+        number >>= 5
+    return "@" + "".join(reversed(characters))
+
+
+def slot_key(experiment_id: str, eval_id: str, ordinal: int) -> str:
+    return f"{experiment_id}\0{eval_id}\0{ordinal}"
+
+
+_OPTIONAL_FIELDS = (
+    "model", "failing", "unavailable", "score", "score_state", "error", "assertions", "diagnostics", "usage",
+    "estimated_cost_usd", "coverage", "turns", "tags",
+)
+
+
+@dataclass(slots=True)
+class AttemptResult:
+    experiment_id: str
+    eval_id: str
+    ordinal: int  # 0-based attempt number
+    attempt_id: str
+    outcome: str  # executed | reused | not_dispatched | interrupted
+    verdict: str | None  # passed | failed | errored | skipped | scored; None when it never ran to the end
+    agent: str
+    model: str | None = None
+    duration_seconds: float = 0.0
+    failing: list[str] = field(default_factory=list)
+    unavailable: list[str] = field(default_factory=list)
+    score: float | None = None
+    score_state: str | None = None
+    error: dict[str, Any] | None = None  # {code, message, traceback?}
+    assertions: list[dict[str, Any]] = field(default_factory=list)
+    diagnostics: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    estimated_cost_usd: float | None = None
+    coverage: dict[str, Any] | None = None
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+
+    @property
+    def locator(self) -> str:
+        return attempt_locator(self.attempt_id)
+
+    @property
+    def key(self) -> str:
+        return slot_key(self.experiment_id, self.eval_id, self.ordinal)
+
+    def to_json(self) -> dict[str, Any]:
+        """Empty and unset fields are left out: one of these is journaled per attempt."""
+        document: dict[str, Any] = {
+            "experiment_id": self.experiment_id, "eval_id": self.eval_id, "attempt": self.ordinal,
+            "attempt_id": self.attempt_id, "outcome": self.outcome, "verdict": self.verdict, "agent": self.agent,
+            "duration_seconds": round(self.duration_seconds, 6),
+        }
+        for name in _OPTIONAL_FIELDS:
+            value = getattr(self, name)
+            if value is not None and value != []:
+                document[name] = value
+        return document
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> AttemptResult:
+        return cls(
+            experiment_id=document["experiment_id"], eval_id=document["eval_id"], ordinal=document["attempt"],
+            attempt_id=document["attempt_id"], outcome=document["outcome"], verdict=document["verdict"],
+            agent=document["agent"], model=document.get("model"),
+            duration_seconds=document.get("duration_seconds", 0.0), failing=list(document.get("failing") or []),
+            unavailable=list(document.get("unavailable") or []), score=document.get("score"),
+            score_state=document.get("score_state"), error=document.get("error"),
+            assertions=list(document.get("assertions") or []), diagnostics=list(document.get("diagnostics") or []),
+            usage=document.get("usage"), estimated_cost_usd=document.get("estimated_cost_usd"),
+            coverage=document.get("coverage"), turns=list(document.get("turns") or []),
+            tags=list(document.get("tags") or []),
+        )
+
+
+__all__ = [
+    "ATTEMPT_RECORD", "AttemptResult", "EXECUTED", "INTERRUPTED", "NOT_DISPATCHED", "REUSED", "attempt_locator",
+    "slot_key",
+]

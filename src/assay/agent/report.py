@@ -1,0 +1,293 @@
+"""Delivering an agent run: the console (progress bar, results, summary), NDJSON lines, JUnit suites.
+
+Every reporter consumes the same run events (`run_started`, `attempt_finished`, `warning`) and the
+final `RunOutcome`; none of them is special.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from assay.agent.record import EXECUTED, INTERRUPTED, NOT_DISPATCHED, REUSED, AttemptResult
+from assay.core.format import format_duration, format_latency, format_rate
+from assay.core.report.junit import JUnitCase, JUnitSuite, write_junit
+from assay.core.report.table import render_table
+
+_MARKS = {"passed": "✓", "scored": "◆", "failed": "✗", "errored": "!", "skipped": "-"}
+
+
+def attempt_title(result: AttemptResult) -> str:
+    """`weather/brooklyn [local-agent/demo-model]`, plus `#n` for attempts after the first."""
+    configuration = result.agent if not result.model else f"{result.agent}/{result.model}"
+    suffix = f" #{result.ordinal + 1}" if result.ordinal else ""
+    return f"{result.eval_id}{suffix} [{configuration}]"
+
+
+def verdict_label(result: AttemptResult) -> str:
+    if result.outcome == NOT_DISPATCHED:
+        return "not dispatched"
+    if result.outcome == INTERRUPTED:
+        return "interrupted"
+    if result.verdict == "scored":
+        if result.score_state == "unavailable":
+            return "unrankable"
+        return f"scored {result.score:g}"
+    return result.verdict or "?"
+
+
+def failure_lines(result: AttemptResult) -> list[str]:
+    """Why an attempt did not pass, one line per failing or unavailable assertion (named, with its reason)."""
+    lines = []
+    if result.error is not None:
+        where = f" ({result.error['where']})" if result.error.get("where") else ""
+        lines.append(f"{result.error['code']}: {result.error['message']}{where}")
+    for assertion in result.assertions:
+        status = assertion["status"]
+        if status == "matched" and not _below(assertion):
+            continue
+        name = assertion.get("label") or assertion.get("key") or assertion["description"]
+        optional = " (optional)" if assertion.get("optional") else ""
+        scope = "" if assertion["scope"] == "t" else f" [{assertion['scope']}]"
+        reason = assertion.get("reason") or ""
+        if status == "matched":
+            reason = f"score {assertion['value']:.3f} below {assertion['threshold']:g}"
+        lines.append(f"{status}{optional}: {name}{scope}" + (f": {reason}" if reason else ""))
+    return lines
+
+
+def _below(assertion: dict[str, Any]) -> bool:
+    threshold = assertion.get("threshold")
+    value = assertion.get("value")
+    return threshold is not None and value is not None and value < threshold
+
+
+def run_title(results: Sequence[AttemptResult], interrupted: bool, budget_exhausted: Sequence[str]) -> str:
+    if interrupted:
+        return "INTERRUPTED"
+    verdicts = {result.verdict for result in results}
+    if "errored" in verdicts:
+        return "ERRORED"
+    if budget_exhausted or any(result.outcome == NOT_DISPATCHED for result in results):
+        return "INCOMPLETE"
+    if "failed" in verdicts:
+        return "FAILED"
+    if "scored" in verdicts and "passed" not in verdicts:
+        return "SCORED"
+    if verdicts <= {"skipped"}:
+        return "COMPLETED"
+    return "PASSED"
+
+
+def experiment_rows(results: Sequence[AttemptResult]) -> list[list[str]]:
+    groups: dict[str, list[AttemptResult]] = {}
+    for result in results:
+        groups.setdefault(result.experiment_id, []).append(result)
+    rows = []
+    for experiment_id, members in groups.items():
+        first = members[0]
+        counts = {name: sum(1 for r in members if r.verdict == name) for name in _MARKS}
+        graded = counts["passed"] + counts["failed"] + counts["errored"]
+        durations = [r.duration_seconds for r in members if r.outcome in (EXECUTED, REUSED) and r.verdict]
+        tokens = [_tokens(r) for r in members]
+        token_text = str(sum(t for t in tokens if t is not None)) if any(t is not None for t in tokens) else "-"
+        if counts["scored"]:
+            scores = [r.score for r in members if r.verdict == "scored" and r.score_state == "complete"]
+            headline = f"score {sum(scores):g} over {len(scores)}" if scores else "unrankable"
+        else:
+            headline = f"{counts['passed']}/{graded} ({format_rate(counts['passed'] / graded)})" if graded else "-"
+        rows.append([
+            experiment_id,
+            first.agent if not first.model else f"{first.agent}/{first.model}",
+            headline,
+            str(counts["failed"]),
+            str(counts["errored"]),
+            str(counts["skipped"]),
+            str(sum(1 for r in members if r.outcome in (NOT_DISPATCHED, INTERRUPTED))),
+            format_latency(sum(durations) / len(durations)) if durations else "-",
+            token_text,
+        ])
+    return rows
+
+
+def _tokens(result: AttemptResult) -> int | None:
+    usage = result.usage
+    if not usage or ("input_tokens" not in usage and "output_tokens" not in usage):
+        return None
+    return sum(usage.get(name, 0) for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"))
+
+
+class ConsoleReporter:
+    """A progress bar on a terminal (plain append-only lines otherwise), then results and a summary."""
+
+    def __init__(self, console: Any, *, verbose: bool = False) -> None:
+        self.console = console
+        self.verbose = verbose
+        self.plain = not console.is_terminal
+        self._progress: Any = None
+        self._task: Any = None
+        self._done = 0
+        self._total = 0
+
+    def _say(self, text: str) -> None:
+        self.console.print(text, markup=False, highlight=False)
+
+    def run_started(self, plan: Sequence[Any], reused: int) -> None:
+        self._total = len(plan)
+        experiments = {planned.experiment.id for planned in plan}
+        evals = {planned.eval.id for planned in plan}
+        reuse = f" · {reused} reused from the checkpoint" if reused else ""
+        self._say(f"PLAN  {len(plan)} attempts · {len(evals)} evals × {len(experiments)} experiments{reuse}")
+        self._done = reused
+        if not self.plain and self._total:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TimeElapsedColumn(), console=self.console, transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("running", total=self._total, completed=reused)
+
+    def attempt_finished(self, result: AttemptResult) -> None:
+        self._done += 1
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1)
+            if result.verdict in ("failed", "errored"):
+                self._progress.console.print(
+                    f"{_MARKS[result.verdict]} {verdict_label(result)}  {attempt_title(result)}", markup=False,
+                    highlight=False,
+                )
+        elif self.plain:
+            mark = _MARKS.get(result.verdict or "", "?")
+            self._say(f"[{self._done}/{self._total}] {mark} {verdict_label(result)}  {attempt_title(result)}")
+
+    def warning(self, code: str, message: str, **fields: Any) -> None:
+        target = self._progress.console if self._progress is not None else self.console
+        target.print(f"warning [{code}]: {message}", markup=False, highlight=False)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def summary(self, outcome: Any, *, resume_lines: Sequence[str] = ()) -> None:
+        self.close()
+        results = outcome.results
+        problems = [r for r in results if r.verdict in ("failed", "errored") or (self.verbose and r.verdict)]
+        if problems:
+            self._say("")
+            self._say("RESULTS")
+            for result in problems:
+                mark = _MARKS.get(result.verdict or "", "?")
+                self._say(f"  {mark} {verdict_label(result).upper()}  {attempt_title(result)}")
+                for line in failure_lines(result):
+                    self._say(f"      {line}")
+                if result.verdict == "errored":
+                    self._say(f"      details: assay agent show {result.locator}")
+        interrupted = [r for r in results if r.outcome == INTERRUPTED]
+        if interrupted:
+            self._say(f"{len(interrupted)} attempt(s) interrupted before they finished")
+        self._say("")
+        headers = ["experiment", "agent/model", "passed", "failed", "errored", "skipped", "not run", "mean", "tokens"]
+        self._say(render_table(None, headers, experiment_rows(results)))
+        title = run_title(results, outcome.interrupted, outcome.budget_exhausted)
+        self._say(f"{title}  in {format_duration(outcome.duration_seconds)}")
+        for line in resume_lines:
+            self._say(line)
+
+
+class NdjsonReporter:
+    """One JSON object per line on stdout; the last line is the receipt."""
+
+    def __init__(self, stream: TextIO | None = None, invocation_id: str = "") -> None:
+        self.stream = stream or sys.stdout
+        self.invocation_id = invocation_id
+        self._done = 0
+        self._total = 0
+        self.started_at = time.time()
+
+    def _line(self, document: dict[str, Any]) -> None:
+        self.stream.write(json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    def run_started(self, plan: Sequence[Any], reused: int) -> None:
+        self._total = len(plan)
+        self._done = reused
+        self._line({"type": "progress", "invocationId": self.invocation_id, "message": "planned", "current": reused,
+                    "total": self._total})
+
+    def attempt_finished(self, result: AttemptResult) -> None:
+        self._done += 1
+        document = result.to_json()
+        document["locator"] = result.locator
+        self._line({"type": "attempt", "attempt": document})
+        self._line({"type": "progress", "invocationId": self.invocation_id, "message": attempt_title(result),
+                    "current": self._done, "total": self._total})
+
+    def warning(self, code: str, message: str, **fields: Any) -> None:
+        document = {"event": "warning", "code": code, "level": fields.pop("level", "warning"), "message": message}
+        for key, value in fields.items():
+            document[_camel(key)] = value
+        self._line(document)
+
+    def close(self) -> None:
+        self.stream.flush()
+
+    def receipt(self, outcome: Any, *, exit_code: int, checkpoint: str | None) -> None:
+        results = outcome.results
+        completion = "interrupted" if outcome.interrupted else "completed"
+        counts = {name: sum(1 for r in results if r.verdict == name) for name in _MARKS}
+        counts["not_dispatched"] = sum(1 for r in results if r.outcome == NOT_DISPATCHED)
+        counts["interrupted"] = sum(1 for r in results if r.outcome == INTERRUPTED)
+        self._line({"type": "receipt", "receipt": {
+            "invocationId": self.invocation_id,
+            "runIds": sorted({r.experiment_id for r in results}),
+            "startedAt": self.started_at,
+            "completedAt": time.time(),
+            "completion": completion,
+            "title": run_title(results, outcome.interrupted, outcome.budget_exhausted),
+            "counts": counts,
+            "exitCode": exit_code,
+            "checkpoint": checkpoint,
+        }})
+        self.stream.flush()
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def junit_suites(outcome: Any) -> list[JUnitSuite]:
+    cases = []
+    for result in outcome.results:
+        name = attempt_title(result)
+        failure = error = skipped = None
+        if result.verdict == "failed":
+            failure = "; ".join(result.failing) or "failed"
+        elif result.verdict == "errored":
+            error = result.error["message"] if result.error else "; ".join(result.unavailable) or "errored"
+        elif result.verdict == "skipped":
+            skipped = "skipped"
+        elif result.outcome in (NOT_DISPATCHED, INTERRUPTED):
+            skipped = verdict_label(result)
+        details = "\n".join(failure_lines(result)) or None
+        cases.append(JUnitCase(
+            name=name, classname=result.experiment_id, time_seconds=result.duration_seconds,
+            failure=failure, error=error, skipped=skipped, details=details,
+        ))
+    return [JUnitSuite("assay", cases, outcome.duration_seconds)]
+
+
+def write_junit_report(path: Path, outcome: Any) -> None:
+    write_junit(path, junit_suites(outcome))
+
+
+__all__ = [
+    "ConsoleReporter", "NdjsonReporter", "attempt_title", "experiment_rows", "failure_lines", "junit_suites",
+    "run_title", "verdict_label", "write_junit_report",
+]

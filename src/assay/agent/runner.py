@@ -1,0 +1,557 @@
+"""Running experiments × evals × attempts: two concurrency gates, timeouts, cancellation, budgets, journal.
+
+Admission is one async source over per-experiment lanes (round robin, each lane capped by its
+experiment's concurrency) fed to the core `run_bounded` (the global cap); every sealed attempt is
+journaled before listeners hear of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal as signals
+import time
+import traceback
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from assay.agent.context import CancelSignal, Feedback, HookContext
+from assay.agent.control import AuthoringError, SkipEval, StopEval
+from assay.agent.discovery import EvalEntry, ExperimentEntry
+from assay.agent.drive import AgentCallError, AttemptRuntime, eval_context
+from assay.agent.evidence import sum_usage
+from assay.agent.judging import Judge
+from assay.agent.model import MISSING, event_to_json, usage_to_json
+from assay.agent.pricing import estimate_cost
+from assay.agent.record import (
+    ATTEMPT_RECORD, EXECUTED, INTERRUPTED, NOT_DISPATCHED, AttemptResult, slot_key,
+)
+from assay.agent.verdict import fold_verdict
+from assay.core.asyncutil import call_user_code
+from assay.core.schedule import run_bounded
+
+DEFAULT_CONCURRENCY = 10
+_TRACEBACK_LIMIT = 8000
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedAttempt:
+    index: int  # position in discovery order (experiments, then evals, then attempts)
+    experiment: ExperimentEntry
+    eval: EvalEntry
+    ordinal: int
+
+    @property
+    def key(self) -> str:
+        return slot_key(self.experiment.id, self.eval.id, self.ordinal)
+
+
+def build_plan(
+    experiments: Sequence[ExperimentEntry], selections: Mapping[str, Sequence[EvalEntry]], attempts: int | None = None
+) -> list[PlannedAttempt]:
+    plan: list[PlannedAttempt] = []
+    for experiment in experiments:
+        count = attempts or experiment.experiment.attempts
+        for entry in selections[experiment.id]:
+            for ordinal in range(count):
+                plan.append(PlannedAttempt(len(plan), experiment, entry, ordinal))
+    return plan
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    concurrency: int = DEFAULT_CONCURRENCY
+    timeout: float | None = None  # --timeout: wins over experiment, eval and config
+    config_timeout: float | None = None  # [tool.assay] timeout: the last resort
+    budget: float | None = None  # --budget: replaces each experiment's budget
+    pricing: Mapping[str, Any] = field(default_factory=dict)
+    judge: Judge | None = None
+    run_id: str = "run"
+    handle_sigint: bool = False  # the CLI turns Ctrl-C into a clean interruption
+    retry_base_seconds: float = 5.0  # backoff before resending a send the agent provably rejected
+
+
+class RunListener(Protocol):
+    def run_started(self, plan: Sequence[PlannedAttempt], reused: int) -> None: ...
+
+    def attempt_finished(self, result: AttemptResult) -> None: ...
+
+    def warning(self, code: str, message: str, **fields: Any) -> None: ...
+
+
+class _SilentListener:
+    def run_started(self, plan: Sequence[PlannedAttempt], reused: int) -> None:
+        pass
+
+    def attempt_finished(self, result: AttemptResult) -> None:
+        pass
+
+    def warning(self, code: str, message: str, **fields: Any) -> None:
+        pass
+
+
+@dataclass
+class RunOutcome:
+    results: list[AttemptResult]  # plan order
+    interrupted: bool
+    budget_exhausted: list[str]
+    duration_seconds: float
+
+    def count(self, verdict: str) -> int:
+        return sum(1 for result in self.results if result.verdict == verdict)
+
+    @property
+    def not_dispatched(self) -> int:
+        return sum(1 for result in self.results if result.outcome == NOT_DISPATCHED)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        if self.budget_exhausted or self.not_dispatched:
+            return 1
+        if any(result.verdict in ("failed", "errored") for result in self.results):
+            return 1
+        return 0
+
+
+class _Lane:
+    """One experiment's queue, its own cap, its hooks and its spending."""
+
+    __slots__ = (
+        "entry", "items", "cap", "in_flight", "budget", "spent", "exhausted", "cost_unknown_warned",
+        "setup_task", "setup_error", "setup_reached", "signal", "feedback",
+    )
+
+    def __init__(self, entry: ExperimentEntry, budget: float | None) -> None:
+        self.entry = entry
+        self.items: deque[PlannedAttempt] = deque()
+        self.cap = entry.experiment.concurrency or 1_000_000
+        self.in_flight = 0
+        self.budget = budget
+        self.spent = 0.0
+        self.exhausted = False
+        self.cost_unknown_warned = False
+        self.setup_task: asyncio.Future[None] | None = None
+        self.setup_error: BaseException | None = None
+        self.setup_reached = False
+        self.signal = CancelSignal()
+        self.feedback = Feedback()
+
+
+class _Attempt:
+    """The timeout scope and signal of one attempt in flight (so an interrupt can reach it)."""
+
+    __slots__ = ("scope", "signal", "timed_out")
+
+    def __init__(self, scope: Any, signal: CancelSignal) -> None:
+        self.scope = scope
+        self.signal = signal
+        self.timed_out = False
+
+
+def _error(code: str, message: str, error: BaseException | None = None) -> dict[str, Any]:
+    document: dict[str, Any] = {"code": code, "message": message}
+    if error is not None and error.__traceback__ is not None:
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        document["traceback"] = text[-_TRACEBACK_LIMIT:]
+        frames = traceback.extract_tb(error.__traceback__)
+        if frames:
+            document["where"] = f"{frames[-1].filename}:{frames[-1].lineno}"
+    return document
+
+
+def _turns_json(runtime: AttemptRuntime) -> list[dict[str, Any]]:
+    rows = []
+    for line in runtime.lines:
+        for turn in line.turns:
+            row: dict[str, Any] = {
+                "session": turn.session, "turn": turn.ordinal, "input": turn.input_text, "status": turn.status,
+                "events": [event_to_json(event) for event in turn.events],
+            }
+            if turn.usage is not None:
+                row["usage"] = usage_to_json(turn.usage)
+            if turn.output_error is not None:
+                row["output_error"] = turn.output_error
+            if turn.data is not MISSING:
+                row["data"] = _jsonable(turn.data)
+            if turn.coverage is not runtime.default_coverage:
+                row["coverage"] = turn.coverage.to_json()
+            rows.append(row)
+    return rows
+
+
+def _jsonable(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if callable(dump) else value
+
+
+class AgentRun:
+    """One invocation's attempts; `run()` returns every slot's result in plan order."""
+
+    def __init__(
+        self,
+        plan: Sequence[PlannedAttempt],
+        options: RunOptions,
+        listener: RunListener | None = None,
+        *,
+        reused: Mapping[str, AttemptResult] | None = None,
+        journal: Any = None,  # a core JournalWriter, or None
+    ) -> None:
+        self.plan = list(plan)
+        self.options = options
+        self.listener = listener or _SilentListener()
+        self.reused = dict(reused or {})
+        self.journal = journal
+        self.results: list[AttemptResult | None] = [None] * len(self.plan)
+        self.interrupted = False
+        self._lanes: dict[str, _Lane] = {}
+        self._active: dict[int, _Attempt] = {}
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- control --------------------------------------------------------------------------------
+    def interrupt(self) -> None:
+        """Stop dispatching; attempts in flight get their signal and are sealed as interrupted."""
+        if self.interrupted:
+            return
+        self.interrupted = True
+        loop = self._loop
+        for attempt in list(self._active.values()):
+            attempt.signal.cancel("interrupted")
+            if loop is not None:
+                attempt.scope.reschedule(loop.time())
+        for lane in self._lanes.values():
+            lane.signal.cancel("interrupted")
+        if self._wake is not None:
+            self._wake.set()
+
+    # -- admission ------------------------------------------------------------------------------
+    async def _admit(self) -> AsyncIterator[PlannedAttempt]:
+        lanes = list(self._lanes.values())
+        cursor = 0
+        count = len(lanes)
+        wake = self._wake
+        assert wake is not None
+        while not self.interrupted:
+            picked = None
+            for step in range(count):
+                lane = lanes[(cursor + step) % count]
+                if lane.items and not lane.exhausted and lane.in_flight < lane.cap:
+                    picked = lane
+                    cursor = (cursor + step + 1) % count
+                    break
+            if picked is None:
+                if not any(lane.items and not lane.exhausted for lane in lanes):
+                    return
+                wake.clear()
+                await wake.wait()
+                continue
+            picked.in_flight += 1
+            yield picked.items.popleft()
+
+    # -- experiment hooks -----------------------------------------------------------------------
+    async def _ensure_setup(self, lane: _Lane) -> None:
+        if lane.setup_task is None:
+            lane.setup_task = asyncio.ensure_future(self._setup(lane))
+        await asyncio.shield(lane.setup_task)
+
+    async def _setup(self, lane: _Lane) -> None:
+        lane.setup_reached = True  # from here on teardown runs, even if setup throws
+        hook = lane.entry.experiment.setup
+        if hook is None:
+            return
+        try:
+            await call_user_code(hook, HookContext(lane.entry.id, lane.signal, lane.feedback))
+        except Exception as error:  # noqa: BLE001 - every attempt of this experiment reports it
+            lane.setup_error = error
+
+    async def _teardown_all(self) -> None:
+        for lane in self._lanes.values():
+            hook = lane.entry.experiment.teardown
+            if hook is None or not lane.setup_reached:
+                continue
+            try:
+                await call_user_code(hook, HookContext(lane.entry.id, lane.signal, lane.feedback))
+            except Exception as error:  # noqa: BLE001 - a teardown failure is a warning, never a verdict
+                self.listener.warning(
+                    "experiment-teardown-failed", f"experiment {lane.entry.id} teardown failed: {error}",
+                    experiment_id=lane.entry.id,
+                )
+            self._flush_lane_diagnostics(lane)
+
+    def _flush_lane_diagnostics(self, lane: _Lane) -> None:
+        for diagnostic in lane.feedback.diagnostics:
+            self.listener.warning(diagnostic.code, diagnostic.message, level=diagnostic.level, experiment_id=lane.entry.id)
+        lane.feedback.diagnostics.clear()
+
+    # -- one attempt ----------------------------------------------------------------------------
+    def _timeout(self, planned: PlannedAttempt) -> float | None:
+        options = self.options
+        return (
+            options.timeout or planned.experiment.experiment.timeout or planned.eval.eval.timeout
+            or options.config_timeout
+        )
+
+    async def _attempt(self, planned: PlannedAttempt, lane: _Lane) -> AttemptResult | None:
+        experiment = planned.experiment.experiment
+        definition = planned.eval.eval
+        agent = experiment.agent
+        runtime = AttemptRuntime(
+            agent=agent, kind=definition.kind, eval_dir=planned.eval.directory, model=experiment.model,
+            reasoning_effort=experiment.reasoning_effort, flags=experiment.flags,
+            experiment_id=planned.experiment.id, eval_id=planned.eval.id, attempt=planned.ordinal,
+            pricing=self.options.pricing, judge=self.options.judge,
+            judge_config=_judge_config(experiment.judge, definition.judge),
+            judge_declared=bool(definition.judge), retry_base_seconds=self.options.retry_base_seconds,
+        )
+        started = time.perf_counter()
+        error: dict[str, Any] | None = None
+        skipped = False
+        interrupted = False
+        setup = getattr(agent, "setup", None)
+        teardown = getattr(agent, "teardown", None)
+        setup_reached = False
+        timeout = self._timeout(planned)
+        loop = self._loop
+        assert loop is not None
+        deadline = loop.time() + timeout if timeout else None
+        signal_timer = loop.call_at(deadline, runtime.signal.cancel, "timeout") if deadline is not None else None
+        t = eval_context(runtime)
+        main_session = runtime.lines[0].session
+        try:
+            async with asyncio.timeout_at(deadline) as scope:
+                self._active[planned.index] = _Attempt(scope, runtime.signal)
+                if self.interrupted:
+                    scope.reschedule(loop.time())
+                setup_reached = True  # teardown runs from here on, even if setup throws
+                if setup is not None:
+                    try:
+                        await call_user_code(setup, runtime.context(main_session, "agent.setup"))
+                    except Exception as setup_error:  # noqa: BLE001
+                        raise _AgentSetupFailed(setup_error) from setup_error
+                await definition.test(t)
+        except StopEval:
+            pass
+        except SkipEval:
+            skipped = True
+        except TimeoutError:
+            if self.interrupted:
+                interrupted = True
+            else:
+                progress = runtime.feedback.recent_progress
+                where = f" (last progress: {' | '.join(progress)})" if progress else ""
+                error = _error("timeout", f"attempt timed out after {timeout:g}s{where}")
+        except _AgentSetupFailed as failure:
+            cause = failure.__cause__ or failure
+            error = _error("agent-setup-failed", f"agent setup failed: {type(cause).__name__}: {cause}", cause)
+        except AgentCallError as failure:
+            error = _error(failure.code, str(failure), failure.__cause__ or failure)
+        except AuthoringError as failure:
+            error = _error("authoring-error", str(failure), failure)
+        except Exception as failure:  # noqa: BLE001 - the eval's bug is this attempt's error, not the run's
+            error = _error("eval-exception", f"{type(failure).__name__}: {failure}", failure)
+        finally:
+            if signal_timer is not None:
+                signal_timer.cancel()
+            self._active.pop(planned.index, None)
+        if error is not None and runtime.signal.cancelled:
+            # An adapter that honoured the signal raised before the hard backstop fired: the cause
+            # is still the deadline or the interrupt, not the adapter.
+            if runtime.signal.reason == "interrupted":
+                interrupted = True
+            elif error["code"] != "timeout":
+                error = _error("timeout", f"attempt timed out after {timeout:g}s")
+        if setup_reached and teardown is not None:
+            try:
+                await call_user_code(teardown, runtime.context(main_session, "agent.teardown"))
+            except Exception as teardown_error:  # noqa: BLE001 - recorded, never a verdict change
+                runtime.feedback.diagnostic(
+                    "agent-teardown-failed", "warning", f"agent teardown failed: {teardown_error}", phase="agent.teardown"
+                )
+        if interrupted:
+            return None
+        for entry in runtime.entries:
+            if entry.pending is not None:
+                await entry.resolve()
+        return self._seal(planned, runtime, time.perf_counter() - started, error, skipped)
+
+    def _seal(
+        self, planned: PlannedAttempt, runtime: AttemptRuntime, duration: float, error: dict[str, Any] | None,
+        skipped: bool,
+    ) -> AttemptResult:
+        experiment = planned.experiment.experiment
+        verdict = fold_verdict(runtime.kind, runtime.entries, errored=error is not None, skipped=skipped)
+        turns = [turn for line in runtime.lines for turn in line.turns]
+        coverage = runtime.default_coverage
+        for turn in turns:
+            coverage = coverage.combined(turn.coverage)
+        usage, every_turn = sum_usage(turns)
+        cost = None
+        if turns and every_turn and self.options.pricing:
+            costs = [estimate_cost(experiment.model, turn.usage, self.options.pricing) for turn in turns]
+            cost = None if any(value is None for value in costs) else sum(costs)  # type: ignore[arg-type]
+        return AttemptResult(
+            experiment_id=planned.experiment.id,
+            eval_id=planned.eval.id,
+            ordinal=planned.ordinal,
+            attempt_id=f"{self.options.run_id}/{planned.experiment.id}/{planned.eval.id}/{planned.ordinal}",
+            outcome=EXECUTED,
+            verdict=verdict.state,
+            agent=experiment.agent.name,
+            model=experiment.model,
+            duration_seconds=duration,
+            failing=list(verdict.failing),
+            unavailable=list(verdict.unavailable),
+            score=verdict.score,
+            score_state=verdict.score_state,
+            error=error,
+            assertions=[entry.to_json() for entry in runtime.entries],
+            diagnostics=[diagnostic.to_json() for diagnostic in runtime.feedback.diagnostics],
+            usage=usage_to_json(usage) if turns else None,
+            estimated_cost_usd=cost,
+            coverage=coverage.to_json(),
+            turns=_turns_json(runtime),
+            tags=list(planned.eval.eval.tags),
+        )
+
+    def _unrun(self, planned: PlannedAttempt, outcome: str, error: dict[str, Any] | None = None) -> AttemptResult:
+        experiment = planned.experiment.experiment
+        return AttemptResult(
+            experiment_id=planned.experiment.id, eval_id=planned.eval.id, ordinal=planned.ordinal,
+            attempt_id=f"{self.options.run_id}/{planned.experiment.id}/{planned.eval.id}/{planned.ordinal}",
+            outcome=outcome, verdict="errored" if error is not None else None, agent=experiment.agent.name,
+            model=experiment.model, error=error, tags=list(planned.eval.eval.tags),
+        )
+
+    async def _work(self, planned: PlannedAttempt) -> None:
+        lane = self._lanes[planned.experiment.id]
+        try:
+            if lane.entry.experiment.setup is not None or lane.entry.experiment.teardown is not None:
+                await self._ensure_setup(lane)
+            if lane.setup_error is not None:
+                cause = lane.setup_error
+                result: AttemptResult | None = self._unrun(planned, EXECUTED, _error(
+                    "experiment-setup-failed", f"experiment {lane.entry.id} setup failed: {type(cause).__name__}: {cause}",
+                    cause,
+                ))
+            elif self.interrupted:
+                result = None
+            else:
+                result = await self._attempt(planned, lane)
+        finally:
+            lane.in_flight -= 1
+            assert self._wake is not None
+            self._wake.set()
+        if result is None:
+            self.results[planned.index] = self._unrun(planned, INTERRUPTED)
+            return
+        self._spend(lane, result)
+        self._publish(result, planned.index)
+
+    def _spend(self, lane: _Lane, result: AttemptResult) -> None:
+        if lane.budget is None:
+            return
+        if result.estimated_cost_usd is None:
+            if not lane.cost_unknown_warned and result.turns:
+                lane.cost_unknown_warned = True
+                self.listener.warning(
+                    "budget-unenforceable",
+                    f"experiment {lane.entry.id}: the budget cannot be enforced (no model, usage or price)",
+                    experiment_id=lane.entry.id,
+                )
+            return
+        lane.spent += result.estimated_cost_usd
+        if lane.spent >= lane.budget and not lane.exhausted:
+            lane.exhausted = True
+            self.listener.warning(
+                "budget_exhausted",
+                f"experiment {lane.entry.id} spent an estimated ${lane.spent:.4f} of its ${lane.budget:.4f} budget; "
+                "its remaining attempts were not dispatched",
+                experiment_id=lane.entry.id,
+            )
+
+    def _publish(self, result: AttemptResult, index: int) -> None:
+        self.results[index] = result
+        if self.journal is not None:
+            self.journal.submit(ATTEMPT_RECORD, result.key, result.to_json(), lambda: self.listener.attempt_finished(result))
+        else:
+            self.listener.attempt_finished(result)
+
+    # -- the run --------------------------------------------------------------------------------
+    async def run(self) -> RunOutcome:
+        started = time.perf_counter()
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        for planned in self.plan:
+            lane = self._lanes.get(planned.experiment.id)
+            if lane is None:
+                budget = self.options.budget if self.options.budget is not None else planned.experiment.experiment.budget
+                lane = self._lanes[planned.experiment.id] = _Lane(planned.experiment, budget)
+            reused = self.reused.get(planned.key)
+            if reused is not None:
+                self.results[planned.index] = reused
+            else:
+                lane.items.append(planned)
+        self.listener.run_started(self.plan, len(self.plan) - sum(len(lane.items) for lane in self._lanes.values()))
+        sigint_installed = False
+        if self.options.handle_sigint:
+            sigint_installed = self._install_sigint()
+        try:
+            completed = await run_bounded(
+                self._admit(), self._work, concurrency=max(1, self.options.concurrency), keep_going=True, collect=False
+            )
+            if self.journal is not None:
+                await self.journal.drain()
+        finally:
+            if sigint_installed:
+                self._loop.remove_signal_handler(signals.SIGINT)
+            await self._teardown_all()
+        for done in completed:
+            if done.error is not None:
+                raise done.error
+        exhausted = [lane.entry.id for lane in self._lanes.values() if lane.exhausted]
+        for lane in self._lanes.values():
+            for planned in lane.items:
+                self.results[planned.index] = self._unrun(planned, INTERRUPTED if self.interrupted else NOT_DISPATCHED)
+            lane.items.clear()
+            self._flush_lane_diagnostics(lane)
+        results = [result for result in self.results if result is not None]
+        return RunOutcome(results, self.interrupted, exhausted, time.perf_counter() - started)
+
+    def _install_sigint(self) -> bool:
+        loop = self._loop
+        assert loop is not None
+        presses = {"count": 0}
+
+        def on_sigint() -> None:
+            presses["count"] += 1
+            if presses["count"] > 1:
+                # A second Ctrl-C stops waiting for adapters that ignore cancellation.
+                for task in asyncio.all_tasks(loop):
+                    task.cancel()
+                return
+            self.interrupt()
+
+        try:
+            loop.add_signal_handler(signals.SIGINT, on_sigint)
+        except (NotImplementedError, RuntimeError, ValueError):
+            return False
+        return True
+
+
+class _AgentSetupFailed(Exception):
+    pass
+
+
+def _judge_config(experiment_judge: Mapping[str, Any] | None, eval_judge: Any) -> dict[str, Any] | None:
+    if not eval_judge:
+        return None
+    config = dict(experiment_judge or {})
+    if isinstance(eval_judge, Mapping):
+        config.update(eval_judge)  # eval > experiment
+    return config
+
+
+__all__ = ["AgentRun", "DEFAULT_CONCURRENCY", "PlannedAttempt", "RunListener", "RunOptions", "RunOutcome", "build_plan"]

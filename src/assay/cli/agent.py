@@ -1,0 +1,391 @@
+"""`assay agent …`: init a project, list evals and experiments, run them, show recorded results.
+
+Exit codes: 0 all passed (or scored/skipped), 1 a failed or errored attempt or an incomplete run,
+2 a usage, config or internal error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+
+from assay.cli import common
+from assay.errors import AssayError, ConfigError, UsageError
+
+agent_app = typer.Typer(
+    help="Agent evals (NiceEval's model): evals drive an agent and assert on its event stream.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+PROJECT_HELP = "Project folder (holds evals/, experiments/, pyproject.toml); default: the current folder."
+_MINIMAL_CONFIG = "[tool.assay]\n# concurrency = 10   # attempts in flight across experiments\n# timeout = 300      # seconds per attempt\n"
+
+
+def _project(project: Optional[Path]) -> Path:
+    path = (project or Path.cwd()).expanduser().resolve()
+    if not path.is_dir():
+        raise UsageError(f"project folder does not exist: {path}", "--project")
+    return path
+
+
+def _fail(error: BaseException, *, json_mode: bool = False) -> None:
+    code = error.exit_code if isinstance(error, AssayError) else 2
+    if common.DEBUG:
+        traceback.print_exception(error, file=sys.stderr)
+    message = str(error) if isinstance(error, AssayError) else f"internal error: {type(error).__name__}: {error}"
+    if json_mode:
+        print(f"Error: {message}", file=sys.stderr)
+    else:
+        common.stdout_console().print(f"Error: {message}", markup=False, highlight=False)
+    raise typer.Exit(code)
+
+
+@agent_app.command("init")
+def init_command(
+    directory: Path = typer.Argument(Path("."), help="Folder to set up (created if missing)."),
+) -> None:
+    """Create evals/ and experiments/ and a [tool.assay] table in pyproject.toml (no example eval)."""
+    console = common.stdout_console()
+    root = directory.expanduser().resolve()
+    made = []
+    try:
+        for name in ("evals", "experiments"):
+            folder = root / name
+            if not folder.exists():
+                folder.mkdir(parents=True)
+                made.append(f"{name}/")
+        pyproject = root / "pyproject.toml"
+        if not pyproject.exists():
+            pyproject.write_text(_MINIMAL_CONFIG, encoding="utf-8")
+            made.append("pyproject.toml")
+        else:
+            text = pyproject.read_text(encoding="utf-8")
+            if "[tool.assay]" not in text:
+                separator = "" if text.endswith("\n") or not text else "\n"
+                pyproject.write_text(text + separator + "\n" + _MINIMAL_CONFIG, encoding="utf-8")
+                made.append("[tool.assay] in pyproject.toml")
+    except OSError as error:
+        _fail(ConfigError(f"could not set up {root}: {error}"))
+    for line in (
+        f"Initialized {root}: " + (", ".join(made) if made else "nothing to do (already set up)"),
+        "Next: write evals/<name>_eval.py and experiments/<name>.py, then run `assay agent run`.",
+    ):
+        console.print(line, markup=False, highlight=False)
+
+
+@agent_app.command("list")
+def list_command(
+    project: Optional[Path] = typer.Option(None, "--project", help=PROJECT_HELP),
+    tag: Optional[List[str]] = typer.Option(None, "--tag", help="Only evals with this tag (repeatable: any of)."),
+    output_json: bool = typer.Option(False, "--json", help="Print a JSON document instead of tables."),
+) -> None:
+    """List evals (id, tags, description) and experiments; runs nothing."""
+    from assay.agent.discovery import discover_evals, discover_experiments, select_evals
+    from assay.agent.project import EXPERIMENTS_DIR, load_dotenv
+    from assay.core.report.table import render_table
+
+    try:
+        root = _project(project)
+        load_dotenv(root)
+        evals = [entry for entry in discover_evals(root) if not tag or any(t in entry.eval.tags for t in tag)]
+        experiments = discover_experiments(root) if (root / EXPERIMENTS_DIR).is_dir() else []
+        selected = {entry.id: [e.id for e in select_evals(entry, evals)] for entry in experiments}
+    except AssayError as error:
+        _fail(error, json_mode=output_json)
+    if output_json:
+        document = {
+            "evals": [
+                {"id": e.id, "kind": e.eval.kind, "tags": list(e.eval.tags), "description": e.eval.description}
+                for e in evals
+            ],
+            "experiments": [
+                {
+                    "id": x.id, "agent": x.experiment.agent.name, "model": x.experiment.model,
+                    "attempts": x.experiment.attempts, "description": x.experiment.description,
+                    "labels": list(x.experiment.labels), "selectedEvalIds": selected[x.id],
+                }
+                for x in experiments
+            ],
+        }
+        print(json.dumps(document, indent=2))
+        return
+    console = common.stdout_console()
+    rows = [[e.id, e.eval.kind, ", ".join(e.eval.tags), e.eval.description or ""] for e in evals]
+    console.print(render_table("Evals", ["eval", "kind", "tags", "description"], rows), markup=False, highlight=False)
+    if experiments:
+        rows = [
+            [x.id, x.experiment.agent.name, x.experiment.model or "-", str(x.experiment.attempts),
+             str(len(selected[x.id])), x.experiment.description or ""]
+            for x in experiments
+        ]
+        headers = ["experiment", "agent", "model", "attempts", "evals", "description"]
+        console.print(render_table("Experiments", headers, rows), markup=False, highlight=False)
+
+
+def _positive(option: str, value: Any, *, allow_zero: bool = False) -> None:
+    if value is None:
+        return
+    if value < 0 or (value == 0 and not allow_zero):
+        raise UsageError(f"{option} must be {'>= 0' if allow_zero else '> 0'}", option)
+
+
+@agent_app.command("run")
+def run_command(
+    experiment: Optional[str] = typer.Argument(None, help="Experiment id, folder or prefix; default: all."),
+    evals: Optional[List[str]] = typer.Argument(None, help="Eval id prefixes that narrow the experiment's evals."),
+    project: Optional[Path] = typer.Option(None, "--project", help=PROJECT_HELP),
+    attempts: Optional[int] = typer.Option(None, "--attempts", help="Attempts per eval (overrides experiments)."),
+    concurrency: Optional[int] = typer.Option(
+        None, "--concurrency", "--max-concurrency", help="Attempts in flight overall (default: config, else 10)."
+    ),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per attempt (wins over every file)."),
+    budget: Optional[float] = typer.Option(None, "--budget", help="USD of estimated cost per experiment."),
+    tag: Optional[List[str]] = typer.Option(None, "--tag", help="Only evals with this tag (repeatable: any of)."),
+    output_json: bool = typer.Option(False, "--json", help="NDJSON on stdout; the last line is the receipt."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Also write a JUnit XML report here."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Checkpoint folder or id to resume."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="List every attempt in the results."),
+    agent: Optional[str] = typer.Option(None, "--agent", hidden=True),
+    model: Optional[str] = typer.Option(None, "--model", hidden=True),
+) -> None:
+    """Run experiments × evals × attempts, journaled so an interrupted run can be resumed."""
+    try:
+        if agent is not None or model is not None:
+            flag = "--agent" if agent is not None else "--model"
+            raise UsageError(
+                f"{flag} is not an option: an experiment file binds the agent and model. To compare "
+                "configurations, add a new file under experiments/ that differs in that one line.", flag,
+            )
+        _positive("--attempts", attempts)
+        _positive("--concurrency", concurrency)
+        _positive("--timeout", timeout)
+        _positive("--budget", budget, allow_zero=True)
+        if resume is not None and (experiment or evals or tag or attempts or timeout is not None or budget is not None):
+            raise UsageError("--resume reruns the saved selection; do not give experiments, evals or selection options",
+                             "--resume")
+        root = _project(project)
+    except AssayError as error:
+        _fail(error, json_mode=output_json)
+    _execute_run(root, {
+        "experiment": experiment, "evals": list(evals or []), "tags": list(tag or []), "attempts": attempts,
+        "timeout": timeout, "budget": budget,
+    }, concurrency, output_json, junit, resume, verbose)
+
+
+def _execute_run(
+    root: Path, invocation: dict[str, Any], concurrency: Optional[int], output_json: bool, junit: Optional[Path],
+    resume: Optional[str], verbose: bool,
+) -> None:
+    from assay.agent.checkpoint import KIND, AgentCheckpoint, resume_lines
+    from assay.agent.discovery import discover_evals, discover_experiments, select_evals, select_experiments
+    from assay.agent.project import checkpoints_base, load_dotenv, load_project_config
+    from assay.agent.report import ConsoleReporter, NdjsonReporter, write_junit_report
+    from assay.agent.runner import DEFAULT_CONCURRENCY, AgentRun, RunOptions, build_plan
+    from assay.core.journal import JournalWriter, read_manifest, resolve_checkpoint_ref
+
+    checkpoint: AgentCheckpoint | None = None
+    try:
+        load_dotenv(root)
+        config = load_project_config(root)
+        manifest = None
+        checkpoint_path = None
+        if resume is not None:
+            checkpoint_path = resolve_checkpoint_ref(resume, checkpoints_base(root), Path.cwd())
+            manifest = read_manifest(checkpoint_path, KIND)
+            invocation = dict(manifest["invocation"])
+        all_evals = discover_evals(root)
+        experiments = select_experiments(discover_experiments(root), invocation["experiment"])
+        selections = {
+            entry.id: select_evals(entry, all_evals, invocation["evals"], invocation["tags"]) for entry in experiments
+        }
+        if not any(selections.values()):
+            narrowed = " after narrowing by the given prefixes and tags" if invocation["evals"] or invocation["tags"] else ""
+            raise UsageError(f"no evals selected{narrowed}; `assay agent list` shows the eval ids")
+        plan = build_plan(experiments, selections, invocation["attempts"])
+        if manifest is not None and checkpoint_path is not None:
+            checkpoint = AgentCheckpoint.resume(checkpoint_path, manifest, plan)
+        else:
+            checkpoint = AgentCheckpoint.start(root, invocation, plan)
+    except AssayError as error:
+        if checkpoint is not None:
+            checkpoint.release()
+        _fail(error, json_mode=output_json)
+    assert checkpoint is not None
+    console = common.stdout_console()
+    reporter: Any = NdjsonReporter(invocation_id=checkpoint.id) if output_json else ConsoleReporter(console, verbose=verbose)
+    options = RunOptions(
+        concurrency=concurrency or config.concurrency or DEFAULT_CONCURRENCY,
+        timeout=invocation["timeout"],
+        config_timeout=config.timeout,
+        budget=invocation["budget"],
+        pricing=config.pricing,
+        run_id=checkpoint.id,
+        handle_sigint=True,
+    )
+
+    async def execute() -> Any:
+        writer = JournalWriter(checkpoint.checkpoint.journal)
+        try:
+            return await AgentRun(plan, options, reporter, reused=checkpoint.reused, journal=writer).run()
+        finally:
+            await writer.close()
+
+    try:
+        outcome = asyncio.run(execute())
+    except (KeyboardInterrupt, asyncio.CancelledError):  # a second Ctrl-C cancels everything
+        reporter.close()
+        checkpoint.release()
+        if not output_json:
+            console.print("Interrupted.", markup=False, highlight=False)
+            for line in resume_lines(checkpoint.path, root):
+                console.print(line, markup=False, highlight=False)
+        raise typer.Exit(130)
+    except BaseException as error:  # noqa: BLE001 - an internal crash still releases the checkpoint
+        reporter.close()
+        checkpoint.release()
+        if isinstance(error, (typer.Exit, SystemExit)):
+            raise
+        _fail(error, json_mode=output_json)
+    kept = checkpoint.finish(outcome)
+    exit_code = outcome.exit_code
+    if junit is not None:
+        try:
+            write_junit_report(junit, outcome)
+        except OSError as error:
+            exit_code = exit_code or 1  # a required report that is missing fails the invocation
+            message = f"Error: could not write JUnit report {junit}: {error}"
+            if output_json:
+                print(message, file=sys.stderr)
+            else:
+                console.print(message, markup=False, highlight=False)
+    if output_json:
+        reporter.receipt(outcome, exit_code=exit_code, checkpoint=str(checkpoint.path))
+    else:
+        reporter.summary(outcome, resume_lines=resume_lines(checkpoint.path, root) if kept else ())
+    raise typer.Exit(exit_code)
+
+
+@agent_app.command("show")
+def show_command(
+    locator: Optional[str] = typer.Argument(None, help="An attempt locator (@XXXX…, a unique prefix is enough)."),
+    project: Optional[Path] = typer.Option(None, "--project", help=PROJECT_HELP),
+    run: Optional[str] = typer.Option(None, "--run", help="Checkpoint id or folder; default: the latest run."),
+    output_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+) -> None:
+    """Show the results of the latest (or a given) run, or one attempt in detail."""
+    from assay.agent.checkpoint import list_checkpoints, read_results
+    from assay.agent.project import checkpoints_base
+    from assay.core.journal import resolve_checkpoint_ref
+
+    try:
+        root = _project(project)
+        if run is not None:
+            path = resolve_checkpoint_ref(run, checkpoints_base(root), Path.cwd())
+            if not path.is_dir():
+                raise UsageError(f"no run {run!r} in {root}", "--run")
+        else:
+            found = list_checkpoints(root)
+            if not found:
+                raise UsageError(f"no agent runs recorded in {root}; run `assay agent run` first")
+            path = found[-1][0]
+        results = read_results(path)
+        if locator is not None:
+            wanted = locator if locator.startswith("@") else "@" + locator
+            matching = [result for result in results if result.locator.startswith(wanted.upper())]
+            if not matching:
+                raise UsageError(f"no attempt {locator} in run {path.name}")
+            if len(matching) > 1:
+                raise UsageError(f"attempt locator {locator} is ambiguous ({len(matching)} attempts); give more characters")
+            results = matching
+    except AssayError as error:
+        _fail(error, json_mode=output_json)
+    if output_json:
+        documents = []
+        for result in results:
+            document = result.to_json()
+            document["locator"] = result.locator
+            documents.append(document)
+        print(json.dumps({"run": path.name, "attempts": documents}, indent=2, ensure_ascii=False))
+        return
+    console = common.stdout_console()
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False)
+
+    if locator is not None:
+        _show_attempt(say, results[0])
+        return
+    from assay.agent.report import attempt_title, experiment_rows, failure_lines, verdict_label
+    from assay.core.report.table import render_table
+
+    say(f"Run {path.name}")
+    results.sort(key=lambda r: (r.experiment_id, r.eval_id, r.ordinal))
+    rows = [[result.locator, verdict_label(result), attempt_title(result)] for result in results]
+    say(render_table(None, ["locator", "verdict", "attempt"], rows))
+    for result in results:
+        if result.verdict in ("failed", "errored"):
+            say(f"{result.locator} {verdict_label(result).upper()}  {attempt_title(result)}")
+            for line in failure_lines(result):
+                say(f"    {line}")
+    headers = ["experiment", "agent/model", "passed", "failed", "errored", "skipped", "not run", "mean", "tokens"]
+    say(render_table(None, headers, experiment_rows(results)))
+
+
+def _show_attempt(say: Any, result: Any) -> None:
+    from assay.agent.report import attempt_title, failure_lines, verdict_label
+
+    say(f"{result.locator}  {verdict_label(result).upper()}  {attempt_title(result)}")
+    say(f"experiment {result.experiment_id} · attempt {result.ordinal + 1} · {result.duration_seconds:.3f}s")
+    for line in failure_lines(result):
+        say(f"  {line}")
+    if result.assertions:
+        say("Assertions:")
+        for assertion in result.assertions:
+            reason = f" — {assertion['reason']}" if assertion.get("reason") else ""
+            say(f"  {assertion['status']:<11} {assertion['description']} [{assertion['scope']}]{reason}")
+    if result.turns:
+        say("Conversation:")
+        for turn in result.turns:
+            prefix = "" if turn["session"] == 0 else f"session {turn['session']} "
+            say(f"  {prefix}turn {turn['turn']} ({turn['status']}) user: {turn['input']}")
+            for event in turn["events"]:
+                say(f"    {_event_line(event)}")
+    if result.coverage:
+        partial = {k: v for k, v in result.coverage.items() if v != "complete"}
+        if partial:
+            say(f"Evidence coverage: {json.dumps(partial)}")
+    if result.usage:
+        say(f"Usage: {json.dumps(result.usage)}")
+    for diagnostic in result.diagnostics:
+        say(f"{diagnostic['level']} [{diagnostic['code']}]: {diagnostic['message']}")
+    if result.error and result.error.get("traceback"):
+        say("Traceback:")
+        say(result.error["traceback"].rstrip())
+
+
+def _event_line(event: dict[str, Any]) -> str:
+    kind = event["type"]
+    if kind == "message":
+        return f"{event['role']}: {event['text']}"
+    if kind == "operation.started":
+        operation = event["operation"]
+        return f"→ {operation['kind']} {operation['name']} #{event['operation_id']} {json.dumps(operation.get('input'))}"
+    if kind == "operation.finished":
+        output = f" {json.dumps(event['output'])}" if "output" in event else ""
+        return f"← #{event['operation_id']} {event['status']}{output}"
+    if kind == "input.requested":
+        request = event["request"]
+        options = ", ".join(option["id"] for option in request.get("options", []))
+        return f"? input requested {request.get('id', '')}: {request.get('prompt', '')} [{options}]"
+    return json.dumps(event, ensure_ascii=False)
+
+
+__all__ = ["agent_app"]

@@ -1,0 +1,58 @@
+"""Scripted agents and a one-call runner for tests (imported as a top-level module)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, define_eval, define_score_eval
+from assay.agent.discovery import EvalEntry, ExperimentEntry
+from assay.agent.runner import AgentRun, RunOptions, build_plan
+
+
+def scripted_agent(turns: Sequence[Any] | Callable[[Any, Any], Any], *, coverage=complete_evidence_coverage, name="scripted", **hooks):
+    """An agent answering with `turns` in order (or a function of (input, ctx)); records its inputs."""
+    received = []
+    queue = list(turns) if not callable(turns) else None
+
+    async def send(turn_input, ctx):
+        received.append((turn_input, ctx))
+        if queue is None:
+            result = turns(turn_input, ctx)
+            if asyncio.iscoroutine(result):
+                result = await result
+            return result
+        return queue.pop(0) if queue else Turn()
+
+    agent = define_agent(name=name, send=send, evidence_coverage=coverage, **hooks)
+    return agent, received
+
+
+def run_evals(
+    agent,
+    tests: dict[str, Any],
+    *,
+    score: bool = False,
+    options: RunOptions | None = None,
+    listener=None,
+    **experiment_fields,
+):
+    experiment = ExperimentEntry("exp", Experiment(agent=agent, **experiment_fields))
+    entries = []
+    for eval_id, test in tests.items():
+        definition = test if not callable(test) or hasattr(test, "kind") else (
+            define_score_eval(test) if score else define_eval(test)
+        )
+        entries.append(EvalEntry(eval_id, definition))
+    plan = build_plan([experiment], {"exp": entries})
+    return asyncio.run(AgentRun(plan, options or RunOptions(), listener).run())
+
+
+def run_one(agent, test, **kwargs):
+    """The AttemptResult of one eval body run against `agent`."""
+    return run_evals(agent, {"e": test}, **kwargs).results[0]
+
+
+def statuses(result) -> list[str]:
+    return [assertion["status"] for assertion in result.assertions]

@@ -1,0 +1,201 @@
+import textwrap
+
+import pytest
+
+from assay.agent.discovery import discover_evals, discover_experiments, select_evals, select_experiments
+from assay.agent.project import load_dotenv, load_project_config, parse_dotenv
+from assay.errors import ConfigError, UsageError
+
+AGENT = """
+from assay.agent import Turn, complete_evidence_coverage, define_agent, message
+
+async def send(turn_input, ctx):
+    return Turn([message("ok")])
+
+agent = define_agent(name="stub", send=send, evidence_coverage=complete_evidence_coverage)
+"""
+ONE_EVAL = """
+from assay.agent import define_eval
+
+@define_eval(description="{description}", tags={tags!r})
+async def test(t):
+    await t.send("hi")
+"""
+
+
+def write(root, relative, text):
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def make_project(root):
+    write(root, "agents/stub.py", AGENT)
+    write(root, "evals/weather/brooklyn_eval.py", ONE_EVAL.format(description="Brooklyn", tags=["weather"]))
+    write(root, "evals/foo/eval.py", ONE_EVAL.format(description="foo", tags=[]))
+    write(root, "evals/_lib/helpers.py", "VALUE = 1\n")
+    write(root, "evals/_lib/ignored_eval.py", "raise RuntimeError('never imported')\n")
+    write(root, "evals/notes.py", "raise RuntimeError('not an eval file')\n")
+    write(root, "evals/cities_eval.py", """
+        from assay.agent import define_eval
+        from evals._lib.helpers import VALUE
+
+        def make(city):
+            async def test(t):
+                await t.send(city)
+            return define_eval(test, tags=["cities"])
+
+        EVALS = [make("Paris"), make("Rome")]
+    """)
+    write(root, "evals/langs_eval.py", """
+        from assay.agent import define_eval
+
+        async def test(t):
+            pass
+
+        by_language = {"zh": define_eval(test), "en": define_eval(test)}
+    """)
+    write(root, "experiments/baseline.py", """
+        from agents.stub import agent
+        from assay.agent import Experiment
+        experiment = Experiment(agent=agent, model="m1")
+    """)
+    write(root, "experiments/models/openai/gpt.py", """
+        from agents.stub import agent
+        from assay.agent import Experiment
+        experiment = Experiment(agent=agent, model="gpt", evals=["weather/"])
+    """)
+    write(root, "experiments/_shared.py", "raise RuntimeError('shared code is not an experiment')\n")
+    return root
+
+
+def test_eval_ids_come_from_paths_with_list_and_dict_fan_out(tmp_path):
+    entries = discover_evals(make_project(tmp_path))
+    assert [entry.id for entry in entries] == [
+        "cities/0000", "cities/0001", "foo", "langs/en", "langs/zh", "weather/brooklyn",
+    ]
+    brooklyn = entries[-1]
+    assert brooklyn.eval.description == "Brooklyn" and brooklyn.eval.tags == ("weather",)
+    assert brooklyn.directory == tmp_path.resolve() / "evals" / "weather"
+    assert len(brooklyn.digest) == 64
+
+
+def test_experiment_ids_come_from_paths_and_shared_files_are_skipped(tmp_path):
+    experiments = discover_experiments(make_project(tmp_path))
+    assert [entry.id for entry in experiments] == ["baseline", "models/openai/gpt"]
+    assert experiments[1].group == "models"
+
+
+def test_selection_by_experiment_prefix_eval_prefix_and_tag(tmp_path):
+    root = make_project(tmp_path)
+    evals = discover_evals(root)
+    experiments = discover_experiments(root)
+    assert [e.id for e in select_experiments(experiments, "models")] == ["models/openai/gpt"]
+    assert [e.id for e in select_experiments(experiments, "models/open")] == ["models/openai/gpt"]
+    assert [e.id for e in select_experiments(experiments, "experiments/baseline.py")] == ["baseline"]
+    with pytest.raises(UsageError, match="no experiment matches 'nope'; experiments: baseline, models/openai/gpt"):
+        select_experiments(experiments, "nope")
+    baseline, gpt = experiments
+    assert [e.id for e in select_evals(gpt, evals)] == ["weather/brooklyn"]
+    assert [e.id for e in select_evals(gpt, evals, ["cities"])] == []  # prefixes narrow, never widen
+    assert [e.id for e in select_evals(baseline, evals, ["cities/", "foo"])] == ["cities/0000", "cities/0001", "foo"]
+    assert [e.id for e in select_evals(baseline, evals, tags=["cities", "weather"])] == [
+        "cities/0000", "cities/0001", "weather/brooklyn"]
+
+
+@pytest.mark.parametrize("relative, text, message", [
+    ("evals/a_eval.py", "x = 1\n", "defines no eval"),
+    ("evals/b_eval.py", ONE_EVAL.format(description="x", tags=[]) + "\nother = test\n", "defines several evals (test, other)"),
+    ("evals/c_eval.py", "from assay.agent import define_eval\nEVALS = {'a/b': define_eval(lambda t: None)}\n",
+     "must be one non-empty path segment"),
+    ("evals/d_eval.py", "raise ImportError('missing sdk')\n", "could not import"),
+    ("evals/eval.py", ONE_EVAL.format(description="x", tags=[]), "must be inside a folder"),
+])
+def test_bad_eval_files_are_config_errors_naming_the_file(tmp_path, relative, text, message):
+    path = write(tmp_path, relative, text)
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")) as raised:
+        discover_evals(tmp_path)
+    assert str(path.name) in str(raised.value) or "folder" in message
+
+
+def test_two_files_with_one_id_are_an_error(tmp_path):
+    write(tmp_path, "evals/x_eval.py", ONE_EVAL.format(description="a", tags=[]))
+    write(tmp_path, "evals/x/eval.py", ONE_EVAL.format(description="b", tags=[]))
+    with pytest.raises(ConfigError, match="eval id 'x' is defined twice"):
+        discover_evals(tmp_path)
+
+
+def test_an_experiment_must_bind_an_agent_with_evidence_coverage(tmp_path):
+    write(tmp_path, "experiments/bad.py", """
+        from assay.agent import Experiment
+
+        class Lazy:
+            name = "lazy"
+            async def send(self, turn_input, ctx):
+                pass
+
+        experiment = Experiment(agent=Lazy())
+    """)
+    with pytest.raises(ConfigError, match="agent 'lazy' must declare `evidence_coverage`"):
+        discover_experiments(tmp_path)
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"attempts": 0}, "attempts must be an integer >= 1"),
+    ({"flags": {"x": float("nan")}}, "must be finite"),
+    ({"timeout": -1}, "timeout must be > 0"),
+    ({"evals": "weather"}, 'evals must be "\\*"'),
+])
+def test_experiment_fields_are_validated(fields, message):
+    from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent
+
+    agent = define_agent(name="a", send=lambda i, c: Turn(), evidence_coverage=complete_evidence_coverage)
+    with pytest.raises(ConfigError, match=message):
+        Experiment(agent=agent, **fields)
+
+
+def test_project_config_reads_tool_assay(tmp_path):
+    write(tmp_path, "pyproject.toml", """
+        [project]
+        name = "x"
+
+        [tool.assay]
+        concurrency = 7
+        timeout = 12.5
+
+        [tool.assay.pricing]
+        "gpt-x" = { input = 2.0, output = 8.0 }
+
+        [tool.assay.video]
+        anything = "belongs to another kind"
+    """)
+    config = load_project_config(tmp_path)
+    assert (config.concurrency, config.timeout) == (7, 12.5)
+    assert config.pricing == {"gpt-x": {"input": 2.0, "output": 8.0}}
+
+
+@pytest.mark.parametrize("body, message", [
+    ("concurency = 3", "unknown key 'concurency'"),
+    ("concurrency = 0", "concurrency must be an integer >= 1"),
+    ("[tool.assay.pricing]\nm = { inputs = 1 }", "m.inputs is unknown"),
+])
+def test_bad_project_config_is_a_config_error(tmp_path, body, message):
+    write(tmp_path, "pyproject.toml", "[tool.assay]\n" + body + "\n")
+    with pytest.raises(ConfigError, match=message):
+        load_project_config(tmp_path)
+
+
+def test_dotenv_is_loaded_without_overriding_the_environment(tmp_path):
+    write(tmp_path, ".env", """
+        # comment
+        export API_KEY="from file"
+        ALREADY=file
+        PLAIN=value # trailing comment
+        QUOTED='a # b'
+    """)
+    environ = {"ALREADY": "environment"}
+    loaded = load_dotenv(tmp_path, environ)
+    assert environ == {"ALREADY": "environment", "API_KEY": "from file", "PLAIN": "value", "QUOTED": "a # b"}
+    assert sorted(loaded) == ["API_KEY", "PLAIN", "QUOTED"]
+    assert parse_dotenv('MULTI="a\\nb"') == {"MULTI": "a\nb"}
