@@ -6,7 +6,6 @@ Exit codes: 0 all passed (or scored/skipped), 1 a failed or errored attempt or a
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import traceback
@@ -184,6 +183,8 @@ def _execute_run(
     root: Path, invocation: dict[str, Any], concurrency: Optional[int], output_json: bool, junit: Optional[Path],
     resume: Optional[str], verbose: bool,
 ) -> None:
+    import asyncio
+
     from assay.agent.checkpoint import KIND, AgentCheckpoint, resume_lines
     from assay.agent.discovery import discover_evals, discover_experiments, select_evals, select_experiments
     from assay.agent.project import checkpoints_base, load_dotenv, load_project_config

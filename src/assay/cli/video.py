@@ -6,7 +6,6 @@ the runner) are imported inside commands so startup stays fast.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -118,6 +117,8 @@ def run_command(
 
 
 def _execute_run(console: Any, invocation: dict[str, Any], checkpoint_path: Optional[Path], manifest: Any) -> None:
+    import asyncio
+
     from assay.video.checkpoint import RunCheckpoint, resume_lines
     from assay.video.run import RunOptions, check_run_options
 
@@ -145,7 +146,10 @@ def _execute_run(console: Any, invocation: dict[str, Any], checkpoint_path: Opti
 
     try:
         check_run_options(options)
+        from assay.core.memory import tune_allocator_for_frames
         from assay.video.loading import load_eval_directory
+
+        tune_allocator_for_frames()
 
         directory = load_eval_directory(
             options.eval_dir,
