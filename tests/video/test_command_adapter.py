@@ -87,7 +87,7 @@ def test_sample_json_matches_the_protocol_payload():
     import json
 
     sample = frame_samples(2)[1]
-    assert json.loads(encode_sample_json(sample)) == sample_payload(sample)
+    assert json.loads(b"".join(encode_sample_json(sample))) == sample_payload(sample)
     assert list(sample_payload(sample)) == ["image", "timestampS", "frameIndex", "sampleIndex", "videoPath", "caseName"]
 
 

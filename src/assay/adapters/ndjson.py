@@ -56,9 +56,11 @@ class ProcessTimeouts:
 class EncodedJson:
     """Request params already encoded as compact ASCII JSON, spliced into the message unchanged.
 
-    Lets callers skip re-escaping megabytes of base64 (json.dumps scans every character)."""
+    Lets callers skip re-escaping megabytes of base64 (json.dumps scans every character). The
+    text may come in parts, joined once into the final line, so megabyte payloads are not copied
+    again at every layer."""
 
-    text: bytes
+    text: bytes | tuple[bytes, ...]
 
 
 def parse_command(command: str) -> list[str]:
@@ -99,8 +101,11 @@ def _encode_json(value: Any) -> bytes:
 
 def _encode_message(request_id: int | None, method: str, params: Mapping[str, Any] | EncodedJson) -> bytes:
     head = b"{" if request_id is None else b'{"id":%d,' % request_id
-    encoded_params = params.text if isinstance(params, EncodedJson) else _encode_json(params)
-    return b"".join((head, b'"method":', _encode_json(method), b',"params":', encoded_params, b"}\n"))
+    if isinstance(params, EncodedJson):
+        parts = params.text if isinstance(params.text, tuple) else (params.text,)
+    else:
+        parts = (_encode_json(params),)
+    return b"".join((head, b'"method":', _encode_json(method), b',"params":', *parts, b"}\n"))
 
 
 def _reject_constant(name: str) -> Any:

@@ -37,6 +37,18 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PNG_FILTER_UP = 2
 
 
+def _select_base64() -> Any:
+    # pybase64 (SIMD) encodes a 1 MB frame ~10x faster than the stdlib, which holds the GIL while it works.
+    try:
+        from pybase64 import b64encode  # type: ignore[import-not-found]
+    except ImportError:
+        return base64.b64encode
+    return b64encode
+
+
+_b64encode = _select_base64()
+
+
 def _select_deflate() -> Any:
     # ISA-L (the `isal` package) deflates a noisy 720p frame ~4x faster than zlib at a similar size.
     try:
@@ -50,9 +62,9 @@ _DEFLATE = _select_deflate()
 DEFLATE_LEVEL = 1
 
 
-def _png_chunk(kind: bytes, data: bytes) -> bytes:
+def _png_chunk(kind: bytes, data: bytes) -> tuple[bytes, bytes, bytes, bytes]:
     checksum = zlib.crc32(data, zlib.crc32(kind))
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", checksum)
+    return struct.pack(">I", len(data)), kind, data, struct.pack(">I", checksum)
 
 
 _thread_buffers = threading.local()
@@ -88,14 +100,14 @@ def encode_png(image: Any, level: int | None = None) -> bytes:
     compressed = _DEFLATE.compress(rows.data, DEFLATE_LEVEL if level is None else level)
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return b"".join(
-        (PNG_SIGNATURE, _png_chunk(b"IHDR", header), _png_chunk(b"IDAT", compressed), _png_chunk(b"IEND", b""))
+        (PNG_SIGNATURE, *_png_chunk(b"IHDR", header), *_png_chunk(b"IDAT", compressed), *_png_chunk(b"IEND", b""))
     )
 
 
 def sample_payload(sample: FrameSample) -> dict[str, Any]:
     """The protocol's sample object: lower-camel fields, the frame as a base64 PNG."""
     width, height = sample.image.size
-    data = base64.b64encode(encode_png(sample.image)).decode("ascii")
+    data = _b64encode(encode_png(sample.image)).decode("ascii")
     return {
         "image": {"mimeType": "image/png", "dataBase64": data, "width": width, "height": height},
         **_sample_fields(sample),
@@ -112,18 +124,17 @@ def _sample_fields(sample: FrameSample) -> dict[str, Any]:
     }
 
 
-def encode_sample_json(sample: FrameSample) -> bytes:
-    """`sample_payload(sample)` as compact JSON, without escaping the base64 (it needs none)."""
+def encode_sample_json(sample: FrameSample) -> tuple[bytes, ...]:
+    """`sample_payload(sample)` as compact JSON parts (join them for the text), without escaping
+    the base64 (it needs none) and without copying the megabytes of it once more."""
     width, height = sample.image.size
-    data = base64.b64encode(encode_png(sample.image))
+    data = _b64encode(encode_png(sample.image))
     fields = _json_bytes(_sample_fields(sample))
-    return b"".join(
-        (
-            b'{"image":{"mimeType":"image/png","dataBase64":"',
-            data,
-            b'","width":%d,"height":%d},' % (width, height),
-            fields[1:],
-        )
+    return (
+        b'{"image":{"mimeType":"image/png","dataBase64":"',
+        data,
+        b'","width":%d,"height":%d},' % (width, height),
+        fields[1:],
     )
 
 
@@ -168,13 +179,16 @@ class CommandEvaluator:
     async def evaluate(self, sample: FrameSample, target: TargetContext) -> Any:
         target_json = _target_json(target)
         sample_json = await self._encode(sample)
-        params = b'{"sample":%s,"target":%s}' % (sample_json, target_json)
+        params = (b'{"sample":', *sample_json, b',"target":', target_json, b"}")
         return await self.process.request("evaluate", EncodedJson(params))
 
     async def evaluate_many(self, samples: Sequence[FrameSample], target: TargetContext) -> list[Any]:
         target_json = _target_json(target)
         sample_jsons = await asyncio.gather(*(self._encode(sample) for sample in samples))
-        params = b'{"samples":[%s],"target":%s}' % (b",".join(sample_jsons), target_json)
+        joined: list[bytes] = []
+        for position, parts in enumerate(sample_jsons):
+            joined.extend((b",", *parts) if position else parts)
+        params = (b'{"samples":[', *joined, b'],"target":', target_json, b"}")
         # GlassKit words a failed batch like a failed single call: `adapter command evaluate failed`.
         result = await self.process.request("evaluateMany", EncodedJson(params), error_label="evaluate")
         if not isinstance(result, list):
