@@ -12,28 +12,12 @@ from typing import Any, List, Optional
 import typer
 
 from assay.cli import common
-from assay.errors import AssayError, UsageError
+from assay.cli.video_options import adapter_config_option, cloud_materializer
+from assay.errors import AssayError
 
 video_app = typer.Typer(no_args_is_help=True, add_completion=False, help="Video evals (GlassKit Eval compatible).")
 
 EVAL_DIR_HELP = "Eval directory holding cases/, config.yaml and adapter files."
-
-
-def _load_adapter_config(eval_dir: Path, explicit: Optional[Path]) -> dict[str, Any]:
-    from assay.video.loading import load_adapter_config
-
-    try:
-        return load_adapter_config(eval_dir.expanduser(), explicit)
-    except UsageError as error:
-        raise typer.BadParameter(str(error), param_hint="'--adapter-config'") from None
-
-
-def _materializer() -> Any:
-    try:
-        from assay.video.store import materialize
-    except ImportError:  # pragma: no cover - cloud stores are part of the package
-        return None
-    return materialize
 
 
 @video_app.command("run")
@@ -60,6 +44,7 @@ def run_command(
     artifacts_dir: Optional[str] = typer.Option(None, "--artifacts-dir", help="Directory for adapter and failure artifacts."),
     save_failures: bool = typer.Option(False, "--save-failures", help="Save the frame and result of each failure."),
     allow_empty: bool = typer.Option(False, "--allow-empty", help="Allow targets and evals without samples."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Also write a JUnit XML report here."),
 ) -> None:
     """Evaluate every selected sample with the adapter and apply the quality gates."""
     from assay.core.journal import read_manifest, resolve_checkpoint_ref
@@ -69,7 +54,7 @@ def run_command(
     if resume is not None:
         overrides = [
             adapter, adapter_command, case, target, at, from_s, until_s, adapter_config, min_pass_rate,
-            min_target_pass_rate, max_failures, max_flaky_samples, output_json, artifacts_dir,
+            min_target_pass_rate, max_failures, max_flaky_samples, output_json, artifacts_dir, junit,
         ]
         flags = [keep_going, save_failures, allow_empty, verbose, concurrency != 1, repeat != 1]
         if any(value for value in overrides if value is not None) or any(flags):
@@ -87,7 +72,7 @@ def run_command(
         common.check_time_filters(case, at, from_s, until_s)
         if adapter and adapter_command:
             common.bad_parameter("--adapter-command", "cannot be used with --adapter")
-        config = _load_adapter_config(eval_dir, adapter_config)
+        config = adapter_config_option(eval_dir, adapter_config)
         if adapter is None and adapter_command is None:
             adapter = eval_dir.as_posix() + "/adapter.py:create_evaluator"
         invocation = {
@@ -112,6 +97,7 @@ def run_command(
             "artifacts_dir": artifacts_dir,
             "save_failures": save_failures,
             "allow_empty": allow_empty,
+            "junit": str(junit) if junit is not None else None,
         }
     _execute_run(console, invocation, checkpoint_path if manifest is not None else None, manifest)
 
@@ -159,7 +145,7 @@ def _execute_run(console: Any, invocation: dict[str, Any], checkpoint_path: Opti
             from_s=invocation["from_time_s"],
             until_s=invocation["until_time_s"],
             allow_empty=invocation["allow_empty"],
-            materialize=_materializer(),
+            materialize=cloud_materializer(),
         )
         from assay.video.gates import summarize_run
         from assay.video.report import ConsoleReporter, build_report, print_summary, write_json_report
@@ -213,7 +199,28 @@ def _execute_run(console: Any, invocation: dict[str, Any], checkpoint_path: Opti
         say(f"{resumable} adapter error(s) can be retried without rerunning completed samples.")
         for line in resume_lines(run_checkpoint.path):
             say(line)
-    raise typer.Exit(0 if outcome.success else 1)
+    exit_code = 0 if outcome.success else 1
+    exit_code = _write_run_record_and_junit(invocation, outcome, summary, exit_code)
+    raise typer.Exit(exit_code)
+
+
+def _write_run_record_and_junit(invocation: dict[str, Any], outcome: Any, summary: Any, exit_code: int) -> int:
+    """The store record never changes the exit code; a requested JUnit file that cannot be written does."""
+    import sys
+
+    from assay.core.store import publish_run_quietly
+    from assay.video.record import video_junit_suites, video_run_record
+
+    if invocation.get("junit"):
+        from assay.core.report.junit import write_junit
+
+        try:
+            write_junit(Path(invocation["junit"]), video_junit_suites(outcome))
+        except OSError as error:
+            print(f"Error: could not write JUnit report {invocation['junit']}: {error}", file=sys.stderr)
+            exit_code = exit_code or 1
+    publish_run_quietly(lambda: video_run_record(outcome, summary, invocation, exit_code))
+    return exit_code
 
 
 @video_app.command("validate")
@@ -229,7 +236,7 @@ def validate_command(
     """Check case files, videos and sample times (and the adapter, when given) without evaluating."""
     if adapter and adapter_command:
         common.bad_parameter("--adapter-command", "cannot be used with --adapter")
-    config = _load_adapter_config(eval_dir, adapter_config)
+    config = adapter_config_option(eval_dir, adapter_config)
     console = common.stdout_console()
     from assay.video.validate import validate_eval
 
@@ -241,7 +248,7 @@ def validate_command(
         adapter=adapter,
         adapter_command=adapter_command,
         adapter_config=config,
-        materialize=_materializer(),
+        materialize=cloud_materializer(),
     )
     if not issues and directory is not None:
         console.print(
@@ -302,7 +309,7 @@ def export_frames_command(
         from assay.video.loading import load_eval_directory
 
         directory = load_eval_directory(
-            eval_dir, case=case, allow_empty=True, allow_draft=True, materialize=_materializer()
+            eval_dir, case=case, allow_empty=True, allow_draft=True, materialize=cloud_materializer()
         )
         written = export_frames(directory.cases[0], list(at), output_dir, directory.path)
     except AssayError as error:

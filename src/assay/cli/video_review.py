@@ -14,19 +14,12 @@ from urllib.parse import urlencode
 import typer
 
 from assay.cli import common
+from assay.cli.video_options import cloud_materializer
 from assay.errors import AssayError, CaseError
 
 EVAL_DIR_HELP = "Eval directory holding cases/, config.yaml and adapter files."
 # Click's UsageError as the installed Typer ships it (newer Typer vendors its own Click).
 CommandUsageError = typer.BadParameter.__mro__[1]
-
-
-def _materializer() -> Any:
-    try:
-        from assay.video.store import materialize
-    except ImportError:  # pragma: no cover - cloud stores are part of the package
-        return None
-    return materialize
 
 
 def _check_options(case: Optional[str], target: Optional[str], time: Optional[float]) -> None:
@@ -119,7 +112,7 @@ def review_command(
         eval_dir=root,
         binding=binding,
         results_path=results.expanduser().resolve() if results is not None else None,
-        materialize=_materializer(),
+        materialize=cloud_materializer(),
     )
     url = review_url(binding.port or 0, case_file, target, time)
     say(f"Review UI: {url}")

@@ -11,26 +11,10 @@ from typing import Any, List, Optional
 import typer
 
 from assay.cli import common
-from assay.errors import AssayError, UsageError
+from assay.cli.video_options import adapter_config_option, cloud_materializer
+from assay.errors import AssayError
 
 RESUME_OVERRIDE_MESSAGE = "restores the original adapter and seed options and cannot be combined with overrides"
-
-
-def _adapter_config(eval_dir: Path, explicit: Optional[Path]) -> dict[str, Any]:
-    from assay.video.loading import load_adapter_config
-
-    try:
-        return load_adapter_config(eval_dir.expanduser(), explicit)
-    except UsageError as error:
-        raise typer.BadParameter(str(error), param_hint="'--adapter-config'") from None
-
-
-def _materializer() -> Any:
-    try:
-        from assay.video.store import materialize
-    except ImportError:  # pragma: no cover - cloud stores are part of the package
-        return None
-    return materialize
 
 
 def _restore_from_checkpoint(ref: str, eval_dir: Path) -> tuple[Any, tuple[Path, dict[str, Any]]]:
@@ -84,7 +68,7 @@ def seed_command(
             common.bad_parameter("--resume", RESUME_OVERRIDE_MESSAGE, quoted=False)
         options, checkpoint = _restore_from_checkpoint(resume, eval_dir)
     else:
-        config = _adapter_config(eval_dir, adapter_config)
+        config = adapter_config_option(eval_dir, adapter_config)
         if adapter is None and adapter_command is None:
             adapter = eval_dir.as_posix() + "/adapter.py:create_evaluator"
         options = SeedOptions(
@@ -104,4 +88,4 @@ def seed_command(
     def emit(line: str) -> None:
         console.print(line, markup=False, highlight=False)
 
-    raise typer.Exit(run_seed(options, emit, resume=checkpoint, materialize=_materializer()))
+    raise typer.Exit(run_seed(options, emit, resume=checkpoint, materialize=cloud_materializer()))

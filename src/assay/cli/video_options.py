@@ -1,0 +1,27 @@
+"""Option handling shared by the `assay video` commands (run, seed, validate, export, review)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from assay.errors import UsageError
+
+
+def adapter_config_option(eval_dir: Path, explicit: Optional[Path]) -> dict[str, Any]:
+    """The adapter config (discovered or `--adapter-config`); problems are bad option values."""
+    from assay.video.loading import load_adapter_config
+
+    try:
+        return load_adapter_config(eval_dir.expanduser(), explicit)
+    except UsageError as error:
+        raise typer.BadParameter(str(error), param_hint="'--adapter-config'") from None
+
+
+def cloud_materializer() -> Any:
+    """The function that downloads (or reuses) a case's cloud video; imported only when needed."""
+    from assay.video.store import materialize
+
+    return materialize
