@@ -172,3 +172,19 @@ def test_endpoint_from_environment_requires_an_explicit_base_url():
     assert endpoint.api_key == "k" and not endpoint.send_reasoning_effort and endpoint.auth_mode == "api-key"
     with pytest.raises(JudgeError, match="ASSAY_JUDGE_RESPONSE_FORMAT"):
         JudgeEndpoint.from_environment({"OPENAI_BASE_URL": "http://x/v1", "ASSAY_JUDGE_RESPONSE_FORMAT": "xml"})
+
+
+def test_retries_are_counted_by_reason_and_share_the_endpoint_limiter(fake_openai):
+    from assay.core.ratelimit import AdaptiveLimiter
+
+    limiter = AdaptiveLimiter(4)
+    fake_openai.enqueue(rate_limited(0), error_reply(502), json_reply({"verdict": "fail"}))
+
+    async def go():
+        endpoint = JudgeEndpoint(base_url=fake_openai.base_url, timeout_s=5, backoff_s=0.001)
+        async with JudgeClient(endpoint, limiter=limiter) as client:
+            await client.complete_json(ChatRequest.from_prompt("m", "p"))
+            return client.retries
+
+    assert run(go()) == {"rate_limited": 1, "server_error": 1}
+    assert limiter.rate_limited == 1 and limiter.limit < 4 and limiter.in_flight == 0

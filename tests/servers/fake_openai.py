@@ -3,7 +3,8 @@
 Use the `fake_openai` fixture (import it into a test module or conftest:
 `from servers.fake_openai import fake_openai  # noqa: F401`), enqueue replies, point the client at
 `fake_openai.base_url`. Replies can be chat completions (content or tool calls, streamed when the
-request asks), any JSON body, HTTP errors, 429 with Retry-After, or malformed bytes.
+request asks), Responses API objects (streamed as typed SSE events when asked), any JSON body,
+HTTP errors, 429 with Retry-After, or malformed bytes.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ __all__ = [
     "chat_reply",
     "error_reply",
     "fake_openai",
+    "function_call_item",
     "json_body",
     "json_reply",
     "malformed_reply",
     "rate_limited",
+    "responses_reply",
     "tool_call",
 ]
 
@@ -57,6 +60,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     completion: dict[str, Any] | None = None
     delay_s: float = 0.0
+    response: dict[str, Any] | None = None  # a Responses API object (streamable)
 
 
 _counter = iter(range(1, 1 << 30))
@@ -101,6 +105,62 @@ def tool_call(name: str, arguments: Any, call_id: str | None = None) -> dict[str
         "type": "function",
         "function": {"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)},
     }
+
+
+def function_call_item(name: str, arguments: Any, call_id: str | None = None) -> dict[str, Any]:
+    """A Responses API `function_call` output item."""
+    number = next(_counter)
+    return {
+        "type": "function_call",
+        "id": f"fc_{number}",
+        "call_id": call_id or f"call_{number}",
+        "name": name,
+        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+        "status": "completed",
+    }
+
+
+def responses_reply(
+    text: str | None = None,
+    *,
+    function_calls: list[dict[str, Any]] | None = None,
+    items: list[dict[str, Any]] | None = None,
+    model: str = "fake-model",
+    status: str = "completed",
+    usage: dict[str, Any] | None = None,
+) -> Reply:
+    """A Responses API object: optional extra `items` first, then function calls, then the message."""
+    output: list[dict[str, Any]] = list(items or []) + list(function_calls or [])
+    if text is not None:
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{next(_counter)}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        )
+    response = {
+        "id": f"resp_{next(_counter)}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": model,
+        "status": status,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": usage
+        or {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 15,
+        },
+    }
+    return Reply(response=response)
 
 
 def json_body(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
@@ -154,6 +214,29 @@ def _stream_chunks(completion: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield chunk({}, choice["finish_reason"])
 
 
+def _responses_events(response: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    in_progress = response | {"status": "in_progress", "output": []}
+    yield {"type": "response.created", "sequence_number": 0, "response": in_progress}
+    sequence = 1
+    for index, item in enumerate(response["output"]):
+        if item.get("type") == "message":
+            text = "".join(part.get("text", "") for part in item.get("content", []))
+            for start in range(0, len(text), 16):
+                yield {
+                    "type": "response.output_text.delta",
+                    "sequence_number": sequence,
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "delta": text[start : start + 16],
+                    "logprobs": [],
+                }
+                sequence += 1
+        yield {"type": "response.output_item.done", "sequence_number": sequence, "output_index": index, "item": item}
+        sequence += 1
+    yield {"type": "response.completed", "sequence_number": sequence, "response": response}
+
+
 class FakeOpenAIServer:
     """A ThreadingHTTPServer on 127.0.0.1:0 answering from a queue, then from `responder`, else 500."""
 
@@ -185,6 +268,10 @@ class FakeOpenAIServer:
     @property
     def chat_requests(self) -> list[RecordedRequest]:
         return [request for request in self.requests if request.path.endswith("/chat/completions")]
+
+    @property
+    def responses_requests(self) -> list[RecordedRequest]:
+        return [request for request in self.requests if request.path.endswith("/responses")]
 
     def start(self) -> "FakeOpenAIServer":
         self._thread.start()
@@ -230,9 +317,13 @@ class FakeOpenAIServer:
                     time.sleep(reply.delay_s)
                 wants_stream = isinstance(body, dict) and body.get("stream") is True
                 if reply.completion is not None and wants_stream:
-                    self._send_stream(reply)
+                    self._send_stream(reply, body.get("stream_options") or {})
                     return
-                payload = json.dumps(reply.completion).encode("utf-8") if reply.completion is not None else reply.body
+                if reply.response is not None and wants_stream:
+                    self._send_responses_stream(reply)
+                    return
+                structured = reply.completion if reply.completion is not None else reply.response
+                payload = json.dumps(structured).encode("utf-8") if structured is not None else reply.body
                 headers = {"Content-Type": "application/json"} | reply.headers
                 self._send(reply.status, payload, headers)
 
@@ -247,14 +338,26 @@ class FakeOpenAIServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-            def _send_stream(self, reply: Reply) -> None:
+            def _send_stream(self, reply: Reply, stream_options: dict[str, Any]) -> None:
                 assert reply.completion is not None
+                chunks = list(_stream_chunks(reply.completion))
+                if stream_options.get("include_usage"):
+                    # As OpenAI does: one last chunk with no choices that carries the usage.
+                    last = chunks[-1]
+                    chunks.append({key: last[key] for key in ("id", "object", "created", "model")}
+                                  | {"choices": [], "usage": reply.completion.get("usage")})
                 events = (
-                    b"".join(
-                        b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n"
-                        for chunk in _stream_chunks(reply.completion)
-                    )
+                    b"".join(b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n" for chunk in chunks)
                     + b"data: [DONE]\n\n"
+                )
+                self._send(reply.status, events, {"Content-Type": "text/event-stream"} | reply.headers)
+
+            def _send_responses_stream(self, reply: Reply) -> None:
+                assert reply.response is not None
+                events = b"".join(
+                    b"event: " + event["type"].encode("ascii") + b"\ndata: " + json.dumps(event).encode("utf-8")
+                    + b"\n\n"
+                    for event in _responses_events(reply.response)
                 )
                 self._send(reply.status, events, {"Content-Type": "text/event-stream"} | reply.headers)
 

@@ -32,6 +32,7 @@ class DefinedAgent:
     send: Callable[[TurnInput, AgentContext], Awaitable[Turn]]
     setup: Callable[[AgentContext], Any] | None = None
     teardown: Callable[[AgentContext], Any] | None = None
+    close: Callable[[], Awaitable[Any]] | None = None  # once, when the run ends (e.g. close HTTP pools)
 
 
 def define_agent(
@@ -41,9 +42,10 @@ def define_agent(
     evidence_coverage: EvidenceCoverage,
     setup: Callable[[AgentContext], Any] | None = None,
     teardown: Callable[[AgentContext], Any] | None = None,
+    close: Callable[[], Awaitable[Any]] | None = None,
 ) -> DefinedAgent:
     """A direct agent from an async `send`; `evidence_coverage` is required (declare only what is true)."""
-    agent = DefinedAgent(name, evidence_coverage, send, setup, teardown)
+    agent = DefinedAgent(name, evidence_coverage, send, setup, teardown, close)
     check_agent(agent, "define_agent")
     return agent
 

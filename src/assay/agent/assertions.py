@@ -29,6 +29,7 @@ class AssertionEntry:
     __slots__ = (
         "index", "kind", "scope", "description", "status", "reason", "value", "measurement", "gated", "threshold",
         "optional", "at_least", "points", "key", "label", "group", "pending", "subject", "candidates", "stop",
+        "details",
     )
 
     def __init__(self, index: int, kind: str, scope: str, description: str, *, measurement: bool = False) -> None:
@@ -52,6 +53,7 @@ class AssertionEntry:
         self.subject: Any = None  # the checked value, returned by or_stop
         self.candidates: tuple[str, ...] = ()
         self.stop = False
+        self.details: dict[str, Any] | None = None  # e.g. which judge model graded it, from cache or not
 
     def settle(self, outcome: Outcome) -> None:
         self.status = outcome.status
@@ -112,6 +114,8 @@ class AssertionEntry:
             document["gated"] = self.gated
         if self.candidates:
             document["candidates"] = list(self.candidates)
+        if self.details:
+            document["judge"] = self.details
         return document
 
 

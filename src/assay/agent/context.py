@@ -91,10 +91,11 @@ class Diagnostic:
 class Feedback:
     """Progress lines and diagnostics of one attempt; diagnostics with one dedupe key are kept once."""
 
-    __slots__ = ("diagnostics", "recent_progress", "_dedupe", "_listener")
+    __slots__ = ("diagnostics", "recent_progress", "retries", "_dedupe", "_listener")
 
     def __init__(self, listener: Callable[[str], Any] | None = None) -> None:
         self.diagnostics: list[Diagnostic] = []
+        self.retries: dict[str, int] = {}  # reason (rate_limited, server_error, timeout, …) -> count
         self.recent_progress: list[str] = []
         self._dedupe: set[str] = set()
         self._listener = listener
@@ -106,6 +107,9 @@ class Feedback:
             del self.recent_progress[0]
         if self._listener is not None:
             self._listener(line)
+
+    def count_retry(self, reason: str) -> None:
+        self.retries[reason] = self.retries.get(reason, 0) + 1
 
     def diagnostic(
         self,
@@ -175,6 +179,10 @@ class AgentContext:
 
     def log(self, message: str) -> None:
         self._feedback.progress(message)
+
+    def record_retry(self, reason: str) -> None:
+        """Count one retried request (e.g. `rate_limited`, `server_error`, `timeout`) in the attempt's record."""
+        self._feedback.count_retry(reason)
 
     def diagnostic(
         self,

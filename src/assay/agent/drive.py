@@ -21,7 +21,8 @@ from assay.agent.assertions import AssertionEntry, AssertionHandle, Checked, eva
 from assay.agent.context import AgentContext, CancelSignal, Feedback
 from assay.agent.control import AuthoringError, SkipEval
 from assay.agent.evidence import OccurrenceLedger, ScopeView, ToolOccurrence, TurnRecord, last_assistant_text, sum_usage
-from assay.agent.judging import Judge, JudgeRequest, grade
+from assay.agent.judging import Judge, JudgeRequest, grade_with_details, render_value
+from assay.agent.matchers import UNAVAILABLE as UNAVAILABLE_STATUS
 from assay.agent.matchers import (
     MATCHED, EventMatch, Matcher, Outcome, ToolMatch, Unavailable, _json_match, as_tool_match,
 )
@@ -187,6 +188,7 @@ class SessionLine:
                         f"agent {runtime.agent.name!r} send failed{exhausted}: {failure}", failure.code
                     ) from failure
                 delay = runtime.retry_base_seconds * 2 ** (attempt - 1)
+                runtime.feedback.count_retry("resend")
                 runtime.feedback.progress(
                     f"turn retry {attempt + 1}/{SEND_MAX_ATTEMPTS} ({failure.code}) — waiting {delay:g}s"
                 )
@@ -358,28 +360,70 @@ def _require_event_match(match: Any) -> None:
 
 
 class JudgeRecipes:
-    """`closed_qa`, `factuality`, `summarizes`: measurements in [0, 1], soft unless `.gate(n)`."""
+    """`t.judge(rubric, value=…, threshold=…)` (pass/fail) and the recipes `closed_qa`, `factuality`,
+    `summarizes` (measurements in [0, 1], soft unless `.gate(n)`)."""
 
-    __slots__ = ("_runtime", "_scope", "_material")
+    __slots__ = ("_runtime", "_scope", "_material", "_reply")
 
-    def __init__(self, runtime: AttemptRuntime, scope: str, material: tuple[str, str] | None) -> None:
+    def __init__(
+        self, runtime: AttemptRuntime, scope: str, material: tuple[str, str] | None,
+        reply: Any = None,
+    ) -> None:
         self._runtime = runtime
         self._scope = scope
         self._material = material  # a turn binds (user input, assistant output)
+        self._reply = reply  # () -> (last user input, reply) for `t.judge(rubric)` without a value
+
+    def _entry(self, description: str) -> AssertionEntry:
+        if not self._runtime.judge_declared:
+            raise AuthoringError("declare judge=True (or a judge config) on the eval to use judge assertions")
+        entry = AssertionEntry(len(self._runtime.entries), "judge", self._scope, description)
+        entry.measurement = True
+        return entry
+
+    def _submit(self, entry: AssertionEntry, request: JudgeRequest | Outcome) -> AssertionHandle:
+        runtime = self._runtime
+        if isinstance(request, Outcome):
+            entry.settle(request)
+        else:
+            entry.pending = _judged(entry, runtime.judge, request)
+        runtime.entries.append(entry)
+        return AssertionHandle(entry, runtime.kind == "score")
+
+    def __call__(
+        self, rubric: str, value: Any = MISSING, *, threshold: float = 0.5, input: str | None = None,
+    ) -> AssertionHandle:
+        """Grade `value` (default: the reply) against `rubric`; it passes when the score >= `threshold`."""
+        if not isinstance(rubric, str) or not rubric.strip():
+            raise AuthoringError("t.judge needs a rubric: a non-empty string saying what a good answer does")
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+            raise AuthoringError("t.judge threshold must be a number in [0, 1]")
+        entry = self._entry(f"judge({rubric!r}, threshold={threshold:g})")
+        entry.gated = True
+        entry.threshold = float(threshold)
+        asked = input
+        if value is MISSING:
+            if self._reply is not None:
+                asked_default, value = self._reply()
+            elif self._material is not None:
+                asked_default, value = self._material
+            else:
+                raise AuthoringError("t.judge needs a value to grade here")
+            asked = asked if asked is not None else asked_default
+        if isinstance(value, Unavailable):
+            return self._submit(entry, Outcome(UNAVAILABLE_STATUS, f"the judged value is unavailable: {value.reason}"))
+        if value is None:
+            return self._submit(entry, Outcome(UNAVAILABLE_STATUS, "there is no reply to judge"))
+        request = JudgeRequest("rubric", rubric, asked or "", render_value(value), self._runtime.judge_config)
+        return self._submit(entry, request)
 
     def _register(self, recipe: str, criterion: str, input: str | None, output: str | None) -> AssertionHandle:
-        runtime = self._runtime
-        if not runtime.judge_declared:
-            raise AuthoringError("declare judge=True (or a judge config) on the eval to use judge assertions")
+        entry = self._entry(f"judge.{recipe}({criterion!r})")
         if self._material is not None:
             input, output = self._material
         elif input is None or output is None:
             raise AuthoringError(f"t.judge.{recipe} needs explicit input= and output= text")
-        entry = AssertionEntry(len(runtime.entries), "judge", self._scope, f"judge.{recipe}({criterion!r})")
-        entry.measurement = True
-        entry.pending = grade(runtime.judge, JudgeRequest(recipe, criterion, input, output, runtime.judge_config))
-        runtime.entries.append(entry)
-        return AssertionHandle(entry, runtime.kind == "score")
+        return self._submit(entry, JudgeRequest(recipe, criterion, input, output, self._runtime.judge_config))
 
     def closed_qa(self, question: str, *, input: str | None = None, output: str | None = None) -> AssertionHandle:
         return self._register("closed_qa", question, input, output)
@@ -389,6 +433,12 @@ class JudgeRecipes:
 
     def summarizes(self, source: str, *, input: str | None = None, output: str | None = None) -> AssertionHandle:
         return self._register("summarizes", source, input, output)
+
+
+async def _judged(entry: AssertionEntry, judge: Judge | None, request: JudgeRequest) -> Outcome:
+    outcome, details = await grade_with_details(judge, request)
+    entry.details = details
+    return outcome
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,7 +502,8 @@ class TurnHandle(_Scoped):
     def judge(self) -> JudgeRecipes:
         message = self.message
         output = message if isinstance(message, str) else ""
-        return JudgeRecipes(self._attempt, self.record.label, (self.record.input_text, output))
+        asked = self.record.input_text
+        return JudgeRecipes(self._attempt, self.record.label, (asked, output), lambda: (asked, message))
 
 
 def _reply(turns: Sequence[TurnRecord], coverage: EvidenceCoverage) -> str | Unavailable | None:
@@ -686,7 +737,14 @@ class EvalContext(SessionHandle):
 
     @property
     def judge(self) -> JudgeRecipes:
-        return JudgeRecipes(self._line.runtime, "t", None)
+        line = self._line
+
+        def reply() -> tuple[str, Any]:
+            asked = line.turns[-1].input_text if line.turns else ""
+            view = line.view()
+            return asked, _reply(view.turns, view.coverage)
+
+        return JudgeRecipes(line.runtime, "t", None, reply)
 
     @property
     def usage(self) -> Usage:

@@ -1,50 +1,206 @@
-"""The seam for LLM-as-judge assertions: recipes on `t.judge` / `turn.judge` and the `Judge` protocol.
+"""LLM-as-judge for agent evals: the `Judge` protocol, the recipes, and `LLMJudge` over `assay.judge`'s client.
 
-The judge client itself lives in `assay.judge` (not here); with no judge configured every judge
-assertion is unavailable (`judge-model-unresolved`) and no network call is made.
+A judge config is resolved eval > experiment > project; with no model or no key the assertion is
+unavailable (never failed) and no call is made. Calls go through the shared `JudgeClient`, so they
+are cached by content (model, prompt, input) and share the endpoint's rate limiter.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from assay.agent.matchers import MATCHED, UNAVAILABLE, Outcome
 
-RECIPES = ("closed_qa", "factuality", "summarizes")
+RECIPES = ("closed_qa", "factuality", "summarizes", "rubric")
+CONFIG_KEYS = ("model", "base_url", "api_key_env", "timeout", "reasoning_effort")
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+DEFAULT_TIMEOUT_S = 180.0
+PROMPT_VERSION = "assay-agent-judge/1"
 
 
 @dataclass(frozen=True, slots=True)
 class JudgeRequest:
-    recipe: str  # closed_qa | factuality | summarizes
-    criterion: str  # the question, the reference or the source
+    recipe: str  # closed_qa | factuality | summarizes | rubric
+    criterion: str  # the question, the reference, the source or the rubric
     input: str
     output: str
-    config: Mapping[str, Any] | None = None  # eval > experiment judge settings, merged
+    config: Mapping[str, Any] | None = None  # project < experiment < eval judge settings, merged
 
 
 @dataclass(frozen=True, slots=True)
 class JudgeScore:
     score: float  # in [0, 1]; anything else errors the assertion (never clamped)
     explanation: str | None = None
+    model: str | None = None
+    cached: bool = False
 
 
 class Judge(Protocol):
     async def grade(self, request: JudgeRequest) -> JudgeScore: ...
 
 
+class JudgeUnavailable(Exception):
+    """No judgement can be made (unresolved model or key, bad config): the assertion is unavailable."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+
+
 async def grade(judge: Judge | None, request: JudgeRequest) -> Outcome:
+    return (await grade_with_details(judge, request))[0]
+
+
+async def grade_with_details(judge: Judge | None, request: JudgeRequest) -> tuple[Outcome, dict[str, Any] | None]:
+    """The outcome plus what produced it (model, cache hit, prompt version), for the record."""
     if judge is None:
-        return Outcome(UNAVAILABLE, "judge-model-unresolved: no judge is configured for this run")
+        return Outcome(UNAVAILABLE, "judge-model-unresolved: no judge is configured for this run"), None
     try:
         result = await judge.grade(request)
+    except JudgeUnavailable as error:
+        return Outcome(UNAVAILABLE, str(error)), None
     except Exception as error:  # noqa: BLE001 - a transport failure is missing evidence, not a verdict
-        return Outcome(UNAVAILABLE, f"judge-call-failed: {type(error).__name__}: {error}")
+        return Outcome(UNAVAILABLE, f"judge-call-failed: {type(error).__name__}: {error}"), None
+    details: dict[str, Any] = {"recipe": request.recipe}
+    if result.model is not None:
+        details.update(model=result.model, cached=result.cached, prompt=PROMPT_VERSION)
     if not isinstance(result.score, (int, float)) or not math.isfinite(result.score):
-        return Outcome(MATCHED, result.explanation or "", float("nan"))
-    return Outcome(MATCHED, result.explanation or "", float(result.score))
+        return Outcome(MATCHED, result.explanation or "", float("nan")), details
+    return Outcome(MATCHED, result.explanation or "", float(result.score)), details
 
 
-__all__ = ["Judge", "JudgeRequest", "JudgeScore", "RECIPES", "grade"]
+# ---------------------------------------------------------------------------------------------
+# The built-in judge
+
+_SCORE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["reasons", "score"],
+    # No bounds on purpose: an out-of-range score must reach the assertion and error it, not be
+    # rejected here as a transport problem.
+    "properties": {"reasons": {"type": "string"}, "score": {"type": "number"}},
+}
+
+_SYSTEM = (
+    "You are a careful, strict evaluator of an AI agent's output. Judge only by the criterion given. "
+    'Answer with one JSON object: {"reasons": "<one short paragraph>", "score": <a number from 0 to 1>}, '
+    "where 1 means the criterion is fully met and 0 means it is not met at all."
+)
+_TASKS = {
+    "closed_qa": "Does the output satisfy this criterion?\nCriterion: {criterion}",
+    "factuality": "Does the output agree with this reference answer (ignore style, judge facts)?\nReference: {criterion}",
+    "summarizes": "Is the output a faithful and complete summary of this source?\nSource: {criterion}",
+    "rubric": "Grade the output against this rubric.\nRubric: {criterion}",
+}
+
+
+def judge_messages(request: JudgeRequest) -> tuple[dict[str, str], ...]:
+    task = _TASKS[request.recipe].replace("{criterion}", request.criterion)
+    user = f"{task}\n\n[Input given to the agent]\n{request.input}\n\n[Output to judge]\n{request.output}"
+    return ({"role": "system", "content": _SYSTEM}, {"role": "user", "content": user})
+
+
+def resolve_judge_config(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """`{model, base_url, api_key, timeout, reasoning_effort}` or `JudgeUnavailable` with the spec's codes."""
+    env = os.environ if environ is None else environ
+    settings = dict(config or {})
+    unknown = sorted(set(settings) - set(CONFIG_KEYS))
+    if unknown:
+        raise JudgeUnavailable(
+            "judge-config-invalid", f"unknown judge setting(s) {', '.join(unknown)}; use {', '.join(CONFIG_KEYS)}"
+        )
+    model = settings.get("model")
+    if not isinstance(model, str) or not model:
+        raise JudgeUnavailable("judge-model-unresolved", "no judge model is configured (eval, experiment or project)")
+    key_env = settings.get("api_key_env", DEFAULT_API_KEY_ENV)
+    if not isinstance(key_env, str):
+        raise JudgeUnavailable("judge-config-invalid", "judge api_key_env must be a string")
+    api_key = env.get(key_env) if key_env else None
+    if key_env and not api_key:
+        # An empty api_key_env says the endpoint needs no key (a local vLLM, Ollama or llama.cpp).
+        raise JudgeUnavailable("judge-key-unresolved", f"the judge key variable {key_env} is not set")
+    base_url = settings.get("base_url") or env.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    timeout = settings.get("timeout", DEFAULT_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise JudgeUnavailable("judge-config-invalid", "judge timeout must be a positive number of seconds")
+    effort = settings.get("reasoning_effort")
+    return {"model": model, "base_url": str(base_url), "api_key": api_key, "timeout": float(timeout),
+            "reasoning_effort": effort if isinstance(effort, str) else None}
+
+
+class LLMJudge:
+    """Grades with an OpenAI-compatible model through `assay.judge.JudgeClient` (one per endpoint)."""
+
+    def __init__(self, *, cache: Any = None, environ: Mapping[str, str] | None = None, max_attempts: int = 4,
+                 backoff_s: float = 0.5) -> None:
+        self.cache = cache
+        self.environ = environ
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+        self._clients: dict[tuple[Any, ...], Any] = {}
+        self._lock = asyncio.Lock()
+
+    async def _client(self, settings: Mapping[str, Any]) -> Any:
+        from assay.judge.client import JudgeClient, JudgeEndpoint
+
+        key = (settings["base_url"], settings["api_key"], settings["timeout"])
+        async with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                endpoint = JudgeEndpoint(
+                    base_url=settings["base_url"], api_key=settings["api_key"], timeout_s=settings["timeout"],
+                    max_attempts=self.max_attempts, backoff_s=self.backoff_s,
+                )
+                client = self._clients[key] = JudgeClient(endpoint, cache=self.cache)
+        return client
+
+    async def grade(self, request: JudgeRequest) -> JudgeScore:
+        from assay.judge.client import ChatRequest
+
+        settings = resolve_judge_config(request.config, self.environ)
+        client = await self._client(settings)
+        chat = ChatRequest(
+            model=settings["model"], messages=judge_messages(request), json_schema=_SCORE_SCHEMA,
+            schema_name="judgement", reasoning_effort=settings["reasoning_effort"],
+        )
+        answer = await client.complete_json(chat, label="judge answer")
+        return JudgeScore(float(answer.value["score"]), answer.value["reasons"], settings["model"],
+                          answer.completion.cached)
+
+    @property
+    def retries(self) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for client in self._clients.values():
+            for reason, count in client.retries.items():
+                totals[reason] = totals.get(reason, 0) + count
+        return totals
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
+        self._clients.clear()
+
+
+def render_value(value: Any) -> str:
+    """What the judge reads for a checked value: text as is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        value = dump(mode="json")
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+__all__ = [
+    "CONFIG_KEYS", "Judge", "JudgeRequest", "JudgeScore", "JudgeUnavailable", "LLMJudge", "PROMPT_VERSION",
+    "RECIPES", "grade", "grade_with_details", "judge_messages", "render_value", "resolve_judge_config",
+]

@@ -37,7 +37,7 @@ def slot_key(experiment_id: str, eval_id: str, ordinal: int) -> str:
 
 _OPTIONAL_FIELDS = (
     "model", "failing", "unavailable", "score", "score_state", "error", "assertions", "diagnostics", "usage",
-    "estimated_cost_usd", "coverage", "turns", "tags",
+    "estimated_cost_usd", "coverage", "turns", "tags", "retries",
 )
 
 
@@ -64,6 +64,7 @@ class AttemptResult:
     coverage: dict[str, Any] | None = None
     turns: list[dict[str, Any]] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
+    retries: dict[str, int] | None = None  # retried requests by reason (rate_limited, server_error, resend, …)
 
     @property
     def locator(self) -> str:
@@ -98,7 +99,7 @@ class AttemptResult:
             assertions=list(document.get("assertions") or []), diagnostics=list(document.get("diagnostics") or []),
             usage=document.get("usage"), estimated_cost_usd=document.get("estimated_cost_usd"),
             coverage=document.get("coverage"), turns=list(document.get("turns") or []),
-            tags=list(document.get("tags") or []),
+            tags=list(document.get("tags") or []), retries=document.get("retries"),
         )
 
 

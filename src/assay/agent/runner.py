@@ -21,7 +21,7 @@ from assay.agent.control import AuthoringError, SkipEval, StopEval
 from assay.agent.discovery import EvalEntry, ExperimentEntry
 from assay.agent.drive import AgentCallError, AttemptRuntime, eval_context
 from assay.agent.evidence import sum_usage
-from assay.agent.judging import Judge
+from assay.agent.judging import Judge, LLMJudge
 from assay.agent.model import MISSING, event_to_json, usage_to_json
 from assay.agent.pricing import estimate_cost
 from assay.agent.record import (
@@ -66,7 +66,9 @@ class RunOptions:
     config_timeout: float | None = None  # [tool.assay] timeout: the last resort
     budget: float | None = None  # --budget: replaces each experiment's budget
     pricing: Mapping[str, Any] = field(default_factory=dict)
-    judge: Judge | None = None
+    judge: Judge | None = None  # None: the built-in LLM judge, configured per project / experiment / eval
+    project_judge: Mapping[str, Any] | None = None  # [tool.assay.judge]: the lowest judge layer
+    judge_cache: Any = None  # an assay.judge CallCache; None: cached in memory for this run
     run_id: str = "run"
     handle_sigint: bool = False  # the CLI turns Ctrl-C into a clean interruption
     retry_base_seconds: float = 5.0  # backoff before resending a send the agent provably rejected
@@ -97,6 +99,30 @@ class RunOutcome:
     interrupted: bool
     budget_exhausted: list[str]
     duration_seconds: float
+    judge_retries: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """Token and provider-cost fields summed over every attempt that reported usage."""
+        totals: dict[str, Any] = {}
+        for result in self.results:
+            for name, value in (result.usage or {}).items():
+                totals[name] = totals.get(name, 0) + value
+        return totals
+
+    @property
+    def estimated_cost_usd(self) -> float | None:
+        """The price-table estimate summed over attempts that have one (never the provider's cost)."""
+        costs = [result.estimated_cost_usd for result in self.results if result.estimated_cost_usd is not None]
+        return sum(costs) if costs else None
+
+    @property
+    def retries(self) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for result in self.results:
+            for reason, count in (result.retries or {}).items():
+                totals[reason] = totals.get(reason, 0) + count
+        return totals
 
     def count(self, verdict: str) -> int:
         return sum(1 for result in self.results if result.verdict == verdict)
@@ -210,6 +236,8 @@ class AgentRun:
         self._active: dict[int, _Attempt] = {}
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._judge: Judge | None = options.judge
+        self._own_judge: LLMJudge | None = None
 
     # -- control --------------------------------------------------------------------------------
     def interrupt(self) -> None:
@@ -281,6 +309,19 @@ class AgentRun:
                 )
             self._flush_lane_diagnostics(lane)
 
+    async def _close_agents(self) -> None:
+        closed: set[int] = set()
+        for lane in self._lanes.values():
+            agent = lane.entry.experiment.agent
+            close = getattr(agent, "close", None)
+            if close is None or id(agent) in closed or not callable(close):
+                continue
+            closed.add(id(agent))
+            try:
+                await call_user_code(close)
+            except Exception as error:  # noqa: BLE001 - closing is housekeeping, never a verdict
+                self.listener.warning("agent-close-failed", f"agent {agent.name} close failed: {error}")
+
     def _flush_lane_diagnostics(self, lane: _Lane) -> None:
         for diagnostic in lane.feedback.diagnostics:
             self.listener.warning(diagnostic.code, diagnostic.message, level=diagnostic.level, experiment_id=lane.entry.id)
@@ -302,8 +343,8 @@ class AgentRun:
             agent=agent, kind=definition.kind, eval_dir=planned.eval.directory, model=experiment.model,
             reasoning_effort=experiment.reasoning_effort, flags=experiment.flags,
             experiment_id=planned.experiment.id, eval_id=planned.eval.id, attempt=planned.ordinal,
-            pricing=self.options.pricing, judge=self.options.judge,
-            judge_config=_judge_config(experiment.judge, definition.judge),
+            pricing=self.options.pricing, judge=self._judge,
+            judge_config=_judge_config(self.options.project_judge, experiment.judge, definition.judge),
             judge_declared=bool(definition.judge), retry_base_seconds=self.options.retry_base_seconds,
         )
         started = time.perf_counter()
@@ -414,6 +455,7 @@ class AgentRun:
             coverage=coverage.to_json(),
             turns=_turns_json(runtime),
             tags=list(planned.eval.eval.tags),
+            retries=dict(runtime.feedback.retries) or None,
         )
 
     def _unrun(self, planned: PlannedAttempt, outcome: str, error: dict[str, Any] | None = None) -> AttemptResult:
@@ -484,6 +526,11 @@ class AgentRun:
         started = time.perf_counter()
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
+        if self._judge is None:
+            from assay.judge.cache import MemoryCallCache
+
+            cache = self.options.judge_cache if self.options.judge_cache is not None else MemoryCallCache()
+            self._judge = self._own_judge = LLMJudge(cache=cache)
         for planned in self.plan:
             lane = self._lanes.get(planned.experiment.id)
             if lane is None:
@@ -508,6 +555,9 @@ class AgentRun:
             if sigint_installed:
                 self._loop.remove_signal_handler(signals.SIGINT)
             await self._teardown_all()
+            await self._close_agents()
+            if self._own_judge is not None:
+                await self._own_judge.aclose()
         for done in completed:
             if done.error is not None:
                 raise done.error
@@ -518,7 +568,8 @@ class AgentRun:
             lane.items.clear()
             self._flush_lane_diagnostics(lane)
         results = [result for result in self.results if result is not None]
-        return RunOutcome(results, self.interrupted, exhausted, time.perf_counter() - started)
+        judge_retries = self._own_judge.retries if self._own_judge is not None else {}
+        return RunOutcome(results, self.interrupted, exhausted, time.perf_counter() - started, judge_retries)
 
     def _install_sigint(self) -> bool:
         loop = self._loop
@@ -545,12 +596,16 @@ class _AgentSetupFailed(Exception):
     pass
 
 
-def _judge_config(experiment_judge: Mapping[str, Any] | None, eval_judge: Any) -> dict[str, Any] | None:
+def _judge_config(
+    project_judge: Mapping[str, Any] | None, experiment_judge: Mapping[str, Any] | None, eval_judge: Any
+) -> dict[str, Any] | None:
+    """eval > experiment > project, merged key by key; None when the eval did not declare a judge."""
     if not eval_judge:
         return None
-    config = dict(experiment_judge or {})
+    config = dict(project_judge or {})
+    config.update(experiment_judge or {})
     if isinstance(eval_judge, Mapping):
-        config.update(eval_judge)  # eval > experiment
+        config.update(eval_judge)
     return config
 
 

@@ -1,20 +1,20 @@
 """An async client for OpenAI-compatible chat completions, shared by every kind's model judges.
 
 Temperature 0, structured output when the endpoint supports it, retries with backoff on 5xx,
-timeouts and 429 Retry-After, an optional content-addressed cache, and JSON answers checked
-against a schema.
+timeouts and 429 Retry-After (through the endpoint's shared adaptive limiter), an optional
+content-addressed cache, and JSON answers checked against a schema.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import os
 import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Literal, Mapping
 
+from assay.core.ratelimit import AdaptiveLimiter, limiter_for, retry_after_seconds
 from assay.judge.cache import CallCache, call_cache_key
 from assay.judge.errors import JudgeError
 from assay.judge.extract import parse_json_output
@@ -124,8 +124,9 @@ class JsonCompletion:
 
 @dataclass(slots=True)
 class _Retry:
-    delay_s: float
+    delay_s: float  # -1: use the exponential backoff
     reason: str
+    kind: str  # rate_limited | server_error | timeout | connection
 
 
 class JudgeClient:
@@ -137,12 +138,20 @@ class JudgeClient:
         *,
         cache: CallCache | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        limiter: AdaptiveLimiter | None = None,
     ) -> None:
         from openai import AsyncOpenAI  # imported here so `import assay` stays fast
 
         self.endpoint = endpoint
         self.cache = cache
         self._sleep = sleep
+        # A client with its own sleep (tests) gets a private limiter on the same virtual clock.
+        if limiter is None and sleep is not asyncio.sleep:
+            clock = _VirtualClock(sleep)
+            self._sleep = clock.sleep
+            limiter = AdaptiveLimiter(clock=clock.now, sleep=clock.sleep)
+        self._limiter = limiter
+        self.retries: dict[str, int] = {}  # reason -> count, over this client's life
         # The SDK's own retries are off: ours honour Retry-After and report every attempt.
         self._client = AsyncOpenAI(
             base_url=endpoint.base_url,
@@ -207,15 +216,29 @@ class JudgeClient:
         full_schema = schema if schema is not None else request.json_schema
         return JsonCompletion(value=parse_json_answer(completion.text, full_schema, label), completion=completion)
 
+    @property
+    def limiter(self) -> AdaptiveLimiter:
+        if self._limiter is None:
+            self._limiter = limiter_for(self.endpoint.base_url)
+        return self._limiter
+
     async def _call_with_retries(self, body: dict[str, Any]) -> Completion:
         attempts = max(1, self.endpoint.max_attempts)
+        limiter = self.limiter
         for attempt in range(1, attempts + 1):
-            outcome = await self._call_once(body)
+            async with limiter.slot() as slot:
+                outcome = await self._call_once(body)
+                if isinstance(outcome, _Retry) and outcome.kind == "rate_limited":
+                    slot.rate_limited(outcome.delay_s if outcome.delay_s >= 0 else None)
+                elif isinstance(outcome, _Retry):
+                    slot.failed()
             if isinstance(outcome, Completion):
                 return Completion(text=outcome.text, response=outcome.response, attempts=attempt)
+            self.retries[outcome.kind] = self.retries.get(outcome.kind, 0) + (attempt < attempts)
             if attempt == attempts:
                 raise JudgeError(f"judge endpoint failed after {attempts} attempt(s): {outcome.reason}")
-            await self._sleep(outcome.delay_s if outcome.delay_s >= 0 else self._backoff(attempt))
+            # The limiter holds this endpoint's other callers for a Retry-After; this call waits here.
+            await self._sleep(self._backoff(attempt) if outcome.delay_s < 0 else outcome.delay_s)
         raise AssertionError("unreachable")
 
     def _backoff(self, attempt: int) -> float:
@@ -230,21 +253,38 @@ class JudgeClient:
         try:
             response = await self._client.chat.completions.create(**typed, extra_body=extra or None)
         except openai.RateLimitError as error:
-            return _Retry(_retry_after_s(error.response, self.endpoint.max_backoff_s), _describe_status(error))
+            return _Retry(
+                _retry_after_s(error.response, self.endpoint.max_backoff_s), _describe_status(error), "rate_limited"
+            )
         except openai.APIStatusError as error:
             if error.status_code >= 500:
-                return _Retry(-1, _describe_status(error))
+                return _Retry(-1, _describe_status(error), "server_error")
             raise JudgeError(f"judge endpoint rejected the request: {_describe_status(error)}") from None
         except openai.APITimeoutError:
-            return _Retry(-1, f"request timed out after {self.endpoint.timeout_s:g}s")
+            return _Retry(-1, f"request timed out after {self.endpoint.timeout_s:g}s", "timeout")
         except openai.APIConnectionError as error:
-            return _Retry(-1, f"could not connect to {self.endpoint.base_url}: {error}")
+            return _Retry(-1, f"could not connect to {self.endpoint.base_url}: {error}", "connection")
         except (openai.APIResponseValidationError, ValueError) as error:
             raise JudgeError(f"judge endpoint returned an invalid response: {error}") from None
         raw = response.model_dump(mode="json") if hasattr(response, "model_dump") else response
         if not isinstance(raw, dict):
             raise JudgeError("judge endpoint returned an invalid response: the body is not a JSON object")
         return Completion(text=_first_choice_text(raw), response=raw)
+
+
+class _VirtualClock:
+    """Monotonic time plus every injected sleep, so a fake sleep also ends a limiter pause."""
+
+    def __init__(self, sleep: Callable[[float], Awaitable[Any]]) -> None:
+        self._inner = sleep
+        self._slept = 0.0
+
+    def now(self) -> float:
+        return time.monotonic() + self._slept
+
+    async def sleep(self, seconds: float) -> None:
+        self._slept += seconds
+        await self._inner(seconds)
 
 
 def parse_json_answer(text: str, schema: Mapping[str, Any] | None, label: str = "model output") -> Any:
@@ -281,22 +321,5 @@ def _describe_status(error: Any) -> str:
 
 def _retry_after_s(response: Any, cap_s: float) -> float:
     """Seconds the server asked us to wait (Retry-After seconds or HTTP date, or retry-after-ms); -1 if absent."""
-    headers = getattr(response, "headers", None) or {}
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds:
-        try:
-            return min(cap_s, max(0.0, float(milliseconds) / 1000))
-        except ValueError:
-            pass
-    text = headers.get("retry-after")
-    if not text:
-        return -1
-    try:
-        return min(cap_s, max(0.0, float(text)))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return -1
-    return min(cap_s, max(0.0, when.timestamp() - time.time()))
+    seconds = retry_after_seconds(getattr(response, "headers", None), cap_s)
+    return -1 if seconds is None else seconds

@@ -1,0 +1,92 @@
+"""Official-adapter throughput: 1,000 single-turn evals of `openai_chat_agent` against the fake
+OpenAI-compatible server with 50 ms latency, at concurrency 64, through the real openai SDK.
+
+`python benchmarks/agent_endpoint.py` prints the wall time and its ratio to the ideal
+(1000 / 64 x 50 ms = 0.78 s; target <= 1.3x). The server runs in its own process, as a real one would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SERVER = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from servers.fake_openai import FakeOpenAIServer, chat_reply
+latency = float(sys.argv[2])
+def respond(request):
+    reply = chat_reply("The answer is 42.", usage={"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18})
+    reply.delay_s = latency
+    return reply
+server = FakeOpenAIServer().respond_with(respond).start()
+print(server.base_url, flush=True)
+sys.stdin.read()  # runs until the benchmark closes our stdin
+server.stop()
+"""
+
+
+async def run_benchmark(base_url: str, evals: int, concurrency: int) -> tuple[float, list[str], dict]:
+    from assay.agent import Experiment, define_eval, includes
+    from assay.agent.adapters import openai_chat_agent
+    from assay.agent.discovery import EvalEntry, ExperimentEntry
+    from assay.agent.runner import AgentRun, RunOptions, build_plan
+
+    @define_eval
+    async def single_turn(t):
+        await t.send("What is the answer?")
+        t.succeeded()
+        t.check(t.reply, includes("42"))
+
+    agent = openai_chat_agent(base_url=base_url, api_key="bench", model="fake-model", timeout=30)
+    experiment = ExperimentEntry("bench", Experiment(agent=agent))
+    plan = build_plan([experiment], {"bench": [EvalEntry(f"e{i:04d}", single_turn) for i in range(evals)]})
+    warmup = build_plan([experiment], {"bench": [EvalEntry(f"w{i:04d}", single_turn) for i in range(concurrency)]})
+    await AgentRun(warmup, RunOptions(concurrency=concurrency)).run()  # open the connection pool
+    started = time.perf_counter()
+    outcome = await AgentRun(plan, RunOptions(concurrency=concurrency)).run()
+    elapsed = time.perf_counter() - started
+    return elapsed, [result.verdict for result in outcome.results], outcome.usage
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--evals", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--repeat", type=int, default=3)
+    options = parser.parse_args()
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(ROOT / "tests"), str(options.latency)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        base_url = server.stdout.readline().strip()
+        ideal = options.evals / options.concurrency * options.latency
+        timings = []
+        for _ in range(options.repeat):
+            elapsed, verdicts, usage = asyncio.run(run_benchmark(base_url, options.evals, options.concurrency))
+            assert verdicts == ["passed"] * options.evals, sorted(set(verdicts))
+            timings.append(elapsed)
+        best = min(timings)
+        print(json.dumps({
+            "evals": options.evals, "concurrency": options.concurrency, "latency_s": options.latency,
+            "ideal_s": round(ideal, 3), "runs_s": [round(t, 3) for t in timings], "best_s": round(best, 3),
+            "best_ratio": round(best / ideal, 3), "target_ratio": 1.3, "usage": usage,
+            "load_average": [round(value, 2) for value in os.getloadavg()],
+        }))
+    finally:
+        server.stdin.close()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Calling an OpenAI-compatible endpoint from an agent adapter: client, retries and failure mapping.
+
+Every call goes through the endpoint's shared adaptive limiter; 429 (honouring Retry-After), 5xx,
+timeouts and refused connections are retried with backoff and counted in the attempt's record,
+and what is left becomes a `SendFailure` whose acceptance says whether a resend is safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from assay.agent.adapter import SendFailure
+from assay.agent.context import AgentContext
+from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for, retry_after_seconds
+
+T = TypeVar("T")
+PLACEHOLDER_API_KEY = "not-needed"
+CLIENT_POOLS = 1
+
+
+@dataclass(frozen=True)
+class OpenAIEndpoint:
+    """Where the model lives. `base_url` / `api_key` default to OPENAI_BASE_URL / `api_key_env`."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 120.0  # seconds per request
+    max_attempts: int = 4
+    backoff: float = 0.5  # seconds before the first retry; doubles each time
+    max_backoff: float = 30.0
+    max_concurrency: int = DEFAULT_MAXIMUM  # the adaptive limiter's ceiling for this endpoint
+    _clients: Any = field(default_factory=weakref.WeakKeyDictionary, repr=False, compare=False)
+
+    @property
+    def resolved_base_url(self) -> str:
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+
+    def client(self) -> Any:
+        """An SDK client of this event loop (an httpx pool cannot cross loops), taken in turn from
+        `CLIENT_POOLS` (several small connection pools were tried against one large one: no clear gain)."""
+        loop = asyncio.get_running_loop()
+        state = self._clients.get(loop)
+        if state is None:
+            from openai import AsyncOpenAI
+
+            key = self.api_key or os.environ.get(self.api_key_env) or PLACEHOLDER_API_KEY
+            # The SDK's own retries are off: ours share the limiter and are counted.
+            clients = [
+                AsyncOpenAI(base_url=self.resolved_base_url, api_key=key, timeout=self.timeout, max_retries=0)
+                for _ in range(CLIENT_POOLS)
+            ]
+            state = self._clients[loop] = [clients, 0]
+        clients, turn = state
+        state[1] = (turn + 1) % len(clients)
+        return clients[turn]
+
+    async def aclose(self) -> None:
+        """Close this loop's clients (call before the loop ends)."""
+        state = self._clients.pop(asyncio.get_running_loop(), None)
+        for client in state[0] if state else ():
+            await client.close()
+
+
+async def call_endpoint(
+    endpoint: OpenAIEndpoint, ctx: AgentContext, call: Callable[[Any], Awaitable[T]], *, started: bool
+) -> T:
+    """`call(client)` with retries; `started` says whether this turn already ran tools (no safe resend)."""
+    import openai
+
+    base_url = endpoint.resolved_base_url
+    limiter = limiter_for(base_url, endpoint.max_concurrency)
+    attempts = max(1, endpoint.max_attempts)
+    for attempt in range(1, attempts + 1):
+        ctx.signal.raise_if_cancelled()
+        retry_after: float | None = None
+        async with limiter.slot() as slot:
+            try:
+                return await call(endpoint.client())
+            except openai.RateLimitError as error:
+                retry_after = retry_after_seconds(getattr(error.response, "headers", None), endpoint.max_backoff)
+                slot.rate_limited(retry_after)
+                reason, detail = "rate_limited", _describe(error)
+            except openai.APIStatusError as error:
+                if error.status_code < 500:
+                    # A client error is not transient: resending the same request cannot help.
+                    raise SendFailure(
+                        f"{base_url} rejected the request: {_describe(error)}", acceptance="unknown",
+                        code="agent-http-error",
+                    ) from None
+                slot.failed()
+                reason, detail = "server_error", _describe(error)
+            except openai.APITimeoutError:
+                slot.failed()
+                reason, detail = "timeout", f"request timed out after {endpoint.timeout:g}s"
+            except openai.APIConnectionError as error:
+                slot.failed()
+                reason, detail = "connection", f"could not connect to {base_url}: {error}"
+            except (openai.APIResponseValidationError, ValueError) as error:
+                raise SendFailure(
+                    f"{base_url} returned an invalid response: {error}", acceptance="started",
+                    code="agent-invalid-response",
+                ) from None
+        if attempt == attempts:
+            # 429 and a refused connection provably never reached the model; anything else may have.
+            never_reached = reason in ("rate_limited", "connection") and not started
+            raise SendFailure(
+                f"{base_url} failed after {attempts} attempt(s): {detail}",
+                acceptance="rejected" if never_reached else ("started" if started else "unknown"),
+                code="rate_limit" if reason == "rate_limited" else "network",
+            )
+        ctx.record_retry(reason)
+        ctx.progress(f"model request retry {attempt + 1}/{attempts} ({reason})")
+        delay = retry_after if retry_after is not None else min(
+            endpoint.max_backoff, endpoint.backoff * 2 ** (attempt - 1)
+        )
+        await asyncio.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+async def post_json(client: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST a JSON body through the SDK client (its auth, timeout and status errors) and parse the reply.
+
+    The typed `create()` methods transform every parameter and build response models, several
+    milliseconds of CPU per call; plain JSON keeps a harness at high concurrency near wire speed."""
+    import httpx
+
+    raw = await client.post(path, body=body, cast_to=httpx.Response)
+    document = json.loads(raw.content)
+    if not isinstance(document, dict):
+        raise ValueError(f"the reply is {type(document).__name__}, not a JSON object")
+    return document
+
+
+def _describe(error: Any) -> str:
+    message = ""
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message", "") if isinstance(inner, dict) else str(inner)
+    return f"HTTP {error.status_code}" + (f": {message}" if message else "")
+
+
+def as_plain(value: Any) -> Any:
+    """An SDK object as plain JSON-shaped data (dicts pass through)."""
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json", exclude_unset=False) if callable(dump) else value
+
+
+__all__ = ["OpenAIEndpoint", "as_plain", "call_endpoint", "post_json"]

@@ -1,0 +1,148 @@
+"""An agent behind an HTTP endpoint in the shape of NiceEval's web agent: POST JSON, get a turn back.
+
+Request: `{message, files, responses, output_schema, model, reasoning_effort, flags, session_id}`
+with bearer auth and the turn's telemetry headers; reply: `{events, data, usage, status?, session_id?}`.
+A non-2xx reply is a diagnostic plus a failed turn (a 429 is first retried, honouring Retry-After).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+from assay.agent.adapter import DefinedAgent, SendFailure, define_agent
+from assay.agent.context import AgentContext
+from assay.agent.model import ErrorEvent, EvidenceCoverage, Turn, TurnFormatError, TurnInput, turn_from_json
+from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for, retry_after_seconds
+
+
+def _request_body(turn_input: TurnInput, ctx: AgentContext) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "message": turn_input.text,
+        "files": [
+            {"filename": f.filename, "mimeType": f.mime_type, "dataBase64": f.data_base64} for f in turn_input.files
+        ],
+        "model": ctx.model,
+        "flags": dict(ctx.flags),
+    }
+    if ctx.reasoning_effort is not None:
+        body["reasoning_effort"] = ctx.reasoning_effort
+    if turn_input.responses:
+        body["responses"] = [
+            {"requestId": r.request_id, **({"optionId": r.option_id} if r.option_id is not None else {}),
+             **({"text": r.text} if r.text is not None else {})}
+            for r in turn_input.responses
+        ]
+    if turn_input.output_schema is not None:
+        body["output_schema"] = turn_input.output_schema
+    if ctx.session.id is not None:
+        body["session_id"] = ctx.session.id
+    return body
+
+
+def http_agent(
+    base_url: str,
+    *,
+    evidence_coverage: EvidenceCoverage,
+    name: str = "web-agent",
+    path: str = "/api/turn",
+    api_key: str | None = None,
+    api_key_env: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 300.0,
+    max_attempts: int = 4,
+    backoff: float = 0.5,
+    max_concurrency: int = DEFAULT_MAXIMUM,
+) -> DefinedAgent:
+    """`evidence_coverage` is required: only the service knows whether its events are complete."""
+    import httpx
+
+    url = base_url.rstrip("/") + "/" + path.lstrip("/")
+    clients: weakref.WeakKeyDictionary[Any, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+
+    def client() -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        found = clients.get(loop)
+        if found is None:
+            found = clients[loop] = httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=None))
+        return found
+
+    async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:
+        key = api_key or (os.environ.get(api_key_env) if api_key_env else None)
+        request_headers = {"content-type": "application/json", **dict(headers or {})}
+        if key:
+            request_headers["authorization"] = f"Bearer {key}"
+        if ctx.telemetry is not None:
+            request_headers.update(ctx.telemetry.headers)
+        body = _request_body(turn_input, ctx)
+        limiter = limiter_for(url, max_concurrency)
+        ctx.progress(f"waiting for {name}")
+        attempts = max(1, max_attempts)
+        for attempt in range(1, attempts + 1):
+            ctx.signal.raise_if_cancelled()
+            retry_after: float | None = None
+            async with limiter.slot() as slot:
+                try:
+                    response = await client().post(url, json=body, headers=request_headers)
+                except httpx.ConnectError as error:
+                    slot.failed()
+                    reason, detail = "connection", f"could not connect to {url}: {error}"
+                except httpx.TimeoutException:
+                    # The agent may have started work: never resent (side effects).
+                    raise SendFailure(f"{url} did not answer within {timeout:g}s", acceptance="unknown",
+                                      code="network") from None
+                except httpx.HTTPError as error:
+                    raise SendFailure(f"{url}: {error}", acceptance="unknown", code="network") from None
+                else:
+                    if response.status_code == 429:
+                        retry_after = retry_after_seconds(response.headers)
+                        slot.rate_limited(retry_after)
+                        reason, detail = "rate_limited", "HTTP 429"
+                    else:
+                        return _turn_from_reply(response, ctx, name)
+            if attempt == attempts:
+                if reason == "rate_limited":
+                    return _http_error_turn(ctx, name, 429)
+                raise SendFailure(f"{detail} (after {attempts} attempts)", acceptance="rejected", code="network")
+            ctx.record_retry(reason)
+            await asyncio.sleep(retry_after if retry_after is not None else backoff * 2 ** (attempt - 1))
+        raise AssertionError("unreachable")
+
+    async def close() -> None:
+        found = clients.pop(asyncio.get_running_loop(), None)
+        if found is not None:
+            await found.aclose()
+
+    return define_agent(name=name, send=send, evidence_coverage=evidence_coverage, close=close)
+
+
+def _http_error_turn(ctx: AgentContext, name: str, status: int) -> Turn:
+    ctx.diagnostic("agent-http-error", "error", f"{name} returned HTTP {status}", {"status": status})
+    return Turn([ErrorEvent(f"HTTP {status}")], "failed")
+
+
+def _turn_from_reply(response: Any, ctx: AgentContext, name: str) -> Turn:
+    if not 200 <= response.status_code < 300:
+        return _http_error_turn(ctx, name, response.status_code)
+    try:
+        document = response.json()
+    except ValueError as error:
+        raise SendFailure(f"{name} replied with invalid JSON: {error}", acceptance="started",
+                          code="agent-invalid-response") from None
+    if not isinstance(document, Mapping):
+        raise SendFailure(f"{name} replied with {type(document).__name__}, not a JSON object", acceptance="started",
+                          code="agent-invalid-response")
+    session_id = document.get("session_id", document.get("sessionId"))
+    if isinstance(session_id, str):
+        ctx.session.capture(session_id)
+    try:
+        return turn_from_json(document)
+    except TurnFormatError as error:
+        raise SendFailure(f"{name} replied with an invalid turn: {error}", acceptance="started",
+                          code="agent-invalid-response") from None
+
+
+__all__ = ["http_agent"]

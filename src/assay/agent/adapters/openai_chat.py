@@ -1,0 +1,291 @@
+"""OpenAI Chat Completions: the `turn_from_chat_completion` converter and a complete agent with a tool loop.
+
+The agent keeps the conversation client-side in a session slot, runs the tools the eval author
+declared as Python functions, forwards model / reasoning effort / output schema, and sums usage
+over every request of the turn. Any OpenAI-compatible server works (vLLM, Ollama, llama.cpp, hosted).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from assay.agent.adapter import DefinedAgent, define_agent
+from assay.agent.adapters.endpoint import OpenAIEndpoint, as_plain, call_endpoint, post_json
+from assay.agent.adapters.tools import Tool, as_tools
+from assay.agent.context import AgentContext
+from assay.agent.model import (
+    COMPLETE, MISSING, ErrorEvent, EvidenceCoverage, Message, OperationFinished, OperationStarted, ToolOperation, Turn,
+    TurnInput, Usage, partial, unavailable,
+)
+from assay.agent.session import create_session_slot
+
+_HIDDEN_TOOLS = "a Chat Completions server may run tools it does not report"
+
+# The converter alone: tool calls stay pending (their results are not in a completion).
+chat_completion_evidence_coverage = EvidenceCoverage(
+    events=partial(_HIDDEN_TOOLS), actions=partial(_HIDDEN_TOOLS), messages=COMPLETE, usage=COMPLETE,
+    status=COMPLETE, data=unavailable("a chat completion carries no structured-output contract"),
+)
+# The agent: it parses structured output itself, so data is complete.
+chat_agent_evidence_coverage = EvidenceCoverage(
+    events=partial(_HIDDEN_TOOLS), actions=partial(_HIDDEN_TOOLS), messages=COMPLETE, usage=COMPLETE,
+    status=COMPLETE, data=COMPLETE,
+)
+
+_HISTORY = create_session_slot("openai-chat-history")
+_FAILED_FINISH = {"length": "the model stopped at its output token limit", "content_filter": "the content filter stopped the model"}
+
+
+def parse_arguments(text: Any) -> Any:
+    """Tool-call arguments as JSON; an unparsable string is kept raw (the spec's rule)."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def usage_from_chat(usage: Mapping[str, Any] | None, requests: int | None = None) -> Usage | None:
+    if not usage:
+        return None
+    prompt = usage.get("prompt_tokens")
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    cost = usage.get("cost")  # some gateways report what they charged; kept apart from our estimate
+    return Usage(
+        input_tokens=None if prompt is None else max(0, prompt - cached),
+        output_tokens=usage.get("completion_tokens"),
+        cache_read_tokens=cached or None,
+        reasoning_tokens=reasoning,
+        requests=requests,
+        cost_usd=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+    )
+
+
+def add_usage(first: Usage | None, second: Usage | None) -> Usage | None:
+    if first is None or second is None:
+        return first or second
+    values = {}
+    for name in Usage.__dataclass_fields__:
+        a, b = getattr(first, name), getattr(second, name)
+        values[name] = None if a is None and b is None else (a or 0) + (b or 0)
+    return Usage(**values)
+
+
+def turn_from_chat_completion(response: Any) -> Turn:
+    """A Turn from one Chat Completions response (an SDK object or its JSON)."""
+    document = as_plain(response)
+    choices = document.get("choices") or []
+    message = (choices[0].get("message") if choices else None) or {}
+    events: list[Any] = []
+    content = _content_text(message.get("content"))
+    if content:
+        events.append(Message(content))
+    for position, call in enumerate(message.get("tool_calls") or []):
+        function = call.get("function") or call.get("custom") or {}
+        arguments = function.get("arguments", function.get("input"))
+        events.append(OperationStarted(
+            call.get("id") or f"tool-call-{position}", ToolOperation(function.get("name", ""), parse_arguments(arguments))
+        ))
+    usage = usage_from_chat(document.get("usage"))
+    coverage = None if usage is not None else {"usage": unavailable("the response reported no usage")}
+    finish = choices[0].get("finish_reason") if choices else None
+    status = "completed"
+    if finish in _FAILED_FINISH:
+        status = "failed"
+        events.append(ErrorEvent(_FAILED_FINISH[finish]))
+    return Turn(events, status, MISSING, usage, coverage)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
+    return content or ""
+
+
+def _user_message(turn_input: TurnInput) -> dict[str, Any]:
+    if not turn_input.files:
+        return {"role": "user", "content": turn_input.text}
+    parts: list[dict[str, Any]] = [{"type": "text", "text": turn_input.text}] if turn_input.text else []
+    for file in turn_input.files:
+        url = f"data:{file.mime_type};base64,{file.data_base64}"
+        if file.mime_type.startswith("image/"):
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+        else:
+            parts.append({"type": "file", "file": {"filename": file.filename or "file", "file_data": url}})
+    return {"role": "user", "content": parts}
+
+
+async def _stream_completion(client: Any, body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """Accumulate a streamed completion into the shape of a non-streamed one."""
+    stream = await client.chat.completions.create(
+        **body, stream=True, extra_body={**extra, "stream_options": {"include_usage": True}}
+    )
+    content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finish = None
+    usage = None
+    async for chunk in stream:
+        document = as_plain(chunk)
+        if document.get("usage"):
+            usage = document["usage"]
+        for choice in document.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                content.append(delta["content"])
+            for piece in delta.get("tool_calls") or []:
+                call = calls.setdefault(piece.get("index", 0), {"id": None, "type": "function",
+                                                                  "function": {"name": "", "arguments": ""}})
+                if piece.get("id"):
+                    call["id"] = piece["id"]
+                function = piece.get("function") or {}
+                call["function"]["name"] += function.get("name") or ""
+                call["function"]["arguments"] += function.get("arguments") or ""
+            if choice.get("finish_reason"):
+                finish = choice["finish_reason"]
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
+    if calls:
+        message["tool_calls"] = [calls[index] for index in sorted(calls)]
+    return {"choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
+
+
+def openai_chat_agent(
+    *,
+    name: str = "openai-chat",
+    model: str | None = None,
+    tools: Iterable[Any] = (),
+    instructions: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    stream: bool = False,
+    timeout: float = 120.0,
+    max_attempts: int = 4,
+    backoff: float = 0.5,
+    max_tool_rounds: int = 10,
+    max_concurrency: int | None = None,
+    request_options: Mapping[str, Any] | None = None,
+    evidence_coverage: EvidenceCoverage = chat_agent_evidence_coverage,
+) -> DefinedAgent:
+    """A Chat Completions agent. `model` is a default: the experiment's model wins. `tools` are Python
+    functions (or `tool(...)`s) run locally when the model calls them. `request_options` are extra body
+    fields (e.g. `{"temperature": 0}`)."""
+    declared = as_tools(tools)
+    by_name = {item.name: item for item in declared}
+    endpoint = OpenAIEndpoint(
+        base_url, api_key, api_key_env, timeout, max_attempts, backoff,
+        **({"max_concurrency": max_concurrency} if max_concurrency else {}),
+    )
+
+    async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:
+        chosen_model = ctx.model or model
+        if not chosen_model:
+            raise ValueError(f"agent {name!r} has no model: set Experiment(model=...) or openai_chat_agent(model=...)")
+        history: list[dict[str, Any]] = list(ctx.session.get(_HISTORY) or [])
+        if not history and instructions:
+            history.append({"role": "system", "content": instructions})
+        history.append(_user_message(turn_input))
+        extra: dict[str, Any] = dict(request_options or {})
+        if ctx.reasoning_effort:
+            extra["reasoning_effort"] = ctx.reasoning_effort
+        if turn_input.output_schema is not None:
+            extra["response_format"] = {
+                "type": "json_schema", "json_schema": {"name": "output", "schema": turn_input.output_schema},
+            }
+        events: list[Any] = []
+        usage: Usage | None = None
+        requests = 0
+        requests_without_usage = 0
+        ran_tools = False
+        status = "completed"
+        final_text = ""
+        for round_number in range(max_tool_rounds + 1):
+            body: dict[str, Any] = {"model": chosen_model, "messages": history}
+            if declared:
+                body["tools"] = [item.chat_definition() for item in declared]
+
+            async def call(client: Any) -> dict[str, Any]:
+                if stream:
+                    return await _stream_completion(client, body, extra)
+                return await post_json(client, "/chat/completions", {**body, **extra})
+
+            document = await call_endpoint(endpoint, ctx, call, started=ran_tools)
+            requests += 1
+            converted = turn_from_chat_completion(document)
+            if converted.usage is None:
+                requests_without_usage += 1
+            usage = add_usage(usage, converted.usage)
+            message = ((document.get("choices") or [{}])[0].get("message")) or {}
+            history.append(_assistant_history(message))
+            calls = [event for event in converted.events if isinstance(event, OperationStarted)]
+            for event in converted.events:
+                if isinstance(event, Message):
+                    final_text = event.text
+                if not isinstance(event, OperationStarted):
+                    events.append(event)
+            if converted.status != "completed":
+                status = converted.status
+                break
+            if not calls:
+                break
+            if round_number == max_tool_rounds:
+                status = "failed"
+                events.append(ErrorEvent(f"the model kept calling tools after {max_tool_rounds} rounds"))
+                break
+            for started in calls:
+                events.append(started)
+                result_event, text = await _run_tool(by_name, started)
+                events.append(result_event)
+                history.append({"role": "tool", "tool_call_id": started.operation_id, "content": text})
+            ran_tools = True
+        ctx.session.set(_HISTORY, history)
+        data: Any = MISSING
+        if turn_input.output_schema is not None and status == "completed":
+            data = _parse_output(final_text, ctx)
+        coverage = None
+        if usage is None or requests_without_usage:
+            coverage = {"usage": unavailable(
+                f"the endpoint reported no usage for {requests_without_usage} of {requests} request(s)"
+            )}
+        if usage is not None:
+            usage = Usage(**{**{n: getattr(usage, n) for n in Usage.__dataclass_fields__}, "requests": requests})
+        return Turn(events, status, data, usage, coverage)
+
+    return define_agent(name=name, send=send, evidence_coverage=evidence_coverage, close=endpoint.aclose)
+
+
+def _assistant_history(message: Mapping[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        entry["tool_calls"] = [
+            {"id": call.get("id"), "type": call.get("type") or "function", "function": call.get("function")}
+            for call in message["tool_calls"]
+        ]
+    return entry
+
+
+async def _run_tool(by_name: Mapping[str, Tool], started: OperationStarted) -> tuple[OperationFinished, str]:
+    operation = started.operation
+    declared = by_name.get(operation.name)
+    if declared is None:
+        text = f"unknown tool {operation.name!r}"
+        return OperationFinished(started.operation_id, "failed", text), text
+    result = await declared.invoke(operation.input)
+    return OperationFinished(started.operation_id, "failed" if result.failed else "completed", result.output), result.text()
+
+
+def _parse_output(text: str, ctx: AgentContext) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        ctx.diagnostic("output-not-json", "error", f"the model's answer to an output schema is not JSON: {text[:200]!r}")
+        return MISSING
+
+
+__all__ = [
+    "add_usage", "chat_agent_evidence_coverage", "chat_completion_evidence_coverage", "openai_chat_agent",
+    "parse_arguments", "turn_from_chat_completion", "usage_from_chat",
+]

@@ -1,0 +1,98 @@
+"""An agent that is a local process speaking the shared NDJSON protocol (method `send`), e.g. a node script.
+
+One process per attempt (started in the agent's setup, closed in its teardown), so a TypeScript or
+JavaScript agent plugs in without a server; each request carries the turn input and context, each
+result is a turn in NiceEval's JSON shape.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from assay.adapters.ndjson import NdjsonProcess, ProcessTimeouts, start_ndjson_process
+from assay.agent.adapter import DefinedAgent, SendFailure, define_agent
+from assay.agent.context import AgentContext
+from assay.agent.model import EvidenceCoverage, Turn, TurnFormatError, TurnInput, turn_from_json
+from assay.agent.session import create_session_slot
+from assay.errors import AdapterRuntimeError
+
+_LINE = create_session_slot("process-agent-line")
+
+
+def send_params(turn_input: TurnInput, ctx: AgentContext) -> dict[str, Any]:
+    """The `send` request's params: `{input, context}` with NiceEval's camelCase field names."""
+    line = ctx.session.get(_LINE)
+    if line is None:
+        line = uuid.uuid4().hex[:12]
+        ctx.session.set(_LINE, line)
+    turn: dict[str, Any] = {"text": turn_input.text}
+    if turn_input.files:
+        turn["files"] = [
+            {"filename": f.filename, "mimeType": f.mime_type, "dataBase64": f.data_base64} for f in turn_input.files
+        ]
+    if turn_input.responses:
+        turn["responses"] = [
+            {"requestId": r.request_id, **({"optionId": r.option_id} if r.option_id is not None else {}),
+             **({"text": r.text} if r.text is not None else {})}
+            for r in turn_input.responses
+        ]
+    if turn_input.output_schema is not None:
+        turn["outputSchema"] = turn_input.output_schema
+    context = {
+        "model": ctx.model, "reasoningEffort": ctx.reasoning_effort, "flags": dict(ctx.flags),
+        "experimentId": ctx.experiment_id, "evalId": ctx.eval_id, "attempt": ctx.attempt,
+        "session": {"line": line, "id": ctx.session.id},
+    }
+    return {"input": turn, "context": context}
+
+
+def process_agent(
+    command: str,
+    *,
+    evidence_coverage: EvidenceCoverage,
+    name: str | None = None,
+    close_timeout: float = 5.0,
+) -> DefinedAgent:
+    """`command` is run without a shell (e.g. `node agents/agent.mjs`); `evidence_coverage` is required."""
+    processes: dict[tuple[Any, ...], NdjsonProcess] = {}
+    agent_name = name or command.split()[-1].rsplit("/", 1)[-1]
+
+    def key(ctx: AgentContext) -> tuple[Any, ...]:
+        return (ctx.experiment_id, ctx.eval_id, ctx.attempt)
+
+    async def setup(ctx: AgentContext) -> None:
+        processes[key(ctx)] = await start_ndjson_process(
+            command, stderr_sink=lambda chunk: None, timeouts=ProcessTimeouts(close_s=close_timeout)
+        )
+
+    async def teardown(ctx: AgentContext) -> None:
+        process = processes.pop(key(ctx), None)
+        if process is not None:
+            await process.close()
+
+    async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:
+        process = processes.get(key(ctx))
+        if process is None:
+            raise SendFailure(f"agent {agent_name!r}: its process is not running", acceptance="rejected")
+        try:
+            result = await process.request("send", send_params(turn_input, ctx))
+        except AdapterRuntimeError as error:
+            raise SendFailure(str(error), acceptance="unknown") from None
+        if not isinstance(result, Mapping):
+            raise SendFailure(f"agent {agent_name!r} answered send with {type(result).__name__}, not a turn object",
+                              acceptance="started", code="agent-invalid-response")
+        session_id = result.get("session_id", result.get("sessionId"))
+        if isinstance(session_id, str):
+            ctx.session.capture(session_id)
+        try:
+            return turn_from_json(result)
+        except TurnFormatError as error:
+            raise SendFailure(f"agent {agent_name!r} returned an invalid turn: {error}", acceptance="started",
+                              code="agent-invalid-response") from None
+
+    return define_agent(name=agent_name, send=send, evidence_coverage=evidence_coverage, setup=setup, teardown=teardown)
+
+
+__all__ = ["process_agent", "send_params"]

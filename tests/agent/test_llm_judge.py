@@ -1,0 +1,163 @@
+"""`t.judge(…)` and the recipes through the built-in LLM judge against the fake OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_helpers import run_evals, run_one, statuses
+from assay.agent import Turn, define_eval, message
+from assay.agent.judging import JudgeRequest, LLMJudge, resolve_judge_config, JudgeUnavailable
+from assay.agent.runner import RunOptions
+from assay.judge import MemoryCallCache
+from servers.fake_openai import error_reply, json_reply
+
+from agent_helpers import scripted_agent
+
+
+@pytest.fixture(autouse=True)
+def judge_key(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "judge-key")
+
+
+def config_for(server, **extra):
+    return {"model": "judge-1", "base_url": server.base_url, **extra}
+
+
+def test_judge_passes_and_fails_against_its_threshold_and_records_reasons(fake_openai):
+    fake_openai.enqueue(json_reply({"reasons": "polite and correct", "score": 0.9}),
+                        json_reply({"reasons": "rude", "score": 0.4}))
+    agent, _ = scripted_agent([Turn([message("Your order ships Monday.")])])
+
+    async def body(t):
+        await t.send("When does my order ship?")
+        t.judge("The answer gives a shipping day politely.", threshold=0.8)
+        t.judge("The answer apologises.", value={"text": "Your order ships Monday."}, threshold=0.5)
+
+    result = run_one(agent, define_eval(body, judge=config_for(fake_openai)))
+    assert statuses(result) == ["matched", "matched"]
+    assert result.verdict == "failed" and len(result.failing) == 1 and "apologises" in result.failing[0]
+    first, second = result.assertions
+    assert (first["value"], first["reason"], first["threshold"]) == (0.9, "polite and correct", 0.8)
+    assert first["judge"] == {"recipe": "rubric", "model": "judge-1", "cached": False, "prompt": "assay-agent-judge/1"}
+    prompt = fake_openai.chat_requests[0].prompt
+    assert "When does my order ship?" in prompt and "Your order ships Monday." in prompt
+    assert '"text": "Your order ships Monday."' in fake_openai.chat_requests[1].prompt
+    sent = fake_openai.chat_requests[0].body
+    assert sent["model"] == "judge-1" and sent["temperature"] == 0
+    assert sent["response_format"]["type"] == "json_schema"
+
+
+def test_judge_without_a_model_or_key_is_unavailable_and_calls_nothing(fake_openai, monkeypatch):
+    agent, _ = scripted_agent([Turn([message("x")])] * 2)
+
+    async def body(t):
+        await t.send("q")
+        t.judge("anything")
+
+    no_model = run_one(agent, define_eval(body, judge=True))
+    assert statuses(no_model) == ["unavailable"] and no_model.verdict == "errored"
+    assert no_model.assertions[0]["reason"].startswith("judge-model-unresolved")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    no_key = run_one(agent, define_eval(body, judge=config_for(fake_openai)))
+    assert no_key.assertions[0]["reason"].startswith("judge-key-unresolved: the judge key variable OPENAI_API_KEY")
+    assert fake_openai.requests == []
+
+
+def test_judge_transport_failure_is_unavailable_not_failed(fake_openai):
+    fake_openai.respond_with(lambda request: error_reply(500))
+    agent, _ = scripted_agent([Turn([message("x")])])
+
+    async def body(t):
+        await t.send("q")
+        t.judge("anything").optional()
+
+    result = run_one(agent, define_eval(body, judge=config_for(fake_openai)),
+                     options=RunOptions(judge=LLMJudge(max_attempts=2, backoff_s=0.001)))
+    assert statuses(result) == ["unavailable"] and result.verdict == "passed"
+    assert "judge-call-failed" in result.assertions[0]["reason"]
+    assert len(fake_openai.chat_requests) == 2  # retried once, then given up
+
+
+def test_out_of_range_judge_score_errors_the_assertion(fake_openai):
+    fake_openai.enqueue(json_reply({"reasons": "very good", "score": 7}))
+    agent, _ = scripted_agent([Turn([message("x")])])
+
+    async def body(t):
+        await t.send("q")
+        t.judge("anything")
+
+    result = run_one(agent, define_eval(body, judge=config_for(fake_openai)))
+    assert statuses(result) == ["errored"] and "outside [0, 1]" in result.assertions[0]["reason"]
+
+
+def test_identical_judgements_are_cached_by_content(fake_openai):
+    fake_openai.respond_with(lambda request: json_reply({"reasons": "fine", "score": 1}))
+    agent, _ = scripted_agent(lambda turn_input, ctx: Turn([message("same answer")]))
+
+    async def body(t):
+        await t.send("same question")
+        t.judge("is fine")
+
+    cache = MemoryCallCache()
+    tests = {f"e{i}": define_eval(body, judge=config_for(fake_openai)) for i in range(3)}
+    outcome = run_evals(agent, tests, options=RunOptions(concurrency=1, judge_cache=cache))
+    assert [r.verdict for r in outcome.results] == ["passed"] * 3
+    assert len(fake_openai.chat_requests) == 1
+    assert [r.assertions[0]["judge"]["cached"] for r in outcome.results] == [False, True, True]
+
+
+def test_judge_config_precedence_is_eval_over_experiment_over_project(fake_openai):
+    fake_openai.respond_with(lambda request: json_reply({"reasons": "ok", "score": 1}))
+    agent, _ = scripted_agent(lambda turn_input, ctx: Turn([message("a")]))
+
+    async def body(t):
+        await t.send("q")
+        t.judge("ok")
+
+    project = {"model": "project-model", "base_url": fake_openai.base_url, "timeout": 5}
+    tests = {"plain": define_eval(body, judge=True), "own": define_eval(body, judge={"model": "eval-model"})}
+    run_evals(agent, tests, judge={"model": "experiment-model"}, options=RunOptions(concurrency=1, project_judge=project))
+    assert [r.body["model"] for r in fake_openai.chat_requests] == ["experiment-model", "eval-model"]
+    run_evals(agent, {"plain": define_eval(body, judge=True)}, options=RunOptions(project_judge=project))
+    assert fake_openai.chat_requests[-1].body["model"] == "project-model"
+
+
+def test_turn_judge_recipes_still_bind_the_turn_material(fake_openai):
+    fake_openai.enqueue(json_reply({"reasons": "agrees", "score": 0.75}))
+    agent, _ = scripted_agent([Turn([message("four")])])
+
+    async def body(t):
+        turn = await t.send("2+2?")
+        turn.judge.factuality("4")
+
+    result = run_one(agent, define_eval(body, judge=config_for(fake_openai)))
+    assert result.assertions[0]["value"] == 0.75 and result.verdict == "passed"
+    prompt = fake_openai.chat_requests[0].prompt
+    assert "Reference: 4" in prompt and "2+2?" in prompt and "four" in prompt
+
+
+def test_resolve_judge_config_rejects_unknown_settings_and_allows_keyless_local_endpoints():
+    with pytest.raises(JudgeUnavailable, match="judge-config-invalid: unknown judge setting"):
+        resolve_judge_config({"model": "m", "temprature": 0}, {})
+    settings = resolve_judge_config({"model": "m", "base_url": "http://127.0.0.1:1/v1", "api_key_env": ""}, {})
+    assert settings["api_key"] is None and settings["timeout"] == 180.0
+
+
+def test_llm_judge_parses_the_score_and_reasons(fake_openai):
+    import asyncio
+
+    fake_openai.enqueue(json_reply({"reasons": "half right", "score": 0.5}))
+
+    async def go():
+        judge = LLMJudge(cache=None, environ={"K": "x"})
+        try:
+            return await judge.grade(JudgeRequest("closed_qa", "Is it right?", "q", "a",
+                                                  {"model": "j", "base_url": fake_openai.base_url, "api_key_env": "K"}))
+        finally:
+            await judge.aclose()
+
+    score = asyncio.run(go())
+    assert (score.score, score.explanation, score.model, score.cached) == (0.5, "half right", "j", False)
+    assert json.loads(fake_openai.chat_requests[0].raw)["messages"][0]["role"] == "system"
