@@ -7,7 +7,6 @@ downgrades that turn's actions and events to partial; reasoning without a summar
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
