@@ -307,7 +307,7 @@ def select_frame_at(path: Path | str, t: float) -> DecodedFrame:
     """
     container, stream = _open_video(path)
     with container:
-        stream.thread_type = "AUTO"
+        # No frame threading: for one seek it only adds pipeline latency (about 2x slower here).
         frame_rate = float(stream.average_rate) if stream.average_rate else DEFAULT_FRAME_RATE
         frames = container.decode(stream)
         first = _next_frame(frames, path)
