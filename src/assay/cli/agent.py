@@ -191,6 +191,7 @@ def _execute_run(
     from assay.agent.report import ConsoleReporter, NdjsonReporter, write_junit_report
     from assay.agent.runner import DEFAULT_CONCURRENCY, AgentRun, RunOptions, build_plan
     from assay.core.journal import JournalWriter, read_manifest, resolve_checkpoint_ref
+    from assay.judge.cache import DirectoryCallCache
 
     checkpoint: AgentCheckpoint | None = None
     try:
@@ -228,6 +229,8 @@ def _execute_run(
         config_timeout=config.timeout,
         budget=invocation["budget"],
         pricing=config.pricing,
+        project_judge=config.judge,
+        judge_cache=DirectoryCallCache(checkpoints_base(root) / "cache" / "judge"),
         run_id=checkpoint.id,
         handle_sigint=True,
     )
@@ -267,6 +270,11 @@ def _execute_run(
                 print(message, file=sys.stderr)
             else:
                 console.print(message, markup=False, highlight=False)
+    if not outcome.interrupted:
+        from assay.agent.units import agent_run_record
+        from assay.core.store import publish_run_quietly
+
+        publish_run_quietly(lambda: agent_run_record(outcome, invocation, root, exit_code, checkpoint.path))
     if output_json:
         reporter.receipt(outcome, exit_code=exit_code, checkpoint=str(checkpoint.path))
     else:

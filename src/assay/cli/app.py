@@ -41,11 +41,15 @@ def root(
 def _register_groups() -> None:
     from assay.cli.agent import agent_app
     from assay.cli.doc import doc_app
+    from assay.cli.runs import runs_app
     from assay.cli.video import video_app
+    from assay.cli.view import view_command
 
     app.add_typer(video_app, name="video", help="Video evals: GlassKit Eval-compatible eval directories.")
     app.add_typer(agent_app, name="agent", help="Agent evals: drive conversations, assert on what the agent did.")
     app.add_typer(doc_app, name="doc", help="Document evals: eval-kit-compatible suites.")
+    app.add_typer(runs_app, name="runs", help="Run history: list, show, compare, reindex.")
+    app.command("view", help="Open the local results viewer (or export it as a static site).")(view_command)
 
 
 _register_groups()

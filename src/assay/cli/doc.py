@@ -243,6 +243,7 @@ def run_case_command(
     candidate: Optional[str] = typer.Option(None, "--candidate", help="Candidate file, relative to the repo root."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Result bundle id (default deterministic-<time>)."),
     config: Optional[str] = ConfigOption,
+    junit: Optional[str] = typer.Option(None, "--junit", help="Also write a JUnit XML report here."),
 ) -> None:
     from assay.doc.grade import run_case
 
@@ -252,8 +253,41 @@ def run_case_command(
     result = _run(run_case(suite, case_id=case, candidate=candidate, run_id=run_id or None))
     typer.echo(f"Verdict: {result.verdict}")
     typer.echo(f"Results: {suite.resolver.relative_to_repo(result.result_dir)}")
-    if result.verdict == "red":
+    failed = result.verdict == "red"
+    if junit:
+        from assay.core.report.junit import write_junit
+        from assay.doc.units import run_case_junit_suites
+
+        try:
+            write_junit(Path(junit), run_case_junit_suites(result))
+        except OSError as error:
+            typer.echo(f"Error: could not write JUnit report {junit}: {error}", err=True)
+            failed = True
+    _record(lambda: _units().run_case_record(
+        result, result.result_dir / "cases" / result.case_id / "candidate.md",
+        {"case": case, "candidate": candidate, "run_id": run_id, "config": config},
+    ))
+    if failed:
         raise typer.Exit(EXIT_FAILURE)
+
+
+def _units() -> Any:
+    from assay.doc import units
+
+    return units
+
+
+def _record(build: Callable[[], Any]) -> None:
+    """Index the finished command in the results store; a store failure is only a warning."""
+    from assay.core.store import publish_run_quietly
+
+    publish_run_quietly(build)
+
+
+def _candidate_path(suite: Any, candidate: str) -> Path:
+    from assay.doc.candidates import resolve_candidate
+
+    return resolve_candidate(suite, candidate)
 
 
 @_command("generate", "Generate a candidate with the model (needs methods.generate.enabled=true).")
@@ -315,6 +349,12 @@ def judge_coverage_command(
     )
     typer.echo(", ".join(f"{verdict}: {count}" for verdict, count in result.counts.items()))
     typer.echo(f"Results: {suite.resolver.relative_to_repo(result.result_dir)}")
+    _record(lambda: _units().coverage_run_record(
+        result, _candidate_path(suite, candidate),
+        {"case": case, "candidate": candidate, "run_id": run_id, "config": config, "provider": provider,
+         "effort": effort, "fixture_label": fixture_label, "expected_outcome": expected_outcome},
+        model,
+    ))
 
 
 @_command("judge-pairwise", "Pairwise model judge in a seeded order; --both-orders judges A/B and B/A.")
@@ -375,6 +415,12 @@ def judge_pairwise_command(
     if result.position_consistent is not None:
         typer.echo(f"Position consistent: {'true' if result.position_consistent else 'false'}")
     typer.echo(f"Results: {suite.resolver.relative_to_repo(result.result_dir)}")
+    _record(lambda: _units().pairwise_run_record(
+        result, [_candidate_path(suite, candidate_a), _candidate_path(suite, candidate_b)],
+        {"case": case, "candidate_a": candidate_a, "candidate_b": candidate_b, "run_id": run_id, "config": config,
+         "provider": provider, "effort": effort, "seed": seed, "both_orders": both_orders},
+        model,
+    ))
 
 
 @_command("report", "Compile a manual report from earlier runs with the adapter's compile_report.")

@@ -1,0 +1,109 @@
+"""An agent run as a run record: one unit per (experiment, eval, attempt), transcript kept for the viewer.
+
+Unit ids are `experiment/eval#attempt` (1-based), stable across runs of the same experiment files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from assay.core.record import (
+    RunManifest,
+    UnitResult,
+    git_state,
+    jsonable,
+    new_run_id,
+    utc_timestamp,
+)
+
+__all__ = ["agent_run_record", "agent_unit"]
+
+# `scored` attempts carry a score, not a verdict: shown, but not counted in pass rates or compare.
+_VERDICTS = {"passed": "passed", "failed": "failed", "errored": "errored", "skipped": "skipped", "scored": "ignored"}
+
+
+def _reason(result: Any) -> str:
+    if result.error:
+        return f"{result.error.get('code', 'error')}: {result.error.get('message', '')}".strip()
+    if result.failing:
+        return "; ".join(str(item) for item in result.failing)
+    if result.verdict is None:
+        return f"not run ({result.outcome})"
+    if result.unavailable:
+        return "unavailable: " + "; ".join(str(item) for item in result.unavailable)
+    return ""
+
+
+def agent_unit(result: Any) -> UnitResult:
+    """`result` is an `AttemptResult` (read by attribute, so new fields never break the record)."""
+    document = jsonable(result.to_json())
+    document["locator"] = result.locator
+    return UnitResult(
+        unit_id=f"{result.experiment_id}/{result.eval_id}#{result.ordinal + 1}",
+        verdict=_VERDICTS.get(result.verdict or "", "skipped"),
+        group=f"{result.experiment_id}/{result.eval_id}",
+        expected=None,
+        observed={"score": result.score} if result.score is not None else None,
+        reason=_reason(result),
+        duration_seconds=result.duration_seconds,
+        usage=jsonable(result.usage) if result.usage else None,
+        cost_usd=result.estimated_cost_usd,
+        artifacts={"locator": result.locator},
+        detail=document,
+    )
+
+
+def _total_usage(results: Sequence[Any]) -> dict[str, Any] | None:
+    totals: dict[str, float] = {}
+    for result in results:
+        for name, value in (result.usage or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                totals[name] = totals.get(name, 0) + value
+    return totals or None
+
+
+def agent_run_record(
+    outcome: Any, invocation: Mapping[str, Any], root: Path, exit_code: int, checkpoint_path: Path | None = None
+) -> tuple[RunManifest, list[UnitResult]]:
+    results = list(outcome.results)
+    units = [agent_unit(result) for result in results]
+    costs = [result.estimated_cost_usd for result in results if result.estimated_cost_usd is not None]
+    agents: dict[str, dict[str, Any]] = {}
+    for result in results:
+        agents.setdefault(result.experiment_id, {"agent": result.agent, "model": result.model})
+    gates = [
+        {
+            "name": "attempts",
+            "passed": not any(result.verdict in ("failed", "errored") for result in results),
+            "message": "no failed or errored attempts",
+        }
+    ]
+    gates += [
+        {"name": f"budget {experiment}", "passed": False, "message": "budget exhausted"}
+        for experiment in outcome.budget_exhausted
+    ]
+    commit, dirty = git_state(root)
+    counts: dict[str, int] = {}
+    for result in results:
+        key = result.verdict or result.outcome
+        counts[key] = counts.get(key, 0) + 1
+    manifest = RunManifest(
+        run_id=new_run_id("agent"),
+        kind="agent",
+        created_at=utc_timestamp(),
+        title=f"{root.name}: {', '.join(agents) or 'no experiments'}",
+        git_commit=commit,
+        git_dirty=dirty,
+        identity={"project": str(root), "experiments": agents},
+        options=jsonable(dict(invocation)),
+        gates=gates,
+        summary={"attempts": counts, "checkpoint": str(checkpoint_path) if checkpoint_path else None},
+        usage=_total_usage(results),
+        cost_usd=sum(costs) if costs else None,
+        success=exit_code == 0,
+        exit_code=exit_code,
+        duration_seconds=outcome.duration_seconds,
+    )
+    return manifest, units

@@ -1,0 +1,226 @@
+"""`assay runs …`: the run history in the results store — list, show, compare (with a CI gate), reindex.
+
+Exit codes: 0 ok, 1 `compare --fail-on-regression` found a significant regression, 2 usage or store error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from typing import Any, NoReturn
+
+import typer
+
+from assay.cli import common
+
+__all__ = ["runs_app"]
+
+runs_app = typer.Typer(
+    help="Run history across kinds: list, show, compare two runs (paired statistics), reindex.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+KINDS = ("video", "agent", "doc")
+
+
+def _fail(error: BaseException) -> NoReturn:
+    from assay.errors import AssayError
+
+    if common.DEBUG:
+        traceback.print_exception(error, file=sys.stderr)
+    message = str(error) if isinstance(error, AssayError) else f"{type(error).__name__}: {error}"
+    print(f"Error: {message}", file=sys.stderr)
+    raise typer.Exit(error.exit_code if isinstance(error, AssayError) else 2)
+
+
+def _open() -> Any:
+    import sqlite3
+
+    from assay.core.store import open_store
+    from assay.errors import AssayError
+
+    try:
+        return open_store(read_only=True)
+    except (AssayError, sqlite3.Error) as error:
+        _fail(error)
+
+
+def _say(text: str) -> None:
+    common.stdout_console().print(text, markup=False, highlight=False)
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def _counts_text(counts: dict[str, int]) -> str:
+    return " ".join(f"{name} {counts[name]}" for name in ("passed", "failed", "errored", "skipped", "ignored") if counts.get(name))
+
+
+def _git_text(manifest: Any) -> str:
+    if not manifest.git_commit:
+        return "-"
+    return manifest.git_commit[:10] + ("+dirty" if manifest.git_dirty else "")
+
+
+@runs_app.command("list")
+def list_command(
+    kind: str | None = typer.Option(None, "--kind", help="Only runs of this kind: video, agent or doc."),
+    search: str | None = typer.Option(None, "--search", help="Only runs whose id or title contains this."),
+    limit: int = typer.Option(20, "--limit", callback=common.at_least(1), help="How many runs, newest first."),
+    output_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """List recorded runs, newest first."""
+    if kind is not None and kind not in KINDS:
+        common.bad_parameter("--kind", f"must be one of {', '.join(KINDS)}")
+    import sqlite3
+
+    with _open() as store:
+        try:
+            runs = store.list_runs(kind=kind, search=search, limit=limit)
+        except sqlite3.Error as error:
+            _fail(error)
+    if output_json:
+        print(json.dumps({"runs": [run.to_json(with_groups=False) for run in runs]}, indent=2, ensure_ascii=False))
+        return
+    if not runs:
+        _say("No runs recorded yet.")
+        return
+    from assay.core.report.table import render_table
+
+    rows = [
+        [
+            run.run_id, run.manifest.kind, run.manifest.created_at, _git_text(run.manifest), str(run.unit_count),
+            _percent(run.pass_rate), {True: "pass", False: "FAIL", None: "-"}[run.manifest.success], run.manifest.title,
+        ]
+        for run in runs
+    ]
+    _say(render_table(None, ["run", "kind", "created", "git", "units", "pass rate", "gates", "title"], rows))
+
+
+@runs_app.command("show")
+def show_command(
+    run: str = typer.Argument("latest", help="Run id, unique prefix, latest or latest~N."),
+    limit: int = typer.Option(20, "--limit", callback=common.at_least(0), help="Failing units to list."),
+    output_json: bool = typer.Option(False, "--json", help="Print JSON (manifest, groups, failing units)."),
+) -> None:
+    """Show one run: identity, gates, per-target / per-eval table and its failing units."""
+    from assay.errors import AssayError
+
+    with _open() as store:
+        try:
+            stored = store.get_run(run)
+            failing = store.unit_page(stored.run_id, verdict="failed,errored", limit=limit)
+        except AssayError as error:
+            _fail(error)
+    if output_json:
+        document = stored.to_json()
+        document["failing_units"] = [unit.to_json() for unit in failing.units]
+        document["failing_total"] = failing.total
+        print(json.dumps(document, indent=2, ensure_ascii=False, default=str))
+        return
+    from assay.core.report.table import render_table
+
+    manifest = stored.manifest
+    _say(f"Run {manifest.run_id} ({manifest.kind}) {manifest.title}")
+    _say(f"created {manifest.created_at} · git {_git_text(manifest)} · units {stored.unit_count} · pass rate {_percent(stored.pass_rate)}")
+    if manifest.cost_usd is not None or manifest.usage:
+        _say(f"usage {json.dumps(manifest.usage)} · cost ${manifest.cost_usd or 0:.4f}")
+    for gate in manifest.gates:
+        trial = f" [trial {gate['trial']}]" if gate.get("trial") is not None else ""
+        _say(f"{'PASS' if gate.get('passed') else 'FAIL'} {gate.get('name')}{trial}: {gate.get('message', '')}")
+    rows = []
+    for name, counts in stored.groups.items():
+        judged = counts["passed"] + counts["failed"] + counts["errored"]
+        rows.append([name or "-", str(counts["passed"]), str(counts["failed"]), str(counts["errored"]),
+                     str(counts["skipped"] + counts["ignored"]), _percent(counts["passed"] / judged if judged else None)])
+    _say(render_table(None, ["group", "passed", "failed", "errored", "skipped/ignored", "pass rate"], rows))
+    if failing.total:
+        _say(f"Failing units ({failing.total}):")
+        for unit in failing.units:
+            _say(f"  {unit.verdict.upper()} {unit.unit_id} expected={json.dumps(unit.expected, default=str)} "
+                 f"observed={json.dumps(unit.observed, default=str)} {unit.reason}".rstrip())
+        if failing.total > len(failing.units):
+            _say(f"  … {failing.total - len(failing.units)} more (--limit, or `assay view`)")
+
+
+@runs_app.command("compare")
+def compare_command(
+    before: str = typer.Argument(..., help="Baseline run (id, prefix, latest~N)."),
+    after: str = typer.Argument("latest", help="Candidate run (default: latest)."),
+    alpha: float = typer.Option(0.05, "--alpha", callback=common.between(0, 1), help="Significance level of the regression gate."),
+    fail_on_regression: bool = typer.Option(
+        False, "--fail-on-regression", help="Exit 1 when regressions outnumber fixes significantly (McNemar exact p < alpha)."
+    ),
+    limit: int = typer.Option(20, "--limit", callback=common.at_least(0), help="Unit ids to list per change kind."),
+    output_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Pair two runs unit by unit: regressions, fixes, still failing, new, removed, and whether it matters."""
+    from assay.core.run_diff import compare_verdicts
+    from assay.errors import AssayError
+
+    with _open() as store:
+        try:
+            first = store.get_run(before)
+            second = store.get_run(after)
+            comparison = compare_verdicts(
+                first.run_id, store.verdicts(first.run_id), second.run_id, store.verdicts(second.run_id), alpha=alpha
+            )
+        except AssayError as error:
+            _fail(error)
+    if output_json:
+        print(json.dumps(comparison.to_json(unit_limit=limit), indent=2, ensure_ascii=False))
+    else:
+        _print_comparison(comparison, limit)
+    raise typer.Exit(1 if fail_on_regression and comparison.significant_regression else 0)
+
+
+def _print_comparison(comparison: Any, limit: int) -> None:
+    test = comparison.test
+    difference = comparison.pass_rate_difference
+    _say(f"Compare {comparison.before} → {comparison.after}")
+    _say(
+        f"pass rate {_percent(comparison.before_pass_rate)} → {_percent(comparison.after_pass_rate)}"
+        + (f" ({difference * 100:+.1f} points)" if difference is not None else "")
+    )
+    counts = comparison.counts
+    _say(
+        f"paired units {counts.total}: regressions {counts.regressions}, fixes {counts.fixes}, "
+        f"still failing {counts.both_failed}, still passing {counts.both_passed}; "
+        f"new {len(comparison.units['new'])}, removed {len(comparison.units['removed'])}"
+    )
+    _say(
+        f"McNemar exact p = {test.p_value:.4g} (mid-p {test.mid_p_value:.4g}); paired difference "
+        f"{test.difference * 100:+.1f} points, {test.confidence * 100:.0f}% bootstrap interval "
+        f"[{test.interval_low * 100:+.1f}, {test.interval_high * 100:+.1f}]"
+    )
+    if comparison.significant_regression:
+        _say(f"Significant regression at alpha {comparison.alpha:g}.")
+    else:
+        _say(f"No significant regression at alpha {comparison.alpha:g}.")
+    for kind, title in (("regressions", "Regressions"), ("fixes", "Fixes"), ("still_failing", "Still failing"),
+                        ("new", "New"), ("removed", "Removed"), ("changed_other", "Changed (skipped/ignored)")):
+        ids = comparison.units[kind]
+        if not ids or limit == 0:
+            continue
+        _say(f"{title} ({len(ids)}):")
+        for unit_id in ids[:limit]:
+            _say(f"  {unit_id}")
+        if len(ids) > limit:
+            _say(f"  … {len(ids) - limit} more")
+
+
+@runs_app.command("reindex")
+def reindex_command() -> None:
+    """Rebuild the store's index from the run records beside it."""
+    from assay.core.record import store_path
+    from assay.core.store import reindex
+
+    try:
+        count = reindex()
+    except Exception as error:  # noqa: BLE001 - any failure is one line and exit 2
+        _fail(error)
+    _say(f"Indexed {count} run(s) into {store_path()}")

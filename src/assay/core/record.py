@@ -1,0 +1,300 @@
+"""The run record every kind writes: a manifest (who, when, how, gates, summary) and its units.
+
+A record is a folder `<records>/<run_id>/` with `units.jsonl` (one unit result a line, append-only)
+and `manifest.json`, written last so a folder without a manifest is an unfinished record.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import secrets
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.core.fsutil import fsync_directory, write_atomically
+
+__all__ = [
+    "FAILING_VERDICTS",
+    "RECORD_SCHEMA",
+    "VERDICTS",
+    "RunManifest",
+    "UnitResult",
+    "count_verdicts",
+    "git_state",
+    "group_counts",
+    "jsonable",
+    "new_run_id",
+    "project_root",
+    "read_record",
+    "records_dir",
+    "store_path",
+    "utc_timestamp",
+    "write_record",
+]
+
+RECORD_SCHEMA = "assay.run-record.v1"
+VERDICTS = ("passed", "failed", "errored", "skipped", "ignored")
+FAILING_VERDICTS = frozenset({"failed", "errored"})
+STORE_ENVIRONMENT = "ASSAY_STORE"
+MANIFEST_FILE = "manifest.json"
+UNITS_FILE = "units.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class UnitResult:
+    """One unit of work's outcome, with a stable identity so two runs can be paired unit by unit.
+
+    `group` is the per-target / per-eval table a unit is counted in; `detail` holds what the
+    viewer's drill-down shows for the kind (a transcript, findings); `artifacts` names files.
+    """
+
+    unit_id: str
+    verdict: str  # passed | failed | errored | skipped | ignored
+    group: str = ""
+    expected: Any = None
+    observed: Any = None
+    reason: str = ""
+    duration_seconds: float | None = None
+    usage: Mapping[str, Any] | None = None
+    cost_usd: float | None = None
+    artifacts: Mapping[str, Any] | None = None
+    detail: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"unit {self.unit_id!r}: verdict must be one of {', '.join(VERDICTS)}, got {self.verdict!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"unit_id": self.unit_id, "verdict": self.verdict, "group": self.group}
+        for name in ("expected", "observed"):
+            document[name] = getattr(self, name)
+        for name in ("reason", "duration_seconds", "usage", "cost_usd", "artifacts", "detail"):
+            value = getattr(self, name)
+            if value not in (None, "", {}):
+                document[name] = value
+        return document
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> UnitResult:
+        return cls(
+            unit_id=document["unit_id"],
+            verdict=document["verdict"],
+            group=document.get("group", ""),
+            expected=document.get("expected"),
+            observed=document.get("observed"),
+            reason=document.get("reason", ""),
+            duration_seconds=document.get("duration_seconds"),
+            usage=document.get("usage"),
+            cost_usd=document.get("cost_usd"),
+            artifacts=document.get("artifacts"),
+            detail=document.get("detail"),
+        )
+
+
+@dataclass(frozen=True)
+class RunManifest:
+    """What a run was: identity, options and gates as given, and what it came to."""
+
+    run_id: str
+    kind: str  # video | agent | doc
+    created_at: str  # ISO 8601 UTC
+    title: str = ""
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    identity: Mapping[str, Any] = field(default_factory=dict)  # adapter, agent/model, judge, suite
+    options: Mapping[str, Any] = field(default_factory=dict)
+    gates: Sequence[Mapping[str, Any]] = ()
+    summary: Mapping[str, Any] = field(default_factory=dict)
+    usage: Mapping[str, Any] | None = None
+    cost_usd: float | None = None
+    success: bool | None = None
+    exit_code: int | None = None
+    duration_seconds: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": RECORD_SCHEMA,
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "created_at": self.created_at,
+            "title": self.title,
+            "git": {"commit": self.git_commit, "dirty": self.git_dirty},
+            "identity": dict(self.identity),
+            "options": dict(self.options),
+            "gates": [dict(gate) for gate in self.gates],
+            "summary": dict(self.summary),
+            "usage": dict(self.usage) if self.usage is not None else None,
+            "cost_usd": self.cost_usd,
+            "success": self.success,
+            "exit_code": self.exit_code,
+            "duration_seconds": self.duration_seconds,
+        }
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> RunManifest:
+        git = document.get("git") or {}
+        return cls(
+            run_id=document["run_id"],
+            kind=document["kind"],
+            created_at=document["created_at"],
+            title=document.get("title", ""),
+            git_commit=git.get("commit"),
+            git_dirty=git.get("dirty"),
+            identity=document.get("identity") or {},
+            options=document.get("options") or {},
+            gates=document.get("gates") or (),
+            summary=document.get("summary") or {},
+            usage=document.get("usage"),
+            cost_usd=document.get("cost_usd"),
+            success=document.get("success"),
+            exit_code=document.get("exit_code"),
+            duration_seconds=document.get("duration_seconds"),
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Identity of a run: id, time, git state, where it is kept
+
+
+def utc_timestamp(now: _dt.datetime | None = None) -> str:
+    moment = (now or _dt.datetime.now(_dt.UTC)).astimezone(_dt.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_run_id(kind: str, now: _dt.datetime | None = None) -> str:
+    """`<kind>-<UTC time>-<6 hex>`: sorts by time, unique without coordination."""
+    moment = (now or _dt.datetime.now(_dt.UTC)).astimezone(_dt.UTC)
+    return f"{kind}-{moment.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The nearest folder at or above `start` (default: cwd) holding `.git` or `pyproject.toml`, else `start`."""
+    origin = (start or Path.cwd()).resolve()
+    for folder in (origin, *origin.parents):
+        if (folder / ".git").exists() or (folder / "pyproject.toml").is_file():
+            return folder
+    return origin
+
+
+def store_path(start: Path | None = None) -> Path:
+    """`$ASSAY_STORE` when set, else `<project root>/.assay/assay.db`."""
+    override = os.environ.get(STORE_ENVIRONMENT)
+    if override:
+        return Path(override).expanduser().resolve()
+    return project_root(start) / ".assay" / "assay.db"
+
+
+def records_dir(database: Path) -> Path:
+    """Run records live beside the database, so `ASSAY_STORE` moves both together."""
+    return database.parent / "records"
+
+
+def git_state(folder: Path) -> tuple[str | None, bool | None]:
+    """(HEAD commit, working tree has changes) or (None, None) outside git or without git."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=5, check=False
+        )
+        if head.returncode != 0:
+            return None, None
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=folder, capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
+    return head.stdout.strip() or None, dirty
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+
+
+def jsonable(value: Any) -> Any:
+    """`value` as strict JSON: non-finite floats become their names, unknown objects their repr.
+
+    Adapters return what they like; the record and the viewer must still be valid JSON.
+    """
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, Mapping):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(item) for item in value]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return jsonable(dump(mode="json"))
+    return repr(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Summaries
+
+
+def count_verdicts(units: Iterable[UnitResult]) -> dict[str, int]:
+    counts = dict.fromkeys(VERDICTS, 0)
+    for unit in units:
+        counts[unit.verdict] += 1
+    return counts
+
+
+def group_counts(units: Iterable[UnitResult]) -> dict[str, dict[str, int]]:
+    """Verdict counts per group, in first-seen order (the run page's per-target / per-eval table)."""
+    groups: dict[str, dict[str, int]] = {}
+    for unit in units:
+        counts = groups.get(unit.group)
+        if counts is None:
+            counts = groups[unit.group] = dict.fromkeys(VERDICTS, 0)
+        counts[unit.verdict] += 1
+    return groups
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def write_record(folder: Path, manifest: RunManifest, units: Sequence[UnitResult]) -> Path:
+    """Write `<folder>/<run_id>/`: units first, manifest last; returns the record folder.
+
+    Refuses duplicate unit ids: a run's units must pair one-to-one with another run's.
+    """
+    seen: set[str] = set()
+    for unit in units:
+        if unit.unit_id in seen:
+            raise ValueError(f"duplicate unit id in run {manifest.run_id}: {unit.unit_id!r}")
+        seen.add(unit.unit_id)
+    record = folder / manifest.run_id
+    record.mkdir(parents=True, exist_ok=False)
+    with open(record / UNITS_FILE, "w", encoding="utf-8") as handle:
+        handle.writelines(_dumps(unit.to_json()) + "\n" for unit in units)
+        handle.flush()
+        os.fsync(handle.fileno())
+    write_atomically(record / MANIFEST_FILE, json.dumps(manifest.to_json(), ensure_ascii=False, indent=2, default=str) + "\n")
+    fsync_directory(record)
+    return record
+
+
+def iter_units(record: Path) -> Iterator[UnitResult]:
+    with open(record / UNITS_FILE, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield UnitResult.from_json(json.loads(line))
+
+
+def read_record(record: Path) -> tuple[RunManifest, list[UnitResult]]:
+    """A complete record; FileNotFoundError when the manifest (written last) is missing."""
+    manifest = RunManifest.from_json(json.loads((record / MANIFEST_FILE).read_text(encoding="utf-8")))
+    return manifest, list(iter_units(record))

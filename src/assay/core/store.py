@@ -1,0 +1,347 @@
+"""The results store: an embedded SQLite (WAL) index over run records, for history, compare and view.
+
+The interface is small (add a run, list runs, read a run, page its units, read one unit, read
+its verdicts); the record files stay the source of truth and `reindex` rebuilds from them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, Self
+
+from assay.core.record import (
+    VERDICTS,
+    RunManifest,
+    UnitResult,
+    count_verdicts,
+    group_counts,
+    read_record,
+    records_dir,
+    store_path,
+    write_record,
+)
+from assay.errors import UsageError
+
+__all__ = [
+    "RunStore",
+    "SqliteRunStore",
+    "StoredRun",
+    "UnitPage",
+    "open_store",
+    "publish_run",
+    "publish_run_quietly",
+]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    title TEXT NOT NULL,
+    success INTEGER,
+    unit_count INTEGER NOT NULL,
+    counts TEXT NOT NULL,
+    groups TEXT NOT NULL,
+    record_path TEXT,
+    manifest TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_time ON runs (created_at);
+CREATE TABLE IF NOT EXISTS units (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    unit_id TEXT NOT NULL,
+    grp TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS units_by_id ON units (run_id, unit_id);
+"""
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    manifest: RunManifest
+    counts: dict[str, int]  # verdict -> units
+    groups: dict[str, dict[str, int]]  # group -> verdict -> units
+    unit_count: int
+    record_path: str | None
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.run_id
+
+    @property
+    def pass_rate(self) -> float | None:
+        """passed / (passed + failed + errored); skipped and ignored units do not count."""
+        judged = self.counts["passed"] + self.counts["failed"] + self.counts["errored"]
+        return self.counts["passed"] / judged if judged else None
+
+    def to_json(self, *, with_groups: bool = True) -> dict[str, Any]:
+        document = {
+            **self.manifest.to_json(),
+            "unit_count": self.unit_count,
+            "counts": self.counts,
+            "pass_rate": self.pass_rate,
+            "record_path": self.record_path,
+        }
+        if with_groups:
+            document["groups"] = [{"group": name, "counts": counts} for name, counts in self.groups.items()]
+        return document
+
+
+@dataclass(frozen=True)
+class UnitPage:
+    units: list[UnitResult]
+    total: int  # units matching the filters
+    offset: int
+    limit: int
+
+
+class RunStore(Protocol):
+    """What `runs`, compare and the viewer need; wrappers (read-only, remote) compose around it."""
+
+    def add_run(self, manifest: RunManifest, units: Sequence[UnitResult], record_path: str | None = None) -> None: ...
+
+    def list_runs(self, *, kind: str | None = None, search: str | None = None, limit: int = 50, offset: int = 0) -> list[StoredRun]: ...
+
+    def get_run(self, ref: str) -> StoredRun: ...
+
+    def unit_page(
+        self, run_id: str, *, offset: int = 0, limit: int = 100, verdict: str | None = None,
+        group: str | None = None, search: str | None = None,
+    ) -> UnitPage: ...
+
+    def get_unit(self, run_id: str, unit_id: str) -> UnitResult | None: ...
+
+    def verdicts(self, run_id: str) -> dict[str, str]: ...
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class SqliteRunStore:
+    """The embedded store: one SQLite file in WAL mode, safe for a writer and many readers."""
+
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        if read_only:
+            if not self.path.exists():
+                raise UsageError(f"no results store at {self.path}; run an eval first (or set ASSAY_STORE)")
+            self._connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._connection = sqlite3.connect(self.path, check_same_thread=False)
+            self._connection.execute("PRAGMA journal_mode=WAL")
+            self._connection.execute("PRAGMA synchronous=NORMAL")
+            self._connection.executescript(_SCHEMA)
+        self._connection.execute("PRAGMA busy_timeout=10000")
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def add_run(self, manifest: RunManifest, units: Sequence[UnitResult], record_path: str | None = None) -> None:
+        """Index a run in one transaction; a run id already present is replaced whole."""
+        counts = count_verdicts(units)
+        groups = group_counts(units)
+        rows = (
+            (manifest.run_id, seq, unit.unit_id, unit.group, unit.verdict, _dumps(unit.to_json()))
+            for seq, unit in enumerate(units)
+        )
+        with self._connection:
+            self._connection.execute("DELETE FROM units WHERE run_id = ?", (manifest.run_id,))
+            self._connection.execute("DELETE FROM runs WHERE run_id = ?", (manifest.run_id,))
+            self._connection.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    manifest.run_id, manifest.kind, manifest.created_at, manifest.title,
+                    None if manifest.success is None else int(manifest.success), len(units),
+                    _dumps(counts), _dumps(groups), record_path, _dumps(manifest.to_json()),
+                ),
+            )
+            self._connection.executemany("INSERT INTO units VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+    def delete_run(self, run_id: str) -> None:
+        with self._connection:
+            self._connection.execute("DELETE FROM units WHERE run_id = ?", (run_id,))
+            self._connection.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+
+    # -- reading -------------------------------------------------------------------------
+
+    @staticmethod
+    def _stored(row: Sequence[Any]) -> StoredRun:
+        unit_count, counts, groups, record_path, manifest = row
+        return StoredRun(
+            manifest=RunManifest.from_json(json.loads(manifest)),
+            counts={**dict.fromkeys(VERDICTS, 0), **json.loads(counts)},
+            groups=json.loads(groups),
+            unit_count=unit_count,
+            record_path=record_path,
+        )
+
+    def list_runs(
+        self, *, kind: str | None = None, search: str | None = None, limit: int = 50, offset: int = 0
+    ) -> list[StoredRun]:
+        """Newest first."""
+        clauses, parameters = self._run_filters(kind, search)
+        query = (
+            "SELECT unit_count, counts, '{}', record_path, manifest FROM runs"
+            + (" WHERE " + " AND ".join(clauses) if clauses else "")
+            + " ORDER BY created_at DESC, run_id DESC LIMIT ? OFFSET ?"
+        )
+        rows = self._connection.execute(query, (*parameters, limit, offset)).fetchall()
+        return [self._stored(row) for row in rows]
+
+    def count_runs(self, *, kind: str | None = None, search: str | None = None) -> int:
+        clauses, parameters = self._run_filters(kind, search)
+        query = "SELECT count(*) FROM runs" + (" WHERE " + " AND ".join(clauses) if clauses else "")
+        return int(self._connection.execute(query, parameters).fetchone()[0])
+
+    @staticmethod
+    def _run_filters(kind: str | None, search: str | None) -> tuple[list[str], list[Any]]:
+        clauses: list[str] = []
+        parameters: list[Any] = []
+        if kind:
+            clauses.append("kind = ?")
+            parameters.append(kind)
+        if search:
+            clauses.append("(run_id LIKE ? OR title LIKE ?)")
+            parameters += [f"%{search}%", f"%{search}%"]
+        return clauses, parameters
+
+    def resolve(self, ref: str, *, kind: str | None = None) -> str:
+        """A run id from an id, a unique id prefix, `latest` or `latest~N` (N runs before the latest)."""
+        if ref == "latest" or ref.startswith("latest~"):
+            back_text = ref[len("latest~"):] if "~" in ref else "0"
+            if not back_text.isdigit():
+                raise UsageError(f"run reference {ref!r}: write latest or latest~N")
+            query = "SELECT run_id FROM runs" + (" WHERE kind = ?" if kind else "") + " ORDER BY created_at DESC, run_id DESC LIMIT 1 OFFSET ?"
+            row = self._connection.execute(query, ((kind,) if kind else ()) + (int(back_text),)).fetchone()
+            if row is None:
+                raise UsageError(f"no run {ref!r} in the store {self.path}")
+            return row[0]
+        if self._connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (ref,)).fetchone():
+            return ref
+        escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self._connection.execute(
+            "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 3", (escaped + "%",)
+        ).fetchall()
+        if not rows:
+            raise UsageError(f"no run {ref!r} in the store {self.path}; `assay runs list` shows the run ids")
+        if len(rows) > 1:
+            raise UsageError(f"run reference {ref!r} is ambiguous; give more characters")
+        return rows[0][0]
+
+    def get_run(self, ref: str) -> StoredRun:
+        run_id = self.resolve(ref)
+        row = self._connection.execute(
+            "SELECT unit_count, counts, groups, record_path, manifest FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return self._stored(row)
+
+    def unit_page(
+        self, run_id: str, *, offset: int = 0, limit: int = 100, verdict: str | None = None,
+        group: str | None = None, search: str | None = None,
+    ) -> UnitPage:
+        clauses = ["run_id = ?"]
+        parameters: list[Any] = [run_id]
+        if verdict:
+            verdicts = [item for item in verdict.split(",") if item]
+            clauses.append(f"verdict IN ({','.join('?' * len(verdicts))})")
+            parameters += verdicts
+        if group is not None:
+            clauses.append("grp = ?")
+            parameters.append(group)
+        if search:
+            clauses.append("instr(lower(unit_id), lower(?)) > 0")
+            parameters.append(search)
+        where = " AND ".join(clauses)
+        total = int(self._connection.execute(f"SELECT count(*) FROM units WHERE {where}", parameters).fetchone()[0])
+        rows = self._connection.execute(
+            f"SELECT body FROM units WHERE {where} ORDER BY seq LIMIT ? OFFSET ?", (*parameters, limit, offset)
+        ).fetchall()
+        return UnitPage([UnitResult.from_json(json.loads(row[0])) for row in rows], total, offset, limit)
+
+    def get_unit(self, run_id: str, unit_id: str) -> UnitResult | None:
+        row = self._connection.execute(
+            "SELECT body FROM units WHERE run_id = ? AND unit_id = ?", (run_id, unit_id)
+        ).fetchone()
+        return UnitResult.from_json(json.loads(row[0])) if row else None
+
+    def verdicts(self, run_id: str) -> dict[str, str]:
+        """unit id -> verdict, in run order: all compare needs, without decoding unit bodies."""
+        rows = self._connection.execute("SELECT unit_id, verdict FROM units WHERE run_id = ? ORDER BY seq", (run_id,))
+        return dict(rows.fetchall())
+
+    def units_by_id(self, run_id: str, unit_ids: Iterable[str]) -> dict[str, UnitResult]:
+        found: dict[str, UnitResult] = {}
+        wanted = list(unit_ids)
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            rows = self._connection.execute(
+                f"SELECT unit_id, body FROM units WHERE run_id = ? AND unit_id IN ({','.join('?' * len(chunk))})",
+                (run_id, *chunk),
+            ).fetchall()
+            found.update((unit_id, UnitResult.from_json(json.loads(body))) for unit_id, body in rows)
+        return found
+
+
+def open_store(path: Path | None = None, *, read_only: bool = False) -> SqliteRunStore:
+    """The project's store (`$ASSAY_STORE` or `<project root>/.assay/assay.db`)."""
+    return SqliteRunStore(path or store_path(), read_only=read_only)
+
+
+def publish_run(
+    manifest: RunManifest, units: Sequence[UnitResult], *, database: Path | None = None
+) -> Path:
+    """Write the run record, then index it; returns the record folder."""
+    database = database or store_path()
+    record = write_record(records_dir(database), manifest, units)
+    with SqliteRunStore(database) as store:
+        store.add_run(manifest, units, str(record))
+    return record
+
+
+def publish_run_quietly(build: Any, *, database: Path | None = None) -> Path | None:
+    """Build and publish a run record; any failure is one warning line on stderr, never an exit.
+
+    `build` is a callable returning (manifest, units), so even a conversion bug cannot change a
+    run's outcome.
+    """
+    try:
+        manifest, units = build()
+        return publish_run(manifest, units, database=database)
+    except Exception as error:  # noqa: BLE001 - the run's own results are already durable
+        print(f"Warning: run record not stored: {type(error).__name__}: {error}", file=sys.stderr)
+        return None
+
+
+def reindex(database: Path | None = None) -> int:
+    """Index every complete record beside the database; returns how many runs were indexed."""
+    database = database or store_path()
+    count = 0
+    folder = records_dir(database)
+    with SqliteRunStore(database) as store:
+        for record in sorted(folder.iterdir()) if folder.is_dir() else ():
+            try:
+                manifest, units = read_record(record)
+            except (OSError, ValueError, KeyError):
+                continue
+            store.add_run(manifest, units, str(record))
+            count += 1
+    return count

@@ -1,0 +1,143 @@
+"""A document command's result bundle as a run record: one unit per (case, method).
+
+Unit ids are `case/method` (`deterministic`, `judge-coverage`, `judge-pairwise`), so two runs of
+the same method on the same case pair up in `assay runs compare`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from assay.core.record import (
+    RunManifest,
+    UnitResult,
+    git_state,
+    jsonable,
+    new_run_id,
+    utc_timestamp,
+)
+from assay.core.report.junit import JUnitCase, JUnitSuite
+
+__all__ = ["coverage_run_record", "pairwise_run_record", "run_case_junit_suites", "run_case_record"]
+
+_CANDIDATE_LIMIT = 200_000  # characters of candidate text kept for the viewer
+_ADVERSE = ("partial", "missing", "contradicted")
+
+
+def _candidate_text(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return text if len(text) <= _CANDIDATE_LIMIT else text[:_CANDIDATE_LIMIT] + "\n… (truncated)"
+
+
+def _manifest(
+    method: str, case_id: str, result_dir: Path, bundle_manifest: Mapping[str, Any], options: Mapping[str, Any],
+    success: bool, identity: Mapping[str, Any] | None = None,
+) -> RunManifest:
+    commit, dirty = git_state(result_dir if result_dir.is_dir() else Path.cwd())
+    duration_ms = bundle_manifest.get("duration_ms")
+    return RunManifest(
+        run_id=new_run_id("doc"),
+        kind="doc",
+        created_at=utc_timestamp(),
+        title=f"{case_id} ({method})",
+        git_commit=commit,
+        git_dirty=dirty,
+        identity={
+            "method": method,
+            "bundle_run_id": bundle_manifest.get("run_id"),
+            "runner": jsonable(bundle_manifest.get("runner")),
+            **(identity or {}),
+        },
+        options=jsonable(dict(options)),
+        gates=[{"name": method, "passed": success, "message": "verdict is not red" if method == "deterministic" else "advisory"}],
+        summary={"bundle": str(result_dir)},
+        success=success,
+        exit_code=0 if success or method != "deterministic" else 1,
+        duration_seconds=duration_ms / 1000 if isinstance(duration_ms, (int, float)) else None,
+    )
+
+
+def run_case_record(
+    result: Any, candidate_path: Path, options: Mapping[str, Any]
+) -> tuple[RunManifest, list[UnitResult]]:
+    """`result` is `CaseRunResult`: red fails, yellow/green/great pass (as the command's exit code says)."""
+    passed = result.verdict != "red"
+    findings = jsonable(list(result.findings or []))
+    adverse = [item for item in findings if isinstance(item, Mapping) and item.get("verdict") not in ("covered", "ok", "pass", "passed")]
+    unit = UnitResult(
+        unit_id=f"{result.case_id}/deterministic",
+        verdict="passed" if passed else "failed",
+        group=result.case_id,
+        expected="not red",
+        observed=result.verdict,
+        reason="; ".join(f"{item.get('id')}: {item.get('verdict')}" for item in adverse) if not passed else "",
+        artifacts={"bundle": str(result.result_dir), "candidate": str(candidate_path)},
+        detail={
+            "method": "deterministic",
+            "grade": result.verdict,
+            "findings": findings,
+            "candidate": _candidate_text(candidate_path),
+        },
+    )
+    manifest = _manifest("deterministic", result.case_id, result.result_dir, result.manifest, options, passed)
+    return manifest, [unit]
+
+
+def coverage_run_record(
+    result: Any, candidate_path: Path, options: Mapping[str, Any], model: str | None
+) -> tuple[RunManifest, list[UnitResult]]:
+    """Advisory: the unit passes when the judge marks no expected item partial, missing or contradicted."""
+    items = jsonable(list(result.result.get("items") or []))
+    adverse = [item for item in items if isinstance(item, Mapping) and item.get("verdict") in _ADVERSE]
+    passed = not adverse
+    unit = UnitResult(
+        unit_id=f"{result.case_id}/judge-coverage",
+        verdict="passed" if passed else "failed",
+        group=result.case_id,
+        expected={"adverse_items": 0},
+        observed=dict(result.counts),
+        reason="; ".join(f"{item.get('item_id')}: {item.get('verdict')}" for item in adverse),
+        artifacts={"bundle": str(result.result_dir), "candidate": str(candidate_path)},
+        detail={"method": "judge-coverage", "judgements": items, "candidate": _candidate_text(candidate_path)},
+    )
+    manifest = _manifest("judge-coverage", result.case_id, result.result_dir, result.manifest, options, passed, {"model": model})
+    return manifest, [unit]
+
+
+def pairwise_run_record(
+    result: Any, candidates: Sequence[Path], options: Mapping[str, Any], model: str | None
+) -> tuple[RunManifest, list[UnitResult]]:
+    """A preference, not a pass or fail: recorded as `ignored` with the winner observed."""
+    unit = UnitResult(
+        unit_id=f"{result.case_id}/judge-pairwise",
+        verdict="ignored",
+        group=result.case_id,
+        observed={"winner": result.winner, "position_consistent": result.position_consistent},
+        reason=f"winner: {result.winner}",
+        artifacts={"bundle": str(result.result_dir), "candidates": [str(path) for path in candidates]},
+        detail={
+            "method": "judge-pairwise",
+            "judgement": jsonable(dict(result.result)),
+            "candidates": {str(path): _candidate_text(path) for path in candidates},
+        },
+    )
+    manifest = _manifest("judge-pairwise", result.case_id, result.result_dir, result.manifest, options, True, {"model": model})
+    return manifest, [unit]
+
+
+def run_case_junit_suites(result: Any) -> list[JUnitSuite]:
+    findings = list(result.findings or [])
+    details = "\n".join(f"{item.get('id')}: {item.get('verdict')} — {item.get('evidence')}" for item in findings if isinstance(item, Mapping))
+    case = JUnitCase(
+        name=f"{result.case_id}/deterministic",
+        classname=result.case_id,
+        failure=f"verdict {result.verdict}" if result.verdict == "red" else None,
+        details=details or None,
+        system_out=f"verdict {result.verdict}",
+    )
+    return [JUnitSuite(name="doc run-case", cases=[case])]

@@ -1,0 +1,133 @@
+"""A video run as a run record and as JUnit: one unit per (trial, case, target, sample).
+
+Unit ids are `case/target/sample_index@timestamp#trial`, stable across runs of the same cases,
+so `assay runs compare` pairs the same sample of the same trial.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from assay.core.record import (
+    RunManifest,
+    UnitResult,
+    git_state,
+    jsonable,
+    new_run_id,
+    utc_timestamp,
+)
+from assay.core.report.junit import JUnitCase, JUnitSuite
+from assay.video.model import SampleResult
+from assay.video.run import RunOutcome
+
+__all__ = ["video_junit_suites", "video_run_record", "video_unit_id"]
+
+_VERDICTS = {"passed": "passed", "failed": "failed", "error": "errored", "ignored": "ignored"}
+# Options worth showing beside a run; the adapter config may hold secrets, so only its keys are kept.
+_RECORDED_OPTIONS = (
+    "case_filter", "target_filter", "at_times_s", "from_time_s", "until_time_s", "concurrency", "repeat",
+    "min_pass_rate", "min_target_pass_rate", "max_failures", "max_flaky_samples", "keep_going", "allow_empty",
+)
+
+
+def video_unit_id(result: SampleResult, trial: int) -> str:
+    return f"{result.case}/{result.target}/{result.sample_index}@{result.timestamp_s:g}s#{trial}"
+
+
+def _video_paths(outcome: RunOutcome) -> dict[str, str]:
+    paths = {}
+    for case in outcome.eval_directory.cases:
+        path = getattr(case.video, "path", None)
+        if path is not None:
+            paths[case.name] = str(path)
+    return paths
+
+
+def _unit(result: SampleResult, trial: int, video_paths: Mapping[str, str]) -> UnitResult:
+    artifacts: dict[str, Any] = {"timestamp_s": result.timestamp_s}
+    if result.case in video_paths:
+        artifacts["video"] = video_paths[result.case]
+    if result.artifact_image:
+        artifacts["image"] = result.artifact_image
+    if result.artifact_json:
+        artifacts["json"] = result.artifact_json
+    return UnitResult(
+        unit_id=video_unit_id(result, trial),
+        verdict=_VERDICTS[result.status],
+        group=f"{result.case}/{result.target}",
+        expected=jsonable(result.expected),
+        observed=jsonable(result.observed_value),
+        reason=result.reason,
+        duration_seconds=result.evaluation_duration_seconds,
+        artifacts=artifacts,
+        detail={
+            "case": result.case,
+            "target": result.target,
+            "target_label": result.target_label,
+            "sample_index": result.sample_index,
+            "timestamp_s": result.timestamp_s,
+            "trial": trial,
+            "compare_mode": result.effective_mode or result.compare_mode,
+            "field": result.field,
+            "source": result.source,
+            "observed_raw": jsonable(result.observed),
+        },
+    )
+
+
+def video_run_record(
+    outcome: RunOutcome, summary: Mapping[str, Any], invocation: Mapping[str, Any], exit_code: int
+) -> tuple[RunManifest, list[UnitResult]]:
+    video_paths = _video_paths(outcome)
+    units = [_unit(result, trial.trial, video_paths) for trial in outcome.trials for result in trial.results]
+    eval_dir = Path(invocation["eval_dir"])
+    commit, dirty = git_state(eval_dir if eval_dir.is_dir() else Path.cwd())
+    config = invocation.get("adapter_config") or {}
+    gates = [{**gate.to_json(), "trial": trial.trial} for trial in outcome.trials for gate in trial.gates]
+    gates += [gate.to_json() for gate in outcome.gates]
+    manifest = RunManifest(
+        run_id=new_run_id("video"),
+        kind="video",
+        created_at=utc_timestamp(),
+        title=f"{eval_dir.name} ({', '.join(case.name for case in outcome.eval_directory.cases) or 'no cases'})",
+        git_commit=commit,
+        git_dirty=dirty,
+        identity={
+            "eval_dir": str(eval_dir),
+            "adapter": invocation.get("adapter"),
+            "adapter_command": invocation.get("adapter_command"),
+            "adapter_config_keys": sorted(str(key) for key in config) if isinstance(config, Mapping) else [],
+        },
+        options={name: invocation.get(name) for name in _RECORDED_OPTIONS},
+        gates=gates,
+        summary=jsonable(dict(summary)),
+        success=outcome.success,
+        exit_code=exit_code,
+        duration_seconds=outcome.duration_seconds,
+    )
+    return manifest, units
+
+
+def video_junit_suites(outcome: RunOutcome) -> list[JUnitSuite]:
+    """One suite per case; one test case per (trial, target, sample)."""
+    by_case: dict[str, list[JUnitCase]] = {}
+    for trial in outcome.trials:
+        for result in trial.results:
+            name = f"{result.target} @{result.timestamp_s:g}s"
+            if outcome.repeat > 1:
+                name += f" [trial {trial.trial}]"
+            details = f"expected={result.expected!r} observed={result.observed_value!r} reason={result.reason}"
+            by_case.setdefault(result.case, []).append(
+                JUnitCase(
+                    name=name,
+                    classname=f"{result.case}.{result.target}",
+                    time_seconds=result.evaluation_duration_seconds or 0.0,
+                    failure=result.reason if result.status == "failed" else None,
+                    error=result.reason if result.status == "error" else None,
+                    skipped=result.reason if result.status == "ignored" else None,
+                    details=details if result.status in ("failed", "error") else None,
+                )
+            )
+    return [JUnitSuite(name=case, cases=cases) for case, cases in by_case.items()]

@@ -1,0 +1,169 @@
+"""What the results viewer shows, as JSON documents: run lists, run pages, unit pages, units, compares.
+
+One function per API endpoint, over a `RunStore`; the live server and the static export both use
+them, so an exported page shows exactly what the live page showed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.core.record import jsonable
+from assay.core.run_diff import CHANGE_KINDS, RunComparison, compare_verdicts
+from assay.core.store import SqliteRunStore
+from assay.errors import UsageError
+
+__all__ = ["MAX_PAGE", "PAGE_SIZE", "ViewData", "api_key"]
+
+PAGE_SIZE = 100
+MAX_PAGE = 1000
+GROUP_LIMIT = 500
+_PREVIEW_CHARACTERS = 160
+
+
+def api_key(path: str, params: Mapping[str, Any]) -> str:
+    """The canonical name of a request: the static export files answers under this key."""
+    query = "&".join(f"{name}={params[name]}" for name in sorted(params) if params[name] not in (None, ""))
+    return path + ("?" + query if query else "")
+
+
+def _preview(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= _PREVIEW_CHARACTERS else text[: _PREVIEW_CHARACTERS - 1] + "…"
+
+
+def _integer(params: Mapping[str, Any], name: str, default: int, maximum: int) -> int:
+    value = params.get(name)
+    if value in (None, ""):
+        return default
+    text = str(value)
+    if not text.isdigit():
+        raise UsageError(f"{name} must be a nonnegative integer, got {text!r}")
+    return min(int(text), maximum)
+
+
+@dataclass
+class ViewData:
+    store: SqliteRunStore
+    _comparisons: OrderedDict[tuple[str, str], RunComparison] = field(default_factory=OrderedDict)
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def runs(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        kind = params.get("kind") or None
+        search = params.get("search") or None
+        limit = _integer(params, "limit", 50, 500)
+        offset = _integer(params, "offset", 0, 10**9)
+        runs = self.store.list_runs(kind=kind, search=search, limit=limit, offset=offset)
+        return {
+            "runs": [run.to_json(with_groups=False) for run in runs],
+            "total": self.store.count_runs(kind=kind, search=search),
+            "offset": offset,
+            "limit": limit,
+        }
+
+    def run(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        stored = self.store.get_run(str(params.get("run") or "latest"))
+        document = stored.to_json()
+        groups = document.pop("groups")
+        document["groups"] = groups[:GROUP_LIMIT]
+        document["groups_total"] = len(groups)
+        return jsonable(document)
+
+    def units(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        run_id = self.store.resolve(str(params.get("run") or "latest"))
+        page = self.store.unit_page(
+            run_id,
+            offset=_integer(params, "offset", 0, 10**9),
+            limit=_integer(params, "limit", PAGE_SIZE, MAX_PAGE),
+            verdict=params.get("verdict") or None,
+            group=params.get("group") if params.get("group") not in (None, "") else None,
+            search=params.get("search") or None,
+        )
+        rows = [
+            {
+                "unit_id": unit.unit_id,
+                "group": unit.group,
+                "verdict": unit.verdict,
+                "expected": _preview(unit.expected),
+                "observed": _preview(unit.observed),
+                "reason": _preview(unit.reason),
+                "duration_seconds": unit.duration_seconds,
+            }
+            for unit in page.units
+        ]
+        return {"run_id": run_id, "units": rows, "total": page.total, "offset": page.offset, "limit": page.limit}
+
+    def unit(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        run_id = self.store.resolve(str(params.get("run") or "latest"))
+        unit_id = str(params.get("unit") or "")
+        unit = self.store.get_unit(run_id, unit_id)
+        if unit is None:
+            raise LookupError(f"run {run_id} has no unit {unit_id!r}")
+        stored = self.store.get_run(run_id)
+        document = jsonable(unit.to_json())
+        document["run_id"] = run_id
+        document["kind"] = stored.manifest.kind
+        document["has_frame"] = stored.manifest.kind == "video" and bool((unit.artifacts or {}).get("video"))
+        return document
+
+    def frame_source(self, params: Mapping[str, Any]) -> tuple[str, float]:
+        """The recorded video path and time of a video unit; requests never name a file themselves."""
+        run_id = self.store.resolve(str(params.get("run") or "latest"))
+        unit = self.store.get_unit(run_id, str(params.get("unit") or ""))
+        artifacts = (unit.artifacts or {}) if unit is not None else {}
+        video, time_s = artifacts.get("video"), artifacts.get("timestamp_s")
+        if not isinstance(video, str) or not isinstance(time_s, (int, float)) or not math.isfinite(time_s):
+            raise LookupError("this unit has no recorded video frame")
+        return video, float(time_s)
+
+    # -- compare ---------------------------------------------------------------------------
+
+    def comparison(self, before: str, after: str) -> RunComparison:
+        key = (self.store.resolve(before), self.store.resolve(after))
+        found = self._comparisons.get(key)
+        if found is None:
+            found = compare_verdicts(key[0], self.store.verdicts(key[0]), key[1], self.store.verdicts(key[1]))
+            self._comparisons[key] = found
+            while len(self._comparisons) > 8:
+                self._comparisons.popitem(last=False)
+        return found
+
+    def compare(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        comparison = self.comparison(str(params.get("a") or "latest~1"), str(params.get("b") or "latest"))
+        change = str(params.get("change") or "regressions")
+        if change not in CHANGE_KINDS:
+            raise UsageError(f"change must be one of {', '.join(CHANGE_KINDS)}")
+        offset = _integer(params, "offset", 0, 10**9)
+        limit = _integer(params, "limit", PAGE_SIZE, MAX_PAGE)
+        ids = comparison.units[change][offset : offset + limit]
+        before = self.store.units_by_id(comparison.before, ids)
+        after = self.store.units_by_id(comparison.after, ids)
+
+        def side(unit: Any) -> dict[str, Any] | None:
+            if unit is None:
+                return None
+            return {"verdict": unit.verdict, "observed": _preview(unit.observed), "reason": _preview(unit.reason)}
+
+        rows = [
+            {
+                "unit_id": unit_id,
+                "expected": _preview((after.get(unit_id) or before.get(unit_id)).expected),
+                "before": side(before.get(unit_id)),
+                "after": side(after.get(unit_id)),
+            }
+            for unit_id in ids
+        ]
+        document = comparison.to_json(unit_limit=0)
+        document.pop("units")
+        document["runs"] = {
+            "before": self.store.get_run(comparison.before).to_json(with_groups=False),
+            "after": self.store.get_run(comparison.after).to_json(with_groups=False),
+        }
+        document.update({"change": change, "rows": rows, "total": len(comparison.units[change]), "offset": offset, "limit": limit})
+        return jsonable(document)

@@ -1,0 +1,76 @@
+"""The live results viewer: read-only JSON routes over the store, on the shared loopback web app.
+
+Routes take their arguments as query parameters (unit ids hold `/`, `#` and `@`); the video frame
+route decodes only a video the store recorded for that unit, never a path from the request.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from assay.errors import AssayError
+from assay.view.data import ViewData
+from assay.web.app import ApiError, Binding, create_web_app, json_response
+
+__all__ = ["STATIC_DIR", "create_view_app", "render_frame_png"]
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+
+
+def render_frame_png(video: str, time_s: float) -> bytes:
+    """The exact frame `assay video run` sent for `time_s`, as lossless PNG."""
+    from assay.video.decode import select_frame_at
+
+    image = select_frame_at(Path(video), time_s).to_image()
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
+
+
+def _json_endpoint(handler: Callable[[dict[str, Any]], Any]) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        try:
+            return json_response(handler(dict(request.query_params)))
+        except AssayError as error:
+            raise ApiError(400, "bad_request", str(error)) from None
+        except LookupError as error:
+            raise ApiError(404, "not_found", str(error.args[0] if error.args else error)) from None
+
+    return endpoint
+
+
+def create_view_app(data: ViewData, binding: Binding) -> Starlette:
+    async def frame(request: Request) -> Response:
+        params = dict(request.query_params)
+        try:
+            video, time_s = data.frame_source(params)
+        except AssayError as error:
+            raise ApiError(400, "bad_request", str(error)) from None
+        except LookupError as error:
+            raise ApiError(404, "not_found", str(error.args[0])) from None
+        if not Path(video).is_file():
+            raise ApiError(404, "video_missing", f"The recorded video is no longer at {video}.")
+        try:
+            png = await run_in_threadpool(render_frame_png, video, time_s)
+        except AssayError as error:
+            raise ApiError(422, "video_error", str(error)) from None
+        return Response(png, media_type="image/png", headers={"cache-control": "private, max-age=3600"})
+
+    routes = [
+        Route("/api/runs", _json_endpoint(data.runs), methods=["GET"]),
+        Route("/api/run", _json_endpoint(data.run), methods=["GET"]),
+        Route("/api/units", _json_endpoint(data.units), methods=["GET"]),
+        Route("/api/unit", _json_endpoint(data.unit), methods=["GET"]),
+        Route("/api/compare", _json_endpoint(data.compare), methods=["GET"]),
+        Route("/api/frame", frame, methods=["GET"]),
+    ]
+    return create_web_app(api_routes=routes, static_dir=STATIC_DIR, binding=binding)

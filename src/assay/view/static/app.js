@@ -1,0 +1,388 @@
+// assay results viewer: runs, run page, unit drill-down and compare. Vanilla JS, no build step.
+// Live mode asks the /api routes; an exported site (`assay view --export`) loads data/<hash>.js files.
+"use strict";
+
+const STATIC = document.querySelector('meta[name="assay-mode"]').content === "static";
+const PAGE = 100;
+const KINDS = ["video", "agent", "doc"];
+const CHANGES = [
+  ["regressions", "Regressions"], ["fixes", "Fixes"], ["still_failing", "Still failing"],
+  ["new", "New"], ["removed", "Removed"], ["changed_other", "Changed (skipped/ignored)"],
+];
+
+// ---------------------------------------------------------------------------------------------
+// Data access
+
+function apiKey(path, params) {
+  const names = Object.keys(params).filter((name) => params[name] !== undefined && params[name] !== null && params[name] !== "").sort();
+  const query = names.map((name) => `${name}=${params[name]}`).join("&");
+  return path + (query ? "?" + query : "");
+}
+
+function keyHash(key) {
+  const bytes = new TextEncoder().encode(key);
+  let digest = "";
+  for (const basis of [0x811c9dc5, (0x01000193 ^ 0x5bd1e995) >>> 0]) {
+    let value = basis >>> 0;
+    for (const byte of bytes) {
+      value = (value ^ byte) >>> 0;
+      value = Math.imul(value, 0x01000193) >>> 0;
+    }
+    digest += value.toString(16).padStart(8, "0");
+  }
+  return digest;
+}
+
+const waiting = new Map();
+window.assayData = (key, document_) => {
+  const entry = waiting.get(key);
+  if (entry) entry.resolve(document_);
+};
+
+function loadStatic(key) {
+  return new Promise((resolve, reject) => {
+    waiting.set(key, { resolve });
+    const script = document.createElement("script");
+    script.src = `data/${keyHash(key)}.js`;
+    script.onload = () => {
+      script.remove();
+      if (waiting.has(key)) { waiting.delete(key); reject(new Error("This view is not included in the export.")); }
+    };
+    script.onerror = () => { script.remove(); waiting.delete(key); reject(new Error("This view is not included in the export.")); };
+    const resolveAndForget = waiting.get(key).resolve;
+    waiting.get(key).resolve = (value) => { waiting.delete(key); resolveAndForget(value); };
+    document.head.appendChild(script);
+  });
+}
+
+async function api(path, params) {
+  if (STATIC) return loadStatic(apiKey(path, params));
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value !== undefined && value !== null && value !== "") query.set(name, value);
+  const response = await fetch(`api/${path}?${query}`, { headers: { accept: "application/json" } });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body && body.error ? body.error.message : `HTTP ${response.status}`);
+  return body;
+}
+
+function frameUrl(run, unit) {
+  if (STATIC) return `frames/${keyHash(apiKey("frame", { run, unit }))}.png`;
+  return `api/frame?${new URLSearchParams({ run, unit })}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// DOM helpers (text only: nothing from the store is ever parsed as HTML)
+
+function el(tag, attributes, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+const percent = (value) => (value === null || value === undefined ? "-" : `${(value * 100).toFixed(1)}%`);
+const verdictBadge = (verdict) => el("span", { class: `verdict ${verdict}`, "data-verdict": verdict }, verdict);
+const pretty = (value) => (typeof value === "string" ? value : JSON.stringify(value, null, 2));
+const runLink = (id) => `#/run/${encodeURIComponent(id)}`;
+const unitLink = (run, unit) => `#/unit/${encodeURIComponent(run)}/${encodeURIComponent(unit)}`;
+const gitText = (run) => (run.git && run.git.commit ? run.git.commit.slice(0, 10) + (run.git.dirty ? "+dirty" : "") : "-");
+const gatesText = (run) => (run.success === true ? "pass" : run.success === false ? "FAIL" : "-");
+
+function show(...nodes) {
+  const main = document.getElementById("main");
+  main.replaceChildren(...nodes);
+}
+
+function crumbs(...parts) {
+  document.getElementById("crumbs").replaceChildren(...parts.flatMap((part, index) => (index ? [" / ", part] : [part])));
+}
+
+function parseHash() {
+  const [path, query] = location.hash.replace(/^#/, "").split("?");
+  const parts = (path || "/").split("/").filter(Boolean).map(decodeURIComponent);
+  return { parts, params: Object.fromEntries(new URLSearchParams(query || "")) };
+}
+
+function go(parts, params) {
+  const query = new URLSearchParams(Object.entries(params || {}).filter(([, value]) => value !== "" && value !== undefined && value !== null));
+  location.hash = "#/" + parts.map(encodeURIComponent).join("/") + (query.toString() ? "?" + query : "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs
+
+async function renderRuns(params) {
+  crumbs("runs");
+  const request = STATIC ? { limit: "500" } : { kind: params.kind, search: params.search, limit: "500" };
+  const listing = await api("runs", request);
+  let runs = listing.runs;
+  if (STATIC) {
+    runs = runs.filter((run) => (!params.kind || run.kind === params.kind)
+      && (!params.search || run.run_id.includes(params.search) || (run.title || "").includes(params.search)));
+  }
+  const kind = el("select", { id: "kind-filter", "aria-label": "Kind" }, el("option", { value: "" }, "all kinds"),
+    KINDS.map((name) => el("option", { value: name, selected: params.kind === name }, name)));
+  const search = el("input", { id: "run-search", type: "search", placeholder: "Search run id or title", value: params.search || "" });
+  const apply = () => go([], { kind: kind.value, search: search.value });
+  kind.addEventListener("change", apply);
+  search.addEventListener("keydown", (event) => { if (event.key === "Enter") apply(); });
+  const selected = [];
+  const compareButton = el("button", { id: "compare-selected", disabled: true, onclick: () => {
+    const chosen = runs.filter((run) => selected.includes(run.run_id)).sort((a, b) => (a.created_at < b.created_at ? -1 : 1));
+    go(["compare", chosen[0].run_id, chosen[1].run_id], {});
+  } }, "Compare selected");
+  const rows = runs.map((run) => {
+    const box = el("input", { type: "checkbox", "aria-label": `select ${run.run_id}`, onchange: (event) => {
+      if (event.target.checked) selected.push(run.run_id); else selected.splice(selected.indexOf(run.run_id), 1);
+      compareButton.disabled = selected.length !== 2;
+    } });
+    return el("tr", { "data-run": run.run_id },
+      el("td", {}, box),
+      el("td", { class: "mono" }, el("a", { href: runLink(run.run_id) }, run.run_id)),
+      el("td", {}, run.kind), el("td", {}, run.created_at), el("td", { class: "mono" }, gitText(run)),
+      el("td", { class: "num" }, run.unit_count), el("td", { class: "num" }, percent(run.pass_rate)),
+      el("td", {}, verdictBadge(gatesText(run).toLowerCase())), el("td", {}, run.title || ""));
+  });
+  show(
+    el("h1", {}, "Runs"),
+    el("div", { class: "filters" }, kind, search, el("button", { onclick: apply }, "Filter"), compareButton,
+      el("span", { class: "muted" }, `${runs.length} of ${listing.total} runs`)),
+    runs.length
+      ? el("table", { id: "runs-table" }, el("thead", {}, el("tr", {}, ["", "run", "kind", "created", "git", "units", "pass rate", "gates", "title"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
+      : el("p", { class: "muted" }, "No runs recorded yet."),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run page
+
+function keyValueTable(object) {
+  const entries = Object.entries(object || {}).filter(([, value]) => value !== null && value !== undefined);
+  if (!entries.length) return el("p", { class: "muted" }, "none");
+  return el("table", {}, el("tbody", {}, entries.map(([name, value]) => el("tr", {}, el("th", {}, name), el("td", {}, el("pre", {}, pretty(value)))))));
+}
+
+async function renderRun(runId, params) {
+  const offset = Number(params.offset || 0);
+  const unitParams = { run: runId, verdict: params.verdict || "", offset: String(offset), limit: String(PAGE) };
+  if (!STATIC) Object.assign(unitParams, { group: params.group, search: params.search });
+  const [run, page] = await Promise.all([api("run", { run: runId }), api("units", unitParams)]);
+  crumbs(el("a", { href: "#/" }, "runs"), run.run_id);
+  const navigate = (changes) => go(["run", run.run_id], { ...params, offset: "", ...changes });
+
+  const gates = el("ul", { id: "gates" }, (run.gates || []).map((gate) => el("li", {},
+    verdictBadge(gate.passed ? "pass" : "fail"), " ", el("b", {}, gate.name), gate.trial !== undefined && gate.trial !== null ? ` [trial ${gate.trial}]` : "", ": ", gate.message || "")));
+  const groups = el("table", { id: "groups-table" },
+    el("thead", {}, el("tr", {}, ["group", "passed", "failed", "errored", "skipped", "ignored", "pass rate"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, run.groups.map(({ group, counts }) => {
+      const judged = counts.passed + counts.failed + counts.errored;
+      return el("tr", { class: STATIC ? "" : "clickable", onclick: STATIC ? null : () => navigate({ group }) },
+        el("td", { class: "mono" }, group || "-"),
+        ...["passed", "failed", "errored", "skipped", "ignored"].map((name) => el("td", { class: "num" }, counts[name])),
+        el("td", { class: "num" }, percent(judged ? counts.passed / judged : null)));
+    })));
+
+  const verdictSelect = el("select", { id: "verdict-filter", "aria-label": "Verdict" },
+    [["", "all verdicts"], ["failed,errored", "failing"], ...(STATIC ? [] : [["passed", "passed"], ["failed", "failed"], ["errored", "errored"], ["skipped,ignored", "skipped / ignored"]])]
+      .map(([value, label]) => el("option", { value, selected: (params.verdict || "") === value }, label)));
+  verdictSelect.addEventListener("change", () => navigate({ verdict: verdictSelect.value }));
+  const filters = el("div", { class: "filters" }, verdictSelect);
+  if (!STATIC) {
+    const search = el("input", { id: "unit-search", type: "search", placeholder: "Unit id contains", value: params.search || "" });
+    search.addEventListener("keydown", (event) => { if (event.key === "Enter") navigate({ search: search.value }); });
+    filters.append(search);
+    if (params.group !== undefined && params.group !== "") {
+      filters.append(el("span", { class: "muted" }, `group ${params.group} `), el("button", { onclick: () => navigate({ group: "" }) }, "all groups"));
+    }
+  }
+  const table = el("table", { id: "units-table" },
+    el("thead", {}, el("tr", {}, ["unit", "verdict", "expected", "observed", "reason", "seconds"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, page.units.map((unit) => el("tr", { class: "clickable", "data-unit": unit.unit_id, onclick: () => { location.hash = unitLink(run.run_id, unit.unit_id); } },
+      el("td", { class: "mono" }, el("a", { href: unitLink(run.run_id, unit.unit_id) }, unit.unit_id)),
+      el("td", {}, verdictBadge(unit.verdict)),
+      el("td", { class: "cell", title: unit.expected }, unit.expected),
+      el("td", { class: "cell", title: unit.observed }, unit.observed),
+      el("td", { class: "cell", title: unit.reason }, unit.reason),
+      el("td", { class: "num" }, unit.duration_seconds === null || unit.duration_seconds === undefined ? "" : unit.duration_seconds.toFixed(3))))));
+  const last = Math.min(offset + PAGE, page.total);
+  const pager = el("div", { class: "pager" },
+    el("button", { id: "previous-page", disabled: offset === 0, onclick: () => navigate({ offset: String(Math.max(0, offset - PAGE)), verdict: params.verdict, group: params.group, search: params.search }) }, "← previous"),
+    el("span", { id: "page-status" }, page.total ? `${offset + 1}–${last} of ${page.total}` : "no units"),
+    el("button", { id: "next-page", disabled: last >= page.total, onclick: () => navigate({ offset: String(offset + PAGE), verdict: params.verdict, group: params.group, search: params.search }) }, "next →"));
+
+  show(
+    el("h1", { id: "run-title" }, run.run_id),
+    el("div", { class: "muted" }, `${run.kind} · ${run.title || ""} · ${run.created_at} · git ${gitText(run)}`),
+    el("div", { class: "stats panel" },
+      el("div", { class: "stat" }, el("b", { id: "run-pass-rate" }, percent(run.pass_rate)), "pass rate"),
+      ...["passed", "failed", "errored", "skipped", "ignored"].map((name) => el("div", { class: "stat" }, el("b", {}, run.counts[name]), name)),
+      el("div", { class: "stat" }, el("b", {}, run.unit_count), "units"),
+      run.cost_usd !== null && run.cost_usd !== undefined ? el("div", { class: "stat" }, el("b", {}, `$${run.cost_usd.toFixed(4)}`), "cost") : null,
+      run.duration_seconds !== null && run.duration_seconds !== undefined ? el("div", { class: "stat" }, el("b", {}, `${run.duration_seconds.toFixed(2)}s`), "duration") : null),
+    el("h2", {}, "Gates"), gates,
+    el("h2", {}, run.kind === "video" ? "Per target" : run.kind === "agent" ? "Per eval" : "Per case"), groups,
+    run.groups_total > run.groups.length ? el("p", { class: "muted" }, `${run.groups.length} of ${run.groups_total} groups shown`) : null,
+    el("h2", {}, "Units"), filters, table, pager,
+    el("details", {}, el("summary", {}, "Identity, options, summary, usage"),
+      el("div", { class: "grid" },
+        el("div", { class: "panel" }, el("h2", {}, "Identity"), keyValueTable(run.identity)),
+        el("div", { class: "panel" }, el("h2", {}, "Options"), keyValueTable(run.options)),
+        el("div", { class: "panel" }, el("h2", {}, "Summary"), keyValueTable(run.summary)),
+        el("div", { class: "panel" }, el("h2", {}, "Usage"), keyValueTable(run.usage || {})))),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unit drill-down
+
+function videoDetail(unit) {
+  const detail = unit.detail || {};
+  const frame = unit.has_frame
+    ? el("img", { id: "unit-frame", alt: `frame at ${detail.timestamp_s}s`, src: frameUrl(unit.run_id, unit.unit_id),
+      onerror: (event) => event.target.replaceWith(el("p", { class: "muted" }, "Frame not available (video moved, or not exported).")) })
+    : el("p", { class: "muted" }, "No video recorded for this unit.");
+  return [
+    el("div", { class: "panel frame" }, el("h2", {}, `Frame sent at ${detail.timestamp_s}s (${detail.case} / ${detail.target_label || detail.target}, trial ${detail.trial})`), frame),
+    el("div", { class: "panel" }, el("h2", {}, "Comparison"), keyValueTable({ compare_mode: detail.compare_mode, field: detail.field, source: detail.source, raw_observation: detail.observed_raw })),
+  ];
+}
+
+function eventNode(event) {
+  if (event.type === "message") return el("div", { class: "event message" }, el("span", { class: "role" }, `${event.role}: `), event.text);
+  if (event.type === "operation.started") {
+    const operation = event.operation || {};
+    return el("div", { class: "event tool" }, `→ ${operation.kind || "tool"} ${operation.name || ""} #${event.operation_id} `, el("code", {}, JSON.stringify(operation.input)));
+  }
+  if (event.type === "operation.finished") {
+    return el("div", { class: "event tool" }, `← #${event.operation_id} ${event.status || ""} `, "output" in event ? el("code", {}, JSON.stringify(event.output)) : "");
+  }
+  if (event.type === "input.requested") {
+    const request = event.request || {};
+    const options = (request.options || []).map((option) => option.id).join(", ");
+    return el("div", { class: "event request" }, `? human input requested ${request.id || ""}: ${request.prompt || ""}${options ? ` [${options}]` : ""}`);
+  }
+  return el("div", { class: "event" }, el("code", {}, JSON.stringify(event)));
+}
+
+function agentDetail(unit) {
+  const detail = unit.detail || {};
+  const turns = (detail.turns || []).map((turn) => el("div", { class: "turn" },
+    el("div", {}, el("b", {}, `${turn.session ? `session ${turn.session} ` : ""}turn ${turn.turn}`), ` (${turn.status})`),
+    el("div", { class: "event human" }, el("span", { class: "role" }, "user: "), turn.input === undefined ? "" : pretty(turn.input)),
+    (turn.events || []).map(eventNode),
+    turn.usage ? el("div", { class: "muted" }, `usage ${JSON.stringify(turn.usage)}`) : null));
+  const assertions = (detail.assertions || []).map((assertion) => el("tr", {},
+    el("td", {}, verdictBadge(assertion.status === "matched" || assertion.status === "passed" ? "passed" : assertion.status === "unavailable" ? "skipped" : "failed"), " ", assertion.status),
+    el("td", {}, assertion.description || ""), el("td", {}, assertion.scope || ""), el("td", {}, assertion.reason || "")));
+  return [
+    el("div", { class: "panel" }, el("h2", {}, `Transcript (${detail.agent || ""}${detail.model ? " · " + detail.model : ""}, ${detail.locator || ""})`),
+      el("div", { id: "transcript" }, turns.length ? turns : el("p", { class: "muted" }, "No turns recorded."))),
+    el("div", { class: "panel" }, el("h2", {}, "Assertions and judge reasons"),
+      assertions.length ? el("table", { id: "assertions" }, el("thead", {}, el("tr", {}, ["status", "assertion", "scope", "reason"].map((h) => el("th", {}, h)))), el("tbody", {}, assertions)) : el("p", { class: "muted" }, "none")),
+    detail.error ? el("div", { class: "panel" }, el("h2", {}, "Error"), el("pre", {}, pretty(detail.error))) : null,
+    (detail.diagnostics || []).length ? el("div", { class: "panel" }, el("h2", {}, "Diagnostics"), el("pre", {}, pretty(detail.diagnostics))) : null,
+  ];
+}
+
+function docDetail(unit) {
+  const detail = unit.detail || {};
+  const rowsOf = (items, columns) => el("table", { id: "findings" },
+    el("thead", {}, el("tr", {}, columns.map((column) => el("th", {}, column)))),
+    el("tbody", {}, items.map((item) => el("tr", {}, columns.map((column) => el("td", {}, column === "verdict" ? verdictBadge(String(item[column])) : pretty(item[column] === undefined ? "" : item[column])))))));
+  const parts = [];
+  if (detail.findings) parts.push(el("div", { class: "panel" }, el("h2", {}, `Findings (grade ${detail.grade})`), rowsOf(detail.findings, ["id", "kind", "severity", "verdict", "evidence"])));
+  if (detail.judgements) {
+    const columns = Array.from(new Set(detail.judgements.flatMap((item) => Object.keys(item))));
+    parts.push(el("div", { class: "panel" }, el("h2", {}, "Judge verdicts"), rowsOf(detail.judgements, columns)));
+  }
+  if (detail.judgement) parts.push(el("div", { class: "panel" }, el("h2", {}, "Pairwise judgement"), el("pre", {}, pretty(detail.judgement))));
+  if (detail.candidate) parts.push(el("div", { class: "panel" }, el("h2", {}, "Candidate"), el("pre", { id: "candidate" }, detail.candidate)));
+  for (const [path, text] of Object.entries(detail.candidates || {})) parts.push(el("div", { class: "panel" }, el("h2", {}, `Candidate ${path}`), el("pre", {}, text || "")));
+  return parts;
+}
+
+async function renderUnit(runId, unitId) {
+  const unit = await api("unit", { run: runId, unit: unitId });
+  crumbs(el("a", { href: "#/" }, "runs"), el("a", { href: runLink(unit.run_id) }, unit.run_id), unit.unit_id);
+  const kindParts = unit.kind === "video" ? videoDetail(unit) : unit.kind === "agent" ? agentDetail(unit) : docDetail(unit);
+  show(
+    el("h1", { id: "unit-title" }, unit.unit_id, " ", verdictBadge(unit.verdict)),
+    unit.reason ? el("p", { id: "unit-reason" }, unit.reason) : null,
+    el("div", { class: "grid" },
+      el("div", { class: "panel" }, el("h2", {}, "Expected"), el("pre", { id: "unit-expected" }, pretty(unit.expected === undefined ? null : unit.expected))),
+      el("div", { class: "panel" }, el("h2", {}, "Observed"), el("pre", { id: "unit-observed" }, pretty(unit.observed === undefined ? null : unit.observed)))),
+    ...kindParts,
+    el("div", { class: "grid" },
+      el("div", { class: "panel" }, el("h2", {}, "Usage and cost"), keyValueTable({ ...(unit.usage || {}), cost_usd: unit.cost_usd, duration_seconds: unit.duration_seconds })),
+      el("div", { class: "panel" }, el("h2", {}, "Artifacts"), keyValueTable(unit.artifacts || {}))),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compare
+
+async function renderCompare(before, after, params) {
+  const change = params.change || "regressions";
+  const offset = Number(params.offset || 0);
+  const result = await api("compare", { a: before, b: after, change, offset: String(offset), limit: String(PAGE) });
+  crumbs(el("a", { href: "#/" }, "runs"), `compare ${result.before} → ${result.after}`);
+  const navigate = (changes) => go(["compare", result.before, result.after], { change, ...changes });
+  const difference = result.pass_rate_difference;
+  const test = result.test;
+  const tabs = el("div", { class: "tabs", id: "change-tabs" }, CHANGES.map(([name, label]) =>
+    el("a", { href: "#", class: name === change ? "active" : "", "data-change": name, onclick: (event) => { event.preventDefault(); navigate({ change: name }); } }, `${label} (${result.counts[name]})`)));
+  const side = (value, runId, unitId) => (value
+    ? el("td", {}, verdictBadge(value.verdict), " ", el("a", { href: unitLink(runId, unitId) }, "open"), el("div", { class: "cell", title: value.observed }, value.observed), el("div", { class: "muted" }, value.reason))
+    : el("td", { class: "muted" }, "—"));
+  const rows = result.rows.map((row) => el("tr", { "data-unit": row.unit_id },
+    el("td", { class: "mono" }, row.unit_id), el("td", { class: "cell", title: row.expected }, row.expected),
+    side(row.before, result.before, row.unit_id), side(row.after, result.after, row.unit_id)));
+  const last = Math.min(offset + PAGE, result.total);
+  show(
+    el("h1", {}, "Compare"),
+    el("div", { class: "grid" },
+      el("div", { class: "panel" }, "before ", el("a", { href: runLink(result.before) }, result.before), el("div", { class: "muted" }, result.runs.before.title || "")),
+      el("div", { class: "panel" }, "after ", el("a", { href: runLink(result.after) }, result.after), el("div", { class: "muted" }, result.runs.after.title || ""))),
+    el("div", { class: "stats panel", id: "compare-stats" },
+      el("div", { class: "stat" }, el("b", {}, `${percent(result.before_pass_rate)} → ${percent(result.after_pass_rate)}`), "pass rate"),
+      el("div", { class: "stat" }, el("b", { id: "pass-rate-difference" }, difference === null ? "-" : `${(difference * 100).toFixed(1)} pts`), "difference"),
+      el("div", { class: "stat" }, el("b", {}, `${result.paired.regressions} / ${result.paired.fixes}`), "regressions / fixes"),
+      el("div", { class: "stat" }, el("b", { id: "p-value" }, test.p_value.toPrecision(3)), "McNemar exact p"),
+      el("div", { class: "stat" }, el("b", {}, `[${(test.interval[0] * 100).toFixed(1)}, ${(test.interval[1] * 100).toFixed(1)}]`), `${Math.round(test.confidence * 100)}% bootstrap interval (pts)`),
+      el("div", { class: "stat" }, el("b", { id: "significance", class: `sig ${result.significant_regression ? "bad" : "ok"}` }, result.significant_regression ? "significant regression" : "no significant regression"), `alpha ${result.alpha}`)),
+    tabs,
+    el("table", { id: "compare-table" }, el("thead", {}, el("tr", {}, ["unit", "expected", "before", "after"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
+    el("div", { class: "pager" },
+      el("button", { disabled: offset === 0, onclick: () => navigate({ offset: String(Math.max(0, offset - PAGE)) }) }, "← previous"),
+      el("span", {}, result.total ? `${offset + 1}–${last} of ${result.total}` : "no units"),
+      el("button", { disabled: last >= result.total, onclick: () => navigate({ offset: String(offset + PAGE) }) }, "next →")),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Router
+
+async function route() {
+  const { parts, params } = parseHash();
+  try {
+    if (parts[0] === "run" && parts[1]) await renderRun(parts[1], params);
+    else if (parts[0] === "unit" && parts[2]) await renderUnit(parts[1], parts.slice(2).join("/"));
+    else if (parts[0] === "compare" && parts[2]) await renderCompare(parts[1], parts[2], params);
+    else await renderRuns(params);
+  } catch (error) {
+    show(el("p", { class: "error", id: "view-error" }, error.message || String(error)));
+  }
+  document.body.dataset.ready = "true";
+}
+
+document.getElementById("mode-note").textContent = STATIC ? "static export" : "live · 127.0.0.1";
+window.addEventListener("hashchange", () => { document.body.dataset.ready = "false"; route(); });
+route();

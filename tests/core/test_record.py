@@ -1,0 +1,137 @@
+"""The run record: unit and manifest round trips, files written units-first, project root and store path."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from assay.core.record import (
+    RunManifest,
+    UnitResult,
+    count_verdicts,
+    git_state,
+    group_counts,
+    jsonable,
+    new_run_id,
+    project_root,
+    read_record,
+    records_dir,
+    store_path,
+    write_record,
+)
+
+
+def _manifest(run_id: str = "video-20260101T000000-abcdef") -> RunManifest:
+    return RunManifest(
+        run_id=run_id, kind="video", created_at="2026-01-01T00:00:00.000Z", title="t", git_commit="abc",
+        git_dirty=True, identity={"adapter": "a.py:make"}, options={"repeat": 2},
+        gates=[{"name": "min_pass_rate", "passed": False, "message": "0.5 < 0.9"}], summary={"evaluated": 2},
+        usage={"input_tokens": 3}, cost_usd=0.25, success=False, exit_code=1, duration_seconds=1.5,
+    )
+
+
+def test_unit_round_trips_through_json() -> None:
+    unit = UnitResult("c/t/0@0s#1", "failed", "c/t", expected=1, observed=2, reason="mismatch", duration_seconds=0.1,
+                      usage={"tokens": 4}, cost_usd=0.01, artifacts={"video": "/v.mp4"}, detail={"trial": 1})
+    assert UnitResult.from_json(json.loads(json.dumps(unit.to_json()))) == unit
+
+
+def test_unit_refuses_an_unknown_verdict() -> None:
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        UnitResult("u", "red")
+
+
+def test_manifest_round_trips_through_json() -> None:
+    manifest = _manifest()
+    assert RunManifest.from_json(json.loads(json.dumps(manifest.to_json()))) == manifest
+
+
+def test_record_writes_units_then_manifest_and_reads_back(tmp_path: Path) -> None:
+    units = [UnitResult("a", "passed", "g"), UnitResult("b", "errored", "g", reason="boom")]
+    record = write_record(tmp_path, _manifest(), units)
+    assert record == tmp_path / "video-20260101T000000-abcdef"
+    lines = (record / "units.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["unit_id"] for line in lines] == ["a", "b"]
+    manifest, read_units = read_record(record)
+    assert manifest == _manifest()
+    assert read_units == units
+
+
+def test_record_without_manifest_is_not_a_record(tmp_path: Path) -> None:
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "units.jsonl").write_text("", encoding="utf-8")
+    with pytest.raises(FileNotFoundError):
+        read_record(tmp_path / "half")
+
+
+def test_record_refuses_duplicate_unit_ids(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="duplicate unit id"):
+        write_record(tmp_path, _manifest(), [UnitResult("a", "passed"), UnitResult("a", "failed")])
+    assert not (tmp_path / _manifest().run_id).exists()
+
+
+def test_record_never_overwrites_an_existing_run(tmp_path: Path) -> None:
+    write_record(tmp_path, _manifest(), [])
+    with pytest.raises(FileExistsError):
+        write_record(tmp_path, _manifest(), [])
+
+
+def test_run_ids_sort_by_time_and_differ() -> None:
+    first, second = new_run_id("doc"), new_run_id("doc")
+    assert first.startswith("doc-") and first != second
+
+
+def test_counts_by_verdict_and_group_keep_first_seen_order() -> None:
+    units = [UnitResult("1", "passed", "b"), UnitResult("2", "failed", "a"), UnitResult("3", "passed", "b")]
+    assert count_verdicts(units) == {"passed": 2, "failed": 1, "errored": 0, "skipped": 0, "ignored": 0}
+    groups = group_counts(units)
+    assert list(groups) == ["b", "a"]
+    assert groups["b"]["passed"] == 2
+
+
+def test_jsonable_names_non_finite_numbers_and_foreign_objects() -> None:
+    assert jsonable({"x": [math.nan, math.inf, 1.5, (1, 2)], 3: b"raw"}) == {
+        "x": ["nan", "inf", 1.5, [1, 2]], "3": "b'raw'",
+    }
+
+
+def test_project_root_is_the_nearest_folder_with_git_or_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    assert project_root(deep) == tmp_path.resolve()
+
+
+def test_project_root_falls_back_to_the_start_folder(tmp_path: Path) -> None:
+    marked = [folder for folder in tmp_path.resolve().parents if (folder / ".git").exists() or (folder / "pyproject.toml").is_file()]
+    if marked:
+        pytest.skip(f"{marked[0]} holds .git or pyproject.toml, so no folder below it can fall back")
+    assert project_root(tmp_path) == tmp_path.resolve()
+
+
+def test_store_path_defaults_to_dot_assay_and_follows_assay_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".git").mkdir()
+    monkeypatch.delenv("ASSAY_STORE", raising=False)
+    assert store_path(tmp_path) == tmp_path.resolve() / ".assay" / "assay.db"
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "elsewhere" / "results.db"))
+    assert store_path(tmp_path) == (tmp_path / "elsewhere" / "results.db").resolve()
+    assert records_dir(store_path(tmp_path)) == (tmp_path / "elsewhere" / "records").resolve()
+
+
+def test_git_state_reports_commit_and_dirty_flag(tmp_path: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    assert git_state(tmp_path) == (None, None)
+    git("init", "-q")
+    (tmp_path / "f.txt").write_text("1", encoding="utf-8")
+    git("add", "f.txt")
+    git("-c", "user.email=a@b", "-c", "user.name=n", "commit", "-qm", "one")
+    commit, dirty = git_state(tmp_path)
+    assert commit is not None and len(commit) == 40 and dirty is False
+    (tmp_path / "f.txt").write_text("2", encoding="utf-8")
+    assert git_state(tmp_path) == (commit, True)

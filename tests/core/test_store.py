@@ -1,0 +1,149 @@
+"""The SQLite store: indexing, listing, resolving run references, paging units, compare inputs, publishing."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from assay.core.record import RunManifest, UnitResult, read_record
+from assay.core.run_diff import compare_verdicts
+from assay.core.store import SqliteRunStore, publish_run, publish_run_quietly, reindex
+from assay.errors import UsageError
+
+
+def _manifest(run_id: str, created_at: str, kind: str = "video") -> RunManifest:
+    return RunManifest(run_id=run_id, kind=kind, created_at=created_at, title=f"title {run_id}", success=True)
+
+
+def _units(verdicts: dict[str, str]) -> list[UnitResult]:
+    return [UnitResult(unit_id, verdict, unit_id.split("/")[0], expected=1, observed=2) for unit_id, verdict in verdicts.items()]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteRunStore:
+    with SqliteRunStore(tmp_path / "assay.db") as opened:
+        yield opened
+
+
+def test_store_uses_write_ahead_logging(store: SqliteRunStore) -> None:
+    mode = sqlite3.connect(store.path).execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+
+
+def test_runs_list_newest_first_and_filter_by_kind_and_text(store: SqliteRunStore) -> None:
+    store.add_run(_manifest("video-1", "2026-01-01T00:00:00Z"), _units({"a/1": "passed"}))
+    store.add_run(_manifest("agent-2", "2026-01-02T00:00:00Z", "agent"), _units({"a/1": "failed"}))
+    store.add_run(_manifest("video-3", "2026-01-03T00:00:00Z"), _units({"a/1": "passed", "b/1": "errored"}))
+    assert [run.run_id for run in store.list_runs()] == ["video-3", "agent-2", "video-1"]
+    assert [run.run_id for run in store.list_runs(kind="video")] == ["video-3", "video-1"]
+    assert [run.run_id for run in store.list_runs(search="agent")] == ["agent-2"]
+    assert store.count_runs(kind="video") == 2
+    latest = store.get_run("latest")
+    assert latest.run_id == "video-3"
+    assert latest.counts["errored"] == 1 and latest.pass_rate == 0.5
+    assert latest.groups == {"a": {"passed": 1, "failed": 0, "errored": 0, "skipped": 0, "ignored": 0},
+                             "b": {"passed": 0, "failed": 0, "errored": 1, "skipped": 0, "ignored": 0}}
+
+
+def test_run_references_resolve_ids_prefixes_and_latest(store: SqliteRunStore) -> None:
+    store.add_run(_manifest("video-100", "2026-01-01T00:00:00Z"), [])
+    store.add_run(_manifest("video-200", "2026-01-02T00:00:00Z"), [])
+    assert store.resolve("video-100") == "video-100"
+    assert store.resolve("video-2") == "video-200"
+    assert store.resolve("latest~1") == "video-100"
+    with pytest.raises(UsageError, match="ambiguous"):
+        store.resolve("video-")
+    with pytest.raises(UsageError, match="no run 'nope'"):
+        store.resolve("nope")
+    with pytest.raises(UsageError, match="no run 'latest~5'"):
+        store.resolve("latest~5")
+
+
+def test_prefix_wildcards_are_literal(store: SqliteRunStore) -> None:
+    store.add_run(_manifest("doc-a", "2026-01-01T00:00:00Z", "doc"), [])
+    with pytest.raises(UsageError):
+        store.resolve("%")
+
+
+def test_unit_pages_filter_by_verdict_group_and_text(store: SqliteRunStore) -> None:
+    verdicts = {f"g{index % 3}/{index}": ("passed" if index % 2 else "failed") for index in range(250)}
+    store.add_run(_manifest("video-1", "2026-01-01T00:00:00Z"), _units(verdicts))
+    page = store.unit_page("video-1", offset=200, limit=100)
+    assert page.total == 250 and len(page.units) == 50
+    assert page.units[0].unit_id == "g2/200"  # run order kept
+    failing = store.unit_page("video-1", verdict="failed,errored", limit=1000)
+    assert failing.total == 125 and {unit.verdict for unit in failing.units} == {"failed"}
+    assert store.unit_page("video-1", group="g1", limit=1).total == 83
+    assert [unit.unit_id for unit in store.unit_page("video-1", search="G1/24").units] == [
+        "g1/241", "g1/244", "g1/247"]  # case-insensitive substring
+    assert store.unit_page("video-1", search="/249").total == 1
+    assert store.get_unit("video-1", "g0/3").observed == 2
+    assert store.get_unit("video-1", "missing") is None
+
+
+def test_reindexing_a_run_replaces_it_whole(store: SqliteRunStore) -> None:
+    store.add_run(_manifest("video-1", "2026-01-01T00:00:00Z"), _units({"a/1": "passed", "a/2": "passed"}))
+    store.add_run(_manifest("video-1", "2026-01-01T00:00:00Z"), _units({"a/1": "failed"}))
+    assert store.verdicts("video-1") == {"a/1": "failed"}
+    assert store.get_run("video-1").unit_count == 1
+
+
+def test_read_only_store_refuses_a_missing_database(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no results store"):
+        SqliteRunStore(tmp_path / "none.db", read_only=True)
+
+
+def test_compare_pairs_units_by_identity(store: SqliteRunStore) -> None:
+    store.add_run(_manifest("before", "2026-01-01T00:00:00Z"), _units(
+        {"a/1": "passed", "a/2": "passed", "a/3": "failed", "a/4": "errored", "a/5": "passed", "a/6": "skipped"}))
+    store.add_run(_manifest("after", "2026-01-02T00:00:00Z"), _units(
+        {"a/1": "passed", "a/2": "failed", "a/3": "passed", "a/4": "failed", "a/7": "passed", "a/6": "passed"}))
+    comparison = compare_verdicts("before", store.verdicts("before"), "after", store.verdicts("after"))
+    assert comparison.units["regressions"] == ["a/2"]
+    assert comparison.units["fixes"] == ["a/3"]
+    assert comparison.units["still_failing"] == ["a/4"]
+    assert comparison.units["removed"] == ["a/5"]
+    assert comparison.units["new"] == ["a/7"]
+    assert comparison.units["changed_other"] == ["a/6"]
+    assert comparison.before_pass_rate == pytest.approx(3 / 5)
+    assert comparison.after_pass_rate == pytest.approx(4 / 6)
+    assert comparison.test.p_value == 1.0 and not comparison.significant_regression
+
+
+def test_many_regressions_are_significant_and_few_are_not() -> None:
+    before = {f"u{i}": "passed" for i in range(100)}
+    many = {**before, **{f"u{i}": "failed" for i in range(12)}}
+    few = {**before, **{f"u{i}": "failed" for i in range(2)}}
+    assert compare_verdicts("a", before, "b", many).significant_regression  # p = 2/4096
+    assert not compare_verdicts("a", before, "b", few).significant_regression  # p = 0.5
+    assert not compare_verdicts("a", many, "b", before).significant_regression  # fixes never gate
+
+
+def test_publish_writes_the_record_and_indexes_it(tmp_path: Path) -> None:
+    database = tmp_path / "store" / "assay.db"
+    record = publish_run(_manifest("doc-1", "2026-01-01T00:00:00Z", "doc"), _units({"c/deterministic": "passed"}), database=database)
+    assert record == tmp_path / "store" / "records" / "doc-1"
+    assert read_record(record)[0].run_id == "doc-1"
+    with SqliteRunStore(database, read_only=True) as store:
+        assert store.get_run("doc-1").record_path == str(record)
+
+
+def test_a_store_failure_is_one_warning_not_an_exception(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    assert publish_run_quietly(lambda: (_manifest("x", "t"), []), database=blocker / "assay.db") is None
+    assert publish_run_quietly(lambda: 1 / 0, database=tmp_path / "assay.db") is None
+    warnings = capsys.readouterr().err.splitlines()
+    assert len(warnings) == 2 and all(line.startswith("Warning: run record not stored: ") for line in warnings)
+
+
+def test_reindex_rebuilds_the_index_from_records(tmp_path: Path) -> None:
+    database = tmp_path / "assay.db"
+    publish_run(_manifest("doc-1", "2026-01-01T00:00:00Z", "doc"), _units({"c/x": "failed"}), database=database)
+    database.unlink()
+    (tmp_path / "records" / "unfinished").mkdir()
+    assert reindex(database) == 1
+    with SqliteRunStore(database, read_only=True) as store:
+        assert store.verdicts("doc-1") == {"c/x": "failed"}

@@ -1,0 +1,137 @@
+"""`assay runs list | show | compare` over a store filled by real video, agent and doc runs; `--junit` files."""
+
+from __future__ import annotations
+
+import json
+from xml.etree import ElementTree
+
+from filled_store import FilledStore, invoke_runs
+
+
+def test_every_kind_records_its_run(store_env: FilledStore) -> None:
+    result = invoke_runs("runs", "list", "--json")
+    assert result.exit_code == 0, result.output
+    runs = {run["run_id"]: run for run in json.loads(result.output)["runs"]}
+    assert set(runs) == {store_env.video_before, store_env.video_after, store_env.agent, store_env.doc_before, store_env.doc_after}
+    assert runs[store_env.video_before]["counts"]["passed"] == 8 and runs[store_env.video_before]["success"] is True
+    assert runs[store_env.video_after]["counts"]["failed"] == 8 and runs[store_env.video_after]["exit_code"] == 1
+    assert runs[store_env.agent]["counts"] == {"passed": 7, "failed": 1, "errored": 0, "skipped": 0, "ignored": 0}
+    assert runs[store_env.doc_after]["counts"]["failed"] == 1
+
+
+def test_runs_list_filters_by_kind_and_prints_a_table(store_env: FilledStore) -> None:
+    result = invoke_runs("runs", "list", "--kind", "video")
+    assert result.exit_code == 0
+    assert store_env.video_after in result.output and store_env.agent not in result.output
+    assert "100.0%" in result.output and "0.0%" in result.output
+
+
+def test_runs_show_lists_gates_groups_and_failing_units(store_env: FilledStore) -> None:
+    result = invoke_runs("runs", "show", store_env.video_after)
+    assert result.exit_code == 0, result.output
+    assert "numbers/number" in result.output
+    assert "FAILED numbers/number/3@0.3s#1 expected=103 observed=3" in result.output
+    document = json.loads(invoke_runs("runs", "show", store_env.agent, "--json").output)
+    assert document["manifest" if "manifest" in document else "kind"] == "agent"
+    assert document["identity"]["experiments"]["baseline"]["agent"]
+    assert [unit["unit_id"] for unit in document["failing_units"]] == ["baseline/wrong_on_purpose#1"]
+    assert document["usage"]["input_tokens"] > 0
+
+
+def test_video_unit_keeps_the_frame_reference_and_git_state(store_env: FilledStore) -> None:
+    document = json.loads(invoke_runs("runs", "show", store_env.video_after, "--json").output)
+    unit = document["failing_units"][0]
+    assert unit["artifacts"]["video"] == str(store_env.video_path.resolve())
+    assert unit["artifacts"]["timestamp_s"] == 0.0
+    assert unit["detail"]["trial"] == 1
+    assert {gate["name"] for gate in document["gates"]}  # video gates are carried over
+    assert "adapter_config_keys" in document["identity"]
+
+
+def test_compare_finds_significant_regressions_and_gates_ci(store_env: FilledStore) -> None:
+    result = invoke_runs("runs", "compare", store_env.video_before, store_env.video_after, "--json")
+    assert result.exit_code == 0  # without --fail-on-regression compare only reports
+    document = json.loads(result.output)
+    assert document["counts"]["regressions"] == 8 and document["counts"]["fixes"] == 0
+    assert document["pass_rate_difference"] == -1.0
+    assert document["test"]["p_value"] == 2 / 256
+    assert document["significant_regression"] is True
+    gated = invoke_runs("runs", "compare", store_env.video_before, store_env.video_after, "--fail-on-regression")
+    assert gated.exit_code == 1
+    assert "Significant regression at alpha 0.05." in gated.output
+    strict = invoke_runs("runs", "compare", store_env.video_before, store_env.video_after, "--fail-on-regression", "--alpha", "0.001")
+    assert strict.exit_code == 0
+
+
+def test_a_single_regression_is_not_significant(store_env: FilledStore) -> None:
+    result = invoke_runs("runs", "compare", store_env.doc_before, store_env.doc_after, "--fail-on-regression")
+    assert result.exit_code == 0, result.output
+    assert "regressions 1, fixes 0" in result.output
+    assert "release-notes-v1/deterministic" in result.output
+    assert "No significant regression" in result.output
+
+
+def test_compare_reports_new_and_removed_units_across_different_runs(store_env: FilledStore) -> None:
+    document = json.loads(invoke_runs("runs", "compare", store_env.doc_after, store_env.agent, "--json").output)
+    assert document["counts"]["new"] == 8 and document["counts"]["removed"] == 1
+    assert document["paired"]["units"] == 0
+
+
+def test_unknown_run_is_a_usage_error(store_env: FilledStore) -> None:
+    result = invoke_runs("runs", "show", "no-such-run")
+    assert result.exit_code == 2
+    assert "no run 'no-such-run'" in result.output
+
+
+def test_video_run_writes_junit(store_env: FilledStore) -> None:
+    suites = ElementTree.parse(store_env.video_junit).getroot()
+    assert suites.get("tests") == "8" and suites.get("failures") == "8"
+    case = suites.find("testsuite/testcase")
+    assert case.get("classname") == "numbers.number" and case.get("name") == "number @0s"
+    assert "expected=100 observed=0" in case.find("failure").text
+
+
+def test_doc_run_case_writes_junit(store_env: FilledStore) -> None:
+    suites = ElementTree.parse(store_env.doc_junit).getroot()
+    assert suites.get("tests") == "1" and suites.get("failures") == "1"
+    assert suites.find("testsuite/testcase/failure").get("message") == "verdict red"
+
+
+def test_store_failure_does_not_change_the_exit_code(tmp_path, monkeypatch) -> None:
+    from filled_store import case_yaml
+    from video_evals import make_eval, run_eval
+
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder", encoding="utf-8")
+    monkeypatch.setenv("ASSAY_STORE", str(blocker / "assay.db"))
+    eval_dir = make_eval(tmp_path, case_yaml(0), case_name="numbers", frames=12, fps=10)
+    result = run_eval(eval_dir)
+    assert result.exit_code == 0
+    assert "Warning: run record not stored:" in result.output
+
+
+def test_view_export_writes_a_static_site(store_env: FilledStore, tmp_path) -> None:
+    site = tmp_path / "site"
+    result = invoke_runs("view", "--export", str(site))
+    assert result.exit_code == 0, result.output
+    assert '<meta name="assay-mode" content="static">' in (site / "index.html").read_text(encoding="utf-8")
+    assert (site / "app.js").is_file() and len(list((site / "data").glob("*.js"))) > 10
+    assert len(list((site / "frames").glob("*.png"))) == 8  # the failing video units' frames
+
+
+def test_view_without_a_store_says_so(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "missing.db"))
+    result = invoke_runs("view", "--no-open")
+    assert result.exit_code == 2
+    assert "Could not open the results store: no results store at" in result.output
+
+
+def test_reindex_rebuilds_from_records(store_env: FilledStore, tmp_path, monkeypatch) -> None:
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(store_env.database.parent / "records", copy / "records")
+    monkeypatch.setenv("ASSAY_STORE", str(copy / "assay.db"))
+    result = invoke_runs("runs", "reindex")
+    assert result.exit_code == 0 and "Indexed 5 run(s)" in result.output
+    assert json.loads(invoke_runs("runs", "list", "--json").output)["runs"][0]["run_id"] == store_env.agent

@@ -1,0 +1,181 @@
+"""The results viewer in a real browser: Debian's Chromium driven by Playwright, live and exported."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from filled_store import FilledStore
+
+from assay.core.record import RunManifest, UnitResult
+from assay.core.store import SqliteRunStore, publish_run
+from assay.view.data import ViewData
+from assay.view.export import export_site
+from assay.view.server import create_view_app
+from assay.web.app import Binding, bind_loopback_socket
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+try:
+    from playwright.sync_api import Page, expect, sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    sync_playwright = None  # type: ignore[assignment]
+
+pytestmark = [
+    pytest.mark.skipif(sync_playwright is None, reason="playwright (Python) is not installed: pip install playwright"),
+    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: apt-get install -y chromium"),
+]
+
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+def _serve(database: Path) -> Iterator[str]:
+    import uvicorn
+
+    store = SqliteRunStore(database, read_only=True)
+    sock = bind_loopback_socket(0)
+    binding = Binding(port=sock.getsockname()[1])
+    server = uvicorn.Server(uvicorn.Config(create_view_app(ViewData(store), binding), log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield binding.origin
+    server.should_exit = True
+    thread.join(timeout=5)
+    sock.close()
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def origin(filled_store: FilledStore) -> Iterator[str]:
+    yield from _serve(filled_store.database)
+
+
+@pytest.fixture
+def page(browser: object) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    yield opened
+    context.close()
+
+
+def _ready(page: Page) -> None:
+    page.wait_for_selector("body[data-ready=true]")
+
+
+def _wait_for_image(page: Page, selector: str) -> int:
+    """The image's natural width once loaded (polled: the viewer's CSP forbids wait_for_function's eval)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        width = page.locator(selector).evaluate("image => image.complete ? image.naturalWidth : 0")
+        if width:
+            return width
+        time.sleep(0.05)
+    raise AssertionError(f"{selector} did not load")
+
+
+def test_runs_page_filters_by_kind_and_compares_two_runs(page: Page, origin: str, filled_store: FilledStore) -> None:
+    page.goto(origin + "/")
+    _ready(page)
+    expect(page.locator("#runs-table tbody tr")).to_have_count(5)
+    page.select_option("#kind-filter", "video")
+    expect(page.locator("#runs-table tbody tr")).to_have_count(2)
+    for run_id in (filled_store.video_after, filled_store.video_before):
+        page.locator(f'tr[data-run="{run_id}"] input[type=checkbox]').check()
+    page.click("#compare-selected")
+    expect(page.locator("#significance")).to_have_text("significant regression")
+    expect(page.locator("#compare-table tbody tr")).to_have_count(8)
+    expect(page.locator("#pass-rate-difference")).to_have_text("-100.0 pts")
+    page.click('[data-change="fixes"]')
+    expect(page.locator("#compare-table tbody tr")).to_have_count(0)
+
+
+def test_video_run_page_and_frame_drill_down(page: Page, origin: str, filled_store: FilledStore) -> None:
+    page.goto(f"{origin}/#/run/{filled_store.video_after}")
+    _ready(page)
+    expect(page.locator("#run-pass-rate")).to_have_text("0.0%")
+    expect(page.locator("#groups-table tbody tr")).to_have_count(1)
+    expect(page.locator("#units-table tbody tr")).to_have_count(8)
+    expect(page.locator("#gates li", has_text="min_pass_rate")).to_contain_text("fail")
+    page.locator('tr[data-unit="numbers/number/5@0.5s#1"]').click()
+    expect(page.locator("#unit-expected")).to_have_text("105")
+    expect(page.locator("#unit-observed")).to_have_text("5")
+    frame = page.locator("#unit-frame")
+    expect(frame).to_be_visible()
+    assert _wait_for_image(page, "#unit-frame") > 0
+
+
+def test_agent_unit_shows_transcript_tool_calls_and_assertion_reasons(page: Page, origin: str, filled_store: FilledStore) -> None:
+    page.goto(f"{origin}/#/run/{filled_store.agent}?verdict=failed%2Cerrored")
+    _ready(page)
+    expect(page.locator("#units-table tbody tr")).to_have_count(1)
+    page.locator("#units-table tbody tr a").click()
+    _ready(page)
+    expect(page.locator("#unit-title")).to_contain_text("baseline/wrong_on_purpose#1")
+    expect(page.locator("#transcript")).to_contain_text("user: Where is my order 1002?")
+    expect(page.locator("#transcript .event.tool").first).to_be_visible()
+    expect(page.locator("#assertions")).to_contain_text("cancel_order")
+
+
+def test_doc_unit_shows_candidate_and_findings(page: Page, origin: str, filled_store: FilledStore) -> None:
+    page.goto(f"{origin}/#/unit/{filled_store.doc_after}/{'release-notes-v1%2Fdeterministic'}")
+    _ready(page)
+    expect(page.locator("#unit-observed")).to_have_text("red")
+    expect(page.locator("#findings tbody tr")).to_have_count(3)
+    expect(page.locator("#candidate")).not_to_be_empty()
+
+
+def test_run_page_paginates_a_large_run(page: Page, tmp_path: Path) -> None:
+    database = tmp_path / "assay.db"
+    units = [UnitResult(f"g{i % 4}/{i}", "passed" if i % 5 else "failed", f"g{i % 4}") for i in range(2500)]
+    publish_run(RunManifest("video-big", "video", "2026-01-01T00:00:00Z", title="big"), units, database=database)
+    for origin in _serve(database):
+        started = time.monotonic()
+        page.goto(f"{origin}/#/run/video-big")
+        _ready(page)
+        expect(page.locator("#units-table tbody tr")).to_have_count(100)
+        assert time.monotonic() - started < 5
+        expect(page.locator("#page-status")).to_have_text("1–100 of 2500")
+        page.click("#next-page")
+        expect(page.locator("#page-status")).to_have_text("101–200 of 2500")
+        page.select_option("#verdict-filter", "failed,errored")
+        expect(page.locator("#page-status")).to_have_text("1–100 of 500")
+        page.locator("#unit-search").fill("/25")
+        page.locator("#unit-search").press("Enter")
+        expect(page.locator("#page-status")).to_have_text("1–3 of 3")  # failing ids containing /25: 25, 250, 255
+        break
+
+
+def test_static_export_opens_from_disk(page: Page, filled_store: FilledStore, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    with SqliteRunStore(filled_store.database, read_only=True) as store:
+        export_site(ViewData(store), site)
+    page.goto((site / "index.html").as_uri())
+    _ready(page)
+    expect(page.locator("#runs-table tbody tr")).to_have_count(5)
+    page.goto((site / "index.html").as_uri() + f"#/run/{filled_store.video_after}")
+    _ready(page)
+    expect(page.locator("#units-table tbody tr")).to_have_count(8)
+    page.locator('tr[data-unit="numbers/number/2@0.2s#1"]').click()
+    _ready(page)
+    expect(page.locator("#unit-observed")).to_have_text("2")
+    assert _wait_for_image(page, "#unit-frame") > 0
+    page.goto((site / "index.html").as_uri() + f"#/compare/{filled_store.video_before}/{filled_store.video_after}")
+    _ready(page)
+    expect(page.locator("#significance")).to_have_text("significant regression")
