@@ -12,11 +12,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent, define_agent
-from assay.agent.adapters.endpoint import OpenAIEndpoint, as_plain, call_endpoint, post_json
-from assay.agent.adapters.tools import Tool, as_tools
+from assay.agent.adapters.endpoint import OpenAIEndpoint, as_plain, post_json
+from assay.agent.adapters.loop import ToolLoopProtocol, add_usage, run_tool_loop
+from assay.agent.adapters.tools import as_tools
 from assay.agent.context import AgentContext
 from assay.agent.model import (
-    COMPLETE, MISSING, ErrorEvent, EvidenceCoverage, Message, OperationFinished, OperationStarted, ToolOperation, Turn,
+    COMPLETE, MISSING, ErrorEvent, EvidenceCoverage, Message, OperationStarted, ToolOperation, Turn,
     TurnInput, Usage, partial, unavailable,
 )
 from assay.agent.session import create_session_slot
@@ -63,16 +64,6 @@ def usage_from_chat(usage: Mapping[str, Any] | None, requests: int | None = None
         requests=requests,
         cost_usd=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
     )
-
-
-def add_usage(first: Usage | None, second: Usage | None) -> Usage | None:
-    if first is None or second is None:
-        return first or second
-    values = {}
-    for name in Usage.__dataclass_fields__:
-        a, b = getattr(first, name), getattr(second, name)
-        values[name] = None if a is None and b is None else (a or 0) + (b or 0)
-    return Usage(**values)
 
 
 def turn_from_chat_completion(response: Any) -> Turn:
@@ -195,94 +186,39 @@ def openai_chat_agent(
             extra["response_format"] = {
                 "type": "json_schema", "json_schema": {"name": "output", "schema": turn_input.output_schema},
             }
-        events: list[Any] = []
-        usage: Usage | None = None
-        requests = 0
-        requests_without_usage = 0
-        ran_tools = False
-        status = "completed"
-        final_text = ""
-        for round_number in range(max_tool_rounds + 1):
-            body: dict[str, Any] = {"model": chosen_model, "messages": history}
-            if declared:
-                body["tools"] = [item.chat_definition() for item in declared]
+        body: dict[str, Any] = {"model": chosen_model, "messages": history}
+        if declared:
+            body["tools"] = [item.chat_definition() for item in declared]
 
-            async def call(client: Any) -> dict[str, Any]:
-                if stream:
-                    return await _stream_completion(client, body, extra)
-                return await post_json(client, "/chat/completions", {**body, **extra})
+        async def request(client: Any) -> dict[str, Any]:
+            if stream:
+                return await _stream_completion(client, body, extra)
+            return await post_json(client, "/chat/completions", {**body, **extra})
 
-            document = await call_endpoint(endpoint, ctx, call, started=ran_tools)
-            requests += 1
-            converted = turn_from_chat_completion(document)
-            if converted.usage is None:
-                requests_without_usage += 1
-            usage = add_usage(usage, converted.usage)
-            message = ((document.get("choices") or [{}])[0].get("message")) or {}
-            history.append(_assistant_history(message))
-            calls = [event for event in converted.events if isinstance(event, OperationStarted)]
-            for event in converted.events:
-                if isinstance(event, Message):
-                    final_text = event.text
-                if not isinstance(event, OperationStarted):
-                    events.append(event)
-            if converted.status != "completed":
-                status = converted.status
-                break
-            if not calls:
-                break
-            if round_number == max_tool_rounds:
-                status = "failed"
-                events.append(ErrorEvent(f"the model kept calling tools after {max_tool_rounds} rounds"))
-                break
-            for started in calls:
-                events.append(started)
-                result_event, text = await _run_tool(by_name, started)
-                events.append(result_event)
-                history.append({"role": "tool", "tool_call_id": started.operation_id, "content": text})
-            ran_tools = True
-        ctx.session.set(_HISTORY, history)
-        data: Any = MISSING
-        if turn_input.output_schema is not None and status == "completed":
-            data = _parse_output(final_text, ctx)
-        coverage = None
-        if usage is None or requests_without_usage:
-            coverage = {"usage": unavailable(
-                f"the endpoint reported no usage for {requests_without_usage} of {requests} request(s)"
-            )}
-        if usage is not None:
-            usage = Usage(**{**{n: getattr(usage, n) for n in Usage.__dataclass_fields__}, "requests": requests})
-        return Turn(events, status, data, usage, coverage)
+        return await run_tool_loop(
+            _CHAT_LOOP, request, endpoint=endpoint, ctx=ctx, history=history, history_slot=_HISTORY,
+            tools_by_name=by_name, max_tool_rounds=max_tool_rounds, expects_output=turn_input.output_schema is not None,
+        )
 
     return define_agent(name=name, send=send, evidence_coverage=evidence_coverage, close=endpoint.aclose)
 
 
-def _assistant_history(message: Mapping[str, Any]) -> dict[str, Any]:
+def _assistant_history(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    message = ((document.get("choices") or [{}])[0].get("message")) or {}
     entry: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
     if message.get("tool_calls"):
         entry["tool_calls"] = [
             {"id": call.get("id"), "type": call.get("type") or "function", "function": call.get("function")}
             for call in message["tool_calls"]
         ]
-    return entry
+    return [entry]
 
 
-async def _run_tool(by_name: Mapping[str, Tool], started: OperationStarted) -> tuple[OperationFinished, str]:
-    operation = started.operation
-    declared = by_name.get(operation.name)
-    if declared is None:
-        text = f"unknown tool {operation.name!r}"
-        return OperationFinished(started.operation_id, "failed", text), text
-    result = await declared.invoke(operation.input)
-    return OperationFinished(started.operation_id, "failed" if result.failed else "completed", result.output), result.text()
+def _tool_result_history(call_id: str, text: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
-def _parse_output(text: str, ctx: AgentContext) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        ctx.diagnostic("output-not-json", "error", f"the model's answer to an output schema is not JSON: {text[:200]!r}")
-        return MISSING
+_CHAT_LOOP = ToolLoopProtocol(turn_from_chat_completion, _assistant_history, _tool_result_history)
 
 
 __all__ = [

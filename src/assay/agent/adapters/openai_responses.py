@@ -11,8 +11,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent, define_agent
-from assay.agent.adapters.endpoint import OpenAIEndpoint, as_plain, call_endpoint, post_json
-from assay.agent.adapters.openai_chat import _parse_output, _run_tool, add_usage, parse_arguments
+from assay.agent.adapters.endpoint import OpenAIEndpoint, as_plain, post_json
+from assay.agent.adapters.loop import ToolLoopProtocol, run_tool_loop
+from assay.agent.adapters.openai_chat import parse_arguments
 from assay.agent.adapters.tools import as_tools
 from assay.agent.context import AgentContext
 from assay.agent.model import (
@@ -134,6 +135,17 @@ def _history_item(item: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in item.items() if key not in ("status",)}
 
 
+def _assistant_history(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [_history_item(item) for item in document.get("output") or []]
+
+
+def _tool_result_history(call_id: str, text: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": text}
+
+
+_RESPONSES_LOOP = ToolLoopProtocol(turn_from_responses, _assistant_history, _tool_result_history)
+
+
 def openai_responses_agent(
     *,
     name: str = "openai-responses",
@@ -175,64 +187,17 @@ def openai_responses_agent(
             extra["reasoning"] = {"effort": ctx.reasoning_effort}
         if turn_input.output_schema is not None:
             extra["text"] = {"format": {"type": "json_schema", "name": "output", "schema": turn_input.output_schema}}
-        events: list[Any] = []
-        usage: Usage | None = None
-        coverage: dict[str, Any] = {}
-        requests = 0
-        requests_without_usage = 0
-        ran_tools = False
-        status = "completed"
-        final_text = ""
-        for round_number in range(max_tool_rounds + 1):
-            body: dict[str, Any] = {"model": chosen_model, "input": history}
-            if declared:
-                body["tools"] = [item.responses_definition() for item in declared]
+        body: dict[str, Any] = {"model": chosen_model, "input": history}
+        if declared:
+            body["tools"] = [item.responses_definition() for item in declared]
 
-            async def call(client: Any) -> dict[str, Any]:
-                return await _create(client, body, extra, stream)
+        async def request(client: Any) -> dict[str, Any]:
+            return await _create(client, body, extra, stream)
 
-            document = await call_endpoint(endpoint, ctx, call, started=ran_tools)
-            requests += 1
-            converted = turn_from_responses(document)
-            for channel, value in (converted.evidence_coverage or {}).items():
-                if channel != "usage":
-                    coverage[channel] = value
-            if converted.usage is None:
-                requests_without_usage += 1
-            usage = add_usage(usage, converted.usage)
-            history.extend(_history_item(item) for item in document.get("output") or [])
-            calls = [event for event in converted.events if isinstance(event, OperationStarted)]
-            for event in converted.events:
-                if isinstance(event, Message):
-                    final_text = event.text
-                if not isinstance(event, OperationStarted):
-                    events.append(event)
-            if converted.status != "completed":
-                status = converted.status
-                break
-            if not calls:
-                break
-            if round_number == max_tool_rounds:
-                status = "failed"
-                events.append(ErrorEvent(f"the model kept calling tools after {max_tool_rounds} rounds"))
-                break
-            for started in calls:
-                events.append(started)
-                finished, text = await _run_tool(by_name, started)
-                events.append(finished)
-                history.append({"type": "function_call_output", "call_id": started.operation_id, "output": text})
-            ran_tools = True
-        ctx.session.set(_HISTORY, history)
-        data: Any = MISSING
-        if turn_input.output_schema is not None and status == "completed":
-            data = _parse_output(final_text, ctx)
-        if usage is None or requests_without_usage:
-            coverage["usage"] = unavailable(
-                f"the endpoint reported no usage for {requests_without_usage} of {requests} request(s)"
-            )
-        if usage is not None:
-            usage = Usage(**{**{n: getattr(usage, n) for n in Usage.__dataclass_fields__}, "requests": requests})
-        return Turn(events, status, data, usage, coverage or None)
+        return await run_tool_loop(
+            _RESPONSES_LOOP, request, endpoint=endpoint, ctx=ctx, history=history, history_slot=_HISTORY,
+            tools_by_name=by_name, max_tool_rounds=max_tool_rounds, expects_output=turn_input.output_schema is not None,
+        )
 
     return define_agent(name=name, send=send, evidence_coverage=evidence_coverage, close=endpoint.aclose)
 
