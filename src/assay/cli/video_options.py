@@ -21,7 +21,12 @@ def adapter_config_option(eval_dir: Path, explicit: Optional[Path]) -> dict[str,
 
 
 def cloud_materializer() -> Any:
-    """The function that downloads (or reuses) a case's cloud video; imported only when needed."""
-    from assay.video.store import materialize
+    """The function that downloads (or reuses) a case's cloud video; the store module (and boto3)
+    is imported only when a case really references a cloud video."""
+
+    def materialize(video: Any, store: Any) -> Any:
+        from assay.video.store import materialize as download
+
+        return download(video, store)
 
     return materialize
