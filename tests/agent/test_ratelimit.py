@@ -78,3 +78,29 @@ def test_a_cancelled_waiter_passes_its_wake_up_on():
         return limiter.in_flight
 
     assert asyncio.run(go()) == 1
+
+
+def test_a_limiter_factory_replaces_local_limiters_until_removed():
+    import asyncio
+
+    from assay.core.ratelimit import AdaptiveLimiter, limiter_for, set_limiter_factory
+
+    made = []
+
+    def factory(endpoint, maximum):
+        made.append((endpoint, maximum))
+        return AdaptiveLimiter(maximum)
+
+    async def scenario():
+        first = limiter_for("http://a", 7)
+        assert limiter_for("http://a", 7) is first  # one per endpoint and loop
+        return first
+
+    set_limiter_factory(factory)
+    try:
+        asyncio.run(scenario())
+    finally:
+        set_limiter_factory(None)
+    assert made == [("http://a", 7)]
+    asyncio.run(scenario())
+    assert made == [("http://a", 7)]  # local limiters again once the factory is removed

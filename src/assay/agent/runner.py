@@ -224,6 +224,7 @@ class AgentRun:
         *,
         reused: Mapping[str, AttemptResult] | None = None,
         journal: Any = None,  # a core JournalWriter, or None
+        executor: Any = None,  # an assay.core.executor.Executor running attempts elsewhere, or None (here)
     ) -> None:
         self.plan = list(plan)
         self.options = options
@@ -238,6 +239,7 @@ class AgentRun:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._judge: Judge | None = options.judge
         self._own_judge: LLMJudge | None = None
+        self._unit_executor = executor
 
     # -- control --------------------------------------------------------------------------------
     def interrupt(self) -> None:
@@ -467,21 +469,32 @@ class AgentRun:
             model=experiment.model, error=error, tags=list(planned.eval.eval.tags),
         )
 
+    async def _settle(self, planned: PlannedAttempt, lane: _Lane) -> AttemptResult | None:
+        """Run one attempt here (experiment setup first); None when interrupted before it sealed."""
+        if lane.entry.experiment.setup is not None or lane.entry.experiment.teardown is not None:
+            await self._ensure_setup(lane)
+        if lane.setup_error is not None:
+            cause = lane.setup_error
+            return self._unrun(planned, EXECUTED, _error(
+                "experiment-setup-failed", f"experiment {lane.entry.id} setup failed: {type(cause).__name__}: {cause}",
+                cause,
+            ))
+        if self.interrupted:
+            return None
+        return await self._attempt(planned, lane)
+
     async def _work(self, planned: PlannedAttempt) -> None:
         lane = self._lanes[planned.experiment.id]
         try:
-            if lane.entry.experiment.setup is not None or lane.entry.experiment.teardown is not None:
-                await self._ensure_setup(lane)
-            if lane.setup_error is not None:
-                cause = lane.setup_error
-                result: AttemptResult | None = self._unrun(planned, EXECUTED, _error(
-                    "experiment-setup-failed", f"experiment {lane.entry.id} setup failed: {type(cause).__name__}: {cause}",
-                    cause,
-                ))
+            if self._unit_executor is None:
+                result = await self._settle(planned, lane)
             elif self.interrupted:
                 result = None
             else:
-                result = await self._attempt(planned, lane)
+                # Budgets, journal and listeners stay here; the worker only runs the attempt.
+                result = await self._unit_executor.call(
+                    AttemptRequest(planned.experiment.id, planned.eval.id, planned.ordinal)
+                )
         finally:
             lane.in_flight -= 1
             assert self._wake is not None
@@ -522,8 +535,7 @@ class AgentRun:
             self.listener.attempt_finished(result)
 
     # -- the run --------------------------------------------------------------------------------
-    async def run(self) -> RunOutcome:
-        started = time.perf_counter()
+    def _prepare(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         if self._judge is None:
@@ -531,6 +543,28 @@ class AgentRun:
 
             cache = self.options.judge_cache if self.options.judge_cache is not None else MemoryCallCache()
             self._judge = self._own_judge = LLMJudge(cache=cache)
+
+    async def run_one(self, planned: PlannedAttempt) -> AttemptResult | None:
+        """One attempt for a remote worker: lanes (experiment setup, agents) stay warm between calls."""
+        if self._loop is None:
+            self._prepare()
+        lane = self._lanes.get(planned.experiment.id)
+        if lane is None:
+            lane = self._lanes[planned.experiment.id] = _Lane(planned.experiment, None)
+        return await self._settle(planned, lane)
+
+    async def close(self) -> None:
+        """A remote worker's end: experiment teardowns, agents closed, the judge's client closed."""
+        try:
+            await self._teardown_all()
+            await self._close_agents()
+        finally:
+            if self._own_judge is not None:
+                await self._own_judge.aclose()
+
+    async def run(self) -> RunOutcome:
+        started = time.perf_counter()
+        self._prepare()
         for planned in self.plan:
             lane = self._lanes.get(planned.experiment.id)
             if lane is None:
@@ -596,6 +630,46 @@ class _AgentSetupFailed(Exception):
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class AttemptRequest:
+    """One attempt as shipped to a worker: names only, the worker discovers the project itself."""
+
+    experiment_id: str
+    eval_id: str
+    ordinal: int
+
+
+class AgentWorker:
+    """A remote worker's side of an agent run: the project discovered once, agents and judge kept warm."""
+
+    def __init__(self, root: Any, options: RunOptions, judge_cache_dir: Any = None) -> None:
+        from pathlib import Path
+
+        from assay.agent.discovery import discover_evals, discover_experiments
+        from assay.agent.project import load_dotenv
+
+        root = Path(root)
+        load_dotenv(root)
+        self._experiments = {entry.id: entry for entry in discover_experiments(root)}
+        self._evals = {entry.id: entry for entry in discover_evals(root)}
+        if judge_cache_dir is not None:
+            from dataclasses import replace
+
+            from assay.judge.cache import DirectoryCallCache
+
+            options = replace(options, judge_cache=DirectoryCallCache(judge_cache_dir))
+        self._run = AgentRun([], options)
+
+    async def call(self, request: AttemptRequest) -> AttemptResult | None:
+        planned = PlannedAttempt(
+            0, self._experiments[request.experiment_id], self._evals[request.eval_id], request.ordinal
+        )
+        return await self._run.run_one(planned)
+
+    async def close(self) -> None:
+        await self._run.close()
+
+
 def _judge_config(
     project_judge: Mapping[str, Any] | None, experiment_judge: Mapping[str, Any] | None, eval_judge: Any
 ) -> dict[str, Any] | None:
@@ -609,4 +683,4 @@ def _judge_config(
     return config
 
 
-__all__ = ["AgentRun", "DEFAULT_CONCURRENCY", "PlannedAttempt", "RunListener", "RunOptions", "RunOutcome", "build_plan"]
+__all__ = ["AgentRun", "AgentWorker", "AttemptRequest", "DEFAULT_CONCURRENCY", "PlannedAttempt", "RunListener", "RunOptions", "RunOutcome", "build_plan"]

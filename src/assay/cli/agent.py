@@ -152,6 +152,9 @@ def run_command(
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write a JUnit XML report here."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Checkpoint folder or id to resume."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="List every attempt in the results."),
+    shard: Optional[str] = typer.Option(None, "--shard", help="Run only shard i of n (e.g. 2/4); combine with `assay runs merge`."),
+    executor: str = typer.Option("local", "--executor", help="Where attempts run: local (default) or ray."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join (default: start a local one)."),
     agent: Optional[str] = typer.Option(None, "--agent", hidden=True),
     model: Optional[str] = typer.Option(None, "--model", hidden=True),
 ) -> None:
@@ -167,29 +170,72 @@ def run_command(
         _positive("--concurrency", concurrency)
         _positive("--timeout", timeout)
         _positive("--budget", budget, allow_zero=True)
-        if resume is not None and (experiment or evals or tag or attempts or timeout is not None or budget is not None):
+        if executor not in ("local", "ray"):
+            raise UsageError("--executor must be local or ray", "--executor")
+        if ray_address is not None and executor != "ray":
+            raise UsageError("--ray-address needs --executor ray", "--ray-address")
+        if shard is not None:
+            from assay.core.shard import parse_shard
+
+            parse_shard(shard)
+        if resume is not None and (
+            experiment or evals or tag or attempts or timeout is not None or budget is not None or shard is not None
+        ):
             raise UsageError("--resume reruns the saved selection; do not give experiments, evals or selection options",
                              "--resume")
         root = _project(project)
     except AssayError as error:
         _fail(error, json_mode=output_json)
-    _execute_run(root, {
+    invocation: dict[str, Any] = {
         "experiment": experiment, "evals": list(evals or []), "tags": list(tag or []), "attempts": attempts,
         "timeout": timeout, "budget": budget,
-    }, concurrency, output_json, junit, resume, verbose)
+    }
+    if shard is not None:
+        invocation["shard"] = shard  # only when given: unsharded checkpoints keep their plan
+    _execute_run(
+        root, invocation, concurrency, output_json, junit, resume, verbose,
+        {"executor": executor, "ray_address": ray_address},
+    )
+
+
+def shard_plan(plan: list[Any], shard_text: Optional[str]) -> list[Any]:
+    """The plan narrowed to one shard: all attempts of an (experiment, eval) stay together."""
+    if shard_text is None:
+        return plan
+    from assay.agent.runner import PlannedAttempt
+    from assay.core.shard import parse_shard, shard_members
+
+    keys = [f"{planned.experiment.id}/{planned.eval.id}" for planned in plan]
+    members = shard_members(keys, [1] * len(keys), parse_shard(shard_text))
+    kept = [planned for planned, key in zip(plan, keys) if key in members]
+    return [PlannedAttempt(index, planned.experiment, planned.eval, planned.ordinal) for index, planned in enumerate(kept)]
+
+
+def _plan_for(root: Path, invocation: dict[str, Any]) -> list[Any]:
+    from assay.agent.discovery import discover_evals, discover_experiments, select_evals, select_experiments
+    from assay.agent.runner import build_plan
+
+    all_evals = discover_evals(root)
+    experiments = select_experiments(discover_experiments(root), invocation["experiment"])
+    selections = {
+        entry.id: select_evals(entry, all_evals, invocation["evals"], invocation["tags"]) for entry in experiments
+    }
+    if not any(selections.values()):
+        narrowed = " after narrowing by the given prefixes and tags" if invocation["evals"] or invocation["tags"] else ""
+        raise UsageError(f"no evals selected{narrowed}; `assay agent list` shows the eval ids")
+    return build_plan(experiments, selections, invocation["attempts"])
 
 
 def _execute_run(
     root: Path, invocation: dict[str, Any], concurrency: Optional[int], output_json: bool, junit: Optional[Path],
-    resume: Optional[str], verbose: bool,
+    resume: Optional[str], verbose: bool, execution: Optional[dict[str, Any]] = None,
 ) -> None:
     import asyncio
 
     from assay.agent.checkpoint import KIND, AgentCheckpoint, resume_lines
-    from assay.agent.discovery import discover_evals, discover_experiments, select_evals, select_experiments
     from assay.agent.project import checkpoints_base, load_dotenv, load_project_config
     from assay.agent.report import ConsoleReporter, NdjsonReporter, write_junit_report
-    from assay.agent.runner import DEFAULT_CONCURRENCY, AgentRun, RunOptions, build_plan
+    from assay.agent.runner import DEFAULT_CONCURRENCY, AgentRun, RunOptions
     from assay.core.journal import JournalWriter, read_manifest, resolve_checkpoint_ref
     from assay.judge.cache import DirectoryCallCache
 
@@ -203,15 +249,7 @@ def _execute_run(
             checkpoint_path = resolve_checkpoint_ref(resume, checkpoints_base(root), Path.cwd())
             manifest = read_manifest(checkpoint_path, KIND)
             invocation = dict(manifest["invocation"])
-        all_evals = discover_evals(root)
-        experiments = select_experiments(discover_experiments(root), invocation["experiment"])
-        selections = {
-            entry.id: select_evals(entry, all_evals, invocation["evals"], invocation["tags"]) for entry in experiments
-        }
-        if not any(selections.values()):
-            narrowed = " after narrowing by the given prefixes and tags" if invocation["evals"] or invocation["tags"] else ""
-            raise UsageError(f"no evals selected{narrowed}; `assay agent list` shows the eval ids")
-        plan = build_plan(experiments, selections, invocation["attempts"])
+        plan = shard_plan(_plan_for(root, invocation), invocation.get("shard"))
         if manifest is not None and checkpoint_path is not None:
             checkpoint = AgentCheckpoint.resume(checkpoint_path, manifest, plan)
         else:
@@ -237,10 +275,17 @@ def _execute_run(
 
     async def execute() -> Any:
         writer = JournalWriter(checkpoint.checkpoint.journal)
+        unit_executor = _attempt_executor(execution, root, options, checkpoints_base(root) / "cache" / "judge")
         try:
-            return await AgentRun(plan, options, reporter, reused=checkpoint.reused, journal=writer).run()
+            return await AgentRun(
+                plan, options, reporter, reused=checkpoint.reused, journal=writer, executor=unit_executor
+            ).run()
         finally:
-            await writer.close()
+            try:
+                await writer.close()
+            finally:
+                if unit_executor is not None:
+                    await unit_executor.close()
 
     try:
         outcome = asyncio.run(execute())
@@ -280,6 +325,69 @@ def _execute_run(
     else:
         reporter.summary(outcome, resume_lines=resume_lines(checkpoint.path, root) if kept else ())
     raise typer.Exit(exit_code)
+
+
+def _attempt_executor(execution: Optional[dict[str, Any]], root: Path, options: Any, judge_cache_dir: Path) -> Any:
+    """None runs attempts in this process; a Ray executor runs them on warm workers (one per CPU)."""
+    if not execution or execution.get("executor", "local") == "local":
+        return None
+    import dataclasses
+
+    from assay.agent.runner import AgentWorker
+    from assay.core.ray_executor import RayExecutor
+
+    worker_options = dataclasses.replace(options, judge_cache=None, handle_sigint=False)
+    return RayExecutor.connect(
+        AgentWorker, (str(root), worker_options, str(judge_cache_dir)), address=execution.get("ray_address"),
+        concurrency=options.concurrency,
+    )
+
+
+def merge_agent_records(records: list[Any]) -> int:
+    """Combine agent shard records into the unsharded run's record (plan order, the same gate) and print
+    its summary; returns the exit code. The project must be at hand: the plan is rebuilt from it."""
+    from assay.agent.record import AttemptResult
+    from assay.agent.report import ConsoleReporter
+    from assay.agent.runner import RunOutcome
+    from assay.agent.units import agent_run_record
+    from assay.core.shard import check_shard_set
+    from assay.core.store import publish_run_quietly
+
+    manifests = [manifest for manifest, _ in records]
+    check_shard_set(manifests, identity_keys=("project",))
+    root = Path(manifests[0].identity["project"])
+    invocation = {name: value for name, value in manifests[0].options.items() if name != "shard"}
+    plan = _plan_for(root, invocation)
+    units = {unit.unit_id: unit for _, shard_units in records for unit in shard_units}
+    results = []
+    for planned in plan:
+        key = f"{planned.experiment.id}/{planned.eval.id}#{planned.ordinal + 1}"
+        unit = units.pop(key, None)
+        if unit is None:
+            raise UsageError(f"the shard records have no result for {key}; was a shard incomplete or interrupted?")
+        document = {name: value for name, value in dict(unit.detail or {}).items() if name != "locator"}
+        results.append(AttemptResult.from_json(document))
+    if units:
+        raise UsageError(f"the shard records hold attempts outside the run's plan: {', '.join(sorted(units)[:5])}")
+    exhausted = sorted({
+        str(gate["name"]).removeprefix("budget ")
+        for manifest in manifests for gate in manifest.gates if str(gate.get("name", "")).startswith("budget ")
+    })
+    duration = max((manifest.duration_seconds or 0.0 for manifest in manifests), default=0.0)
+    outcome = RunOutcome(results, False, exhausted, duration)
+    exit_code = outcome.exit_code
+
+    def build() -> Any:
+        import dataclasses
+
+        manifest, merged_units = agent_run_record(outcome, invocation, root, exit_code)
+        return dataclasses.replace(
+            manifest, options={**manifest.options, "merged_from": [m.run_id for m in manifests]}
+        ), merged_units
+
+    publish_run_quietly(build)
+    ConsoleReporter(common.stdout_console()).summary(outcome)
+    return exit_code
 
 
 @agent_app.command("show")

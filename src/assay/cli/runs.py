@@ -1,6 +1,7 @@
-"""`assay runs …`: the run history in the results store — list, show, compare (with a CI gate), reindex.
+"""`assay runs …`: the run history in the results store — list, show, compare (with a CI gate), merge, reindex.
 
-Exit codes: 0 ok, 1 `compare --fail-on-regression` found a significant regression, 2 usage or store error.
+Exit codes: 0 ok, 1 `compare --fail-on-regression` found a significant regression (or a merged run's
+gate failed), 2 usage or store error.
 """
 
 from __future__ import annotations
@@ -211,6 +212,51 @@ def _print_comparison(comparison: Any, limit: int) -> None:
             _say(f"  {unit_id}")
         if len(ids) > limit:
             _say(f"  … {len(ids) - limit} more")
+
+
+def _shard_record(reference: str) -> tuple[Any, list[Any]]:
+    """A record folder (as CI jobs upload them) or a run in the store (id, prefix, latest~N)."""
+    from pathlib import Path
+
+    from assay.core.record import read_record
+
+    folder = Path(reference).expanduser()
+    if (folder / "manifest.json").is_file():
+        return read_record(folder)
+    with _open() as store:
+        stored = store.get_run(reference)
+        if stored.record_path and (Path(stored.record_path) / "manifest.json").is_file():
+            return read_record(Path(stored.record_path))
+        page = store.unit_page(stored.run_id, limit=stored.unit_count + 1)
+        return stored.manifest, page.units
+
+
+@runs_app.command("merge")
+def merge_command(
+    runs: list[str] = typer.Argument(..., help="Every shard run of one invocation: run ids (or prefixes) or record folders."),
+    output_json: str | None = typer.Option(None, "--output-json", help="Write the merged run's JSON report here (video)."),
+) -> None:
+    """Combine `--shard i/n` runs into one run, with the gates and summary of the unsharded run."""
+    from assay.errors import AssayError, UsageError
+
+    try:
+        records = [_shard_record(reference) for reference in runs]
+        kind = records[0][0].kind
+        if kind == "video":
+            from assay.cli.video import merge_video_records
+
+            exit_code = merge_video_records(records, output_json)
+        elif kind == "agent":
+            from assay.cli.agent import merge_agent_records
+
+            if output_json is not None:
+                raise UsageError("--output-json is for video runs; agent runs print their summary", "--output-json")
+            exit_code = merge_agent_records(records)
+        else:
+            raise UsageError(f"{kind} runs cannot be sharded or merged yet")
+    except (AssayError, OSError, ValueError, KeyError) as error:
+        _fail(error)
+    raise typer.Exit(exit_code)
 
 
 @runs_app.command("reindex")

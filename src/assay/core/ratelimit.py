@@ -126,13 +126,27 @@ _LIMITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, Adapti
 )
 
 
+_limiter_factory: Callable[[str, int], Any] | None = None
+
+
+def set_limiter_factory(factory: Callable[[str, int], Any] | None) -> None:
+    """Make `limiter_for` build limiters with `factory(endpoint, maximum)` (None: local ones).
+
+    A distributed executor installs a factory on its workers so every worker of a run shares one
+    limiter per endpoint (the same acquire/release/slot interface) instead of one each."""
+    global _limiter_factory
+    _limiter_factory = factory
+    _LIMITERS.clear()
+
+
 def limiter_for(endpoint: str, maximum: int = DEFAULT_MAXIMUM) -> AdaptiveLimiter:
     """The shared limiter of `endpoint` on the running loop (created on first use)."""
     loop = asyncio.get_running_loop()
     by_endpoint = _LIMITERS.setdefault(loop, {})
     limiter = by_endpoint.get(endpoint)
     if limiter is None:
-        limiter = by_endpoint[endpoint] = AdaptiveLimiter(maximum)
+        limiter = _limiter_factory(endpoint, maximum) if _limiter_factory else AdaptiveLimiter(maximum)
+        by_endpoint[endpoint] = limiter
     return limiter
 
 

@@ -123,6 +123,90 @@ def check_sample_times(eval_directory: EvalDirectory) -> None:
         raise VideoError("; ".join(problems))
 
 
+@dataclass(frozen=True)
+class CaseWork:
+    """One case of one trial as shipped to a worker: its targets with the samples still to evaluate."""
+
+    trial: int
+    case: Case
+    work: list[tuple[Target, list[Sample]]]
+
+    def without(self, finished: set[tuple[str, int]]) -> CaseWork | None:
+        """The same work minus samples whose results arrived (None when nothing is left)."""
+        left = [
+            (target, [sample for sample in samples if (target.id, sample.sample_index) not in finished])
+            for target, samples in self.work
+        ]
+        left = [(target, samples) for target, samples in left if samples]
+        return CaseWork(self.trial, self.case, left) if left else None
+
+
+def remaining_case_work(group: CaseWork, received: list[Any]) -> CaseWork | None:
+    """What a worker that died had not yet sent back of `group`."""
+    finished = {(item[0].target, item[0].sample_index) for item in received if not isinstance(item, BaseException)}
+    return group.without(finished)
+
+
+class VideoWorker:
+    """A remote worker's side of a video run: one warm evaluator for every case it is sent."""
+
+    def __init__(self, options: RunOptions, eval_dir: Path) -> None:
+        self._options = options
+        self._eval_dir = eval_dir
+        self._judging = VideoRun(None, options, None)  # type: ignore[arg-type] - judging needs options only
+        self._evaluator: VideoEvaluator | None = None
+        self._threads = ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="assay-adapter")
+
+    async def stream(self, group: CaseWork) -> Any:
+        """Yield `(result, pixels)` per sample as judged (pixels only for failures to save); an
+        abort is yielded as the exception after the results that preceded it."""
+        import asyncio
+
+        options = self._options
+        if self._evaluator is None:
+            self._evaluator = await create_evaluator(
+                adapter=options.adapter, adapter_command=options.adapter_command,
+                config=AdapterConfig(
+                    eval_dir=self._eval_dir, config=dict(options.adapter_config),
+                    artifacts_dir=Path(options.artifacts_dir) if options.artifacts_dir is not None else None,
+                    verbose=options.verbose,
+                ),
+                executor=self._threads,
+            )
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        finished = object()
+
+        def handle(observation: Observation) -> None:
+            result = self._judging.judged(observation)
+            keep = options.save_failures and result.status in ("failed", "error")
+            queue.put_nowait((result, observation.pixels if keep else None))
+
+        async def observe() -> None:
+            try:
+                await observe_case(
+                    group.case, group.work, self._evaluator, concurrency=options.concurrency,  # type: ignore[arg-type]
+                    keep_going=options.keep_going, handle=handle,
+                )
+            except AssayError as error:
+                queue.put_nowait(error)
+            finally:
+                queue.put_nowait(finished)
+
+        task = asyncio.ensure_future(observe())
+        try:
+            while (item := await queue.get()) is not finished:
+                yield item
+        finally:
+            task.cancel()
+
+    async def close(self) -> None:
+        try:
+            if self._evaluator is not None:
+                await self._evaluator.close()
+        finally:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+
+
 class _DisplayOrder:
     """Releases a case's results target by target (declaration order), each in completion order."""
 
@@ -169,6 +253,7 @@ class VideoRun:
         listener: RunListener,
         *,
         checkpoint: Any = None,
+        executor: Any = None,
     ) -> None:
         self.eval_directory = eval_directory
         self.options = options
@@ -178,6 +263,10 @@ class VideoRun:
         self._checkpoint = checkpoint
         self._completed = checkpoint.completed if checkpoint is not None else {}
         self._executor: ThreadPoolExecutor | None = None
+        # None: cases run here. Otherwise an `assay.core.executor.Executor` whose `stream(group)`
+        # runs a `CaseWork` elsewhere (Ray actors) and yields `(SampleResult, pixels)` as they finish;
+        # this process alone journals, shows and gates them, exactly as for local work.
+        self._unit_executor = executor
 
     def _adapter_config(self) -> AdapterConfig:
         return AdapterConfig(
@@ -290,10 +379,10 @@ class VideoRun:
         result.artifact_image, result.artifact_json = image_path, json_path
 
     # -- one case ----------------------------------------------------------------------------
-    async def _run_case(
-        self, trial: int, case: Case, evaluator_box: list[VideoEvaluator | None]
-    ) -> dict[tuple[int, int], SampleResult]:
-        repeat = self.options.repeat
+    def _pending(
+        self, trial: int, case: Case
+    ) -> tuple[dict[tuple[int, int], SampleResult], list[tuple[Target, list[Sample], list[Sample]]]]:
+        """Results reused from the journal, and per target the samples still to evaluate / record as ignored."""
         results: dict[tuple[int, int], SampleResult] = {}
         pending: list[tuple[Target, list[Sample], list[Sample]]] = []
         for target in case.targets:
@@ -309,6 +398,13 @@ class VideoRun:
                     todo.append(sample)
             if todo or ignored:
                 pending.append((target, todo, ignored))
+        return results, pending
+
+    async def _run_case(
+        self, trial: int, case: Case, evaluator_box: list[VideoEvaluator | None], remote: Any = None
+    ) -> dict[tuple[int, int], SampleResult]:
+        repeat = self.options.repeat
+        results, pending = self._pending(trial, case)
         if not pending:
             return results
         total = sum(len(todo) + len(ignored) for _, todo, ignored in pending)
@@ -331,6 +427,9 @@ class VideoRun:
             if self._checkpoint is not None:
                 await self._checkpoint.drain()
             return results
+        if remote is not None:
+            await self._store_remote(trial, remote, work, store)
+            return results
         if evaluator_box[0] is None:
             evaluator_box[0] = await create_evaluator(
                 adapter=self.options.adapter,
@@ -340,17 +439,7 @@ class VideoRun:
             )
 
         def handle(observation: Observation) -> Any:
-            sample, target = observation.sample, observation.target
-            if observation.error is not None:
-                result = self._result(
-                    sample, target, status="error", reason=f"adapter_error: {observation.error}",
-                    duration=observation.duration_seconds, timing_mode=observation.timing_mode,
-                )
-            else:
-                result = self._judge(
-                    sample, target, observation.value, observation.duration_seconds, observation.timing_mode
-                )
-            return store(target, result, observation.pixels)
+            return store(observation.target, self.judged(observation), observation.pixels)
 
         try:
             await observe_case(
@@ -363,6 +452,48 @@ class VideoRun:
                 await self._checkpoint.drain()
         return results
 
+    def judged(self, observation: Observation) -> SampleResult:
+        """The result of one observation (raises SampleAbort to stop a fail-fast run)."""
+        sample, target = observation.sample, observation.target
+        if observation.error is not None:
+            return self._result(
+                sample, target, status="error", reason=f"adapter_error: {observation.error}",
+                duration=observation.duration_seconds, timing_mode=observation.timing_mode,
+            )
+        return self._judge(sample, target, observation.value, observation.duration_seconds, observation.timing_mode)
+
+    async def _store_remote(self, trial: int, remote: Any, work: Sequence[tuple[Target, list[Sample]]], store: Any) -> None:
+        """Journal and show a remotely run case's results as they stream in; re-raise its abort."""
+        targets = {target.id: target for target, _ in work}
+        total = sum(len(samples) for _, samples in work)
+        done = 0
+        try:
+            async for item in remote:
+                if isinstance(item, BaseException):
+                    raise item
+                result, pixels = item
+                durable = store(targets[result.target], result, pixels)
+                done += 1
+                self.listener.sample_completed(trial, done, total)
+                if durable is not None:
+                    await durable
+        finally:
+            if self._checkpoint is not None:
+                await self._checkpoint.drain()
+
+    def _start_remote_cases(self, trial: int) -> dict[str, Any]:
+        """Ship every case with work to the executor at once, so cases spread over its workers;
+        their results wait at this process until the case's turn to be shown (display order)."""
+        from assay.core.executor import StartedStream
+
+        streams: dict[str, Any] = {}
+        for case in self.eval_directory.cases:
+            _, pending = self._pending(trial, case)
+            work = [(target, todo) for target, todo, _ in pending if todo]
+            if work:
+                streams[case.name] = StartedStream(self._unit_executor.stream(CaseWork(trial, case, work)))
+        return streams
+
     # -- trials -------------------------------------------------------------------------------
     async def _run_trial(self, trial: int) -> TrialOutcome:
         from assay.video.gates import trial_gates
@@ -371,10 +502,13 @@ class VideoRun:
         self.listener.trial_started(trial, self.options.repeat)
         evaluator_box: list[VideoEvaluator | None] = [None]
         by_case: dict[str, dict[tuple[int, int], SampleResult]] = {}
+        streams = self._start_remote_cases(trial) if self._unit_executor is not None else {}
         try:
             for case in self.eval_directory.cases:
-                by_case[case.name] = await self._run_case(trial, case, evaluator_box)
+                by_case[case.name] = await self._run_case(trial, case, evaluator_box, streams.get(case.name))
         except BaseException as error:
+            for stream in streams.values():
+                await stream.aclose()
             if evaluator_box[0] is not None:
                 try:
                     await evaluator_box[0].close()

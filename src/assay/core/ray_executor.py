@@ -1,0 +1,316 @@
+"""The Ray executor: unit groups run on a pool of warm actors; results stream back to the driver.
+
+`ray` is imported only here and only when this executor is used (`pip install 'assay[ray]'`).
+A worker that dies is replaced and only the group's unfinished units are sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from assay.errors import AssayError
+
+__all__ = ["RayExecutor", "RemoteLimiter", "WorkerLost", "shared_limiter"]
+
+DEFAULT_RESCHEDULES = 3
+
+
+class WorkerLost(AssayError):
+    """A unit group's workers kept dying; its remaining units could not be run."""
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as error:  # pragma: no cover - depends on the install
+        raise AssayError("--executor ray needs Ray: pip install 'assay[ray]'") from error
+    return ray
+
+
+def ensure_ray(address: str | None = None) -> Any:
+    """Join `address` (or `RAY_ADDRESS`), else start a local cluster; reuse one this process already joined."""
+    ray = _ray()
+    if not ray.is_initialized():
+        if address is None and not os.environ.get("RAY_ADDRESS"):
+            ray.init(include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    return ray
+
+
+def _death_errors(ray: Any) -> tuple[type[BaseException], ...]:
+    exceptions = ray.exceptions
+    names = ("RayActorError", "ActorDiedError", "ActorUnavailableError", "WorkerCrashedError", "NodeDiedError")
+    return tuple(getattr(exceptions, name) for name in names if hasattr(exceptions, name))
+
+
+def _unwrapped(ray: Any, error: BaseException) -> BaseException:
+    """The worker's own exception rather than Ray's wrapper, so messages read as in a local run."""
+    if isinstance(error, ray.exceptions.RayTaskError):
+        cause = getattr(error, "cause", None)
+        if isinstance(cause, BaseException):
+            return cause
+    return error
+
+
+def _worker_actor_class(ray: Any) -> Any:
+    class UnitWorkerActor:
+        """Holds one kind-specific worker (adapter, pools, decoders) for its whole life."""
+
+        def __init__(self, factory: Callable[..., Any], arguments: Sequence[Any]) -> None:
+            from assay.core.ratelimit import set_limiter_factory
+
+            # Every worker of the cluster shares one limiter per endpoint (429s slow them all).
+            set_limiter_factory(lambda endpoint, maximum: shared_limiter(endpoint, maximum))
+            self._worker = factory(*arguments)
+
+        async def stream(self, group: Any) -> AsyncIterator[Any]:
+            async for item in self._worker.stream(group):
+                yield item
+
+        async def call(self, group: Any) -> Any:
+            return await self._worker.call(group)
+
+        async def close(self) -> None:
+            await self._worker.close()
+
+        def pid(self) -> int:
+            return os.getpid()
+
+    return ray.remote(num_cpus=1, max_restarts=0)(UnitWorkerActor)
+
+
+class _Pool:
+    """Actors with a cap on groups in flight each; a group goes to the least loaded live actor."""
+
+    def __init__(self, make: Callable[[], Any], size: int, per_actor: int) -> None:
+        self._make = make
+        self.actors = [make() for _ in range(size)]
+        self._load = [0] * size
+        self._per_actor = per_actor
+        self._changed: asyncio.Condition | None = None
+
+    def _condition(self) -> asyncio.Condition:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def acquire(self) -> tuple[int, Any]:
+        changed = self._condition()
+        async with changed:
+            while True:
+                slot = min(range(len(self.actors)), key=lambda index: (self._load[index], index))
+                if self._load[slot] < self._per_actor:
+                    self._load[slot] += 1
+                    return slot, self.actors[slot]
+                await changed.wait()
+
+    async def release(self, slot: int) -> None:
+        changed = self._condition()
+        async with changed:
+            self._load[slot] -= 1
+            changed.notify_all()
+
+    def replace(self, slot: int, dead: Any, ray: Any) -> None:
+        """A fresh actor in a dead one's place (once, however many of its groups noticed)."""
+        if self.actors[slot] is dead:
+            with contextlib.suppress(Exception):
+                ray.kill(dead, no_restart=True)
+            self.actors[slot] = self._make()
+
+
+class RayExecutor:
+    """An `assay.core.executor.Executor` over Ray actors built by `worker_factory(*factory_arguments)`.
+
+    The worker object must offer `async stream(group)` (an async generator) and/or
+    `async call(group)`, and `async close()`. `remainder(group, received)` says what of a group is
+    left after a worker died having yielded `received` (None: nothing).
+    """
+
+    def __init__(
+        self,
+        ray: Any,
+        worker_factory: Callable[..., Any],
+        factory_arguments: Sequence[Any],
+        *,
+        workers: int,
+        groups_per_worker: int = 1,
+        remainder: Callable[[Any, list[Any]], Any] | None = None,
+        reschedules: int = DEFAULT_RESCHEDULES,
+    ) -> None:
+        self._ray = ray
+        actor_class = _worker_actor_class(ray)
+        arguments = list(factory_arguments)
+        self._pool = _Pool(lambda: actor_class.remote(worker_factory, arguments), workers, groups_per_worker)
+        self._remainder = remainder or (lambda group, received: group)
+        self._reschedules = reschedules
+        self._deaths = _death_errors(ray)
+        self.replaced_workers = 0
+
+    @classmethod
+    def connect(
+        cls,
+        worker_factory: Callable[..., Any],
+        factory_arguments: Sequence[Any],
+        *,
+        address: str | None = None,
+        workers: int | None = None,
+        concurrency: int = 1,
+        remainder: Callable[[Any, list[Any]], Any] | None = None,
+    ) -> RayExecutor:
+        """One worker per CPU of the cluster (or `workers`); `concurrency` groups in flight overall."""
+        ray = ensure_ray(address)
+        if workers is None:
+            workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        per_worker = max(1, math.ceil(concurrency / workers))
+        return cls(
+            ray, worker_factory, factory_arguments, workers=workers, groups_per_worker=per_worker, remainder=remainder
+        )
+
+    @property
+    def actors(self) -> list[Any]:
+        return list(self._pool.actors)
+
+    async def stream(self, group: Any) -> AsyncIterator[Any]:
+        ray = self._ray
+        lost = 0
+        while group is not None:
+            slot, actor = await self._pool.acquire()
+            received: list[Any] = []
+            generator = None
+            settled = False  # ran to its end or its worker died: nothing left to cancel
+            try:
+                generator = actor.stream.options(num_returns="streaming").remote(group)
+                async for reference in generator:
+                    item = await reference
+                    received.append(item)
+                    yield item
+                settled = True
+                return
+            except self._deaths as error:
+                settled = True
+                lost += 1
+                self._pool.replace(slot, actor, ray)
+                self.replaced_workers += 1
+                if lost > self._reschedules:
+                    raise WorkerLost(f"a worker died {lost} times running one unit group: {error}") from error
+                group = self._remainder(group, received)
+            except ray.exceptions.RayTaskError as error:
+                settled = True
+                raise _unwrapped(ray, error) from None
+            finally:
+                if generator is not None and not settled:
+                    # The reader stopped early (an abort elsewhere): stop the worker's calls too.
+                    with contextlib.suppress(Exception):
+                        ray.cancel(generator)
+                await self._pool.release(slot)
+
+    async def call(self, group: Any) -> Any:
+        ray = self._ray
+        lost = 0
+        while True:
+            slot, actor = await self._pool.acquire()
+            try:
+                return await actor.call.remote(group)
+            except self._deaths as error:
+                lost += 1
+                self._pool.replace(slot, actor, ray)
+                self.replaced_workers += 1
+                if lost > self._reschedules:
+                    raise WorkerLost(f"a worker died {lost} times running one unit: {error}") from error
+            except ray.exceptions.RayTaskError as error:
+                raise _unwrapped(ray, error) from None
+            finally:
+                await self._pool.release(slot)
+
+    async def close(self) -> None:
+        """Close every worker's adapter (the first failure is raised after all were asked), then stop them."""
+        ray = self._ray
+        failures: list[BaseException] = []
+        for actor in self._pool.actors:
+            try:
+                await actor.close.remote()
+            except self._deaths:
+                pass
+            except ray.exceptions.RayTaskError as error:
+                failures.append(_unwrapped(ray, error))
+            with contextlib.suppress(Exception):
+                ray.kill(actor, no_restart=True)
+        if failures:
+            raise failures[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# One rate limiter per endpoint for the whole cluster
+
+
+def _limiter_actor_class(ray: Any) -> Any:
+    class LimiterActor:
+        """The same AdaptiveLimiter every local run uses, shared by every worker through one actor."""
+
+        def __init__(self, maximum: int) -> None:
+            from assay.core.ratelimit import AdaptiveLimiter
+
+            self._limiter = AdaptiveLimiter(maximum)
+
+        async def acquire(self) -> None:
+            await self._limiter.acquire()
+
+        def release(self, outcome: str = "ok", retry_after: float | None = None) -> None:
+            self._limiter.release(outcome, retry_after)
+
+        def state(self) -> dict[str, Any]:
+            limiter = self._limiter
+            return {
+                "limit": limiter.limit, "in_flight": limiter.in_flight, "rate_limited": limiter.rate_limited,
+                "paused_until": limiter.paused_until,
+            }
+
+    # Acquires wait inside the actor; a high cap lets every worker's callers queue there.
+    return ray.remote(num_cpus=0, max_concurrency=10_000)(LimiterActor)
+
+
+class RemoteLimiter:
+    """`AdaptiveLimiter`'s interface (acquire, release, slot) backed by a cluster-wide actor."""
+
+    def __init__(self, actor: Any) -> None:
+        self._actor = actor
+
+    async def acquire(self) -> None:
+        await self._actor.acquire.remote()
+
+    def release(self, outcome: str = "ok", retry_after: float | None = None) -> None:
+        self._actor.release.remote(outcome, retry_after)
+
+    async def state(self) -> dict[str, Any]:
+        return await self._actor.state.remote()
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[Any]:
+        from assay.core.ratelimit import _Slot
+
+        await self.acquire()
+        slot = _Slot()
+        try:
+            yield slot
+        except BaseException:
+            self.release("error")
+            raise
+        self.release(slot.outcome, slot.retry_after)
+
+
+def shared_limiter(endpoint: str, maximum: int = 256, *, address: str | None = None) -> RemoteLimiter:
+    """The cluster's limiter of `endpoint`: created by the first caller, found by name by the rest.
+
+    Detached, so it outlives the worker that happened to create it and every run on the cluster
+    (and concurrent runs) shares one view of the endpoint's congestion; it holds no CPU."""
+    ray = ensure_ray(address)
+    actor = _limiter_actor_class(ray).options(
+        name=f"assay-limiter:{endpoint}", namespace="assay", get_if_exists=True, lifetime="detached"
+    ).remote(maximum)
+    return RemoteLimiter(actor)

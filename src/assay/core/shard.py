@@ -1,0 +1,106 @@
+"""`--shard i/n`: a stable, balanced split of a run's units over n independent jobs.
+
+Every shard sees the same plan and computes the same assignment, so n machines (CI matrix jobs,
+Kubernetes indexed jobs, Slurm arrays) cover the plan exactly once without talking to each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assay.errors import UsageError
+
+__all__ = ["Shard", "assign_shards", "check_shard_set", "parse_shard", "shard_members", "stable_hash"]
+
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    index: int  # 1-based, as people count jobs
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: str, option: str = "--shard") -> Shard:
+    match = _SHARD.match(text)
+    if match is None:
+        raise UsageError(f"{option} must look like i/n (for example 1/4), got {text!r}", option)
+    index, count = int(match.group(1)), int(match.group(2))
+    if count < 1 or not 1 <= index <= count:
+        raise UsageError(f"{option} {text}: i must be between 1 and n (n >= 1)", option)
+    return Shard(index, count)
+
+
+def stable_hash(key: str) -> int:
+    """The same on every machine and Python (unlike `hash`, which is salted per process)."""
+    return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big")
+
+
+def assign_shards(weights: Mapping[str, int], count: int) -> dict[str, int]:
+    """unit key -> 1-based shard: heaviest first to the lightest shard (ties: hash order, lowest shard).
+
+    Greedy longest-first keeps shards within one unit's weight of each other; hashing only breaks
+    ties, so the split depends on the unit set and weights, never on input order.
+    """
+    loads = [0] * count
+    assignment: dict[str, int] = {}
+    for key in sorted(weights, key=lambda key: (-weights[key], stable_hash(key), key)):
+        lightest = min(range(count), key=lambda shard: (loads[shard], shard))
+        loads[lightest] += max(0, weights[key])
+        assignment[key] = lightest + 1
+    return assignment
+
+
+def shard_members(keys: Sequence[str], weights: Sequence[int], shard: Shard | None) -> set[str]:
+    """The keys `shard` runs (all of them without a shard)."""
+    if shard is None:
+        return set(keys)
+    combined: dict[str, int] = {}
+    for key, weight in zip(keys, weights, strict=True):
+        combined[key] = combined.get(key, 0) + weight
+    assignment = assign_shards(combined, shard.count)
+    return {key for key, index in assignment.items() if index == shard.index}
+
+
+def check_shard_set(manifests: Sequence[Any], *, identity_keys: Sequence[str] = ()) -> Shard:
+    """Refuse anything but shards 1..n of one invocation (same kind, identity and options), each once.
+
+    `manifests` are run-record manifests whose options carry `shard: "i/n"`; returns the last shard."""
+    if not manifests:
+        raise UsageError("give the shard runs to merge")
+    first = manifests[0]
+    seen: dict[int, str] = {}
+    count = None
+    shard = None
+    for manifest in manifests:
+        text = manifest.options.get("shard")
+        if not text:
+            raise UsageError(f"run {manifest.run_id} is not a shard run (it was not started with --shard)")
+        shard = parse_shard(str(text))
+        if manifest.kind != first.kind:
+            raise UsageError(f"runs of different kinds cannot be merged: {first.run_id} is {first.kind}, "
+                             f"{manifest.run_id} is {manifest.kind}")
+        if count is not None and shard.count != count:
+            raise UsageError(f"run {manifest.run_id} is shard {shard} but {first.run_id} is one of {count}")
+        count = shard.count
+        if shard.index in seen:
+            raise UsageError(f"shard {shard} is given twice: {seen[shard.index]} and {manifest.run_id}")
+        seen[shard.index] = manifest.run_id
+        options = {key: value for key, value in manifest.options.items() if key != "shard"}
+        first_options = {key: value for key, value in first.options.items() if key != "shard"}
+        if options != first_options or any(
+            manifest.identity.get(key) != first.identity.get(key) for key in identity_keys
+        ):
+            raise UsageError(f"runs {first.run_id} and {manifest.run_id} are shards of different invocations")
+    assert count is not None and shard is not None
+    missing = [str(index) for index in range(1, count + 1) if index not in seen]
+    if missing:
+        raise UsageError(f"missing shard(s) {', '.join(f'{index}/{count}' for index in missing)} of {count}")
+    return shard

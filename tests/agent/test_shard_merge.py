@@ -1,0 +1,81 @@
+"""`assay agent run --shard i/n` + `assay runs merge`: the merged run equals the unsharded run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from assay.cli.agent import agent_app
+from assay.cli.runs import runs_app
+from assay.core.record import read_record
+from assay.core.store import open_store
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent"
+app = typer.Typer()
+app.add_typer(agent_app, name="agent")
+app.add_typer(runs_app, name="runs")
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, [str(arg) for arg in args])
+
+
+@pytest.fixture
+def project(tmp_path):
+    target = tmp_path / "demo"
+    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns(".assay", "__pycache__"))
+    return target
+
+
+def _latest():
+    with open_store(read_only=True) as store:
+        stored = store.get_run("latest")
+    return read_record(Path(stored.record_path))
+
+
+def _comparable(units):
+    rows = []
+    for unit in units:
+        detail = dict(unit.detail)
+        rows.append((unit.unit_id, unit.verdict, unit.group, unit.reason, detail.get("failing", []),
+                     [assertion["status"] for assertion in detail.get("assertions", [])]))
+    return rows
+
+
+def test_sharded_agent_runs_merged_equal_the_unsharded_run(project):
+    whole = invoke("agent", "run", "--project", project, "--attempts", "2")
+    whole_manifest, whole_units = _latest()
+    shard_ids, shard_groups = [], []
+    for index in (1, 2, 3):
+        result = invoke("agent", "run", "--project", project, "--attempts", "2", "--shard", f"{index}/3")
+        assert result.exit_code in (0, 1), result.output
+        manifest, units = _latest()
+        assert manifest.options["shard"] == f"{index}/3"
+        shard_ids.append(manifest.run_id)
+        shard_groups.append({unit.group for unit in units})
+    # Every (experiment, eval) runs in exactly one shard, both of its attempts together.
+    assert sorted(group for groups in shard_groups for group in groups) == sorted({unit.group for unit in whole_units})
+    assert max(map(len, shard_groups)) - min(map(len, shard_groups)) <= 1
+
+    merged = invoke("runs", "merge", *shard_ids)
+    merged_manifest, merged_units = _latest()
+    assert merged.exit_code == whole.exit_code == 1, merged.output
+    assert _comparable(merged_units) == _comparable(whole_units)
+    assert merged_manifest.gates == whole_manifest.gates
+    assert merged_manifest.success is whole_manifest.success is False
+    assert {k: v for k, v in merged_manifest.options.items() if k != "merged_from"} == dict(whole_manifest.options)
+    assert "7/8" not in merged.output  # 16 attempts: the summary counts the merged run, not a shard
+    assert "14/16" in merged.output
+
+
+def test_agent_shard_option_is_validated(project):
+    result = invoke("agent", "run", "--project", project, "--shard", "0/2")
+    assert result.exit_code == 2
+    assert "i must be between 1 and n" in result.output
+    result = invoke("agent", "run", "--project", project, "--ray-address", "127.0.0.1:1")
+    assert result.exit_code == 2
+    assert "--ray-address needs --executor ray" in result.output

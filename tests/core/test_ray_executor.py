@@ -1,0 +1,205 @@
+"""The Ray executor on a local 2-CPU cluster: video and agent runs equal local runs; dead workers lose nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="the Ray executor needs the optional extra: pip install 'assay[ray]'")
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS / "video"))
+
+from video_evals import invoke, make_eval, read_report, run_eval, write
+
+CASE = """
+video: clip.mp4
+targets:
+  number:
+    config: {{calls_file: "{calls}"}}
+    samples:
+      - range: [0.0, 2.0]
+        every_s: 0.2
+        expect: 0
+      - at: [2.5]
+        expect: 25
+  even:
+    config: {{mode: even}}
+    samples:
+      - at: [0.1, 0.3]
+        expect: false
+"""
+
+# Dies (the whole worker process) the first time it is asked about sample 4 of case `b`.
+DYING_ADAPTER_EXTRA = '''
+
+_base = Evaluator.evaluate
+
+async def _evaluate_or_die(self, sample, target):
+    marker = target.config.get("die_once")
+    if marker and sample.case_name == "b" and sample.sample_index == 4 and not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(1)
+    return await _base(self, sample, target)
+
+Evaluator.evaluate = _evaluate_or_die
+'''
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    # Workers import the test adapters' helper module (`media`) like the driver does.
+    previous = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), previous]))
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+    if previous is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = previous
+
+
+def _three_case_eval(root: Path, calls: Path, adapter_extra: str = "", number_config: str = "") -> Path:
+    from video_evals import NUMBER_ADAPTER
+
+    eval_dir = make_eval(root, CASE.format(calls=calls), case_name="a", frames=30, adapter=NUMBER_ADAPTER + adapter_extra)
+    for name in ("b", "c"):
+        text = CASE.format(calls=calls)
+        if number_config:
+            text = text.replace(f'{{calls_file: "{calls}"}}', f'{{calls_file: "{calls}", {number_config}}}')
+        write(eval_dir / "cases" / f"{name}.yaml", text)
+    return eval_dir
+
+
+def _trial_results(report: dict) -> list[dict]:
+    volatile = {"evaluation_duration_seconds"}
+    return [
+        {key: value for key, value in result.items() if key not in volatile}
+        for trial in report["trials"]
+        for result in trial["results"]
+    ]
+
+
+def test_video_run_on_ray_equals_the_local_run(tmp_path, ray_cluster):
+    calls = tmp_path / "calls.txt"
+    eval_dir = _three_case_eval(tmp_path, calls)
+    local = run_eval(eval_dir, "--output-json", tmp_path / "local.json", "--concurrency", "2", "--repeat", "2")
+    on_ray = run_eval(
+        eval_dir, "--output-json", tmp_path / "ray.json", "--concurrency", "2", "--repeat", "2", "--executor", "ray"
+    )
+    assert on_ray.exit_code == local.exit_code == 0, on_ray.output
+    local_report, ray_report = read_report(tmp_path / "local.json"), read_report(tmp_path / "ray.json")
+    assert _trial_results(ray_report) == _trial_results(local_report)
+    assert [trial["gates"] for trial in ray_report["trials"]] == [trial["gates"] for trial in local_report["trials"]]
+    assert ray_report["success"] == local_report["success"]
+    # The console shows cases in the same order with the same lines (durations aside).
+    assert _case_lines(on_ray.output) == _case_lines(local.output)
+    assert _lines(on_ray.output, "FAILED") == _lines(local.output, "FAILED")
+
+
+def _case_lines(output: str) -> list[str]:
+    return [line.strip() for line in output.splitlines() if " Case " in line or "target " in line]
+
+
+def _lines(output: str, prefix: str) -> list[str]:
+    return [line.strip() for line in output.splitlines() if line.strip().startswith(prefix)]
+
+
+def test_video_abort_on_ray_reports_the_adapter_error_like_a_local_run(tmp_path, ray_cluster):
+    calls = tmp_path / "calls.txt"
+    eval_dir = _three_case_eval(tmp_path, calls, number_config="fail_at: [3]")
+    local = run_eval(eval_dir)
+    on_ray = run_eval(eval_dir, "--executor", "ray")
+    assert local.exit_code == on_ray.exit_code == 2
+    assert "Eval failed: adapter failed for b/number sample 3 at 0.6s: model timed out on frame 6" in local.flat
+    assert "Eval failed: adapter failed for b/number sample 3 at 0.6s: model timed out on frame 6" in on_ray.flat
+
+
+def test_a_worker_killed_mid_run_loses_no_completed_result(tmp_path, ray_cluster):
+    calls = tmp_path / "calls.txt"
+    marker = tmp_path / "died"
+    eval_dir = _three_case_eval(tmp_path, calls, DYING_ADAPTER_EXTRA, number_config=f'die_once: "{marker}"')
+    on_ray = run_eval(eval_dir, "--output-json", tmp_path / "ray.json", "--executor", "ray")
+    assert marker.exists(), "the adapter never killed its worker"
+    assert on_ray.exit_code == 0, on_ray.output
+    ray_calls = calls.read_text().splitlines()
+    local = run_eval(eval_dir, "--output-json", tmp_path / "local.json")
+    assert local.exit_code == 0, local.output
+    assert _trial_results(read_report(tmp_path / "ray.json")) == _trial_results(read_report(tmp_path / "local.json"))
+    # Case b's first answers streamed back before the death were kept: they were not asked again;
+    # the unit in flight (sample 4) was rescheduled on a fresh worker.
+    assert ray_calls.count("b/number:0") == 1
+    assert ray_calls.count("b/number:4") == 1
+    assert ray_calls.count("b/number:10") == 1
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent"
+
+
+def _agent_units():
+    from assay.core.record import read_record
+    from assay.core.store import open_store
+
+    with open_store(read_only=True) as store:
+        stored = store.get_run("latest")
+    _, units = read_record(Path(stored.record_path))
+    return [
+        (unit.unit_id, unit.verdict, unit.reason, [a["status"] for a in unit.detail.get("assertions", [])],
+         [turn["events"] for turn in unit.detail.get("turns", [])])
+        for unit in units
+    ]
+
+
+def test_agent_run_on_ray_equals_the_local_run(tmp_path, ray_cluster):
+    import shutil
+
+    project = tmp_path / "demo"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".assay", "__pycache__"))
+    local = invoke("agent", "run", "--project", project, "--attempts", "2")
+    local_units = _agent_units()
+    on_ray = invoke("agent", "run", "--project", project, "--attempts", "2", "--executor", "ray")
+    assert on_ray.exit_code == local.exit_code == 1, on_ray.output
+    assert _agent_units() == local_units
+    assert "14/16" in on_ray.output and "14/16" in local.output
+
+
+def test_workers_share_one_adaptive_rate_limiter_per_endpoint(ray_cluster):
+    from assay.core.ray_executor import shared_limiter
+
+    @ray.remote
+    def call_endpoint(endpoint: str, rate_limited: bool) -> float:
+        async def go() -> float:
+            import time
+
+            limiter = shared_limiter(endpoint, 4)
+            started = time.monotonic()
+            async with limiter.slot() as slot:
+                if rate_limited:
+                    slot.rate_limited(0.5)
+            return time.monotonic() - started
+
+        return asyncio.run(go())
+
+    endpoint = "http://judge.test/v1"
+    ray.get(call_endpoint.remote(endpoint, True))  # a 429 with Retry-After 0.5 s seen by one worker …
+    waited = ray.get(call_endpoint.remote(endpoint, False))  # … makes another worker wait it out
+    assert waited >= 0.3
+
+    async def states() -> tuple[dict, dict]:
+        for _ in range(50):
+            state = await shared_limiter(endpoint, 4).state()
+            if state["in_flight"] == 0:
+                break
+            await asyncio.sleep(0.02)
+        return state, await shared_limiter("http://other.test/v1", 4).state()
+
+    state, other = asyncio.run(states())
+    assert state["rate_limited"] == 1
+    assert 2.0 <= state["limit"] < 3.0  # halved from 4 by the 429, then grown by one success
+    assert other["limit"] == 4.0 and other["rate_limited"] == 0

@@ -1,0 +1,84 @@
+"""`--shard i/n`: parsing, a split that is stable across machines, balanced, and covers every unit once."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+
+import pytest
+
+from assay.core.record import RunManifest
+from assay.core.shard import (
+    Shard,
+    assign_shards,
+    check_shard_set,
+    parse_shard,
+    shard_members,
+    stable_hash,
+)
+from assay.errors import UsageError
+
+
+@pytest.mark.parametrize("text", ["1/1", "2/4", " 3 / 3 "])
+def test_shard_parses_one_based_index_of_count(text):
+    shard = parse_shard(text)
+    assert 1 <= shard.index <= shard.count
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1/0", "a/b", "1-2", "2"])
+def test_shard_rejects_what_is_not_i_of_n(text):
+    with pytest.raises(UsageError):
+        parse_shard(text)
+
+
+def test_every_unit_lands_in_exactly_one_shard():
+    keys = [f"case{i}" for i in range(23)]
+    weights = [1 + i % 5 for i in range(23)]
+    members = [shard_members(keys, weights, Shard(index, 4)) for index in range(1, 5)]
+    assert sorted(key for shard in members for key in shard) == sorted(keys)
+
+
+def test_split_does_not_depend_on_input_order():
+    weights = {f"eval/{i}": 1 + (i * 7) % 4 for i in range(40)}
+    shuffled = list(weights.items())
+    random.Random(3).shuffle(shuffled)
+    assert assign_shards(weights, 5) == assign_shards(dict(shuffled), 5)
+
+
+def test_split_is_balanced_within_one_unit_weight():
+    weights = {f"case{i}": 1 + (i * 13) % 9 for i in range(50)}
+    assignment = assign_shards(weights, 4)
+    loads = [sum(w for key, w in weights.items() if assignment[key] == shard) for shard in range(1, 5)]
+    assert max(loads) - min(loads) <= max(weights.values())
+
+
+def test_hash_is_the_same_in_another_process():
+    # Python's own hash() is salted per process; shards on different machines must agree.
+    code = "from assay.core.shard import stable_hash; print(stable_hash('video/clip'))"
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": "123", "PATH": ""}).stdout.strip()
+    assert int(other) == stable_hash("video/clip")
+
+
+def _manifest(run_id, shard, **options):
+    return RunManifest(run_id=run_id, kind="video", created_at="t", options={"shard": shard, **options})
+
+
+def test_a_complete_shard_set_is_accepted():
+    assert check_shard_set([_manifest("b", "2/2"), _manifest("a", "1/2")]).count == 2
+
+
+@pytest.mark.parametrize(
+    ("manifests", "message"),
+    [
+        ([_manifest("a", "1/2")], "missing shard(s) 2/2 of 2"),
+        ([_manifest("a", "1/2"), _manifest("b", "1/2")], "is given twice"),
+        ([_manifest("a", "1/2"), _manifest("b", "2/3")], "is one of 2"),
+        ([_manifest("a", "1/2", repeat=1), _manifest("b", "2/2", repeat=2)], "shards of different invocations"),
+        ([RunManifest(run_id="a", kind="video", created_at="t")], "is not a shard run"),
+    ],
+)
+def test_an_incomplete_or_mixed_shard_set_is_refused(manifests, message):
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        check_shard_set(manifests)

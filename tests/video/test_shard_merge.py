@@ -1,0 +1,138 @@
+"""`assay video run --shard i/n` + `assay runs merge`: the merged run equals the unsharded run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from video_evals import invoke, make_eval, read_report, run_eval, write
+
+from assay.core.record import read_record
+from assay.core.store import open_store
+
+CASE = """
+video: clip.mp4
+thresholds:
+  min_pass_rate: {case_rate}
+targets:
+  number:
+    samples:
+      - range: [0.0, {until}]
+        every_s: 0.2
+        expect: {expect}
+  even:
+    config: {{mode: even}}
+    samples:
+      - at: [0.1, 0.2]
+        expect: true
+"""
+CONFIG = """
+thresholds:
+  per_target:
+    number: {min_pass_rate: 0.3}
+    even: {min_pass_rate: 0.4}
+"""
+CASES = {"a": (0.5, 1.0, 0), "b": (0.1, 2.0, 4), "c": (0.9, 0.6, 2), "d": (0.2, 1.4, 8), "e": (0.0, 0.4, 0)}
+
+
+def _eval(tmp_path):
+    name, (rate, until, expect) = next(iter(CASES.items()))
+    eval_dir = make_eval(tmp_path, CASE.format(case_rate=rate, until=until, expect=expect), case_name=name,
+                         config_yaml=CONFIG)
+    for name, (rate, until, expect) in list(CASES.items())[1:]:
+        write(eval_dir / "cases" / f"{name}.yaml", CASE.format(case_rate=rate, until=until, expect=expect))
+    return eval_dir
+
+
+def _latest_record():
+    with open_store(read_only=True) as store:
+        stored = store.get_run("latest")
+    return read_record(Path(stored.record_path))
+
+
+def _comparable_units(units):
+    return [(unit.unit_id, unit.verdict, unit.group, unit.expected, unit.observed, unit.reason) for unit in units]
+
+
+def _report_results(report):
+    return [
+        {key: value for key, value in result.items() if key not in ("evaluation_duration_seconds", "evaluation_timing_mode")}
+        for trial in report["trials"]
+        for result in trial["results"]
+    ]
+
+
+def test_sharded_runs_merged_equal_the_unsharded_run(tmp_path):
+    eval_dir = _eval(tmp_path)
+    whole = run_eval(eval_dir, "--repeat", "2", "--output-json", tmp_path / "whole.json")
+    whole_manifest, whole_units = _latest_record()
+    shard_ids = []
+    shard_cases = []
+    for index in (1, 2, 3):
+        result = run_eval(eval_dir, "--repeat", "2", "--shard", f"{index}/3")
+        assert result.exit_code in (0, 1), result.output
+        manifest, units = _latest_record()
+        assert manifest.options["shard"] == f"{index}/3"
+        shard_ids.append(manifest.run_id)
+        shard_cases.append({unit.detail["case"] for unit in units})
+    # Each case (so each video) belongs to exactly one shard.
+    assert sorted(case for cases in shard_cases for case in cases) == sorted(CASES)
+
+    merged = invoke("runs", "merge", *shard_ids, "--output-json", tmp_path / "merged.json")
+    merged_manifest, merged_units = _latest_record()
+    assert merged.exit_code == whole.exit_code == 1  # case c's 90% gate fails
+    assert _comparable_units(merged_units) == _comparable_units(whole_units)
+    assert merged_manifest.gates == whole_manifest.gates
+    assert merged_manifest.success == whole_manifest.success is False
+    assert merged_manifest.options["merged_from"] == shard_ids
+    assert merged_manifest.title == whole_manifest.title
+    merged_report, whole_report = read_report(tmp_path / "merged.json"), read_report(tmp_path / "whole.json")
+    assert _report_results(merged_report) == _report_results(whole_report)
+    assert [trial["gates"] for trial in merged_report["trials"]] == [trial["gates"] for trial in whole_report["trials"]]
+    assert merged_report["stability"] == whole_report["stability"]
+    # The same summary lines as the unsharded run's console output.
+    for line in ("Failed gates", "c_min_pass_rate", "Samples:"):
+        assert (line in merged.flat) == (line in whole.flat)
+
+
+def test_merge_accepts_record_folders_as_ci_jobs_upload_them(tmp_path):
+    eval_dir = _eval(tmp_path)
+    folders = []
+    for index in (1, 2):
+        run_eval(eval_dir, "--shard", f"{index}/2")
+        with open_store(read_only=True) as store:
+            folders.append(store.get_run("latest").record_path)
+    merged = invoke("runs", "merge", *folders)
+    manifest, units = _latest_record()
+    assert merged.exit_code == 1, merged.output
+    shard_units = [Path(folder, "units.jsonl").read_text().splitlines() for folder in folders]
+    assert len(units) == sum(map(len, shard_units))
+    assert manifest.options["merged_from"] and "shard" not in manifest.options
+
+
+def test_merge_refuses_an_incomplete_or_mixed_shard_set(tmp_path):
+    eval_dir = _eval(tmp_path)
+    ids = []
+    for shard in ("1/3", "2/3"):
+        run_eval(eval_dir, "--shard", shard)
+        with open_store(read_only=True) as store:
+            ids.append(store.get_run("latest").run_id)
+    missing = invoke("runs", "merge", *ids)
+    assert missing.exit_code == 2
+    assert "missing shard(s) 3/3 of 3" in missing.output
+    twice = invoke("runs", "merge", ids[0], ids[0], ids[1])
+    assert twice.exit_code == 2 and "is given twice" in twice.output
+    run_eval(eval_dir, "--shard", "3/3", "--min-pass-rate", "0.1")
+    with open_store(read_only=True) as store:
+        other = store.get_run("latest").run_id
+    mixed = invoke("runs", "merge", *ids, other)
+    assert mixed.exit_code == 2 and "shards of different invocations" in mixed.output
+
+
+def test_shard_option_is_checked_and_recorded_for_resume(tmp_path):
+    eval_dir = _eval(tmp_path)
+    bad = run_eval(eval_dir, "--shard", "4/3")
+    assert bad.exit_code == 2
+    assert "i must be between 1 and n" in bad.flat
+    listing = json.loads(invoke("runs", "list", "--json").output)
+    assert all(run["options"].get("shard") != "4/3" for run in listing["runs"])
