@@ -14,17 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from assay.core.compare import evaluate_observation
 from assay.core.gates import Gate
-from assay.core.jsonvalue import check_json_like
-from assay.errors import AdapterError, AssayError, JsonValueError, VideoError
+from assay.errors import AdapterError, AssayError, VideoError
 from assay.video import artifacts
 from assay.video.adapters import AdapterConfig, VideoEvaluator
+from assay.video.judging import SampleJudge, make_result
 from assay.video.model import Case, EvalDirectory, Sample, SampleResult, Target
 from assay.video.observe import (
     EvalRunError,
     Observation,
-    SampleAbort,
     create_evaluator,
     error_text,
     observe_case,
@@ -153,7 +151,7 @@ class VideoWorker:
     def __init__(self, options: RunOptions, eval_dir: Path) -> None:
         self._options = options
         self._eval_dir = eval_dir
-        self._judging = VideoRun(None, options, None)  # type: ignore[arg-type] - judging needs options only
+        self._judging = SampleJudge(keep_going=options.keep_going)
         self._evaluator: VideoEvaluator | None = None
         self._threads = ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="assay-adapter")
 
@@ -262,6 +260,7 @@ class VideoRun:
         # durable; its `completed` results are reused instead of calling the adapter again.
         self._checkpoint = checkpoint
         self._completed = checkpoint.completed if checkpoint is not None else {}
+        self._judging = SampleJudge(keep_going=options.keep_going)
         self._executor: ThreadPoolExecutor | None = None
         # None: cases run here. Otherwise an `assay.core.executor.Executor` whose `stream(group)`
         # runs a `CaseWork` elsewhere (Ray actors) and yields `(SampleResult, pixels)` as they finish;
@@ -274,92 +273,6 @@ class VideoRun:
             config=dict(self.options.adapter_config),
             artifacts_dir=Path(self.options.artifacts_dir) if self.options.artifacts_dir is not None else None,
             verbose=self.options.verbose,
-        )
-
-    # -- results ----------------------------------------------------------------------------
-    def _result(
-        self,
-        sample: Sample,
-        target: Target,
-        *,
-        status: str,
-        reason: str,
-        observed: Any = None,
-        observed_value: Any = None,
-        effective_mode: str | None = None,
-        duration: float | None = None,
-        timing_mode: str | None = None,
-    ) -> SampleResult:
-        return SampleResult(
-            case=sample.case_name,
-            target=target.id,
-            target_label=target.label,
-            sample_index=sample.sample_index,
-            timestamp_s=sample.timestamp_s,
-            status=status,
-            expected=sample.expected,
-            observed=observed,
-            observed_value=observed_value,
-            compare_mode=sample.compare.mode,
-            effective_mode=effective_mode if effective_mode is not None else sample.compare.mode,
-            field=sample.field,
-            reason=reason,
-            source=sample.source,
-            evaluation_duration_seconds=duration,
-            evaluation_timing_mode=timing_mode,
-        )
-
-    def _judge(
-        self, sample: Sample, target: Target, observation: Any, duration: float, timing_mode: str
-    ) -> SampleResult:
-        """Validate and compare one observation; errors become results or abort the run."""
-        try:
-            check_json_like(observation, "observation")
-        except JsonValueError as error:
-            message = (
-                f"adapter returned non-JSON observation for {sample.case_name}/{target.id} "
-                f"sample {sample.sample_index}: {error}"
-            )
-            return self._adapter_error(sample, target, message, duration, timing_mode)
-        try:
-            comparison = evaluate_observation(
-                expected=sample.expected,
-                observation=observation,
-                field=sample.field,
-                mode=sample.compare.mode,
-                tolerance=sample.compare.tolerance,
-            )
-        except Exception as error:  # noqa: BLE001 - a comparison bug must not lose the observation
-            if not self.options.keep_going:
-                raise SampleAbort(
-                    sample,
-                    f"comparison failed for {sample.case_name}/{target.id} sample {sample.sample_index} "
-                    f"at {sample.timestamp_s:g}s: {error_text(error)}",
-                ) from error
-            return self._result(
-                sample, target, status="error", reason=f"comparison_error: {error_text(error)}",
-                observed=observation, duration=duration, timing_mode=timing_mode,
-            )
-        return self._result(
-            sample,
-            target,
-            status="passed" if comparison.passed else "failed",
-            reason=comparison.reason,
-            observed=observation,
-            observed_value=comparison.observed_value,
-            effective_mode=comparison.effective_mode,
-            duration=duration,
-            timing_mode=timing_mode,
-        )
-
-    def _adapter_error(
-        self, sample: Sample, target: Target, message: str, duration: float | None, timing_mode: str | None
-    ) -> SampleResult:
-        if not self.options.keep_going:
-            raise SampleAbort(sample, message)
-        return self._result(
-            sample, target, status="error", reason=f"adapter_error: {message}",
-            duration=duration, timing_mode=timing_mode,
         )
 
     def _finish(self, trial: int, result: SampleResult, rgb: Any, order: _DisplayOrder, target_index: int) -> Any:
@@ -421,7 +334,7 @@ class VideoRun:
 
         for target, _, ignored in pending:
             for sample in ignored:
-                store(target, self._result(sample, target, status="ignored", reason=sample.ignore or ""))
+                store(target, make_result(sample, target, status="ignored", reason=sample.ignore or ""))
         work = [(target, todo) for target, todo, _ in pending if todo]
         if not work:
             if self._checkpoint is not None:
@@ -454,13 +367,7 @@ class VideoRun:
 
     def judged(self, observation: Observation) -> SampleResult:
         """The result of one observation (raises SampleAbort to stop a fail-fast run)."""
-        sample, target = observation.sample, observation.target
-        if observation.error is not None:
-            return self._result(
-                sample, target, status="error", reason=f"adapter_error: {observation.error}",
-                duration=observation.duration_seconds, timing_mode=observation.timing_mode,
-            )
-        return self._judge(sample, target, observation.value, observation.duration_seconds, observation.timing_mode)
+        return self._judging.judged(observation)
 
     async def _store_remote(self, trial: int, remote: Any, work: Sequence[tuple[Target, list[Sample]]], store: Any) -> None:
         """Journal and show a remotely run case's results as they stream in; re-raise its abort."""
