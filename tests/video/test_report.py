@@ -8,7 +8,8 @@ from rich.console import Console
 
 from assay.core.format import format_bytes, format_duration, format_latency, format_rate
 from assay.video.model import SampleResult
-from assay.video.report import ConsoleReporter, short_repr, target_name
+from assay.core.format import short_repr
+from assay.video.report import ConsoleReporter, target_name
 
 
 def result(**changes):

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 
+def short_repr(value: object, limit: int = 80) -> str:
+    """Python `repr`, cut to `limit` characters with a trailing `...` (console and listings)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def format_duration(seconds: float) -> str:
     """`0.2s`, `2m 5.5s`, `1h 2m 3.0s`."""
     if seconds < 60:

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
+from assay.core.format import short_repr
 from assay.core.report.table import render_table
 from assay.video.model import EvalDirectory
 
 HEADERS = ("Case", "Target", "Time", "Expected", "Mode", "Field", "Ignored", "Source")
-
-
-def _short_repr(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def sample_rows(directory: EvalDirectory) -> list[tuple[str, ...]]:
@@ -27,7 +22,7 @@ def sample_rows(directory: EvalDirectory) -> list[tuple[str, ...]]:
                         case.name,
                         name,
                         f"{sample.timestamp_s:g}s",
-                        _short_repr(sample.expected) if sample.has_expectation else "",
+                        short_repr(sample.expected) if sample.has_expectation else "",
                         sample.compare.mode or "",  # the declared mode only; blank when inferred
                         sample.field or "",
                         sample.ignore or "",

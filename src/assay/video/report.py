@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from assay.core.fsutil import write_atomically
-from assay.core.format import format_duration, format_latency, format_rate
+from assay.core.format import format_duration, format_latency, format_rate, short_repr
 from assay.video.model import Case, SampleResult, Target
 from assay.video.run import RunOutcome
 
@@ -26,11 +26,6 @@ TIMING_LABELS = {
     "batch_amortized": ("Avg amortized batch time", "Avg batch/sample"),
     "mixed": ("Avg evaluation time", "Avg eval/sample"),
 }
-
-
-def short_repr(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def target_name(target_id: str, label: str | None) -> str:

@@ -460,7 +460,7 @@ class _SeedRun:
         self.seeded[key] = value
         self.errors.pop(key, None)
         if self.options.verbose:
-            from assay.video.report import short_repr
+            from assay.core.format import short_repr
 
             self.emit(f"    SEEDED {target.display_name} @{sample.timestamp_s:g}s expect={short_repr(value)}")
 
