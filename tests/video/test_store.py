@@ -576,3 +576,41 @@ def test_prune_singular_for_one_file(cache):
     result = _invoke("prune-cache")
     assert result.output == f"Removed 1 cached file (2.0 KiB) from {cache.resolve()}\n"
     assert not (cache / "sha256").exists()
+
+
+def test_transfer_progress_bar_only_on_a_terminal_and_counts_every_byte(monkeypatch):
+    from assay.video import store as store_module
+
+    advanced = []
+
+    class FakeProgress:
+        def __init__(self, *args, **kwargs):
+            self.tasks = []
+
+        def add_task(self, description, total):
+            self.tasks.append((description, total))
+            return 0
+
+        def update(self, task, advance):
+            advanced.append(advance)
+
+        def start(self):
+            advanced.append("start")
+
+        def stop(self):
+            advanced.append("stop")
+
+    import rich.progress
+
+    monkeypatch.setattr(rich.progress, "Progress", FakeProgress)
+    monkeypatch.setattr(store_module.sys.stderr, "isatty", lambda: False, raising=False)
+    with store_module._Progress("Downloading s:k", 10, True) as quiet:
+        assert not quiet.active
+    monkeypatch.setattr(store_module.sys.stderr, "isatty", lambda: True, raising=False)
+    with store_module._Progress("Downloading s:k", 10, True) as bar:
+        assert bar.active
+        bar.advance(4)
+        bar.advance(6)
+    assert advanced == ["start", 4, 6, "stop"]
+    with store_module._Progress("Downloading s:k", 10, False) as disabled:
+        assert not disabled.active
