@@ -28,15 +28,17 @@ def main() -> int:
 
     make_demo_video(HERE / "video" / "cases" / "traffic-light.mp4")
     codes = [
-        run("video eval", "video", "run", "--eval-dir", "examples/video", "--concurrency", "4"),
-        run("agent eval", "agent", "run", "--project", "examples/agent"),
+        run("video eval (one brightness expectation is wrong on purpose)", "video", "run", "--eval-dir", "examples/video", "--concurrency", "4"),
+        run("agent eval (`wrong_on_purpose` fails by design)", "agent", "run", "--project", "examples/agent"),
         run(
             "document eval",
             "doc", "run-case", "--config", "examples/doc/evals/eval-kit.config.json",
             "--case", "release-notes-v1", "--candidate", "examples/doc/candidates/good.md",
         ),
     ]
-    return 0 if all(code in (0, 1) for code in codes) else 2
+    ran = all(code in (0, 1) for code in codes)
+    print("\nAll demos ran." if ran else "\nA demo could not run (see above).", flush=True)
+    return 0 if ran else 2
 
 
 if __name__ == "__main__":
