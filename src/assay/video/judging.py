@@ -9,10 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from assay.core.compare import evaluate_observation
-from assay.core.jsonvalue import check_json_like
-from assay.errors import JsonValueError
 from assay.video.model import Sample, SampleResult, Target
-from assay.video.observe import Observation, SampleAbort, error_text
+from assay.video.observe import Observation, SampleAbort, error_text, invalid_observation
 
 
 def make_result(
@@ -66,13 +64,8 @@ class SampleJudge:
         self, sample: Sample, target: Target, observation: Any, duration: float, timing_mode: str
     ) -> SampleResult:
         """Validate and compare one observation; errors become results or abort the run."""
-        try:
-            check_json_like(observation, "observation")
-        except JsonValueError as error:
-            message = (
-                f"adapter returned non-JSON observation for {sample.case_name}/{target.id} "
-                f"sample {sample.sample_index}: {error}"
-            )
+        message = invalid_observation(sample, target, observation)
+        if message is not None:
             return self.adapter_error(sample, target, message, duration, timing_mode)
         try:
             comparison = evaluate_observation(

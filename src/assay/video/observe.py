@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.schedule import Completed, run_bounded
-from assay.errors import AdapterRuntimeError, AssayError, VideoError
+from assay.core.jsonvalue import check_json_like
+from assay.errors import AdapterError, AdapterRuntimeError, AssayError, JsonValueError, VideoError
 from assay.video.adapters import AdapterConfig, FrameSample, TargetContext, VideoEvaluator
 from assay.video.model import Case, Sample, Target
 
@@ -69,6 +70,53 @@ async def create_evaluator(
 
     assert adapter is not None
     return await create_python_evaluator(adapter, config, executor=executor)
+
+
+class TrialEvaluator:
+    """One trial's evaluator: created on first use (never when nothing is pending), closed once.
+
+    `async with` closes it with GlassKit's rules: a close failure while another error propagates
+    becomes a note on that error; otherwise it is `adapter close failed: …` (exit 2)."""
+
+    def __init__(
+        self, *, adapter: str | None, adapter_command: str | None, config: AdapterConfig, executor: Executor | None
+    ) -> None:
+        self._arguments = {"adapter": adapter, "adapter_command": adapter_command, "config": config, "executor": executor}
+        self._evaluator: VideoEvaluator | None = None
+
+    async def get(self) -> VideoEvaluator:
+        if self._evaluator is None:
+            self._evaluator = await create_evaluator(**self._arguments)
+        return self._evaluator
+
+    async def __aenter__(self) -> TrialEvaluator:
+        return self
+
+    async def __aexit__(self, error_type: Any, error: BaseException | None, traceback: Any) -> None:
+        evaluator, self._evaluator = self._evaluator, None
+        if evaluator is None:
+            return
+        try:
+            await evaluator.close()
+        except Exception as close_error:  # noqa: BLE001 - the adapter's own code
+            if error is not None:
+                error.add_note(f"adapter close failed while handling previous error: {error_text(close_error)}")
+            elif isinstance(close_error, AssayError):
+                raise
+            else:
+                raise AdapterError(f"adapter close failed: {error_text(close_error)}") from close_error
+
+
+def invalid_observation(sample: Sample, target: Target, value: Any) -> str | None:
+    """The adapter-error message for an observation that is not JSON-like, else None."""
+    try:
+        check_json_like(value, "observation")
+    except JsonValueError as error:
+        return (
+            f"adapter returned non-JSON observation for {sample.case_name}/{target.id} "
+            f"sample {sample.sample_index}: {error}"
+        )
+    return None
 
 
 def _call_error(sample: Sample, target: Target, error: BaseException) -> str:

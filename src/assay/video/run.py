@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from assay.core.gates import Gate
-from assay.errors import AdapterError, AssayError, VideoError
+from assay.errors import AssayError, VideoError
 from assay.video import artifacts
 from assay.video.adapters import AdapterConfig, VideoEvaluator
 from assay.video.judging import SampleJudge, make_result
@@ -23,8 +23,8 @@ from assay.video.model import Case, EvalDirectory, Sample, SampleResult, Target
 from assay.video.observe import (
     EvalRunError,
     Observation,
+    TrialEvaluator,
     create_evaluator,
-    error_text,
     observe_case,
     video_path,
 )
@@ -314,7 +314,7 @@ class VideoRun:
         return results, pending
 
     async def _run_case(
-        self, trial: int, case: Case, evaluator_box: list[VideoEvaluator | None], remote: Any = None
+        self, trial: int, case: Case, evaluators: TrialEvaluator, remote: Any = None
     ) -> dict[tuple[int, int], SampleResult]:
         repeat = self.options.repeat
         results, pending = self._pending(trial, case)
@@ -343,20 +343,14 @@ class VideoRun:
         if remote is not None:
             await self._store_remote(trial, remote, work, store)
             return results
-        if evaluator_box[0] is None:
-            evaluator_box[0] = await create_evaluator(
-                adapter=self.options.adapter,
-                adapter_command=self.options.adapter_command,
-                config=self._adapter_config(),
-                executor=self._executor,
-            )
+        evaluator = await evaluators.get()
 
         def handle(observation: Observation) -> Any:
             return store(observation.target, self.judged(observation), observation.pixels)
 
         try:
             await observe_case(
-                case, work, evaluator_box[0], concurrency=self.options.concurrency,
+                case, work, evaluator, concurrency=self.options.concurrency,
                 keep_going=self.options.keep_going, handle=handle,
                 progress=lambda done, total: self.listener.sample_completed(trial, done, total),
             )
@@ -407,28 +401,19 @@ class VideoRun:
 
         started = time.perf_counter()
         self.listener.trial_started(trial, self.options.repeat)
-        evaluator_box: list[VideoEvaluator | None] = [None]
         by_case: dict[str, dict[tuple[int, int], SampleResult]] = {}
         streams = self._start_remote_cases(trial) if self._unit_executor is not None else {}
         try:
-            for case in self.eval_directory.cases:
-                by_case[case.name] = await self._run_case(trial, case, evaluator_box, streams.get(case.name))
-        except BaseException as error:
+            async with TrialEvaluator(
+                adapter=self.options.adapter, adapter_command=self.options.adapter_command,
+                config=self._adapter_config(), executor=self._executor,
+            ) as evaluators:
+                for case in self.eval_directory.cases:
+                    by_case[case.name] = await self._run_case(trial, case, evaluators, streams.get(case.name))
+        except BaseException:
             for stream in streams.values():
                 await stream.aclose()
-            if evaluator_box[0] is not None:
-                try:
-                    await evaluator_box[0].close()
-                except Exception as close_error:  # noqa: BLE001
-                    error.add_note(f"adapter close failed while handling previous error: {error_text(close_error)}")
             raise
-        if evaluator_box[0] is not None:
-            try:
-                await evaluator_box[0].close()
-            except AssayError:
-                raise
-            except Exception as error:  # noqa: BLE001
-                raise AdapterError(f"adapter close failed: {error_text(error)}") from error
         ordered = [
             by_case[case.name][(target.index, sample.sample_index)]
             for case in self.eval_directory.cases
