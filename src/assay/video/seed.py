@@ -17,34 +17,33 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.compare import extract_field
+from assay.core.format import short_repr
 from assay.core.format import format_duration
 from assay.core.journal import (
     Checkpoint,
+    JournalWriter,
     ensure_not_complete,
     ensure_plan_unchanged,
     ensure_results_within_plan,
     format_resume_command,
 )
-from assay.core.jsonvalue import check_json_like
 from assay.errors import (
     EXIT_ERROR,
     EXIT_GATE_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    AdapterError,
     AssayError,
     CaseError,
     CheckpointError,
-    JsonValueError,
 )
-from assay.video.adapters import AdapterConfig, VideoEvaluator
+from assay.video.adapters import AdapterConfig
 from assay.video.model import Case, EvalDirectory, Sample, Target
 from assay.video.observe import (
     EvalRunError,
     Observation,
     SampleAbort,
-    create_evaluator,
-    error_text,
+    TrialEvaluator,
+    invalid_observation,
     observe_case,
 )
 
@@ -386,7 +385,8 @@ class _SeedRun:
         self.materialize = materialize
         self.checkpoint: Checkpoint | None = None
         self.created_checkpoint = False
-        self.seeded: dict[str, Any] = {}  # key -> expectation, reused or new
+        self.seeded: dict[str, Any] = {}  # key -> expectation, reused or new (only once durable)
+        self._writer: JournalWriter | None = None
         self.errors: dict[str, str] = {}  # key -> message (keep-going only)
 
     # -- checkpoint -------------------------------------------------------------------------
@@ -415,25 +415,21 @@ class _SeedRun:
             return
         self.checkpoint.release()
 
-    def _record(self, key: str, payload: Mapping[str, Any]) -> None:
-        assert self.checkpoint is not None
-        self.checkpoint.journal.append(RECORD_TYPE, key, payload)
+    def _record(self, key: str, payload: Mapping[str, Any], on_durable: Any) -> Any:
+        """Group-commit one record; `on_durable` (the state change and the line) runs once it is on
+        disk. Returns the future the worker waits on, so a crash repeats at most one call per worker."""
+        assert self._writer is not None
+        return self._writer.submit(RECORD_TYPE, key, payload, on_durable)
 
     # -- evaluation --------------------------------------------------------------------------
-    def _handle(self, observation: Observation) -> None:
+    def _handle(self, observation: Observation) -> Any:
         """Turn one observation into a durable seeded value (or a recorded error) before reporting it."""
         sample, target = observation.sample, observation.target
         key = seed_key(sample)
         message = observation.error
         value: Any = None
         if message is None:
-            try:
-                check_json_like(observation.value, "observation")
-            except JsonValueError as error:
-                message = (
-                    f"adapter returned non-JSON observation for {sample.case_name}/{target.id} "
-                    f"sample {sample.sample_index}: {error}"
-                )
+            message = invalid_observation(sample, target, observation.value)
         if message is None:
             found, value = extract_field(observation.value, sample.field)
             if not found:
@@ -444,25 +440,27 @@ class _SeedRun:
         if message is not None:
             if not self.options.keep_going:
                 raise SampleAbort(sample, message)
-            self._record(key, {"status": "error", "message": message})
-            self.errors[key] = message
-            self.emit(f"    ERROR {target.display_name} @{sample.timestamp_s:g}s reason={message}")
-            return
-        self._record(
-            key,
-            {
-                "status": "success",
-                "expected": value,
-                "evaluation_duration_seconds": observation.duration_seconds,
-                "evaluation_timing_mode": observation.timing_mode,
-            },
-        )
-        self.seeded[key] = value
-        self.errors.pop(key, None)
-        if self.options.verbose:
-            from assay.core.format import short_repr
+            failure = message
 
-            self.emit(f"    SEEDED {target.display_name} @{sample.timestamp_s:g}s expect={short_repr(value)}")
+            def recorded_error() -> None:
+                self.errors[key] = failure
+                self.emit(f"    ERROR {target.display_name} @{sample.timestamp_s:g}s reason={failure}")
+
+            return self._record(key, {"status": "error", "message": message}, recorded_error)
+
+        def recorded_value() -> None:
+            self.seeded[key] = value
+            self.errors.pop(key, None)
+            if self.options.verbose:
+                self.emit(f"    SEEDED {target.display_name} @{sample.timestamp_s:g}s expect={short_repr(value)}")
+
+        payload = {
+            "status": "success",
+            "expected": value,
+            "evaluation_duration_seconds": observation.duration_seconds,
+            "evaluation_timing_mode": observation.timing_mode,
+        }
+        return self._record(key, payload, recorded_value)
 
     async def _evaluate(self, directory: EvalDirectory, pending: Sequence[_Selected]) -> None:
         """§18 step 5: one evaluator for the whole seed, cases in order, exactly like `run` drives it."""
@@ -474,45 +472,28 @@ class _SeedRun:
             verbose=self.options.verbose,
         )
         executor = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="assay-adapter")
-        evaluator: VideoEvaluator | None = None
+        assert self.checkpoint is not None
+        self._writer = JournalWriter(self.checkpoint.journal)
         try:
-            try:
+            async with TrialEvaluator(
+                adapter=self.options.adapter, adapter_command=self.options.adapter_command, config=config,
+                executor=executor,
+            ) as evaluators:
                 for case in directory.cases:
                     targets = by_case.get(case.path)
                     if not targets:
                         continue
                     work = [(target, targets[target.index]) for target in case.targets if target.index in targets]
-                    if evaluator is None:
-                        evaluator = await create_evaluator(
-                            adapter=self.options.adapter,
-                            adapter_command=self.options.adapter_command,
-                            config=config,
-                            executor=executor,
-                        )
                     try:
                         await observe_case(
-                            case, work, evaluator, concurrency=self.options.concurrency,
+                            case, work, await evaluators.get(), concurrency=self.options.concurrency,
                             keep_going=self.options.keep_going, handle=self._handle,
                         )
-                    except SampleAbort as abort:  # raised by _handle outside a batch
-                        raise EvalRunError(abort.message) from abort.__cause__
-            except BaseException as error:
-                if evaluator is not None:
-                    try:
-                        await evaluator.close()
-                    except Exception as close_error:  # noqa: BLE001
-                        error.add_note(
-                            f"adapter close failed while handling previous error: {error_text(close_error)}"
-                        )
-                raise
-            if evaluator is not None:
-                try:
-                    await evaluator.close()
-                except AssayError:
-                    raise
-                except Exception as error:
-                    raise AdapterError(f"adapter close failed: {error_text(error)}") from error
+                    finally:
+                        await self._writer.drain()
         finally:
+            writer, self._writer = self._writer, None
+            await writer.close()
             # Already-started sync calls finish; queued ones are dropped.
             executor.shutdown(wait=True, cancel_futures=True)
 
