@@ -17,14 +17,13 @@ from typing import Any, Protocol
 from assay.core.gates import Gate
 from assay.errors import AssayError, VideoError
 from assay.video import artifacts
-from assay.video.adapters import AdapterConfig, VideoEvaluator
+from assay.video.adapters import AdapterConfig
 from assay.video.judging import SampleJudge, make_result
 from assay.video.model import Case, EvalDirectory, Sample, SampleResult, Target
 from assay.video.observe import (
     EvalRunError,
     Observation,
     TrialEvaluator,
-    create_evaluator,
     observe_case,
     video_path,
 )
@@ -99,6 +98,16 @@ def check_run_options(options: RunOptions) -> None:
             raise EvalRunError("--max-flaky-samples requires --repeat to be at least 2")
 
 
+def adapter_config(options: RunOptions, eval_dir: Path) -> AdapterConfig:
+    """The factory config a run hands its adapter (GlassKit's `AdapterConfig`)."""
+    return AdapterConfig(
+        eval_dir=eval_dir,
+        config=dict(options.adapter_config),
+        artifacts_dir=Path(options.artifacts_dir) if options.artifacts_dir is not None else None,
+        verbose=options.verbose,
+    )
+
+
 def late_samples(case: Case, duration_s: float) -> list[str]:
     """Samples (ignored ones too) later than the video's end plus GlassKit's 0.05 s of slack."""
     return [
@@ -150,10 +159,12 @@ class VideoWorker:
 
     def __init__(self, options: RunOptions, eval_dir: Path) -> None:
         self._options = options
-        self._eval_dir = eval_dir
         self._judging = SampleJudge(keep_going=options.keep_going)
-        self._evaluator: VideoEvaluator | None = None
         self._threads = ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="assay-adapter")
+        self._evaluators = TrialEvaluator(
+            adapter=options.adapter, adapter_command=options.adapter_command,
+            config=adapter_config(options, eval_dir), executor=self._threads,
+        )
 
     async def stream(self, group: CaseWork) -> Any:
         """Yield `(result, pixels)` per sample as judged (pixels only for failures to save); an
@@ -161,16 +172,7 @@ class VideoWorker:
         import asyncio
 
         options = self._options
-        if self._evaluator is None:
-            self._evaluator = await create_evaluator(
-                adapter=options.adapter, adapter_command=options.adapter_command,
-                config=AdapterConfig(
-                    eval_dir=self._eval_dir, config=dict(options.adapter_config),
-                    artifacts_dir=Path(options.artifacts_dir) if options.artifacts_dir is not None else None,
-                    verbose=options.verbose,
-                ),
-                executor=self._threads,
-            )
+        evaluator = await self._evaluators.get()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         finished = object()
 
@@ -182,7 +184,7 @@ class VideoWorker:
         async def observe() -> None:
             try:
                 await observe_case(
-                    group.case, group.work, self._evaluator, concurrency=options.concurrency,  # type: ignore[arg-type]
+                    group.case, group.work, evaluator, concurrency=options.concurrency,
                     keep_going=options.keep_going, handle=handle,
                 )
             except AssayError as error:
@@ -199,8 +201,7 @@ class VideoWorker:
 
     async def close(self) -> None:
         try:
-            if self._evaluator is not None:
-                await self._evaluator.close()
+            await self._evaluators.__aexit__(None, None, None)
         finally:
             self._threads.shutdown(wait=False, cancel_futures=True)
 
@@ -268,12 +269,7 @@ class VideoRun:
         self._unit_executor = executor
 
     def _adapter_config(self) -> AdapterConfig:
-        return AdapterConfig(
-            eval_dir=self.eval_directory.path,
-            config=dict(self.options.adapter_config),
-            artifacts_dir=Path(self.options.artifacts_dir) if self.options.artifacts_dir is not None else None,
-            verbose=self.options.verbose,
-        )
+        return adapter_config(self.options, self.eval_directory.path)
 
     def _finish(self, trial: int, result: SampleResult, rgb: Any, order: _DisplayOrder, target_index: int) -> Any:
         """Journal (then show) one result; returns what to await for it to be durable, or None."""
