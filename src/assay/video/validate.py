@@ -12,21 +12,12 @@ from typing import Any, Callable, Mapping, Sequence
 from assay.errors import AssayError
 from assay.video.adapters import AdapterConfig
 from assay.video.model import EvalDirectory
+from assay.video.observe import TrialEvaluator
 from assay.video.run import late_samples
 
-async def _construct_and_close(
-    adapter: str | None, adapter_command: str | None, config: AdapterConfig
-) -> None:
-    if adapter_command:
-        from assay.video.command_adapter import start_command_evaluator
-
-        evaluator: Any = await start_command_evaluator(adapter_command, config)
-    else:
-        from assay.video.python_adapter import create_python_evaluator
-
-        assert adapter is not None
-        evaluator = await create_python_evaluator(adapter, config)
-    await evaluator.close()
+async def _construct_and_close(adapter: str | None, adapter_command: str | None, config: AdapterConfig) -> None:
+    async with TrialEvaluator(adapter=adapter, adapter_command=adapter_command, config=config, executor=None) as trial:
+        await trial.get()
 
 
 def validate_eval(
