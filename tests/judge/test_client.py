@@ -188,3 +188,14 @@ def test_retries_are_counted_by_reason_and_share_the_endpoint_limiter(fake_opena
 
     assert run(go()) == {"rate_limited": 1, "server_error": 1}
     assert limiter.rate_limited == 1 and limiter.limit < 4 and limiter.in_flight == 0
+
+
+def test_sdk_client_uses_the_aiohttp_transport_with_sdk_retries_off():
+    import openai
+
+    from assay.judge.client import openai_sdk_client
+
+    client = openai_sdk_client(base_url="http://127.0.0.1:9/v1", api_key="k", timeout=3)
+    # aiohttp halves the SDK's CPU per request (docs/benchmarks.md); our own retries count attempts.
+    assert isinstance(client._client, openai.DefaultAioHttpClient)
+    assert client.max_retries == 0 and client.timeout == 3

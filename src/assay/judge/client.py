@@ -27,12 +27,30 @@ __all__ = [
     "JudgeClient",
     "JudgeEndpoint",
     "ResponseFormat",
+    "openai_sdk_client",
     "parse_json_answer",
 ]
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
 RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "none")
 PLACEHOLDER_API_KEY = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
+
+
+def openai_sdk_client(*, base_url: str | None, api_key: str, timeout: float) -> Any:
+    """An `AsyncOpenAI` with the SDK's own retries off (callers retry through a shared limiter and
+    count every attempt), speaking HTTP through aiohttp when it is installed: the SDK's aiohttp
+    transport costs about half the CPU per request of its httpx one, which bounds how many
+    requests one event loop can keep in flight (docs/benchmarks.md, agent endpoints)."""
+    import openai  # imported here so `import assay` stays fast
+
+    options: dict[str, Any] = {}
+    transport = getattr(openai, "DefaultAioHttpClient", None)  # openai >= 1.80 with aiohttp
+    if transport is not None:
+        try:
+            options["http_client"] = transport(timeout=timeout)
+        except RuntimeError:  # the SDK says aiohttp is missing: stay on httpx
+            pass
+    return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0, **options)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +158,6 @@ class JudgeClient:
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         limiter: AdaptiveLimiter | None = None,
     ) -> None:
-        from openai import AsyncOpenAI  # imported here so `import assay` stays fast
-
         self.endpoint = endpoint
         self.cache = cache
         self._sleep = sleep
@@ -153,11 +169,8 @@ class JudgeClient:
         self._limiter = limiter
         self.retries: dict[str, int] = {}  # reason -> count, over this client's life
         # The SDK's own retries are off: ours honour Retry-After and report every attempt.
-        self._client = AsyncOpenAI(
-            base_url=endpoint.base_url,
-            api_key=endpoint.api_key or PLACEHOLDER_API_KEY,
-            timeout=endpoint.timeout_s,
-            max_retries=0,
+        self._client = openai_sdk_client(
+            base_url=endpoint.base_url, api_key=endpoint.api_key or PLACEHOLDER_API_KEY, timeout=endpoint.timeout_s
         )
 
     async def __aenter__(self) -> "JudgeClient":

@@ -20,8 +20,6 @@ from assay.agent.context import AgentContext
 from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for, retry_after_seconds
 
 T = TypeVar("T")
-PLACEHOLDER_API_KEY = "not-needed"
-CLIENT_POOLS = 1
 
 
 @dataclass(frozen=True)
@@ -43,28 +41,22 @@ class OpenAIEndpoint:
         return self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
 
     def client(self) -> Any:
-        """An SDK client of this event loop (an httpx pool cannot cross loops), taken in turn from
-        `CLIENT_POOLS` (several small connection pools were tried against one large one: no clear gain)."""
+        """This event loop's SDK client (a connection pool cannot cross loops)."""
         loop = asyncio.get_running_loop()
-        state = self._clients.get(loop)
-        if state is None:
-            from openai import AsyncOpenAI
+        client = self._clients.get(loop)
+        if client is None:
+            from assay.judge.client import PLACEHOLDER_API_KEY, openai_sdk_client
 
             key = self.api_key or os.environ.get(self.api_key_env) or PLACEHOLDER_API_KEY
-            # The SDK's own retries are off: ours share the limiter and are counted.
-            clients = [
-                AsyncOpenAI(base_url=self.resolved_base_url, api_key=key, timeout=self.timeout, max_retries=0)
-                for _ in range(CLIENT_POOLS)
-            ]
-            state = self._clients[loop] = [clients, 0]
-        clients, turn = state
-        state[1] = (turn + 1) % len(clients)
-        return clients[turn]
+            client = self._clients[loop] = openai_sdk_client(
+                base_url=self.resolved_base_url, api_key=key, timeout=self.timeout
+            )
+        return client
 
     async def aclose(self) -> None:
         """Close this loop's clients (call before the loop ends)."""
-        state = self._clients.pop(asyncio.get_running_loop(), None)
-        for client in state[0] if state else ():
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
             await client.close()
 
 
