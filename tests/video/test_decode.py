@@ -442,3 +442,25 @@ def test_shared_pixels_are_offered_only_for_unmodified_images(tmp_path):
     image.putpixel((0, 0), (1, 2, 3))
     assert shared_pixels(image) is None
     assert shared_pixels(frame.to_image().copy()) is None
+
+
+def test_frame_samples_build_their_image_only_when_an_adapter_reads_it(tmp_path):
+    from assay.video.adapters import FrameSample
+    from assay.video.decode import FrameCursor
+
+    path = make_color_sequence_video(tmp_path / "lazy.mp4", [(255, 0, 0)], fps=2)
+    with FrameCursor(path) as cursor:
+        frame = cursor.frame_at(0.0)
+    untouched = FrameSample.of_frame(frame, 0.0, 0, str(path), "case")
+    untouched.release()
+    assert frame._image is None  # no PIL image was built for an adapter that never looked
+    assert (untouched.timestamp_s, untouched.frame_index, untouched.sample_index) == (0.0, frame.index, 0)
+
+    read = FrameSample.of_frame(frame, 0.0, 1, str(path), "case")
+    image = read.image
+    assert read.image is image and image.mode == "RGB"
+    assert np.array_equal(np.asarray(image), frame.pixels)
+    read.release()
+    with pytest.raises(ValueError):
+        image.getpixel((0, 0))  # closed once the call is over
+    assert np.asarray(FrameSample.of_frame(frame, 0.0, 2, str(path), "case").image).shape == frame.pixels.shape

@@ -21,16 +21,50 @@ class AdapterConfig:
     verbose: bool
 
 
-@dataclass(frozen=True, slots=True)
 class FrameSample:
-    """One frame handed to an adapter; `image` is closed when the call returns."""
+    """One frame handed to an adapter; `image` is closed when the call returns.
 
-    image: Any  # PIL.Image.Image, RGB, display-oriented
-    timestamp_s: float  # the requested time (rounded to 9 decimals), not the frame's media time
-    frame_index: int  # decode ordinal of the chosen frame
-    sample_index: int  # case-wide
-    video_path: str
-    case_name: str
+    `image` is an RGB, display-oriented PIL image. A sample the runner makes from a decoded frame
+    builds it on first access, so adapters that never look at the pixels do not pay for it."""
+
+    __slots__ = ("_frame", "_image", "case_name", "frame_index", "sample_index", "timestamp_s", "video_path")
+
+    def __init__(
+        self, image: Any, timestamp_s: float, frame_index: int, sample_index: int, video_path: str, case_name: str
+    ) -> None:
+        self._image = image
+        self._frame: Any = None
+        self.timestamp_s = timestamp_s  # the requested time (rounded to 9 decimals), not the frame's media time
+        self.frame_index = frame_index  # decode ordinal of the chosen frame
+        self.sample_index = sample_index  # case-wide
+        self.video_path = video_path
+        self.case_name = case_name
+
+    @classmethod
+    def of_frame(
+        cls, frame: Any, timestamp_s: float, sample_index: int, video_path: str, case_name: str
+    ) -> FrameSample:
+        """A sample whose image is `frame.to_image()` (a `DecodedFrame`), made when first read."""
+        sample = cls(None, timestamp_s, frame.index, sample_index, video_path, case_name)
+        sample._frame = frame
+        return sample
+
+    @property
+    def image(self) -> Any:
+        if self._image is None and self._frame is not None:
+            self._image = self._frame.to_image()
+        return self._image
+
+    def release(self) -> None:
+        """Close the image the sample made from its frame, if it made one (the runner calls this)."""
+        if self._frame is not None and self._image is not None:
+            self._image.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"FrameSample(timestamp_s={self.timestamp_s!r}, frame_index={self.frame_index!r}, "
+            f"sample_index={self.sample_index!r}, video_path={self.video_path!r}, case_name={self.case_name!r})"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,17 +99,15 @@ class DecodedFrame:
         return frame
 
     def _set_pixels(self, pixels: np.ndarray) -> None:
-        # fromarray is ~5x faster on a writable array (a read-only one is copied twice).
         pixels = np.ascontiguousarray(pixels)
-        self._image = Image.fromarray(pixels, "RGB")
         pixels.flags.writeable = False  # shared by every target that selected this frame
         self._pixels = pixels
 
     def prepare(self) -> DecodedFrame:
         """Convert to RGB now (idempotent, thread-safe) and let the decoder's buffer go."""
-        if self._image is None:
+        if self._pixels is None:
             with self._lock:
-                if self._image is None:
+                if self._pixels is None:
                     source, self._source = self._source, None
                     pixels = _rgb_pixels(source)
                     if self._transform is not None:
@@ -135,10 +133,16 @@ class DecodedFrame:
         """A new RGB image object each call, sharing this frame's pixels copy-on-write.
 
         Closing it does not affect other holders, and any PIL operation that would modify it
-        (drawing, pasting, putpixel) first gives it a private copy (`readonly` images)."""
-        self.prepare()
+        (drawing, pasting, putpixel) first gives it a private copy (`readonly` images). The PIL
+        image behind the views is built on the first call (~0.5 ms at 720p), so a frame no
+        adapter looks at never pays for it."""
         base = self._image
-        assert base is not None
+        if base is None:
+            pixels = self.pixels
+            with self._lock:
+                if self._image is None:
+                    self._image = Image.frombuffer("RGB", (pixels.shape[1], pixels.shape[0]), pixels, "raw", "RGB", 0, 1)
+                base = self._image
         image = base._new(base.im)
         image.readonly = 1
         # The packed RGB array behind the view, so encoders (PNG for command adapters) can read

@@ -174,20 +174,17 @@ async def _observe_individually(
         sample, frame = pair
         target = targets[sample.target_index]
         try:
-            image = frame.to_image()
+            frame_sample = FrameSample.of_frame(frame, sample.timestamp_s, sample.sample_index, location, case.name)
             started = time.perf_counter()
             try:
-                value = await evaluator.evaluate(
-                    FrameSample(image, sample.timestamp_s, frame.index, sample.sample_index, location, case.name),
-                    contexts[sample.target_index],
-                )
+                value = await evaluator.evaluate(frame_sample, contexts[sample.target_index])
                 error = None
             except Exception as failure:  # noqa: BLE001 - adapter code
                 if not keep_going:
                     raise SampleAbort(sample, _call_error(sample, target, failure)) from failure
                 value, error = None, _call_error(sample, target, failure)
             finally:
-                image.close()
+                frame_sample.release()
             # Handled here rather than in on_complete, so a SampleAbort from the handler stops
             # the run the same way an adapter error does (calls in flight still finish).
             durable = handle(
@@ -235,10 +232,9 @@ async def _observe_target_batch(
 
     path = video_path(case)
     frames = await asyncio.to_thread(select_frames, path, [sample.timestamp_s for sample in samples])
-    images = [frame.to_image() for frame in frames]
     batch = [
-        FrameSample(image, sample.timestamp_s, frame.index, sample.sample_index, str(path), case.name)
-        for image, sample, frame in zip(images, samples, frames)
+        FrameSample.of_frame(frame, sample.timestamp_s, sample.sample_index, str(path), case.name)
+        for sample, frame in zip(samples, frames)
     ]
     started = time.perf_counter()
     failure: str | None = None
@@ -252,8 +248,8 @@ async def _observe_target_batch(
             else f"adapter failed for target '{target.id}': {error_text(error)}"
         )
     finally:
-        for image in images:
-            image.close()
+        for frame_sample in batch:
+            frame_sample.release()
     per_sample = (time.perf_counter() - started) / len(samples)
     if failure is None and len(values) != len(samples):
         failure = f"adapter returned {len(values)} observations for {len(samples)} samples in target '{target.id}'"
