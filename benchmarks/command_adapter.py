@@ -38,6 +38,7 @@ def run_once(eval_dir: Path) -> tuple[float, int]:
 
 def png_cost(video: Path, frames: int = 30) -> tuple[float, float, int]:
     import av
+    import numpy as np
     from PIL import Image
 
     from assay.video.command_adapter import encode_png
@@ -50,7 +51,7 @@ def png_cost(video: Path, frames: int = 30) -> tuple[float, float, int]:
             if len(images) == frames:
                 break
     started = time.process_time()
-    sizes = [len(encode_png(image)) for image in images]
+    sizes = [len(encode_png(np.asarray(image))) for image in images]
     ours = (time.process_time() - started) / frames
     started = time.process_time()
     for image in images[:5]:

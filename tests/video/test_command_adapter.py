@@ -71,15 +71,20 @@ def run(coroutine):
 def test_png_encoding_is_lossless_for_noisy_frames():
     for seed, size in [(1, (64, 48)), (2, (1, 1)), (3, (161, 97))]:
         image = noisy_frame(seed, size)
-        decoded = Image.open(io.BytesIO(encode_png(image)))
+        decoded = Image.open(io.BytesIO(encode_png(np.asarray(image))))
         assert decoded.mode == "RGB"
         assert decoded.size == size
         assert np.array_equal(np.asarray(decoded), np.asarray(image))
 
 
-def test_png_encoding_converts_other_modes_to_rgb():
-    image = Image.new("L", (8, 4), 200)
-    decoded = Image.open(io.BytesIO(encode_png(image)))
+def test_samples_with_other_image_modes_are_sent_as_rgb():
+    import base64
+
+    sample = FrameSample(Image.new("L", (8, 4), 200), 0.0, 0, 0, "/v.mp4", "case")
+    assert sample.pixels().shape == (4, 8, 3)
+    payload = sample_payload(sample)["image"]
+    decoded = Image.open(io.BytesIO(base64.b64decode(payload["dataBase64"])))
+    assert (payload["width"], payload["height"], decoded.mode) == (8, 4, "RGB")
     assert decoded.getpixel((3, 2)) == (200, 200, 200)
 
 

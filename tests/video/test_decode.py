@@ -431,17 +431,20 @@ def test_images_handed_out_share_pixels_but_are_copy_on_write(tmp_path):
     assert not frame.pixels.flags.writeable
 
 
-def test_shared_pixels_are_offered_only_for_unmodified_images(tmp_path):
-    from assay.video.decode import FrameCursor, shared_pixels
+def test_sample_pixels_are_the_frames_own_array_without_a_pil_image(tmp_path):
+    from assay.video.adapters import FrameSample
+    from assay.video.decode import FrameCursor
 
     path = make_color_sequence_video(tmp_path / "shared.mp4", [(255, 0, 0)], fps=2)
     with FrameCursor(path) as cursor:
         frame = cursor.frame_at(0.0)
-    image = frame.to_image()
-    assert shared_pixels(image) is frame.pixels
-    image.putpixel((0, 0), (1, 2, 3))
-    assert shared_pixels(image) is None
-    assert shared_pixels(frame.to_image().copy()) is None
+    sample = FrameSample.of_frame(frame, 0.0, 0, str(path), "case")
+    assert sample.pixels() is frame.pixels  # shared, not copied: command adapters encode from it
+    assert frame._image is None
+    drawn = FrameSample.of_frame(frame, 0.0, 1, str(path), "case")
+    drawn.image.putpixel((0, 0), (1, 2, 3))  # an adapter's edit stays in its own copy ...
+    assert tuple(drawn.pixels()[0, 0]) == (1, 2, 3)  # ... and that sample then reads its image
+    assert tuple(frame.pixels[0, 0]) != (1, 2, 3)
 
 
 def test_frame_samples_build_their_image_only_when_an_adapter_reads_it(tmp_path):

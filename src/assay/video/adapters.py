@@ -55,6 +55,19 @@ class FrameSample:
             self._image = self._frame.to_image()
         return self._image
 
+    def pixels(self) -> Any:
+        """The frame as a (height, width, 3) uint8 RGB numpy array, treat it as read-only.
+
+        For a sample the runner made from a decoded frame this is the frame's own array, shared
+        with every target and never copied (no PIL image is built); otherwise it is read from
+        `image`."""
+        if self._frame is not None and self._image is None:
+            return self._frame.pixels
+        import numpy as np
+
+        image = self.image
+        return np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
+
     def release(self) -> None:
         """Close the image the sample made from its frame, if it made one (the runner calls this)."""
         if self._frame is not None and self._image is not None:

@@ -145,17 +145,7 @@ class DecodedFrame:
                 base = self._image
         image = base._new(base.im)
         image.readonly = 1
-        # The packed RGB array behind the view, so encoders (PNG for command adapters) can read
-        # it without PIL unpacking the image again.
-        image._assay_pixels = self._pixels  # type: ignore[attr-defined]
         return image
-
-
-def shared_pixels(image: Image.Image) -> np.ndarray | None:
-    """The frame's RGB array if `image` came from `DecodedFrame.to_image()` and is unmodified."""
-    if not getattr(image, "readonly", 0):
-        return None  # a modified image was copied on write; its pixels may differ now
-    return getattr(image, "_assay_pixels", None)
 
 
 def probe_video(path: Path | str) -> VideoInfo:
