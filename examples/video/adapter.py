@@ -22,7 +22,7 @@ class LampReader:
         self.top, self.bottom, self.left, self.right = region
 
     async def evaluate(self, sample: Any, target: Any) -> Any:
-        pixels = np.asarray(sample.image)[self.top : self.bottom, self.left : self.right]
+        pixels = sample.pixels()[self.top : self.bottom, self.left : self.right]  # shared RGB array, no copy
         mean = pixels.reshape(-1, 3).mean(axis=0)
         color = min(LAMP_COLORS, key=lambda name: float(np.sum((mean - LAMP_COLORS[name]) ** 2)))
         brightness = round(float(mean @ [0.2126, 0.7152, 0.0722]) / 255, 3)
