@@ -467,3 +467,14 @@ def test_frame_samples_build_their_image_only_when_an_adapter_reads_it(tmp_path)
     with pytest.raises(ValueError):
         image.getpixel((0, 0))  # closed once the call is over
     assert np.asarray(FrameSample.of_frame(frame, 0.0, 2, str(path), "case").image).shape == frame.pixels.shape
+
+
+def test_rgb_conversion_keeps_one_swscale_context_per_thread(clip_30fps: Path) -> None:
+    with av.open(str(clip_30fps)) as container:
+        raw = [frame for _, frame in zip(range(3), container.decode(video=0))]
+    converted = [decode._rgb_pixels(frame) for frame in raw]
+    reformatter = decode._converters.reformatter
+    assert decode._rgb_pixels(raw[0]) is not converted[0]
+    assert decode._converters.reformatter is reformatter  # reused, not rebuilt per frame
+    for frame, pixels in zip(raw, converted):
+        assert np.array_equal(pixels, frame.to_ndarray(format="rgb24"))  # PyAV's own conversion
