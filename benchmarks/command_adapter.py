@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from video_run import OUT, make_eval, make_video  # noqa: E402
+from video_run import OUT, byte_compile_assay, make_eval, make_video  # noqa: E402
 
 ADAPTER = HERE.parent / "tests" / "adapters" / "fixtures" / "png_probe_adapter.mjs"
 
@@ -64,6 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    byte_compile_assay()
     video = make_video(OUT / "perf-noisy.mp4", noisy=True)
     eval_dir = make_eval(OUT / "eval-perf-noisy.mp4-1x0.1", video, 1, 0.1)
     runs = [run_once(eval_dir) for _ in range(args.rounds)]
