@@ -478,3 +478,21 @@ def test_rgb_conversion_keeps_one_swscale_context_per_thread(clip_30fps: Path) -
     assert decode._converters.reformatter is reformatter  # reused, not rebuilt per frame
     for frame, pixels in zip(raw, converted):
         assert np.array_equal(pixels, frame.to_ndarray(format="rgb24"))  # PyAV's own conversion
+
+
+def test_rgb_conversion_works_with_pyav_before_17_without_a_threads_option(clip_30fps: Path, monkeypatch) -> None:
+    class OldReformatter:  # PyAV < 17: reformat() takes no `threads`
+        def __init__(self) -> None:
+            self.inner = decode.VideoReformatter()
+
+        def reformat(self, frame, format=None, **options):
+            if options:
+                raise TypeError(f"reformat() got an unexpected keyword argument {next(iter(options))!r}")
+            return self.inner.reformat(frame, format=format)
+
+    monkeypatch.setattr(decode, "_REFORMAT_OPTIONS", {"threads": 1})
+    monkeypatch.setattr(decode._converters, "reformatter", OldReformatter(), raising=False)
+    with av.open(str(clip_30fps)) as container:
+        frame = next(container.decode(video=0))
+    assert np.array_equal(decode._rgb_pixels(frame), frame.to_ndarray(format="rgb24"))
+    assert decode._REFORMAT_OPTIONS == {}  # asked once, then converted without the option

@@ -405,7 +405,15 @@ def _rgb_pixels(frame: av.VideoFrame) -> np.ndarray:
     reformatter = getattr(_converters, "reformatter", None)
     if reformatter is None:
         reformatter = _converters.reformatter = VideoReformatter()
-    return np.ascontiguousarray(reformatter.reformat(frame, format="rgb24", threads=1).to_ndarray())
+    try:
+        rgb = reformatter.reformat(frame, format="rgb24", **_REFORMAT_OPTIONS)
+    except TypeError:  # PyAV < 17 has no `threads` (and converts single-threaded anyway)
+        _REFORMAT_OPTIONS.clear()
+        rgb = reformatter.reformat(frame, format="rgb24")
+    return np.ascontiguousarray(rgb.to_ndarray())
+
+
+_REFORMAT_OPTIONS: dict[str, Any] = {"threads": 1}
 
 
 def _raw_frame_time(frame: av.VideoFrame, index: int, time_base: Any, frame_rate: float) -> float:
