@@ -15,12 +15,34 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-__all__ = ["AdaptiveLimiter", "limiter_for", "retry_after_seconds"]
+__all__ = ["AdaptiveLimiter", "LimiterSlots", "limiter_for", "retry_after_seconds"]
 
 DEFAULT_MAXIMUM = 256
 
 
-class AdaptiveLimiter:
+class LimiterSlots:
+    """`async with limiter.slot() as slot:` over a limiter's `acquire()` / `release(outcome, retry_after)`,
+    then `slot.rate_limited(seconds)` or `slot.failed()`; an exception inside releases as an error."""
+
+    async def acquire(self) -> None:
+        raise NotImplementedError
+
+    def release(self, outcome: str = "ok", retry_after: float | None = None) -> None:
+        raise NotImplementedError
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[_Slot]:
+        await self.acquire()
+        slot = _Slot()
+        try:
+            yield slot
+        except BaseException:
+            self.release("error")
+            raise
+        self.release(slot.outcome, slot.retry_after)
+
+
+class AdaptiveLimiter(LimiterSlots):
     """At most `limit` calls in flight; `limit` grows by 1/limit per success (about +1 per round
     trip) and halves on a rate limit, when new calls also wait out the server's Retry-After."""
 
@@ -92,18 +114,6 @@ class AdaptiveLimiter:
             if not waiter.done():
                 waiter.set_result(None)
                 free -= 1
-
-    @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[_Slot]:
-        """`async with limiter.slot() as slot:` then `slot.rate_limited(seconds)` or `slot.failed()`."""
-        await self.acquire()
-        slot = _Slot()
-        try:
-            yield slot
-        except BaseException:
-            self.release("error")
-            raise
-        self.release(slot.outcome, slot.retry_after)
 
 
 class _Slot:

@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from assay.core.ratelimit import LimiterSlots
 from assay.errors import AssayError
 
 __all__ = ["RayExecutor", "RemoteLimiter", "WorkerLost", "shared_limiter"]
@@ -275,7 +276,7 @@ def _limiter_actor_class(ray: Any) -> Any:
     return ray.remote(num_cpus=0, max_concurrency=10_000)(LimiterActor)
 
 
-class RemoteLimiter:
+class RemoteLimiter(LimiterSlots):
     """`AdaptiveLimiter`'s interface (acquire, release, slot) backed by a cluster-wide actor."""
 
     def __init__(self, actor: Any) -> None:
@@ -289,19 +290,6 @@ class RemoteLimiter:
 
     async def state(self) -> dict[str, Any]:
         return await self._actor.state.remote()
-
-    @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[Any]:
-        from assay.core.ratelimit import _Slot
-
-        await self.acquire()
-        slot = _Slot()
-        try:
-            yield slot
-        except BaseException:
-            self.release("error")
-            raise
-        self.release(slot.outcome, slot.retry_after)
 
 
 def shared_limiter(endpoint: str, maximum: int = 256, *, address: str | None = None) -> RemoteLimiter:
