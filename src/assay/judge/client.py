@@ -27,6 +27,7 @@ __all__ = [
     "JudgeClient",
     "JudgeEndpoint",
     "ResponseFormat",
+    "describe_status_error",
     "openai_sdk_client",
     "parse_json_answer",
 ]
@@ -267,12 +268,12 @@ class JudgeClient:
             response = await self._client.chat.completions.create(**typed, extra_body=extra or None)
         except openai.RateLimitError as error:
             return _Retry(
-                _retry_after_s(error.response, self.endpoint.max_backoff_s), _describe_status(error), "rate_limited"
+                _retry_after_s(error.response, self.endpoint.max_backoff_s), describe_status_error(error), "rate_limited"
             )
         except openai.APIStatusError as error:
             if error.status_code >= 500:
-                return _Retry(-1, _describe_status(error), "server_error")
-            raise JudgeError(f"judge endpoint rejected the request: {_describe_status(error)}") from None
+                return _Retry(-1, describe_status_error(error), "server_error")
+            raise JudgeError(f"judge endpoint rejected the request: {describe_status_error(error)}") from None
         except openai.APITimeoutError:
             return _Retry(-1, f"request timed out after {self.endpoint.timeout_s:g}s", "timeout")
         except openai.APIConnectionError as error:
@@ -323,7 +324,8 @@ def _first_choice_text(raw: Mapping[str, Any]) -> str:
     return str(content)
 
 
-def _describe_status(error: Any) -> str:
+def describe_status_error(error: Any) -> str:
+    """An SDK status error as `HTTP <code>: <the server's message>` (the message when it sent one)."""
     message = ""
     body = getattr(error, "body", None)
     if isinstance(body, dict):

@@ -66,6 +66,8 @@ async def call_endpoint(
     """`call(client)` with retries; `started` says whether this turn already ran tools (no safe resend)."""
     import openai
 
+    from assay.judge.client import describe_status_error
+
     base_url = endpoint.resolved_base_url
     limiter = limiter_for(base_url, endpoint.max_concurrency)
     attempts = max(1, endpoint.max_attempts)
@@ -78,16 +80,16 @@ async def call_endpoint(
             except openai.RateLimitError as error:
                 retry_after = retry_after_seconds(getattr(error.response, "headers", None), endpoint.max_backoff)
                 slot.rate_limited(retry_after)
-                reason, detail = "rate_limited", _describe(error)
+                reason, detail = "rate_limited", describe_status_error(error)
             except openai.APIStatusError as error:
                 if error.status_code < 500:
                     # A client error is not transient: resending the same request cannot help.
                     raise SendFailure(
-                        f"{base_url} rejected the request: {_describe(error)}", acceptance="unknown",
+                        f"{base_url} rejected the request: {describe_status_error(error)}", acceptance="unknown",
                         code="agent-http-error",
                     ) from None
                 slot.failed()
-                reason, detail = "server_error", _describe(error)
+                reason, detail = "server_error", describe_status_error(error)
             except openai.APITimeoutError:
                 slot.failed()
                 reason, detail = "timeout", f"request timed out after {endpoint.timeout:g}s"
@@ -128,15 +130,6 @@ async def post_json(client: Any, path: str, body: dict[str, Any]) -> dict[str, A
     if not isinstance(document, dict):
         raise ValueError(f"the reply is {type(document).__name__}, not a JSON object")
     return document
-
-
-def _describe(error: Any) -> str:
-    message = ""
-    body = getattr(error, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message", "") if isinstance(inner, dict) else str(inner)
-    return f"HTTP {error.status_code}" + (f": {message}" if message else "")
 
 
 def as_plain(value: Any) -> Any:
