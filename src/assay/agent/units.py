@@ -12,10 +12,7 @@ from typing import Any
 from assay.core.record import (
     RunManifest,
     UnitResult,
-    git_state,
     jsonable,
-    new_run_id,
-    utc_timestamp,
 )
 
 __all__ = ["agent_run_record", "agent_unit"]
@@ -84,18 +81,14 @@ def agent_run_record(
         {"name": f"budget {experiment}", "passed": False, "message": "budget exhausted"}
         for experiment in outcome.budget_exhausted
     ]
-    commit, dirty = git_state(root)
     counts: dict[str, int] = {}
     for result in results:
         key = result.verdict or result.outcome
         counts[key] = counts.get(key, 0) + 1
-    manifest = RunManifest(
-        run_id=new_run_id("agent"),
-        kind="agent",
-        created_at=utc_timestamp(),
+    manifest = RunManifest.begin(
+        "agent",
+        root,
         title=f"{root.name}: {', '.join(agents) or 'no experiments'}",
-        git_commit=commit,
-        git_dirty=dirty,
         identity={"project": str(root), "experiments": agents},
         options=jsonable(dict(invocation)),
         gates=gates,

@@ -137,6 +137,16 @@ class RunManifest:
         }
 
     @classmethod
+    def begin(cls, kind: str, folder: Path, **fields: Any) -> RunManifest:
+        """A new run's manifest: a fresh id, the time now, and the git state of `folder` (the
+        current directory when `folder` is not a directory); `fields` are the rest."""
+        commit, dirty = git_state(folder if folder.is_dir() else Path.cwd())
+        return cls(
+            run_id=new_run_id(kind), kind=kind, created_at=utc_timestamp(), git_commit=commit, git_dirty=dirty,
+            **fields,
+        )
+
+    @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> RunManifest:
         git = document.get("git") or {}
         return cls(

@@ -13,10 +13,7 @@ from typing import Any
 from assay.core.record import (
     RunManifest,
     UnitResult,
-    git_state,
     jsonable,
-    new_run_id,
-    utc_timestamp,
 )
 from assay.core.report.junit import JUnitCase, JUnitSuite
 
@@ -38,15 +35,11 @@ def _manifest(
     method: str, case_id: str, result_dir: Path, bundle_manifest: Mapping[str, Any], options: Mapping[str, Any],
     success: bool, identity: Mapping[str, Any] | None = None,
 ) -> RunManifest:
-    commit, dirty = git_state(result_dir if result_dir.is_dir() else Path.cwd())
     duration_ms = bundle_manifest.get("duration_ms")
-    return RunManifest(
-        run_id=new_run_id("doc"),
-        kind="doc",
-        created_at=utc_timestamp(),
+    return RunManifest.begin(
+        "doc",
+        result_dir,
         title=f"{case_id} ({method})",
-        git_commit=commit,
-        git_dirty=dirty,
         identity={
             "method": method,
             "bundle_run_id": bundle_manifest.get("run_id"),

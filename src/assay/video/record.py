@@ -13,10 +13,7 @@ from typing import Any
 from assay.core.record import (
     RunManifest,
     UnitResult,
-    git_state,
     jsonable,
-    new_run_id,
-    utc_timestamp,
 )
 from assay.core.report.junit import JUnitCase, JUnitSuite
 from assay.video.model import SampleResult
@@ -83,17 +80,13 @@ def video_run_record(
     video_paths = _video_paths(outcome)
     units = [_unit(result, trial.trial, video_paths) for trial in outcome.trials for result in trial.results]
     eval_dir = Path(invocation["eval_dir"])
-    commit, dirty = git_state(eval_dir if eval_dir.is_dir() else Path.cwd())
     config = invocation.get("adapter_config") or {}
     gates = [{**gate.to_json(), "trial": trial.trial} for trial in outcome.trials for gate in trial.gates]
     gates += [gate.to_json() for gate in outcome.gates]
-    manifest = RunManifest(
-        run_id=new_run_id("video"),
-        kind="video",
-        created_at=utc_timestamp(),
+    manifest = RunManifest.begin(
+        "video",
+        eval_dir,
         title=f"{eval_dir.name} ({', '.join(case.name for case in outcome.eval_directory.cases) or 'no cases'})",
-        git_commit=commit,
-        git_dirty=dirty,
         identity={
             "eval_dir": str(eval_dir),
             "adapter": invocation.get("adapter"),
