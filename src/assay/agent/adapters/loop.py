@@ -11,12 +11,19 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from assay.agent.adapter import DefinedAgent, define_agent
 from assay.agent.adapters.endpoint import OpenAIEndpoint, call_endpoint
-from assay.agent.adapters.tools import Tool
+from assay.agent.adapters.tools import Tool, as_tools
 from assay.agent.context import AgentContext
 from assay.agent.model import (
-    MISSING, ErrorEvent, Message, OperationFinished, OperationStarted, Turn, Usage, unavailable,
+    MISSING, ErrorEvent, EvidenceCoverage, Message, OperationFinished, OperationStarted, Turn, TurnInput, Usage,
+    unavailable,
 )
+
+# (turn input, ctx, chosen model, history, declared tools) -> `request(client)`; appends the user item to history
+PrepareRequest = Callable[
+    [TurnInput, AgentContext, str, list[Any], tuple[Tool, ...]], Callable[[Any], Awaitable[dict[str, Any]]]
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +103,50 @@ async def run_tool_loop(
     return Turn(events, status, data, usage, coverage or None)
 
 
+def define_tool_loop_agent(
+    *,
+    name: str,
+    factory: str,
+    protocol: ToolLoopProtocol,
+    tools: Iterable[Any],
+    model: str | None,
+    base_url: str | None,
+    api_key: str | None,
+    api_key_env: str,
+    timeout: float,
+    max_attempts: int,
+    backoff: float,
+    max_concurrency: int | None,
+    max_tool_rounds: int,
+    evidence_coverage: EvidenceCoverage,
+    history_slot: Any,
+    prepare: PrepareRequest,
+) -> DefinedAgent:
+    """An agent running `protocol`'s tool loop against an OpenAI-compatible endpoint. Per turn: pick the
+    model (the experiment's wins over `model`), load the history from `history_slot`, let `prepare` add
+    the user item and build `request(client)`, then run the loop. `factory` names the public factory in
+    the no-model error."""
+    declared = as_tools(tools)
+    by_name = {item.name: item for item in declared}
+    endpoint = OpenAIEndpoint(
+        base_url, api_key, api_key_env, timeout, max_attempts, backoff,
+        **({"max_concurrency": max_concurrency} if max_concurrency else {}),
+    )
+
+    async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:
+        chosen_model = ctx.model or model
+        if not chosen_model:
+            raise ValueError(f"agent {name!r} has no model: set Experiment(model=...) or {factory}(model=...)")
+        history: list[Any] = list(ctx.session.get(history_slot) or [])
+        request = prepare(turn_input, ctx, chosen_model, history, declared)
+        return await run_tool_loop(
+            protocol, request, endpoint=endpoint, ctx=ctx, history=history, history_slot=history_slot,
+            tools_by_name=by_name, max_tool_rounds=max_tool_rounds, expects_output=turn_input.output_schema is not None,
+        )
+
+    return define_agent(name=name, send=send, evidence_coverage=evidence_coverage, close=endpoint.aclose)
+
+
 def add_usage(first: Usage | None, second: Usage | None) -> Usage | None:
     if first is None or second is None:
         return first or second
@@ -128,4 +179,7 @@ def parse_output(text: str, ctx: AgentContext) -> Any:
         return MISSING
 
 
-__all__ = ["ToolLoopProtocol", "add_usage", "parse_output", "run_tool", "run_tool_loop"]
+__all__ = [
+    "PrepareRequest", "ToolLoopProtocol", "add_usage", "define_tool_loop_agent", "parse_output", "run_tool",
+    "run_tool_loop",
+]

@@ -8,13 +8,13 @@ over every request of the turn. Any OpenAI-compatible server works (vLLM, Ollama
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from assay.agent.adapter import DefinedAgent, define_agent
-from assay.agent.adapters.endpoint import OpenAIEndpoint, as_plain, post_json
-from assay.agent.adapters.loop import ToolLoopProtocol, add_usage, run_tool_loop
-from assay.agent.adapters.tools import as_tools
+from assay.agent.adapter import DefinedAgent
+from assay.agent.adapters.endpoint import as_plain, post_json
+from assay.agent.adapters.loop import ToolLoopProtocol, add_usage, define_tool_loop_agent
+from assay.agent.adapters.tools import Tool
 from assay.agent.context import AgentContext
 from assay.agent.model import (
     COMPLETE, MISSING, ErrorEvent, EvidenceCoverage, Message, OperationStarted, ToolOperation, Turn,
@@ -164,18 +164,9 @@ def openai_chat_agent(
     """A Chat Completions agent. `model` is a default: the experiment's model wins. `tools` are Python
     functions (or `tool(...)`s) run locally when the model calls them. `request_options` are extra body
     fields (e.g. `{"temperature": 0}`)."""
-    declared = as_tools(tools)
-    by_name = {item.name: item for item in declared}
-    endpoint = OpenAIEndpoint(
-        base_url, api_key, api_key_env, timeout, max_attempts, backoff,
-        **({"max_concurrency": max_concurrency} if max_concurrency else {}),
-    )
-
-    async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:
-        chosen_model = ctx.model or model
-        if not chosen_model:
-            raise ValueError(f"agent {name!r} has no model: set Experiment(model=...) or openai_chat_agent(model=...)")
-        history: list[dict[str, Any]] = list(ctx.session.get(_HISTORY) or [])
+    def prepare(
+        turn_input: TurnInput, ctx: AgentContext, chosen_model: str, history: list[Any], declared: tuple[Tool, ...],
+    ) -> Callable[[Any], Awaitable[dict[str, Any]]]:
         if not history and instructions:
             history.append({"role": "system", "content": instructions})
         history.append(_user_message(turn_input))
@@ -195,12 +186,14 @@ def openai_chat_agent(
                 return await _stream_completion(client, body, extra)
             return await post_json(client, "/chat/completions", {**body, **extra})
 
-        return await run_tool_loop(
-            _CHAT_LOOP, request, endpoint=endpoint, ctx=ctx, history=history, history_slot=_HISTORY,
-            tools_by_name=by_name, max_tool_rounds=max_tool_rounds, expects_output=turn_input.output_schema is not None,
-        )
+        return request
 
-    return define_agent(name=name, send=send, evidence_coverage=evidence_coverage, close=endpoint.aclose)
+    return define_tool_loop_agent(
+        name=name, factory="openai_chat_agent", protocol=_CHAT_LOOP, tools=tools, model=model, base_url=base_url,
+        api_key=api_key, api_key_env=api_key_env, timeout=timeout, max_attempts=max_attempts, backoff=backoff,
+        max_concurrency=max_concurrency, max_tool_rounds=max_tool_rounds, evidence_coverage=evidence_coverage,
+        history_slot=_HISTORY, prepare=prepare,
+    )
 
 
 def _assistant_history(document: Mapping[str, Any]) -> list[dict[str, Any]]:

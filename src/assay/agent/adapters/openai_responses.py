@@ -7,14 +7,14 @@ downgrades that turn's actions and events to partial; reasoning without a summar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from assay.agent.adapter import DefinedAgent, define_agent
-from assay.agent.adapters.endpoint import OpenAIEndpoint, as_plain, post_json
-from assay.agent.adapters.loop import ToolLoopProtocol, run_tool_loop
+from assay.agent.adapter import DefinedAgent
+from assay.agent.adapters.endpoint import as_plain, post_json
+from assay.agent.adapters.loop import ToolLoopProtocol, define_tool_loop_agent
 from assay.agent.adapters.openai_chat import parse_arguments
-from assay.agent.adapters.tools import as_tools
+from assay.agent.adapters.tools import Tool
 from assay.agent.context import AgentContext
 from assay.agent.model import (
     COMPLETE, MISSING, ErrorEvent, EvidenceCoverage, Message, OperationStarted, Thinking, ToolOperation, Turn, TurnInput,
@@ -165,20 +165,9 @@ def openai_responses_agent(
     evidence_coverage: EvidenceCoverage = responses_agent_evidence_coverage,
 ) -> DefinedAgent:
     """A Responses API agent; the conversation is kept client-side (no server-stored state needed)."""
-    declared = as_tools(tools)
-    by_name = {item.name: item for item in declared}
-    endpoint = OpenAIEndpoint(
-        base_url, api_key, api_key_env, timeout, max_attempts, backoff,
-        **({"max_concurrency": max_concurrency} if max_concurrency else {}),
-    )
-
-    async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:
-        chosen_model = ctx.model or model
-        if not chosen_model:
-            raise ValueError(
-                f"agent {name!r} has no model: set Experiment(model=...) or openai_responses_agent(model=...)"
-            )
-        history: list[Any] = list(ctx.session.get(_HISTORY) or [])
+    def prepare(
+        turn_input: TurnInput, ctx: AgentContext, chosen_model: str, history: list[Any], declared: tuple[Tool, ...],
+    ) -> Callable[[Any], Awaitable[dict[str, Any]]]:
         history.append(_user_item(turn_input))
         extra: dict[str, Any] = dict(request_options or {})
         if instructions:
@@ -194,12 +183,14 @@ def openai_responses_agent(
         async def request(client: Any) -> dict[str, Any]:
             return await _create(client, body, extra, stream)
 
-        return await run_tool_loop(
-            _RESPONSES_LOOP, request, endpoint=endpoint, ctx=ctx, history=history, history_slot=_HISTORY,
-            tools_by_name=by_name, max_tool_rounds=max_tool_rounds, expects_output=turn_input.output_schema is not None,
-        )
+        return request
 
-    return define_agent(name=name, send=send, evidence_coverage=evidence_coverage, close=endpoint.aclose)
+    return define_tool_loop_agent(
+        name=name, factory="openai_responses_agent", protocol=_RESPONSES_LOOP, tools=tools, model=model,
+        base_url=base_url, api_key=api_key, api_key_env=api_key_env, timeout=timeout, max_attempts=max_attempts,
+        backoff=backoff, max_concurrency=max_concurrency, max_tool_rounds=max_tool_rounds,
+        evidence_coverage=evidence_coverage, history_slot=_HISTORY, prepare=prepare,
+    )
 
 
 __all__ = [
