@@ -30,14 +30,12 @@ import httpx
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tests"))
 
+from browser import CHROMIUM
+from browser import launch as launch_chromium
 from video_run import OUT, make_video  # noqa: E402
 
-
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
 LABELS = ["idle", "walking", "running", "sitting", "standing"]
 
 
@@ -90,10 +88,9 @@ def make_big_case(root: Path, video: Path) -> Path:
 
 
 def launch(playwright: object) -> object:
-    chromium = shutil.which("chromium")
-    if chromium is None:
+    if CHROMIUM is None:
         sys.exit("Chromium is not installed: apt-get install -y chromium")
-    return playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)  # type: ignore[attr-defined]
+    return launch_chromium(playwright)
 
 
 def measure_render(origin: str, rounds: int) -> list[float]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -19,6 +20,8 @@ from typer.testing import CliRunner
 from assay.cli.runs import runs_app
 from assay.core.record import RunManifest, UnitResult, write_record
 from assay.core.store import SqliteRunStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # for tests/browser.py
 
 
 def synthetic_units(count: int, *, fail_every: int, seed_offset: int = 0) -> list[UnitResult]:
@@ -47,9 +50,8 @@ def manifest(run_id: str, created_at: str) -> RunManifest:
 
 
 def measure_page(database: Path, run_id: str, repeats: int = 3) -> list[float]:
-    import shutil as which_lookup
-
     import uvicorn
+    from browser import launch
     from playwright.sync_api import sync_playwright
 
     from assay.view.data import ViewData
@@ -67,11 +69,7 @@ def measure_page(database: Path, run_id: str, repeats: int = 3) -> list[float]:
     timings = []
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=which_lookup.which("chromium"),
-                args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-            )
+            browser = launch(playwright)
             page = browser.new_page()
             for _ in range(repeats):
                 page.goto("about:blank")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 import threading
 import time
@@ -11,26 +10,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from browser import Page, browser_fixture, skip_without_browser
 from media import make_numbered_video
 
 from assay.video.review.server import ReviewServer, create_review_app
 from assay.web.app import Binding, bind_loopback_socket
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-try:
-    from playwright.sync_api import Page, sync_playwright
-except ImportError:  # pragma: no cover - depends on the machine
-    sync_playwright = None  # type: ignore[assignment]
-
-pytestmark = [
-    pytest.mark.skipif(sync_playwright is None, reason="playwright (Python) is not installed: pip install playwright"),
-    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: apt-get install -y chromium"),
-]
-
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+pytestmark = skip_without_browser
+browser = browser_fixture()
 
 CASE_YAML = """\
 # Frame numbers, for the browser test.
@@ -49,14 +36,6 @@ targets:
       - at: 2.0
         expect: true
 """
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
 
 
 @pytest.fixture

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browser import Page, browser_fixture, expect, skip_without_browser
 from filled_store import FilledStore
 
 from assay.core.record import RunManifest, UnitResult
@@ -18,29 +18,8 @@ from assay.view.export import export_site
 from assay.view.server import create_view_app
 from assay.web.app import Binding, bind_loopback_socket
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-try:
-    from playwright.sync_api import Page, expect, sync_playwright
-except ImportError:  # pragma: no cover - depends on the machine
-    sync_playwright = None  # type: ignore[assignment]
-
-pytestmark = [
-    pytest.mark.skipif(sync_playwright is None, reason="playwright (Python) is not installed: pip install playwright"),
-    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: apt-get install -y chromium"),
-]
-
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
+pytestmark = skip_without_browser
+browser = browser_fixture()
 
 
 def _serve(database: Path) -> Iterator[str]:
