@@ -49,6 +49,10 @@ class InputFile:
     data_base64: str
     filename: str | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """The wire shape HTTP and process agents receive."""
+        return {"filename": self.filename, "mimeType": self.mime_type, "dataBase64": self.data_base64}
+
 
 @dataclass(frozen=True, slots=True)
 class InputResponse:
@@ -57,6 +61,15 @@ class InputResponse:
     request_id: str
     option_id: str | None = None
     text: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire shape HTTP and process agents receive (absent fields left out)."""
+        document: dict[str, Any] = {"requestId": self.request_id}
+        if self.option_id is not None:
+            document["optionId"] = self.option_id
+        if self.text is not None:
+            document["text"] = self.text
+        return document
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,20 +22,14 @@ from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for, retry_after_secon
 def _request_body(turn_input: TurnInput, ctx: AgentContext) -> dict[str, Any]:
     body: dict[str, Any] = {
         "message": turn_input.text,
-        "files": [
-            {"filename": f.filename, "mimeType": f.mime_type, "dataBase64": f.data_base64} for f in turn_input.files
-        ],
+        "files": [file.to_json() for file in turn_input.files],
         "model": ctx.model,
         "flags": dict(ctx.flags),
     }
     if ctx.reasoning_effort is not None:
         body["reasoning_effort"] = ctx.reasoning_effort
     if turn_input.responses:
-        body["responses"] = [
-            {"requestId": r.request_id, **({"optionId": r.option_id} if r.option_id is not None else {}),
-             **({"text": r.text} if r.text is not None else {})}
-            for r in turn_input.responses
-        ]
+        body["responses"] = [response.to_json() for response in turn_input.responses]
     if turn_input.output_schema is not None:
         body["output_schema"] = turn_input.output_schema
     if ctx.session.id is not None:

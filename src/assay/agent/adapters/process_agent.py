@@ -29,15 +29,9 @@ def send_params(turn_input: TurnInput, ctx: AgentContext) -> dict[str, Any]:
         ctx.session.set(_LINE, line)
     turn: dict[str, Any] = {"text": turn_input.text}
     if turn_input.files:
-        turn["files"] = [
-            {"filename": f.filename, "mimeType": f.mime_type, "dataBase64": f.data_base64} for f in turn_input.files
-        ]
+        turn["files"] = [file.to_json() for file in turn_input.files]
     if turn_input.responses:
-        turn["responses"] = [
-            {"requestId": r.request_id, **({"optionId": r.option_id} if r.option_id is not None else {}),
-             **({"text": r.text} if r.text is not None else {})}
-            for r in turn_input.responses
-        ]
+        turn["responses"] = [response.to_json() for response in turn_input.responses]
     if turn_input.output_schema is not None:
         turn["outputSchema"] = turn_input.output_schema
     context = {
