@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from assay.doc.artifacts import Clock, default_run_id
+from assay.doc.cases import ResolvedCase, resolve_case
 from assay.doc.config import DocSuite
-from assay.doc.paths import contained_path
+from assay.doc.paths import assert_safe_id, contained_path
 from assay.errors import UsageError
 
-__all__ = ["read_candidate", "resolve_candidate"]
+__all__ = ["read_candidate", "resolve_candidate", "start_candidate_run"]
 
 
 def resolve_candidate(suite: DocSuite, value: str, option: str = "--candidate") -> Path:
@@ -31,3 +33,19 @@ def read_candidate(path: Path, value: str) -> str:
         raise UsageError(f"candidate {value} is not valid UTF-8 text") from None
     except OSError as error:
         raise UsageError(f"could not read candidate {value}: {error.strerror or error}") from None
+
+
+def start_candidate_run(
+    suite: DocSuite, case_id: str, candidate: str, run_id: str | None, method: str, clock: Clock
+) -> tuple[Path, ResolvedCase, str]:
+    """What a command that judges one candidate for one case checks first, in eval-kit's order:
+    safe ids, the candidate, the case, then the result bundle's id (`<method>-<time>` by default)
+    and that its folder stays inside the results root."""
+    assert_safe_id(case_id, "case id")
+    if run_id is not None:
+        assert_safe_id(run_id, "run id")
+    candidate_path = resolve_candidate(suite, candidate)
+    case = resolve_case(suite, case_id)
+    run_id = run_id or default_run_id(method, clock())
+    suite.resolver.resolve_run_dir(run_id)
+    return candidate_path, case, run_id

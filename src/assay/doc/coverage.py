@@ -10,13 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from assay.doc.artifacts import RUNNER_VERSION, Clock, default_run_id, open_run, utc_now
-from assay.doc.candidates import read_candidate, resolve_candidate
-from assay.doc.cases import resolve_case
+from assay.doc.artifacts import RUNNER_VERSION, Clock, open_run, utc_now
+from assay.doc.candidates import read_candidate, start_candidate_run
 from assay.doc.config import DocSuite
 from assay.doc.hooks import PointwiseInput
 from assay.doc.model_run import JudgeCallLog, ModelSettings, check_vars
-from assay.doc.paths import assert_safe_id
 from assay.doc.pointwise import (
     calibration_flags,
     count_pointwise_verdicts,
@@ -73,13 +71,7 @@ async def judge_coverage(
     expected_outcome: str | None = None,
     clock: Clock = utc_now,
 ) -> CoverageResult:
-    assert_safe_id(case_id, "case id")
-    if run_id is not None:
-        assert_safe_id(run_id, "run id")
-    candidate_path = resolve_candidate(suite, candidate)
-    case = resolve_case(suite, case_id)
-    run_id = run_id or default_run_id("judge-coverage", clock())
-    suite.resolver.resolve_run_dir(run_id)
+    candidate_path, case, run_id = start_candidate_run(suite, case_id, candidate, run_id, "judge-coverage", clock)
     template = load_prompt_template(suite, "pointwise_judge")
     prompt_version = extract_version(template.text, "Prompt version")
     rubric_version = extract_version(template.text, "Rubric version")

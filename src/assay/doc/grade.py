@@ -12,12 +12,11 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 
 from assay.core.jsonvalue import check_json_like
 from assay.doc.adapter import DocAdapter
-from assay.doc.artifacts import Clock, RunBundle, default_run_id, open_run, utc_now
-from assay.doc.candidates import read_candidate, resolve_candidate
-from assay.doc.cases import load_grader_inputs, resolve_case
+from assay.doc.artifacts import Clock, RunBundle, open_run, utc_now
+from assay.doc.candidates import read_candidate, start_candidate_run
+from assay.doc.cases import load_grader_inputs
 from assay.doc.config import DocSuite
 from assay.doc.hooks import GradeInput, ReportInput
-from assay.doc.paths import assert_safe_id
 from assay.doc.session import adapter_module_path, adapter_session
 from assay.errors import AdapterError, JsonValueError
 
@@ -105,13 +104,7 @@ async def run_case(
     clock: Clock = utc_now,
 ) -> CaseRunResult:
     """Grade `candidate` for `case_id`, write the bundle (manifest last) and return the verdict."""
-    assert_safe_id(case_id, "case id")
-    if run_id is not None:
-        assert_safe_id(run_id, "run id")
-    candidate_path = resolve_candidate(suite, candidate)
-    case = resolve_case(suite, case_id)
-    run_id = run_id or default_run_id("deterministic", clock())
-    suite.resolver.resolve_run_dir(run_id)
+    candidate_path, case, run_id = start_candidate_run(suite, case_id, candidate, run_id, "deterministic", clock)
     grader_inputs = load_grader_inputs(case)
     candidate_text = read_candidate(candidate_path, candidate)
     async with _deterministic_modules(suite) as modules:
