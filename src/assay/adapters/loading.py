@@ -45,19 +45,30 @@ def _import_file(path: Path, search_paths: Sequence[Path]) -> Any:
     for directory in reversed([str(p) for p in search_paths]):
         if directory not in sys.path:
             sys.path.insert(0, directory)
-    name = f"assay_adapter_{abs(hash(str(path)))}"
+    # Executed afresh on every load, so module globals never leak from one trial into the next.
+    try:
+        module = exec_module_file(path, f"assay_adapter_{abs(hash(str(path)))}")
+    except (Exception, SystemExit) as error:  # any import-time failure is the adapter's to fix
+        raise AdapterError(f"adapter import failed for {path}: {error}") from error
+    if module is None:
+        raise AdapterError(f"could not load adapter file: {path}")
+    return module
+
+
+def exec_module_file(path: Path, name: str) -> Any:
+    """Execute the Python file `path` as a new module `name`, registered in `sys.modules` (so
+    dataclasses, pickling and lookups inside it work); None if `path` cannot be a module. An
+    error while executing propagates once the registration is undone."""
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise AdapterError(f"could not load adapter file: {path}")
+        return None
     module = importlib.util.module_from_spec(spec)
-    # Registered so dataclasses, pickling and relative lookups inside the adapter work; executed
-    # afresh on every load, so module globals never leak from one trial into the next.
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except (Exception, SystemExit) as error:  # any import-time failure is the adapter's to fix
+    except BaseException:
         sys.modules.pop(name, None)
-        raise AdapterError(f"adapter import failed for {path}: {error}") from error
+        raise
     return module
 
 

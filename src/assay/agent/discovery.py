@@ -7,13 +7,13 @@ experiments: `experiments/**/*.py` (id = path without `.py`); `_`-prefixed files
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.adapters.loading import exec_module_file
 from assay.agent.definition import Eval, EvalDescriptor
 from assay.agent.experiment import Experiment
 from assay.agent.project import EVALS_DIR, EXPERIMENTS_DIR
@@ -58,19 +58,14 @@ def _import(path: Path, project: Path, namespace: str) -> Any:
     if str(project) not in sys.path:
         sys.path.insert(0, str(project))  # so files can import the project's `agents/` and helpers
     name = f"assay_agent_{namespace}_{hashlib.sha256(str(path).encode()).hexdigest()[:16]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"could not load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        module = exec_module_file(path, name)
     except AssayError as error:
-        sys.modules.pop(name, None)
         raise ConfigError(f"{path}: {error}") from None
     except (Exception, SystemExit) as error:
-        sys.modules.pop(name, None)
         raise ConfigError(f"could not import {path}: {type(error).__name__}: {error}") from error
+    if module is None:
+        raise ConfigError(f"could not load {path}")
     return module
 
 

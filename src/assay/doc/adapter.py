@@ -6,13 +6,13 @@ Either way a hook is found by export name (snake_case first, then eval-kit's cam
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import inspect
 import itertools
 import sys
 from pathlib import Path
 from typing import Any, Protocol
 
+from assay.adapters.loading import exec_module_file
 from assay.doc.config import DocSuite
 from assay.doc.hooks import HOOKS, RESOLVER_MARKER, Hook
 from assay.errors import AdapterError, AssayError
@@ -58,22 +58,18 @@ class PythonDocAdapter:
     def load(cls, path: Path) -> "PythonDocAdapter":
         digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
         name = f"assay_doc_adapter_{digest}_{next(_module_numbers)}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise AdapterError(f"failed to load adapter module from {path}: not a Python module")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses and pickling inside the adapter look the module up
         added = str(path.parent) not in sys.path
         if added:
             sys.path.insert(0, str(path.parent))  # lets the adapter import modules beside it
         try:
-            spec.loader.exec_module(module)
+            module = exec_module_file(path, name)
         except (Exception, SystemExit) as error:
-            sys.modules.pop(name, None)
             raise AdapterError(f"failed to load adapter module from {path}: {error}") from error
         finally:
             if added:
                 sys.path.remove(str(path.parent))
+        if module is None:
+            raise AdapterError(f"failed to load adapter module from {path}: not a Python module")
         return cls(path, module)
 
     def export_for(self, hook: Hook | str) -> str | None:
