@@ -1,14 +1,21 @@
 """Durable file writes: replace a file atomically so a reader never sees half of it.
 
 Write a temporary file in the same directory, fsync it, `os.replace` it over the target, then
-fsync the directory so the rename itself survives a crash.
+fsync the directory so the rename itself survives a crash. Also the one file hash.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from pathlib import Path
+
+
+def sha256_file(path: Path) -> str:
+    """The hex SHA-256 of a file's bytes, streamed (OSError if it cannot be read)."""
+    with open(path, "rb", buffering=0) as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
 def fsync_directory(directory: Path) -> None:

@@ -5,7 +5,6 @@ A run directory without `manifest.json` is an unfinished or failed run; readers 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -18,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Mapping, Sequence
 
 from assay import __version__
-from assay.core.fsutil import write_atomically
+from assay.core.fsutil import sha256_file, write_atomically
 from assay.doc.config import DocSuite
 from assay.doc.paths import contained_path, relative_posix
 from assay.errors import CaseError
@@ -64,14 +63,6 @@ def default_run_id(prefix: str, moment: datetime) -> str:
 def dump_json(value: Any) -> str:
     """Every JSON output: 2-space indent, UTF-8 as is, trailing newline."""
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def media_type_for(path: str) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Self
 
+from assay.core import fsutil
 from assay.core.format import format_bytes
 from assay.core.fsutil import fsync_directory, write_atomically
 from assay.errors import VideoError
@@ -121,17 +122,10 @@ def _new_part_path(video: Path) -> Path:
 
 
 def sha256_file(path: Path) -> str:
-    """The SHA-256 of a file, read in large chunks into one reused buffer."""
-    digest = hashlib.sha256()
-    buffer = bytearray(_CHUNK_SIZE)
-    view = memoryview(buffer)
     try:
-        with open(path, "rb", buffering=0) as file:
-            while count := file.readinto(buffer):
-                digest.update(view[:count])
+        return fsutil.sha256_file(path)
     except OSError as error:
         raise VideoStoreError(f"could not read {path} to calculate SHA-256: {error}") from error
-    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------

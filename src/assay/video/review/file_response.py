@@ -6,7 +6,6 @@ else If-Unmodified-Since (412); then If-None-Match, else If-Modified-Since (304)
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 from collections.abc import Mapping
@@ -18,6 +17,7 @@ import anyio
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from assay.core.fsutil import sha256_file
 from assay.video.review.frames import FileIdentity, file_identity
 from assay.web.app import ApiError, error_response
 
@@ -37,16 +37,8 @@ class FileDigests:
     async def sha256(self, path: Path, identity: FileIdentity) -> str:
         key = (path, identity)
         if key not in self._known:
-            self._known[key] = await anyio.to_thread.run_sync(_hash_file, path)
+            self._known[key] = await anyio.to_thread.run_sync(sha256_file, path)
         return self._known[key]
-
-
-def _hash_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for chunk in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _entity_tags(header: str) -> list[tuple[bool, str]] | None:
