@@ -407,3 +407,68 @@ def test_cwd_and_environment_are_inherited(tmp_path, monkeypatch):
             await process.force_stop()
 
     assert run(scenario()) == [os.getcwd(), "s3cret"]
+
+
+def test_the_javascript_adapter_library_reads_every_frame_layout():
+    """tests/adapters/fixtures/protocol.mjs cuts frames out of requests before JSON.parse; check it on
+    lines longer than its 1 MiB reads, several frames per line, base64 written with JSON escapes,
+    and names that contain the field's own text, quotes and non-ASCII characters."""
+    import base64
+    import json
+
+    import numpy as np
+
+    from assay.video.command_adapter import encode_png
+
+    generator = np.random.default_rng(7)
+    frames = [generator.integers(0, 256, (height, 640, 3), dtype=np.uint8) for height in (600, 40, 900)]
+    pngs = [encode_png(frame) for frame in frames]
+    assert len(base64.b64encode(pngs[2])) > 1 << 20  # spans more than one read
+
+    def sample(index: int, name: str) -> dict:
+        return {
+            "image": {"mimeType": "image/png", "dataBase64": base64.b64encode(pngs[index]).decode(),
+                      "width": 640, "height": frames[index].shape[0]},
+            "timestampS": index / 10, "frameIndex": index, "sampleIndex": index, "videoPath": "v.mp4",
+            "caseName": name,
+        }
+
+    tricky = 'say "dataBase64":"x" — café ✓'
+    target = {"id": "t", "index": 0, "label": None, "config": {}}
+
+    def line(request_id: int, method: str, params: dict, *, escaped: int | None = None) -> bytes:
+        text = json.dumps({"id": request_id, "method": method, "params": params}, separators=(",", ":"))
+        if escaped is not None:  # JSON allows "\/" for "/": the reader must take its plain path
+            plain = base64.b64encode(pngs[escaped]).decode()
+            text = text.replace(plain, plain.replace("/", "\\/"))
+        return text.encode() + b"\n"
+
+    async def scenario():
+        process = await asyncio.create_subprocess_exec(
+            "node", str(FIXTURES / "png_probe_adapter.mjs"), "both",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        process.stdin.write(
+            line(1, "initialize", {"protocolVersion": 1, "evalDir": ".", "config": {}})
+            + line(2, "evaluateMany", {"samples": [sample(0, tricky), sample(1, "b"), sample(2, "c")], "target": target})
+            + line(3, "evaluate", {"sample": sample(2, "d"), "target": target}, escaped=2)
+            + line(4, "evaluate", {"sample": sample(1, "é"), "target": target})
+            + line(5, "close", {})
+        )
+        process.stdin.close()
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0, err.decode()
+        return {reply["id"]: reply for reply in map(json.loads, out.decode().splitlines())}
+
+    replies = run(scenario())
+    assert sorted(replies) == [1, 2, 3, 4, 5] and "error" not in str(replies)
+
+    def seen(result: dict) -> tuple:
+        return result["caseName"], result["height"], result["pixel"]
+
+    expected = {index: frames[index][0, 0].tolist() for index in range(3)}
+    assert [seen(result) for result in replies[2]["result"]] == [
+        (tricky, 600, expected[0]), ("b", 40, expected[1]), ("c", 900, expected[2]),
+    ]
+    assert seen(replies[3]["result"]) == ("d", 900, expected[2])
+    assert seen(replies[4]["result"]) == ("é", 40, expected[1])
