@@ -1,0 +1,104 @@
+"""Garbage collection sized for a run: what changes inside, what is restored, and that garbage is still collected."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+
+import pytest
+
+from assay.core.gcpolicy import YOUNG_GENERATION_THRESHOLD, collection_sized_for_runs
+from assay.core.schedule import run_bounded
+
+
+class Node:
+    def __init__(self) -> None:
+        self.partner: Node | None = None
+
+
+def cycle() -> weakref.ref:
+    first, second = Node(), Node()
+    first.partner, second.partner = second, first
+    return weakref.ref(first)
+
+
+@pytest.fixture(autouse=True)
+def default_collector():
+    gc.unfreeze()
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    gc.enable()
+    yield
+    gc.set_threshold(*saved)
+    gc.enable()
+
+
+def test_a_run_freezes_what_exists_and_collects_young_objects_less_often():
+    with collection_sized_for_runs():
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (YOUNG_GENERATION_THRESHOLD, 10, 10)
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_garbage_made_during_a_run_is_collected_and_older_garbage_after_it():
+    older = cycle()
+    with collection_sized_for_runs():
+        during = cycle()
+        gc.collect()
+        assert during() is None
+        assert older() is not None  # frozen with everything else that existed at the start
+    gc.collect()
+    assert older() is None
+
+
+def test_overlapping_runs_keep_the_settings_until_the_last_one_ends():
+    first = collection_sized_for_runs()
+    second = collection_sized_for_runs()
+    first.__enter__()
+    frozen = gc.get_freeze_count()
+    second.__enter__()
+    assert gc.get_freeze_count() >= frozen  # not frozen twice, not thawed
+    first.__exit__(None, None, None)
+    assert gc.get_threshold()[0] == YOUNG_GENERATION_THRESHOLD and gc.get_freeze_count() > 0
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
+
+
+def test_a_process_that_froze_objects_itself_keeps_them_frozen():
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    try:
+        with collection_sized_for_runs():
+            pass
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_collection_switched_off_stays_off_and_untouched():
+    gc.disable()
+    with collection_sized_for_runs():
+        assert not gc.isenabled()
+        assert gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
+    assert not gc.isenabled()
+
+
+def test_run_bounded_works_under_the_run_settings_and_restores_them_when_aborted():
+    seen = []
+
+    async def work(item: int) -> int:
+        seen.append(gc.get_threshold()[0])
+        return item
+
+    def on_complete(done) -> None:
+        if done.item == 2:
+            raise ValueError("stop")  # an exception from on_complete aborts the run
+
+    completed = asyncio.run(run_bounded(range(2), work, concurrency=2))
+    assert [done.value for done in completed] == [0, 1]
+    with pytest.raises(ValueError, match="stop"):
+        asyncio.run(run_bounded(range(3), work, concurrency=1, on_complete=on_complete))
+    assert seen == [YOUNG_GENERATION_THRESHOLD] * 5
+    assert gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
