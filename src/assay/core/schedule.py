@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from assay.core.gcpolicy import collection_sized_for_runs
