@@ -166,6 +166,47 @@ def test_chat_429_honours_retry_after_and_5xx_is_retried_and_both_are_counted(fa
     assert len(fake_openai.chat_requests) == 3
 
 
+def test_every_request_gives_its_limiter_slot_back_and_a_429_halves_the_limit(fake_openai):
+    import asyncio
+
+    from assay.agent.adapter import SendFailure
+    from assay.agent.adapters.endpoint import OpenAIEndpoint, call_endpoint, post_json
+    from assay.agent.context import AgentContext, CancelSignal, Feedback
+    from assay.agent.session import AgentSession
+    from assay.core.ratelimit import limiter_for
+
+    endpoint = OpenAIEndpoint(fake_openai.base_url, "k", timeout=5, max_attempts=2, backoff=0.001, max_concurrency=8)
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+    async def scenario():
+        feedback = Feedback()
+        ctx = AgentContext(signal=CancelSignal(), session=AgentSession(), feedback=feedback)
+        limiter = limiter_for(endpoint.resolved_base_url, endpoint.max_concurrency)
+        states = []
+
+        async def send():
+            try:
+                return await call_endpoint(endpoint, ctx, lambda client: post_json(client, "/chat/completions", body),
+                                           started=False)
+            finally:
+                states.append((limiter.in_flight, limiter.limit, limiter.rate_limited))
+
+        fake_openai.enqueue(chat_reply("one"), error_reply(502), chat_reply("two"), rate_limited(0), chat_reply("three"))
+        replies = [await send() for _ in range(3)]
+        fake_openai.enqueue(error_reply(400, "bad"))
+        with pytest.raises(SendFailure, match="rejected the request"):
+            await send()
+        await endpoint.aclose()
+        return [reply["choices"][0]["message"]["content"] for reply in replies], states, feedback.retries
+
+    contents, states, retries = asyncio.run(scenario())
+    assert contents == ["one", "two", "three"]
+    assert retries == {"server_error": 1, "rate_limited": 1}
+    # after each call nothing is held; a 5xx leaves the limit alone, the 429 halves it (8 -> 4, then grows)
+    assert [(in_flight, rate_limited) for in_flight, _, rate_limited in states] == [(0, 0), (0, 0), (0, 1), (0, 1)]
+    assert states[1][1] == 8 and 4 <= states[2][1] < 5
+
+
 def test_chat_persistent_500_errors_the_attempt_after_the_last_retry(fake_openai):
     fake_openai.enqueue(*[error_reply(500, "boom")] * 3)
 
