@@ -4,6 +4,10 @@ OpenAI-compatible server with 50 ms latency, at concurrency 64, through the real
 `python benchmarks/agent_endpoint.py` prints the wall time and its ratio to the ideal
 (1000 / 64 x 50 ms = 0.78 s; target <= 1.3x), and two floors for the same requests without the
 harness: plain aiohttp, and the openai SDK alone. The server runs in its own process, as a real one would.
+
+`python benchmarks/agent_endpoint.py --stub` measures what assay itself costs per eval: the SDK
+client is replaced by a stub that answers every request at once with the same reply, and 10,000
+evals run at concurrency 64 (CPU microseconds per eval, best of --repeat).
 """
 
 from __future__ import annotations
@@ -106,13 +110,53 @@ async def run_benchmark(base_url: str, evals: int, concurrency: int) -> tuple[fl
     return elapsed, [result.verdict for result in outcome.results], outcome.usage
 
 
+class _StubClient:
+    """Answers every POST with the benchmark's reply after one event-loop turn, as an SDK client would."""
+
+    def __init__(self, payload: bytes) -> None:
+        self.content = payload
+
+    async def post(self, path: str, body: dict, cast_to: type) -> "_StubClient":
+        await asyncio.sleep(0)
+        return self
+
+    async def close(self) -> None:
+        pass
+
+
+def stub_cost(evals: int, concurrency: int, repeat: int) -> list[float]:
+    """CPU microseconds per eval with the endpoint stubbed out (no HTTP, no SDK)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from servers.fake_openai import chat_reply
+
+    from assay.agent.adapters.endpoint import OpenAIEndpoint
+
+    usage = {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18}
+    stub = _StubClient(json.dumps(chat_reply("The answer is 42.", usage=usage).completion).encode())
+    OpenAIEndpoint.client = lambda self: stub  # type: ignore[method-assign]
+    costs = []
+    for _ in range(repeat):
+        started = time.process_time()
+        _, verdicts, _ = asyncio.run(run_benchmark("http://stub.invalid/v1", evals, concurrency))
+        assert verdicts == ["passed"] * evals, sorted(set(verdicts))
+        costs.append((time.process_time() - started) / (evals + concurrency) * 1e6)
+    return costs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evals", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--stub", action="store_true", help="assay's own CPU per eval, endpoint stubbed out")
     options = parser.parse_args()
+    if options.stub:
+        evals = 10_000 if options.evals == 1000 else options.evals
+        costs = stub_cost(evals, options.concurrency, options.repeat)
+        print(json.dumps({"evals": evals, "concurrency": options.concurrency,
+                          "cpu_us_per_eval": [round(cost, 1) for cost in costs], "best_us": round(min(costs), 1)}))
+        return
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER, str(ROOT / "tests"), str(options.latency)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
