@@ -116,7 +116,7 @@ class _StubClient:
     def __init__(self, payload: bytes) -> None:
         self.content = payload
 
-    async def post(self, path: str, body: dict, cast_to: type) -> "_StubClient":
+    async def post(self, path: str, body: dict, cast_to: type) -> _StubClient:
         await asyncio.sleep(0)
         return self
 
