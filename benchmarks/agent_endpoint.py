@@ -114,7 +114,10 @@ class _StubClient:
     """Answers every POST with the benchmark's reply after one event-loop turn, as an SDK client would."""
 
     def __init__(self, payload: bytes) -> None:
+        import httpx
+
         self.content = payload
+        self.base_url = httpx.URL("http://stub.invalid/v1/")
 
     async def post(self, path: str, body: dict, cast_to: type) -> _StubClient:
         await asyncio.sleep(0)

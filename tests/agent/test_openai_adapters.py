@@ -368,3 +368,17 @@ def test_a_turn_without_model_is_an_errored_attempt(fake_openai):
     result = run_one(chat_agent(fake_openai), body)
     assert result.verdict == "errored" and "has no model" in result.error["message"]
     assert Turn  # the model type is part of the public surface these adapters return
+
+
+@pytest.mark.parametrize(
+    "base_url", ["http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1/", "http://127.0.0.1:9", "http://h:9/openai/v1?api-version=2"]
+)
+@pytest.mark.parametrize("path", ["/chat/completions", "responses"])
+def test_requests_go_to_the_url_the_sdk_itself_would_resolve(base_url, path):
+    import openai
+
+    from assay.agent.adapters.endpoint import _absolute_url
+
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="k")
+    assert _absolute_url(client, path) == str(client._prepare_url(path))
+    assert _absolute_url(client, path) is _absolute_url(client, path)  # resolved once per client
