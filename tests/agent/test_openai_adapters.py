@@ -382,3 +382,5 @@ def test_requests_go_to_the_url_the_sdk_itself_would_resolve(base_url, path):
     client = openai.AsyncOpenAI(base_url=base_url, api_key="k")
     assert _absolute_url(client, path) == str(client._prepare_url(path))
     assert _absolute_url(client, path) is _absolute_url(client, path)  # resolved once per client
+    client.base_url = "http://127.0.0.1:10/v2"
+    assert _absolute_url(client, path) == str(client._prepare_url(path))  # and again when it moves

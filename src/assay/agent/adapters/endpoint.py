@@ -136,22 +136,23 @@ async def post_json(client: Any, path: str, body: dict[str, Any]) -> dict[str, A
     return document
 
 
-_ABSOLUTE_URLS: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+_ABSOLUTE_URLS: weakref.WeakKeyDictionary[Any, dict[str, tuple[Any, str]]] = weakref.WeakKeyDictionary()
 
 
 def _absolute_url(client: Any, path: str) -> str:
-    """`path` under the client's base URL, resolved the way the SDK resolves it, once per client.
+    """`path` under the client's base URL, resolved the way the SDK resolves it, once per client
+    (again if its `base_url` is replaced).
 
     The SDK parses and joins a relative path on every request (~80 µs of CPU); an absolute URL it
     takes as it is (docs/benchmarks.md, agent endpoints)."""
+    base = client.base_url
     by_path = _ABSOLUTE_URLS.get(client)
     if by_path is None:
         by_path = _ABSOLUTE_URLS[client] = {}
-    url = by_path.get(path)
-    if url is None:
-        base = client.base_url
-        url = by_path[path] = str(base.copy_with(raw_path=base.raw_path + path.lstrip("/").encode("ascii")))
-    return url
+    resolved = by_path.get(path)
+    if resolved is None or resolved[0] is not base:
+        resolved = by_path[path] = (base, str(base.copy_with(raw_path=base.raw_path + path.lstrip("/").encode("ascii"))))
+    return resolved[1]
 
 
 def as_plain(value: Any) -> Any:
