@@ -3,8 +3,8 @@
 CPython collects its youngest generation every 700 net container allocations and, now and then,
 walks every live object: modules, the openai SDK, pydantic models, numpy, the plan. A harness
 allocates thousands of short-lived objects per unit of work, so at those settings the collector
-cost about 40 µs of the ~140 µs of CPU per agent eval (benchmarks/agent_endpoint.py with the
-endpoint stubbed; docs/benchmarks.md). While a run is in progress, `collection_sized_for_runs()`
+cost about 30 µs of the ~150 µs of CPU per agent eval (`benchmarks/agent_endpoint.py --stub`;
+docs/benchmarks.md). While a run is in progress, `collection_sized_for_runs()`
 moves everything that existed before it into the permanent generation (`gc.freeze()`: those
 objects are not walked again until the run ends) and collects the young generation 10x less often.
 Garbage is still collected during the run; both settings are restored when the last run in the
