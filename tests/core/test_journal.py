@@ -159,6 +159,64 @@ def test_group_commit_writes_all_records_with_one_write_and_one_fsync(
         assert journal.append_many([]) == []
 
 
+def _writer_batches(tmp_path: Path, submissions: list[float], **options) -> tuple[list[int], list[float]]:
+    """Submit one record at each of `submissions` (seconds from the start) through a JournalWriter;
+    return the sizes of its fsynced batches and when each record became durable."""
+    import asyncio
+
+    from assay.core.journal import JournalWriter
+
+    batches: list[int] = []
+    original = Journal.append_many
+
+    def counting(self, entries):
+        records = original(self, entries)
+        batches.append(len(records))
+        return records
+
+    async def scenario() -> list[float]:
+        with Journal.open(tmp_path / "events.jsonl") as journal:
+            writer = JournalWriter(journal, **options)
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            durable_at = [0.0] * len(submissions)
+
+            def note(position: int):
+                return lambda _: durable_at.__setitem__(position, loop.time() - started)
+
+            futures = []
+            for position, at in enumerate(submissions):
+                await asyncio.sleep(max(0.0, started + at - loop.time()))
+                futures.append(writer.submit("run_result", f"k{position}", {"i": position}))
+                futures[-1].add_done_callback(note(position))
+            await asyncio.gather(*futures)
+            await writer.close()
+            assert sorted(journal.records()) == [f"k{position}" for position in range(len(submissions))]
+            return durable_at
+
+    Journal.append_many = counting  # type: ignore[method-assign]
+    try:
+        return batches, asyncio.run(scenario())
+    finally:
+        Journal.append_many = original  # type: ignore[method-assign]
+
+
+def test_group_commit_waits_for_the_other_submitters_within_its_window(tmp_path: Path) -> None:
+    # three workers' results 20 ms apart share one fsync when the window is long enough
+    batches, durable_at = _writer_batches(tmp_path, [0.0, 0.02, 0.04], batch_hint=3, batch_window_s=0.5)
+    assert batches == [3]
+    assert max(durable_at) < 0.4  # committed once the third arrived, not at the end of the window
+
+
+def test_group_commit_never_holds_a_lone_submitter_or_waits_past_its_window(tmp_path: Path) -> None:
+    (tmp_path / "one").mkdir()
+    (tmp_path / "four").mkdir()
+    batches, durable_at = _writer_batches(tmp_path / "one", [0.0, 0.3], batch_hint=1, batch_window_s=0.5)
+    assert batches == [1, 1] and durable_at[0] < 0.2
+    batches, durable_at = _writer_batches(tmp_path / "four", [0.0], batch_hint=4, batch_window_s=0.1)
+    assert batches == [1] and 0.09 <= durable_at[0] < 0.4
+
+
 def test_appends_from_many_threads_never_interleave(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     with Journal.open(path) as journal:

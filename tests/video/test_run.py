@@ -561,3 +561,31 @@ def test_validate_list_samples_and_export_frames(tmp_path):
     assert broken.exit_code == 1
     assert "Validation failed" in broken.output
     assert "- adapter validation failed: adapter file does not exist:" in broken.flat
+
+
+def test_the_journal_lets_the_runs_concurrent_results_share_an_fsync(tmp_path, monkeypatch):
+    """Up to --concurrency results wait a few milliseconds for each other and are fsynced together."""
+    from assay.core import journal as journal_module
+    from assay.video import checkpoint as checkpoint_module
+
+    writers = []
+    batches = []
+    real_writer, real_append = checkpoint_module.JournalWriter, journal_module.Journal.append_many
+
+    def recording_writer(journal, **options):
+        writers.append(options)
+        return real_writer(journal, **options)
+
+    def recording_append(self, entries):
+        records = real_append(self, entries)
+        batches.append(len(records))
+        return records
+
+    monkeypatch.setattr(checkpoint_module, "JournalWriter", recording_writer)
+    monkeypatch.setattr(journal_module.Journal, "append_many", recording_append)
+    monkeypatch.setattr(checkpoint_module, "GROUP_COMMIT_WINDOW_S", 0.5)  # generous: a slow CI still batches
+    eval_dir = make_eval(tmp_path, NUMBERS_CASE)
+    result = run_eval(eval_dir, "--concurrency", "4")
+    assert result.exit_code == 0, result.output
+    assert writers == [{"batch_hint": 4, "batch_window_s": 0.5}]
+    assert sum(batches) == 7 and len(batches) < 7

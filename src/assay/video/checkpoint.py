@@ -30,6 +30,15 @@ RUN_INVOCATION_KEYS = (
 
 ResultKey = tuple[int, str, str, int]  # trial, case, target, sample index
 
+# How long the journal waits for the other workers' results before one fsync (see JournalWriter):
+# 600 fast results took ~520 fsyncs and +12% wall without it, ~155 and +6% with it.
+GROUP_COMMIT_WINDOW_S = 0.006
+
+
+def journal_writer(checkpoint: Checkpoint, concurrency: int) -> JournalWriter:
+    """The run's or seed's group-committing writer: up to `concurrency` results share an fsync."""
+    return JournalWriter(checkpoint.journal, batch_hint=concurrency, batch_window_s=GROUP_COMMIT_WINDOW_S)
+
 
 def run_result_key(trial: int, case: str, target: str, sample_index: int, timestamp_s: float) -> str:
     return f"{trial}\0{case}\0{target}\0{sample_index}\0{float.hex(timestamp_s)}"
@@ -117,7 +126,8 @@ class RunCheckpoint:
 
     @contextlib.asynccontextmanager
     async def writing(self) -> AsyncIterator[RunCheckpoint]:
-        self._writer = JournalWriter(self.checkpoint.journal)
+        concurrency = (self.checkpoint.manifest.get("invocation") or {}).get("concurrency")
+        self._writer = journal_writer(self.checkpoint, concurrency if isinstance(concurrency, int) else 1)
         try:
             yield self
         finally:

@@ -473,7 +473,9 @@ class _SeedRun:
         )
         executor = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="assay-adapter")
         assert self.checkpoint is not None
-        self._writer = JournalWriter(self.checkpoint.journal)
+        from assay.video.checkpoint import journal_writer
+
+        self._writer = journal_writer(self.checkpoint, self.options.concurrency)
         try:
             async with TrialEvaluator(
                 adapter=self.options.adapter, adapter_command=self.options.adapter_command, config=config,
