@@ -496,3 +496,47 @@ def test_rgb_conversion_works_with_pyav_before_17_without_a_threads_option(clip_
         frame = next(container.decode(video=0))
     assert np.array_equal(decode._rgb_pixels(frame), frame.to_ndarray(format="rgb24"))
     assert decode._REFORMAT_OPTIONS == {}  # asked once, then converted without the option
+
+
+@pytest.mark.parametrize("convert_ahead", [True, False])
+def test_the_feed_converts_ahead_unless_its_consumer_converts_in_its_own_threads(
+    clip_30fps: Path, monkeypatch: pytest.MonkeyPatch, convert_ahead: bool
+) -> None:
+    import asyncio
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from assay.video.feed import FrameFeed
+
+    converted_in: list[str] = []
+    real = decode._rgb_pixels
+
+    def recording(frame):
+        converted_in.append(threading.current_thread().name)
+        return real(frame)
+
+    monkeypatch.setattr(decode, "_rgb_pixels", recording)
+    samples = [SimpleNamespace(timestamp_s=t) for t in (0.0, 1.0, 2.0)]
+    consumer = ThreadPoolExecutor(1, thread_name_prefix="consumer")
+
+    async def scenario() -> list[np.ndarray]:
+        feed = FrameFeed(clip_30fps, samples, window=4, convert_ahead=convert_ahead)
+        pixels = []
+        try:
+            async for _, frame in feed:
+                converted_before_use = len(converted_in)
+                pixels.append(await asyncio.get_running_loop().run_in_executor(consumer, lambda: frame.pixels))
+                assert len(converted_in) == (converted_before_use if convert_ahead else converted_before_use + 1)
+                feed.release()
+        finally:
+            await feed.close()
+        return pixels
+
+    pixels = asyncio.run(scenario())
+    consumer.shutdown()
+    assert len(converted_in) == 3
+    expected_prefix = "assay-convert" if convert_ahead else "consumer"
+    assert all(name.startswith(expected_prefix) for name in converted_in), converted_in
+    monkeypatch.undo()
+    reference = select_frames(clip_30fps, [0.0, 1.0, 2.0])
+    assert all(np.array_equal(got, want.pixels) for got, want in zip(pixels, reference, strict=True))

@@ -56,6 +56,29 @@ def test_javascript_adapter_matches_the_python_adapter(tmp_path, mode):
     assert timing == {"batch_amortized" if mode == "many" else "individual"}
 
 
+def test_frames_for_a_command_adapter_are_converted_by_its_png_encoders_not_ahead(tmp_path, monkeypatch):
+    import threading
+
+    from assay.video import decode
+
+    threads = []
+    real = decode._rgb_pixels
+
+    def recording(frame):
+        threads.append(threading.current_thread().name)
+        return real(frame)
+
+    monkeypatch.setattr(decode, "_rgb_pixels", recording)
+    eval_dir = make_eval(tmp_path, CASE)
+    result = invoke("video", "run", "--eval-dir", eval_dir, "--adapter-command", f"node {ADAPTER} single",
+                    "--concurrency", "3")
+    assert result.exit_code == 0, result.output
+    assert threads and all(name.startswith("assay-png") for name in threads), sorted(set(threads))
+    threads.clear()
+    assert run_eval(eval_dir, "--concurrency", "3").exit_code == 0  # a Python adapter: converted ahead
+    assert threads and all(name.startswith("assay-convert") for name in threads), sorted(set(threads))
+
+
 def test_command_adapter_errors_carry_no_sample_context(tmp_path):
     eval_dir = make_eval(
         tmp_path,

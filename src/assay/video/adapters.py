@@ -89,7 +89,10 @@ class TargetContext:
 
 
 class VideoEvaluator(Protocol):
-    """An adapter ready to evaluate; `batch` says which strategy the runner must use."""
+    """An adapter ready to evaluate; `batch` says which strategy the runner must use.
+
+    An evaluator may also set `converts_frames = True`: it reads every frame's pixels in its own
+    worker threads, so the runner hands frames over unconverted instead of converting ahead."""
 
     @property
     def batch(self) -> bool: ...

@@ -166,6 +166,10 @@ class CommandEvaluator:
         default_factory=lambda: ThreadPoolExecutor(ENCODER_THREADS, thread_name_prefix="assay-png")
     )
 
+    # Its encoder threads turn each frame into RGB right before the PNG filter reads it (one thread
+    # hop and one cache trip fewer than converting ahead in the feed: ~2% of a 600-frame run).
+    converts_frames = True
+
     async def _encode(self, sample: FrameSample) -> bytes:
         return await asyncio.get_running_loop().run_in_executor(self.encoders, encode_sample_json, sample)
 

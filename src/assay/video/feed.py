@@ -61,11 +61,13 @@ class FrameFeed:
 
     Two stages run beside the event loop: the decode thread picks frames, converter threads
     turn them into RGB images (so decoding the next frame overlaps converting this one).
+    With `convert_ahead=False` frames are handed over unconverted, for a consumer that converts
+    them in its own worker threads (`DecodedFrame.pixels` converts on first use).
     Call `release()` once per item when its evaluation is over; `close()` stops both."""
 
     _DONE = object()
 
-    def __init__(self, path: Path, samples: Sequence[Sample], window: int) -> None:
+    def __init__(self, path: Path, samples: Sequence[Sample], window: int, *, convert_ahead: bool = True) -> None:
         self._path = path
         self._samples = samples
         self._slots = threading.Semaphore(window)
@@ -73,7 +75,9 @@ class FrameFeed:
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._loop = asyncio.get_running_loop()
         # Two converters: RGB conversion costs about as much as decoding, and both release the GIL.
-        self._converter = ThreadPoolExecutor(max_workers=2, thread_name_prefix="assay-convert")
+        self._converter = (
+            ThreadPoolExecutor(max_workers=2, thread_name_prefix="assay-convert") if convert_ahead else None
+        )
         self._thread = threading.Thread(target=self._produce, name="assay-decode", daemon=True)
         self._thread.start()
 
@@ -83,7 +87,7 @@ class FrameFeed:
             for sample, frame in frames_in_order(self._path, self._samples):
                 if self._stop.is_set():
                     return
-                converted = self._converter.submit(frame.prepare)
+                converted = self._converter.submit(frame.prepare) if self._converter is not None else frame
                 self._loop.call_soon_threadsafe(put, (sample, converted))
                 self._slots.acquire()
                 if self._stop.is_set():
@@ -110,6 +114,8 @@ class FrameFeed:
             self._queue.put_nowait(self._DONE)
             raise item
         sample, converted = item
+        if isinstance(converted, DecodedFrame):  # handed over unconverted
+            return sample, converted
         if converted.done():  # skip a cross-thread wake-up when the frame is already converted
             return sample, converted.result()
         return sample, await asyncio.wrap_future(converted)
@@ -121,4 +127,5 @@ class FrameFeed:
         self._stop.set()
         self._slots.release()
         await asyncio.to_thread(self._thread.join)
-        self._converter.shutdown(wait=True, cancel_futures=True)
+        if self._converter is not None:
+            self._converter.shutdown(wait=True, cancel_futures=True)

@@ -168,7 +168,9 @@ async def _observe_individually(
     samples = merge_in_time_order([list(samples) for _, samples in work])
     total = len(samples)
     finished = 0
-    feed = FrameFeed(path, samples, window=concurrency + 2)
+    feed = FrameFeed(
+        path, samples, window=concurrency + 2, convert_ahead=not getattr(evaluator, "converts_frames", False)
+    )
 
     async def ask(pair: Any) -> None:
         sample, frame = pair
