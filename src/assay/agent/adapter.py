@@ -6,12 +6,12 @@ trustworthy turn (an infrastructure problem, never a graded failure).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from assay.agent.context import AgentContext
-from assay.agent.model import EvidenceCoverage, Turn, TurnInput
+from assay.agent.model import EvidenceCoverage, Turn, TurnFormatError, TurnInput, turn_from_json
 from assay.errors import ConfigError
 
 
@@ -77,4 +77,21 @@ class SendFailure(Exception):
         self.code = code
 
 
-__all__ = ["Agent", "DefinedAgent", "SendFailure", "check_agent", "define_agent"]
+def turn_from_reply(document: Any, ctx: AgentContext, *, wrong_shape: str, invalid_turn: str) -> Turn:
+    """An out-of-process agent's reply (a turn in NiceEval's JSON) as a Turn, its session id captured.
+
+    A reply that is not an object, or not a valid turn, is a `SendFailure` the agent may have acted
+    on: `wrong_shape` is formatted with the reply's type name, `invalid_turn` precedes the reason."""
+    if not isinstance(document, Mapping):
+        raise SendFailure(wrong_shape.format(type(document).__name__), acceptance="started",
+                          code="agent-invalid-response")
+    session_id = document.get("session_id", document.get("sessionId"))
+    if isinstance(session_id, str):
+        ctx.session.capture(session_id)
+    try:
+        return turn_from_json(document)
+    except TurnFormatError as error:
+        raise SendFailure(f"{invalid_turn}: {error}", acceptance="started", code="agent-invalid-response") from None
+
+
+__all__ = ["Agent", "DefinedAgent", "SendFailure", "check_agent", "define_agent", "turn_from_reply"]

@@ -13,9 +13,9 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from assay.agent.adapter import DefinedAgent, SendFailure, define_agent
+from assay.agent.adapter import DefinedAgent, SendFailure, define_agent, turn_from_reply
 from assay.agent.context import AgentContext
-from assay.agent.model import ErrorEvent, EvidenceCoverage, Turn, TurnFormatError, TurnInput, turn_from_json
+from assay.agent.model import ErrorEvent, EvidenceCoverage, Turn, TurnInput
 from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for, retry_after_seconds
 
 
@@ -126,17 +126,8 @@ def _turn_from_reply(response: Any, ctx: AgentContext, name: str) -> Turn:
     except ValueError as error:
         raise SendFailure(f"{name} replied with invalid JSON: {error}", acceptance="started",
                           code="agent-invalid-response") from None
-    if not isinstance(document, Mapping):
-        raise SendFailure(f"{name} replied with {type(document).__name__}, not a JSON object", acceptance="started",
-                          code="agent-invalid-response")
-    session_id = document.get("session_id", document.get("sessionId"))
-    if isinstance(session_id, str):
-        ctx.session.capture(session_id)
-    try:
-        return turn_from_json(document)
-    except TurnFormatError as error:
-        raise SendFailure(f"{name} replied with an invalid turn: {error}", acceptance="started",
-                          code="agent-invalid-response") from None
+    return turn_from_reply(document, ctx, wrong_shape=f"{name} replied with {{}}, not a JSON object",
+                           invalid_turn=f"{name} replied with an invalid turn")
 
 
 __all__ = ["http_agent"]

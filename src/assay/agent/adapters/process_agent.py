@@ -8,13 +8,12 @@ result is a turn in NiceEval's JSON shape.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 from assay.adapters.ndjson import NdjsonProcess, ProcessTimeouts, start_ndjson_process
-from assay.agent.adapter import DefinedAgent, SendFailure, define_agent
+from assay.agent.adapter import DefinedAgent, SendFailure, define_agent, turn_from_reply
 from assay.agent.context import AgentContext
-from assay.agent.model import EvidenceCoverage, Turn, TurnFormatError, TurnInput, turn_from_json
+from assay.agent.model import EvidenceCoverage, Turn, TurnInput
 from assay.agent.session import create_session_slot
 from assay.errors import AdapterRuntimeError
 
@@ -74,17 +73,10 @@ def process_agent(
             result = await process.request("send", send_params(turn_input, ctx))
         except AdapterRuntimeError as error:
             raise SendFailure(str(error), acceptance="unknown") from None
-        if not isinstance(result, Mapping):
-            raise SendFailure(f"agent {agent_name!r} answered send with {type(result).__name__}, not a turn object",
-                              acceptance="started", code="agent-invalid-response")
-        session_id = result.get("session_id", result.get("sessionId"))
-        if isinstance(session_id, str):
-            ctx.session.capture(session_id)
-        try:
-            return turn_from_json(result)
-        except TurnFormatError as error:
-            raise SendFailure(f"agent {agent_name!r} returned an invalid turn: {error}", acceptance="started",
-                              code="agent-invalid-response") from None
+        return turn_from_reply(
+            result, ctx, wrong_shape=f"agent {agent_name!r} answered send with {{}}, not a turn object",
+            invalid_turn=f"agent {agent_name!r} returned an invalid turn",
+        )
 
     return define_agent(name=agent_name, send=send, evidence_coverage=evidence_coverage, setup=setup, teardown=teardown)
 
