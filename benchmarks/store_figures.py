@@ -11,7 +11,6 @@ import json
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -50,39 +49,27 @@ def manifest(run_id: str, created_at: str) -> RunManifest:
 
 
 def measure_page(database: Path, run_id: str, repeats: int = 3) -> list[float]:
-    import uvicorn
-    from browser import launch
+    from browser import launch, serving
     from playwright.sync_api import sync_playwright
 
     from assay.view.data import ViewData
     from assay.view.server import create_view_app
-    from assay.web.app import Binding, bind_loopback_socket
 
     store = SqliteRunStore(database, read_only=True)
-    sock = bind_loopback_socket(0)
-    binding = Binding(port=sock.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(create_view_app(ViewData(store), binding), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
     timings = []
     try:
-        with sync_playwright() as playwright:
+        with serving(lambda binding: create_view_app(ViewData(store), binding)) as origin, sync_playwright() as playwright:
             browser = launch(playwright)
             page = browser.new_page()
             for _ in range(repeats):
                 page.goto("about:blank")
                 started = time.perf_counter()
-                page.goto(f"{binding.origin}/#/run/{run_id}")
+                page.goto(f"{origin}/#/run/{run_id}")
                 page.wait_for_selector("body[data-ready=true]")
                 page.wait_for_selector("#units-table tbody tr:nth-child(100)")
                 timings.append(time.perf_counter() - started)
             browser.close()
     finally:
-        server.should_exit = True
-        thread.join(timeout=5)
-        sock.close()
         store.close()
     return timings
 

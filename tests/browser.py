@@ -1,13 +1,17 @@
 """Debian's Chromium driven by Playwright: the one copy of the setup the browser tests (and the
-benchmarks that open a page) share.
+benchmarks that open a page) share, and `serving()` for the local web app they open.
 
 In a test module: `pytestmark = skip_without_browser` and `browser = browser_fixture()`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import threading
+import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -44,3 +48,28 @@ def browser_fixture() -> Callable[[], Iterator[object]]:
             instance.close()
 
     return browser
+
+
+@contextlib.contextmanager
+def serving(make_app: Callable[[Any], Any]) -> Iterator[str]:
+    """`make_app(binding)` served by uvicorn in a thread on a free loopback port; yields its origin."""
+    import uvicorn
+
+    from assay.web.app import Binding, bind_loopback_socket
+
+    sock = bind_loopback_socket(0)
+    binding = Binding(port=sock.getsockname()[1])
+    server = uvicorn.Server(uvicorn.Config(make_app(binding), log_level="warning", access_log=False, lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    try:
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("the local web app did not start")
+            time.sleep(0.02)
+        yield binding.origin
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

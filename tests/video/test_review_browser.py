@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import textwrap
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from browser import Page, browser_fixture, skip_without_browser
+from browser import Page, browser_fixture, serving, skip_without_browser
 from media import make_numbered_video
 
 from assay.video.review.server import ReviewServer, create_review_app
-from assay.web.app import Binding, bind_loopback_socket
 
 pytestmark = skip_without_browser
 browser = browser_fixture()
@@ -49,22 +46,8 @@ def eval_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def origin(eval_dir: Path) -> Iterator[str]:
-    import uvicorn
-
-    sock = bind_loopback_socket(0)
-    binding = Binding(port=sock.getsockname()[1])
-    app = create_review_app(ReviewServer(eval_dir=eval_dir.resolve(), binding=binding))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the review server did not start"
-        time.sleep(0.02)
-    yield binding.origin
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    with serving(lambda binding: create_review_app(ReviewServer(eval_dir=eval_dir.resolve(), binding=binding))) as served:
+        yield served
 
 
 @pytest.fixture

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser import Page, browser_fixture, expect, skip_without_browser
+from browser import Page, browser_fixture, expect, serving, skip_without_browser
 from filled_store import FilledStore
 
 from assay.core.record import RunManifest, UnitResult
@@ -16,29 +15,18 @@ from assay.core.store import SqliteRunStore, publish_run
 from assay.view.data import ViewData
 from assay.view.export import export_site
 from assay.view.server import create_view_app
-from assay.web.app import Binding, bind_loopback_socket
 
 pytestmark = skip_without_browser
 browser = browser_fixture()
 
 
 def _serve(database: Path) -> Iterator[str]:
-    import uvicorn
-
     store = SqliteRunStore(database, read_only=True)
-    sock = bind_loopback_socket(0)
-    binding = Binding(port=sock.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(create_view_app(ViewData(store), binding), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield binding.origin
-    server.should_exit = True
-    thread.join(timeout=5)
-    sock.close()
-    store.close()
+    try:
+        with serving(lambda binding: create_view_app(ViewData(store), binding)) as served:
+            yield served
+    finally:
+        store.close()
 
 
 @pytest.fixture(scope="module")
