@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 import typer
+from stored_runs import latest_record
 from typer.testing import CliRunner
 
 from assay.cli.agent import agent_app
 from assay.cli.runs import runs_app
-from assay.core.record import read_record
-from assay.core.store import open_store
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent"
 app = typer.Typer()
@@ -31,11 +30,6 @@ def project(tmp_path):
     return target
 
 
-def _latest():
-    with open_store(read_only=True) as store:
-        stored = store.get_run("latest")
-    return read_record(Path(stored.record_path))
-
 
 def _comparable(units):
     rows = []
@@ -48,12 +42,12 @@ def _comparable(units):
 
 def test_sharded_agent_runs_merged_equal_the_unsharded_run(project):
     whole = invoke("agent", "run", "--project", project, "--attempts", "2")
-    whole_manifest, whole_units = _latest()
+    whole_manifest, whole_units = latest_record()
     shard_ids, shard_groups = [], []
     for index in (1, 2, 3):
         result = invoke("agent", "run", "--project", project, "--attempts", "2", "--shard", f"{index}/3")
         assert result.exit_code in (0, 1), result.output
-        manifest, units = _latest()
+        manifest, units = latest_record()
         assert manifest.options["shard"] == f"{index}/3"
         shard_ids.append(manifest.run_id)
         shard_groups.append({unit.group for unit in units})
@@ -62,7 +56,7 @@ def test_sharded_agent_runs_merged_equal_the_unsharded_run(project):
     assert max(map(len, shard_groups)) - min(map(len, shard_groups)) <= 1
 
     merged = invoke("runs", "merge", *shard_ids)
-    merged_manifest, merged_units = _latest()
+    merged_manifest, merged_units = latest_record()
     assert merged.exit_code == whole.exit_code == 1, merged.output
     assert _comparable(merged_units) == _comparable(whole_units)
     assert merged_manifest.gates == whole_manifest.gates

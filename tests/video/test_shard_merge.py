@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from stored_runs import latest_record
 from video_evals import invoke, make_eval, read_report, run_eval, write
 
-from assay.core.record import read_record
 from assay.core.store import open_store
 
 CASE = """
@@ -44,11 +44,6 @@ def _eval(tmp_path):
     return eval_dir
 
 
-def _latest_record():
-    with open_store(read_only=True) as store:
-        stored = store.get_run("latest")
-    return read_record(Path(stored.record_path))
-
 
 def _comparable_units(units):
     return [(unit.unit_id, unit.verdict, unit.group, unit.expected, unit.observed, unit.reason) for unit in units]
@@ -65,13 +60,13 @@ def _report_results(report):
 def test_sharded_runs_merged_equal_the_unsharded_run(tmp_path):
     eval_dir = _eval(tmp_path)
     whole = run_eval(eval_dir, "--repeat", "2", "--output-json", tmp_path / "whole.json")
-    whole_manifest, whole_units = _latest_record()
+    whole_manifest, whole_units = latest_record()
     shard_ids = []
     shard_cases = []
     for index in (1, 2, 3):
         result = run_eval(eval_dir, "--repeat", "2", "--shard", f"{index}/3")
         assert result.exit_code in (0, 1), result.output
-        manifest, units = _latest_record()
+        manifest, units = latest_record()
         assert manifest.options["shard"] == f"{index}/3"
         shard_ids.append(manifest.run_id)
         shard_cases.append({unit.detail["case"] for unit in units})
@@ -79,7 +74,7 @@ def test_sharded_runs_merged_equal_the_unsharded_run(tmp_path):
     assert sorted(case for cases in shard_cases for case in cases) == sorted(CASES)
 
     merged = invoke("runs", "merge", *shard_ids, "--output-json", tmp_path / "merged.json")
-    merged_manifest, merged_units = _latest_record()
+    merged_manifest, merged_units = latest_record()
     assert merged.exit_code == whole.exit_code == 1  # case c's 90% gate fails
     assert _comparable_units(merged_units) == _comparable_units(whole_units)
     assert merged_manifest.gates == whole_manifest.gates
@@ -103,7 +98,7 @@ def test_merge_accepts_record_folders_as_ci_jobs_upload_them(tmp_path):
         with open_store(read_only=True) as store:
             folders.append(store.get_run("latest").record_path)
     merged = invoke("runs", "merge", *folders)
-    manifest, units = _latest_record()
+    manifest, units = latest_record()
     assert merged.exit_code == 1, merged.output
     shard_units = [Path(folder, "units.jsonl").read_text().splitlines() for folder in folders]
     assert len(units) == sum(map(len, shard_units))
