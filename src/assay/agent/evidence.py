@@ -6,7 +6,7 @@ finish a call a turn later); coverage folds to the worst value over the turns of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,6 +187,16 @@ def sum_usage(turns: Sequence[TurnRecord]) -> tuple[Usage, bool]:
     return Usage(**totals), complete
 
 
+def sum_counts(counts: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
+    """Key-wise sums of numeric values (usage fields, retries by reason); None, bools and text are skipped."""
+    totals: dict[str, Any] = {}
+    for mapping in counts:
+        for name, value in (mapping or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                totals[name] = totals.get(name, 0) + value
+    return totals
+
+
 def last_assistant_text(turns: Sequence[TurnRecord]) -> str | None:
     for turn in reversed(turns):
         for event in reversed(turn.events):
@@ -197,5 +207,5 @@ def last_assistant_text(turns: Sequence[TurnRecord]) -> str | None:
 
 __all__ = [
     "CANONICAL_TOOL_NAMES", "OccurrenceLedger", "ScopeView", "ToolOccurrence", "TurnRecord", "canonical_tool_name",
-    "last_assistant_text", "sum_usage",
+    "last_assistant_text", "sum_counts", "sum_usage",
 ]

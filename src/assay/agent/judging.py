@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from assay.agent.evidence import sum_counts
 from assay.agent.matchers import MATCHED, UNAVAILABLE, Outcome
 
 RECIPES = ("closed_qa", "factuality", "summarizes", "rubric")
@@ -175,11 +176,7 @@ class LLMJudge:
 
     @property
     def retries(self) -> dict[str, int]:
-        totals: dict[str, int] = {}
-        for client in self._clients.values():
-            for reason, count in client.retries.items():
-                totals[reason] = totals.get(reason, 0) + count
-        return totals
+        return sum_counts(client.retries for client in self._clients.values())
 
     async def aclose(self) -> None:
         for client in self._clients.values():

@@ -20,7 +20,7 @@ from assay.agent.context import CancelSignal, Feedback, HookContext
 from assay.agent.control import AuthoringError, SkipEval, StopEval
 from assay.agent.discovery import EvalEntry, ExperimentEntry
 from assay.agent.drive import AgentCallError, AttemptRuntime, eval_context
-from assay.agent.evidence import sum_usage
+from assay.agent.evidence import sum_counts, sum_usage
 from assay.agent.judging import Judge, LLMJudge
 from assay.agent.model import MISSING, event_to_json, usage_to_json
 from assay.agent.pricing import estimate_cost
@@ -104,11 +104,7 @@ class RunOutcome:
     @property
     def usage(self) -> dict[str, Any]:
         """Token and provider-cost fields summed over every attempt that reported usage."""
-        totals: dict[str, Any] = {}
-        for result in self.results:
-            for name, value in (result.usage or {}).items():
-                totals[name] = totals.get(name, 0) + value
-        return totals
+        return sum_counts(result.usage for result in self.results)
 
     @property
     def estimated_cost_usd(self) -> float | None:
@@ -118,11 +114,7 @@ class RunOutcome:
 
     @property
     def retries(self) -> dict[str, int]:
-        totals: dict[str, int] = {}
-        for result in self.results:
-            for reason, count in (result.retries or {}).items():
-                totals[reason] = totals.get(reason, 0) + count
-        return totals
+        return sum_counts(result.retries for result in self.results)
 
     def count(self, verdict: str) -> int:
         return sum(1 for result in self.results if result.verdict == verdict)

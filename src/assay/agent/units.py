@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.agent.evidence import sum_counts
 from assay.core.record import (
     RunManifest,
     UnitResult,
@@ -53,12 +54,7 @@ def agent_unit(result: Any) -> UnitResult:
 
 
 def _total_usage(results: Sequence[Any]) -> dict[str, Any] | None:
-    totals: dict[str, float] = {}
-    for result in results:
-        for name, value in (result.usage or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                totals[name] = totals.get(name, 0) + value
-    return totals or None
+    return sum_counts(result.usage for result in results) or None
 
 
 def agent_run_record(
