@@ -74,37 +74,33 @@ async def call_endpoint(
     for attempt in range(1, attempts + 1):
         ctx.signal.raise_if_cancelled()
         retry_after: float | None = None
-        # acquire/release rather than `limiter.slot()`: its generator-based context manager cost
-        # ~7 µs per request, a measurable part of a 64-way run's CPU (docs/benchmarks.md).
-        await limiter.acquire()
-        outcome = "error"  # neutral for the limiter unless the call succeeded or was rate limited
-        try:
-            result = await call(endpoint.client())
-            outcome = "ok"
-            return result
-        except openai.RateLimitError as error:
-            retry_after = retry_after_seconds(getattr(error.response, "headers", None), endpoint.max_backoff)
-            outcome = "rate_limited"
-            reason, detail = "rate_limited", describe_status_error(error)
-        except openai.APIStatusError as error:
-            if error.status_code < 500:
-                # A client error is not transient: resending the same request cannot help.
+        async with limiter.slot() as slot:
+            try:
+                return await call(endpoint.client())
+            except openai.RateLimitError as error:
+                retry_after = retry_after_seconds(getattr(error.response, "headers", None), endpoint.max_backoff)
+                slot.rate_limited(retry_after)
+                reason, detail = "rate_limited", describe_status_error(error)
+            except openai.APIStatusError as error:
+                if error.status_code < 500:
+                    # A client error is not transient: resending the same request cannot help.
+                    raise SendFailure(
+                        f"{base_url} rejected the request: {describe_status_error(error)}", acceptance="unknown",
+                        code="agent-http-error",
+                    ) from None
+                slot.failed()
+                reason, detail = "server_error", describe_status_error(error)
+            except openai.APITimeoutError:
+                slot.failed()
+                reason, detail = "timeout", f"request timed out after {endpoint.timeout:g}s"
+            except openai.APIConnectionError as error:
+                slot.failed()
+                reason, detail = "connection", f"could not connect to {base_url}: {error}"
+            except (openai.APIResponseValidationError, ValueError) as error:
                 raise SendFailure(
-                    f"{base_url} rejected the request: {describe_status_error(error)}", acceptance="unknown",
-                    code="agent-http-error",
+                    f"{base_url} returned an invalid response: {error}", acceptance="started",
+                    code="agent-invalid-response",
                 ) from None
-            reason, detail = "server_error", describe_status_error(error)
-        except openai.APITimeoutError:
-            reason, detail = "timeout", f"request timed out after {endpoint.timeout:g}s"
-        except openai.APIConnectionError as error:
-            reason, detail = "connection", f"could not connect to {base_url}: {error}"
-        except (openai.APIResponseValidationError, ValueError) as error:
-            raise SendFailure(
-                f"{base_url} returned an invalid response: {error}", acceptance="started",
-                code="agent-invalid-response",
-            ) from None
-        finally:
-            limiter.release(outcome, retry_after)
         if attempt == attempts:
             # 429 and a refused connection provably never reached the model; anything else may have.
             never_reached = reason in ("rate_limited", "connection") and not started
