@@ -1,6 +1,5 @@
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +14,6 @@ from typer.testing import CliRunner
 
 from assay.cli.agent import agent_app
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent"
 app = typer.Typer()
 app.add_typer(agent_app, name="agent")
 ENTRY = "import typer, sys\nfrom assay.cli.agent import agent_app\napp = typer.Typer()\napp.add_typer(agent_app, name='agent')\napp(prog_name='assay')\n"
@@ -23,13 +21,6 @@ ENTRY = "import typer, sys\nfrom assay.cli.agent import agent_app\napp = typer.T
 
 def invoke(*args):
     return CliRunner().invoke(app, ["agent", *args])
-
-
-@pytest.fixture
-def project(tmp_path):
-    target = tmp_path / "demo"
-    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns(".assay", "__pycache__"))
-    return target
 
 
 def test_init_creates_folders_and_config_and_is_idempotent(tmp_path):

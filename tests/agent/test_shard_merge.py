@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
-import pytest
 import typer
 from stored_runs import latest_record
 from typer.testing import CliRunner
@@ -13,7 +9,6 @@ from typer.testing import CliRunner
 from assay.cli.agent import agent_app
 from assay.cli.runs import runs_app
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent"
 app = typer.Typer()
 app.add_typer(agent_app, name="agent")
 app.add_typer(runs_app, name="runs")
@@ -21,13 +16,6 @@ app.add_typer(runs_app, name="runs")
 
 def invoke(*args):
     return CliRunner().invoke(app, [str(arg) for arg in args])
-
-
-@pytest.fixture
-def project(tmp_path):
-    target = tmp_path / "demo"
-    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns(".assay", "__pycache__"))
-    return target
 
 
 
