@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
+import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +39,20 @@ def noisy_frame(seed: int, size=(96, 64)) -> Image.Image:
     return Image.fromarray(pixels, "RGB")
 
 
+def smooth_frame(seed: int, size=(96, 80)) -> Image.Image:
+    columns = np.arange(size[0], dtype=np.uint16)[None, :, None]
+    rows = np.arange(size[1], dtype=np.uint16)[:, None, None]
+    pixels = (columns * np.array([2, 1, 0]) + rows * np.array([0, 1, 3]) + seed) % 256
+    return Image.fromarray(pixels.astype(np.uint8), "RGB")
+
+
 def frame_samples(count: int) -> list[FrameSample]:
+    """Noisy frames (sent as stored PNG) alternating with smooth ones (sent deflated)."""
     return [
-        FrameSample(noisy_frame(index), round(0.5 * index, 9), 15 * index, index, "/videos/clip.mp4", "clip")
+        FrameSample(
+            noisy_frame(index, (96, 80)) if index % 2 == 0 else smooth_frame(index),
+            round(0.5 * index, 9), 15 * index, index, "/videos/clip.mp4", "clip",
+        )
         for index in range(count)
     ]
 
@@ -55,6 +69,7 @@ def expected_probe(sample: FrameSample, target: TargetContext) -> dict:
         "declared": [width, height, "image/png"],
         "decodedWidth": width,
         "pixel": list(sample.image.getpixel((0, 0))),
+        "sha256": hashlib.sha256(np.asarray(sample.image).tobytes()).hexdigest(),
         "timestampS": sample.timestamp_s,
         "frameIndex": sample.frame_index,
         "sampleIndex": sample.sample_index,
@@ -68,13 +83,61 @@ def run(coroutine):
     return asyncio.run(coroutine)
 
 
-def test_png_encoding_is_lossless_for_noisy_frames():
-    for seed, size in [(1, (64, 48)), (2, (1, 1)), (3, (161, 97))]:
-        image = noisy_frame(seed, size)
-        decoded = Image.open(io.BytesIO(encode_png(np.asarray(image))))
-        assert decoded.mode == "RGB"
-        assert decoded.size == size
-        assert np.array_equal(np.asarray(decoded), np.asarray(image))
+def png_chunks(png: bytes) -> list[tuple[bytes, bytes]]:
+    """The chunks of a PNG, each CRC checked (Pillow does not check them all)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    chunks, offset = [], 8
+    while offset < len(png):
+        (length,) = struct.unpack(">I", png[offset : offset + 4])
+        kind, data = png[offset + 4 : offset + 8], png[offset + 8 : offset + 8 + length]
+        (crc,) = struct.unpack(">I", png[offset + 8 + length : offset + 12 + length])
+        assert crc == zlib.crc32(kind + data), kind
+        chunks.append((kind, data))
+        offset += 12 + length
+    assert offset == len(png) and chunks[-1] == (b"IEND", b"")
+    return chunks
+
+
+@pytest.mark.parametrize("compression", ["auto", "deflate", "stored"])
+def test_png_encoding_is_lossless(compression):
+    # (65535, 1): the rows fill whole stored blocks exactly; (161, 700): several blocks and a rest.
+    for seed, size in [(1, (64, 48)), (2, (1, 1)), (3, (161, 97)), (4, (700, 161)), (5, (1, 65535))]:
+        for image in (noisy_frame(seed, size), smooth_frame(seed, size)):
+            png = encode_png(np.asarray(image), compression)
+            idat = b"".join(data for kind, data in png_chunks(png) if kind == b"IDAT")
+            zlib.decompress(idat)  # checks the stream's Adler-32 as well
+            decoded = Image.open(io.BytesIO(png))
+            assert decoded.mode == "RGB"
+            assert decoded.size == size
+            assert np.array_equal(np.asarray(decoded), np.asarray(image))
+
+
+def deflate_block_type(png: bytes) -> int:
+    """BTYPE of the first deflate block in the IDAT stream: 0 stored, 1 fixed, 2 dynamic Huffman."""
+    idat = b"".join(data for kind, data in png_chunks(png) if kind == b"IDAT")
+    return (idat[2] >> 1) & 3
+
+
+def test_frames_that_deflate_poorly_are_stored_and_the_rest_deflated():
+    width, height = 320, 240
+    stored_size = 8 + 25 + 12 + (2 + height * (3 * width + 1) + 5 * 4 + 4) + 12  # four stored blocks
+    noisy = np.asarray(noisy_frame(1, (width, height)))
+    assert len(encode_png(noisy)) == len(encode_png(noisy, "stored")) == stored_size
+    assert deflate_block_type(encode_png(noisy)) == 0
+    assert deflate_block_type(encode_png(noisy, "deflate")) != 0
+    smooth = np.asarray(smooth_frame(1, (width, height)))
+    assert len(encode_png(smooth)) == len(encode_png(smooth, "deflate")) < stored_size / 20
+    assert deflate_block_type(encode_png(smooth)) != 0
+    # Every other row noise: deflate keeps about half, more than the threshold, so stored.
+    half = smooth.copy()
+    half[::2] = noisy[::2]
+    assert deflate_block_type(encode_png(half)) == 0
+    # Noise in one small corner only: deflate still pays.
+    corner = smooth.copy()
+    corner[:16, :16] = noisy[:16, :16]
+    assert deflate_block_type(encode_png(corner)) != 0
+    with pytest.raises(ValueError, match="compression must be"):
+        encode_png(smooth, "fast")
 
 
 def test_samples_with_other_image_modes_are_sent_as_rgb():

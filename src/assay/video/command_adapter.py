@@ -62,48 +62,131 @@ _DEFLATE = _select_deflate()
 DEFLATE_LEVEL = 1
 
 
-def _png_chunk(kind: bytes, data: bytes) -> tuple[bytes, bytes, bytes, bytes]:
-    checksum = _DEFLATE.crc32(data, _DEFLATE.crc32(kind))
-    return struct.pack(">I", len(data)), kind, data, struct.pack(">I", checksum)
-
-
 _thread_buffers = threading.local()
 
 
-def _filter_buffer(height: int, row_bytes: int) -> np.ndarray:
-    # One reused buffer per worker thread: fresh multi-megabyte allocations cost page faults per frame.
-    buffer = getattr(_thread_buffers, "rows", None)
-    if buffer is None or buffer.shape != (height, row_bytes):
-        buffer = np.empty((height, row_bytes), dtype=np.uint8)
-        _thread_buffers.rows = buffer
-    return buffer
+def _thread_buffer(name: str, size: int) -> np.ndarray:
+    # Reused per worker thread: fresh multi-megabyte allocations cost page faults on every frame.
+    buffer = getattr(_thread_buffers, name, None)
+    if buffer is None or buffer.size < size:
+        buffer = np.empty(size, dtype=np.uint8)
+        setattr(_thread_buffers, name, buffer)
+    return buffer[:size]
 
 
-def encode_png(pixels: np.ndarray, level: int | None = None) -> bytes:
-    """Encode a (height, width, 3) uint8 RGB array as a lossless 8-bit RGB PNG, tuned for speed.
+# A noisy camera frame keeps 35-65% of its size under fast deflate, and deflating it costs more
+# CPU (~7 ms per 720p frame) than sending the extra bytes through base64, the pipe and the
+# adapter's reader (~2.5 ms per megabyte of PNG here). Frames whose sample rows keep more than
+# this share are sent as stored (uncompressed) deflate blocks: still a standard, lossless PNG,
+# and the cheapest kind to decode. docs/benchmarks.md has the measurements behind the threshold.
+STORED_ABOVE_RATIO = 0.3
+_PROBE_BANDS = 8
+_PROBE_ROWS = 4
+_STORED_BLOCK = 65535  # the most one stored deflate block holds
+_PNG_HEAD = 8 + 25 + 8  # signature, IHDR chunk, IDAT length and type
+_PNG_TAIL = 4 + 12  # IDAT crc, IEND chunk
+_IEND = struct.pack(">I", 0) + b"IEND" + struct.pack(">I", zlib.crc32(b"IEND"))
 
-    Every row uses the PNG "Up" filter (cheap with numpy, and it compresses camera frames about as
-    well as adaptive filtering) and a fast deflate level; numpy and ISA-L release the GIL, so
-    frames encode in parallel threads.
-    """
-    height, width = pixels.shape[:2]
-    pixels = pixels.reshape(height, width * 3)
-    rows = _filter_buffer(height, width * 3 + 1)
+
+def _worth_deflating(pixels: np.ndarray) -> bool:
+    """Whether deflate shrinks this (height, width*3) frame below STORED_ABOVE_RATIO, judged
+    from a few Up-filtered bands of rows spread over its height."""
+    height, row_bytes = pixels.shape
+    if height <= 2 * _PROBE_BANDS * _PROBE_ROWS:
+        return True
+    probe = _thread_buffer("probe", _PROBE_BANDS * _PROBE_ROWS * row_bytes).reshape(-1, row_bytes)
+    for band in range(_PROBE_BANDS):
+        top = 1 + band * (height - 1 - _PROBE_ROWS) // (_PROBE_BANDS - 1)
+        out = probe[band * _PROBE_ROWS : (band + 1) * _PROBE_ROWS]
+        np.subtract(pixels[top : top + _PROBE_ROWS], pixels[top - 1 : top - 1 + _PROBE_ROWS], out=out)
+    return len(_DEFLATE.compress(probe.data, DEFLATE_LEVEL)) <= STORED_ABOVE_RATIO * probe.size
+
+
+def _png_header(buffer: np.ndarray, width: int, height: int, idat_length: int) -> None:
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    ihdr_crc = _DEFLATE.crc32(header, _DEFLATE.crc32(b"IHDR"))
+    ihdr = struct.pack(">I", 13) + b"IHDR" + header + struct.pack(">I", ihdr_crc)
+    head = PNG_SIGNATURE + ihdr + struct.pack(">I", idat_length) + b"IDAT"
+    buffer[:_PNG_HEAD] = np.frombuffer(head, dtype=np.uint8)
+
+
+def _png_tail(buffer: np.ndarray, idat_end: int) -> None:
+    idat_crc = _DEFLATE.crc32(buffer[_PNG_HEAD - 4 : idat_end].data)
+    buffer[idat_end:] = np.frombuffer(struct.pack(">I", idat_crc) + _IEND, dtype=np.uint8)
+
+
+def _deflated_png(pixels: np.ndarray, width: int, level: int) -> np.ndarray:
+    # Every row uses the PNG "Up" filter: cheap with numpy, and it compresses camera frames about
+    # as well as adaptive filtering.
+    height, row_bytes = pixels.shape
+    rows = _thread_buffer("rows", height * (row_bytes + 1)).reshape(height, row_bytes + 1)
     rows[:, 0] = PNG_FILTER_UP
     rows[0, 1:] = pixels[0]
     np.subtract(pixels[1:], pixels[:-1], out=rows[1:, 1:])
-    compressed = _DEFLATE.compress(rows.data, DEFLATE_LEVEL if level is None else level)
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"".join(
-        (PNG_SIGNATURE, *_png_chunk(b"IHDR", header), *_png_chunk(b"IDAT", compressed), *_png_chunk(b"IEND", b""))
-    )
+    compressed = _DEFLATE.compress(rows.data, level)
+    png = _thread_buffer("png", _PNG_HEAD + len(compressed) + _PNG_TAIL)
+    _png_header(png, width, height, len(compressed))
+    png[_PNG_HEAD : _PNG_HEAD + len(compressed)] = np.frombuffer(compressed, dtype=np.uint8)
+    _png_tail(png, _PNG_HEAD + len(compressed))
+    return png
+
+
+def _stored_png(pixels: np.ndarray, width: int) -> np.ndarray:
+    # A zlib stream of stored deflate blocks (RFC 1950/1951) over unfiltered rows; numpy lays the
+    # 5-byte block headers and the rows out in two copies, without zlib's per-block bookkeeping.
+    height, row_bytes = pixels.shape
+    rows = _thread_buffer("rows", height * (row_bytes + 1)).reshape(height, row_bytes + 1)
+    rows[:, 0] = 0  # filter type None
+    rows[:, 1:] = pixels
+    data = rows.reshape(-1)
+    full, rest = divmod(data.size, _STORED_BLOCK)
+    blocks = full + (1 if rest else 0)
+    zlib_length = 2 + data.size + 5 * blocks + 4
+    png = _thread_buffer("png", _PNG_HEAD + zlib_length + _PNG_TAIL)
+    _png_header(png, width, height, zlib_length)
+    stream = png[_PNG_HEAD : _PNG_HEAD + zlib_length]
+    stream[:2] = (0x78, 0x01)  # deflate, 32 KiB window, no dictionary, check bits
+    if full:
+        whole = stream[2 : 2 + full * (_STORED_BLOCK + 5)].reshape(full, _STORED_BLOCK + 5)
+        whole[:, :5] = (0, 0xFF, 0xFF, 0, 0)  # not final, LEN = 65535 little-endian, NLEN = ~LEN
+        whole[:, 5:] = data[: full * _STORED_BLOCK].reshape(full, _STORED_BLOCK)
+    if rest:
+        at = 2 + full * (_STORED_BLOCK + 5)
+        stream[at : at + 5] = np.frombuffer(struct.pack("<BHH", 1, rest, rest ^ 0xFFFF), dtype=np.uint8)
+        stream[at + 5 : at + 5 + rest] = data[full * _STORED_BLOCK :]
+    else:
+        stream[2 + (full - 1) * (_STORED_BLOCK + 5)] = 1  # the last full block is the final one
+    stream[-4:] = np.frombuffer(struct.pack(">I", _DEFLATE.adler32(data.data)), dtype=np.uint8)
+    _png_tail(png, _PNG_HEAD + zlib_length)
+    return png
+
+
+def _png_view(pixels: np.ndarray, compression: str) -> memoryview:
+    # The PNG in this thread's reused buffer: valid until the thread encodes its next frame.
+    height, width = pixels.shape[:2]
+    rows = pixels.reshape(height, width * 3)
+    if compression == "stored" or (compression == "auto" and not _worth_deflating(rows)):
+        return _stored_png(rows, width).data
+    if compression not in ("auto", "deflate"):
+        raise ValueError(f"compression must be 'auto', 'deflate' or 'stored', not {compression!r}")
+    return _deflated_png(rows, width, DEFLATE_LEVEL).data
+
+
+def encode_png(pixels: np.ndarray, compression: str = "auto") -> bytes:
+    """Encode a (height, width, 3) uint8 RGB array as a lossless 8-bit RGB PNG, tuned for speed.
+
+    `compression="auto"` deflates frames that compress well (Up filter, ISA-L's fast level) and
+    stores the rest uncompressed (see STORED_ABOVE_RATIO); "deflate" and "stored" force one.
+    numpy and ISA-L release the GIL, so frames encode in parallel threads.
+    """
+    return bytes(_png_view(pixels, compression))
 
 
 def sample_payload(sample: FrameSample) -> dict[str, Any]:
     """The protocol's sample object: lower-camel fields, the frame as a base64 PNG."""
     pixels = sample.pixels()
     height, width = pixels.shape[:2]
-    data = _b64encode(encode_png(pixels)).decode("ascii")
+    data = _b64encode(_png_view(pixels, "auto")).decode("ascii")
     return {
         "image": {"mimeType": "image/png", "dataBase64": data, "width": width, "height": height},
         **_sample_fields(sample),
@@ -125,7 +208,7 @@ def encode_sample_json(sample: FrameSample) -> tuple[bytes, ...]:
     the base64 (it needs none) and without copying the megabytes of it once more."""
     pixels = sample.pixels()
     height, width = pixels.shape[:2]
-    data = _b64encode(encode_png(pixels))
+    data = _b64encode(_png_view(pixels, "auto"))
     fields = _json_bytes(_sample_fields(sample))
     return (
         b'{"image":{"mimeType":"image/png","dataBase64":"',
