@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shlex
@@ -472,3 +473,110 @@ def test_the_javascript_adapter_library_reads_every_frame_layout():
     ]
     assert seen(replies[3]["result"]) == ("d", 900, expected[2])
     assert seen(replies[4]["result"]) == ("é", 40, expected[1])
+
+
+def writer_threads() -> list:
+    import threading
+
+    return [thread for thread in threading.enumerate() if thread.name == "assay-adapter-stdin"]
+
+
+def test_large_requests_arrive_whole_and_in_order(tmp_path):
+    """Requests go to the pipe from a writer thread, in parts, many times larger than the pipe."""
+    command = python_adapter(
+        tmp_path,
+        """
+        import hashlib, json, sys
+        for raw in sys.stdin.buffer:
+            request = json.loads(raw)
+            digest = hashlib.sha256(raw).hexdigest()
+            print(json.dumps({"id": request["id"], "result": [len(raw), digest]}), flush=True)
+        """,
+    )
+    import hashlib
+
+    blobs = [bytes([65 + index]) * (3_000_000 + index) for index in range(6)]
+    many_parts = tuple(b'"p%d",' % index for index in range(3000)) + (b'"end"',)  # > IOV_MAX parts
+
+    def expected(request_id: int, method: str, params: bytes) -> list:
+        line = b'{"id":%d,"method":"%s","params":' % (request_id, method.encode()) + params + b"}\n"
+        return [len(line), hashlib.sha256(line).hexdigest()]
+
+    async def scenario():
+        process = await started(command)
+        results = await asyncio.gather(
+            *(process.request("evaluate", EncodedJson((b'{"blob":"', blob, b'"}'))) for blob in blobs),
+            process.request("evaluateMany", EncodedJson((b"[", *many_parts, b"]"))),
+        )
+        assert writer_threads()
+        await process.close()
+        return results
+
+    results = run(scenario())
+    assert results[:6] == [expected(index + 1, "evaluate", b'{"blob":"' + blob + b'"}') for index, blob in enumerate(blobs)]
+    assert results[6] == expected(7, "evaluateMany", b"[" + b"".join(many_parts) + b"]")
+    assert not writer_threads()
+
+
+def test_stopping_frees_a_write_that_is_never_read(tmp_path):
+    """A grandchild in its own session keeps the adapter's stdin open and never reads it: the write
+    of a large request blocks on the full pipe, and stopping the adapter must still end it."""
+    pid_file = tmp_path / "grandchild.pid"
+    command = python_adapter(
+        tmp_path,
+        f"""
+        import subprocess, sys, time
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(60)"],
+            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        time.sleep(60)
+        """,
+    )
+
+    async def scenario():
+        process = await started(command)
+        while not pid_file.exists() or not pid_file.read_text():
+            await asyncio.sleep(0.02)
+        request = asyncio.create_task(process.request("evaluate", EncodedJson((b'"', b"x" * 8_000_000, b'"'))))
+        await asyncio.sleep(0.3)
+        assert not request.done()  # blocked: nobody reads
+        started_at = time.monotonic()
+        await process.force_stop()
+        with pytest.raises(AdapterRuntimeError, match="^adapter command was stopped$"):
+            await asyncio.wait_for(request, 5)
+        for _ in range(50):
+            if not writer_threads():
+                break
+            await asyncio.sleep(0.02)
+        return time.monotonic() - started_at
+
+    try:
+        elapsed = run(scenario())
+    finally:
+        if pid_file.exists():
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid_file.read_text()), 9)
+    assert not writer_threads()
+    assert elapsed < 3
+
+
+def test_closing_gives_the_adapter_end_of_input(tmp_path):
+    """An adapter may wait for end of input before it exits; close() must deliver it promptly."""
+    command = python_adapter(
+        tmp_path,
+        """
+        import json, sys
+        for raw in sys.stdin.buffer:  # replies to everything, exits only at end of input
+            print(json.dumps({"id": json.loads(raw)["id"], "result": None}), flush=True)
+        """,
+    )
+
+    async def scenario():
+        process = await started(command)
+        assert await process.request("evaluate", {}) is None
+        await process.close()  # FAST: fails unless the adapter sees EOF within 0.5 s
+        return process.returncode
+
+    assert run(scenario()) == 0

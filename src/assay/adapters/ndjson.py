@@ -10,11 +10,14 @@ import contextlib
 import json
 import math
 import os
+import queue
+import select
 import shlex
 import signal
 import sys
+import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 try:
     import fcntl
@@ -99,13 +102,16 @@ def _encode_json(value: Any) -> bytes:
     return text.encode("ascii")
 
 
-def _encode_message(request_id: int | None, method: str, params: Mapping[str, Any] | EncodedJson) -> bytes:
+def _encode_message(
+    request_id: int | None, method: str, params: Mapping[str, Any] | EncodedJson
+) -> tuple[bytes, ...]:
+    """The message line in parts, written as they are (a frame's base64 is never copied again)."""
     head = b"{" if request_id is None else b'{"id":%d,' % request_id
     if isinstance(params, EncodedJson):
         parts = params.text if isinstance(params.text, tuple) else (params.text,)
     else:
         parts = (_encode_json(params),)
-    return b"".join((head, b'"method":', _encode_json(method), b',"params":', *parts, b"}\n"))
+    return (head, b'"method":', _encode_json(method), b',"params":', *parts, b"}\n")
 
 
 def _reject_constant(name: str) -> Any:
@@ -143,6 +149,88 @@ class _Pending:
         self.future = future
 
 
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
+_WRITE_POLL_MS = 100
+
+
+class _PipeWriter:
+    """Writes whole messages to the adapter's stdin from one daemon thread, in order.
+
+    Requests carry megabytes of frames. asyncio's pipe transport copies whatever the pipe does not
+    take at once into its own buffer and out again, on the event loop and holding the GIL (for a
+    600-frame run, ~2 s of the GIL). Here the parts of a message go to `os.writev` as they are, and
+    the GIL is released while the kernel copies them. The pipe stays non-blocking and the thread
+    polls it, so `abort` frees the thread even if nobody ever reads the pipe again.
+    """
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._aborted = threading.Event()
+        self.closed = False
+        self._thread = threading.Thread(target=self._run, name="assay-adapter-stdin", daemon=True)
+        self._thread.start()
+
+    async def write(self, parts: Sequence[bytes]) -> None:
+        """Write one message; raises `OSError` (e.g. `BrokenPipeError`) if the pipe fails."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._jobs.put((parts, loop, done))
+        await done
+
+    def close(self) -> None:
+        """Close the pipe (end of input for the adapter) once queued messages are written."""
+        if not self.closed:
+            self.closed = True
+            self._jobs.put(None)
+
+    def abort(self) -> None:
+        """Stop writing: queued and unfinished messages fail, then the pipe is closed."""
+        self._aborted.set()
+        self.close()
+
+    def _run(self) -> None:
+        try:
+            while (job := self._jobs.get()) is not None:
+                parts, loop, done = job
+                error: OSError | None = None
+                try:
+                    self._write_all(parts)
+                except OSError as failure:
+                    error = failure
+                with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                    loop.call_soon_threadsafe(_settle, done, error)
+        finally:
+            os.close(self._fd)
+
+    def _write_all(self, parts: Sequence[bytes]) -> None:
+        views = [memoryview(part).cast("B") for part in parts if len(part)]
+        poller = select.poll()
+        poller.register(self._fd, select.POLLOUT)
+        while views:
+            if self._aborted.is_set():
+                raise BrokenPipeError("adapter stdin was closed")
+            try:
+                written = os.writev(self._fd, views[:_IOV_MAX])
+            except BlockingIOError:
+                poller.poll(_WRITE_POLL_MS)
+                continue
+            while written and written >= len(views[0]):
+                written -= len(views.pop(0))
+            if written:
+                views[0] = views[0][written:]
+
+
+def _settle(done: asyncio.Future[None], error: OSError | None) -> None:
+    if done.done():
+        return
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(error)
+
+
 class NdjsonProcess:
     """One running adapter process; use `start_ndjson_process` to create it.
 
@@ -153,6 +241,7 @@ class NdjsonProcess:
     def __init__(
         self,
         process: asyncio.subprocess.Process,
+        stdin_fd: int,
         display_command: str,
         *,
         stderr_sink: StderrSink,
@@ -160,6 +249,7 @@ class NdjsonProcess:
         timeouts: ProcessTimeouts,
     ) -> None:
         self._process = process
+        self._stdin = _PipeWriter(stdin_fd)
         self.display_command = display_command
         self._stderr_sink = stderr_sink
         self._message_limit = message_limit
@@ -226,12 +316,14 @@ class NdjsonProcess:
         self._raise_if_failed()
         await self._write(self._encode_request(None, method, params))
 
-    def _encode_request(self, request_id: int | None, method: str, params: Mapping[str, Any] | EncodedJson) -> bytes:
+    def _encode_request(
+        self, request_id: int | None, method: str, params: Mapping[str, Any] | EncodedJson
+    ) -> tuple[bytes, ...]:
         try:
             line = _encode_message(request_id, method, params)
         except (TypeError, ValueError) as error:
             raise AdapterRuntimeError(f"adapter command {method} request is not valid JSON: {error}") from None
-        if len(line) - 1 > self._message_limit:
+        if sum(map(len, line)) - 1 > self._message_limit:
             raise AdapterRuntimeError(
                 f"adapter command {method} request exceeds the {_describe_limit(self._message_limit)} protocol limit"
             )
@@ -249,17 +341,18 @@ class NdjsonProcess:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _write(self, line: bytes) -> None:
-        stdin = self._process.stdin
-        assert stdin is not None
+    async def _write(self, line: tuple[bytes, ...]) -> None:
         async with self._write_lock:
             self._raise_if_failed()
-            if stdin.is_closing():
+            if self._stdin.closed:
                 raise AdapterRuntimeError(f"adapter command '{self.display_command}' stdin is already closed")
             try:
-                stdin.write(line)
-                await stdin.drain()
+                await self._stdin.write(line)
             except OSError as error:
+                if self._stopped:  # force_stop closed the pipe under this write
+                    raise self._copy_failure() if self._failure else AdapterRuntimeError(
+                        "adapter command was stopped"
+                    ) from None
                 # A broken pipe usually means the process died; its exit is the better explanation.
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(asyncio.shield(self._exit_task), 2 * self._timeouts.exit_status_s)
@@ -456,9 +549,7 @@ class NdjsonProcess:
         return result
 
     def _close_stdin(self) -> None:
-        stdin = self._process.stdin
-        if stdin is not None and not stdin.is_closing():
-            stdin.close()
+        self._stdin.close()
 
     async def force_stop(self) -> None:
         """Terminate the process group (SIGTERM, then SIGKILL) and stop reading its pipes."""
@@ -466,7 +557,7 @@ class NdjsonProcess:
         if self._stopped:
             return
         self._stopped = True
-        self._close_stdin()
+        self._stdin.abort()
         if self._process.returncode is None:
             self._signal_group(signal.SIGTERM)
             if not await self._wait_for_exit(self._timeouts.terminate_grace_s):
@@ -504,14 +595,13 @@ class NdjsonProcess:
             task.cancel()
 
 
-def _enlarge_pipe(stream: asyncio.StreamWriter | None) -> None:
+def _enlarge_pipe(fd: int) -> None:
     # Frames are megabytes; a 1 MiB pipe (Linux) needs far fewer writes and wake-ups than 64 KiB.
     set_pipe_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
-    if stream is None or set_pipe_size is None:
+    if set_pipe_size is None:
         return
-    pipe = stream.get_extra_info("pipe")
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        fcntl.fcntl(pipe.fileno(), set_pipe_size, PIPE_BUFFER_BYTES)
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, set_pipe_size, PIPE_BUFFER_BYTES)
 
 
 async def start_ndjson_process(
@@ -524,20 +614,29 @@ async def start_ndjson_process(
     """Spawn `command` (no shell, cwd and environment inherited) in its own process group."""
     argv = parse_command(command)
     display_command = shlex.join(argv)
+    # Our own pipe for stdin, written by `_PipeWriter` (the child gets the read end as its fd 0).
+    stdin_read, stdin_write = os.pipe()
     try:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            limit=message_limit,
-        )
-    except OSError as error:
-        raise AdapterRuntimeError(f"could not start adapter command '{display_command}': {error}") from None
-    _enlarge_pipe(process.stdin)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=stdin_read,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                limit=message_limit,
+            )
+        finally:
+            os.close(stdin_read)
+    except BaseException as error:
+        os.close(stdin_write)
+        if isinstance(error, OSError):
+            raise AdapterRuntimeError(f"could not start adapter command '{display_command}': {error}") from None
+        raise
+    _enlarge_pipe(stdin_write)
     return NdjsonProcess(
         process,
+        stdin_write,
         display_command,
         stderr_sink=stderr_sink or _default_stderr_sink,
         message_limit=message_limit,
