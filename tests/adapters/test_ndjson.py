@@ -412,9 +412,11 @@ def test_cwd_and_environment_are_inherited(tmp_path, monkeypatch):
 
 def test_the_javascript_adapter_library_reads_every_frame_layout():
     """tests/adapters/fixtures/protocol.mjs cuts frames out of requests before JSON.parse; check it on
-    lines longer than its 1 MiB reads, several frames per line, base64 written with JSON escapes,
-    and names that contain the field's own text, quotes and non-ASCII characters."""
+    lines longer than its 1 MiB reads and than its first 8 MiB buffer, several frames per line,
+    base64 written with JSON escapes, and names that contain the field's own text, quotes and
+    non-ASCII characters."""
     import base64
+    import hashlib
     import json
 
     import numpy as np
@@ -454,7 +456,9 @@ def test_the_javascript_adapter_library_reads_every_frame_layout():
             + line(2, "evaluateMany", {"samples": [sample(0, tricky), sample(1, "b"), sample(2, "c")], "target": target})
             + line(3, "evaluate", {"sample": sample(2, "d"), "target": target}, escaped=2)
             + line(4, "evaluate", {"sample": sample(1, "é"), "target": target})
-            + line(5, "close", {})
+            + line(5, "evaluateMany", {"samples": [sample(index, f"g{index}") for index in (2, 0, 2, 2, 2)],
+                                       "target": target})
+            + line(6, "close", {})
         )
         process.stdin.close()
         out, err = await asyncio.wait_for(process.communicate(), 60)
@@ -462,17 +466,23 @@ def test_the_javascript_adapter_library_reads_every_frame_layout():
         return {reply["id"]: reply for reply in map(json.loads, out.decode().splitlines())}
 
     replies = run(scenario())
-    assert sorted(replies) == [1, 2, 3, 4, 5] and "error" not in str(replies)
+    assert sorted(replies) == [1, 2, 3, 4, 5, 6] and "error" not in str(replies)
 
     def seen(result: dict) -> tuple:
-        return result["caseName"], result["height"], result["pixel"]
+        return result["caseName"], result["height"], result["pixel"], result["sha256"]
 
-    expected = {index: frames[index][0, 0].tolist() for index in range(3)}
+    expected = {
+        index: (frames[index].shape[0], frames[index][0, 0].tolist(), hashlib.sha256(frames[index].tobytes()).hexdigest())
+        for index in range(3)
+    }
     assert [seen(result) for result in replies[2]["result"]] == [
-        (tricky, 600, expected[0]), ("b", 40, expected[1]), ("c", 900, expected[2]),
+        (tricky, *expected[0]), ("b", *expected[1]), ("c", *expected[2]),
     ]
-    assert seen(replies[3]["result"]) == ("d", 900, expected[2])
-    assert seen(replies[4]["result"]) == ("é", 40, expected[1])
+    assert seen(replies[3]["result"]) == ("d", *expected[2])
+    assert seen(replies[4]["result"]) == ("é", *expected[1])
+    assert [seen(result) for result in replies[5]["result"]] == [
+        (f"g{index}", *expected[index]) for index in (2, 0, 2, 2, 2)
+    ]
 
 
 def writer_threads() -> list:
