@@ -100,8 +100,10 @@ def png_chunks(png: bytes) -> list[tuple[bytes, bytes]]:
 
 @pytest.mark.parametrize("compression", ["auto", "deflate", "stored"])
 def test_png_encoding_is_lossless(compression):
-    # (65535, 1): the rows fill whole stored blocks exactly; (161, 700): several blocks and a rest.
-    for seed, size in [(1, (64, 48)), (2, (1, 1)), (3, (161, 97)), (4, (700, 161)), (5, (1, 65535))]:
+    # Stored blocks hold whole rows: (1, 32766) fills two blocks exactly, (700, 161) has a shorter
+    # last block, (21844, 3) one row per block; rows of (21845, 2) do not fit one and are deflated.
+    sizes = [(64, 48), (1, 1), (161, 97), (700, 161), (1, 32766), (21844, 3), (21845, 2)]
+    for seed, size in enumerate(sizes):
         for image in (noisy_frame(seed, size), smooth_frame(seed, size)):
             png = encode_png(np.asarray(image), compression)
             idat = b"".join(data for kind, data in png_chunks(png) if kind == b"IDAT")
@@ -136,6 +138,8 @@ def test_frames_that_deflate_poorly_are_stored_and_the_rest_deflated():
     corner = smooth.copy()
     corner[:16, :16] = noisy[:16, :16]
     assert deflate_block_type(encode_png(corner)) != 0
+    wide = np.asarray(noisy_frame(2, (21845, 2)))
+    assert deflate_block_type(encode_png(wide, "stored")) != 0
     with pytest.raises(ValueError, match="compression must be"):
         encode_png(smooth, "fast")
 

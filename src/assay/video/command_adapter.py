@@ -132,31 +132,33 @@ def _deflated_png(pixels: np.ndarray, width: int, level: int) -> np.ndarray:
 
 
 def _stored_png(pixels: np.ndarray, width: int) -> np.ndarray:
-    # A zlib stream of stored deflate blocks (RFC 1950/1951) over unfiltered rows; numpy lays the
-    # 5-byte block headers and the rows out in two copies, without zlib's per-block bookkeeping.
+    # A zlib stream (RFC 1950) of stored deflate blocks (RFC 1951), each holding whole unfiltered
+    # rows, so numpy writes block headers, filter bytes and pixels into the PNG in one copy.
     height, row_bytes = pixels.shape
-    rows = _thread_buffer("rows", height * (row_bytes + 1)).reshape(height, row_bytes + 1)
-    rows[:, 0] = 0  # filter type None
-    rows[:, 1:] = pixels
-    data = rows.reshape(-1)
-    full, rest = divmod(data.size, _STORED_BLOCK)
-    blocks = full + (1 if rest else 0)
-    zlib_length = 2 + data.size + 5 * blocks + 4
+    line = row_bytes + 1
+    per_block = _STORED_BLOCK // line
+    full, rest = divmod(height, per_block)
+    groups = [(rows, count) for rows, count in ((per_block, full), (rest, 1 if rest else 0)) if count]
+    zlib_length = 2 + sum(count * (5 + rows * line) for rows, count in groups) + 4
     png = _thread_buffer("png", _PNG_HEAD + zlib_length + _PNG_TAIL)
     _png_header(png, width, height, zlib_length)
     stream = png[_PNG_HEAD : _PNG_HEAD + zlib_length]
     stream[:2] = (0x78, 0x01)  # deflate, 32 KiB window, no dictionary, check bits
-    if full:
-        whole = stream[2 : 2 + full * (_STORED_BLOCK + 5)].reshape(full, _STORED_BLOCK + 5)
-        whole[:, :5] = (0, 0xFF, 0xFF, 0, 0)  # not final, LEN = 65535 little-endian, NLEN = ~LEN
-        whole[:, 5:] = data[: full * _STORED_BLOCK].reshape(full, _STORED_BLOCK)
-    if rest:
-        at = 2 + full * (_STORED_BLOCK + 5)
-        stream[at : at + 5] = np.frombuffer(struct.pack("<BHH", 1, rest, rest ^ 0xFFFF), dtype=np.uint8)
-        stream[at + 5 : at + 5 + rest] = data[full * _STORED_BLOCK :]
-    else:
-        stream[2 + (full - 1) * (_STORED_BLOCK + 5)] = 1  # the last full block is the final one
-    stream[-4:] = np.frombuffer(struct.pack(">I", _DEFLATE.adler32(data.data)), dtype=np.uint8)
+    at, first_row, checksum = 2, 0, 1
+    for rows, count in groups:
+        size = rows * line
+        blocks = stream[at : at + count * (5 + size)].reshape(count, 5 + size)
+        blocks[:, 0] = 0  # not the final block (set below for the last one)
+        blocks[:, 1:5] = np.frombuffer(struct.pack("<HH", size, size ^ 0xFFFF), dtype=np.uint8)
+        body = blocks[:, 5:].reshape(count, rows, line)
+        body[:, :, 0] = 0  # filter type None
+        body[:, :, 1:] = pixels[first_row : first_row + count * rows].reshape(count, rows, row_bytes)
+        for block in blocks:
+            checksum = _DEFLATE.adler32(block[5:].data, checksum)
+        at += count * (5 + size)
+        first_row += count * rows
+    stream[at - 5 - size] = 1  # BFINAL on the last block
+    stream[-4:] = np.frombuffer(struct.pack(">I", checksum), dtype=np.uint8)
     _png_tail(png, _PNG_HEAD + zlib_length)
     return png
 
@@ -165,10 +167,11 @@ def _png_view(pixels: np.ndarray, compression: str) -> memoryview:
     # The PNG in this thread's reused buffer: valid until the thread encodes its next frame.
     height, width = pixels.shape[:2]
     rows = pixels.reshape(height, width * 3)
-    if compression == "stored" or (compression == "auto" and not _worth_deflating(rows)):
-        return _stored_png(rows, width).data
-    if compression not in ("auto", "deflate"):
+    if compression not in ("auto", "deflate", "stored"):
         raise ValueError(f"compression must be 'auto', 'deflate' or 'stored', not {compression!r}")
+    fits_a_block = width * 3 + 1 <= _STORED_BLOCK  # up to 21,844 pixels wide
+    if fits_a_block and (compression == "stored" or (compression == "auto" and not _worth_deflating(rows))):
+        return _stored_png(rows, width).data
     return _deflated_png(rows, width, DEFLATE_LEVEL).data
 
 
@@ -176,7 +179,8 @@ def encode_png(pixels: np.ndarray, compression: str = "auto") -> bytes:
     """Encode a (height, width, 3) uint8 RGB array as a lossless 8-bit RGB PNG, tuned for speed.
 
     `compression="auto"` deflates frames that compress well (Up filter, ISA-L's fast level) and
-    stores the rest uncompressed (see STORED_ABOVE_RATIO); "deflate" and "stored" force one.
+    stores the rest uncompressed (see STORED_ABOVE_RATIO); "deflate" and "stored" force one
+    (frames wider than 21,844 pixels, whose rows do not fit a stored block, are always deflated).
     numpy and ISA-L release the GIL, so frames encode in parallel threads.
     """
     return bytes(_png_view(pixels, compression))
