@@ -37,27 +37,28 @@ def run_once(eval_dir: Path) -> tuple[float, int]:
 
 
 def png_cost(video: Path, frames: int = 30) -> tuple[dict[str, tuple[float, int]], float]:
+    import io
+
     import av
-    import numpy as np
     from PIL import Image
 
     from assay.video.command_adapter import encode_png
 
-    images = []
+    arrays = []
     with av.open(str(video)) as container:
         for index, frame in enumerate(container.decode(video=0)):
             if index % 20 == 0:
-                images.append(Image.fromarray(frame.to_ndarray(format="rgb24")))
-            if len(images) == frames:
+                arrays.append(frame.to_ndarray(format="rgb24"))
+            if len(arrays) == frames:
                 break
     ours = {}
     for compression in ("auto", "deflate", "stored"):
         started = time.process_time()
-        sizes = [len(encode_png(np.asarray(image), compression)) for image in images]
+        sizes = [len(encode_png(pixels, compression)) for pixels in arrays]
         ours[compression] = ((time.process_time() - started) / frames, int(statistics.mean(sizes)))
     started = time.process_time()
-    for image in images[:5]:
-        image.save(__import__("io").BytesIO(), format="PNG")
+    for pixels in arrays[:5]:
+        Image.fromarray(pixels).save(io.BytesIO(), format="PNG")
     pillow_default = (time.process_time() - started) / 5
     return ours, pillow_default
 
