@@ -174,6 +174,8 @@ class _PipeWriter:
 
     async def write(self, parts: Sequence[bytes]) -> None:
         """Write one message; raises `OSError` (e.g. `BrokenPipeError`) if the pipe fails."""
+        if self.closed:  # a job queued after close would never be taken
+            raise BrokenPipeError("adapter stdin is closed")
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._jobs.put((parts, loop, done))
@@ -208,18 +210,20 @@ class _PipeWriter:
         views = [memoryview(part).cast("B") for part in parts if len(part)]
         poller = select.poll()
         poller.register(self._fd, select.POLLOUT)
-        while views:
+        first = 0  # views[first:] are still to be written
+        while first < len(views):
             if self._aborted.is_set():
                 raise BrokenPipeError("adapter stdin was closed")
             try:
-                written = os.writev(self._fd, views[:_IOV_MAX])
+                written = os.writev(self._fd, views[first : first + _IOV_MAX])
             except BlockingIOError:
                 poller.poll(_WRITE_POLL_MS)
                 continue
-            while written and written >= len(views[0]):
-                written -= len(views.pop(0))
+            while written and written >= len(views[first]):
+                written -= len(views[first])
+                first += 1
             if written:
-                views[0] = views[0][written:]
+                views[first] = views[first][written:]
 
 
 def _settle(done: asyncio.Future[None], error: OSError | None) -> None:
