@@ -322,3 +322,41 @@ def test_cancelled_evaluation_sends_cancel_then_close_still_works(tmp_path):
 
     run(scenario())
     assert b"cancel 2\n" in received and b"cancel 3\n" in received
+
+
+def half_noise_samples(count: int, size=(320, 240)) -> list[FrameSample]:
+    """Frames deflate keeps about half of (left half noise): sent as stored blocks unless that
+    breaks the size limit."""
+    samples = []
+    for index in range(count):
+        pixels = np.asarray(smooth_frame(index, size)).copy()
+        pixels[:, : size[0] // 2] = np.asarray(noisy_frame(index, size))[:, : size[0] // 2]
+        samples.append(FrameSample(Image.fromarray(pixels, "RGB"), index / 2, index, index, "/v.mp4", "clip"))
+    return samples
+
+
+@pytest.mark.parametrize("mode", ["single", "many"])
+def test_frames_are_deflated_when_stored_blocks_would_exceed_the_message_limit(tmp_path, mode):
+    samples = half_noise_samples(6)
+    stored = sum(len(b"".join(encode_sample_json(sample))) for sample in samples)
+    deflated = sum(len(b"".join(encode_sample_json(sample, "deflate"))) for sample in samples)
+    assert deflated < 0.6 * stored
+    # Between the two: a batch of stored frames would exceed it (so would one stored frame of six
+    # with a sixth of it), deflated frames fit.
+    limit = (stored + deflated) // 2 if mode == "many" else (stored + deflated) // 12
+
+    async def scenario():
+        evaluator = await start_command_evaluator(
+            f"node {PROBE} {mode}", adapter_config(tmp_path), stderr_sink=quiet, message_limit=limit
+        )
+        try:
+            if mode == "many":
+                return await evaluator.evaluate_many(samples, TARGET)
+            return [await evaluator.evaluate(sample, TARGET) for sample in samples]
+        finally:
+            await evaluator.close()
+
+    results = run(scenario())
+    assert [result["sha256"] for result in results] == [
+        hashlib.sha256(np.asarray(sample.image).tobytes()).hexdigest() for sample in samples
+    ]

@@ -273,6 +273,11 @@ class NdjsonProcess:
         self._exit_task = asyncio.create_task(self._watch_exit())
 
     @property
+    def message_limit(self) -> int:
+        """The largest request line this process is sent, in bytes (without its newline)."""
+        return self._message_limit
+
+    @property
     def pid(self) -> int:
         return self._process.pid
 
