@@ -76,7 +76,7 @@ def _thread_buffer(name: str, size: int) -> np.ndarray:
 
 # A noisy camera frame keeps 35-65% of its size under fast deflate, and deflating it costs more
 # CPU (~7 ms per 720p frame) than sending the extra bytes through base64, the pipe and the
-# adapter's reader (~2.5 ms per megabyte of PNG here). Frames whose sample rows keep more than
+# adapter's reader (~1.7 ms per megabyte of PNG here). Frames whose sample rows keep more than
 # this share are sent as stored (uncompressed) deflate blocks: still a standard, lossless PNG,
 # and the cheapest kind to decode. docs/benchmarks.md has the measurements behind the threshold.
 STORED_ABOVE_RATIO = 0.3
@@ -262,18 +262,27 @@ class CommandEvaluator:
 
     async def _encode_all(self, samples: Sequence[FrameSample], other_bytes: int) -> list[tuple[bytes, ...]]:
         """Each sample as JSON parts, encoded in the PNG threads. Stored blocks save CPU but take
-        ~2.4x the bytes of deflate on noisy frames; if they would push the request past the
-        protocol's size limit, every frame is deflated instead."""
+        ~2.4x the bytes of deflate on noisy frames: once they would push the request past the
+        protocol's size limit, the rest are abandoned and every frame is deflated instead."""
         loop = asyncio.get_running_loop()
+        room = self.process.message_limit - other_bytes
 
-        async def encode_each(compression: str) -> list[tuple[bytes, ...]]:
-            jobs = (loop.run_in_executor(self.encoders, encode_sample_json, sample, compression) for sample in samples)
-            return list(await asyncio.gather(*jobs))
+        def submit(compression: str) -> list[asyncio.Future[tuple[bytes, ...]]]:
+            return [loop.run_in_executor(self.encoders, encode_sample_json, sample, compression) for sample in samples]
 
-        encoded = await encode_each("auto")
-        if other_bytes + sum(len(part) for parts in encoded for part in parts) > self.process.message_limit:
-            encoded = await encode_each("deflate")
-        return encoded
+        jobs = submit("auto")
+        try:
+            for finished in asyncio.as_completed(jobs):
+                room -= sum(map(len, await finished))
+                if room < 0:
+                    break
+            else:
+                return [job.result() for job in jobs]
+        finally:
+            for job in jobs:
+                job.cancel()  # only those not done: after an error, or once over the limit
+        del jobs
+        return list(await asyncio.gather(*submit("deflate")))
 
     @property
     def batch(self) -> bool:
