@@ -79,6 +79,55 @@ def test_frames_for_a_command_adapter_are_converted_by_its_png_encoders_not_ahea
     assert threads and all(name.startswith("assay-convert") for name in threads), sorted(set(threads))
 
 
+def test_targets_that_sample_the_same_frame_share_one_png(tmp_path, monkeypatch):
+    import threading
+
+    from assay.video import command_adapter
+
+    encoded = []
+    lock = threading.Lock()
+    real = command_adapter._png_view
+
+    def counting(pixels, compression):
+        with lock:
+            encoded.append(compression)
+        return real(pixels, compression)
+
+    monkeypatch.setattr(command_adapter, "_png_view", counting)
+    eval_dir = make_eval(
+        tmp_path,
+        """
+        video: clip.mp4
+        targets:
+          first:
+            samples:
+              - range: [0.0, 2.0]
+                every_s: 0.25
+                expect: 4
+          second:
+            samples:
+              - range: [0.0, 2.0]
+                every_s: 0.25
+                expect: 4
+          third:
+            samples:
+              - at: [0.5, 1.0]
+                expect: 4
+        """,
+    )
+    report = tmp_path / "r.json"
+    result = invoke("video", "run", "--eval-dir", eval_dir, "--adapter-command", f"node {ADAPTER} single",
+                    "--concurrency", "4", "--output-json", report)
+    assert result.exit_code == 0, result.output
+    results = read_report(report)["trials"][0]["results"]
+    observed = {(r["target"], r["timestamp_s"]): r["observed"] for r in results}
+    times = sorted(t for target, t in observed if target == "first")
+    assert len(times) == 8 and len(results) == 8 + 8 + 2
+    assert [observed[("second", t)] for t in times] == [observed[("first", t)] for t in times]
+    assert [observed[("third", t)] for t in (0.5, 1.0)] == [observed[("first", t)] for t in (0.5, 1.0)]
+    assert encoded == ["auto"] * 8  # one PNG per distinct frame, not one per request
+
+
 def test_command_adapter_errors_carry_no_sample_context(tmp_path):
     eval_dir = make_eval(
         tmp_path,

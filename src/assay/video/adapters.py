@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,13 @@ class FrameSample:
         sample = cls(None, timestamp_s, frame.index, sample_index, video_path, case_name)
         sample._frame = frame
         return sample
+
+    def _shared(self, key: Any, make: Callable[[], Any]) -> Any:
+        # For assay's own transports: `make()` once per key for the decoded frame behind this
+        # sample, shared with the other targets' samples of that frame.
+        if self._frame is None:
+            return make()
+        return self._frame.derived(key, make)
 
     @property
     def image(self) -> Any:

@@ -212,7 +212,8 @@ def encode_sample_json(sample: FrameSample, compression: str = "auto") -> tuple[
     the base64 (it needs none) and without copying the megabytes of it once more."""
     pixels = sample.pixels()
     height, width = pixels.shape[:2]
-    data = _b64encode(_png_view(pixels, compression))
+    # Targets that sample the same frame share one encoding of it.
+    data = sample._shared(("png-base64", compression), lambda: _b64encode(_png_view(pixels, compression)))
     fields = _json_bytes(_sample_fields(sample))
     return (
         b'{"image":{"mimeType":"image/png","dataBase64":"',

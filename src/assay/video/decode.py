@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +80,9 @@ class DecodedFrame:
     (0-based), or None when the frame was reached by seeking.
     """
 
-    __slots__ = ("_image", "_lock", "_pixels", "_source", "_transform", "index", "media_time")
+    __slots__ = (
+        "_derived", "_derived_lock", "_image", "_lock", "_pixels", "_source", "_transform", "index", "media_time"
+    )
 
     def __init__(
         self, index: int | None, media_time: float, source: Any, transform: DisplayTransform | None = None
@@ -92,6 +94,8 @@ class DecodedFrame:
         self._pixels: np.ndarray | None = None
         self._image: Image.Image | None = None
         self._lock = threading.Lock()
+        self._derived: dict[Any, Any] = {}
+        self._derived_lock = threading.Lock()
 
     @classmethod
     def from_pixels(cls, index: int | None, media_time: float, pixels: np.ndarray) -> DecodedFrame:
@@ -115,6 +119,15 @@ class DecodedFrame:
                         pixels = self._transform.apply(pixels)
                     self._set_pixels(pixels)
         return self
+
+    def derived(self, key: Any, make: Callable[[], Any]) -> Any:
+        """`make()`, computed once per key for this frame and shared by every request that picked
+        it (a command adapter's PNG for each target that samples the frame); dropped with the frame.
+        A second thread asking for a key being computed waits for it."""
+        with self._derived_lock:
+            if key not in self._derived:
+                self._derived[key] = make()
+            return self._derived[key]
 
     @property
     def pixels(self) -> np.ndarray:
