@@ -590,3 +590,78 @@ def test_closing_gives_the_adapter_end_of_input(tmp_path):
         return process.returncode
 
     assert run(scenario()) == 0
+
+
+def test_stdin_writer_writes_small_messages_inline_and_keeps_order_after_a_cancel(monkeypatch):
+    """Small requests go straight into the pipe (no thread hand-off); the rest of a large one goes
+    to the writer thread, and while the thread is in the middle of it (here paused half way, its
+    caller cancelled, the pipe drained) the next message waits its turn instead of being written
+    into the middle."""
+    import queue
+    import threading
+    from types import SimpleNamespace
+
+    from assay.adapters.ndjson import _PipeWriter
+
+    handed = []
+
+    class CountingQueue(queue.SimpleQueue):
+        def put(self, item, block=True, timeout=None):
+            handed.append(item is not None)
+            super().put(item, block, timeout)
+
+    from assay.adapters import ndjson
+
+    monkeypatch.setattr(ndjson, "queue", SimpleNamespace(SimpleQueue=CountingQueue))
+    read_end, write_end = os.pipe()
+    received = bytearray()
+
+    def reader():
+        while chunk := os.read(read_end, 1 << 16):
+            received.extend(chunk)
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    paused, resume = threading.Event(), threading.Event()
+
+    async def scenario():
+        writer = _PipeWriter(write_end)
+        real_write_all = writer._write_all
+
+        def pausing_write_all(views, first):
+            if sum(map(len, views[first:])) < 1_000_000:
+                return real_write_all(views, first)
+            views = [b"".join(bytes(view) for view in views[first:])]
+            half = len(views[0]) // 2
+            real_write_all([views[0][:half]], 0)
+            paused.set()
+            resume.wait(10)
+            real_write_all([views[0][half:]], 0)
+
+        writer._write_all = pausing_write_all
+        try:
+            for index in range(100):
+                await writer.write((b"small %d" % index, b"\n"))
+            assert handed == []
+            big = asyncio.create_task(writer.write((b"big ", b"x" * 3_000_000, b"\n")))
+            assert await asyncio.get_running_loop().run_in_executor(None, paused.wait, 10)
+            assert handed == [True]
+            big.cancel()
+            await asyncio.sleep(0.05)  # the reader empties the pipe meanwhile
+            after = asyncio.create_task(writer.write((b"after\n",)))
+            await asyncio.sleep(0.05)
+            assert handed == [True, True] and not after.done()
+            resume.set()
+            await asyncio.wait_for(after, 10)
+        finally:
+            resume.set()
+            writer.close()  # the thread closes the pipe: the reader sees its end
+
+    try:
+        run(scenario())
+    finally:
+        thread.join(10)
+        os.close(read_end)
+    lines = bytes(received).split(b"\n")
+    assert lines[:100] == [b"small %d" % index for index in range(100)]
+    assert lines[100:] == [b"big " + b"x" * 3_000_000, b"after", b""]

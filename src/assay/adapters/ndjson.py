@@ -154,13 +154,14 @@ _WRITE_POLL_MS = 100
 
 
 class _PipeWriter:
-    """Writes whole messages to the adapter's stdin from one daemon thread, in order.
+    """Writes whole messages to the adapter's stdin, in order, without holding up the event loop.
 
-    Requests carry megabytes of frames. asyncio's pipe transport copies whatever the pipe does not
-    take at once into its own buffer and out again, on the event loop and holding the GIL (for a
-    600-frame run, ~2 s of the GIL). Here the parts of a message go to `os.writev` as they are, and
-    the GIL is released while the kernel copies them. The pipe stays non-blocking and the thread
-    polls it, so `abort` frees the thread even if nobody ever reads the pipe again.
+    A message is written right away as far as the pipe takes it (small requests end there); the
+    rest goes to one daemon thread per process, which writes it with `os.writev` as the adapter
+    reads. Requests carry megabytes of frames, and asyncio's pipe transport copied whatever the
+    pipe did not take at once into its own buffer and out again, on the event loop and holding the
+    GIL (for a 600-frame run, ~2 s of the GIL). The pipe stays non-blocking and the thread polls it,
+    so `abort` frees the thread even if nobody ever reads the pipe again.
     """
 
     def __init__(self, fd: int) -> None:
@@ -168,17 +169,30 @@ class _PipeWriter:
         self._fd = fd
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._aborted = threading.Event()
+        self._in_thread = 0  # messages handed to the thread and not yet written
+        self._count_lock = threading.Lock()
         self.closed = False
         self._thread = threading.Thread(target=self._run, name="assay-adapter-stdin", daemon=True)
         self._thread.start()
 
     async def write(self, parts: Sequence[bytes]) -> None:
-        """Write one message; raises `OSError` (e.g. `BrokenPipeError`) if the pipe fails."""
+        """Write one message; raises `OSError` (e.g. `BrokenPipeError`) if the pipe fails.
+
+        Callers write one message at a time; a message whose caller was cancelled while the
+        thread writes it is still written whole, before any later one."""
         if self.closed:  # a job queued after close would never be taken
             raise BrokenPipeError("adapter stdin is closed")
+        views = [memoryview(part).cast("B") for part in parts if len(part)]
+        first = 0
+        if not self._in_thread:
+            first = self._write_ready(views, 0)
+            if first == len(views):
+                return
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        self._jobs.put((parts, loop, done))
+        with self._count_lock:
+            self._in_thread += 1
+        self._jobs.put((views, first, loop, done))
         await done
 
     def close(self) -> None:
@@ -195,35 +209,41 @@ class _PipeWriter:
     def _run(self) -> None:
         try:
             while (job := self._jobs.get()) is not None:
-                parts, loop, done = job
+                views, first, loop, done = job
                 error: OSError | None = None
                 try:
-                    self._write_all(parts)
+                    self._write_all(views, first)
                 except OSError as failure:
                     error = failure
+                finally:
+                    with self._count_lock:
+                        self._in_thread -= 1
                 with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
                     loop.call_soon_threadsafe(_settle, done, error)
         finally:
             os.close(self._fd)
 
-    def _write_all(self, parts: Sequence[bytes]) -> None:
-        views = [memoryview(part).cast("B") for part in parts if len(part)]
-        poller = select.poll()
-        poller.register(self._fd, select.POLLOUT)
-        first = 0  # views[first:] are still to be written
+    def _write_ready(self, views: list[memoryview], first: int) -> int:
+        """Write `views[first:]` until the pipe is full; the index of the first unwritten view."""
         while first < len(views):
             if self._aborted.is_set():
                 raise BrokenPipeError("adapter stdin was closed")
             try:
                 written = os.writev(self._fd, views[first : first + _IOV_MAX])
             except BlockingIOError:
-                poller.poll(_WRITE_POLL_MS)
-                continue
+                return first
             while written and written >= len(views[first]):
                 written -= len(views[first])
                 first += 1
             if written:
                 views[first] = views[first][written:]
+        return first
+
+    def _write_all(self, views: list[memoryview], first: int) -> None:
+        poller = select.poll()
+        poller.register(self._fd, select.POLLOUT)
+        while (first := self._write_ready(views, first)) < len(views):
+            poller.poll(_WRITE_POLL_MS)
 
 
 def _settle(done: asyncio.Future[None], error: OSError | None) -> None:
