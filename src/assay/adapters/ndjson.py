@@ -182,10 +182,18 @@ class _PipeWriter:
         thread writes it is still written whole, before any later one."""
         if self.closed:  # a job queued after close would never be taken
             raise BrokenPipeError("adapter stdin is closed")
+        written = 0
+        if not self._in_thread and len(parts) <= _IOV_MAX:
+            if self._aborted.is_set():
+                raise BrokenPipeError("adapter stdin was closed")
+            with contextlib.suppress(BlockingIOError):
+                written = os.writev(self._fd, parts)
+            if written == sum(map(len, parts)):
+                return
         views = [memoryview(part).cast("B") for part in parts if len(part)]
-        first = 0
+        first = _skip(views, 0, written)
         if not self._in_thread:
-            first = self._write_ready(views, 0)
+            first = self._write_ready(views, first)
             if first == len(views):
                 return
         loop = asyncio.get_running_loop()
@@ -232,11 +240,7 @@ class _PipeWriter:
                 written = os.writev(self._fd, views[first : first + _IOV_MAX])
             except BlockingIOError:
                 return first
-            while written and written >= len(views[first]):
-                written -= len(views[first])
-                first += 1
-            if written:
-                views[first] = views[first][written:]
+            first = _skip(views, first, written)
         return first
 
     def _write_all(self, views: list[memoryview], first: int) -> None:
@@ -244,6 +248,16 @@ class _PipeWriter:
         poller.register(self._fd, select.POLLOUT)
         while (first := self._write_ready(views, first)) < len(views):
             poller.poll(_WRITE_POLL_MS)
+
+
+def _skip(views: list[memoryview], first: int, written: int) -> int:
+    """Drop `written` bytes from the front of `views[first:]`; the new first unwritten view."""
+    while written and written >= len(views[first]):
+        written -= len(views[first])
+        first += 1
+    if written:
+        views[first] = views[first][written:]
+    return first
 
 
 def _settle(done: asyncio.Future[None], error: OSError | None) -> None:
