@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import weakref
 
@@ -30,6 +31,7 @@ def default_collector():
     gc.set_threshold(700, 10, 10)
     gc.enable()
     yield
+    gc.unfreeze()
     gc.set_threshold(*saved)
     gc.enable()
 
@@ -53,28 +55,29 @@ def test_garbage_made_during_a_run_is_collected_and_older_garbage_after_it():
     assert older() is None
 
 
-def test_overlapping_runs_keep_the_settings_until_the_last_one_ends():
-    first = collection_sized_for_runs()
-    second = collection_sized_for_runs()
-    first.__enter__()
-    frozen = gc.get_freeze_count()
-    second.__enter__()
-    assert gc.get_freeze_count() >= frozen  # not frozen twice, not thawed
-    first.__exit__(None, None, None)
-    assert gc.get_threshold()[0] == YOUNG_GENERATION_THRESHOLD and gc.get_freeze_count() > 0
-    second.__exit__(None, None, None)
+def test_overlapping_runs_keep_the_settings_until_the_last_one_ends(monkeypatch):
+    # Counting freeze() calls, not frozen objects: other threads may free frozen objects meanwhile.
+    freezes = []
+    real_freeze = gc.freeze
+    monkeypatch.setattr(gc, "freeze", lambda: (freezes.append(1), real_freeze()))
+    with contextlib.ExitStack() as runs:
+        runs.enter_context(collection_sized_for_runs())
+        second = runs.enter_context(contextlib.ExitStack())
+        second.enter_context(collection_sized_for_runs())
+        assert len(freezes) == 1 and gc.get_freeze_count() > 0  # not frozen twice, not thawed
+        second.close()  # one run ends, the other goes on
+        assert gc.get_threshold()[0] == YOUNG_GENERATION_THRESHOLD and gc.get_freeze_count() > 0
     assert gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
 
 
-def test_a_process_that_froze_objects_itself_keeps_them_frozen():
+def test_a_process_that_froze_objects_itself_keeps_them_frozen(monkeypatch):
     gc.freeze()
-    frozen = gc.get_freeze_count()
-    try:
-        with collection_sized_for_runs():
-            pass
-        assert gc.get_freeze_count() == frozen
-    finally:
-        gc.unfreeze()
+    calls = []
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
+    monkeypatch.setattr(gc, "unfreeze", lambda: calls.append("unfreeze"))
+    with collection_sized_for_runs():
+        pass
+    assert calls == [] and gc.get_freeze_count() > 0
 
 
 def test_collection_switched_off_stays_off_and_untouched():
