@@ -615,8 +615,10 @@ def test_stdin_writer_writes_small_messages_inline_and_keeps_order_after_a_cance
     monkeypatch.setattr(ndjson, "queue", SimpleNamespace(SimpleQueue=CountingQueue))
     read_end, write_end = os.pipe()
     received = bytearray()
+    reading = threading.Event()
 
     def reader():
+        reading.wait(10)
         while chunk := os.read(read_end, 1 << 16):
             received.extend(chunk)
 
@@ -644,8 +646,10 @@ def test_stdin_writer_writes_small_messages_inline_and_keeps_order_after_a_cance
                 await writer.write((b"small %d" % index, b"\n"))
             assert handed == []
             big = asyncio.create_task(writer.write((b"big ", b"x" * 3_000_000, b"\n")))
-            assert await asyncio.get_running_loop().run_in_executor(None, paused.wait, 10)
+            await asyncio.sleep(0)  # it fills the pipe (nobody reads yet) and hands the rest over
             assert handed == [True]
+            reading.set()
+            assert await asyncio.get_running_loop().run_in_executor(None, paused.wait, 10)
             big.cancel()
             await asyncio.sleep(0.05)  # the reader empties the pipe meanwhile
             after = asyncio.create_task(writer.write((b"after\n",)))
@@ -654,6 +658,7 @@ def test_stdin_writer_writes_small_messages_inline_and_keeps_order_after_a_cance
             resume.set()
             await asyncio.wait_for(after, 10)
         finally:
+            reading.set()
             resume.set()
             writer.close()  # the thread closes the pipe: the reader sees its end
 
