@@ -485,10 +485,16 @@ def test_the_javascript_adapter_library_reads_every_frame_layout():
     ]
 
 
-def writer_threads() -> list:
+def writer_threads(*, settle_s: float = 0.0) -> list:
+    """The adapter stdin writer threads still alive (after waiting up to `settle_s` for them to end)."""
     import threading
 
-    return [thread for thread in threading.enumerate() if thread.name == "assay-adapter-stdin"]
+    deadline = time.monotonic() + settle_s
+    while True:
+        alive = [thread for thread in threading.enumerate() if thread.name == "assay-adapter-stdin"]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.01)
 
 
 def test_large_requests_arrive_whole_and_in_order(tmp_path):
@@ -525,7 +531,7 @@ def test_large_requests_arrive_whole_and_in_order(tmp_path):
     results = run(scenario())
     assert results[:6] == [expected(index + 1, "evaluate", b'{"blob":"' + blob + b'"}') for index, blob in enumerate(blobs)]
     assert results[6] == expected(7, "evaluateMany", b"[" + b"".join(many_parts) + b"]")
-    assert not writer_threads()
+    assert not writer_threads(settle_s=2)
 
 
 def test_stopping_frees_a_write_that_is_never_read(tmp_path):
@@ -556,10 +562,6 @@ def test_stopping_frees_a_write_that_is_never_read(tmp_path):
         await process.force_stop()
         with pytest.raises(AdapterRuntimeError, match="^adapter command was stopped$"):
             await asyncio.wait_for(request, 5)
-        for _ in range(50):
-            if not writer_threads():
-                break
-            await asyncio.sleep(0.02)
         return time.monotonic() - started_at
 
     try:
@@ -568,7 +570,7 @@ def test_stopping_frees_a_write_that_is_never_read(tmp_path):
         if pid_file.exists():
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid_file.read_text()), 9)
-    assert not writer_threads()
+    assert not writer_threads(settle_s=2)
     assert elapsed < 3
 
 
