@@ -182,18 +182,10 @@ class _PipeWriter:
         thread writes it is still written whole, before any later one."""
         if self.closed:  # a job queued after close would never be taken
             raise BrokenPipeError("adapter stdin is closed")
-        written = 0
-        if not self._in_thread and len(parts) <= _IOV_MAX:
-            if self._aborted.is_set():
-                raise BrokenPipeError("adapter stdin was closed")
-            with contextlib.suppress(BlockingIOError):
-                written = os.writev(self._fd, parts)
-            if written == sum(map(len, parts)):
-                return
-        views = [memoryview(part).cast("B") for part in parts if len(part)]
-        first = _skip(views, 0, written)
+        views: list[Any] = [part for part in parts if len(part)]
+        first = 0
         if not self._in_thread:
-            first = self._write_ready(views, first)
+            first = self._write_ready(views, 0)
             if first == len(views):
                 return
         loop = asyncio.get_running_loop()
@@ -231,7 +223,7 @@ class _PipeWriter:
         finally:
             os.close(self._fd)
 
-    def _write_ready(self, views: list[memoryview], first: int) -> int:
+    def _write_ready(self, views: list[Any], first: int) -> int:
         """Write `views[first:]` until the pipe is full; the index of the first unwritten view."""
         while first < len(views):
             if self._aborted.is_set():
@@ -243,20 +235,21 @@ class _PipeWriter:
             first = _skip(views, first, written)
         return first
 
-    def _write_all(self, views: list[memoryview], first: int) -> None:
+    def _write_all(self, views: list[Any], first: int) -> None:
         poller = select.poll()
         poller.register(self._fd, select.POLLOUT)
         while (first := self._write_ready(views, first)) < len(views):
             poller.poll(_WRITE_POLL_MS)
 
 
-def _skip(views: list[memoryview], first: int, written: int) -> int:
-    """Drop `written` bytes from the front of `views[first:]`; the new first unwritten view."""
+def _skip(views: list[Any], first: int, written: int) -> int:
+    """Drop `written` bytes from the front of `views[first:]` (non-empty buffers); the index of
+    the first one not fully written, its rest as a memoryview (a bytes slice would copy it)."""
     while written and written >= len(views[first]):
         written -= len(views[first])
         first += 1
     if written:
-        views[first] = views[first][written:]
+        views[first] = memoryview(views[first]).cast("B")[written:]
     return first
 
 
