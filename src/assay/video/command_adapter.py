@@ -186,13 +186,20 @@ def encode_png(pixels: np.ndarray, compression: str = "auto") -> bytes:
     return bytes(_png_view(pixels, compression))
 
 
-def sample_payload(sample: FrameSample) -> dict[str, Any]:
-    """The protocol's sample object: lower-camel fields, the frame as a base64 PNG."""
+def _frame_base64(sample: FrameSample, compression: str) -> tuple[bytes, int, int]:
+    """The sample's frame as base64 PNG, with its width and height. Targets that sample the same
+    decoded frame share one encoding of it."""
     pixels = sample.pixels()
     height, width = pixels.shape[:2]
-    data = _b64encode(_png_view(pixels, "auto")).decode("ascii")
+    data = sample._shared(("png-base64", compression), lambda: _b64encode(_png_view(pixels, compression)))
+    return data, width, height
+
+
+def sample_payload(sample: FrameSample) -> dict[str, Any]:
+    """The protocol's sample object: lower-camel fields, the frame as a base64 PNG."""
+    data, width, height = _frame_base64(sample, "auto")
     return {
-        "image": {"mimeType": "image/png", "dataBase64": data, "width": width, "height": height},
+        "image": {"mimeType": "image/png", "dataBase64": data.decode("ascii"), "width": width, "height": height},
         **_sample_fields(sample),
     }
 
@@ -210,10 +217,7 @@ def _sample_fields(sample: FrameSample) -> dict[str, Any]:
 def encode_sample_json(sample: FrameSample, compression: str = "auto") -> tuple[bytes, ...]:
     """`sample_payload(sample)` as compact JSON parts (join them for the text), without escaping
     the base64 (it needs none) and without copying the megabytes of it once more."""
-    pixels = sample.pixels()
-    height, width = pixels.shape[:2]
-    # Targets that sample the same frame share one encoding of it.
-    data = sample._shared(("png-base64", compression), lambda: _b64encode(_png_view(pixels, compression)))
+    data, width, height = _frame_base64(sample, compression)
     fields = _json_bytes(_sample_fields(sample))
     return (
         b'{"image":{"mimeType":"image/png","dataBase64":"',
