@@ -168,7 +168,7 @@ class _PipeWriter:
         os.set_blocking(fd, False)
         self._fd = fd
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._aborted = threading.Event()
+        self._aborted = False  # set once by abort(); the thread sees it at its next write or poll
         self._in_thread = 0  # messages handed to the thread and not yet written
         self._count_lock = threading.Lock()
         self.closed = False
@@ -203,7 +203,7 @@ class _PipeWriter:
 
     def abort(self) -> None:
         """Stop writing: queued and unfinished messages fail, then the pipe is closed."""
-        self._aborted.set()
+        self._aborted = True
         self.close()
 
     def _run(self) -> None:
@@ -226,7 +226,7 @@ class _PipeWriter:
     def _write_ready(self, views: list[Any], first: int) -> int:
         """Write `views[first:]` until the pipe is full; the index of the first unwritten view."""
         while first < len(views):
-            if self._aborted.is_set():
+            if self._aborted:
                 raise BrokenPipeError("adapter stdin was closed")
             try:
                 written = os.writev(self._fd, views[first : first + _IOV_MAX])
