@@ -513,3 +513,38 @@ def test_resume_reads_a_journal_with_a_torn_last_line(tmp_path: Path, video_file
     assert resumed.exit_code == 0, resumed.output
     assert sorted((call.target, call.index) for call in calls_of(calls)[before:]) == sorted(FAIL_AT)
     assert events.read_bytes().startswith(whole)
+
+
+def test_a_closed_stdout_stops_the_run_as_ctrl_c_does_and_the_resume_finishes(tmp_path: Path, video_file: Path) -> None:
+    """`assay video run … | head -3`: the reader leaves mid-run; the run must end promptly."""
+    root = tmp_path / "piped"
+    calls, closed = root / "calls.txt", root / "closed.txt"
+    eval_dir = make_eval(root, video_file, calls=str(calls), closed=str(closed), delay=0.05)
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONUNBUFFERED": "1",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", "video", "run", "--eval-dir", str(eval_dir), "--keep-going", "--verbose"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, cwd=root,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    lines = [process.stdout.readline() for _ in range(3)]  # what `head -3` takes
+    assert all(lines), lines
+    wait_for_lines(calls, 2, process)
+    process.stdout.close()  # `head` exits
+    assert process.wait(timeout=20) == 130
+    stderr = process.stderr.read().decode()
+    assert "Traceback" not in stderr
+    assert stderr.strip() == "assay: standard output was closed, so the command stopped as on Ctrl-C; finished results are kept."
+    assert closed.read_text().split() == [str(process.pid)]  # the adapter was closed
+    [checkpoint] = checkpoints(eval_dir)
+    assert json.loads((checkpoint / "manifest.json").read_text())["status"] == "in_progress"
+    assert not (checkpoint / "active.lock").exists()
+    journaled = journal_after_kill(checkpoint, root)
+    assert 0 < len(journaled) < CALLED_SAMPLES + 1, "the run finished before the pipe closed"
+    resumed = start_run(eval_dir, root / "stdout-resumed.txt", root / "stderr-resumed.txt", "--resume", str(checkpoint))
+    assert resumed.wait(timeout=60) == 0, (root / "stdout-resumed.txt").read_text()
+    again = {(call.target, call.index) for call in calls_of(calls) if call.pid == resumed.pid}
+    assert not again & set(journaled)

@@ -61,6 +61,9 @@ _register_groups()
 
 def main() -> None:
     """The console script (and `python -m assay`). Tests drive `app` in-process instead."""
+    from assay.cli import stdout_guard
+
+    guard = stdout_guard.install()
     try:
         app()
     except KeyboardInterrupt:  # pragma: no cover - commands handle their own interrupts
@@ -69,6 +72,9 @@ def main() -> None:
         code = leaving.code
     else:  # pragma: no cover - Typer's standalone mode always raises SystemExit
         code = 0
+    guard.interrupts = False  # leaving already: a failed final flush only drops the output
+    if guard.closed_by_reader and code == 130:
+        print(stdout_guard.closed_message(), file=sys.stderr)
     _leave(code)
 
 

@@ -1,0 +1,113 @@
+"""Every command of every kind behind `| head -1`: it ends promptly, without a traceback.
+
+Two readers: one that takes a line and leaves (`head -1`), and one that is gone before the
+command writes anything (the harshest case: every write fails)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+CLOSED_MESSAGE = "assay: standard output was closed, so the command stopped as on Ctrl-C; finished results are kept."
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled examples in a git repository, each kind run once so the store has runs."""
+    root = tmp_path_factory.mktemp("examples")
+    shutil.copytree(EXAMPLES, root / "examples", ignore=shutil.ignore_patterns("results", "*.mp4", "__pycache__"))
+    (root / "examples" / "doc" / "evals" / "results").mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    sys.path.insert(0, str(root / "examples" / "video"))
+    try:
+        from make_video import make_demo_video
+    finally:
+        sys.path.pop(0)
+    make_demo_video(root / "examples" / "video" / "cases" / "traffic-light.mp4")
+    for arguments in (VIDEO_RUN, AGENT_RUN, DOC_RUN, VIDEO_RUN):
+        done = subprocess.run(assay(*arguments), cwd=root, env=environment(root), capture_output=True, timeout=120)
+        assert done.returncode in (0, 1), done.stdout + done.stderr
+    return root
+
+
+def assay(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "assay", *arguments]
+
+
+def environment(root: Path) -> dict[str, str]:
+    return {**os.environ, "ASSAY_STORE": str(root / "store" / "assay.db"), "COLUMNS": "100"}
+
+
+VIDEO_RUN = ("video", "run", "--eval-dir", "examples/video")
+AGENT_RUN = ("agent", "run", "--project", "examples/agent")
+DOC_CONFIG = ("--config", "examples/doc/evals/eval-kit.config.json")
+DOC_RUN = ("doc", "run-case", *DOC_CONFIG, "--case", "release-notes-v1", "--candidate", "examples/doc/candidates/good.md")
+
+COMMANDS = {
+    "video run": VIDEO_RUN,
+    "video validate": ("video", "validate", "--eval-dir", "examples/video"),
+    "video list-samples": ("video", "list-samples", "--eval-dir", "examples/video"),
+    "video export-frames": ("video", "export-frames", "--eval-dir", "examples/video", "--case", "traffic-light", "--at", "1.0"),
+    "video seed": ("video", "seed", "--eval-dir", "examples/video"),
+    "video review": ("video", "review", "--eval-dir", "examples/video", "--port", "0", "--no-open"),
+    "video store prune-cache": ("video", "store", "prune-cache"),
+    "agent list": ("agent", "list", "--project", "examples/agent"),
+    "agent run": AGENT_RUN,
+    "agent show": ("agent", "show", "--project", "examples/agent"),
+    "doc doctor": ("doc", "doctor", *DOC_CONFIG),
+    "doc list-cases": ("doc", "list-cases", *DOC_CONFIG),
+    "doc validate-fixtures": ("doc", "validate-fixtures", *DOC_CONFIG),
+    "doc run-case": DOC_RUN,
+    "runs list": ("runs", "list"),
+    "runs show": ("runs", "show", "latest"),
+    "runs compare": ("runs", "compare", "latest~1", "latest"),
+    "view": ("view", "--port", "0", "--no-open"),
+    "help": ("--help",),
+}
+# Servers print their address and then only serve until Ctrl-C: a reader that leaves after the
+# address does not stop them (nothing is written after it), one that is gone before does.
+SERVERS = {"video review", "view"}
+
+
+@pytest.mark.parametrize("name", [name for name in COMMANDS if name not in SERVERS])
+def test_a_command_whose_reader_leaves_after_one_line_ends_without_a_traceback(workspace: Path, name: str) -> None:
+    process = subprocess.Popen(
+        assay(*COMMANDS[name]), cwd=workspace, env=environment(workspace),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    first = process.stdout.readline()
+    process.stdout.close()
+    try:
+        code = process.wait(timeout=30)
+    finally:
+        process.kill()
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    assert first, stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+    assert code in (0, 1, 130), stderr
+    if code == 130:
+        assert stderr.strip().endswith(CLOSED_MESSAGE), stderr
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_a_command_whose_reader_is_gone_before_it_writes_ends_without_a_traceback(workspace: Path, name: str) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write to stdout now fails with EPIPE
+    try:
+        done = subprocess.run(
+            assay(*COMMANDS[name]), cwd=workspace, env=environment(workspace),
+            stdout=write_end, stderr=subprocess.PIPE, timeout=30,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    stderr = done.stderr.decode()
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+    assert done.returncode in (0, 1, 130), stderr
