@@ -62,6 +62,38 @@ def test_two_samples_from_one_range_block_with_the_same_every_s_stay_a_range():
     ]
 
 
+def test_two_samples_of_a_range_block_keep_it_whether_or_not_the_origin_knows_its_end():
+    # `range: [5.0, 10.0]` with `every_s: 2.5` holds 5.0 and 7.5; review sends no range end, seed does.
+    from_review = SampleOrigin(block_index=1, kind="range", every_s=2.5)
+    from_seed = SampleOrigin(block_index=1, kind="range", every_s=2.5, range_end=10.0)
+    for origin in (from_review, from_seed):
+        assert reconstruct_blocks(samples_at([5.0, 7.5], origin=origin)) == [
+            {"range": [5.0, 10.0], "every_s": 2.5, "expect": "red"}
+        ]
+
+
+def test_two_samples_of_one_range_block_more_than_a_step_apart_become_points():
+    # 0.0, 2.5, 5.0, 7.5 with the middle two deleted: no longer the block's cadence, so no range.
+    origin = SampleOrigin(block_index=1, kind="range", every_s=2.5)
+    assert reconstruct_blocks(samples_at([0.0, 7.5], origin=origin)) == [{"at": [0.0, 7.5], "expect": "red"}]
+
+
+def test_two_samples_from_different_range_blocks_become_points():
+    first = SampleOrigin(block_index=1, kind="range", every_s=2.5)
+    second = SampleOrigin(block_index=2, kind="range", every_s=2.5)
+    assert reconstruct_blocks([sample(0, 5.0, origin=first), sample(1, 7.5, origin=second)]) == [
+        {"at": [5.0, 7.5], "expect": "red"}
+    ]
+
+
+def test_a_range_cadence_one_nanosecond_off_after_rounding_still_counts_as_the_block_step():
+    # Expanding every 1/3 s rounds 0.333333333 and 0.666666667: the step between them is one tick longer.
+    origin = SampleOrigin(block_index=1, kind="range", every_s=1 / 3)
+    blocks = reconstruct_blocks(samples_at([0.333333333, 0.666666667], origin=origin))
+    assert [list(block)[0] for block in blocks] == ["range"]
+    assert expanded_times(blocks) == [0.333333333, 0.666666667]
+
+
 def test_two_samples_at_the_case_default_cadence_become_a_range():
     assert reconstruct_blocks(samples_at([2.0, 2.5])) == [{"range": [2.0, 3.0], "expect": "red"}]
 

@@ -211,12 +211,13 @@ def test_empty_targets_and_late_samples_make_a_case_repairable(api: TestClient, 
         ("targets: [unclosed\n", "invalid_case"),
         ("video: clip.mp4\ntargets:\n  t:\n    samples:\n      - range: [0, 2]\n        expect: 1\n      - at: 1\n        expect: 2\n", "invalid_samples"),
         ("video: missing.mp4\ntargets:\n  t:\n    samples:\n      - at: 1\n        expect: 1\n", "video_unavailable"),
-        ("video: ../../outside.mp4\ntargets:\n  t:\n    samples:\n      - at: 1\n        expect: 1\n", "video_unavailable"),
+        # Any local file may be the video, but only one with a video suffix is served.
+        ("video: ../../notes.txt\ntargets:\n  t:\n    samples:\n      - at: 1\n        expect: 1\n", "video_unavailable"),
     ],
 )
 def test_documents_that_cannot_be_edited_are_blocked(api: TestClient, eval_dir: Path, body: str, code: str) -> None:
     write(eval_dir / "cases" / "blocked.yaml", body)
-    (eval_dir.parent / "outside.mp4").write_bytes((eval_dir / "cases" / "clip.mp4").read_bytes())
+    (eval_dir.parent / "notes.txt").write_bytes((eval_dir / "cases" / "clip.mp4").read_bytes())
     document = api.get("/api/case-files/blocked.yaml").json()
     assert document["status"] == "blocked" and document["editing_enabled"] is False
     assert document["load_error"]["code"] == code

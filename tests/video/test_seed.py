@@ -525,6 +525,88 @@ def test_an_at_list_with_mixed_values_becomes_several_at_blocks(tmp_path: Path, 
     ]
 
 
+def test_a_comment_ending_the_line_after_which_expect_goes_is_kept(tmp_path: Path, video_file: Path) -> None:
+    case = """
+    video: clip.mp4
+    targets:
+      light:
+        samples:
+          - at: [1, 2]
+            field: result.colour    # white
+            comment: porch
+          - range: [5, 7]  # the door is open
+            every_s: 1.0   # once a second
+            # read the colour, not the brightness
+            field: result.colour  # green light
+    """
+    eval_dir = make_eval(tmp_path, video_file, {"door": case}, wrap=True)
+    before = case_path(eval_dir).read_text()
+    result = seed(eval_dir)
+    assert result.exit_code == 0, result.output
+    after = case_path(eval_dir).read_text()
+    # Nothing is removed or moved: each block only gains its expectation, after its `field` line.
+    assert after == before.replace(
+        "field: result.colour    # white\n", "field: result.colour    # white\n        expect: red\n"
+    ).replace("field: result.colour  # green light\n", "field: result.colour  # green light\n        expect: green\n")
+    assert blocks_of(eval_dir, "light")[1] == {"range": [5, 7], "every_s": 1.0, "field": "result.colour", "expect": "green"}
+
+
+def test_replace_changes_only_the_expectation_and_keeps_the_comments_around_it(tmp_path: Path, video_file: Path) -> None:
+    case = """
+    video: clip.mp4
+    targets:
+      light:
+        samples:
+          - at: 1.0
+            expect: blue   # guessed
+            comment: porch  # by hand
+          - at: 6.0
+            expect: green  # already right
+    """
+    eval_dir = make_eval(tmp_path, video_file, {"door": case})
+    before = case_path(eval_dir).read_text()
+    result = seed(eval_dir, "--replace")
+    assert result.exit_code == 0, result.output
+    removed, added = changed_lines(before, case_path(eval_dir).read_text())
+    assert (removed, added) == (["        expect: blue   # guessed"], ["        expect: red   # guessed"])
+
+
+def test_comments_inside_a_block_that_is_split_move_above_it(tmp_path: Path, video_file: Path) -> None:
+    case = """
+    video: clip.mp4
+    sampling:
+      every_s: 1.0
+    targets:
+      light:
+        samples:
+          # the door opens here
+          - range: [2, 6]  # opening
+            # both halves
+            comment: door    # white
+    """
+    eval_dir = make_eval(tmp_path, video_file, {"door": case})
+    assert seed(eval_dir).exit_code == 0
+    assert case_path(eval_dir).read_text() == textwrap.dedent(
+        """\
+        video: clip.mp4
+        sampling:
+          every_s: 1.0
+        targets:
+          light:
+            samples:
+              # the door opens here
+              # both halves
+              # white
+              - range: [2.0, 4.0]  # opening
+                expect: red
+                comment: door
+              - range: [4.0, 6.0]
+                expect: green
+                comment: door
+        """
+    )
+
+
 HEAVILY_COMMENTED = """\
 # ============================================================
 # Kitchen door: the light above it turns green when it opens.
@@ -568,8 +650,9 @@ def test_a_heavily_commented_file_changes_only_the_seeded_lines(tmp_path: Path, 
     assert result.exit_code == 0, result.output
     after = case_path(eval_dir).read_text()
     removed, added = changed_lines(HEAVILY_COMMENTED, after)
-    assert removed == ["      - range: [5, 7]   # to be seeded"]
-    assert added == ["      - range: [5.0, 7.0]  # to be seeded", "        expect: green"]
+    # The draft keeps its text; only its new expectation is added.
+    assert removed == []
+    assert added == ["        expect: green"]
     assert yaml.safe_load(after)["targets"]["light"]["samples"][1] == {"range": [5.0, 7.0], "expect": "green"}
 
 

@@ -181,14 +181,19 @@ def _progression_length(run: Sequence[_Timed], start: int) -> int:
     return end - start + 1
 
 
-def _share_one_range_block(first: EditableSample, second: EditableSample) -> bool:
-    return (
-        first.origin is not None
-        and second.origin is not None
-        and first.origin.kind == "range"
-        and first.origin == second.origin
-        and first.origin.every_s is not None
-    )
+def _from_one_range_block_at_its_cadence(first: EditableSample, second: EditableSample, cadence_ticks: int) -> bool:
+    """Whether two samples came from the same original range block and lie one of its steps apart.
+
+    Origins are compared by block and `every_s` only: review's origins carry no range end, seed's
+    do. The step may miss `every_s` by one tick, as each expanded time is rounded to nine decimals;
+    two samples whose neighbours in between were deleted are no longer that range.
+    """
+    one, other = first.origin, second.origin
+    if one is None or other is None or one.kind != "range" or other.kind != "range" or one.every_s is None:
+        return False
+    if one.block_index != other.block_index or one.every_s != other.every_s:
+        return False
+    return abs(cadence_ticks - timestamp_tick(canonical_timestamp(one.every_s))) <= 1
 
 
 def _range_block_for(
@@ -204,8 +209,9 @@ def _range_block_for(
     first = progression[0].seconds
     if len(progression) == 2:
         two_sample_end = _seconds_from_ticks(ticks[1] + cadence_ticks)
-        if _expanded_range_ticks(first, two_sample_end, case_every_s) != ticks and not _share_one_range_block(
-            progression[0].sample, progression[1].sample
+        fits_case_cadence = _expanded_range_ticks(first, two_sample_end, case_every_s) == ticks
+        if not fits_case_cadence and not _from_one_range_block_at_its_cadence(
+            progression[0].sample, progression[1].sample, cadence_ticks
         ):
             return None
     end_candidates = [_seconds_from_ticks(ticks[-1] + cadence_ticks)]

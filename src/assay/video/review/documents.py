@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from assay.video.casefile_schema import RawCaseFile, parse_case_file
 from assay.video.decode import VideoInfo, probe_video
 from assay.video.loading import discover_case_paths, load_case, load_eval_config, parse_yaml_text
 from assay.video.model import SUPPORTED_VIDEO_SUFFIXES, Case, EvalConfig, LocalVideo, RemoteVideo, Sample, Target
-from assay.video.reconstruct import EditableSample, reconstruct_blocks
+from assay.video.reconstruct import EditableSample, SampleOrigin, reconstruct_blocks
 from assay.video.run import DURATION_SLACK_S
 from assay.video.sampling import expand_case_targets, expand_range, timestamp_tick
 
@@ -145,12 +144,10 @@ def load_case_text(path: Path, data: bytes, config: EvalConfig) -> tuple[str | N
     return text, case, None
 
 
-def _local_video_problem(video: LocalVideo, case_path: Path, eval_dir: Path) -> str | None:
-    # Lexical check: `..` may not climb out of the eval dir, but a symlink placed inside it is the
-    # user's own choice (large media often lives elsewhere) and is followed.
-    lexical = Path(os.path.normpath(case_path.parent / video.display))
-    if not (lexical == eval_dir or eval_dir in lexical.parents):
-        return f"video path is outside the eval directory: {lexical}"
+def _local_video_problem(video: LocalVideo) -> str | None:
+    # The video may live anywhere the case's `video:` points (GlassKit's own docs keep recordings
+    # beside the repository), exactly as for `run`; only case files are confined to the eval dir.
+    # The suffix check, on the path with symlinks resolved, keeps this to video files.
     if not video.path.exists():
         return f"video file does not exist: {video.path}"
     if not video.path.is_file():
@@ -162,7 +159,6 @@ def _local_video_problem(video: LocalVideo, case_path: Path, eval_dir: Path) -> 
 
 def load_review_case(
     path: Path,
-    eval_dir: Path,
     config: EvalConfig,
     *,
     materialize: Materialize | None = None,
@@ -179,7 +175,7 @@ def load_review_case(
     video_path: Path | None = None
     problem: str | None = None
     if isinstance(case.video, LocalVideo):
-        problem = _local_video_problem(case.video, path, eval_dir)
+        problem = _local_video_problem(case.video)
         video_path = None if problem else case.video.path
     elif materialize is None:
         problem = f"cloud video {case.video.display_name} cannot be downloaded: no video store support"
@@ -243,14 +239,21 @@ def eval_config_for(eval_dir: Path) -> tuple[EvalConfig | None, str | None]:
 # Full documents
 
 
-def _block_every_s(raw_case: RawCaseFile, target_id: str, block_index: int, case_every_s: float) -> float | None:
+def _block_origin(raw_case: RawCaseFile, target_id: str, block_index: int, case_every_s: float) -> SampleOrigin:
     block = raw_case.targets[target_id].samples[block_index - 1]
     if block.range_ is None:
-        return None
-    return block.every_s if block.every_s is not None else case_every_s
+        return SampleOrigin(block_index=block_index, kind="at")
+    every_s = block.every_s if block.every_s is not None else case_every_s
+    return SampleOrigin(block_index=block_index, kind="range", every_s=every_s)
 
 
-def _editable(sample: Sample, identifier: str) -> EditableSample:
+def _origin_json(origin: SampleOrigin) -> dict[str, Any]:
+    if origin.kind == "range":
+        return {"block_index": origin.block_index, "kind": "range", "every_s": origin.every_s}
+    return {"block_index": origin.block_index, "kind": "at"}
+
+
+def _editable(sample: Sample, identifier: str, origin: SampleOrigin) -> EditableSample:
     return EditableSample(
         id=identifier,
         timestamp_s=sample.timestamp_s,
@@ -261,15 +264,22 @@ def _editable(sample: Sample, identifier: str) -> EditableSample:
         tolerance=sample.compare.tolerance,
         comment=sample.comment,
         ignore=sample.ignore,
+        origin=origin,
     )
 
 
-def _display_groups(case: Case, target: Target, ids_by_tick: Mapping[int, str]) -> list[dict[str, Any]]:
-    """Runs of samples with equal settings, as the rewrite would group them."""
+def _display_groups(
+    case: Case, target: Target, ids_by_tick: Mapping[int, str], origins: Mapping[int, SampleOrigin]
+) -> list[dict[str, Any]]:
+    """Runs of samples with equal settings, as a PUT of the unchanged samples would group them.
+
+    The samples carry the same origins the document hands the client (and the client sends back),
+    so two samples of one range block show as the range a save would keep (§22.4 step 3).
+    """
     if not target.samples:
         return []
     blocks = reconstruct_blocks(
-        (_editable(sample, ids_by_tick[sample.tick]) for sample in target.samples),
+        (_editable(sample, ids_by_tick[sample.tick], origins[sample.block_index]) for sample in target.samples),
         case_every_s=case.every_s,
         default_field=target.sample_defaults_field,
         default_compare=target.sample_defaults_compare,
@@ -308,18 +318,16 @@ def _target_document(
     samples = []
     ids_by_tick: dict[int, str] = {}
     per_block: dict[int, tuple[dict[str, Any], str, str]] = {}  # samples of a block share all of this
+    origins: dict[int, SampleOrigin] = {}
     for sample in target.samples:
         position = positions.get(sample.block_index, 0)
         positions[sample.block_index] = position + 1
         identifier = overrides.get(sample.tick) or sample_id(sample, position)
         ids_by_tick[sample.tick] = identifier
         if sample.block_index not in per_block:
-            origin: dict[str, Any] = {"block_index": sample.block_index, "kind": "at"}
-            every_s = _block_every_s(raw_case, target.id, sample.block_index, case.every_s)
-            if every_s is not None:
-                origin = {"block_index": sample.block_index, "kind": "range", "every_s": every_s}
+            origins[sample.block_index] = _block_origin(raw_case, target.id, sample.block_index, case.every_s)
             per_block[sample.block_index] = (
-                origin,
+                _origin_json(origins[sample.block_index]),
                 expect_type_of(sample.expected) if sample.has_expectation else "null",
                 expect_json_text(sample.expected) if sample.has_expectation else "null",
             )
@@ -352,7 +360,7 @@ def _target_document(
             "compare": {"mode": target.sample_defaults_compare.mode, "tolerance": target.sample_defaults_compare.tolerance},
         },
         "samples": samples,
-        "display_groups": _display_groups(case, target, ids_by_tick),
+        "display_groups": _display_groups(case, target, ids_by_tick, origins),
     }
 
 

@@ -98,7 +98,7 @@ class ReviewServer:
         if config is None:
             raise ApiError(409, "invalid_eval_config", config_error or "the eval config is invalid")
         try:
-            review = load_review_case(path, self.eval_dir, config, materialize=self.materialize, touch_video=touch_video)
+            review = load_review_case(path, config, materialize=self.materialize, touch_video=touch_video)
         except OSError as error:
             raise ApiError(404, "case_file_not_found", f"Could not read case file {case_id!r}: {error}") from None
         if review.video_path is not None and review.load_error is None:
