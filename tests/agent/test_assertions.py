@@ -199,6 +199,29 @@ def test_negative_assertions_over_incomplete_evidence_are_unavailable_never_pass
     assert result.coverage["actions"] == {"state": "partial", "reason": "server-side tool loop is hidden"}
 
 
+def test_an_undecidable_count_says_what_it_expected_and_what_it_found():
+    async def test(t):
+        await t.send("weather")
+        t.called_tool("get_weather", count=1)
+        t.called_tool("search", count=at_least(2))
+
+    result = one_turn(test, agent_options={"coverage": PARTIAL_ACTIONS})
+    assert statuses(result) == ["mismatched", "unavailable"]
+    assert result.assertions[1]["reason"] == (
+        "expected a call to 'search' at least 2 times, found 1 (tools called: search, get_weather), "
+        "but actions evidence is partial: server-side tool loop is hidden"
+    )
+    only_one = Turn([tool_call("c1", "search", {"q": "x"}), tool_result("c1", 1), message("done")])
+
+    async def exact(t):
+        await t.send("x")
+        t.called_tool("search", count=1)
+
+    reason = one_turn(exact, only_one, agent_options={"coverage": PARTIAL_ACTIONS}).assertions[0]["reason"]
+    assert reason.startswith("expected a call to 'search' exactly 1 time, found 1 (tools called: search), but actions")
+    assert "found 1 a call" not in reason
+
+
 def test_positive_assertions_keep_existing_evidence_but_a_miss_is_unavailable():
     async def test(t):
         await t.send("weather")

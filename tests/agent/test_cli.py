@@ -196,3 +196,143 @@ def test_the_console_reporter_draws_a_progress_bar_on_a_terminal():
     assert "PLAN  1 attempts" in text
     assert "mismatched: reply is no" in text
     assert "FAILED" in text
+
+
+def run_cli(*args, env=None, timeout=60):
+    completed = subprocess.run(
+        [sys.executable, "-c", ENTRY, "agent", *args], capture_output=True, text=True, env=env, timeout=timeout,
+    )
+    return completed
+
+
+def test_an_attempt_interrupted_in_flight_is_sealed_shown_and_rerun_on_resume(tmp_path):
+    root = tmp_path / "proj"
+    write_slow_project(root)
+    marker = tmp_path / "marker"
+    environment = {**os.environ, "MARKER": str(marker), "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, "agent", "run", "--project", str(root), "--concurrency", "1", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment,
+    )
+    deadline = time.monotonic() + 20
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)  # `slow` is inside its send
+    output, errors = process.communicate(timeout=20)
+    assert process.returncode == 130, output + errors
+    receipt = json.loads(output.splitlines()[-1])["receipt"]
+    assert receipt["completion"] == "interrupted" and receipt["counts"]["interrupted"] == 1
+    assert receipt["counts"]["passed"] == 1
+
+    shown = run_cli("show", "--project", str(root), "--json", env=environment)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    attempts = json.loads(shown.stdout)["attempts"]
+    assert [(a["eval_id"], a["outcome"], a["verdict"]) for a in attempts] == [
+        ("quick", "executed", "passed"), ("slow", "interrupted", None),
+    ]
+    assert attempts[1]["duration_seconds"] > 0
+    listing = run_cli("show", "--project", str(root), env=environment)
+    assert listing.returncode == 0, listing.stdout + listing.stderr
+    rows = [line.split("│")[1:4] for line in listing.stdout.splitlines() if "@" in line]
+    assert [(verdict.strip(), title.strip()) for _, verdict, title in rows] == [
+        ("passed", "quick [slow]"), ("interrupted", "slow [slow]"),
+    ]
+
+    resumed = run_cli("run", "--project", str(root), "--resume", receipt["checkpoint"],
+                       env={**environment, "FAST": "1"})
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "1 reused from the checkpoint" in resumed.stdout and "PASSED" in resumed.stdout
+    after = json.loads(run_cli("show", "--project", str(root), "--json", env=environment).stdout)["attempts"]
+    assert [(a["eval_id"], a["verdict"]) for a in after] == [("quick", "passed"), ("slow", "passed")]
+
+
+def write_staggered_project(root: Path) -> None:
+    """Three evals whose attempts finish in the reverse of discovery order, under two experiments."""
+    (root / "evals").mkdir(parents=True)
+    (root / "experiments").mkdir()
+    (root / "agents").mkdir()
+    (root / "agents" / "staggered.py").write_text(textwrap.dedent("""
+        import asyncio
+        from assay.agent import Turn, complete_evidence_coverage, define_agent, message
+
+        DELAYS = {"first": 0.6, "second": 0.3, "third": 0.0}
+
+        async def send(turn_input, ctx):
+            await asyncio.sleep(DELAYS[turn_input.text] + (0.1 if ctx.experiment_id == "alpha" else 0.0))
+            return Turn([message("ok")])
+
+        agent = define_agent(name="staggered", send=send, evidence_coverage=complete_evidence_coverage)
+    """))
+    for name, attempts in (("alpha", 2), ("beta", 1)):
+        (root / "experiments" / f"{name}.py").write_text(
+            f"from assay.agent import Experiment\nfrom agents.staggered import agent\n"
+            f"experiment = Experiment(agent=agent, attempts={attempts})\n"
+        )
+    for name in ("first", "second", "third"):
+        (root / "evals" / f"{name}_eval.py").write_text(textwrap.dedent(f"""
+            from assay.agent import define_eval
+            @define_eval
+            async def test(t):
+                await t.send("{name}")
+                t.succeeded()
+        """))
+
+
+def test_readback_lists_attempts_in_discovery_order_not_the_order_they_finished(tmp_path):
+    root = tmp_path / "proj"
+    write_staggered_project(root)
+    ran = invoke("run", "--project", str(root), "--concurrency", "9", "--json")
+    assert ran.exit_code == 0, ran.output
+    finished = [(a["attempt"]["eval_id"], a["attempt"]["experiment_id"], a["attempt"]["attempt"])
+                for a in map(json.loads, ran.output.splitlines()) if a.get("type") == "attempt"]
+    discovery = [
+        ("first", "alpha", 0), ("first", "alpha", 1), ("first", "beta", 0),
+        ("second", "alpha", 0), ("second", "alpha", 1), ("second", "beta", 0),
+        ("third", "alpha", 0), ("third", "alpha", 1), ("third", "beta", 0),
+    ]
+    assert finished != discovery and sorted(finished) == sorted(discovery)  # they really finished out of order
+    shown = json.loads(invoke("show", "--project", str(root), "--json").output)["attempts"]
+    assert [(a["eval_id"], a["experiment_id"], a["attempt"]) for a in shown] == discovery
+    listing = invoke("show", "--project", str(root)).output
+    locators = [line.split("│")[1].strip() for line in listing.splitlines() if "@" in line]
+    assert locators == [attempt["locator"] for attempt in shown]
+
+
+def test_a_send_returning_the_wrong_type_names_the_agent_file_and_line(tmp_path):
+    root = tmp_path / "proj"
+    (root / "evals").mkdir(parents=True)
+    (root / "experiments").mkdir()
+    (root / "agents").mkdir()
+    (root / "agents" / "chatty.py").write_text(textwrap.dedent("""
+        from assay.agent import complete_evidence_coverage, define_agent
+
+
+        async def send(turn_input, ctx):
+            return "Hello there"  # a string, not a Turn
+
+
+        agent = define_agent(name="chatty", send=send, evidence_coverage=complete_evidence_coverage)
+    """))
+    (root / "experiments" / "base.py").write_text(
+        "from assay.agent import Experiment\nfrom agents.chatty import agent\nexperiment = Experiment(agent=agent)\n"
+    )
+    (root / "evals" / "hello_eval.py").write_text(
+        "from assay.agent import define_eval\n@define_eval\nasync def test(t):\n    await t.send('hi')\n"
+    )
+    ran = invoke("run", "--project", str(root))
+    assert ran.exit_code == 1, ran.output
+    where = f"{root / 'agents' / 'chatty.py'}:5"
+    assert "agent send must return a Turn, got str" in ran.output
+    assert f"({where})" in ran.output and "drive.py" not in ran.output
+    attempt = json.loads(invoke("show", "--project", str(root), "--json").output)["attempts"][0]
+    assert attempt["error"]["where"] == where and "traceback" not in attempt["error"]
+    detail = invoke("show", attempt["locator"], "--project", str(root))
+    assert where in detail.output and "drive.py" not in detail.output and "Traceback" not in detail.output
+
+
+def test_a_command_given_to_run_as_an_experiment_suggests_the_command(project):
+    result = invoke("run", "show", "--project", str(project))
+    assert result.exit_code == 2
+    assert "no experiment matches 'show'" in result.output
+    assert "Did you mean `assay agent show`?" in result.output
+    assert "Traceback" not in result.output

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from pydantic import BaseModel
 
 from agent_helpers import run_evals, run_one, statuses
-from assay.agent import Turn, define_eval, includes
+from assay.agent import Turn, define_eval, includes, tool_match
 from assay.agent.adapters import (
     openai_chat_agent, openai_responses_agent, tool, turn_from_chat_completion, turn_from_responses,
 )
 from assay.agent.runner import RunOptions
 from servers.fake_openai import (
-    chat_reply, error_reply, function_call_item, json_reply, malformed_reply, rate_limited, responses_reply,
-    tool_call,
+    chat_reply, cut_off, error_reply, function_call_item, json_reply, malformed_reply, rate_limited, responses_reply,
+    stream_stops_after, tool_call,
 )
 
 
@@ -111,16 +113,39 @@ def test_chat_failing_and_unknown_tools_are_failed_operations_the_model_hears_ab
     assert [m["tool_call_id"] for m in tool_messages] == ["a", "b", "c"]
 
 
-def test_chat_negative_tool_assertions_are_unavailable_because_a_server_may_hide_tools(fake_openai):
-    fake_openai.enqueue(chat_reply("hi"))
+def lookup_order(order_id: str) -> dict:
+    """Find an order by id."""
+    return {"order_id": order_id, "carrier": "DHL"}
 
-    async def body(t):
-        await t.send("hello")
-        t.not_called_tool("delete_everything")
 
-    result = run_one(chat_agent(fake_openai), body, model="m")
-    assert statuses(result) == ["unavailable"] and result.verdict == "errored"
-    assert "may run tools it does not report" in result.assertions[0]["reason"]
+@pytest.mark.parametrize("protocol", ["chat", "responses"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_official_agents_run_the_tool_loop_so_counts_and_negative_tool_checks_decide(fake_openai, protocol, stream):
+    if protocol == "chat":
+        fake_openai.enqueue(
+            chat_reply(None, tool_calls=[tool_call("lookup_order", {"order_id": "1001"}, "c1")]),
+            chat_reply("Order 1001 ships with DHL."), chat_reply("Hello!"),
+        )
+        agent = chat_agent(fake_openai, tools=[lookup_order], stream=stream)
+    else:
+        fake_openai.enqueue(
+            responses_reply(function_calls=[function_call_item("lookup_order", {"order_id": "1001"}, "c1")]),
+            responses_reply("Order 1001 ships with DHL."), responses_reply("Hello!"),
+        )
+        agent = responses_agent(fake_openai, tools=[lookup_order], stream=stream)
+
+    async def body(t):  # the example of docs/agent.md, plus the negative checks
+        turn = await t.send("Where is my order 1001?")
+        turn.called_tool(tool_match("lookup_order", input={"order_id": "1001"}), count=1)
+        turn.not_called_tool("cancel_order")
+        t.check(t.reply, includes("DHL"))
+        greeting = await t.send("Hi")
+        greeting.used_no_tools()
+        t.max_tool_calls(1)
+
+    result = run_one(agent, body, model="m")
+    assert statuses(result) == ["matched"] * 5, result.assertions
+    assert result.verdict == "passed" and result.coverage["actions"] == "complete"
 
 
 def test_chat_output_schema_is_forwarded_as_response_format_and_validated(fake_openai):
@@ -153,8 +178,8 @@ def test_chat_finish_reason_length_is_a_failed_turn(fake_openai):
     assert result.turns[0]["events"][-1] == {"type": "error", "message": "the model stopped at its output token limit"}
 
 
-def test_chat_429_honours_retry_after_and_5xx_is_retried_and_both_are_counted(fake_openai):
-    fake_openai.enqueue(rate_limited(0.05), error_reply(502), chat_reply("ok"))
+def test_chat_429_honours_retry_after_and_is_counted(fake_openai):
+    fake_openai.enqueue(rate_limited(0.05), rate_limited(0), chat_reply("ok"))
 
     async def body(t):
         await t.send("hi")
@@ -162,7 +187,7 @@ def test_chat_429_honours_retry_after_and_5xx_is_retried_and_both_are_counted(fa
 
     result = run_one(chat_agent(fake_openai), body, model="m")
     assert result.verdict == "passed"
-    assert result.retries == {"rate_limited": 1, "server_error": 1}
+    assert result.retries == {"rate_limited": 2}
     assert len(fake_openai.chat_requests) == 3
 
 
@@ -191,32 +216,138 @@ def test_every_request_gives_its_limiter_slot_back_and_a_429_halves_the_limit(fa
             finally:
                 states.append((limiter.in_flight, limiter.limit, limiter.rate_limited))
 
-        fake_openai.enqueue(chat_reply("one"), error_reply(502), chat_reply("two"), rate_limited(0), chat_reply("three"))
-        replies = [await send() for _ in range(3)]
+        fake_openai.enqueue(chat_reply("one"), error_reply(502))
+        replies = [await send()]
+        with pytest.raises(SendFailure, match="HTTP 502"):
+            await send()
+        fake_openai.enqueue(rate_limited(0), chat_reply("three"))
+        replies.append(await send())
         fake_openai.enqueue(error_reply(400, "bad"))
-        with pytest.raises(SendFailure, match="rejected the request"):
+        with pytest.raises(SendFailure, match="HTTP 400: bad"):
             await send()
         await endpoint.aclose()
         return [reply["choices"][0]["message"]["content"] for reply in replies], states, feedback.retries
 
     contents, states, retries = asyncio.run(scenario())
-    assert contents == ["one", "two", "three"]
-    assert retries == {"server_error": 1, "rate_limited": 1}
+    assert contents == ["one", "three"]
+    assert retries == {"rate_limited": 1}
     # after each call nothing is held; a 5xx leaves the limit alone, the 429 halves it (8 -> 4, then grows)
     assert [(in_flight, rate_limited) for in_flight, _, rate_limited in states] == [(0, 0), (0, 0), (0, 1), (0, 1)]
     assert states[1][1] == 8 and 4 <= states[2][1] < 5
 
 
-def test_chat_persistent_500_errors_the_attempt_after_the_last_retry(fake_openai):
+def test_chat_500_is_reported_at_once_because_the_server_got_the_request(fake_openai):
     fake_openai.enqueue(*[error_reply(500, "boom")] * 3)
 
     async def body(t):
         await t.send("hi")
 
-    result = run_one(chat_agent(fake_openai, max_attempts=3), body, model="m")
+    result = run_one(chat_agent(fake_openai, max_attempts=3), body, model="m",
+                     options=RunOptions(retry_base_seconds=0.001))
+    assert result.verdict == "errored" and result.error["code"] == "agent-http-error"
+    assert "answered HTTP 500: boom" in result.error["message"]
+    assert result.retries is None and len(fake_openai.chat_requests) == 1
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # nothing listens here once the probe is closed
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reply_cut_off_mid_body_is_reported_at_once_never_resent(fake_openai, stream):
+    fake_openai.enqueue(cut_off(chat_reply("The order shipped yesterday with DHL."), at=40))
+    fake_openai.respond_with(lambda request: chat_reply("a resend that must not happen"))
+
+    async def body(t):
+        await t.send("hi")
+
+    started = time.perf_counter()
+    result = run_one(chat_agent(fake_openai, stream=stream), body, model="m", timeout=30,
+                     options=RunOptions(retry_base_seconds=0.5))
+    assert time.perf_counter() - started < 5
+    assert result.verdict == "errored" and result.error["code"] == "network", result.error
+    assert "the reply was cut off before it was complete" in result.error["message"]
+    assert "timed out" not in result.error["message"]
+    assert len(fake_openai.chat_requests) == 1 and result.retries is None
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_refused_connection_is_resent_and_reported_as_refused(stream):
+    agent = openai_chat_agent(base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="k", backoff=0.001,
+                              timeout=120, max_attempts=2, stream=stream)
+
+    async def body(t):
+        await t.send("hi")
+
+    result = run_one(agent, body, model="m", options=RunOptions(retry_base_seconds=0.001))
     assert result.verdict == "errored" and result.error["code"] == "network"
-    assert "failed after 3 attempt(s): HTTP 500: boom" in result.error["message"]
-    assert result.retries == {"server_error": 2}
+    assert "retries exhausted" in result.error["message"] and "connection refused" in result.error["message"]
+    assert "timed out" not in result.error["message"]
+    # it never reached a server: the endpoint retries it, then the runner resends the turn
+    assert result.retries == {"connection": 4, "resend": 3}
+
+
+def test_what_a_transport_failure_proves_about_the_request():
+    import socket
+    import ssl
+
+    import httpx
+    import openai
+
+    from assay.agent.adapters.transport import TransportFailure, transport_failure
+
+    def wrapped(*causes):
+        error = None
+        for cause in reversed(causes):
+            cause.__cause__ = error
+            error = cause
+        return error
+
+    request = httpx.Request("POST", "http://h/v1")
+    lost = openai.APIConnectionError(request=request)
+    refused = wrapped(openai.APITimeoutError(request), httpx.ConnectTimeout("x"), ConnectionRefusedError(111, "no"))
+    unresolvable = wrapped(lost, httpx.ConnectError("x"), socket.gaierror(-2, "Name or service not known"))
+    handshake = wrapped(openai.APIConnectionError(request=request), httpx.ConnectError("x"), ssl.SSLError(1, "bad"))
+    slow_read = wrapped(openai.APITimeoutError(request), httpx.ReadTimeout("read"))
+    assert transport_failure(refused) == TransportFailure(True, "connection refused")
+    assert transport_failure(unresolvable).never_sent and "could not resolve" in transport_failure(unresolvable).detail
+    assert transport_failure(handshake).never_sent and "TLS handshake failed" in transport_failure(handshake).detail
+    assert not transport_failure(slow_read, timeout=120).never_sent
+    assert transport_failure(slow_read, timeout=120).detail == "no complete reply within 120s"
+    assert transport_failure(ValueError("not transport")) is None
+
+
+@pytest.mark.parametrize("events", [0, 2])
+def test_a_chat_stream_that_ends_before_finish_reason_and_done_is_a_send_failure(fake_openai, events):
+    fake_openai.enqueue(stream_stops_after(chat_reply("Your order 1001 has shipped with DHL."), events))
+
+    async def body(t):
+        await t.send("where is it?")
+        t.succeeded()
+
+    result = run_one(chat_agent(fake_openai, stream=True), body, model="m",
+                     options=RunOptions(retry_base_seconds=0.001))
+    assert result.verdict == "errored" and result.error["code"] == "agent-stream-broken", result.error
+    assert "without a finish_reason and [DONE]" in result.error["message"]
+    assert result.turns == [] and len(fake_openai.chat_requests) == 1
+    if events:
+        assert "the partial text was 'Your order 1001 '" in result.error["message"]
+
+
+def test_a_responses_stream_that_ends_before_its_final_event_is_a_send_failure(fake_openai):
+    fake_openai.enqueue(stream_stops_after(responses_reply("Your order 1001 has shipped with DHL."), 2))
+
+    async def body(t):
+        await t.send("where is it?")
+
+    result = run_one(responses_agent(fake_openai, stream=True), body, model="m")
+    assert result.verdict == "errored" and result.error["code"] == "agent-stream-broken", result.error
+    assert "ended after 2 event(s) without response.completed" in result.error["message"]
+    assert len(fake_openai.responses_requests) == 1
 
 
 def test_chat_malformed_json_body_is_a_send_failure_not_retried(fake_openai):

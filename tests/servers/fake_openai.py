@@ -4,12 +4,14 @@ Use the `fake_openai` fixture (import it into a test module or conftest:
 `from servers.fake_openai import fake_openai  # noqa: F401`), enqueue replies, point the client at
 `fake_openai.base_url`. Replies can be chat completions (content or tool calls, streamed when the
 request asks), Responses API objects (streamed as typed SSE events when asked), any JSON body,
-HTTP errors, 429 with Retry-After, or malformed bytes.
+HTTP errors, 429 with Retry-After, or malformed bytes; any reply can be cut off mid-body
+(`cut_off(reply, at)`), and a stream can stop early but cleanly (`stream_stops_after(reply, n)`).
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -24,6 +26,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "chat_reply",
+    "cut_off",
     "error_reply",
     "fake_openai",
     "function_call_item",
@@ -32,6 +35,7 @@ __all__ = [
     "malformed_reply",
     "rate_limited",
     "responses_reply",
+    "stream_stops_after",
     "tool_call",
 ]
 
@@ -61,6 +65,8 @@ class Reply:
     completion: dict[str, Any] | None = None
     delay_s: float = 0.0
     response: dict[str, Any] | None = None  # a Responses API object (streamable)
+    cut_at: int | None = None  # announce the whole body, send this many bytes of it, then hang up
+    stream_events: int | None = None  # a stream ends (cleanly) after this many events, before any [DONE]
 
 
 _counter = iter(range(1, 1 << 30))
@@ -183,6 +189,18 @@ def rate_limited(retry_after: float | str = 0, message: str = "rate limited") ->
 
 def malformed_reply(text: str = '{"choices": [', status: int = 200) -> Reply:
     return Reply(status=status, body=text.encode("utf-8"), headers={"Content-Type": "application/json"})
+
+
+def cut_off(reply: Reply, at: int) -> Reply:
+    """`reply`, but the connection closes after `at` bytes of a body whose full length was announced."""
+    reply.cut_at = at
+    return reply
+
+
+def stream_stops_after(reply: Reply, events: int) -> Reply:
+    """`reply` streamed, but the body ends after `events` SSE events: no finish, no [DONE], no final event."""
+    reply.stream_events = events
+    return reply
 
 
 def _stream_chunks(completion: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -325,17 +343,23 @@ class FakeOpenAIServer:
                 structured = reply.completion if reply.completion is not None else reply.response
                 payload = json.dumps(structured).encode("utf-8") if structured is not None else reply.body
                 headers = {"Content-Type": "application/json"} | reply.headers
-                self._send(reply.status, payload, headers)
+                self._send(reply.status, payload, headers, reply.cut_at)
 
-            def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+            def _send(self, status: int, payload: bytes, headers: dict[str, str], cut_at: int | None = None) -> None:
                 try:
                     self.send_response(status)
                     for name, value in headers.items():
                         self.send_header(name, value)
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
+                    if cut_at is None:
+                        self.wfile.write(payload)
+                        return
+                    self.wfile.write(payload[:cut_at])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)  # the client sees the body end early
+                except (BrokenPipeError, ConnectionResetError, OSError):
                     pass
 
             def _send_stream(self, reply: Reply, stream_options: dict[str, Any]) -> None:
@@ -346,20 +370,23 @@ class FakeOpenAIServer:
                     last = chunks[-1]
                     chunks.append({key: last[key] for key in ("id", "object", "created", "model")}
                                   | {"choices": [], "usage": reply.completion.get("usage")})
-                events = (
-                    b"".join(b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n" for chunk in chunks)
-                    + b"data: [DONE]\n\n"
-                )
-                self._send(reply.status, events, {"Content-Type": "text/event-stream"} | reply.headers)
+                done = b"data: [DONE]\n\n"
+                if reply.stream_events is not None:
+                    chunks, done = chunks[: reply.stream_events], b""
+                events = b"".join(b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n" for chunk in chunks) + done
+                self._send(reply.status, events, {"Content-Type": "text/event-stream"} | reply.headers, reply.cut_at)
 
             def _send_responses_stream(self, reply: Reply) -> None:
                 assert reply.response is not None
+                typed = list(_responses_events(reply.response))
+                if reply.stream_events is not None:
+                    typed = typed[: reply.stream_events]
                 events = b"".join(
                     b"event: " + event["type"].encode("ascii") + b"\ndata: " + json.dumps(event).encode("utf-8")
                     + b"\n\n"
-                    for event in _responses_events(reply.response)
+                    for event in typed
                 )
-                self._send(reply.status, events, {"Content-Type": "text/event-stream"} | reply.headers)
+                self._send(reply.status, events, {"Content-Type": "text/event-stream"} | reply.headers, reply.cut_at)
 
             do_POST = _handle
             do_GET = _handle

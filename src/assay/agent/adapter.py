@@ -6,6 +6,8 @@ trustworthy turn (an infrastructure problem, never a graded failure).
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -63,6 +65,22 @@ def check_agent(agent: Any, where: str) -> None:
         raise ConfigError(f"{where}: agent {name!r} must have an async `send(input, ctx)`")
 
 
+def send_location(agent: Any) -> str | None:
+    """`file:line` where the agent's `send` is defined, to point at the author's code when what it
+    returned is wrong (by then its frame is gone, and the error would otherwise name assay's code)."""
+    target: Any = getattr(agent, "send", None)
+    for _ in range(8):  # bound methods, partials and decorators each wrap the author's function
+        target = inspect.unwrap(getattr(target, "__func__", target))
+        if isinstance(target, functools.partial):
+            target = target.func
+            continue
+        break
+    code = getattr(target, "__code__", None)
+    if code is None:
+        code = getattr(getattr(type(target), "__call__", None), "__code__", None)  # a callable object
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None
+
+
 class SendFailure(Exception):
     """The agent could not produce a trustworthy turn; `acceptance` says whether the request got in.
 
@@ -94,4 +112,6 @@ def turn_from_reply(document: Any, ctx: AgentContext, *, wrong_shape: str, inval
         raise SendFailure(f"{invalid_turn}: {error}", acceptance="started", code="agent-invalid-response") from None
 
 
-__all__ = ["Agent", "DefinedAgent", "SendFailure", "check_agent", "define_agent", "turn_from_reply"]
+__all__ = [
+    "Agent", "DefinedAgent", "SendFailure", "check_agent", "define_agent", "send_location", "turn_from_reply",
+]

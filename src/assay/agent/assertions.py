@@ -266,7 +266,9 @@ def _count_check(
     if undecided and undecided_outcome is not None:
         return Outcome(UNAVAILABLE, f"{undecided} candidate(s) undecidable: {undecided_outcome.reason}"), None
     coverage = getattr(view.coverage, channel)
-    return Outcome(UNAVAILABLE, f"found {known} {what}, but {channel} evidence is {coverage.state}: {coverage.reason}"), channel
+    expected = f"exactly {_times(exact)}" if exact is not None else f"at least {_times(minimum)}"
+    evidence = f"{channel} evidence is {coverage.state}: {coverage.reason}"
+    return Outcome(UNAVAILABLE, f"expected {what} {expected}, found {known}{seen}, but {evidence}"), channel
 
 
 def parse_count(count: Any) -> tuple[int | None, int]:

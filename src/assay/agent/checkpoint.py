@@ -1,7 +1,7 @@
 """An agent run's checkpoint on the core journal: its plan identity, what a resume reuses, how it ends.
 
-Sealed attempts are journaled as they finish; errored and interrupted ones are rerun on resume,
-everything else is reused. Checkpoints live in `<project>/.assay/runs/checkpoints/agent-*`.
+Every slot is journaled once settled; errored, interrupted and undispatched ones are rerun on resume,
+the rest reused. Checkpoints live in `<project>/.assay/runs/checkpoints/agent-*`.
 """
 
 from __future__ import annotations
@@ -113,7 +113,8 @@ def list_checkpoints(project: Path) -> list[tuple[Path, dict[str, Any]]]:
 
 
 def read_results(path: Path) -> list[AttemptResult]:
-    """The latest result per slot, read-only; a torn last line (a run still writing) is skipped."""
+    """The latest result per slot in discovery order, read-only; a torn last line (a run still
+    writing) is skipped. Slots journaled without a position (older runs) follow in journal order."""
     latest: dict[str, AttemptResult] = {}
     try:
         data = (path / journal_module.JOURNAL_FILE_NAME).read_bytes()
@@ -126,7 +127,8 @@ def read_results(path: Path) -> list[AttemptResult]:
             raise CheckpointError(f"checkpoint event log in {path} is corrupt") from None
         if isinstance(document, dict) and document.get("type") == ATTEMPT_RECORD:
             latest[document["key"]] = AttemptResult.from_json(document["payload"])
-    return list(latest.values())
+    # The journal is in the order attempts finished, which varies from run to run.
+    return sorted(latest.values(), key=lambda result: (result.position is None, result.position or 0))
 
 
 __all__ = ["AgentCheckpoint", "KIND", "is_reusable", "list_checkpoints", "plan_identity", "read_results", "resume_lines"]

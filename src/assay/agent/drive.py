@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent import assertions as checks
-from assay.agent.adapter import SendFailure
+from assay.agent.adapter import SendFailure, send_location
 from assay.agent.assertions import AssertionEntry, AssertionHandle, Checked, evaluate_matcher
 from assay.agent.context import AgentContext, CancelSignal, Feedback
 from assay.agent.control import AuthoringError, SkipEval
@@ -38,11 +38,14 @@ SEND_MAX_ATTEMPTS = 4
 
 
 class AgentCallError(Exception):
-    """The agent's `send` raised or returned something that is not a Turn (`agent-send-failed`)."""
+    """The agent's `send` raised or returned something that is not a Turn (`agent-send-failed`).
 
-    def __init__(self, message: str, code: str = "agent-send-failed") -> None:
+    `where` names the author's code when no traceback of theirs exists (a wrong return value)."""
+
+    def __init__(self, message: str, code: str = "agent-send-failed", where: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.where = where
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +203,9 @@ class SessionLine:
         try:
             turn = check_turn(raw)
         except TurnFormatError as error:
-            raise AgentCallError(f"agent {runtime.agent.name!r} returned an invalid turn: {error}") from None
+            raise AgentCallError(
+                f"agent {runtime.agent.name!r} returned an invalid turn: {error}", where=send_location(runtime.agent)
+            ) from None
         return self._record(turn_input, turn, output)
 
     def _record(self, turn_input: TurnInput, turn: Turn, output: Any) -> TurnHandle:

@@ -1,7 +1,7 @@
 """What one attempt leaves behind: the `AttemptResult`, its journal payload and its human locator.
 
-A result is journaled once sealed (interrupted attempts are not, so a resume reruns them); the
-locator `@XXXXXXXXXXXX` names an attempt for `assay agent show`.
+Every slot of a run is journaled once settled: sealed attempts as they finish, interrupted and
+undispatched ones as the run stops (a resume reruns those); `@XXXXXXXXXXXX` names one for `assay agent show`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def slot_key(experiment_id: str, eval_id: str, ordinal: int) -> str:
 
 _OPTIONAL_FIELDS = (
     "model", "failing", "unavailable", "score", "score_state", "error", "assertions", "diagnostics", "usage",
-    "estimated_cost_usd", "coverage", "turns", "tags", "retries",
+    "estimated_cost_usd", "coverage", "turns", "tags", "retries", "position",
 )
 
 
@@ -64,7 +64,8 @@ class AttemptResult:
     coverage: dict[str, Any] | None = None
     turns: list[dict[str, Any]] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
-    retries: dict[str, int] | None = None  # retried requests by reason (rate_limited, server_error, resend, …)
+    retries: dict[str, int] | None = None  # retried requests by reason (rate_limited, connection, resend, …)
+    position: int | None = None  # the slot's place in discovery order, so readback need not rediscover
 
     @property
     def locator(self) -> str:
@@ -99,7 +100,7 @@ class AttemptResult:
             assertions=list(document.get("assertions") or []), diagnostics=list(document.get("diagnostics") or []),
             usage=document.get("usage"), estimated_cost_usd=document.get("estimated_cost_usd"),
             coverage=document.get("coverage"), turns=list(document.get("turns") or []),
-            tags=list(document.get("tags") or []), retries=document.get("retries"),
+            tags=list(document.get("tags") or []), retries=document.get("retries"), position=document.get("position"),
         )
 
 

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from assay.agent.assertions import PENDING
 from assay.agent.context import CancelSignal, Feedback, HookContext
 from assay.agent.control import AuthoringError, SkipEval, StopEval
 from assay.agent.discovery import EvalEntry, ExperimentEntry
@@ -37,7 +38,7 @@ _TRACEBACK_LIMIT = 8000
 
 @dataclass(frozen=True, slots=True)
 class PlannedAttempt:
-    index: int  # position in discovery order (experiments, then evals, then attempts)
+    index: int  # position in discovery order: by eval, then experiment, then attempt
     experiment: ExperimentEntry
     eval: EvalEntry
     ordinal: int
@@ -48,15 +49,24 @@ class PlannedAttempt:
 
 
 def build_plan(
-    experiments: Sequence[ExperimentEntry], selections: Mapping[str, Sequence[EvalEntry]], attempts: int | None = None
+    experiments: Sequence[ExperimentEntry], selections: Mapping[str, Sequence[EvalEntry]], attempts: int | None = None,
+    *, eval_order: Sequence[EvalEntry] = (),
 ) -> list[PlannedAttempt]:
-    plan: list[PlannedAttempt] = []
-    for experiment in experiments:
+    """Every slot in discovery order: evals in `eval_order` (default: as first selected), then
+    experiments as given, then attempts. Results are shown in this order whatever finished first."""
+    rank: dict[str, int] = {entry.id: position for position, entry in enumerate(eval_order)}
+    slots: list[tuple[int, int, int, ExperimentEntry, EvalEntry]] = []
+    for experiment_rank, experiment in enumerate(experiments):
         count = attempts or experiment.experiment.attempts
         for entry in selections[experiment.id]:
+            eval_rank = rank.setdefault(entry.id, len(rank))
             for ordinal in range(count):
-                plan.append(PlannedAttempt(len(plan), experiment, entry, ordinal))
-    return plan
+                slots.append((eval_rank, experiment_rank, ordinal, experiment, entry))
+    slots.sort(key=lambda slot: slot[:3])
+    return [
+        PlannedAttempt(index, experiment, entry, ordinal)
+        for index, (_, _, ordinal, experiment, entry) in enumerate(slots)
+    ]
 
 
 @dataclass(frozen=True)
@@ -382,7 +392,10 @@ class AgentRun:
             cause = failure.__cause__ or failure
             error = _error("agent-setup-failed", f"agent setup failed: {type(cause).__name__}: {cause}", cause)
         except AgentCallError as failure:
-            error = _error(failure.code, str(failure), failure.__cause__ or failure)
+            # Without a cause of the author's, the traceback would only show assay's own frames.
+            error = _error(failure.code, str(failure), failure.__cause__ or (None if failure.where else failure))
+            if failure.where:
+                error["where"] = failure.where
         except AuthoringError as failure:
             error = _error("authoring-error", str(failure), failure)
         except Exception as failure:  # noqa: BLE001 - the eval's bug is this attempt's error, not the run's
@@ -406,7 +419,12 @@ class AgentRun:
                     "agent-teardown-failed", "warning", f"agent teardown failed: {teardown_error}", phase="agent.teardown"
                 )
         if interrupted:
-            return None
+            for entry in runtime.entries:
+                close = getattr(entry.pending, "close", None)  # a judge call that will never be awaited now
+                if callable(close):
+                    close()
+                entry.pending = None
+            return self._seal(planned, runtime, time.perf_counter() - started, None, False, interrupted=True)
         for entry in runtime.entries:
             if entry.pending is not None:
                 await entry.resolve()
@@ -414,8 +432,9 @@ class AgentRun:
 
     def _seal(
         self, planned: PlannedAttempt, runtime: AttemptRuntime, duration: float, error: dict[str, Any] | None,
-        skipped: bool,
+        skipped: bool, *, interrupted: bool = False,
     ) -> AttemptResult:
+        """The attempt's result; an interrupted one keeps what it did so far but has no verdict."""
         experiment = planned.experiment.experiment
         verdict = fold_verdict(runtime.kind, runtime.entries, errored=error is not None, skipped=skipped)
         turns = [turn for line in runtime.lines for turn in line.turns]
@@ -432,17 +451,17 @@ class AgentRun:
             eval_id=planned.eval.id,
             ordinal=planned.ordinal,
             attempt_id=f"{self.options.run_id}/{planned.experiment.id}/{planned.eval.id}/{planned.ordinal}",
-            outcome=EXECUTED,
-            verdict=verdict.state,
+            outcome=INTERRUPTED if interrupted else EXECUTED,
+            verdict=None if interrupted else verdict.state,
             agent=experiment.agent.name,
             model=experiment.model,
             duration_seconds=duration,
-            failing=list(verdict.failing),
-            unavailable=list(verdict.unavailable),
-            score=verdict.score,
-            score_state=verdict.score_state,
+            failing=[] if interrupted else list(verdict.failing),
+            unavailable=[] if interrupted else list(verdict.unavailable),
+            score=None if interrupted else verdict.score,
+            score_state=None if interrupted else verdict.score_state,
             error=error,
-            assertions=[entry.to_json() for entry in runtime.entries],
+            assertions=[entry.to_json() for entry in runtime.entries if not interrupted or entry.status != PENDING],
             diagnostics=[diagnostic.to_json() for diagnostic in runtime.feedback.diagnostics],
             usage=usage_to_json(usage) if turns else None,
             estimated_cost_usd=cost,
@@ -450,6 +469,7 @@ class AgentRun:
             turns=_turns_json(runtime),
             tags=list(planned.eval.eval.tags),
             retries=dict(runtime.feedback.retries) or None,
+            position=planned.index,
         )
 
     def _unrun(self, planned: PlannedAttempt, outcome: str, error: dict[str, Any] | None = None) -> AttemptResult:
@@ -458,11 +478,11 @@ class AgentRun:
             experiment_id=planned.experiment.id, eval_id=planned.eval.id, ordinal=planned.ordinal,
             attempt_id=f"{self.options.run_id}/{planned.experiment.id}/{planned.eval.id}/{planned.ordinal}",
             outcome=outcome, verdict="errored" if error is not None else None, agent=experiment.agent.name,
-            model=experiment.model, error=error, tags=list(planned.eval.eval.tags),
+            model=experiment.model, error=error, tags=list(planned.eval.eval.tags), position=planned.index,
         )
 
     async def _settle(self, planned: PlannedAttempt, lane: _Lane) -> AttemptResult | None:
-        """Run one attempt here (experiment setup first); None when interrupted before it sealed."""
+        """Run one attempt here (experiment setup first); None when interrupted before it started."""
         if lane.entry.experiment.setup is not None or lane.entry.experiment.teardown is not None:
             await self._ensure_setup(lane)
         if lane.setup_error is not None:
@@ -492,7 +512,11 @@ class AgentRun:
             assert self._wake is not None
             self._wake.set()
         if result is None:
-            self.results[planned.index] = self._unrun(planned, INTERRUPTED)
+            result = self._unrun(planned, INTERRUPTED)
+        result.position = planned.index  # a worker numbers its one attempt 0
+        if result.outcome == INTERRUPTED:
+            # journaled so readback shows the slot; listeners hear only of attempts that finished
+            self._publish(result, planned.index, notify=False)
             return
         self._spend(lane, result)
         self._publish(result, planned.index)
@@ -519,12 +543,13 @@ class AgentRun:
                 experiment_id=lane.entry.id,
             )
 
-    def _publish(self, result: AttemptResult, index: int) -> None:
+    def _publish(self, result: AttemptResult, index: int, *, notify: bool = True) -> None:
         self.results[index] = result
+        announce = (lambda: self.listener.attempt_finished(result)) if notify else None
         if self.journal is not None:
-            self.journal.submit(ATTEMPT_RECORD, result.key, result.to_json(), lambda: self.listener.attempt_finished(result))
-        else:
-            self.listener.attempt_finished(result)
+            self.journal.submit(ATTEMPT_RECORD, result.key, result.to_json(), announce)
+        elif announce is not None:
+            announce()
 
     # -- the run --------------------------------------------------------------------------------
     def _prepare(self) -> None:
@@ -564,6 +589,7 @@ class AgentRun:
                 lane = self._lanes[planned.experiment.id] = _Lane(planned.experiment, budget)
             reused = self.reused.get(planned.key)
             if reused is not None:
+                reused.position = planned.index
                 self.results[planned.index] = reused
             else:
                 lane.items.append(planned)
@@ -575,6 +601,12 @@ class AgentRun:
             completed = await run_bounded(
                 self._admit(), self._work, concurrency=max(1, self.options.concurrency), keep_going=True, collect=False
             )
+            # Slots never started are settled too, so a readback of the run counts every slot.
+            for lane in self._lanes.values():
+                for planned in lane.items:
+                    outcome = INTERRUPTED if self.interrupted else NOT_DISPATCHED
+                    self._publish(self._unrun(planned, outcome), planned.index, notify=False)
+                lane.items.clear()
             if self.journal is not None:
                 await self.journal.drain()
         finally:
@@ -589,9 +621,6 @@ class AgentRun:
                 raise done.error
         exhausted = [lane.entry.id for lane in self._lanes.values() if lane.exhausted]
         for lane in self._lanes.values():
-            for planned in lane.items:
-                self.results[planned.index] = self._unrun(planned, INTERRUPTED if self.interrupted else NOT_DISPATCHED)
-            lane.items.clear()
             self._flush_lane_diagnostics(lane)
         results = [result for result in self.results if result is not None]
         judge_retries = self._own_judge.retries if self._own_judge is not None else {}

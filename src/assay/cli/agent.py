@@ -216,14 +216,21 @@ def _plan_for(root: Path, invocation: dict[str, Any]) -> list[Any]:
     from assay.agent.runner import build_plan
 
     all_evals = discover_evals(root)
-    experiments = select_experiments(discover_experiments(root), invocation["experiment"])
+    selector = invocation["experiment"]
+    try:
+        experiments = select_experiments(discover_experiments(root), selector)
+    except UsageError as error:
+        if selector in {command.name for command in agent_app.registered_commands}:
+            # `assay agent run show`: the command was given to `run` as an experiment name
+            raise UsageError(f"{error}. Did you mean `assay agent {selector}`?") from None
+        raise
     selections = {
         entry.id: select_evals(entry, all_evals, invocation["evals"], invocation["tags"]) for entry in experiments
     }
     if not any(selections.values()):
         narrowed = " after narrowing by the given prefixes and tags" if invocation["evals"] or invocation["tags"] else ""
         raise UsageError(f"no evals selected{narrowed}; `assay agent list` shows the eval ids")
-    return build_plan(experiments, selections, invocation["attempts"])
+    return build_plan(experiments, selections, invocation["attempts"], eval_order=all_evals)
 
 
 def _execute_run(
@@ -366,7 +373,9 @@ def merge_agent_records(records: list[Any]) -> int:
         if unit is None:
             raise UsageError(f"the shard records have no result for {key}; was a shard incomplete or interrupted?")
         document = {name: value for name, value in dict(unit.detail or {}).items() if name != "locator"}
-        results.append(AttemptResult.from_json(document))
+        result = AttemptResult.from_json(document)
+        result.position = planned.index  # a shard numbered its own slots
+        results.append(result)
     if units:
         raise UsageError(f"the shard records hold attempts outside the run's plan: {', '.join(sorted(units)[:5])}")
     exhausted = sorted({
@@ -444,7 +453,6 @@ def show_command(
     from assay.core.report.table import render_table
 
     say(f"Run {path.name}")
-    results.sort(key=lambda r: (r.experiment_id, r.eval_id, r.ordinal))
     rows = [[result.locator, verdict_label(result), attempt_title(result)] for result in results]
     say(render_table(None, ["locator", "verdict", "attempt"], rows))
     for result in results:

@@ -1,8 +1,8 @@
 """Calling an OpenAI-compatible endpoint from an agent adapter: client, retries and failure mapping.
 
-Every call goes through the endpoint's shared adaptive limiter; 429 (honouring Retry-After), 5xx,
-timeouts and refused connections are retried with backoff and counted in the attempt's record,
-and what is left becomes a `SendFailure` whose acceptance says whether a resend is safe.
+Every call goes through the endpoint's shared adaptive limiter. Only what provably never reached the
+model is retried (a 429, honouring Retry-After, and failures to connect), with backoff and counted in
+the attempt's record; anything else is at once a `SendFailure` saying what happened.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from assay.agent.adapter import SendFailure
+from assay.agent.adapters.transport import transport_failure
 from assay.agent.context import AgentContext
 from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for, retry_after_seconds
 
@@ -60,6 +61,10 @@ class OpenAIEndpoint:
             await client.close()
 
 
+class BrokenReply(Exception):
+    """A reply that arrived but ended before the protocol says it is complete (e.g. a cut-off stream)."""
+
+
 async def call_endpoint(
     endpoint: OpenAIEndpoint, ctx: AgentContext, call: Callable[[Any], Awaitable[T]], *, started: bool
 ) -> T:
@@ -71,6 +76,8 @@ async def call_endpoint(
     base_url = endpoint.resolved_base_url
     limiter = limiter_for(base_url, endpoint.max_concurrency)
     attempts = max(1, endpoint.max_attempts)
+    # once tools ran, resending the turn would run them again, whatever happened to this request
+    seen = "started" if started else "unknown"
     for attempt in range(1, attempts + 1):
         ctx.signal.raise_if_cancelled()
         retry_after: float | None = None
@@ -78,39 +85,42 @@ async def call_endpoint(
             try:
                 return await call(endpoint.client())
             except openai.RateLimitError as error:
+                # an admission refusal: the model did not process the request
                 retry_after = retry_after_seconds(getattr(error.response, "headers", None), endpoint.max_backoff)
                 slot.rate_limited(retry_after)
                 reason, detail = "rate_limited", describe_status_error(error)
             except openai.APIStatusError as error:
-                if error.status_code < 500:
-                    # A client error is not transient: resending the same request cannot help.
-                    raise SendFailure(
-                        f"{base_url} rejected the request: {describe_status_error(error)}", acceptance="unknown",
-                        code="agent-http-error",
-                    ) from None
+                # The server received the request and answered; it may have done the work, so the
+                # answer is reported as it is rather than resent.
+                if error.status_code >= 500:
+                    slot.failed()
+                raise SendFailure(
+                    f"{base_url} answered {describe_status_error(error)}", acceptance=seen, code="agent-http-error",
+                ) from None
+            except BrokenReply as error:
                 slot.failed()
-                reason, detail = "server_error", describe_status_error(error)
-            except openai.APITimeoutError:
-                slot.failed()
-                reason, detail = "timeout", f"request timed out after {endpoint.timeout:g}s"
-            except openai.APIConnectionError as error:
-                slot.failed()
-                reason, detail = "connection", f"could not connect to {base_url}: {error}"
+                raise SendFailure(f"{base_url}: {error}", acceptance=seen, code="agent-stream-broken") from None
             except (openai.APIResponseValidationError, ValueError) as error:
                 raise SendFailure(
                     f"{base_url} returned an invalid response: {error}", acceptance="started",
                     code="agent-invalid-response",
                 ) from None
+            except Exception as error:
+                failure = transport_failure(error, timeout=endpoint.timeout)
+                if failure is None:
+                    raise
+                slot.failed()
+                if not failure.never_sent:
+                    raise SendFailure(f"{base_url}: {failure.detail}", acceptance=seen, code="network") from None
+                reason, detail = "connection", failure.detail
         if attempt == attempts:
-            # 429 and a refused connection provably never reached the model; anything else may have.
-            never_reached = reason in ("rate_limited", "connection") and not started
             raise SendFailure(
                 f"{base_url} failed after {attempts} attempt(s): {detail}",
-                acceptance="rejected" if never_reached else ("started" if started else "unknown"),
+                acceptance="started" if started else "rejected",
                 code="rate_limit" if reason == "rate_limited" else "network",
             )
         ctx.record_retry(reason)
-        ctx.progress(f"model request retry {attempt + 1}/{attempts} ({reason})")
+        ctx.progress(f"model request retry {attempt + 1}/{attempts} ({reason}: {detail})")
         delay = retry_after if retry_after is not None else min(
             endpoint.max_backoff, endpoint.backoff * 2 ** (attempt - 1)
         )
@@ -157,4 +167,4 @@ def as_plain(value: Any) -> Any:
     return dump(mode="json", exclude_unset=False) if callable(dump) else value
 
 
-__all__ = ["OpenAIEndpoint", "as_plain", "call_endpoint", "post_json"]
+__all__ = ["BrokenReply", "OpenAIEndpoint", "as_plain", "call_endpoint", "post_json"]

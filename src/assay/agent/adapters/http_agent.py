@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent, SendFailure, define_agent, turn_from_reply
+from assay.agent.adapters.transport import transport_failure
 from assay.agent.context import AgentContext
 from assay.agent.model import ErrorEvent, EvidenceCoverage, Turn, TurnInput
 from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for, retry_after_seconds
@@ -81,15 +82,14 @@ def http_agent(
             async with limiter.slot() as slot:
                 try:
                     response = await client().post(url, json=body, headers=request_headers)
-                except httpx.ConnectError as error:
-                    slot.failed()
-                    reason, detail = "connection", f"could not connect to {url}: {error}"
-                except httpx.TimeoutException:
-                    # The agent may have started work: never resent (side effects).
-                    raise SendFailure(f"{url} did not answer within {timeout:g}s", acceptance="unknown",
-                                      code="network") from None
                 except httpx.HTTPError as error:
-                    raise SendFailure(f"{url}: {error}", acceptance="unknown", code="network") from None
+                    failure = transport_failure(error, timeout=timeout)
+                    if failure is None or not failure.never_sent:
+                        # The agent may have started work: never resent (side effects).
+                        detail = failure.detail if failure is not None else str(error)
+                        raise SendFailure(f"{url}: {detail}", acceptance="unknown", code="network") from None
+                    slot.failed()
+                    reason, detail = "connection", f"{url}: {failure.detail}"
                 else:
                     if response.status_code == 429:
                         retry_after = retry_after_seconds(response.headers)

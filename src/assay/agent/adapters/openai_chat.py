@@ -8,11 +8,11 @@ over every request of the turn. Any OpenAI-compatible server works (vLLM, Ollama
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent
-from assay.agent.adapters.endpoint import as_plain, post_json
+from assay.agent.adapters.endpoint import BrokenReply, as_plain, post_json
 from assay.agent.adapters.loop import ToolLoopProtocol, add_usage, define_tool_loop_agent
 from assay.agent.adapters.tools import Tool
 from assay.agent.context import AgentContext
@@ -24,15 +24,18 @@ from assay.agent.session import create_session_slot
 
 _HIDDEN_TOOLS = "a Chat Completions server may run tools it does not report"
 
-# The converter alone: tool calls stay pending (their results are not in a completion).
+# The converter alone: tool calls stay pending (their results are not in a completion), and one
+# completion says nothing of a loop a caller ran around it.
 chat_completion_evidence_coverage = EvidenceCoverage(
     events=partial(_HIDDEN_TOOLS), actions=partial(_HIDDEN_TOOLS), messages=COMPLETE, usage=COMPLETE,
     status=COMPLETE, data=unavailable("a chat completion carries no structured-output contract"),
 )
-# The agent: it parses structured output itself, so data is complete.
+# The agent runs the tool loop itself, so every tool call passes through it: actions are complete by
+# construction. It parses structured output itself, so data is complete; reasoning a server returns
+# beside the answer is not turned into events.
 chat_agent_evidence_coverage = EvidenceCoverage(
-    events=partial(_HIDDEN_TOOLS), actions=partial(_HIDDEN_TOOLS), messages=COMPLETE, usage=COMPLETE,
-    status=COMPLETE, data=COMPLETE,
+    events=partial("reasoning a server returns beside the answer is not shown as events"), actions=COMPLETE,
+    messages=COMPLETE, usage=COMPLETE, status=COMPLETE, data=COMPLETE,
 )
 
 _HISTORY = create_session_slot("openai-chat-history")
@@ -111,36 +114,81 @@ def _user_message(turn_input: TurnInput) -> dict[str, Any]:
 
 
 async def _stream_completion(client: Any, body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    """Accumulate a streamed completion into the shape of a non-streamed one."""
-    stream = await client.chat.completions.create(
-        **body, stream=True, extra_body={**extra, "stream_options": {"include_usage": True}}
-    )
+    """Accumulate a streamed completion into the shape of a non-streamed one.
+
+    The SSE lines are read here rather than through the SDK's stream, which ends quietly whether or
+    not `[DONE]` arrived: a stream that stops before its choice finished and `[DONE]` is a broken reply."""
     content: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     finish = None
     usage = None
-    async for chunk in stream:
-        document = as_plain(chunk)
-        if document.get("usage"):
-            usage = document["usage"]
-        for choice in document.get("choices") or []:
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                content.append(delta["content"])
-            for piece in delta.get("tool_calls") or []:
-                call = calls.setdefault(piece.get("index", 0), {"id": None, "type": "function",
-                                                                  "function": {"name": "", "arguments": ""}})
-                if piece.get("id"):
-                    call["id"] = piece["id"]
-                function = piece.get("function") or {}
-                call["function"]["name"] += function.get("name") or ""
-                call["function"]["arguments"] += function.get("arguments") or ""
-            if choice.get("finish_reason"):
-                finish = choice["finish_reason"]
+    done = False
+    chunks = 0
+    request = client.chat.completions.with_streaming_response.create(
+        **body, stream=True, extra_body={**extra, "stream_options": {"include_usage": True}}
+    )
+    async with request as response:
+        async for data in _sse_data(response.iter_lines()):
+            if done:
+                continue  # read to the end so the connection can be reused
+            if data.strip() == "[DONE]":
+                done = True
+                continue
+            try:
+                document = json.loads(data)
+            except ValueError:
+                raise BrokenReply(
+                    f"the reply stream has a malformed event after {chunks} chunk(s): {data[:120]!r}"
+                ) from None
+            if not isinstance(document, dict):
+                raise BrokenReply(f"the reply stream has an event that is not a JSON object: {data[:120]!r}")
+            if document.get("error"):
+                error = document["error"]
+                message = error.get("message") if isinstance(error, Mapping) else error
+                raise BrokenReply(f"the server reported an error in the middle of the reply stream: {message}")
+            chunks += 1
+            if document.get("usage"):
+                usage = document["usage"]
+            for choice in document.get("choices") or []:
+                delta = choice.get("delta") or {}
+                if delta.get("content"):
+                    content.append(delta["content"])
+                for piece in delta.get("tool_calls") or []:
+                    call = calls.setdefault(piece.get("index", 0), {"id": None, "type": "function",
+                                                                      "function": {"name": "", "arguments": ""}})
+                    if piece.get("id"):
+                        call["id"] = piece["id"]
+                    function = piece.get("function") or {}
+                    call["function"]["name"] += function.get("name") or ""
+                    call["function"]["arguments"] += function.get("arguments") or ""
+                if choice.get("finish_reason"):
+                    finish = choice["finish_reason"]
+    if finish is None or not done:
+        expected = (("a finish_reason", finish is not None), ("[DONE]", done))
+        missing = " and ".join(name for name, seen in expected if not seen)
+        text = "".join(content)
+        received = f"; the partial text was {text[:200]!r}" if text else ""
+        raise BrokenReply(f"the reply stream ended after {chunks} chunk(s) without {missing}{received}")
     message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
     if calls:
         message["tool_calls"] = [calls[index] for index in sorted(calls)]
     return {"choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
+
+
+async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The `data` of each server-sent event (multi-line data joined; comments and other fields skipped)."""
+    data: list[str] = []
+    async for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+            continue
+        name, _, value = line.partition(":")
+        if name == "data":
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:  # the last event lost its blank line: still parsed, so a cut is named for what it was
+        yield "\n".join(data)
 
 
 def openai_chat_agent(

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent
-from assay.agent.adapters.endpoint import as_plain, post_json
+from assay.agent.adapters.endpoint import BrokenReply, as_plain, post_json
 from assay.agent.adapters.loop import ToolLoopProtocol, define_tool_loop_agent
 from assay.agent.adapters.openai_chat import parse_arguments
 from assay.agent.adapters.tools import Tool
@@ -111,15 +111,21 @@ async def _create(client: Any, body: dict[str, Any], extra: dict[str, Any], stre
         return await post_json(client, "/responses", {**body, **extra})
     events = await client.responses.create(**body, stream=True, extra_body=extra or None)
     final = None
+    received = 0
     async for event in events:
+        received += 1
         document = as_plain(event)
         kind = document.get("type")
         if kind in ("response.completed", "response.failed", "response.incomplete"):
             final = document.get("response")
         elif kind == "error":
-            raise ValueError(f"the response stream reported an error: {document.get('message')}")
+            raise BrokenReply(
+                f"the server reported an error in the middle of the reply stream: {document.get('message')}"
+            )
     if final is None:
-        raise ValueError("the response stream ended without a final response")
+        raise BrokenReply(
+            f"the reply stream ended after {received} event(s) without response.completed, .failed or .incomplete"
+        )
     return final
 
 
