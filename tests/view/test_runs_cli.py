@@ -55,20 +55,41 @@ def test_compare_finds_significant_regressions_and_gates_ci(store_env: FilledSto
     assert document["counts"]["regressions"] == 8 and document["counts"]["fixes"] == 0
     assert document["pass_rate_difference"] == -1.0
     assert document["test"]["p_value"] == 2 / 256
-    assert document["significant_regression"] is True
+    assert document["regression"] is True and document["gate"]["hard_regression_count"] == 8
     gated = invoke_runs("runs", "compare", store_env.video_before, store_env.video_after, "--fail-on-regression")
     assert gated.exit_code == 1
-    assert "Significant regression at alpha 0.05." in gated.output
+    assert "Regression: 8 units passed in every trial before and fail in every trial now." in gated.output
+    # A hard regression needs no significance test, so a stricter alpha does not wave it through.
     strict = invoke_runs("runs", "compare", store_env.video_before, store_env.video_after, "--fail-on-regression", "--alpha", "0.001")
-    assert strict.exit_code == 0
+    assert strict.exit_code == 1
+    backwards = invoke_runs("runs", "compare", store_env.video_after, store_env.video_before, "--fail-on-regression")
+    assert backwards.exit_code == 0 and "No regression" in backwards.output  # fixes never gate
 
 
-def test_a_single_regression_is_not_significant(store_env: FilledStore) -> None:
+def test_a_single_deterministic_regression_fails_the_gate(store_env: FilledStore) -> None:
     result = invoke_runs("runs", "compare", store_env.doc_before, store_env.doc_after, "--fail-on-regression")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output
     assert "regressions 1, fixes 0" in result.output
     assert "release-notes-v1/deterministic" in result.output
-    assert "No significant regression" in result.output
+    assert "Regression: 1 unit passed in every trial before and fails in every trial now." in result.output
+
+
+def test_fail_on_regression_fires_on_four_deterministic_regressions_in_a_small_suite(tmp_path) -> None:
+    # The case: pass rate 93.8% -> 68.8%, 4 regressions and no fixes, McNemar p = 0.125.
+    from damaged_store import assay
+
+    from assay.core.record import RunManifest, UnitResult
+    from assay.core.store import publish_run
+
+    database = tmp_path / "assay.db"
+    before = [UnitResult(f"case-{index:02d}", "failed" if index == 15 else "passed") for index in range(16)]
+    after = [UnitResult(unit.unit_id, "failed" if index < 4 else unit.verdict) for index, unit in enumerate(before)]
+    publish_run(RunManifest("doc-before", "doc", "2026-01-01T00:00:00Z"), before, database=database)
+    publish_run(RunManifest("doc-after", "doc", "2026-01-02T00:00:00Z"), after, database=database)
+    gated = assay(database, "runs", "compare", "doc-before", "doc-after", "--fail-on-regression")
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    assert "pass rate 93.8% → 68.8%" in gated.stdout and "McNemar exact p = 0.125" in gated.stdout
+    assert "Regression: 4 units passed in every trial before and fail in every trial now." in gated.stdout.splitlines()
 
 
 def test_compare_reports_new_and_removed_units_across_different_runs(store_env: FilledStore) -> None:
@@ -134,4 +155,5 @@ def test_reindex_rebuilds_from_records(store_env: FilledStore, tmp_path, monkeyp
     monkeypatch.setenv("ASSAY_STORE", str(copy / "assay.db"))
     result = invoke_runs("runs", "reindex")
     assert result.exit_code == 0 and "Indexed 5 run(s)" in result.output
+    assert "damaged" not in result.output  # a missing index is rebuilt, not reported as damage
     assert json.loads(invoke_runs("runs", "list", "--json").output)["runs"][0]["run_id"] == store_env.agent

@@ -60,6 +60,16 @@ def test_agent_unit_carries_the_transcript(client: TestClient, filled_store: Fil
     assert unit["usage"] and unit["detail"]["assertions"]
 
 
+def test_agent_unit_rows_show_assertions_where_other_kinds_show_expected_and_observed(client: TestClient, filled_store: FilledStore) -> None:
+    page = client.get("/api/units", params={"run": filled_store.agent, "verdict": "failed"}).json()
+    row = page["units"][0]
+    assert row["expected"] == 'succeeded(); called_tool(\'cancel_order\'); check(includes("cancelled"))'
+    assert row["observed"] == "1 matched, 2 mismatched"
+    compare = client.get("/api/compare", params={"a": filled_store.doc_after, "b": filled_store.agent, "change": "new", "limit": "1"}).json()
+    assert compare["rows"][0]["expected"] == "succeeded(); used_no_tools(); check(includes(\"Hello\"))"
+    assert compare["rows"][0]["after"]["observed"] == "3 matched"
+
+
 def test_frame_route_serves_the_exact_frame_of_a_video_unit(client: TestClient, filled_store: FilledStore) -> None:
     response = client.get("/api/frame", params={"run": filled_store.video_after, "unit": "numbers/number/5@0.5s#1"})
     assert response.status_code == 200 and response.headers["content-type"] == "image/png"
@@ -74,7 +84,8 @@ def test_frame_route_refuses_units_without_a_video(client: TestClient, filled_st
 
 def test_compare_route_pages_rows_of_a_change_kind(client: TestClient, filled_store: FilledStore) -> None:
     document = client.get("/api/compare", params={"a": filled_store.video_before, "b": filled_store.video_after, "change": "regressions", "limit": "2"}).json()
-    assert document["total"] == 8 and document["significant_regression"] is True
+    assert document["total"] == 8 and document["regression"] is True
+    assert document["verdict"] == "Regression: 8 units passed in every trial before and fail in every trial now."
     first = document["rows"][0]
     assert first["unit_id"] == "numbers/number/0@0s#1" and first["expected"] == "100"
     assert first["before"]["observed"] == "0" and first["after"]["observed"] == "0"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from browser import Page, browser_fixture, expect, serving, skip_without_browser
+from damaged_store import AFTER, DAMAGED_UNITS_PAGE, assay, live_viewer, make_store
 from filled_store import FilledStore
 
 from assay.core.record import RunManifest, UnitResult
@@ -46,6 +47,13 @@ def _ready(page: Page) -> None:
     page.wait_for_selector("body[data-ready=true]")
 
 
+def _stray_text(page: Page) -> list[str]:
+    """Text sitting directly in the page body outside any element (where a stray `null` lands)."""
+    return page.locator("#main").evaluate(
+        "main => Array.from(main.childNodes).filter((node) => node.nodeType === Node.TEXT_NODE).map((node) => node.textContent)"
+    )
+
+
 def _wait_for_image(page: Page, selector: str) -> int:
     """The image's natural width once loaded (polled: the viewer's CSP forbids wait_for_function's eval)."""
     deadline = time.monotonic() + 10
@@ -66,7 +74,7 @@ def test_runs_page_filters_by_kind_and_compares_two_runs(page: Page, origin: str
     for run_id in (filled_store.video_after, filled_store.video_before):
         page.locator(f'tr[data-run="{run_id}"] input[type=checkbox]').check()
     page.click("#compare-selected")
-    expect(page.locator("#significance")).to_have_text("significant regression")
+    expect(page.locator("#verdict")).to_have_text("Regression: 8 units passed in every trial before and fail in every trial now.")
     expect(page.locator("#compare-table tbody tr")).to_have_count(8)
     expect(page.locator("#pass-rate-difference")).to_have_text("-100.0 pts")
     page.click('[data-change="fixes"]')
@@ -98,6 +106,60 @@ def test_agent_unit_shows_transcript_tool_calls_and_assertion_reasons(page: Page
     expect(page.locator("#transcript")).to_contain_text("user: Where is my order 1002?")
     expect(page.locator("#transcript .event.tool").first).to_be_visible()
     expect(page.locator("#assertions")).to_contain_text("cancel_order")
+
+
+def test_run_pages_print_no_stray_null(page: Page, origin: str, filled_store: FilledStore) -> None:
+    for run_id in (filled_store.video_after, filled_store.agent, filled_store.doc_after):
+        page.goto(f"{origin}/#/run/{run_id}")
+        _ready(page)
+        expect(page.locator("#groups-table")).to_be_visible()
+        assert _stray_text(page) == [], run_id
+
+
+def test_agent_unit_shows_its_assertions_in_place_of_expected_and_observed(page: Page, origin: str, filled_store: FilledStore) -> None:
+    page.goto(f"{origin}/#/run/{filled_store.agent}?search=greetings%2Fcasual")
+    _ready(page)
+    row = page.locator('tr[data-unit="baseline/greetings/casual#1"]')
+    expect(row.locator("td").nth(2)).to_have_text('succeeded(); used_no_tools(); check(includes("Hello"))')
+    expect(row.locator("td").nth(3)).to_have_text("3 matched")
+    row.locator("a").click()
+    _ready(page)
+    expect(page.locator("#unit-title")).to_contain_text("baseline/greetings/casual#1")
+    expect(page.locator("#assertions tbody tr")).to_have_count(3)
+    expect(page.locator("#assertions")).to_contain_text("used_no_tools()")
+    expect(page.locator("#unit-expected")).to_have_count(0)
+    expect(page.locator("#unit-observed")).to_have_count(0)
+    assert _stray_text(page) == []
+    expect(page.locator("#main")).not_to_contain_text("null")
+
+
+def test_compare_page_shows_the_cli_verdict_in_the_same_words(page: Page, tmp_path: Path) -> None:
+    database = tmp_path / "assay.db"
+    before = [UnitResult(f"case-{index:02d}", "failed" if index == 15 else "passed") for index in range(16)]
+    after = [UnitResult(unit.unit_id, "failed" if index < 4 else unit.verdict) for index, unit in enumerate(before)]
+    publish_run(RunManifest("doc-before", "doc", "2026-01-01T00:00:00Z"), before, database=database)
+    publish_run(RunManifest("doc-after", "doc", "2026-01-02T00:00:00Z"), after, database=database)
+    cli = assay(database, "runs", "compare", "doc-before", "doc-after", "--fail-on-regression")
+    assert cli.returncode == 1, cli.stdout + cli.stderr
+    verdict = next(line for line in cli.stdout.splitlines() if line.startswith("Regression: "))
+    assert verdict == "Regression: 4 units passed in every trial before and fail in every trial now."
+    for origin in _serve(database):
+        page.goto(f"{origin}/#/compare/doc-before/doc-after")
+        _ready(page)
+        expect(page.locator("#verdict")).to_have_text(verdict)
+        expect(page.locator("#verdict")).to_have_class("panel sig bad")
+        break
+
+
+def test_live_viewer_on_a_damaged_store_shows_what_is_wrong(page: Page, tmp_path: Path) -> None:
+    database = make_store(tmp_path)
+    DAMAGED_UNITS_PAGE(database)
+    with live_viewer(database, tmp_path) as viewer:
+        page.goto(f"{viewer.origin}/#/run/{AFTER}")
+        _ready(page)
+        expect(page.locator("#view-error")).to_contain_text(f"the results store {database} is damaged")
+        expect(page.locator("#view-error")).to_contain_text("assay runs reindex")
+    assert "Traceback" not in viewer.stderr()
 
 
 def test_doc_unit_shows_candidate_and_findings(page: Page, origin: str, filled_store: FilledStore) -> None:
@@ -145,4 +207,4 @@ def test_static_export_opens_from_disk(page: Page, filled_store: FilledStore, tm
     assert _wait_for_image(page, "#unit-frame") > 0
     page.goto((site / "index.html").as_uri() + f"#/compare/{filled_store.video_before}/{filled_store.video_after}")
     _ready(page)
-    expect(page.locator("#significance")).to_have_text("significant regression")
+    expect(page.locator("#verdict")).to_have_text("Regression: 8 units passed in every trial before and fail in every trial now.")

@@ -1,7 +1,7 @@
 """`assay runs …`: the run history in the results store — list, show, compare (with a CI gate), merge, reindex.
 
-Exit codes: 0 ok, 1 `compare --fail-on-regression` found a significant regression (or a merged run's
-gate failed), 2 usage or store error.
+Exit codes: 0 ok, 1 `compare --fail-on-regression` found a regression (or a merged run's gate
+failed), 2 usage or store error (including a damaged store file).
 """
 
 from __future__ import annotations
@@ -38,14 +38,12 @@ def _fail(error: BaseException) -> NoReturn:
 
 
 def _open() -> Any:
-    import sqlite3
-
     from assay.core.store import open_store
     from assay.errors import AssayError
 
     try:
         return open_store(read_only=True)
-    except (AssayError, sqlite3.Error) as error:
+    except AssayError as error:
         _fail(error)
 
 
@@ -77,12 +75,12 @@ def list_command(
     """List recorded runs, newest first."""
     if kind is not None and kind not in KINDS:
         common.bad_parameter("--kind", f"must be one of {', '.join(KINDS)}")
-    import sqlite3
+    from assay.errors import AssayError
 
     with _open() as store:
         try:
             runs = store.list_runs(kind=kind, search=search, limit=limit)
-        except sqlite3.Error as error:
+        except AssayError as error:
             _fail(error)
     if output_json:
         print(json.dumps({"runs": [run.to_json(with_groups=False) for run in runs]}, indent=2, ensure_ascii=False))
@@ -152,9 +150,13 @@ def show_command(
 def compare_command(
     before: str = typer.Argument(..., help="Baseline run (id, prefix, latest~N)."),
     after: str = typer.Argument("latest", help="Candidate run (default: latest)."),
-    alpha: float = typer.Option(0.05, "--alpha", callback=common.between(0, 1), help="Significance level of the regression gate."),
+    alpha: float = typer.Option(
+        0.05, "--alpha", callback=common.between(0, 1), help="Significance level for units whose trials disagree (flaky units)."
+    ),
     fail_on_regression: bool = typer.Option(
-        False, "--fail-on-regression", help="Exit 1 when regressions outnumber fixes significantly (McNemar exact p < alpha)."
+        False, "--fail-on-regression",
+        help="Exit 1 when a unit that passed in every trial now fails in every trial, or flaky units "
+        "regress significantly (McNemar exact p < alpha).",
     ),
     limit: int = typer.Option(20, "--limit", callback=common.at_least(0), help="Unit ids to list per change kind."),
     output_json: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -176,7 +178,7 @@ def compare_command(
         print(json.dumps(comparison.to_json(unit_limit=limit), indent=2, ensure_ascii=False))
     else:
         _print_comparison(comparison, limit)
-    raise typer.Exit(1 if fail_on_regression and comparison.significant_regression else 0)
+    raise typer.Exit(1 if fail_on_regression and comparison.regression else 0)
 
 
 def _print_comparison(comparison: Any, limit: int) -> None:
@@ -194,14 +196,11 @@ def _print_comparison(comparison: Any, limit: int) -> None:
         f"new {len(comparison.units['new'])}, removed {len(comparison.units['removed'])}"
     )
     _say(
-        f"McNemar exact p = {test.p_value:.4g} (mid-p {test.mid_p_value:.4g}); paired difference "
+        f"all paired units: McNemar exact p = {test.p_value:.4g} (mid-p {test.mid_p_value:.4g}); paired difference "
         f"{test.difference * 100:+.1f} points, {test.confidence * 100:.0f}% bootstrap interval "
         f"[{test.interval_low * 100:+.1f}, {test.interval_high * 100:+.1f}]"
     )
-    if comparison.significant_regression:
-        _say(f"Significant regression at alpha {comparison.alpha:g}.")
-    else:
-        _say(f"No significant regression at alpha {comparison.alpha:g}.")
+    _say(comparison.gate.verdict())
     for kind, title in (("regressions", "Regressions"), ("fixes", "Fixes"), ("still_failing", "Still failing"),
                         ("new", "New"), ("removed", "Removed"), ("changed_other", "Changed (skipped/ignored)")):
         ids = comparison.units[kind]
@@ -266,7 +265,11 @@ def reindex_command() -> None:
     from assay.core.store import reindex
 
     try:
-        count = reindex()
+        outcome = reindex()
     except Exception as error:  # noqa: BLE001 - any failure is one line and exit 2
         _fail(error)
-    _say(f"Indexed {count} run(s) into {store_path()}")
+    if outcome.set_aside is not None:
+        _say(f"The results store was damaged ({outcome.damage}); moved it aside to {outcome.set_aside}")
+    _say(f"Indexed {outcome.runs} run(s) into {store_path()}")
+    for record in outcome.unreadable:
+        _say(f"Skipped an unreadable run record: {record}")

@@ -20,8 +20,6 @@ def view_command(
     export: Path | None = typer.Option(None, "--export", help="Write a static site of the viewer to this folder and exit."),  # noqa: B008
 ) -> None:
     """Browse runs, drill into units and compare two runs in a local web viewer."""
-    import sqlite3
-
     from assay.core.store import open_store
     from assay.errors import AssayError
     from assay.view.data import ViewData
@@ -33,7 +31,7 @@ def view_command(
 
     try:
         store = open_store(read_only=True)
-    except (AssayError, sqlite3.Error) as error:
+    except AssayError as error:
         common.fail("Could not open the results store", error, console=console)
     data = ViewData(store)
     if export is not None:
@@ -41,7 +39,7 @@ def view_command(
 
         try:
             count = export_site(data, export.expanduser())
-        except (OSError, sqlite3.Error) as error:
+        except (OSError, AssayError) as error:
             common.fail("Could not export the viewer", error, console=console)
         finally:
             store.close()

@@ -1,20 +1,25 @@
 """The results store: an embedded SQLite (WAL) index over run records, for history, compare and view.
 
 The interface is small (add a run, list runs, read a run, page its units, read one unit, read
-its verdicts); the record files stay the source of truth and `reindex` rebuilds from them.
+its verdicts); the record files stay the source of truth and `reindex` rebuilds from them. A
+store file SQLite cannot use surfaces as one `StoreError` that names the file and the remedy.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
+import functools
 import json
 import sqlite3
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Self
+from typing import Any, ParamSpec, Protocol, Self, TypeVar
 
 from assay.core.record import (
+    MANIFEST_FILE,
     VERDICTS,
     RunManifest,
     UnitResult,
@@ -25,16 +30,21 @@ from assay.core.record import (
     store_path,
     write_record,
 )
-from assay.errors import UsageError
+from assay.errors import AssayError, UsageError
 
 __all__ = [
+    "Reindexed",
     "RunStore",
     "SqliteRunStore",
+    "StoreError",
     "StoredRun",
     "UnitPage",
     "open_store",
     "publish_run",
     "publish_run_quietly",
+    "reindex",
+    "set_damaged_store_aside",
+    "store_error",
 ]
 
 _SCHEMA = """
@@ -126,19 +136,104 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+# ---------------------------------------------------------------------------------------------
+# A store file SQLite cannot use
+
+
+class StoreError(AssayError):
+    """The results store file cannot be used; the message names the file and what to do (exit 2)."""
+
+
+_DAMAGE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+
+def _is_damage(error: BaseException) -> bool:
+    if isinstance(error, json.JSONDecodeError):  # a stored row that no longer decodes
+        return True
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) in _DAMAGE_CODES  # extended codes keep the primary one in the low byte
+
+
+def _has_records(folder: Path) -> bool:
+    try:
+        return any((record / MANIFEST_FILE).is_file() for record in folder.iterdir())
+    except OSError:
+        return False
+
+
+def store_error(database: Path, error: BaseException) -> StoreError:
+    """`error` from SQLite as one line for a person: which file, what is wrong, what to do."""
+    if _is_damage(error):
+        problem, rebuild = f"is damaged ({error})", "moves it aside and rebuilds it"
+    elif "no such table" in str(error):  # an empty or foreign SQLite file: sound, so reindex fills it in place
+        problem, rebuild = f"is not an assay results store ({error})", "builds the index in it"
+    else:
+        return StoreError(f"the results store {database} cannot be used: {error}")
+    records = records_dir(database)
+    if _has_records(records):
+        remedy = f"`assay runs reindex` {rebuild} from the run records in {records}"
+    else:
+        remedy = f"move it aside; there are no run records in {records} to rebuild it from, so the next run starts a new store"
+    return StoreError(f"the results store {database} {problem}; {remedy}")
+
+
+_Parameters = ParamSpec("_Parameters")
+_Result = TypeVar("_Result")
+
+
+def _speaks_for_the_file(method: Callable[_Parameters, _Result]) -> Callable[_Parameters, _Result]:
+    """A store method whose SQLite errors come out as a `StoreError` about the store's file.
+
+    Damage can sit in any page, so it may first show in any query, long after the store was
+    opened. ProgrammingError is a bug in assay, not in the file, and keeps its traceback.
+    """
+
+    @functools.wraps(method)
+    def translated(*args: _Parameters.args, **kwargs: _Parameters.kwargs) -> _Result:
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.ProgrammingError:
+            raise
+        except (sqlite3.DatabaseError, json.JSONDecodeError) as error:
+            raise store_error(args[0].path, error) from error  # type: ignore[attr-defined]
+
+    return translated
+
+
+def _read_only_uri(path: Path) -> str:
+    return path.resolve().as_uri() + "?mode=ro"  # as_uri escapes a `?`, `#` or `%` in the path
+
+
 class SqliteRunStore:
     """The embedded store: one SQLite file in WAL mode, safe for a writer and many readers."""
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
-        if read_only:
-            if not self.path.exists():
-                raise UsageError(f"no results store at {self.path}; run an eval first (or set ASSAY_STORE)")
-            self._connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
-        else:
+        if read_only and not self.path.exists():
+            raise UsageError(f"no results store at {self.path}; run an eval first (or set ASSAY_STORE)")
+        if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._connection = sqlite3.connect(self.path, check_same_thread=False)
+        try:
+            if read_only:
+                self._connection = sqlite3.connect(_read_only_uri(self.path), uri=True, check_same_thread=False)
+            else:
+                self._connection = sqlite3.connect(self.path, check_same_thread=False)
+        except sqlite3.Error as error:
+            raise store_error(self.path, error) from error
+        try:
+            self._prepare()
+        except BaseException:
+            self._connection.close()
+            raise
+
+    @_speaks_for_the_file
+    def _prepare(self) -> None:
+        if self.read_only:
+            # Reading the schema and the first page of runs now makes a file that is no store at
+            # all fail as it is opened, with its name, rather than in the middle of a command.
+            self._connection.execute("SELECT 1 FROM runs LIMIT 1").fetchall()
+        else:
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute("PRAGMA synchronous=NORMAL")
             self._connection.executescript(_SCHEMA)
@@ -155,6 +250,7 @@ class SqliteRunStore:
 
     # -- writing -------------------------------------------------------------------------
 
+    @_speaks_for_the_file
     def add_run(self, manifest: RunManifest, units: Sequence[UnitResult], record_path: str | None = None) -> None:
         """Index a run in one transaction; a run id already present is replaced whole."""
         counts = count_verdicts(units)
@@ -176,6 +272,7 @@ class SqliteRunStore:
             )
             self._connection.executemany("INSERT INTO units VALUES (?, ?, ?, ?, ?, ?)", rows)
 
+    @_speaks_for_the_file
     def delete_run(self, run_id: str) -> None:
         with self._connection:
             self._connection.execute("DELETE FROM units WHERE run_id = ?", (run_id,))
@@ -194,6 +291,7 @@ class SqliteRunStore:
             record_path=record_path,
         )
 
+    @_speaks_for_the_file
     def list_runs(
         self, *, kind: str | None = None, search: str | None = None, limit: int = 50, offset: int = 0
     ) -> list[StoredRun]:
@@ -207,6 +305,7 @@ class SqliteRunStore:
         rows = self._connection.execute(query, (*parameters, limit, offset)).fetchall()
         return [self._stored(row) for row in rows]
 
+    @_speaks_for_the_file
     def count_runs(self, *, kind: str | None = None, search: str | None = None) -> int:
         clauses, parameters = self._run_filters(kind, search)
         query = "SELECT count(*) FROM runs" + (" WHERE " + " AND ".join(clauses) if clauses else "")
@@ -224,6 +323,7 @@ class SqliteRunStore:
             parameters += [f"%{search}%", f"%{search}%"]
         return clauses, parameters
 
+    @_speaks_for_the_file
     def resolve(self, ref: str, *, kind: str | None = None) -> str:
         """A run id from an id, a unique id prefix, `latest` or `latest~N` (N runs before the latest)."""
         if ref == "latest" or ref.startswith("latest~"):
@@ -247,6 +347,7 @@ class SqliteRunStore:
             raise UsageError(f"run reference {ref!r} is ambiguous; give more characters")
         return rows[0][0]
 
+    @_speaks_for_the_file
     def get_run(self, ref: str) -> StoredRun:
         run_id = self.resolve(ref)
         row = self._connection.execute(
@@ -254,6 +355,7 @@ class SqliteRunStore:
         ).fetchone()
         return self._stored(row)
 
+    @_speaks_for_the_file
     def unit_page(
         self, run_id: str, *, offset: int = 0, limit: int = 100, verdict: str | None = None,
         group: str | None = None, search: str | None = None,
@@ -277,17 +379,20 @@ class SqliteRunStore:
         ).fetchall()
         return UnitPage([UnitResult.from_json(json.loads(row[0])) for row in rows], total, offset, limit)
 
+    @_speaks_for_the_file
     def get_unit(self, run_id: str, unit_id: str) -> UnitResult | None:
         row = self._connection.execute(
             "SELECT body FROM units WHERE run_id = ? AND unit_id = ?", (run_id, unit_id)
         ).fetchone()
         return UnitResult.from_json(json.loads(row[0])) if row else None
 
+    @_speaks_for_the_file
     def verdicts(self, run_id: str) -> dict[str, str]:
         """unit id -> verdict, in run order: all compare needs, without decoding unit bodies."""
         rows = self._connection.execute("SELECT unit_id, verdict FROM units WHERE run_id = ? ORDER BY seq", (run_id,))
         return dict(rows.fetchall())
 
+    @_speaks_for_the_file
     def units_by_id(self, run_id: str, unit_ids: Iterable[str]) -> dict[str, UnitResult]:
         found: dict[str, UnitResult] = {}
         wanted = list(unit_ids)
@@ -312,36 +417,104 @@ def publish_run(
     """Write the run record, then index it; returns the record folder."""
     database = database or store_path()
     record = write_record(records_dir(database), manifest, units)
+    _index(database, manifest, units, record)
+    return record
+
+
+def _index(database: Path, manifest: RunManifest, units: Sequence[UnitResult], record: Path) -> None:
     with SqliteRunStore(database) as store:
         store.add_run(manifest, units, str(record))
-    return record
 
 
 def publish_run_quietly(build: Any, *, database: Path | None = None) -> Path | None:
     """Build and publish a run record; any failure is one warning line on stderr, never an exit.
 
     `build` is a callable returning (manifest, units), so even a conversion bug cannot change a
-    run's outcome.
+    run's outcome. The record is written before the index, so when only the index fails the
+    warning says where the record is: `assay runs reindex` can still pick it up.
     """
+    database = database or store_path()
     try:
         manifest, units = build()
-        return publish_run(manifest, units, database=database)
+        record = write_record(records_dir(database), manifest, units)
     except Exception as error:  # noqa: BLE001 - the run's own results are already durable
         print(f"Warning: run record not stored: {type(error).__name__}: {error}", file=sys.stderr)
         return None
+    try:
+        _index(database, manifest, units, record)
+    except StoreError as error:
+        print(f"Warning: run recorded in {record} but not indexed: {error}", file=sys.stderr)
+    except Exception as error:  # noqa: BLE001 - as above
+        print(f"Warning: run recorded in {record} but not indexed: {type(error).__name__}: {error}", file=sys.stderr)
+    return record
 
 
-def reindex(database: Path | None = None) -> int:
-    """Index every complete record beside the database; returns how many runs were indexed."""
+# ---------------------------------------------------------------------------------------------
+# Rebuilding the index from the records
+
+
+@dataclass(frozen=True)
+class Reindexed:
+    runs: int  # runs indexed
+    set_aside: Path | None = None  # where a damaged store file was moved before rebuilding
+    damage: str = ""  # what was wrong with it
+    unreadable: tuple[Path, ...] = ()  # record folders with a manifest that could not be read
+
+
+def _damage_of(database: Path) -> str:
+    """What SQLite finds wrong with the store file ("" when it is sound or absent).
+
+    quick_check reads every page, which is too slow for every command but right for a rebuild
+    that is about to trust the file.
+    """
+    if not database.exists():
+        return ""
+    try:
+        with closing(sqlite3.connect(_read_only_uri(database), uri=True)) as connection:
+            problems = [row[0] for row in connection.execute("PRAGMA quick_check").fetchall()]
+    except sqlite3.DatabaseError as error:
+        if _is_damage(error):
+            return str(error)
+        raise store_error(database, error) from error
+    return "" if problems == ["ok"] else "; ".join(problems[:3])
+
+
+def set_damaged_store_aside(database: Path, now: _dt.datetime | None = None) -> Path:
+    """Rename the store file to `<name>.corrupt-<UTC time>`, with its -wal and -shm companions.
+
+    The companions move first: a stale write-ahead log left beside a new store could be replayed
+    into it, while a store left without its log is merely still damaged.
+    """
+    stamp = (now or _dt.datetime.now(_dt.UTC)).astimezone(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = database.with_name(f"{database.name}.corrupt-{stamp}")
+    attempt = 1
+    while any(Path(f"{target}{suffix}").exists() for suffix in ("", "-wal", "-shm")):
+        attempt += 1
+        target = database.with_name(f"{database.name}.corrupt-{stamp}-{attempt}")
+    for suffix in ("-wal", "-shm", ""):
+        source = Path(f"{database}{suffix}")
+        if source.exists():
+            source.rename(f"{target}{suffix}")
+    return target
+
+
+def reindex(database: Path | None = None) -> Reindexed:
+    """Index every complete record beside the database, first moving a damaged store aside."""
     database = database or store_path()
+    damage = _damage_of(database)
+    set_aside = set_damaged_store_aside(database) if damage else None
     count = 0
+    unreadable: list[Path] = []
     folder = records_dir(database)
     with SqliteRunStore(database) as store:
         for record in sorted(folder.iterdir()) if folder.is_dir() else ():
+            if not (record / MANIFEST_FILE).is_file():
+                continue  # no manifest yet: an unfinished record, not a damaged one
             try:
                 manifest, units = read_record(record)
-            except (OSError, ValueError, KeyError):
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                unreadable.append(record)
                 continue
             store.add_run(manifest, units, str(record))
             count += 1
-    return count
+    return Reindexed(count, set_aside, damage, tuple(unreadable))

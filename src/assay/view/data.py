@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.core.record import jsonable
+from assay.core.record import UnitResult, jsonable
 from assay.core.run_diff import CHANGE_KINDS, RunComparison, compare_verdicts
 from assay.core.store import SqliteRunStore
 from assay.errors import UsageError
@@ -35,6 +35,26 @@ def api_key(path: str, params: Mapping[str, Any]) -> str:
 def _preview(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= _PREVIEW_CHARACTERS else text[: _PREVIEW_CHARACTERS - 1] + "…"
+
+
+def _shown_expected_and_observed(unit: UnitResult, kind: str) -> tuple[str, str]:
+    """The expected / observed previews of a unit row.
+
+    An agent unit records neither (expected is null; observed only holds a score): what it was
+    held to is its assertions, so the row shows their descriptions and how they came out.
+    """
+    if kind != "agent":
+        return _preview(unit.expected), _preview(unit.observed)
+    assertions = [item for item in (unit.detail or {}).get("assertions") or () if isinstance(item, Mapping)]
+    expected = "; ".join(str(item.get("description") or item.get("kind") or "") for item in assertions)
+    statuses: dict[str, int] = {}
+    for item in assertions:
+        status = str(item.get("status") or "unknown")
+        statuses[status] = statuses.get(status, 0) + 1
+    outcome = [f"{count} {status}" for status, count in statuses.items()]
+    if isinstance(unit.observed, Mapping) and unit.observed.get("score") is not None:
+        outcome.insert(0, f"score {unit.observed['score']}")
+    return _preview(expected), _preview(", ".join(outcome))
 
 
 def _integer(params: Mapping[str, Any], name: str, default: int, maximum: int) -> int:
@@ -77,6 +97,7 @@ class ViewData:
 
     def units(self, params: Mapping[str, Any]) -> dict[str, Any]:
         run_id = self.store.resolve(str(params.get("run") or "latest"))
+        kind = self.store.get_run(run_id).manifest.kind
         page = self.store.unit_page(
             run_id,
             offset=_integer(params, "offset", 0, 10**9),
@@ -85,18 +106,18 @@ class ViewData:
             group=params.get("group") if params.get("group") not in (None, "") else None,
             search=params.get("search") or None,
         )
-        rows = [
-            {
+        rows = []
+        for unit in page.units:
+            expected, observed = _shown_expected_and_observed(unit, kind)
+            rows.append({
                 "unit_id": unit.unit_id,
                 "group": unit.group,
                 "verdict": unit.verdict,
-                "expected": _preview(unit.expected),
-                "observed": _preview(unit.observed),
+                "expected": expected,
+                "observed": observed,
                 "reason": _preview(unit.reason),
                 "duration_seconds": unit.duration_seconds,
-            }
-            for unit in page.units
-        ]
+            })
         return {"run_id": run_id, "units": rows, "total": page.total, "offset": page.offset, "limit": page.limit}
 
     def unit(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -144,26 +165,29 @@ class ViewData:
         ids = comparison.units[change][offset : offset + limit]
         before = self.store.units_by_id(comparison.before, ids)
         after = self.store.units_by_id(comparison.after, ids)
+        before_run = self.store.get_run(comparison.before)
+        after_run = self.store.get_run(comparison.after)
 
-        def side(unit: Any) -> dict[str, Any] | None:
+        def side(unit: UnitResult | None, kind: str) -> dict[str, Any] | None:
             if unit is None:
                 return None
-            return {"verdict": unit.verdict, "observed": _preview(unit.observed), "reason": _preview(unit.reason)}
+            observed = _shown_expected_and_observed(unit, kind)[1]
+            return {"verdict": unit.verdict, "observed": observed, "reason": _preview(unit.reason)}
 
-        rows = [
-            {
+        rows = []
+        for unit_id in ids:
+            if unit_id in after:
+                expected = _shown_expected_and_observed(after[unit_id], after_run.manifest.kind)[0]
+            else:
+                expected = _shown_expected_and_observed(before[unit_id], before_run.manifest.kind)[0]
+            rows.append({
                 "unit_id": unit_id,
-                "expected": _preview((after.get(unit_id) or before.get(unit_id)).expected),
-                "before": side(before.get(unit_id)),
-                "after": side(after.get(unit_id)),
-            }
-            for unit_id in ids
-        ]
+                "expected": expected,
+                "before": side(before.get(unit_id), before_run.manifest.kind),
+                "after": side(after.get(unit_id), after_run.manifest.kind),
+            })
         document = comparison.to_json(unit_limit=0)
         document.pop("units")
-        document["runs"] = {
-            "before": self.store.get_run(comparison.before).to_json(with_groups=False),
-            "after": self.store.get_run(comparison.after).to_json(with_groups=False),
-        }
+        document["runs"] = {"before": before_run.to_json(with_groups=False), "after": after_run.to_json(with_groups=False)}
         document.update({"change": change, "rows": rows, "total": len(comparison.units[change]), "offset": offset, "limit": limit})
         return jsonable(document)

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from assay.core.store import StoreError
 from assay.errors import AssayError
 from assay.view.data import ViewData
 from assay.web.app import ApiError, Binding, create_web_app, json_response
@@ -36,14 +37,21 @@ def render_frame_png(video: str, time_s: float) -> bytes:
     return buffer.getvalue()
 
 
+def _api_error(error: Exception) -> ApiError:
+    """What a request that failed on `error` answers; the store's own trouble is the server's, not the request's."""
+    if isinstance(error, StoreError):
+        return ApiError(503, "store_unusable", str(error))
+    if isinstance(error, AssayError):
+        return ApiError(400, "bad_request", str(error))
+    return ApiError(404, "not_found", str(error.args[0] if error.args else error))
+
+
 def _json_endpoint(handler: Callable[[dict[str, Any]], Any]) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
         try:
             return json_response(handler(dict(request.query_params)))
-        except AssayError as error:
-            raise ApiError(400, "bad_request", str(error)) from None
-        except LookupError as error:
-            raise ApiError(404, "not_found", str(error.args[0] if error.args else error)) from None
+        except (AssayError, LookupError) as error:
+            raise _api_error(error) from None
 
     return endpoint
 
@@ -53,10 +61,8 @@ def create_view_app(data: ViewData, binding: Binding) -> Starlette:
         params = dict(request.query_params)
         try:
             video, time_s = data.frame_source(params)
-        except AssayError as error:
-            raise ApiError(400, "bad_request", str(error)) from None
-        except LookupError as error:
-            raise ApiError(404, "not_found", str(error.args[0])) from None
+        except (AssayError, LookupError) as error:
+            raise _api_error(error) from None
         if not Path(video).is_file():
             raise ApiError(404, "video_missing", f"The recorded video is no longer at {video}.")
         try:

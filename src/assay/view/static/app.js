@@ -97,8 +97,9 @@ const gitText = (run) => (run.git && run.git.commit ? run.git.commit.slice(0, 10
 const gatesText = (run) => (run.success === true ? "pass" : run.success === false ? "FAIL" : "-");
 
 function show(...nodes) {
+  // replaceChildren writes a null as the text "null": optional parts are left out instead.
   const main = document.getElementById("main");
-  main.replaceChildren(...nodes);
+  main.replaceChildren(...nodes.flat().filter((node) => node !== undefined && node !== null && node !== false));
 }
 
 function crumbs(...parts) {
@@ -272,6 +273,13 @@ function eventNode(event) {
   return el("div", { class: "event" }, el("code", {}, JSON.stringify(event)));
 }
 
+function assertionStatusBadge(status) {
+  const verdict = status === "matched" || status === "passed" ? "passed" : status === "unavailable" ? "skipped" : "failed";
+  return verdictBadge(verdict);
+}
+
+// An agent unit has no expected or observed value: what it was held to is its assertions, so they
+// take the place of the expected / observed panels (with the score, when the eval scores).
 function agentDetail(unit) {
   const detail = unit.detail || {};
   const turns = (detail.turns || []).map((turn) => el("div", { class: "turn" },
@@ -280,13 +288,17 @@ function agentDetail(unit) {
     (turn.events || []).map(eventNode),
     turn.usage ? el("div", { class: "muted" }, `usage ${JSON.stringify(turn.usage)}`) : null));
   const assertions = (detail.assertions || []).map((assertion) => el("tr", {},
-    el("td", {}, verdictBadge(assertion.status === "matched" || assertion.status === "passed" ? "passed" : assertion.status === "unavailable" ? "skipped" : "failed"), " ", assertion.status),
+    el("td", {}, assertionStatusBadge(assertion.status), " ", assertion.status),
     el("td", {}, assertion.description || ""), el("td", {}, assertion.scope || ""), el("td", {}, assertion.reason || "")));
+  const score = unit.observed && typeof unit.observed === "object" && "score" in unit.observed ? unit.observed.score : null;
   return [
+    el("div", { class: "panel", id: "assertions-panel" }, el("h2", {}, "Assertions and judge reasons"),
+      assertions.length
+        ? el("table", { id: "assertions" }, el("thead", {}, el("tr", {}, ["status", "assertion", "scope", "reason"].map((h) => el("th", {}, h)))), el("tbody", {}, assertions))
+        : el("p", { class: "muted", id: "assertions" }, "This attempt checked no assertions.")),
+    score !== null ? el("div", { class: "panel" }, el("h2", {}, "Score"), el("pre", { id: "unit-score" }, pretty(score))) : null,
     el("div", { class: "panel" }, el("h2", {}, `Transcript (${detail.agent || ""}${detail.model ? " · " + detail.model : ""}, ${detail.locator || ""})`),
       el("div", { id: "transcript" }, turns.length ? turns : el("p", { class: "muted" }, "No turns recorded."))),
-    el("div", { class: "panel" }, el("h2", {}, "Assertions and judge reasons"),
-      assertions.length ? el("table", { id: "assertions" }, el("thead", {}, el("tr", {}, ["status", "assertion", "scope", "reason"].map((h) => el("th", {}, h)))), el("tbody", {}, assertions)) : el("p", { class: "muted" }, "none")),
     detail.error ? el("div", { class: "panel" }, el("h2", {}, "Error"), el("pre", {}, pretty(detail.error))) : null,
     (detail.diagnostics || []).length ? el("div", { class: "panel" }, el("h2", {}, "Diagnostics"), el("pre", {}, pretty(detail.diagnostics))) : null,
   ];
@@ -313,12 +325,13 @@ async function renderUnit(runId, unitId) {
   const unit = await api("unit", { run: runId, unit: unitId });
   crumbs(el("a", { href: "#/" }, "runs"), el("a", { href: runLink(unit.run_id) }, unit.run_id), unit.unit_id);
   const kindParts = unit.kind === "video" ? videoDetail(unit) : unit.kind === "agent" ? agentDetail(unit) : docDetail(unit);
+  const expectedAndObserved = unit.kind === "agent" ? null : el("div", { class: "grid" },
+    el("div", { class: "panel" }, el("h2", {}, "Expected"), el("pre", { id: "unit-expected" }, pretty(unit.expected === undefined ? null : unit.expected))),
+    el("div", { class: "panel" }, el("h2", {}, "Observed"), el("pre", { id: "unit-observed" }, pretty(unit.observed === undefined ? null : unit.observed))));
   show(
     el("h1", { id: "unit-title" }, unit.unit_id, " ", verdictBadge(unit.verdict)),
     unit.reason ? el("p", { id: "unit-reason" }, unit.reason) : null,
-    el("div", { class: "grid" },
-      el("div", { class: "panel" }, el("h2", {}, "Expected"), el("pre", { id: "unit-expected" }, pretty(unit.expected === undefined ? null : unit.expected))),
-      el("div", { class: "panel" }, el("h2", {}, "Observed"), el("pre", { id: "unit-observed" }, pretty(unit.observed === undefined ? null : unit.observed)))),
+    expectedAndObserved,
     ...kindParts,
     el("div", { class: "grid" },
       el("div", { class: "panel" }, el("h2", {}, "Usage and cost"), keyValueTable({ ...(unit.usage || {}), cost_usd: unit.cost_usd, duration_seconds: unit.duration_seconds })),
@@ -355,9 +368,10 @@ async function renderCompare(before, after, params) {
       el("div", { class: "stat" }, el("b", {}, `${percent(result.before_pass_rate)} → ${percent(result.after_pass_rate)}`), "pass rate"),
       el("div", { class: "stat" }, el("b", { id: "pass-rate-difference" }, difference === null ? "-" : `${(difference * 100).toFixed(1)} pts`), "difference"),
       el("div", { class: "stat" }, el("b", {}, `${result.paired.regressions} / ${result.paired.fixes}`), "regressions / fixes"),
-      el("div", { class: "stat" }, el("b", { id: "p-value" }, test.p_value.toPrecision(3)), "McNemar exact p"),
-      el("div", { class: "stat" }, el("b", {}, `[${(test.interval[0] * 100).toFixed(1)}, ${(test.interval[1] * 100).toFixed(1)}]`), `${Math.round(test.confidence * 100)}% bootstrap interval (pts)`),
-      el("div", { class: "stat" }, el("b", { id: "significance", class: `sig ${result.significant_regression ? "bad" : "ok"}` }, result.significant_regression ? "significant regression" : "no significant regression"), `alpha ${result.alpha}`)),
+      el("div", { class: "stat" }, el("b", { id: "p-value" }, test.p_value.toPrecision(3)), "McNemar exact p, all paired units"),
+      el("div", { class: "stat" }, el("b", {}, `[${(test.interval[0] * 100).toFixed(1)}, ${(test.interval[1] * 100).toFixed(1)}]`), `${Math.round(test.confidence * 100)}% bootstrap interval (pts)`)),
+    // The verdict sentence comes from the same Python function `assay runs compare` prints.
+    el("p", { id: "verdict", class: `panel sig ${result.regression ? "bad" : "ok"}`, "data-regression": String(result.regression) }, result.verdict),
     tabs,
     el("table", { id: "compare-table" }, el("thead", {}, el("tr", {}, ["unit", "expected", "before", "after"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
     el("div", { class: "pager" },
