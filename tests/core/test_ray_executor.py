@@ -208,3 +208,86 @@ def test_workers_share_one_adaptive_rate_limiter_per_endpoint(ray_cluster):
     assert state["rate_limited"] == 1
     assert 2.0 <= state["limit"] < 3.0  # halved from 4 by the 429, then grown by one success
     assert other["limit"] == 4.0 and other["rate_limited"] == 0
+
+
+# Case `a` answers slowly, so `b` and `c` finish on the other worker long before `a`'s turn to be
+# shown is over; `started` logs each call as it begins.
+SLOW_CASE_A_EXTRA = '''
+
+_plain = Evaluator.evaluate
+
+async def _slow_for_a(self, sample, target):
+    import asyncio
+    if sample.case_name == "a":
+        await asyncio.sleep(0.5)
+    return await _plain(self, sample, target)
+
+Evaluator.evaluate = _slow_for_a
+'''
+
+
+def _journaled_keys(checkpoint: Path) -> set[tuple[str, str, int]]:
+    held = set()
+    for line in (checkpoint / "events.jsonl").read_text().splitlines():
+        try:
+            key = json.loads(line)["key"]
+        except ValueError:
+            continue  # a torn last line was never durable
+        _, case, target, index, _ = key.split("\0")
+        held.add((case, target, int(index)))
+    return held
+
+
+def test_ctrl_c_of_a_ray_run_keeps_every_result_the_workers_returned(tmp_path, ray_cluster):
+    """Results are journaled as they reach the driver, not when their case's turn to be shown comes.
+
+    Also: a relative `--eval-dir` means the driver's directory on the workers too."""
+    import signal
+    import subprocess
+    import time
+
+    calls = tmp_path / "calls.txt"
+    _three_case_eval(tmp_path, calls, SLOW_CASE_A_EXTRA)
+    address = ray_cluster.get_runtime_context().gcs_address
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", "video", "run", "--eval-dir", "eval", "--concurrency", "2",
+         "--executor", "ray", "--ray-address", address],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    fast = {f"{case}/number:{index}" for case in ("b", "c") for index in range(11)}  # `even` logs no calls
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and process.poll() is None:
+        answered = set(calls.read_text().splitlines()) if calls.exists() else set()
+        if fast <= answered:
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, process.communicate()
+    assert fast <= set(calls.read_text().splitlines()), "cases b and c never finished on the workers"
+    slow_calls = [line for line in calls.read_text().splitlines() if line.startswith("a/")]
+    time.sleep(1.0)  # the last answers travel back to the driver
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stdout.decode() + stderr.decode()
+    assert "Traceback" not in stderr.decode()
+    assert len(slow_calls) < 11, "case a finished before the interrupt"
+    [checkpoint] = [path for path in (tmp_path / "eval" / "runs" / "checkpoints").iterdir() if not path.name.startswith(".")]
+    held = _journaled_keys(checkpoint)
+    returned = {(line.split("/")[0], line.split("/")[1].split(":")[0], int(line.split(":")[1])) for line in fast}
+    assert returned <= held, sorted(returned - held)[:5]
+
+
+def test_a_malformed_ray_address_is_one_line_naming_the_option(tmp_path):
+    import subprocess
+
+    eval_dir = _three_case_eval(tmp_path, tmp_path / "calls.txt")
+    for kind in (["video", "run", "--eval-dir", str(eval_dir)], ["agent", "run", "--project", str(EXAMPLE)]):
+        done = subprocess.run(
+            [sys.executable, "-m", "assay", *kind, "--executor", "ray", "--ray-address", "not a valid address"],
+            capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        )  # fmt: skip
+        output = done.stdout + done.stderr
+        assert done.returncode == 2, output
+        assert "Traceback" not in output
+        [line] = [line for line in output.splitlines() if "not a valid address" in line]
+        assert "--ray-address 'not a valid address': Invalid address format" in line
+        assert "ray start --head" in line

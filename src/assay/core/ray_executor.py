@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from assay.core.ratelimit import LimiterSlots
-from assay.errors import AssayError
+from assay.errors import AssayError, UsageError
 
 __all__ = ["RayExecutor", "RemoteLimiter", "WorkerLost", "shared_limiter"]
 
@@ -39,8 +39,19 @@ def ensure_ray(address: str | None = None) -> Any:
     if not ray.is_initialized():
         if address is None and not os.environ.get("RAY_ADDRESS"):
             ray.init(include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(address=address, log_to_driver=False)
+            return ray
+        given = address if address is not None else os.environ["RAY_ADDRESS"]
+        where = "--ray-address" if address is not None else "RAY_ADDRESS"
+        try:
+            ray.init(address=given, log_to_driver=False)
+        except (ValueError, ConnectionError) as error:
+            # Ray says "Invalid address format" or that nothing answers; a person needs the fix too.
+            raise UsageError(
+                f"{where} {given!r}: {error}. Give the head node of a running cluster as host:port "
+                "(`ray start --head` prints it), `auto` for the cluster on this machine, or leave it out "
+                "to start a local cluster",
+                where,
+            ) from None
     return ray
 
 
@@ -63,8 +74,14 @@ def _worker_actor_class(ray: Any) -> Any:
     class UnitWorkerActor:
         """Holds one kind-specific worker (adapter, pools, decoders) for its whole life."""
 
-        def __init__(self, factory: Callable[..., Any], arguments: Sequence[Any]) -> None:
+        def __init__(self, factory: Callable[..., Any], arguments: Sequence[Any], driver_cwd: str) -> None:
             from assay.core.ratelimit import set_limiter_factory
+
+            # Relative paths a user typed (`--eval-dir eval`, an adapter file, an adapter command)
+            # mean what they mean where the driver runs; on a node without that folder they stay as
+            # they are. The actor owns its process, so changing its directory touches nothing else.
+            if os.path.isdir(driver_cwd):
+                os.chdir(driver_cwd)
 
             # Every worker of the cluster shares one limiter per endpoint (429s slow them all).
             set_limiter_factory(lambda endpoint, maximum: shared_limiter(endpoint, maximum))
@@ -147,7 +164,10 @@ class RayExecutor:
         self._ray = ray
         actor_class = _worker_actor_class(ray)
         arguments = list(factory_arguments)
-        self._pool = _Pool(lambda: actor_class.remote(worker_factory, arguments), workers, groups_per_worker)
+        driver_cwd = os.getcwd()
+        self._pool = _Pool(
+            lambda: actor_class.remote(worker_factory, arguments, driver_cwd), workers, groups_per_worker
+        )
         self._remainder = remainder or (lambda group, received: group)
         self._reschedules = reschedules
         self._deaths = _death_errors(ray)

@@ -31,6 +31,10 @@ from assay.video.observe import (
 DURATION_SLACK_S = 0.05
 
 
+def _nothing() -> None:
+    pass
+
+
 @dataclass(frozen=True)
 class RunOptions:
     eval_dir: Path
@@ -337,7 +341,7 @@ class VideoRun:
                 await self._checkpoint.drain()
             return results
         if remote is not None:
-            await self._store_remote(trial, remote, work, store)
+            await self._store_remote(trial, remote, work, order, results)
             return results
         evaluator = await evaluators.get()
 
@@ -359,8 +363,9 @@ class VideoRun:
         """The result of one observation (raises SampleAbort to stop a fail-fast run)."""
         return self._judging.judged(observation)
 
-    async def _store_remote(self, trial: int, remote: Any, work: Sequence[tuple[Target, list[Sample]]], store: Any) -> None:
-        """Journal and show a remotely run case's results as they stream in; re-raise its abort."""
+    async def _store_remote(self, trial: int, remote: Any, work: Sequence[tuple[Target, list[Sample]]], order: Any, results: Any) -> None:
+        """Show a remotely run case's results, each once durable (they were journaled on arrival,
+        see `_journaled_on_arrival`); re-raise its abort."""
         targets = {target.id: target for target, _ in work}
         total = sum(len(samples) for _, samples in work)
         done = 0
@@ -368,19 +373,41 @@ class VideoRun:
             async for item in remote:
                 if isinstance(item, BaseException):
                     raise item
-                result, pixels = item
-                durable = store(targets[result.target], result, pixels)
-                done += 1
-                self.listener.sample_completed(trial, done, total)
+                result, durable = item
                 if durable is not None:
                     await durable
+                target = targets[result.target]
+                results[(target.index, result.sample_index)] = result
+                order.add(target.index, result)
+                done += 1
+                self.listener.sample_completed(trial, done, total)
         finally:
             if self._checkpoint is not None:
                 await self._checkpoint.drain()
 
+    async def _journaled_on_arrival(self, trial: int, stream: Any) -> Any:
+        """A remote case's results, each journaled (and its failure saved) the moment it reaches this
+        process, then handed on with the future of its durability.
+
+        Cases run side by side on the workers but are shown one after another, so a later case's
+        results may wait here a long time; journaling them only when shown would lose them all to a
+        Ctrl-C or a kill in that wait."""
+        try:
+            async for item in stream:
+                if isinstance(item, BaseException):
+                    yield item
+                    continue
+                result, pixels = item
+                if self.options.save_failures and result.status in ("failed", "error"):
+                    self._save_failure(trial, result, pixels)
+                durable = self._checkpoint.submit(trial, result, _nothing) if self._checkpoint is not None else None
+                yield result, durable
+        finally:
+            await stream.aclose()  # stops the workers' calls for this case when the run stops early
+
     def _start_remote_cases(self, trial: int) -> dict[str, Any]:
         """Ship every case with work to the executor at once, so cases spread over its workers;
-        their results wait at this process until the case's turn to be shown (display order)."""
+        their results are journaled as they arrive and shown when the case's turn comes."""
         from assay.core.executor import StartedStream
 
         streams: dict[str, Any] = {}
@@ -388,7 +415,8 @@ class VideoRun:
             _, pending = self._pending(trial, case)
             work = [(target, todo) for target, todo, _ in pending if todo]
             if work:
-                streams[case.name] = StartedStream(self._unit_executor.stream(CaseWork(trial, case, work)))
+                remote = self._unit_executor.stream(CaseWork(trial, case, work))
+                streams[case.name] = StartedStream(self._journaled_on_arrival(trial, remote))
         return streams
 
     # -- trials -------------------------------------------------------------------------------
