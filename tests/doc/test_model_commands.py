@@ -81,7 +81,7 @@ def test_model_methods_need_explicit_enabling_before_anything_else(suite, fake_o
         config["methods"][key] = block
     suite.config_path.write_text(json.dumps(config))
     result = invoke(command, env=env_for(fake_openai))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.strip() == f"Execution failed: {command} requires methods.{key}.enabled=true"
     assert fake_openai.requests == [] and not suite.results.exists()
 
@@ -100,12 +100,12 @@ def test_missing_model_flags_are_reported_after_the_gate(suite):
 )
 def test_provider_and_effort_are_validated(suite, fake_openai, extra, message):
     result = coverage(fake_openai, *extra)
-    assert result.exit_code == 1 and message in result.stderr and fake_openai.requests == []
+    assert result.exit_code == 2 and message in result.stderr and fake_openai.requests == []
 
 
 def test_without_an_endpoint_nothing_is_called(suite):
     result = invoke("judge-coverage", "--case", "case-one", "--candidate", "candidates/good.md", *MODEL_ARGS)
-    assert result.exit_code == 1 and "no judge endpoint configured" in result.stderr
+    assert result.exit_code == 2 and "no judge endpoint configured" in result.stderr
 
 
 # ---- generate ------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_generate_writes_the_candidate_and_records_the_call(suite, fake_openai):
 def test_generate_with_empty_output_fails_closed(suite, fake_openai):
     fake_openai.enqueue(chat_reply("   "))
     result = invoke("generate", "--case", "case-one", *MODEL_ARGS, "--run-id", "gen-1", env=env_for(fake_openai))
-    assert result.exit_code == 1 and "output was empty" in result.stderr
+    assert result.exit_code == 2 and "output was empty" in result.stderr
     assert not (suite.results / "gen-1" / "manifest.json").exists()
 
 
@@ -234,16 +234,34 @@ def _wrong_model(answer):
 def test_coverage_judge_output_failures_leave_no_manifest(suite, fake_openai, tweak, message):
     fake_openai.respond_with(judge_responder("pointwise", tweak=tweak))
     result = coverage(fake_openai)
-    assert result.exit_code == 1 and message in result.stderr, result.stderr
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
     run_dir = suite.results / "cov-1"
     assert not (run_dir / "manifest.json").exists()
     assert (run_dir / "judge-response.json").exists()  # the raw answer is kept for diagnosis
 
 
+@pytest.mark.parametrize("command", ["judge-coverage", "judge-pairwise"])
+def test_a_reply_that_is_not_json_says_where_the_raw_reply_was_saved(suite, fake_openai, command):
+    reply = "Sorry, I can only answer in prose today."
+    if command == "judge-coverage":
+        fake_openai.respond_with(judge_responder("pointwise", tweak=lambda answer: reply))
+        result = coverage(fake_openai, run_id="bad-1")
+    else:
+        fake_openai.respond_with(judge_responder("pairwise", tweak=lambda answer: reply))
+        result = pairwise(fake_openai, run_id="bad-1")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "Execution failed: model output was not valid JSON; "
+        "the raw reply is saved in evals/results/bad-1/judge-response.json"
+    )
+    saved = json.loads((suite.results / "bad-1" / "judge-response.json").read_text())
+    assert saved["calls"][-1]["text"] == reply
+
+
 def test_coverage_http_500_is_retried_then_fails_closed(suite, fake_openai):
     fake_openai.enqueue(error_reply(500, "upstream down"), error_reply(500, "upstream down"))
     result = coverage(fake_openai)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "judge endpoint failed after 2 attempt(s): HTTP 500: upstream down" in result.stderr
     assert len(fake_openai.chat_requests) == 2
     assert not (suite.results / "cov-1" / "manifest.json").exists()
@@ -257,14 +275,14 @@ def test_coverage_canonicalised_items_are_validated_again(suite, fake_openai):
     )
     fake_openai.respond_with(judge_responder("pointwise"))
     result = coverage(fake_openai)
-    assert result.exit_code == 1 and "canonicalized pointwise result failed schema validation" in result.stderr
+    assert result.exit_code == 2 and "canonicalized pointwise result failed schema validation" in result.stderr
 
 
 def test_coverage_prompt_without_versions_is_refused(suite, fake_openai):
     (suite.evals / "bare.md").write_text("Judge {{ candidate }}\n")
     suite.update_config(prompt_templates={"pointwise_judge": "bare.md"})
     result = coverage(fake_openai)
-    assert result.exit_code == 1 and "Could not find Prompt version in prompt" in result.stderr
+    assert result.exit_code == 2 and "Could not find Prompt version in prompt" in result.stderr
     assert fake_openai.requests == []
 
 
@@ -374,7 +392,7 @@ def _numeric_seed(answer):
 def test_pairwise_echo_and_schema_failures_leave_no_manifest(suite, fake_openai, tweak, message):
     fake_openai.respond_with(judge_responder("pairwise", tweak=tweak))
     result = pairwise(fake_openai)
-    assert result.exit_code == 1 and message in result.stderr, result.stderr
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
     assert not (suite.results / "pair-1" / "manifest.json").exists()
 
 
@@ -386,7 +404,7 @@ def test_pairwise_seed_echo_accepts_a_number(suite, fake_openai):
 @pytest.mark.parametrize("seed", ["abc", "1.5", "12abc", "9007199254740993"])
 def test_pairwise_seed_must_be_a_safe_integer(suite, fake_openai, seed):
     result = pairwise(fake_openai, seed=seed)
-    assert result.exit_code == 1 and "--seed must be" in result.stderr and fake_openai.requests == []
+    assert result.exit_code == 2 and "--seed must be" in result.stderr and fake_openai.requests == []
 
 
 def test_pairwise_requires_every_flag(suite, fake_openai):

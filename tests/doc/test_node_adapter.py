@@ -91,20 +91,73 @@ def test_adapter_stdout_logging_does_not_break_the_protocol(suite):
     assert "grading on stdout must not break the protocol" not in result.stdout
 
 
-def test_a_throwing_hook_reports_its_message(suite):
+def test_a_throwing_hook_reports_its_error_name_message_and_adapter_line(suite):
     (suite.evals / "full_adapter.mjs").write_text(
         "export const gradeCandidate = () => { throw new Error('boom from js'); };\n"
         "export const renderReport = () => 'x';\n"
     )
     result = invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md", "--run-id", "r")
-    assert result.exit_code == 1
-    assert result.stderr.strip() == "Execution failed: gradeCandidate failed: boom from js"
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "Execution failed: gradeCandidate failed: Error: boom from js (full_adapter.mjs:1)"
+
+
+def _line_of(path, text):
+    return next(number for number, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_the_generic_javascript_adapter_names_its_own_line_when_a_fixture_is_wrong(tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert invoke("init").exit_code == 0
+    assert invoke("scaffold-case", "--case", "first").exit_code == 0
+    expected = tmp_path / "evals" / "cases" / "first" / "expected-items.json"
+    expected.write_text(json.dumps({"items": {"id": "not-a-list"}}))
+    (tmp_path / "c.md").write_text("anything")
+    result = invoke("run-case", "--case", "first", "--candidate", "c.md", "--run-id", "r")
+    line = _line_of(tmp_path / "evals" / "adapter.mjs", "items.map(")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"Execution failed: gradeCandidate failed: TypeError: items.map is not a function (adapter.mjs:{line})"
+    )
+
+
+def test_the_javascript_location_is_the_innermost_frame_in_the_adapter_file(suite):
+    (suite.evals / "helper.mjs").write_text("export const parse = (text) =>\n  JSON.parse(text);\n")
+    (suite.evals / "full_adapter.mjs").write_text(
+        'import { parse } from "./helper.mjs";\n'
+        "\n"
+        "const items = () =>\n"
+        "  parse('{broken');\n"
+        "export const gradeCandidate = () => items();\n"
+        "export const renderReport = () => 'x';\n"
+    )
+    result = invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md", "--run-id", "r")
+    assert result.exit_code == 2
+    assert result.stderr.strip().startswith("Execution failed: gradeCandidate failed: SyntaxError: ")
+    assert result.stderr.strip().endswith(" (full_adapter.mjs:4)")
+
+
+def test_a_thrown_non_error_is_reported_as_it_was_thrown(tmp_path):
+    module = tmp_path / "m.mjs"
+    module.write_text("export const fail = () => {\n  throw 'plain words';\n};\n")
+
+    async def go():
+        bridge = await NodeModuleBridge.start(module)
+        try:
+            with pytest.raises(NodeHookError) as raised:
+                await bridge.call("fail", [])
+        finally:
+            await bridge.close()
+        return raised.value
+
+    error = asyncio.run(go())
+    assert (str(error), error.name, error.location) == ("plain words", "", None)
 
 
 def test_a_module_that_fails_to_import_is_named(suite):
     (suite.evals / "full_adapter.mjs").write_text("export const x = ;\n")
     result = invoke("validate-fixtures")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert f"failed to load adapter module from {suite.evals / 'full_adapter.mjs'}: " in result.stderr
 
 

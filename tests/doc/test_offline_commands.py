@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -30,12 +31,25 @@ def test_init_writes_the_generic_suite_relative_to_the_cwd(tmp_path, monkeypatch
     assert "gradeCandidate" in (tmp_path / "evals" / "adapter.mjs").read_text()
 
 
+def test_init_outside_a_repository_writes_the_suite_and_warns_with_the_fix(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("init")
+    assert result.exit_code == 0 and "Wrote evals/eval-kit.config.json" in result.stdout
+    warning = result.stderr.strip()
+    assert warning.startswith(f"Warning: {tmp_path} is not inside a git repository")
+    assert "no repository root" in warning and f"run `git init` in {tmp_path}" in warning
+    assert "no repository root" in invoke("doctor").stderr  # what the warning predicted
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)  # the fix the warning names
+    assert invoke("doctor").exit_code == 0
+    assert invoke("init", "--force").stderr == ""
+
+
 def test_init_refuses_to_overwrite_even_in_dry_run_and_force_overwrites(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert invoke("init").exit_code == 0
     for args in (["init"], ["init", "--dry-run"]):
         refused = invoke(*args)
-        assert refused.exit_code == 1
+        assert refused.exit_code == 2
         assert "refusing to overwrite existing files: evals/eval-kit.config.json, evals/adapter.mjs" in refused.stderr
     forced = invoke("init", "--force")
     assert forced.exit_code == 0 and "Overwrote evals/adapter.mjs" in forced.stdout
@@ -47,7 +61,7 @@ def test_init_dry_run_writes_nothing_and_unknown_suite_fails(tmp_path, monkeypat
     assert dry.exit_code == 0 and "Would write evals/results/.gitignore" in dry.stdout
     assert not (tmp_path / "evals").exists()
     unknown = invoke("init", "--suite", "fancy")
-    assert unknown.exit_code == 1
+    assert unknown.exit_code == 2
     assert "unsupported suite fancy; supported suites: generic" in unknown.stderr
 
 
@@ -65,7 +79,7 @@ def test_init_python_adapter_suite_passes_doctor_and_grades(tmp_path, monkeypatc
 def test_scaffold_case_checks_the_id_before_loading_the_config(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no config here at all
     result = invoke("scaffold-case", "--case", "../x")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.strip() == "Execution failed: case id must be an id, not a path"
 
 
@@ -79,7 +93,7 @@ def test_scaffold_case_writes_the_starter_files(suite):
     items = json.loads((case_dir / "expected-items.json").read_text())["items"]
     assert items[0]["required_text"] == "replace this required text"
     assert "Wrote evals/cases/new-case/case-manifest.json" in result.stdout
-    assert invoke("scaffold-case", "--case", "new-case").exit_code == 1
+    assert invoke("scaffold-case", "--case", "new-case").exit_code == 2
 
 
 def test_doctor_passes_and_removes_its_probe(suite):
@@ -93,7 +107,7 @@ def test_doctor_passes_and_removes_its_probe(suite):
 def test_doctor_stops_at_a_duplicate_case_id(suite):
     suite.add_case("case-one", directory="copy-of-one")
     result = invoke("doctor")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert (
         "duplicate case id case-one: cases/case-one/case-manifest.json and cases/copy-of-one/case-manifest.json"
         in result.stderr
@@ -104,11 +118,11 @@ def test_doctor_stops_at_a_duplicate_case_id(suite):
 def test_doctor_reports_missing_artifacts_and_missing_judge_endpoint(suite):
     (suite.evals / "cases" / "case-one" / "input.md").unlink()
     missing = invoke("doctor")
-    assert missing.exit_code == 1 and "not found: evals/cases/case-one/input.md" in missing.stderr
+    assert missing.exit_code == 2 and "not found: evals/cases/case-one/input.md" in missing.stderr
     suite.add_case("case-one")
     suite.enable("judge_coverage")
     no_endpoint = invoke("doctor", env={"ASSAY_JUDGE_BASE_URL": "", "OPENAI_BASE_URL": ""})
-    assert no_endpoint.exit_code == 1 and "no judge endpoint is configured" in no_endpoint.stderr
+    assert no_endpoint.exit_code == 2 and "no judge endpoint is configured" in no_endpoint.stderr
     ok = invoke("doctor", env={"ASSAY_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"})
     assert ok.exit_code == 0 and "judge endpoint configured for judge_coverage" in ok.stdout
 
@@ -136,9 +150,10 @@ def test_validate_fixtures_succeeds_then_fails_on_hook_and_missing_manifest(suit
     manifest["artifacts"] = [a for a in manifest["artifacts"] if a["role"] != "grader_input"]
     manifest_path.write_text(json.dumps(manifest))
     hook = invoke("validate-fixtures")
-    assert hook.exit_code == 1
+    assert hook.exit_code == 2
     assert hook.stderr.strip() == (
-        "Execution failed: validate_fixtures failed: cases/case-one/case-manifest.json has no grader_input"
+        "Execution failed: validate_fixtures failed: ValueError: cases/case-one/case-manifest.json has no grader_input"
+        " (full_adapter.py:120)"
     )
     suite.update_config(case_manifests=["cases/ghost/case-manifest.json"])
     ghost = invoke("validate-fixtures")
@@ -156,10 +171,50 @@ def test_validate_fixtures_reports_schema_failures_with_the_manifest_label(suite
     )
 
 
+def test_a_broken_expected_items_file_fails_doctor_and_validate_fixtures_as_run_case_does(suite):
+    (suite.evals / "cases" / "case-one" / "expected-items.json").write_text('{"items": [{"id": "goal",')
+    graded = invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md", "--run-id", "r")
+    message = graded.stderr.strip()
+    assert graded.exit_code == 2
+    assert message.startswith("Execution failed: case case-one grader_input expected-items.json is not valid JSON: ")
+    validated = invoke("validate-fixtures")
+    assert validated.exit_code == 2 and validated.stderr.strip() == message
+    checked = invoke("doctor")
+    assert checked.exit_code == 2 and checked.stderr.strip() == message
+    assert "Doctor passed" not in checked.stdout
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("missing", "case case-one artifact expected-items.json not found: evals/cases/case-one/expected-items.json"),
+        (
+            "clash",
+            "case case-one grader_input expectedItems.json and expected-items.json both map to key expectedItems",
+        ),
+        ("candidate-text", "case case-one grader_input candidate-text.json would replace candidateText"),
+    ],
+)
+def test_validate_fixtures_refuses_grader_inputs_run_case_would_refuse(suite, damage, message):
+    case_dir = suite.evals / "cases" / "case-one"
+    manifest = json.loads((case_dir / "case-manifest.json").read_text())
+    if damage == "missing":
+        (case_dir / "expected-items.json").unlink()
+    else:
+        name = {"clash": "expectedItems.json", "candidate-text": "candidate-text.json"}[damage]
+        (case_dir / name).write_text("{}")
+        manifest["artifacts"].append({"role": "grader_input", "path": name})
+    (case_dir / "case-manifest.json").write_text(json.dumps(manifest))
+    graded = invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md", "--run-id", "r")
+    assert graded.exit_code == 2 and message in graded.stderr
+    validated = invoke("validate-fixtures")
+    assert validated.exit_code == 2 and validated.stderr == graded.stderr
+
+
 def test_config_errors_use_the_loading_prefix(suite):
     suite.config_path.write_text("{broken")
     result = invoke("validate-fixtures")
-    assert result.exit_code == 1 and result.stderr.startswith("Error loading config: config ")
+    assert result.exit_code == 2 and result.stderr.startswith("Error loading config: config ")
 
 
 @pytest.mark.parametrize(
@@ -171,9 +226,9 @@ def test_config_errors_use_the_loading_prefix(suite):
         (["run-case", "--bogus", "1"], "Error parsing arguments: unknown option --bogus"),
     ],
 )
-def test_argument_errors_are_one_line_with_exit_1(suite, args, message):
+def test_argument_errors_are_one_line_with_exit_2(suite, args, message):
     result = invoke(*args)
-    assert result.exit_code == 1 and result.stderr.strip() == message
+    assert result.exit_code == 2 and result.stderr.strip() == message
 
 
 def test_last_occurrence_of_a_repeated_flag_wins(suite):

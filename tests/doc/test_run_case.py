@@ -72,7 +72,7 @@ def test_invalid_grades_fail_closed_without_a_manifest(suite):
         "def render_report(report):\n    return 'x'\n"
     )
     result = run_case()
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "grades failed schema validation: /verdict must be equal to one of the allowed values" in result.stderr
     assert not (suite.results / "run-1" / "manifest.json").exists()
 
@@ -84,7 +84,10 @@ def test_failed_rerun_removes_the_old_manifest(suite):
         "def render_report(report):\n    return 'x'\n"
     )
     result = run_case()
-    assert result.exit_code == 1 and result.stderr.strip() == "Execution failed: grade_candidate failed: grader broke"
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "Execution failed: grade_candidate failed: RuntimeError: grader broke (full_adapter.py:2)"
+    )
     assert not (suite.results / "run-1" / "manifest.json").exists()
 
 
@@ -119,7 +122,7 @@ def test_legacy_grader_and_reporter_maps_are_used_without_an_adapter(suite):
 def test_candidates_must_exist_inside_the_repo(suite, tmp_path, candidate, message):
     (tmp_path / "outside.md").write_text("ship the importer, no new services")
     result = run_case(candidate)
-    assert result.exit_code == 1 and message in result.stderr
+    assert result.exit_code == 2 and message in result.stderr
 
 
 def test_absolute_candidate_outside_the_repo_and_symlink_escape_are_refused(suite, tmp_path):
@@ -135,19 +138,19 @@ def test_absolute_candidate_outside_the_repo_and_symlink_escape_are_refused(suit
 @pytest.mark.parametrize("run_id", ["../escape", "a/b", ".hidden", "run\n"])
 def test_unsafe_run_ids_are_refused(suite, run_id):
     result = run_case(run_id=run_id)
-    assert result.exit_code == 1 and "run id must be an id, not a path" in result.stderr
+    assert result.exit_code == 2 and "run id must be an id, not a path" in result.stderr
     assert not (suite.evals / "escape").exists()
 
 
 def test_case_id_with_a_trailing_newline_is_refused(suite):
     result = run_case(case="case-one\n")
-    assert result.exit_code == 1 and "case id must be an id, not a path" in result.stderr
+    assert result.exit_code == 2 and "case id must be an id, not a path" in result.stderr
 
 
 def test_disabled_method_fails_on_the_gate_before_argument_checks(suite):
     suite.update_config(methods={"deterministic": {"enabled": False}})
     result = invoke("run-case")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.strip() == "Execution failed: run-case is disabled by methods.deterministic.enabled=false"
     suite.update_config(methods={})
     missing = invoke("run-case", "--case", "case-one")
@@ -183,5 +186,62 @@ def test_report_artifact_outside_the_run_dir_is_refused(suite):
         "    return {'report_content': 'x', 'case_ids': [], 'artifacts': [{'role': 'leak', 'path': '../run-1/grades.json'}]}\n"
     )
     result = invoke("report", "--run-id", "r")
-    assert result.exit_code == 1 and "escapes" in result.stderr
+    assert result.exit_code == 2 and "escapes" in result.stderr
     assert not (suite.results / "r" / "manifest.json").exists()
+
+
+def _line_of(path, text):
+    return next(number for number, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_an_adapter_exception_names_its_type_message_and_adapter_line(tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert invoke("init", "--adapter-language", "python").exit_code == 0
+    assert invoke("scaffold-case", "--case", "first").exit_code == 0
+    expected = tmp_path / "evals" / "cases" / "first" / "expected-items.json"
+    expected.write_text(json.dumps({"items": [{"id": "no-text"}]}))  # the generic adapter needs required_text
+    (tmp_path / "c.md").write_text("anything")
+    result = invoke("run-case", "--case", "first", "--candidate", "c.md", "--run-id", "r")
+    line = _line_of(tmp_path / "evals" / "adapter.py", 'item["required_text"] in')
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"Execution failed: grade_candidate failed: KeyError: 'required_text' (adapter.py:{line})"
+    )
+
+
+def test_the_location_is_the_innermost_line_in_the_adapter_file_not_a_library_frame(suite):
+    (suite.evals / "helper.py").write_text("import json\n\n\ndef parse(text):\n    return json.loads(text)\n")
+    (suite.evals / "full_adapter.py").write_text(
+        "import helper\n"
+        "\n"
+        "def _items(grade):\n"
+        "    return helper.parse('{broken')\n"
+        "\n"
+        "def grade_candidate(grade):\n"
+        "    return _items(grade)\n"
+        "\n"
+        "def render_report(report):\n"
+        "    return 'x'\n"
+    )
+    result = run_case()
+    assert result.exit_code == 2
+    assert result.stderr.strip().startswith("Execution failed: grade_candidate failed: JSONDecodeError: Expecting")
+    assert result.stderr.strip().endswith(" (full_adapter.py:4)")
+
+
+def test_a_red_verdict_exits_1_and_a_broken_eval_exits_2(suite):
+    assert run_case("candidates/bad.md", "red").exit_code == 1
+    broken = {
+        "usage": invoke("run-case", "--case", "case-one", "--bogus"),
+        "missing argument": invoke("run-case", "--case", "case-one"),
+        "missing candidate": run_case("candidates/absent.md"),
+        "unknown case": run_case(case="nope"),
+    }
+    (suite.repo / "blocker").write_text("a file, so no directory can be made under it")
+    broken["red, but the JUnit report cannot be written"] = invoke(
+        "run-case", "--case", "case-one", "--candidate", "candidates/bad.md", "--junit", "blocker/report.xml"
+    )
+    suite.config_path.write_text("{broken")
+    broken["config"] = run_case()
+    assert {name: result.exit_code for name, result in broken.items()} == dict.fromkeys(broken, 2)

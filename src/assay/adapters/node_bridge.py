@@ -20,11 +20,19 @@ BRIDGE_SCRIPT = Path(__file__).resolve().parent / "node" / "bridge.mjs"
 
 
 class NodeHookError(AdapterError):
-    """An exported function threw (or rejected); the message is the JavaScript error's message."""
+    """An exported function threw (or rejected); the message is the JavaScript error's message.
 
-    def __init__(self, message: str, stack: str = "") -> None:
+    `name` is the error's class (`TypeError`; empty when a non-Error was thrown) and `location` the
+    innermost `{file, line, column}` of the stack that lies in the served module, or None.
+    """
+
+    def __init__(
+        self, message: str, stack: str = "", *, name: str = "", location: Mapping[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.stack = stack
+        self.name = name
+        self.location = dict(location) if location else None
 
 
 def find_node() -> str:
@@ -74,12 +82,18 @@ class NodeModuleBridge:
         return cls(process, module_path, [str(name) for name in exports], str(loaded.get("nodeVersion") or ""))
 
     async def call(self, export: str, args: Sequence[Any]) -> Any:
-        """Await `module[export](...args)`; a throw becomes `NodeHookError` with the JS message."""
+        """Await `module[export](...args)`; a throw becomes `NodeHookError` with the JS name, message and place."""
         reply = await self._process.request("call", {"export": export, "args": list(args)})
         if not isinstance(reply, dict) or "ok" not in reply:
             raise AdapterRuntimeError(f"node bridge sent a malformed reply for {export}")
         if not reply["ok"]:
-            raise NodeHookError(str(reply.get("error", "")), str(reply.get("stack", "")))
+            location = reply.get("location")
+            raise NodeHookError(
+                str(reply.get("error", "")),
+                str(reply.get("stack", "")),
+                name=str(reply.get("name") or ""),
+                location=location if isinstance(location, dict) else None,
+            )
         return reply.get("value")
 
     async def close(self) -> None:

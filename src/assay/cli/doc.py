@@ -1,6 +1,6 @@
 """`assay doc`: eval-kit-compatible document evals (init, doctor, run-case, model judges, report).
 
-Every failure prints one line to stderr with its stage prefix and exits 1, as eval-kit does.
+Every failure prints one line to stderr with its stage prefix and exits 2; only a red verdict exits 1.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Any, Callable, Coroutine, NoReturn, Optional
 import typer
 from typer.core import TyperCommand
 
+from assay.errors import EXIT_ERROR, EXIT_GATE_FAILED
+
 try:  # recent typer ships its own copy of click; its errors are not click's classes
     from typer._click import exceptions as click_errors
 except ImportError:  # pragma: no cover - typer releases that use click itself
@@ -22,7 +24,9 @@ except ImportError:  # pragma: no cover - typer releases that use click itself
 
 __all__ = ["doc_app"]
 
-EXIT_FAILURE = 1
+# eval-kit exits 1 for everything; CI needs "the candidate is bad" (red) apart from "the eval is broken".
+EXIT_RED_VERDICT = EXIT_GATE_FAILED
+EXIT_FAILURE = EXIT_ERROR
 
 doc_app = typer.Typer(
     help="Document evals: eval-kit suites (config, cases, adapters, deterministic grading, model judges).",
@@ -158,7 +162,7 @@ def init_command(
     dry_run: bool = DryRunOption,
     force: bool = ForceOption,
 ) -> None:
-    from assay.doc.bootstrap import init_suite
+    from assay.doc.bootstrap import init_suite, missing_repository_warning
     from assay.errors import AssayError
 
     try:
@@ -173,6 +177,10 @@ def init_command(
         _fail("Execution failed", error)
     for line in lines:
         typer.echo(line)
+    # The files are still written (eval-kit's init never refused), but the fix is named now.
+    warning = missing_repository_warning(Path.cwd())
+    if warning:
+        typer.echo(warning, err=True)
 
 
 @_command("scaffold-case", "Write a starter case (manifest, input, expected items, rubric) under cases.root.")
@@ -253,7 +261,7 @@ def run_case_command(
     result = _run(run_case(suite, case_id=case, candidate=candidate, run_id=run_id or None))
     typer.echo(f"Verdict: {result.verdict}")
     typer.echo(f"Results: {suite.resolver.relative_to_repo(result.result_dir)}")
-    failed = result.verdict == "red"
+    exit_code = EXIT_RED_VERDICT if result.verdict == "red" else 0
     if junit:
         from assay.core.report.junit import write_junit
         from assay.doc.units import run_case_junit_suites
@@ -262,13 +270,13 @@ def run_case_command(
             write_junit(Path(junit), run_case_junit_suites(result))
         except OSError as error:
             typer.echo(f"Error: could not write JUnit report {junit}: {error}", err=True)
-            failed = True
+            exit_code = EXIT_FAILURE  # a missing report is a broken run, whatever the verdict
     _record(lambda: _units().run_case_record(
         result, result.result_dir / "cases" / result.case_id / "candidate.md",
         {"case": case, "candidate": candidate, "run_id": run_id, "config": config},
     ))
-    if failed:
-        raise typer.Exit(EXIT_FAILURE)
+    if exit_code:
+        raise typer.Exit(exit_code)
 
 
 def _units() -> Any:

@@ -8,8 +8,11 @@ from __future__ import annotations
 import hashlib
 import inspect
 import itertools
+import os
 import sys
+import traceback
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Protocol
 
 from assay.adapters.loading import exec_module_file
@@ -17,7 +20,14 @@ from assay.doc.config import DocSuite
 from assay.doc.hooks import HOOKS, RESOLVER_MARKER, Hook
 from assay.errors import AdapterError, AssayError
 
-__all__ = ["DocAdapter", "JAVASCRIPT_SUFFIXES", "NodeDocAdapter", "PythonDocAdapter", "open_adapter"]
+__all__ = [
+    "DocAdapter",
+    "JAVASCRIPT_SUFFIXES",
+    "NodeDocAdapter",
+    "PythonDocAdapter",
+    "describe_hook_failure",
+    "open_adapter",
+]
 
 JAVASCRIPT_SUFFIXES = (".mjs", ".js")
 RESOLVER_HELPERS = Path(__file__).resolve().parent / "node" / "resolver.mjs"
@@ -42,6 +52,27 @@ class DocAdapter(Protocol):
 
 def _hook(hook: Hook | str) -> Hook:
     return HOOKS[hook] if isinstance(hook, str) else hook
+
+
+def describe_hook_failure(type_name: str, message: str, file: str | None = None, line: int | None = None) -> str:
+    """`KeyError: 'required_text' (adapter.py:12)`: what was thrown and where in the adapter.
+
+    The location is the adapter file's own line, not the library or assay frame that raised, because
+    that line is the one the author can change.
+    """
+    text = f"{type_name}: {message}" if type_name and message else type_name or message or "unknown error"
+    if file and line:
+        text += f" ({os.path.basename(file)}:{line})"
+    return text
+
+
+def _innermost_line_in(trace: TracebackType | None, path: Path) -> int | None:
+    target = os.path.realpath(path)
+    found = None
+    for frame in traceback.extract_tb(trace):  # outermost first, so the last match is the innermost
+        if frame.filename == str(path) or os.path.realpath(frame.filename) == target:
+            found = frame.lineno
+    return found
 
 
 class PythonDocAdapter:
@@ -86,7 +117,9 @@ class PythonDocAdapter:
         except AssayError:
             raise
         except Exception as error:  # the adapter's own failure, reported with the hook's name
-            raise AdapterError(f"{export} failed: {error}") from error
+            line = _innermost_line_in(error.__traceback__, self.path)
+            described = describe_hook_failure(type(error).__name__, str(error), str(self.path), line)
+            raise AdapterError(f"{export} failed: {described}") from error
         return result
 
     async def aclose(self) -> None:
@@ -135,7 +168,9 @@ class NodeDocAdapter:
         try:
             return await self.bridge.call(export, payload)
         except NodeHookError as error:
-            raise AdapterError(f"{export} failed: {error}") from error
+            location = error.location or {}
+            described = describe_hook_failure(error.name, str(error), location.get("file"), location.get("line"))
+            raise AdapterError(f"{export} failed: {described}") from error
 
     async def aclose(self) -> None:
         await self.bridge.close()

@@ -11,11 +11,19 @@ from pathlib import Path
 
 from assay.core.fsutil import write_atomically
 from assay.doc.artifacts import dump_json
-from assay.doc.config import DocSuite
+from assay.doc.config import DEFAULT_CONFIG_PATH, DocSuite, find_repo_root
 from assay.doc.paths import assert_safe_id, contained_path, relative_posix
-from assay.errors import UsageError
+from assay.errors import ConfigError, UsageError
 
-__all__ = ["ADAPTER_LANGUAGES", "PlannedFile", "init_suite", "plan_case", "plan_suite", "write_planned"]
+__all__ = [
+    "ADAPTER_LANGUAGES",
+    "PlannedFile",
+    "init_suite",
+    "missing_repository_warning",
+    "plan_case",
+    "plan_suite",
+    "write_planned",
+]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUPPORTED_SUITES = ("generic",)
@@ -135,3 +143,21 @@ def init_suite(
     if not dry_run:
         lines.append("Next: run `assay doc doctor` to check the suite.")
     return lines
+
+
+def missing_repository_warning(cwd: Path) -> str | None:
+    """The warning `init` prints when the suite it writes would have no repository root, else None.
+
+    eval-kit let such a suite run with `/` as its root; assay refuses it, so without this warning the
+    user learns it only from the next command, after `init` appeared to succeed.
+    """
+    config_dir = (cwd / DEFAULT_CONFIG_PATH).parent
+    try:
+        find_repo_root(config_dir)
+    except ConfigError:
+        return (
+            f"Warning: {cwd} is not inside a git repository, so every other `assay doc` command will fail "
+            f'with "no repository root found"; run `git init` in {cwd} (or run `assay doc init` inside your '
+            "repository), then `assay doc doctor`."
+        )
+    return None

@@ -172,6 +172,10 @@ def load_grader_inputs(case: ResolvedCase) -> dict[str, Any]:
             )
         try:
             inputs[key] = json.loads(artifact.full_path.read_text(encoding="utf-8"))
+        except OSError as error:
+            raise CaseError(
+                f"case {case.case_id} grader_input {artifact.path} could not be read: {error.strerror or error}"
+            ) from None
         except ValueError as error:
             raise CaseError(f"case {case.case_id} grader_input {artifact.path} is not valid JSON: {error}") from None
         sources[key] = artifact.path

@@ -98,12 +98,12 @@ async def judge_coverage(
             suite.resolver,
         )
         variables = check_vars(await adapter.call(export, hook_input), export, POINTWISE_VARS)
-        log = JudgeCallLog(template.source, template.text)
+        log = JudgeCallLog(bundle, template.source, template.text)
         try:
             async with settings.client() as client:
                 result = await log.ask(client, settings, variables, schema=schema, label="pointwise judge output")
         finally:
-            log_artifacts = log.write(bundle)
+            log_artifacts = log.write()
         expected = {
             "case_id": case.case_id,
             "model": settings.model,

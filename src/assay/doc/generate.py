@@ -50,12 +50,12 @@ async def generate_candidate(
             export, GenerationInput(case.case_id, case.case_dir, case.artifacts, suite.resolver)
         )
     check_vars(variables, export, GENERATION_VARS)
-    log = JudgeCallLog(template.source, template.text)
+    log = JudgeCallLog(bundle, template.source, template.text)
     try:
         async with settings.client() as client:
             text = await log.ask(client, settings, {"case_id": case.case_id, **variables})
     finally:
-        log_artifacts = log.write(bundle)
+        log_artifacts = log.write()
     text = text.strip()
     if not text:
         raise JudgeError("generation output was empty")

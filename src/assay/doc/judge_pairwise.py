@@ -117,7 +117,7 @@ async def judge_pairwise(
     async with adapter_session(suite, adapter_path) as adapter:
         export = require_hook(adapter, "pairwise", "judge-pairwise")
         bundle = open_run(suite, run_id, clock=clock, node_version=adapter.node_version)
-        log = JudgeCallLog(template.source, template.text)
+        log = JudgeCallLog(bundle, template.source, template.text)
         try:
             async with settings.client() as client:
                 for order in orders:
@@ -142,7 +142,7 @@ async def judge_pairwise(
                     _check_echo(output, expected, order)
                     outputs.append(output)
         finally:
-            log_artifacts = log.write(bundle)
+            log_artifacts = log.write()
     winners = [remap_winner(output["winner"], order) for output, order in zip(outputs, orders)]
     if both_orders:
         winner, consistent = combine_order_verdicts(winners[0], winners[1])

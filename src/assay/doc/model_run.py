@@ -86,8 +86,12 @@ def check_vars(variables: Any, hook: str, required: tuple[str, ...]) -> dict[str
 
 @dataclass
 class JudgeCallLog:
-    """Requests and raw responses of one run, written as `judge-request.json` and `judge-response.json`."""
+    """Requests and raw responses of one run, written as `judge-request.json` and `judge-response.json`.
 
+    Callers write the log in a `finally`, so a reply that cannot be read is on disk when its error is shown.
+    """
+
+    bundle: RunBundle
     template_source: str
     template: str
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -104,6 +108,7 @@ class JudgeCallLog:
     ) -> Any:
         """Render, call, record; with `schema`, return the parsed and fully validated JSON, else the text."""
         from assay.judge.client import ChatRequest, parse_json_answer
+        from assay.judge.errors import JudgeError
 
         sent_vars = public_vars(variables)
         prompt = render_template(self.template, sent_vars)
@@ -120,11 +125,16 @@ class JudgeCallLog:
         )
         if schema is None:
             return completion.text
-        return parse_json_answer(completion.text, schema, label)
+        try:
+            return parse_json_answer(completion.text, schema, label)
+        except JudgeError as error:
+            # The message alone cannot show what the model said; point at the kept reply.
+            saved = self.bundle.relative_to_repo(RESPONSE_FILE)
+            raise JudgeError(f"{error}; the raw reply is saved in {saved}") from error
 
-    def write(self, bundle: RunBundle) -> list[tuple[str, str]]:
-        bundle.write_json(
+    def write(self) -> list[tuple[str, str]]:
+        self.bundle.write_json(
             REQUEST_FILE, {"template_source": self.template_source, "template": self.template, "calls": self.requests}
         )
-        bundle.write_json(RESPONSE_FILE, {"calls": self.responses})
+        self.bundle.write_json(RESPONSE_FILE, {"calls": self.responses})
         return [("judge_request", REQUEST_FILE), ("raw_judge_response", RESPONSE_FILE)]

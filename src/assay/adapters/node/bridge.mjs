@@ -1,7 +1,12 @@
 // Serve one JavaScript ES module over assay's NDJSON process protocol: the host calls exports by name.
-// Requests: load {module, helpers?, helperConfig?} -> {exports}; call {export, args} -> {ok, value|error}; close.
+// Requests: load {module, helpers?, helperConfig?} -> {exports}; call {export, args} -> {ok, value} or
+// {ok: false, error, name, stack, location}; close.
+import { realpathSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+// The default of 10 frames can cut the module's own frame off an error thrown deep in a library.
+Error.stackTraceLimit = Math.max(Error.stackTraceLimit, 100);
 
 // Stdout carries protocol messages only; anything the user's module prints goes to stderr.
 const protocolWrite = process.stdout.write.bind(process.stdout);
@@ -11,6 +16,7 @@ for (const name of ["log", "info", "debug"]) {
 }
 
 let userModule = null;
+let moduleUrls = [];
 let markers = new Map();
 let writes = Promise.resolve();
 
@@ -23,6 +29,26 @@ const send = (message) => {
 };
 
 const describe = (error) => (error instanceof Error ? error.message : String(error));
+
+// The innermost stack frame in the served module, so the host can name the author's own line.
+const locate = (stack) => {
+  for (const line of stack.split("\n")) {
+    if (!/^\s+at /.test(line)) continue;
+    for (const url of moduleUrls) {
+      const start = line.indexOf(`${url}:`);
+      if (start === -1) continue;
+      const place = /^:(\d+):(\d+)/.exec(line.slice(start + url.length));
+      if (place) return { file: fileURLToPath(url), line: Number(place[1]), column: Number(place[2]) };
+    }
+  }
+  return null;
+};
+
+const failure = (error) => {
+  const stack = error instanceof Error ? String(error.stack ?? "") : "";
+  const name = error instanceof Error ? String(error.name || error.constructor?.name || "Error") : "";
+  return { ok: false, error: describe(error), name, stack, location: locate(stack) };
+};
 
 // Replace marker strings (e.g. the doc resolver) with live helper objects, anywhere in the arguments.
 const withHelpers = (value) => {
@@ -39,7 +65,14 @@ const load = async ({ module, helpers, helperConfig }) => {
     const helperModule = await import(pathToFileURL(helpers).href);
     markers = new Map(Object.entries(await helperModule.createHelpers(helperConfig ?? {})));
   }
-  userModule = await import(pathToFileURL(module).href);
+  const href = pathToFileURL(module).href;
+  userModule = await import(href);
+  // Node reports a symlinked module's frames under its real path.
+  let realHref = href;
+  try {
+    realHref = pathToFileURL(realpathSync(module)).href;
+  } catch {}
+  moduleUrls = [...new Set([href, realHref])];
   const exports = Object.keys(userModule).filter((name) => typeof userModule[name] === "function");
   return { exports, nodeVersion: process.version };
 };
@@ -52,7 +85,7 @@ const call = async ({ export: name, args }) => {
     const value = await target(...withHelpers(args ?? []));
     return { ok: true, value: value === undefined ? null : value };
   } catch (error) {
-    return { ok: false, error: describe(error), stack: error instanceof Error ? String(error.stack ?? "") : "" };
+    return failure(error);
   }
 };
 
