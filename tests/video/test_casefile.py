@@ -8,7 +8,7 @@ import difflib
 import pytest
 import yaml
 
-from assay.video.casefile import load_roundtrip, rewrite_target_samples
+from assay.video.casefile import load_roundtrip, rewrite_target_samples, set_block_expectations
 
 COMMENTED_CASE = """\
 # Case: kitchen door — top-of-file comment
@@ -223,3 +223,62 @@ def test_roundtrip_load_keeps_comments():
 def test_roundtrip_load_refuses_duplicate_keys_it_would_read_differently():
     with pytest.raises(ValueError, match="duplicate"):
         load_roundtrip("a: 1\na: 2\n")
+
+
+IN_PLACE_CASE = """\
+targets:
+  light:
+    samples:
+      - at: [1, 2]  # porch
+        field: result.colour    # white
+        comment: porch
+      # the door
+      - range: [5, 7]
+        expect: blue  # guessed
+        # by hand
+        comment: door  # open
+"""
+
+
+def test_setting_an_expectation_adds_one_line_and_keeps_every_other_byte():
+    after, refused = set_block_expectations(IN_PLACE_CASE, {("light", 1): "red"})
+    assert refused == frozenset()
+    assert after == IN_PLACE_CASE.replace("# white\n", "# white\n        expect: red\n")
+
+
+def test_replacing_an_expectation_changes_only_its_value():
+    after, refused = set_block_expectations(IN_PLACE_CASE, {("light", 2): {"colour": "green"}})
+    assert refused == frozenset()
+    assert after == IN_PLACE_CASE.replace("expect: blue  # guessed", "expect:\n          colour: green  # guessed")
+    assert set_block_expectations(IN_PLACE_CASE, {("light", 2): "blue"}) == (IN_PLACE_CASE, frozenset())
+
+
+def test_a_comment_inside_a_replaced_value_moves_above_its_block():
+    text = "targets:\n  t:\n    samples:\n      - at: 1\n        expect: [a,  # first\n          b]\n"
+    after, _ = set_block_expectations(text, {("t", 1): "c"})
+    assert after == "targets:\n  t:\n    samples:\n      # first\n      - at: 1\n        expect: c\n"
+
+
+def test_blocks_to_rebuild_keep_their_inner_comments_above_them():
+    after, refused = set_block_expectations(IN_PLACE_CASE, {}, rebuilding=[("light", 1), ("light", 2)])
+    assert refused == frozenset()
+    # `# porch` ends a first line, so it stays where the rewrite picks it up.
+    assert after == IN_PLACE_CASE.replace("      - at: [1, 2]", "      # white\n      - at: [1, 2]").replace(
+        "      # the door\n", "      # the door\n      # guessed\n      # by hand\n      # open\n"
+    )
+
+
+def test_blocks_that_cannot_be_edited_in_place_are_handed_back_for_a_rebuild():
+    flow = "targets:\n  t:\n    samples: [{at: 1}]\n"
+    assert set_block_expectations(flow, {("t", 1): "x"}) == (flow, frozenset({("t", 1)}))
+    anchored = "targets:\n  t:\n    samples:\n      - at: 1\n        expect: &e a\n      - at: 2\n        expect: *e\n"
+    assert set_block_expectations(anchored, {("t", 1): "b"}) == (anchored, frozenset({("t", 1)}))
+    merged = "targets:\n  t:\n    samples:\n      - <<: {at: 1}\n"
+    assert set_block_expectations(merged, {("t", 1): "b", ("ghost", 1): "c"})[1] == {("t", 1), ("ghost", 1)}
+
+
+def test_an_alias_item_is_handed_back_rather_than_edited_where_its_anchor_is():
+    text = "targets:\n  t:\n    samples:\n      - &b\n        at: 1\n  u:\n    samples:\n      - *b\n"
+    after, refused = set_block_expectations(text, {("t", 1): "x", ("u", 1): "x"})
+    assert refused == frozenset({("u", 1)})
+    assert after.count("expect: x") == 1

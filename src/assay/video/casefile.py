@@ -1,6 +1,7 @@
-"""Round-trip reading and surgical rewriting of case files: only rewritten `samples` lists change.
+"""Round-trip reading and surgical rewriting of case files: only rewritten `samples` lists or blocks change.
 
-Everything outside the replaced `samples` sequences stays byte-identical (comments, key order, quoting, anchors).
+Everything outside the replaced `samples` sequences or `expect` entries stays byte-identical (comments, key order,
+quoting, anchors).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
 import yaml
 from ruamel.yaml import YAML
@@ -170,32 +171,30 @@ def _mapping_entry(node: yaml.MappingNode, key: str) -> tuple[yaml.Node, yaml.No
     return found
 
 
-def _content_end(node: yaml.Node) -> tuple[int, int] | None:
-    """(line, index) just past the last real content of a node; empty scalars do not count."""
-    if isinstance(node, yaml.ScalarNode):
-        if node.start_mark.index == node.end_mark.index:
-            return None
-        return node.end_mark.line, node.end_mark.index
-    if getattr(node, "flow_style", False):
-        return node.end_mark.line, node.end_mark.index
+def _content_end(text: str, node: yaml.Node) -> int | None:
+    """Just past the last character of a node's own text; None when it has none (an empty scalar).
+
+    A block scalar's marks run past its trailing line breaks and a block collection's past the
+    comment lines after it, so neither mark says where the text ends.
+    """
+    if isinstance(node, yaml.ScalarNode) or getattr(node, "flow_style", False):
+        start, end = node.start_mark.index, node.end_mark.index
+        while end > start and text[end - 1] in " \t\r\n":
+            end -= 1
+        return end if end > start else None
     children: list[yaml.Node] = []
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             children.extend((key_node, value_node))
     elif isinstance(node, yaml.SequenceNode):
         children.extend(node.value)
-    ends = [end for end in (_content_end(child) for child in children) if end is not None]
-    return max(ends, key=lambda end: end[1]) if ends else None
+    ends = [end for end in (_content_end(text, child) for child in children) if end is not None]
+    return max(ends) if ends else None
 
 
 def _last_content_line(text: str, line_starts: list[int], node: yaml.Node, fallback_line: int) -> int:
-    end = _content_end(node)
-    if end is None:
-        return fallback_line
-    line = _line_of(line_starts, end[1] - 1) if end[1] > 0 else 0
-    while line > fallback_line and not _line_text(text, line_starts, line).strip():
-        line -= 1  # block scalars swallow the blank lines after them
-    return line
+    end = _content_end(text, node)
+    return fallback_line if end is None else _line_of(line_starts, end - 1)
 
 
 def _line_of(line_starts: list[int], index: int) -> int:
@@ -220,11 +219,23 @@ def _line_span(text: str, line_starts: list[int], first_line: int, last_line: in
     return line_starts[first_line], end
 
 
+def _line_end(text: str, index: int) -> int:
+    """The index of the newline ending the line of `index` (or the end of the text)."""
+    newline = text.find("\n", index)
+    return len(text) if newline < 0 else newline
+
+
+def _inline_comment_start(text: str, index: int) -> int | None:
+    """Where the `# ...` that follows `index` on its line starts, if only a comment follows it."""
+    rest = text[index : _line_end(text, index)]
+    stripped = rest.lstrip()
+    return index + len(rest) - len(stripped) if stripped.startswith("#") else None
+
+
 def _inline_comment_after(text: str, index: int) -> str:
     """The `# ...` that follows `index` on its line, if only a comment follows it."""
-    line_end = text.find("\n", index)
-    rest = text[index : len(text) if line_end < 0 else line_end].rstrip("\r")
-    return rest.strip() if rest.strip().startswith("#") else ""
+    start = _inline_comment_start(text, index)
+    return "" if start is None else text[start : _line_end(text, start)].strip()
 
 
 def _newline_style(text: str) -> str:
@@ -255,38 +266,48 @@ def rewrite_target_samples(text: str, new_blocks: Mapping[str, Sequence[Mapping[
     if not new_blocks:
         return text
     root = yaml.compose(text)
-    if not isinstance(root, yaml.MappingNode):
-        raise ValueError("expected a YAML object")
-    targets_entry = _mapping_entry(root, "targets")
-    if targets_entry is None or not isinstance(targets_entry[1], yaml.MappingNode):
-        raise ValueError("the case file has no `targets` mapping")
-    targets_node = targets_entry[1]
     line_starts = _line_starts(text)
     newline = _newline_style(text)
     plain_targets = (yaml.safe_load(text) or {}).get("targets") or {}
     edits: list[_Edit] = []
     for target_id, blocks in new_blocks.items():
-        entry = _mapping_entry(targets_node, target_id)
-        if entry is None or not isinstance(entry[1], yaml.MappingNode):
-            raise ValueError(f"target {target_id!r} is not a mapping in the case file")
-        target_node = entry[1]
-        samples_entry = _mapping_entry(target_node, "samples")
-        if samples_entry is None:
-            raise ValueError(f"target {target_id!r} has no `samples` key to rewrite")
-        key_node, samples_node = samples_entry
-        if samples_node.start_mark.index < key_node.end_mark.index:
-            raise ValueError(f"the samples of target {target_id!r} are a YAML alias; refusing to rewrite them")
-        if not isinstance(samples_node, yaml.SequenceNode):
-            raise ValueError(f"the samples of target {target_id!r} are not a list")
+        target_node, key_node, samples_node = _target_samples(root, target_id)
         original_values = plain_targets.get(target_id, {}).get("samples") or []
         edits.extend(
             _samples_edits(text, line_starts, newline, target_id, target_node, key_node, samples_node, original_values, blocks)
         )
     _refuse_dangling_aliases(text, edits)
-    rewritten = text
-    for edit in sorted(edits, key=lambda edit: edit.start, reverse=True):
-        rewritten = rewritten[: edit.start] + edit.replacement + rewritten[edit.end :]
-    return rewritten
+    return _apply_edits(text, edits)
+
+
+def _target_samples(root: yaml.Node | None, target_id: str) -> tuple[yaml.MappingNode, yaml.Node, yaml.SequenceNode]:
+    """A target's node, its `samples` key and the list under it; ValueError when they cannot be edited."""
+    if not isinstance(root, yaml.MappingNode):
+        raise ValueError("expected a YAML object")
+    targets_entry = _mapping_entry(root, "targets")
+    if targets_entry is None or not isinstance(targets_entry[1], yaml.MappingNode):
+        raise ValueError("the case file has no `targets` mapping")
+    entry = _mapping_entry(targets_entry[1], target_id)
+    if entry is None or not isinstance(entry[1], yaml.MappingNode):
+        raise ValueError(f"target {target_id!r} is not a mapping in the case file")
+    target_node = entry[1]
+    samples_entry = _mapping_entry(target_node, "samples")
+    if samples_entry is None:
+        raise ValueError(f"target {target_id!r} has no `samples` key to rewrite")
+    key_node, samples_node = samples_entry
+    if samples_node.start_mark.index < key_node.end_mark.index:
+        raise ValueError(f"the samples of target {target_id!r} are a YAML alias; refusing to rewrite them")
+    if not isinstance(samples_node, yaml.SequenceNode):
+        raise ValueError(f"the samples of target {target_id!r} are not a list")
+    return target_node, key_node, samples_node
+
+
+def _apply_edits(text: str, edits: Sequence[_Edit]) -> str:
+    """Apply non-overlapping edits; of two insertions at one place, the one given first ends up first."""
+    ordered = sorted(enumerate(edits), key=lambda numbered: (numbered[1].start, numbered[0]), reverse=True)
+    for _, edit in ordered:
+        text = text[: edit.start] + edit.replacement + text[edit.end :]
+    return text
 
 
 def _refuse_dangling_aliases(text: str, edits: Sequence[_Edit]) -> None:
@@ -347,8 +368,7 @@ def _flow_samples_edit(
     if not blocks:
         return _Edit(value_start, value_end, "[]")
     comment = _inline_comment_after(text, value_end)
-    line_end = text.find("\n", value_end)
-    line_end = len(text) if line_end < 0 else line_end
+    line_end = _line_end(text, value_end)
     if text[line_end - 1 : line_end] == "\r":
         line_end -= 1
     dash_column = key_node.start_mark.column + 2
@@ -360,15 +380,7 @@ def _flow_samples_edit(
 def _original_items(
     text: str, line_starts: list[int], samples_node: yaml.SequenceNode, original_values: list[Any]
 ) -> list[_OriginalItem]:
-    dash_column = samples_node.start_mark.column
-    sequence_start, sequence_end = samples_node.start_mark.index, samples_node.end_mark.index
-    dash_lines = [
-        _line_of(line_starts, token.start_mark.index)
-        for token in yaml.scan(text)
-        if isinstance(token, yaml.BlockEntryToken)
-        and token.start_mark.column == dash_column
-        and sequence_start <= token.start_mark.index < sequence_end
-    ]
+    dash_lines = [_line_of(line_starts, dash) for dash in _item_dashes(yaml.scan(text), samples_node)]
     item_nodes = samples_node.value
     if len(dash_lines) != len(item_nodes) or len(original_values) != len(item_nodes):
         return []  # an unusual layout: fall back to writing every block fresh
@@ -389,28 +401,42 @@ def _original_items(
         if not chunk.endswith("\n"):
             chunk += _newline_style(text)
         leading = text[line_starts[chunk_starts[index]] : line_starts[dash_lines[index]]]
+        comment_start = _first_line_comment_start(text, line_starts, node, dash_lines[index])
         items.append(
             _OriginalItem(
                 chunk=chunk,
                 leading_comments=leading,
-                first_line_comment=_first_line_comment(text, line_starts, node, dash_lines[index]),
+                first_line_comment="" if comment_start is None else _inline_comment_after(text, comment_start),
                 value=original_values[index],
             )
         )
     return items
 
 
-def _first_line_comment(text: str, line_starts: list[int], node: yaml.Node, dash_line: int) -> str:
-    """The inline comment ending the item's first line, found after the last token on that line."""
+def _item_dashes(tokens: Iterable[yaml.Token], samples_node: yaml.SequenceNode) -> list[int]:
+    """Where the `-` of each item of a block sequence stands (nested lists' dashes are deeper)."""
+    dash_column = samples_node.start_mark.column
+    sequence_start, sequence_end = samples_node.start_mark.index, samples_node.end_mark.index
+    return [
+        token.start_mark.index
+        for token in tokens
+        if isinstance(token, yaml.BlockEntryToken)
+        and token.start_mark.column == dash_column
+        and sequence_start <= token.start_mark.index < sequence_end
+    ]
+
+
+def _first_line_comment_start(text: str, line_starts: list[int], node: yaml.Node, dash_line: int) -> int | None:
+    """Where the inline comment ending the item's first line starts, found after the last token on that line."""
     line_start = line_starts[dash_line]
     line_text = _line_text(text, line_starts, dash_line)
     last_end = None
     for leaf in _leaves(node):
         if leaf.start_mark.line == dash_line and leaf.end_mark.line == dash_line:
             last_end = max(last_end or 0, leaf.end_mark.index)
-    if last_end is None or last_end < line_start:
-        return ""
-    return _inline_comment_after(text, last_end) if last_end <= line_start + len(line_text) else ""
+    if last_end is None or last_end < line_start or last_end > line_start + len(line_text):
+        return None
+    return _inline_comment_start(text, last_end)
 
 
 def _leaves(node: yaml.Node) -> list[yaml.Node]:
@@ -541,3 +567,182 @@ def _same_numbers(left: Any, right: Any) -> bool:
         return left is None and right is None
     left_seconds, right_seconds = _as_seconds(left), _as_seconds(right)
     return left_seconds is not None and left_seconds == right_seconds
+
+
+# ---------------------------------------------------------------------------------------------
+# Editing blocks in place
+
+
+def set_block_expectations(
+    text: str,
+    expectations: Mapping[tuple[str, int], Any],
+    rebuilding: Collection[tuple[str, int]] = (),
+) -> tuple[str, frozenset[tuple[str, int]]]:
+    """Set the `expect` of each (target id, 1-based block number) in place; every other byte is kept.
+
+    An existing entry is replaced (a comment inside its old value moves above the block), a
+    missing one goes after the block's `range`/`at`/`every_s`/`field` lines. Returns the text and
+    the blocks that cannot be edited so (a flow or unusual layout, merge or duplicate keys, an
+    anchor in the old value): the caller writes those fresh with `rewrite_target_samples`. For
+    them and for the blocks in `rebuilding`, the comments inside each block that the rewrite
+    would drop (all but the one ending its first line) are moved above it first; a block in both
+    arguments is one to rebuild.
+    """
+    numbers_by_target: dict[str, set[int]] = {}
+    for target_id, number in [*expectations, *rebuilding]:
+        numbers_by_target.setdefault(target_id, set()).add(number)
+    if not numbers_by_target:
+        return text, frozenset()
+    root = yaml.compose(text)
+    tokens = list(yaml.scan(text))
+    line_starts = _line_starts(text)
+    newline = _newline_style(text)
+    plain_targets = (yaml.safe_load(text) or {}).get("targets") or {}
+    edits: list[_Edit] = []
+    refused: set[tuple[str, int]] = set()
+    for target_id, numbers in numbers_by_target.items():
+        items = _editable_items(root, tokens, target_id)
+        for number in sorted(numbers):
+            key = (target_id, number)
+            item = items[number - 1] if 0 < number <= len(items) else None
+            if key in expectations and key not in rebuilding:
+                if item is not None:
+                    old_block = plain_targets[target_id]["samples"][number - 1]
+                    value = expectations[key]
+                    in_place = _expectation_edits(text, line_starts, newline, tokens, item, old_block, value)
+                    if in_place is not None:
+                        edits.extend(in_place)
+                        continue
+                refused.add(key)
+            if item is not None:
+                edits.extend(_hoisted_inner_comments(text, line_starts, newline, tokens, item))
+    return _apply_edits(text, edits), frozenset(refused)
+
+
+@dataclass(frozen=True, slots=True)
+class _EditableItem:
+    """A block-style sample block whose keys are plain and distinct, so it can be edited in place."""
+
+    dash_index: int  # where its `-` is
+    mapping: yaml.MappingNode
+
+
+def _editable_items(root: yaml.Node | None, tokens: Sequence[yaml.Token], target_id: str) -> list[_EditableItem | None]:
+    """The target's blocks in order, None for each that cannot be edited in place (all, for an odd layout)."""
+    try:
+        _, _, samples_node = _target_samples(root, target_id)
+    except ValueError:
+        return []
+    if samples_node.flow_style:
+        return []
+    dashes = _item_dashes(tokens, samples_node)
+    if len(dashes) != len(samples_node.value):
+        return []
+    items: list[_EditableItem | None] = []
+    for dash, node in zip(dashes, samples_node.value):
+        # An alias item (`- *block`) is text that lives elsewhere, under its anchor: not this item's.
+        own_text = node.start_mark.index > dash
+        items.append(_EditableItem(dash, node) if own_text and _has_plain_keys(node) else None)
+    return items
+
+
+def _has_plain_keys(node: yaml.Node) -> bool:
+    """A block mapping whose keys are distinct scalars and no merge: each entry is its own text."""
+    if not isinstance(node, yaml.MappingNode) or node.flow_style:
+        return False
+    keys = [key.value if isinstance(key, yaml.ScalarNode) else None for key, _ in node.value]
+    return None not in keys and "<<" not in keys and len(set(keys)) == len(keys)
+
+
+def _expectation_edits(
+    text: str,
+    line_starts: list[int],
+    newline: str,
+    tokens: Sequence[yaml.Token],
+    item: _EditableItem,
+    old_block: Mapping[str, Any],
+    value: Any,
+) -> list[_Edit] | None:
+    """The edits setting the block's `expect` to `value`; None when its old value defines an anchor,
+    which other text may still refer to."""
+    entries = {key.value: (key, node) for key, node in item.mapping.value}
+    column = item.mapping.value[0][0].start_mark.column
+    if "expect" in entries:
+        if strictly_equal(old_block.get("expect"), value):
+            return []
+        key, node = entries["expect"]
+        start = key.start_mark.index
+        end = max(_content_end(text, node) or 0, text.index(":", key.end_mark.index) + 1)
+        if any(isinstance(token, yaml.AnchorToken) and start <= token.start_mark.index < end for token in tokens):
+            return None
+        entry = "".join(_expectation_lines(value, column, newline))[column:].removesuffix(newline)
+        comments = _block_comments(text, tokens, start, end)
+        return [_Edit(start, end, entry), *_hoisted(line_starts, newline, item, comments)]
+    # After the entries a fresh block writes before `expect`, so the new line never lands between
+    # a key and the comment ending its line.
+    before = [entries[name] for name in ("range", "at", "every_s", "field") if name in entries]
+    if not before:
+        return None
+    last = max(max(_content_end(text, node) or 0, key.end_mark.index) for key, node in before)
+    line_end = _line_end(text, last)
+    lines = "".join(_expectation_lines(value, column, newline))
+    if line_end == len(text):
+        return [_Edit(line_end, line_end, newline + lines.removesuffix(newline))]
+    return [_Edit(line_end + 1, line_end + 1, lines)]
+
+
+def _expectation_lines(value: Any, column: int, newline: str) -> list[str]:
+    """`expect: <value>` as lines at `column`, rendered exactly as a fresh block would render it."""
+    lines = []
+    for line in format_block({"expect": value}, 0, "\n"):
+        body = line[:-1][2:]  # drop the newline, then the item's `- ` or two-space indent
+        lines.append((" " * column + body if body else "") + newline)
+    return lines
+
+
+def _hoisted_inner_comments(
+    text: str, line_starts: list[int], newline: str, tokens: Sequence[yaml.Token], item: _EditableItem
+) -> list[_Edit]:
+    """Keep the comments of a block about to be written fresh by moving them above it.
+
+    The rewrite carries the comment lines above a block and the comment ending its first line
+    onto its first part; every other comment inside it would be lost.
+    """
+    end = _line_end(text, _content_end(text, item.mapping) or item.mapping.start_mark.index)
+    dash_line = _line_of(line_starts, item.dash_index)
+    carried = _first_line_comment_start(text, line_starts, item.mapping, dash_line)
+    comments = [comment for comment in _block_comments(text, tokens, item.dash_index, end) if comment[0] != carried]
+    return _hoisted(line_starts, newline, item, comments)
+
+
+def _hoisted(
+    line_starts: list[int], newline: str, item: _EditableItem, comments: Sequence[tuple[int, str]]
+) -> list[_Edit]:
+    """The comments written again as whole lines right above the block's dash."""
+    if not comments:
+        return []
+    line_start = line_starts[_line_of(line_starts, item.dash_index)]
+    indent = " " * (item.dash_index - line_start)
+    return [_Edit(line_start, line_start, "".join(f"{indent}{comment}{newline}" for _, comment in comments))]
+
+
+def _block_comments(text: str, tokens: Sequence[yaml.Token], start: int, end: int) -> list[tuple[int, str]]:
+    """(index, text) of each comment that starts in [start, end).
+
+    Comments are not YAML tokens, so a `#` that no token covers starts one.
+    """
+    covering = [
+        (token.start_mark.index, token.end_mark.index)
+        for token in tokens
+        if token.start_mark.index < end and token.end_mark.index > start
+    ]
+    found = []
+    index = start
+    while index < end:
+        line_end = _line_end(text, index)
+        for position in range(index, min(line_end, end)):
+            if text[position] == "#" and not any(first <= position < last for first, last in covering):
+                found.append((position, text[position:line_end].rstrip("\r")))
+                break
+        index = line_end + 1
+    return found

@@ -7,7 +7,6 @@ byte of a case file except the sample blocks whose expectations were seeded.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import hashlib
 import os
 import time
@@ -264,32 +263,23 @@ def _rewrite_case_text(case: Case, text: str, seeded: Mapping[str, Any]) -> str:
     """The case file with every block holding a seeded sample updated (§18 step 7); other bytes kept.
 
     A block whose samples all received one value keeps its text and gains (or changes) only its
-    `expect` entry, so every comment in it stays on its line. A block whose values differ is split
-    by the §22.4 rebuild; the fresh parts carry the comments above and on the first line of the
-    block, and its other comments are moved above it rather than lost.
+    `expect` entry, so every comment in it stays on its line. A block whose values differ, or that
+    cannot be edited in place, is split by the §22.4 rebuild; the fresh parts carry the comments
+    above and on the first line of the block, and its other comments are moved above it rather than lost.
     """
     import yaml
 
-    from assay.video.casefile import rewrite_target_samples
+    from assay.video.casefile import rewrite_target_samples, set_block_expectations
     from assay.video.casefile_schema import parse_case_file
     from assay.video.reconstruct import EditableSample, SampleOrigin, reconstruct_blocks, strictly_equal
 
     raw_case = parse_case_file(case.raw, label=str(case.path))
-    raw_targets = case.raw.get("targets") or {}
-    layout = _SampleLayout(text)
-    edits: list[_TextEdit] = []
-    rebuilt: dict[str, dict[int, list[dict[str, Any]]]] = {}  # target -> block number -> its new parts
+    touched_blocks: dict[tuple[str, int], tuple[Target, SampleOrigin, list[EditableSample]]] = {}
     for target in case.targets:
         touched = {sample.block_index for sample in target.samples if seed_key(sample) in seeded}
-        if not touched:
-            continue  # only targets that received a seeded value are rewritten
-        raw_blocks = raw_targets[target.id]["samples"]
         parsed_blocks = raw_case.targets[target.id].samples
-        target_times = [sample.timestamp_s for sample in target.samples]
-        items = layout.items(target.id, len(raw_blocks))
-        for block_number, (raw_block, parsed) in enumerate(zip(raw_blocks, parsed_blocks), start=1):
-            if block_number not in touched:
-                continue
+        for block_number in sorted(touched):
+            parsed = parsed_blocks[block_number - 1]
             is_range = parsed.range_ is not None
             origin = SampleOrigin(
                 block_index=block_number,
@@ -316,28 +306,29 @@ def _rewrite_case_text(case: Case, text: str, seeded: Mapping[str, Any]) -> str:
                         origin=origin,
                     )
                 )
-            item = items[block_number - 1]
-            # `expect` is a block key, so one value for all samples means the block as written
-            # still says exactly the right thing once its `expect` says that value.
-            one_value = all(strictly_equal(member.expected, members[0].expected) for member in members)
-            in_place = None
-            if item is not None and one_value:
-                in_place = layout.expectation_edits(item, raw_block, members[0].expected)
-            if in_place is not None:
-                edits.extend(in_place)
-                continue
-            rebuilt.setdefault(target.id, {})[block_number] = reconstruct_blocks(
-                members,
-                case_every_s=case.every_s,
-                default_field=target.sample_defaults_field,
-                default_compare=target.sample_defaults_compare,
-                allow_ranges=is_range,
-                range_end=origin.range_end,
-                target_timestamps_s=target_times,
-            )
-            if item is not None:
-                edits.extend(layout.hoist_inner_comments(item))
-    edited = _apply_edits(text, edits)
+            touched_blocks[(target.id, block_number)] = (target, origin, members)
+    # `expect` is a block key, so one value for all samples means the block as written
+    # still says exactly the right thing once its `expect` says that value.
+    one_value = {
+        key: members[0].expected
+        for key, (_, _, members) in touched_blocks.items()
+        if all(strictly_equal(member.expected, members[0].expected) for member in members)
+    }
+    edited, refused = set_block_expectations(text, one_value, rebuilding=touched_blocks.keys() - one_value.keys())
+    edited_in_place = one_value.keys() - refused
+    rebuilt: dict[str, dict[int, list[dict[str, Any]]]] = {}  # target -> block number -> its new parts
+    for (target_id, block_number), (target, origin, members) in touched_blocks.items():
+        if (target_id, block_number) in edited_in_place:
+            continue
+        rebuilt.setdefault(target_id, {})[block_number] = reconstruct_blocks(
+            members,
+            case_every_s=case.every_s,
+            default_field=target.sample_defaults_field,
+            default_compare=target.sample_defaults_compare,
+            allow_ranges=origin.kind == "range",
+            range_end=origin.range_end,
+            target_timestamps_s=[sample.timestamp_s for sample in target.samples],
+        )
     if not rebuilt:
         return edited
     # Blocks edited in place are handed back as they now read, so the rewrite keeps their text.
@@ -354,235 +345,6 @@ def _rewrite_case_text(case: Case, text: str, seeded: Mapping[str, Any]) -> str:
         return rewrite_target_samples(edited, new_blocks)
     except ValueError as error:
         raise CaseError(f"could not rewrite seeded case file {case.path}: {error}") from None
-
-
-@dataclass(frozen=True)
-class _TextEdit:
-    start: int
-    end: int
-    replacement: str
-
-
-def _apply_edits(text: str, edits: Sequence[_TextEdit]) -> str:
-    """Apply non-overlapping edits given in text order; of two insertions at one place, the one
-    given first ends up first (a block's new last line, then the comments hoisted above the next)."""
-    ordered = sorted(enumerate(edits), key=lambda numbered: (numbered[1].start, numbered[0]), reverse=True)
-    for _, edit in ordered:
-        text = text[: edit.start] + edit.replacement + text[edit.end :]
-    return text
-
-
-@dataclass(frozen=True)
-class _Item:
-    """One sample block of a block-style `samples` list that can be edited in place."""
-
-    dash_index: int  # where its `-` is
-    mapping: Any  # its yaml.MappingNode
-
-
-class _SampleLayout:
-    """A case file's text with its YAML nodes and tokens, for edits inside sample blocks.
-
-    Comments are not YAML tokens, so a `#` that no token covers starts one: that is how the
-    comments inside a block are found without a second parser.
-    """
-
-    def __init__(self, text: str) -> None:
-        import yaml
-
-        self.text = text
-        self.newline = "\r\n" if "\r\n" in text else "\n"
-        self.root = yaml.compose(text)
-        self.tokens = list(yaml.scan(text))
-        self.line_starts = [0] + [index + 1 for index, char in enumerate(text) if char == "\n"]
-
-    # -- locating ----------------------------------------------------------------------------
-    def items(self, target_id: str, count: int) -> list[_Item | None]:
-        """The target's blocks in order; None for one (or all) that cannot be edited in place."""
-        import yaml
-
-        nothing: list[_Item | None] = [None] * count
-        targets = _mapping_value(self.root, "targets")
-        target = _mapping_value(targets, target_id) if targets is not None else None
-        samples = _mapping_value(target, "samples") if target is not None else None
-        if not isinstance(samples, yaml.SequenceNode) or samples.flow_style or len(samples.value) != count:
-            return nothing
-        column = samples.start_mark.column
-        dashes = [
-            token.start_mark.index
-            for token in self.tokens
-            if isinstance(token, yaml.BlockEntryToken)
-            and token.start_mark.column == column
-            and samples.start_mark.index <= token.start_mark.index < samples.end_mark.index
-        ]
-        if len(dashes) != count:
-            return nothing
-        return [self._editable_item(dash, node) for dash, node in zip(dashes, samples.value)]
-
-    def _editable_item(self, dash_index: int, node: Any) -> _Item | None:
-        import yaml
-
-        if not isinstance(node, yaml.MappingNode) or node.flow_style:
-            return None
-        keys = [key.value if isinstance(key, yaml.ScalarNode) else None for key, _ in node.value]
-        if None in keys or "<<" in keys or len(set(keys)) != len(keys):
-            return None
-        return _Item(dash_index, node)
-
-    def _content_end(self, node: Any) -> int:
-        """Just past the last character of a node's own text.
-
-        A block collection ends where the next token begins, past any comment lines after it, so
-        its end is that of its last child; a block scalar ends after its trailing line breaks.
-        """
-        import yaml
-
-        if isinstance(node, yaml.ScalarNode) or node.flow_style:
-            end = node.end_mark.index
-            while end > node.start_mark.index and self.text[end - 1] in " \t\r\n":
-                end -= 1
-            return end
-        if isinstance(node, yaml.MappingNode):
-            children = [child for pair in node.value for child in pair]
-        else:
-            children = list(node.value)
-        return max((self._content_end(child) for child in children), default=node.start_mark.index)
-
-    def _line_of(self, index: int) -> int:
-        return bisect.bisect_right(self.line_starts, index) - 1
-
-    def _line_end(self, index: int) -> int:
-        """The index of the newline ending the line of `index` (or the end of the text)."""
-        newline = self.text.find("\n", index)
-        return len(self.text) if newline < 0 else newline
-
-    # -- comments ----------------------------------------------------------------------------
-    def _comments(self, start: int, end: int) -> list[tuple[int, str]]:
-        """(index, text) of each comment that starts in [start, end)."""
-        covering = [
-            (token.start_mark.index, token.end_mark.index)
-            for token in self.tokens
-            if token.start_mark.index < end and token.end_mark.index > start
-        ]
-        found = []
-        index = start
-        while index < end:
-            line_end = self._line_end(index)
-            position = index
-            while position < min(line_end, end):
-                char = self.text[position]
-                if char == "#" and not any(first <= position < last for first, last in covering):
-                    found.append((position, self.text[position:line_end].rstrip("\r")))
-                    break
-                position += 1
-            index = line_end + 1
-        return found
-
-    def _hoisted(self, item: _Item, comments: Sequence[tuple[int, str]]) -> list[_TextEdit]:
-        """Comments written again as whole lines right above the block's dash."""
-        if not comments:
-            return []
-        line_start = self.line_starts[self._line_of(item.dash_index)]
-        indent = " " * (item.dash_index - line_start)
-        lines = "".join(f"{indent}{comment}{self.newline}" for _, comment in comments)
-        return [_TextEdit(line_start, line_start, lines)]
-
-    def hoist_inner_comments(self, item: _Item) -> list[_TextEdit]:
-        """Keep the comments of a block that is about to be written fresh by moving them above it.
-
-        The rewrite already carries the comment lines above a block and the comment ending its
-        first line onto its first part; every other comment inside it would be lost.
-        """
-        end = self._line_end(self._content_end(item.mapping))
-        comments = self._comments(item.dash_index, end)
-        dash_line = self._line_of(item.dash_index)
-        carried = self._first_line_comment_index(item, dash_line)
-        return self._hoisted(item, [(index, text) for index, text in comments if index != carried])
-
-    def _first_line_comment_index(self, item: _Item, dash_line: int) -> int | None:
-        # The same rule as the rewrite's: the comment right after the last leaf (a scalar or flow
-        # collection) that begins and ends on the dash line.
-        last_end = None
-        for leaf in _leaves(item.mapping):
-            if leaf.start_mark.line == dash_line and leaf.end_mark.line == dash_line:
-                last_end = max(last_end or 0, leaf.end_mark.index)
-        if last_end is None:
-            return None
-        rest = self.text[last_end : self._line_end(last_end)]
-        stripped = rest.lstrip()
-        return last_end + len(rest) - len(stripped) if stripped.startswith("#") else None
-
-    # -- the expectation ---------------------------------------------------------------------
-    def _entry_text(self, value: Any, column: int) -> list[str]:
-        """`expect: <value>` as lines at `column`, rendered exactly as a fresh block would render it."""
-        from assay.video.casefile import format_block
-
-        lines = []
-        for line in format_block({"expect": value}, 0, "\n"):
-            body = line[:-1][2:]  # drop the newline, then the item's `- ` or two-space indent
-            lines.append((" " * column + body if body else "") + self.newline)
-        return lines
-
-    def expectation_edits(self, item: _Item, raw_block: Mapping[str, Any], value: Any) -> list[_TextEdit] | None:
-        """Set the block's `expect` to `value`, leaving every other byte of it as written.
-
-        None when the old value defines an anchor, which other text may still refer to.
-        """
-        import yaml
-
-        from assay.video.reconstruct import strictly_equal
-
-        entries = {key.value: (key, node) for key, node in item.mapping.value}
-        column = item.mapping.value[0][0].start_mark.column
-        if "expect" in entries:
-            if strictly_equal(raw_block.get("expect"), value):
-                return []
-            key, node = entries["expect"]
-            start = key.start_mark.index
-            end = max(self._content_end(node), self.text.index(":", key.end_mark.index) + 1)
-            anchors = [token for token in self.tokens if isinstance(token, yaml.AnchorToken)]
-            if any(start <= anchor.start_mark.index < end for anchor in anchors):
-                return None
-            entry = "".join(self._entry_text(value, column))[column:].removesuffix(self.newline)
-            # A comment inside the old value has no place in the new one; it goes above the block.
-            return [_TextEdit(start, end, entry), *self._hoisted(item, self._comments(start, end))]
-        # Insert after the entries that come before `expect` in a written block, so the new line
-        # never lands between a key and the comment ending its line.
-        before = [entries[name] for name in ("range", "at", "every_s", "field") if name in entries]
-        last = max(max(self._content_end(node), key.end_mark.index) for key, node in before)
-        line_end = self._line_end(last)
-        lines = "".join(self._entry_text(value, column))
-        if line_end == len(self.text):
-            return [_TextEdit(line_end, line_end, self.newline + lines.removesuffix(self.newline))]
-        return [_TextEdit(line_end + 1, line_end + 1, lines)]
-
-
-def _mapping_value(node: Any, key: str) -> Any:
-    """The value under `key` of a YAML mapping node (the last one, as PyYAML reads duplicates)."""
-    import yaml
-
-    if not isinstance(node, yaml.MappingNode):
-        return None
-    found = None
-    for key_node, value_node in node.value:
-        if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
-            found = value_node
-    return found
-
-
-def _leaves(node: Any) -> list[Any]:
-    import yaml
-
-    if isinstance(node, yaml.ScalarNode) or getattr(node, "flow_style", False):
-        return [node]
-    leaves: list[Any] = []
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            leaves.extend(_leaves(key_node) + _leaves(value_node))
-    elif isinstance(node, yaml.SequenceNode):
-        for child in node.value:
-            leaves.extend(_leaves(child))
-    return leaves
 
 
 def _check_candidate(case: Case, directory: EvalDirectory, candidate_bytes: bytes, seeded: Mapping[str, Any]) -> None:
