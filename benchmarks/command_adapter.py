@@ -42,7 +42,7 @@ def png_cost(video: Path, frames: int = 30) -> tuple[dict[str, tuple[float, int]
     import av
     from PIL import Image
 
-    from assay.video.command_adapter import encode_png
+    from assay.video.png_encoding import encode_png
 
     arrays = []
     with av.open(str(video)) as container:

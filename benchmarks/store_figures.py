@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from assay.cli.runs import runs_app
 from assay.core.record import RunManifest, UnitResult, write_record
-from assay.core.store import SqliteRunStore
+from assay.core.results_store import SqliteRunStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # for tests/browser.py
 

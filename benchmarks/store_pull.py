@@ -1,7 +1,7 @@
 """Benchmark: pulling a cloud video into the cache vs boto3's own download_file, side by side.
 
 Starts a moto S3 server on 127.0.0.1, uploads one random object (100 MB by default), then
-alternates rounds of `boto3 download_file` and `assay.video.store.materialize` (cold cache each
+alternates rounds of `boto3 download_file` and `assay.video.cloud_store.materialize` (cold cache each
 round: download, SHA-256 check, atomic install, verification record) and prints medians.
 
     python benchmarks/store_pull.py [--size-mb 100] [--rounds 5]
@@ -26,7 +26,7 @@ from pathlib import Path
 import boto3
 
 from assay.video.model import RemoteVideo, VideoStoreConfig
-from assay.video.store import cached_video_path, materialize
+from assay.video.cloud_store import cached_video_path, materialize
 
 BUCKET = "bench-videos"
 KEY = "bench/clip.mp4"

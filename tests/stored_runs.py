@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.record import read_record
-from assay.core.store import open_store
+from assay.core.results_store import open_store
 
 
 def latest_record() -> tuple[Any, list[Any]]:

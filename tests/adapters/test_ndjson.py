@@ -421,7 +421,7 @@ def test_the_javascript_adapter_library_reads_every_frame_layout():
 
     import numpy as np
 
-    from assay.video.command_adapter import encode_png
+    from assay.video.png_encoding import encode_png
 
     generator = np.random.default_rng(7)
     frames = [generator.integers(0, 256, (height, 640, 3), dtype=np.uint8) for height in (600, 40, 900)]

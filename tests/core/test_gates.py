@@ -8,7 +8,6 @@ from assay.core.gates import (
     Gate,
     all_passed,
     errors_gate,
-    exit_code,
     max_count_gate,
     min_pass_rate_gate,
     pass_rate,
@@ -63,9 +62,7 @@ def test_gate_to_json_and_frozen():
         gate.passed = False  # type: ignore[misc]
 
 
-def test_all_passed_and_exit_code():
+def test_all_passed():
     assert all_passed([])
     assert all_passed([Gate("a", True, "")])
     assert not all_passed([Gate("a", True, ""), Gate("b", False, "")])
-    assert exit_code(True) == 0
-    assert exit_code(False) == 1

@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from assay.core.jsonvalue import canonical_json, check_json_like, is_json_like, json_sha256
+from assay.core.jsonvalue import canonical_json, check_json_like, is_json_like
 from assay.errors import EXIT_ERROR, JsonValueError
 
 
@@ -67,7 +67,3 @@ def test_canonical_json_sorts_keys_and_distinguishes_int_from_float():
     assert canonical_json({"b": 1, "a": [1.0, True, None, "é"]}) == '{"a":[1.0,true,null,"\\u00e9"],"b":1}'
     assert canonical_json(1) != canonical_json(1.0)
 
-
-def test_json_sha256_is_stable_across_key_order():
-    assert json_sha256({"a": 1, "b": 2}) == json_sha256({"b": 2, "a": 1})
-    assert len(json_sha256(None)) == 64

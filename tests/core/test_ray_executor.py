@@ -149,7 +149,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent"
 
 def _agent_units():
     from assay.core.record import read_record
-    from assay.core.store import open_store
+    from assay.core.results_store import open_store
 
     with open_store(read_only=True) as store:
         stored = store.get_run("latest")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assay.judge import DirectoryCallCache, MemoryCallCache, ReadOnlyCallCache, call_cache_key
+from assay.judge import DirectoryCallCache, call_cache_key
 
 
 def test_key_depends_on_model_prompt_and_input_but_not_key_order():
@@ -30,11 +30,3 @@ def test_directory_cache_refuses_keys_that_could_name_paths(tmp_path):
     with pytest.raises(ValueError):
         DirectoryCallCache(tmp_path).put("../../escape", b"x")
 
-
-def test_read_only_cache_serves_hits_and_drops_writes():
-    inner = MemoryCallCache()
-    inner.put("k", b"old")
-    cache = ReadOnlyCallCache(inner)
-    cache.put("k", b"new")
-    cache.put("other", b"x")
-    assert cache.get("k") == b"old" and inner.get("other") is None

@@ -16,7 +16,8 @@ from PIL import Image
 from assay.adapters.ndjson import ProcessTimeouts
 from assay.errors import AdapterRuntimeError
 from assay.video.adapters import AdapterConfig, FrameSample, TargetContext
-from assay.video.command_adapter import encode_png, encode_sample_json, sample_payload, start_command_evaluator
+from assay.video.command_adapter import encode_sample_json, sample_payload, start_command_evaluator
+from assay.video.png_encoding import encode_png
 
 FIXTURES = Path(__file__).parents[1] / "adapters" / "fixtures"
 PROBE = FIXTURES / "png_probe_adapter.mjs"

@@ -86,14 +86,14 @@ def test_targets_that_sample_the_same_frame_share_one_png(tmp_path, monkeypatch)
 
     encoded = []
     lock = threading.Lock()
-    real = command_adapter._png_view
+    real = command_adapter.png_view
 
     def counting(pixels, compression):
         with lock:
             encoded.append(compression)
         return real(pixels, compression)
 
-    monkeypatch.setattr(command_adapter, "_png_view", counting)
+    monkeypatch.setattr(command_adapter, "png_view", counting)
     eval_dir = make_eval(
         tmp_path,
         """

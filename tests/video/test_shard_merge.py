@@ -8,7 +8,7 @@ from pathlib import Path
 from stored_runs import latest_record
 from video_evals import invoke, make_eval, read_report, run_eval, write
 
-from assay.core.store import open_store
+from assay.core.results_store import open_store
 
 CASE = """
 video: clip.mp4

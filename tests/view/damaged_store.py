@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assay.core.record import RunManifest, UnitResult
-from assay.core.store import publish_run
+from assay.core.results_store import publish_run
 
 TESTS = Path(__file__).resolve().parents[1]
 BEFORE, AFTER = "video-20260101T000000-aaaaaa", "video-20260102T000000-bbbbbb"

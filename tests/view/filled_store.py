@@ -66,7 +66,7 @@ class FilledStore:
 
 
 def _latest(database: Path) -> str:
-    from assay.core.store import SqliteRunStore
+    from assay.core.results_store import SqliteRunStore
 
     with SqliteRunStore(database, read_only=True) as store:
         return store.resolve("latest")

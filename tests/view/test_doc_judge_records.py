@@ -37,7 +37,7 @@ def _env(server):
 def _latest_unit() -> dict:
     document = json.loads(invoke_runs("runs", "show", "latest", "--json").output)
     run_id = document["run_id"]
-    from assay.core.store import open_store
+    from assay.core.results_store import open_store
 
     with open_store(read_only=True) as store:
         unit = store.unit_page(run_id).units[0]

@@ -79,7 +79,7 @@ def test_fail_on_regression_fires_on_four_deterministic_regressions_in_a_small_s
     from damaged_store import assay
 
     from assay.core.record import RunManifest, UnitResult
-    from assay.core.store import publish_run
+    from assay.core.results_store import publish_run
 
     database = tmp_path / "assay.db"
     before = [UnitResult(f"case-{index:02d}", "failed" if index == 15 else "passed") for index in range(16)]

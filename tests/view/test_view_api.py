@@ -12,7 +12,7 @@ from media import read_frame_number
 from PIL import Image
 from starlette.testclient import TestClient
 
-from assay.core.store import SqliteRunStore
+from assay.core.results_store import SqliteRunStore
 from assay.view.data import ViewData, api_key
 from assay.view.export import key_hash
 from assay.view.server import create_view_app

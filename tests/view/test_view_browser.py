@@ -12,7 +12,7 @@ from damaged_store import AFTER, DAMAGED_UNITS_PAGE, assay, live_viewer, make_st
 from filled_store import FilledStore
 
 from assay.core.record import RunManifest, UnitResult
-from assay.core.store import SqliteRunStore, publish_run
+from assay.core.results_store import SqliteRunStore, publish_run
 from assay.view.data import ViewData
 from assay.view.export import export_site
 from assay.view.server import create_view_app

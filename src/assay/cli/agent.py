@@ -324,7 +324,7 @@ def _execute_run(
                 console.print(message, markup=False, highlight=False)
     if not outcome.interrupted:
         from assay.agent.units import agent_run_record
-        from assay.core.store import publish_run_quietly
+        from assay.core.results_store import publish_run_quietly
 
         publish_run_quietly(lambda: agent_run_record(outcome, invocation, root, exit_code, checkpoint.path))
     if output_json:
@@ -358,7 +358,7 @@ def merge_agent_records(records: list[Any]) -> int:
     from assay.agent.runner import RunOutcome
     from assay.agent.units import agent_run_record
     from assay.core.shard import check_shard_set
-    from assay.core.store import publish_run_quietly
+    from assay.core.results_store import publish_run_quietly
 
     manifests = [manifest for manifest, _ in records]
     check_shard_set(manifests, identity_keys=("project",))

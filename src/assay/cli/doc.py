@@ -109,7 +109,7 @@ def _load_config(config: Optional[str], *, prefix: str = "Error loading config")
 
 
 def _gate(suite: Any, command: str) -> None:
-    from assay.doc.gates import check_method_gate
+    from assay.doc.enabled_methods import check_method_gate
     from assay.errors import AssayError
 
     try:
@@ -287,7 +287,7 @@ def _units() -> Any:
 
 def _record(build: Callable[[], Any]) -> None:
     """Index the finished command in the results store; a store failure is only a warning."""
-    from assay.core.store import publish_run_quietly
+    from assay.core.results_store import publish_run_quietly
 
     publish_run_quietly(build)
 
@@ -441,7 +441,7 @@ def report_command(
     outcome: Optional[str] = typer.Option(None, "--outcome", help="Run id of an outcome run."),
     config: Optional[str] = ConfigOption,
 ) -> None:
-    from assay.doc.report import compile_report
+    from assay.doc.manual_report import compile_report
 
     suite = _load_config(config)
     _gate(suite, "report")

@@ -38,7 +38,7 @@ def _fail(error: BaseException) -> NoReturn:
 
 
 def _open() -> Any:
-    from assay.core.store import open_store
+    from assay.core.results_store import open_store
     from assay.errors import AssayError
 
     try:
@@ -262,7 +262,7 @@ def merge_command(
 def reindex_command() -> None:
     """Rebuild the store's index from the run records beside it."""
     from assay.core.record import store_path
-    from assay.core.store import reindex
+    from assay.core.results_store import reindex
 
     try:
         outcome = reindex()

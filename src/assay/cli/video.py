@@ -273,7 +273,7 @@ def _write_run_record_and_junit(invocation: dict[str, Any], outcome: Any, summar
     """The store record never changes the exit code; a requested JUnit file that cannot be written does."""
     import sys
 
-    from assay.core.store import publish_run_quietly
+    from assay.core.results_store import publish_run_quietly
     from assay.video.record import video_junit_suites, video_run_record
 
     if invocation.get("junit"):
@@ -404,7 +404,7 @@ _register_seed_and_review()
 
 def _register_store() -> None:
     try:
-        from assay.cli.video_store import store_app
+        from assay.cli.video_cloud_store import store_app
     except ImportError:  # pragma: no cover - present in every release
         return
     video_app.add_typer(store_app, name="store", help="Cloud video stores: pull, upload, prune-cache.")
@@ -513,7 +513,7 @@ def merge_video_records(records: list[Any], output_json: Optional[str] = None) -
         "adapter_config": dict.fromkeys(manifests[0].identity.get("adapter_config_keys") or ()),
         **{name: value for name, value in options.items() if name != "shard"},
     }
-    from assay.core.store import publish_run_quietly
+    from assay.core.results_store import publish_run_quietly
     from assay.video.record import video_run_record
 
     def build() -> Any:

@@ -25,7 +25,7 @@ def cloud_materializer() -> Any:
     is imported only when a case really references a cloud video."""
 
     def materialize(video: Any, store: Any) -> Any:
-        from assay.video.store import materialize as download
+        from assay.video.cloud_store import materialize as download
 
         return download(video, store)
 

@@ -20,7 +20,7 @@ def view_command(
     export: Path | None = typer.Option(None, "--export", help="Write a static site of the viewer to this folder and exit."),  # noqa: B008
 ) -> None:
     """Browse runs, drill into units and compare two runs in a local web viewer."""
-    from assay.core.store import open_store
+    from assay.core.results_store import open_store
     from assay.errors import AssayError
     from assay.view.data import ViewData
 

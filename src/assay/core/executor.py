@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-__all__ = ["EXECUTORS", "Executor", "StartedStream"]
-
-EXECUTORS = ("local", "ray")
+__all__ = ["Executor", "StartedStream"]
 
 
 class Executor(Protocol):

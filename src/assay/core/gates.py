@@ -8,13 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from assay.errors import EXIT_GATE_FAILED, EXIT_OK
 
 __all__ = [
     "Gate",
     "all_passed",
     "errors_gate",
-    "exit_code",
     "max_count_gate",
     "min_pass_rate_gate",
     "pass_rate",
@@ -62,6 +60,3 @@ def errors_gate(name: str, count: int, noun: str) -> Gate:
 def all_passed(gates: Iterable[Gate]) -> bool:
     return all(gate.passed for gate in gates)
 
-
-def exit_code(success: bool) -> int:
-    return EXIT_OK if success else EXIT_GATE_FAILED

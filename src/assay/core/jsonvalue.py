@@ -6,14 +6,13 @@ dict with string keys. Expectations, observations, event payloads and journal re
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from typing import Any
 
 from assay.errors import JsonValueError
 
-__all__ = ["check_json_like", "canonical_json", "json_sha256", "is_json_like"]
+__all__ = ["check_json_like", "canonical_json", "is_json_like"]
 
 
 def _child_path(path: str, key: object) -> str:
@@ -81,6 +80,3 @@ def canonical_json(value: Any) -> str:
     """Sorted keys, no spaces, ASCII: equal values give equal text (but `1` and `1.0` differ)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
-
-def json_sha256(value: Any) -> str:
-    return hashlib.sha256(canonical_json(value).encode("ascii")).hexdigest()

@@ -3,7 +3,7 @@
 Import from here; the submodules are the implementation.
 """
 
-from assay.judge.cache import CallCache, DirectoryCallCache, MemoryCallCache, ReadOnlyCallCache, call_cache_key
+from assay.judge.cache import CallCache, DirectoryCallCache, MemoryCallCache, call_cache_key
 from assay.judge.errors import JudgeError
 from assay.judge.extract import parse_json_output
 from assay.judge.templates import render_template
@@ -19,7 +19,6 @@ __all__ = [
     "JudgeEndpoint",
     "JudgeError",
     "MemoryCallCache",
-    "ReadOnlyCallCache",
     "call_cache_key",
     "parse_json_output",
     "render_template",

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from assay.core.fsutil import write_atomically
 
-__all__ = ["CallCache", "DirectoryCallCache", "MemoryCallCache", "ReadOnlyCallCache", "call_cache_key"]
+__all__ = ["CallCache", "DirectoryCallCache", "MemoryCallCache", "call_cache_key"]
 
 _KEY = re.compile(r"[0-9a-f]{64}")
 
@@ -81,18 +81,3 @@ class DirectoryCallCache:
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
 
-
-class ReadOnlyCallCache:
-    """Serves hits from `wrapped` and never writes (replaying a recorded run)."""
-
-    def __init__(self, wrapped: CallCache) -> None:
-        self.wrapped = wrapped
-
-    def get(self, key: str) -> bytes | None:
-        return self.wrapped.get(key)
-
-    def put(self, key: str, value: bytes) -> None:
-        return None
-
-    def delete(self, key: str) -> None:
-        return None

@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any, Mapping
 
-__all__ = ["render_template", "template_variables"]
+__all__ = ["render_template"]
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -30,7 +30,3 @@ def render_template(template: str, variables: Mapping[str, Any]) -> str:
     """Replace each `{{ name }}` in one pass, so text inside a value is never rendered again."""
     return _PLACEHOLDER.sub(lambda match: _as_text(variables.get(match.group(1))), template)
 
-
-def template_variables(template: str) -> list[str]:
-    """Placeholder names in first-use order."""
-    return list(dict.fromkeys(_PLACEHOLDER.findall(template)))

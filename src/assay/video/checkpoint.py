@@ -20,14 +20,6 @@ from assay.video.model import Case, EvalDirectory, LocalVideo, SampleResult
 RUN_RESULT = "run_result"
 ADAPTER_ERROR_PREFIX = "adapter_error:"
 
-# The invocation keys of a run manifest, in GlassKit's names; `--resume` restores all of them.
-RUN_INVOCATION_KEYS = (
-    "eval_dir", "adapter", "adapter_command", "case_filter", "target_filter", "at_times_s", "from_time_s",
-    "until_time_s", "adapter_config", "concurrency", "repeat", "min_pass_rate", "min_target_pass_rate",
-    "max_failures", "max_flaky_samples", "keep_going", "verbose", "output_json", "artifacts_dir",
-    "save_failures", "allow_empty",
-)
-
 ResultKey = tuple[int, str, str, int]  # trial, case, target, sample index
 
 # How long the journal waits for the other workers' results before one fsync (see JournalWriter):

@@ -18,7 +18,7 @@ from assay.core.gates import Gate
 from assay.errors import AssayError, VideoError
 from assay.video import artifacts
 from assay.video.adapters import AdapterConfig
-from assay.video.judging import SampleJudge, make_result
+from assay.video.sample_results import SampleResults, make_result
 from assay.video.model import Case, EvalDirectory, Sample, SampleResult, Target
 from assay.video.observe import (
     EvalRunError,
@@ -163,7 +163,7 @@ class VideoWorker:
 
     def __init__(self, options: RunOptions, eval_dir: Path) -> None:
         self._options = options
-        self._judging = SampleJudge(keep_going=options.keep_going)
+        self._results = SampleResults(keep_going=options.keep_going)
         self._threads = ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="assay-adapter")
         self._evaluators = TrialEvaluator(
             adapter=options.adapter, adapter_command=options.adapter_command,
@@ -181,7 +181,7 @@ class VideoWorker:
         finished = object()
 
         def handle(observation: Observation) -> None:
-            result = self._judging.judged(observation)
+            result = self._results.result_of(observation)
             keep = options.save_failures and result.status in ("failed", "error")
             queue.put_nowait((result, observation.pixels if keep else None))
 
@@ -265,7 +265,7 @@ class VideoRun:
         # durable; its `completed` results are reused instead of calling the adapter again.
         self._checkpoint = checkpoint
         self._completed = checkpoint.completed if checkpoint is not None else {}
-        self._judging = SampleJudge(keep_going=options.keep_going)
+        self._results = SampleResults(keep_going=options.keep_going)
         self._executor: ThreadPoolExecutor | None = None
         # None: cases run here. Otherwise an `assay.core.executor.Executor` whose `stream(group)`
         # runs a `CaseWork` elsewhere (Ray actors) and yields `(SampleResult, pixels)` as they finish;
@@ -346,7 +346,7 @@ class VideoRun:
         evaluator = await evaluators.get()
 
         def handle(observation: Observation) -> Any:
-            return store(observation.target, self.judged(observation), observation.pixels)
+            return store(observation.target, self.result_of(observation), observation.pixels)
 
         try:
             await observe_case(
@@ -359,9 +359,9 @@ class VideoRun:
                 await self._checkpoint.drain()
         return results
 
-    def judged(self, observation: Observation) -> SampleResult:
+    def result_of(self, observation: Observation) -> SampleResult:
         """The result of one observation (raises SampleAbort to stop a fail-fast run)."""
-        return self._judging.judged(observation)
+        return self._results.result_of(observation)
 
     async def _store_remote(self, trial: int, remote: Any, work: Sequence[tuple[Target, list[Sample]]], order: Any, results: Any) -> None:
         """Show a remotely run case's results, each once durable (they were journaled on arrival,

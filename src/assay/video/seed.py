@@ -616,7 +616,7 @@ def run_seed(
     """Seed expectations, printing through `emit`; returns the exit code (0, 1, 2 or 130).
 
     `resume` is a checkpoint path with its already-read manifest; `options` then come from that
-    manifest. `materialize` downloads remote videos (see `assay.video.store.materialize`).
+    manifest. `materialize` downloads remote videos (see `assay.video.cloud_store.materialize`).
     """
     operation = _SeedRun(options, emit, materialize)
     try:

@@ -15,7 +15,7 @@ from typing import Any
 
 from assay.core.record import UnitResult, jsonable
 from assay.core.run_diff import CHANGE_KINDS, RunComparison, compare_verdicts
-from assay.core.store import SqliteRunStore
+from assay.core.results_store import SqliteRunStore
 from assay.errors import UsageError
 
 __all__ = ["MAX_PAGE", "PAGE_SIZE", "ViewData", "api_key"]

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from assay.core.store import StoreError
+from assay.core.results_store import StoreError
 from assay.errors import AssayError
 from assay.view.data import ViewData
 from assay.web.app import ApiError, Binding, create_web_app, json_response

@@ -9,7 +9,7 @@ import pytest
 
 from assay.core.record import RunManifest, UnitResult, read_record
 from assay.core.run_diff import compare_verdicts
-from assay.core.store import SqliteRunStore, StoreError, publish_run, publish_run_quietly, reindex, set_damaged_store_aside
+from assay.core.results_store import SqliteRunStore, StoreError, publish_run, publish_run_quietly, reindex, set_damaged_store_aside
 from assay.errors import UsageError
 
 

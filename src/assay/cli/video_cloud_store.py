@@ -1,6 +1,6 @@
 """`assay video store pull|upload|prune-cache` (alias `video-store`): cloud videos from the command line.
 
-Thin wrappers over `assay.video.store`; every user error prints one `Could not ...: <message>` line and exits 2.
+Thin wrappers over `assay.video.cloud_store`; every user error prints one `Could not ...: <message>` line and exits 2.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def pull_command(
     """Download and verify the selected cases' cloud videos into the local cache."""
     from assay.video.loading import load_eval_directory
     from assay.video.model import RemoteVideo
-    from assay.video.store import pull_case_videos
+    from assay.video.cloud_store import pull_case_videos
 
     try:
         loaded = load_eval_directory(
@@ -62,7 +62,7 @@ def upload_command(
 ) -> None:
     """Upload a local video (unless the same object is there) and print its case-file `video:` block."""
     from assay.video.loading import load_eval_config
-    from assay.video.store import find_store, upload_video
+    from assay.video.cloud_store import find_store, upload_video
 
     try:
         # Only config.yaml matters here; a missing eval dir simply configures no stores.
@@ -83,7 +83,7 @@ def prune_cache_command(
     ] = False,
 ) -> None:
     """Remove abandoned partial downloads and locks, or with --all the whole downloaded-video cache."""
-    from assay.video.store import format_bytes, prune_cache
+    from assay.video.cloud_store import format_bytes, prune_cache
 
     try:
         count, size, root = prune_cache(all=all_files)

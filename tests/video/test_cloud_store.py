@@ -26,10 +26,10 @@ pytest.importorskip("moto")
 
 from typer.testing import CliRunner
 
-from assay.cli.video_store import store_app
-from assay.video import store as video_store
+from assay.cli.video_cloud_store import store_app
+from assay.video import cloud_store as video_store
 from assay.video.model import RemoteVideo, VideoStoreConfig
-from assay.video.store import (
+from assay.video.cloud_store import (
     VideoStoreError,
     cache_root,
     format_bytes,
@@ -318,7 +318,7 @@ def test_waiting_for_a_live_lock_times_out_with_its_path(moto_server, credential
 _MATERIALIZE_SCRIPT = """
 import sys
 from assay.video.model import RemoteVideo, VideoStoreConfig
-from assay.video.store import materialize
+from assay.video.cloud_store import materialize
 store = VideoStoreConfig(name="pub", bucket="unused", public_base_url=sys.argv[1])
 print(materialize(RemoteVideo("pub", sys.argv[2], sys.argv[3]), store))
 """
@@ -579,7 +579,7 @@ def test_prune_singular_for_one_file(cache):
 
 
 def test_transfer_progress_bar_only_on_a_terminal_and_counts_every_byte(monkeypatch):
-    from assay.video import store as store_module
+    from assay.video import cloud_store as store_module
 
     advanced = []
 

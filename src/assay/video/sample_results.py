@@ -45,13 +45,13 @@ def make_result(
     )
 
 
-class SampleJudge:
+class SampleResults:
     """Judges observations for one run; `keep_going` decides between error results and aborts."""
 
     def __init__(self, *, keep_going: bool) -> None:
         self.keep_going = keep_going
 
-    def judged(self, observation: Observation) -> SampleResult:
+    def result_of(self, observation: Observation) -> SampleResult:
         sample, target = observation.sample, observation.target
         if observation.error is not None:
             return make_result(
