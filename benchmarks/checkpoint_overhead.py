@@ -2,7 +2,7 @@
 
 Workload: the 600-sample run of Video evals I (1 target every 0.1 s over the cached 60 s 1280x720
 30 fps H.264 clip from video_run.py, an async adapter that returns True, --concurrency 8), driven
-in-process exactly as `_execute_run` does: load, probe, run, finish. "On" journals every result
+in-process as the video run kind does (`assay.video.run_kind`): load, probe, run, finish. "On" journals every result
 through a `RunCheckpoint` (group commit, one fsync per batch); "off" passes `checkpoint=None`.
 Rounds alternate on/off so drift in machine load hits both alike; medians of wall and CPU time
 and their ratios are printed, with the number of group commits of one checkpointed run. Process start-up is left out,
@@ -27,25 +27,15 @@ from typing import Any
 from rich.console import Console
 
 from assay.core.journal import Journal, checkpoints_root
+from assay.core.run_events import RunEvents
+from assay.core.run_request import to_invocation
 from assay.video.checkpoint import RunCheckpoint
 from assay.video.loading import load_eval_directory
-from assay.video.report import ConsoleReporter
-from assay.video.run import RunOptions, VideoRun, check_sample_times
+from assay.video.report import VideoConsole
+from assay.video.run import VideoRun, VideoRunRequest, check_sample_times
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from video_run import OUT, make_eval, make_video  # a sibling script, not a package
-
-
-def invocation_for(options: RunOptions) -> dict[str, Any]:
-    """The manifest invocation the CLI would record for these options (it feeds the plan hash)."""
-    return {
-        "eval_dir": str(options.eval_dir.resolve()), "adapter": options.adapter, "adapter_command": None,
-        "case_filter": None, "target_filter": None, "at_times_s": None, "from_time_s": None,
-        "until_time_s": None, "adapter_config": {}, "concurrency": options.concurrency, "repeat": 1,
-        "min_pass_rate": None, "min_target_pass_rate": None, "max_failures": None,
-        "max_flaky_samples": None, "keep_going": False, "verbose": False, "output_json": None,
-        "artifacts_dir": None, "save_failures": False, "allow_empty": False,
-    }  # fmt: skip
 
 
 def cpu_seconds() -> float:
@@ -53,22 +43,23 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_once(options: RunOptions, checkpointed: bool) -> tuple[float, float, Path | None]:
+def run_once(options: VideoRunRequest, checkpointed: bool) -> tuple[float, float, Path | None]:
     """Wall and CPU seconds of one run from loading to the checkpoint's last write, and its checkpoint."""
     started = time.perf_counter()
     cpu_started = cpu_seconds()
     directory = load_eval_directory(options.eval_dir)
     check_sample_times(directory)
-    reporter = ConsoleReporter(Console(file=io.StringIO()), verbose=False)
+    reporter = VideoConsole(Console(file=io.StringIO()), verbose=False)
+    events = RunEvents([reporter])
     run_checkpoint = None
     if checkpointed:
-        run_checkpoint = RunCheckpoint.start(directory, invocation_for(options), directory.sample_count)
+        run_checkpoint = RunCheckpoint.start(directory, to_invocation(options), directory.sample_count)
 
     async def execute() -> Any:
         if run_checkpoint is None:
-            return await VideoRun(directory, options, reporter).run()
+            return await VideoRun(directory, options, events).run()
         async with run_checkpoint.writing():
-            return await VideoRun(directory, options, reporter, checkpoint=run_checkpoint).run()
+            return await VideoRun(directory, options, events, checkpoint=run_checkpoint).run()
 
     outcome = asyncio.run(execute())
     reporter.close()
@@ -81,7 +72,7 @@ def run_once(options: RunOptions, checkpointed: bool) -> tuple[float, float, Pat
     return elapsed, cpu, run_checkpoint.path if run_checkpoint is not None else None
 
 
-def count_group_commits(options: RunOptions) -> tuple[int, int]:
+def count_group_commits(options: VideoRunRequest) -> tuple[int, int]:
     """(append_many calls, records) of one checkpointed run; timed rounds are not instrumented."""
     original = Journal.append_many
     batches: list[int] = []
@@ -116,7 +107,7 @@ def main() -> None:
     video = make_video(OUT / name, args.noisy)
     # Its own eval dir, so checkpoints of other benchmarks running at the same time are untouched.
     eval_dir = make_eval(OUT / f"eval-checkpoint-overhead-{name}", video, 1, 0.1)
-    options = RunOptions(eval_dir=eval_dir, adapter=f"{eval_dir}/adapter.py:evaluate", concurrency=args.concurrency)
+    options = VideoRunRequest(eval_dir=eval_dir.resolve(), adapter=f"{eval_dir}/adapter.py:evaluate", concurrency=args.concurrency)
     print(f"{name}, 600 samples, --concurrency {args.concurrency}; before: {load_average()}")
 
     run_once(options, checkpointed=False)  # warm the page cache and imports

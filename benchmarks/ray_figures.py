@@ -64,30 +64,26 @@ def make_video_eval(root: Path) -> Path:
     return root
 
 
-class _Quiet:
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: None
-
-
 def video_child(cpus: int) -> dict:
     import ray
 
     from assay.core.ray_executor import RayExecutor
     from assay.video.loading import load_eval_directory
-    from assay.video.run import RunOptions, VideoRun, VideoWorker, remaining_case_work
+    from assay.core.run_events import RunEvents
+    from assay.video.run import VideoRun, VideoRunRequest, VideoWorker, remaining_case_work
 
     ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
     with tempfile.TemporaryDirectory() as folder:
         eval_dir = make_video_eval(Path(folder) / "eval")
         directory = load_eval_directory(eval_dir)
-        options = RunOptions(eval_dir=eval_dir, adapter=f"{eval_dir}/adapter.py:evaluate")
+        options = VideoRunRequest(eval_dir=eval_dir, adapter=f"{eval_dir}/adapter.py:evaluate")
 
         async def run() -> float:
             executor = RayExecutor.connect(VideoWorker, (options, directory.path), remainder=remaining_case_work)
             # Actors start once per run and stay warm; time the work, not process start-up.
             await asyncio.gather(*(actor.pid.remote() for actor in executor.actors))
             started = time.perf_counter()
-            outcome = await VideoRun(directory, options, _Quiet(), executor=executor).run()
+            outcome = await VideoRun(directory, options, RunEvents(), executor=executor).run()
             elapsed = time.perf_counter() - started
             await executor.close()
             assert outcome.success and len(outcome.trials[0].results) == CASES * SAMPLES_PER_CASE

@@ -10,6 +10,16 @@ EXIT_GATE_FAILED = 1
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
+_show_tracebacks = False
+
+
+def show_tracebacks(enabled: bool | None = None) -> bool:
+    """Whether errors are printed with their traceback (`assay --debug`); set once by the CLI."""
+    global _show_tracebacks
+    if enabled is not None:
+        _show_tracebacks = enabled
+    return _show_tracebacks
+
 
 class AssayError(Exception):
     """A problem a user can fix; `str(error)` is the whole message."""

@@ -46,7 +46,10 @@ def run_evals(
         )
         entries.append(EvalEntry(eval_id, definition))
     plan = build_plan([experiment], {"exp": entries})
-    return asyncio.run(AgentRun(plan, options or RunOptions(), listener).run())
+    from assay.core.run_events import RunEvents
+
+    events = RunEvents([listener]) if listener is not None else None
+    return asyncio.run(AgentRun(plan, options or RunOptions(), events).run())
 
 
 def run_one(agent, test, **kwargs):

@@ -60,7 +60,7 @@ def test_run_the_example_fails_only_the_eval_that_fails_on_purpose(project, tmp_
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("8", "1", "0")
     failed = [case for case in suite if case.find("failure") is not None]
     assert failed[0].get("name") == "wrong_on_purpose [shop-assistant/demo-model]"
-    assert failed[0].get("classname") == "baseline"
+    assert failed[0].get("classname") == "baseline.wrong_on_purpose"
 
 
 def test_run_passing_selection_exits_zero(project):

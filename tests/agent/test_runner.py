@@ -6,6 +6,7 @@ from agent_helpers import run_evals, run_one, scripted_agent
 from assay.agent import Experiment, Turn, Usage, define_eval, equals, message
 from assay.agent.discovery import EvalEntry, ExperimentEntry
 from assay.agent.runner import AgentRun, RunOptions, build_plan
+from assay.core.run_events import RunEvents
 
 
 def sleepy_agent(seconds, log=None, name="sleepy"):
@@ -106,17 +107,17 @@ def test_interrupt_seals_in_flight_attempts_as_interrupted_and_keeps_finished_on
     finished = []
 
     class Listener:
-        def run_started(self, plan, reused):
+        def run_started(self, event):
             pass
 
-        def attempt_finished(self, result):
-            finished.append(result.eval_id)
+        def unit_durable(self, event):
+            finished.append(event.native.eval_id)
 
-        def warning(self, code, message, **fields):
+        def warning(self, event):
             pass
 
     async def main():
-        run = AgentRun(plan, RunOptions(concurrency=2), Listener())
+        run = AgentRun(plan, RunOptions(concurrency=2), RunEvents([Listener()]))
         task = asyncio.ensure_future(run.run())
         while len(seen_signals) < 2:
             await asyncio.sleep(0.005)
@@ -195,14 +196,14 @@ def test_budget_stops_dispatch_and_marks_the_rest_not_dispatched():
     warnings = []
 
     class Listener:
-        def run_started(self, plan, reused):
+        def run_started(self, event):
             pass
 
-        def attempt_finished(self, result):
+        def unit_durable(self, event):
             pass
 
-        def warning(self, code, message, **fields):
-            warnings.append(code)
+        def warning(self, event):
+            warnings.append(event.code)
 
     evals = {f"e{i}": one_send for i in range(5)}
     outcome = run_evals(agent, evals, model="m", budget=2.0, concurrency=1,
@@ -218,14 +219,14 @@ def test_a_budget_without_prices_warns_that_it_cannot_be_enforced():
     warnings = []
 
     class Listener:
-        def run_started(self, plan, reused):
+        def run_started(self, event):
             pass
 
-        def attempt_finished(self, result):
+        def unit_durable(self, event):
             pass
 
-        def warning(self, code, message, **fields):
-            warnings.append(code)
+        def warning(self, event):
+            warnings.append(event.code)
 
     outcome = run_evals(agent, {"a": one_send, "b": one_send}, budget=1.0, listener=Listener())
     assert outcome.count("passed") == 2 and warnings == ["budget-unenforceable"]
@@ -257,17 +258,17 @@ def test_journal_records_each_attempt_before_it_is_reported(tmp_path):
         writer = JournalWriter(checkpoint.journal)
 
         class Listener:
-            def run_started(self, plan, reused):
+            def run_started(self, event):
                 pass
 
-            def attempt_finished(self, result):
+            def unit_durable(self, event):
                 keys = {record.key for record in checkpoint.journal.events()}
-                reported_while_durable.append(result.key in keys)
+                reported_while_durable.append(event.native.key in keys)
 
-            def warning(self, code, message, **fields):
+            def warning(self, event):
                 pass
 
-        outcome = await AgentRun(plan, RunOptions(concurrency=4), Listener(), journal=writer).run()
+        outcome = await AgentRun(plan, RunOptions(concurrency=4), RunEvents([Listener()]), journal=writer).run()
         await writer.close()
         return outcome
 

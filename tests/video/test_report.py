@@ -9,7 +9,9 @@ from rich.console import Console
 from assay.core.format import format_bytes, format_duration, format_latency, format_rate
 from assay.video.model import SampleResult
 from assay.core.format import short_repr
-from assay.video.report import ConsoleReporter, target_name
+from assay.core.run_events import UnitDurable, UnitProgress
+from assay.video.report import VideoConsole, target_name
+from assay.video.run import VideoUnit
 
 
 def result(**changes):
@@ -25,12 +27,16 @@ def result(**changes):
 def reporter(*, terminal=False, verbose=False):
     stream = io.StringIO()
     console = Console(file=stream, force_terminal=terminal, width=200, soft_wrap=True)
-    return ConsoleReporter(console, verbose=verbose), stream
+    return VideoConsole(console, verbose=verbose), stream
+
+
+def durable(trial, repeat, sample_result):
+    return UnitDurable(VideoUnit(trial, repeat, sample_result), lambda: None)
 
 
 def test_failure_line_uses_reprs_g_format_and_literal_markup():
     report, stream = reporter()
-    report.sample_finished(1, 1, result())
+    report.unit_durable(durable(1, 1, result()))
     assert stream.getvalue() == (
         "    FAILED Step [bold]1[/bold] (t) @2.01667s expected='red' observed='green' reason=expected exact match\n"
     )
@@ -38,10 +44,10 @@ def test_failure_line_uses_reprs_g_format_and_literal_markup():
 
 def test_passed_lines_only_with_verbose_and_trials_are_prefixed():
     quiet, quiet_stream = reporter()
-    quiet.sample_finished(1, 1, result(status="passed", reason="matched"))
+    quiet.unit_durable(durable(1, 1, result(status="passed", reason="matched")))
     assert quiet_stream.getvalue() == ""
     loud, loud_stream = reporter(verbose=True)
-    loud.sample_finished(2, 3, result(status="passed", reason="matched", target_label=None))
+    loud.unit_durable(durable(2, 3, result(status="passed", reason="matched", target_label=None)))
     assert loud_stream.getvalue().startswith("[2/3]     PASSED t @2.01667s")
 
 
@@ -59,12 +65,12 @@ def test_target_names_show_the_label_only_when_it_differs():
 
 def test_progress_bar_appears_only_on_a_terminal():
     plain, plain_stream = reporter()
-    plain.sample_completed(1, 1, 4)
+    plain.unit_progress(UnitProgress(1, 4))
     assert plain._progress is None and plain_stream.getvalue() == ""
     live, live_stream = reporter(terminal=True)
-    live.sample_completed(1, 2, 4)
+    live.unit_progress(UnitProgress(2, 4))
     assert live._progress is not None
-    live.sample_completed(1, 4, 4)
+    live.unit_progress(UnitProgress(4, 4))
     assert live._progress is None  # transient: gone once the case is done
     live.close()
 

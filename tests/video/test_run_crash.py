@@ -29,7 +29,7 @@ from media import make_numbered_video
 from assay.core import journal as journal_module
 from assay.core.journal import Journal
 from assay.video.checkpoint import run_result_key
-from assay.video.report import ConsoleReporter
+from assay.video.report import VideoConsole
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 CONCURRENCY = 4
@@ -475,18 +475,19 @@ def test_no_result_line_is_printed_before_its_journal_record_is_fsynced(
 
     shown: list[str] = []
     premature: list[str] = []
-    real_sample_finished = ConsoleReporter.sample_finished
+    real_unit_durable = VideoConsole.unit_durable
 
-    def checked_sample_finished(self: ConsoleReporter, trial: int, repeat: int, result: Any) -> None:
+    def checked_unit_durable(self: VideoConsole, event: Any) -> None:
+        trial, result = event.native.trial, event.native.result
         key = run_result_key(trial, result.case, result.target, result.sample_index, result.timestamp_s)
         with lock:
             if key not in durable:
                 premature.append(key)
         shown.append(key)
-        real_sample_finished(self, trial, repeat, result)
+        real_unit_durable(self, event)
 
     monkeypatch.setattr(journal_module.os, "fsync", recording_fsync)
-    monkeypatch.setattr(ConsoleReporter, "sample_finished", checked_sample_finished)
+    monkeypatch.setattr(VideoConsole, "unit_durable", checked_unit_durable)
     result = run_eval(eval_dir, "--concurrency", str(CONCURRENCY), "--keep-going", "--verbose", "--repeat", "2")
     assert result.exit_code == 0, result.output
     assert len(shown) == 2 * (CALLED_SAMPLES + 1)

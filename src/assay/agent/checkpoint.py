@@ -78,9 +78,14 @@ class AgentCheckpoint:
             raise
         return cls(checkpoint, reused, True)
 
+    @staticmethod
+    def would_remain(outcome: Any) -> bool:
+        """Whether `finish(outcome)` keeps the checkpoint open for `--resume` (something to rerun)."""
+        return outcome.interrupted or any(not is_reusable(result) for result in outcome.results)
+
     def finish(self, outcome: Any) -> bool:
         """Mark complete when nothing is left to rerun; otherwise keep it for `--resume`. True if kept open."""
-        rerun = outcome.interrupted or any(not is_reusable(result) for result in outcome.results)
+        rerun = self.would_remain(outcome)
         if not rerun:
             self.checkpoint.mark_complete()
         self.checkpoint.release()

@@ -1,7 +1,7 @@
-"""Delivering an agent run: the console (progress bar, results, summary), NDJSON lines, JUnit suites.
+"""Delivering an agent run: the console (progress bar, results, summary) and NDJSON lines with the receipt.
 
-Every reporter consumes the same run events (`run_started`, `attempt_finished`, `warning`) and the
-final `RunOutcome`; none of them is special.
+Both are reporters on the run events (`assay.core.run_events`); JUnit and the results store are the
+pipeline's own reporters.
 """
 
 from __future__ import annotations
@@ -10,12 +10,10 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
 from assay.agent.record import EXECUTED, INTERRUPTED, NOT_DISPATCHED, REUSED, AttemptResult
 from assay.core.format import format_duration, format_latency, format_rate
-from assay.core.report.junit import JUnitCase, JUnitSuite, write_junit
 from assay.core.report.table import render_table
 
 _MARKS = {"passed": "✓", "scored": "◆", "failed": "✗", "errored": "!", "skipped": "-"}
@@ -136,7 +134,10 @@ class ConsoleReporter:
     def _say(self, text: str) -> None:
         self.console.print(text, markup=False, highlight=False)
 
-    def run_started(self, plan: Sequence[Any], reused: int) -> None:
+    name = "console"
+
+    def run_started(self, event: Any) -> None:
+        plan, reused = event.native, event.reused
         self._total = len(plan)
         experiments = {planned.experiment.id for planned in plan}
         evals = {planned.eval.id for planned in plan}
@@ -153,7 +154,8 @@ class ConsoleReporter:
             self._progress.start()
             self._task = self._progress.add_task("running", total=self._total, completed=reused)
 
-    def attempt_finished(self, result: AttemptResult) -> None:
+    def unit_durable(self, event: Any) -> None:
+        result = event.native
         self._done += 1
         if self._progress is not None:
             self._progress.update(self._task, advance=1)
@@ -166,14 +168,26 @@ class ConsoleReporter:
             mark = _MARKS.get(result.verdict or "", "?")
             self._say(f"[{self._done}/{self._total}] {mark} {verdict_label(result)}  {attempt_title(result)}")
 
-    def warning(self, code: str, message: str, **fields: Any) -> None:
+    def warning(self, event: Any) -> None:
         target = self._progress.console if self._progress is not None else self.console
-        target.print(f"warning [{code}]: {message}", markup=False, highlight=False)
+        target.print(f"warning [{event.code}]: {event.message}", markup=False, highlight=False)
 
     def close(self) -> None:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+    def run_finished(self, event: Any) -> None:
+        if event.outcome is not None:
+            self.summary(event.outcome, resume_lines=event.resume_lines if event.checkpoint_kept else ())
+            return
+        self.close()
+        if event.error is not None:
+            self._say(f"Error: {event.error}")
+            return
+        self._say("Interrupted.")
+        for line in event.resume_lines:
+            self._say(line)
 
     def summary(self, outcome: Any, *, resume_lines: Sequence[str] = ()) -> None:
         self.close()
@@ -214,13 +228,17 @@ class NdjsonReporter:
     def _line(self, document: dict[str, Any]) -> None:
         self.stream.write(json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n")
 
-    def run_started(self, plan: Sequence[Any], reused: int) -> None:
-        self._total = len(plan)
-        self._done = reused
+    name = "NDJSON"
+
+    def run_started(self, event: Any) -> None:
+        self.invocation_id = event.run_id
+        self._total = event.total
+        self._done = reused = event.reused
         self._line({"type": "progress", "invocationId": self.invocation_id, "message": "planned", "current": reused,
                     "total": self._total})
 
-    def attempt_finished(self, result: AttemptResult) -> None:
+    def unit_durable(self, event: Any) -> None:
+        result = event.native
         self._done += 1
         document = result.to_json()
         document["locator"] = result.locator
@@ -228,13 +246,22 @@ class NdjsonReporter:
         self._line({"type": "progress", "invocationId": self.invocation_id, "message": attempt_title(result),
                     "current": self._done, "total": self._total})
 
-    def warning(self, code: str, message: str, **fields: Any) -> None:
-        document = {"event": "warning", "code": code, "level": fields.pop("level", "warning"), "message": message}
+    def warning(self, event: Any) -> None:
+        fields = dict(event.fields)
+        document = {"event": "warning", "code": event.code, "level": fields.pop("level", "warning"), "message": event.message}
         for key, value in fields.items():
             document[_camel(key)] = value
         self._line(document)
 
     def close(self) -> None:
+        self.stream.flush()
+
+    def run_finished(self, event: Any) -> None:
+        if event.outcome is not None:
+            self.receipt(event.outcome, exit_code=event.exit_code, checkpoint=str(event.checkpoint))
+        elif event.error is not None:
+            # Before the invocation exists, errors go to stderr (NiceEval); NDJSON stays machine-readable.
+            print(f"Error: {event.error}", file=sys.stderr)
         self.stream.flush()
 
     def receipt(self, outcome: Any, *, exit_code: int, checkpoint: str | None) -> None:
@@ -262,32 +289,8 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-def junit_suites(outcome: Any) -> list[JUnitSuite]:
-    cases = []
-    for result in outcome.results:
-        name = attempt_title(result)
-        failure = error = skipped = None
-        if result.verdict == "failed":
-            failure = "; ".join(result.failing) or "failed"
-        elif result.verdict == "errored":
-            error = result.error["message"] if result.error else "; ".join(result.unavailable) or "errored"
-        elif result.verdict == "skipped":
-            skipped = "skipped"
-        elif result.outcome in (NOT_DISPATCHED, INTERRUPTED):
-            skipped = verdict_label(result)
-        details = "\n".join(failure_lines(result)) or None
-        cases.append(JUnitCase(
-            name=name, classname=result.experiment_id, time_seconds=result.duration_seconds,
-            failure=failure, error=error, skipped=skipped, details=details,
-        ))
-    return [JUnitSuite("assay", cases, outcome.duration_seconds)]
-
-
-def write_junit_report(path: Path, outcome: Any) -> None:
-    write_junit(path, junit_suites(outcome))
-
 
 __all__ = [
-    "ConsoleReporter", "NdjsonReporter", "attempt_title", "experiment_rows", "failure_lines", "junit_suites",
-    "run_title", "verdict_label", "write_junit_report",
+    "ConsoleReporter", "NdjsonReporter", "attempt_title", "experiment_rows", "failure_lines", "run_title",
+    "verdict_label",
 ]

@@ -2,7 +2,7 @@
 
 Admission is one async source over per-experiment lanes (round robin, each lane capped by its
 experiment's concurrency) fed to the core `run_bounded` (the global cap); every sealed attempt is
-journaled before listeners hear of it.
+journaled before reporters hear of it (as run events).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import traceback
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from assay.agent.assertions import PENDING
 from assay.agent.context import CancelSignal, Feedback, HookContext
@@ -25,6 +25,8 @@ from assay.agent.evidence import sum_counts, sum_usage
 from assay.agent.judging import Judge, LLMJudge
 from assay.agent.model import MISSING, event_to_json, usage_to_json
 from assay.agent.pricing import estimate_cost
+from assay.agent.units import agent_unit
+from assay.core.run_events import RunEvents, RunStarted, RunWarning, UnitDurable
 from assay.agent.record import (
     ATTEMPT_RECORD, EXECUTED, INTERRUPTED, NOT_DISPATCHED, AttemptResult, slot_key,
 )
@@ -82,25 +84,6 @@ class RunOptions:
     run_id: str = "run"
     handle_sigint: bool = False  # the CLI turns Ctrl-C into a clean interruption
     retry_base_seconds: float = 5.0  # backoff before resending a send the agent provably rejected
-
-
-class RunListener(Protocol):
-    def run_started(self, plan: Sequence[PlannedAttempt], reused: int) -> None: ...
-
-    def attempt_finished(self, result: AttemptResult) -> None: ...
-
-    def warning(self, code: str, message: str, **fields: Any) -> None: ...
-
-
-class _SilentListener:
-    def run_started(self, plan: Sequence[PlannedAttempt], reused: int) -> None:
-        pass
-
-    def attempt_finished(self, result: AttemptResult) -> None:
-        pass
-
-    def warning(self, code: str, message: str, **fields: Any) -> None:
-        pass
 
 
 @dataclass
@@ -222,7 +205,7 @@ class AgentRun:
         self,
         plan: Sequence[PlannedAttempt],
         options: RunOptions,
-        listener: RunListener | None = None,
+        events: RunEvents | None = None,
         *,
         reused: Mapping[str, AttemptResult] | None = None,
         journal: Any = None,  # a core JournalWriter, or None
@@ -230,7 +213,7 @@ class AgentRun:
     ) -> None:
         self.plan = list(plan)
         self.options = options
-        self.listener = listener or _SilentListener()
+        self.events = events if events is not None else RunEvents()
         self.reused = dict(reused or {})
         self.journal = journal
         self.results: list[AttemptResult | None] = [None] * len(self.plan)
@@ -307,7 +290,7 @@ class AgentRun:
             try:
                 await call_user_code(hook, HookContext(lane.entry.id, lane.signal, lane.feedback))
             except Exception as error:  # noqa: BLE001 - a teardown failure is a warning, never a verdict
-                self.listener.warning(
+                self._warn(
                     "experiment-teardown-failed", f"experiment {lane.entry.id} teardown failed: {error}",
                     experiment_id=lane.entry.id,
                 )
@@ -324,11 +307,11 @@ class AgentRun:
             try:
                 await call_user_code(close)
             except Exception as error:  # noqa: BLE001 - closing is housekeeping, never a verdict
-                self.listener.warning("agent-close-failed", f"agent {agent.name} close failed: {error}")
+                self._warn("agent-close-failed", f"agent {agent.name} close failed: {error}")
 
     def _flush_lane_diagnostics(self, lane: _Lane) -> None:
         for diagnostic in lane.feedback.diagnostics:
-            self.listener.warning(diagnostic.code, diagnostic.message, level=diagnostic.level, experiment_id=lane.entry.id)
+            self._warn(diagnostic.code, diagnostic.message, level=diagnostic.level, experiment_id=lane.entry.id)
         lane.feedback.diagnostics.clear()
 
     # -- one attempt ----------------------------------------------------------------------------
@@ -503,7 +486,7 @@ class AgentRun:
             elif self.interrupted:
                 result = None
             else:
-                # Budgets, journal and listeners stay here; the worker only runs the attempt.
+                # Budgets, journal and reporters stay here; the worker only runs the attempt.
                 result = await self._unit_executor.call(
                     AttemptRequest(planned.experiment.id, planned.eval.id, planned.ordinal)
                 )
@@ -515,7 +498,7 @@ class AgentRun:
             result = self._unrun(planned, INTERRUPTED)
         result.position = planned.index  # a worker numbers its one attempt 0
         if result.outcome == INTERRUPTED:
-            # journaled so readback shows the slot; listeners hear only of attempts that finished
+            # journaled so readback shows the slot; reporters hear only of attempts that finished
             self._publish(result, planned.index, notify=False)
             return
         self._spend(lane, result)
@@ -527,7 +510,7 @@ class AgentRun:
         if result.estimated_cost_usd is None:
             if not lane.cost_unknown_warned and result.turns:
                 lane.cost_unknown_warned = True
-                self.listener.warning(
+                self._warn(
                     "budget-unenforceable",
                     f"experiment {lane.entry.id}: the budget cannot be enforced (no model, usage or price)",
                     experiment_id=lane.entry.id,
@@ -536,16 +519,19 @@ class AgentRun:
         lane.spent += result.estimated_cost_usd
         if lane.spent >= lane.budget and not lane.exhausted:
             lane.exhausted = True
-            self.listener.warning(
+            self._warn(
                 "budget_exhausted",
                 f"experiment {lane.entry.id} spent an estimated ${lane.spent:.4f} of its ${lane.budget:.4f} budget; "
                 "its remaining attempts were not dispatched",
                 experiment_id=lane.entry.id,
             )
 
+    def _warn(self, code: str, message: str, **fields: Any) -> None:
+        self.events.warning(RunWarning(code, message, fields))
+
     def _publish(self, result: AttemptResult, index: int, *, notify: bool = True) -> None:
         self.results[index] = result
-        announce = (lambda: self.listener.attempt_finished(result)) if notify else None
+        announce = (lambda: self.events.unit_durable(UnitDurable(result, lambda: agent_unit(result)))) if notify else None
         if self.journal is not None:
             self.journal.submit(ATTEMPT_RECORD, result.key, result.to_json(), announce)
         elif announce is not None:
@@ -593,7 +579,8 @@ class AgentRun:
                 self.results[planned.index] = reused
             else:
                 lane.items.append(planned)
-        self.listener.run_started(self.plan, len(self.plan) - sum(len(lane.items) for lane in self._lanes.values()))
+        reused = len(self.plan) - sum(len(lane.items) for lane in self._lanes.values())
+        self.events.run_started(RunStarted("agent", self.options.run_id, len(self.plan), reused, self.plan))
         sigint_installed = False
         if self.options.handle_sigint:
             sigint_installed = self._install_sigint()
@@ -704,4 +691,4 @@ def _judge_config(
     return config
 
 
-__all__ = ["AgentRun", "AgentWorker", "AttemptRequest", "DEFAULT_CONCURRENCY", "PlannedAttempt", "RunListener", "RunOptions", "RunOutcome", "build_plan"]
+__all__ = ["AgentRun", "AgentWorker", "AttemptRequest", "DEFAULT_CONCURRENCY", "PlannedAttempt", "RunOptions", "RunOutcome", "build_plan"]

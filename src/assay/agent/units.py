@@ -16,7 +16,7 @@ from assay.core.record import (
     jsonable,
 )
 
-__all__ = ["agent_run_record", "agent_unit"]
+__all__ = ["agent_run_manifest", "agent_run_units", "agent_unit"]
 
 # `scored` attempts carry a score, not a verdict: shown, but not counted in pass rates or compare.
 _VERDICTS = {"passed": "passed", "failed": "failed", "errored": "errored", "skipped": "skipped", "scored": "ignored"}
@@ -38,10 +38,14 @@ def agent_unit(result: Any) -> UnitResult:
     """`result` is an `AttemptResult` (read by attribute, so new fields never break the record)."""
     document = jsonable(result.to_json())
     document["locator"] = result.locator
+    from assay.agent.report import attempt_title, failure_lines
+
     return UnitResult(
         unit_id=f"{result.experiment_id}/{result.eval_id}#{result.ordinal + 1}",
         verdict=_VERDICTS.get(result.verdict or "", "skipped"),
         group=f"{result.experiment_id}/{result.eval_id}",
+        title=attempt_title(result),
+        details="\n".join(failure_lines(result)),
         expected=None,
         observed={"score": result.score} if result.score is not None else None,
         reason=_reason(result),
@@ -57,11 +61,14 @@ def _total_usage(results: Sequence[Any]) -> dict[str, Any] | None:
     return sum_counts(result.usage for result in results) or None
 
 
-def agent_run_record(
+def agent_run_units(outcome: Any) -> list[UnitResult]:
+    return [agent_unit(result) for result in outcome.results]
+
+
+def agent_run_manifest(
     outcome: Any, invocation: Mapping[str, Any], root: Path, exit_code: int, checkpoint_path: Path | None = None
-) -> tuple[RunManifest, list[UnitResult]]:
+) -> RunManifest:
     results = list(outcome.results)
-    units = [agent_unit(result) for result in results]
     costs = [result.estimated_cost_usd for result in results if result.estimated_cost_usd is not None]
     agents: dict[str, dict[str, Any]] = {}
     for result in results:
@@ -81,7 +88,7 @@ def agent_run_record(
     for result in results:
         key = result.verdict or result.outcome
         counts[key] = counts.get(key, 0) + 1
-    manifest = RunManifest.begin(
+    return RunManifest.begin(
         "agent",
         root,
         title=f"{root.name}: {', '.join(agents) or 'no experiments'}",
@@ -95,4 +102,3 @@ def agent_run_record(
         exit_code=exit_code,
         duration_seconds=outcome.duration_seconds,
     )
-    return manifest, units

@@ -170,10 +170,10 @@ def run_command(
         _positive("--concurrency", concurrency)
         _positive("--timeout", timeout)
         _positive("--budget", budget, allow_zero=True)
-        if executor not in ("local", "ray"):
-            raise UsageError("--executor must be local or ray", "--executor")
-        if ray_address is not None and executor != "ray":
-            raise UsageError("--ray-address needs --executor ray", "--ray-address")
+        from assay.core.pipeline import Execution
+
+        execution = Execution(executor, ray_address)
+        execution.check()
         if shard is not None:
             from assay.core.shard import parse_shard
 
@@ -184,219 +184,35 @@ def run_command(
             raise UsageError("--resume reruns the saved selection; do not give experiments, evals or selection options",
                              "--resume")
         root = _project(project)
+        request, resumed = _request(
+            root, resume, experiment=experiment, evals=tuple(evals or ()), tags=tuple(tag or ()), attempts=attempts,
+            timeout=timeout, budget=budget, shard=shard, concurrency=concurrency, json=output_json, junit=junit,
+            verbose=verbose,
+        )
     except AssayError as error:
         _fail(error, json_mode=output_json)
-    invocation: dict[str, Any] = {
-        "experiment": experiment, "evals": list(evals or []), "tags": list(tag or []), "attempts": attempts,
-        "timeout": timeout, "budget": budget,
-    }
-    if shard is not None:
-        invocation["shard"] = shard  # only when given: unsharded checkpoints keep their plan
-    _execute_run(
-        root, invocation, concurrency, output_json, junit, resume, verbose,
-        {"executor": executor, "ray_address": ray_address},
-    )
+    from assay.core import pipeline
+
+    raise typer.Exit(pipeline.run("agent", request, resume=resumed, execution=execution))
 
 
-def shard_plan(plan: list[Any], shard_text: Optional[str]) -> list[Any]:
-    """The plan narrowed to one shard: all attempts of an (experiment, eval) stay together."""
-    if shard_text is None:
-        return plan
-    from assay.agent.runner import PlannedAttempt
-    from assay.core.shard import parse_shard, shard_members
+def _request(root: Path, resume: Optional[str], **fields: Any) -> tuple[Any, Any]:
+    """The run's request: from the options, or restored from the `--resume` checkpoint (its
+    selection) with this invocation's output and concurrency."""
+    from assay.agent.run_kind import AgentRunRequest
 
-    keys = [f"{planned.experiment.id}/{planned.eval.id}" for planned in plan]
-    members = shard_members(keys, [1] * len(keys), parse_shard(shard_text))
-    kept = [planned for planned, key in zip(plan, keys) if key in members]
-    return [PlannedAttempt(index, planned.experiment, planned.eval, planned.ordinal) for index, planned in enumerate(kept)]
+    if resume is None:
+        return AgentRunRequest(project=root, **fields), None
+    from assay.agent.checkpoint import KIND
+    from assay.agent.project import checkpoints_base
+    from assay.core.journal import read_manifest, resolve_checkpoint_ref
+    from assay.core.run_request import from_invocation
 
-
-def _plan_for(root: Path, invocation: dict[str, Any]) -> list[Any]:
-    from assay.agent.discovery import discover_evals, discover_experiments, select_evals, select_experiments
-    from assay.agent.runner import build_plan
-
-    all_evals = discover_evals(root)
-    selector = invocation["experiment"]
-    try:
-        experiments = select_experiments(discover_experiments(root), selector)
-    except UsageError as error:
-        if selector in {command.name for command in agent_app.registered_commands}:
-            # `assay agent run show`: the command was given to `run` as an experiment name
-            raise UsageError(f"{error}. Did you mean `assay agent {selector}`?") from None
-        raise
-    selections = {
-        entry.id: select_evals(entry, all_evals, invocation["evals"], invocation["tags"]) for entry in experiments
-    }
-    if not any(selections.values()):
-        narrowed = " after narrowing by the given prefixes and tags" if invocation["evals"] or invocation["tags"] else ""
-        raise UsageError(f"no evals selected{narrowed}; `assay agent list` shows the eval ids")
-    return build_plan(experiments, selections, invocation["attempts"], eval_order=all_evals)
-
-
-def _execute_run(
-    root: Path, invocation: dict[str, Any], concurrency: Optional[int], output_json: bool, junit: Optional[Path],
-    resume: Optional[str], verbose: bool, execution: Optional[dict[str, Any]] = None,
-) -> None:
-    import asyncio
-
-    from assay.agent.checkpoint import KIND, AgentCheckpoint, resume_lines
-    from assay.agent.project import checkpoints_base, load_dotenv, load_project_config
-    from assay.agent.report import ConsoleReporter, NdjsonReporter, write_junit_report
-    from assay.agent.runner import DEFAULT_CONCURRENCY, AgentRun, RunOptions
-    from assay.core.journal import JournalWriter, read_manifest, resolve_checkpoint_ref
-    from assay.judge.cache import DirectoryCallCache
-
-    checkpoint: AgentCheckpoint | None = None
-    try:
-        load_dotenv(root)
-        config = load_project_config(root)
-        manifest = None
-        checkpoint_path = None
-        if resume is not None:
-            checkpoint_path = resolve_checkpoint_ref(resume, checkpoints_base(root), Path.cwd())
-            manifest = read_manifest(checkpoint_path, KIND)
-            invocation = dict(manifest["invocation"])
-        plan = shard_plan(_plan_for(root, invocation), invocation.get("shard"))
-        if manifest is not None and checkpoint_path is not None:
-            checkpoint = AgentCheckpoint.resume(checkpoint_path, manifest, plan)
-        else:
-            checkpoint = AgentCheckpoint.start(root, invocation, plan)
-    except AssayError as error:
-        if checkpoint is not None:
-            checkpoint.release()
-        _fail(error, json_mode=output_json)
-    assert checkpoint is not None
-    console = common.stdout_console()
-    reporter: Any = NdjsonReporter(invocation_id=checkpoint.id) if output_json else ConsoleReporter(console, verbose=verbose)
-    options = RunOptions(
-        concurrency=concurrency or config.concurrency or DEFAULT_CONCURRENCY,
-        timeout=invocation["timeout"],
-        config_timeout=config.timeout,
-        budget=invocation["budget"],
-        pricing=config.pricing,
-        project_judge=config.judge,
-        judge_cache=DirectoryCallCache(checkpoints_base(root) / "cache" / "judge"),
-        run_id=checkpoint.id,
-        handle_sigint=True,
-    )
-
-    async def execute() -> Any:
-        writer = JournalWriter(checkpoint.checkpoint.journal)
-        unit_executor = _attempt_executor(execution, root, options, checkpoints_base(root) / "cache" / "judge")
-        try:
-            return await AgentRun(
-                plan, options, reporter, reused=checkpoint.reused, journal=writer, executor=unit_executor
-            ).run()
-        finally:
-            try:
-                await writer.close()
-            finally:
-                if unit_executor is not None:
-                    await unit_executor.close()
-
-    try:
-        outcome = asyncio.run(execute())
-    except (KeyboardInterrupt, asyncio.CancelledError):  # a second Ctrl-C cancels everything
-        reporter.close()
-        checkpoint.release()
-        if not output_json:
-            console.print("Interrupted.", markup=False, highlight=False)
-            for line in resume_lines(checkpoint.path, root):
-                console.print(line, markup=False, highlight=False)
-        raise typer.Exit(130)
-    except BaseException as error:  # noqa: BLE001 - an internal crash still releases the checkpoint
-        reporter.close()
-        checkpoint.release()
-        if isinstance(error, (typer.Exit, SystemExit)):
-            raise
-        _fail(error, json_mode=output_json)
-    kept = checkpoint.finish(outcome)
-    exit_code = outcome.exit_code
-    if junit is not None:
-        try:
-            write_junit_report(junit, outcome)
-        except OSError as error:
-            exit_code = exit_code or 1  # a required report that is missing fails the invocation
-            message = f"Error: could not write JUnit report {junit}: {error}"
-            if output_json:
-                print(message, file=sys.stderr)
-            else:
-                console.print(message, markup=False, highlight=False)
-    if not outcome.interrupted:
-        from assay.agent.units import agent_run_record
-        from assay.core.results_store import publish_run_quietly
-
-        publish_run_quietly(lambda: agent_run_record(outcome, invocation, root, exit_code, checkpoint.path))
-    if output_json:
-        reporter.receipt(outcome, exit_code=exit_code, checkpoint=str(checkpoint.path))
-    else:
-        reporter.summary(outcome, resume_lines=resume_lines(checkpoint.path, root) if kept else ())
-    raise typer.Exit(exit_code)
-
-
-def _attempt_executor(execution: Optional[dict[str, Any]], root: Path, options: Any, judge_cache_dir: Path) -> Any:
-    """None runs attempts in this process; a Ray executor runs them on warm workers (one per CPU)."""
-    if not execution or execution.get("executor", "local") == "local":
-        return None
-    import dataclasses
-
-    from assay.agent.runner import AgentWorker
-    from assay.core.ray_executor import RayExecutor
-
-    worker_options = dataclasses.replace(options, judge_cache=None, handle_sigint=False)
-    return RayExecutor.connect(
-        AgentWorker, (str(root), worker_options, str(judge_cache_dir)), address=execution.get("ray_address"),
-        concurrency=options.concurrency,
-    )
-
-
-def merge_agent_records(records: list[Any]) -> int:
-    """Combine agent shard records into the unsharded run's record (plan order, the same gate) and print
-    its summary; returns the exit code. The project must be at hand: the plan is rebuilt from it."""
-    from assay.agent.record import AttemptResult
-    from assay.agent.report import ConsoleReporter
-    from assay.agent.runner import RunOutcome
-    from assay.agent.units import agent_run_record
-    from assay.core.shard import check_shard_set
-    from assay.core.results_store import publish_run_quietly
-
-    manifests = [manifest for manifest, _ in records]
-    check_shard_set(manifests, identity_keys=("project",))
-    root = Path(manifests[0].identity["project"])
-    invocation = {name: value for name, value in manifests[0].options.items() if name != "shard"}
-    plan = _plan_for(root, invocation)
-    units = {unit.unit_id: unit for _, shard_units in records for unit in shard_units}
-    results = []
-    for planned in plan:
-        key = f"{planned.experiment.id}/{planned.eval.id}#{planned.ordinal + 1}"
-        unit = units.pop(key, None)
-        if unit is None:
-            raise UsageError(f"the shard records have no result for {key}; was a shard incomplete or interrupted?")
-        document = {name: value for name, value in dict(unit.detail or {}).items() if name != "locator"}
-        result = AttemptResult.from_json(document)
-        result.position = planned.index  # a shard numbered its own slots
-        results.append(result)
-    if units:
-        raise UsageError(f"the shard records hold attempts outside the run's plan: {', '.join(sorted(units)[:5])}")
-    exhausted = sorted({
-        str(gate["name"]).removeprefix("budget ")
-        for manifest in manifests for gate in manifest.gates if str(gate.get("name", "")).startswith("budget ")
-    })
-    duration = max((manifest.duration_seconds or 0.0 for manifest in manifests), default=0.0)
-    outcome = RunOutcome(results, False, exhausted, duration)
-    exit_code = outcome.exit_code
-
-    def build() -> Any:
-        import dataclasses
-
-        manifest, merged_units = agent_run_record(outcome, invocation, root, exit_code)
-        return dataclasses.replace(
-            manifest, options={**manifest.options, "merged_from": [m.run_id for m in manifests]}
-        ), merged_units
-
-    publish_run_quietly(build)
-    ConsoleReporter(common.stdout_console()).summary(outcome)
-    return exit_code
+    path = resolve_checkpoint_ref(resume, checkpoints_base(root), Path.cwd())
+    manifest = read_manifest(path, KIND)
+    fresh = {name: fields[name] for name in ("concurrency", "json", "junit", "verbose")}
+    request = from_invocation(AgentRunRequest, manifest.get("invocation"), path / "manifest.json", project=root, **fresh)
+    return request, (path, manifest)
 
 
 @agent_app.command("show")

@@ -38,8 +38,10 @@ def root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors (for bug reports)."),
 ) -> None:
     from assay.cli import common
+    from assay.errors import show_tracebacks
 
     common.DEBUG = debug
+    show_tracebacks(debug)
 
 
 def _register_groups() -> None:

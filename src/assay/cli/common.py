@@ -9,13 +9,10 @@ from typing import Any, Callable, NoReturn, Sequence
 
 import typer
 
+from assay.core.console import stdout_console
+
 DEBUG = False
 
-
-def stdout_console() -> Any:
-    from rich.console import Console
-
-    return Console(soft_wrap=True)
 
 
 def at_least(minimum: int | float) -> Callable[[Any], Any]:

@@ -253,49 +253,23 @@ def run_case_command(
     config: Optional[str] = ConfigOption,
     junit: Optional[str] = typer.Option(None, "--junit", help="Also write a JUnit XML report here."),
 ) -> None:
-    from assay.doc.grade import run_case
-
     suite = _load_config(config)
     _gate(suite, "run-case")
     _require(case=case, candidate=candidate)
-    result = _run(run_case(suite, case_id=case, candidate=candidate, run_id=run_id or None))
-    typer.echo(f"Verdict: {result.verdict}")
-    typer.echo(f"Results: {suite.resolver.relative_to_repo(result.result_dir)}")
-    exit_code = EXIT_RED_VERDICT if result.verdict == "red" else 0
-    if junit:
-        from assay.core.report.junit import write_junit
-        from assay.doc.units import run_case_junit_suites
-
-        try:
-            write_junit(Path(junit), run_case_junit_suites(result))
-        except OSError as error:
-            typer.echo(f"Error: could not write JUnit report {junit}: {error}", err=True)
-            exit_code = EXIT_FAILURE  # a missing report is a broken run, whatever the verdict
-    _record(lambda: _units().run_case_record(
-        result, result.result_dir / "cases" / result.case_id / "candidate.md",
-        {"case": case, "candidate": candidate, "run_id": run_id, "config": config},
-    ))
-    if exit_code:
-        raise typer.Exit(exit_code)
+    _run_method(
+        "run-case", suite, {"case_id": case, "candidate": candidate, "run_id": run_id or None},
+        {"case": case, "candidate": candidate, "run_id": run_id, "config": config}, junit=junit,
+    )
 
 
-def _units() -> Any:
-    from assay.doc import units
+def _run_method(method: str, suite: Any, arguments: dict[str, Any], recorded: dict[str, Any], **fields: Any) -> None:
+    from assay.core import pipeline
+    from assay.doc.run_kind import DocMethodRequest
 
-    return units
-
-
-def _record(build: Callable[[], Any]) -> None:
-    """Index the finished command in the results store; a store failure is only a warning."""
-    from assay.core.results_store import publish_run_quietly
-
-    publish_run_quietly(build)
-
-
-def _candidate_path(suite: Any, candidate: str) -> Path:
-    from assay.doc.candidates import resolve_candidate
-
-    return resolve_candidate(suite, candidate)
+    request = DocMethodRequest(method, suite, arguments, recorded, **fields)
+    code = pipeline.run("doc", request)
+    if code:
+        raise typer.Exit(code)
 
 
 @_command("generate", "Generate a candidate with the model (needs methods.generate.enabled=true).")
@@ -336,33 +310,20 @@ def judge_coverage_command(
         None, "--expected-outcome", help="Calibration: expected-good or expected-bad (flags possible false pass/fail)."
     ),
 ) -> None:
-    from assay.doc.coverage import judge_coverage
-
     suite = _load_config(config)
     _gate(suite, "judge-coverage")
     _require(case=case, candidate=candidate, model=model, provider=provider, effort=effort)
     if expected_outcome not in (None, "expected-good", "expected-bad"):
         _fail("Execution failed", f"--expected-outcome must be expected-good or expected-bad, got {expected_outcome}")
     settings = _model_settings(model, provider, effort, base_url, cache_dir)
-    result = _run(
-        judge_coverage(
-            suite,
-            settings,
-            case_id=case,
-            candidate=candidate,
-            run_id=run_id or None,
-            fixture_label=fixture_label,
-            expected_outcome=expected_outcome,
-        )
-    )
-    typer.echo(", ".join(f"{verdict}: {count}" for verdict, count in result.counts.items()))
-    typer.echo(f"Results: {suite.resolver.relative_to_repo(result.result_dir)}")
-    _record(lambda: _units().coverage_run_record(
-        result, _candidate_path(suite, candidate),
+    _run_method(
+        "judge-coverage", suite,
+        {"case_id": case, "candidate": candidate, "run_id": run_id or None, "fixture_label": fixture_label,
+         "expected_outcome": expected_outcome},
         {"case": case, "candidate": candidate, "run_id": run_id, "config": config, "provider": provider,
          "effort": effort, "fixture_label": fixture_label, "expected_outcome": expected_outcome},
-        model,
-    ))
+        settings=settings,
+    )
 
 
 @_command("judge-pairwise", "Pairwise model judge in a seeded order; --both-orders judges A/B and B/A.")
@@ -386,7 +347,6 @@ def judge_pairwise_command(
         False, "--both-orders", help="Judge both display orders; disagreement counts as a tie."
     ),
 ) -> None:
-    from assay.doc.judge_pairwise import judge_pairwise
     from assay.doc.pairwise import parse_seed
     from assay.errors import AssayError
 
@@ -407,28 +367,14 @@ def judge_pairwise_command(
     except AssayError as error:
         _fail("Execution failed", error)
     settings = _model_settings(model, provider, effort, base_url, cache_dir)
-    result = _run(
-        judge_pairwise(
-            suite,
-            settings,
-            case_id=case,
-            candidate_a=candidate_a,
-            candidate_b=candidate_b,
-            seed=parsed_seed,
-            run_id=run_id,
-            both_orders=both_orders,
-        )
-    )
-    typer.echo(f"Winner: {result.winner}")
-    if result.position_consistent is not None:
-        typer.echo(f"Position consistent: {'true' if result.position_consistent else 'false'}")
-    typer.echo(f"Results: {suite.resolver.relative_to_repo(result.result_dir)}")
-    _record(lambda: _units().pairwise_run_record(
-        result, [_candidate_path(suite, candidate_a), _candidate_path(suite, candidate_b)],
+    _run_method(
+        "judge-pairwise", suite,
+        {"case_id": case, "candidate_a": candidate_a, "candidate_b": candidate_b, "seed": parsed_seed,
+         "run_id": run_id, "both_orders": both_orders},
         {"case": case, "candidate_a": candidate_a, "candidate_b": candidate_b, "run_id": run_id, "config": config,
          "provider": provider, "effort": effort, "seed": seed, "both_orders": both_orders},
-        model,
-    ))
+        settings=settings,
+    )
 
 
 @_command("report", "Compile a manual report from earlier runs with the adapter's compile_report.")

@@ -240,19 +240,13 @@ def merge_command(
 
     try:
         records = [_shard_record(reference) for reference in runs]
-        kind = records[0][0].kind
-        if kind == "video":
-            from assay.cli.video import merge_video_records
+        from assay.core.pipeline import kind_named
 
-            exit_code = merge_video_records(records, output_json)
-        elif kind == "agent":
-            from assay.cli.agent import merge_agent_records
-
-            if output_json is not None:
-                raise UsageError("--output-json is for video runs; agent runs print their summary", "--output-json")
-            exit_code = merge_agent_records(records)
-        else:
-            raise UsageError(f"{kind} runs cannot be sharded or merged yet")
+        kind = kind_named(records[0][0].kind)
+        merge = getattr(kind, "merge", None)
+        if merge is None:
+            raise UsageError(f"{kind.name} runs cannot be sharded or merged yet")
+        exit_code = merge(records, output_json)
     except (AssayError, OSError, ValueError, KeyError) as error:
         _fail(error)
     raise typer.Exit(exit_code)

@@ -50,13 +50,17 @@ UNITS_FILE = "units.jsonl"
 class UnitResult:
     """One unit of work's outcome, with a stable identity so two runs can be paired unit by unit.
 
-    `group` is the per-target / per-eval table a unit is counted in; `detail` holds what the
-    viewer's drill-down shows for the kind (a transcript, findings); `artifacts` names files.
+    `group` is the per-target / per-eval table a unit is counted in (`/`-separated, outermost
+    first); `title` names the unit for a person and `details` explains a failure in a few lines
+    (JUnit shows both); `detail` holds what the viewer's drill-down shows for the kind (a
+    transcript, findings); `artifacts` names files.
     """
 
     unit_id: str
     verdict: str  # passed | failed | errored | skipped | ignored
     group: str = ""
+    title: str = ""
+    details: str = ""
     expected: Any = None
     observed: Any = None
     reason: str = ""
@@ -74,7 +78,7 @@ class UnitResult:
         document: dict[str, Any] = {"unit_id": self.unit_id, "verdict": self.verdict, "group": self.group}
         for name in ("expected", "observed"):
             document[name] = getattr(self, name)
-        for name in ("reason", "duration_seconds", "usage", "cost_usd", "artifacts", "detail"):
+        for name in ("title", "details", "reason", "duration_seconds", "usage", "cost_usd", "artifacts", "detail"):
             value = getattr(self, name)
             if value not in (None, "", {}):
                 document[name] = value
@@ -86,6 +90,8 @@ class UnitResult:
             unit_id=document["unit_id"],
             verdict=document["verdict"],
             group=document.get("group", ""),
+            title=document.get("title", ""),
+            details=document.get("details", ""),
             expected=document.get("expected"),
             observed=document.get("observed"),
             reason=document.get("reason", ""),

@@ -15,9 +15,8 @@ from assay.core.record import (
     UnitResult,
     jsonable,
 )
-from assay.core.report.junit import JUnitCase, JUnitSuite
 
-__all__ = ["coverage_run_record", "pairwise_run_record", "run_case_junit_suites", "run_case_record"]
+__all__ = ["coverage_run_record", "pairwise_run_record", "run_case_record"]
 
 _CANDIDATE_LIMIT = 200_000  # characters of candidate text kept for the viewer
 _ADVERSE = ("partial", "missing", "contradicted")
@@ -55,6 +54,11 @@ def _manifest(
     )
 
 
+def _red_reason(adverse: Sequence[Mapping[str, Any]]) -> str:
+    listed = "; ".join(f"{item.get('id')}: {item.get('verdict')}" for item in adverse)
+    return "verdict red" + (f": {listed}" if listed else "")
+
+
 def run_case_record(
     result: Any, candidate_path: Path, options: Mapping[str, Any]
 ) -> tuple[RunManifest, list[UnitResult]]:
@@ -68,7 +72,10 @@ def run_case_record(
         group=result.case_id,
         expected="not red",
         observed=result.verdict,
-        reason="; ".join(f"{item.get('id')}: {item.get('verdict')}" for item in adverse) if not passed else "",
+        reason=_red_reason(adverse) if not passed else "",
+        details="\n".join(
+            f"{item.get('id')}: {item.get('verdict')} — {item.get('evidence')}" for item in findings if isinstance(item, Mapping)
+        ),
         artifacts={"bundle": str(result.result_dir), "candidate": str(candidate_path)},
         detail={
             "method": "deterministic",
@@ -122,15 +129,3 @@ def pairwise_run_record(
     manifest = _manifest("judge-pairwise", result.case_id, result.result_dir, result.manifest, options, True, {"model": model})
     return manifest, [unit]
 
-
-def run_case_junit_suites(result: Any) -> list[JUnitSuite]:
-    findings = list(result.findings or [])
-    details = "\n".join(f"{item.get('id')}: {item.get('verdict')} — {item.get('evidence')}" for item in findings if isinstance(item, Mapping))
-    case = JUnitCase(
-        name=f"{result.case_id}/deterministic",
-        classname=result.case_id,
-        failure=f"verdict {result.verdict}" if result.verdict == "red" else None,
-        details=details or None,
-        system_out=f"verdict {result.verdict}",
-    )
-    return [JUnitSuite(name="doc run-case", cases=[case])]

@@ -142,6 +142,10 @@ class RunCheckpoint:
         if self._writer is not None:
             await self._writer.drain()
 
+    def would_remain(self, resumable_adapter_errors: int) -> bool:
+        """Whether `finish(resumable_adapter_errors)` will leave the checkpoint in place."""
+        return resumable_adapter_errors == 0 or self.has_reusable_work
+
     def finish(self, resumable_adapter_errors: int) -> bool:
         """Mark complete, keep for a retry, or discard an empty checkpoint; True when it remains."""
         if resumable_adapter_errors == 0:

@@ -1,4 +1,4 @@
-"""A video run as a run record and as JUnit: one unit per (trial, case, target, sample).
+"""A video run as a run record: one unit per (trial, case, target, sample).
 
 Unit ids are `case/target/sample_index@timestamp#trial`, stable across runs of the same cases,
 so `assay runs compare` pairs the same sample of the same trial.
@@ -15,11 +15,10 @@ from assay.core.record import (
     UnitResult,
     jsonable,
 )
-from assay.core.report.junit import JUnitCase, JUnitSuite
-from assay.video.model import SampleResult
+from assay.video.model import EvalDirectory, SampleResult
 from assay.video.run import RunOutcome
 
-__all__ = ["video_junit_suites", "video_run_record", "video_unit_id"]
+__all__ = ["video_paths", "video_run_manifest", "video_run_units", "video_unit", "video_unit_id"]
 
 _VERDICTS = {"passed": "passed", "failed": "failed", "error": "errored", "ignored": "ignored"}
 # Options worth showing beside a run; the adapter config may hold secrets, so only its keys are kept.
@@ -33,16 +32,16 @@ def video_unit_id(result: SampleResult, trial: int) -> str:
     return f"{result.case}/{result.target}/{result.sample_index}@{result.timestamp_s:g}s#{trial}"
 
 
-def _video_paths(outcome: RunOutcome) -> dict[str, str]:
+def video_paths(directory: EvalDirectory) -> dict[str, str]:
     paths = {}
-    for case in outcome.eval_directory.cases:
+    for case in directory.cases:
         path = getattr(case.video, "path", None)
         if path is not None:
             paths[case.name] = str(path)
     return paths
 
 
-def _unit(result: SampleResult, trial: int, video_paths: Mapping[str, str]) -> UnitResult:
+def video_unit(result: SampleResult, trial: int, video_paths: Mapping[str, str], repeat: int = 1) -> UnitResult:
     artifacts: dict[str, Any] = {"timestamp_s": result.timestamp_s}
     if result.case in video_paths:
         artifacts["video"] = video_paths[result.case]
@@ -50,10 +49,16 @@ def _unit(result: SampleResult, trial: int, video_paths: Mapping[str, str]) -> U
         artifacts["image"] = result.artifact_image
     if result.artifact_json:
         artifacts["json"] = result.artifact_json
+    title = f"{result.target} @{result.timestamp_s:g}s" + (f" [trial {trial}]" if repeat > 1 else "")
+    details = ""
+    if result.status in ("failed", "error"):
+        details = f"expected={result.expected!r} observed={result.observed_value!r} reason={result.reason}"
     return UnitResult(
         unit_id=video_unit_id(result, trial),
         verdict=_VERDICTS[result.status],
         group=f"{result.case}/{result.target}",
+        title=title,
+        details=details,
         expected=jsonable(result.expected),
         observed=jsonable(result.observed_value),
         reason=result.reason,
@@ -74,16 +79,21 @@ def _unit(result: SampleResult, trial: int, video_paths: Mapping[str, str]) -> U
     )
 
 
-def video_run_record(
+def video_run_units(outcome: RunOutcome) -> list[UnitResult]:
+    paths = video_paths(outcome.eval_directory)
+    return [
+        video_unit(result, trial.trial, paths, outcome.repeat) for trial in outcome.trials for result in trial.results
+    ]
+
+
+def video_run_manifest(
     outcome: RunOutcome, summary: Mapping[str, Any], invocation: Mapping[str, Any], exit_code: int
-) -> tuple[RunManifest, list[UnitResult]]:
-    video_paths = _video_paths(outcome)
-    units = [_unit(result, trial.trial, video_paths) for trial in outcome.trials for result in trial.results]
+) -> RunManifest:
     eval_dir = Path(invocation["eval_dir"])
     config = invocation.get("adapter_config") or {}
     gates = [{**gate.to_json(), "trial": trial.trial} for trial in outcome.trials for gate in trial.gates]
     gates += [gate.to_json() for gate in outcome.gates]
-    manifest = RunManifest.begin(
+    return RunManifest.begin(
         "video",
         eval_dir,
         title=f"{eval_dir.name} ({', '.join(case.name for case in outcome.eval_directory.cases) or 'no cases'})",
@@ -100,27 +110,4 @@ def video_run_record(
         exit_code=exit_code,
         duration_seconds=outcome.duration_seconds,
     )
-    return manifest, units
 
-
-def video_junit_suites(outcome: RunOutcome) -> list[JUnitSuite]:
-    """One suite per case; one test case per (trial, target, sample)."""
-    by_case: dict[str, list[JUnitCase]] = {}
-    for trial in outcome.trials:
-        for result in trial.results:
-            name = f"{result.target} @{result.timestamp_s:g}s"
-            if outcome.repeat > 1:
-                name += f" [trial {trial.trial}]"
-            details = f"expected={result.expected!r} observed={result.observed_value!r} reason={result.reason}"
-            by_case.setdefault(result.case, []).append(
-                JUnitCase(
-                    name=name,
-                    classname=f"{result.case}.{result.target}",
-                    time_seconds=result.evaluation_duration_seconds or 0.0,
-                    failure=result.reason if result.status == "failed" else None,
-                    error=result.reason if result.status == "error" else None,
-                    skipped=result.reason if result.status == "ignored" else None,
-                    details=details if result.status in ("failed", "error") else None,
-                )
-            )
-    return [JUnitSuite(name=case, cases=cases) for case, cases in by_case.items()]

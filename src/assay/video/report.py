@@ -17,7 +17,7 @@ from rich.table import Table
 
 from assay.core.fsutil import write_atomically
 from assay.core.format import format_duration, format_latency, format_rate, short_repr
-from assay.video.model import Case, SampleResult, Target
+from assay.video.model import SampleResult
 from assay.video.run import RunOutcome
 
 STATUS_WORD = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "ignored": "IGNORED"}
@@ -32,8 +32,11 @@ def target_name(target_id: str, label: str | None) -> str:
     return f"{label} ({target_id})" if label and label != target_id else target_id
 
 
-class ConsoleReporter:
-    """Prints progress lines as results arrive, and a transient progress bar on a terminal."""
+class VideoConsole:
+    """GlassKit's console as a run reporter: a line per result as it becomes durable (failures, or
+    all with --verbose), a transient progress bar on a terminal, then the closing summary."""
+
+    name = "console"
 
     def __init__(self, console: Console, *, verbose: bool) -> None:
         self.console = console
@@ -42,29 +45,28 @@ class ConsoleReporter:
         self._progress: Any = None
         self._task: Any = None
 
-    def _prefix(self, trial: int, repeat: int) -> str:
+    def _say(self, text: str) -> None:
+        self.console.print(text, markup=False, highlight=False)
+
+    @staticmethod
+    def _prefix(trial: int, repeat: int) -> str:
         return f"[{trial}/{repeat}] " if repeat > 1 else ""
 
-    def trial_started(self, trial: int, repeat: int) -> None:
-        if repeat > 1:
-            self.console.print(f"Trial {trial}/{repeat}", markup=False, highlight=False)
+    def section_started(self, event: Any) -> None:
+        section = event.native
+        prefix = self._prefix(section.trial, section.repeat)
+        if section.case is None:
+            if section.repeat > 1:
+                self._say(f"Trial {section.trial}/{section.repeat}")
+        elif section.target is None:
+            self._stop_progress()
+            self._say(f"{prefix}Case {section.case.name} ({event.count} samples, video={section.case.video.display_name})")
+        else:
+            self._say(f"{prefix}  target {section.target.display_name}: {event.count} samples")
 
-    def case_started(self, trial: int, repeat: int, case: Case, sample_count: int) -> None:
-        self._stop_progress()
-        self.console.print(
-            f"{self._prefix(trial, repeat)}Case {case.name} ({sample_count} samples, video={case.video.display_name})",
-            markup=False,
-            highlight=False,
-        )
-
-    def target_started(self, trial: int, repeat: int, case: Case, target: Target, sample_count: int) -> None:
-        self.console.print(
-            f"{self._prefix(trial, repeat)}  target {target.display_name}: {sample_count} samples",
-            markup=False,
-            highlight=False,
-        )
-
-    def sample_finished(self, trial: int, repeat: int, result: SampleResult) -> None:
+    def unit_durable(self, event: Any) -> None:
+        unit = event.native
+        result = unit.result
         if result.status == "passed" and not self.verbose:
             return
         name = target_name(result.target, result.target_label)
@@ -76,11 +78,12 @@ class ConsoleReporter:
                 f"expected={short_repr(result.expected)} observed={short_repr(result.observed_value)} "
                 f"reason={result.reason}"
             )
-        self.console.print(f"{self._prefix(trial, repeat)}    {line}", markup=False, highlight=False)
+        self._say(f"{self._prefix(unit.trial, unit.repeat)}    {line}")
 
-    def sample_completed(self, trial: int, done: int, total: int) -> None:
+    def unit_progress(self, event: Any) -> None:
         if not self._terminal:
             return
+        done, total = event.done, event.total
         if self._progress is None:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
@@ -94,6 +97,21 @@ class ConsoleReporter:
         if done >= total:
             self._stop_progress()
 
+    def run_finished(self, event: Any) -> None:
+        self._stop_progress()
+        if event.interrupted:
+            self._say("Eval interrupted: progress was saved" if event.checkpoint_kept else "Eval interrupted: no reusable progress was saved")
+        elif event.error is not None:
+            self._say(f"Eval failed: {event.error}")
+            for note in getattr(event.error, "__notes__", None) or []:
+                self._say(note)
+        else:
+            print_summary(self.console, event.outcome.run, event.outcome.summary)
+            if event.resume_lines:
+                self._say(f"{event.outcome.resumable} adapter error(s) can be retried without rerunning completed samples.")
+        for line in event.resume_lines:
+            self._say(line)
+
     def _stop_progress(self) -> None:
         if self._progress is not None:
             self._progress.stop()
@@ -101,6 +119,21 @@ class ConsoleReporter:
 
     def close(self) -> None:
         self._stop_progress()
+
+
+class VideoJsonReport:
+    """`--output-json FILE`: GlassKit's JSON report of a finished run."""
+
+    name = "JSON report"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def run_finished(self, event: Any) -> None:
+        if event.outcome is None:
+            return
+        conclusion = event.outcome
+        write_json_report(self.path, build_report(conclusion.run, conclusion.summary, conclusion.checkpoint_entry))
 
 
 def _timing_mode(results: list[SampleResult]) -> str | None:

@@ -1,7 +1,7 @@
 """Run a video eval: every selected sample through the adapter, compared, gated, per trial.
 
 Each case's video is decoded once per trial and shared by all its targets (see `feed.py`);
-results reach listeners in GlassKit's display order (case, target, completion) and the final
+results reach reporters (as run events) in GlassKit's display order (case, target, completion) and the final
 report in declaration order.
 """
 
@@ -10,11 +10,13 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar
 
 from assay.core.gates import Gate
+from assay.core.run_events import RunEvents, SectionStarted, UnitDurable, UnitProgress
+from assay.core.run_request import option
 from assay.errors import AssayError, VideoError
 from assay.video import artifacts
 from assay.video.adapters import AdapterConfig
@@ -36,35 +38,53 @@ def _nothing() -> None:
 
 
 @dataclass(frozen=True)
-class RunOptions:
-    eval_dir: Path
-    adapter: str | None = None
-    adapter_command: str | None = None
-    adapter_config: Mapping[str, Any] = field(default_factory=dict)
-    concurrency: int = 1
-    repeat: int = 1
-    min_pass_rate: float | None = None
-    min_target_pass_rate: float | None = None
-    max_failures: int | None = None
-    max_flaky_samples: int | None = None
-    keep_going: bool = False
-    verbose: bool = False
-    artifacts_dir: str | None = None
-    save_failures: bool = False
+class VideoRunRequest:
+    """Everything `assay video run` was asked to do. It is the checkpoint's invocation (in
+    GlassKit's key names), what `--resume` restores and the source of the record's options."""
+
+    kind: ClassVar[str] = "video"
+
+    eval_dir: Path = option(flag="--eval-dir")  # resolved
+    adapter: str | None = option(None, flag="--adapter")
+    adapter_command: str | None = option(None, flag="--adapter-command")
+    case: str | None = option(None, key="case_filter", flag="--case")
+    targets: tuple[str, ...] = option((), key="target_filter", empty_as_null=True, flag="--target")
+    at: tuple[float, ...] = option((), key="at_times_s", empty_as_null=True, flag="--at")
+    from_s: float | None = option(None, key="from_time_s", flag="--from")
+    until_s: float | None = option(None, key="until_time_s", flag="--until")
+    adapter_config: Mapping[str, Any] = option(default_factory=dict, flag="--adapter-config")
+    concurrency: int = option(1, flag="--concurrency")
+    repeat: int = option(1, flag="--repeat")
+    min_pass_rate: float | None = option(None, flag="--min-pass-rate")
+    min_target_pass_rate: float | None = option(None, flag="--min-target-pass-rate")
+    max_failures: int | None = option(None, flag="--max-failures")
+    max_flaky_samples: int | None = option(None, flag="--max-flaky-samples")
+    keep_going: bool = option(False, flag="--keep-going")
+    verbose: bool = option(False, flag="--verbose")
+    output_json: str | None = option(None, flag="--output-json")
+    artifacts_dir: str | None = option(None, flag="--artifacts-dir")
+    save_failures: bool = option(False, flag="--save-failures")
+    allow_empty: bool = option(False, flag="--allow-empty")
+    junit: str | None = option(None, flag="--junit")
+    # Only stored when given, so unsharded checkpoints keep the plan hash they always had.
+    shard: str | None = option(None, omit_when_none=True, flag="--shard")
 
 
-class RunListener(Protocol):
-    """What reporters hear while a run progresses, in display order."""
+@dataclass(frozen=True, slots=True)
+class VideoSection:
+    """A heading of the run's display: a trial (no case), a case (no target) or a target."""
 
-    def trial_started(self, trial: int, repeat: int) -> None: ...
+    trial: int
+    repeat: int
+    case: Case | None = None
+    target: Target | None = None
 
-    def case_started(self, trial: int, repeat: int, case: Case, sample_count: int) -> None: ...
 
-    def target_started(self, trial: int, repeat: int, case: Case, target: Target, sample_count: int) -> None: ...
-
-    def sample_finished(self, trial: int, repeat: int, result: SampleResult) -> None: ...
-
-    def sample_completed(self, trial: int, done: int, total: int) -> None: ...
+@dataclass(frozen=True, slots=True)
+class VideoUnit:
+    trial: int
+    repeat: int
+    result: SampleResult
 
 
 @dataclass
@@ -86,7 +106,7 @@ class RunOutcome:
     duration_seconds: float
 
 
-def check_run_options(options: RunOptions) -> None:
+def check_run_options(options: VideoRunRequest) -> None:
     if options.adapter and options.adapter_command:
         raise EvalRunError("adapter and adapter command are mutually exclusive")
     if not options.adapter and not options.adapter_command:
@@ -102,7 +122,7 @@ def check_run_options(options: RunOptions) -> None:
             raise EvalRunError("--max-flaky-samples requires --repeat to be at least 2")
 
 
-def adapter_config(options: RunOptions, eval_dir: Path) -> AdapterConfig:
+def adapter_config(options: VideoRunRequest, eval_dir: Path) -> AdapterConfig:
     """The factory config a run hands its adapter (GlassKit's `AdapterConfig`)."""
     return AdapterConfig(
         eval_dir=eval_dir,
@@ -161,7 +181,7 @@ def remaining_case_work(group: CaseWork, received: list[Any]) -> CaseWork | None
 class VideoWorker:
     """A remote worker's side of a video run: one warm evaluator for every case it is sent."""
 
-    def __init__(self, options: RunOptions, eval_dir: Path) -> None:
+    def __init__(self, options: VideoRunRequest, eval_dir: Path) -> None:
         self._options = options
         self._results = SampleResults(keep_going=options.keep_going)
         self._threads = ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="assay-adapter")
@@ -252,15 +272,16 @@ class VideoRun:
     def __init__(
         self,
         eval_directory: EvalDirectory,
-        options: RunOptions,
-        listener: RunListener,
+        options: VideoRunRequest,
+        events: RunEvents,
         *,
         checkpoint: Any = None,
         executor: Any = None,
     ) -> None:
         self.eval_directory = eval_directory
         self.options = options
-        self.listener = listener
+        self.events = events
+        self._video_paths: dict[str, str] | None = None
         # A RunCheckpoint (or None): every result is submitted to its journal and shown only once
         # durable; its `completed` results are reused instead of calling the adapter again.
         self._checkpoint = checkpoint
@@ -271,6 +292,16 @@ class VideoRun:
         # runs a `CaseWork` elsewhere (Ray actors) and yields `(SampleResult, pixels)` as they finish;
         # this process alone journals, shows and gates them, exactly as for local work.
         self._unit_executor = executor
+
+    def _unit_builder(self, trial: int, result: SampleResult) -> Any:
+        def build() -> Any:
+            from assay.video.record import video_paths, video_unit
+
+            if self._video_paths is None:
+                self._video_paths = video_paths(self.eval_directory)
+            return video_unit(result, trial, self._video_paths, self.options.repeat)
+
+        return build
 
     def _adapter_config(self) -> AdapterConfig:
         return adapter_config(self.options, self.eval_directory.path)
@@ -321,10 +352,11 @@ class VideoRun:
         if not pending:
             return results
         total = sum(len(todo) + len(ignored) for _, todo, ignored in pending)
-        self.listener.case_started(trial, repeat, case, total)
+        events = self.events
+        events.section_started(SectionStarted(1, total, VideoSection(trial, repeat, case)))
         order = _DisplayOrder(
-            lambda target, count: self.listener.target_started(trial, repeat, case, target, count),
-            lambda result: self.listener.sample_finished(trial, repeat, result),
+            lambda target, count: events.section_started(SectionStarted(2, count, VideoSection(trial, repeat, case, target))),
+            lambda result: events.unit_durable(UnitDurable(VideoUnit(trial, repeat, result), self._unit_builder(trial, result))),
             [(target, len(todo) + len(ignored)) for target, todo, ignored in pending],
         )
 
@@ -352,7 +384,7 @@ class VideoRun:
             await observe_case(
                 case, work, evaluator, concurrency=self.options.concurrency,
                 keep_going=self.options.keep_going, handle=handle,
-                progress=lambda done, total: self.listener.sample_completed(trial, done, total),
+                progress=lambda done, total: self.events.unit_progress(UnitProgress(done, total, trial)),
             )
         finally:
             if self._checkpoint is not None:
@@ -380,7 +412,7 @@ class VideoRun:
                 results[(target.index, result.sample_index)] = result
                 order.add(target.index, result)
                 done += 1
-                self.listener.sample_completed(trial, done, total)
+                self.events.unit_progress(UnitProgress(done, total, trial))
         finally:
             if self._checkpoint is not None:
                 await self._checkpoint.drain()
@@ -424,7 +456,7 @@ class VideoRun:
         from assay.video.gates import trial_gates
 
         started = time.perf_counter()
-        self.listener.trial_started(trial, self.options.repeat)
+        self.events.section_started(SectionStarted(0, 0, VideoSection(trial, self.options.repeat)))
         by_case: dict[str, dict[tuple[int, int], SampleResult]] = {}
         streams = self._start_remote_cases(trial) if self._unit_executor is not None else {}
         try:

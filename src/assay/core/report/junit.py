@@ -1,16 +1,22 @@
 """JUnit XML for CI: suites of test cases with a time and a failure, error or skipped message.
 
-Kind-independent: a kind maps its results to `JUnitCase`s; the file is written atomically.
+One writer for every kind, knowing nothing of any: it reads the shared unit results (a suite per
+outermost group, a test case per unit, named by its title) and is a reporter on the run events,
+like pytest's junitxml. The file is written atomically; one that cannot be written fails the run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from assay.core.fsutil import write_atomically
+from assay.core.record import UnitResult
+from assay.errors import EXIT_ERROR
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,4 +106,46 @@ def write_junit(path: Path, suites: Sequence[JUnitSuite]) -> None:
     write_atomically(path, render_junit(suites))
 
 
-__all__ = ["JUnitCase", "JUnitSuite", "render_junit", "write_junit"]
+def junit_case(unit: UnitResult) -> JUnitCase:
+    message = unit.reason or unit.verdict
+    return JUnitCase(
+        name=unit.title or unit.unit_id,
+        classname=unit.group.replace("/", ".") or unit.unit_id,
+        time_seconds=unit.duration_seconds or 0.0,
+        failure=message if unit.verdict == "failed" else None,
+        error=message if unit.verdict == "errored" else None,
+        skipped=message if unit.verdict in ("skipped", "ignored") else None,
+        details=(unit.details or None) if unit.verdict in ("failed", "errored") else None,
+    )
+
+
+def junit_suites(units: Iterable[UnitResult]) -> list[JUnitSuite]:
+    """A suite per outermost group (a video case, an agent experiment, a doc case), in first-seen order."""
+    suites: dict[str, list[JUnitCase]] = {}
+    times: dict[str, float] = {}
+    for unit in units:
+        suite = unit.group.split("/", 1)[0] or unit.unit_id
+        suites.setdefault(suite, []).append(junit_case(unit))
+        times[suite] = times.get(suite, 0.0) + (unit.duration_seconds or 0.0)
+    return [JUnitSuite(name, cases, times[name]) for name, cases in suites.items()]
+
+
+class JUnitReport:
+    """The `--junit FILE` reporter: written when a run finishes with a record to show."""
+
+    name = "JUnit"
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def run_finished(self, event: Any) -> None:
+        if event.build_units is None:
+            return
+        try:
+            write_junit(self.path, junit_suites(event.units()))
+        except OSError as error:
+            print(f"Error: could not write JUnit report {self.path}: {error}", file=sys.stderr)
+            event.require(EXIT_ERROR)  # a report CI asked for and did not get is a broken run
+
+
+__all__ = ["JUnitCase", "JUnitReport", "JUnitSuite", "junit_case", "junit_suites", "render_junit", "write_junit"]

@@ -1,0 +1,251 @@
+"""`agent` in the run pipeline: how an `assay agent run` opens (plan, checkpoint), executes and
+concludes, and how shard records merge into the run the unsharded invocation would have recorded.
+
+The console and NDJSON receipt are NiceEval's (`report.py`); the attempt engine is `runner.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from assay.core.pipeline import WorkerSpec
+from assay.core.run_events import RunEvents, RunFinished
+from assay.core.run_request import option, to_invocation
+from assay.errors import EXIT_INTERRUPTED, AssayError, UsageError
+
+__all__ = ["AGENT", "AgentKind", "AgentRunRequest", "plan_for", "shard_plan"]
+
+
+@dataclass(frozen=True)
+class AgentRunRequest:
+    """Everything `assay agent run` was asked to do. The selection is the checkpoint's invocation
+    (what `--resume` restores); where output goes and how wide to run are given afresh each time."""
+
+    kind: ClassVar[str] = "agent"
+
+    project: Path = option(stored=False, flag="--project")
+    experiment: str | None = option(None, flag="EXPERIMENT")
+    evals: tuple[str, ...] = option((), flag="EVALS")
+    tags: tuple[str, ...] = option((), flag="--tag")
+    attempts: int | None = option(None, flag="--attempts")
+    timeout: float | None = option(None, flag="--timeout")
+    budget: float | None = option(None, flag="--budget")
+    # Only stored when given: unsharded checkpoints keep their plan.
+    shard: str | None = option(None, omit_when_none=True, flag="--shard")
+    concurrency: int | None = option(None, stored=False, flag="--concurrency")
+    json: bool = option(False, stored=False, flag="--json")
+    junit: Path | None = option(None, stored=False, flag="--junit")
+    verbose: bool = option(False, stored=False, flag="--verbose")
+
+
+def shard_plan(plan: list[Any], shard_text: str | None) -> list[Any]:
+    """The plan narrowed to one shard: all attempts of an (experiment, eval) stay together."""
+    if shard_text is None:
+        return plan
+    from assay.agent.runner import PlannedAttempt
+    from assay.core.shard import parse_shard, shard_members
+
+    keys = [f"{planned.experiment.id}/{planned.eval.id}" for planned in plan]
+    members = shard_members(keys, [1] * len(keys), parse_shard(shard_text))
+    kept = [planned for planned, key in zip(plan, keys) if key in members]
+    return [PlannedAttempt(index, planned.experiment, planned.eval, planned.ordinal) for index, planned in enumerate(kept)]
+
+
+AGENT_COMMANDS = ("init", "list", "run", "show")
+
+
+def plan_for(root: Path, selection: Any) -> list[Any]:
+    """Every slot the selection (experiment, evals, tags, attempts) names, in discovery order."""
+    from assay.agent.discovery import discover_evals, discover_experiments, select_evals, select_experiments
+    from assay.agent.runner import build_plan
+
+    all_evals = discover_evals(root)
+    try:
+        experiments = select_experiments(discover_experiments(root), selection.experiment)
+    except UsageError as error:
+        if selection.experiment in AGENT_COMMANDS:
+            # `assay agent run show`: the command was given to `run` as an experiment name
+            raise UsageError(f"{error}. Did you mean `assay agent {selection.experiment}`?") from None
+        raise
+    selections = {
+        entry.id: select_evals(entry, all_evals, list(selection.evals), list(selection.tags)) for entry in experiments
+    }
+    if not any(selections.values()):
+        narrowed = " after narrowing by the given prefixes and tags" if selection.evals or selection.tags else ""
+        raise UsageError(f"no evals selected{narrowed}; `assay agent list` shows the eval ids")
+    return build_plan(experiments, selections, selection.attempts, eval_order=all_evals)
+
+
+class _OpenedAgentRun:
+    def __init__(self, request: AgentRunRequest, plan: list[Any], checkpoint: Any, options: Any) -> None:
+        self.request = request
+        self.plan = plan
+        self.checkpoint = checkpoint
+        self.options = options
+        self.run_id = checkpoint.id
+        self._outcome: Any = None
+
+    def worker(self) -> WorkerSpec:
+        from assay.agent.project import checkpoints_base
+        from assay.agent.runner import AgentWorker
+
+        worker_options = dataclasses.replace(self.options, judge_cache=None, handle_sigint=False)
+        judge_cache = str(checkpoints_base(self.request.project) / "cache" / "judge")
+        return WorkerSpec(
+            AgentWorker, (str(self.request.project), worker_options, judge_cache), concurrency=self.options.concurrency
+        )
+
+    async def execute(self, events: RunEvents, executor: Any) -> Any:
+        from assay.agent.runner import AgentRun
+        from assay.core.journal import JournalWriter
+
+        writer = JournalWriter(self.checkpoint.checkpoint.journal)
+        try:
+            return await AgentRun(
+                self.plan, self.options, events, reused=self.checkpoint.reused, journal=writer, executor=executor
+            ).run()
+        finally:
+            await writer.close()
+
+    def _resume_lines(self) -> list[str]:
+        from assay.agent.checkpoint import resume_lines
+
+        return resume_lines(self.checkpoint.path, self.request.project)
+
+    def conclude(self, outcome: Any) -> RunFinished:
+        from assay.agent.units import agent_run_manifest, agent_run_units
+
+        self._outcome = outcome
+        kept = self.checkpoint.would_remain(outcome)
+        invocation = to_invocation(self.request)
+        root, path = self.request.project, self.checkpoint.path
+        return RunFinished(
+            "agent", self.run_id, outcome.exit_code, outcome, interrupted=outcome.interrupted, checkpoint=path,
+            checkpoint_kept=kept, resume_lines=self._resume_lines() if kept else (),
+            build_units=lambda: agent_run_units(outcome),
+            # An interrupted run is not recorded: its resume will be.
+            build_manifest=None if outcome.interrupted else (
+                lambda code: agent_run_manifest(outcome, invocation, root, code, path)
+            ),
+        )
+
+    def interrupted(self) -> RunFinished:
+        self.checkpoint.release()
+        return RunFinished(
+            "agent", self.run_id, EXIT_INTERRUPTED, interrupted=True, checkpoint=self.checkpoint.path,
+            checkpoint_kept=True, resume_lines=self._resume_lines(),
+        )
+
+    def failed(self, error: AssayError) -> RunFinished:
+        self.checkpoint.release()
+        return RunFinished("agent", self.run_id, error.exit_code, error=error, checkpoint=self.checkpoint.path)
+
+    def seal(self, finished: RunFinished) -> None:
+        if self._outcome is not None:
+            outcome, self._outcome = self._outcome, None
+            self.checkpoint.finish(outcome)
+
+
+class AgentKind:
+    name = "agent"
+
+    def reporters(self, request: AgentRunRequest, outputs: Any = None) -> list[Any]:
+        from assay.agent.report import ConsoleReporter, NdjsonReporter
+        from assay.core.console import stdout_console
+        from assay.core.report.junit import JUnitReport
+
+        reporters: list[Any] = [JUnitReport(request.junit)] if request.junit is not None else []
+        if request.json:
+            reporters.append(NdjsonReporter())
+        else:
+            reporters.append(ConsoleReporter(stdout_console(), verbose=request.verbose))
+        return reporters
+
+    def open(self, request: AgentRunRequest, resume: Any, events: RunEvents) -> _OpenedAgentRun:
+        from assay.agent.checkpoint import AgentCheckpoint
+        from assay.agent.project import checkpoints_base, load_dotenv, load_project_config
+        from assay.agent.runner import DEFAULT_CONCURRENCY, RunOptions
+        from assay.judge.cache import DirectoryCallCache
+
+        root = request.project
+        load_dotenv(root)
+        config = load_project_config(root)
+        plan = shard_plan(plan_for(root, request), request.shard)
+        if resume is not None:
+            path, manifest = resume
+            checkpoint = AgentCheckpoint.resume(path, manifest, plan)
+        else:
+            checkpoint = AgentCheckpoint.start(root, to_invocation(request), plan)
+        options = RunOptions(
+            concurrency=request.concurrency or config.concurrency or DEFAULT_CONCURRENCY,
+            timeout=request.timeout,
+            config_timeout=config.timeout,
+            budget=request.budget,
+            pricing=config.pricing,
+            project_judge=config.judge,
+            judge_cache=DirectoryCallCache(checkpoints_base(root) / "cache" / "judge"),
+            run_id=checkpoint.id,
+            handle_sigint=True,
+        )
+        return _OpenedAgentRun(request, plan, checkpoint, options)
+
+    def open_failed(self, request: AgentRunRequest, error: AssayError) -> RunFinished:
+        return RunFinished("agent", "", error.exit_code, error=error)
+
+    # -- `assay runs merge` ----------------------------------------------------------------------
+    def merge(self, records: Sequence[tuple[Any, list[Any]]], output_json: str | None = None) -> int:
+        """Agent shard records as the unsharded run's record (plan order, the same gate), with its
+        summary; returns the exit code. The project must be at hand: the plan is rebuilt from it."""
+        from assay.agent.record import AttemptResult
+        from assay.agent.report import ConsoleReporter
+        from assay.agent.runner import RunOutcome
+        from assay.agent.units import agent_run_manifest, agent_run_units
+        from assay.core.console import stdout_console
+        from assay.core.results_store import publish_run_quietly
+        from assay.core.run_request import from_invocation
+        from assay.core.shard import check_shard_set
+
+        if output_json is not None:
+            raise UsageError("--output-json is for video runs; agent runs print their summary", "--output-json")
+        manifests = [manifest for manifest, _ in records]
+        check_shard_set(manifests, identity_keys=("project",))
+        root = Path(manifests[0].identity["project"])
+        invocation = {name: value for name, value in manifests[0].options.items() if name != "shard"}
+        selection = from_invocation(AgentRunRequest, invocation, Path(manifests[0].run_id), project=root)
+        plan = plan_for(root, selection)
+        units = {unit.unit_id: unit for _, shard_units in records for unit in shard_units}
+        results = []
+        for planned in plan:
+            key = f"{planned.experiment.id}/{planned.eval.id}#{planned.ordinal + 1}"
+            unit = units.pop(key, None)
+            if unit is None:
+                raise UsageError(f"the shard records have no result for {key}; was a shard incomplete or interrupted?")
+            document = {name: value for name, value in dict(unit.detail or {}).items() if name != "locator"}
+            result = AttemptResult.from_json(document)
+            result.position = planned.index  # a shard numbered its own slots
+            results.append(result)
+        if units:
+            raise UsageError(f"the shard records hold attempts outside the run's plan: {', '.join(sorted(units)[:5])}")
+        exhausted = sorted({
+            str(gate["name"]).removeprefix("budget ")
+            for manifest in manifests for gate in manifest.gates if str(gate.get("name", "")).startswith("budget ")
+        })
+        duration = max((manifest.duration_seconds or 0.0 for manifest in manifests), default=0.0)
+        outcome = RunOutcome(results, False, exhausted, duration)
+        exit_code = outcome.exit_code
+
+        def build() -> Any:
+            manifest = agent_run_manifest(outcome, invocation, root, exit_code)
+            merged = {**manifest.options, "merged_from": [m.run_id for m in manifests]}
+            return dataclasses.replace(manifest, options=merged), agent_run_units(outcome)
+
+        publish_run_quietly(build)
+        ConsoleReporter(stdout_console()).summary(outcome)
+        return exit_code
+
+
+AGENT = AgentKind()

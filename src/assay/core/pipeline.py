@@ -1,0 +1,164 @@
+"""The run pipeline every kind plugs into: open, execute, conclude — and the registry of kinds.
+
+A kind is looked up by name (imported only when used, like Inspect's providers) and supplies a
+`RunKind`: it opens a run from its request (loading, planning, starting or resuming its checkpoint),
+executes it while emitting run events, and concludes it. The pipeline owns the order every kind
+shares: reporters hear `run_finished` before the checkpoint is sealed, so a run killed after its
+reports were written can still be resumed and reported again; Ctrl-C is exit 130; an error a user
+can fix is exit 2 with one message; the run is recorded in the results store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from assay.core.run_events import RunEvents, RunFinished
+from assay.errors import EXIT_INTERRUPTED, AssayError, UsageError
+
+__all__ = ["Execution", "KINDS", "OpenedRun", "RunKind", "kind_named", "run"]
+
+# name -> "module:attribute" of its RunKind; imported on first use.
+KINDS = {
+    "video": "assay.video.run_kind:VIDEO",
+    "agent": "assay.agent.run_kind:AGENT",
+    "doc": "assay.doc.run_kind:DOC",
+}
+
+
+def kind_named(name: str) -> RunKind:
+    target = KINDS.get(name)
+    if target is None:
+        raise UsageError(f"unknown kind {name!r}; known kinds: {', '.join(KINDS)}")
+    module_name, attribute = target.split(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Where units run: here, or on a Ray cluster. Not part of a request: a run may resume elsewhere."""
+
+    executor: str = "local"
+    ray_address: str | None = None
+
+    def check(self) -> None:
+        if self.executor not in ("local", "ray"):
+            raise UsageError("--executor must be local or ray", "--executor")
+        if self.ray_address is not None and self.executor != "ray":
+            raise UsageError("--ray-address needs --executor ray", "--ray-address")
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """How a remote worker is built: `factory(*arguments)`, and what of a group a dead worker left."""
+
+    factory: Callable[..., Any]
+    arguments: Sequence[Any]
+    remainder: Callable[[Any, list[Any]], Any] | None = None
+    concurrency: int = 1
+
+
+class OpenedRun(Protocol):
+    """A run whose plan exists and whose checkpoint (if the kind keeps one) is open."""
+
+    run_id: str
+
+    def worker(self) -> WorkerSpec | None:
+        """What Ray workers need, or None when the kind cannot run remotely."""
+
+    async def execute(self, events: RunEvents, executor: Any) -> Any:
+        """Run every unit, emitting events; returns the kind's outcome."""
+
+    def conclude(self, outcome: Any) -> RunFinished:
+        """What the finished run comes to: exit code, record, resume hints (the checkpoint stays open)."""
+
+    def interrupted(self) -> RunFinished:
+        """What an interrupted run comes to (the checkpoint is let go of, kept only if it holds work)."""
+
+    def failed(self, error: AssayError) -> RunFinished:
+        """What a run that failed part-way comes to."""
+
+    def seal(self, finished: RunFinished) -> None:
+        """After every reporter heard `run_finished`: mark the checkpoint complete or keep it."""
+
+
+class RunKind(Protocol):
+    name: str
+
+    def reporters(self, request: Any, outputs: Any) -> list[Any]:
+        """The reporters of a run of this kind (console or NDJSON, its own files, JUnit…)."""
+
+    def open(self, request: Any, resume: Any, events: RunEvents) -> OpenedRun: ...
+
+    def open_failed(self, request: Any, error: AssayError) -> RunFinished:
+        """What a run that could not even start comes to."""
+
+
+def _connect_executor(execution: Execution, worker: WorkerSpec | None) -> Any:
+    if execution.executor == "local" or worker is None:
+        return None
+    from assay.core.ray_executor import RayExecutor
+
+    return RayExecutor.connect(
+        worker.factory, worker.arguments, address=execution.ray_address, remainder=worker.remainder,
+        concurrency=worker.concurrency,
+    )
+
+
+async def _execute(opened: OpenedRun, events: RunEvents, execution: Execution) -> Any:
+    from assay.core.gcpolicy import collection_sized_for_runs
+
+    executor = _connect_executor(execution, opened.worker())
+    try:
+        with collection_sized_for_runs():
+            return await opened.execute(events, executor)
+    finally:
+        if executor is not None:
+            await executor.close()
+
+
+def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) -> int:
+    events.run_finished(finished)
+    build_manifest = finished.build_manifest
+    if build_manifest is not None:
+        from assay.core.results_store import publish_run_quietly
+
+        publish_run_quietly(lambda: (build_manifest(finished.exit_code), finished.units()))
+    if opened is not None:
+        opened.seal(finished)
+    return finished.exit_code
+
+
+def run(kind: RunKind | str, request: Any, *, outputs: Any = None, resume: Any = None,
+        execution: Execution = Execution()) -> int:
+    """Open, execute and conclude one run; returns its exit code (never raises for a user error)."""
+    from assay.errors import show_tracebacks
+
+    run_kind = kind_named(kind) if isinstance(kind, str) else kind
+    events = RunEvents(run_kind.reporters(request, outputs))
+    opened: OpenedRun | None = None
+    try:
+        execution.check()
+        opened = run_kind.open(request, resume, events)
+        outcome = asyncio.run(_execute(opened, events, execution))
+    except (KeyboardInterrupt, asyncio.CancelledError):  # a second Ctrl-C may cancel every task
+        events.close()
+        finished = opened.interrupted() if opened is not None else RunFinished(
+            run_kind.name, "", EXIT_INTERRUPTED, None, interrupted=True
+        )
+        return _finish(events, finished, opened)
+    except Exception as error:  # noqa: BLE001 - a bug still ends as one message (traceback with --debug)
+        if show_tracebacks():
+            traceback.print_exception(error, file=sys.stderr)
+        events.close()
+        if not isinstance(error, AssayError):
+            error = AssayError(f"internal error: {type(error).__name__}: {error}")
+        finished = opened.failed(error) if opened is not None else run_kind.open_failed(request, error)
+        return _finish(events, finished, opened)
+    return _finish(events, opened.conclude(outcome), opened)
+

@@ -1,0 +1,163 @@
+"""`doc` in the run pipeline: a graded or judged method over one case, its console lines and record.
+
+The command line loads the suite and checks the options with eval-kit's stage prefixes; a request
+holds what it checked. Every failure of the method itself is `Execution failed: <message>` on
+stderr with exit 2; only a red verdict exits 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from assay.core.run_events import RunEvents, RunFinished
+from assay.errors import EXIT_ERROR, EXIT_GATE_FAILED, AssayError
+
+__all__ = ["DOC", "DocKind", "DocMethodRequest"]
+
+METHODS = ("run-case", "judge-coverage", "judge-pairwise")
+
+
+@dataclass(frozen=True)
+class DocMethodRequest:
+    """One method run over one case: the loaded suite, the method's own arguments as the command
+    passes them to it, and the options recorded with the run (as given on the command line)."""
+
+    kind: ClassVar[str] = "doc"
+
+    method: str
+    suite: Any  # DocSuite
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    recorded: Mapping[str, Any] = field(default_factory=dict)
+    settings: Any = None  # ModelSettings for the judges
+    junit: str | None = None
+
+
+@dataclass(frozen=True)
+class DocConclusion:
+    lines: tuple[str, ...]  # what the command prints on success
+
+
+def _relative(request: DocMethodRequest, path: Path) -> str:
+    return str(request.suite.resolver.relative_to_repo(path))
+
+
+async def _run_method(request: DocMethodRequest) -> Any:
+    if request.method == "run-case":
+        from assay.doc.grade import run_case
+
+        return await run_case(request.suite, **request.arguments)
+    if request.method == "judge-coverage":
+        from assay.doc.coverage import judge_coverage
+
+        return await judge_coverage(request.suite, request.settings, **request.arguments)
+    from assay.doc.judge_pairwise import judge_pairwise
+
+    return await judge_pairwise(request.suite, request.settings, **request.arguments)
+
+
+def _candidate(request: DocMethodRequest, name: str = "candidate") -> Path:
+    from assay.doc.candidates import resolve_candidate
+
+    return resolve_candidate(request.suite, request.arguments[name])
+
+
+def _conclusion(request: DocMethodRequest, result: Any) -> tuple[int, tuple[str, ...], Any]:
+    """(exit code, lines to print, the record builder) of a finished method."""
+    from assay.doc import units
+
+    results = f"Results: {_relative(request, result.result_dir)}"
+    model = request.settings.model if request.settings is not None else None
+    if request.method == "run-case":
+        candidate = result.result_dir / "cases" / result.case_id / "candidate.md"
+        lines = (f"Verdict: {result.verdict}", results)
+        return (
+            EXIT_GATE_FAILED if result.verdict == "red" else 0, lines,
+            lambda: units.run_case_record(result, candidate, request.recorded),
+        )
+    if request.method == "judge-coverage":
+        counts = ", ".join(f"{verdict}: {count}" for verdict, count in result.counts.items())
+        return 0, (counts, results), lambda: units.coverage_run_record(
+            result, _candidate(request), request.recorded, model
+        )
+    lines = [f"Winner: {result.winner}"]
+    if result.position_consistent is not None:
+        lines.append(f"Position consistent: {'true' if result.position_consistent else 'false'}")
+    lines.append(results)
+    return 0, tuple(lines), lambda: units.pairwise_run_record(
+        result, [_candidate(request, "candidate_a"), _candidate(request, "candidate_b")], request.recorded, model
+    )
+
+
+class _OpenedDocRun:
+    def __init__(self, request: DocMethodRequest) -> None:
+        self.request = request
+        self.run_id = request.arguments.get("run_id") or ""
+
+    def worker(self) -> None:
+        return None  # one unit: nothing to spread over workers
+
+    async def execute(self, events: RunEvents, executor: Any) -> Any:
+        return await _run_method(self.request)
+
+    def conclude(self, outcome: Any) -> RunFinished:
+        exit_code, lines, build = _conclusion(self.request, outcome)
+        record: list[Any] = []
+
+        def built() -> Any:
+            if not record:
+                record.append(build())
+            return record[0]
+
+        return RunFinished(
+            "doc", self.run_id, exit_code, DocConclusion(lines),
+            build_units=lambda: list(built()[1]),
+            build_manifest=lambda code: built()[0],
+        )
+
+    def interrupted(self) -> RunFinished:
+        return RunFinished("doc", self.run_id, 130, interrupted=True)
+
+    def failed(self, error: AssayError) -> RunFinished:
+        return RunFinished("doc", self.run_id, EXIT_ERROR, error=error)
+
+    def seal(self, finished: RunFinished) -> None:
+        pass  # the result bundle's manifest, written last by the method, is its seal
+
+
+class DocConsole:
+    """eval-kit's output: the method's lines on stdout, a failure as `Execution failed: …` on stderr."""
+
+    name = "console"
+
+    def run_finished(self, event: RunFinished) -> None:
+        if event.outcome is not None:
+            for line in event.outcome.lines:
+                print(line)
+        elif event.error is not None:
+            print(f"Execution failed: {event.error}", file=sys.stderr)
+        else:
+            print("Interrupted: the result bundle was not finished (its manifest is written last).", file=sys.stderr)
+
+
+class DocKind:
+    name = "doc"
+
+    def reporters(self, request: DocMethodRequest, outputs: Any = None) -> list[Any]:
+        from assay.core.report.junit import JUnitReport
+
+        return [DocConsole(), *([JUnitReport(Path(request.junit))] if request.junit else [])]
+
+    def open(self, request: DocMethodRequest, resume: Any, events: RunEvents) -> _OpenedDocRun:
+        if request.method not in METHODS:
+            raise AssayError(f"unknown method {request.method!r}")
+        return _OpenedDocRun(request)
+
+    def open_failed(self, request: DocMethodRequest, error: AssayError) -> RunFinished:
+        return RunFinished("doc", "", EXIT_ERROR, error=error)
+
+
+DOC = DocKind()
