@@ -77,7 +77,23 @@ def test_judge_transport_failure_is_unavailable_not_failed(fake_openai):
                      options=RunOptions(judge=LLMJudge(max_attempts=2, backoff_s=0.001)))
     assert statuses(result) == ["unavailable"] and result.verdict == "passed"
     assert "judge-call-failed" in result.assertions[0]["reason"]
-    assert len(fake_openai.chat_requests) == 2  # retried once, then given up
+    assert len(fake_openai.chat_requests) == 1  # a 5xx is the agent endpoint's rule too: reported, not resent
+
+
+def test_judge_resends_a_rate_limited_call_and_counts_it(fake_openai):
+    from servers.fake_openai import rate_limited
+
+    fake_openai.enqueue(rate_limited(0), json_reply({"reasons": "fine", "score": 1}))
+    agent, _ = scripted_agent([Turn([message("x")])])
+    judge = LLMJudge(max_attempts=2, backoff_s=0.001)
+
+    async def body(t):
+        await t.send("q")
+        t.judge("anything")
+
+    result = run_one(agent, define_eval(body, judge=config_for(fake_openai)), options=RunOptions(judge=judge))
+    assert result.verdict == "passed" and len(fake_openai.chat_requests) == 2
+    assert judge.retries == {"rate_limited": 1}
 
 
 def test_out_of_range_judge_score_errors_the_assertion(fake_openai):
@@ -143,6 +159,17 @@ def test_resolve_judge_config_rejects_unknown_settings_and_allows_keyless_local_
         resolve_judge_config({"model": "m", "temprature": 0}, {})
     settings = resolve_judge_config({"model": "m", "base_url": "http://127.0.0.1:1/v1", "api_key_env": ""}, {})
     assert settings["api_key"] is None and settings["timeout"] == 180.0
+
+
+def test_agent_judge_endpoint_is_config_then_openai_base_url_then_openai_and_its_key_variable_alone():
+    env = {"OPENAI_BASE_URL": "http://env:1/v1", "OPENAI_API_KEY": "openai", "ASSAY_JUDGE_BASE_URL": "http://doc/v1"}
+    assert resolve_judge_config({"model": "m", "base_url": "http://own/v1"}, env)["base_url"] == "http://own/v1"
+    # ASSAY_JUDGE_* belong to `assay.judge` clients from the environment (doc), not to agent judges
+    assert resolve_judge_config({"model": "m"}, env)["base_url"] == "http://env:1/v1"
+    assert resolve_judge_config({"model": "m"}, {"OPENAI_API_KEY": "k"})["base_url"] == "https://api.openai.com/v1"
+    assert resolve_judge_config({"model": "m"}, env)["api_key"] == "openai"
+    with pytest.raises(JudgeUnavailable, match="judge-key-unresolved: the judge key variable MINE"):
+        resolve_judge_config({"model": "m", "api_key_env": "MINE"}, env)  # no fallback to OPENAI_API_KEY
 
 
 def test_llm_judge_parses_the_score_and_reasons(fake_openai):

@@ -291,6 +291,31 @@ def test_a_refused_connection_is_resent_and_reported_as_refused(stream):
     assert result.retries == {"connection": 4, "resend": 3}
 
 
+def test_endpoint_defaults_are_openai_base_url_then_openai_and_the_key_variable_alone(monkeypatch):
+    import asyncio
+
+    from assay.agent.adapters.endpoint import OpenAIEndpoint
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert OpenAIEndpoint().resolved_base_url == "https://api.openai.com/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://env:1/v1")
+    monkeypatch.setenv("ASSAY_JUDGE_BASE_URL", "http://judge:1/v1")  # the doc judges' variable, not ours
+    assert OpenAIEndpoint().resolved_base_url == "http://env:1/v1"
+    assert OpenAIEndpoint("http://own:1/v1").resolved_base_url == "http://own:1/v1"
+    monkeypatch.setenv("OPENAI_API_KEY", "openai-key")
+    monkeypatch.delenv("MY_KEY", raising=False)
+
+    async def key_of(endpoint: OpenAIEndpoint) -> str:
+        try:
+            return endpoint.client().api_key
+        finally:
+            await endpoint.aclose()
+
+    assert asyncio.run(key_of(OpenAIEndpoint())) == "openai-key"
+    assert asyncio.run(key_of(OpenAIEndpoint(api_key_env="MY_KEY"))) == "not-needed"  # no fallback to OPENAI_API_KEY
+    assert asyncio.run(key_of(OpenAIEndpoint(api_key="explicit", api_key_env="MY_KEY"))) == "explicit"
+
+
 def test_what_a_transport_failure_proves_about_the_request():
     import socket
     import ssl
@@ -298,7 +323,7 @@ def test_what_a_transport_failure_proves_about_the_request():
     import httpx
     import openai
 
-    from assay.agent.adapters.transport import TransportFailure, transport_failure
+    from assay.core.transport_failure import TransportFailure, transport_failure
 
     def wrapped(*causes):
         error = None

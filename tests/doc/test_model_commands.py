@@ -258,12 +258,13 @@ def test_a_reply_that_is_not_json_says_where_the_raw_reply_was_saved(suite, fake
     assert saved["calls"][-1]["text"] == reply
 
 
-def test_coverage_http_500_is_retried_then_fails_closed(suite, fake_openai):
+def test_coverage_http_500_is_reported_at_once_and_fails_closed(suite, fake_openai):
+    # The server got the request: resending could bill it twice, so a 5xx is reported as it was.
     fake_openai.enqueue(error_reply(500, "upstream down"), error_reply(500, "upstream down"))
     result = coverage(fake_openai)
     assert result.exit_code == 2
-    assert "judge endpoint failed after 2 attempt(s): HTTP 500: upstream down" in result.stderr
-    assert len(fake_openai.chat_requests) == 2
+    assert "judge endpoint failed: HTTP 500: upstream down" in result.stderr
+    assert len(fake_openai.chat_requests) == 1
     assert not (suite.results / "cov-1" / "manifest.json").exists()
 
 

@@ -6,7 +6,6 @@ call registers one entry, evaluated at the call site over the turns its scope ca
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import mimetypes
 import re
@@ -32,6 +31,7 @@ from assay.agent.model import (
 )
 from assay.agent.session import AgentSession
 from assay.agent.structured import lower_schema, validate_against
+from assay.core.retry import Resend, RetriesExhausted, RetryPolicy, call_with_retries
 
 
 SEND_MAX_ATTEMPTS = 4
@@ -178,28 +178,37 @@ class SessionLine:
 
     async def send(self, turn_input: TurnInput, output: Any) -> TurnHandle:
         runtime = self.runtime
-        for attempt in range(1, SEND_MAX_ATTEMPTS + 1):
-            runtime.signal.raise_if_cancelled()
+
+        async def once(attempt: int) -> Any:
             try:
-                raw = await runtime.agent.send(turn_input, self.context)
-                break
+                return await runtime.agent.send(turn_input, self.context)
             except SendFailure as failure:
                 # Only a request that provably never reached the agent is safe to send again.
-                if failure.acceptance != "rejected" or attempt == SEND_MAX_ATTEMPTS:
-                    exhausted = " (retries exhausted)" if failure.acceptance == "rejected" else ""
-                    raise AgentCallError(
-                        f"agent {runtime.agent.name!r} send failed{exhausted}: {failure}", failure.code
-                    ) from failure
-                delay = runtime.retry_base_seconds * 2 ** (attempt - 1)
-                runtime.feedback.count_retry("resend")
-                runtime.feedback.progress(
-                    f"turn retry {attempt + 1}/{SEND_MAX_ATTEMPTS} ({failure.code}) — waiting {delay:g}s"
-                )
-                await asyncio.sleep(delay)
+                if failure.acceptance == "rejected":
+                    return Resend("resend", failure.code, cause=failure)
+                raise AgentCallError(f"agent {runtime.agent.name!r} send failed: {failure}", failure.code) from failure
             except Exception as error:
                 raise AgentCallError(
                     f"agent {runtime.agent.name!r} send raised {type(error).__name__}: {error}"
                 ) from error
+
+        def report(attempt: int, resend: Resend, delay: float) -> None:
+            runtime.feedback.count_retry(resend.reason)
+            runtime.feedback.progress(
+                f"turn retry {attempt + 1}/{SEND_MAX_ATTEMPTS} ({resend.detail}) — waiting {delay:g}s"
+            )
+
+        # No backoff cap: the base (RunOptions.retry_base_seconds) is the author's to choose.
+        policy = RetryPolicy(SEND_MAX_ATTEMPTS, runtime.retry_base_seconds, max_backoff=None)
+        try:
+            raw = await call_with_retries(
+                policy, once, before_attempt=runtime.signal.raise_if_cancelled, on_retry=report
+            )
+        except RetriesExhausted as exhausted:
+            failure = exhausted.last.cause
+            raise AgentCallError(
+                f"agent {runtime.agent.name!r} send failed (retries exhausted): {failure}", exhausted.last.detail
+            ) from failure
         try:
             turn = check_turn(raw)
         except TurnFormatError as error:

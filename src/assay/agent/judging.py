@@ -17,10 +17,11 @@ from typing import Any, Protocol
 
 from assay.agent.evidence import sum_counts
 from assay.agent.matchers import MATCHED, UNAVAILABLE, Outcome
+from assay.core.endpoint_defaults import AGENT_MODEL_DEFAULTS, OPENAI_API_KEY_VARIABLE
 
 RECIPES = ("closed_qa", "factuality", "summarizes", "rubric")
 CONFIG_KEYS = ("model", "base_url", "api_key_env", "timeout", "reasoning_effort")
-DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+DEFAULT_API_KEY_ENV = OPENAI_API_KEY_VARIABLE
 DEFAULT_TIMEOUT_S = 180.0
 PROMPT_VERSION = "assay-agent-judge/1"
 
@@ -122,11 +123,12 @@ def resolve_judge_config(config: Mapping[str, Any] | None, environ: Mapping[str,
     key_env = settings.get("api_key_env", DEFAULT_API_KEY_ENV)
     if not isinstance(key_env, str):
         raise JudgeUnavailable("judge-config-invalid", "judge api_key_env must be a string")
-    api_key = env.get(key_env) if key_env else None
+    defaults = AGENT_MODEL_DEFAULTS.with_api_key_variable(key_env)
+    api_key = defaults.api_key(None, env)
     if key_env and not api_key:
         # An empty api_key_env says the endpoint needs no key (a local vLLM, Ollama or llama.cpp).
         raise JudgeUnavailable("judge-key-unresolved", f"the judge key variable {key_env} is not set")
-    base_url = settings.get("base_url") or env.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    base_url = defaults.base_url(settings.get("base_url"), env)
     timeout = settings.get("timeout", DEFAULT_TIMEOUT_S)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise JudgeUnavailable("judge-config-invalid", "judge timeout must be a positive number of seconds")

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from assay.core.file_lock import HeldLock, LockFile, LockHeld
 from assay.core.fsutil import fsync_directory, write_atomically
 from assay.errors import CheckpointError
 
@@ -235,82 +236,29 @@ def _write_manifest(directory: Path, manifest: Mapping[str, Any]) -> None:
     write_atomically(directory / MANIFEST_FILE_NAME, text, mode=_FILE_MODE)
 
 
-def _pid_is_alive(pid: int) -> bool:
+def _owner_pid(content: bytes) -> int | None:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    except OSError:
-        return False
-    return True
-
-
-def _lock_is_stale(lock_path: Path, content: bytes) -> bool:
-    try:
-        document = json.loads(content)
-        pid = document["pid"]
-        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-            raise ValueError("pid")
+        pid = json.loads(content)["pid"]
     except (ValueError, KeyError, TypeError):
-        try:
-            age = time.time() - lock_path.stat().st_mtime
-        except FileNotFoundError:
-            return True
-        return age > UNREADABLE_LOCK_STALE_AFTER_SECONDS
-    return not _pid_is_alive(pid)
+        return None
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return None
+    return pid
 
 
-def _acquire_lock(directory: Path, token: str) -> None:
-    lock_path = directory / LOCK_FILE_NAME
+def _lock_file(directory: Path) -> LockFile:
+    # Liveness is the recorded pid (no OS lock held): a checkpoint is resumable once that process is gone.
+    return LockFile(directory / LOCK_FILE_NAME, _owner_pid, UNREADABLE_LOCK_STALE_AFTER_SECONDS)
+
+
+def _acquire_lock(directory: Path, token: str) -> HeldLock:
     content = json.dumps({"pid": os.getpid(), "started_at": utc_timestamp(), "token": token}, sort_keys=True)
-    for _attempt in range(20):
-        try:
-            fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
-        except FileExistsError:
-            _replace_lock_if_stale(lock_path, token)
-            continue
-        except OSError as error:
-            raise CheckpointError(f"could not lock checkpoint {directory}: {error}") from None
-        try:
-            os.fchmod(fd, _FILE_MODE)
-            os.write(fd, content.encode("ascii"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        return
-    raise CheckpointError(f"checkpoint is already active in another process: {directory}")
-
-
-def _replace_lock_if_stale(lock_path: Path, token: str) -> None:
-    """Remove a stale lock, or raise if it is live; never remove a lock another process just took."""
-    directory = lock_path.parent
     try:
-        seen = lock_path.read_bytes()
-    except FileNotFoundError:
-        return
+        return _lock_file(directory).acquire(content.encode("ascii"))
+    except LockHeld:
+        raise CheckpointError(f"checkpoint is already active in another process: {directory}") from None
     except OSError as error:
         raise CheckpointError(f"could not lock checkpoint {directory}: {error}") from None
-    if not _lock_is_stale(lock_path, seen):
-        raise CheckpointError(f"checkpoint is already active in another process: {directory}")
-    # Move the lock aside, then check it is the one judged stale: between the read and the
-    # rename another process may have replaced it with a live lock, which must be put back.
-    aside = directory / f".{LOCK_FILE_NAME}.{token}.stale"
-    try:
-        os.rename(lock_path, aside)
-    except FileNotFoundError:
-        return
-    try:
-        taken = aside.read_bytes()
-    except OSError:
-        taken = seen
-    if taken != seen:
-        try:
-            os.link(aside, lock_path)
-        except FileExistsError:
-            pass
-    aside.unlink(missing_ok=True)
 
 
 def _new_checkpoint_directory(root: Path, kind: str, now: datetime) -> tuple[str, Path]:
@@ -334,11 +282,12 @@ class Checkpoint:
     Use as a context manager (or call `release`) so the lock and the journal are let go.
     """
 
-    def __init__(self, path: Path, manifest: dict[str, Any], token: str, journal: Journal) -> None:
+    def __init__(self, path: Path, manifest: dict[str, Any], token: str, journal: Journal, lock: HeldLock) -> None:
         self.path = path
         self.manifest = manifest
         self.token = token
         self.journal = journal
+        self._lock = lock
 
     @property
     def id(self) -> str:
@@ -376,7 +325,7 @@ class Checkpoint:
             "invocation": dict(invocation),
         }
         try:
-            _acquire_lock(directory, token)
+            lock = _acquire_lock(directory, token)
             _write_manifest(directory, manifest)
             journal = Journal.open(directory / JOURNAL_FILE_NAME)
         except BaseException as error:
@@ -385,20 +334,20 @@ class Checkpoint:
             if isinstance(error, OSError):
                 raise CheckpointError(f"could not create checkpoint {directory}: {error}") from None
             raise
-        return cls(directory, manifest, token, journal)
+        return cls(directory, manifest, token, journal, lock)
 
     @classmethod
     def resume(cls, path: Path, manifest: Mapping[str, Any]) -> Checkpoint:
         """Take the lock of an existing checkpoint (already checked with `read_manifest`) and open its journal."""
         path = Path(path)
         token = secrets.token_hex(8)
-        _acquire_lock(path, token)
+        lock = _acquire_lock(path, token)
         try:
             journal = Journal.open(path / JOURNAL_FILE_NAME)
         except BaseException:
-            _remove_own_lock(path, token)
+            lock.release()
             raise
-        return cls(path, dict(manifest), token, journal)
+        return cls(path, dict(manifest), token, journal, lock)
 
     def __enter__(self) -> Checkpoint:
         return self
@@ -418,7 +367,7 @@ class Checkpoint:
     def release(self) -> None:
         """Close the journal and remove this process's lock; safe to call twice."""
         self.journal.close()
-        _remove_own_lock(self.path, self.token)
+        self._lock.release()
 
     def discard(self) -> None:
         """Delete the checkpoint: rename it aside first so a half-deleted one is never mistaken for real."""
@@ -441,16 +390,6 @@ class Checkpoint:
         except OSError as error:
             raise CheckpointError(f"could not discard checkpoint {self.path}: {error}") from None
         fsync_directory(aside.parent)
-
-
-def _remove_own_lock(directory: Path, token: str) -> None:
-    lock_path = directory / LOCK_FILE_NAME
-    try:
-        document = json.loads(lock_path.read_bytes())
-    except (OSError, ValueError):
-        return
-    if isinstance(document, dict) and document.get("token") == token:
-        lock_path.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -57,7 +57,9 @@ async def run_doctor(
     yield f"ok - {len(discover_case_ids(suite))} case(s) discovered"
     enabled = [key for key in MODEL_METHODS if (suite.method(key) or {}).get("enabled") is True]
     if enabled:
-        if not (env.get("ASSAY_JUDGE_BASE_URL") or env.get("OPENAI_BASE_URL")):
+        from assay.core.endpoint_defaults import JUDGE_CLIENT_DEFAULTS
+
+        if JUDGE_CLIENT_DEFAULTS.base_url(None, env) is None:
             raise ConfigError(
                 f"model methods enabled ({', '.join(enabled)}) but no judge endpoint is configured: "
                 "set ASSAY_JUDGE_BASE_URL (or OPENAI_BASE_URL)"

@@ -1,20 +1,25 @@
 """An async client for OpenAI-compatible chat completions, shared by every kind's model judges.
 
-Temperature 0, structured output when the endpoint supports it, retries with backoff on 5xx,
-timeouts and 429 Retry-After (through the endpoint's shared adaptive limiter), an optional
-content-addressed cache, and JSON answers checked against a schema.
+Temperature 0, structured output when the endpoint supports it, the shared resend rules of
+`core/retry.py` (a 429 after its Retry-After, a request that never reached the server, with backoff,
+through the endpoint's shared adaptive limiter; a 5xx or a reply cut off is reported at once), an
+optional content-addressed cache, and JSON answers checked against a schema.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Literal, Mapping
 
-from assay.core.ratelimit import AdaptiveLimiter, limiter_for, retry_after_seconds
+from assay.core.endpoint_defaults import JUDGE_CLIENT_DEFAULTS, PLACEHOLDER_API_KEY
+from assay.core.ratelimit import AdaptiveLimiter, limiter_for
+from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy, call_with_retries
+from assay.core.transport_failure import transport_failure
 from assay.judge.cache import CallCache, call_cache_key
 from assay.judge.errors import JudgeError
 from assay.judge.extract import parse_json_output
@@ -34,7 +39,6 @@ __all__ = [
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
 RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "none")
-PLACEHOLDER_API_KEY = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
 
 
 def openai_sdk_client(*, base_url: str | None, api_key: str, timeout: float) -> Any:
@@ -72,8 +76,8 @@ class JudgeEndpoint:
         cls, environ: Mapping[str, str] | None = None, *, base_url: str | None = None, api_key: str | None = None
     ) -> "JudgeEndpoint":
         env = os.environ if environ is None else environ
-        url = base_url or env.get("ASSAY_JUDGE_BASE_URL") or env.get("OPENAI_BASE_URL")
-        if not url:
+        url = JUDGE_CLIENT_DEFAULTS.base_url(base_url, env)
+        if url is None:
             # No default endpoint on purpose: a judge run must say which server receives the documents.
             raise JudgeError(
                 "no judge endpoint configured: set ASSAY_JUDGE_BASE_URL (or OPENAI_BASE_URL) or pass --base-url"
@@ -86,7 +90,7 @@ class JudgeEndpoint:
         effort_switch = env.get("ASSAY_JUDGE_REASONING_EFFORT", "on").strip().lower()
         return cls(
             base_url=url,
-            api_key=api_key or env.get("ASSAY_JUDGE_API_KEY") or env.get("OPENAI_API_KEY") or None,
+            api_key=JUDGE_CLIENT_DEFAULTS.api_key(api_key, env),
             timeout_s=_positive_float(env, "ASSAY_JUDGE_TIMEOUT", 120.0),
             max_attempts=int(_positive_float(env, "ASSAY_JUDGE_MAX_ATTEMPTS", 4)),
             response_format=response_format,  # type: ignore[arg-type]
@@ -141,13 +145,6 @@ class JsonCompletion:
     completion: Completion
 
 
-@dataclass(slots=True)
-class _Retry:
-    delay_s: float  # -1: use the exponential backoff
-    reason: str
-    kind: str  # rate_limited | server_error | timeout | connection
-
-
 class JudgeClient:
     """Call an OpenAI-compatible endpoint through the official SDK; use as `async with`."""
 
@@ -168,7 +165,10 @@ class JudgeClient:
             self._sleep = clock.sleep
             limiter = AdaptiveLimiter(clock=clock.now, sleep=clock.sleep)
         self._limiter = limiter
-        self.retries: dict[str, int] = {}  # reason -> count, over this client's life
+        self._policy = RetryPolicy(
+            endpoint.max_attempts, endpoint.backoff_s, endpoint.max_backoff_s, max_retry_after=endpoint.max_backoff_s
+        )
+        self.retries: dict[str, int] = {}  # reason (rate_limited, connection) -> count, over this client's life
         # The SDK's own retries are off: ours honour Retry-After and report every attempt.
         self._client = openai_sdk_client(
             base_url=endpoint.base_url, api_key=endpoint.api_key or PLACEHOLDER_API_KEY, timeout=endpoint.timeout_s
@@ -237,28 +237,21 @@ class JudgeClient:
         return self._limiter
 
     async def _call_with_retries(self, body: dict[str, Any]) -> Completion:
-        attempts = max(1, self.endpoint.max_attempts)
-        limiter = self.limiter
-        for attempt in range(1, attempts + 1):
-            async with limiter.slot() as slot:
-                outcome = await self._call_once(body)
-                if isinstance(outcome, _Retry) and outcome.kind == "rate_limited":
-                    slot.rate_limited(outcome.delay_s if outcome.delay_s >= 0 else None)
-                elif isinstance(outcome, _Retry):
-                    slot.failed()
-            if isinstance(outcome, Completion):
-                return Completion(text=outcome.text, response=outcome.response, attempts=attempt)
-            self.retries[outcome.kind] = self.retries.get(outcome.kind, 0) + (attempt < attempts)
-            if attempt == attempts:
-                raise JudgeError(f"judge endpoint failed after {attempts} attempt(s): {outcome.reason}")
-            # The limiter holds this endpoint's other callers for a Retry-After; this call waits here.
-            await self._sleep(self._backoff(attempt) if outcome.delay_s < 0 else outcome.delay_s)
-        raise AssertionError("unreachable")
+        def count(attempt: int, resend: Resend, delay: float) -> None:
+            self.retries[resend.reason] = self.retries.get(resend.reason, 0) + 1
 
-    def _backoff(self, attempt: int) -> float:
-        return min(self.endpoint.max_backoff_s, self.endpoint.backoff_s * (2 ** (attempt - 1)))
+        try:
+            # The limiter holds this endpoint's other callers for a Retry-After; this call waits in the loop.
+            return await call_with_retries(
+                self._policy, functools.partial(self._call_once, body), limiter=self.limiter, on_retry=count,
+                sleep=self._sleep,
+            )
+        except RetriesExhausted as exhausted:
+            raise JudgeError(
+                f"judge endpoint failed after {exhausted.attempts} attempt(s): {exhausted.last.detail}"
+            ) from None
 
-    async def _call_once(self, body: dict[str, Any]) -> Completion | _Retry:
+    async def _call_once(self, body: dict[str, Any], attempt: int) -> Completion | Resend:
         import openai
 
         typed = {name: value for name, value in body.items() if name in {"model", "messages", "temperature"}}
@@ -267,23 +260,26 @@ class JudgeClient:
         try:
             response = await self._client.chat.completions.create(**typed, extra_body=extra or None)
         except openai.RateLimitError as error:
-            return _Retry(
-                _retry_after_s(error.response, self.endpoint.max_backoff_s), describe_status_error(error), "rate_limited"
-            )
+            retry_after = self._policy.retry_after(getattr(error.response, "headers", None))
+            return Resend(RATE_LIMITED, describe_status_error(error), retry_after)
         except openai.APIStatusError as error:
-            if error.status_code >= 500:
-                return _Retry(-1, describe_status_error(error), "server_error")
-            raise JudgeError(f"judge endpoint rejected the request: {describe_status_error(error)}") from None
-        except openai.APITimeoutError:
-            return _Retry(-1, f"request timed out after {self.endpoint.timeout_s:g}s", "timeout")
-        except openai.APIConnectionError as error:
-            return _Retry(-1, f"could not connect to {self.endpoint.base_url}: {error}", "connection")
+            # A 5xx means the server took the request and may have worked on it: reported, not resent.
+            verb = "failed" if error.status_code >= 500 else "rejected the request"
+            raise JudgeError(f"judge endpoint {verb}: {describe_status_error(error)}") from None
         except (openai.APIResponseValidationError, ValueError) as error:
             raise JudgeError(f"judge endpoint returned an invalid response: {error}") from None
+        except Exception as error:
+            failure = transport_failure(error, timeout=self.endpoint.timeout_s)
+            if failure is None:
+                raise
+            where = f"{self.endpoint.base_url}: {failure.detail}"
+            if not failure.never_sent:
+                raise JudgeError(f"judge endpoint failed: {where}") from None
+            return Resend(CONNECTION, where)
         raw = response.model_dump(mode="json") if hasattr(response, "model_dump") else response
         if not isinstance(raw, dict):
             raise JudgeError("judge endpoint returned an invalid response: the body is not a JSON object")
-        return Completion(text=_first_choice_text(raw), response=raw)
+        return Completion(text=_first_choice_text(raw), response=raw, attempts=attempt)
 
 
 class _VirtualClock:
@@ -332,9 +328,3 @@ def describe_status_error(error: Any) -> str:
         inner = body.get("error", body)
         message = inner.get("message", "") if isinstance(inner, dict) else str(inner)
     return f"HTTP {error.status_code}" + (f": {message}" if message else "")
-
-
-def _retry_after_s(response: Any, cap_s: float) -> float:
-    """Seconds the server asked us to wait (Retry-After seconds or HTTP date, or retry-after-ms); -1 if absent."""
-    seconds = retry_after_seconds(getattr(response, "headers", None), cap_s)
-    return -1 if seconds is None else seconds

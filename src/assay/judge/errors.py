@@ -1,6 +1,6 @@
 """The judge's error type: a model call or a model answer the caller cannot use.
 
-Raised for transport failures that survive retries, empty output, unparsable JSON and schema misses.
+Raised for transport failures (at once, or once resends run out), empty output, unparsable JSON and schema misses.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Self
 
 from assay.core import fsutil
+from assay.core.file_lock import LockFile, LockHeld
 from assay.core.format import format_bytes
 from assay.core.fsutil import fsync_directory, write_atomically
 from assay.errors import VideoError
@@ -29,11 +30,6 @@ from assay.video.model import (
     RemoteVideo,
     VideoStoreConfig,
 )
-
-try:  # POSIX only; without it lock staleness falls back to the pid and age rules alone.
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
 
 ASSAY_CACHE_ENV_VAR = "ASSAY_CACHE_DIR"
 GLASSKIT_CACHE_ENV_VAR = "GLASSKIT_EVAL_CACHE_DIR"
@@ -187,119 +183,35 @@ def _make_private_directories(directory: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Cache lock: an O_EXCL file holding the owner's pid, plus an flock so a live owner is never broken
+# Cache lock: a file holding the owner's pid, plus an flock so a live owner is never broken (a cache
+# may be shared by processes in other pid namespaces, e.g. containers)
 
 
-def _pid_is_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    if os.name == "nt":  # pragma: no cover - os.kill(pid, 0) would terminate the process there
-        return True
+def _owner_pid(content: bytes) -> int | None:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists but belongs to someone else
-    return True
-
-
-def _lock_content_is_stale(content: bytes, mtime: float) -> bool:
-    try:
-        pid = int(content.decode("ascii").strip())
+        return int(content.decode("ascii").strip())
     except (UnicodeError, ValueError):
-        # an owner that has not written its pid yet looks the same, so only age makes it stale
-        return time.time() - mtime > STALE_AFTER_S
-    if os.name == "nt":  # pragma: no cover
-        return time.time() - mtime > STALE_AFTER_S
-    return not _pid_is_alive(pid)
+        return None  # an owner that has not written its pid yet looks the same
 
 
-def _break_lock_if_stale(lock: Path) -> str:
-    """Remove `lock` when its owner is gone: "removed", "changed" (look again) or "held"."""
-    try:
-        descriptor = os.open(lock, os.O_RDONLY)
-    except FileNotFoundError:
-        return "changed"
-    except OSError:
-        return "held"
-    try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return "held"  # the owner is alive, whatever its pid says
-            except OSError:
-                pass  # no flock here (some network file systems): the pid and age rules decide
-        try:
-            at_path = os.stat(lock)
-        except FileNotFoundError:
-            return "changed"
-        opened = os.fstat(descriptor)
-        if (at_path.st_dev, at_path.st_ino) != (opened.st_dev, opened.st_ino):
-            return "changed"
-        if not _lock_content_is_stale(os.read(descriptor, 64), opened.st_mtime):
-            return "held"
-        try:
-            os.unlink(lock)
-        except FileNotFoundError:
-            return "changed"
-        return "removed"
-    finally:
-        os.close(descriptor)
-
-
-def _lock_is_stale(lock: Path) -> bool:
-    """Whether a lock file is abandoned (or already gone), without removing it."""
-    try:
-        descriptor = os.open(lock, os.O_RDONLY)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
-            except OSError:
-                pass
-        return _lock_content_is_stale(os.read(descriptor, 64), os.fstat(descriptor).st_mtime)
-    finally:
-        os.close(descriptor)
+def _video_lock(lock: Path) -> LockFile:
+    return LockFile(lock, _owner_pid, STALE_AFTER_S, hold_os_lock=True)
 
 
 @contextmanager
 def _cache_lock(lock: Path) -> Iterator[None]:
-    deadline = time.monotonic() + LOCK_WAIT_TIMEOUT_S
-    while True:
-        try:
-            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-            break
-        except FileExistsError:
-            if _break_lock_if_stale(lock) != "held":
-                continue
-            if time.monotonic() >= deadline:
-                raise VideoStoreError(f"timed out waiting for video cache lock: {lock}") from None
-            time.sleep(LOCK_POLL_INTERVAL_S)
-        except OSError as error:
-            raise VideoStoreError(f"could not lock video cache file {lock}: {error}") from error
     try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX)
-            except OSError:
-                pass
-        os.write(descriptor, f"{os.getpid()}\n".encode("ascii"))
+        held = _video_lock(lock).acquire(
+            f"{os.getpid()}\n".encode("ascii"), wait_s=LOCK_WAIT_TIMEOUT_S, poll_s=LOCK_POLL_INTERVAL_S
+        )
+    except LockHeld:
+        raise VideoStoreError(f"timed out waiting for video cache lock: {lock}") from None
+    except OSError as error:
+        raise VideoStoreError(f"could not lock video cache file {lock}: {error}") from error
+    try:
         yield
     finally:
-        # unlink before close: a breaker that opened the old file finds a different inode at the path
-        try:
-            os.unlink(lock)
-        except FileNotFoundError:
-            pass
-        os.close(descriptor)
+        held.release()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -679,7 +591,7 @@ def _should_remove(path: Path, status: os.stat_result, remove_everything: bool) 
     if ".part-" in name:
         # an unfinished download belongs to whoever holds its lock; never pull it from under them
         lock = _lock_of_part(path)
-        owner_gone = not lock.exists() or _lock_is_stale(lock)
+        owner_gone = not lock.exists() or _video_lock(lock).is_abandoned()
         return owner_gone and (remove_everything or _is_old(status))
     if name.startswith(".") and name.endswith(".tmp"):  # a verification record being replaced
         return remove_everything or _is_old(status)
@@ -702,7 +614,7 @@ def prune_cache(all: bool = False) -> tuple[int, int, Path]:
             try:
                 status = path.lstat()
                 if name.endswith(".lock"):
-                    if _break_lock_if_stale(path) != "removed":
+                    if _video_lock(path).break_if_stale() != "removed":
                         continue
                 elif _should_remove(path, status, all):
                     path.unlink()

@@ -1,24 +1,27 @@
 """Calling an OpenAI-compatible endpoint from an agent adapter: client, retries and failure mapping.
 
-Every call goes through the endpoint's shared adaptive limiter. Only what provably never reached the
-model is retried (a 429, honouring Retry-After, and failures to connect), with backoff and counted in
-the attempt's record; anything else is at once a `SendFailure` saying what happened.
+Every call goes through the endpoint's shared adaptive limiter and `core/retry.py`'s rules: only what
+provably never reached the model is resent (a 429, honouring Retry-After, and failures to connect),
+with backoff and counted in the attempt's record; anything else is at once a `SendFailure` saying what
+happened.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
-import os
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from assay.agent.adapter import SendFailure
-from assay.agent.adapters.transport import transport_failure
 from assay.agent.context import AgentContext
-from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for, retry_after_seconds
+from assay.core.endpoint_defaults import AGENT_MODEL_DEFAULTS, PLACEHOLDER_API_KEY
+from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for
+from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy, call_with_retries
+from assay.core.transport_failure import transport_failure
 
 T = TypeVar("T")
 
@@ -39,18 +42,22 @@ class OpenAIEndpoint:
 
     @property
     def resolved_base_url(self) -> str:
-        return self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        return AGENT_MODEL_DEFAULTS.base_url(self.base_url)  # type: ignore[return-value]  # it has a default
+
+    @functools.cached_property
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(self.max_attempts, self.backoff, self.max_backoff, max_retry_after=self.max_backoff)
 
     def client(self) -> Any:
         """This event loop's SDK client (a connection pool cannot cross loops)."""
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            from assay.judge.client import PLACEHOLDER_API_KEY, openai_sdk_client
+            from assay.judge.client import openai_sdk_client
 
-            key = self.api_key or os.environ.get(self.api_key_env) or PLACEHOLDER_API_KEY
+            key = AGENT_MODEL_DEFAULTS.with_api_key_variable(self.api_key_env).api_key(self.api_key)
             client = self._clients[loop] = openai_sdk_client(
-                base_url=self.resolved_base_url, api_key=key, timeout=self.timeout
+                base_url=self.resolved_base_url, api_key=key or PLACEHOLDER_API_KEY, timeout=self.timeout
             )
         return client
 
@@ -74,58 +81,53 @@ async def call_endpoint(
     from assay.judge.client import describe_status_error
 
     base_url = endpoint.resolved_base_url
-    limiter = limiter_for(base_url, endpoint.max_concurrency)
-    attempts = max(1, endpoint.max_attempts)
+    policy = endpoint.retry_policy
     # once tools ran, resending the turn would run them again, whatever happened to this request
     seen = "started" if started else "unknown"
-    for attempt in range(1, attempts + 1):
-        ctx.signal.raise_if_cancelled()
-        retry_after: float | None = None
-        async with limiter.slot() as slot:
-            try:
-                return await call(endpoint.client())
-            except openai.RateLimitError as error:
-                # an admission refusal: the model did not process the request
-                retry_after = retry_after_seconds(getattr(error.response, "headers", None), endpoint.max_backoff)
-                slot.rate_limited(retry_after)
-                reason, detail = "rate_limited", describe_status_error(error)
-            except openai.APIStatusError as error:
-                # The server received the request and answered; it may have done the work, so the
-                # answer is reported as it is rather than resent.
-                if error.status_code >= 500:
-                    slot.failed()
-                raise SendFailure(
-                    f"{base_url} answered {describe_status_error(error)}", acceptance=seen, code="agent-http-error",
-                ) from None
-            except BrokenReply as error:
-                slot.failed()
-                raise SendFailure(f"{base_url}: {error}", acceptance=seen, code="agent-stream-broken") from None
-            except (openai.APIResponseValidationError, ValueError) as error:
-                raise SendFailure(
-                    f"{base_url} returned an invalid response: {error}", acceptance="started",
-                    code="agent-invalid-response",
-                ) from None
-            except Exception as error:
-                failure = transport_failure(error, timeout=endpoint.timeout)
-                if failure is None:
-                    raise
-                slot.failed()
-                if not failure.never_sent:
-                    raise SendFailure(f"{base_url}: {failure.detail}", acceptance=seen, code="network") from None
-                reason, detail = "connection", failure.detail
-        if attempt == attempts:
+
+    async def once(attempt: int) -> T | Resend:
+        try:
+            return await call(endpoint.client())
+        except openai.RateLimitError as error:
+            # an admission refusal: the model did not process the request
+            retry_after = policy.retry_after(getattr(error.response, "headers", None))
+            return Resend(RATE_LIMITED, describe_status_error(error), retry_after)
+        except openai.APIStatusError as error:
+            # The server received the request and answered; it may have done the work, so the
+            # answer is reported as it is rather than resent.
             raise SendFailure(
-                f"{base_url} failed after {attempts} attempt(s): {detail}",
-                acceptance="started" if started else "rejected",
-                code="rate_limit" if reason == "rate_limited" else "network",
-            )
-        ctx.record_retry(reason)
-        ctx.progress(f"model request retry {attempt + 1}/{attempts} ({reason}: {detail})")
-        delay = retry_after if retry_after is not None else min(
-            endpoint.max_backoff, endpoint.backoff * 2 ** (attempt - 1)
+                f"{base_url} answered {describe_status_error(error)}", acceptance=seen, code="agent-http-error",
+            ) from None
+        except BrokenReply as error:
+            raise SendFailure(f"{base_url}: {error}", acceptance=seen, code="agent-stream-broken") from None
+        except (openai.APIResponseValidationError, ValueError) as error:
+            raise SendFailure(
+                f"{base_url} returned an invalid response: {error}", acceptance="started",
+                code="agent-invalid-response",
+            ) from None
+        except Exception as error:
+            failure = transport_failure(error, timeout=endpoint.timeout)
+            if failure is None:
+                raise
+            if not failure.never_sent:
+                raise SendFailure(f"{base_url}: {failure.detail}", acceptance=seen, code="network") from None
+            return Resend(CONNECTION, failure.detail)
+
+    def report(attempt: int, resend: Resend, delay: float) -> None:
+        ctx.record_retry(resend.reason)
+        ctx.progress(f"model request retry {attempt + 1}/{policy.attempts} ({resend.reason}: {resend.detail})")
+
+    try:
+        return await call_with_retries(
+            policy, once, limiter=limiter_for(base_url, endpoint.max_concurrency),
+            before_attempt=ctx.signal.raise_if_cancelled, on_retry=report,
         )
-        await asyncio.sleep(delay)
-    raise AssertionError("unreachable")
+    except RetriesExhausted as exhausted:
+        raise SendFailure(
+            f"{base_url} failed after {exhausted.attempts} attempt(s): {exhausted.last.detail}",
+            acceptance="started" if started else "rejected",
+            code="rate_limit" if exhausted.last.rate_limited else "network",
+        ) from None
 
 
 async def post_json(client: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent, SendFailure, define_agent, turn_from_reply
-from assay.agent.adapters.transport import transport_failure
 from assay.agent.context import AgentContext
 from assay.agent.model import ErrorEvent, EvidenceCoverage, Turn, TurnInput
-from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for, retry_after_seconds
+from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for
+from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy, call_with_retries
+from assay.core.transport_failure import transport_failure
 
 
 def _request_body(turn_input: TurnInput, ctx: AgentContext) -> dict[str, Any]:
@@ -56,6 +57,8 @@ def http_agent(
     import httpx
 
     url = base_url.rstrip("/") + "/" + path.lstrip("/")
+    # No backoff cap (only four attempts by default); a server's Retry-After is honoured up to 60 s.
+    policy = RetryPolicy(max_attempts, backoff, max_backoff=None)
     clients: weakref.WeakKeyDictionary[Any, httpx.AsyncClient] = weakref.WeakKeyDictionary()
 
     def client() -> httpx.AsyncClient:
@@ -73,37 +76,33 @@ def http_agent(
         if ctx.telemetry is not None:
             request_headers.update(ctx.telemetry.headers)
         body = _request_body(turn_input, ctx)
-        limiter = limiter_for(url, max_concurrency)
+
+        async def once(attempt: int) -> Turn | Resend:
+            try:
+                response = await client().post(url, json=body, headers=request_headers)
+            except httpx.HTTPError as error:
+                failure = transport_failure(error, timeout=timeout)
+                if failure is None or not failure.never_sent:
+                    # The agent may have started work: never resent (side effects).
+                    detail = failure.detail if failure is not None else str(error)
+                    raise SendFailure(f"{url}: {detail}", acceptance="unknown", code="network") from None
+                return Resend(CONNECTION, f"{url}: {failure.detail}")
+            if response.status_code == 429:
+                return Resend(RATE_LIMITED, "HTTP 429", policy.retry_after(response.headers))
+            return _turn_from_reply(response, ctx, name)
+
         ctx.progress(f"waiting for {name}")
-        attempts = max(1, max_attempts)
-        for attempt in range(1, attempts + 1):
-            ctx.signal.raise_if_cancelled()
-            retry_after: float | None = None
-            async with limiter.slot() as slot:
-                try:
-                    response = await client().post(url, json=body, headers=request_headers)
-                except httpx.HTTPError as error:
-                    failure = transport_failure(error, timeout=timeout)
-                    if failure is None or not failure.never_sent:
-                        # The agent may have started work: never resent (side effects).
-                        detail = failure.detail if failure is not None else str(error)
-                        raise SendFailure(f"{url}: {detail}", acceptance="unknown", code="network") from None
-                    slot.failed()
-                    reason, detail = "connection", f"{url}: {failure.detail}"
-                else:
-                    if response.status_code == 429:
-                        retry_after = retry_after_seconds(response.headers)
-                        slot.rate_limited(retry_after)
-                        reason, detail = "rate_limited", "HTTP 429"
-                    else:
-                        return _turn_from_reply(response, ctx, name)
-            if attempt == attempts:
-                if reason == "rate_limited":
-                    return _http_error_turn(ctx, name, 429)
-                raise SendFailure(f"{detail} (after {attempts} attempts)", acceptance="rejected", code="network")
-            ctx.record_retry(reason)
-            await asyncio.sleep(retry_after if retry_after is not None else backoff * 2 ** (attempt - 1))
-        raise AssertionError("unreachable")
+        try:
+            return await call_with_retries(
+                policy, once, limiter=limiter_for(url, max_concurrency), before_attempt=ctx.signal.raise_if_cancelled,
+                on_retry=lambda attempt, resend, delay: ctx.record_retry(resend.reason),
+            )
+        except RetriesExhausted as exhausted:
+            if exhausted.last.rate_limited:
+                return _http_error_turn(ctx, name, 429)
+            raise SendFailure(
+                f"{exhausted.last.detail} (after {exhausted.attempts} attempts)", acceptance="rejected", code="network"
+            ) from None
 
     async def close() -> None:
         found = clients.pop(asyncio.get_running_loop(), None)

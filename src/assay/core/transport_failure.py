@@ -2,7 +2,8 @@
 
 Only a failure while connecting (refused, unresolvable host, TLS handshake, connect or pool timeout)
 proves the server never got the request; anything later (a reply cut off, a read timeout, a dropped
-connection) may follow work the server did, so it must be reported, never silently resent.
+connection) may follow work the server did, so it must be reported, never silently resent. Every
+HTTP caller (judges, agent endpoints, HTTP agents) classifies through here; `core/retry.py` resends.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import ssl
 import sys
 from dataclasses import dataclass
 
-# Transports seen through the openai SDK (httpx2 with an aiohttp backend, or httpx) and http_agent (httpx).
+# Transports seen through the openai SDK (httpx2 with an aiohttp backend, or httpx) and plain httpx callers.
 _HTTPX_MODULES = ("httpx", "httpx2", "httpcore")
 
 
