@@ -19,6 +19,7 @@ from assay.agent import (
 )
 from assay.agent.discovery import EvalEntry, ExperimentEntry
 from assay.agent.runner import AgentRun, RunOptions, build_plan
+from assay.core.gcpolicy import collection_sized_for_runs
 from assay.core.journal import Checkpoint, JournalWriter
 
 
@@ -75,7 +76,8 @@ def main() -> None:
         cpu = []
         for _ in range(arguments.repeat):
             with tempfile.TemporaryDirectory() as directory:
-                elapsed, passed = asyncio.run(run_once(count, delay, 100, Path(directory)))
+                with collection_sized_for_runs():  # what `assay agent run` does around a run
+                    elapsed, passed = asyncio.run(run_once(count, delay, 100, Path(directory)))
             assert passed == count, f"{passed} of {count} passed"
             timings.append(elapsed)
             cpu.append(run_once.cpu_seconds)  # type: ignore[attr-defined]

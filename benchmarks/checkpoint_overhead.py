@@ -26,6 +26,7 @@ from typing import Any
 
 from rich.console import Console
 
+from assay.core.gcpolicy import collection_sized_for_runs
 from assay.core.journal import Journal, checkpoints_root
 from assay.core.run_events import RunEvents
 from assay.core.run_request import to_invocation
@@ -61,7 +62,8 @@ def run_once(options: VideoRunRequest, checkpointed: bool) -> tuple[float, float
         async with run_checkpoint.writing():
             return await VideoRun(directory, options, events, checkpoint=run_checkpoint).run()
 
-    outcome = asyncio.run(execute())
+    with collection_sized_for_runs():  # what the run pipeline does around a run
+        outcome = asyncio.run(execute())
     reporter.close()
     if run_checkpoint is not None:
         run_checkpoint.finish(0)

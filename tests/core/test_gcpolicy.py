@@ -88,20 +88,60 @@ def test_collection_switched_off_stays_off_and_untouched():
     assert not gc.isenabled()
 
 
-def test_run_bounded_works_under_the_run_settings_and_restores_them_when_aborted():
+def test_a_pipeline_run_works_under_the_run_settings_and_restores_them_when_it_fails():
+    from assay.core import pipeline
+    from assay.core.run_events import RunFinished
+
     seen = []
 
-    async def work(item: int) -> int:
-        seen.append(gc.get_threshold()[0])
-        return item
+    class Opened:
+        run_id = "r"
 
-    def on_complete(done) -> None:
-        if done.item == 2:
-            raise ValueError("stop")  # an exception from on_complete aborts the run
+        def __init__(self, fail: bool) -> None:
+            self.fail = fail
+
+        def worker(self):
+            return None
+
+        async def execute(self, events, executor):
+            seen.append(gc.get_threshold()[0])
+            if self.fail:
+                raise ValueError("stop")
+            return "done"
+
+        def conclude(self, outcome):
+            return RunFinished("test", "r", 0, outcome)
+
+        def failed(self, error):
+            return RunFinished("test", "r", 2, error=error)
+
+        def interrupted(self):
+            return RunFinished("test", "r", 130, interrupted=True)
+
+        def seal(self, finished):
+            pass
+
+    class Kind:
+        name = "test"
+
+        def reporters(self, request, outputs):
+            return []
+
+        def open(self, request, resume, events):
+            return Opened(request)
+
+        def open_failed(self, request, error):
+            return RunFinished("test", "", 2, error=error)
+
+    assert pipeline.run(Kind(), False) == 0
+    assert pipeline.run(Kind(), True) == 2  # a bug in a kind is one error, and the settings come back
+    assert seen == [YOUNG_GENERATION_THRESHOLD] * 2
+    assert gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
+
+
+def test_the_scheduler_leaves_collection_alone():
+    async def work(item: int) -> int:
+        return gc.get_threshold()[0]
 
     completed = asyncio.run(run_bounded(range(2), work, concurrency=2))
-    assert [done.value for done in completed] == [0, 1]
-    with pytest.raises(ValueError, match="stop"):
-        asyncio.run(run_bounded(range(3), work, concurrency=1, on_complete=on_complete))
-    assert seen == [YOUNG_GENERATION_THRESHOLD] * 5
-    assert gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
+    assert [done.value for done in completed] == [700, 700]

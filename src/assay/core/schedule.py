@@ -2,8 +2,8 @@
 
 Workers pull items from one source (an iterable or an async iterator) in order, run `work` on each
 with at most `concurrency` in flight, and report every completion; results come back in source
-order whatever order they finished in. Kinds layer trials, repeats and journaling on top. While
-workers run, garbage collection is sized for a run (`assay.core.gcpolicy`).
+order whatever order they finished in. Kinds layer trials, repeats and journaling on top. (Garbage
+collection sized for a run is the caller's choice: `assay.core.gcpolicy`, which the run pipeline uses.)
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ import time
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
-
-from assay.core.gcpolicy import collection_sized_for_runs
 
 T = TypeVar("T")
 
@@ -92,10 +90,9 @@ async def run_bounded(
                     await outcome
 
     try:
-        with collection_sized_for_runs():
-            async with asyncio.TaskGroup() as group:
-                for _ in range(concurrency):
-                    group.create_task(worker())
+        async with asyncio.TaskGroup() as group:
+            for _ in range(concurrency):
+                group.create_task(worker())
     except BaseExceptionGroup as failure:
         # A failing source or on_complete is one error for the caller, not a group of them.
         raise failure.exceptions[0] from None

@@ -586,7 +586,10 @@ class _SeedRun:
         remaining = [item for item in selected if item.key not in self.seeded]
         _check_remaining_sample_times(directory, remaining)
         if remaining:
-            asyncio.run(self._evaluate(directory, remaining))
+            from assay.core.gcpolicy import collection_sized_for_runs
+
+            with collection_sized_for_runs():  # as every run command: see gcpolicy
+                asyncio.run(self._evaluate(directory, remaining))
         missing = sum(1 for item in selected if item.key not in self.seeded)
         if missing:
             self.emit(f"Seed incomplete: {missing} expectations could not be seeded; the case YAML was not changed")
