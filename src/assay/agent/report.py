@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from assay.agent.record import EXECUTED, INTERRUPTED, NOT_DISPATCHED, REUSED, AttemptResult
 from assay.core.format import format_duration, format_latency, format_rate
+from assay.core.gates import pass_rate
 from assay.core.report.table import render_table
 
 _MARKS = {"passed": "✓", "scored": "◆", "failed": "✗", "errored": "!", "skipped": "-"}
@@ -97,7 +98,8 @@ def experiment_rows(results: Sequence[AttemptResult]) -> list[list[str]]:
             scores = [r.score for r in members if r.verdict == "scored" and r.score_state == "complete"]
             headline = f"score {sum(scores):g} over {len(scores)}" if scores else "unrankable"
         else:
-            headline = f"{counts['passed']}/{graded} ({format_rate(counts['passed'] / graded)})" if graded else "-"
+            rate = pass_rate(counts["passed"], counts["failed"], counts["errored"], when_empty=None)
+            headline = f"{counts['passed']}/{graded} ({format_rate(rate)})" if rate is not None else "-"
         rows.append([
             experiment_id,
             first.agent if not first.model else f"{first.agent}/{first.model}",

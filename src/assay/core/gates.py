@@ -29,10 +29,12 @@ class Gate:
         return {"name": self.name, "passed": self.passed, "message": self.message}
 
 
-def pass_rate(passed: int, failed: int, errors: int) -> float:
-    """passed / (passed + failed + errors); errors count against the rate; 0.0 when nothing ran."""
+def pass_rate(passed: int, failed: int, errors: int = 0, *, when_empty: float | None = 0.0) -> float | None:
+    """passed / (passed + failed + errors), the one pass rate of every kind: errors count against it,
+    skipped and ignored units are not in it. Nothing judged gives `when_empty` (GlassKit's gates and
+    reports say 0.0; tables and the store say None, shown as "-")."""
     total = passed + failed + errors
-    return passed / total if total else 0.0
+    return passed / total if total else when_empty
 
 
 def min_pass_rate_gate(name: str, passed: int, failed: int, errors: int, threshold: float) -> Gate:

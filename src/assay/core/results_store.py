@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, Protocol, Self, TypeVar
 
+from assay.core.gates import pass_rate
 from assay.core.record import (
     MANIFEST_FILE,
     VERDICTS,
@@ -89,8 +90,7 @@ class StoredRun:
     @property
     def pass_rate(self) -> float | None:
         """passed / (passed + failed + errored); skipped and ignored units do not count."""
-        judged = self.counts["passed"] + self.counts["failed"] + self.counts["errored"]
-        return self.counts["passed"] / judged if judged else None
+        return pass_rate(self.counts["passed"], self.counts["failed"], self.counts["errored"], when_empty=None)
 
     def to_json(self, *, with_groups: bool = True) -> dict[str, Any]:
         document = {

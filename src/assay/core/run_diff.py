@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.core.gates import pass_rate
 from assay.core.record import FAILING_VERDICTS
 from assay.core.stats import PairedCounts, PairedTest, mcnemar_exact, paired_test
 
@@ -27,7 +28,7 @@ def pass_rate_of(verdicts: Mapping[str, str]) -> float | None:
             passed += 1
         elif verdict in FAILING_VERDICTS:
             failing += 1
-    return passed / (passed + failing) if passed + failing else None
+    return pass_rate(passed, failing, when_empty=None)
 
 
 def trial_subject(unit_id: str) -> str:

@@ -216,7 +216,7 @@ def stability_rows(trials: Sequence[Sequence[SampleResult]]) -> list[dict[str, A
                 "passed": passed,
                 "failed": failed,
                 "errors": errors,
-                "pass_rate": passed / evaluated if evaluated else None,
+                "pass_rate": pass_rate(passed, failed, errors, when_empty=None),
                 "ignored": stability.ignored,
                 "consistently_passed": stability.consistently("passed"),
                 "consistently_failed": stability.consistently("failed"),

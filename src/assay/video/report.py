@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from assay.core.fsutil import write_atomically
+from assay.core.gates import pass_rate
 from assay.core.format import format_duration, format_latency, format_rate, short_repr
 from assay.video.model import SampleResult
 from assay.video.run import RunOutcome
@@ -159,11 +160,6 @@ def _counts(results: list[SampleResult]) -> dict[str, int]:
     return counts
 
 
-def _rate(passed: int, failed: int, errors: int) -> float:
-    total = passed + failed + errors
-    return passed / total if total else 0.0
-
-
 def _by_target_table(trial_results: list[list[SampleResult]], repeat: int) -> Table:
     mode = _timing_mode([r for results in trial_results for r in results])
     latency_header = TIMING_LABELS.get(mode or "individual", TIMING_LABELS["individual"])[1]
@@ -181,7 +177,7 @@ def _by_target_table(trial_results: list[list[SampleResult]], repeat: int) -> Ta
         per_trial = grouped[target_id]
         everything = [r for results in per_trial for r in results]
         counts = _counts(everything)
-        rates = [_rate(*(c[k] for k in ("passed", "failed", "error"))) for c in map(_counts, per_trial)]
+        rates = [pass_rate(*(c[k] for k in ("passed", "failed", "error"))) for c in map(_counts, per_trial)]
         if repeat == 1:
             rate_text = format_rate(rates[0])
         else:
@@ -212,7 +208,7 @@ def print_summary(console: Console, outcome: RunOutcome, summary: dict[str, Any]
             f"Samples: {evaluated} evaluated, {counts['passed']} passed, {counts['failed']} failed, "
             f"{counts['error']} errors, {counts['ignored']} ignored"
         )
-        out(f"Pass rate: {format_rate(_rate(counts['passed'], counts['failed'], counts['error']))}")
+        out(f"Pass rate: {format_rate(pass_rate(counts['passed'], counts['failed'], counts['error']))}")
     else:
         out(
             f"Trials: {repeat} total, {summary['successful_trials']} passed gates, "
@@ -249,7 +245,7 @@ def print_summary(console: Console, outcome: RunOutcome, summary: dict[str, Any]
             counts = _counts(trial.results)
             by_trial.add_row(
                 str(trial.trial), "passed" if trial.success else "failed",
-                format_rate(_rate(counts["passed"], counts["failed"], counts["error"])),
+                format_rate(pass_rate(counts["passed"], counts["failed"], counts["error"])),
                 str(counts["passed"]), str(counts["failed"]), str(counts["error"]),
             )
         console.print(by_trial)
