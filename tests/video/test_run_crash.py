@@ -549,3 +549,31 @@ def test_a_closed_stdout_stops_the_run_as_ctrl_c_does_and_the_resume_finishes(tm
     assert resumed.wait(timeout=60) == 0, (root / "stdout-resumed.txt").read_text()
     again = {(call.target, call.index) for call in calls_of(calls) if call.pid == resumed.pid}
     assert not again & set(journaled)
+
+
+def test_a_run_killed_after_its_reports_but_before_its_seal_is_reported_again_by_resume(
+    tmp_path: Path, video_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checkpoint is sealed only after every report was written: `--resume` re-emits them."""
+    from assay.video import run_kind
+
+    calls = tmp_path / "calls.txt"
+    eval_dir = make_eval(tmp_path, video_file, calls=str(calls))
+    report = tmp_path / "report.json"
+    # Killed right here: the lock of a dead process is as good as released; nothing marks it complete.
+    monkeypatch.setattr(run_kind._OpenedVideoRun, "seal", lambda self, finished: self.checkpoint.checkpoint.release())
+    first = run_eval(eval_dir, "--keep-going", "--output-json", report)
+    assert first.exit_code == 0, first.output
+    monkeypatch.undo()
+    [checkpoint] = checkpoints(eval_dir)
+    assert json.loads((checkpoint / "manifest.json").read_text())["status"] == "in_progress"
+    first_report = read_report(report)
+    report.unlink()
+    asked = len(calls_of(calls))
+    resumed = invoke("video", "run", "--resume", str(checkpoint))
+    assert resumed.exit_code == 0, resumed.output
+    assert len(calls_of(calls)) == asked  # nothing evaluated again
+    again = read_report(report)
+    assert again["checkpoint"]["resumed"] is True
+    assert comparable(again) == comparable(first_report)
+    assert json.loads((checkpoint / "manifest.json").read_text())["status"] == "complete"
