@@ -9,7 +9,7 @@ from rich.console import Console
 from assay.core.format import format_bytes, format_duration, format_latency, format_rate
 from assay.video.model import SampleResult
 from assay.core.format import short_repr
-from assay.core.run_events import UnitDurable, UnitProgress
+from assay.core.run_events import UnitDurable
 from assay.video.report import VideoConsole, target_name
 from assay.video.run import VideoUnit
 
@@ -64,15 +64,20 @@ def test_target_names_show_the_label_only_when_it_differs():
 
 
 def test_progress_bar_appears_only_on_a_terminal():
-    plain, plain_stream = reporter()
-    plain.unit_progress(UnitProgress(1, 4))
-    assert plain._progress is None and plain_stream.getvalue() == ""
-    live, live_stream = reporter(terminal=True)
-    live.unit_progress(UnitProgress(2, 4))
-    assert live._progress is not None
-    live.unit_progress(UnitProgress(4, 4))
-    assert live._progress is None  # transient: gone once the case is done
-    live.close()
+    from assay.core.report.progress import ProgressReporter
+    from assay.core.run_events import RunFinished, RunStarted
+
+    plain_stream = io.StringIO()
+    plain = ProgressReporter(plain_stream, terminal=False, interval=60)
+    plain.run_started(RunStarted("video", "r", total=4))
+    assert plain._bar is None
+    plain.close()
+    live = ProgressReporter(io.StringIO(), terminal=True)
+    live.run_started(RunStarted("video", "r", total=4))
+    assert live._bar is not None
+    live.unit_durable(durable(1, 1, result()))
+    live.run_finished(RunFinished("video", "r", 1))
+    assert live._bar is None  # transient: gone once the run is done
 
 
 def test_number_formats():

@@ -122,21 +122,19 @@ def _tokens(result: AttemptResult) -> int | None:
 
 
 class ConsoleReporter:
-    """A progress bar on a terminal (plain append-only lines otherwise), then results and a summary."""
+    """The plan, each failed or errored attempt as it finishes (every attempt with --verbose), then
+    the results and a summary. Progress is the shared reporter's, on stderr."""
+
+    name = "console"
 
     def __init__(self, console: Any, *, verbose: bool = False) -> None:
         self.console = console
         self.verbose = verbose
-        self.plain = not console.is_terminal
-        self._progress: Any = None
-        self._task: Any = None
         self._done = 0
         self._total = 0
 
     def _say(self, text: str) -> None:
         self.console.print(text, markup=False, highlight=False)
-
-    name = "console"
 
     def run_started(self, event: Any) -> None:
         plan, reused = event.native, event.reused
@@ -146,44 +144,21 @@ class ConsoleReporter:
         reuse = f" · {reused} reused from the checkpoint" if reused else ""
         self._say(f"PLAN  {len(plan)} attempts · {len(evals)} evals × {len(experiments)} experiments{reuse}")
         self._done = reused
-        if not self.plain and self._total:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._progress = Progress(
-                TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), console=self.console, transient=True,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task("running", total=self._total, completed=reused)
 
     def unit_durable(self, event: Any) -> None:
         result = event.native
         self._done += 1
-        if self._progress is not None:
-            self._progress.update(self._task, advance=1)
-            if result.verdict in ("failed", "errored"):
-                self._progress.console.print(
-                    f"{_MARKS[result.verdict]} {verdict_label(result)}  {attempt_title(result)}", markup=False,
-                    highlight=False,
-                )
-        elif self.plain:
+        if self.verbose or result.verdict in ("failed", "errored"):
             mark = _MARKS.get(result.verdict or "", "?")
             self._say(f"[{self._done}/{self._total}] {mark} {verdict_label(result)}  {attempt_title(result)}")
 
     def warning(self, event: Any) -> None:
-        target = self._progress.console if self._progress is not None else self.console
-        target.print(f"warning [{event.code}]: {event.message}", markup=False, highlight=False)
-
-    def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+        self._say(f"warning [{event.code}]: {event.message}")
 
     def run_finished(self, event: Any) -> None:
         if event.outcome is not None:
             self.summary(event.outcome, resume_lines=event.resume_lines if event.checkpoint_kept else ())
             return
-        self.close()
         if event.error is not None:
             self._say(f"Error: {event.error}")
             return
@@ -192,7 +167,6 @@ class ConsoleReporter:
             self._say(line)
 
     def summary(self, outcome: Any, *, resume_lines: Sequence[str] = ()) -> None:
-        self.close()
         results = outcome.results
         problems = [r for r in results if r.verdict in ("failed", "errored") or (self.verbose and r.verdict)]
         if problems:

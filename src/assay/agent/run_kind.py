@@ -40,6 +40,7 @@ class AgentRunRequest:
     json: bool = option(False, stored=False, flag="--json")
     junit: Path | None = option(None, stored=False, flag="--junit")
     verbose: bool = option(False, stored=False, flag="--verbose")
+    quiet: bool = option(False, stored=False, flag="--quiet")  # no progress on stderr
 
 
 def shard_plan(plan: list[Any], shard_text: str | None) -> list[Any]:

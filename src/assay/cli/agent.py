@@ -152,6 +152,7 @@ def run_command(
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write a JUnit XML report here."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Checkpoint folder or id to resume."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="List every attempt in the results."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr (results and errors still print)."),
     shard: Optional[str] = typer.Option(None, "--shard", help="Run only shard i of n (e.g. 2/4); combine with `assay runs merge`."),
     executor: str = typer.Option("local", "--executor", help="Where attempts run: local (default) or ray."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join (default: start a local one)."),
@@ -187,7 +188,8 @@ def run_command(
         request, resumed = _request(
             root, resume, experiment=experiment, evals=tuple(evals or ()), tags=tuple(tag or ()), attempts=attempts,
             timeout=timeout, budget=budget, shard=shard, concurrency=concurrency, json=output_json, junit=junit,
-            verbose=verbose,
+            # NDJSON: stderr carries only errors from before the invocation exists (NiceEval).
+            verbose=verbose, quiet=quiet or output_json,
         )
     except AssayError as error:
         _fail(error, json_mode=output_json)
@@ -210,7 +212,7 @@ def _request(root: Path, resume: Optional[str], **fields: Any) -> tuple[Any, Any
 
     path = resolve_checkpoint_ref(resume, checkpoints_base(root), Path.cwd())
     manifest = read_manifest(path, KIND)
-    fresh = {name: fields[name] for name in ("concurrency", "json", "junit", "verbose")}
+    fresh = {name: fields[name] for name in ("concurrency", "json", "junit", "verbose", "quiet")}  # not stored
     request = from_invocation(AgentRunRequest, manifest.get("invocation"), path / "manifest.json", project=root, **fresh)
     return request, (path, manifest)
 

@@ -40,6 +40,7 @@ def run_command(
     keep_going: bool = typer.Option(False, "--keep-going", help="Record adapter errors and continue."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Checkpoint directory or id to resume."),
     verbose: bool = typer.Option(False, "--verbose", help="Print PASSED lines too; passed to the adapter."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr (results and errors still print)."),
     output_json: Optional[str] = typer.Option(None, "--output-json", help="Write the JSON report here."),
     artifacts_dir: Optional[str] = typer.Option(None, "--artifacts-dir", help="Directory for adapter and failure artifacts."),
     save_failures: bool = typer.Option(False, "--save-failures", help="Save the frame and result of each failure."),
@@ -62,7 +63,7 @@ def run_command(
         min_pass_rate=min_pass_rate, min_target_pass_rate=min_target_pass_rate, max_failures=max_failures,
         max_flaky_samples=max_flaky_samples, keep_going=keep_going, verbose=verbose, output_json=output_json,
         artifacts_dir=artifacts_dir, save_failures=save_failures, allow_empty=allow_empty,
-        junit=str(junit) if junit is not None else None, shard=shard,
+        junit=str(junit) if junit is not None else None, shard=shard, quiet=quiet,
     )
     resumed = None
     if resume is not None:
@@ -74,6 +75,7 @@ def run_command(
                 param_hint="--resume",
             )
         request, resumed = _restored_request(resume, eval_dir)
+        request = dataclasses.replace(request, quiet=quiet)
     else:
         common.check_time_filters(case, at, from_s, until_s)
         if shard is not None:

@@ -140,7 +140,13 @@ def run(kind: RunKind | str, request: Any, *, outputs: Any = None, resume: Any =
     from assay.errors import show_tracebacks
 
     run_kind = kind_named(kind) if isinstance(kind, str) else kind
-    events = RunEvents(run_kind.reporters(request, outputs))
+    events = RunEvents()
+    if not getattr(request, "quiet", False):
+        from assay.core.report.progress import ProgressReporter
+
+        events.add(ProgressReporter())  # first: its closing line comes before the kind's summary
+    for reporter in run_kind.reporters(request, outputs):
+        events.add(reporter)
     opened: OpenedRun | None = None
     try:
         execution.check()

@@ -62,6 +62,11 @@ class UnitDurable:
             self._unit = self.build()
         return self._unit
 
+    @property
+    def verdict(self) -> str:
+        """passed, failed, errored, skipped, … as the kind's own result says (cheap: no unit is built)."""
+        return getattr(self.native, "verdict", None) or ""
+
 
 @dataclass(frozen=True, slots=True)
 class UnitProgress:

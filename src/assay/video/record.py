@@ -16,11 +16,10 @@ from assay.core.record import (
     jsonable,
 )
 from assay.video.model import EvalDirectory, SampleResult
-from assay.video.run import RunOutcome
+from assay.video.run import VERDICT_OF_STATUS, RunOutcome
 
 __all__ = ["video_paths", "video_run_manifest", "video_run_units", "video_unit", "video_unit_id"]
 
-_VERDICTS = {"passed": "passed", "failed": "failed", "error": "errored", "ignored": "ignored"}
 # Options worth showing beside a run; the adapter config may hold secrets, so only its keys are kept.
 _RECORDED_OPTIONS = (
     "case_filter", "target_filter", "at_times_s", "from_time_s", "until_time_s", "concurrency", "repeat",
@@ -55,7 +54,7 @@ def video_unit(result: SampleResult, trial: int, video_paths: Mapping[str, str],
         details = f"expected={result.expected!r} observed={result.observed_value!r} reason={result.reason}"
     return UnitResult(
         unit_id=video_unit_id(result, trial),
-        verdict=_VERDICTS[result.status],
+        verdict=VERDICT_OF_STATUS[result.status],
         group=f"{result.case}/{result.target}",
         title=title,
         details=details,

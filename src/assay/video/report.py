@@ -35,16 +35,13 @@ def target_name(target_id: str, label: str | None) -> str:
 
 class VideoConsole:
     """GlassKit's console as a run reporter: a line per result as it becomes durable (failures, or
-    all with --verbose), a transient progress bar on a terminal, then the closing summary."""
+    all with --verbose), then the closing summary. (Progress is the shared reporter's, on stderr.)"""
 
     name = "console"
 
     def __init__(self, console: Console, *, verbose: bool) -> None:
         self.console = console
         self.verbose = verbose
-        self._terminal = console.is_terminal  # asked once: rich inspects the stream every time
-        self._progress: Any = None
-        self._task: Any = None
 
     def _say(self, text: str) -> None:
         self.console.print(text, markup=False, highlight=False)
@@ -60,7 +57,6 @@ class VideoConsole:
             if section.repeat > 1:
                 self._say(f"Trial {section.trial}/{section.repeat}")
         elif section.target is None:
-            self._stop_progress()
             self._say(f"{prefix}Case {section.case.name} ({event.count} samples, video={section.case.video.display_name})")
         else:
             self._say(f"{prefix}  target {section.target.display_name}: {event.count} samples")
@@ -81,25 +77,7 @@ class VideoConsole:
             )
         self._say(f"{self._prefix(unit.trial, unit.repeat)}    {line}")
 
-    def unit_progress(self, event: Any) -> None:
-        if not self._terminal:
-            return
-        done, total = event.done, event.total
-        if self._progress is None:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-            self._progress = Progress(
-                BarColumn(), MofNCompleteColumn(), "samples ·", TimeElapsedColumn(),
-                console=self.console, transient=True,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task("samples", total=total)
-        self._progress.update(self._task, completed=done, total=total)
-        if done >= total:
-            self._stop_progress()
-
     def run_finished(self, event: Any) -> None:
-        self._stop_progress()
         if event.interrupted:
             self._say("Eval interrupted: progress was saved" if event.checkpoint_kept else "Eval interrupted: no reusable progress was saved")
         elif event.error is not None:
@@ -113,13 +91,6 @@ class VideoConsole:
         for line in event.resume_lines:
             self._say(line)
 
-    def _stop_progress(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
-
-    def close(self) -> None:
-        self._stop_progress()
 
 
 class VideoJsonReport:

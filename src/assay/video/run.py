@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from assay.core.gates import Gate
-from assay.core.run_events import RunEvents, SectionStarted, UnitDurable, UnitProgress
+from assay.core.run_events import RunEvents, RunStarted, SectionStarted, UnitDurable, UnitProgress
 from assay.core.run_request import option
 from assay.errors import AssayError, VideoError
 from assay.video import artifacts
@@ -68,6 +68,7 @@ class VideoRunRequest:
     junit: str | None = option(None, flag="--junit")
     # Only stored when given, so unsharded checkpoints keep the plan hash they always had.
     shard: str | None = option(None, omit_when_none=True, flag="--shard")
+    quiet: bool = option(False, stored=False, flag="--quiet")  # no progress on stderr
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +81,19 @@ class VideoSection:
     target: Target | None = None
 
 
+VERDICT_OF_STATUS = {  # a sample status as the shared verdict of a unit
+    "passed": "passed", "failed": "failed", "error": "errored", "ignored": "ignored"}
+
+
 @dataclass(frozen=True, slots=True)
 class VideoUnit:
     trial: int
     repeat: int
     result: SampleResult
+
+    @property
+    def verdict(self) -> str:
+        return VERDICT_OF_STATUS[self.result.status]
 
 
 @dataclass
@@ -491,6 +500,9 @@ class VideoRun:
 
         started = time.perf_counter()
         trials: list[TrialOutcome] = []
+        total = self.eval_directory.sample_count * self.options.repeat
+        run_id = self._checkpoint.path.name if self._checkpoint is not None else ""
+        self.events.run_started(RunStarted("video", run_id, total, len(self._completed), self.eval_directory))
         self._executor = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="assay-adapter")
         try:
             for trial in range(1, self.options.repeat + 1):

@@ -17,7 +17,7 @@ from assay.core.pipeline import WorkerSpec
 from assay.core.run_events import RunEvents, RunFinished
 from assay.core.run_request import to_invocation
 from assay.errors import EXIT_INTERRUPTED, AssayError, UsageError
-from assay.video.run import VideoRunRequest
+from assay.video.run import VERDICT_OF_STATUS, VideoRunRequest
 
 __all__ = ["VIDEO", "VideoConclusion", "VideoKind", "shard_directory"]
 
@@ -218,7 +218,7 @@ class VideoKind:
         return exit_code
 
 
-_STATUS_OF_VERDICT = {"passed": "passed", "failed": "failed", "errored": "error", "ignored": "ignored"}
+_STATUS_OF_VERDICT = {verdict: status for status, verdict in VERDICT_OF_STATUS.items()}
 
 
 def _sample_result(unit: Any, sample: Any) -> Any:
