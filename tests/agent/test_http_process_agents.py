@@ -195,3 +195,65 @@ def test_javascript_agent_error_reply_and_crash_error_the_attempt():
     second = run_one(js_agent(), crashed)
     assert second.verdict == "errored" and "exited unexpectedly (exit code 3)" in second.error["message"]
     assert statuses(second) == []
+
+
+# ---- process agents that misbehave -------------------------------------------------------------
+
+
+@pytest.fixture
+def process_mark(monkeypatch):
+    from adapters.hostile import mark_children, running_with
+
+    mark = mark_children(monkeypatch)
+    yield mark
+    assert running_with(mark) == [], "the agent left processes running"
+
+
+def hostile_agent(mode: str, argument: object = "", **options):
+    from adapters.hostile import hostile
+
+    return process_agent(hostile(mode, argument), evidence_coverage=complete_evidence_coverage, name="hostile", **options)
+
+
+def test_a_send_past_the_process_agent_timeout_errors_the_attempt_naming_the_setting(process_mark):
+    import time
+
+    async def body(t):
+        await t.send("first")
+        await t.send("second")  # the agent sleeps from here on
+
+    started = time.monotonic()
+    result = run_one(hostile_agent("sleeps-mid-run", 1, timeout=0.5), body)
+    elapsed = time.monotonic() - started
+    assert result.verdict == "errored"
+    assert result.error["message"].endswith("did not answer send within 0.5s (set by process_agent(timeout=0.5))")
+    assert "echo first" in str(result.turns[0])  # the answered turn is kept
+    assert elapsed < 0.5 + 1.0  # stopped at once after the timeout, not closed politely
+
+
+def test_an_agent_that_lingers_and_ignores_sigterm_costs_two_seconds_and_a_diagnostic(process_mark):
+    import time
+
+    async def body(t):
+        await t.send("hi")
+
+    started = time.monotonic()
+    result = run_one(hostile_agent("lingers-ignoring-sigterm"), body)
+    elapsed = time.monotonic() - started
+    assert result.verdict == "passed"  # a teardown failure is a diagnostic, never a verdict
+    (diagnostic,) = [d for d in result.diagnostics if d["code"] == "agent-teardown-failed"]
+    assert "answered close but did not exit within 1s of its input ending" in diagnostic["message"]
+    assert 2.0 <= elapsed < 2.6  # 1 s to exit, 1 s after SIGTERM, then SIGKILL
+
+
+def test_an_agent_process_that_exits_leaving_its_pipes_with_a_descendant_errors_at_once(process_mark):
+    import time
+
+    async def body(t):
+        await t.send("hi")
+
+    started = time.monotonic()
+    result = run_one(hostile_agent("grandchild-holds-pipes"), body)
+    assert result.verdict == "errored"
+    assert "exited unexpectedly (exit code 5)" in result.error["message"]
+    assert time.monotonic() - started < 1

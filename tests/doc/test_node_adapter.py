@@ -236,3 +236,87 @@ def test_bridge_start_fails_for_a_missing_module(tmp_path):
     with pytest.raises(AdapterError, match="failed to load adapter module from"):
         asyncio.run(NodeModuleBridge.start(tmp_path / "absent.mjs"))
     assert issubclass(NodeHookError, AdapterError)
+
+
+# ---- modules that hang: a start limit, and Ctrl-C that leaves no node behind -----------------------
+
+
+@pytest.fixture
+def node_mark(monkeypatch):
+    from adapters.hostile import mark_children, running_with
+
+    mark = mark_children(monkeypatch)
+    yield mark
+    assert running_with(mark) == [], "node was left running"
+
+
+def test_a_top_level_await_that_never_settles_fails_the_load_within_the_start_limit(tmp_path, monkeypatch, node_mark):
+    import time
+
+    module = tmp_path / "stuck.mjs"
+    module.write_text("await new Promise(() => {});\nexport const never = () => 1;\n")
+    monkeypatch.setenv("ASSAY_ADAPTER_START_TIMEOUT", "0.5")
+    started = time.monotonic()
+    with pytest.raises(AdapterError) as caught:
+        asyncio.run(NodeModuleBridge.start(module))
+    assert str(caught.value) == (
+        f"failed to load adapter module from {module}: it did not finish loading within 0.5s "
+        "(set by ASSAY_ADAPTER_START_TIMEOUT); a top-level await that never settles does this"
+    )
+    assert time.monotonic() - started < 0.5 + 1.0
+
+
+SIGINT_DRIVER = """
+import asyncio, sys
+from pathlib import Path
+from assay.adapters.node_bridge import NodeModuleBridge
+
+async def main(module, export):
+    bridge = await NodeModuleBridge.start(Path(module))
+    try:
+        print("loaded", flush=True)
+        await bridge.call(export, [])
+    finally:
+        await bridge.close()  # as the doc session does on the way out
+
+try:
+    asyncio.run(main(*sys.argv[1:]))
+except KeyboardInterrupt:
+    print("interrupted", file=sys.stderr)
+    sys.exit(130)
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "ready"),
+    [
+        ("await new Promise(() => {});\nexport const spin = () => 1;\n", b""),  # Ctrl-C while loading
+        ("export const spin = () => { for (;;) {} };\n", b"loaded\n"),  # Ctrl-C in a hook that never returns
+    ],
+    ids=["while-loading", "in-a-hook"],
+)
+def test_ctrl_c_is_an_interrupt_that_leaves_no_node_running(tmp_path, node_mark, source, ready):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    module = tmp_path / "hang.mjs"
+    module.write_text(source)
+    driver = subprocess.Popen(
+        [sys.executable, "-c", SIGINT_DRIVER, str(module), "spin"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        if ready:
+            assert driver.stdout.readline() == ready
+        time.sleep(0.5)  # node is loading the module, or spinning in the hook
+        interrupted = time.monotonic()
+        driver.send_signal(signal.SIGINT)
+        driver.wait(10)
+        elapsed = time.monotonic() - interrupted
+    finally:
+        driver.kill()
+        driver.wait()
+    assert driver.returncode == 130, driver.stderr.read()
+    assert driver.stderr.read().strip().endswith(b"interrupted")
+    assert elapsed < 1.5  # no polite close window for a hook that cannot be cancelled

@@ -361,3 +361,62 @@ def test_frames_are_deflated_when_stored_blocks_would_exceed_the_message_limit(t
     assert [result["sha256"] for result in results] == [
         hashlib.sha256(np.asarray(sample.image).tobytes()).hexdigest() for sample in samples
     ]
+
+
+# ---- adapters that hang or linger --------------------------------------------------------------
+
+
+@pytest.fixture
+def process_mark(monkeypatch):
+    from adapters.hostile import mark_children, running_with
+
+    mark = mark_children(monkeypatch)
+    yield mark
+    assert running_with(mark) == [], "the adapter left processes running"
+
+
+def test_an_adapter_that_never_answers_initialize_times_out_naming_the_setting(tmp_path, monkeypatch, process_mark):
+    """What `run`, `seed` and `validate --adapter-command` all go through: none of them can hang."""
+    import time
+
+    from adapters.hostile import hostile
+    from assay.video.observe import TrialEvaluator
+
+    monkeypatch.setenv("ASSAY_ADAPTER_START_TIMEOUT", "0.3")
+    command = hostile("never-answers")
+
+    async def scenario():
+        async with TrialEvaluator(adapter=None, adapter_command=command, config=adapter_config(tmp_path), executor=None) as trial:
+            await trial.get()
+
+    started = time.monotonic()
+    with pytest.raises(AdapterRuntimeError) as caught:
+        run(scenario())
+    assert str(caught.value) == (
+        f"adapter command '{command}' failed to initialize: adapter command '{command}' did not answer "
+        "initialize within 0.3s (set by ASSAY_ADAPTER_START_TIMEOUT)"
+    )
+    assert time.monotonic() - started < 0.3 + 1.0
+
+
+def test_adapter_timeout_limits_each_evaluate_and_keeps_earlier_observations(tmp_path, process_mark):
+    from adapters.hostile import hostile
+    from assay.video.observe import create_evaluator
+
+    async def scenario():
+        evaluator = await create_evaluator(
+            adapter=None, adapter_command=hostile("sleeps-mid-run", 2), config=adapter_config(tmp_path),
+            executor=None, adapter_timeout=0.3,
+        )
+        try:
+            samples = frame_samples(2)
+            first = await evaluator.evaluate(samples[0], TARGET)
+            with pytest.raises(AdapterRuntimeError) as caught:
+                await evaluator.evaluate(samples[1], TARGET)
+            return first, str(caught.value)
+        finally:
+            await evaluator.process.force_stop()
+
+    first, message = run(scenario())
+    assert first == {"seen": 0}
+    assert message.endswith("did not answer evaluate within 0.3s (set by --adapter-timeout)")

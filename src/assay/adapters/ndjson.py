@@ -13,7 +13,6 @@ import os
 import queue
 import select
 import shlex
-import signal
 import sys
 import threading
 from dataclasses import dataclass
@@ -24,20 +23,31 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
+from assay.adapters.message_budget import DEFAULT_MESSAGE_BUDGET, MessageBudget
+from assay.adapters.process_tree import ProcessTree, spawn_tree
 from assay.errors import AdapterRuntimeError
 
 __all__ = [
     "EncodedJson",
     "MESSAGE_LIMIT_BYTES",
+    "NO_TIMEOUT",
     "NdjsonProcess",
     "ProcessTimeouts",
+    "RequestTimedOut",
+    "RequestTimeout",
+    "START_TIMEOUT_VARIABLE",
     "parse_command",
     "start_ndjson_process",
+    "start_timeout",
 ]
 
 MESSAGE_LIMIT_BYTES = 256 * 1024 * 1024
 PIPE_BUFFER_BYTES = 1024 * 1024
+STDOUT_CHUNK_BYTES = 1024 * 1024
 STDERR_CHUNK_BYTES = 64 * 1024
+# What is read synchronously once the adapter has exited: whatever it wrote is in the pipe (a
+# pipe holds at most 1 MiB); more than that comes from a descendant still writing.
+EXIT_DRAIN_BYTES = 4 * 1024 * 1024
 STDERR_TAIL_BYTES = 64 * 1024
 INVALID_LINE_PREVIEW_BYTES = 200
 PROTOCOL_HINT = "Stdout is reserved for NDJSON protocol messages; write adapter logs to stderr"
@@ -53,6 +63,51 @@ class ProcessTimeouts:
     terminate_grace_s: float = 2.0
     kill_grace_s: float = 2.0
     exit_status_s: float = 0.25  # after stdout EOF, how long to wait for the exit status
+    # Once the adapter has answered close and its stdin is closed, how long it may take to exit
+    # (None: whatever is left of `close_s`, as GlassKit does).
+    exit_after_close_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTimeout:
+    """How long one request may take, and the setting that chose it (named when it runs out)."""
+
+    seconds: float | None  # None: no limit
+    setting: str = ""
+
+
+NO_TIMEOUT = RequestTimeout(None)
+
+START_TIMEOUT_VARIABLE = "ASSAY_ADAPTER_START_TIMEOUT"
+DEFAULT_START_TIMEOUT_S = 30.0
+
+
+def start_timeout() -> RequestTimeout:
+    """The limit for an adapter's first answer (`initialize`, the node bridge's `load`).
+
+    30 s by default, so an adapter that never answers cannot hang `run` or `validate`; an adapter
+    that loads a large model may need more, set with ASSAY_ADAPTER_START_TIMEOUT (0: no limit)."""
+    text = os.environ.get(START_TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return RequestTimeout(
+            DEFAULT_START_TIMEOUT_S, f"the default start limit; set {START_TIMEOUT_VARIABLE}=<seconds> to change it"
+        )
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise AdapterRuntimeError(f"{START_TIMEOUT_VARIABLE} must be a number of seconds (0 for no limit), got {text!r}")
+    return RequestTimeout(seconds or None, f"set by {START_TIMEOUT_VARIABLE}")
+
+
+class RequestTimedOut(AdapterRuntimeError):
+    """A request got no answer within its `RequestTimeout`; the adapter was sent `cancel` for it."""
+
+    def __init__(self, message: str, *, method: str, timeout: RequestTimeout) -> None:
+        super().__init__(message)
+        self.method = method
+        self.timeout = timeout
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +180,15 @@ def _finite_float(text: str) -> float:
     return number
 
 
-def _decode_line(line: bytes) -> Any:
-    """Strict JSON: no NaN/Infinity, no overflowing floats, UTF-8 only."""
-    return json.loads(line.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite_float)
+def _decode_line(line: bytes | bytearray) -> Any:
+    """Strict JSON: no NaN/Infinity, no overflowing floats, UTF-8 only.
+
+    A `bytearray` line is emptied once decoded, so a large message is never held three times
+    over (its bytes, its text and the parsed value) while it is parsed."""
+    text = line.decode("utf-8")
+    if isinstance(line, bytearray):
+        line.clear()
+    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
 
 
 def _default_stderr_sink(chunk: bytes) -> None:
@@ -139,6 +200,10 @@ def _default_stderr_sink(chunk: bytes) -> None:
     else:
         stream.write(chunk.decode("utf-8", errors="replace"))
         stream.flush()
+
+
+class _Lingered(Exception):
+    """The adapter answered close but is still running once its exit window has passed."""
 
 
 class _Pending:
@@ -262,29 +327,215 @@ def _settle(done: asyncio.Future[None], error: OSError | None) -> None:
         done.set_exception(error)
 
 
+class _LineReader:
+    """Reads the adapter's stdout from the event loop, one line at a time, within the message budget.
+
+    A line longer than the budget's free size waits for the budget's turn (the pipe is not read
+    meanwhile, so the adapter waits too); one longer than `limit` is refused as soon as it gets
+    there and the rest of it is read and dropped as it arrives, never held."""
+
+    def __init__(
+        self,
+        fd: int,
+        *,
+        budget: MessageBudget,
+        limit: int,
+        on_line: Callable[[bytes | bytearray], None],
+        on_too_long: Callable[[], None],
+        on_stalled: Callable[[float, int], None],
+        on_eof: Callable[[], None],
+    ) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+        self._loop = asyncio.get_running_loop()
+        self._budget = budget
+        self._limit = limit
+        self._on_line = on_line
+        self._on_too_long = on_too_long
+        self._on_stalled = on_stalled
+        self._on_eof = on_eof
+        self._line = bytearray()
+        self._held: tuple[bytes, int] | None = None  # read while waiting for the budget's turn
+        self._has_turn = False
+        self._skipping_line = False  # the rest of a refused line is dropped as it arrives
+        self._discarding = False  # after a fatal failure: everything is dropped
+        self.at_eof = False
+        self.closed = False
+        self._watching = False
+        self._watch()
+
+    # ---- reading --------------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        if not self._watching and not self.closed and not self.at_eof and self._held is None:
+            self._loop.add_reader(self._fd, self._on_readable)
+            self._watching = True
+
+    def _unwatch(self) -> None:
+        if self._watching:
+            self._loop.remove_reader(self._fd)
+            self._watching = False
+
+    def _on_readable(self) -> None:
+        self._read_once()
+
+    def _read_once(self) -> int:
+        """Read one chunk and take it in; its size, 0 at end of file, -1 if the pipe is empty."""
+        try:
+            chunk = os.read(self._fd, STDOUT_CHUNK_BYTES)
+        except BlockingIOError:
+            return -1
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._end_of_file()
+            return 0
+        self._take(chunk, 0)
+        return len(chunk)
+
+    def read_available(self, most: int) -> None:
+        """Take in what the pipe holds now (up to `most` bytes), without waiting for more."""
+        taken = 0
+        while taken < most and not self.closed and not self.at_eof and self._held is None:
+            count = self._read_once()
+            if count <= 0:
+                return
+            taken += count
+
+    def _take(self, chunk: bytes, start: int) -> None:
+        view = memoryview(chunk)
+        while start < len(chunk) and not self.closed:
+            if self._discarding:
+                return
+            newline = chunk.find(b"\n", start)
+            end = len(chunk) if newline < 0 else newline
+            if self._skipping_line:
+                if newline < 0:
+                    return
+                self._skipping_line = False
+                start = newline + 1
+                continue
+            size = len(self._line) + end - start
+            if size > self._budget.free_line_bytes and not self._has_turn:
+                if not self._budget.try_take(self):
+                    self._held = (chunk, start)
+                    self._unwatch()
+                    self._budget.wait(self)
+                    return
+                self._has_turn = True
+            if size > self._limit:
+                self._line = bytearray()
+                self._skipping_line = True
+                self._give_back_turn()
+                self._on_too_long()
+                start = end
+                continue
+            if self._has_turn:
+                self._budget.progressed(self)
+            if newline < 0:
+                self._line += view[start:end]
+                return
+            if self._line:
+                self._line += view[start:end]
+                line: bytes | bytearray = self._line
+                self._line = bytearray()
+            else:
+                line = chunk[start:end]
+            start = newline + 1
+            try:
+                self._on_line(line)
+            finally:
+                del line
+                self._give_back_turn()
+
+    def _end_of_file(self) -> None:
+        self.at_eof = True
+        self._unwatch()
+        # A last line without its newline still counts, as it does for asyncio's readline.
+        if self._line and not (self._skipping_line or self._discarding):
+            line, self._line = self._line, bytearray()
+            try:
+                self._on_line(line)
+            finally:
+                del line
+                self._give_back_turn()
+        self._give_back_turn()
+        self._on_eof()
+
+    # ---- the budget's turn ----------------------------------------------------------------
+
+    def _give_back_turn(self) -> None:
+        if self._has_turn:
+            self._has_turn = False
+            self._budget.release(self)
+
+    def budget_granted(self) -> None:
+        self._has_turn = True
+        held, self._held = self._held, None
+        if held is not None and not self.closed:
+            self._take(*held)
+        self._watch()
+
+    def budget_stalled(self, idle_s: float) -> None:
+        held_bytes = len(self._line)
+        self.discard()
+        self._on_stalled(idle_s, held_bytes)
+
+    # ---- stopping -------------------------------------------------------------------------
+
+    def discard(self) -> None:
+        """Drop everything from now on (the process has failed); keep the pipe drained."""
+        self._discarding = True
+        self._line = bytearray()
+        self._held = None
+        self._give_back_turn()
+        self._budget.release(self)
+        self._watch()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self._unwatch()
+        self.closed = True
+        self._line = bytearray()
+        self._held = None
+        self._give_back_turn()
+        self._budget.release(self)
+        os.close(self._fd)
+
+
 class NdjsonProcess:
     """One running adapter process; use `start_ndjson_process` to create it.
 
     Any protocol violation, unexpected exit or write failure is fatal: pending and later requests
-    fail with the same `AdapterRuntimeError`.
+    fail with the same `AdapterRuntimeError`. A request that runs out of time fails alone.
+
+    The adapter's exit is seen as it happens (a pidfd or a waitpid thread, not the end of its
+    pipes, which a descendant may hold), and stopping it stops every process it started.
     """
 
     def __init__(
         self,
-        process: asyncio.subprocess.Process,
+        tree: ProcessTree,
         stdin_fd: int,
+        stdout_fd: int,
+        stderr_fd: int,
         display_command: str,
         *,
         stderr_sink: StderrSink,
         message_limit: int,
         timeouts: ProcessTimeouts,
+        budget: MessageBudget,
+        call_timeout: RequestTimeout,
     ) -> None:
-        self._process = process
+        self._tree = tree
         self._stdin = _PipeWriter(stdin_fd)
         self.display_command = display_command
         self._stderr_sink = stderr_sink
         self._message_limit = message_limit
         self._timeouts = timeouts
+        self._budget = budget
+        self._call_timeout = call_timeout
         self._write_lock = asyncio.Lock()
         self._next_id = 1
         self._pending: dict[int, _Pending] = {}
@@ -295,9 +546,20 @@ class NdjsonProcess:
         self._stopped = False
         self._stderr_tail = bytearray()
         self._background: set[asyncio.Task[Any]] = set()
-        self._stdout_task = asyncio.create_task(self._read_stdout())
-        self._stderr_task = asyncio.create_task(self._read_stderr())
-        self._exit_task = asyncio.create_task(self._watch_exit())
+        self._loop = asyncio.get_running_loop()
+        self._stdout = _LineReader(
+            stdout_fd,
+            budget=budget,
+            limit=min(message_limit, budget.capacity),
+            on_line=self._handle_line,
+            on_too_long=self._line_too_long,
+            on_stalled=self._line_stalled,
+            on_eof=self._stdout_closed,
+        )
+        os.set_blocking(stderr_fd, False)
+        self._stderr_fd: int | None = stderr_fd
+        self._loop.add_reader(stderr_fd, self._read_stderr_once)
+        tree.exited.add_done_callback(self._exited)
 
     @property
     def message_limit(self) -> int:
@@ -306,11 +568,11 @@ class NdjsonProcess:
 
     @property
     def pid(self) -> int:
-        return self._process.pid
+        return self._tree.pid
 
     @property
     def returncode(self) -> int | None:
-        return self._process.returncode
+        return self._tree.returncode
 
     @property
     def failure(self) -> AdapterRuntimeError | None:
@@ -323,18 +585,44 @@ class NdjsonProcess:
     # ---- requests -------------------------------------------------------------------------
 
     async def request(
-        self, method: str, params: Mapping[str, Any] | EncodedJson, *, error_label: str | None = None
+        self,
+        method: str,
+        params: Mapping[str, Any] | EncodedJson,
+        *,
+        error_label: str | None = None,
+        timeout: RequestTimeout | None = None,
     ) -> Any:
         """Send one request and wait for its result; an error reply raises `AdapterRuntimeError`
         (`adapter command <error_label or method> failed: <message>`).
 
-        If the awaiting task is cancelled, a `cancel` notification for this id is sent (best effort).
+        `timeout` (default: the process's call timeout) covers writing the request and its answer;
+        when it runs out the adapter is sent `cancel` and `RequestTimedOut` is raised. If the
+        awaiting task is cancelled, a `cancel` notification for this id is sent (best effort).
         """
+        limit = timeout or self._call_timeout
+        if limit.seconds is None:
+            return await self._exchange(method, params, error_label)
+        scope = asyncio.timeout(limit.seconds)
+        try:
+            async with scope:
+                return await self._exchange(method, params, error_label)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            setting = f" ({limit.setting})" if limit.setting else ""
+            raise RequestTimedOut(
+                f"adapter command '{self.display_command}' did not answer {error_label or method} "
+                f"within {limit.seconds:g}s{setting}",
+                method=method,
+                timeout=limit,
+            ) from None
+
+    async def _exchange(self, method: str, params: Mapping[str, Any] | EncodedJson, error_label: str | None) -> Any:
         self._raise_if_failed()
         request_id = self._next_id
         self._next_id += 1
         line = self._encode_request(request_id, method, params)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Any] = self._loop.create_future()
         self._pending[request_id] = _Pending(error_label or method, future)
         try:
             await self._write(line)
@@ -373,7 +661,7 @@ class NdjsonProcess:
             with contextlib.suppress(Exception):
                 await self._write(_encode_message(None, method, params))
 
-        task = asyncio.get_running_loop().create_task(send())
+        task = self._loop.create_task(send())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -390,8 +678,7 @@ class NdjsonProcess:
                         "adapter command was stopped"
                     ) from None
                 # A broken pipe usually means the process died; its exit is the better explanation.
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(self._exit_task), 2 * self._timeouts.exit_status_s)
+                await self._tree.wait_exit(2 * self._timeouts.exit_status_s)
                 self._fail(
                     AdapterRuntimeError(
                         f"adapter command '{self.display_command}' could not write to adapter process: "
@@ -414,6 +701,7 @@ class NdjsonProcess:
         if self._failure is not None:
             return
         self._failure = failure
+        self._stdout.discard()  # nothing more is read as a reply; the pipe is kept from filling
         for pending in self._pending.values():
             if not pending.future.done():
                 pending.future.set_exception(AdapterRuntimeError(str(failure)))
@@ -423,39 +711,48 @@ class NdjsonProcess:
         self._fail(AdapterRuntimeError(f"adapter command protocol error: {detail}. {PROTOCOL_HINT}"))
 
     def _exit_description(self) -> str:
-        code = self._process.returncode
+        code = self._tree.returncode
         return "no exit status" if code is None else f"exit code {code}"
 
     def _exit_is_unexpected(self) -> bool:
         return not self._closing or bool(self._pending)
 
-    # ---- readers --------------------------------------------------------------------------
+    # ---- stdout ---------------------------------------------------------------------------
 
-    async def _read_stdout(self) -> None:
-        stdout = self._process.stdout
-        assert stdout is not None
-        while True:
-            try:
-                line = await stdout.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                self._protocol_error(
-                    f"stdout message exceeds the {_describe_limit(self._message_limit)} protocol limit"
-                )
-                return
-            if not line:
-                await self._stdout_closed()
-                return
-            self._handle_line(line)
-            if self._failure is not None:
-                return
-
-    async def _stdout_closed(self) -> None:
-        if not self._exit_is_unexpected() or self._failure is not None:
+    def _line_too_long(self) -> None:
+        limit = min(self._message_limit, self._budget.capacity)
+        if self._message_limit <= self._budget.capacity:
+            self._protocol_error(f"stdout message exceeds the {_describe_limit(limit)} protocol limit")
             return
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._process.wait()), self._timeouts.exit_status_s)
-        if self._process.returncode is not None:
-            return  # an exit: `_watch_exit` reports it with the exit code
+        self._fail(
+            AdapterRuntimeError(
+                f"adapter command '{self.display_command}' sent a stdout message over the "
+                f"{_describe_limit(limit)} that assay holds for adapter messages at once; "
+                "it was refused and the rest of it discarded unread"
+            )
+        )
+
+    def _line_stalled(self, idle_s: float, held_bytes: int) -> None:
+        self._fail(
+            AdapterRuntimeError(
+                f"adapter command '{self.display_command}' stopped for {idle_s:.1f}s in the middle of a "
+                f"{held_bytes // (1024 * 1024)} MiB stdout message while other adapters waited to send theirs; "
+                "it was refused"
+            )
+        )
+
+    def _stdout_closed(self) -> None:
+        if not self._exit_is_unexpected() or self._failure is not None or self._stopped:
+            return
+        task = self._loop.create_task(self._judge_stdout_closed())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _judge_stdout_closed(self) -> None:
+        if await self._tree.wait_exit(self._timeouts.exit_status_s):
+            return  # an exit: `_exited` reports it with the exit code
+        if not self._exit_is_unexpected() or self._stopped:
+            return
         self._fail(
             AdapterRuntimeError(
                 f"adapter command '{self.display_command}' closed stdout unexpectedly "
@@ -463,12 +760,15 @@ class NdjsonProcess:
             )
         )
 
-    def _handle_line(self, line: bytes) -> None:
+    def _handle_line(self, line: bytes | bytearray) -> None:
+        if self._failure is not None:
+            return
+        preview = bytes(line[:INVALID_LINE_PREVIEW_BYTES])
         try:
             message = _decode_line(line)
         except (ValueError, UnicodeDecodeError) as error:
-            preview = line[:INVALID_LINE_PREVIEW_BYTES].decode("utf-8", errors="replace").rstrip("\r\n")
-            self._protocol_error(f"invalid JSON on stdout: {error}; line: {preview!r}")
+            shown = preview.decode("utf-8", errors="replace").rstrip("\r\n")
+            self._protocol_error(f"invalid JSON on stdout: {error}; line: {shown!r}")
             return
         if not isinstance(message, dict):
             self._protocol_error("stdout response must be a JSON object")
@@ -501,25 +801,49 @@ class NdjsonProcess:
         else:
             pending.future.set_result(message["result"])
 
-    async def _read_stderr(self) -> None:
-        stderr = self._process.stderr
-        assert stderr is not None
-        while True:
-            chunk = await stderr.read(STDERR_CHUNK_BYTES)
-            if not chunk:
-                return
-            with contextlib.suppress(Exception):
-                self._stderr_sink(chunk)
-            self._stderr_tail += chunk
-            if len(self._stderr_tail) > STDERR_TAIL_BYTES:
-                del self._stderr_tail[: len(self._stderr_tail) - STDERR_TAIL_BYTES]
+    # ---- stderr ---------------------------------------------------------------------------
 
-    async def _watch_exit(self) -> None:
-        await self._process.wait()
-        # Responses written just before exiting may still sit in the pipe; deliver them first.
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._stdout_task), self._timeouts.exit_status_s)
-        if self._exit_is_unexpected() and not self._stopped:
+    def _read_stderr_once(self) -> int:
+        """Mirror one chunk of stderr and keep its tail; its size, 0 at end of file, -1 if empty."""
+        if self._stderr_fd is None:
+            return 0
+        try:
+            chunk = os.read(self._stderr_fd, STDERR_CHUNK_BYTES)
+        except BlockingIOError:
+            return -1
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._close_stderr()
+            return 0
+        with contextlib.suppress(Exception):
+            self._stderr_sink(chunk)
+        self._stderr_tail += chunk
+        if len(self._stderr_tail) > STDERR_TAIL_BYTES:
+            del self._stderr_tail[: len(self._stderr_tail) - STDERR_TAIL_BYTES]
+        return len(chunk)
+
+    def _read_stderr_available(self, most: int) -> None:
+        taken = 0
+        while taken < most and (count := self._read_stderr_once()) > 0:
+            taken += count
+
+    def _close_stderr(self) -> None:
+        if self._stderr_fd is not None:
+            self._loop.remove_reader(self._stderr_fd)
+            os.close(self._stderr_fd)
+            self._stderr_fd = None
+
+    # ---- exit -----------------------------------------------------------------------------
+
+    def _exited(self, _: asyncio.Future[int]) -> None:
+        if self._stopped or self._loop.is_closed():
+            return
+        # Whatever the adapter wrote before exiting is in its pipes now: take it in before judging
+        # the exit, without waiting for end of file (a descendant may hold the pipes open).
+        self._stdout.read_available(EXIT_DRAIN_BYTES)
+        self._read_stderr_available(EXIT_DRAIN_BYTES)
+        if self._exit_is_unexpected():
             self._fail(
                 AdapterRuntimeError(
                     f"adapter command '{self.display_command}' exited unexpectedly "
@@ -530,7 +854,8 @@ class NdjsonProcess:
     # ---- shutdown -------------------------------------------------------------------------
 
     async def close(self, method: str = "close", params: Mapping[str, Any] | None = None) -> Any:
-        """Ask the adapter to finish: send `method`, close stdin, wait for exit within the window.
+        """Ask the adapter to finish: send `method`, close stdin, wait for exit within the window,
+        then stop whatever it left running.
 
         After an earlier fatal failure the process is force-stopped and that failure re-raised.
         """
@@ -547,14 +872,14 @@ class NdjsonProcess:
         async def finish() -> None:
             nonlocal reply_error, result
             try:
-                result = await self.request(method, params or {})
+                result = await self.request(method, params or {}, timeout=NO_TIMEOUT)  # the window bounds it
             except AdapterRuntimeError as error:
                 if self._failure is not None:
                     raise
                 reply_error = error  # the adapter answered with an error; still let it exit
-            self._close_stdin()
-            await self._process.wait()
-            await asyncio.gather(self._stdout_task, self._stderr_task, return_exceptions=True)
+            self._stdin.close()
+            if not await self._tree.wait_exit(self._timeouts.exit_after_close_s):
+                raise _Lingered
 
         try:
             await asyncio.wait_for(finish(), window)
@@ -564,19 +889,25 @@ class NdjsonProcess:
                 f"adapter command '{self.display_command}' did not complete close within "
                 f"{window:g}s; the process tree was terminated"
             ) from None
+        except _Lingered:
+            await self.force_stop()
+            raise AdapterRuntimeError(
+                f"adapter command '{self.display_command}' answered close but did not exit within "
+                f"{self._timeouts.exit_after_close_s:g}s of its input ending; the process tree was terminated"
+            ) from None
         except AdapterRuntimeError:
             await self.force_stop()
             raise
         except BaseException:
             await asyncio.shield(self.force_stop())
             raise
-        await self._finish_tasks()
         self._stopped = True
+        await self._stop_tree()
         if reply_error is not None:
             raise reply_error
         if self._failure is not None:
             raise self._copy_failure()
-        code = self._process.returncode
+        code = self._tree.returncode
         if code != 0:
             raise AdapterRuntimeError(
                 f"adapter command '{self.display_command}' exited after close "
@@ -584,25 +915,14 @@ class NdjsonProcess:
             )
         return result
 
-    def _close_stdin(self) -> None:
-        self._stdin.close()
-
     async def force_stop(self) -> None:
-        """Terminate the process group (SIGTERM, then SIGKILL) and stop reading its pipes."""
+        """Stop the whole process tree (SIGTERM, then SIGKILL after the grace) and stop reading it."""
         self._closing = True
         if self._stopped:
             return
         self._stopped = True
         self._stdin.abort()
-        if self._process.returncode is None:
-            self._signal_group(signal.SIGTERM)
-            if not await self._wait_for_exit(self._timeouts.terminate_grace_s):
-                self._signal_group(signal.SIGKILL)
-                await self._wait_for_exit(self._timeouts.kill_grace_s)
-        else:
-            # The leader is gone but its children may still hold the pipes open.
-            self._signal_group(signal.SIGKILL)
-        await self._finish_tasks()
+        await self._stop_tree()
         for pending in self._pending.values():
             if not pending.future.done():
                 pending.future.set_exception(
@@ -610,25 +930,19 @@ class NdjsonProcess:
                 )
         self._pending.clear()
 
-    async def _wait_for_exit(self, seconds: float) -> bool:
+    async def _stop_tree(self) -> None:
         try:
-            await asyncio.wait_for(asyncio.shield(self._process.wait()), seconds)
-        except asyncio.TimeoutError:
-            return False
-        return True
-
-    def _signal_group(self, signal_number: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._process.pid, signal_number)
-
-    async def _finish_tasks(self) -> None:
-        tasks = [self._stdout_task, self._stderr_task, self._exit_task]
-        _, still_running = await asyncio.wait(tasks, timeout=self._timeouts.exit_status_s)
-        for task in still_running:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for task in list(self._background):
-            task.cancel()
+            await self._tree.stop(
+                terminate_grace_s=self._timeouts.terminate_grace_s, kill_grace_s=self._timeouts.kill_grace_s
+            )
+        finally:
+            # Everything that could write to the pipes is gone: take in the last of it, then let go.
+            self._stdout.read_available(EXIT_DRAIN_BYTES)
+            self._read_stderr_available(EXIT_DRAIN_BYTES)
+            self._stdout.close()
+            self._close_stderr()
+            for task in list(self._background):
+                task.cancel()
 
 
 def _enlarge_pipe(fd: int) -> None:
@@ -646,35 +960,42 @@ async def start_ndjson_process(
     stderr_sink: StderrSink | None = None,
     message_limit: int = MESSAGE_LIMIT_BYTES,
     timeouts: ProcessTimeouts = ProcessTimeouts(),
+    budget: MessageBudget = DEFAULT_MESSAGE_BUDGET,
+    call_timeout: RequestTimeout = NO_TIMEOUT,
 ) -> NdjsonProcess:
-    """Spawn `command` (no shell, cwd and environment inherited) in its own process group."""
+    """Spawn `command` (no shell, cwd and environment inherited) as the leader of a new session.
+
+    `budget` bounds the adapter output held at once; the default one is shared by every process
+    of the run. `call_timeout` applies to every request that does not bring its own."""
     argv = parse_command(command)
     display_command = shlex.join(argv)
-    # Our own pipe for stdin, written by `_PipeWriter` (the child gets the read end as its fd 0).
-    stdin_read, stdin_write = os.pipe()
+    # Our own pipes (the child gets the other ends as fds 0-2), read and written without asyncio's
+    # subprocess transports, which wait for the pipes to close before they report an exit.
+    pipes = [os.pipe(), os.pipe(), os.pipe()]
+    (stdin_read, stdin_write), (stdout_read, stdout_write), (stderr_read, stderr_write) = pipes
     try:
         try:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=stdin_read,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                limit=message_limit,
-            )
+            tree = spawn_tree(argv, stdin=stdin_read, stdout=stdout_write, stderr=stderr_write)
         finally:
-            os.close(stdin_read)
+            for fd in (stdin_read, stdout_write, stderr_write):
+                os.close(fd)
     except BaseException as error:
-        os.close(stdin_write)
+        for fd in (stdin_write, stdout_read, stderr_read):
+            os.close(fd)
         if isinstance(error, OSError):
             raise AdapterRuntimeError(f"could not start adapter command '{display_command}': {error}") from None
         raise
     _enlarge_pipe(stdin_write)
+    _enlarge_pipe(stdout_read)
     return NdjsonProcess(
-        process,
+        tree,
         stdin_write,
+        stdout_read,
+        stderr_read,
         display_command,
         stderr_sink=stderr_sink or _default_stderr_sink,
         message_limit=message_limit,
         timeouts=timeouts,
+        budget=budget,
+        call_timeout=call_timeout,
     )

@@ -6,12 +6,22 @@ strings in the arguments into live JavaScript objects (the doc kind's path resol
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from assay.adapters.ndjson import NdjsonProcess, ProcessTimeouts, StderrSink, start_ndjson_process
+from assay.adapters.ndjson import (
+    NO_TIMEOUT,
+    NdjsonProcess,
+    ProcessTimeouts,
+    RequestTimedOut,
+    RequestTimeout,
+    StderrSink,
+    start_ndjson_process,
+    start_timeout,
+)
 from assay.errors import AdapterError, AdapterRuntimeError
 
 __all__ = ["BRIDGE_SCRIPT", "NodeModuleBridge", "NodeHookError", "find_node"]
@@ -62,19 +72,36 @@ class NodeModuleBridge:
         helper_config: Mapping[str, Any] | None = None,
         stderr_sink: StderrSink | None = None,
         timeouts: ProcessTimeouts = ProcessTimeouts(),
+        load_timeout: RequestTimeout | None = None,
+        call_timeout: RequestTimeout = NO_TIMEOUT,
     ) -> "NodeModuleBridge":
+        """Start node and import the module; `load_timeout` defaults to `start_timeout()` (30 s),
+        `call_timeout` (none by default) limits each `call`."""
         command = shlex.join([find_node(), str(BRIDGE_SCRIPT)])
-        process = await start_ndjson_process(command, stderr_sink=stderr_sink, timeouts=timeouts)
+        load_limit = load_timeout or start_timeout()
+        process = await start_ndjson_process(
+            command, stderr_sink=stderr_sink, timeouts=timeouts, call_timeout=call_timeout
+        )
         params: dict[str, Any] = {"module": str(module_path)}
         if helpers is not None:
             params["helpers"] = str(helpers)
             params["helperConfig"] = dict(helper_config or {})
         try:
-            loaded = await process.request("load", params)
+            loaded = await process.request("load", params, timeout=load_limit)
+        except RequestTimedOut as timed_out:
+            await process.force_stop()
+            setting = f" ({timed_out.timeout.setting})" if timed_out.timeout.setting else ""
+            raise AdapterError(
+                f"failed to load adapter module from {module_path}: it did not finish loading within "
+                f"{timed_out.timeout.seconds:g}s{setting}; a top-level await that never settles does this"
+            ) from None
         except AdapterRuntimeError as error:
             await process.force_stop()
             reason = str(error).removeprefix("adapter command load failed: ")
             raise AdapterError(f"failed to load adapter module from {module_path}: {reason}") from None
+        except BaseException:  # Ctrl-C while loading: node is in its own session and never saw it
+            await asyncio.shield(process.force_stop())
+            raise
         exports = loaded.get("exports") if isinstance(loaded, dict) else None
         if not isinstance(exports, list):
             await process.force_stop()
@@ -97,6 +124,13 @@ class NodeModuleBridge:
         return reply.get("value")
 
     async def close(self) -> None:
+        """Close politely, unless the caller is being cancelled (Ctrl-C): hooks cannot be cancelled
+        in the bridge, so a hook still running would hold a polite close for its whole window and
+        then fail it, turning the interrupt into an adapter error."""
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            await asyncio.shield(self._process.force_stop())
+            return
         await self._process.close("close", {})
 
     async def force_stop(self) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 
-from assay.adapters.ndjson import EncodedJson, NdjsonProcess, start_ndjson_process
+from assay.adapters.ndjson import EncodedJson, NdjsonProcess, RequestTimeout, start_ndjson_process, start_timeout
 from assay.errors import AdapterRuntimeError
 from assay.video.adapters import AdapterConfig, FrameSample, TargetContext
 from assay.video.png_encoding import png_view
@@ -202,12 +202,16 @@ def _capabilities(result: Any) -> tuple[bool, bool]:
     return supports_evaluate, supports_evaluate_many
 
 
-async def start_command_evaluator(command: str, config: AdapterConfig, **process_options: Any) -> CommandEvaluator:
-    """Spawn the adapter command and initialize it; `process_options` go to `start_ndjson_process`."""
+async def start_command_evaluator(
+    command: str, config: AdapterConfig, *, initialize_timeout: RequestTimeout | None = None, **process_options: Any
+) -> CommandEvaluator:
+    """Spawn the adapter command and initialize it; `process_options` go to `start_ndjson_process`
+    (`call_timeout` for evaluate calls). `initialize` gets `start_timeout()` unless told otherwise."""
+    initialize_limit = initialize_timeout or start_timeout()
     process = await start_ndjson_process(command, **process_options)
     try:
         try:
-            result = await process.request("initialize", _initialize_params(config))
+            result = await process.request("initialize", _initialize_params(config), timeout=initialize_limit)
         except AdapterRuntimeError as error:
             raise AdapterRuntimeError(
                 f"adapter command '{process.display_command}' failed to initialize: {error}"

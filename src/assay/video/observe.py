@@ -58,14 +58,27 @@ def video_path(case: Case) -> Path:
     return path
 
 
+ADAPTER_TIMEOUT_SETTING = "set by --adapter-timeout"
+
+
 async def create_evaluator(
-    *, adapter: str | None, adapter_command: str | None, config: AdapterConfig, executor: Executor | None
+    *,
+    adapter: str | None,
+    adapter_command: str | None,
+    config: AdapterConfig,
+    executor: Executor | None,
+    adapter_timeout: float | None = None,
 ) -> VideoEvaluator:
-    """A fresh evaluator: a Python adapter imported anew, or a newly spawned command adapter."""
+    """A fresh evaluator: a Python adapter imported anew, or a newly spawned command adapter.
+
+    `adapter_timeout` (seconds) limits each call to a command adapter; `initialize` has its own
+    default limit (`assay.adapters.ndjson.start_timeout`)."""
     if adapter_command:
+        from assay.adapters.ndjson import NO_TIMEOUT, RequestTimeout
         from assay.video.command_adapter import start_command_evaluator
 
-        return await start_command_evaluator(adapter_command, config)
+        call_timeout = RequestTimeout(adapter_timeout, ADAPTER_TIMEOUT_SETTING) if adapter_timeout else NO_TIMEOUT
+        return await start_command_evaluator(adapter_command, config, call_timeout=call_timeout)
     from assay.video.python_adapter import create_python_evaluator
 
     assert adapter is not None
@@ -79,9 +92,18 @@ class TrialEvaluator:
     becomes a note on that error; otherwise it is `adapter close failed: …` (exit 2)."""
 
     def __init__(
-        self, *, adapter: str | None, adapter_command: str | None, config: AdapterConfig, executor: Executor | None
+        self,
+        *,
+        adapter: str | None,
+        adapter_command: str | None,
+        config: AdapterConfig,
+        executor: Executor | None,
+        adapter_timeout: float | None = None,
     ) -> None:
-        self._arguments = {"adapter": adapter, "adapter_command": adapter_command, "config": config, "executor": executor}
+        self._arguments = {
+            "adapter": adapter, "adapter_command": adapter_command, "config": config, "executor": executor,
+            "adapter_timeout": adapter_timeout,
+        }
         self._evaluator: VideoEvaluator | None = None
 
     async def get(self) -> VideoEvaluator:

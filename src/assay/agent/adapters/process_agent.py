@@ -10,7 +10,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from assay.adapters.ndjson import NdjsonProcess, ProcessTimeouts, start_ndjson_process
+from assay.adapters.ndjson import (
+    NO_TIMEOUT,
+    NdjsonProcess,
+    ProcessTimeouts,
+    RequestTimedOut,
+    RequestTimeout,
+    start_ndjson_process,
+)
 from assay.agent.adapter import DefinedAgent, SendFailure, define_agent, turn_from_reply
 from assay.agent.context import AgentContext
 from assay.agent.model import EvidenceCoverage, Turn, TurnInput
@@ -18,6 +25,9 @@ from assay.agent.session import create_session_slot
 from assay.errors import AdapterRuntimeError
 
 _LINE = create_session_slot("process-agent-line")
+# An agent that answered close has nothing left to do; one still running a second after its
+# input ended holds an open handle (a timer, a keep-alive pool) and is stopped.
+EXIT_AFTER_CLOSE_S = 1.0
 
 
 def send_params(turn_input: TurnInput, ctx: AgentContext) -> dict[str, Any]:
@@ -46,24 +56,46 @@ def process_agent(
     *,
     evidence_coverage: EvidenceCoverage,
     name: str | None = None,
-    close_timeout: float = 5.0,
+    timeout: float | None = None,
+    close_timeout: float = 2.0,
+    kill_grace: float = 1.0,
 ) -> DefinedAgent:
-    """`command` is run without a shell (e.g. `node agents/agent.mjs`); `evidence_coverage` is required."""
+    """`command` is run without a shell (e.g. `node agents/agent.mjs`); `evidence_coverage` is required.
+
+    `timeout` (seconds; default none, the attempt's deadline governs) limits each `send`. At the
+    end of an attempt the agent is sent `close` and its stdin is closed; it gets `close_timeout`
+    to answer and 1 s more to exit, then SIGTERM, then SIGKILL after `kill_grace`. So an agent
+    that lingers and ignores SIGTERM costs about 2 s (3 s if it never answers close) instead of
+    holding the attempt, and the teardown failure is reported as a diagnostic. After a timeout
+    or an interrupt it is stopped at once."""
     processes: dict[tuple[Any, ...], NdjsonProcess] = {}
+    reported_broken: set[tuple[Any, ...]] = set()  # attempts whose failed send told why the process broke
     agent_name = name or command.split()[-1].rsplit("/", 1)[-1]
+    send_timeout = RequestTimeout(timeout, f"set by process_agent(timeout={timeout:g})") if timeout else NO_TIMEOUT
+    stop_timeouts = ProcessTimeouts(
+        close_s=close_timeout, exit_after_close_s=EXIT_AFTER_CLOSE_S, terminate_grace_s=kill_grace, kill_grace_s=kill_grace
+    )
 
     def key(ctx: AgentContext) -> tuple[Any, ...]:
         return (ctx.experiment_id, ctx.eval_id, ctx.attempt)
 
     async def setup(ctx: AgentContext) -> None:
         processes[key(ctx)] = await start_ndjson_process(
-            command, stderr_sink=lambda chunk: None, timeouts=ProcessTimeouts(close_s=close_timeout)
+            command, stderr_sink=lambda chunk: None, timeouts=stop_timeouts, call_timeout=send_timeout
         )
 
     async def teardown(ctx: AgentContext) -> None:
         process = processes.pop(key(ctx), None)
-        if process is not None:
-            await process.close()
+        if process is None:
+            return
+        # Timed out or interrupted, whatever it is doing is not wanted; if a send failed, the
+        # attempt has its reason already and a close would only report it again.
+        reported = key(ctx) in reported_broken
+        reported_broken.discard(key(ctx))
+        if ctx.signal.cancelled or reported:
+            await process.force_stop()
+            return
+        await process.close()
 
     async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:
         process = processes.get(key(ctx))
@@ -71,7 +103,15 @@ def process_agent(
             raise SendFailure(f"agent {agent_name!r}: its process is not running", acceptance="rejected")
         try:
             result = await process.request("send", send_params(turn_input, ctx))
+        except RequestTimedOut as error:
+            # It got the request and is still at it: stop it now rather than wait in teardown
+            # for a close it is too busy to answer.
+            reported_broken.add(key(ctx))
+            await process.force_stop()
+            raise SendFailure(str(error), acceptance="started") from None
         except AdapterRuntimeError as error:
+            if process.failure is not None:
+                reported_broken.add(key(ctx))
             raise SendFailure(str(error), acceptance="unknown") from None
         return turn_from_reply(
             result, ctx, wrong_shape=f"agent {agent_name!r} answered send with {{}}, not a turn object",
