@@ -161,3 +161,25 @@ def test_validate_starts_and_closes_a_command_adapter(tmp_path):
     broken = invoke("video", "validate", "--eval-dir", eval_dir, "--adapter-command", "node /nonexistent/adapter.mjs")
     assert broken.exit_code == 1
     assert "- adapter validation failed: adapter command 'node /nonexistent/adapter.mjs' failed to initialize" in broken.flat
+
+
+def test_adapter_timeout_fails_a_call_that_never_answers_and_names_the_option(tmp_path):
+    import time
+
+    from adapters.hostile import hostile
+
+    eval_dir = make_eval(tmp_path, "video: clip.mp4\ntargets:\n  t:\n    samples:\n      - at: [0.1, 0.2, 0.3]\n        expect: {seen: 0}\n")
+    command = hostile("sleeps-mid-run", 2)  # answers initialize and one evaluate, then sleeps for 2 min
+    started = time.monotonic()
+    result = invoke(
+        "video", "run", "--eval-dir", eval_dir, "--adapter-command", command,
+        "--adapter-timeout", "0.5", "--keep-going", "--output-json", tmp_path / "report.json",
+    )
+    assert time.monotonic() - started < 20, "the run waited for the sleeping adapter"
+    # The calls that never answered are adapter errors; the adapter, still asleep, then misses
+    # GlassKit's 5 s close window too, which fails the run (exit 2) with the progress kept.
+    assert result.exit_code == 2, result.output
+    assert result.flat.count("did not answer evaluate within 0.5s (set by --adapter-timeout)") == 2
+    assert "did not complete close within 5s" in result.flat
+    bad = invoke("video", "run", "--eval-dir", eval_dir, "--adapter-command", command, "--adapter-timeout", "0")
+    assert bad.exit_code == 2 and "greater than 0" in bad.output

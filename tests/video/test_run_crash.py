@@ -577,3 +577,21 @@ def test_a_run_killed_after_its_reports_but_before_its_seal_is_reported_again_by
     assert again["checkpoint"]["resumed"] is True
     assert comparable(again) == comparable(first_report)
     assert json.loads((checkpoint / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_sigterm_stops_the_run_as_ctrl_c_does(tmp_path: Path, video_file: Path) -> None:
+    root = tmp_path / "terminated"
+    calls, closed = root / "calls.txt", root / "closed.txt"
+    eval_dir = make_eval(root, video_file, calls=str(calls), closed=str(closed), delay=0.05)
+    stdout, stderr = root / "stdout.txt", root / "stderr.txt"
+    process = start_run(eval_dir, stdout, stderr)
+    wait_for_lines(calls, 4, process)
+    process.send_signal(signal.SIGTERM)  # a CI job cancelled
+    assert process.wait(timeout=30) == 130, stdout.read_text() + stderr.read_text()
+    [checkpoint] = checkpoints(eval_dir)
+    assert stdout.read_text().splitlines()[-3:] == [
+        "Eval interrupted: progress was saved",
+        f"Checkpoint: {checkpoint}",
+        f"Resume with `assay video run --resume {checkpoint}`.",
+    ]
+    assert closed.read_text().split() == [str(process.pid)]  # the adapter was closed

@@ -66,6 +66,7 @@ def main() -> None:
     from assay.cli import stdout_guard
 
     guard = stdout_guard.install()
+    _terminate_as_interrupt()
     try:
         app()
     except KeyboardInterrupt:  # pragma: no cover - commands handle their own interrupts
@@ -78,6 +79,18 @@ def main() -> None:
     if guard.closed_by_reader and code == 130:
         print(stdout_guard.closed_message(), file=sys.stderr)
     _leave(code)
+
+
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (a CI job cancelled, `kill`, a container stopping) ends a command the way Ctrl-C
+    does: progress kept, adapters and their descendants stopped. A second SIGTERM ends it at once."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _leave(code: object) -> NoReturn:

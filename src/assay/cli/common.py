@@ -27,6 +27,15 @@ def at_least(minimum: int | float) -> Callable[[Any], Any]:
     return check
 
 
+def above(minimum: float) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if value is not None and not (math.isfinite(value) and value > minimum):
+            raise typer.BadParameter(f"Input should be greater than {minimum:g}")
+        return value
+
+    return check
+
+
 def between(low: float, high: float) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
         if value is not None:

@@ -92,6 +92,9 @@ def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run(coroutine)
     except typer.Exit:
         raise
+    except KeyboardInterrupt:
+        typer.echo("Interrupted.", err=True)
+        raise typer.Exit(130) from None
     except AssayError as error:
         _fail("Execution failed", error)
     except Exception as error:  # eval-kit reports any exception the same way; --debug shows the traceback

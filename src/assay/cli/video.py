@@ -41,6 +41,11 @@ def run_command(
     resume: Optional[str] = typer.Option(None, "--resume", help="Checkpoint directory or id to resume."),
     verbose: bool = typer.Option(False, "--verbose", help="Print PASSED lines too; passed to the adapter."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr (results and errors still print)."),
+    adapter_timeout: Optional[float] = typer.Option(
+        None, "--adapter-timeout", callback=common.above(0),
+        help="Seconds a command adapter may take per call before the call fails (default: no limit; "
+        "initialize has its own 30 s limit, ASSAY_ADAPTER_START_TIMEOUT).",
+    ),
     output_json: Optional[str] = typer.Option(None, "--output-json", help="Write the JSON report here."),
     artifacts_dir: Optional[str] = typer.Option(None, "--artifacts-dir", help="Directory for adapter and failure artifacts."),
     save_failures: bool = typer.Option(False, "--save-failures", help="Save the frame and result of each failure."),
@@ -63,7 +68,7 @@ def run_command(
         min_pass_rate=min_pass_rate, min_target_pass_rate=min_target_pass_rate, max_failures=max_failures,
         max_flaky_samples=max_flaky_samples, keep_going=keep_going, verbose=verbose, output_json=output_json,
         artifacts_dir=artifacts_dir, save_failures=save_failures, allow_empty=allow_empty,
-        junit=str(junit) if junit is not None else None, shard=shard, quiet=quiet,
+        junit=str(junit) if junit is not None else None, shard=shard, quiet=quiet, adapter_timeout=adapter_timeout,
     )
     resumed = None
     if resume is not None:

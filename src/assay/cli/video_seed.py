@@ -45,6 +45,11 @@ def seed_command(
     keep_going: bool = typer.Option(False, "--keep-going", help="Record adapter errors and continue; the YAML is written only when all succeed."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Checkpoint directory or id to resume."),
     verbose: bool = typer.Option(False, "--verbose", help="Print each seeded value; passed to the adapter."),
+    adapter_timeout: Optional[float] = typer.Option(
+        None, "--adapter-timeout", callback=common.above(0),
+        help="Seconds a command adapter may take per call before the call fails (default: no limit; "
+        "initialize has its own 30 s limit, ASSAY_ADAPTER_START_TIMEOUT).",
+    ),
 ) -> None:
     """Fill omitted expectations from adapter output and rewrite the case files (comments kept)."""
     if adapter and adapter_command:
@@ -63,6 +68,7 @@ def seed_command(
             replace,
             keep_going,
             verbose,
+            adapter_timeout is not None,
         )
         if any(overrides):
             common.bad_parameter("--resume", RESUME_OVERRIDE_MESSAGE, quoted=False)
@@ -82,6 +88,7 @@ def seed_command(
             replace=replace,
             keep_going=keep_going,
             verbose=verbose,
+            adapter_timeout=adapter_timeout,
         )
     console = common.stdout_console()
 

@@ -69,6 +69,8 @@ class VideoRunRequest:
     # Only stored when given, so unsharded checkpoints keep the plan hash they always had.
     shard: str | None = option(None, omit_when_none=True, flag="--shard")
     quiet: bool = option(False, stored=False, flag="--quiet")  # no progress on stderr
+    # Seconds per call of a command adapter; stored only when given (older plan hashes stay).
+    adapter_timeout: float | None = option(None, omit_when_none=True, flag="--adapter-timeout")
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +199,7 @@ class VideoWorker:
         self._evaluators = TrialEvaluator(
             adapter=options.adapter, adapter_command=options.adapter_command,
             config=adapter_config(options, eval_dir), executor=self._threads,
+            adapter_timeout=options.adapter_timeout,
         )
 
     async def stream(self, group: CaseWork) -> Any:
@@ -472,6 +475,7 @@ class VideoRun:
             async with TrialEvaluator(
                 adapter=self.options.adapter, adapter_command=self.options.adapter_command,
                 config=self._adapter_config(), executor=self._executor,
+                adapter_timeout=self.options.adapter_timeout,
             ) as evaluators:
                 for case in self.eval_directory.cases:
                     by_case[case.name] = await self._run_case(trial, case, evaluators, streams.get(case.name))

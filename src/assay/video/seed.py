@@ -12,13 +12,14 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from assay.core.compare import extract_field
 from assay.core.format import short_repr
 from assay.core.format import format_duration
+from assay.core.run_request import from_invocation, option, to_invocation
 from assay.core.journal import (
     Checkpoint,
     JournalWriter,
@@ -70,18 +71,21 @@ class CaseWriteError(CaseError):
 
 @dataclass(frozen=True)
 class SeedOptions:
-    """Everything a seed was asked to do; stored in the checkpoint so `--resume` restores it."""
+    """Everything a seed was asked to do; stored in the checkpoint (GlassKit's §14.2 keys) so
+    `--resume` restores it."""
 
-    eval_dir: Path
-    adapter: str | None = None
-    adapter_command: str | None = None
-    case: str | None = None
-    targets: tuple[str, ...] = ()
-    adapter_config: Mapping[str, Any] = field(default_factory=dict)
-    concurrency: int = 1
-    replace: bool = False
-    keep_going: bool = False
-    verbose: bool = False
+    eval_dir: Path = option()
+    adapter: str | None = option(None)
+    adapter_command: str | None = option(None)
+    case: str | None = option(None, key="case_filter")
+    targets: tuple[str, ...] = option((), key="target_filter", empty_as_null=True)
+    adapter_config: Mapping[str, Any] = option(default_factory=dict)
+    concurrency: int = option(1)
+    replace: bool = option(False)
+    keep_going: bool = option(False)
+    verbose: bool = option(False)
+    # Only stored when given, so earlier checkpoints keep their plan hash.
+    adapter_timeout: float | None = option(None, omit_when_none=True)
 
 
 def check_seed_options(options: SeedOptions) -> None:
@@ -96,64 +100,12 @@ def check_seed_options(options: SeedOptions) -> None:
 
 def seed_invocation(options: SeedOptions, resolved_eval_dir: Path) -> dict[str, Any]:
     """The manifest's `invocation` (§14.2 seed keys)."""
-    return {
-        "eval_dir": str(resolved_eval_dir),
-        "adapter": options.adapter,
-        "adapter_command": options.adapter_command,
-        "case_filter": options.case,
-        "target_filter": list(options.targets) if options.targets else None,
-        "adapter_config": dict(options.adapter_config),
-        "concurrency": options.concurrency,
-        "replace": options.replace,
-        "keep_going": options.keep_going,
-        "verbose": options.verbose,
-    }
+    return to_invocation(replace(options, eval_dir=resolved_eval_dir))
 
 
 def options_from_invocation(invocation: Any, manifest_path: Path) -> SeedOptions:
     """The options a checkpoint was made with; a malformed invocation is a bad checkpoint."""
-
-    def bad(detail: str) -> CheckpointError:
-        return CheckpointError(f"invalid checkpoint manifest {manifest_path}: {detail}")
-
-    if not isinstance(invocation, dict):
-        raise bad("invocation must be an object")
-
-    def text(key: str, *, optional: bool = True) -> str | None:
-        value = invocation.get(key)
-        if value is None and optional:
-            return None
-        if not isinstance(value, str):
-            raise bad(f"invocation.{key} must be a string")
-        return value
-
-    def flag(key: str) -> bool:
-        value = invocation.get(key, False)
-        if not isinstance(value, bool):
-            raise bad(f"invocation.{key} must be a boolean")
-        return value
-
-    targets = invocation.get("target_filter")
-    if targets is not None and (not isinstance(targets, list) or not all(isinstance(t, str) for t in targets)):
-        raise bad("invocation.target_filter must be a list of strings or null")
-    adapter_config = invocation.get("adapter_config", {})
-    if not isinstance(adapter_config, dict):
-        raise bad("invocation.adapter_config must be an object")
-    concurrency = invocation.get("concurrency", 1)
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int):
-        raise bad("invocation.concurrency must be an integer")
-    return SeedOptions(
-        eval_dir=Path(text("eval_dir", optional=False) or ""),
-        adapter=text("adapter"),
-        adapter_command=text("adapter_command"),
-        case=text("case_filter"),
-        targets=tuple(targets or ()),
-        adapter_config=adapter_config,
-        concurrency=concurrency,
-        replace=flag("replace"),
-        keep_going=flag("keep_going"),
-        verbose=flag("verbose"),
-    )
+    return from_invocation(SeedOptions, invocation, manifest_path)
 
 
 def seed_key(sample: Sample) -> str:
@@ -501,7 +453,7 @@ class _SeedRun:
         try:
             async with TrialEvaluator(
                 adapter=self.options.adapter, adapter_command=self.options.adapter_command, config=config,
-                executor=executor,
+                executor=executor, adapter_timeout=self.options.adapter_timeout,
             ) as evaluators:
                 for case in directory.cases:
                     targets = by_case.get(case.path)
