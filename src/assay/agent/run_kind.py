@@ -132,6 +132,7 @@ class _OpenedAgentRun:
             build_manifest=None if outcome.interrupted else (
                 lambda code: agent_run_manifest(outcome, invocation, root, code, path)
             ),
+            home=root,
         )
 
     def interrupted(self) -> RunFinished:
@@ -244,7 +245,9 @@ class AgentKind:
             merged = {**manifest.options, "merged_from": [m.run_id for m in manifests]}
             return dataclasses.replace(manifest, options=merged), agent_run_units(outcome)
 
-        publish_run_quietly(build)
+        from assay.core.record import store_path
+
+        publish_run_quietly(build, database=store_path(root))
         ConsoleReporter(stdout_console()).summary(outcome)
         return exit_code
 

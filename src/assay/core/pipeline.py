@@ -126,9 +126,12 @@ def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) 
     events.run_finished(finished)
     build_manifest = finished.build_manifest
     if build_manifest is not None:
+        from assay.core.record import store_path
         from assay.core.results_store import publish_run_quietly
 
-        publish_run_quietly(lambda: (build_manifest(finished.exit_code), finished.units()))
+        publish_run_quietly(
+            lambda: (build_manifest(finished.exit_code), finished.units()), database=store_path(finished.home)
+        )
     if opened is not None:
         opened.seal(finished)
     return finished.exit_code

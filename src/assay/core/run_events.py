@@ -101,6 +101,8 @@ class RunFinished:
     # The run record: its units in run order, and its manifest given the final exit code (None: not recorded).
     build_units: Callable[[], list[UnitResult]] | None = None
     build_manifest: Callable[[int], RunManifest] | None = None
+    # The folder the run belongs to (eval dir, project, suite): its repository's store keeps the record.
+    home: Path | None = None
     _units: list[UnitResult] | None = None
 
     def require(self, exit_code: int) -> None:

@@ -116,6 +116,7 @@ class _OpenedDocRun:
             "doc", self.run_id, exit_code, DocConclusion(lines),
             build_units=lambda: list(built()[1]),
             build_manifest=lambda code: built()[0],
+            home=self.request.suite.repo_root,
         )
 
     def interrupted(self) -> RunFinished:

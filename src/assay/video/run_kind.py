@@ -96,6 +96,7 @@ class _OpenedVideoRun:
             resume_lines=self._resume_lines() if resumable and kept else (),
             build_units=lambda: _units(outcome),
             build_manifest=lambda code: _manifest(outcome, summary, self.request, code),
+            home=self.request.eval_dir,
         )
 
     def _let_go(self, **fields: Any) -> RunFinished:
@@ -214,7 +215,9 @@ class VideoKind:
             merged_options = {**manifest.options, "merged_from": [m.run_id for m in manifests]}
             return dataclasses.replace(manifest, options=merged_options), video_run_units(outcome)
 
-        publish_run_quietly(build)
+        from assay.core.record import store_path
+
+        publish_run_quietly(build, database=store_path(outcome.eval_directory.path))
         return exit_code
 
 

@@ -1,0 +1,30 @@
+"""The results store belongs to the project a run is about, not to the folder the command was typed in."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_a_run_of_another_folder_records_into_that_projects_store(tmp_path):
+    project = tmp_path / "work" / "shop"
+    shutil.copytree(EXAMPLES / "agent", project, ignore=shutil.ignore_patterns("__pycache__", ".assay"))
+    elsewhere = tmp_path / "work"
+    environment = {key: value for key, value in os.environ.items() if key != "ASSAY_STORE"}
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "agent", "run", "--project", "shop", "--quiet"],
+        cwd=elsewhere, env=environment, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (project / ".assay" / "assay.db").is_file()  # beside its checkpoints in shop/.assay/
+    assert not (elsewhere / ".assay").exists()
+    listed = subprocess.run(
+        [sys.executable, "-m", "assay", "runs", "list"], cwd=project, env=environment, capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+    assert listed.returncode == 0 and "agent-" in listed.stdout
