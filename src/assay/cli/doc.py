@@ -156,6 +156,7 @@ ProviderOption = typer.Option(None, "--provider", help="openai (default) or open
 EffortOption = typer.Option(None, "--effort", help="Reasoning effort: low, medium or high.")
 BaseUrlOption = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (default $ASSAY_JUDGE_BASE_URL).")
 CacheDirOption = typer.Option(None, "--cache-dir", help="Reuse identical model calls from this directory cache.")
+JsonOption = typer.Option(False, "--json", help="Print NDJSON events (run_started, unit, run_finished) instead of lines.")
 
 
 @_command("init", "Write a starter suite under ./evals (config, adapter, cases and results folders).")
@@ -255,13 +256,14 @@ def run_case_command(
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Result bundle id (default deterministic-<time>)."),
     config: Optional[str] = ConfigOption,
     junit: Optional[str] = typer.Option(None, "--junit", help="Also write a JUnit XML report here."),
+    output_json: bool = JsonOption,
 ) -> None:
     suite = _load_config(config)
     _gate(suite, "run-case")
     _require(case=case, candidate=candidate)
     _run_method(
         "run-case", suite, {"case_id": case, "candidate": candidate, "run_id": run_id or None},
-        {"case": case, "candidate": candidate, "run_id": run_id, "config": config}, junit=junit,
+        {"case": case, "candidate": candidate, "run_id": run_id, "config": config}, junit=junit, json=output_json,
     )
 
 
@@ -312,6 +314,7 @@ def judge_coverage_command(
     expected_outcome: Optional[str] = typer.Option(
         None, "--expected-outcome", help="Calibration: expected-good or expected-bad (flags possible false pass/fail)."
     ),
+    output_json: bool = JsonOption,
 ) -> None:
     suite = _load_config(config)
     _gate(suite, "judge-coverage")
@@ -325,7 +328,7 @@ def judge_coverage_command(
          "expected_outcome": expected_outcome},
         {"case": case, "candidate": candidate, "run_id": run_id, "config": config, "provider": provider,
          "effort": effort, "fixture_label": fixture_label, "expected_outcome": expected_outcome},
-        settings=settings,
+        settings=settings, json=output_json,
     )
 
 
@@ -349,6 +352,7 @@ def judge_pairwise_command(
     both_orders: bool = typer.Option(
         False, "--both-orders", help="Judge both display orders; disagreement counts as a tie."
     ),
+    output_json: bool = JsonOption,
 ) -> None:
     from assay.doc.pairwise import parse_seed
     from assay.errors import AssayError
@@ -376,7 +380,7 @@ def judge_pairwise_command(
          "run_id": run_id, "both_orders": both_orders},
         {"case": case, "candidate_a": candidate_a, "candidate_b": candidate_b, "run_id": run_id, "config": config,
          "provider": provider, "effort": effort, "seed": seed, "both_orders": both_orders},
-        settings=settings,
+        settings=settings, json=output_json,
     )
 
 

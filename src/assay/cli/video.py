@@ -41,6 +41,9 @@ def run_command(
     resume: Optional[str] = typer.Option(None, "--resume", help="Checkpoint directory or id to resume."),
     verbose: bool = typer.Option(False, "--verbose", help="Print PASSED lines too; passed to the adapter."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr (results and errors still print)."),
+    output_ndjson: bool = typer.Option(
+        False, "--json", help="Stream NDJSON events on stdout (run_started, unit, run_finished) instead of the console."
+    ),
     adapter_timeout: Optional[float] = typer.Option(
         None, "--adapter-timeout", callback=common.above(0),
         help="Seconds a command adapter may take per call before the call fails (default: no limit; "
@@ -68,7 +71,8 @@ def run_command(
         min_pass_rate=min_pass_rate, min_target_pass_rate=min_target_pass_rate, max_failures=max_failures,
         max_flaky_samples=max_flaky_samples, keep_going=keep_going, verbose=verbose, output_json=output_json,
         artifacts_dir=artifacts_dir, save_failures=save_failures, allow_empty=allow_empty,
-        junit=str(junit) if junit is not None else None, shard=shard, quiet=quiet, adapter_timeout=adapter_timeout,
+        junit=str(junit) if junit is not None else None, shard=shard, quiet=quiet or output_ndjson,
+        adapter_timeout=adapter_timeout, json=output_ndjson,
     )
     resumed = None
     if resume is not None:
@@ -80,7 +84,7 @@ def run_command(
                 param_hint="--resume",
             )
         request, resumed = _restored_request(resume, eval_dir)
-        request = dataclasses.replace(request, quiet=quiet)
+        request = dataclasses.replace(request, quiet=quiet or output_ndjson, json=output_ndjson)
     else:
         common.check_time_filters(case, at, from_s, until_s)
         if shard is not None:
@@ -248,3 +252,35 @@ def _register_store() -> None:
 
 
 _register_store()
+
+
+def init_command(
+    directory: Path = typer.Argument(Path("eval"), help="Eval directory to write (default: eval, where `run` looks)."),
+    adapter: str = typer.Option("python", "--adapter", help="The starter adapter's language: python (default) or js (node)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite starter files that already exist."),
+) -> None:
+    """Write a starter eval directory that passes as is: a case, a short clip and an adapter.
+
+    Example: assay video init eval --adapter js
+    """
+    import sys
+
+    from assay.video.starter import write_starter
+
+    try:
+        starter = write_starter(directory, adapter, force=force)
+    except AssayError as error:
+        # Not a GlassKit command, so it follows assay's own rule: errors on stderr.
+        print(f"Error: {error}", file=sys.stderr)
+        raise typer.Exit(error.exit_code) from None
+    except OSError as error:
+        print(f"Error: could not write {directory}: {error}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    console = common.stdout_console()
+    console.print(f"Wrote a starter eval in {directory}:", markup=False, highlight=False)
+    for path in starter.written:
+        console.print(f"  {path.as_posix()}", markup=False, highlight=False)
+    console.print(f"Next: {starter.next_command}", markup=False, highlight=False)
+
+
+video_app.command("init")(init_command)

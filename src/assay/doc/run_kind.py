@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from assay.core.run_events import RunEvents, RunFinished
+from assay.core.run_events import RunEvents, RunFinished, RunStarted, UnitDurable
 from assay.errors import EXIT_ERROR, EXIT_GATE_FAILED, AssayError
 
 __all__ = ["DOC", "DocKind", "DocMethodRequest"]
@@ -34,6 +34,8 @@ class DocMethodRequest:
     recorded: Mapping[str, Any] = field(default_factory=dict)
     settings: Any = None  # ModelSettings for the judges
     junit: str | None = None
+    json: bool = False  # NDJSON events on stdout instead of eval-kit's lines
+    quiet: bool = True  # one unit: a progress line would say nothing the result does not
 
 
 @dataclass(frozen=True)
@@ -96,21 +98,30 @@ class _OpenedDocRun:
     def __init__(self, request: DocMethodRequest) -> None:
         self.request = request
         self.run_id = request.arguments.get("run_id") or ""
+        self._built: Any = None
 
     def worker(self) -> None:
         return None  # one unit: nothing to spread over workers
 
     async def execute(self, events: RunEvents, executor: Any) -> Any:
-        return await _run_method(self.request)
-
-    def conclude(self, outcome: Any) -> RunFinished:
-        exit_code, lines, build = _conclusion(self.request, outcome)
+        events.run_started(RunStarted("doc", self.run_id, 1))
+        result = await _run_method(self.request)
+        self.run_id = result.result_dir.name  # the bundle's id, chosen by the method when not given
+        _, _, build = _conclusion(self.request, result)
         record: list[Any] = []
 
         def built() -> Any:
             if not record:
                 record.append(build())
             return record[0]
+
+        self._built = built
+        events.unit_durable(UnitDurable(result, lambda: built()[1][0]))  # the bundle's manifest is on disk
+        return result
+
+    def conclude(self, outcome: Any) -> RunFinished:
+        exit_code, lines, _ = _conclusion(self.request, outcome)
+        built = self._built
 
         return RunFinished(
             "doc", self.run_id, exit_code, DocConclusion(lines),
@@ -150,7 +161,12 @@ class DocKind:
     def reporters(self, request: DocMethodRequest, outputs: Any = None) -> list[Any]:
         from assay.core.report.junit import JUnitReport
 
-        return [DocConsole(), *([JUnitReport(Path(request.junit))] if request.junit else [])]
+        junit = [JUnitReport(Path(request.junit))] if request.junit else []
+        if request.json:
+            from assay.core.report.ndjson import NdjsonEvents
+
+            return [*junit, NdjsonEvents()]
+        return [DocConsole(), *junit]
 
     def open(self, request: DocMethodRequest, resume: Any, events: RunEvents) -> _OpenedDocRun:
         if request.method not in METHODS:

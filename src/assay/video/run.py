@@ -69,6 +69,7 @@ class VideoRunRequest:
     # Only stored when given, so unsharded checkpoints keep the plan hash they always had.
     shard: str | None = option(None, omit_when_none=True, flag="--shard")
     quiet: bool = option(False, stored=False, flag="--quiet")  # no progress on stderr
+    json: bool = option(False, stored=False, flag="--json")  # NDJSON events on stdout instead of the console
     # Seconds per call of a command adapter; stored only when given (older plan hashes stay).
     adapter_timeout: float | None = option(None, omit_when_none=True, flag="--adapter-timeout")
 

@@ -144,10 +144,12 @@ class VideoKind:
         reporters: list[Any] = []
         if request.output_json is not None:
             reporters.append(VideoJsonReport(request.output_json))
-        reporters.append(VideoConsole(stdout_console(), verbose=request.verbose))
-        if request.junit:
-            reporters.append(JUnitReport(Path(request.junit)))
-        return reporters
+        junit = [JUnitReport(Path(request.junit))] if request.junit else []
+        if request.json:
+            from assay.core.report.ndjson import NdjsonEvents
+
+            return [*reporters, *junit, NdjsonEvents()]  # the last line carries the final exit code
+        return [*reporters, VideoConsole(stdout_console(), verbose=request.verbose), *junit]
 
     def open(self, request: VideoRunRequest, resume: Any, events: RunEvents) -> _OpenedVideoRun:
         """Load and check the selection, then start the checkpoint (or resume `resume`: path, manifest)."""
