@@ -411,7 +411,7 @@ def test_cwd_and_environment_are_inherited(tmp_path, monkeypatch):
 
 
 def test_the_javascript_adapter_library_reads_every_frame_layout():
-    """tests/adapters/fixtures/protocol.mjs cuts frames out of requests before JSON.parse; check it on
+    """src/assay/video/js/adapter-kit.mjs cuts frames out of requests before JSON.parse; check it on
     lines longer than its 1 MiB reads and than its first 8 MiB buffer, several frames per line,
     base64 written with JSON escapes, and names that contain the field's own text, quotes and
     non-ASCII characters."""

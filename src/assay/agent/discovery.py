@@ -6,6 +6,7 @@ experiments: `experiments/**/*.py` (id = path without `.py`); `_`-prefixed files
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import sys
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,8 @@ from assay.errors import AssayError, ConfigError, UsageError
 
 EVAL_SUFFIX = "_eval.py"
 EVAL_ENTRY = "eval.py"
+EVAL_FILE_PATTERNS = f"{EVALS_DIR}/**/*{EVAL_SUFFIX} or {EVALS_DIR}/<folder>/{EVAL_ENTRY}"
+_DEFINERS = ("define_eval", "define_score_eval")
 
 
 @dataclass(frozen=True)
@@ -106,19 +109,83 @@ def _evals_of(module: Any, path: Path, base_id: str) -> list[tuple[str, Eval]]:
     return [(f"{base_id}/{position:04d}", item) for position, item in enumerate(value)]
 
 
+def _is_eval_file_name(name: str) -> bool:
+    return name == EVAL_ENTRY or (name.endswith(EVAL_SUFFIX) and len(name) > len(EVAL_SUFFIX))
+
+
 def _eval_files(root: Path) -> list[tuple[str, Path]]:
     files: list[tuple[str, Path]] = []
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root)
-        if _skipped(relative):
+        if _skipped(relative) or not _is_eval_file_name(path.name):
             continue
         if path.name == EVAL_ENTRY:
             if len(relative.parts) == 1:
                 raise ConfigError(f"{path}: an eval.py entry must be inside a folder of {root} (its id is the folder)")
             files.append((relative.parent.as_posix(), path))
-        elif path.name.endswith(EVAL_SUFFIX) and len(path.name) > len(EVAL_SUFFIX):
+        else:
             files.append((relative.with_name(path.name[: -len(EVAL_SUFFIX)]).as_posix(), path))
     return files
+
+
+def _names_a_definer(node: ast.AST) -> bool:
+    return any(
+        (isinstance(part, ast.Name) and part.id in _DEFINERS)
+        or (isinstance(part, ast.Attribute) and part.attr in _DEFINERS)
+        for part in ast.walk(node)
+    )
+
+
+def _defines_evals_at_top_level(source: str) -> bool:
+    """Whether the module itself defines an eval: `@define_eval` on a top-level function, or a call
+    in a top-level statement. A helper whose functions build evals for eval files is not one."""
+    try:
+        module = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False  # not importable either way; no guess about what it meant
+    for statement in module.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(_names_a_definer(decorator) for decorator in statement.decorator_list):
+                return True
+        elif isinstance(statement, (ast.Import, ast.ImportFrom, ast.ClassDef)):
+            continue
+        elif _names_a_definer(statement):
+            return True
+    return False
+
+
+def unmatched_eval_files(project: Path) -> list[Path]:
+    """Python files under evals/ that define evals but are not named like eval files, so discovery
+    never imports them (a file named `checkout.py` instead of `checkout_eval.py`)."""
+    root = project.resolve() / EVALS_DIR
+    found = []
+    for path in sorted(root.rglob("*.py")) if root.is_dir() else ():
+        if _skipped(path.relative_to(root)) or _is_eval_file_name(path.name) or path.name == "__init__.py":
+            continue
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if any(name in source for name in _DEFINERS) and _defines_evals_at_top_level(source):
+            found.append(path)
+    return found
+
+
+_warned_unmatched: set[Path] = set()  # once per file and process: list, plan and workers all discover
+
+
+def warn_about_unmatched_eval_files(project: Path) -> None:
+    """One line on stderr per such file, naming it and the file names discovery reads."""
+    project = project.resolve()
+    for path in unmatched_eval_files(project):
+        if path in _warned_unmatched:
+            continue
+        _warned_unmatched.add(path)
+        print(
+            f"warning: {path.relative_to(project).as_posix()} defines an eval but is skipped: eval files are "
+            f"{EVAL_FILE_PATTERNS} (rename it {path.stem}{EVAL_SUFFIX})",
+            file=sys.stderr,
+        )
 
 
 def discover_evals(project: Path) -> list[EvalEntry]:
@@ -126,6 +193,7 @@ def discover_evals(project: Path) -> list[EvalEntry]:
     root = project / EVALS_DIR
     if not root.is_dir():
         raise ConfigError(f"no {EVALS_DIR}/ folder in {project}; run `assay agent init` there")
+    warn_about_unmatched_eval_files(project)
     entries: dict[str, EvalEntry] = {}
     for base_id, path in _eval_files(root):
         data = path.read_bytes()
@@ -208,6 +276,7 @@ def select_evals(
 
 
 __all__ = [
-    "EVAL_ENTRY", "EVAL_SUFFIX", "EvalEntry", "ExperimentEntry", "discover_evals", "discover_experiments",
-    "select_evals", "select_experiments",
+    "EVAL_ENTRY", "EVAL_FILE_PATTERNS", "EVAL_SUFFIX", "EvalEntry", "ExperimentEntry", "discover_evals",
+    "discover_experiments", "select_evals", "select_experiments", "unmatched_eval_files",
+    "warn_about_unmatched_eval_files",
 ]

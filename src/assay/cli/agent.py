@@ -51,16 +51,30 @@ def _fail(error: BaseException, *, json_mode: bool = False) -> None:
 def init_command(
     directory: Path = typer.Argument(Path("."), help="Folder to set up (created if missing)."),
 ) -> None:
-    """Create evals/ and experiments/ and a [tool.assay] table in pyproject.toml (no example eval)."""
+    """Set up a project: evals/, experiments/, a [tool.assay] table in pyproject.toml and, in a new
+    project, a starter agent, eval and experiment that run offline. Existing files are never changed
+    (only the [tool.assay] table is appended to a pyproject.toml that lacks one).
+
+    Example: assay agent init my-project && assay agent run --project my-project
+    """
+    import shlex
+
+    from assay.agent.starter import write_starter_files
+
     console = common.stdout_console()
     root = directory.expanduser().resolve()
     made = []
     try:
+        # The starter goes only into a project that has neither folder yet: an example eval added
+        # to a suite that exists would run against its experiments.
+        is_new = not (root / "evals").exists() and not (root / "experiments").exists()
         for name in ("evals", "experiments"):
             folder = root / name
             if not folder.exists():
                 folder.mkdir(parents=True)
                 made.append(f"{name}/")
+        if is_new:
+            made.extend(write_starter_files(root))
         pyproject = root / "pyproject.toml"
         if not pyproject.exists():
             pyproject.write_text(_MINIMAL_CONFIG, encoding="utf-8")
@@ -73,11 +87,16 @@ def init_command(
                 made.append("[tool.assay] in pyproject.toml")
     except OSError as error:
         _fail(ConfigError(f"could not set up {root}: {error}"))
-    for line in (
+    run = "assay agent run" if root == Path.cwd().resolve() else f"assay agent run --project {shlex.quote(str(directory))}"
+    if "evals/weather_eval.py" in made:
+        after = f"Next: {run}  (then replace agents/weather.py with your app and write your own evals)"
+    else:
+        after = f"Next: write evals/<name>_eval.py and experiments/<name>.py, then run `{run}`."
+    console.print(
         f"Initialized {root}: " + (", ".join(made) if made else "nothing to do (already set up)"),
-        "Next: write evals/<name>_eval.py and experiments/<name>.py, then run `assay agent run`.",
-    ):
-        console.print(line, markup=False, highlight=False)
+        markup=False, highlight=False,
+    )
+    console.print(after, markup=False, highlight=False)
 
 
 @agent_app.command("list")

@@ -1,0 +1,95 @@
+"""The starter `assay agent init` writes into a new project: an offline agent, an eval and an
+experiment that pass as written, to be replaced by the user's own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["STARTER_FILES", "write_starter_files"]
+
+AGENTS_INIT = '''\
+"""Your adapters: each wraps the app under test behind `send` (see weather.py)."""
+'''
+
+WEATHER_AGENT = '''\
+"""A stand-in agent that answers weather questions offline, so the starter runs without keys.
+
+Replace `send` with a call to your app: pass it the user's text (and ctx.model, ctx.flags), then
+report what it did as events: its tool calls and results, and its reply.
+"""
+
+from __future__ import annotations
+
+import re
+
+from assay.agent import Turn, Usage, complete_evidence_coverage, define_agent, message, tool_call, tool_result
+
+FORECASTS = {"paris": {"sky": "sunny", "celsius": 21}, "oslo": {"sky": "snowing", "celsius": -3}}
+
+
+async def send(turn_input, ctx):
+    asked = re.search(r"\\bin ([A-Za-z]+)", turn_input.text)
+    if asked is None:
+        reply = "Which city would you like the weather for?"
+        return Turn([message(reply)], "completed", usage=Usage(input_tokens=12, output_tokens=len(reply.split())))
+    city = asked.group(1)
+    forecast = FORECASTS.get(city.lower(), {"sky": "cloudy", "celsius": 15})
+    reply = f"It is {forecast['sky']} in {city}, {forecast['celsius']} °C."
+    events = [
+        tool_call("call-1", "get_weather", {"city": city}),
+        tool_result("call-1", forecast),
+        message(reply),
+    ]
+    return Turn(events, "completed", usage=Usage(input_tokens=12, output_tokens=len(reply.split())))
+
+
+def weather_agent():
+    # Evidence coverage says what this adapter reports: everything, so "not called" means not called.
+    return define_agent(name="weather-stub", send=send, evidence_coverage=complete_evidence_coverage)
+'''
+
+WEATHER_EVAL = '''\
+"""Asks for the weather and checks the tool call and the reply. The eval never names its agent:
+the experiment in experiments/ binds one. Its id is the path without `_eval.py`: `weather`."""
+
+from assay.agent import define_eval, includes, tool_match
+
+
+@define_eval(description="looks up the weather for the city it is asked about", tags=["starter"], timeout=30)
+async def test(t):
+    turn = await t.send("What is the weather in Paris?")
+    t.succeeded()
+    turn.called_tool(tool_match("get_weather", input={"city": "Paris"}), count=1)
+    t.check(t.reply, includes("sunny"))
+'''
+
+STARTER_EXPERIMENT = '''\
+"""The configuration the evals run against: one agent and one model. To compare two, add another
+file here that differs in that one line; `assay agent run` runs every experiment."""
+
+from agents.weather import weather_agent
+
+from assay.agent import Experiment
+
+starter = Experiment(agent=weather_agent(), model="offline-stub", description="the starter's offline agent")
+'''
+
+STARTER_FILES = {
+    "agents/__init__.py": AGENTS_INIT,
+    "agents/weather.py": WEATHER_AGENT,
+    "evals/weather_eval.py": WEATHER_EVAL,
+    "experiments/starter.py": STARTER_EXPERIMENT,
+}
+
+
+def write_starter_files(root: Path) -> list[str]:
+    """Write the starter into `root`, or nothing at all if any of its files is already there
+    (a half-written starter would import the user's own file of the same name)."""
+    if any((root / name).exists() for name in STARTER_FILES):
+        return []
+    for name, text in STARTER_FILES.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return list(STARTER_FILES)

@@ -1,0 +1,50 @@
+"""`assay agent init`: a new project gets an agent, an eval and an experiment that pass offline."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def assay(*arguments: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "assay", *arguments], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_new_project_runs_and_passes_as_written(tmp_path):
+    made = assay("agent", "init", "shop", cwd=tmp_path)
+    assert made.returncode == 0, made.stdout + made.stderr
+    for name in ("agents/weather.py", "evals/weather_eval.py", "experiments/starter.py", "pyproject.toml"):
+        assert (tmp_path / "shop" / name).is_file(), name
+    assert "Next: assay agent run --project shop" in made.stdout
+
+    run = assay("agent", "run", "--project", "shop", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1/1 (100.0%)" in run.stdout and "warning" not in run.stderr
+
+
+def test_a_set_up_project_gets_no_starter_and_nothing_is_overwritten(tmp_path):
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "mine_eval.py").write_text("# mine\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.assay]\nname = "mine"\n')
+
+    made = assay("agent", "init", ".", cwd=tmp_path)
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert "Initialized" in made.stdout and "experiments/" in made.stdout
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["evals", "experiments", "pyproject.toml"]
+    assert [path.name for path in (tmp_path / "evals").iterdir()] == ["mine_eval.py"]
+    assert (tmp_path / "pyproject.toml").read_text() == '[tool.assay]\nname = "mine"\n'
+
+    again = assay("agent", "init", ".", cwd=tmp_path)
+    assert "nothing to do (already set up)" in again.stdout
+
+
+def test_the_starter_is_all_or_nothing_next_to_a_file_of_the_same_name(tmp_path):
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "weather.py").write_text("# the user's own\n")
+
+    made = assay("agent", "init", ".", cwd=tmp_path)
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert (tmp_path / "agents" / "weather.py").read_text() == "# the user's own\n"
+    assert list((tmp_path / "evals").iterdir()) == [] and list((tmp_path / "experiments").iterdir()) == []
