@@ -105,7 +105,7 @@ def test_a_video_run_into_a_damaged_store_warns_once_and_keeps_its_exit_code(tmp
     database = make_store(tmp_path)
     OPENING_DAMAGE["random bytes"](database)
     eval_dir = _video_eval(tmp_path)
-    completed = assay(database, "video", "run", "--eval-dir", eval_dir, "--adapter", f"{eval_dir}/adapter.py:create_evaluator")
+    completed = assay(database, "video", "run", "--eval-dir", eval_dir, "--adapter", f"{eval_dir}/adapter.py:create_evaluator", "--quiet")
     assert completed.returncode == 0, completed.stdout + completed.stderr  # as with a healthy store
     assert "Traceback" not in completed.stderr
     warnings = [line for line in completed.stderr.splitlines() if line.strip()]

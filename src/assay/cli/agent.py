@@ -18,6 +18,7 @@ from assay.cli import common
 from assay.errors import AssayError, ConfigError, UsageError
 
 agent_app = typer.Typer(
+    rich_markup_mode=None,  # plain help: flags shown as flags, options as `--name <type>`
     help="Agent evals (NiceEval's model): evals drive an agent and assert on its event stream.",
     no_args_is_help=True,
     add_completion=False,

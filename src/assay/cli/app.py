@@ -16,11 +16,13 @@ import typer
 from assay import __version__
 
 app = typer.Typer(
+    rich_markup_mode=None,  # plain help: flags shown as flags, options as `--name <type>`
     name="assay",
     help="Evaluate AI-powered applications against recorded cases, locally and in CI.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
 )
 
 
@@ -59,6 +61,15 @@ def _register_groups() -> None:
 
 
 _register_groups()
+
+
+def _add_examples() -> None:
+    from assay.cli.examples import add_examples
+
+    add_examples(app)
+
+
+_add_examples()
 
 
 def main() -> None:

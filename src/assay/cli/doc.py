@@ -29,6 +29,7 @@ EXIT_RED_VERDICT = EXIT_GATE_FAILED
 EXIT_FAILURE = EXIT_ERROR
 
 doc_app = typer.Typer(
+    rich_markup_mode=None,  # plain help: flags shown as flags, options as `--name <type>`
     help="Document evals: eval-kit suites (config, cases, adapters, deterministic grading, model judges).",
     no_args_is_help=True,
     add_completion=False,

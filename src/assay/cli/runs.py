@@ -18,6 +18,7 @@ from assay.cli import common
 __all__ = ["runs_app"]
 
 runs_app = typer.Typer(
+    rich_markup_mode=None,  # plain help: flags shown as flags, options as `--name <type>`
     help="Run history across kinds: list, show, compare two runs (paired statistics), reindex.",
     no_args_is_help=True,
     add_completion=False,

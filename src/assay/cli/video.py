@@ -15,7 +15,12 @@ from assay.cli import common
 from assay.cli.video_options import adapter_config_option, cloud_materializer
 from assay.errors import AssayError
 
-video_app = typer.Typer(no_args_is_help=True, add_completion=False, help="Video evals (GlassKit Eval compatible).")
+video_app = typer.Typer(
+    rich_markup_mode=None,  # plain help: flags shown as flags, options as `--name <type>`
+    no_args_is_help=True,
+    add_completion=False,
+    help="Video evals (GlassKit Eval compatible).",
+)
 
 EVAL_DIR_HELP = "Eval directory holding cases/, config.yaml and adapter files."
 
@@ -33,10 +38,22 @@ def run_command(
     adapter_config: Optional[Path] = typer.Option(None, "--adapter-config", help="Adapter config file (YAML, or JSON by suffix)."),
     concurrency: int = typer.Option(1, "--concurrency", callback=common.at_least(1), help="Adapter calls in flight."),
     repeat: int = typer.Option(1, "--repeat", callback=common.at_least(1), help="Trials to run."),
-    min_pass_rate: Optional[float] = typer.Option(None, "--min-pass-rate", callback=common.between(0, 1)),
-    min_target_pass_rate: Optional[float] = typer.Option(None, "--min-target-pass-rate", callback=common.between(0, 1)),
-    max_failures: Optional[int] = typer.Option(None, "--max-failures", callback=common.at_least(0)),
-    max_flaky_samples: Optional[int] = typer.Option(None, "--max-flaky-samples", callback=common.at_least(0)),
+    min_pass_rate: Optional[float] = typer.Option(
+        None, "--min-pass-rate", callback=common.between(0, 1),
+        help="Gate: fail a trial whose pass rate over all samples is below this (0-1; default: config.yaml's, else none).",
+    ),
+    min_target_pass_rate: Optional[float] = typer.Option(
+        None, "--min-target-pass-rate", callback=common.between(0, 1),
+        help="Gate: fail a trial in which any target's pass rate is below this (0-1; default: none).",
+    ),
+    max_failures: Optional[int] = typer.Option(
+        None, "--max-failures", callback=common.at_least(0),
+        help="Gate: fail a trial with more failed samples than this (default: none).",
+    ),
+    max_flaky_samples: Optional[int] = typer.Option(
+        None, "--max-flaky-samples", callback=common.at_least(0),
+        help="Gate: fail the run when more samples than this disagree across trials (needs --repeat 2+; default: none).",
+    ),
     keep_going: bool = typer.Option(False, "--keep-going", help="Record adapter errors and continue."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Checkpoint directory or id to resume."),
     verbose: bool = typer.Option(False, "--verbose", help="Print PASSED lines too; passed to the adapter."),
@@ -141,10 +158,10 @@ def validate_command(
     eval_dir: Path = typer.Option(Path("eval"), "--eval-dir", help=EVAL_DIR_HELP),
     adapter: Optional[str] = typer.Option(None, "--adapter", help="Also construct and close this Python adapter."),
     adapter_command: Optional[str] = typer.Option(None, "--adapter-command", help="Also start and close this command adapter."),
-    case: Optional[str] = typer.Option(None, "--case"),
-    target: Optional[List[str]] = typer.Option(None, "--target"),
-    adapter_config: Optional[Path] = typer.Option(None, "--adapter-config"),
-    allow_empty: bool = typer.Option(False, "--allow-empty"),
+    case: Optional[str] = typer.Option(None, "--case", help="Only this case (file name or stem)."),
+    target: Optional[List[str]] = typer.Option(None, "--target", help="Only this target id (repeatable)."),
+    adapter_config: Optional[Path] = typer.Option(None, "--adapter-config", help="Adapter config file (YAML, or JSON by suffix)."),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help="Allow targets and evals without samples."),
 ) -> None:
     """Check case files, videos and sample times (and the adapter, when given) without evaluating."""
     if adapter and adapter_command:
@@ -177,12 +194,12 @@ def validate_command(
 @video_app.command("list-samples")
 def list_samples_command(
     eval_dir: Path = typer.Option(Path("eval"), "--eval-dir", help=EVAL_DIR_HELP),
-    case: Optional[str] = typer.Option(None, "--case"),
-    target: Optional[List[str]] = typer.Option(None, "--target"),
-    at: Optional[List[float]] = typer.Option(None, "--at"),
-    from_s: Optional[float] = typer.Option(None, "--from"),
-    until_s: Optional[float] = typer.Option(None, "--until"),
-    allow_empty: bool = typer.Option(False, "--allow-empty"),
+    case: Optional[str] = typer.Option(None, "--case", help="Only this case (file name or stem)."),
+    target: Optional[List[str]] = typer.Option(None, "--target", help="Only this target id (repeatable)."),
+    at: Optional[List[float]] = typer.Option(None, "--at", help="Only the sample at this time (repeatable; needs --case)."),
+    from_s: Optional[float] = typer.Option(None, "--from", help="Only samples at or after this time (needs --case)."),
+    until_s: Optional[float] = typer.Option(None, "--until", help="Only samples before this time (needs --case)."),
+    allow_empty: bool = typer.Option(False, "--allow-empty", help="Allow targets and evals without samples."),
 ) -> None:
     """List the expanded samples without decoding video or loading an adapter."""
     common.check_time_filters(case, at, from_s, until_s)

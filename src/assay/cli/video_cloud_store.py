@@ -14,6 +14,7 @@ from assay.cli import common
 from assay.errors import AssayError
 
 store_app = typer.Typer(
+    rich_markup_mode=None,  # plain help: flags shown as flags, options as `--name <type>`
     no_args_is_help=True,
     help="Download, upload and cache videos kept in cloud video stores (config.yaml video_stores).",
 )

@@ -1,0 +1,66 @@
+"""Examples at the end of every command's help, kept in one place so they read as one product."""
+
+from __future__ import annotations
+
+from typing import Any
+
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "video run": (
+        "assay video run --eval-dir eval --concurrency 8 --output-json report.json",
+        'assay video run --adapter-command "node eval/adapter.mjs" --junit junit.xml',
+        "assay video run --case task-01 --from 5 --until 12 --verbose",
+        "assay video run --resume run-20261201T120000Z-1a2b3c4d",
+    ),
+    "video validate": ("assay video validate --eval-dir eval", 'assay video validate --adapter-command "node eval/adapter.mjs"'),
+    "video list-samples": ("assay video list-samples --eval-dir eval --case task-01",),
+    "video export-frames": ("assay video export-frames --case task-01 --at 7.5 --at 9",),
+    "video seed": ("assay video seed --eval-dir eval --case task-01", "assay video seed --replace --keep-going"),
+    "video review": ("assay video review --eval-dir eval --case task-01 --time 7.5",),
+    "video init": ("assay video init", "assay video init my-eval --adapter js"),
+    "video store pull": ("assay video store pull --eval-dir eval",),
+    "video store upload": ("assay video store upload recording.mp4 --store team-videos",),
+    "video store prune-cache": ("assay video store prune-cache", "assay video store prune-cache --all"),
+    "agent init": ("assay agent init", "assay agent init my-project"),
+    "agent list": ("assay agent list --project my-project", "assay agent list --tag orders --json"),
+    "agent run": (
+        "assay agent run --project my-project",
+        "assay agent run baseline orders/ --attempts 3 --junit junit.xml",
+        "assay agent run --json > events.ndjson",
+    ),
+    "agent show": ("assay agent show", "assay agent show @1A2B3C4D5E6F --json"),
+    "doc init": ("assay doc init --adapter-language python",),
+    "doc scaffold-case": ("assay doc scaffold-case --case release-notes-v2",),
+    "doc doctor": ("assay doc doctor --config evals/eval-kit.config.json",),
+    "doc list-cases": ("assay doc list-cases",),
+    "doc validate-fixtures": ("assay doc validate-fixtures",),
+    "doc run-case": ("assay doc run-case --case release-notes-v1 --candidate out.md --junit junit.xml",),
+    "doc generate": ("assay doc generate --case c --model m --provider openai --effort low --run-id gen-1",),
+    "doc judge-coverage": ("assay doc judge-coverage --case c --candidate out.md --model m --provider openai --effort low",),
+    "doc judge-pairwise": (
+        "assay doc judge-pairwise --case c --candidate-a a.md --candidate-b b.md --model m --provider openai "
+        "--effort low --seed 7 --run-id pair-1 --both-orders",
+    ),
+    "doc report": ("assay doc report --run-id report-1 --deterministic deterministic-2026-12-01T12-00-00-000Z",),
+    "runs list": ("assay runs list --kind video --limit 5",),
+    "runs show": ("assay runs show latest", "assay runs show latest~1 --json"),
+    "runs compare": ("assay runs compare latest~1 latest --fail-on-regression",),
+    "runs merge": ("assay runs merge records/* --output-json report.json",),
+    "runs reindex": ("assay runs reindex",),
+    "view": ("assay view", "assay view --export site/"),
+}
+
+
+def _epilog(lines: tuple[str, ...]) -> str:
+    # `\b` keeps click from rewrapping the block.
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def add_examples(app: Any, prefix: str = "") -> None:
+    """Set the epilog of every registered command of `app` (and of its groups) from EXAMPLES."""
+    for info in app.registered_commands:
+        name = info.name or (info.callback.__name__ if info.callback else "")
+        lines = EXAMPLES.get(f"{prefix}{name}".strip())
+        if lines and not info.epilog:
+            info.epilog = _epilog(lines)
+    for group in app.registered_groups:
+        add_examples(group.typer_instance, f"{prefix}{group.name} ")

@@ -1,0 +1,45 @@
+"""Help a person can trust: every option explained, flags shown as flags, `-h`, examples everywhere."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from assay.cli.app import app
+
+
+def commands(command, path=()):
+    subcommands = getattr(command, "commands", None)
+    if subcommands:
+        for name, sub in subcommands.items():
+            if not getattr(sub, "hidden", False) and name != "video-store":  # an alias of `store`
+                yield from commands(sub, (*path, name))
+    else:
+        yield path, command
+
+
+ALL = list(commands(typer.main.get_command(app)))
+
+
+@pytest.mark.parametrize("path,command", ALL, ids=[" ".join(path) for path, _ in ALL])
+def test_every_option_is_explained_and_every_command_shows_examples(path, command):
+    unexplained = [
+        param.opts[0] for param in command.params
+        if getattr(param, "opts", None) and not getattr(param, "hidden", False) and not getattr(param, "help", None)
+    ]
+    assert unexplained == [], f"assay {' '.join(path)}: options without help"
+    shown = CliRunner().invoke(app, [*path, "-h"])
+    assert shown.exit_code == 0, shown.output
+    assert "Examples:\n" in shown.output
+    assert "<bool>" not in shown.output  # a flag takes no value
+    for example in re.findall(r"^    (assay .+)$", shown.output, flags=re.M):
+        assert example.startswith("assay " + " ".join(path)), example  # examples of this very command
+
+
+def test_the_root_help_lists_the_groups_and_takes_minus_h():
+    shown = CliRunner().invoke(app, ["-h"])
+    assert shown.exit_code == 0
+    assert all(group in shown.output for group in ("video", "agent", "doc", "runs", "view"))
