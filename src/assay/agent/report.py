@@ -160,7 +160,7 @@ class ConsoleReporter:
             self.summary(event.outcome, resume_lines=event.resume_lines if event.checkpoint_kept else ())
             return
         if event.error is not None:
-            self._say(f"Error: {event.error}")
+            print(f"Error: {event.error}", file=sys.stderr)  # results go to stdout, errors to stderr
             return
         self._say("Interrupted.")
         for line in event.resume_lines:

@@ -36,15 +36,13 @@ def _project(project: Optional[Path]) -> Path:
     return path
 
 
-def _fail(error: BaseException, *, json_mode: bool = False) -> None:
+def _fail(error: BaseException) -> None:
+    """One line on stderr (results alone go to stdout), the error's exit code."""
     code = error.exit_code if isinstance(error, AssayError) else 2
     if common.DEBUG:
         traceback.print_exception(error, file=sys.stderr)
     message = str(error) if isinstance(error, AssayError) else f"internal error: {type(error).__name__}: {error}"
-    if json_mode:
-        print(f"Error: {message}", file=sys.stderr)
-    else:
-        common.stdout_console().print(f"Error: {message}", markup=False, highlight=False)
+    print(f"Error: {message}", file=sys.stderr)
     raise typer.Exit(code)
 
 
@@ -118,7 +116,7 @@ def list_command(
         experiments = discover_experiments(root) if (root / EXPERIMENTS_DIR).is_dir() else []
         selected = {entry.id: [e.id for e in select_evals(entry, evals)] for entry in experiments}
     except AssayError as error:
-        _fail(error, json_mode=output_json)
+        _fail(error)
     if output_json:
         document = {
             "evals": [
@@ -212,7 +210,7 @@ def run_command(
             verbose=verbose, quiet=quiet or output_json,
         )
     except AssayError as error:
-        _fail(error, json_mode=output_json)
+        _fail(error)
     from assay.core import pipeline
 
     raise typer.Exit(pipeline.run("agent", request, resume=resumed, execution=execution))
@@ -270,7 +268,7 @@ def show_command(
                 raise UsageError(f"attempt locator {locator} is ambiguous ({len(matching)} attempts); give more characters")
             results = matching
     except AssayError as error:
-        _fail(error, json_mode=output_json)
+        _fail(error)
     if output_json:
         documents = []
         for result in results:
