@@ -323,11 +323,11 @@ def test_a_send_returning_the_wrong_type_names_the_agent_file_and_line(tmp_path)
     assert ran.exit_code == 1, ran.output
     where = f"{root / 'agents' / 'chatty.py'}:5"
     assert "agent send must return a Turn, got str" in ran.output
-    assert f"({where})" in ran.output and "drive.py" not in ran.output
+    assert f"({where})" in ran.output and "attempt.py" not in ran.output
     attempt = json.loads(invoke("show", "--project", str(root), "--json").output)["attempts"][0]
     assert attempt["error"]["where"] == where and "traceback" not in attempt["error"]
     detail = invoke("show", attempt["locator"], "--project", str(root))
-    assert where in detail.output and "drive.py" not in detail.output and "Traceback" not in detail.output
+    assert where in detail.output and "attempt.py" not in detail.output and "Traceback" not in detail.output
 
 
 def test_a_command_given_to_run_as_an_experiment_suggests_the_command(project):

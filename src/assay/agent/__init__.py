@@ -5,9 +5,9 @@ and the matchers. The runner and CLI import their own modules.
 """
 
 from assay.agent.adapter import Agent, DefinedAgent, SendFailure, define_agent
+from assay.agent.authoring import Answer, EvalContext, SessionHandle, TurnHandle, at_least
 from assay.agent.context import AgentContext, CancelSignal, HookContext, Telemetry
 from assay.agent.definition import Eval, EvalDescriptor, define_eval, define_score_eval
-from assay.agent.drive import Answer, EvalContext, SessionHandle, TurnHandle, at_least
 from assay.agent.experiment import Experiment
 from assay.agent.judging import Judge, JudgeRequest, JudgeScore
 from assay.agent.matchers import (

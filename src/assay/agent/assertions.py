@@ -1,232 +1,55 @@
-"""Assertions: one registered entry per author call, its configuring handle, and the scoped checks.
+"""The built-in scoped assertions (`succeeded`, `called_tool`, `event_order`, `max_cost`, …) as small frozen values.
 
-Each scoped check is a pure function of a `ScopeView` returning an Outcome plus the evidence
-channel to blame when incomplete evidence made it unavailable (never read as "did not happen").
+Each one's `evaluate(view)` reads only the `ScopeView` it is given and returns an `Outcome`; when incomplete
+evidence made it unavailable, the outcome names that channel (no match is never read as "did not happen").
 """
 
 from __future__ import annotations
 
-import inspect
-import math
-from collections.abc import Awaitable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from assay.agent.control import AuthoringError, StopEval
+from assay.agent.control import AuthoringError
 from assay.agent.evidence import ScopeView, ToolOccurrence, sum_usage
 from assay.agent.matchers import (
-    MATCHED, MATCHED_OUTCOME, MISMATCHED, UNAVAILABLE, EventMatch, Matcher, Outcome, ToolMatch, show,
+    MATCHED, MATCHED_OUTCOME, MISMATCHED, UNAVAILABLE, EventMatch, Matcher, Outcome, ToolMatch,
 )
 from assay.agent.pricing import estimate_cost, find_price
 
-PENDING = "pending"
-ERRORED = "errored"
+
+class Assertion:
+    """Base of every built-in assertion: `kind` names it in the record, `describe()` is the call as the
+    author wrote it (`kind()` for those without arguments), `evaluate(view)` decides it."""
+
+    __slots__ = ()
+    kind: ClassVar[str] = ""
+
+    def evaluate(self, view: ScopeView) -> Outcome:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return f"{self.kind}()"
 
 
-class AssertionEntry:
-    """One registered assertion; mutable only until the attempt is sealed."""
-
-    __slots__ = (
-        "index", "kind", "scope", "description", "status", "reason", "value", "measurement", "gated", "threshold",
-        "optional", "at_least", "points", "key", "label", "group", "pending", "subject", "candidates", "stop",
-        "details",
-    )
-
-    def __init__(self, index: int, kind: str, scope: str, description: str, *, measurement: bool = False) -> None:
-        self.index = index
-        self.kind = kind
-        self.scope = scope
-        self.description = description
-        self.status = PENDING
-        self.reason = ""
-        self.value: float | None = None  # a measurement's score in [0, 1]
-        self.measurement = measurement
-        self.gated: bool | None = None  # None: the default for the eval kind
-        self.threshold: float | None = None
-        self.optional = False
-        self.at_least: float | None = None
-        self.points: float | None = None
-        self.key: str | None = None
-        self.label: str | None = None
-        self.group: str | None = None
-        self.pending: Awaitable[Outcome] | None = None
-        self.subject: Any = None  # the checked value, returned by or_stop
-        self.candidates: tuple[str, ...] = ()
-        self.stop = False
-        self.details: dict[str, Any] | None = None  # e.g. which judge model graded it, from cache or not
-
-    def settle(self, outcome: Outcome) -> None:
-        self.status = outcome.status
-        self.reason = outcome.reason
-        if outcome.score is not None:
-            if not math.isfinite(outcome.score) or not 0.0 <= outcome.score <= 1.0:
-                self.status = ERRORED
-                self.reason = f"score {outcome.score!r} is outside [0, 1]"
-            else:
-                self.value = outcome.score
-                self.measurement = True
-
-    def fail_with(self, error: BaseException) -> None:
-        self.status = ERRORED
-        self.reason = f"{type(error).__name__}: {error}"
-
-    async def resolve(self) -> None:
-        pending, self.pending = self.pending, None
-        if pending is None:
-            return
-        try:
-            self.settle(await pending)
-        except Exception as error:  # noqa: BLE001 - a broken predicate errors this entry, not the run
-            self.fail_with(error)
-
-    @property
-    def below_threshold(self) -> bool:
-        return self.threshold is not None and self.value is not None and self.value < self.threshold
-
-    @property
-    def text(self) -> str:
-        """The call as written, e.g. `called_tool(tool_match('get_weather'))` (rendered lazily: it is only
-        needed for reports)."""
-        description = self.description
-        if self.kind == "check":
-            return f"check({description})"
-        return description if isinstance(description, str) else str(description)
-
-    @property
-    def name(self) -> str:
-        return self.label or self.key or self.text
-
-    def to_json(self) -> dict[str, Any]:
-        document: dict[str, Any] = {
-            "kind": self.kind, "scope": self.scope, "description": self.text, "status": self.status,
-        }
-        if self.reason:
-            document["reason"] = self.reason
-        if self.value is not None:
-            document["value"] = self.value
-        for name in ("threshold", "at_least", "points", "key", "label", "group"):
-            value = getattr(self, name)
-            if value is not None:
-                document[name] = value
-        if self.optional:
-            document["optional"] = True
-        if self.gated is not None:
-            document["gated"] = self.gated
-        if self.candidates:
-            document["candidates"] = list(self.candidates)
-        if self.details:
-            document["judge"] = self.details
-        return document
+def _unless_incomplete(view: ScopeView, channel: str, what: str) -> Outcome:
+    """Matched, when nothing contradicted it and `channel` saw everything; unavailable otherwise."""
+    if getattr(view.coverage, channel).complete:
+        return MATCHED_OUTCOME
+    return _incomplete(view, channel, what)
 
 
-class AssertionHandle:
-    """Configures the one entry it was returned for; `await handle.or_stop()` is the only barrier."""
-
-    __slots__ = ("_entry", "_score_eval")
-
-    def __init__(self, entry: AssertionEntry, score_eval: bool) -> None:
-        self._entry = entry
-        self._score_eval = score_eval
-
-    @property
-    def status(self) -> str:
-        return self._entry.status
-
-    @property
-    def reason(self) -> str:
-        return self._entry.reason
-
-    def key(self, key: str) -> AssertionHandle:
-        if self._entry.key is not None:
-            raise AuthoringError(f"key is already set on {self._entry.text}")
-        self._entry.key = key
-        return self
-
-    def label(self, label: str) -> AssertionHandle:
-        if self._entry.label is not None:
-            raise AuthoringError(f"label is already set on {self._entry.text}")
-        self._entry.label = label
-        return self
-
-    def group(self, title: str) -> AssertionHandle:
-        self._entry.group = title
-        return self
-
-    def optional(self) -> AssertionHandle:
-        """Unavailable stays visible but does not affect the verdict."""
-        if self._score_eval:
-            raise AuthoringError("optional() is for pass evals")
-        self._entry.optional = True
-        return self
-
-    def gate(self, threshold: float | None = None) -> AssertionHandle:
-        """A boolean enters the verdict; a measurement enters it with `threshold`."""
-        entry = self._entry
-        if threshold is None and entry.measurement:
-            raise AuthoringError(f"gate() on the measurement {entry.text} needs a threshold")
-        if threshold is not None and not (math.isfinite(threshold) and 0 <= threshold <= 1):
-            raise AuthoringError("gate threshold must be a number in [0, 1]")
-        entry.gated = True
-        entry.threshold = threshold
-        return self
-
-    def at_least(self, threshold: float) -> AssertionHandle:
-        """A local threshold shown as met or below; it never enters the verdict."""
-        self._entry.at_least = threshold
-        return self
-
-    def score(self, points: float) -> AssertionHandle:
-        if not self._score_eval:
-            raise AuthoringError("score(points) is for score evals (define_score_eval)")
-        if isinstance(points, bool) or not isinstance(points, (int, float)) or not math.isfinite(points) or points <= 0:
-            raise AuthoringError("score points must be a finite number greater than 0")
-        self._entry.points = float(points)
-        return self
-
-    async def or_stop(self) -> Any:
-        """End the test here unless the assertion held; returns the checked value when it did."""
-        entry = self._entry
-        await entry.resolve()
-        if entry.status != MATCHED or entry.below_threshold:
-            entry.stop = True
-            raise StopEval(entry.text)
-        return entry.subject
-
-
-# ---------------------------------------------------------------------------------------------
-# Scoped checks: (view, …) -> (Outcome, candidates, blamed channel)
-
-Checked = tuple[Outcome, tuple[str, ...], str | None]
-
-
-def _incomplete(view: ScopeView, channel: str, what: str) -> Checked:
+def _incomplete(view: ScopeView, channel: str, what: str) -> Outcome:
     coverage = getattr(view.coverage, channel)
-    return Outcome(UNAVAILABLE, f"{what}, but {channel} evidence is {coverage.state}: {coverage.reason}"), (), channel
-
-
-def check_succeeded(view: ScopeView) -> Checked:
-    turns = view.turns
-    if not turns:
-        return Outcome(MISMATCHED, "no turn was sent"), (), None
-    last_by_session: dict[int, Any] = {}
-    for turn in turns:
-        last_by_session[turn.session] = turn
-    for turn in turns:
-        if turn.status == "failed":
-            detail = f": {turn.output_error}" if turn.output_error else ""
-            return Outcome(MISMATCHED, f"{turn.label} failed{detail}"), (), None
-        if turn.status == "waiting" and last_by_session[turn.session] is turn:
-            return Outcome(MISMATCHED, f"{turn.label} is waiting for input that was never given"), (), None
-    if not view.coverage.status.complete:
-        return _incomplete(view, "status", "every turn reported completed")
-    return MATCHED_OUTCOME, (), None
+    reason = f"{what}, but {channel} evidence is {coverage.state}: {coverage.reason}"
+    return Outcome(UNAVAILABLE, reason, channel=channel)
 
 
 def _tools(view: ScopeView) -> list[ToolOccurrence]:
     return [occurrence for occurrence in view.occurrences() if occurrence.kind == "tool"]
 
 
-def _judge_candidates(items: Sequence[Any], matcher: Matcher) -> tuple[int, int, list[str], Outcome | None]:
+def _judge_candidates(items: Sequence[Any], matcher: Matcher) -> tuple[int, int, tuple[str, ...], Outcome | None]:
     known = undecided = 0
     refs: list[str] = []
     last_unavailable = None
@@ -239,36 +62,54 @@ def _judge_candidates(items: Sequence[Any], matcher: Matcher) -> tuple[int, int,
             undecided += 1
             refs.append(getattr(item, "id", ""))
             last_unavailable = outcome
-    return known, undecided, refs, last_unavailable
+    return known, undecided, tuple(refs), last_unavailable
 
 
 def _times(count: int) -> str:
     return "1 time" if count == 1 else f"{count} times"
 
 
-def _count_check(
-    view: ScopeView, channel: str, known: int, undecided: int, exact: int | None, minimum: int,
-    what: str, seen: str, undecided_outcome: Outcome | None,
-) -> tuple[Outcome, str | None]:
+def _counted(
+    view: ScopeView, channel: str, items: Sequence[Any], matcher: Matcher, count: Any, what: str, seen: str,
+) -> Outcome:
+    """The shared rule of `called_tool` and `event`: found matches decide a minimum or exceed an exact
+    count at once; anything else needs every candidate decided and the channel complete."""
+    exact, minimum = parse_count(count)  # a bad count is the author's mistake, raised at the call site
+    known, undecided, candidates, undecided_outcome = _judge_candidates(items, matcher)
     complete = getattr(view.coverage, channel).complete
     if exact is not None:
-        if known > exact:
-            return Outcome(MISMATCHED, f"expected {what} exactly {_times(exact)}, found {known}{seen}"), None
+        if known > exact or (known < exact and undecided == 0 and complete):
+            short = f"expected {what} exactly {_times(exact)}, found {known}{seen}"
+            return Outcome(MISMATCHED, short, None, candidates)
         if undecided == 0 and complete:
-            if known == exact:
-                return MATCHED_OUTCOME, None
-            return Outcome(MISMATCHED, f"expected {what} exactly {_times(exact)}, found {known}{seen}"), None
+            return Outcome(MATCHED, "", None, candidates) if candidates else MATCHED_OUTCOME
     else:
         if known >= minimum:
-            return MATCHED_OUTCOME, None
+            return Outcome(MATCHED, "", None, candidates) if candidates else MATCHED_OUTCOME
         if undecided == 0 and complete:
-            return Outcome(MISMATCHED, f"expected {what} at least {_times(minimum)}, found {known}{seen}"), None
+            short = f"expected {what} at least {_times(minimum)}, found {known}{seen}"
+            return Outcome(MISMATCHED, short, None, candidates)
     if undecided and undecided_outcome is not None:
-        return Outcome(UNAVAILABLE, f"{undecided} candidate(s) undecidable: {undecided_outcome.reason}"), None
+        reason = f"{undecided} candidate(s) undecidable: {undecided_outcome.reason}"
+        return Outcome(UNAVAILABLE, reason, None, candidates)
     coverage = getattr(view.coverage, channel)
     expected = f"exactly {_times(exact)}" if exact is not None else f"at least {_times(minimum)}"
     evidence = f"{channel} evidence is {coverage.state}: {coverage.reason}"
-    return Outcome(UNAVAILABLE, f"expected {what} {expected}, found {known}{seen}, but {evidence}"), channel
+    reason = f"expected {what} {expected}, found {known}{seen}, but {evidence}"
+    return Outcome(UNAVAILABLE, reason, None, candidates, channel)
+
+
+def _absent(view: ScopeView, channel: str, items: Sequence[Any], matcher: Matcher, occurred: str) -> Outcome:
+    """The shared rule of `not_called_tool` and `not_event`: a match found decides, silence only with evidence."""
+    known, undecided, candidates, undecided_outcome = _judge_candidates(items, matcher)
+    if known:
+        return Outcome(MISMATCHED, f"{matcher.describe()} {occurred} {_times(known)}", None, candidates)
+    if undecided and undecided_outcome is not None:
+        reason = f"{undecided} candidate(s) undecidable: {undecided_outcome.reason}"
+        return Outcome(UNAVAILABLE, reason, None, candidates)
+    if not getattr(view.coverage, channel).complete:
+        return _incomplete(view, channel, f"no {matcher.describe()} was seen")
+    return MATCHED_OUTCOME
 
 
 def parse_count(count: Any) -> tuple[int | None, int]:
@@ -285,34 +126,16 @@ def parse_count(count: Any) -> tuple[int | None, int]:
     return count, count
 
 
+def _call_with_count(name: str, selection: Matcher, count: Any) -> str:
+    suffix = "" if count is None else f", count={count}"
+    return f"{name}({selection.describe()}{suffix})"
+
+
 def _seen_names(tools: Sequence[ToolOccurrence]) -> str:
     if not tools:
         return " (no tools were called)"
     names = list(dict.fromkeys(occurrence.name for occurrence in tools))
     return f" (tools called: {', '.join(names)})"
-
-
-def check_called_tool(view: ScopeView, matcher: ToolMatch, count: Any) -> Checked:
-    exact, minimum = parse_count(count)
-    tools = _tools(view)
-    known, undecided, refs, unavailable = _judge_candidates(tools, matcher)
-    outcome, channel = _count_check(
-        view, "actions", known, undecided, exact, minimum, f"a call to {matcher.describe()}", _seen_names(tools),
-        unavailable,
-    )
-    return outcome, tuple(refs), channel
-
-
-def check_not_called_tool(view: ScopeView, matcher: ToolMatch) -> Checked:
-    tools = _tools(view)
-    known, undecided, refs, unavailable = _judge_candidates(tools, matcher)
-    if known:
-        return Outcome(MISMATCHED, f"{matcher.describe()} was called {_times(known)}"), tuple(refs), None
-    if undecided and unavailable is not None:
-        return Outcome(UNAVAILABLE, f"{undecided} candidate(s) undecidable: {unavailable.reason}"), tuple(refs), None
-    if not view.coverage.actions.complete:
-        return _incomplete(view, "actions", f"no {matcher.describe()} was seen")
-    return MATCHED_OUTCOME, (), None
 
 
 def _ordered(items: Sequence[Any], matchers: Sequence[Matcher], channel_complete: bool) -> tuple[Outcome, bool]:
@@ -339,40 +162,131 @@ def _ordered(items: Sequence[Any], matchers: Sequence[Matcher], channel_complete
     return MATCHED_OUTCOME, False
 
 
-def check_tool_order(view: ScopeView, matchers: Sequence[ToolMatch]) -> Checked:
-    complete = view.coverage.actions.complete
-    outcome, blame = _ordered(_tools(view), matchers, complete)
-    if blame:
-        return _incomplete(view, "actions", outcome.reason)
-    return outcome, (), None
+def _listed(name: str, matchers: Sequence[Matcher]) -> str:
+    return f"{name}([" + ", ".join(matcher.describe() for matcher in matchers) + "])"
 
 
-def check_used_no_tools(view: ScopeView) -> Checked:
-    tools = _tools(view)
-    if tools:
-        return Outcome(MISMATCHED, f"{len(tools)} tool call(s){_seen_names(tools)}"), tuple(o.id for o in tools), None
-    if not view.coverage.actions.complete:
-        return _incomplete(view, "actions", "no tool call was seen")
-    return MATCHED_OUTCOME, (), None
+# ---------------------------------------------------------------------------------------------
+# Turns and tools
 
 
-def check_max_tool_calls(view: ScopeView, maximum: int) -> Checked:
-    tools = _tools(view)
-    if len(tools) > maximum:
-        return Outcome(MISMATCHED, f"{len(tools)} tool calls, more than {maximum}{_seen_names(tools)}"), (), None
-    if not view.coverage.actions.complete:
-        return _incomplete(view, "actions", f"{len(tools)} tool call(s) seen")
-    return MATCHED_OUTCOME, (), None
+@dataclass(frozen=True, slots=True)
+class Succeeded(Assertion):
+    """Every turn completed and no input request is left unanswered."""
+
+    kind: ClassVar[str] = "succeeded"
+
+    def evaluate(self, view: ScopeView) -> Outcome:
+        turns = view.turns
+        if not turns:
+            return Outcome(MISMATCHED, "no turn was sent")
+        last_by_session: dict[int, Any] = {}
+        for turn in turns:
+            last_by_session[turn.session] = turn
+        for turn in turns:
+            if turn.status == "failed":
+                detail = f": {turn.output_error}" if turn.output_error else ""
+                return Outcome(MISMATCHED, f"{turn.label} failed{detail}")
+            if turn.status == "waiting" and last_by_session[turn.session] is turn:
+                return Outcome(MISMATCHED, f"{turn.label} is waiting for input that was never given")
+        return _unless_incomplete(view, "status", "every turn reported completed")
 
 
-def check_no_failed_actions(view: ScopeView) -> Checked:
-    failed = [occurrence for occurrence in view.occurrences() if occurrence.status == "failed"]
-    if failed:
-        names = ", ".join(f"{occurrence.kind} {occurrence.name!r}" for occurrence in failed)
-        return Outcome(MISMATCHED, f"failed: {names}"), tuple(occurrence.id for occurrence in failed), None
-    if not view.coverage.actions.complete:
-        return _incomplete(view, "actions", "no failed action was seen")
-    return MATCHED_OUTCOME, (), None
+@dataclass(frozen=True, slots=True)
+class CalledTool(Assertion):
+    """At least once by default; `count=n` exactly n, `count=at_least(n)` n or more."""
+
+    matcher: ToolMatch
+    count: int | Mapping[str, int] | None = None
+    kind: ClassVar[str] = "called_tool"
+
+    def evaluate(self, view: ScopeView) -> Outcome:
+        tools = _tools(view)
+        what = f"a call to {self.matcher.describe()}"
+        return _counted(view, "actions", tools, self.matcher, self.count, what, _seen_names(tools))
+
+    def describe(self) -> str:
+        return _call_with_count("called_tool", self.matcher, self.count)
+
+
+@dataclass(frozen=True, slots=True)
+class NotCalledTool(Assertion):
+    """No matching call; seeing none proves it only when the actions channel is complete."""
+
+    matcher: ToolMatch
+    kind: ClassVar[str] = "not_called_tool"
+
+    def evaluate(self, view: ScopeView) -> Outcome:
+        return _absent(view, "actions", _tools(view), self.matcher, "was called")
+
+    def describe(self) -> str:
+        return f"not_called_tool({self.matcher.describe()})"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOrder(Assertion):
+    """An ordered subsequence of distinct calls."""
+
+    matchers: tuple[ToolMatch, ...]
+    kind: ClassVar[str] = "tool_order"
+
+    def evaluate(self, view: ScopeView) -> Outcome:
+        outcome, blame = _ordered(_tools(view), self.matchers, view.coverage.actions.complete)
+        return _incomplete(view, "actions", outcome.reason) if blame else outcome
+
+    def describe(self) -> str:
+        return _listed("tool_order", self.matchers)
+
+
+@dataclass(frozen=True, slots=True)
+class UsedNoTools(Assertion):
+    """No tool call at all in the scope."""
+
+    kind: ClassVar[str] = "used_no_tools"
+
+    def evaluate(self, view: ScopeView) -> Outcome:
+        tools = _tools(view)
+        if tools:
+            refs = tuple(occurrence.id for occurrence in tools)
+            return Outcome(MISMATCHED, f"{len(tools)} tool call(s){_seen_names(tools)}", None, refs)
+        return _unless_incomplete(view, "actions", "no tool call was seen")
+
+
+@dataclass(frozen=True, slots=True)
+class MaxToolCalls(Assertion):
+    """At most `maximum` tool calls; too many decide at once, few enough need complete actions evidence."""
+
+    maximum: int
+    kind: ClassVar[str] = "max_tool_calls"
+
+    def evaluate(self, view: ScopeView) -> Outcome:
+        tools = _tools(view)
+        if len(tools) > self.maximum:
+            return Outcome(MISMATCHED, f"{len(tools)} tool calls, more than {self.maximum}{_seen_names(tools)}")
+        if not view.coverage.actions.complete:
+            return _incomplete(view, "actions", f"{len(tools)} tool call(s) seen")
+        return MATCHED_OUTCOME
+
+    def describe(self) -> str:
+        return f"max_tool_calls({self.maximum})"
+
+
+@dataclass(frozen=True, slots=True)
+class NoFailedActions(Assertion):
+    """No tool or subagent finished failed; a human rejection is not a failure."""
+
+    kind: ClassVar[str] = "no_failed_actions"
+
+    def evaluate(self, view: ScopeView) -> Outcome:
+        failed = [occurrence for occurrence in view.occurrences() if occurrence.status == "failed"]
+        if failed:
+            names = ", ".join(f"{occurrence.kind} {occurrence.name!r}" for occurrence in failed)
+            return Outcome(MISMATCHED, f"failed: {names}", None, tuple(occurrence.id for occurrence in failed))
+        return _unless_incomplete(view, "actions", "no failed action was seen")
+
+
+# ---------------------------------------------------------------------------------------------
+# Events
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,11 +312,11 @@ def event_candidates(view: ScopeView) -> list[EventCandidate]:
     return rows
 
 
+@dataclass(frozen=True, slots=True)
 class _EventSelector(Matcher):
-    __slots__ = ("match",)
+    """An `EventMatch` over event candidates (the event with its paired tool occurrence)."""
 
-    def __init__(self, match: EventMatch) -> None:
-        self.match = match
+    match: EventMatch
 
     def evaluate(self, candidate: Any) -> Outcome:
         return self.match.evaluate((candidate.event, candidate.occurrence))
@@ -418,88 +332,120 @@ def _event_channel(view: ScopeView, match: EventMatch) -> str:
     return "events"
 
 
-def check_event(view: ScopeView, match: EventMatch, count: Any) -> Checked:
-    exact, minimum = parse_count(count)
-    selector = _EventSelector(match)
-    known, undecided, refs, unavailable = _judge_candidates(event_candidates(view), selector)
-    outcome, channel = _count_check(
-        view, _event_channel(view, match), known, undecided, exact, minimum, match.describe(), "", unavailable
-    )
-    return outcome, tuple(refs), channel
+@dataclass(frozen=True, slots=True)
+class EventOccurred(Assertion):
+    """`event(match, count=…)`: counted like `called_tool`."""
+
+    match: EventMatch
+    count: int | Mapping[str, int] | None = None
+    kind: ClassVar[str] = "event"
+
+    def evaluate(self, view: ScopeView) -> Outcome:
+        selector = _EventSelector(self.match)
+        channel = _event_channel(view, self.match)
+        return _counted(view, channel, event_candidates(view), selector, self.count, self.match.describe(), "")
+
+    def describe(self) -> str:
+        return _call_with_count("event", self.match, self.count)
 
 
-def check_not_event(view: ScopeView, match: EventMatch) -> Checked:
-    known, undecided, refs, unavailable = _judge_candidates(event_candidates(view), _EventSelector(match))
-    if known:
-        return Outcome(MISMATCHED, f"{match.describe()} occurred {_times(known)}"), tuple(refs), None
-    if undecided and unavailable is not None:
-        return Outcome(UNAVAILABLE, f"{undecided} candidate(s) undecidable: {unavailable.reason}"), tuple(refs), None
-    channel = _event_channel(view, match)
-    if not getattr(view.coverage, channel).complete:
-        return _incomplete(view, channel, f"no {match.describe()} was seen")
-    return MATCHED_OUTCOME, (), None
+@dataclass(frozen=True, slots=True)
+class NoEvent(Assertion):
+    """`not_event(match)`: the rule of `not_called_tool` over events (and messages, for a message match)."""
+
+    match: EventMatch
+    kind: ClassVar[str] = "not_event"
+
+    def evaluate(self, view: ScopeView) -> Outcome:
+        selector = _EventSelector(self.match)
+        channel = _event_channel(view, self.match)
+        return _absent(view, channel, event_candidates(view), selector, "occurred")
+
+    def describe(self) -> str:
+        return f"not_event({self.match.describe()})"
 
 
-def check_event_order(view: ScopeView, matches: Sequence[EventMatch]) -> Checked:
-    complete = view.coverage.events.complete and (
-        view.coverage.messages.complete or all(match.type != "message" for match in matches)
-    )
-    outcome, blame = _ordered(event_candidates(view), [_EventSelector(match) for match in matches], complete)
-    if blame:
-        return _incomplete(view, "events", outcome.reason)
-    return outcome, (), None
+@dataclass(frozen=True, slots=True)
+class EventOrder(Assertion):
+    """The matches occur in this order (other events may come between them)."""
+
+    matches: tuple[EventMatch, ...]
+    kind: ClassVar[str] = "event_order"
+
+    def evaluate(self, view: ScopeView) -> Outcome:
+        complete = view.coverage.events.complete and (
+            view.coverage.messages.complete or all(match.type != "message" for match in self.matches)
+        )
+        selectors = [_EventSelector(match) for match in self.matches]
+        outcome, blame = _ordered(event_candidates(view), selectors, complete)
+        return _incomplete(view, "events", outcome.reason) if blame else outcome
+
+    def describe(self) -> str:
+        return _listed("event_order", self.matches)
 
 
-def check_max_tokens(view: ScopeView, maximum: int) -> Checked:
-    usage, every_turn = sum_usage(view.turns)
-    total = usage.total_tokens
-    if total is not None and total > maximum:
-        return Outcome(MISMATCHED, f"{total} tokens, more than {maximum}"), (), None
-    if not view.coverage.usage.complete:
-        return _incomplete(view, "usage", f"{total or 0} tokens seen")
-    if not every_turn or total is None:
-        return Outcome(UNAVAILABLE, "a turn reported no usage"), (), "usage"
-    return MATCHED_OUTCOME, (), None
+# ---------------------------------------------------------------------------------------------
+# Usage and cost
 
 
-def check_max_cost(view: ScopeView, maximum: float, model: str | None, pricing: Any) -> Checked:
-    known = 0.0
-    missing = 0
-    for turn in view.turns:
-        cost = estimate_cost(model, turn.usage, pricing)
-        if cost is None:
-            missing += 1
-        else:
-            known += cost
-    if known > maximum:
-        return Outcome(MISMATCHED, f"estimated ${known:.6f}, more than ${maximum:.6f}"), (), None
-    if not view.coverage.usage.complete:
-        return _incomplete(view, "usage", f"estimated ${known:.6f} so far")
-    if missing or not view.turns:
-        if find_price(model, pricing or {}) is None:
-            why = f"no price for model {model!r}"
-        else:
-            why = "a turn reported no token usage"
-        return Outcome(UNAVAILABLE, f"no cost estimate can be formed: {why}"), (), None
-    return MATCHED_OUTCOME, (), None
+@dataclass(frozen=True, slots=True)
+class MaxTokens(Assertion):
+    """Summed total tokens at most `maximum`; a turn without usage leaves it unavailable."""
+
+    maximum: int
+    kind: ClassVar[str] = "max_tokens"
+
+    def evaluate(self, view: ScopeView) -> Outcome:
+        usage, every_turn = sum_usage(view.turns)
+        total = usage.total_tokens
+        if total is not None and total > self.maximum:
+            return Outcome(MISMATCHED, f"{total} tokens, more than {self.maximum}")
+        if not view.coverage.usage.complete:
+            return _incomplete(view, "usage", f"{total or 0} tokens seen")
+        if not every_turn or total is None:
+            return Outcome(UNAVAILABLE, "a turn reported no usage", channel="usage")
+        return MATCHED_OUTCOME
+
+    def describe(self) -> str:
+        return f"max_tokens({self.maximum})"
 
 
-def evaluate_matcher(entry: AssertionEntry, matcher: Matcher, value: Any) -> None:
-    """Settle `entry` now, or leave it pending when the matcher is asynchronous."""
-    try:
-        outcome = matcher.evaluate(value)
-    except Exception as error:  # noqa: BLE001 - a broken matcher errors this entry only
-        entry.fail_with(error)
-        return
-    if inspect.isawaitable(outcome):
-        entry.pending = outcome
-    else:
-        entry.settle(outcome)
+@dataclass(frozen=True, slots=True)
+class MaxCost(Assertion):
+    """Compared with the runner's estimate from the price table, never the provider-reported cost."""
+
+    maximum: float  # as the author wrote it, so `max_cost(1)` stays `max_cost(1)` in the record
+    model: str | None
+    pricing: Mapping[str, Any] | None
+    kind: ClassVar[str] = "max_cost"
+
+    def evaluate(self, view: ScopeView) -> Outcome:
+        known = 0.0
+        missing = 0
+        for turn in view.turns:
+            cost = estimate_cost(self.model, turn.usage, self.pricing)
+            if cost is None:
+                missing += 1
+            else:
+                known += cost
+        if known > self.maximum:
+            return Outcome(MISMATCHED, f"estimated ${known:.6f}, more than ${self.maximum:.6f}")
+        if not view.coverage.usage.complete:
+            return _incomplete(view, "usage", f"estimated ${known:.6f} so far")
+        if missing or not view.turns:
+            if find_price(self.model, self.pricing or {}) is None:
+                why = f"no price for model {self.model!r}"
+            else:
+                why = "a turn reported no token usage"
+            return Outcome(UNAVAILABLE, f"no cost estimate can be formed: {why}")
+        return MATCHED_OUTCOME
+
+    def describe(self) -> str:
+        return f"max_cost({self.maximum})"
 
 
 __all__ = [
-    "AssertionEntry", "AssertionHandle", "ERRORED", "PENDING", "check_called_tool", "check_event", "check_event_order",
-    "check_max_cost", "check_max_tokens", "check_max_tool_calls", "check_no_failed_actions", "check_not_called_tool",
-    "check_not_event", "check_succeeded", "check_tool_order", "check_used_no_tools", "evaluate_matcher",
-    "parse_count", "show",
+    "Assertion", "CalledTool", "EventCandidate", "EventOccurred", "EventOrder", "MaxCost", "MaxTokens",
+    "MaxToolCalls", "NoEvent", "NoFailedActions", "NotCalledTool", "Succeeded", "ToolOrder", "UsedNoTools",
+    "event_candidates", "parse_count",
 ]

@@ -1,7 +1,8 @@
-"""What an agent's callbacks receive besides the input: cancellation, session, feedback, pass-through settings.
+"""One attempt's fixed settings and the contexts built from them, with cancellation and feedback.
 
-`CancelSignal` is the soft cancellation adapters forward (the runner also cancels the task as a
-hard backstop); `progress` is ephemeral, `diagnostic` is stored with the attempt.
+`AttemptSettings` is made once per attempt; `AgentContext` (what `send`, `setup` and `teardown` get) and `t`
+read it instead of copying its fields. `CancelSignal` is the soft cancellation adapters forward (the runner
+also cancels the task as a hard backstop); `progress` is ephemeral, `diagnostic` is stored with the attempt.
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from operator import attrgetter
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from assay.agent.session import AgentSession
 
@@ -139,50 +143,77 @@ class Telemetry:
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
-class AgentContext:
-    """The single context every `send`, `setup` and `teardown` call gets."""
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
-    __slots__ = (
-        "signal", "session", "model", "reasoning_effort", "flags", "experiment_id", "eval_id", "attempt",
-        "telemetry", "_feedback", "_phase",
-    )
+
+class AttemptSettings(NamedTuple):
+    """Everything fixed about one attempt: who it is, what its agent is told, how it runs and is graded.
+
+    A NamedTuple rather than a frozen dataclass: one is built per attempt on the runner's hot path, and a
+    frozen dataclass's `__init__` of this width costs a few microseconds there, several percent per eval."""
+
+    signal: CancelSignal
+    feedback: Feedback
+    model: str | None = None
+    reasoning_effort: str | None = None
+    flags: Mapping[str, Any] = _EMPTY
+    experiment_id: str | None = None
+    eval_id: str | None = None
+    attempt: int = 0  # the attempt's ordinal within its slot
+    telemetry: Telemetry | None = None  # None until assay has an OTLP receiver
+    agent: Any = None  # the experiment's agent (an `Agent`)
+    kind: str = "pass"  # pass | score
+    eval_dir: Path | None = None  # where `send_file` resolves relative paths
+    attempt_id: str = ""
+    tags: tuple[str, ...] = ()
+    timeout: float | None = None  # seconds; None: no deadline
+    pricing: Mapping[str, Any] = _EMPTY
+    judge: Any = None  # a `Judge`
+    judge_config: Mapping[str, Any] | None = None  # eval > experiment > project, merged
+    judge_declared: bool = False
+    retry_base_seconds: float = 5.0  # backoff before resending a send the agent provably rejected
+
+
+class AgentContext:
+    """The single context every `send`, `setup` and `teardown` call gets: one session line of an attempt."""
+
+    __slots__ = ("settings", "session", "_phase")
 
     def __init__(
-        self,
-        *,
-        signal: CancelSignal,
-        session: AgentSession,
-        feedback: Feedback,
-        model: str | None = None,
-        reasoning_effort: str | None = None,
-        flags: Mapping[str, Any] | None = None,
-        experiment_id: str | None = None,
-        eval_id: str | None = None,
-        attempt: int = 0,
-        telemetry: Telemetry | None = None,
-        phase: str = "agent.run",
+        self, settings: AttemptSettings | None = None, *, session: AgentSession, phase: str = "agent.run",
+        **standalone: Any,
     ) -> None:
-        self.signal = signal
+        """From the attempt's settings; an adapter's own tests may pass them as keywords instead
+        (`signal=`, `feedback=`, `model=`, `flags=`, `telemetry=`, …)."""
+        if settings is None:
+            if standalone.get("flags") is None:
+                standalone["flags"] = {}  # a plain dict, as adapters may serialise it
+            settings = AttemptSettings(**standalone)
+        elif standalone:
+            raise TypeError("AgentContext takes settings or keyword settings, not both")
+        self.settings = settings
         self.session = session
-        self.model = model
-        self.reasoning_effort = reasoning_effort
-        self.flags = flags if flags is not None else {}
-        self.experiment_id = experiment_id
-        self.eval_id = eval_id
-        self.attempt = attempt
-        self.telemetry = telemetry
-        self._feedback = feedback
         self._phase = phase
 
+    # Read through to the attempt's settings (C-level getters: adapters read these on every send).
+    signal = property(attrgetter("settings.signal"), doc="The attempt's `CancelSignal`.")
+    model = property(attrgetter("settings.model"))
+    reasoning_effort = property(attrgetter("settings.reasoning_effort"))
+    flags = property(attrgetter("settings.flags"))
+    experiment_id = property(attrgetter("settings.experiment_id"))
+    eval_id = property(attrgetter("settings.eval_id"))
+    attempt = property(attrgetter("settings.attempt"))
+    telemetry = property(attrgetter("settings.telemetry"), doc="None until assay has an OTLP receiver.")
+
     def progress(self, message: str, current: int | None = None, total: int | None = None) -> None:
-        self._feedback.progress(message, current, total)
+        self.settings.feedback.progress(message, current, total)
 
     def log(self, message: str) -> None:
-        self._feedback.progress(message)
+        self.settings.feedback.progress(message)
 
     def record_retry(self, reason: str) -> None:
         """Count one retried request (e.g. `rate_limited`, `server_error`, `timeout`) in the attempt's record."""
-        self._feedback.count_retry(reason)
+        self.settings.feedback.count_retry(reason)
 
     def diagnostic(
         self,
@@ -192,7 +223,7 @@ class AgentContext:
         data: Mapping[str, Any] | None = None,
         dedupe_key: str | None = None,
     ) -> None:
-        self._feedback.diagnostic(code, level, message, data, dedupe_key, phase=self._phase)
+        self.settings.feedback.diagnostic(code, level, message, data, dedupe_key, phase=self._phase)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,4 +241,6 @@ class HookContext:
         self.feedback.diagnostic(code, level, message, data, phase="experiment")
 
 
-__all__ = ["AgentContext", "CancelSignal", "Cancelled", "Diagnostic", "Feedback", "HookContext", "Telemetry"]
+__all__ = [
+    "AgentContext", "AttemptSettings", "CancelSignal", "Cancelled", "Diagnostic", "Feedback", "HookContext", "Telemetry",
+]

@@ -1,7 +1,7 @@
 """Matchers: pure, immutable comparison rules that say matched, mismatched or unavailable, with a reason.
 
-Value matchers (`equals`, `includes`, `json_match`, `matches`, …) serve `t.check`; `tool_match` and
-`event_match` select tool occurrences and events. `satisfies` may take an async predicate.
+Each is a frozen value whose one `evaluate(value)` returns an `Outcome`: value matchers (`equals`, `includes`,
+`json_match`, …) serve `t.check`, `tool_match` / `event_match` select evidence; `satisfies` may be async.
 """
 
 from __future__ import annotations
@@ -24,9 +24,15 @@ _REPR_LIMIT = 200
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
+    """What evaluating a matcher or an assertion found: matched, mismatched or unavailable, and why.
+
+    Unavailable is its own status, never a falsy pass: code reads `status`, not truthiness."""
+
     status: str
     reason: str = ""
     score: float | None = None  # measurements only, in [0, 1]
+    candidates: tuple[str, ...] = ()  # assertions: where the evidence items it counted started
+    channel: str | None = None  # assertions: the incomplete evidence channel that made it unavailable
 
 
 MATCHED_OUTCOME = Outcome(MATCHED)

@@ -1,8 +1,8 @@
-"""Running experiments × evals × attempts: two concurrency gates, timeouts, cancellation, budgets, journal.
+"""Scheduling experiments × evals × attempts: two concurrency gates, experiment hooks, interrupts, budgets, journal.
 
 Admission is one async source over per-experiment lanes (round robin, each lane capped by its
-experiment's concurrency) fed to the core `run_bounded` (the global cap); every sealed attempt is
-journaled before reporters hear of it (as run events).
+experiment's concurrency) fed to the core `run_bounded` (the global cap); each attempt runs in the
+attempt engine (`assay.agent.attempt`) and is journaled before reporters hear of it (as run events).
 """
 
 from __future__ import annotations
@@ -10,32 +10,25 @@ from __future__ import annotations
 import asyncio
 import signal as signals
 import time
-import traceback
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.agent.assertions import PENDING
-from assay.agent.context import CancelSignal, Feedback, HookContext
-from assay.agent.control import AuthoringError, SkipEval, StopEval
+from assay.agent.attempt import InFlight, attempt_error, run_attempt
+from assay.agent.context import AttemptSettings, CancelSignal, Feedback, HookContext
 from assay.agent.discovery import EvalEntry, ExperimentEntry
-from assay.agent.drive import AgentCallError, AttemptRuntime, eval_context
-from assay.agent.evidence import sum_counts, sum_usage
+from assay.agent.evidence import sum_counts
 from assay.agent.judging import Judge, LLMJudge
-from assay.agent.model import MISSING, event_to_json, usage_to_json
-from assay.agent.pricing import estimate_cost
 from assay.agent.units import agent_unit
 from assay.core.run_events import RunEvents, RunStarted, RunWarning, UnitDurable
 from assay.agent.record import (
     ATTEMPT_RECORD, EXECUTED, INTERRUPTED, NOT_DISPATCHED, AttemptResult, slot_key,
 )
-from assay.agent.verdict import fold_verdict
 from assay.core.asyncutil import call_user_code
 from assay.core.schedule import run_bounded
 
 DEFAULT_CONCURRENCY = 10
-_TRACEBACK_LIMIT = 8000
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +41,9 @@ class PlannedAttempt:
     @property
     def key(self) -> str:
         return slot_key(self.experiment.id, self.eval.id, self.ordinal)
+
+    def attempt_id(self, run_id: str) -> str:
+        return f"{run_id}/{self.experiment.id}/{self.eval.id}/{self.ordinal}"
 
 
 def build_plan(
@@ -151,53 +147,6 @@ class _Lane:
         self.feedback = Feedback()
 
 
-class _Attempt:
-    """The timeout scope and signal of one attempt in flight (so an interrupt can reach it)."""
-
-    __slots__ = ("scope", "signal", "timed_out")
-
-    def __init__(self, scope: Any, signal: CancelSignal) -> None:
-        self.scope = scope
-        self.signal = signal
-        self.timed_out = False
-
-
-def _error(code: str, message: str, error: BaseException | None = None) -> dict[str, Any]:
-    document: dict[str, Any] = {"code": code, "message": message}
-    if error is not None and error.__traceback__ is not None:
-        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-        document["traceback"] = text[-_TRACEBACK_LIMIT:]
-        frames = traceback.extract_tb(error.__traceback__)
-        if frames:
-            document["where"] = f"{frames[-1].filename}:{frames[-1].lineno}"
-    return document
-
-
-def _turns_json(runtime: AttemptRuntime) -> list[dict[str, Any]]:
-    rows = []
-    for line in runtime.lines:
-        for turn in line.turns:
-            row: dict[str, Any] = {
-                "session": turn.session, "turn": turn.ordinal, "input": turn.input_text, "status": turn.status,
-                "events": [event_to_json(event) for event in turn.events],
-            }
-            if turn.usage is not None:
-                row["usage"] = usage_to_json(turn.usage)
-            if turn.output_error is not None:
-                row["output_error"] = turn.output_error
-            if turn.data is not MISSING:
-                row["data"] = _jsonable(turn.data)
-            if turn.coverage is not runtime.default_coverage:
-                row["coverage"] = turn.coverage.to_json()
-            rows.append(row)
-    return rows
-
-
-def _jsonable(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    return dump(mode="json") if callable(dump) else value
-
-
 class AgentRun:
     """One invocation's attempts; `run()` returns every slot's result in plan order."""
 
@@ -217,9 +166,8 @@ class AgentRun:
         self.reused = dict(reused or {})
         self.journal = journal
         self.results: list[AttemptResult | None] = [None] * len(self.plan)
-        self.interrupted = False
+        self._in_flight = InFlight()
         self._lanes: dict[str, _Lane] = {}
-        self._active: dict[int, _Attempt] = {}
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._judge: Judge | None = options.judge
@@ -227,16 +175,15 @@ class AgentRun:
         self._unit_executor = executor
 
     # -- control --------------------------------------------------------------------------------
+    @property
+    def interrupted(self) -> bool:
+        return self._in_flight.interrupted
+
     def interrupt(self) -> None:
         """Stop dispatching; attempts in flight get their signal and are sealed as interrupted."""
         if self.interrupted:
             return
-        self.interrupted = True
-        loop = self._loop
-        for attempt in list(self._active.values()):
-            attempt.signal.cancel("interrupted")
-            if loop is not None:
-                attempt.scope.reschedule(loop.time())
+        self._in_flight.interrupt(self._loop)
         for lane in self._lanes.values():
             lane.signal.cancel("interrupted")
         if self._wake is not None:
@@ -249,7 +196,8 @@ class AgentRun:
         count = len(lanes)
         wake = self._wake
         assert wake is not None
-        while not self.interrupted:
+        in_flight = self._in_flight
+        while not in_flight.interrupted:
             picked = None
             for step in range(count):
                 lane = lanes[(cursor + step) % count]
@@ -315,151 +263,26 @@ class AgentRun:
         lane.feedback.diagnostics.clear()
 
     # -- one attempt ----------------------------------------------------------------------------
-    def _timeout(self, planned: PlannedAttempt) -> float | None:
+    def _settings(self, planned: PlannedAttempt) -> AttemptSettings:
+        """The attempt's settings, resolved once: --timeout > experiment > eval > config, judge layers merged."""
         options = self.options
-        return (
-            options.timeout or planned.experiment.experiment.timeout or planned.eval.eval.timeout
-            or options.config_timeout
-        )
-
-    async def _attempt(self, planned: PlannedAttempt, lane: _Lane) -> AttemptResult | None:
         experiment = planned.experiment.experiment
         definition = planned.eval.eval
-        agent = experiment.agent
-        runtime = AttemptRuntime(
-            agent=agent, kind=definition.kind, eval_dir=planned.eval.directory, model=experiment.model,
-            reasoning_effort=experiment.reasoning_effort, flags=experiment.flags,
-            experiment_id=planned.experiment.id, eval_id=planned.eval.id, attempt=planned.ordinal,
-            pricing=self.options.pricing, judge=self._judge,
-            judge_config=_judge_config(self.options.project_judge, experiment.judge, definition.judge),
-            judge_declared=bool(definition.judge), retry_base_seconds=self.options.retry_base_seconds,
-        )
-        started = time.perf_counter()
-        error: dict[str, Any] | None = None
-        skipped = False
-        interrupted = False
-        setup = getattr(agent, "setup", None)
-        teardown = getattr(agent, "teardown", None)
-        setup_reached = False
-        timeout = self._timeout(planned)
-        loop = self._loop
-        assert loop is not None
-        deadline = loop.time() + timeout if timeout else None
-        signal_timer = loop.call_at(deadline, runtime.signal.cancel, "timeout") if deadline is not None else None
-        t = eval_context(runtime)
-        main_session = runtime.lines[0].session
-        try:
-            async with asyncio.timeout_at(deadline) as scope:
-                self._active[planned.index] = _Attempt(scope, runtime.signal)
-                if self.interrupted:
-                    scope.reschedule(loop.time())
-                setup_reached = True  # teardown runs from here on, even if setup throws
-                if setup is not None:
-                    try:
-                        await call_user_code(setup, runtime.context(main_session, "agent.setup"))
-                    except Exception as setup_error:  # noqa: BLE001
-                        raise _AgentSetupFailed(setup_error) from setup_error
-                await definition.test(t)
-        except StopEval:
-            pass
-        except SkipEval:
-            skipped = True
-        except TimeoutError:
-            if self.interrupted:
-                interrupted = True
-            else:
-                progress = runtime.feedback.recent_progress
-                where = f" (last progress: {' | '.join(progress)})" if progress else ""
-                error = _error("timeout", f"attempt timed out after {timeout:g}s{where}")
-        except _AgentSetupFailed as failure:
-            cause = failure.__cause__ or failure
-            error = _error("agent-setup-failed", f"agent setup failed: {type(cause).__name__}: {cause}", cause)
-        except AgentCallError as failure:
-            # Without a cause of the author's, the traceback would only show assay's own frames.
-            error = _error(failure.code, str(failure), failure.__cause__ or (None if failure.where else failure))
-            if failure.where:
-                error["where"] = failure.where
-        except AuthoringError as failure:
-            error = _error("authoring-error", str(failure), failure)
-        except Exception as failure:  # noqa: BLE001 - the eval's bug is this attempt's error, not the run's
-            error = _error("eval-exception", f"{type(failure).__name__}: {failure}", failure)
-        finally:
-            if signal_timer is not None:
-                signal_timer.cancel()
-            self._active.pop(planned.index, None)
-        if error is not None and runtime.signal.cancelled:
-            # An adapter that honoured the signal raised before the hard backstop fired: the cause
-            # is still the deadline or the interrupt, not the adapter.
-            if runtime.signal.reason == "interrupted":
-                interrupted = True
-            elif error["code"] != "timeout":
-                error = _error("timeout", f"attempt timed out after {timeout:g}s")
-        if setup_reached and teardown is not None:
-            try:
-                await call_user_code(teardown, runtime.context(main_session, "agent.teardown"))
-            except Exception as teardown_error:  # noqa: BLE001 - recorded, never a verdict change
-                runtime.feedback.diagnostic(
-                    "agent-teardown-failed", "warning", f"agent teardown failed: {teardown_error}", phase="agent.teardown"
-                )
-        if interrupted:
-            for entry in runtime.entries:
-                close = getattr(entry.pending, "close", None)  # a judge call that will never be awaited now
-                if callable(close):
-                    close()
-                entry.pending = None
-            return self._seal(planned, runtime, time.perf_counter() - started, None, False, interrupted=True)
-        for entry in runtime.entries:
-            if entry.pending is not None:
-                await entry.resolve()
-        return self._seal(planned, runtime, time.perf_counter() - started, error, skipped)
-
-    def _seal(
-        self, planned: PlannedAttempt, runtime: AttemptRuntime, duration: float, error: dict[str, Any] | None,
-        skipped: bool, *, interrupted: bool = False,
-    ) -> AttemptResult:
-        """The attempt's result; an interrupted one keeps what it did so far but has no verdict."""
-        experiment = planned.experiment.experiment
-        verdict = fold_verdict(runtime.kind, runtime.entries, errored=error is not None, skipped=skipped)
-        turns = [turn for line in runtime.lines for turn in line.turns]
-        coverage = runtime.default_coverage
-        for turn in turns:
-            coverage = coverage.combined(turn.coverage)
-        usage, every_turn = sum_usage(turns)
-        cost = None
-        if turns and every_turn and self.options.pricing:
-            costs = [estimate_cost(experiment.model, turn.usage, self.options.pricing) for turn in turns]
-            cost = None if any(value is None for value in costs) else sum(costs)  # type: ignore[arg-type]
-        return AttemptResult(
-            experiment_id=planned.experiment.id,
-            eval_id=planned.eval.id,
-            ordinal=planned.ordinal,
-            attempt_id=f"{self.options.run_id}/{planned.experiment.id}/{planned.eval.id}/{planned.ordinal}",
-            outcome=INTERRUPTED if interrupted else EXECUTED,
-            verdict=None if interrupted else verdict.state,
-            agent=experiment.agent.name,
-            model=experiment.model,
-            duration_seconds=duration,
-            failing=[] if interrupted else list(verdict.failing),
-            unavailable=[] if interrupted else list(verdict.unavailable),
-            score=None if interrupted else verdict.score,
-            score_state=None if interrupted else verdict.score_state,
-            error=error,
-            assertions=[entry.to_json() for entry in runtime.entries if not interrupted or entry.status != PENDING],
-            diagnostics=[diagnostic.to_json() for diagnostic in runtime.feedback.diagnostics],
-            usage=usage_to_json(usage) if turns else None,
-            estimated_cost_usd=cost,
-            coverage=coverage.to_json(),
-            turns=_turns_json(runtime),
-            tags=list(planned.eval.eval.tags),
-            retries=dict(runtime.feedback.retries) or None,
-            position=planned.index,
+        timeout = options.timeout or experiment.timeout or definition.timeout or options.config_timeout
+        judge_config = _judge_config(options.project_judge, experiment.judge, definition.judge)
+        # Positional: this runs once per attempt, and keywords cost a NamedTuple noticeably more.
+        return AttemptSettings(
+            CancelSignal(), Feedback(), experiment.model, experiment.reasoning_effort, experiment.flags,
+            planned.experiment.id, planned.eval.id, planned.ordinal, None, experiment.agent, definition.kind,
+            planned.eval.directory, planned.attempt_id(options.run_id), definition.tags, timeout,
+            options.pricing or {}, self._judge, judge_config, bool(definition.judge), options.retry_base_seconds,
         )
 
     def _unrun(self, planned: PlannedAttempt, outcome: str, error: dict[str, Any] | None = None) -> AttemptResult:
         experiment = planned.experiment.experiment
         return AttemptResult(
             experiment_id=planned.experiment.id, eval_id=planned.eval.id, ordinal=planned.ordinal,
-            attempt_id=f"{self.options.run_id}/{planned.experiment.id}/{planned.eval.id}/{planned.ordinal}",
+            attempt_id=planned.attempt_id(self.options.run_id),
             outcome=outcome, verdict="errored" if error is not None else None, agent=experiment.agent.name,
             model=experiment.model, error=error, tags=list(planned.eval.eval.tags), position=planned.index,
         )
@@ -470,13 +293,13 @@ class AgentRun:
             await self._ensure_setup(lane)
         if lane.setup_error is not None:
             cause = lane.setup_error
-            return self._unrun(planned, EXECUTED, _error(
+            return self._unrun(planned, EXECUTED, attempt_error(
                 "experiment-setup-failed", f"experiment {lane.entry.id} setup failed: {type(cause).__name__}: {cause}",
                 cause,
             ))
-        if self.interrupted:
+        if self._in_flight.interrupted:
             return None
-        return await self._attempt(planned, lane)
+        return await run_attempt(self._settings(planned), planned.eval.eval.test, self._in_flight, planned.index)
 
     async def _work(self, planned: PlannedAttempt) -> None:
         lane = self._lanes[planned.experiment.id]
@@ -632,10 +455,6 @@ class AgentRun:
         except (NotImplementedError, RuntimeError, ValueError):
             return False
         return True
-
-
-class _AgentSetupFailed(Exception):
-    pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from assay.agent.assertions import ERRORED, AssertionEntry
+from assay.agent.assertion_entry import ERRORED, AssertionEntry
 from assay.agent.matchers import MATCHED, MISMATCHED, UNAVAILABLE
 
 VERDICTS = ("errored", "failed", "skipped", "passed", "scored")

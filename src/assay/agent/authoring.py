@@ -1,51 +1,37 @@
-"""The eval-side API: `t` (the main session line), session handles and turn handles.
+"""The authoring surface an eval touches: `t`, session and turn handles, their drive verbs and assertions.
 
-Drive verbs build a `TurnInput`, call the agent once and record the settled turn; every assertion
-call registers one entry, evaluated at the call site over the turns its scope can see.
+Handles hold no state of their own: a drive verb hands its `TurnInput` to the attempt engine's session
+line, and an assertion method evaluates one assertion value over its scope's view at the call site.
 """
 
 from __future__ import annotations
 
 import base64
+import math
 import mimetypes
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from assay.agent import assertions as checks
-from assay.agent.adapter import SendFailure, send_location
-from assay.agent.assertions import AssertionEntry, AssertionHandle, Checked, evaluate_matcher
-from assay.agent.context import AgentContext, CancelSignal, Feedback
-from assay.agent.control import AuthoringError, SkipEval
-from assay.agent.evidence import OccurrenceLedger, ScopeView, ToolOccurrence, TurnRecord, last_assistant_text, sum_usage
+from assay.agent import assertions
+from assay.agent.assertion_entry import AssertionEntry, evaluate_matcher
+from assay.agent.context import CancelSignal
+from assay.agent.control import AuthoringError, SkipEval, StopEval
+from assay.agent.evidence import ScopeView, ToolOccurrence, TurnRecord, last_assistant_text, sum_usage
 from assay.agent.judging import Judge, JudgeRequest, grade_with_details, render_value
-from assay.agent.matchers import UNAVAILABLE as UNAVAILABLE_STATUS
 from assay.agent.matchers import (
-    MATCHED, EventMatch, Matcher, Outcome, ToolMatch, Unavailable, _json_match, as_tool_match,
+    MATCHED, UNAVAILABLE, EventMatch, Matcher, Outcome, ToolMatch, Unavailable, _json_match, as_tool_match,
 )
 from assay.agent.model import (
-    MISSING, EvidenceCoverage, InputFile, InputRequest, InputResponse, Message, StreamEvent, Turn, TurnFormatError,
-    TurnInput, Usage, check_turn,
+    MISSING, EvidenceCoverage, InputFile, InputRequest, InputResponse, StreamEvent, TurnInput, Usage,
 )
-from assay.agent.session import AgentSession
-from assay.agent.structured import lower_schema, validate_against
-from assay.core.retry import Resend, RetriesExhausted, RetryPolicy, call_with_retries
+from assay.agent.structured import lower_schema
 
-
-SEND_MAX_ATTEMPTS = 4
-
-
-class AgentCallError(Exception):
-    """The agent's `send` raised or returned something that is not a Turn (`agent-send-failed`).
-
-    `where` names the author's code when no traceback of theirs exists (a wrong return value)."""
-
-    def __init__(self, message: str, code: str = "agent-send-failed", where: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.where = where
+if TYPE_CHECKING:
+    from assay.agent.attempt import AttemptRuntime, SessionLine
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,222 +48,73 @@ def at_least(count: int) -> dict[str, int]:
     return {"at_least": count}
 
 
-class AttemptRuntime:
-    """Everything one attempt's drive and assertion calls share."""
+class AssertionHandle:
+    """Configures the one entry it was returned for; `await handle.or_stop()` is the only barrier."""
 
-    __slots__ = (
-        "agent", "kind", "eval_dir", "model", "reasoning_effort", "flags", "experiment_id", "eval_id", "attempt",
-        "signal", "feedback", "default_coverage", "pricing", "judge", "judge_config", "judge_declared",
-        "entries", "lines", "skip_reason", "retry_base_seconds",
-    )
+    __slots__ = ("_entry", "_score_eval")
 
-    def __init__(
-        self,
-        *,
-        agent: Any,
-        kind: str = "pass",
-        eval_dir: Path | None = None,
-        model: str | None = None,
-        reasoning_effort: str | None = None,
-        flags: Mapping[str, Any] | None = None,
-        experiment_id: str | None = None,
-        eval_id: str | None = None,
-        attempt: int = 0,
-        signal: CancelSignal | None = None,
-        feedback: Feedback | None = None,
-        pricing: Mapping[str, Any] | None = None,
-        judge: Judge | None = None,
-        judge_config: Mapping[str, Any] | None = None,
-        judge_declared: bool = False,
-        retry_base_seconds: float = 5.0,
-    ) -> None:
-        self.agent = agent
-        self.kind = kind
-        self.eval_dir = eval_dir
-        self.model = model
-        self.reasoning_effort = reasoning_effort
-        self.flags = flags if flags is not None else {}
-        self.experiment_id = experiment_id
-        self.eval_id = eval_id
-        self.attempt = attempt
-        self.signal = signal or CancelSignal()
-        self.feedback = feedback or Feedback()
-        self.default_coverage: EvidenceCoverage = agent.evidence_coverage
-        self.pricing = pricing or {}
-        self.judge = judge
-        self.judge_config = judge_config
-        self.judge_declared = judge_declared
-        self.entries: list[AssertionEntry] = []
-        self.lines: list[SessionLine] = []
-        self.skip_reason: str | None = None
-        self.retry_base_seconds = retry_base_seconds
+    def __init__(self, entry: AssertionEntry, score_eval: bool) -> None:
+        self._entry = entry
+        self._score_eval = score_eval
 
-    def new_line(self) -> SessionLine:
-        line = SessionLine(self, len(self.lines))
-        self.lines.append(line)
-        return line
+    status = property(attrgetter("_entry.status"), doc="matched | mismatched | unavailable | errored | pending")
+    reason = property(attrgetter("_entry.reason"))
 
-    def context(self, session: AgentSession, phase: str = "agent.run") -> AgentContext:
-        return AgentContext(
-            signal=self.signal, session=session, feedback=self.feedback, model=self.model,
-            reasoning_effort=self.reasoning_effort, flags=self.flags, experiment_id=self.experiment_id,
-            eval_id=self.eval_id, attempt=self.attempt, phase=phase,
-        )
+    def key(self, key: str) -> AssertionHandle:
+        if self._entry.key is not None:
+            raise AuthoringError(f"key is already set on {self._entry.text}")
+        self._entry.key = key
+        return self
 
-    def register(self, kind: str, scope: str, description: Any, checked: Checked) -> AssertionHandle:
-        entry = AssertionEntry(len(self.entries), kind, scope, description)
-        outcome, candidates, blamed = checked
-        entry.settle(outcome)
-        entry.candidates = candidates
-        if blamed is not None:
-            self.feedback.diagnostic(
-                "evidence-incomplete", "warning",
-                f"{kind} over {scope} is unavailable, not passed: {outcome.reason}",
-                {"channel": blamed}, dedupe_key=f"{blamed}:{kind}:{scope}", phase="assertions.evaluate",
-            )
-        self.entries.append(entry)
-        return AssertionHandle(entry, self.kind == "score")
+    def label(self, label: str) -> AssertionHandle:
+        if self._entry.label is not None:
+            raise AuthoringError(f"label is already set on {self._entry.text}")
+        self._entry.label = label
+        return self
 
-    def all_turns_view(self) -> ScopeView:
-        if len(self.lines) == 1:
-            line = self.lines[0]
-            return ScopeView("t", line.turns, self.default_coverage, (line.ledger,))
-        return ScopeView(
-            "t", [turn for line in self.lines for turn in line.turns], self.default_coverage,
-            [line.ledger for line in self.lines],
-        )
+    def group(self, title: str) -> AssertionHandle:
+        self._entry.group = title
+        return self
 
+    def optional(self) -> AssertionHandle:
+        """Unavailable stays visible but does not affect the verdict."""
+        if self._score_eval:
+            raise AuthoringError("optional() is for pass evals")
+        self._entry.optional = True
+        return self
 
-class SessionLine:
-    """One conversation thread: its agent session, its turns and the pairing of its operations."""
+    def gate(self, threshold: float | None = None) -> AssertionHandle:
+        """A boolean enters the verdict; a measurement enters it with `threshold`."""
+        entry = self._entry
+        if threshold is None and entry.measurement:
+            raise AuthoringError(f"gate() on the measurement {entry.text} needs a threshold")
+        if threshold is not None and not (math.isfinite(threshold) and 0 <= threshold <= 1):
+            raise AuthoringError("gate threshold must be a number in [0, 1]")
+        entry.gated = True
+        entry.threshold = threshold
+        return self
 
-    __slots__ = ("runtime", "index", "session", "turns", "ledger", "_context")
+    def at_least(self, threshold: float) -> AssertionHandle:
+        """A local threshold shown as met or below; it never enters the verdict."""
+        self._entry.at_least = threshold
+        return self
 
-    def __init__(self, runtime: AttemptRuntime, index: int) -> None:
-        self.runtime = runtime
-        self.index = index
-        self.session = AgentSession()
-        self.turns: list[TurnRecord] = []
-        self.ledger = OccurrenceLedger(index)
-        self._context: AgentContext | None = None
+    def score(self, points: float) -> AssertionHandle:
+        if not self._score_eval:
+            raise AuthoringError("score(points) is for score evals (define_score_eval)")
+        if isinstance(points, bool) or not isinstance(points, (int, float)) or not math.isfinite(points) or points <= 0:
+            raise AuthoringError("score points must be a finite number greater than 0")
+        self._entry.points = float(points)
+        return self
 
-    @property
-    def context(self) -> AgentContext:
-        if self._context is None:
-            self._context = self.runtime.context(self.session)
-        return self._context
-
-    def pending_requests(self) -> tuple[InputRequest, ...]:
-        if not self.turns or self.turns[-1].status != "waiting":
-            return ()
-        return self.turns[-1].requests
-
-    def view(self) -> ScopeView:
-        name = "main session" if self.index == 0 else f"session {self.index}"
-        return ScopeView(name, list(self.turns), self.runtime.default_coverage, (self.ledger,))
-
-    async def send(self, turn_input: TurnInput, output: Any) -> TurnHandle:
-        runtime = self.runtime
-
-        async def once(attempt: int) -> Any:
-            try:
-                return await runtime.agent.send(turn_input, self.context)
-            except SendFailure as failure:
-                # Only a request that provably never reached the agent is safe to send again.
-                if failure.acceptance == "rejected":
-                    return Resend("resend", failure.code, cause=failure)
-                raise AgentCallError(f"agent {runtime.agent.name!r} send failed: {failure}", failure.code) from failure
-            except Exception as error:
-                raise AgentCallError(
-                    f"agent {runtime.agent.name!r} send raised {type(error).__name__}: {error}"
-                ) from error
-
-        def report(attempt: int, resend: Resend, delay: float) -> None:
-            runtime.feedback.count_retry(resend.reason)
-            runtime.feedback.progress(
-                f"turn retry {attempt + 1}/{SEND_MAX_ATTEMPTS} ({resend.detail}) — waiting {delay:g}s"
-            )
-
-        # No backoff cap: the base (RunOptions.retry_base_seconds) is the author's to choose.
-        policy = RetryPolicy(SEND_MAX_ATTEMPTS, runtime.retry_base_seconds, max_backoff=None)
-        try:
-            raw = await call_with_retries(
-                policy, once, before_attempt=runtime.signal.raise_if_cancelled, on_retry=report
-            )
-        except RetriesExhausted as exhausted:
-            failure = exhausted.last.cause
-            raise AgentCallError(
-                f"agent {runtime.agent.name!r} send failed (retries exhausted): {failure}", exhausted.last.detail
-            ) from failure
-        try:
-            turn = check_turn(raw)
-        except TurnFormatError as error:
-            raise AgentCallError(
-                f"agent {runtime.agent.name!r} returned an invalid turn: {error}", where=send_location(runtime.agent)
-            ) from None
-        return self._record(turn_input, turn, output)
-
-    def _record(self, turn_input: TurnInput, turn: Turn, output: Any) -> TurnHandle:
-        runtime = self.runtime
-        coverage = runtime.default_coverage.downgraded(turn.evidence_coverage) if turn.evidence_coverage else (
-            runtime.default_coverage
-        )
-        status = turn.status
-        data = turn.data
-        typed: Any = None
-        output_error = None
-        if output is not None:
-            if data is MISSING:
-                output_error = "the turn declared an output schema but the agent returned no data"
-            else:
-                typed, problems = validate_against(output, data)
-                if problems:
-                    output_error = "turn data does not match the output schema: " + "; ".join(problems)
-            if output_error is not None:
-                status = "failed"
-                data = MISSING
-                runtime.feedback.diagnostic("output-schema-mismatch", "error", output_error, phase="agent.run")
-        elif data is not MISSING:
-            runtime.feedback.diagnostic(
-                "unexpected-turn-data", "warning",
-                "the agent returned data for a turn that declared no output; it was dropped",
-                dedupe_key="unexpected-turn-data", phase="agent.run",
-            )
-            data = MISSING
-        requests: tuple[InputRequest, ...] = ()
-        if any(event.type == "input.requested" for event in turn.events):
-            requests = tuple(
-                event.request if event.request.id else InputRequest(
-                    f"request-{position}", event.request.prompt, event.request.display, event.request.action,
-                    event.request.input, event.request.options,
-                )
-                for position, event in enumerate(turn.events)
-                if event.type == "input.requested"
-            )
-        record = TurnRecord(
-            session=self.index,
-            ordinal=len(self.turns) + 1,
-            input_text=turn_input.text,
-            events=turn.events,
-            status=status,
-            coverage=coverage,
-            data=data,
-            usage=turn.usage,
-            output_error=output_error,
-            requests=requests,
-            user_message=Message(turn_input.text, "user") if turn_input.text else None,
-        )
-        self.turns.append(record)
-        orphans_before = len(self.ledger.orphans)
-        self.ledger.add_turn(record)
-        if len(self.ledger.orphans) > orphans_before:
-            for operation_id in self.ledger.orphans[orphans_before:]:
-                runtime.feedback.diagnostic(
-                    "orphan-operation-finished", "warning",
-                    f"{record.label}: operation.finished {operation_id!r} has no matching operation.started",
-                    phase="agent.run",
-                )
-        return TurnHandle(record, runtime, typed if output_error is None and output is not None else None)
+    async def or_stop(self) -> Any:
+        """End the test here unless the assertion held; returns the checked value when it did."""
+        entry = self._entry
+        await entry.resolve()
+        if entry.status != MATCHED or entry.below_threshold:
+            entry.stop = True
+            raise StopEval(entry.text)
+        return entry.subject
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,6 +122,8 @@ class SessionLine:
 
 
 class _Scoped:
+    """The assertion methods shared by `t`, session handles and turn handles; each differs only in its view."""
+
     __slots__ = ()
 
     def _runtime(self) -> AttemptRuntime:
@@ -293,79 +132,76 @@ class _Scoped:
     def _view(self) -> ScopeView:
         raise NotImplementedError
 
-    def _register(self, kind: str, description: Any, checked: Checked) -> AssertionHandle:
-        return self._runtime().register(kind, self._view_name(), description, checked)
-
     def _view_name(self) -> str:
         raise NotImplementedError
 
+    def _assert(self, assertion: assertions.Assertion) -> AssertionHandle:
+        runtime = self._runtime()
+        entry = runtime.register(
+            assertion.kind, self._view_name(), assertion.describe(), assertion.evaluate(self._view())
+        )
+        return AssertionHandle(entry, runtime.score_eval)
+
     def succeeded(self) -> AssertionHandle:
         """Every turn completed and no input request is left unanswered."""
-        return self._register("succeeded", "succeeded()", checks.check_succeeded(self._view()))
+        return self._assert(_SUCCEEDED)
 
     def called_tool(self, tool: str | ToolMatch, *, count: int | Mapping[str, int] | None = None) -> AssertionHandle:
         """At least once by default; `count=n` exactly n, `count=at_least(n)` n or more."""
-        matcher = as_tool_match(tool)
-        description = f"called_tool({matcher.describe()}{'' if count is None else f', count={count}'})"
-        return self._register("called_tool", description, checks.check_called_tool(self._view(), matcher, count))
+        return self._assert(assertions.CalledTool(as_tool_match(tool), count))
 
     def not_called_tool(self, tool: str | ToolMatch) -> AssertionHandle:
-        matcher = as_tool_match(tool)
-        return self._register(
-            "not_called_tool", f"not_called_tool({matcher.describe()})", checks.check_not_called_tool(self._view(), matcher)
-        )
+        return self._assert(assertions.NotCalledTool(as_tool_match(tool)))
 
     def tool_order(self, tools: Sequence[str | ToolMatch]) -> AssertionHandle:
         if len(tools) < 2:
             raise AuthoringError("tool_order needs at least two tools")
-        matchers = [as_tool_match(tool) for tool in tools]
-        description = "tool_order([" + ", ".join(m.describe() for m in matchers) + "])"
-        return self._register("tool_order", description, checks.check_tool_order(self._view(), matchers))
+        return self._assert(assertions.ToolOrder(tuple(as_tool_match(tool) for tool in tools)))
 
     def used_no_tools(self) -> AssertionHandle:
-        return self._register("used_no_tools", "used_no_tools()", checks.check_used_no_tools(self._view()))
+        return self._assert(_USED_NO_TOOLS)
 
     def max_tool_calls(self, maximum: int) -> AssertionHandle:
         if isinstance(maximum, bool) or not isinstance(maximum, int) or maximum < 0:
             raise AuthoringError("max_tool_calls needs a non-negative integer")
-        return self._register(
-            "max_tool_calls", f"max_tool_calls({maximum})", checks.check_max_tool_calls(self._view(), maximum)
-        )
+        return self._assert(assertions.MaxToolCalls(maximum))
 
     def no_failed_actions(self) -> AssertionHandle:
         """No tool or subagent finished failed; a human rejection is not a failure."""
-        return self._register("no_failed_actions", "no_failed_actions()", checks.check_no_failed_actions(self._view()))
+        return self._assert(_NO_FAILED_ACTIONS)
 
     def event(self, match: EventMatch, *, count: int | Mapping[str, int] | None = None) -> AssertionHandle:
         _require_event_match(match)
-        description = f"event({match.describe()}{'' if count is None else f', count={count}'})"
-        return self._register("event", description, checks.check_event(self._view(), match, count))
+        return self._assert(assertions.EventOccurred(match, count))
 
     def not_event(self, match: EventMatch) -> AssertionHandle:
         _require_event_match(match)
-        return self._register("not_event", f"not_event({match.describe()})", checks.check_not_event(self._view(), match))
+        return self._assert(assertions.NoEvent(match))
 
     def event_order(self, matches: Sequence[EventMatch]) -> AssertionHandle:
         if len(matches) < 2:
             raise AuthoringError("event_order needs at least two event matches")
         for match in matches:
             _require_event_match(match)
-        description = "event_order([" + ", ".join(m.describe() for m in matches) + "])"
-        return self._register("event_order", description, checks.check_event_order(self._view(), matches))
+        return self._assert(assertions.EventOrder(tuple(matches)))
 
     def max_tokens(self, maximum: int) -> AssertionHandle:
         if isinstance(maximum, bool) or not isinstance(maximum, int) or maximum < 0:
             raise AuthoringError("max_tokens needs a non-negative integer")
-        return self._register("max_tokens", f"max_tokens({maximum})", checks.check_max_tokens(self._view(), maximum))
+        return self._assert(assertions.MaxTokens(maximum))
 
     def max_cost(self, usd: float) -> AssertionHandle:
         """Compared with the runner's estimate from the price table, never the provider-reported cost."""
         if isinstance(usd, bool) or not isinstance(usd, (int, float)) or usd < 0:
             raise AuthoringError("max_cost needs a non-negative number of USD")
-        runtime = self._runtime()
-        return self._register(
-            "max_cost", f"max_cost({usd})", checks.check_max_cost(self._view(), float(usd), runtime.model, runtime.pricing)
-        )
+        settings = self._runtime().settings
+        return self._assert(assertions.MaxCost(usd, settings.model, settings.pricing))
+
+
+# The assertions without arguments are one shared value each.
+_SUCCEEDED = assertions.Succeeded()
+_USED_NO_TOOLS = assertions.UsedNoTools()
+_NO_FAILED_ACTIONS = assertions.NoFailedActions()
 
 
 def _require_event_match(match: Any) -> None:
@@ -389,7 +225,7 @@ class JudgeRecipes:
         self._reply = reply  # () -> (last user input, reply) for `t.judge(rubric)` without a value
 
     def _entry(self, description: str) -> AssertionEntry:
-        if not self._runtime.judge_declared:
+        if not self._runtime.settings.judge_declared:
             raise AuthoringError("declare judge=True (or a judge config) on the eval to use judge assertions")
         entry = AssertionEntry(len(self._runtime.entries), "judge", self._scope, description)
         entry.measurement = True
@@ -400,9 +236,9 @@ class JudgeRecipes:
         if isinstance(request, Outcome):
             entry.settle(request)
         else:
-            entry.pending = _judged(entry, runtime.judge, request)
+            entry.pending = _judged(entry, runtime.settings.judge, request)
         runtime.entries.append(entry)
-        return AssertionHandle(entry, runtime.kind == "score")
+        return AssertionHandle(entry, runtime.score_eval)
 
     def __call__(
         self, rubric: str, value: Any = MISSING, *, threshold: float = 0.5, input: str | None = None,
@@ -425,10 +261,10 @@ class JudgeRecipes:
                 raise AuthoringError("t.judge needs a value to grade here")
             asked = asked if asked is not None else asked_default
         if isinstance(value, Unavailable):
-            return self._submit(entry, Outcome(UNAVAILABLE_STATUS, f"the judged value is unavailable: {value.reason}"))
+            return self._submit(entry, Outcome(UNAVAILABLE, f"the judged value is unavailable: {value.reason}"))
         if value is None:
-            return self._submit(entry, Outcome(UNAVAILABLE_STATUS, "there is no reply to judge"))
-        request = JudgeRequest("rubric", rubric, asked or "", render_value(value), self._runtime.judge_config)
+            return self._submit(entry, Outcome(UNAVAILABLE, "there is no reply to judge"))
+        request = JudgeRequest("rubric", rubric, asked or "", render_value(value), self._runtime.settings.judge_config)
         return self._submit(entry, request)
 
     def _register(self, recipe: str, criterion: str, input: str | None, output: str | None) -> AssertionHandle:
@@ -437,7 +273,7 @@ class JudgeRecipes:
             input, output = self._material
         elif input is None or output is None:
             raise AuthoringError(f"t.judge.{recipe} needs explicit input= and output= text")
-        return self._submit(entry, JudgeRequest(recipe, criterion, input, output, self._runtime.judge_config))
+        return self._submit(entry, JudgeRequest(recipe, criterion, input, output, self._runtime.settings.judge_config))
 
     def closed_qa(self, question: str, *, input: str | None = None, output: str | None = None) -> AssertionHandle:
         return self._register("closed_qa", question, input, output)
@@ -555,14 +391,15 @@ class SessionHandle(_Scoped):
             raise AuthoringError(f"send takes text, got {type(text).__name__}")
         schema = lower_schema(output) if output is not None else None
         turn_input = TurnInput(text, tuple(files), (), schema) if (files or schema) else TurnInput(text)
-        return await self._line.send(turn_input, output)
+        record, data = await self._line.send(turn_input, output)
+        return TurnHandle(record, self._line.runtime, data)
 
     async def send_file(self, path: str | Path, text: str = "", *, output: Any = None) -> TurnHandle:
         """Send a file (relative to the eval file's folder) as base64 with a MIME type guessed from its name."""
         runtime = self._line.runtime
         file_path = Path(path)
-        if not file_path.is_absolute() and runtime.eval_dir is not None:
-            file_path = runtime.eval_dir / file_path
+        if not file_path.is_absolute() and runtime.settings.eval_dir is not None:
+            file_path = runtime.settings.eval_dir / file_path
         try:
             data = file_path.read_bytes()
         except OSError as error:
@@ -666,7 +503,8 @@ class SessionHandle(_Scoped):
     async def _respond_with(self, responses: tuple[InputResponse, ...], output: Any) -> TurnHandle:
         text = "\n".join(response.option_id or response.text or "" for response in responses)
         schema = lower_schema(output) if output is not None else None
-        return await self._line.send(TurnInput(text, (), responses, schema), output)
+        record, data = await self._line.send(TurnInput(text, (), responses, schema), output)
+        return TurnHandle(record, self._line.runtime, data)
 
     # -- views ---------------------------------------------------------------------------------
     @property
@@ -730,12 +568,12 @@ class EvalContext(SessionHandle):
         entry.subject = value
         evaluate_matcher(entry, matcher, value)
         runtime.entries.append(entry)
-        return AssertionHandle(entry, runtime.kind == "score")
+        return AssertionHandle(entry, runtime.score_eval)
 
     def score(self, points: float) -> AssertionHandle:
         """A direct contribution to a score eval (finite, >= 0)."""
         runtime = self._line.runtime
-        if runtime.kind != "score":
+        if not runtime.score_eval:
             raise AuthoringError("t.score(n) is for score evals (define_score_eval)")
         if isinstance(points, bool) or not isinstance(points, (int, float)) or not (0 <= points < float("inf")):
             raise AuthoringError("t.score needs a finite number >= 0")
@@ -767,32 +605,32 @@ class EvalContext(SessionHandle):
 
     @property
     def flags(self) -> Mapping[str, Any]:
-        return self._line.runtime.flags
+        return self._line.runtime.settings.flags
 
     @property
     def model(self) -> str | None:
-        return self._line.runtime.model
+        return self._line.runtime.settings.model
 
     @property
     def reasoning_effort(self) -> str | None:
-        return self._line.runtime.reasoning_effort
+        return self._line.runtime.settings.reasoning_effort
 
     @property
     def signal(self) -> CancelSignal:
-        return self._line.runtime.signal
+        return self._line.runtime.settings.signal
 
     @property
     def eval_id(self) -> str | None:
-        return self._line.runtime.eval_id
+        return self._line.runtime.settings.eval_id
 
     def progress(self, message: str, current: int | None = None, total: int | None = None) -> None:
-        self._line.runtime.feedback.progress(message, current, total)
+        self._line.runtime.settings.feedback.progress(message, current, total)
 
     def log(self, message: str) -> None:
-        self._line.runtime.feedback.progress(message)
+        self._line.runtime.settings.feedback.progress(message)
 
     def diagnostic(self, code: str, level: str, message: str, data: Mapping[str, Any] | None = None) -> None:
-        self._line.runtime.feedback.diagnostic(code, level, message, data, phase="eval.run")
+        self._line.runtime.settings.feedback.diagnostic(code, level, message, data, phase="eval.run")
 
 
 def eval_context(runtime: AttemptRuntime) -> EvalContext:
@@ -800,6 +638,6 @@ def eval_context(runtime: AttemptRuntime) -> EvalContext:
 
 
 __all__ = [
-    "AgentCallError", "Answer", "AttemptRuntime", "EvalContext", "JudgeRecipes", "SessionHandle", "SessionLine",
-    "TurnHandle", "at_least", "eval_context",
+    "Answer", "AssertionHandle", "EvalContext", "JudgeRecipes", "SessionHandle", "TurnHandle", "at_least",
+    "eval_context",
 ]

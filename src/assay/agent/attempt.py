@@ -1,0 +1,361 @@
+"""The attempt engine: one attempt's state, its session lines and sends, and the run of its test to a sealed result.
+
+The eval's test drives `t` (assay.agent.authoring); every send and assertion lands here. `run_attempt` owns
+the deadline, the agent's setup/teardown, how each failure becomes the attempt's error, and sealing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from assay.agent.adapter import SendFailure, send_location
+from assay.agent.assertion_entry import AssertionEntry
+from assay.agent.authoring import eval_context
+from assay.agent.context import AgentContext, AttemptSettings, CancelSignal
+from assay.agent.control import AuthoringError, SkipEval, StopEval
+from assay.agent.evidence import OccurrenceLedger, ScopeView, TurnRecord
+from assay.agent.matchers import Outcome
+from assay.agent.model import (
+    MISSING, EvidenceCoverage, InputRequest, Message, Turn, TurnFormatError, TurnInput, check_turn,
+)
+from assay.agent.record import AttemptResult
+from assay.agent.sealing import seal_attempt
+from assay.agent.session import AgentSession
+from assay.agent.structured import validate_against
+from assay.core.asyncutil import call_user_code
+from assay.core.retry import Resend, RetriesExhausted, RetryPolicy, call_with_retries
+
+SEND_MAX_ATTEMPTS = 4
+_TRACEBACK_LIMIT = 8000
+
+
+class AgentCallError(Exception):
+    """The agent's `send` raised or returned something that is not a Turn (`agent-send-failed`).
+
+    `where` names the author's code when no traceback of theirs exists (a wrong return value)."""
+
+    def __init__(self, message: str, code: str = "agent-send-failed", where: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.where = where
+
+
+class AttemptRuntime:
+    """One attempt's changing state over its fixed settings: session lines, assertion entries, a skip."""
+
+    __slots__ = ("settings", "score_eval", "default_coverage", "entries", "lines", "skip_reason")
+
+    def __init__(self, settings: AttemptSettings) -> None:
+        self.settings = settings
+        self.score_eval = settings.kind == "score"
+        self.default_coverage: EvidenceCoverage = settings.agent.evidence_coverage
+        self.entries: list[AssertionEntry] = []
+        self.lines: list[SessionLine] = []
+        self.skip_reason: str | None = None
+
+    def new_line(self) -> SessionLine:
+        line = SessionLine(self, len(self.lines))
+        self.lines.append(line)
+        return line
+
+    def context(self, session: AgentSession, phase: str = "agent.run") -> AgentContext:
+        return AgentContext(self.settings, session=session, phase=phase)
+
+    def register(self, kind: str, scope: str, description: Any, outcome: Outcome) -> AssertionEntry:
+        """Record an assertion decided at its call site; one decided unavailable for want of evidence warns."""
+        entry = AssertionEntry(len(self.entries), kind, scope, description)
+        entry.settle(outcome)
+        entry.candidates = outcome.candidates
+        blamed = outcome.channel
+        if blamed is not None:
+            self.settings.feedback.diagnostic(
+                "evidence-incomplete", "warning",
+                f"{kind} over {scope} is unavailable, not passed: {outcome.reason}",
+                {"channel": blamed}, dedupe_key=f"{blamed}:{kind}:{scope}", phase="assertions.evaluate",
+            )
+        self.entries.append(entry)
+        return entry
+
+    def all_turns_view(self) -> ScopeView:
+        if len(self.lines) == 1:
+            line = self.lines[0]
+            return ScopeView("t", line.turns, self.default_coverage, (line.ledger,))
+        return ScopeView(
+            "t", [turn for line in self.lines for turn in line.turns], self.default_coverage,
+            [line.ledger for line in self.lines],
+        )
+
+
+class SessionLine:
+    """One conversation thread: its agent session, its turns and the pairing of its operations."""
+
+    __slots__ = ("runtime", "index", "session", "turns", "ledger", "_context")
+
+    def __init__(self, runtime: AttemptRuntime, index: int) -> None:
+        self.runtime = runtime
+        self.index = index
+        self.session = AgentSession()
+        self.turns: list[TurnRecord] = []
+        self.ledger = OccurrenceLedger(index)
+        self._context: AgentContext | None = None
+
+    @property
+    def context(self) -> AgentContext:
+        if self._context is None:
+            self._context = self.runtime.context(self.session)
+        return self._context
+
+    def pending_requests(self) -> tuple[InputRequest, ...]:
+        if not self.turns or self.turns[-1].status != "waiting":
+            return ()
+        return self.turns[-1].requests
+
+    def view(self) -> ScopeView:
+        name = "main session" if self.index == 0 else f"session {self.index}"
+        return ScopeView(name, list(self.turns), self.runtime.default_coverage, (self.ledger,))
+
+    async def send(self, turn_input: TurnInput, output: Any) -> tuple[TurnRecord, Any]:
+        """Send one turn (resending only what provably never arrived) and record it; returns the
+        record and the validated structured output (None without a declared output or when it failed)."""
+        settings = self.runtime.settings
+        agent = settings.agent
+
+        async def once(attempt: int) -> Any:
+            try:
+                return await agent.send(turn_input, self.context)
+            except SendFailure as failure:
+                # Only a request that provably never reached the agent is safe to send again.
+                if failure.acceptance == "rejected":
+                    return Resend("resend", failure.code, cause=failure)
+                raise AgentCallError(f"agent {agent.name!r} send failed: {failure}", failure.code) from failure
+            except Exception as error:
+                raise AgentCallError(f"agent {agent.name!r} send raised {type(error).__name__}: {error}") from error
+
+        def report(attempt: int, resend: Resend, delay: float) -> None:
+            settings.feedback.count_retry(resend.reason)
+            settings.feedback.progress(
+                f"turn retry {attempt + 1}/{SEND_MAX_ATTEMPTS} ({resend.detail}) — waiting {delay:g}s"
+            )
+
+        # No backoff cap: the base (RunOptions.retry_base_seconds) is the author's to choose.
+        policy = RetryPolicy(SEND_MAX_ATTEMPTS, settings.retry_base_seconds, max_backoff=None)
+        try:
+            raw = await call_with_retries(
+                policy, once, before_attempt=settings.signal.raise_if_cancelled, on_retry=report
+            )
+        except RetriesExhausted as exhausted:
+            failure = exhausted.last.cause
+            raise AgentCallError(
+                f"agent {agent.name!r} send failed (retries exhausted): {failure}", exhausted.last.detail
+            ) from failure
+        try:
+            turn = check_turn(raw)
+        except TurnFormatError as error:
+            raise AgentCallError(
+                f"agent {agent.name!r} returned an invalid turn: {error}", where=send_location(agent)
+            ) from None
+        return self._record(turn_input, turn, output)
+
+    def _record(self, turn_input: TurnInput, turn: Turn, output: Any) -> tuple[TurnRecord, Any]:
+        runtime = self.runtime
+        feedback = runtime.settings.feedback
+        coverage = runtime.default_coverage.downgraded(turn.evidence_coverage) if turn.evidence_coverage else (
+            runtime.default_coverage
+        )
+        status = turn.status
+        data = turn.data
+        typed: Any = None
+        output_error = None
+        if output is not None:
+            if data is MISSING:
+                output_error = "the turn declared an output schema but the agent returned no data"
+            else:
+                typed, problems = validate_against(output, data)
+                if problems:
+                    output_error = "turn data does not match the output schema: " + "; ".join(problems)
+            if output_error is not None:
+                status = "failed"
+                data = MISSING
+                feedback.diagnostic("output-schema-mismatch", "error", output_error, phase="agent.run")
+        elif data is not MISSING:
+            feedback.diagnostic(
+                "unexpected-turn-data", "warning",
+                "the agent returned data for a turn that declared no output; it was dropped",
+                dedupe_key="unexpected-turn-data", phase="agent.run",
+            )
+            data = MISSING
+        requests: tuple[InputRequest, ...] = ()
+        if any(event.type == "input.requested" for event in turn.events):
+            requests = tuple(
+                event.request if event.request.id else InputRequest(
+                    f"request-{position}", event.request.prompt, event.request.display, event.request.action,
+                    event.request.input, event.request.options,
+                )
+                for position, event in enumerate(turn.events)
+                if event.type == "input.requested"
+            )
+        record = TurnRecord(
+            session=self.index,
+            ordinal=len(self.turns) + 1,
+            input_text=turn_input.text,
+            events=turn.events,
+            status=status,
+            coverage=coverage,
+            data=data,
+            usage=turn.usage,
+            output_error=output_error,
+            requests=requests,
+            user_message=Message(turn_input.text, "user") if turn_input.text else None,
+        )
+        self.turns.append(record)
+        orphans_before = len(self.ledger.orphans)
+        self.ledger.add_turn(record)
+        if len(self.ledger.orphans) > orphans_before:
+            for operation_id in self.ledger.orphans[orphans_before:]:
+                feedback.diagnostic(
+                    "orphan-operation-finished", "warning",
+                    f"{record.label}: operation.finished {operation_id!r} has no matching operation.started",
+                    phase="agent.run",
+                )
+        return record, typed if output_error is None and output is not None else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Running one attempt
+
+
+class InFlight:
+    """The run's attempts inside their timeout scope, so an interrupt reaches each: its signal, then its scope."""
+
+    __slots__ = ("interrupted", "_scopes")
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self._scopes: dict[int, tuple[Any, CancelSignal]] = {}
+
+    def interrupt(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self.interrupted = True
+        for scope, signal in list(self._scopes.values()):
+            signal.cancel("interrupted")
+            if loop is not None:
+                scope.reschedule(loop.time())
+
+    def enter(self, index: int, scope: Any, signal: CancelSignal, loop: asyncio.AbstractEventLoop) -> None:
+        self._scopes[index] = (scope, signal)
+        if self.interrupted:
+            scope.reschedule(loop.time())
+
+    def leave(self, index: int) -> None:
+        self._scopes.pop(index, None)
+
+
+def attempt_error(code: str, message: str, error: BaseException | None = None) -> dict[str, Any]:
+    """An attempt's `error` document: code, message and, for an exception, its traceback and last frame."""
+    document: dict[str, Any] = {"code": code, "message": message}
+    if error is not None and error.__traceback__ is not None:
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        document["traceback"] = text[-_TRACEBACK_LIMIT:]
+        frames = traceback.extract_tb(error.__traceback__)
+        if frames:
+            document["where"] = f"{frames[-1].filename}:{frames[-1].lineno}"
+    return document
+
+
+class _AgentSetupFailed(Exception):
+    pass
+
+
+async def run_attempt(
+    settings: AttemptSettings, test: Callable[[Any], Awaitable[None]], in_flight: InFlight, position: int,
+) -> AttemptResult:
+    """Run `test(t)` within the attempt's deadline, between the agent's setup and teardown, and seal it.
+
+    An interrupted attempt keeps what it did so far but gets no verdict; pending judge calls are dropped."""
+    runtime = AttemptRuntime(settings)
+    agent = settings.agent
+    signal = settings.signal
+    timeout = settings.timeout
+    started = time.perf_counter()
+    error: dict[str, Any] | None = None
+    skipped = False
+    interrupted = False
+    setup = getattr(agent, "setup", None)
+    teardown = getattr(agent, "teardown", None)
+    setup_reached = False
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout if timeout else None
+    signal_timer = loop.call_at(deadline, signal.cancel, "timeout") if deadline is not None else None
+    t = eval_context(runtime)
+    main_session = runtime.lines[0].session
+    try:
+        async with asyncio.timeout_at(deadline) as scope:
+            in_flight.enter(position, scope, signal, loop)
+            setup_reached = True  # teardown runs from here on, even if setup throws
+            if setup is not None:
+                try:
+                    await call_user_code(setup, runtime.context(main_session, "agent.setup"))
+                except Exception as setup_error:  # noqa: BLE001
+                    raise _AgentSetupFailed(setup_error) from setup_error
+            await test(t)
+    except StopEval:
+        pass
+    except SkipEval:
+        skipped = True
+    except TimeoutError:
+        if in_flight.interrupted:
+            interrupted = True
+        else:
+            progress = settings.feedback.recent_progress
+            where = f" (last progress: {' | '.join(progress)})" if progress else ""
+            error = attempt_error("timeout", f"attempt timed out after {timeout:g}s{where}")
+    except _AgentSetupFailed as failure:
+        cause = failure.__cause__ or failure
+        error = attempt_error("agent-setup-failed", f"agent setup failed: {type(cause).__name__}: {cause}", cause)
+    except AgentCallError as failure:
+        # Without a cause of the author's, the traceback would only show assay's own frames.
+        error = attempt_error(failure.code, str(failure), failure.__cause__ or (None if failure.where else failure))
+        if failure.where:
+            error["where"] = failure.where
+    except AuthoringError as failure:
+        error = attempt_error("authoring-error", str(failure), failure)
+    except Exception as failure:  # noqa: BLE001 - the eval's bug is this attempt's error, not the run's
+        error = attempt_error("eval-exception", f"{type(failure).__name__}: {failure}", failure)
+    finally:
+        if signal_timer is not None:
+            signal_timer.cancel()
+        in_flight.leave(position)
+    if error is not None and signal.cancelled:
+        # An adapter that honoured the signal raised before the hard backstop fired: the cause
+        # is still the deadline or the interrupt, not the adapter.
+        if signal.reason == "interrupted":
+            interrupted = True
+        elif error["code"] != "timeout":
+            error = attempt_error("timeout", f"attempt timed out after {timeout:g}s")
+    if setup_reached and teardown is not None:
+        try:
+            await call_user_code(teardown, runtime.context(main_session, "agent.teardown"))
+        except Exception as teardown_error:  # noqa: BLE001 - recorded, never a verdict change
+            settings.feedback.diagnostic(
+                "agent-teardown-failed", "warning", f"agent teardown failed: {teardown_error}", phase="agent.teardown"
+            )
+    if interrupted:
+        for entry in runtime.entries:
+            close = getattr(entry.pending, "close", None)  # a judge call that will never be awaited now
+            if callable(close):
+                close()
+            entry.pending = None
+        return seal_attempt(runtime, time.perf_counter() - started, None, False, position, interrupted=True)
+    for entry in runtime.entries:
+        if entry.pending is not None:
+            await entry.resolve()
+    return seal_attempt(runtime, time.perf_counter() - started, error, skipped, position)
+
+
+__all__ = [
+    "AgentCallError", "AttemptRuntime", "InFlight", "SEND_MAX_ATTEMPTS", "SessionLine", "attempt_error",
+    "run_attempt",
+]
