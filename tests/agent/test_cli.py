@@ -76,7 +76,7 @@ def test_json_mode_prints_ndjson_ending_with_one_receipt(project):
     assert lines[-1]["type"] == "receipt"
     assert sum(1 for line in lines if line.get("type") == "receipt") == 1
     receipt = lines[-1]["receipt"]
-    assert receipt["completion"] == "completed" and receipt["exitCode"] == 0 and receipt["counts"]["passed"] == 1
+    assert receipt["completion"] == "completed" and receipt["exit_code"] == 0 and receipt["counts"]["passed"] == 1
     attempt = next(line["attempt"] for line in lines if line.get("type") == "attempt")
     assert attempt["eval_id"] == "memory" and attempt["locator"].startswith("@") and len(attempt["locator"]) == 13
 
@@ -286,9 +286,9 @@ def test_readback_lists_attempts_in_discovery_order_not_the_order_they_finished(
     finished = [(a["attempt"]["eval_id"], a["attempt"]["experiment_id"], a["attempt"]["attempt"])
                 for a in map(json.loads, ran.output.splitlines()) if a.get("type") == "attempt"]
     discovery = [
-        ("first", "alpha", 0), ("first", "alpha", 1), ("first", "beta", 0),
-        ("second", "alpha", 0), ("second", "alpha", 1), ("second", "beta", 0),
-        ("third", "alpha", 0), ("third", "alpha", 1), ("third", "beta", 0),
+        ("first", "alpha", 1), ("first", "alpha", 2), ("first", "beta", 1),  # attempts numbered from 1
+        ("second", "alpha", 1), ("second", "alpha", 2), ("second", "beta", 1),
+        ("third", "alpha", 1), ("third", "alpha", 2), ("third", "beta", 1),
     ]
     assert finished != discovery and sorted(finished) == sorted(discovery)  # they really finished out of order
     shown = json.loads(invoke("show", "--project", str(root), "--json").output)["attempts"]
@@ -336,3 +336,27 @@ def test_a_command_given_to_run_as_an_experiment_suggests_the_command(project):
     assert "no experiment matches 'show'" in result.output
     assert "Did you mean `assay agent show`?" in result.output
     assert "Traceback" not in result.output
+
+
+def test_attempts_get_a_pass_at_k_and_flakiness_summary_and_json_is_snake_case(tmp_path):
+    root = tmp_path / "proj"
+    write_staggered_project(root)
+    ran = invoke("run", "--project", str(root), "--attempts", "2")
+    assert ran.exit_code == 0, ran.output
+    assert "alpha: pass@2 3/3 evals · pass^2 3/3 · flaky 0" in ran.output
+    assert "beta: pass@2 3/3 evals · pass^2 3/3 · flaky 0" in ran.output
+    lines = [json.loads(line) for line in invoke("run", "--project", str(root), "--json").output.splitlines()]
+    receipt = lines[-1]["receipt"]
+    assert receipt["stability"]["alpha"] == {"evals": 3, "attempts": 2, "pass_at_k": 3, "pass_all_k": 3, "flaky": 0}
+
+    def keys(value):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                yield key
+                yield from keys(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from keys(item)
+
+    camel = {key for line in lines for key in keys(line) if any(c.isupper() for c in key)}
+    assert camel == set(), camel  # one spelling in machine output: snake_case

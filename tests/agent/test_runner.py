@@ -357,3 +357,14 @@ def test_a_send_the_agent_provably_rejected_is_retried_with_backoff_then_gives_u
     agent, _ = scripted_agent(maybe_started)
     assert run_one(agent, one_send, options=RunOptions(retry_base_seconds=0.001)).verdict == "errored"
     assert calls == ["once"]
+
+
+def test_attempts_are_journaled_from_1_and_older_journals_numbered_from_0_still_read():
+    from assay.agent.record import AttemptResult
+
+    result = AttemptResult(experiment_id="x", eval_id="e", ordinal=0, attempt_id="r/x/e/1", outcome="executed",
+                           verdict="passed", agent="a")
+    payload = result.to_json()
+    assert payload["attempt"] == 1 and AttemptResult.from_json(payload).ordinal == 0
+    older = {key: value for key, value in payload.items() if key != "numbered_from"} | {"attempt": 0}
+    assert AttemptResult.from_json(older).key == result.key  # a checkpoint from before still resumes

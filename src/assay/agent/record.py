@@ -78,7 +78,10 @@ class AttemptResult:
     def to_json(self) -> dict[str, Any]:
         """Empty and unset fields are left out: one of these is journaled per attempt."""
         document: dict[str, Any] = {
-            "experiment_id": self.experiment_id, "eval_id": self.eval_id, "attempt": self.ordinal,
+            # Attempts are numbered from 1 wherever a person or a program reads them; `numbered_from`
+            # tells this payload from one journaled before (numbered from 0), so those still resume.
+            "experiment_id": self.experiment_id, "eval_id": self.eval_id, "attempt": self.ordinal + 1,
+            "numbered_from": 1,
             "attempt_id": self.attempt_id, "outcome": self.outcome, "verdict": self.verdict, "agent": self.agent,
             "duration_seconds": round(self.duration_seconds, 6),
         }
@@ -91,7 +94,8 @@ class AttemptResult:
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> AttemptResult:
         return cls(
-            experiment_id=document["experiment_id"], eval_id=document["eval_id"], ordinal=document["attempt"],
+            experiment_id=document["experiment_id"], eval_id=document["eval_id"],
+            ordinal=document["attempt"] - document.get("numbered_from", 0),
             attempt_id=document["attempt_id"], outcome=document["outcome"], verdict=document["verdict"],
             agent=document["agent"], model=document.get("model"),
             duration_seconds=document.get("duration_seconds", 0.0), failing=list(document.get("failing") or []),

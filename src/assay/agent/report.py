@@ -185,6 +185,12 @@ class ConsoleReporter:
         self._say("")
         headers = ["experiment", "agent/model", "passed", "failed", "errored", "skipped", "not run", "mean", "tokens"]
         self._say(render_table(None, headers, experiment_rows(results)))
+        for experiment, row in stability(results).items():
+            k = row["attempts"]
+            self._say(
+                f"{experiment}: pass@{k} {row['pass_at_k']}/{row['evals']} evals · pass^{k} {row['pass_all_k']}/"
+                f"{row['evals']} · flaky {row['flaky']}"
+            )
         title = run_title(results, outcome.interrupted, outcome.budget_exhausted)
         self._say(f"{title}  in {format_duration(outcome.duration_seconds)}")
         for line in resume_lines:
@@ -210,7 +216,7 @@ class NdjsonReporter:
         self.invocation_id = event.run_id
         self._total = event.total
         self._done = reused = event.reused
-        self._line({"type": "progress", "invocationId": self.invocation_id, "message": "planned", "current": reused,
+        self._line({"type": "progress", "invocation_id": self.invocation_id, "message": "planned", "current": reused,
                     "total": self._total})
 
     def unit_durable(self, event: Any) -> None:
@@ -219,14 +225,13 @@ class NdjsonReporter:
         document = result.to_json()
         document["locator"] = result.locator
         self._line({"type": "attempt", "attempt": document})
-        self._line({"type": "progress", "invocationId": self.invocation_id, "message": attempt_title(result),
+        self._line({"type": "progress", "invocation_id": self.invocation_id, "message": attempt_title(result),
                     "current": self._done, "total": self._total})
 
     def warning(self, event: Any) -> None:
         fields = dict(event.fields)
         document = {"event": "warning", "code": event.code, "level": fields.pop("level", "warning"), "message": event.message}
-        for key, value in fields.items():
-            document[_camel(key)] = value
+        document.update(fields)
         self._line(document)
 
     def close(self) -> None:
@@ -247,26 +252,43 @@ class NdjsonReporter:
         counts["not_dispatched"] = sum(1 for r in results if r.outcome == NOT_DISPATCHED)
         counts["interrupted"] = sum(1 for r in results if r.outcome == INTERRUPTED)
         self._line({"type": "receipt", "receipt": {
-            "invocationId": self.invocation_id,
-            "runIds": sorted({r.experiment_id for r in results}),
-            "startedAt": self.started_at,
-            "completedAt": time.time(),
+            "invocation_id": self.invocation_id,
+            "run_ids": sorted({r.experiment_id for r in results}),
+            "started_at": self.started_at,
+            "completed_at": time.time(),
             "completion": completion,
             "title": run_title(results, outcome.interrupted, outcome.budget_exhausted),
             "counts": counts,
-            "exitCode": exit_code,
+            "exit_code": exit_code,
             "checkpoint": checkpoint,
+            "stability": stability(results),
         }})
         self.stream.flush()
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
+def stability(results: Sequence[AttemptResult]) -> dict[str, dict[str, int]]:
+    """Per experiment with more than one attempt per eval: evals passed at least once (pass@k), in every
+    attempt (pass^k), and flaky ones (passed and failed); only attempts with a pass/fail verdict count."""
+    verdicts: dict[str, dict[str, list[bool]]] = {}
+    for result in results:
+        if result.verdict in ("passed", "failed", "errored"):
+            verdicts.setdefault(result.experiment_id, {}).setdefault(result.eval_id, []).append(result.verdict == "passed")
+    summary = {}
+    for experiment, evals in verdicts.items():
+        if max(len(attempts) for attempts in evals.values()) < 2:
+            continue
+        summary[experiment] = {
+            "evals": len(evals),
+            "attempts": max(len(attempts) for attempts in evals.values()),
+            "pass_at_k": sum(1 for attempts in evals.values() if any(attempts)),
+            "pass_all_k": sum(1 for attempts in evals.values() if all(attempts)),
+            "flaky": sum(1 for attempts in evals.values() if any(attempts) and not all(attempts)),
+        }
+    return summary
 
 
 
 __all__ = [
     "ConsoleReporter", "NdjsonReporter", "attempt_title", "experiment_rows", "failure_lines", "run_title",
-    "verdict_label",
+    "stability", "verdict_label",
 ]

@@ -43,7 +43,7 @@ class PlannedAttempt:
         return slot_key(self.experiment.id, self.eval.id, self.ordinal)
 
     def attempt_id(self, run_id: str) -> str:
-        return f"{run_id}/{self.experiment.id}/{self.eval.id}/{self.ordinal}"
+        return f"{run_id}/{self.experiment.id}/{self.eval.id}/{self.ordinal + 1}"  # numbered from 1, as shown
 
 
 def build_plan(
