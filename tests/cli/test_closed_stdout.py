@@ -6,48 +6,14 @@ command writes anything (the harshest case: every write fails)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from cli_examples import AGENT_RUN, DOC_CONFIG, DOC_RUN, VIDEO_RUN, assay, environment
 CLOSED_MESSAGE = "assay: standard output was closed, so the command stopped as on Ctrl-C; finished results are kept."
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled examples in a git repository, each kind run once so the store has runs."""
-    root = tmp_path_factory.mktemp("examples")
-    shutil.copytree(EXAMPLES, root / "examples", ignore=shutil.ignore_patterns("results", "*.mp4", "__pycache__"))
-    (root / "examples" / "doc" / "evals" / "results").mkdir()
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    sys.path.insert(0, str(root / "examples" / "video"))
-    try:
-        from make_video import make_demo_video
-    finally:
-        sys.path.pop(0)
-    make_demo_video(root / "examples" / "video" / "cases" / "traffic-light.mp4")
-    for arguments in (VIDEO_RUN, AGENT_RUN, DOC_RUN, VIDEO_RUN):
-        done = subprocess.run(assay(*arguments), cwd=root, env=environment(root), capture_output=True, timeout=120)
-        assert done.returncode in (0, 1), done.stdout + done.stderr
-    return root
-
-
-def assay(*arguments: str) -> list[str]:
-    return [sys.executable, "-m", "assay", *arguments]
-
-
-def environment(root: Path) -> dict[str, str]:
-    return {**os.environ, "ASSAY_STORE": str(root / "store" / "assay.db"), "COLUMNS": "100"}
-
-
-VIDEO_RUN = ("video", "run", "--eval-dir", "examples/video")
-AGENT_RUN = ("agent", "run", "--project", "examples/agent")
-DOC_CONFIG = ("--config", "examples/doc/evals/eval-kit.config.json")
-DOC_RUN = ("doc", "run-case", *DOC_CONFIG, "--case", "release-notes-v1", "--candidate", "examples/doc/candidates/good.md")
 
 COMMANDS = {
     "video run": VIDEO_RUN,

@@ -1,0 +1,121 @@
+"""The CLI convention table (docs/cli.md), one row at a time, on the real CLI of every kind.
+
+Rows pinned elsewhere: `-h` and help text (test_help.py), the store's home (test_store_home.py),
+NDJSON event shapes (test_ndjson_events.py), progress lines (tests/core/test_progress.py), closed
+stdout (test_closed_stdout.py), attempts numbered from 1 (tests/agent/test_cli.py).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from cli_examples import DOC_CONFIG, assay, environment
+
+
+def run(workspace: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        assay(*arguments), cwd=workspace, env=environment(workspace), capture_output=True, text=True, timeout=120
+    )
+
+
+# Inputs that are wrong in a way a user causes: each kind's one clear message and exit 2.
+BAD_INPUT = {
+    "video": ("video", "run", "--eval-dir", "no-such-dir"),
+    "agent": ("agent", "run", "--project", "no-such-dir"),
+    "doc": ("doc", "run-case", "--config", "no-such.json", "--case", "c", "--candidate", "x.md"),
+    "runs": ("runs", "show", "no-such-run"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_INPUT))
+def test_an_input_error_is_one_line_exit_2_on_stderr_except_for_video_which_keeps_glasskits_stdout(workspace, kind):
+    done = run(workspace, *BAD_INPUT[kind])
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    if kind == "video":
+        assert done.stdout.strip().startswith("Eval failed: ") and done.stderr == ""
+    else:
+        assert done.stdout == ""
+        assert "no-such" in done.stderr
+
+
+RESULTS = {
+    "video": ("video", "run", "--eval-dir", "examples/video", "--quiet"),
+    "agent": ("agent", "run", "--project", "examples/agent", "--quiet"),
+    "doc": ("doc", "run-case", *DOC_CONFIG, "--case", "release-notes-v1", "--candidate", "examples/doc/candidates/weak.md"),
+}
+
+
+@pytest.mark.parametrize("kind", list(RESULTS))
+def test_results_go_to_stdout_and_exit_1_means_a_gate_or_verdict_failed(workspace, kind):
+    done = run(workspace, *RESULTS[kind])
+    expected = {"video": 0, "agent": 1, "doc": 1}[kind]  # the video demo's gates pass despite one failed sample
+    assert done.returncode == expected, done.stdout + done.stderr
+    assert done.stdout.strip() and done.stderr == ""
+
+
+@pytest.mark.parametrize("kind", list(RESULTS))
+def test_json_streams_ndjson_on_stdout_with_the_exit_code_last(workspace, kind):
+    done = run(workspace, *RESULTS[kind], "--json")
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    last = lines[-1]
+    exit_code = last["receipt"]["exit_code"] if kind == "agent" else last["exit_code"]
+    assert exit_code == done.returncode
+    assert done.stderr == ""  # no progress or ANSI in machine mode
+
+
+@pytest.mark.parametrize("kind", list(RESULTS))
+def test_junit_file_for_every_kind(workspace, tmp_path, kind):
+    report = tmp_path / kind / "junit.xml"
+    done = run(workspace, *RESULTS[kind], "--junit", str(report))
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    root = ElementTree.parse(report).getroot()
+    assert root.tag == "testsuites" and int(root.get("tests")) >= 1
+    assert int(root.get("failures")) == {"video": 1, "agent": 1, "doc": 1}[kind]
+
+
+def test_a_junit_file_that_cannot_be_written_is_an_execution_error(workspace, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    for arguments in RESULTS.values():
+        done = run(workspace, *arguments, "--junit", str(blocker / "junit.xml"))
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "could not write JUnit report" in done.stderr
+
+
+SLOW_AGENT = '''
+import asyncio
+from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message
+
+async def send(turn_input, ctx):
+    await asyncio.sleep(30)
+    return Turn([message("late")])
+
+slow = Experiment(agent=define_agent(name="slow", send=send, evidence_coverage=complete_evidence_coverage), model="m")
+'''
+
+
+def test_ctrl_c_of_an_agent_run_is_exit_130_with_a_message(workspace, tmp_path):
+    # (video: tests/video/test_run_crash.py; doc: tests/doc/test_node_adapter.py)
+    import shutil
+
+    project = tmp_path / "slow"
+    shutil.copytree(workspace / "examples" / "agent", project, ignore=shutil.ignore_patterns(".assay"))
+    shutil.rmtree(project / "experiments")
+    (project / "experiments").mkdir()
+    (project / "experiments" / "slow.py").write_text(SLOW_AGENT)
+    process = subprocess.Popen(
+        assay("agent", "run", "--project", str(project), "--quiet"), cwd=workspace, env=environment(workspace),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(3)  # planned and sending
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stdout + stderr
+    assert "interrupted" in (stdout + stderr).lower()
