@@ -133,8 +133,8 @@ def test_a_pipeline_run_works_under_the_run_settings_and_restores_them_when_it_f
         def open_failed(self, request, error):
             return RunFinished("test", "", 2, error=error)
 
-    assert pipeline.run(Kind(), False) == 0
-    assert pipeline.run(Kind(), True) == 2  # a bug in a kind is one error, and the settings come back
+    assert pipeline.run(Kind(), False).exit_code == 0
+    assert pipeline.run(Kind(), True).exit_code == 2  # a bug in a kind is one error, and the settings come back
     assert seen == [YOUNG_GENERATION_THRESHOLD] * 2
     assert gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
 

@@ -41,6 +41,9 @@ class AgentRunRequest:
     junit: Path | None = option(None, stored=False, flag="--junit")
     verbose: bool = option(False, stored=False, flag="--verbose")
     quiet: bool = option(False, stored=False, flag="--quiet")  # no progress on stderr
+    journal: bool = option(True, stored=False)  # off: nothing to resume (the Python API may choose)
+    record: bool = option(True, stored=False)  # off: not put in the results store
+    sigint: bool = option(True, stored=False)  # Ctrl-C ends the run cleanly (not inside a caller's loop)
 
 
 def shard_plan(plan: list[Any], shard_text: str | None) -> list[Any]:
@@ -81,6 +84,28 @@ def plan_for(root: Path, selection: Any) -> list[Any]:
     return build_plan(experiments, selections, selection.attempts, eval_order=all_evals)
 
 
+class _NoCheckpoint:
+    """A run with its journal off: nothing is written, reused or left to resume."""
+
+    checkpoint = None
+    path = None
+
+    def __init__(self) -> None:
+        from assay.core.record import new_run_id
+
+        self.id = new_run_id("agent")
+        self.reused: dict[str, Any] = {}
+
+    def would_remain(self, outcome: Any) -> bool:
+        return False
+
+    def finish(self, outcome: Any) -> bool:
+        return False
+
+    def release(self) -> None:
+        pass
+
+
 class _OpenedAgentRun:
     def __init__(self, request: AgentRunRequest, plan: list[Any], checkpoint: Any, options: Any) -> None:
         self.request = request
@@ -104,17 +129,21 @@ class _OpenedAgentRun:
         from assay.agent.runner import AgentRun
         from assay.core.journal import JournalWriter
 
-        writer = JournalWriter(self.checkpoint.checkpoint.journal)
+        journal = self.checkpoint.checkpoint.journal if self.checkpoint.checkpoint is not None else None
+        writer = JournalWriter(journal) if journal is not None else None
         try:
             return await AgentRun(
                 self.plan, self.options, events, reused=self.checkpoint.reused, journal=writer, executor=executor
             ).run()
         finally:
-            await writer.close()
+            if writer is not None:
+                await writer.close()
 
     def _resume_lines(self) -> list[str]:
         from assay.agent.checkpoint import resume_lines
 
+        if self.checkpoint.path is None:
+            return []
         return resume_lines(self.checkpoint.path, self.request.project)
 
     def conclude(self, outcome: Any) -> RunFinished:
@@ -129,7 +158,7 @@ class _OpenedAgentRun:
             checkpoint_kept=kept, resume_lines=self._resume_lines() if kept else (),
             build_units=lambda: agent_run_units(outcome),
             # An interrupted run is not recorded: its resume will be.
-            build_manifest=None if outcome.interrupted else (
+            build_manifest=None if outcome.interrupted or not self.request.record else (
                 lambda code: agent_run_manifest(outcome, invocation, root, code, path)
             ),
             home=root,
@@ -139,7 +168,7 @@ class _OpenedAgentRun:
         self.checkpoint.release()
         return RunFinished(
             "agent", self.run_id, EXIT_INTERRUPTED, interrupted=True, checkpoint=self.checkpoint.path,
-            checkpoint_kept=True, resume_lines=self._resume_lines(),
+            checkpoint_kept=self.checkpoint.path is not None, resume_lines=self._resume_lines(),
         )
 
     def failed(self, error: AssayError) -> RunFinished:
@@ -179,9 +208,11 @@ class AgentKind:
         plan = shard_plan(plan_for(root, request), request.shard)
         if resume is not None:
             path, manifest = resume
-            checkpoint = AgentCheckpoint.resume(path, manifest, plan)
-        else:
+            checkpoint: Any = AgentCheckpoint.resume(path, manifest, plan)
+        elif request.journal:
             checkpoint = AgentCheckpoint.start(root, to_invocation(request), plan)
+        else:
+            checkpoint = _NoCheckpoint()
         options = RunOptions(
             concurrency=request.concurrency or config.concurrency or DEFAULT_CONCURRENCY,
             timeout=request.timeout,
@@ -191,7 +222,7 @@ class AgentKind:
             project_judge=config.judge,
             judge_cache=DirectoryCallCache(checkpoints_base(root) / "cache" / "judge"),
             run_id=checkpoint.id,
-            handle_sigint=True,
+            handle_sigint=request.sigint,
         )
         return _OpenedAgentRun(request, plan, checkpoint, options)
 

@@ -213,7 +213,7 @@ def run_command(
         _fail(error)
     from assay.core import pipeline
 
-    raise typer.Exit(pipeline.run("agent", request, resume=resumed, execution=execution))
+    raise typer.Exit(pipeline.run("agent", request, resume=resumed, execution=execution).exit_code)
 
 
 def _request(root: Path, resume: Optional[str], **fields: Any) -> tuple[Any, Any]:

@@ -273,7 +273,7 @@ def _run_method(method: str, suite: Any, arguments: dict[str, Any], recorded: di
     from assay.doc.run_kind import DocMethodRequest
 
     request = DocMethodRequest(method, suite, arguments, recorded, **fields)
-    code = pipeline.run("doc", request)
+    code = pipeline.run("doc", request).exit_code
     if code:
         raise typer.Exit(code)
 

@@ -115,7 +115,7 @@ def run_command(
             given, eval_dir=eval_dir.expanduser().resolve(), adapter=adapter, adapter_config=config
         )
     execution = _execution_option(executor, ray_address)
-    raise typer.Exit(pipeline.run("video", request, resume=resumed, execution=execution))
+    raise typer.Exit(pipeline.run("video", request, resume=resumed, execution=execution).exit_code)
 
 
 def _restored_request(ref: str, eval_dir: Path) -> tuple[Any, tuple[Path, Any]]:

@@ -21,7 +21,8 @@ from typing import Any, Protocol
 from assay.core.run_events import RunEvents, RunFinished
 from assay.errors import EXIT_INTERRUPTED, AssayError, UsageError
 
-__all__ = ["Execution", "KINDS", "OpenedRun", "RunKind", "kind_named", "run"]
+
+__all__ = ["Execution", "KINDS", "OpenedRun", "RunKind", "RunResult", "kind_named", "run", "run_async"]
 
 # name -> "module:attribute" of its RunKind; imported on first use.
 KINDS = {
@@ -122,7 +123,22 @@ async def _execute(opened: OpenedRun, events: RunEvents, execution: Execution) -
             await executor.close()
 
 
-def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) -> int:
+@dataclass(frozen=True)
+class RunResult:
+    """What a run came to: its exit code and what its reporters saw (outcome, units, checkpoint)."""
+
+    exit_code: int
+    finished: RunFinished
+
+    @property
+    def outcome(self) -> Any:
+        return self.finished.outcome
+
+    def units(self) -> list[Any]:
+        return self.finished.units()
+
+
+def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) -> RunResult:
     events.run_finished(finished)
     build_manifest = finished.build_manifest
     if build_manifest is not None:
@@ -134,40 +150,77 @@ def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) 
         )
     if opened is not None:
         opened.seal(finished)
-    return finished.exit_code
+    return RunResult(finished.exit_code, finished)
 
 
-def run(kind: RunKind | str, request: Any, *, outputs: Any = None, resume: Any = None,
-        execution: Execution = Execution()) -> int:
-    """Open, execute and conclude one run; returns its exit code (never raises for a user error)."""
-    from assay.errors import show_tracebacks
-
-    run_kind = kind_named(kind) if isinstance(kind, str) else kind
+def _events(run_kind: RunKind, request: Any, outputs: Any, reporters: Sequence[Any] | None) -> RunEvents:
     events = RunEvents()
+    if reporters is not None:  # the caller's own (the Python API): nothing printed unless asked
+        for reporter in reporters:
+            events.add(reporter)
+        return events
     if not getattr(request, "quiet", False):
         from assay.core.report.progress import ProgressReporter
 
         events.add(ProgressReporter())  # first: its closing line comes before the kind's summary
     for reporter in run_kind.reporters(request, outputs):
         events.add(reporter)
+    return events
+
+
+def _interrupted(run_kind: RunKind, events: RunEvents, opened: OpenedRun | None) -> RunResult:
+    events.close()
+    finished = opened.interrupted() if opened is not None else RunFinished(
+        run_kind.name, "", EXIT_INTERRUPTED, None, interrupted=True
+    )
+    return _finish(events, finished, opened)
+
+
+def _failed(run_kind: RunKind, request: Any, events: RunEvents, opened: OpenedRun | None, error: Exception) -> RunResult:
+    from assay.errors import show_tracebacks
+
+    if show_tracebacks():
+        traceback.print_exception(error, file=sys.stderr)
+    events.close()
+    if not isinstance(error, AssayError):
+        error = AssayError(f"internal error: {type(error).__name__}: {error}")
+    finished = opened.failed(error) if opened is not None else run_kind.open_failed(request, error)
+    return _finish(events, finished, opened)
+
+
+def run(kind: RunKind | str, request: Any, *, outputs: Any = None, resume: Any = None,
+        execution: Execution = Execution(), reporters: Sequence[Any] | None = None) -> RunResult:
+    """Open, execute and conclude one run in a loop of its own (the command line's way).
+
+    Never raises for a user error or an interruption: the result's exit code says what happened."""
+    run_kind = kind_named(kind) if isinstance(kind, str) else kind
+    events = _events(run_kind, request, outputs, reporters)
     opened: OpenedRun | None = None
     try:
         execution.check()
         opened = run_kind.open(request, resume, events)
         outcome = asyncio.run(_execute(opened, events, execution))
     except (KeyboardInterrupt, asyncio.CancelledError):  # a second Ctrl-C may cancel every task
-        events.close()
-        finished = opened.interrupted() if opened is not None else RunFinished(
-            run_kind.name, "", EXIT_INTERRUPTED, None, interrupted=True
-        )
-        return _finish(events, finished, opened)
+        return _interrupted(run_kind, events, opened)
     except Exception as error:  # noqa: BLE001 - a bug still ends as one message (traceback with --debug)
-        if show_tracebacks():
-            traceback.print_exception(error, file=sys.stderr)
-        events.close()
-        if not isinstance(error, AssayError):
-            error = AssayError(f"internal error: {type(error).__name__}: {error}")
-        finished = opened.failed(error) if opened is not None else run_kind.open_failed(request, error)
-        return _finish(events, finished, opened)
+        return _failed(run_kind, request, events, opened, error)
     return _finish(events, opened.conclude(outcome), opened)
 
+
+async def run_async(kind: RunKind | str, request: Any, *, outputs: Any = None, resume: Any = None,
+                    execution: Execution = Execution(), reporters: Sequence[Any] | None = None) -> RunResult:
+    """`run` inside the caller's event loop. A cancellation ends the run as an interruption (its
+    checkpoint kept) and is then raised again, as a cancelled task must."""
+    run_kind = kind_named(kind) if isinstance(kind, str) else kind
+    events = _events(run_kind, request, outputs, reporters)
+    opened: OpenedRun | None = None
+    try:
+        execution.check()
+        opened = run_kind.open(request, resume, events)
+        outcome = await _execute(opened, events, execution)
+    except asyncio.CancelledError:
+        _interrupted(run_kind, events, opened)
+        raise
+    except Exception as error:  # noqa: BLE001 - as in `run`
+        return _failed(run_kind, request, events, opened, error)
+    return _finish(events, opened.conclude(outcome), opened)

@@ -1,0 +1,137 @@
+"""Running agent evals from Python: a project as the CLI runs it, or evals and experiments built in code.
+
+`run(...)` / `await run_async(...)` go through the same run pipeline as `assay agent run` (journal,
+results store, exit code) and return typed results; `run_evals(...)` runs definitions made in code,
+with nothing written anywhere. The CLI is a thin user of `run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.agent.record import AttemptResult
+
+__all__ = ["AgentResults", "run", "run_async", "run_evals"]
+
+
+@dataclass(frozen=True)
+class AgentResults:
+    """Every attempt of a run, in discovery order (eval, experiment, attempt), and what they come to."""
+
+    exit_code: int  # 0 all passed (or scored, skipped), 1 a failed or errored attempt, 2 an error, 130 interrupted
+    attempts: tuple[AttemptResult, ...] = ()
+    interrupted: bool = False
+    error: str | None = None  # why the run could not run, when it could not
+    run_id: str = ""
+    checkpoint: Path | None = None
+    usage: Mapping[str, Any] = field(default_factory=dict)
+    estimated_cost_usd: float | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+    def failures(self) -> list[AttemptResult]:
+        """Attempts that failed or errored, with their `failing` assertions and `error`."""
+        return [attempt for attempt in self.attempts if attempt.verdict in ("failed", "errored")]
+
+    def attempt(self, eval_id: str, experiment_id: str | None = None, attempt: int = 1) -> AttemptResult:
+        """One attempt by eval id (and experiment, when several ran it), numbered from 1."""
+        for result in self.attempts:
+            if result.eval_id == eval_id and result.ordinal == attempt - 1 and experiment_id in (None, result.experiment_id):
+                return result
+        raise KeyError(f"no attempt {attempt} of {eval_id!r}" + (f" in {experiment_id!r}" if experiment_id else ""))
+
+
+def _results(outcome: Any, exit_code: int, *, run_id: str = "", checkpoint: Path | None = None,
+             error: str | None = None) -> AgentResults:
+    if outcome is None:
+        return AgentResults(exit_code, error=error, run_id=run_id, checkpoint=checkpoint)
+    return AgentResults(
+        exit_code, tuple(outcome.results), outcome.interrupted, error, run_id, checkpoint, dict(outcome.usage),
+        outcome.estimated_cost_usd,
+    )
+
+
+def _request(project: str | Path, experiment: str | None, evals: Sequence[str], **options: Any) -> Any:
+    from assay.agent.run_kind import AgentRunRequest
+    from assay.errors import UsageError
+
+    root = Path(project).expanduser().resolve()
+    if not root.is_dir():
+        raise UsageError(f"project folder does not exist: {root}", "project")
+    return AgentRunRequest(project=root, experiment=experiment, evals=tuple(evals), quiet=True, **options)
+
+
+def _from_result(result: Any) -> AgentResults:
+    finished = result.finished
+    error = str(finished.error) if finished.error is not None else None
+    return _results(finished.outcome, result.exit_code, run_id=finished.run_id, checkpoint=finished.checkpoint,
+                    error=error)
+
+
+def run(
+    project: str | Path = ".", experiment: str | None = None, evals: Sequence[str] = (), *,
+    tags: Sequence[str] = (), attempts: int | None = None, concurrency: int | None = None,
+    timeout: float | None = None, budget: float | None = None, journal: bool = True, record: bool = True,
+    console: bool = False, reporters: Sequence[Any] | None = None,
+) -> AgentResults:
+    """Run a project's evals as `assay agent run` does and return the results (never raises for a
+    failing eval or a user error: look at `exit_code` and `error`).
+
+    `journal=False` keeps no checkpoint (nothing to resume); `record=False` keeps the run out of the
+    results store; `console=True` prints what the CLI prints; `reporters` are your own run-event
+    reporters (see `assay.core.run_events`)."""
+    from assay.core import pipeline
+
+    request = _request(project, experiment, evals, tags=tuple(tags), attempts=attempts, concurrency=concurrency,
+                       timeout=timeout, budget=budget, journal=journal, record=record)
+    chosen = None if console else list(reporters or ())
+    return _from_result(pipeline.run("agent", request, reporters=chosen))
+
+
+async def run_async(
+    project: str | Path = ".", experiment: str | None = None, evals: Sequence[str] = (), *,
+    tags: Sequence[str] = (), attempts: int | None = None, concurrency: int | None = None,
+    timeout: float | None = None, budget: float | None = None, journal: bool = True, record: bool = True,
+    reporters: Sequence[Any] | None = None,
+) -> AgentResults:
+    """`run` inside your own event loop (Ctrl-C is then yours to handle: cancel the task)."""
+    from assay.core import pipeline
+
+    request = _request(project, experiment, evals, tags=tuple(tags), attempts=attempts, concurrency=concurrency,
+                       timeout=timeout, budget=budget, journal=journal, record=record, sigint=False)
+    return _from_result(await pipeline.run_async("agent", request, reporters=list(reporters or ())))
+
+
+def run_evals(
+    evals: Mapping[str, Any], experiments: Mapping[str, Any] | Any, *, attempts: int | None = None,
+    concurrency: int = 10, timeout: float | None = None, reporters: Sequence[Any] = (),
+) -> AgentResults:
+    """Run evals and experiments built in code (no project, no journal, no store): `evals` maps an
+    id to a `define_eval(...)` (or a plain `async def test(t)`), `experiments` maps an id to an
+    `Experiment` (or is one Experiment, named `default`). Call it from sync code; inside a running
+    event loop, use `run_async` with a project."""
+    from assay.agent.definition import define_eval
+    from assay.agent.discovery import EvalEntry, ExperimentEntry
+    from assay.agent.experiment import Experiment
+    from assay.agent.runner import AgentRun, RunOptions, build_plan
+    from assay.core.gcpolicy import collection_sized_for_runs
+    from assay.core.run_events import RunEvents
+
+    if isinstance(experiments, Experiment):
+        experiments = {"default": experiments}
+    entries = [
+        EvalEntry(eval_id, definition if hasattr(definition, "kind") else define_eval(definition))
+        for eval_id, definition in evals.items()
+    ]
+    runs = [ExperimentEntry(experiment_id, experiment) for experiment_id, experiment in experiments.items()]
+    plan = build_plan(runs, {entry.id: entries for entry in runs}, attempts)
+    options = RunOptions(concurrency=concurrency, timeout=timeout)
+    with collection_sized_for_runs():
+        outcome = asyncio.run(AgentRun(plan, options, RunEvents(list(reporters))).run())
+    return _results(outcome, outcome.exit_code)
