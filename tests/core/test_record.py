@@ -99,17 +99,18 @@ def test_jsonable_names_non_finite_numbers_and_foreign_objects() -> None:
     }
 
 
-def test_project_root_is_the_nearest_folder_with_git_or_pyproject(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
-    deep = tmp_path / "a" / "b"
-    deep.mkdir(parents=True)
-    assert project_root(deep) == tmp_path.resolve()
+def test_project_root_is_the_enclosing_repository_even_below_a_pyproject(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    project = tmp_path / "agents" / "shop"
+    project.mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.assay]\n", encoding="utf-8")
+    assert project_root(project / "evals") == tmp_path.resolve()
 
 
 def test_project_root_falls_back_to_the_start_folder(tmp_path: Path) -> None:
-    marked = [folder for folder in tmp_path.resolve().parents if (folder / ".git").exists() or (folder / "pyproject.toml").is_file()]
+    marked = [folder for folder in tmp_path.resolve().parents if (folder / ".git").exists()]
     if marked:
-        pytest.skip(f"{marked[0]} holds .git or pyproject.toml, so no folder below it can fall back")
+        pytest.skip(f"{marked[0]} holds .git, so no folder below it can fall back")
     assert project_root(tmp_path) == tmp_path.resolve()
 
 

@@ -190,10 +190,13 @@ def new_run_id(kind: str, now: _dt.datetime | None = None) -> str:
 
 
 def project_root(start: Path | None = None) -> Path:
-    """The nearest folder at or above `start` (default: cwd) holding `.git` or `pyproject.toml`, else `start`."""
+    """The repository `start` (default: cwd) is in (the nearest folder holding `.git`), else `start`.
+
+    One store per repository: an agent project with its own pyproject.toml, an eval dir and the
+    repository root all record into the same history, which `assay runs` finds from anywhere in it."""
     origin = (start or Path.cwd()).resolve()
     for folder in (origin, *origin.parents):
-        if (folder / ".git").exists() or (folder / "pyproject.toml").is_file():
+        if (folder / ".git").exists():
             return folder
     return origin
 
