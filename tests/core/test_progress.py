@@ -39,13 +39,13 @@ def test_a_plain_log_gets_a_line_every_interval_while_units_finish_and_one_at_th
     deadline = time.monotonic() + 5
     while not stream.getvalue() and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert stream.getvalue().splitlines()[0] == "[6/10] 2 passed · 2 failed · ETA 8.0s"
+    assert stream.getvalue().splitlines()[0] == "[6/10] 2 passed · 1 failed · 1 errored · ETA 8.0s"
     time.sleep(0.2)  # nothing finished meanwhile: no new line
     assert len(stream.getvalue().splitlines()) == 1
     for verdict in ("passed",) * 4:
         progress.unit_durable(durable(verdict))
     progress.run_finished(RunFinished("video", "r", 0, outcome="done"))
-    assert stream.getvalue().splitlines()[-1] == "[10/10] 6 passed · 2 failed"
+    assert stream.getvalue().splitlines()[-1] == "[10/10] 6 passed · 1 failed · 1 errored"
     assert "\x1b" not in stream.getvalue()  # no ANSI in a log
 
 

@@ -16,7 +16,6 @@ from assay.core.format import format_duration
 
 __all__ = ["ProgressReporter"]
 
-_FAILING = ("failed", "errored")
 
 
 class ProgressReporter:
@@ -30,7 +29,7 @@ class ProgressReporter:
         self.interval = interval
         self.terminal = terminal if terminal is not None else _is_terminal(self.stream)
         self.clock = clock
-        self.total = self.done = self.passed = self.failed = 0
+        self.total = self.done = self.passed = self.failed = self.errored = 0
         self._ran = 0  # units finished by this run (reused ones take no time)
         self._started = 0.0
         self._bar: Any = None
@@ -59,8 +58,10 @@ class ProgressReporter:
             self._ran += 1
             if verdict == "passed":
                 self.passed += 1
-            elif verdict in _FAILING:
+            elif verdict == "failed":
                 self.failed += 1
+            elif verdict == "errored":  # the eval could not be judged: not the same news as a failure
+                self.errored += 1
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done, counts=self._counts())
 
@@ -79,7 +80,8 @@ class ProgressReporter:
 
     # -- text ------------------------------------------------------------------------------------
     def _counts(self) -> str:
-        return f"{self.passed} passed · {self.failed} failed"
+        errored = f" · {self.errored} errored" if self.errored else ""
+        return f"{self.passed} passed · {self.failed} failed{errored}"
 
     def line(self) -> str:
         with self._lock:
