@@ -396,3 +396,21 @@ def test_an_orphan_finish_is_a_diagnostic_not_an_occurrence():
     result = run_one(agent, test)
     assert statuses(result) == ["matched"]
     assert result.diagnostics[0]["code"] == "orphan-operation-finished"
+
+
+def test_an_authoring_error_names_the_eval_line_that_made_it_not_assays_own_code():
+    import inspect
+
+    from agent_helpers import run_one, scripted_agent
+    from assay.agent import Turn, message
+
+    agent, _ = scripted_agent(lambda i, c: Turn([message("nothing to approve")]))
+
+    async def asks_for_a_missing_request(t):
+        await t.send("hello")
+        t.require_input_request(action="refund")  # nothing is pending: the author's mistake, on this line
+
+    result = run_one(agent, asks_for_a_missing_request)
+    assert result.verdict == "errored"
+    line = inspect.getsourcelines(asks_for_a_missing_request)[1] + 2
+    assert result.error["where"] == f"{__file__}:{line}"

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+import os
 import traceback
+from pathlib import Path
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -260,9 +262,20 @@ def attempt_error(code: str, message: str, error: BaseException | None = None) -
         text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
         document["traceback"] = text[-_TRACEBACK_LIMIT:]
         frames = traceback.extract_tb(error.__traceback__)
-        if frames:
-            document["where"] = f"{frames[-1].filename}:{frames[-1].lineno}"
+        # The author's line, not assay's: when an authoring call (`t.require_input_request`) raises,
+        # the last frame is inside assay, and the useful one is the eval's call of it.
+        theirs = [frame for frame in frames if not _is_assay_code(frame.filename)]
+        chosen = theirs[-1] if theirs else (frames[-1] if frames else None)
+        if chosen is not None:
+            document["where"] = f"{chosen.filename}:{chosen.lineno}"
     return document
+
+
+_ASSAY_PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
+
+
+def _is_assay_code(filename: str) -> bool:
+    return filename.startswith(_ASSAY_PACKAGE)
 
 
 class _AgentSetupFailed(Exception):
