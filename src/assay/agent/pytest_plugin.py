@@ -1,0 +1,172 @@
+"""A pytest plugin (installed with assay, nothing to configure): a project's agent evals as pytest items.
+
+In a folder with `evals/` and a `[tool.assay]` table in pyproject.toml, every eval file becomes a
+collector with one item per eval × experiment × attempt. An item fails with the failing assertions
+as its text, skips as skipped evals do, carries the eval's tags as markers (so `-m` and `-k`
+select), and the whole session is recorded in the results store like `assay agent run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_STATE = pytest.StashKey["_Session"]()
+_MARKER = re.compile(r"[^A-Za-z0-9_]")
+
+
+def _project_of(path: Path) -> Path | None:
+    """The project folder an eval file belongs to: the parent of its `evals/`, with [tool.assay]."""
+    from assay.agent.discovery import EVAL_ENTRY, EVAL_SUFFIX
+    from assay.agent.project import EVALS_DIR
+
+    name = path.name
+    if not (name == EVAL_ENTRY or (name.endswith(EVAL_SUFFIX) and len(name) > len(EVAL_SUFFIX))):
+        return None
+    for folder in path.parents:
+        if folder.name == EVALS_DIR:
+            pyproject = folder.parent / "pyproject.toml"
+            try:
+                declared = "[tool.assay" in pyproject.read_text(encoding="utf-8")
+            except OSError:
+                return None
+            return folder.parent if declared else None
+    return None
+
+
+class _Project:
+    """One project's discovery, agents and judge, kept warm for every item of the session."""
+
+    def __init__(self, root: Path, loop: asyncio.AbstractEventLoop) -> None:
+        from assay.agent.discovery import discover_evals, discover_experiments, select_evals
+        from assay.agent.project import load_dotenv, load_project_config
+        from assay.agent.runner import AgentRun, RunOptions
+
+        self.root = root
+        load_dotenv(root)
+        config = load_project_config(root)
+        self.evals = discover_evals(root)
+        self.experiments = discover_experiments(root)
+        self.selected = {entry.id: {e.id for e in select_evals(entry, self.evals)} for entry in self.experiments}
+        options = RunOptions(
+            concurrency=1, config_timeout=config.timeout, pricing=config.pricing, project_judge=config.judge,
+        )
+        self.run = AgentRun([], options)
+        self.loop = loop
+        self.results: list[Any] = []
+
+    def evals_in(self, path: Path) -> list[Any]:
+        return [entry for entry in self.evals if entry.path is not None and entry.path.resolve() == path.resolve()]
+
+
+class _Session:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.projects: dict[Path, _Project] = {}
+
+    def project(self, root: Path) -> _Project:
+        if root not in self.projects:
+            self.projects[root] = _Project(root, self.loop)
+        return self.projects[root]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_STATE] = _Session()
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    root = _project_of(file_path)
+    if root is None:
+        return None
+    return AssayEvalFile.from_parent(parent, path=file_path)
+
+
+class AssayEvalFile(pytest.File):
+    """An eval file of an assay project: one item per eval it defines × experiment × attempt."""
+
+    def collect(self) -> Any:
+        from assay.agent.runner import PlannedAttempt
+
+        root = _project_of(self.path)
+        assert root is not None
+        project = self.config.stash[_STATE].project(root)
+        for entry in project.evals_in(self.path):
+            for experiment in project.experiments:
+                if entry.id not in project.selected[experiment.id]:
+                    continue
+                count = experiment.experiment.attempts
+                for ordinal in range(count):
+                    name = f"{entry.id}[{experiment.id}]" + (f"#{ordinal + 1}" if count > 1 else "")
+                    item = AssayEvalItem.from_parent(
+                        self, name=name, project=project, planned=PlannedAttempt(0, experiment, entry, ordinal)
+                    )
+                    for tag in entry.eval.tags:
+                        marker = _MARKER.sub("_", tag)
+                        self.config.addinivalue_line("markers", f"{marker}: assay eval tag {tag!r}")
+                        item.add_marker(marker)
+                    yield item
+
+
+class AssayEvalFailed(Exception):
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class AssayEvalItem(pytest.Item):
+    def __init__(self, *, project: _Project, planned: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.project = project
+        self.planned = planned
+
+    def runtest(self) -> None:
+        from assay.agent.report import failure_lines, verdict_label
+
+        result = self.project.loop.run_until_complete(self.project.run.run_one(self.planned))
+        if result is None:
+            pytest.skip("interrupted before it started")
+        result.position = len(self.project.results)
+        self.project.results.append(result)
+        if result.verdict in ("failed", "errored"):
+            lines = [f"{verdict_label(result)}: {self.name}", *failure_lines(result)]
+            raise AssayEvalFailed("\n".join(lines))
+        if result.verdict == "skipped":
+            pytest.skip("; ".join(result.failing) or "skipped by the eval")
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
+        if isinstance(excinfo.value, AssayEvalFailed):
+            return excinfo.value.text
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"assay eval {self.name}"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Close every project's agents and judge, then record what ran (one run per project)."""
+    state: _Session | None = session.config.stash.get(_STATE, None)
+    if state is None:
+        return
+    from assay.agent.runner import RunOutcome
+    from assay.agent.units import agent_run_manifest, agent_run_units
+    from assay.core.record import store_path
+    from assay.core.results_store import publish_run_quietly
+
+    try:
+        for project in state.projects.values():
+            state.loop.run_until_complete(project.run.close())
+            if not project.results:
+                continue
+            outcome = RunOutcome(list(project.results), False, [], sum(r.duration_seconds for r in project.results))
+            invocation = {"pytest": True}
+            publish_run_quietly(
+                lambda: (agent_run_manifest(outcome, invocation, project.root, outcome.exit_code),
+                         agent_run_units(outcome)),
+                database=store_path(project.root),
+            )
+    finally:
+        state.loop.close()

@@ -1,0 +1,57 @@
+"""The pytest plugin: a project's agent evals run as pytest items, selected with -k and -m, recorded in the store."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent"
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "shop"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".assay"))
+    return root
+
+
+def pytest_in(project: Path, store: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", *arguments], cwd=project,
+        env={**os.environ, "ASSAY_STORE": str(store)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_every_eval_is_an_item_whose_failure_text_is_its_failing_assertions(project, tmp_path):
+    done = pytest_in(project, tmp_path / "store" / "assay.db")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed, 7 passed" in done.stdout
+    assert "FAILED evals/wrong_on_purpose_eval.py::wrong_on_purpose[baseline]" in done.stdout
+    assert "mismatched: called_tool('cancel_order')" in done.stdout
+    assert "PASSED evals/orders/refund_eval.py::orders/refund[baseline]" in done.stdout
+
+
+def test_k_and_tag_markers_select_evals(project, tmp_path):
+    by_name = pytest_in(project, tmp_path / "a" / "assay.db", "-k", "refund")
+    assert by_name.returncode == 0 and "2 passed, 6 deselected" in by_name.stdout, by_name.stdout
+    by_tag = pytest_in(project, tmp_path / "b" / "assay.db", "-m", "hitl")
+    assert by_tag.returncode == 0 and "deselected" in by_tag.stdout and "passed" in by_tag.stdout, by_tag.stdout
+
+
+def test_the_session_is_recorded_in_the_results_store(project, tmp_path):
+    store = tmp_path / "store" / "assay.db"
+    pytest_in(project, store)
+    listed = subprocess.run(
+        [sys.executable, "-m", "assay", "runs", "show", "latest", "--json"], cwd=project,
+        env={**os.environ, "ASSAY_STORE": str(store)}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    import json
+
+    run = json.loads(listed.stdout)
+    assert run["kind"] == "agent" and run["unit_count"] == 8 and run["counts"]["failed"] == 1

@@ -1,0 +1,27 @@
+"""The Python API examples of docs/agent/python.md run as written."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "docs" / "examples" / "python"
+
+
+def test_running_a_project_from_python(tmp_path):
+    project = tmp_path / "shop"
+    shutil.copytree(REPO / "examples" / "agent", project, ignore=shutil.ignore_patterns("__pycache__", ".assay"))
+    done = subprocess.run([sys.executable, str(EXAMPLES / "run_project.py"), str(project)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr  # the example's `wrong_on_purpose` is tagged orders too
+    assert "orders/refund [baseline] #1: passed" in done.stdout
+    assert "failed: wrong_on_purpose" in done.stdout
+
+
+def test_evals_built_in_code():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "in_code.py")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "['passed', 'passed', 'passed']"
