@@ -1,3 +1,4 @@
+import re
 import textwrap
 
 import pytest
@@ -199,3 +200,142 @@ def test_dotenv_is_loaded_without_overriding_the_environment(tmp_path):
     assert environ == {"ALREADY": "environment", "API_KEY": "from file", "PLAIN": "value", "QUOTED": "a # b"}
     assert sorted(loaded) == ["API_KEY", "PLAIN", "QUOTED"]
     assert parse_dotenv('MULTI="a\\nb"') == {"MULTI": "a\nb"}
+
+
+# --- hostile and damaged project files -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("body, message", [
+    ("concurrency = 100000000", "concurrency must be at most 10,000"),
+    ("timeout = " + "9" * 400, "timeout must be a positive number of seconds"),
+    ("timeout = inf", "timeout must be a positive number of seconds"),
+    ("name = 2026-01-01", 'name must be a string, got a date (2026-01-01); quote it ("2026-01-01") to keep it as text'),
+    ("[tool.assay.pricing]\nm = { input = 1e400 }", "m.input must be at most 1,000,000 (USD per million tokens)"),
+    ("[tool.assay.pricing]\nm = { input = " + "9" * 400 + " }", "m.input must be at most 1,000,000"),
+    ("[tool.assay.pricing]\nm = { input = nan }", "m.input must be a non-negative number"),
+])
+def test_out_of_range_project_values_are_config_errors(tmp_path, body, message):
+    write(tmp_path, "pyproject.toml", "[tool.assay]\n" + body + "\n")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_project_config(tmp_path)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[tool.assay]\njudge = { options = " + "[" * 10_000 + "]" * 10_000 + " }\n",
+     "pyproject.toml: line 2, column 84: nested more than 64 levels deep"),
+    ("[tool.assay]\nconcurrency = " + "9" * 5000 + "\n",
+     "pyproject.toml: line 2, column 15: an integer with more than 4,300 digits"),
+    ("tool = 1\n", None),
+])
+def test_a_hostile_pyproject_is_one_config_error_naming_it(tmp_path, text, message):
+    (tmp_path / "pyproject.toml").write_text(text)
+    if message is None:
+        assert load_project_config(tmp_path) == load_project_config(tmp_path / "missing")
+        return
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_project_config(tmp_path)
+
+
+def test_a_pyproject_that_is_not_utf8_names_the_line(tmp_path):
+    (tmp_path / "pyproject.toml").write_bytes(b"[tool.assay]\nname = \"caf\xe9\"\n")
+    with pytest.raises(ConfigError, match=r"pyproject.toml: line 2, column 12: byte 0xe9 is not valid UTF-8"):
+        load_project_config(tmp_path)
+
+
+def test_a_nul_in_dotenv_is_refused_with_its_line_not_a_value_error(tmp_path):
+    (tmp_path / ".env").write_bytes(b"A=1\nSECRET=abc\x00def\n")
+    with pytest.raises(ConfigError, match=r"\.env: line 2: the value of SECRET contains a NUL character"):
+        load_dotenv(tmp_path, {})
+
+
+def test_a_dotenv_with_100000_lines_is_refused_at_once(tmp_path):
+    import time
+
+    (tmp_path / ".env").write_text("".join(f"KEY_{index}=value {index}\n" for index in range(100_000)))
+    started = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"\.env: the file is larger than 1,048,576 bytes"):
+        load_dotenv(tmp_path, {})
+    many = "".join(f"K{index}=v\n" for index in range(10_001))
+    with pytest.raises(ConfigError, match=r"more than 10,000 variables"):
+        parse_dotenv(many)
+    assert len(parse_dotenv(many[: many.index("K10000=")])) == 10_000
+    assert time.perf_counter() - started < 1
+
+
+def test_experiment_counts_and_numbers_have_sane_bounds():
+    from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent
+
+    agent = define_agent(name="a", send=lambda i, c: Turn(), evidence_coverage=complete_evidence_coverage)
+    for fields, message in [
+        ({"attempts": 10**30}, "Experiment attempts must be at most 10,000"),
+        ({"concurrency": 10**9}, "Experiment concurrency must be at most 10,000"),
+        ({"budget": 10**400}, "Experiment budget must be a number"),
+        ({"model": "gpt-\ud800"}, "Experiment model must be valid Unicode text"),
+        ({"labels": ["ok", "\udcff"]}, "Experiment labels must be valid Unicode text"),
+        ({"description": "x" * 20_000}, "Experiment description must be at most 10,000 characters long"),
+        ({"flags": {"n": 10**5000}}, "Experiment flags: n: an integer with more than 4,300 digits"),
+    ]:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            Experiment(agent=agent, **fields)
+    deep: dict = {}
+    for _ in range(5000):
+        deep = {"a": deep}
+    with pytest.raises(ConfigError, match="Experiment flags: a.a.a...: nested more than 64 levels deep"):
+        Experiment(agent=agent, flags=deep)
+
+
+def test_a_file_defining_evals_that_no_pattern_matches_is_named_once_on_stderr(tmp_path, capsys):
+    from assay.agent import discovery
+
+    write(tmp_path, "evals/checkout.py", ONE_EVAL.format(description="checkout", tags=[]))
+    write(tmp_path, "evals/orders/refund.py", """
+        from assay.agent import define_eval
+
+        async def test(t):
+            pass
+
+        EVALS = [define_eval(test)]
+    """)
+    write(tmp_path, "evals/lib/factory.py", """
+        from assay.agent import define_eval
+
+        def make(text):  # builds evals for eval files: not an eval itself
+            async def test(t):
+                await t.send(text)
+            return define_eval(test)
+    """)
+    write(tmp_path, "evals/_shared/hidden.py", ONE_EVAL.format(description="shared", tags=[]))
+    write(tmp_path, "evals/good_eval.py", ONE_EVAL.format(description="good", tags=[]))
+    write(tmp_path, "evals/notes.py", "from assay.agent import define_eval  # imported, never called\n")
+
+    assert [path.relative_to(tmp_path).as_posix() for path in discovery.unmatched_eval_files(tmp_path)] == [
+        "evals/checkout.py", "evals/orders/refund.py",
+    ]
+    discovery._warned_unmatched.clear()
+    assert [entry.id for entry in discover_evals(tmp_path)] == ["good"]
+    discover_evals(tmp_path)  # a second discovery in the same run (plan, then workers) says nothing new
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "warning: evals/checkout.py defines an eval but is skipped: eval files are evals/**/*_eval.py or "
+        "evals/<folder>/eval.py (rename it checkout_eval.py)",
+        "warning: evals/orders/refund.py defines an eval but is skipped: eval files are evals/**/*_eval.py or "
+        "evals/<folder>/eval.py (rename it refund_eval.py)",
+    ]
+
+
+def test_agent_list_and_run_warn_about_an_unmatched_eval_file(tmp_path):
+    import subprocess
+    import sys
+
+    make_project(tmp_path)
+    write(tmp_path, "evals/checkout.py", ONE_EVAL.format(description="checkout", tags=[]))
+    for command in (["list"], ["run", "baseline", "foo", "--quiet"]):
+        completed = subprocess.run(
+            [sys.executable, "-m", "assay", "agent", *command, "--project", str(tmp_path)],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )
+        warnings = [line for line in completed.stderr.splitlines() if line.startswith("warning:")]
+        assert warnings == [
+            "warning: evals/checkout.py defines an eval but is skipped: eval files are evals/**/*_eval.py or "
+            "evals/<folder>/eval.py (rename it checkout_eval.py)"
+        ], (command, completed.stdout, completed.stderr)

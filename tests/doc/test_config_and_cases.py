@@ -98,6 +98,68 @@ def test_glob_only_star_is_special_and_must_match_whole_name():
     assert glob_matches("a.b", "a.b") and not glob_matches("a.b", "axb")
 
 
+def test_glob_matching_is_linear_even_with_many_stars():
+    import time
+
+    started = time.perf_counter()
+    assert not glob_matches("*a" * 40 + "*b", "a" * 255)
+    assert glob_matches("*a" * 40 + "*", "a" * 255)
+    assert time.perf_counter() - started < 0.1
+    assert glob_matches("a*b*c", "abc") and glob_matches("a*b*c", "aXbYc") and not glob_matches("a*b*c", "acb")
+    assert glob_matches("ab*ba", "aba" + "ba") and not glob_matches("ab*ba", "aba")
+    assert glob_matches("x*", "x\ny")  # `*` crosses newlines, as the DOTALL regex did
+
+
+def test_a_config_that_is_not_utf8_names_the_file_and_line(suite):
+    suite.config_path.write_bytes(suite.config_path.read_bytes().replace(b'"fake-suite"', b'"fake-\xffsuite"'))
+    with pytest.raises(ConfigError) as caught:
+        load(suite)
+    assert str(caught.value) == (
+        f"config {suite.config_path}: line 3, column 21: byte 0xff is not valid UTF-8; save the file as UTF-8"
+    )
+
+
+def test_a_deeply_nested_config_is_a_config_error_naming_the_file(suite):
+    suite.config_path.write_text('{"runner_defaults": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ConfigError, match=r"^config .*eval-kit.config.json: line 1, column 84: nested more than 64"):
+        load(suite)
+
+
+def test_a_nul_in_a_config_path_is_refused_before_it_reaches_the_file_system(suite):
+    suite.update_config(results_root="results\u0000x")
+    with pytest.raises(ConfigError, match=r"eval-kit.config.json: results_root: contains a NUL character; remove it$"):
+        load(suite)
+
+
+def test_a_hostile_manifest_is_a_case_error_naming_it_and_discovery_skips_it(suite):
+    manifest = suite.evals / "cases" / "case-one" / "case-manifest.json"
+    manifest.write_text('{"case_id": "case-one", "metadata": ' + "[" * 5000 + "]" * 5000 + "}")
+    assert discover_case_ids(load(suite)) == []
+    with pytest.raises(CaseError, match=r"^case manifest cases/case-one/case-manifest.json: line 1, column \d+: nested"):
+        from assay.doc.cases import resolve_case_manifest_path
+
+        resolve_case_manifest_path(load(suite), manifest)
+
+
+def test_an_artifact_name_longer_than_the_file_system_allows_is_a_case_error(suite):
+    _set_artifact_path(suite, "x" * 300 + ".json")
+    with pytest.raises(
+        CaseError,
+        match=r"^case manifest cases/case-one/case-manifest.json: artifact x{77}\.\.\. cannot be used: File name too long$",
+    ):
+        resolve_case(load(suite), "case-one")
+
+
+def test_a_grader_input_with_a_huge_number_names_the_artifact(suite):
+    (suite.evals / "cases" / "case-one" / "expected-items.json").write_text('{"items": [' + "9" * 5000 + "]}")
+    with pytest.raises(CaseError) as caught:
+        load_grader_inputs(resolve_case(load(suite), "case-one"))
+    assert str(caught.value) == (
+        "case case-one grader_input expected-items.json: line 1, column 12: an integer with 5,000 digits; "
+        "assay reads at most 4,300, write it as a string"
+    )
+
+
 def test_discovery_applies_include_exclude_and_skips_broken_manifests(suite):
     suite.add_case("case-two")
     suite.add_case("skip-me")

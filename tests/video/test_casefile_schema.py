@@ -138,6 +138,17 @@ def test_expect_must_be_json_like_and_an_unquoted_date_says_so() -> None:
     assert nested.endswith("targets.t.samples.0.expect: Value error, expect.a[1] must be finite")
 
 
+def test_an_unquoted_date_where_text_belongs_says_it_is_a_date_and_how_to_quote_it() -> None:
+    raw = parse_yaml_text("video: v.mp4\ndescription: 2026-01-01\ntargets:\n  t:\n    samples: []\n")
+    assert schema_error(raw).endswith(
+        'description: Input should be a valid string, got a date (2026-01-01); quote it ("2026-01-01") to keep it as text'
+    )
+    # Other wrong types keep pydantic's wording unchanged.
+    assert schema_error({"video": "v.mp4", "description": 5, "targets": {"t": {"samples": []}}}).endswith(
+        "description: Input should be a valid string"
+    )
+
+
 def test_explicit_null_expect_is_an_expectation_but_a_missing_one_is_a_draft() -> None:
     raw = parse_case_file(
         {"video": "v.mp4", "targets": {"t": {"samples": [{"at": 1, "expect": None}, {"at": 2}]}}}, label="c.yaml"

@@ -514,3 +514,86 @@ def test_loading_three_targets_of_600_samples_is_fast(tmp_path: Path) -> None:
     loaded = load_eval_directory(eval_dir)
     assert loaded.sample_count == 1800
     assert time.perf_counter() - started < 0.25
+
+
+# --- hostile and damaged files -------------------------------------------------------------------
+
+
+def test_an_adapter_config_run_could_not_store_is_refused_by_validate_and_run_alike(tmp_path: Path) -> None:
+    # Both commands read the config through load_adapter_config; run stores it as JSON in its checkpoint.
+    path = write(tmp_path / "adapter.yaml", "model: m\nschedule:\n  since: 2026-01-01\n")
+    assert adapter_config_error(tmp_path) == (
+        f"invalid adapter config: {path}: schedule.since: a date (2026-01-01) is not a JSON value; "
+        'quote it ("2026-01-01") to keep it as text'
+    )
+    write(tmp_path / "adapter.yaml", "limits: {1: low, 2: high}\n")
+    assert adapter_config_error(tmp_path).endswith(": limits: the key 1 is the number 1, not text; keys must be strings")
+    write(tmp_path / "adapter.yaml", "ratio: .nan\n")
+    assert adapter_config_error(tmp_path).endswith(": ratio: nan is not a finite number; use a finite number")
+
+
+def test_an_adapter_config_alias_bomb_or_deep_nesting_names_the_file_and_line(tmp_path: Path) -> None:
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 10) + "]" for n in range(1, 9)]
+    path = write(tmp_path / "adapter.yaml", "\n".join(levels) + "\n")
+    assert adapter_config_error(tmp_path).startswith(f"invalid adapter config: {path}: line 5, column ")
+    write(tmp_path / "adapter.yaml", "a: " + "[" * 10_000 + "]" * 10_000 + "\n")
+    assert "nested more than 64 levels deep" in adapter_config_error(tmp_path)
+    json_path = write(tmp_path / "config.json", '{"n": ' + "9" * 5000 + "}")
+    assert adapter_config_error(tmp_path, json_path) == (
+        f"invalid adapter config: {json_path}: line 1, column 7: an integer with 5,000 digits; "
+        "assay reads at most 4,300, write it as a string"
+    )
+
+
+def test_an_adapter_config_that_is_not_utf8_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "adapter.yaml"
+    path.write_bytes(b"model: m\nname: caf\xe9\n")
+    assert adapter_config_error(tmp_path) == (
+        f"could not read adapter config: {path}: line 2, column 10: byte 0xe9 is not valid UTF-8; save the file as UTF-8"
+    )
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("video: clip.mp4\ntargets: " + "[" * 5000 + "]" * 5000 + "\n", ": nested more than 64 levels deep"),
+        ("video: clip.mp4\nwhen: 2026-13-45\n", "cannot read the value '2026-13-45': month must be in 1..12"),
+        ("video: clip.mp4\nn: " + "9" * 4301 + "\n", "Exceeds the limit (4300 digits) for integer string conversion"),
+        ("video: clip.mp4\nloop: &r [*r]\n", "the alias *r is inside the value it refers to"),
+    ],
+)
+def test_a_hostile_case_file_is_one_case_error_naming_it(tmp_path: Path, text: str, expected: str) -> None:
+    eval_dir = make_eval(tmp_path, {"a.yaml": text})
+    message = load_error(eval_dir)
+    assert message.startswith(str(eval_dir / "cases" / "a.yaml")) and expected in message
+
+
+def test_a_case_file_alias_bomb_in_expect_is_refused_before_it_is_walked(tmp_path: Path) -> None:
+    levels = "[&a0 [lol, lol], " + ", ".join(f"&a{n} [" + ", ".join([f"*a{n - 1}"] * 10) + "]" for n in range(1, 9))
+    case = SIMPLE_CASE.replace("expect: true", f"expect: {levels}]")
+    eval_dir = make_eval(tmp_path, {"a.yaml": case})
+    assert "aliases expand to more than 100,000 values" in load_error(eval_dir)
+
+
+def test_an_oversized_case_file_is_refused_unread(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"a.yaml": SIMPLE_CASE + "description: " + "x" * (3 * 1024 * 1024) + "\n"})
+    assert load_error(eval_dir) == (
+        f"{eval_dir / 'cases' / 'a.yaml'}: the file is larger than 2,097,152 bytes, the most assay reads from it; "
+        "split it into smaller files"
+    )
+
+
+def test_a_config_yaml_that_is_not_utf8_is_a_config_error_naming_the_line(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"a.yaml": SIMPLE_CASE})
+    (eval_dir / "config.yaml").write_bytes(b"thresholds:\n  min_pass_rate: 0.5 # \xff\n")
+    assert load_error(eval_dir, ConfigError) == (
+        f"{eval_dir / 'config.yaml'}: line 2, column 24: byte 0xff is not valid UTF-8; save the file as UTF-8"
+    )
+
+
+@pytest.mark.parametrize("video", ["x" * 300 + ".mp4", '"clip\\0.mp4"'])
+def test_a_video_path_no_file_system_can_hold_is_a_case_error(tmp_path: Path, video: str) -> None:
+    eval_dir = make_eval(tmp_path, {"a.yaml": SIMPLE_CASE.replace("video: clip.mp4", f"video: {video}")})
+    message = load_error(eval_dir)
+    assert message.startswith(f"{eval_dir / 'cases' / 'a.yaml'}: video ") and "cannot be a file path: " in message

@@ -5,32 +5,49 @@ Comparing two configurations means two experiment files; the CLI never overrides
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from assay.agent.adapter import check_agent
 from assay.agent.definition import EvalDescriptor
+from assay.agent.project import MAX_ATTEMPTS, MAX_CONCURRENCY, is_finite_number
+from assay.core.bounded_input import check_values
 from assay.core.jsonvalue import check_json_like
 from assay.errors import ConfigError, JsonValueError
 
 EvalSelection = str | Sequence[str] | Callable[[EvalDescriptor], bool]
+MAX_TEXT_CHARS = 10_000  # model, reasoning_effort, description, each label
 
 
 def _positive_number(value: Any, name: str, *, allow_zero: bool = False) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_finite_number(value):
         raise ConfigError(f"Experiment {name} must be a number")
     if value < 0 or (value == 0 and not allow_zero):
         raise ConfigError(f"Experiment {name} must be {'>= 0' if allow_zero else '> 0'}")
     return float(value)
 
 
-def _positive_int(value: Any, name: str) -> None:
+def _positive_int(value: Any, name: str, maximum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"Experiment {name} must be an integer >= 1")
+    if value > maximum:
+        raise ConfigError(f"Experiment {name} must be at most {maximum:,}")
+
+
+def _check_text(value: Any, name: str) -> None:
+    if not isinstance(value, str):
+        raise ConfigError(f"Experiment {name} must be a string")
+    if len(value) > MAX_TEXT_CHARS:
+        # Names and descriptions are printed in tables and receipts; megabytes would stall every listing.
+        raise ConfigError(f"Experiment {name} must be at most {MAX_TEXT_CHARS:,} characters long")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate cannot be printed, journaled or sent to an endpoint.
+        raise ConfigError(f"Experiment {name} must be valid Unicode text (it holds a lone surrogate)") from None
 
 
 @dataclass(frozen=True)
@@ -54,17 +71,20 @@ class Experiment:
         check_agent(self.agent, "Experiment")
         for name in ("model", "reasoning_effort", "description"):
             value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ConfigError(f"Experiment {name} must be a string")
+            if value is not None:
+                _check_text(value, name)
         if not isinstance(self.flags, Mapping):
             raise ConfigError("Experiment flags must be a mapping of JSON values")
+        # Bounded first (iterative: depth, integer size), so the recursive JSON check below cannot
+        # overflow the stack and the flags can always be written to the checkpoint.
+        check_values(dict(self.flags), source="Experiment flags", error=ConfigError)
         try:
             check_json_like(dict(self.flags), "Experiment flags")
         except JsonValueError as error:
             raise ConfigError(str(error)) from None
-        _positive_int(self.attempts, "attempts")
+        _positive_int(self.attempts, "attempts", MAX_ATTEMPTS)
         if self.concurrency is not None:
-            _positive_int(self.concurrency, "concurrency")
+            _positive_int(self.concurrency, "concurrency", MAX_CONCURRENCY)
         _positive_number(self.timeout, "timeout")
         _positive_number(self.budget, "budget", allow_zero=True)
         evals = self.evals
@@ -74,6 +94,8 @@ class Experiment:
             raise ConfigError('Experiment evals must be "*", a list of eval id prefixes, or a predicate')
         if isinstance(self.labels, str) or not all(isinstance(label, str) for label in self.labels):
             raise ConfigError("Experiment labels must be a list of strings")
+        for label in self.labels:
+            _check_text(label, "labels")
         for name in ("setup", "teardown"):
             hook = getattr(self, name)
             if hook is not None and not callable(hook):

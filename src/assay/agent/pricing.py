@@ -6,12 +6,16 @@ assay ships no built-in prices (they change too often to hard-code); projects se
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from assay.agent.model import Usage
 
 PRICE_FIELDS = ("input", "output", "cache_read", "cache_creation")
+# USD per million tokens. Far above any real price, and low enough that a cost (tokens x price) stays a
+# finite float: an infinite estimate cannot be gated on or written to a JSON receipt.
+MAX_PRICE = 1_000_000
 
 
 def find_price(model: str | None, pricing: Mapping[str, Mapping[str, float]]) -> Mapping[str, float] | None:
@@ -26,7 +30,11 @@ def find_price(model: str | None, pricing: Mapping[str, Mapping[str, float]]) ->
 
 
 def estimate_cost(model: str | None, usage: Usage | None, pricing: Mapping[str, Mapping[str, float]]) -> float | None:
-    """USD, or None when no estimate can be formed (no model, usage or price); a zero price is valid."""
+    """USD, or None when no estimate can be formed (no model, usage or price); a zero price is valid.
+
+    Token counts come from the agent: a count too large to price (overflowing a float) gives no estimate
+    rather than an infinite or crashing one.
+    """
     if usage is None or usage.total_tokens is None:
         return None
     price = find_price(model, pricing)
@@ -42,8 +50,19 @@ def estimate_cost(model: str | None, usage: Usage | None, pricing: Mapping[str, 
         rate = price.get(rate_name)
         if rate is None:
             return None
-        total += tokens * rate / 1_000_000
-    return total
+        try:
+            total += tokens * rate / 1_000_000
+        except OverflowError:
+            return None
+    return total if math.isfinite(total) else None
+
+
+def _price_problem(rate: Any) -> str | None:
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or (isinstance(rate, float) and math.isnan(rate)) or rate < 0:
+        return "must be a non-negative number (USD per million tokens)"
+    if rate > MAX_PRICE:  # also infinity, and ints too large for a float
+        return f"must be at most {MAX_PRICE:,} (USD per million tokens)"
+    return None
 
 
 def check_pricing(value: Any, where: str) -> dict[str, dict[str, float]]:
@@ -59,11 +78,12 @@ def check_pricing(value: Any, where: str) -> dict[str, dict[str, float]]:
         for name, rate in prices.items():
             if name not in PRICE_FIELDS:
                 raise ConfigError(f"{where}.{model}.{name} is unknown; use {', '.join(PRICE_FIELDS)}")
-            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate < 0:
-                raise ConfigError(f"{where}.{model}.{name} must be a non-negative number (USD per million tokens)")
+            problem = _price_problem(rate)
+            if problem is not None:
+                raise ConfigError(f"{where}.{model}.{name} {problem}")
             entry[name] = float(rate)
         table[str(model)] = entry
     return table
 
 
-__all__ = ["PRICE_FIELDS", "check_pricing", "estimate_cost", "find_price"]
+__all__ = ["MAX_PRICE", "PRICE_FIELDS", "check_pricing", "estimate_cost", "find_price"]

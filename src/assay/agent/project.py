@@ -15,12 +15,28 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent.pricing import check_pricing
+from assay.core.bounded_input import (
+    MAX_TEXT_BYTES,
+    MAX_TOML_BYTES,
+    date_hint,
+    decode_text,
+    describe_value,
+    load_toml,
+    read_bounded,
+)
 from assay.errors import ConfigError
 
 EVALS_DIR = "evals"
 EXPERIMENTS_DIR = "experiments"
 STATE_DIR = ".assay"  # checkpoints live in .assay/runs/checkpoints
 _KNOWN_KEYS = ("name", "concurrency", "timeout", "pricing", "judge")
+# Sane maximums: more attempts in flight, or per eval, than any machine runs would only allocate the
+# plan and the workers for them (10**9 of them exhaust memory before anything runs).
+MAX_CONCURRENCY = 10_000
+MAX_ATTEMPTS = 10_000
+# Setting an environment variable costs time linear in the environment's size (glibc scans it), so
+# loading n variables is quadratic: 100,000 took ~16 s, 10,000 take ~0.2 s; a real .env holds dozens.
+MAX_DOTENV_VARIABLES = 10_000
 
 
 @dataclass(frozen=True)
@@ -32,16 +48,37 @@ class ProjectConfig:
     judge: Mapping[str, Any] | None = None
 
 
+def is_finite_number(value: Any) -> bool:
+    """An int or float (not a bool) that is finite; an int too large for a float is not."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _got(value: Any) -> str:
+    return f", got {describe_value(value)}{date_hint(value)}"
+
+
 def load_project_config(project: Path) -> ProjectConfig:
     """`[tool.assay]` of `<project>/pyproject.toml`; sub-tables other than pricing/judge belong to other kinds."""
     path = project / "pyproject.toml"
     if not path.is_file():
         return ProjectConfig()
+    source = str(path)
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        data = read_bounded(path, source=source, error=ConfigError, max_bytes=MAX_TOML_BYTES)
+    except OSError as error:
         raise ConfigError(f"could not read {path}: {error}") from None
-    table = document.get("tool", {}).get("assay")
+    text = decode_text(data, source=source, error=ConfigError)
+    try:
+        document = load_toml(text, source=source, error=ConfigError)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"could not read {path}: {error}") from None
+    tool = document.get("tool")
+    table = tool.get("assay") if isinstance(tool, dict) else None
     if table is None:
         return ProjectConfig()
     if not isinstance(table, dict):
@@ -52,14 +89,14 @@ def load_project_config(project: Path) -> ProjectConfig:
             raise ConfigError(f"{where}: unknown key {key!r}; agent evals read {', '.join(_KNOWN_KEYS)}")
     name = table.get("name")
     if name is not None and not isinstance(name, str):
-        raise ConfigError(f"{where}: name must be a string")
+        raise ConfigError(f"{where}: name must be a string{_got(name)}")
     concurrency = table.get("concurrency")
     if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
         raise ConfigError(f"{where}: concurrency must be an integer >= 1")
+    if concurrency is not None and concurrency > MAX_CONCURRENCY:
+        raise ConfigError(f"{where}: concurrency must be at most {MAX_CONCURRENCY:,} (attempts in flight at once)")
     timeout = table.get("timeout")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0
-    ):
+    if timeout is not None and (not is_finite_number(timeout) or timeout <= 0):
         raise ConfigError(f"{where}: timeout must be a positive number of seconds")
     judge = table.get("judge")
     if judge is not None and not isinstance(judge, dict):
@@ -68,10 +105,13 @@ def load_project_config(project: Path) -> ProjectConfig:
     return ProjectConfig(name, concurrency, float(timeout) if timeout is not None else None, pricing, judge)
 
 
-def parse_dotenv(text: str) -> dict[str, str]:
-    """`KEY=value` lines; `export ` prefixes, comments, and single or double quotes are understood."""
+def parse_dotenv(text: str, source: str = ".env") -> dict[str, str]:
+    """`KEY=value` lines; `export ` prefixes, comments, and single or double quotes are understood.
+
+    Linear in the text; a NUL character (which no environment can hold) is refused with its line.
+    """
     values: dict[str, str] = {}
-    for raw in text.splitlines():
+    for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -81,6 +121,9 @@ def parse_dotenv(text: str) -> dict[str, str]:
         key = key.strip()
         if not equals or not key.replace("_", "").isalnum() or key[0].isdigit():
             continue
+        if "\x00" in value:
+            raise ConfigError(f"{source}: line {number}: the value of {key} contains a NUL character, "
+                              "which environment variables cannot hold; remove it")
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             quote = value[0]
@@ -92,6 +135,11 @@ def parse_dotenv(text: str) -> dict[str, str]:
             if hash_at >= 0:
                 value = value[:hash_at].rstrip()
         values[key] = value
+        if len(values) > MAX_DOTENV_VARIABLES:
+            raise ConfigError(
+                f"{source}: more than {MAX_DOTENV_VARIABLES:,} variables; assay loads at most that many "
+                "(each is copied into every process it starts): keep only what the project needs"
+            )
     return values
 
 
@@ -101,10 +149,12 @@ def load_dotenv(directory: Path, environ: MutableMapping[str, str] | None = None
     path = directory / ".env"
     if not path.is_file():
         return []
+    source = str(path)
     try:
-        values = parse_dotenv(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
+        data = read_bounded(path, source=source, error=ConfigError, max_bytes=MAX_TEXT_BYTES)
+    except OSError as error:
         raise ConfigError(f"could not read {path}: {error}") from None
+    values = parse_dotenv(decode_text(data, source=source, error=ConfigError), source)
     loaded = []
     for key, value in values.items():
         if key not in environ:
@@ -119,6 +169,6 @@ def checkpoints_base(project: Path) -> Path:
 
 
 __all__ = [
-    "EVALS_DIR", "EXPERIMENTS_DIR", "ProjectConfig", "STATE_DIR", "checkpoints_base", "load_dotenv",
-    "load_project_config", "parse_dotenv",
+    "EVALS_DIR", "EXPERIMENTS_DIR", "MAX_ATTEMPTS", "MAX_CONCURRENCY", "MAX_DOTENV_VARIABLES", "STATE_DIR",
+    "ProjectConfig", "checkpoints_base", "is_finite_number", "load_dotenv", "load_project_config", "parse_dotenv",
 ]

@@ -5,13 +5,14 @@ A case is a directory holding `case-manifest.json`; its identity is the manifest
 
 from __future__ import annotations
 
-import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from assay.core.bounded_input import MAX_JSON_BYTES, decode_text, load_json, read_bounded
 from assay.doc.config import DocSuite
 from assay.doc.paths import assert_safe_id, is_contained, relative_posix, resolve_within
 from assay.errors import CaseError
@@ -25,6 +26,7 @@ __all__ = [
     "glob_matches",
     "grader_input_key",
     "load_grader_inputs",
+    "read_json_file",
     "read_manifest",
     "resolve_case",
     "resolve_case_manifest_path",
@@ -57,9 +59,32 @@ class ResolvedCase:
 
 
 def glob_matches(pattern: str, name: str) -> bool:
-    """Only `*` is special (any run of characters); the pattern must match the whole name."""
-    regex = ".*".join(re.escape(part) for part in pattern.split("*"))
-    return re.fullmatch(regex, name, flags=re.DOTALL) is not None
+    """Only `*` is special (any run of characters); the pattern must match the whole name.
+
+    The literal pieces between stars are found left to right, so matching is linear in the name: the
+    equivalent regex of many `.*` backtracks for ages on a near miss.
+    """
+    first, *middle, last = pattern.split("*") if "*" in pattern else (pattern, None)
+    if last is None:
+        return name == pattern
+    if len(name) < len(first) + len(last) or not name.startswith(first) or not name.endswith(last):
+        return False
+    position, end = len(first), len(name) - len(last)
+    for piece in middle:
+        found = name.find(piece, position, end)
+        if found < 0:
+            return False
+        position = found + len(piece)
+    return True
+
+
+def _is_kind(path: Path, check: Callable[[Path], bool], label: str) -> bool:
+    """`path.is_file()`/`is_dir()`, with a path no file system can hold (a name past its length limit)
+    reported as the case problem it is instead of escaping as an OSError."""
+    try:
+        return check(path)
+    except OSError as error:
+        raise CaseError(f"{label} cannot be used: {error.strerror or error}") from None
 
 
 def configured_manifest_paths(suite: DocSuite) -> list[Path]:
@@ -71,7 +96,7 @@ def configured_manifest_paths(suite: DocSuite) -> list[Path]:
     if not cases:
         return []
     root = suite.resolver.resolve_suite_path(cases["root"], "cases.root")
-    if not root.is_dir():
+    if not _is_kind(root, Path.is_dir, f"cases.root {relative_posix(suite.suite_root, root)}"):
         return []
     include = cases.get("include") or ["*"]
     exclude = cases.get("exclude") or []
@@ -91,8 +116,18 @@ def configured_manifest_paths(suite: DocSuite) -> list[Path]:
     return paths
 
 
-def read_manifest(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+def read_json_file(path: Path, source: str, *, no_nul: bool = False) -> Any:
+    """A JSON file a suite names, within the input bounds: `OSError` and `ValueError` (bad JSON) propagate
+    for the caller to word; an oversized, non-UTF-8 or too deeply nested file is a `CaseError` naming `source`."""
+    data = read_bounded(path, source=source, error=CaseError, max_bytes=MAX_JSON_BYTES)
+    text = decode_text(data, source=source, error=CaseError)
+    return load_json(text, source=source, error=CaseError, no_nul=no_nul)
+
+
+def read_manifest(path: Path, label: str | None = None) -> Any:
+    """A manifest's JSON; `label` (default: the path) is how messages name it."""
+    # Manifest strings become paths and ids: a NUL would only surface later as an OS error.
+    return read_json_file(path, f"case manifest {label or path}", no_nul=True)
 
 
 def discover_case_ids(suite: DocSuite) -> list[str]:
@@ -101,7 +136,7 @@ def discover_case_ids(suite: DocSuite) -> list[str]:
     for path in configured_manifest_paths(suite):
         try:
             manifest = read_manifest(path)
-        except (OSError, ValueError):
+        except (OSError, ValueError, CaseError):
             continue
         if isinstance(manifest, dict) and isinstance(manifest.get("case_id"), str) and manifest["case_id"]:
             ids.add(manifest["case_id"])
@@ -117,10 +152,10 @@ def resolve_case_manifest_path(suite: DocSuite, manifest_path: Path) -> Resolved
     relative = _suite_relative(suite, manifest_path)
     if not is_contained(suite.suite_root, manifest_path):
         raise CaseError(f"case manifest {relative} escapes {suite.suite_root}")
-    if not manifest_path.is_file():
+    if not _is_kind(manifest_path, Path.is_file, f"case manifest {relative}"):
         raise CaseError(f"configured case manifest not found: {relative}")
     try:
-        manifest = read_manifest(manifest_path)
+        manifest = read_manifest(manifest_path, relative)
     except (OSError, ValueError) as error:
         raise CaseError(f"case manifest {relative} is not valid JSON: {error}") from None
     suite.schemas.validate(MANIFEST_SCHEMA, manifest, f"case manifest {relative}")
@@ -129,7 +164,8 @@ def resolve_case_manifest_path(suite: DocSuite, manifest_path: Path) -> Resolved
     for entry in manifest["artifacts"]:
         label = f"case {manifest['case_id']} artifact {entry['path']}"
         full_path = resolve_within(case_dir, entry["path"], label)
-        if not full_path.is_file():
+        shown = entry["path"] if len(entry["path"]) <= 80 else entry["path"][:77] + "..."
+        if not _is_kind(full_path, Path.is_file, f"case manifest {relative}: artifact {shown}"):
             raise CaseError(f"{label} not found: {relative_posix(suite.repo_root, full_path)}")
         artifacts.append(CaseArtifact(entry["role"], entry["path"], full_path))
     return ResolvedCase(manifest["case_id"], manifest, manifest_path, case_dir, tuple(artifacts))
@@ -141,7 +177,7 @@ def resolve_case(suite: DocSuite, case_id: str) -> ResolvedCase:
     for path in configured_manifest_paths(suite):
         try:
             manifest = read_manifest(path)
-        except (OSError, ValueError):
+        except (OSError, ValueError, CaseError):
             continue
         if isinstance(manifest, dict) and manifest.get("case_id") == case_id:
             return resolve_case_manifest_path(suite, path)
@@ -171,7 +207,7 @@ def load_grader_inputs(case: ResolvedCase) -> dict[str, Any]:
                 f"case {case.case_id} grader_input {artifact.path} and {sources[key]} both map to key {key}"
             )
         try:
-            inputs[key] = json.loads(artifact.full_path.read_text(encoding="utf-8"))
+            inputs[key] = read_json_file(artifact.full_path, f"case {case.case_id} grader_input {artifact.path}")
         except OSError as error:
             raise CaseError(
                 f"case {case.case_id} grader_input {artifact.path} could not be read: {error.strerror or error}"

@@ -5,12 +5,12 @@ The result, `DocSuite`, is what every doc command and hook works from.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from assay.core.bounded_input import MAX_JSON_BYTES, decode_text, load_json, read_bounded
 from assay.doc.paths import PathResolver, contained_path, relative_posix
 from assay.doc.schemas import SchemaRegistry, SchemaValidationError, bundled_registry, load_registry
 from assay.errors import ConfigError
@@ -85,21 +85,29 @@ def find_repo_root(start: Path) -> Path:
 
 
 def _read_json(path: Path, label: str) -> Any:
+    source = f"{label} {path}"
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_bounded(path, source=source, error=ConfigError, max_bytes=MAX_JSON_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"{label} not found: {path}") from None
     except OSError as error:
         raise ConfigError(f"could not read {label} {path}: {error.strerror or error}") from None
+    text = decode_text(data, source=source, error=ConfigError)
     try:
-        return json.loads(text)
+        # Every string in a suite config is a path, an id or a glob: a NUL in one can only break them.
+        return load_json(text, source=source, error=ConfigError, no_nul=True)
     except ValueError as error:
         raise ConfigError(f"{label} {path} is not valid JSON: {error}") from None
 
 
-def _root(config_dir: Path, repo_root: Path, value: str, label: str) -> Path:
-    path = Path(value) if os.path.isabs(value) else config_dir / value
-    return contained_path(repo_root, path, label, error=ConfigError)
+def _root(config_path: Path, repo_root: Path, value: str, label: str) -> Path:
+    path = Path(value) if os.path.isabs(value) else config_path.parent / value
+    root = contained_path(repo_root, path, label, error=ConfigError)
+    try:
+        root.exists()
+    except OSError as error:  # e.g. a name longer than the file system allows
+        raise ConfigError(f"config {config_path}: {label} cannot be used: {error.strerror or error}") from None
+    return root
 
 
 def load_suite(config: str | Path | None = None, *, cwd: Path | None = None) -> DocSuite:
@@ -113,10 +121,10 @@ def load_suite(config: str | Path | None = None, *, cwd: Path | None = None) -> 
         raise ConfigError(str(error)) from None
     config_dir = config_path.parent
     repo_root = find_repo_root(config_dir)
-    suite_root = _root(config_dir, repo_root, raw["suite_root"], "suite root")
-    results_root = _root(config_dir, repo_root, raw["results_root"], "results root")
+    suite_root = _root(config_path, repo_root, raw["suite_root"], "suite root")
+    results_root = _root(config_path, repo_root, raw["results_root"], "results root")
     schema_roots = [
-        _root(config_dir, repo_root, value, f"schema root {value}") for value in raw.get("schema_roots", [])
+        _root(config_path, repo_root, value, f"schema root {value}") for value in raw.get("schema_roots", [])
     ]
     schemas = load_registry(schema_roots) if schema_roots else bundled_registry()
     resolver = PathResolver(

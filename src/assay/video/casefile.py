@@ -16,6 +16,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.resolver import BaseResolver
 
+from assay.core.bounded_input import MAX_DEPTH, check_yaml_bounds, load_yaml
+from assay.errors import CaseError
 from assay.video.reconstruct import strictly_equal
 
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -41,17 +43,22 @@ def load_roundtrip(text: str) -> CommentedMap:
     """Parse a case file keeping comments and layout; values read exactly as PyYAML's safe_load reads them.
 
     Raises ValueError when the two readings would differ (duplicate keys: ruamel keeps the first,
-    PyYAML the last) and for a non-mapping top level.
+    PyYAML the last) and for a non-mapping top level; `CaseError` past the input bounds (nesting,
+    aliases, huge integers), which are checked before ruamel's recursive composer runs.
     """
+    check_yaml_bounds(text, source="case file", error=CaseError)
     reader = YAML(typ="rt")
     reader.Resolver = _PyYamlResolver
     reader.allow_duplicate_keys = True
-    document = reader.load(text)
+    try:
+        document = reader.load(text)
+    except RecursionError:
+        raise CaseError(f"case file: nested more than {MAX_DEPTH} levels deep") from None
     if document is None:
         document = CommentedMap()
     if not isinstance(document, CommentedMap):
         raise ValueError("expected a YAML object")
-    if not _same_reading(document, yaml.safe_load(text) or {}):
+    if not _same_reading(document, load_yaml(text, source="case file", error=CaseError) or {}):
         raise ValueError("the case file reads differently under round-trip parsing (duplicate keys?)")
     return document
 

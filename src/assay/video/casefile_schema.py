@@ -6,6 +6,7 @@ message listing every problem as `<path>: invalid schema: <loc>: <msg>; ...` (Gl
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 from collections.abc import Mapping
@@ -23,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from assay.core.bounded_input import date_hint, describe_value
 from assay.core.jsonvalue import check_json_like
 from assay.errors import AssayError, CaseError, ConfigError, JsonValueError
 from assay.video.model import COMPARE_MODES, DEFAULT_EVERY_S
@@ -459,6 +461,10 @@ def format_validation_error(error: ValidationError) -> str:
     for item in error.errors():
         location = ".".join(str(part) for part in item["loc"])
         message = str(item["msg"])
+        written = item.get("input")
+        if item["type"] == "string_type" and isinstance(written, (datetime.date, datetime.time)):
+            # YAML reads an unquoted 2026-01-01 as a date: say so, or "a valid string" is a riddle.
+            message += f", got {describe_value(written)}{date_hint(written)}"
         parts.append(f"{location}: {message}" if location else message)
     return "; ".join(parts)
 

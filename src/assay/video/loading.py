@@ -16,6 +16,17 @@ from typing import Any
 
 import yaml
 
+from assay.core.bounded_input import (
+    MAX_JSON_BYTES,
+    MAX_YAML_BYTES,
+    ErrorFactory,
+    check_size,
+    check_values,
+    decode_text,
+    load_json,
+    load_yaml,
+    read_bounded,
+)
 from assay.errors import AssayError, CaseError, ConfigError, UsageError
 from assay.video.casefile_schema import RawThresholds, parse_case_file, parse_eval_config_file
 from assay.video.model import (
@@ -58,33 +69,25 @@ CASES_DIR_NAME = "cases"
 
 Materialize = Callable[[RemoteVideo, VideoStoreConfig], Path]
 
-_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 
 # --- YAML -------------------------------------------------------------------------------------
 
 
-def parse_yaml_text(text: str) -> Any:
-    """PyYAML safe load (YAML 1.1: `yes` is true, unquoted dates are dates).
+def parse_yaml_text(text: str, *, source: str = "<text>", error_type: ErrorFactory = CaseError) -> Any:
+    """PyYAML safe load (YAML 1.1: `yes` is true, unquoted dates are dates), within the input bounds.
 
-    libyaml is used for speed, but its error texts differ from pure PyYAML's, which GlassKit users
-    see; on a parse error the pure loader reruns so the message is the familiar one.
+    A syntax error is a `yaml.YAMLError` (in pure PyYAML's wording, which GlassKit users know); a file
+    past the bounds (nesting, aliases, huge integers) is `error_type` naming `source`.
     """
-    try:
-        return yaml.load(text, Loader=_FAST_LOADER)  # noqa: S506 - a safe loader
-    except yaml.YAMLError:
-        if _FAST_LOADER is yaml.SafeLoader:
-            raise
-    return yaml.load(text, Loader=yaml.SafeLoader)  # noqa: S506 - a safe loader
+    return load_yaml(text, source=source, error=error_type)
 
 
 def _mapping_from_bytes(path: Path, data: bytes, error_type: type[AssayError]) -> dict[str, Any]:
+    source = str(path)
+    check_size(data, source=source, error=error_type, max_bytes=MAX_YAML_BYTES)
+    text = decode_text(data, source=source, error=error_type)
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise error_type(f"{path}: invalid YAML: {error}") from None
-    try:
-        raw = parse_yaml_text(text)
+        raw = parse_yaml_text(text, source=source, error_type=error_type)
     except yaml.YAMLError as error:
         raise error_type(f"{path}: invalid YAML: {error}") from None
     if raw is None:
@@ -96,7 +99,7 @@ def _mapping_from_bytes(path: Path, data: bytes, error_type: type[AssayError]) -
 
 def _read_bytes(path: Path, error_type: type[AssayError]) -> bytes:
     try:
-        return path.read_bytes()
+        return read_bounded(path, source=str(path), error=error_type, max_bytes=MAX_YAML_BYTES)
     except OSError as error:
         raise error_type(f"{path}: could not read file: {error}") from None
 
@@ -246,14 +249,20 @@ def _unsupported_suffix(name: str) -> CaseError:
 
 
 def _local_video(case_path: Path, written: str, check_exists: bool) -> LocalVideo:
-    path = (case_path.parent / written).resolve()
-    if check_exists:
-        if not path.exists():
-            raise CaseError(f"video file does not exist: {path}")
-        if not path.is_file():
-            raise CaseError(f"video path is not a file: {path}")
-        if path.suffix.lower() not in SUPPORTED_VIDEO_SUFFIXES:
-            raise _unsupported_suffix(str(path))
+    try:
+        path = (case_path.parent / written).resolve()
+        if check_exists:
+            if not path.exists():
+                raise CaseError(f"video file does not exist: {path}")
+            if not path.is_file():
+                raise CaseError(f"video path is not a file: {path}")
+            if path.suffix.lower() not in SUPPORTED_VIDEO_SUFFIXES:
+                raise _unsupported_suffix(str(path))
+    except (OSError, ValueError) as error:
+        # A name longer than the file system allows, or a NUL from a "\0" escape: no file can have it.
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        shown = written if len(written) <= 80 else written[:77] + "..."
+        raise CaseError(f"{case_path}: video {shown!r} cannot be a file path: {reason}; fix the video field") from None
     return LocalVideo(path=path, display=written)
 
 
@@ -502,16 +511,27 @@ def load_adapter_config(eval_dir: Path, explicit: Path | None) -> dict[str, Any]
 
 
 def _read_adapter_config(path: Path) -> dict[str, Any]:
+    # `validate` and `run` both read the config here, so a value `run` could not store in its checkpoint
+    # (a date, a non-string key, NaN) is refused by both instead of passing one and crashing the other.
+    def refuse(message: str) -> UsageError:
+        return UsageError(message, option="--adapter-config")
+
+    source = f"invalid adapter config: {path}"
+    is_json = path.suffix.lower() == ".json"
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"could not read adapter config: {error}", option="--adapter-config") from None
+        data = read_bounded(path, source=source, error=refuse, max_bytes=MAX_JSON_BYTES if is_json else MAX_YAML_BYTES)
+    except OSError as error:
+        raise refuse(f"could not read adapter config: {error}") from None
+    text = decode_text(data, source=f"could not read adapter config: {path}", error=refuse)
     try:
-        raw = json.loads(text) if path.suffix.lower() == ".json" else parse_yaml_text(text)
+        raw = load_json(text, source=source, error=refuse) if is_json else parse_yaml_text(
+            text, source=source, error_type=refuse
+        )
     except (json.JSONDecodeError, yaml.YAMLError) as error:
-        raise UsageError(f"invalid adapter config: {error}", option="--adapter-config") from None
+        raise refuse(f"invalid adapter config: {error}") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise UsageError("adapter config must contain an object", option="--adapter-config")
+        raise refuse("adapter config must contain an object")
+    check_values(raw, source=source, error=refuse, json_like=True)
     return raw
