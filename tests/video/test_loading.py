@@ -133,12 +133,13 @@ def test_invalid_eval_config_is_a_config_error_naming_the_file(tmp_path: Path) -
 # --- YAML ----------------------------------------------------------------------------------------
 
 
-def test_invalid_yaml_reports_pyyamls_own_message(tmp_path: Path) -> None:
+def test_invalid_yaml_reports_pyyamls_own_message_with_the_file_named(tmp_path: Path) -> None:
+    # GlassKit passes PyYAML's "<unicode string>" through; the file's path is what a person needs.
     eval_dir = make_eval(tmp_path, {"a.yaml": "video: a: b\n"})
     path = eval_dir / "cases" / "a.yaml"
     assert load_error(eval_dir) == (
         f"{path}: invalid YAML: mapping values are not allowed here\n"
-        '  in "<unicode string>", line 1, column 9:\n'
+        f'  in "{path}", line 1, column 9:\n'
         "    video: a: b\n"
         "            ^"
     )
@@ -597,3 +598,36 @@ def test_a_video_path_no_file_system_can_hold_is_a_case_error(tmp_path: Path, vi
     eval_dir = make_eval(tmp_path, {"a.yaml": SIMPLE_CASE.replace("video: clip.mp4", f"video: {video}")})
     message = load_error(eval_dir)
     assert message.startswith(f"{eval_dir / 'cases' / 'a.yaml'}: video ") and "cannot be a file path: " in message
+
+
+# --- messages that say what to do ---------------------------------------------------------------
+
+
+def test_an_unknown_key_keeps_glasskits_message_and_names_the_key_meant(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"a.yaml": SIMPLE_CASE.replace("expect: true", "expcet: true")})
+    assert load_error(eval_dir).endswith(
+        "invalid schema: targets.t.samples.0.expcet: Extra inputs are not permitted (did you mean `expect`?)"
+    )
+    far = make_eval(tmp_path / "far", {"a.yaml": SIMPLE_CASE.replace("expect: true", "zzzzzz: true")})
+    assert load_error(far).endswith("targets.t.samples.0.zzzzzz: Extra inputs are not permitted")
+
+
+def test_a_yaml_syntax_error_names_the_file_not_a_unicode_string(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"broken.yaml": "video: clip.mp4\ntargets: [\n"})
+    message = load_error(eval_dir)
+    assert "<unicode string>" not in message
+    assert f'in "{eval_dir / "cases" / "broken.yaml"}", line 3' in message
+
+
+def test_a_tolerance_beside_a_mode_that_ignores_it_is_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    case = SIMPLE_CASE.replace("expect: true", "expect: 1\n        compare: {mode: exact, tolerance: 0.5}")
+    eval_dir = make_eval(tmp_path, {"a.yaml": case})
+    load_eval_directory(eval_dir)
+    warning = capsys.readouterr().err.strip()
+    assert warning == (
+        f"warning: {eval_dir / 'cases' / 'a.yaml'}: targets.t.samples.0.compare: tolerance 0.5 is ignored by "
+        "compare mode 'exact' (only 'numeric' uses a tolerance)"
+    )
+    numeric = make_eval(tmp_path / "numeric", {"a.yaml": case.replace("mode: exact", "mode: numeric")})
+    load_eval_directory(numeric)
+    assert capsys.readouterr().err == ""

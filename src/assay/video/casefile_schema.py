@@ -455,6 +455,24 @@ class RawEvalConfigFile(_Strict):
         return value
 
 
+def _known_keys() -> frozenset[str]:
+    """Every key a case file or config.yaml may hold, for suggesting one against a typo."""
+    keys: set[str] = set()
+    for value in globals().values():
+        if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel:
+            for name, spec in value.model_fields.items():
+                keys.add(spec.alias or name)
+    return frozenset(keys)
+
+
+def nearest_key(written: str) -> str | None:
+    """The known key `written` was most likely meant to be (`expcet` → `expect`), if one is close."""
+    import difflib
+
+    found = difflib.get_close_matches(written, sorted(_known_keys()), n=1, cutoff=0.7)
+    return found[0] if found and found[0] != written else None
+
+
 def format_validation_error(error: ValidationError) -> str:
     """Pydantic errors as `loc: msg; loc: msg` with dotted locations (`targets.t.samples.0.at`)."""
     parts = []
@@ -465,6 +483,11 @@ def format_validation_error(error: ValidationError) -> str:
         if item["type"] == "string_type" and isinstance(written, (datetime.date, datetime.time)):
             # YAML reads an unquoted 2026-01-01 as a date: say so, or "a valid string" is a riddle.
             message += f", got {describe_value(written)}{date_hint(written)}"
+        if item["type"] == "extra_forbidden" and item["loc"] and isinstance(item["loc"][-1], str):
+            # GlassKit's wording first, then the key that was probably meant.
+            suggestion = nearest_key(item["loc"][-1])
+            if suggestion is not None:
+                message += f" (did you mean `{suggestion}`?)"
         parts.append(f"{location}: {message}" if location else message)
     return "; ".join(parts)
 

@@ -6,9 +6,11 @@ the compatibility contract; `load_adapter_config` reads the adapter's config fil
 
 from __future__ import annotations
 
+
 import hashlib
 import json
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -89,7 +91,9 @@ def _mapping_from_bytes(path: Path, data: bytes, error_type: type[AssayError]) -
     try:
         raw = parse_yaml_text(text, source=source, error_type=error_type)
     except yaml.YAMLError as error:
-        raise error_type(f"{path}: invalid YAML: {error}") from None
+        # PyYAML names a string it parsed "<unicode string>"; the file it came from is what helps.
+        detail = str(error).replace('"<unicode string>"', f'"{path}"')
+        raise error_type(f"{path}: invalid YAML: {detail}") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
@@ -275,6 +279,34 @@ def _remote_video(case_path: Path, store: str, key: str, sha256: str, config: Ev
     return RemoteVideo(store=store, key=key, sha256=sha256)
 
 
+_warned: set[str] = set()
+
+
+def ignored_tolerances(raw_case: Any) -> list[str]:
+    """Where a `tolerance` is written beside a compare mode that never reads it (only `numeric`,
+    and the automatic comparison of two numbers, use one): the author meant something else."""
+    places = []
+
+    def check(location: str, compare: Any) -> None:
+        if compare is not None and compare.tolerance is not None and compare.mode not in (None, "numeric"):
+            places.append(f"{location}.compare: tolerance {compare.tolerance:g} is ignored by compare mode {compare.mode!r}")
+
+    check("sample_defaults", raw_case.sample_defaults.compare)
+    for target_id, target in raw_case.targets.items():
+        check(f"targets.{target_id}.sample_defaults", target.sample_defaults.compare)
+        for number, block in enumerate(target.samples):
+            check(f"targets.{target_id}.samples.{number}", block.compare)
+    return places
+
+
+def _warn_about_ignored_tolerances(raw_case: Any, label: str) -> None:
+    for place in ignored_tolerances(raw_case):
+        line = f"warning: {label}: {place} (only 'numeric' uses a tolerance)"
+        if line not in _warned:  # once per process: a case is loaded by several steps of one command
+            _warned.add(line)
+            print(line, file=sys.stderr)
+
+
 def load_case(
     case_path: Path,
     config: EvalConfig,
@@ -294,6 +326,8 @@ def load_case(
     raw_mapping = _mapping_from_bytes(case_path, data, CaseError)
     label = str(case_path)
     raw_case = parse_case_file(raw_mapping, label=label)
+    if source is None:
+        _warn_about_ignored_tolerances(raw_case, label)
 
     video: VideoRef
     if isinstance(raw_case.video, str):
