@@ -147,11 +147,13 @@ def list_command(
         console.print(render_table("Experiments", headers, rows), markup=False, highlight=False)
 
 
-def _positive(option: str, value: Any, *, allow_zero: bool = False) -> None:
+def _positive(option: str, value: Any, *, allow_zero: bool = False, maximum: int | None = None) -> None:
     if value is None:
         return
     if value < 0 or (value == 0 and not allow_zero):
         raise UsageError(f"{option} must be {'>= 0' if allow_zero else '> 0'}", option)
+    if maximum is not None and value > maximum:
+        raise UsageError(f"{option} must be at most {maximum:,}", option)
 
 
 @agent_app.command("run")
@@ -185,8 +187,8 @@ def run_command(
                 f"{flag} is not an option: an experiment file binds the agent and model. To compare "
                 "configurations, add a new file under experiments/ that differs in that one line.", flag,
             )
-        _positive("--attempts", attempts)
-        _positive("--concurrency", concurrency)
+        _positive("--attempts", attempts, maximum=common.MAX_REPEAT)
+        _positive("--concurrency", concurrency, maximum=common.MAX_CONCURRENCY)
         _positive("--timeout", timeout)
         _positive("--budget", budget, allow_zero=True)
         from assay.core.pipeline import Execution
@@ -197,11 +199,16 @@ def run_command(
             from assay.core.shard import parse_shard
 
             parse_shard(shard)
-        if resume is not None and (
-            experiment or evals or tag or attempts or timeout is not None or budget is not None or shard is not None
-        ):
-            raise UsageError("--resume reruns the saved selection; do not give experiments, evals or selection options",
-                             "--resume")
+        given = {
+            "EXPERIMENT": experiment, "EVALS": evals, "--tag": tag, "--attempts": attempts,
+            "--timeout": timeout, "--budget": budget, "--shard": shard,
+        }
+        overrides = [name for name, value in given.items() if value not in (None, [], ())]
+        if resume is not None and overrides:
+            raise UsageError(
+                "--resume reruns the saved selection; do not give experiments, evals or selection options "
+                f"(given: {', '.join(overrides)})", "--resume",
+            )
         root = _project(project)
         request, resumed = _request(
             root, resume, experiment=experiment, evals=tuple(evals or ()), tags=tuple(tag or ()), attempts=attempts,

@@ -40,7 +40,10 @@ def seed_command(
     case: Optional[str] = typer.Option(None, "--case", help="Case file name or stem."),
     target: Optional[List[str]] = typer.Option(None, "--target", help="Target id (repeatable)."),
     adapter_config: Optional[Path] = typer.Option(None, "--adapter-config", help="Adapter config file (YAML, or JSON by suffix)."),
-    concurrency: int = typer.Option(1, "--concurrency", callback=common.at_least(1), help="Adapter calls in flight."),
+    concurrency: int = typer.Option(
+        1, "--concurrency", callback=common.at_least(1, maximum=common.MAX_CONCURRENCY),
+        help=f"Adapter calls in flight (at most {common.MAX_CONCURRENCY:,}).",
+    ),
     replace: bool = typer.Option(False, "--replace", help="Propose new values for samples that already have an expectation."),
     keep_going: bool = typer.Option(False, "--keep-going", help="Record adapter errors and continue; the YAML is written only when all succeed."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Checkpoint directory or id to resume."),
@@ -58,20 +61,15 @@ def seed_command(
 
     checkpoint = None
     if resume is not None:
-        overrides = (
-            adapter is not None,
-            adapter_command is not None,
-            case is not None,
-            bool(target),
-            adapter_config is not None,
-            concurrency != 1,
-            replace,
-            keep_going,
-            verbose,
-            adapter_timeout is not None,
-        )
-        if any(overrides):
-            common.bad_parameter("--resume", RESUME_OVERRIDE_MESSAGE, quoted=False)
+        given = {
+            "--adapter": adapter is not None, "--adapter-command": adapter_command is not None,
+            "--case": case is not None, "--target": bool(target), "--adapter-config": adapter_config is not None,
+            "--concurrency": concurrency != 1, "--replace": replace, "--keep-going": keep_going,
+            "--verbose": verbose, "--adapter-timeout": adapter_timeout is not None,
+        }
+        overrides = [flag for flag, present in given.items() if present]
+        if overrides:
+            common.bad_parameter("--resume", f"{RESUME_OVERRIDE_MESSAGE} (given: {', '.join(overrides)})", quoted=False)
         options, checkpoint = _restore_from_checkpoint(resume, eval_dir)
     else:
         config = adapter_config_option(eval_dir, adapter_config)
