@@ -13,15 +13,22 @@ from assay.core.console import stdout_console
 
 DEBUG = False
 
+# The most a count option accepts: far above what one machine runs, low enough that a slip (a few
+# extra zeros) is refused at once instead of allocating until the process dies. Experiments'
+# `attempts` and `[tool.assay] concurrency` have the same limits.
+MAX_CONCURRENCY = 10_000
+MAX_REPEAT = 10_000  # video --repeat, agent --attempts
 
 
-def at_least(minimum: int | float) -> Callable[[Any], Any]:
+def at_least(minimum: int | float, *, maximum: int | float | None = None) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
         if value is not None:
             values = value if isinstance(value, (list, tuple)) else [value]
             for item in values:
                 if item < minimum:
                     raise typer.BadParameter(f"Input should be greater than or equal to {minimum}")
+                if maximum is not None and item > maximum:
+                    raise typer.BadParameter(f"Input should be less than or equal to {maximum}")
         return value
 
     return check
