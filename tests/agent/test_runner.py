@@ -368,3 +368,21 @@ def test_attempts_are_journaled_from_1_and_older_journals_numbered_from_0_still_
     assert payload["attempt"] == 1 and AttemptResult.from_json(payload).ordinal == 0
     older = {key: value for key, value in payload.items() if key != "numbered_from"} | {"attempt": 0}
     assert AttemptResult.from_json(older).key == result.key  # a checkpoint from before still resumes
+
+
+def test_a_concurrency_far_above_the_slots_runs_no_more_workers_than_slots(monkeypatch):
+    import assay.agent.runner as runner
+
+    seen = []
+    real_run_bounded = runner.run_bounded
+
+    async def recording_run_bounded(source, work, *, concurrency, **kwargs):
+        seen.append(concurrency)
+        # An uncapped value would start that many workers; never hand one on.
+        return await real_run_bounded(source, work, concurrency=min(concurrency, 64), **kwargs)
+
+    monkeypatch.setattr(runner, "run_bounded", recording_run_bounded)
+    agent, _ = scripted_agent(lambda i, c: Turn([message("ok")]))
+    outcome = run_evals(agent, {"a": one_send, "b": one_send}, options=RunOptions(concurrency=10**8), attempts=2)
+    assert outcome.count("passed") == 4
+    assert seen == [4]

@@ -204,3 +204,67 @@ def test_reindex_reports_unreadable_records_and_skips_unfinished_ones(tmp_path: 
     (tmp_path / "records" / "unfinished").mkdir()
     outcome = reindex(database)
     assert outcome.runs == 1 and outcome.unreadable == (broken,) and outcome.set_aside is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Stores left half-made, and stores this user may only read
+
+
+def test_a_zero_byte_store_left_by_a_kill_is_initialised_not_rejected(tmp_path: Path) -> None:
+    database = tmp_path / "assay.db"
+    database.write_bytes(b"")  # killed between creating the file and writing its schema
+    with SqliteRunStore(database, read_only=True) as store:
+        assert store.list_runs() == []
+    assert database.stat().st_size > 0
+    publish_run(_manifest("v-1", "2026-01-01T00:00:00Z"), _units({"c/t/0": "passed"}), database=database)
+    with SqliteRunStore(database, read_only=True) as store:
+        assert [run.run_id for run in store.list_runs()] == ["v-1"]
+
+
+def _as_reader(command: list[str]) -> list[str]:
+    """`command` run by someone who may read the store but not write it (root ignores permissions,
+    so as root the two capabilities that let it are dropped)."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        return command
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root and setpriv (util-linux) is missing: cannot read as a non-writer")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search", *command]
+
+
+def test_a_store_the_user_may_read_but_not_write_can_be_read(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "store"
+    database = folder / "assay.db"
+    publish_run(_manifest("v-1", "2026-01-01T00:00:00Z"), _units({"c/t/0": "passed"}), database=database)
+    empty = tmp_path / "empty" / "assay.db"
+    empty.parent.mkdir()
+    empty.write_bytes(b"")  # and a store killed as it was made, which this user cannot initialise
+    locked = [folder, folder / "records", folder / "records" / "v-1", empty.parent]
+    for path in [database, empty, *(folder / "records" / "v-1").iterdir()]:
+        os.chmod(path, 0o444)
+    for path in locked:
+        os.chmod(path, 0o555)
+    try:
+        def runs(store: Path, *args: str) -> subprocess.CompletedProcess:
+            env = {**os.environ, "ASSAY_STORE": str(store)}
+            command = _as_reader([sys.executable, "-m", "assay", "runs", *args])
+            return subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+
+        listed = runs(database, "list")
+        assert listed.returncode == 0, listed.stdout + listed.stderr
+        assert "v-1" in listed.stdout
+        shown = runs(database, "show", "latest")
+        assert shown.returncode == 0 and "v-1" in shown.stdout, shown.stdout + shown.stderr
+        nothing = runs(empty, "list")
+        assert nothing.returncode == 0 and "No runs recorded yet." in nothing.stdout, nothing.stdout + nothing.stderr
+        assert sorted(path.name for path in folder.iterdir()) == ["assay.db", "records"]  # nothing written beside it
+    finally:
+        for path in locked:
+            os.chmod(path, 0o755)

@@ -64,3 +64,35 @@ def test_legacy_manifest_is_converted_and_v2_is_left_alone(tmp_path):
     assert gone["sha256"] is None and gone["size_bytes"] == 0
     current = {"artifacts": [], "run_id": "new"}
     assert normalize_legacy_manifest(current, tmp_path) == current
+
+
+def test_opening_a_run_removes_stale_temporaries_from_unfinished_bundles_only(tmp_path):
+    import os
+    import time
+
+    from doc_suites import make_suite
+
+    from assay.core.fsutil import STALE_TEMPORARY_AGE_S
+    from assay.doc.artifacts import open_run
+    from assay.doc.config import load_suite
+
+    suite = make_suite(tmp_path)
+    killed = suite.results / "deterministic-killed" / "cases" / "case-one"
+    finished = suite.results / "deterministic-finished"
+    killed.mkdir(parents=True)
+    finished.mkdir(parents=True)
+    (finished / "manifest.json").write_text("{}")
+    past = time.time() - STALE_TEMPORARY_AGE_S - 5
+    left = []
+    for folder in (killed, killed.parent.parent, finished):
+        leftover = folder / ".result.json.0123456789ab.tmp"
+        leftover.write_text("{")
+        os.utime(leftover, (past, past))
+        left.append(leftover)
+    fresh = killed / ".grade.json.aaaaaaaaaaaa.tmp"
+    fresh.write_text("{")  # a write of a run still going
+
+    open_run(load_suite(suite.config_path), "deterministic-next")
+
+    assert [path.exists() for path in left] == [False, False, True]  # a finished bundle has none of ours
+    assert fresh.exists()

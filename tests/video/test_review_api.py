@@ -821,3 +821,37 @@ def test_loopback_socket_is_tcp_so_responses_are_not_delayed_by_nagle() -> None:
         assert sock.getsockname()[0] == "127.0.0.1"
     finally:
         sock.close()
+
+
+def test_request_errors_are_json_4xx_with_no_traceback_on_the_server_console(eval_dir: Path) -> None:
+    process = subprocess.Popen(
+        [*REVIEW, "--eval-dir", str(eval_dir), "--no-open"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        origin = process.stdout.readline().strip().split(" ", 2)[2].split("/?")[0].rstrip("/")
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                httpx.get(origin + "/api/eval-directory", timeout=2)
+                break
+            except httpx.ConnectError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        answers = {
+            path: httpx.get(origin + path, timeout=10)
+            for path in (
+                "/api/case-files/numbers.yaml/frame?at=1e308",  # overflowed the seek arithmetic
+                "/api/case-files/numbers.yaml/frame?at=1e20",
+                "/.%00./etc/passwd",  # a NUL byte reached the file system
+                "/api/case-files/numbers.yaml%00/frame?at=1",
+            )
+        }
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=15)
+    for path, response in answers.items():
+        assert 400 <= response.status_code < 500, (path, response.status_code, response.text)
+        assert response.headers["content-type"] == "application/json; charset=utf-8", path
+        assert response.json()["error"]["code"], path
+    assert answers["/api/case-files/numbers.yaml/frame?at=1e308"].json()["error"]["code"] == "invalid_frame_time"
+    assert "Traceback" not in out + err and "Exception in ASGI application" not in err, err

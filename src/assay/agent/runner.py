@@ -407,9 +407,13 @@ class AgentRun:
         sigint_installed = False
         if self.options.handle_sigint:
             sigint_installed = self._install_sigint()
+        # More workers than slots to run would only wait, each costing memory: a huge --concurrency
+        # or `[tool.assay] concurrency` costs no more than the work.
+        pending = sum(len(lane.items) for lane in self._lanes.values())
+        concurrency = max(1, min(self.options.concurrency, pending))
         try:
             completed = await run_bounded(
-                self._admit(), self._work, concurrency=max(1, self.options.concurrency), keep_going=True, collect=False
+                self._admit(), self._work, concurrency=concurrency, keep_going=True, collect=False
             )
             # Slots never started are settled too, so a readback of the run counts every slot.
             for lane in self._lanes.values():

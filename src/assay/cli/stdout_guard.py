@@ -4,7 +4,8 @@ A closed pipe turns every later write into `BrokenPipeError`, raised wherever ou
 (a reporter callback on the journal thread, a rich render inside the event loop) and so able to
 wedge a run halfway. The guard stands in for `sys.stdout`: the first failed write points fd 1 at
 /dev/null, so nothing else fails, and interrupts the main thread once, so the command leaves by
-the path Ctrl-C takes (checkpoint kept, adapters stopped, exit 130).
+the path Ctrl-C takes (checkpoint kept, adapters stopped, exit 130). Text the stream cannot
+encode (a lone surrogate in a label) is written as backslash escapes, for the same reason.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ import sys
 import threading
 from typing import Any, TextIO
 
+from assay.core.console import write_escaped
+
 
 class StdoutGuard:
-    """A transparent stand-in for a text stream whose writes never raise `BrokenPipeError`."""
+    """A transparent stand-in for a text stream whose writes never raise `BrokenPipeError`, nor
+    `UnicodeEncodeError`: what the stream cannot encode is written as backslash escapes."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
@@ -30,7 +34,7 @@ class StdoutGuard:
         if self.closed_by_reader:
             return len(text)
         try:
-            return self._stream.write(text)
+            return write_escaped(self._stream, text)
         except OSError as error:
             self._reader_gone(error)
             return len(text)

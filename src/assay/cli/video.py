@@ -36,8 +36,14 @@ def run_command(
     from_s: Optional[float] = typer.Option(None, "--from", help="Only samples at or after this time (needs --case)."),
     until_s: Optional[float] = typer.Option(None, "--until", help="Only samples before this time (needs --case)."),
     adapter_config: Optional[Path] = typer.Option(None, "--adapter-config", help="Adapter config file (YAML, or JSON by suffix)."),
-    concurrency: int = typer.Option(1, "--concurrency", callback=common.at_least(1), help="Adapter calls in flight."),
-    repeat: int = typer.Option(1, "--repeat", callback=common.at_least(1), help="Trials to run."),
+    concurrency: int = typer.Option(
+        1, "--concurrency", callback=common.at_least(1, maximum=common.MAX_CONCURRENCY),
+        help=f"Adapter calls in flight (at most {common.MAX_CONCURRENCY:,}).",
+    ),
+    repeat: int = typer.Option(
+        1, "--repeat", callback=common.at_least(1, maximum=common.MAX_REPEAT),
+        help=f"Trials to run (at most {common.MAX_REPEAT:,}).",
+    ),
     min_pass_rate: Optional[float] = typer.Option(
         None, "--min-pass-rate", callback=common.between(0, 1),
         help="Gate: fail a trial whose pass rate over all samples is below this (0-1; default: config.yaml's, else none).",

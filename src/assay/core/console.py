@@ -1,14 +1,102 @@
-"""The terminal streams every command and reporter prints through (rich consoles, created once each)."""
+"""The terminal streams every command and reporter prints through (rich consoles, created once each).
+
+Text on them is made harmless first: terminal control characters and lone surrogates from case
+labels, ids or adapter messages are shown as escapes, and what the stream cannot encode is written
+as backslash escapes instead of raising in the middle of a run.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import re
+import sys
+from typing import Any, TextIO
 
-__all__ = ["stdout_console"]
+__all__ = ["printable", "printable_console", "stdout_console", "write_escaped"]
+
+# C0 controls except tab and newline, DEL, C1 controls (ESC and CSI start terminal sequences; CR and
+# BS overwrite what was printed), and lone surrogates, which no strict codec can encode.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """`text` with every character that could drive a terminal (or not encode) written as an escape.
+
+    `"\\x1b[31mred"` becomes `"\\\\x1b[31mred"`; newlines and tabs stay as they are. Idempotent.
+    """
+    if _UNPRINTABLE.search(text) is None:
+        return text
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def write_escaped(stream: TextIO, text: str) -> int:
+    """Write `text`; characters `stream`'s encoding cannot represent go out as backslash escapes."""
+    try:
+        return stream.write(text)
+    except UnicodeEncodeError:
+        # A text stream encodes the whole string before it buffers any of it, so nothing of the
+        # failed write went out and writing the escaped text instead duplicates nothing.
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        return stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+
+class _CurrentStdout:
+    """Whatever `sys.stdout` is at each write (the CLI's guard, a test's capture), written with
+    `write_escaped`; everything else (isatty, encoding, fileno) is asked of that stream."""
+
+    def write(self, text: str) -> int:
+        return write_escaped(sys.stdout, text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys.stdout, name)
+
+
+def _console_class() -> type:
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class PrintableConsole(Console):
+        """A rich console that escapes unprintable characters in everything it renders.
+
+        Strings are escaped before rich measures them (so columns stay aligned); every rendered
+        segment is checked too, which covers `Text` objects and tables built elsewhere. Control
+        segments are rich's own cursor movements and are left alone.
+        """
+
+        def render_str(self, text: str, **options: Any) -> Any:
+            return super().render_str(printable(text), **options)
+
+        def render(self, renderable: Any, options: Any = None) -> Any:
+            for segment in super().render(renderable, options):
+                if segment.control or _UNPRINTABLE.search(segment.text) is None:
+                    yield segment
+                else:
+                    yield Segment(printable(segment.text), segment.style, segment.control)
+
+    return PrintableConsole
+
+
+_printable_console_class: type | None = None
+
+
+def printable_console(**options: Any) -> Any:
+    """A `rich.console.Console` (same keyword options) whose output is escaped as `printable` says.
+
+    The class is built on first use, so importing this module does not import rich.
+    """
+    global _printable_console_class
+    if _printable_console_class is None:
+        _printable_console_class = _console_class()
+    return _printable_console_class(**options)
 
 
 def stdout_console() -> Any:
     """A console on stdout that never wraps lines (a terminal or not, lines stay whole for grep)."""
-    from rich.console import Console
-
-    return Console(soft_wrap=True)
+    return printable_console(soft_wrap=True, file=_CurrentStdout())

@@ -1,15 +1,57 @@
-"""Durable file writes: replace a file atomically so a reader never sees half of it.
+"""Durable, contained file writes: replace a file atomically so a reader never sees half of it, and
+never let a symbolic link carry a write out of the folder it belongs in.
 
 Write a temporary file in the same directory, fsync it, `os.replace` it over the target, then
-fsync the directory so the rename itself survives a crash. Also the one file hash.
+fsync the directory so the rename itself survives a crash. A write under a root (an eval dir, a
+project, a results root) resolves its links first and is refused when they lead outside that root;
+links that stay inside are written through, so a symlinked file stays a link. The temporary files
+an interrupted write leaves behind are removed by the next run of the command that owns the folder.
+Also the one file hash.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
+import stat
+import time
+from collections.abc import Iterable
 from pathlib import Path
+
+__all__ = [
+    "STALE_TEMPORARY_AGE_S",
+    "OutsideRoot",
+    "contained_target",
+    "fsync_directory",
+    "is_contained",
+    "make_directories_under",
+    "remove_stale_temporary_files",
+    "remove_stale_temporary_files_beside",
+    "sha256_file",
+    "write_atomically",
+]
+
+# A temporary file older than this is left over from a write that was killed: `write_atomically`
+# holds all its data before it creates the file, so a live write lasts milliseconds, not a minute.
+# Age rather than the writer's pid, because a pid says nothing on another host (a shared folder)
+# or once it is reused.
+STALE_TEMPORARY_AGE_S = 60.0
+# `.<name>.<12 hex digits>.tmp`, exactly what `write_atomically` creates (nothing else is removed).
+_TEMPORARY_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp", re.DOTALL)
+
+
+class OutsideRoot(OSError):
+    """A write refused because its path, symbolic links followed, leaves the folder it belongs in.
+
+    An OSError, so every caller that already reports a failed write reports this one the same way.
+    """
+
+    def __init__(self, path: Path, root: Path) -> None:
+        super().__init__(f"refusing to write {path}: it leads outside {root} (through a symbolic link or '..')")
+        self.path = Path(path)
+        self.root = Path(root)
 
 
 def sha256_file(path: Path) -> str:
@@ -32,9 +74,52 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
-    """Replace `path` with `data` atomically; `mode` defaults to the existing file's bits (or 0o644)."""
-    path = Path(path)
+# ---------------------------------------------------------------------------------------------
+# Containment
+
+
+def is_contained(root: Path, path: Path) -> bool:
+    """Whether `path` is `root` or inside it, both as written and with every symbolic link resolved."""
+    lexical_root = Path(os.path.abspath(root))
+    lexical = Path(os.path.abspath(path))
+    if not lexical.is_relative_to(lexical_root):
+        return False
+    return Path(os.path.realpath(lexical)).is_relative_to(Path(os.path.realpath(lexical_root)))
+
+
+def contained_target(root: Path, path: Path) -> Path:
+    """Where a write to `path` lands: its real path (links resolved), if that is inside `root`.
+
+    Raises `OutsideRoot` otherwise, naming both. The parts that do not exist yet are taken as
+    written, so a folder about to be created is checked as well.
+    """
+    if not is_contained(root, path):
+        raise OutsideRoot(Path(os.path.abspath(path)), Path(os.path.abspath(root)))
+    return Path(os.path.realpath(os.path.abspath(path)))
+
+
+def make_directories_under(root: Path, path: Path, *, mode: int = 0o777) -> Path:
+    """`mkdir -p` of a folder inside `root`, refused (`OutsideRoot`) when a link leads it outside.
+
+    Returns `path` as given. Checked again once created, so a link planted meanwhile is caught too.
+    """
+    contained_target(root, path)
+    os.makedirs(path, mode=mode, exist_ok=True)
+    contained_target(root, path)
+    return Path(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Atomic replacement
+
+
+def write_atomically(path: Path, data: bytes | str, *, mode: int | None = None, root: Path | None = None) -> None:
+    """Replace `path` with `data` atomically; `mode` defaults to the existing file's bits (or 0o644).
+
+    With `root`, the write goes to the path's real target and is refused (`OutsideRoot`) when that
+    leaves `root`: a symlinked file inside the root is written through and stays a link.
+    """
+    path = Path(path) if root is None else contained_target(root, path)
     if isinstance(data, str):
         data = data.encode("utf-8")
     if mode is None:
@@ -43,7 +128,7 @@ def write_atomically(path: Path, data: bytes | str, *, mode: int | None = None) 
         except FileNotFoundError:
             mode = 0o644
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         try:
             view = memoryview(data)
@@ -62,3 +147,40 @@ def write_atomically(path: Path, data: bytes | str, *, mode: int | None = None) 
             pass
         raise
     fsync_directory(path.parent)
+
+
+# ---------------------------------------------------------------------------------------------
+# Leftovers of interrupted writes
+
+
+def remove_stale_temporary_files(directory: Path, *, older_than_s: float = STALE_TEMPORARY_AGE_S) -> list[Path]:
+    """Delete the `write_atomically` temporaries in `directory` older than `older_than_s`; returns them.
+
+    Only regular files named as `write_atomically` names them are touched, and nothing fails: a
+    folder that cannot be listed, or a file another cleaner got to first, is skipped.
+    """
+    removed: list[Path] = []
+    now = time.time()
+    try:
+        entries = os.scandir(directory)
+    except OSError:
+        return removed
+    with entries:
+        for entry in entries:
+            if not _TEMPORARY_NAME.fullmatch(entry.name):
+                continue
+            try:
+                status = entry.stat(follow_symlinks=False)
+                if not stat.S_ISREG(status.st_mode) or now - status.st_mtime < older_than_s:
+                    continue
+                os.unlink(entry.path)
+            except OSError:
+                continue
+            removed.append(Path(entry.path))
+    return removed
+
+
+def remove_stale_temporary_files_beside(root: Path, paths: Iterable[Path]) -> list[Path]:
+    """The same for the folders that writes to `paths` land in (their real targets, inside `root` only)."""
+    folders = {contained_target(root, path).parent for path in paths if is_contained(root, path)}
+    return [removed for folder in sorted(folders) for removed in remove_stale_temporary_files(folder)]

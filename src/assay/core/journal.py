@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.file_lock import HeldLock, LockFile, LockHeld
-from assay.core.fsutil import fsync_directory, write_atomically
+from assay.core.fsutil import (
+    STALE_TEMPORARY_AGE_S,
+    fsync_directory,
+    make_directories_under,
+    remove_stale_temporary_files,
+    write_atomically,
+)
 from assay.errors import CheckpointError
 
 CHECKPOINT_SCHEMA_VERSION = 1
@@ -276,6 +282,33 @@ def _new_checkpoint_directory(root: Path, kind: str, now: datetime) -> tuple[str
     raise CheckpointError(f"could not create a checkpoint directory in {root}")
 
 
+def _remove_leftovers(root: Path, kind: str) -> None:
+    """What killed runs of this kind left in `root`: stale temporary manifests, half-discarded directories.
+
+    Only this kind's checkpoints are touched (the next run of the same command cleans up after it);
+    a discard still in progress is younger than the stale age and is left alone.
+    """
+    try:
+        with os.scandir(root) as listing:
+            entries = list(listing)
+    except OSError:
+        return
+    now = time.time()
+    for entry in entries:
+        try:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.name.startswith(f"{kind}-"):
+                remove_stale_temporary_files(Path(entry.path))
+            elif entry.name.startswith(f".{kind}-") and entry.name.endswith(".discarding"):
+                status = entry.stat(follow_symlinks=False)
+                # ctime: the rename that set it aside changes that, not the folder's mtime.
+                if now - max(status.st_mtime, status.st_ctime) >= STALE_TEMPORARY_AGE_S:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+        except OSError:
+            continue
+
+
 class Checkpoint:
     """A checkpoint directory held by this process: manifest, journal and `active.lock`.
 
@@ -306,7 +339,9 @@ class Checkpoint:
         root = checkpoints_root(eval_dir)
         now = datetime.now(UTC)
         try:
-            root.mkdir(parents=True, exist_ok=True)
+            # A `runs` or `checkpoints` link out of the eval dir would carry every checkpoint with it.
+            make_directories_under(eval_dir, root)
+            _remove_leftovers(root, kind)
             checkpoint_id, directory = _new_checkpoint_directory(root, kind, now)
         except OSError as error:
             raise CheckpointError(f"could not create checkpoint in {root}: {error}") from None
@@ -343,6 +378,7 @@ class Checkpoint:
         token = secrets.token_hex(8)
         lock = _acquire_lock(path, token)
         try:
+            remove_stale_temporary_files(path)  # an earlier manifest update that was killed
             journal = Journal.open(path / JOURNAL_FILE_NAME)
         except BaseException:
             lock.release()

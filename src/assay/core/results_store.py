@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import json
+import os
 import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -200,8 +201,30 @@ def _speaks_for_the_file(method: Callable[_Parameters, _Result]) -> Callable[_Pa
     return translated
 
 
-def _read_only_uri(path: Path) -> str:
-    return path.resolve().as_uri() + "?mode=ro"  # as_uri escapes a `?`, `#` or `%` in the path
+def _read_only_uri(path: Path, *, immutable: bool = False) -> str:
+    # as_uri escapes a `?`, `#` or `%` in the path
+    return path.resolve().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
+
+
+def _needs_immutable(path: Path) -> bool:
+    """Whether reading `path` needs SQLite's `immutable` mode: a WAL reader must create the `-shm`
+    file beside the store, which a user who may not write that folder cannot. When neither `-shm`
+    nor `-wal` exists (a store closed cleanly) the file alone holds every run, so reading it without
+    locking loses nothing; when they exist SQLite reads them itself, writable or not."""
+    if Path(f"{path}-shm").exists() or Path(f"{path}-wal").exists():
+        return False
+    return not os.access(path.parent, os.W_OK)
+
+
+def _initialise_empty_file(path: Path) -> bool:
+    """Give a 0-byte store file (a kill while it was being created) the schema; False if not allowed to."""
+    try:
+        with closing(sqlite3.connect(path)) as connection:
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.executescript(_SCHEMA)
+        return True
+    except sqlite3.Error:
+        return False
 
 
 class SqliteRunStore:
@@ -216,16 +239,27 @@ class SqliteRunStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             if read_only:
-                self._connection = sqlite3.connect(_read_only_uri(self.path), uri=True, check_same_thread=False)
+                self._connection = self._connect_for_reading()
             else:
                 self._connection = sqlite3.connect(self.path, check_same_thread=False)
-        except sqlite3.Error as error:
+        except (sqlite3.Error, OSError) as error:
             raise store_error(self.path, error) from error
         try:
             self._prepare()
         except BaseException:
             self._connection.close()
             raise
+
+    def _connect_for_reading(self) -> sqlite3.Connection:
+        if self.path.stat().st_size == 0 and not _initialise_empty_file(self.path):
+            # Nothing was ever stored in it and this user may not fix it: read it as the empty store it is.
+            connection = sqlite3.connect(":memory:", check_same_thread=False)
+            connection.executescript(_SCHEMA)
+            return connection
+        # A store this user may read but not write is still readable: without the shared-memory
+        # file there is no WAL to coordinate with, so SQLite may read the file as it stands.
+        immutable = _needs_immutable(self.path)
+        return sqlite3.connect(_read_only_uri(self.path, immutable=immutable), uri=True, check_same_thread=False)
 
     @_speaks_for_the_file
     def _prepare(self) -> None:

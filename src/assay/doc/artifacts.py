@@ -17,7 +17,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Mapping, Sequence
 
 from assay import __version__
-from assay.core.fsutil import sha256_file, write_atomically
+from assay.core.fsutil import (
+    remove_stale_temporary_files,
+    sha256_file,
+    write_atomically,
+)
 from assay.doc.config import DocSuite
 from assay.doc.paths import contained_path, relative_posix
 from assay.errors import CaseError
@@ -231,9 +235,28 @@ def open_run(suite: DocSuite, run_id: str, *, clock: Clock = utc_now, node_versi
     run_dir = suite.resolver.resolve_run_dir(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / MANIFEST_FILE).unlink(missing_ok=True)
+    remove_stale_bundle_temporaries(suite.results_root)
     return RunBundle(
         suite=suite, run_id=run_id, run_dir=run_dir, started_at=started_at, clock=clock, node_version=node_version
     )
+
+
+def remove_stale_bundle_temporaries(results_root: Path) -> None:
+    """Temporary files killed runs left in unfinished bundles (no manifest) under `results_root`.
+
+    Only unfinished bundles can hold them: the manifest is the last file a run writes, and a
+    re-run removes it before writing again. Links are not followed out of the results root.
+    """
+    try:
+        with os.scandir(results_root) as listing:
+            bundles = [Path(entry.path) for entry in listing if entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for bundle in bundles:
+        if (bundle / MANIFEST_FILE).exists():
+            continue
+        for folder, _subfolders, _files in os.walk(bundle):  # os.walk does not descend into links
+            remove_stale_temporary_files(Path(folder))
 
 
 def normalize_legacy_manifest(manifest: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from assay.core.fsutil import write_atomically
+from assay.core.fsutil import make_directories_under, write_atomically
 from assay.errors import UsageError, VideoError
 from assay.video.decode import probe_video, select_frames
 from assay.video.model import Case
@@ -29,8 +29,11 @@ def export_frames(case: Case, times: Sequence[float], output_dir: Path | None, e
                 f"requested time {t:g}s exceeds video duration {info.duration_s:g}s for case '{case.name}'"
             )
     destination = export_directory(case, output_dir, eval_dir)
+    # The default destination lives in the eval dir, and a `runs` or `frames` link must not carry the
+    # files out of it; a chosen --output-dir is its own root.
+    root = destination if output_dir is not None else Path(eval_dir).resolve()
     try:
-        destination.mkdir(parents=True, exist_ok=True)
+        make_directories_under(root, destination)
     except OSError as error:
         raise VideoError(f"could not create frame export directory {destination}: {error}") from error
     written = []
@@ -39,7 +42,10 @@ def export_frames(case: Case, times: Sequence[float], output_dir: Path | None, e
         encoded = io.BytesIO()
         with frame.to_image() as image:
             image.save(encoded, format="PNG")
-        write_atomically(path, encoded.getvalue())
+        try:
+            write_atomically(path, encoded.getvalue(), root=root)
+        except OSError as error:
+            raise VideoError(f"could not write exported frame {path}: {error}") from error
         written.append(path)
     return written
 

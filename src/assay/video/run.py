@@ -134,6 +134,12 @@ def check_run_options(options: VideoRunRequest) -> None:
             raise EvalRunError("--max-flaky-samples requires --repeat to be at least 2")
 
 
+def usable_concurrency(requested: int, units: int) -> int:
+    """The calls in flight `units` pending calls can use: each worker beyond them would only wait,
+    and cost memory meanwhile, so a huge --concurrency costs no more than the work it is given."""
+    return max(1, min(requested, units))
+
+
 def adapter_config(options: VideoRunRequest, eval_dir: Path) -> AdapterConfig:
     """The factory config a run hands its adapter (GlassKit's `AdapterConfig`)."""
     return AdapterConfig(
@@ -221,7 +227,8 @@ class VideoWorker:
         async def observe() -> None:
             try:
                 await observe_case(
-                    group.case, group.work, evaluator, concurrency=options.concurrency,
+                    group.case, group.work, evaluator,
+                    concurrency=usable_concurrency(options.concurrency, sum(len(samples) for _, samples in group.work)),
                     keep_going=options.keep_going, handle=handle,
                 )
             except AssayError as error:
@@ -395,7 +402,8 @@ class VideoRun:
 
         try:
             await observe_case(
-                case, work, evaluator, concurrency=self.options.concurrency,
+                case, work, evaluator,
+                concurrency=usable_concurrency(self.options.concurrency, sum(len(samples) for _, samples in work)),
                 keep_going=self.options.keep_going, handle=handle,
                 progress=lambda done, total: self.events.unit_progress(UnitProgress(done, total, trial)),
             )
@@ -508,7 +516,10 @@ class VideoRun:
         total = self.eval_directory.sample_count * self.options.repeat
         run_id = self._checkpoint.path.name if self._checkpoint is not None else ""
         self.events.run_started(RunStarted("video", run_id, total, len(self._completed), self.eval_directory))
-        self._executor = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="assay-adapter")
+        self._executor = ThreadPoolExecutor(
+            max_workers=usable_concurrency(self.options.concurrency, self.eval_directory.sample_count),
+            thread_name_prefix="assay-adapter",
+        )
         try:
             for trial in range(1, self.options.repeat + 1):
                 trials.append(await self._run_trial(trial))

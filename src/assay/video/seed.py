@@ -345,6 +345,23 @@ def _refuse_if_changed(path: Path, snapshot: bytes) -> None:
         raise CaseError(f"case changed while expectations were being seeded; refusing to overwrite: {path}")
 
 
+def _check_write_stays_inside(eval_dir: Path, case_path: Path) -> None:
+    """A symlinked case file is rewritten through its link, so its target must be in the eval dir."""
+    from assay.core.fsutil import contained_target
+
+    try:
+        contained_target(eval_dir, case_path)
+    except OSError as error:
+        raise CaseWriteError(f"could not write seeded case file {case_path}: {error}") from None
+
+
+def _remove_stale_case_temporaries(directory: EvalDirectory) -> None:
+    """Temporary files a killed rewrite (this seed's or a review save's) left beside the case files."""
+    from assay.core.fsutil import remove_stale_temporary_files_beside
+
+    remove_stale_temporary_files_beside(directory.path, (case.path for case in directory.cases))
+
+
 # ---------------------------------------------------------------------------------------------
 # The operation
 
@@ -445,11 +462,13 @@ class _SeedRun:
             eval_dir=directory.path, config=dict(self.options.adapter_config), artifacts_dir=None,
             verbose=self.options.verbose,
         )
-        executor = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="assay-adapter")
-        assert self.checkpoint is not None
         from assay.video.checkpoint import journal_writer
+        from assay.video.run import usable_concurrency
 
-        self._writer = journal_writer(self.checkpoint, self.options.concurrency)
+        concurrency = usable_concurrency(self.options.concurrency, len(pending))
+        executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="assay-adapter")
+        assert self.checkpoint is not None
+        self._writer = journal_writer(self.checkpoint, concurrency)
         try:
             async with TrialEvaluator(
                 adapter=self.options.adapter, adapter_command=self.options.adapter_command, config=config,
@@ -462,7 +481,8 @@ class _SeedRun:
                     work = [(target, targets[target.index]) for target in case.targets if target.index in targets]
                     try:
                         await observe_case(
-                            case, work, await evaluators.get(), concurrency=self.options.concurrency,
+                            case, work, await evaluators.get(),
+                            concurrency=usable_concurrency(concurrency, sum(len(samples) for _, samples in work)),
                             keep_going=self.options.keep_going, handle=self._handle,
                         )
                     finally:
@@ -500,15 +520,21 @@ class _SeedRun:
                 self.seeded[key] = payload["expected"]
 
     def _write_cases(self, loaded: _Loaded, selected: Sequence[_Selected]) -> list[Case]:
-        """§18 step 7: build and check every candidate first, then replace the files one by one."""
+        """§18 step 7: build and check every candidate first, then replace the files one by one.
+
+        A symlinked case file stays a link: its target is rewritten, and only when that target is
+        inside the eval dir (checked for every file before any is written).
+        """
         from assay.core.fsutil import write_atomically
 
+        eval_dir = loaded.directory.path
         affected: list[Case] = []
         for case in loaded.directory.cases:
             if any(item.case.path == case.path for item in selected):
                 affected.append(case)
         candidates: list[tuple[Case, bytes]] = []
         for case in affected:
+            _check_write_stays_inside(eval_dir, case.path)
             snapshot = loaded.snapshots[case.path]
             _refuse_if_changed(case.path, snapshot)
             text = _rewrite_case_text(case, snapshot.decode("utf-8"), self.seeded)
@@ -518,7 +544,7 @@ class _SeedRun:
         for case, candidate in candidates:
             _refuse_if_changed(case.path, loaded.snapshots[case.path])
             try:
-                write_atomically(case.path, candidate)
+                write_atomically(case.path, candidate, root=eval_dir)
             except OSError as error:
                 raise CaseWriteError(f"could not write seeded case file {case.path}: {error}") from None
         return affected
@@ -528,12 +554,16 @@ class _SeedRun:
         check_seed_options(self.options)
         loaded = _load_with_snapshot(self.options, self.materialize)
         directory = loaded.directory
+        _remove_stale_case_temporaries(directory)
         selected = _select(directory, self.options.replace)
         preserved = _preserved_count(directory, self.options.replace)
         if not selected and resume is None:
             self.emit(f"Seed: {directory.path}")
             self.emit(f"Nothing to seed; {preserved} existing expectations were preserved.")
             return EXIT_OK
+        # Refused before any adapter call: a file that cannot be rewritten would waste them all.
+        for case_path in dict.fromkeys(item.case.path for item in selected):
+            _check_write_stays_inside(directory.path, case_path)
         self._open_checkpoint(directory, selected, resume)
         remaining = [item for item in selected if item.key not in self.seeded]
         _check_remaining_sample_times(directory, remaining)

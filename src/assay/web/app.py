@@ -18,7 +18,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -40,6 +40,7 @@ __all__ = [
     "read_json_body",
     "require_write_token",
     "serve",
+    "unhandled_error",
 ]
 
 LOOPBACK_HOST = "127.0.0.1"
@@ -236,6 +237,69 @@ class LoopbackGuard:
         await self.app(scope, receive, send_with_headers)
 
 
+# What a request's own content can make a handler raise (`at=1e308` overflowing a seek, a NUL byte
+# in a path, text that does not decode): the request is bad, not the server.
+REQUEST_ERRORS: tuple[type[BaseException], ...] = (ValueError, ArithmeticError, ClientDisconnect)
+
+
+def unhandled_error(error: Exception) -> ApiError:
+    """The JSON answer for an exception no route turned into an `ApiError`."""
+    if isinstance(error, REQUEST_ERRORS):
+        return ApiError(400, "invalid_request", f"The request could not be handled: {type(error).__name__}: {error}")
+    return ApiError(500, "internal_error", f"Unexpected server error: {type(error).__name__}: {error}")
+
+
+class UnhandledErrorGuard:
+    """Pure ASGI middleware: an exception that escapes every route becomes one JSON error.
+
+    Starlette's catch-all for `Exception` answers and then re-raises, so the server printed a
+    traceback for each such request; here it ends with the answer. A request error is only
+    answered (4xx); a fault of the server also gets one line on stderr, with the traceback under
+    `assay --debug`.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as error:  # noqa: BLE001 - every request ends with an answer, never a traceback
+            answer = unhandled_error(error)
+            if answer.status >= 500:
+                _report_server_fault(scope, error)
+            if not started:  # once a body is on its way, the connection closing is the only signal left
+                await error_response(answer)(scope, receive, send)
+
+
+def _report_server_fault(scope: Scope, error: Exception) -> None:
+    import contextlib
+    import sys
+    import traceback
+
+    from assay.errors import show_tracebacks
+
+    with contextlib.suppress(Exception):  # stderr itself failing must not fail the answer
+        if show_tracebacks():
+            traceback.print_exception(error, file=sys.stderr)
+        else:
+            print(
+                f"assay: error answering {scope.get('method')} {scope.get('path')!a}: {type(error).__name__}: {error}",
+                file=sys.stderr,
+            )
+
+
 def _header(scope: Scope, name: bytes) -> str | None:
     values = [value for key, value in scope.get("headers", []) if key.lower() == name]
     if len(values) != 1:  # two Host headers are as suspicious as none
@@ -316,13 +380,9 @@ def create_web_app(
             return error_response(ApiError(404, "route_not_found", f"Nothing matches {request.url.path}."))
         return error_response(ApiError(error.status_code, "http_error", str(error.detail)))
 
-    async def on_unexpected(request: Request, error: Exception) -> Response:
-        return error_response(ApiError(500, "internal_error", f"Unexpected server error: {type(error).__name__}: {error}"))
-
-    app = Starlette(
-        routes=routes,
-        exception_handlers={ApiError: on_api_error, HTTPException: on_http_error, Exception: on_unexpected},
-    )
+    app = Starlette(routes=routes, exception_handlers={ApiError: on_api_error, HTTPException: on_http_error})
+    # Added first, so it sits inside the guard: its answers get the security headers too.
+    app.add_middleware(UnhandledErrorGuard)
     app.add_middleware(LoopbackGuard, binding=binding)
     return app
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from assay.core.fsutil import is_contained
 from assay.errors import AssayError, CaseError
 from assay.video.casefile_schema import RawCaseFile, parse_case_file
 from assay.video.decode import VideoInfo, probe_video
@@ -52,11 +53,7 @@ Materialize = Callable[[RemoteVideo, Any], Path]
 
 def is_confined(path: Path, root: Path) -> bool:
     """Whether `path`, symlinks resolved, lies inside `root` (itself resolved)."""
-    try:
-        resolved = path.resolve()
-    except OSError:
-        return False
-    return resolved == root or root in resolved.parents
+    return is_contained(root, path)
 
 
 def list_case_files(eval_dir: Path) -> list[Path]:

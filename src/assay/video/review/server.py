@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from assay.core.fsutil import write_atomically
+from assay.core.fsutil import OutsideRoot, remove_stale_temporary_files_beside, write_atomically
 from assay.errors import AssayError
 from assay.video.loading import EVAL_CONFIG_FILE_NAMES
 from assay.video.review.documents import (
@@ -50,6 +50,7 @@ FRAME_GENERATION_HEADER = "X-GlassKit-Frame-Generation"
 MAX_PUT_BYTES = 2 * 1024 * 1024
 _CLIENT_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _MAX_GENERATION = 2**53 - 1
+MAX_FRAME_TIME_S = 1e9  # about 31 years
 
 
 @dataclass
@@ -69,6 +70,13 @@ class ReviewServer:
     # case file name -> a fully loaded case with its video, reused while no input file changed
     _loaded: dict[str, _CachedCase] = field(default_factory=dict)
     _ids_version: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # A save killed mid-write leaves its temporary file beside the case file; this launch owns them.
+        try:
+            remove_stale_temporary_files_beside(self.eval_dir, list_case_files(self.eval_dir))
+        except AssayError:
+            pass  # no cases yet: the eval-directory route reports that
 
     # -- lookups ---------------------------------------------------------------------------------
     def case_path(self, case_id: str) -> Path:
@@ -214,7 +222,10 @@ class ReviewServer:
                 assert config is not None  # load() refused an invalid config already
                 applied = apply_samples_update(review.path, review.data, config, update, review.video_info)
                 try:
-                    write_atomically(review.path, applied.candidate)
+                    # Through a symlinked case file to its target, and only inside the eval dir.
+                    write_atomically(review.path, applied.candidate, root=self.eval_dir)
+                except OutsideRoot as error:
+                    raise ApiError(409, "case_file_outside_eval_dir", f"Could not write {review.path}: {error}") from None
                 except OSError as error:
                     raise ApiError(500, "case_file_write_failed", f"Could not write {review.path}: {error}") from None
                 previous = self.overrides_for(review)
@@ -275,6 +286,9 @@ def _frame_time(values: list[str]) -> float:
         raise ApiError(400, "invalid_frame_time", "`at` must be a number of seconds.") from None
     if not math.isfinite(t) or t < 0:
         raise ApiError(400, "invalid_frame_time", "`at` must be a finite, nonnegative number of seconds.")
+    if t > MAX_FRAME_TIME_S:
+        # Far past any video's end; the seek would overflow the stream's timestamp arithmetic.
+        raise ApiError(400, "invalid_frame_time", f"`at` must be at most {MAX_FRAME_TIME_S:,.0f} seconds.")
     return round(t, 9)
 
 

@@ -1,0 +1,45 @@
+"""What the shared console prints from user-controlled text: control characters escaped, and text the
+stream cannot encode written as escapes instead of raising."""
+
+from __future__ import annotations
+
+import io
+
+from rich.table import Table
+from rich.text import Text
+
+from assay.cli.stdout_guard import StdoutGuard
+from assay.core.console import printable, stdout_console
+
+
+def test_printable_escapes_terminal_controls_and_lone_surrogates_but_keeps_newlines_and_tabs() -> None:
+    assert printable("a\x1b[31mred\x1b[0m\tb\nc") == "a\\x1b[31mred\\x1b[0m\tb\nc"
+    assert printable("\x9b2J \x07 \r \x7f \ud800") == "\\x9b2J \\x07 \\x0d \\x7f \\ud800"
+    assert printable("café ☃") == "café ☃"
+    assert printable(printable("\x1b")) == "\\x1b"
+
+
+def test_the_console_escapes_strings_text_objects_and_table_cells(capsys) -> None:
+    console = stdout_console()
+    console.print("label \x1b[2J", markup=False, highlight=False)
+    console.print(Text("text \x1b]0;title\x07"))
+    table = Table("target")
+    table.add_row("cell \x1b[31m")
+    console.print(table)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "label \\x1b[2J" in out and "text \\x1b]0;title" in out and "cell \\x1b[31m" in out
+
+
+class _StrictAscii(io.TextIOWrapper):
+    def __init__(self) -> None:
+        self.raw_bytes = io.BytesIO()
+        super().__init__(self.raw_bytes, encoding="ascii", errors="strict")
+
+
+def test_the_stdout_guard_writes_what_the_stream_cannot_encode_as_escapes() -> None:
+    stream = _StrictAscii()
+    guard = StdoutGuard(stream)
+    guard.write("café \ud800 ok\n")
+    guard.flush()
+    assert stream.raw_bytes.getvalue() == b"caf\\xe9 \\ud800 ok\n"
