@@ -136,3 +136,16 @@ def test_git_state_reports_commit_and_dirty_flag(tmp_path: Path) -> None:
     assert commit is not None and len(commit) == 40 and dirty is False
     (tmp_path / "f.txt").write_text("2", encoding="utf-8")
     assert git_state(tmp_path) == (commit, True)
+
+
+def test_a_lone_surrogate_in_a_unit_is_stored_escaped_not_lost(tmp_path: Path) -> None:
+    from assay.core.results_store import SqliteRunStore
+
+    unit = UnitResult("u", "failed", "g", reason="adapter said \udcff")
+    manifest = _manifest()
+    record = write_record(tmp_path / "records", manifest, [unit])
+    _, [back] = read_record(record)
+    assert back.reason == "adapter said \udcff"
+    with SqliteRunStore(tmp_path / "assay.db") as store:
+        store.add_run(manifest, [unit], str(record))
+        assert store.get_unit(manifest.run_id, "u").reason == "adapter said \udcff"

@@ -281,8 +281,20 @@ def group_counts(units: Iterable[UnitResult]) -> dict[str, dict[str, int]]:
 # Files
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+def dumps_storable(value: Any, *, indent: int | None = None) -> str:
+    """JSON that is always valid UTF-8 (compact unless `indent`): text with a lone surrogate (an
+    adapter's broken decoding, say) is written with `\\u` escapes instead of failing the record."""
+    layout: dict[str, Any] = {"indent": indent} if indent is not None else {"separators": (",", ":")}
+    text = json.dumps(value, ensure_ascii=False, default=str, **layout)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(value, ensure_ascii=True, default=str, **layout)
+    return text
+
+
+_dumps = dumps_storable
 
 
 def write_record(folder: Path, manifest: RunManifest, units: Sequence[UnitResult]) -> Path:
@@ -301,7 +313,7 @@ def write_record(folder: Path, manifest: RunManifest, units: Sequence[UnitResult
         handle.writelines(_dumps(unit.to_json()) + "\n" for unit in units)
         handle.flush()
         os.fsync(handle.fileno())
-    write_atomically(record / MANIFEST_FILE, json.dumps(manifest.to_json(), ensure_ascii=False, indent=2, default=str) + "\n")
+    write_atomically(record / MANIFEST_FILE, dumps_storable(manifest.to_json(), indent=2) + "\n")
     fsync_directory(record)
     return record
 

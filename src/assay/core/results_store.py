@@ -21,6 +21,7 @@ from typing import Any, ParamSpec, Protocol, Self, TypeVar
 
 from assay.core.gates import pass_rate
 from assay.core.record import (
+    dumps_storable,
     MANIFEST_FILE,
     VERDICTS,
     RunManifest,
@@ -134,7 +135,7 @@ class RunStore(Protocol):
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return dumps_storable(value)
 
 
 # ---------------------------------------------------------------------------------------------
