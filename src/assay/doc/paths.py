@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from assay.core import fsutil
 from assay.errors import CaseError, UsageError
 
 __all__ = [
@@ -39,12 +40,8 @@ def assert_safe_id(value: object, label: str) -> str:
 
 
 def is_contained(base: Path, candidate: Path) -> bool:
-    """True if `candidate` is `base` or inside it, both lexically and after resolving symlinks."""
-    lexical_base = Path(os.path.normpath(os.path.abspath(base)))
-    lexical = Path(os.path.normpath(os.path.abspath(candidate)))
-    if not lexical.is_relative_to(lexical_base):
-        return False
-    return Path(os.path.realpath(lexical)).is_relative_to(Path(os.path.realpath(lexical_base)))
+    """True if `candidate` is `base` or inside it, both lexically (`..` resolved) and after resolving symlinks."""
+    return fsutil.is_contained(Path(os.path.normpath(base)), Path(os.path.normpath(candidate)))
 
 
 def contained_path(base: Path, candidate: Path, label: str, *, error: type[Exception] = CaseError) -> Path:
