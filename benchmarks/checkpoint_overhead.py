@@ -64,7 +64,6 @@ def run_once(options: VideoRunRequest, checkpointed: bool) -> tuple[float, float
 
     with collection_sized_for_runs():  # what the run pipeline does around a run
         outcome = asyncio.run(execute())
-    reporter.close()
     if run_checkpoint is not None:
         run_checkpoint.finish(0)
     elapsed, cpu = time.perf_counter() - started, cpu_seconds() - cpu_started
