@@ -530,13 +530,272 @@ def test_a_turn_without_model_is_an_errored_attempt(fake_openai):
     "base_url", ["http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1/", "http://127.0.0.1:9", "http://h:9/openai/v1?api-version=2"]
 )
 @pytest.mark.parametrize("path", ["/chat/completions", "responses"])
-def test_requests_go_to_the_url_the_sdk_itself_would_resolve(base_url, path):
+def test_a_callers_sdk_client_is_sent_to_the_url_the_sdk_itself_would_resolve(base_url, path):
     import openai
 
-    from assay.agent.adapters.endpoint import _absolute_url
+    from assay.judge.openai_http import SDKTransport
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key="k")
-    assert _absolute_url(client, path) == str(client._prepare_url(path))
-    assert _absolute_url(client, path) is _absolute_url(client, path)  # resolved once per client
+    transport = SDKTransport(client)
+    assert transport.url(path) == str(client._prepare_url(path))
+    assert transport.url(path) is transport.url(path)  # resolved once per client
     client.base_url = "http://127.0.0.1:10/v2"
-    assert _absolute_url(client, path) == str(client._prepare_url(path))  # and again when it moves
+    assert transport.url(path) == str(client._prepare_url(path))  # and again when it moves
+
+
+@pytest.mark.parametrize("path", ["/chat/completions", "chat/completions"])
+@pytest.mark.parametrize(("base_url", "expected"), [
+    ("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1/chat/completions"),
+    ("http://127.0.0.1:9/v1/", "http://127.0.0.1:9/v1/chat/completions"),
+    ("http://127.0.0.1:9", "http://127.0.0.1:9/chat/completions"),
+    ("https://h/a%20b/v1", "https://h/a%20b/v1/chat/completions"),
+    # the SDK would send this to /openai/v1/?api-version=2chat/completions
+    ("http://h:9/openai/v1?api-version=2", "http://h:9/openai/v1/chat/completions?api-version=2"),
+])
+def test_the_transport_joins_the_path_under_the_base_url_and_keeps_its_query_last(base_url, expected, path):
+    from assay.judge.openai_http import OpenAIHTTP
+
+    transport = OpenAIHTTP(base_url, api_key="k", timeout=5, max_connections=4)
+    assert str(transport.url(path)) == expected
+
+
+# ---- the transport: assay's own HTTP client, or the caller's openai SDK client ---------------------
+
+
+DEFAULT_PATH_RUN = r"""
+import asyncio, sys
+
+class WithoutOpenAI:  # as if the `openai` extra were not installed
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "openai":
+            raise ImportError("openai is not installed")
+
+sys.meta_path.insert(0, WithoutOpenAI())
+from assay.agent import Experiment, define_eval, includes
+from assay.agent.adapters import openai_chat_agent, openai_responses_agent
+from assay.agent.discovery import EvalEntry, ExperimentEntry
+from assay.agent.runner import AgentRun, RunOptions, build_plan
+
+base_url = sys.argv[1]
+agents = {
+    "chat": openai_chat_agent(base_url=base_url, api_key="k", model="m"),
+    "chat-stream": openai_chat_agent(base_url=base_url, api_key="k", model="m", stream=True),
+    "responses-stream": openai_responses_agent(base_url=base_url, api_key="k", model="m", stream=True),
+}
+# defined agents are ready to send: what their requests need is loaded before anything is dispatched
+assert "aiohttp" in sys.modules and "assay.judge.openai_http" in sys.modules
+loaded_before_dispatch = set(sys.modules)
+
+@define_eval(judge={"model": "judge-1", "base_url": base_url, "api_key_env": ""})
+async def single_turn(t):
+    await t.send("What is the answer?")
+    t.check(t.reply, includes("42"))
+    t.judge("The answer is 42.")
+
+experiments = [ExperimentEntry(name, Experiment(agent=agent)) for name, agent in agents.items()]
+plan = build_plan(experiments, {name: [EvalEntry(f"e{i}", single_turn) for i in range(3)] for name in agents})
+outcome = asyncio.run(AgentRun(plan, RunOptions(concurrency=4)).run())
+assert [result.verdict for result in outcome.results] == ["passed"] * 9, [r.verdict for r in outcome.results]
+assert [a["status"] for result in outcome.results for a in result.assertions] == ["matched"] * 18
+loaded_late = sorted(name for name in set(sys.modules) - loaded_before_dispatch
+                     if name.split(".")[0] in ("openai", "aiohttp", "httpx", "httpx2", "yarl", "multidict"))
+assert not loaded_late, loaded_late
+assert not any(name == "openai" or name.startswith("openai.") for name in sys.modules)
+print("ok")
+"""
+
+
+def test_the_default_path_runs_without_openai_and_loads_its_transport_before_dispatch(fake_openai):
+    import subprocess
+    import sys
+
+    def reply(request):
+        if request.path.endswith("/responses"):
+            return responses_reply("The answer is 42.")
+        if request.body["model"] == "judge-1":
+            return json_reply({"reasons": "it says 42", "score": 1})
+        return chat_reply("The answer is 42.")
+
+    fake_openai.respond_with(reply)
+    done = subprocess.run([sys.executable, "-c", DEFAULT_PATH_RUN, fake_openai.base_url], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+    models = [request.body["model"] for request in fake_openai.chat_requests]
+    assert models.count("m") == 6 and "judge-1" in models and len(fake_openai.responses_requests) == 3
+
+
+@pytest.mark.parametrize("protocol", ["chat", "responses"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_callers_own_sdk_client_carries_the_requests(fake_openai, protocol, stream):
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=fake_openai.base_url, api_key="users-key", max_retries=0)
+    if protocol == "chat":
+        fake_openai.enqueue(
+            rate_limited(0), chat_reply(None, tool_calls=[tool_call("lookup_order", {"order_id": "1001"}, "c1")]),
+            chat_reply("Order 1001 ships with DHL."), error_reply(500, "boom"),
+        )
+        agent = openai_chat_agent(client=client, tools=[lookup_order], stream=stream, backoff=0.001)
+    else:
+        fake_openai.enqueue(
+            rate_limited(0), responses_reply(function_calls=[function_call_item("lookup_order", {"order_id": "1001"}, "c1")]),
+            responses_reply("Order 1001 ships with DHL."), error_reply(500, "boom"),
+        )
+        agent = openai_responses_agent(client=client, tools=[lookup_order], stream=stream, backoff=0.001)
+
+    async def body(t):
+        turn = await t.send("Where is my order 1001?")
+        turn.called_tool(tool_match("lookup_order", input={"order_id": "1001"}), count=1)
+        t.check(t.reply, includes("DHL"))
+        await t.send("And the next one?")
+
+    result = run_one(agent, body, model="m", options=RunOptions(retry_base_seconds=0.001))
+    assert statuses(result) == ["matched", "matched"], result.assertions
+    assert result.retries == {"rate_limited": 1}
+    assert result.verdict == "errored" and result.error["code"] == "agent-http-error"
+    assert f"{fake_openai.base_url} answered HTTP 500: boom" in result.error["message"]
+    sent = fake_openai.requests
+    assert len(sent) == 4 and {request.headers["user-agent"] for request in sent} == {"AsyncOpenAI/Python " + openai.__version__}
+    assert {request.headers["authorization"] for request in sent} == {"Bearer users-key"}
+    assert all(request.body.get("stream", False) is stream for request in sent)
+    assert not client.is_closed()  # the caller's client is the caller's to close
+
+
+def test_the_transport_sends_the_body_and_headers_the_sdk_sends(fake_openai, monkeypatch):
+    import asyncio
+
+    from assay.agent.adapters.endpoint import OpenAIEndpoint, post_json
+    from assay.judge.client import openai_sdk_client
+
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-1")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-1")
+    fake_openai.respond_with(lambda request: chat_reply("ok"))
+    body = {"model": "m", "messages": [{"role": "user", "content": "Grüße, 東京 \u2028 \"quoted\""}], "temperature": 0.0,
+            "tools": [tool(get_weather).chat_definition()],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "output", "schema": {"type": "object"}}}}
+
+    async def both():
+        client = openai_sdk_client(base_url=fake_openai.base_url, api_key="key-1", timeout=5)
+        endpoint = OpenAIEndpoint(fake_openai.base_url, "key-1", timeout=5)
+        try:
+            return await post_json(client, "/chat/completions", body), await post_json(endpoint.client(), "/chat/completions", body)
+        finally:
+            await client.close()
+            await endpoint.aclose()
+
+    through_sdk, through_transport = asyncio.run(both())
+    assert through_sdk["choices"] == through_transport["choices"]
+    sdk, ours = fake_openai.chat_requests
+    assert ours.raw == sdk.raw and ours.path == sdk.path and ours.method == "POST"
+    for name in ("authorization", "accept", "content-type", "openai-organization", "openai-project"):
+        assert ours.headers[name] == sdk.headers[name], name
+    assert ours.headers["authorization"] == "Bearer key-1" and ours.headers["user-agent"].startswith("assay/")
+    assert not [name for name in ours.headers if name.startswith("x-stainless")]  # the SDK's telemetry is its own
+
+
+def test_one_pooled_session_per_endpoint_sized_to_its_concurrency_keeps_connections_alive(fake_openai):
+    import asyncio
+
+    from assay.agent.adapters.endpoint import OpenAIEndpoint, call_endpoint, post_json
+    from assay.agent.context import AgentContext, CancelSignal, Feedback
+    from assay.agent.session import AgentSession
+
+    endpoint = OpenAIEndpoint(fake_openai.base_url, "k", timeout=5, max_concurrency=3)
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    slow = [chat_reply("ok") for _ in range(9)]
+    for reply in slow:
+        reply.delay_s = 0.05
+    fake_openai.enqueue(chat_reply("ok"), chat_reply("ok"), *slow)
+
+    async def scenario():
+        ctx = AgentContext(signal=CancelSignal(), session=AgentSession(), feedback=Feedback())
+
+        async def send():
+            return await call_endpoint(endpoint, ctx, lambda transport: post_json(transport, "/chat/completions", body),
+                                       started=False)
+
+        try:
+            await send()
+            await send()
+            await asyncio.gather(*(send() for _ in range(9)))
+            transport = endpoint.client()
+            return transport.session.connector.limit, transport is endpoint.client()
+        finally:
+            await endpoint.aclose()
+
+    limit, same = asyncio.run(scenario())
+    assert limit == 3 and same
+    ports = [request.client_port for request in fake_openai.chat_requests]
+    assert ports[0] == ports[1]  # one request after another: the same kept-alive connection
+    assert len(set(ports)) == 3  # nine at once through a limit of three: three connections, reused
+
+
+def test_an_error_status_without_an_openai_error_body_shows_an_excerpt_of_it(fake_openai):
+    from servers.fake_openai import Reply
+
+    page = "<html><head><title>502 Bad Gateway</title></head>\n<body>" + "upstream gone " * 40 + "</body></html>"
+    fake_openai.enqueue(Reply(status=502, body=page.encode(), headers={"Content-Type": "text/html"}))
+
+    async def body(t):
+        await t.send("hi")
+
+    result = run_one(chat_agent(fake_openai), body, model="m")
+    assert result.error["code"] == "agent-http-error"
+    message = result.error["message"]
+    assert "answered HTTP 502: <html><head><title>502 Bad Gateway</title></head> <body>upstream gone" in message
+    assert message.endswith("…") and len(message) < 400
+
+
+@pytest.mark.parametrize("protocol", ["chat", "responses"])
+def test_a_stream_arriving_in_small_pieces_is_put_back_together(fake_openai, protocol):
+    from servers.fake_openai import in_pieces
+
+    text = "Grüße aus 東京: your order 1001 ships with DHL on Monday, tracking number 4711."
+    if protocol == "chat":
+        fake_openai.enqueue(in_pieces(chat_reply(text), 7))
+        agent = chat_agent(fake_openai, stream=True)
+    else:
+        fake_openai.enqueue(in_pieces(responses_reply(text), 7))
+        agent = responses_agent(fake_openai, stream=True)
+
+    async def body(t):
+        await t.send("where is it?")
+        t.succeeded()
+        t.check(t.reply, includes(text))
+
+    result = run_one(agent, body, model="m")
+    assert result.verdict == "passed", (result.error, result.assertions)
+    assert result.usage["requests"] == 1 and result.usage["input_tokens"] == 10
+
+
+def test_an_error_event_in_the_middle_of_a_chat_stream_is_a_broken_reply(fake_openai):
+    from servers.fake_openai import Reply
+
+    events = b'data: {"choices": [{"index": 0, "delta": {"content": "Hel"}}]}\n\n' \
+             b'data: {"error": {"message": "the model is overloaded"}}\n\n'
+    fake_openai.enqueue(Reply(body=events, headers={"Content-Type": "text/event-stream"}))
+
+    async def body(t):
+        await t.send("hi")
+
+    result = run_one(chat_agent(fake_openai, stream=True), body, model="m")
+    assert result.error["code"] == "agent-stream-broken"
+    assert "the server reported an error in the middle of the reply stream: the model is overloaded" in result.error["message"]
+
+
+def test_the_proxy_the_environment_names_carries_the_requests_and_no_proxy_is_honoured(fake_openai, monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", fake_openai.base_url.rsplit("/", 1)[0])  # the fake answers as the proxy
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    fake_openai.respond_with(lambda request: chat_reply("answered"))
+
+    async def body(t):
+        await t.send("hi")
+        t.check(t.reply, includes("answered"))
+
+    proxied = openai_chat_agent(base_url="http://model.invalid:8000/v1", api_key="k", timeout=5)
+    assert run_one(proxied, body, model="m").verdict == "passed"
+    assert run_one(chat_agent(fake_openai), body, model="m").verdict == "passed"
+    # a proxy is sent the whole URL; a server reached directly, only the path
+    assert [request.path for request in fake_openai.requests] == [
+        "http://model.invalid:8000/v1/chat/completions", "/v1/chat/completions",
+    ]

@@ -255,3 +255,41 @@ def test_sdk_client_uses_the_aiohttp_transport_with_sdk_retries_off():
     # aiohttp halves the SDK's CPU per request (docs/benchmarks.md); our own retries count attempts.
     assert isinstance(client._client, openai.DefaultAioHttpClient)
     assert client.max_retries == 0 and client.timeout == 3
+
+
+def test_a_callers_sdk_client_carries_the_judge_requests_and_stays_open(fake_openai):
+    import openai
+
+    sleep = RecordingSleep()
+    fake_openai.enqueue(rate_limited(3), json_reply({"verdict": "fail"}), error_reply(500, "boom"))
+
+    async def go():
+        client = openai.AsyncOpenAI(base_url=fake_openai.base_url, api_key="users-key", max_retries=0)
+        endpoint = JudgeEndpoint(base_url=fake_openai.base_url, timeout_s=5)
+        async with JudgeClient(endpoint, sleep=sleep, client=client) as judge:
+            first = await judge.complete_json(ChatRequest.from_prompt("judge-1", "grade this", json_schema=SCHEMA))
+            with pytest.raises(JudgeError, match="^judge endpoint failed: HTTP 500: boom$"):
+                await judge.complete(ChatRequest.from_prompt("judge-1", "again"))
+        still_open = not client.is_closed()
+        await client.close()
+        return first, judge.retries, still_open
+
+    first, retries, still_open = run(go())
+    assert first.value == {"verdict": "fail"} and first.completion.attempts == 2
+    assert retries == {"rate_limited": 1} and sleep.delays == [3.0] and still_open
+    assert {request.headers["user-agent"] for request in fake_openai.chat_requests} == {f"AsyncOpenAI/Python {openai.__version__}"}
+    assert fake_openai.chat_requests[0].body["response_format"]["type"] == "json_schema"
+
+
+def test_the_judge_keeps_the_endpoints_json_body_as_evidence(fake_openai):
+    reply = json_reply({"verdict": "fail"})
+    reply.completion["system_fingerprint"] = "fp-1"
+    fake_openai.enqueue(reply)
+    result = run(ask(fake_openai))
+    assert result.completion.response == reply.completion  # the body as sent, not a model of it
+
+
+def test_an_invalid_body_names_what_arrived(fake_openai):
+    fake_openai.enqueue(malformed_reply("<html>maintenance</html>"))
+    with pytest.raises(JudgeError, match=r"^judge endpoint returned an invalid response: the body is not JSON \(.*\): <html>maintenance</html>$"):
+        run(ask(fake_openai))

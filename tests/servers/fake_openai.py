@@ -5,7 +5,9 @@ Use the `fake_openai` fixture (import it into a test module or conftest:
 `fake_openai.base_url`. Replies can be chat completions (content or tool calls, streamed when the
 request asks), Responses API objects (streamed as typed SSE events when asked), any JSON body,
 HTTP errors, 429 with Retry-After, or malformed bytes; any reply can be cut off mid-body
-(`cut_off(reply, at)`), and a stream can stop early but cleanly (`stream_stops_after(reply, n)`).
+(`cut_off(reply, at)`), sent in small pieces (`in_pieces(reply, size)`), and a stream can stop early
+but cleanly (`stream_stops_after(reply, n)`). Each request records the client's port, so tests can
+see connections being reused.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "error_reply",
     "fake_openai",
     "function_call_item",
+    "in_pieces",
     "json_body",
     "json_reply",
     "malformed_reply",
@@ -47,6 +50,7 @@ class RecordedRequest:
     headers: dict[str, str]
     raw: bytes
     body: Any  # parsed JSON, or None when the body was not JSON
+    client_port: int = 0  # one port per connection: equal ports mean a kept-alive connection was reused
 
     @property
     def prompt(self) -> str:
@@ -67,6 +71,7 @@ class Reply:
     response: dict[str, Any] | None = None  # a Responses API object (streamable)
     cut_at: int | None = None  # announce the whole body, send this many bytes of it, then hang up
     stream_events: int | None = None  # a stream ends (cleanly) after this many events, before any [DONE]
+    piece_size: int | None = None  # the body leaves in pieces of this many bytes, each flushed on its own
 
 
 _counter = iter(range(1, 1 << 30))
@@ -194,6 +199,13 @@ def malformed_reply(text: str = '{"choices": [', status: int = 200) -> Reply:
 def cut_off(reply: Reply, at: int) -> Reply:
     """`reply`, but the connection closes after `at` bytes of a body whose full length was announced."""
     reply.cut_at = at
+    return reply
+
+
+def in_pieces(reply: Reply, size: int) -> Reply:
+    """`reply`, written `size` bytes at a time with a pause between, so the client reads it in pieces
+    that split lines, events and UTF-8 characters."""
+    reply.piece_size = size
     return reply
 
 
@@ -328,7 +340,8 @@ class FakeOpenAIServer:
                 except ValueError:
                     body = None
                 request = RecordedRequest(
-                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, raw, body
+                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, raw, body,
+                    self.client_address[1],
                 )
                 reply = server._next_reply(request)
                 if reply.delay_s:
@@ -343,15 +356,25 @@ class FakeOpenAIServer:
                 structured = reply.completion if reply.completion is not None else reply.response
                 payload = json.dumps(structured).encode("utf-8") if structured is not None else reply.body
                 headers = {"Content-Type": "application/json"} | reply.headers
-                self._send(reply.status, payload, headers, reply.cut_at)
+                self._send(reply.status, payload, headers, reply.cut_at, reply.piece_size)
 
-            def _send(self, status: int, payload: bytes, headers: dict[str, str], cut_at: int | None = None) -> None:
+            def _send(
+                self, status: int, payload: bytes, headers: dict[str, str], cut_at: int | None = None,
+                piece_size: int | None = None,
+            ) -> None:
                 try:
                     self.send_response(status)
                     for name, value in headers.items():
                         self.send_header(name, value)
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
+                    if piece_size is not None:
+                        self.wfile.flush()
+                        for start in range(0, len(payload), piece_size):
+                            self.wfile.write(payload[start : start + piece_size])
+                            self.wfile.flush()
+                            time.sleep(0.001)  # so that the pieces arrive as separate reads
+                        return
                     if cut_at is None:
                         self.wfile.write(payload)
                         return
@@ -374,7 +397,8 @@ class FakeOpenAIServer:
                 if reply.stream_events is not None:
                     chunks, done = chunks[: reply.stream_events], b""
                 events = b"".join(b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n" for chunk in chunks) + done
-                self._send(reply.status, events, {"Content-Type": "text/event-stream"} | reply.headers, reply.cut_at)
+                self._send(reply.status, events, {"Content-Type": "text/event-stream"} | reply.headers, reply.cut_at,
+                           reply.piece_size)
 
             def _send_responses_stream(self, reply: Reply) -> None:
                 assert reply.response is not None
@@ -386,7 +410,8 @@ class FakeOpenAIServer:
                     + b"\n\n"
                     for event in typed
                 )
-                self._send(reply.status, events, {"Content-Type": "text/event-stream"} | reply.headers, reply.cut_at)
+                self._send(reply.status, events, {"Content-Type": "text/event-stream"} | reply.headers, reply.cut_at,
+                           reply.piece_size)
 
             do_POST = _handle
             do_GET = _handle

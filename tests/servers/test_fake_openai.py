@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 from servers.fake_openai import chat_reply, json_body, tool_call
 
@@ -53,3 +54,22 @@ def test_arbitrary_json_bodies_are_served_verbatim(fake_openai):
     with urllib.request.urlopen(request) as response:
         assert response.status == 201 and response.read() == b'{"object": "response", "output": []}'
     assert fake_openai.requests[0].path == "/v1/responses"
+
+
+def test_replies_in_pieces_arrive_whole_and_each_request_records_its_connection(fake_openai):
+    import http.client
+    from urllib.parse import urlsplit
+
+    from servers.fake_openai import in_pieces
+
+    fake_openai.enqueue(in_pieces(chat_reply("a reply long enough to need many pieces"), 5), chat_reply("second"))
+    address = urlsplit(fake_openai.base_url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=5)
+    bodies = []
+    for _ in range(2):
+        connection.request("POST", "/v1/chat/completions", body=b"{}", headers={"Content-Type": "application/json"})
+        bodies.append(json.loads(connection.getresponse().read()))
+    connection.close()
+    assert bodies[0]["choices"][0]["message"]["content"] == "a reply long enough to need many pieces"
+    first, second = fake_openai.requests
+    assert first.client_port == second.client_port != 0  # one kept-alive connection

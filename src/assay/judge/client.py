@@ -1,6 +1,7 @@
 """An async client for OpenAI-compatible chat completions, shared by every kind's model judges.
 
-Temperature 0, structured output when the endpoint supports it, the shared resend rules of
+Requests go over assay's pooled HTTP transport (`judge/openai_http.py`), or a caller's own openai
+client. Temperature 0, structured output when the endpoint supports it, the shared resend rules of
 `core/retry.py` (a 429 after its Retry-After, a request that never reached the server, with backoff,
 through the endpoint's shared adaptive limiter; a 5xx or a reply cut off is reported at once), an
 optional content-addressed cache, and JSON answers checked against a schema.
@@ -17,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Literal, Mapping
 
 from assay.core.endpoint_defaults import JUDGE_CLIENT_DEFAULTS, PLACEHOLDER_API_KEY
-from assay.core.ratelimit import AdaptiveLimiter, limiter_for
+from assay.core.ratelimit import DEFAULT_MAXIMUM, AdaptiveLimiter, limiter_for
 from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy, call_with_retries
 from assay.core.transport_failure import transport_failure
 from assay.judge.cache import CallCache, call_cache_key
 from assay.judge.errors import JudgeError
 from assay.judge.extract import parse_json_output
+from assay.judge.openai_http import HTTPStatusError, OpenAIHTTP, SDKTransport
 from assay.judge.validation import schema_errors, strip_all_of, validation_message
 
 __all__ = [
@@ -32,7 +34,6 @@ __all__ = [
     "JudgeClient",
     "JudgeEndpoint",
     "ResponseFormat",
-    "describe_status_error",
     "openai_sdk_client",
     "parse_json_answer",
 ]
@@ -42,11 +43,11 @@ RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "none")
 
 
 def openai_sdk_client(*, base_url: str | None, api_key: str, timeout: float) -> Any:
-    """An `AsyncOpenAI` with the SDK's own retries off (callers retry through a shared limiter and
-    count every attempt), speaking HTTP through aiohttp when it is installed: the SDK's aiohttp
-    transport costs about half the CPU per request of its httpx one, which bounds how many
-    requests one event loop can keep in flight (docs/benchmarks.md, agent endpoints)."""
-    import openai  # imported here so `import assay` stays fast
+    """An `AsyncOpenAI` set up the way assay would use one, for callers who want to pass their own
+    client: the SDK's retries off (ours go through a shared limiter and count every attempt), HTTP
+    through aiohttp, which costs about half the CPU per request of the SDK's httpx transport.
+    Needs the `openai` extra."""
+    import openai  # the optional extra: imported only by whoever asks for an SDK client
 
     options: dict[str, Any] = {}
     transport = getattr(openai, "DefaultAioHttpClient", None)  # openai >= 1.80 with aiohttp
@@ -146,7 +147,8 @@ class JsonCompletion:
 
 
 class JudgeClient:
-    """Call an OpenAI-compatible endpoint through the official SDK; use as `async with`."""
+    """Call an OpenAI-compatible endpoint; use as `async with`. `client`, an `openai.AsyncOpenAI` of the
+    caller's, carries the requests instead of assay's transport (and stays open: its owner closes it)."""
 
     def __init__(
         self,
@@ -155,6 +157,7 @@ class JudgeClient:
         cache: CallCache | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         limiter: AdaptiveLimiter | None = None,
+        client: Any = None,
     ) -> None:
         self.endpoint = endpoint
         self.cache = cache
@@ -169,10 +172,14 @@ class JudgeClient:
             endpoint.max_attempts, endpoint.backoff_s, endpoint.max_backoff_s, max_retry_after=endpoint.max_backoff_s
         )
         self.retries: dict[str, int] = {}  # reason (rate_limited, connection) -> count, over this client's life
-        # The SDK's own retries are off: ours honour Retry-After and report every attempt.
-        self._client = openai_sdk_client(
-            base_url=endpoint.base_url, api_key=endpoint.api_key or PLACEHOLDER_API_KEY, timeout=endpoint.timeout_s
-        )
+        self._transport: OpenAIHTTP | SDKTransport
+        if client is not None:
+            self._transport = SDKTransport(client)
+        else:
+            self._transport = OpenAIHTTP(
+                endpoint.base_url, api_key=endpoint.api_key or PLACEHOLDER_API_KEY, timeout=endpoint.timeout_s,
+                max_connections=getattr(limiter, "maximum", DEFAULT_MAXIMUM),
+            )
 
     async def __aenter__(self) -> "JudgeClient":
         return self
@@ -181,7 +188,7 @@ class JudgeClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self._transport.aclose()
 
     def request_body(self, request: ChatRequest) -> dict[str, Any]:
         """The exact JSON body sent (and hashed for the cache)."""
@@ -252,21 +259,15 @@ class JudgeClient:
             ) from None
 
     async def _call_once(self, body: dict[str, Any], attempt: int) -> Completion | Resend:
-        import openai
-
-        typed = {name: value for name, value in body.items() if name in {"model", "messages", "temperature"}}
-        # Everything else travels as raw JSON, so SDK releases that predate a parameter still send it.
-        extra = {name: value for name, value in body.items() if name not in typed}
         try:
-            response = await self._client.chat.completions.create(**typed, extra_body=extra or None)
-        except openai.RateLimitError as error:
-            retry_after = self._policy.retry_after(getattr(error.response, "headers", None))
-            return Resend(RATE_LIMITED, describe_status_error(error), retry_after)
-        except openai.APIStatusError as error:
+            raw = await self._transport.post_json("/chat/completions", body)
+        except HTTPStatusError as error:
+            if error.status == 429:
+                return Resend(RATE_LIMITED, error.detail, self._policy.retry_after(error.headers))
             # A 5xx means the server took the request and may have worked on it: reported, not resent.
-            verb = "failed" if error.status_code >= 500 else "rejected the request"
-            raise JudgeError(f"judge endpoint {verb}: {describe_status_error(error)}") from None
-        except (openai.APIResponseValidationError, ValueError) as error:
+            verb = "failed" if error.status >= 500 else "rejected the request"
+            raise JudgeError(f"judge endpoint {verb}: {error.detail}") from None
+        except ValueError as error:
             raise JudgeError(f"judge endpoint returned an invalid response: {error}") from None
         except Exception as error:
             failure = transport_failure(error, timeout=self.endpoint.timeout_s)
@@ -276,9 +277,6 @@ class JudgeClient:
             if not failure.never_sent:
                 raise JudgeError(f"judge endpoint failed: {where}") from None
             return Resend(CONNECTION, where)
-        raw = response.model_dump(mode="json") if hasattr(response, "model_dump") else response
-        if not isinstance(raw, dict):
-            raise JudgeError("judge endpoint returned an invalid response: the body is not a JSON object")
         return Completion(text=_first_choice_text(raw), response=raw, attempts=attempt)
 
 
@@ -318,13 +316,3 @@ def _first_choice_text(raw: Mapping[str, Any]) -> str:
     if isinstance(content, list):  # some servers return content parts
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return str(content)
-
-
-def describe_status_error(error: Any) -> str:
-    """An SDK status error as `HTTP <code>: <the server's message>` (the message when it sent one)."""
-    message = ""
-    body = getattr(error, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message", "") if isinstance(inner, dict) else str(inner)
-    return f"HTTP {error.status_code}" + (f": {message}" if message else "")

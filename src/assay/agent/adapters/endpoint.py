@@ -1,16 +1,16 @@
-"""Calling an OpenAI-compatible endpoint from an agent adapter: client, retries and failure mapping.
+"""Calling an OpenAI-compatible endpoint from an agent adapter: transport, retries and failure mapping.
 
-Every call goes through the endpoint's shared adaptive limiter and `core/retry.py`'s rules: only what
-provably never reached the model is resent (a 429, honouring Retry-After, and failures to connect),
-with backoff and counted in the attempt's record; anything else is at once a `SendFailure` saying what
-happened.
+Requests go over assay's own pooled HTTP transport (`judge/openai_http.py`), or through the caller's
+openai client when one was given. Every call goes through the endpoint's shared adaptive limiter and
+`core/retry.py`'s rules: only what provably never reached the model is resent (a 429, honouring
+Retry-After, and failures to connect), with backoff and counted in the attempt's record; anything
+else is at once a `SendFailure` saying what happened.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -28,7 +28,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class OpenAIEndpoint:
-    """Where the model lives. `base_url` / `api_key` default to OPENAI_BASE_URL / `api_key_env`."""
+    """Where the model lives. `base_url` / `api_key` default to OPENAI_BASE_URL / `api_key_env`;
+    `sdk_client`, an `openai.AsyncOpenAI` of the caller's, carries requests instead of assay's transport."""
 
     base_url: str | None = None
     api_key: str | None = None
@@ -38,34 +39,52 @@ class OpenAIEndpoint:
     backoff: float = 0.5  # seconds before the first retry; doubles each time
     max_backoff: float = 30.0
     max_concurrency: int = DEFAULT_MAXIMUM  # the adaptive limiter's ceiling for this endpoint
+    sdk_client: Any = field(default=None, repr=False, compare=False)
     _clients: Any = field(default_factory=weakref.WeakKeyDictionary, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # The transport and aiohttp load now, while the agent is defined: the run's first attempts
+        # would otherwise all wait on the import.
+        import assay.judge.openai_http  # noqa: F401
 
     @property
     def resolved_base_url(self) -> str:
+        if self.sdk_client is not None and not self.base_url:
+            return str(self.sdk_client.base_url).rstrip("/")
         return AGENT_MODEL_DEFAULTS.base_url(self.base_url)  # type: ignore[return-value]  # it has a default
 
     @functools.cached_property
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(self.max_attempts, self.backoff, self.max_backoff, max_retry_after=self.max_backoff)
 
+    @functools.cached_property
+    def _sdk_transport(self) -> Any:
+        from assay.judge.openai_http import SDKTransport
+
+        return SDKTransport(self.sdk_client)
+
     def client(self) -> Any:
-        """This event loop's SDK client (a connection pool cannot cross loops)."""
+        """What requests go through: the caller's SDK client, else this event loop's pooled transport
+        (a connection pool cannot cross loops)."""
+        if self.sdk_client is not None:
+            return self._sdk_transport
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            from assay.judge.client import openai_sdk_client
+        transport = self._clients.get(loop)
+        if transport is None:
+            from assay.judge.openai_http import OpenAIHTTP
 
             key = AGENT_MODEL_DEFAULTS.with_api_key_variable(self.api_key_env).api_key(self.api_key)
-            client = self._clients[loop] = openai_sdk_client(
-                base_url=self.resolved_base_url, api_key=key or PLACEHOLDER_API_KEY, timeout=self.timeout
+            transport = self._clients[loop] = OpenAIHTTP(
+                self.resolved_base_url, api_key=key or PLACEHOLDER_API_KEY, timeout=self.timeout,
+                max_connections=self.max_concurrency,
             )
-        return client
+        return transport
 
     async def aclose(self) -> None:
-        """Close this loop's clients (call before the loop ends)."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.close()
+        """Close this loop's transport (call before the loop ends); a caller's SDK client stays open."""
+        transport = self._clients.pop(asyncio.get_running_loop(), None)
+        if transport is not None:
+            await transport.aclose()
 
 
 class BrokenReply(Exception):
@@ -75,10 +94,8 @@ class BrokenReply(Exception):
 async def call_endpoint(
     endpoint: OpenAIEndpoint, ctx: AgentContext, call: Callable[[Any], Awaitable[T]], *, started: bool
 ) -> T:
-    """`call(client)` with retries; `started` says whether this turn already ran tools (no safe resend)."""
-    import openai
-
-    from assay.judge.client import describe_status_error
+    """`call(transport)` with retries; `started` says whether this turn already ran tools (no safe resend)."""
+    from assay.judge.openai_http import HTTPStatusError
 
     base_url = endpoint.resolved_base_url
     policy = endpoint.retry_policy
@@ -88,19 +105,15 @@ async def call_endpoint(
     async def once(attempt: int) -> T | Resend:
         try:
             return await call(endpoint.client())
-        except openai.RateLimitError as error:
-            # an admission refusal: the model did not process the request
-            retry_after = policy.retry_after(getattr(error.response, "headers", None))
-            return Resend(RATE_LIMITED, describe_status_error(error), retry_after)
-        except openai.APIStatusError as error:
+        except HTTPStatusError as error:
+            if error.status == 429:  # an admission refusal: the model did not process the request
+                return Resend(RATE_LIMITED, error.detail, policy.retry_after(error.headers))
             # The server received the request and answered; it may have done the work, so the
             # answer is reported as it is rather than resent.
-            raise SendFailure(
-                f"{base_url} answered {describe_status_error(error)}", acceptance=seen, code="agent-http-error",
-            ) from None
+            raise SendFailure(f"{base_url} answered {error.detail}", acceptance=seen, code="agent-http-error") from None
         except BrokenReply as error:
             raise SendFailure(f"{base_url}: {error}", acceptance=seen, code="agent-stream-broken") from None
-        except (openai.APIResponseValidationError, ValueError) as error:
+        except ValueError as error:
             raise SendFailure(
                 f"{base_url} returned an invalid response: {error}", acceptance="started",
                 code="agent-invalid-response",
@@ -131,36 +144,13 @@ async def call_endpoint(
 
 
 async def post_json(client: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    """POST a JSON body through the SDK client (its auth, timeout and status errors) and parse the reply.
+    """POST a JSON body through a transport (`OpenAIEndpoint.client()`) or an openai SDK client and
+    return the reply's JSON object."""
+    if not hasattr(client, "post_stream"):
+        from assay.judge.openai_http import SDKTransport
 
-    The typed `create()` methods transform every parameter and build response models, several
-    milliseconds of CPU per call; plain JSON keeps a harness at high concurrency near wire speed."""
-    import httpx
-
-    raw = await client.post(_absolute_url(client, path), body=body, cast_to=httpx.Response)
-    document = json.loads(raw.content)
-    if not isinstance(document, dict):
-        raise ValueError(f"the reply is {type(document).__name__}, not a JSON object")
-    return document
-
-
-_ABSOLUTE_URLS: weakref.WeakKeyDictionary[Any, dict[str, tuple[Any, str]]] = weakref.WeakKeyDictionary()
-
-
-def _absolute_url(client: Any, path: str) -> str:
-    """`path` under the client's base URL, resolved the way the SDK resolves it, once per client
-    (again if its `base_url` is replaced).
-
-    The SDK parses and joins a relative path on every request (~80 µs of CPU); an absolute URL it
-    takes as it is (docs/benchmarks.md, agent endpoints)."""
-    base = client.base_url
-    by_path = _ABSOLUTE_URLS.get(client)
-    if by_path is None:
-        by_path = _ABSOLUTE_URLS[client] = {}
-    resolved = by_path.get(path)
-    if resolved is None or resolved[0] is not base:
-        resolved = by_path[path] = (base, str(base.copy_with(raw_path=base.raw_path + path.lstrip("/").encode("ascii"))))
-    return resolved[1]
+        client = SDKTransport(client)
+    return await client.post_json(path, body)
 
 
 def as_plain(value: Any) -> Any:

@@ -20,7 +20,7 @@ from assay.agent.model import (
     unavailable,
 )
 
-# (turn input, ctx, chosen model, history, declared tools) -> `request(client)`; appends the user item to history
+# (turn input, ctx, chosen model, history, declared tools) -> `request(transport)`; appends the user item to history
 PrepareRequest = Callable[
     [TurnInput, AgentContext, str, list[Any], tuple[Tool, ...]], Callable[[Any], Awaitable[dict[str, Any]]]
 ]
@@ -47,7 +47,7 @@ async def run_tool_loop(
     max_tool_rounds: int,
     expects_output: bool,
 ) -> Turn:
-    """One turn: `request(client)` sends the current `history` (mutated in place, saved to the session
+    """One turn: `request(transport)` sends the current `history` (mutated in place, saved to the session
     slot at the end) until the model stops calling tools, fails, or exceeds `max_tool_rounds`."""
     events: list[Any] = []
     usage: Usage | None = None
@@ -121,16 +121,17 @@ def define_tool_loop_agent(
     evidence_coverage: EvidenceCoverage,
     history_slot: Any,
     prepare: PrepareRequest,
+    client: Any = None,
 ) -> DefinedAgent:
     """An agent running `protocol`'s tool loop against an OpenAI-compatible endpoint. Per turn: pick the
     model (the experiment's wins over `model`), load the history from `history_slot`, let `prepare` add
-    the user item and build `request(client)`, then run the loop. `factory` names the public factory in
-    the no-model error."""
+    the user item and build `request(transport)`, then run the loop. `factory` names the public factory
+    in the no-model error; `client` is the caller's own `openai.AsyncOpenAI`, if any."""
     declared = as_tools(tools)
     by_name = {item.name: item for item in declared}
     endpoint = OpenAIEndpoint(
         base_url, api_key, api_key_env, timeout, max_attempts, backoff,
-        **({"max_concurrency": max_concurrency} if max_concurrency else {}),
+        **({"max_concurrency": max_concurrency} if max_concurrency else {}), sdk_client=client,
     )
 
     async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:

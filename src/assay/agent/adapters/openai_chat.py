@@ -8,11 +8,11 @@ over every request of the turn. Any OpenAI-compatible server works (vLLM, Ollama
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent
-from assay.agent.adapters.endpoint import BrokenReply, as_plain, post_json
+from assay.agent.adapters.endpoint import BrokenReply, as_plain
 from assay.agent.adapters.loop import ToolLoopProtocol, add_usage, define_tool_loop_agent
 from assay.agent.adapters.tools import Tool
 from assay.agent.context import AgentContext
@@ -113,82 +113,79 @@ def _user_message(turn_input: TurnInput) -> dict[str, Any]:
     return {"role": "user", "content": parts}
 
 
-async def _stream_completion(client: Any, body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    """Accumulate a streamed completion into the shape of a non-streamed one.
+class _ChatStream:
+    """A streamed completion put back together in the shape of a non-streamed one, event by event.
 
-    The SSE lines are read here rather than through the SDK's stream, which ends quietly whether or
-    not `[DONE]` arrived: a stream that stops before its choice finished and `[DONE]` is a broken reply."""
-    content: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    finish = None
-    usage = None
-    done = False
-    chunks = 0
-    request = client.chat.completions.with_streaming_response.create(
-        **body, stream=True, extra_body={**extra, "stream_options": {"include_usage": True}}
-    )
-    async with request as response:
-        async for data in _sse_data(response.iter_lines()):
-            if done:
-                continue  # read to the end so the connection can be reused
-            if data.strip() == "[DONE]":
-                done = True
-                continue
-            try:
-                document = json.loads(data)
-            except ValueError:
-                raise BrokenReply(
-                    f"the reply stream has a malformed event after {chunks} chunk(s): {data[:120]!r}"
-                ) from None
-            if not isinstance(document, dict):
-                raise BrokenReply(f"the reply stream has an event that is not a JSON object: {data[:120]!r}")
-            if document.get("error"):
-                error = document["error"]
-                message = error.get("message") if isinstance(error, Mapping) else error
-                raise BrokenReply(f"the server reported an error in the middle of the reply stream: {message}")
-            chunks += 1
-            if document.get("usage"):
-                usage = document["usage"]
-            for choice in document.get("choices") or []:
-                delta = choice.get("delta") or {}
-                if delta.get("content"):
-                    content.append(delta["content"])
-                for piece in delta.get("tool_calls") or []:
-                    call = calls.setdefault(piece.get("index", 0), {"id": None, "type": "function",
+    A stream that stops before its choice finished and `[DONE]` arrived is a broken reply, however
+    cleanly the connection closed."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish: str | None = None
+        self.usage: Any = None
+        self.done = False
+        self.chunks = 0
+
+    def add(self, data: bytes) -> None:
+        if self.done:
+            return  # the transport reads to the end so the connection can be reused
+        if data.strip() == b"[DONE]":
+            self.done = True
+            return
+        try:
+            document = json.loads(data)
+        except ValueError:
+            raise BrokenReply(
+                f"the reply stream has a malformed event after {self.chunks} chunk(s): {_shown(data)}"
+            ) from None
+        if not isinstance(document, dict):
+            raise BrokenReply(f"the reply stream has an event that is not a JSON object: {_shown(data)}")
+        if document.get("error"):
+            error = document["error"]
+            message = error.get("message") if isinstance(error, Mapping) else error
+            raise BrokenReply(f"the server reported an error in the middle of the reply stream: {message}")
+        self.chunks += 1
+        if document.get("usage"):
+            self.usage = document["usage"]
+        for choice in document.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                self.content.append(delta["content"])
+            for piece in delta.get("tool_calls") or []:
+                call = self.calls.setdefault(piece.get("index", 0), {"id": None, "type": "function",
                                                                       "function": {"name": "", "arguments": ""}})
-                    if piece.get("id"):
-                        call["id"] = piece["id"]
-                    function = piece.get("function") or {}
-                    call["function"]["name"] += function.get("name") or ""
-                    call["function"]["arguments"] += function.get("arguments") or ""
-                if choice.get("finish_reason"):
-                    finish = choice["finish_reason"]
-    if finish is None or not done:
-        expected = (("a finish_reason", finish is not None), ("[DONE]", done))
-        missing = " and ".join(name for name, seen in expected if not seen)
-        text = "".join(content)
-        received = f"; the partial text was {text[:200]!r}" if text else ""
-        raise BrokenReply(f"the reply stream ended after {chunks} chunk(s) without {missing}{received}")
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
-    if calls:
-        message["tool_calls"] = [calls[index] for index in sorted(calls)]
-    return {"choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
+                if piece.get("id"):
+                    call["id"] = piece["id"]
+                function = piece.get("function") or {}
+                call["function"]["name"] += function.get("name") or ""
+                call["function"]["arguments"] += function.get("arguments") or ""
+            if choice.get("finish_reason"):
+                self.finish = choice["finish_reason"]
+
+    def completion(self) -> dict[str, Any]:
+        text = "".join(self.content)
+        if self.finish is None or not self.done:
+            expected = (("a finish_reason", self.finish is not None), ("[DONE]", self.done))
+            missing = " and ".join(name for name, seen in expected if not seen)
+            received = f"; the partial text was {text[:200]!r}" if text else ""
+            raise BrokenReply(f"the reply stream ended after {self.chunks} chunk(s) without {missing}{received}")
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if self.calls:
+            message["tool_calls"] = [self.calls[index] for index in sorted(self.calls)]
+        return {"choices": [{"index": 0, "message": message, "finish_reason": self.finish}], "usage": self.usage}
 
 
-async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
-    """The `data` of each server-sent event (multi-line data joined; comments and other fields skipped)."""
-    data: list[str] = []
-    async for line in lines:
-        if not line:
-            if data:
-                yield "\n".join(data)
-                data = []
-            continue
-        name, _, value = line.partition(":")
-        if name == "data":
-            data.append(value[1:] if value.startswith(" ") else value)
-    if data:  # the last event lost its blank line: still parsed, so a cut is named for what it was
-        yield "\n".join(data)
+def _shown(data: bytes) -> str:
+    return repr(data[:120].decode("utf-8", "replace"))
+
+
+async def _stream_completion(transport: Any, body: dict[str, Any]) -> dict[str, Any]:
+    stream = _ChatStream()
+    await transport.post_stream(
+        "/chat/completions", {**body, "stream": True, "stream_options": {"include_usage": True}}, stream.add
+    )
+    return stream.completion()
 
 
 def openai_chat_agent(
@@ -208,10 +205,12 @@ def openai_chat_agent(
     max_concurrency: int | None = None,
     request_options: Mapping[str, Any] | None = None,
     evidence_coverage: EvidenceCoverage = chat_agent_evidence_coverage,
+    client: Any = None,
 ) -> DefinedAgent:
     """A Chat Completions agent. `model` is a default: the experiment's model wins. `tools` are Python
     functions (or `tool(...)`s) run locally when the model calls them. `request_options` are extra body
-    fields (e.g. `{"temperature": 0}`)."""
+    fields (e.g. `{"temperature": 0}`). `client`, an `openai.AsyncOpenAI` of yours, sends the requests
+    instead of assay's own transport (its base URL and key then apply)."""
     def prepare(
         turn_input: TurnInput, ctx: AgentContext, chosen_model: str, history: list[Any], declared: tuple[Tool, ...],
     ) -> Callable[[Any], Awaitable[dict[str, Any]]]:
@@ -228,11 +227,12 @@ def openai_chat_agent(
         body: dict[str, Any] = {"model": chosen_model, "messages": history}
         if declared:
             body["tools"] = [item.chat_definition() for item in declared]
+        body.update(extra)
 
-        async def request(client: Any) -> dict[str, Any]:
+        async def request(transport: Any) -> dict[str, Any]:
             if stream:
-                return await _stream_completion(client, body, extra)
-            return await post_json(client, "/chat/completions", {**body, **extra})
+                return await _stream_completion(transport, body)
+            return await transport.post_json("/chat/completions", body)
 
         return request
 
@@ -240,7 +240,7 @@ def openai_chat_agent(
         name=name, factory="openai_chat_agent", protocol=_CHAT_LOOP, tools=tools, model=model, base_url=base_url,
         api_key=api_key, api_key_env=api_key_env, timeout=timeout, max_attempts=max_attempts, backoff=backoff,
         max_concurrency=max_concurrency, max_tool_rounds=max_tool_rounds, evidence_coverage=evidence_coverage,
-        history_slot=_HISTORY, prepare=prepare,
+        history_slot=_HISTORY, prepare=prepare, client=client,
     )
 
 

@@ -7,11 +7,12 @@ downgrades that turn's actions and events to partial; reasoning without a summar
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent
-from assay.agent.adapters.endpoint import BrokenReply, as_plain, post_json
+from assay.agent.adapters.endpoint import BrokenReply, as_plain
 from assay.agent.adapters.loop import ToolLoopProtocol, define_tool_loop_agent
 from assay.agent.adapters.openai_chat import parse_arguments
 from assay.agent.adapters.tools import Tool
@@ -106,27 +107,51 @@ def _user_item(turn_input: TurnInput) -> dict[str, Any]:
     return {"role": "user", "content": parts}
 
 
-async def _create(client: Any, body: dict[str, Any], extra: dict[str, Any], stream: bool) -> dict[str, Any]:
-    if not stream:
-        return await post_json(client, "/responses", {**body, **extra})
-    events = await client.responses.create(**body, stream=True, extra_body=extra or None)
-    final = None
-    received = 0
-    async for event in events:
-        received += 1
-        document = as_plain(event)
-        kind = document.get("type")
-        if kind in ("response.completed", "response.failed", "response.incomplete"):
-            final = document.get("response")
-        elif kind == "error":
+_FINAL_EVENTS = frozenset({"response.completed", "response.failed", "response.incomplete"})
+
+
+class _ResponsesStream:
+    """The final Responses object of a streamed reply: a stream without a final event is broken."""
+
+    def __init__(self) -> None:
+        self.final: dict[str, Any] | None = None
+        self.received = 0
+
+    def add(self, data: bytes) -> None:
+        if self.final is not None or data.strip() == b"[DONE]":
+            return  # the transport reads to the end so the connection can be reused
+        try:
+            document = json.loads(data)
+        except ValueError:
             raise BrokenReply(
-                f"the server reported an error in the middle of the reply stream: {document.get('message')}"
+                f"the reply stream has a malformed event after {self.received} event(s): "
+                f"{data[:120].decode('utf-8', 'replace')!r}"
+            ) from None
+        if not isinstance(document, dict):
+            raise BrokenReply("the reply stream has an event that is not a JSON object")
+        self.received += 1
+        kind = document.get("type")
+        if kind in _FINAL_EVENTS:
+            self.final = document.get("response") or {}
+        elif kind == "error" or document.get("error"):
+            error = document.get("error")
+            message = error.get("message") if isinstance(error, Mapping) else error or document.get("message")
+            raise BrokenReply(f"the server reported an error in the middle of the reply stream: {message}")
+
+    def response(self) -> dict[str, Any]:
+        if self.final is None:
+            raise BrokenReply(
+                f"the reply stream ended after {self.received} event(s) without response.completed, .failed or .incomplete"
             )
-    if final is None:
-        raise BrokenReply(
-            f"the reply stream ended after {received} event(s) without response.completed, .failed or .incomplete"
-        )
-    return final
+        return self.final
+
+
+async def _create(transport: Any, body: dict[str, Any], stream: bool) -> dict[str, Any]:
+    if not stream:
+        return await transport.post_json("/responses", body)
+    events = _ResponsesStream()
+    await transport.post_stream("/responses", {**body, "stream": True}, events.add)
+    return events.response()
 
 
 def _history_item(item: Mapping[str, Any]) -> dict[str, Any]:
@@ -169,8 +194,10 @@ def openai_responses_agent(
     max_concurrency: int | None = None,
     request_options: Mapping[str, Any] | None = None,
     evidence_coverage: EvidenceCoverage = responses_agent_evidence_coverage,
+    client: Any = None,
 ) -> DefinedAgent:
-    """A Responses API agent; the conversation is kept client-side (no server-stored state needed)."""
+    """A Responses API agent; the conversation is kept client-side (no server-stored state needed).
+    `client`, an `openai.AsyncOpenAI` of yours, sends the requests instead of assay's own transport."""
     def prepare(
         turn_input: TurnInput, ctx: AgentContext, chosen_model: str, history: list[Any], declared: tuple[Tool, ...],
     ) -> Callable[[Any], Awaitable[dict[str, Any]]]:
@@ -185,9 +212,10 @@ def openai_responses_agent(
         body: dict[str, Any] = {"model": chosen_model, "input": history}
         if declared:
             body["tools"] = [item.responses_definition() for item in declared]
+        body.update(extra)
 
-        async def request(client: Any) -> dict[str, Any]:
-            return await _create(client, body, extra, stream)
+        async def request(transport: Any) -> dict[str, Any]:
+            return await _create(transport, body, stream)
 
         return request
 
@@ -195,7 +223,7 @@ def openai_responses_agent(
         name=name, factory="openai_responses_agent", protocol=_RESPONSES_LOOP, tools=tools, model=model,
         base_url=base_url, api_key=api_key, api_key_env=api_key_env, timeout=timeout, max_attempts=max_attempts,
         backoff=backoff, max_concurrency=max_concurrency, max_tool_rounds=max_tool_rounds,
-        evidence_coverage=evidence_coverage, history_slot=_HISTORY, prepare=prepare,
+        evidence_coverage=evidence_coverage, history_slot=_HISTORY, prepare=prepare, client=client,
     )
 
 

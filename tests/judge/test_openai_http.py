@@ -1,0 +1,71 @@
+"""The transport's pieces that need no server: server-sent-event decoding, status details, body bytes."""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+import pytest
+
+from assay.judge.openai_http import EventStreamDecoder, encode_body, request_headers, status_detail
+
+
+def decode(*chunks: bytes) -> list[bytes]:
+    decoder = EventStreamDecoder()
+    events = [event for chunk in chunks for event in decoder.feed(chunk)]
+    return events + decoder.finish()
+
+
+STREAM = (
+    b": a comment the server sends to keep the line open\n"
+    b"event: response.created\nid: 1\nretry: 5\ndata: {\"a\": 1}\n\n"
+    b"data: first line\ndata:second line\n\n"
+    b"data: [DONE]\n\n"
+)
+
+
+def test_each_event_yields_its_data_with_multi_line_data_joined():
+    assert decode(STREAM) == [b'{"a": 1}', b"first line\nsecond line", b"[DONE]"]
+
+
+@pytest.mark.parametrize("newline", [b"\r\n", b"\r"])
+def test_crlf_and_lone_cr_end_lines_too(newline):
+    assert decode(STREAM.replace(b"\n", newline)) == decode(STREAM)
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+def test_events_split_anywhere_across_reads_decode_the_same(newline):
+    stream = STREAM.replace(b"\n", newline)
+    assert decode(*(stream[i : i + 1] for i in range(len(stream)))) == decode(STREAM)
+    for cut in range(len(stream)):
+        assert decode(stream[:cut], stream[cut:]) == decode(STREAM), cut
+
+
+def test_a_last_event_without_its_blank_line_is_still_delivered_and_empty_events_are_not():
+    assert decode(b'data: {"a": 1}\n\ndata: {"cut": tr') == [b'{"a": 1}', b'{"cut": tr']
+    assert decode(b"data:\n\ndata\n\n: only a comment\n\n") == []
+
+
+def test_status_detail_is_the_openai_error_message_or_an_excerpt_of_the_body():
+    assert status_detail(429, b'{"error": {"message": "slow down", "type": "rate_limit"}}') == "HTTP 429: slow down"
+    assert status_detail(404, b'{"detail": "Not Found"}') == 'HTTP 404: {"detail": "Not Found"}'
+    assert status_detail(503, b"") == "HTTP 503"
+    assert status_detail(500, {"error": "plain words"}) == "HTTP 500: plain words"
+    long = status_detail(502, ("<p>bad\n\n gateway</p>" * 50).encode())
+    assert long.startswith("HTTP 502: <p>bad gateway</p><p>bad gateway</p>") and long.endswith("…")
+    assert len(long) == len("HTTP 502: ") + 201
+
+
+def test_bodies_are_the_sdks_bytes_compact_and_unescaped():
+    body = {"model": "m", "messages": [{"role": "user", "content": "Grüße 東京"}], "temperature": 0.0}
+    assert encode_body(body) == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    assert encode_body({"at": datetime.datetime(2026, 1, 2, 3, 4, 5)}) == b'{"at":"2026-01-02T03:04:05"}'
+    with pytest.raises(ValueError):
+        encode_body({"temperature": float("nan")})
+
+
+def test_headers_carry_the_key_and_the_organization_and_project_from_the_environment():
+    headers = request_headers("k", {"OPENAI_ORG_ID": "org", "OPENAI_PROJECT_ID": ""})
+    assert headers["Authorization"] == "Bearer k" and headers["OpenAI-Organization"] == "org"
+    assert "OpenAI-Project" not in headers and headers["Content-Type"] == headers["Accept"] == "application/json"
+    assert "Authorization" not in request_headers(None, {})
