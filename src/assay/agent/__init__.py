@@ -1,12 +1,13 @@
 """Agent evals (NiceEval's model): evals drive an agent through `t` and assert on its event stream.
 
-Authoring names live here: `define_eval`, `Experiment`, `define_agent`, the event and turn model,
-and the matchers. The runner and CLI import their own modules.
+Authoring names live here: `define_eval`, `Experiment`, `define_agent`, `define_sandbox_agent` and the
+sandbox providers, the event and turn model, and the matchers. The runner and CLI import their own modules.
 """
 
 from assay.agent.adapter import Agent, DefinedAgent, SendFailure, define_agent
+from assay.agent.assertions import command_succeeded
 from assay.agent.authoring import Answer, EvalContext, SessionHandle, TurnHandle, at_least
-from assay.agent.context import AgentContext, CancelSignal, HookContext, Telemetry
+from assay.agent.context import AgentContext, CancelSignal, HookContext, SandboxAgentContext, Telemetry
 from assay.agent.definition import Eval, EvalDescriptor, define_eval, define_score_eval
 from assay.agent.experiment import Experiment
 from assay.agent.judging import Judge, JudgeRequest, JudgeScore
@@ -20,9 +21,15 @@ from assay.agent.model import (
     SubagentOperation, Thinking, ToolOperation, Turn, TurnInput, Usage, complete_evidence_coverage, message, partial,
     tool_call, tool_result, unavailable,
 )
+from assay.agent.sandbox import (
+    AgentEnsure, CommandResult, Sandbox, SandboxAgent, define_sandbox, define_sandbox_agent, docker_sandbox,
+    local_sandbox, sandbox_layer,
+)
 from assay.agent.session import AgentSession, SessionSlot, create_session_slot
 
 __all__ = [
+    "AgentEnsure", "CommandResult", "Sandbox", "SandboxAgent", "SandboxAgentContext", "command_succeeded",
+    "define_sandbox", "define_sandbox_agent", "docker_sandbox", "local_sandbox", "sandbox_layer",
     "COMPLETE", "MISSING", "Agent", "AgentContext", "AgentSession", "Answer", "CancelSignal", "Compaction",
     "ContextInjected", "Coverage", "DefinedAgent", "ErrorEvent", "Eval", "EvalContext", "EvalDescriptor",
     "EvidenceCoverage", "Experiment", "HookContext", "InputFile", "InputOption", "InputRequest", "InputRequested",

@@ -1,4 +1,4 @@
-"""The built-in scoped assertions (`succeeded`, `called_tool`, `event_order`, `max_cost`, …) as small frozen values.
+"""The built-in assertions (`succeeded`, `called_tool`, `max_cost`, the sandbox's `file_changed`, …) as frozen values.
 
 Each one's `evaluate(view)` reads only the `ScopeView` it is given and returns an `Outcome`; when incomplete
 evidence made it unavailable, the outcome names that channel (no match is never read as "did not happen").
@@ -444,8 +444,192 @@ class MaxCost(Assertion):
         return f"max_cost({self.maximum})"
 
 
+# ---------------------------------------------------------------------------------------------
+# Sandbox: post-run, over the send windows' File Changes (a `FileChangesView`)
+
+
+def _ledger_incomplete(view: Any, what: str) -> Outcome:
+    return Outcome(UNAVAILABLE, f"{what}, but {view.reason}")
+
+
+def _show_paths(paths: Any) -> str:
+    return ", ".join(sorted(paths)) or "none"
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedPaths(Assertion):
+    """The set of paths the agent changed (in any send window) is exactly `paths`."""
+
+    paths: tuple[str, ...]
+    kind: ClassVar[str] = "changed_paths"
+
+    def evaluate(self, view: Any) -> Outcome:
+        changed = view.changed_paths()
+        wanted = set(self.paths)
+        unexpected, missing = changed - wanted, wanted - changed
+        if unexpected:
+            return Outcome(MISMATCHED, f"unexpected changes: {_show_paths(unexpected)}"
+                           + (f"; unchanged: {_show_paths(missing)}" if missing else ""))
+        if not view.complete:
+            return _ledger_incomplete(view, f"changed so far: {_show_paths(changed)}")
+        if missing:
+            return Outcome(MISMATCHED, f"not changed: {_show_paths(missing)} (changed: {_show_paths(changed)})")
+        return MATCHED_OUTCOME
+
+    def describe(self) -> str:
+        return f"changed_paths({list(self.paths)!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class NoChanges(Assertion):
+    """`changed_paths([])`: the agent changed nothing in the workdir."""
+
+    kind: ClassVar[str] = "no_changes"
+
+    def evaluate(self, view: Any) -> Outcome:
+        return ChangedPaths(()).evaluate(view)
+
+
+def _content_matches(matcher: Matcher | None, side: Any, name: str) -> Outcome:
+    """A `before=` / `after=` condition on one side of a change (None: that side does not exist)."""
+    if matcher is None:
+        return MATCHED_OUTCOME
+    if side is not None and side.text is None:
+        return Outcome(UNAVAILABLE, f"{name} content is elided ({side.elided})")
+    outcome = matcher.evaluate(None if side is None else side.text)
+    if not isinstance(outcome, Outcome):
+        raise AuthoringError("file_changed before=/after= take synchronous matchers")
+    if outcome.status != MATCHED:
+        return Outcome(outcome.status, f"{name}: {outcome.reason}")
+    return outcome
+
+
+@dataclass(frozen=True, slots=True)
+class FileChanged(Assertion):
+    """Some send window has a delta for `path` meeting every condition (status, before, after) at once."""
+
+    path: str
+    status: str | None = None
+    before: Matcher | None = None
+    after: Matcher | None = None
+    kind: ClassVar[str] = "file_changed"
+
+    def evaluate(self, view: Any) -> Outcome:
+        reasons: list[str] = []
+        undecided: Outcome | None = None
+        for window, change in view.deltas(self.path):
+            if self.status is not None and change.status != self.status:
+                reasons.append(f"{window.label}: {change.status}, not {self.status}")
+                continue
+            outcomes = [_content_matches(self.before, change.before, "before"),
+                        _content_matches(self.after, change.after, "after")]
+            failed = [outcome for outcome in outcomes if outcome.status == MISMATCHED]
+            if failed:
+                reasons.append(f"{window.label}: {failed[0].reason}")
+            elif any(outcome.status == UNAVAILABLE for outcome in outcomes):
+                undecided = next(outcome for outcome in outcomes if outcome.status == UNAVAILABLE)
+            else:
+                return Outcome(MATCHED, "", None, (window.label,))
+        if undecided is not None:
+            return Outcome(UNAVAILABLE, f"{self.path}: {undecided.reason}")
+        if not view.complete:
+            return _ledger_incomplete(view, f"no matching change to {self.path} was seen")
+        if not reasons:
+            return Outcome(MISMATCHED, f"{self.path} was not changed by the agent")
+        return Outcome(MISMATCHED, "; ".join(reasons))
+
+    def describe(self) -> str:
+        options = [f"{name}={value!r}" if isinstance(value, str) else f"{name}={value.describe()}"
+                   for name, value in (("status", self.status), ("before", self.before), ("after", self.after))
+                   if value is not None]
+        return f"file_changed({self.path!r}" + "".join(f", {option}" for option in options) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class FileDeleted(Assertion):
+    """An agent-attributed deletion of `path` exists (in some send window)."""
+
+    path: str
+    kind: ClassVar[str] = "file_deleted"
+
+    def evaluate(self, view: Any) -> Outcome:
+        statuses = []
+        for window, change in view.deltas(self.path):
+            if change.status == "deleted":
+                return Outcome(MATCHED, "", None, (window.label,))
+            statuses.append(f"{window.label}: {change.status}")
+        if not view.complete:
+            return _ledger_incomplete(view, f"no deletion of {self.path} was seen")
+        return Outcome(MISMATCHED, f"{self.path} was not deleted" + (f" ({'; '.join(statuses)})" if statuses else ""))
+
+    def describe(self) -> str:
+        return f"file_deleted({self.path!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class NotInDiff(Assertion):
+    """`pattern` appears in no changed path and no changed line (`content`: added, removed or both)."""
+
+    pattern: Any  # a compiled regular expression
+    content: str = "both"
+    kind: ClassVar[str] = "not_in_diff"
+
+    def evaluate(self, view: Any) -> Outcome:
+        elided: list[str] = []
+        for window, change in view.deltas():
+            if self.pattern.search(change.path):
+                return Outcome(MISMATCHED, f"{window.label}: the path {change.path} matches", None, (window.label,))
+            lines = change.lines()
+            if lines is None:
+                elided.append(f"{change.path} ({change.elided})")
+                continue
+            added, removed = lines
+            searched = (added if self.content in ("added", "both") else []) + (
+                removed if self.content in ("removed", "both") else []
+            )
+            for line in searched:
+                if self.pattern.search(line):
+                    which = "added" if line in added else "removed"
+                    return Outcome(MISMATCHED, f"{window.label}: {which} line in {change.path} matches",
+                                   None, (window.label,))
+        if elided:
+            return Outcome(UNAVAILABLE, f"content of {', '.join(elided)} is elided, so the pattern cannot be ruled out")
+        if not view.complete:
+            return _ledger_incomplete(view, "no match in the changes seen")
+        return MATCHED_OUTCOME
+
+    def describe(self) -> str:
+        return f"not_in_diff({self.pattern.pattern!r}, content={self.content!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSucceeded(Matcher):
+    """For `t.check(await t.sandbox.run_command(...), command_succeeded())`: exit code 0, in time."""
+
+    def evaluate(self, value: Any) -> Outcome:
+        from assay.agent.sandbox.commands import CommandResult
+
+        if not isinstance(value, CommandResult):
+            return Outcome(MISMATCHED, f"expected the result of t.sandbox.run_command(...), got {type(value).__name__}")
+        if value.timed_out:
+            return Outcome(MISMATCHED, f"`{value.display}` timed out after {value.duration_seconds:.1f}s")
+        if value.exit_code != 0:
+            tail = value.tail(500)
+            return Outcome(MISMATCHED, f"`{value.display}` exited with {value.exit_code}" + (f": {tail}" if tail else ""))
+        return MATCHED_OUTCOME
+
+    def describe(self) -> str:
+        return "command_succeeded()"
+
+
+def command_succeeded() -> CommandSucceeded:
+    """Matches a sandbox `CommandResult` that exited 0 without timing out (the hidden-test pattern)."""
+    return CommandSucceeded()
+
+
 __all__ = [
-    "Assertion", "CalledTool", "EventCandidate", "EventOccurred", "EventOrder", "MaxCost", "MaxTokens",
+    "Assertion", "CalledTool", "ChangedPaths", "CommandSucceeded", "FileChanged", "FileDeleted", "NoChanges",
+    "NotInDiff", "command_succeeded", "EventCandidate", "EventOccurred", "EventOrder", "MaxCost", "MaxTokens",
     "MaxToolCalls", "NoEvent", "NoFailedActions", "NotCalledTool", "Succeeded", "ToolOrder", "UsedNoTools",
     "event_candidates", "parse_count",
 ]

@@ -17,7 +17,7 @@ from typing import Any
 from assay.agent.adapter import SendFailure, send_location
 from assay.agent.assertion_entry import AssertionEntry
 from assay.agent.authoring import eval_context
-from assay.agent.context import AgentContext, AttemptSettings, CancelSignal
+from assay.agent.context import AgentContext, AttemptSettings, CancelSignal, SandboxAgentContext
 from assay.agent.control import AuthoringError, SkipEval, StopEval
 from assay.agent.evidence import OccurrenceLedger, ScopeView, TurnRecord
 from assay.agent.matchers import Outcome
@@ -25,9 +25,11 @@ from assay.agent.model import (
     MISSING, EvidenceCoverage, InputRequest, Message, Turn, TurnFormatError, TurnInput, check_turn,
 )
 from assay.agent.record import AttemptResult
+from assay.agent.sandbox.lifecycle import SandboxStage, SandboxStageError
 from assay.agent.sealing import seal_attempt
 from assay.agent.session import AgentSession
 from assay.agent.structured import validate_against
+from assay.agent.verdict import fold_verdict
 from assay.core.asyncutil import call_user_code
 from assay.core.retry import Resend, RetriesExhausted, RetryPolicy, call_with_retries
 
@@ -49,7 +51,10 @@ class AgentCallError(Exception):
 class AttemptRuntime:
     """One attempt's changing state over its fixed settings: session lines, assertion entries, a skip."""
 
-    __slots__ = ("settings", "score_eval", "default_coverage", "entries", "lines", "skip_reason")
+    __slots__ = (
+        "settings", "score_eval", "default_coverage", "entries", "lines", "skip_reason", "sandbox_stage",
+        "eval_sandbox",
+    )
 
     def __init__(self, settings: AttemptSettings) -> None:
         self.settings = settings
@@ -58,6 +63,8 @@ class AttemptRuntime:
         self.entries: list[AssertionEntry] = []
         self.lines: list[SessionLine] = []
         self.skip_reason: str | None = None
+        self.sandbox_stage: Any = None  # a SandboxStage, for attempts whose pair was linked to a sandbox
+        self.eval_sandbox: Any = None  # `t.sandbox`, made on first use
 
     def new_line(self) -> SessionLine:
         line = SessionLine(self, len(self.lines))
@@ -65,6 +72,11 @@ class AttemptRuntime:
         return line
 
     def context(self, session: AgentSession, phase: str = "agent.run") -> AgentContext:
+        stage = self.sandbox_stage
+        if stage is not None:
+            return SandboxAgentContext(
+                self.settings, session=session, phase=phase, sandbox=stage.handle, artifacts=stage.store_artifact,
+            )
         return AgentContext(self.settings, session=session, phase=phase)
 
     def register(self, kind: str, scope: str, description: Any, outcome: Outcome) -> AssertionEntry:
@@ -145,6 +157,13 @@ class SessionLine:
 
         # No backoff cap: the base (RunOptions.retry_base_seconds) is the author's to choose.
         policy = RetryPolicy(SEND_MAX_ATTEMPTS, settings.retry_base_seconds, max_backoff=None)
+        stage = self.runtime.sandbox_stage
+        if stage is not None:
+            # The send window: what changes in the workdir from here until the send settles (retries
+            # included) is the agent's; what the eval writes between sends is not.
+            turn = len(self.turns) + 1
+            await stage.open_window(f"turn{turn}" if self.index == 0 else f"session{self.index}/turn{turn}",
+                                    self.index, turn)
         try:
             raw = await call_with_retries(
                 policy, once, before_attempt=settings.signal.raise_if_cancelled, on_retry=report
@@ -154,6 +173,9 @@ class SessionLine:
             raise AgentCallError(
                 f"agent {agent.name!r} send failed (retries exhausted): {failure}", exhausted.last.detail
             ) from failure
+        finally:
+            if stage is not None:
+                await stage.close_window()
         try:
             turn = check_turn(raw)
         except TurnFormatError as error:
@@ -282,6 +304,15 @@ class _AgentSetupFailed(Exception):
     pass
 
 
+class _NotLinked(Exception):
+    pass
+
+
+def _keep_sandbox(keep: str | None, verdict: str | None) -> bool:
+    """--keep-sandbox: `all` keeps every sandbox, `failed` those of attempts that failed or errored."""
+    return keep == "all" or (keep == "failed" and verdict in ("failed", "errored"))
+
+
 async def run_attempt(
     settings: AttemptSettings, test: Callable[[Any], Awaitable[None]], in_flight: InFlight, position: int,
 ) -> AttemptResult:
@@ -290,6 +321,8 @@ async def run_attempt(
     An interrupted attempt keeps what it did so far but gets no verdict; pending judge calls are dropped."""
     runtime = AttemptRuntime(settings)
     agent = settings.agent
+    binding = getattr(test, "sandbox_binding", None)
+    stage = runtime.sandbox_stage = SandboxStage(binding, settings) if binding is not None else None
     signal = settings.signal
     timeout = settings.timeout
     started = time.perf_counter()
@@ -307,12 +340,18 @@ async def run_attempt(
     try:
         async with asyncio.timeout_at(deadline) as scope:
             in_flight.enter(position, scope, signal, loop)
+            if stage is not None:
+                await stage.open(deadline)  # create, prepare, setups, the ledger's baseline, agent.ensure
+            elif getattr(agent, "kind", "direct") == "sandbox":
+                raise _NotLinked()
             setup_reached = True  # teardown runs from here on, even if setup throws
             if setup is not None:
                 try:
                     await call_user_code(setup, runtime.context(main_session, "agent.setup"))
                 except Exception as setup_error:  # noqa: BLE001
                     raise _AgentSetupFailed(setup_error) from setup_error
+            if stage is not None:
+                stage.enter("eval.run")
             await test(t)
     except StopEval:
         pass
@@ -328,6 +367,14 @@ async def run_attempt(
     except _AgentSetupFailed as failure:
         cause = failure.__cause__ or failure
         error = attempt_error("agent-setup-failed", f"agent setup failed: {type(cause).__name__}: {cause}", cause)
+    except SandboxStageError as failure:
+        error = attempt_error(failure.code, str(failure), failure.__cause__ or failure)
+    except _NotLinked:
+        error = attempt_error(
+            "sandbox-not-linked",
+            f"agent {agent.name!r} is a sandbox agent, but this attempt was not linked to a sandbox: run it with "
+            "`assay agent run` or assay.agent.run(...), which link every (experiment, eval) pair to its sandbox",
+        )
     except AgentCallError as failure:
         # Without a cause of the author's, the traceback would only show assay's own frames.
         error = attempt_error(failure.code, str(failure), failure.__cause__ or (None if failure.where else failure))
@@ -348,24 +395,76 @@ async def run_attempt(
             interrupted = True
         elif error["code"] != "timeout":
             error = attempt_error("timeout", f"attempt timed out after {timeout:g}s")
+    if stage is not None:
+        return await _finish_sandbox_attempt(
+            runtime, stage, started, error, skipped, interrupted, position, setup_reached, main_session,
+        )
     if setup_reached and teardown is not None:
-        try:
-            await call_user_code(teardown, runtime.context(main_session, "agent.teardown"))
-        except Exception as teardown_error:  # noqa: BLE001 - recorded, never a verdict change
-            settings.feedback.diagnostic(
-                "agent-teardown-failed", "warning", f"agent teardown failed: {teardown_error}", phase="agent.teardown"
-            )
+        await _agent_teardown(runtime, main_session)
     if interrupted:
-        for entry in runtime.entries:
-            close = getattr(entry.pending, "close", None)  # a judge call that will never be awaited now
-            if callable(close):
-                close()
-            entry.pending = None
+        _drop_pending(runtime)
         return seal_attempt(runtime, time.perf_counter() - started, None, False, position, interrupted=True)
     for entry in runtime.entries:
         if entry.pending is not None:
             await entry.resolve()
     return seal_attempt(runtime, time.perf_counter() - started, error, skipped, position)
+
+
+async def _agent_teardown(runtime: AttemptRuntime, session: AgentSession) -> None:
+    teardown = getattr(runtime.settings.agent, "teardown", None)
+    if teardown is None:
+        return
+    try:
+        await call_user_code(teardown, runtime.context(session, "agent.teardown"))
+    except Exception as teardown_error:  # noqa: BLE001 - recorded, never a verdict change
+        runtime.settings.feedback.diagnostic(
+            "agent-teardown-failed", "warning", f"agent teardown failed: {teardown_error}", phase="agent.teardown"
+        )
+
+
+def _drop_pending(runtime: AttemptRuntime) -> None:
+    for entry in runtime.entries:
+        close = getattr(entry.pending, "close", None)  # a judge call or sandbox check never awaited now
+        if callable(close):
+            close()
+        entry.pending = None
+
+
+async def _finish_sandbox_attempt(
+    runtime: AttemptRuntime, stage: Any, started: float, error: dict[str, Any] | None, skipped: bool,
+    interrupted: bool, position: int, setup_reached: bool, session: AgentSession,
+) -> AttemptResult:
+    """Spec §5.3 steps 9 to 13: the workspace diff, every assertion decided, the agent's teardown, the
+    sandbox's teardowns (LIFO) and its stop, unless --keep-sandbox keeps it."""
+    settings = runtime.settings
+    closed = False
+    try:
+        stage.finish()
+        if interrupted:
+            _drop_pending(runtime)
+        else:
+            for entry in runtime.entries:
+                if entry.pending is not None:
+                    await entry.resolve()
+        stage.begin_teardown()
+        if setup_reached:
+            stage.enter("agent.teardown")
+            await _agent_teardown(runtime, session)
+        verdict = None if interrupted else fold_verdict(
+            settings.kind, runtime.entries, errored=error is not None, skipped=skipped,
+        ).state
+        await stage.close(_keep_sandbox(stage.binding.keep, verdict), verdict)
+        closed = True
+    finally:
+        if not closed:
+            # A second Ctrl-C cancelled the teardown: still leave no process and no folder behind.
+            await asyncio.shield(stage.abandon())
+    result = seal_attempt(
+        runtime, time.perf_counter() - started, None if interrupted else error, False if interrupted else skipped,
+        position, interrupted=interrupted,
+    )
+    result.sandbox = stage.to_json()
+    return result
 
 
 __all__ = [

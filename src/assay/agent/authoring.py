@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import math
 import mimetypes
+import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from assay.agent.matchers import (
 from assay.agent.model import (
     MISSING, EvidenceCoverage, InputFile, InputRequest, InputResponse, StreamEvent, TurnInput, Usage,
 )
+from assay.agent.sandbox.handle import Sandbox
 from assay.agent.structured import lower_schema
 
 if TYPE_CHECKING:
@@ -623,6 +625,22 @@ class EvalContext(SessionHandle):
     def eval_id(self) -> str | None:
         return self._line.runtime.settings.eval_id
 
+    @property
+    def sandbox(self) -> EvalSandbox:
+        """The attempt's sandbox (sandbox agents only): files, commands and the post-run file assertions."""
+        runtime = self._line.runtime
+        stage = runtime.sandbox_stage
+        if stage is None:
+            raise AuthoringError(
+                f"t.sandbox exists only for sandbox agents; agent {runtime.settings.agent.name!r} is a direct agent "
+                "(build a sandbox agent with define_sandbox_agent)"
+            )
+        if stage.core is None:
+            raise AuthoringError("t.sandbox is not ready: the sandbox was not created")
+        if runtime.eval_sandbox is None:
+            runtime.eval_sandbox = EvalSandbox(stage.core, runtime)
+        return runtime.eval_sandbox
+
     def progress(self, message: str, current: int | None = None, total: int | None = None) -> None:
         self._line.runtime.settings.feedback.progress(message, current, total)
 
@@ -633,11 +651,101 @@ class EvalContext(SessionHandle):
         self._line.runtime.settings.feedback.diagnostic(code, level, message, data, phase="eval.run")
 
 
+class SandboxAssertionHandle(AssertionHandle):
+    """A sandbox assertion's handle: decided after the test, so it has no `or_stop`."""
+
+    __slots__ = ()
+
+    async def or_stop(self) -> Any:
+        raise AuthoringError(
+            "sandbox assertions are decided after the test ends, so they have no or_stop(); to stop on a "
+            "workspace condition, read the file with t.sandbox.read_text(...) and check it with t.check(...)"
+        )
+
+
+_CONTENT_SIDES = ("added", "removed", "both")
+
+
+def _as_matcher(value: Any, name: str) -> Matcher | None:
+    if value is None or isinstance(value, Matcher):
+        return value
+    if isinstance(value, str):
+        from assay.agent.matchers import equals
+
+        return equals(value)
+    raise AuthoringError(f"file_changed {name}= takes a matcher or the exact text, got {type(value).__name__}")
+
+
+class EvalSandbox(Sandbox):
+    """`t.sandbox`: the attempt's sandbox, plus the post-run assertions over what the agent changed."""
+
+    __slots__ = ("_attempt",)
+
+    def __init__(self, core: Any, runtime: AttemptRuntime) -> None:
+        super().__init__(core)
+        self._attempt = runtime
+
+    def _relative(self, path: str) -> str:
+        text = str(path)
+        workdir = self.workdir.rstrip("/") + "/"
+        if text.startswith(workdir):
+            text = text[len(workdir):]
+        text = posixpath.normpath(text)
+        if text.startswith("../") or text == "..":
+            raise AuthoringError(f"{path!r} is outside the sandbox workdir")
+        return text
+
+    def _post_run(self, assertion: assertions.Assertion) -> SandboxAssertionHandle:
+        runtime = self._attempt
+        entry = AssertionEntry(len(runtime.entries), assertion.kind, "t.sandbox", assertion.describe())
+        entry.pending = runtime.sandbox_stage.evaluate_later(assertion)
+        runtime.entries.append(entry)
+        return SandboxAssertionHandle(entry, runtime.score_eval)
+
+    def changed_paths(self, paths: Sequence[str]) -> SandboxAssertionHandle:
+        """The agent changed exactly these paths (relative to the workdir), in any send window."""
+        if isinstance(paths, str):
+            raise AuthoringError("changed_paths takes a list of paths")
+        return self._post_run(assertions.ChangedPaths(tuple(self._relative(path) for path in paths)))
+
+    def no_changes(self) -> SandboxAssertionHandle:
+        return self._post_run(assertions.NoChanges())
+
+    def file_changed(
+        self, path: str, *, status: str | None = None, before: Matcher | str | None = None,
+        after: Matcher | str | None = None,
+    ) -> SandboxAssertionHandle:
+        """Some send window changed `path` with this `status` (added, modified, deleted) and content
+        matching `before` / `after` (matchers, or exact text); elided content makes it unavailable."""
+        from assay.agent.sandbox.changes import STATUSES
+
+        if status is not None and status not in STATUSES:
+            raise AuthoringError(f"file_changed status must be one of {', '.join(STATUSES)}, got {status!r}")
+        return self._post_run(assertions.FileChanged(
+            self._relative(path), status, _as_matcher(before, "before"), _as_matcher(after, "after"),
+        ))
+
+    def file_deleted(self, path: str) -> SandboxAssertionHandle:
+        return self._post_run(assertions.FileDeleted(self._relative(path)))
+
+    def not_in_diff(self, pattern: str | re.Pattern[str], *, content: str = "both") -> SandboxAssertionHandle:
+        """`pattern` (a regular expression) is in no changed path and no added/removed line."""
+        if content not in _CONTENT_SIDES:
+            raise AuthoringError(f"not_in_diff content must be one of {', '.join(_CONTENT_SIDES)}, got {content!r}")
+        try:
+            compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+        except re.error as error:
+            raise AuthoringError(f"not_in_diff: invalid regular expression {pattern!r}: {error}") from None
+        if not isinstance(compiled, re.Pattern):
+            raise AuthoringError("not_in_diff takes a regular expression")
+        return self._post_run(assertions.NotInDiff(compiled, content))
+
+
 def eval_context(runtime: AttemptRuntime) -> EvalContext:
     return EvalContext(runtime.new_line())
 
 
 __all__ = [
-    "Answer", "AssertionHandle", "EvalContext", "JudgeRecipes", "SessionHandle", "TurnHandle", "at_least",
-    "eval_context",
+    "Answer", "AssertionHandle", "EvalContext", "EvalSandbox", "JudgeRecipes", "SandboxAssertionHandle",
+    "SessionHandle", "TurnHandle", "at_least", "eval_context",
 ]

@@ -226,21 +226,43 @@ class AgentContext:
         self.settings.feedback.diagnostic(code, level, message, data, dedupe_key, phase=self._phase)
 
 
+class SandboxAgentContext(AgentContext):
+    """What a sandbox agent's `send`, `setup` and `teardown` get: the context plus a real `sandbox`."""
+
+    __slots__ = ("sandbox", "_artifacts")
+
+    def __init__(
+        self, settings: AttemptSettings | None = None, *, session: AgentSession, sandbox: Any,
+        phase: str = "agent.run", artifacts: Callable[[str, Any], None] | None = None, **standalone: Any,
+    ) -> None:
+        super().__init__(settings, session=session, phase=phase, **standalone)
+        self.sandbox = sandbox
+        self._artifacts = artifacts
+
+    def store_artifact(self, name: str, document: Any) -> None:
+        """Keep a JSON document with the attempt (e.g. `agent-setup.json`); the sandbox's secrets are redacted."""
+        if self._artifacts is None:
+            raise RuntimeError("this context keeps no artifacts (it was made outside an attempt)")
+        self._artifacts(name, document)
+
+
 @dataclass(frozen=True, slots=True)
 class HookContext:
-    """What experiment `setup` / `teardown` hooks get."""
+    """What experiment `setup` / `teardown` hooks get (and sandbox layer hooks, with their phase)."""
 
     experiment_id: str
     signal: CancelSignal
     feedback: Feedback
+    phase: str = "experiment"
 
     def progress(self, message: str, current: int | None = None, total: int | None = None) -> None:
         self.feedback.progress(message, current, total)
 
     def diagnostic(self, code: str, level: str, message: str, data: Mapping[str, Any] | None = None) -> None:
-        self.feedback.diagnostic(code, level, message, data, phase="experiment")
+        self.feedback.diagnostic(code, level, message, data, phase=self.phase)
 
 
 __all__ = [
-    "AgentContext", "AttemptSettings", "CancelSignal", "Cancelled", "Diagnostic", "Feedback", "HookContext", "Telemetry",
+    "AgentContext", "AttemptSettings", "CancelSignal", "Cancelled", "Diagnostic", "Feedback", "HookContext",
+    "SandboxAgentContext", "Telemetry",
 ]

@@ -24,6 +24,8 @@ class Eval:
     metadata: Mapping[str, Any] | None = None
     judge: bool | Mapping[str, Any] | None = None  # must be declared before t.judge can be used
     kind: str = "pass"  # pass | score
+    sandbox: Any = None  # a SandboxLayer this eval contributes (template-bearing or command-only)
+    diff: Mapping[str, Sequence[str]] | None = None  # {include, ignore}: which workdir paths count as the agent's
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +39,25 @@ class EvalDescriptor:
     metadata: Mapping[str, Any] | None = field(default=None, compare=False)
 
 
-def _build(test: Any, kind: str, description: Any, tags: Any, timeout: Any, metadata: Any, judge: Any) -> Eval:
+def _check_diff(diff: Any) -> dict[str, tuple[str, ...]] | None:
+    if diff is None:
+        return None
+    if not isinstance(diff, Mapping) or not set(diff) <= {"include", "ignore"}:
+        raise ConfigError('eval diff must be a mapping with "include" and/or "ignore" lists of glob patterns')
+    checked = {}
+    for name, patterns in diff.items():
+        if isinstance(patterns, str) or not isinstance(patterns, Sequence) or not all(
+            isinstance(pattern, str) and pattern.strip() for pattern in patterns
+        ):
+            raise ConfigError(f"eval diff {name!r} must be a list of non-empty glob patterns")
+        checked[name] = tuple(patterns)
+    return checked
+
+
+def _build(
+    test: Any, kind: str, description: Any, tags: Any, timeout: Any, metadata: Any, judge: Any,
+    sandbox: Any = None, diff: Any = None,
+) -> Eval:
     if not callable(test):
         raise ConfigError(f"an eval's test must be an async function taking `t`, got {type(test).__name__}")
     if description is not None and not isinstance(description, str):
@@ -52,7 +72,14 @@ def _build(test: Any, kind: str, description: Any, tags: Any, timeout: Any, meta
         check_json_like(metadata, "eval metadata")
     if judge is not None and not isinstance(judge, (bool, Mapping)):
         raise ConfigError("eval judge must be True or a judge configuration mapping")
-    return Eval(test, description, tuple(tags), float(timeout) if timeout else None, metadata, judge, kind)
+    if sandbox is not None:
+        from assay.agent.sandbox.layers import check_layer
+
+        check_layer(sandbox, "eval")
+    return Eval(
+        test, description, tuple(tags), float(timeout) if timeout else None, metadata, judge, kind,
+        sandbox=sandbox, diff=_check_diff(diff),
+    )
 
 
 def define_eval(
@@ -63,11 +90,16 @@ def define_eval(
     timeout: float | None = None,
     metadata: Mapping[str, Any] | None = None,
     judge: bool | Mapping[str, Any] | None = None,
+    sandbox: Any = None,
+    diff: Mapping[str, Sequence[str]] | None = None,
 ) -> Any:
-    """`define_eval(test, …)` or `@define_eval(description=…)` over `async def test(t)`."""
+    """`define_eval(test, …)` or `@define_eval(description=…)` over `async def test(t)`.
+
+    `sandbox` is a sandbox layer (`local_sandbox()`, `docker_sandbox(...)`, `sandbox_layer()`); `diff`
+    adjusts which workdir paths count as the agent's changes (`{"include": [...], "ignore": [...]}`)."""
     if test is None:
-        return lambda function: _build(function, "pass", description, tags, timeout, metadata, judge)
-    return _build(test, "pass", description, tags, timeout, metadata, judge)
+        return lambda function: _build(function, "pass", description, tags, timeout, metadata, judge, sandbox, diff)
+    return _build(test, "pass", description, tags, timeout, metadata, judge, sandbox, diff)
 
 
 def define_score_eval(
@@ -78,11 +110,13 @@ def define_score_eval(
     timeout: float | None = None,
     metadata: Mapping[str, Any] | None = None,
     judge: bool | Mapping[str, Any] | None = None,
+    sandbox: Any = None,
+    diff: Mapping[str, Sequence[str]] | None = None,
 ) -> Any:
     """Like `define_eval`, but the eval earns points (`.score(points)`, `t.score(n)`) instead of passing."""
     if test is None:
-        return lambda function: _build(function, "score", description, tags, timeout, metadata, judge)
-    return _build(test, "score", description, tags, timeout, metadata, judge)
+        return lambda function: _build(function, "score", description, tags, timeout, metadata, judge, sandbox, diff)
+    return _build(test, "score", description, tags, timeout, metadata, judge, sandbox, diff)
 
 
 __all__ = ["Eval", "EvalDescriptor", "define_eval", "define_score_eval"]

@@ -66,9 +66,14 @@ class Experiment:
     setup: Callable[[Any], Any] | None = None
     teardown: Callable[[Any], Any] | None = None
     judge: Mapping[str, Any] | None = None
+    sandbox: Any = None  # a SandboxLayer: the template (or command-only steps) this experiment contributes
 
     def __post_init__(self) -> None:
         check_agent(self.agent, "Experiment")
+        if self.sandbox is not None:
+            from assay.agent.sandbox.layers import check_layer
+
+            check_layer(self.sandbox, "Experiment")
         for name in ("model", "reasoning_effort", "description"):
             value = getattr(self, name)
             if value is not None:
@@ -117,6 +122,10 @@ class Experiment:
             "reasoning_effort": self.reasoning_effort,
             "flags": dict(self.flags),
             "attempts": self.attempts,
+            # Only when set, so experiments without a sandbox keep the identity their checkpoints recorded;
+            # the template only (prepare steps name host paths, which differ between machines).
+            **({"sandbox": self.sandbox.provider.describe() if self.sandbox.has_template else "command-only"}
+               if self.sandbox is not None else {}),
         }
 
 

@@ -37,7 +37,7 @@ def slot_key(experiment_id: str, eval_id: str, ordinal: int) -> str:
 
 _OPTIONAL_FIELDS = (
     "model", "failing", "unavailable", "score", "score_state", "error", "assertions", "diagnostics", "usage",
-    "estimated_cost_usd", "coverage", "turns", "tags", "retries", "position",
+    "estimated_cost_usd", "coverage", "turns", "tags", "retries", "position", "sandbox",
 )
 
 
@@ -66,6 +66,7 @@ class AttemptResult:
     tags: list[str] = field(default_factory=list)
     retries: dict[str, int] | None = None  # retried requests by reason (rate_limited, connection, resend, …)
     position: int | None = None  # the slot's place in discovery order, so readback need not rediscover
+    sandbox: dict[str, Any] | None = None  # sandbox attempts: provider, isolation, File Changes, commands run
 
     @property
     def locator(self) -> str:
@@ -105,6 +106,7 @@ class AttemptResult:
             usage=document.get("usage"), estimated_cost_usd=document.get("estimated_cost_usd"),
             coverage=document.get("coverage"), turns=list(document.get("turns") or []),
             tags=list(document.get("tags") or []), retries=document.get("retries"), position=document.get("position"),
+            sandbox=document.get("sandbox"),
         )
 
 

@@ -44,6 +44,7 @@ class AgentRunRequest:
     journal: bool = option(True, stored=False)  # off: nothing to resume (the Python API may choose)
     record: bool = option(True, stored=False)  # off: not put in the results store
     sigint: bool = option(True, stored=False)  # Ctrl-C ends the run cleanly (not inside a caller's loop)
+    keep_sandbox: str | None = option(None, stored=False, flag="--keep-sandbox")  # failed | all
 
 
 def shard_plan(plan: list[Any], shard_text: str | None) -> list[Any]:
@@ -81,7 +82,11 @@ def plan_for(root: Path, selection: Any) -> list[Any]:
     if not any(selections.values()):
         narrowed = " after narrowing by the given prefixes and tags" if selection.evals or selection.tags else ""
         raise UsageError(f"no evals selected{narrowed}; `assay agent list` shows the eval ids")
-    return build_plan(experiments, selections, selection.attempts, eval_order=all_evals)
+    from assay.agent.sandbox.linking import link_plan
+
+    # Linked here, before any attempt: a pair without exactly one sandbox template fails the plan.
+    plan = build_plan(experiments, selections, selection.attempts, eval_order=all_evals)
+    return link_plan(plan, getattr(selection, "keep_sandbox", None))
 
 
 class _NoCheckpoint:

@@ -15,6 +15,7 @@ from typing import Any, List, Optional
 import typer
 
 from assay.cli import common
+from assay.cli.agent_sandbox import sandbox_app
 from assay.errors import AssayError, ConfigError, UsageError
 
 agent_app = typer.Typer(
@@ -176,6 +177,9 @@ def run_command(
     shard: Optional[str] = typer.Option(None, "--shard", help="Run only shard i of n (e.g. 2/4); combine with `assay runs merge`."),
     executor: str = typer.Option("local", "--executor", help="Where attempts run: local (default) or ray."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join (default: start a local one)."),
+    keep_sandbox: Optional[str] = typer.Option(
+        None, "--keep-sandbox", help="Keep sandboxes after their attempts: all, or failed (failed and errored ones)."
+    ),
     agent: Optional[str] = typer.Option(None, "--agent", hidden=True),
     model: Optional[str] = typer.Option(None, "--model", hidden=True),
 ) -> None:
@@ -214,7 +218,7 @@ def run_command(
             root, resume, experiment=experiment, evals=tuple(evals or ()), tags=tuple(tag or ()), attempts=attempts,
             timeout=timeout, budget=budget, shard=shard, concurrency=concurrency, json=output_json, junit=junit,
             # NDJSON: stderr carries only errors from before the invocation exists (NiceEval).
-            verbose=verbose, quiet=quiet or output_json,
+            verbose=verbose, quiet=quiet or output_json, keep_sandbox=keep_sandbox,
         )
     except AssayError as error:
         _fail(error)
@@ -237,7 +241,7 @@ def _request(root: Path, resume: Optional[str], **fields: Any) -> tuple[Any, Any
 
     path = resolve_checkpoint_ref(resume, checkpoints_base(root), Path.cwd())
     manifest = read_manifest(path, KIND)
-    fresh = {name: fields[name] for name in ("concurrency", "json", "junit", "verbose", "quiet")}  # not stored
+    fresh = {name: fields[name] for name in ("concurrency", "json", "junit", "verbose", "quiet", "keep_sandbox")}  # not stored
     request = from_invocation(AgentRunRequest, manifest.get("invocation"), path / "manifest.json", project=root, **fresh)
     return request, (path, manifest)
 
@@ -355,5 +359,7 @@ def _event_line(event: dict[str, Any]) -> str:
         return f"? input requested {request.get('id', '')}: {request.get('prompt', '')} [{options}]"
     return json.dumps(event, ensure_ascii=False)
 
+
+agent_app.add_typer(sandbox_app, name="sandbox")
 
 __all__ = ["agent_app"]

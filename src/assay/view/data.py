@@ -1,4 +1,5 @@
-"""What the results viewer shows, as JSON documents: run lists, run pages, unit pages, units, compares.
+"""What the results viewer shows, as JSON documents: run lists, run pages, unit pages (with a sandbox
+attempt's File Changes), units, compares.
 
 One function per API endpoint, over a `RunStore`; the live server and the static export both use
 them, so an exported page shows exactly what the live page showed.
@@ -18,7 +19,7 @@ from assay.core.run_diff import CHANGE_KINDS, RunComparison, compare_verdicts
 from assay.core.results_store import SqliteRunStore
 from assay.errors import UsageError
 
-__all__ = ["MAX_PAGE", "PAGE_SIZE", "ViewData", "api_key"]
+__all__ = ["MAX_PAGE", "PAGE_SIZE", "ViewData", "api_key", "sandbox_view"]
 
 PAGE_SIZE = 100
 MAX_PAGE = 1000
@@ -55,6 +56,54 @@ def _shown_expected_and_observed(unit: UnitResult, kind: str) -> tuple[str, str]
     if isinstance(unit.observed, Mapping) and unit.observed.get("score") is not None:
         outcome.insert(0, f"score {unit.observed['score']}")
     return _preview(expected), _preview(", ".join(outcome))
+
+
+def _diff_lines(diff: str) -> list[dict[str, str]]:
+    """A unified diff as classified lines (hunk header, added, removed, context) for the page to colour."""
+    lines = []
+    for line in diff.splitlines():
+        if line.startswith(("+++", "---")):
+            continue
+        kind = "hunk" if line.startswith("@@") else "add" if line.startswith("+") else "del" if line.startswith("-") else "ctx"
+        lines.append({"kind": kind, "text": line})
+    return lines
+
+
+def sandbox_view(sandbox: Mapping[str, Any]) -> dict[str, Any]:
+    """A sandbox attempt's File Changes (per send window) and the commands it ran, as the unit page shows them.
+
+    Everything here was redacted and bounded when the attempt was sealed; this only reshapes it."""
+    changes = sandbox.get("file_changes") if isinstance(sandbox.get("file_changes"), Mapping) else {}
+    windows = []
+    for window in changes.get("windows") or ():
+        if not isinstance(window, Mapping):
+            continue
+        rows = []
+        for change in window.get("changes") or ():
+            if not isinstance(change, Mapping):
+                continue
+            row: dict[str, Any] = {"path": str(change.get("path", "")), "status": str(change.get("status", ""))}
+            if change.get("elided"):
+                row["note"] = f"content elided ({change['elided']})"
+            elif isinstance(change.get("diff"), str):
+                row["lines"] = _diff_lines(change["diff"])
+                if change.get("diff_cut"):
+                    row["note"] = "diff cut at 64 KiB"
+            elif change.get("diff_omitted"):
+                row["note"] = str(change["diff_omitted"])
+            rows.append(row)
+        windows.append({"window": str(window.get("window", "")), "changes": rows})
+    commands = [
+        {name: command.get(name) for name in ("phase", "window", "command", "exit_code", "duration_seconds", "timed_out",
+                                               "stdout_tail", "stderr_tail") if command.get(name) is not None}
+        for command in sandbox.get("commands") or () if isinstance(command, Mapping)
+    ]
+    return {
+        "provider": sandbox.get("provider"), "isolation": sandbox.get("isolation"), "kept": bool(sandbox.get("kept")),
+        "sandbox_id": sandbox.get("sandbox_id"), "complete": changes.get("complete", True),
+        "reason": changes.get("reason"), "windows": windows, "commands": commands,
+        "files_changed": len({change["path"] for window in windows for change in window["changes"]}),
+    }
 
 
 def _integer(params: Mapping[str, Any], name: str, default: int, maximum: int) -> int:
@@ -131,6 +180,9 @@ class ViewData:
         document["run_id"] = run_id
         document["kind"] = stored.manifest.kind
         document["has_frame"] = stored.manifest.kind == "video" and bool((unit.artifacts or {}).get("video"))
+        sandbox = (unit.detail or {}).get("sandbox") if stored.manifest.kind == "agent" else None
+        if isinstance(sandbox, Mapping) and sandbox.get("file_changes") is not None:
+            document["file_changes"] = sandbox_view(sandbox)
         return document
 
     def frame_source(self, params: Mapping[str, Any]) -> tuple[str, float]:

@@ -299,8 +299,37 @@ function agentDetail(unit) {
     score !== null ? el("div", { class: "panel" }, el("h2", {}, "Score"), el("pre", { id: "unit-score" }, pretty(score))) : null,
     el("div", { class: "panel" }, el("h2", {}, `Transcript (${detail.agent || ""}${detail.model ? " · " + detail.model : ""}, ${detail.locator || ""})`),
       el("div", { id: "transcript" }, turns.length ? turns : el("p", { class: "muted" }, "No turns recorded."))),
+    ...fileChangesPanels(unit.file_changes),
     detail.error ? el("div", { class: "panel" }, el("h2", {}, "Error"), el("pre", {}, pretty(detail.error))) : null,
     (detail.diagnostics || []).length ? el("div", { class: "panel" }, el("h2", {}, "Diagnostics"), el("pre", {}, pretty(detail.diagnostics))) : null,
+  ];
+}
+
+// A sandbox attempt: what the agent changed, send window by send window, and every command that ran
+// (its output already redacted and cut short when the attempt was sealed).
+function fileChangesPanels(changes) {
+  if (!changes) return [];
+  const where = `${changes.provider || "sandbox"}${changes.isolation ? ` · ${changes.isolation}` : ""}${changes.kept ? ` · kept as ${changes.sandbox_id}` : ""}`;
+  const windows = (changes.windows || []).map((window) => el("div", { class: "window", "data-window": window.window },
+    el("h3", {}, `${window.window} — ${window.changes.length ? `${window.changes.length} file(s)` : "no changes"}`),
+    window.changes.map((change) => el("div", { class: "file-change", "data-path": change.path },
+      el("div", {}, el("span", { class: `change-status ${change.status}` }, change.status), " ", el("code", {}, change.path)),
+      change.note ? el("p", { class: "muted" }, change.note) : null,
+      change.lines ? el("pre", { class: "diff" }, change.lines.map((line) => el("span", { class: `diff-${line.kind}` }, line.text || " "))) : null))));
+  const commands = (changes.commands || []).map((command) => el("tr", {},
+    el("td", {}, command.phase || ""), el("td", {}, command.window || ""), el("td", {}, el("code", {}, command.command || "")),
+    el("td", { class: "num" }, command.timed_out ? "timed out" : String(command.exit_code)),
+    el("td", { class: "num" }, command.duration_seconds === undefined ? "" : `${Math.round(command.duration_seconds * 1000)}ms`),
+    el("td", {}, command.stderr_tail || command.stdout_tail ? el("pre", {}, command.stderr_tail || command.stdout_tail) : "")));
+  return [
+    el("div", { class: "panel", id: "file-changes" },
+      el("h2", {}, `File Changes (${changes.files_changed} file(s); ${where})`),
+      changes.complete === false ? el("p", { class: "error" }, `Incomplete: ${changes.reason || ""}`) : null,
+      windows.length ? windows : el("p", { class: "muted" }, "No send window changed the workspace.")),
+    el("div", { class: "panel" }, el("h2", {}, "Commands run"),
+      commands.length
+        ? el("table", { id: "sandbox-commands" }, el("thead", {}, el("tr", {}, ["phase", "window", "command", "exit", "time", "output (tail)"].map((h) => el("th", {}, h)))), el("tbody", {}, commands))
+        : el("p", { class: "muted", id: "sandbox-commands" }, "No commands ran.")),
   ];
 }
 

@@ -1,0 +1,72 @@
+"""Sandbox agents: `define_sandbox_agent` builds an agent whose setup, send and teardown get `ctx.sandbox`.
+
+A sandbox agent may declare `ensure` (probe its CLI, install it if missing, probe again) and a
+command-only `sandbox` layer of its own; which provider makes the sandbox is the eval's or the
+experiment's choice, never the agent's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.agent.adapter import check_agent
+from assay.agent.model import EvidenceCoverage, Turn, TurnInput
+from assay.agent.sandbox.layers import PrepareStep, SandboxLayer, check_layer
+from assay.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEnsure:
+    """How the runner makes sure the agent's CLI is in the sandbox (phase `agent.ensure`):
+    `probe` (read-only) → the `install` steps if it failed → `probe` again."""
+
+    probe: PrepareStep
+    install: tuple[PrepareStep, ...] = ()
+    identity: Mapping[str, str] = field(default_factory=dict)  # agent, version, revision: for the record
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxAgent:
+    name: str
+    evidence_coverage: EvidenceCoverage
+    send: Callable[[TurnInput, Any], Awaitable[Turn]]
+    setup: Callable[[Any], Any] | None = None
+    teardown: Callable[[Any], Any] | None = None
+    close: Callable[[], Awaitable[Any]] | None = None
+    ensure: AgentEnsure | None = None
+    sandbox: SandboxLayer | None = None  # command-only: the agent's own prepare steps and hooks
+    kind: str = "sandbox"
+
+
+def define_sandbox_agent(
+    *,
+    name: str,
+    send: Callable[[TurnInput, Any], Awaitable[Turn]],
+    evidence_coverage: EvidenceCoverage,
+    setup: Callable[[Any], Any] | None = None,
+    teardown: Callable[[Any], Any] | None = None,
+    close: Callable[[], Awaitable[Any]] | None = None,
+    ensure: AgentEnsure | None = None,
+    sandbox: SandboxLayer | None = None,
+) -> SandboxAgent:
+    """An agent that works inside a sandbox: `send(input, ctx)` and its hooks get `ctx.sandbox`."""
+    layer = check_layer(sandbox, f"define_sandbox_agent({name!r})")
+    if layer is not None and layer.has_template:
+        raise ConfigError(
+            f"define_sandbox_agent({name!r}): an agent's sandbox layer is command-only (sandbox_layer()); "
+            "the eval or the experiment chooses the provider"
+        )
+    if ensure is not None and not isinstance(ensure, AgentEnsure):
+        raise ConfigError(f"define_sandbox_agent({name!r}): ensure must be an AgentEnsure(probe=..., install=...)")
+    agent = SandboxAgent(name, evidence_coverage, send, setup, teardown, close, ensure, layer)
+    check_agent(agent, "define_sandbox_agent")
+    return agent
+
+
+def is_sandbox_agent(agent: Any) -> bool:
+    return getattr(agent, "kind", "direct") == "sandbox"
+
+
+__all__ = ["AgentEnsure", "SandboxAgent", "define_sandbox_agent", "is_sandbox_agent"]

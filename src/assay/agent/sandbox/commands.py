@@ -1,0 +1,107 @@
+"""What running a command in a sandbox returns and raises, and how secrets are kept out of what is stored.
+
+`CommandResult` is the value `run_command` gives back (already redacted); `Redactor` holds the sensitive
+values of one sandbox, so every log line, tail, diff and error message it stores has them replaced.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+REDACTED = "[redacted]"
+TAIL_CHARACTERS = 2000
+# Shorter strings would blank out ordinary words in every log; secrets are never this short.
+MIN_SENSITIVE_CHARACTERS = 4
+
+
+class SandboxError(Exception):
+    """A sandbox could not do what was asked (create, read, write, transfer); the message says why."""
+
+
+class SandboxRetired(SandboxError):
+    """A process tree could not be confirmed gone, so the whole sandbox was stopped instead."""
+
+
+class SandboxCommandError(SandboxError):
+    """Raised by the `…_or_raise` variants for a non-zero exit or a timeout; `.result` has everything."""
+
+    def __init__(self, result: CommandResult) -> None:
+        self.result = result
+        if result.timed_out:
+            what = f"timed out after {result.duration_seconds:.1f}s"
+        else:
+            what = f"exited with {result.exit_code}"
+        tail = result.tail()
+        super().__init__(f"`{result.display}` {what}" + (f":\n{tail}" if tail else ""))
+
+
+class Redactor:
+    """The exact strings one sandbox must never store; shared by its handle, ledger and log."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self._values: tuple[str, ...] = ()
+        self.add(values)
+
+    def add(self, values: Iterable[str]) -> None:
+        fresh = {value for value in values if isinstance(value, str) and len(value) >= MIN_SENSITIVE_CHARACTERS}
+        if fresh - set(self._values):
+            # Longest first, so a secret that contains another is replaced whole.
+            self._values = tuple(sorted(set(self._values) | fresh, key=len, reverse=True))
+
+    def __call__(self, text: str) -> str:
+        for value in self._values:
+            if value in text:
+                text = text.replace(value, REDACTED)
+        return text
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+
+def bounded_tail(text: str, limit: int = TAIL_CHARACTERS) -> str:
+    """The last `limit` characters of `text`, marked when something was cut."""
+    text = text.rstrip()
+    return text if len(text) <= limit else "…" + text[-(limit - 1):]
+
+
+def display_command(argv: Sequence[str]) -> str:
+    """The argv as a person would type it (the script itself for `bash -c script`)."""
+    if len(argv) == 3 and argv[0] in ("bash", "sh") and argv[1] == "-c":
+        return argv[2]
+    return shlex.join(argv)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """One finished command; its output has the sandbox's sensitive values replaced already.
+
+    `exit_code` is None when the command was killed before it exited (a timeout)."""
+
+    command: tuple[str, ...]
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    duration_seconds: float
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def display(self) -> str:
+        return display_command(self.command)
+
+    def tail(self, limit: int = TAIL_CHARACTERS) -> str:
+        """The end of stderr, or of stdout when stderr is empty: what explains a failure."""
+        return bounded_tail(self.stderr if self.stderr.strip() else self.stdout, limit)
+
+
+__all__ = [
+    "CommandResult", "REDACTED", "Redactor", "SandboxCommandError", "SandboxError", "SandboxRetired", "TAIL_CHARACTERS",
+    "bounded_tail", "display_command",
+]

@@ -1,0 +1,198 @@
+"""Sandbox layers: a template (which provider makes the sandbox) plus prepare steps, setups and teardowns.
+
+Layers are immutable: `.prepare(...)`, `.setup(fn)` and `.teardown(fn)` return a new layer. Prepare
+steps are declarative (`command`, `shell`, `upload`, `install_tool`) so they can be shown before
+anything runs; setups and teardowns are functions `fn(sandbox, hook_ctx)`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from assay.agent.sandbox.commands import SandboxCommandError, display_command
+from assay.agent.sandbox.interface import SandboxProvider
+from assay.errors import ConfigError
+
+
+class PrepareStep(Protocol):
+    def describe(self) -> str: ...
+
+    async def run(self, sandbox: Any) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """`command(program, *args)`: argv, no shell; fails the preparation unless it exits 0."""
+
+    argv: tuple[str, ...]
+    cwd: str | None = None
+
+    def describe(self) -> str:
+        return display_command(self.argv)
+
+    async def run(self, sandbox: Any) -> None:
+        await sandbox.run_command_or_raise(*self.argv, cwd=self.cwd)
+
+
+@dataclass(frozen=True, slots=True)
+class Shell:
+    """`shell(script)`: through bash; fails the preparation unless it exits 0."""
+
+    script: str
+    cwd: str | None = None
+
+    def describe(self) -> str:
+        return self.script
+
+    async def run(self, sandbox: Any) -> None:
+        await sandbox.run_shell_or_raise(self.script, cwd=self.cwd)
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """`upload(host_path, target)`: a host file or folder copied in; relative host paths are relative
+    to the file that called `upload(...)` (an eval's fixtures sit next to it)."""
+
+    source: Path
+    target: str | None = None
+    ignore: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return f"upload {self.source} → {self.target or '.'}"
+
+    async def run(self, sandbox: Any) -> None:
+        if self.source.is_dir():
+            await sandbox.upload_directory(self.source, self.target, ignore=self.ignore)
+        else:
+            await sandbox.upload_file(self.source, self.target)
+
+
+@dataclass(frozen=True, slots=True)
+class InstallTool:
+    """`install_tool(name, probe=..., install=...)`: run `install` only when `probe` fails, then probe again."""
+
+    name: str
+    probe: PrepareStep
+    install: tuple[PrepareStep, ...]
+
+    def describe(self) -> str:
+        return f"install {self.name} unless `{self.probe.describe()}` succeeds"
+
+    async def run(self, sandbox: Any) -> None:
+        await ensure_installed(sandbox, self.name, self.probe, self.install)
+
+
+async def probe_ok(sandbox: Any, probe: PrepareStep) -> tuple[bool, str]:
+    try:
+        await probe.run(sandbox)
+    except SandboxCommandError as error:
+        return False, error.result.tail(300)
+    return True, ""
+
+
+async def ensure_installed(sandbox: Any, name: str, probe: PrepareStep, install: Sequence[PrepareStep]) -> bool:
+    """Probe → install if missing → probe again; True when it had to install. Raises if it is still missing."""
+    present, _ = await probe_ok(sandbox, probe)
+    if present:
+        return False
+    if not install:
+        raise SandboxSetupError(f"{name} is not installed in the sandbox and no installer was given")
+    for step in install:
+        await step.run(sandbox)
+    present, why = await probe_ok(sandbox, probe)
+    if not present:
+        raise SandboxSetupError(f"{name} is still missing after installing it: {why}")
+    return True
+
+
+class SandboxSetupError(Exception):
+    pass
+
+
+def command(program: str, *args: str, cwd: str | None = None) -> Command:
+    return Command((str(program), *map(str, args)), cwd)
+
+
+def shell(script: str, *, cwd: str | None = None) -> Shell:
+    return Shell(script, cwd)
+
+
+def upload(source: str | Path, target: str | None = None, *, ignore: Sequence[str] = ()) -> Upload:
+    path = Path(source).expanduser()
+    if not path.is_absolute():
+        caller = sys._getframe(1).f_globals.get("__file__")
+        path = (Path(caller).resolve().parent if caller else Path.cwd()) / path
+    if not path.exists():
+        raise ConfigError(f"upload: {path} does not exist")
+    return Upload(path, target, tuple(ignore))
+
+
+def install_tool(name: str, *, probe: PrepareStep, install: Sequence[PrepareStep] = ()) -> InstallTool:
+    return InstallTool(name, probe, tuple(install))
+
+
+HookFunction = Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxLayer:
+    """What one side (eval, experiment or agent) contributes; `provider` makes it template-bearing."""
+
+    provider: SandboxProvider | None = None
+    prepares: tuple[PrepareStep, ...] = ()
+    setups: tuple[HookFunction, ...] = ()
+    teardowns: tuple[HookFunction, ...] = ()
+
+    @property
+    def has_template(self) -> bool:
+        return self.provider is not None
+
+    def prepare(self, *steps: PrepareStep) -> SandboxLayer:
+        for step in steps:
+            if not callable(getattr(step, "run", None)) or not callable(getattr(step, "describe", None)):
+                raise ConfigError(
+                    f"prepare takes command(...), shell(...), upload(...) or install_tool(...), got {type(step).__name__}"
+                )
+        return replace(self, prepares=self.prepares + tuple(steps))
+
+    def setup(self, function: HookFunction) -> SandboxLayer:
+        if not callable(function):
+            raise ConfigError("setup takes a function (sandbox, hook_ctx)")
+        return replace(self, setups=self.setups + (function,))
+
+    def teardown(self, function: HookFunction) -> SandboxLayer:
+        if not callable(function):
+            raise ConfigError("teardown takes a function (sandbox, hook_ctx)")
+        return replace(self, teardowns=self.teardowns + (function,))
+
+    def describe(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"prepare": [step.describe() for step in self.prepares]}
+        if self.provider is not None:
+            document["template"] = self.provider.describe()
+        return document
+
+
+def sandbox_layer() -> SandboxLayer:
+    """A command-only layer (no template): prepare steps and hooks for a sandbox the other side makes."""
+    return SandboxLayer()
+
+
+def check_layer(value: Any, where: str) -> SandboxLayer | None:
+    if value is None:
+        return None
+    if not isinstance(value, SandboxLayer):
+        raise ConfigError(
+            f"{where} sandbox must be a sandbox layer (local_sandbox(), docker_sandbox(...), define_sandbox(...) "
+            f"or sandbox_layer()), got {type(value).__name__}"
+        )
+    return value
+
+
+__all__ = [
+    "Command", "InstallTool", "PrepareStep", "SandboxLayer", "SandboxSetupError", "Shell", "Upload", "check_layer",
+    "command", "ensure_installed", "install_tool", "sandbox_layer", "shell", "upload",
+]

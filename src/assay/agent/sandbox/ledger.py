@@ -1,0 +1,273 @@
+"""The change ledger: a private git repository over the workdir that snapshots it around each send window.
+
+Its git dir lives outside the workspace (the agent's own `.git` is never touched, and under bubblewrap
+the ledger is not even visible), it ignores `.gitignore` files (an agent cannot hide a change by writing
+one), and it applies only the eval's `diff` rules on top of the default excludes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assay.agent.sandbox.changes import (
+    ADDED,
+    DELETED,
+    MAX_CONTENT_BYTES,
+    MODIFIED,
+    Content,
+    FileChange,
+    FileChangesView,
+    WindowDelta,
+)
+
+# Version control, dependencies, build output and tool caches are not the agent's work (spec §1.2).
+DEFAULT_EXCLUDES = (
+    ".git", "node_modules", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".venv",
+    ".cache", ".npm", ".pnpm-store", ".yarn", ".gradle", "dist", "build", "target", ".next",
+)
+_GIT_SETTINGS = {
+    "core.autocrlf": "false", "core.fsmonitor": "false", "core.untrackedCache": "false", "core.quotepath": "off",
+    "core.symlinks": "true", "core.filemode": "true", "core.hooksPath": "/dev/null", "gc.auto": "0",
+    "advice.addEmbeddedRepo": "false", "user.name": "assay", "user.email": "assay@localhost",
+    # Every blob counts as "big", so `git add` streams a snapshot's new blobs into one pack instead of a
+    # loose file each: a 1,000-file baseline is one file write, not a thousand (and a thousand fewer to
+    # delete at teardown). Reading them back is unchanged; a textual `git diff` needs `-c` to undo it.
+    "core.bigFileThreshold": "1",
+}
+# git allocates and frees zlib state per object; with glibc's default trimming each one costs a round
+# of brk calls, which on some virtual machines made a 1,000-file baseline three times slower.
+_MALLOC_TUNING = "glibc.malloc.trim_threshold=134217728:glibc.malloc.top_pad=16777216"
+_NULL_BLOB = "0" * 40
+
+
+@dataclass(frozen=True, slots=True)
+class DiffRules:
+    """The eval's `diff={"include": [...], "ignore": [...]}`: counted = (default ∪ ignore) − include."""
+
+    include: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | None) -> DiffRules:
+        if not config:
+            return cls()
+        return cls(tuple(config.get("include") or ()), tuple(config.get("ignore") or ()))
+
+    def excluded(self) -> list[str]:
+        return [pattern for pattern in (*DEFAULT_EXCLUDES, *self.ignore) if pattern not in self.include]
+
+    def reincluded(self) -> list[str]:
+        return [pattern for pattern in self.include if pattern not in (*DEFAULT_EXCLUDES, *self.ignore)]
+
+
+def _pathspecs(pattern: str, magic: str) -> list[str]:
+    """A `.gitignore`-style pattern as git pathspecs: a bare name matches at any depth, a path is anchored."""
+    body = pattern.strip().rstrip("/")
+    if not body:
+        return []
+    if body.startswith("/"):
+        body = body[1:]
+    elif "/" not in body:
+        body = f"**/{body}"
+    return [f":({magic})" + body, f":({magic})" + body + "/**"]
+
+
+def git_environment(git_dir: str, workdir: str) -> dict[str, str]:
+    """A git that reads no user or system config and only the ledger's repository."""
+    environment = {
+        "PATH": os.environ.get("PATH", os.defpath), "HOME": git_dir, "GIT_DIR": git_dir, "GIT_WORK_TREE": workdir,
+        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GLIBC_TUNABLES": _MALLOC_TUNING,
+        "GIT_CONFIG_COUNT": str(len(_GIT_SETTINGS)),
+    }
+    for position, (key, value) in enumerate(_GIT_SETTINGS.items()):
+        environment[f"GIT_CONFIG_KEY_{position}"] = key
+        environment[f"GIT_CONFIG_VALUE_{position}"] = value
+    return environment
+
+
+class HostGit:
+    """The ledger's git run on the host, for sandboxes whose workdir is a host folder."""
+
+    def __init__(self, git_dir: str, workdir: str) -> None:
+        self.git_dir = git_dir
+        self.workdir = workdir
+        self._environment = git_environment(git_dir, workdir)
+
+    async def __call__(self, args: Sequence[str], stdin: bytes | None = None) -> tuple[int, bytes, bytes]:
+        process = await asyncio.create_subprocess_exec(
+            "git", *args, cwd=self.workdir, env=self._environment,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await process.communicate(stdin)
+        return process.returncode or 0, out, err
+
+
+class ExecGit:
+    """The ledger's git run inside the sandbox (a container), through the provider's `exec`."""
+
+    def __init__(self, backend: Any, git_dir: str) -> None:
+        self._backend = backend
+        self._git_dir = git_dir
+        self._environment = {
+            name: value for name, value in git_environment(git_dir, backend.workdir).items()
+            if name not in ("PATH", "GLIBC_TUNABLES")
+        }
+
+    async def __call__(self, args: Sequence[str], stdin: bytes | None = None) -> tuple[int, bytes, bytes]:
+        raw = await self._backend.exec(
+            ["git", *args], env=self._environment, cwd=self._backend.workdir, timeout=300.0, on_stdout=None,
+            on_stderr=None, signals=(), user=None, stdin=stdin,
+        )
+        return (raw.exit_code if raw.exit_code is not None else -1), raw.stdout, raw.stderr
+
+
+class LedgerError(Exception):
+    pass
+
+
+class ChangeLedger:
+    """Snapshots of the workdir as git trees; a window is the delta between two of them."""
+
+    def __init__(self, git: Any, rules: DiffRules = DiffRules()) -> None:
+        self._git = git
+        self._rules = rules
+        self._add = ["add", "-A", "-f", "--ignore-errors", "--", "."]
+        for pattern in rules.excluded():
+            self._add += _pathspecs(pattern, "exclude,glob")
+        self._readd = [spec for pattern in rules.reincluded() for spec in _pathspecs(pattern, "glob")]
+        self.baseline: str | None = None
+        self.windows: list[WindowDelta] = []
+        self.failure: str | None = None
+        self._open: tuple[str, int, int, str] | None = None  # label, session, turn, start tree
+
+    async def _run(self, *args: str, stdin: bytes | None = None, tolerate: str | None = None) -> bytes:
+        code, out, err = await self._git(list(args), stdin)
+        if code != 0 and not (tolerate and tolerate.encode() in err):
+            message = err.decode("utf-8", "replace").strip() or f"exit code {code}"
+            if code == 127:
+                message = "git is not installed in the sandbox"
+            raise LedgerError(f"git {args[0]}: {message}")
+        return out
+
+    async def snapshot(self) -> str:
+        """The workdir as a tree id (only changed files are hashed again: git's stat cache)."""
+        # --ignore-errors: an unreadable file must not lose the whole snapshot; it is simply not seen.
+        await self._run(*self._add, tolerate="adding files failed")
+        if self._readd:
+            # `git add` refuses a pathspec that matches nothing; `ls-files` does not, so it picks the paths.
+            listed = await self._run("ls-files", "-z", "--cached", "--others", "--", *self._readd)
+            if listed:
+                await self._run("add", "-A", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul",
+                                stdin=listed, tolerate="adding files failed")
+        # --missing-ok: `add` has just written every blob, so checking each one exists again (a lookup
+        # per file) would only repeat its work.
+        return (await self._run("write-tree", "--missing-ok")).decode().strip()
+
+    async def start(self) -> str | None:
+        """Create the ledger and take the baseline: everything written so far is not the agent's."""
+        try:
+            await self._run("init", "-q", "--template=")
+            self.baseline = await self.snapshot()
+        except LedgerError as error:
+            self.failure = str(error)
+        return self.baseline
+
+    async def open_window(self, label: str, session: int, turn: int) -> None:
+        if self.failure is not None:
+            return
+        try:
+            self._open = (label, session, turn, await self.snapshot())
+        except LedgerError as error:
+            self.failure = f"{label}: {error}"
+            self._open = None
+
+    async def close_window(self) -> WindowDelta | None:
+        opened, self._open = self._open, None
+        if opened is None or self.failure is not None:
+            return None
+        label, session, turn, start = opened
+        try:
+            end = await self.snapshot()
+            changes = await self._delta(start, end) if end != start else ()
+        except LedgerError as error:
+            self.failure = f"{label}: {error}"
+            return None
+        except BaseException:
+            # Cut short (a second interrupt): this window's changes are unknown, so nothing may pass on them.
+            self.failure = f"{label}: the window was cut short before its snapshot was taken"
+            raise
+        window = WindowDelta(label, session, turn, start, end, changes)
+        self.windows.append(window)
+        return window
+
+    async def _delta(self, start: str, end: str) -> tuple[FileChange, ...]:
+        raw = await self._run("diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", start, end)
+        fields = raw.split(b"\0")
+        rows: list[tuple[str, str, str, str, str, str]] = []
+        position = 0
+        while position + 1 < len(fields) and fields[position].startswith(b":"):
+            old_mode, new_mode, old_blob, new_blob, status = fields[position][1:].decode().split(" ")
+            rows.append((fields[position + 1].decode("utf-8", "surrogateescape"), status[0], old_mode, new_mode,
+                         old_blob, new_blob))
+            position += 2
+        blobs = {blob for row in rows for blob, mode in ((row[4], row[2]), (row[5], row[3]))
+                 if blob != _NULL_BLOB and mode != "160000"}
+        contents = await self._contents(sorted(blobs))
+        changes = []
+        for path, status, old_mode, new_mode, old_blob, new_blob in rows:
+            kind = {"A": ADDED, "D": DELETED}.get(status, MODIFIED)
+            before = None if kind == ADDED else _side(old_blob, old_mode, contents)
+            after = None if kind == DELETED else _side(new_blob, new_mode, contents)
+            changes.append(FileChange(path, kind, before, after))
+        return tuple(sorted(changes, key=lambda change: change.path))
+
+    async def _contents(self, blobs: Sequence[str]) -> dict[str, tuple[int, bytes | None]]:
+        """Each blob's size, and its bytes when small enough to read."""
+        if not blobs:
+            return {}
+        sizes: dict[str, int] = {}
+        listing = await self._run("cat-file", "--batch-check", stdin="".join(f"{blob}\n" for blob in blobs).encode())
+        for line in listing.decode().splitlines():
+            parts = line.split()
+            if len(parts) == 3:
+                sizes[parts[0]] = int(parts[2])
+        small = [blob for blob in blobs if sizes.get(blob, MAX_CONTENT_BYTES + 1) <= MAX_CONTENT_BYTES]
+        found: dict[str, tuple[int, bytes | None]] = {blob: (size, None) for blob, size in sizes.items()}
+        if small:
+            data = await self._run("cat-file", "--batch", stdin="".join(f"{blob}\n" for blob in small).encode())
+            cursor = 0
+            while cursor < len(data):
+                header_end = data.index(b"\n", cursor)
+                blob, _, size_text = data[cursor:header_end].decode().split(" ")
+                size = int(size_text)
+                found[blob] = (size, data[header_end + 1: header_end + 1 + size])
+                cursor = header_end + 1 + size + 1
+        return found
+
+    def view(self) -> FileChangesView:
+        if self.failure is not None:
+            return FileChangesView(tuple(self.windows), False, f"the change ledger stopped: {self.failure}")
+        return FileChangesView(tuple(self.windows))
+
+
+def _side(blob: str, mode: str, contents: Mapping[str, tuple[int, bytes | None]]) -> Content:
+    if mode == "160000":
+        return Content(blob, 0, None, "embedded repository")
+    size, data = contents.get(blob, (0, None))
+    if data is None:
+        return Content(blob, size, None, "oversized")
+    if b"\0" in data[:8000]:
+        return Content(blob, size, None, "binary")
+    try:
+        return Content(blob, size, data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return Content(blob, size, None, "binary")
+
+
+__all__ = ["ChangeLedger", "DEFAULT_EXCLUDES", "DiffRules", "ExecGit", "HostGit", "LedgerError", "git_environment"]

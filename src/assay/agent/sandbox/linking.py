@@ -1,0 +1,111 @@
+"""Link planning: which sandbox each (experiment, eval) pair gets, decided before anything is created.
+
+Exactly one side carries the template; a sandbox agent without one, a template on both sides, or a
+sandbox layer with a direct agent is a configuration error naming the pair. A linked pair's test is
+wrapped in `LinkedTest`, so the attempt engine finds its `SandboxBinding` next to the eval body.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assay.agent.sandbox.agent import is_sandbox_agent
+from assay.agent.sandbox.layers import SandboxLayer
+from assay.agent.sandbox.ledger import DiffRules
+from assay.errors import ConfigError, UsageError
+
+KEEP_CHOICES = ("failed", "all")
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxBinding:
+    """One pair's sandbox: its layers (the template owner's first, the agent's own last), diff rules, keep."""
+
+    layers: tuple[SandboxLayer, ...]
+    template_owner: str  # eval | experiment
+    diff: DiffRules = DiffRules()
+    keep: str | None = None  # --keep-sandbox: failed | all
+
+    @property
+    def provider(self) -> Any:
+        return self.layers[0].provider
+
+
+class LinkedTest:
+    """An eval body with the sandbox its pair was linked to (what the runner hands the attempt engine)."""
+
+    __slots__ = ("body", "sandbox_binding")
+
+    def __init__(self, body: Any, binding: SandboxBinding) -> None:
+        self.body = body
+        self.sandbox_binding = binding
+
+    def __call__(self, t: Any) -> Any:
+        return self.body(t)
+
+
+def link_pair(experiment_id: str, experiment: Any, eval_id: str, definition: Any, keep: str | None = None) -> SandboxBinding | None:
+    """The binding of one pair, None when it needs no sandbox; ConfigError when it cannot be linked."""
+    agent = experiment.agent
+    eval_layer: SandboxLayer | None = getattr(definition, "sandbox", None)
+    experiment_layer: SandboxLayer | None = getattr(experiment, "sandbox", None)
+    pair = f"eval {eval_id} with experiment {experiment_id}"
+    if not is_sandbox_agent(agent):
+        if eval_layer is not None or experiment_layer is not None:
+            side = "eval" if eval_layer is not None else "experiment"
+            raise ConfigError(
+                f"{pair}: the {side} has a sandbox, but agent {agent.name!r} is a direct agent; sandboxes are for "
+                f"define_sandbox_agent(...) agents. Leave this eval out of the experiment (e.g. tag it and use "
+                f"`evals=lambda e: 'sandbox' not in e.tags`)"
+            )
+        return None
+    owners = [
+        side for side, layer in (("eval", eval_layer), ("experiment", experiment_layer))
+        if layer is not None and layer.has_template
+    ]
+    if not owners:
+        raise ConfigError(
+            f"{pair}: agent {agent.name!r} needs a sandbox, but neither the eval nor the experiment carries a "
+            "template; give one of them sandbox=local_sandbox() (or docker_sandbox(...), define_sandbox(...))"
+        )
+    if len(owners) == 2:
+        raise ConfigError(
+            f"{pair}: both the eval and the experiment carry a sandbox template; exactly one side chooses the "
+            "provider (make the other a command-only sandbox_layer())"
+        )
+    owner = owners[0]
+    first, second = (eval_layer, experiment_layer) if owner == "eval" else (experiment_layer, eval_layer)
+    layers = [layer for layer in (first, second, getattr(agent, "sandbox", None)) if layer is not None]
+    return SandboxBinding(tuple(layers), owner, DiffRules.from_config(getattr(definition, "diff", None)), keep)
+
+
+def check_keep(keep: str | None) -> str | None:
+    if keep is not None and keep not in KEEP_CHOICES:
+        raise UsageError(f"--keep-sandbox takes failed or all (--keep-sandbox=all), got {keep!r}", "--keep-sandbox")
+    return keep
+
+
+def link_plan(plan: Sequence[Any], keep: str | None = None) -> list[Any]:
+    """The plan with every sandbox pair's test linked (each pair checked once, all before any attempt)."""
+    from assay.agent.runner import PlannedAttempt
+
+    check_keep(keep)
+    linked: dict[tuple[str, str], Any] = {}
+    result = []
+    for planned in plan:
+        key = (planned.experiment.id, planned.eval.id)
+        if key not in linked:
+            definition = planned.eval.eval
+            binding = link_pair(planned.experiment.id, planned.experiment.experiment, planned.eval.id, definition, keep)
+            linked[key] = None if binding is None else dataclasses.replace(
+                planned.eval, eval=dataclasses.replace(definition, test=LinkedTest(definition.test, binding))
+            )
+        entry = linked[key]
+        result.append(planned if entry is None else PlannedAttempt(planned.index, planned.experiment, entry, planned.ordinal))
+    return result
+
+
+__all__ = ["KEEP_CHOICES", "LinkedTest", "SandboxBinding", "check_keep", "link_pair", "link_plan"]

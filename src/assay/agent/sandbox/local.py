@@ -1,0 +1,441 @@
+"""The local provider: a fresh folder per attempt, each command the leader of its own process tree.
+
+Commands run in their own session (and, where bubblewrap works, in a read-only view of the host with
+only the sandbox's folders writable and their own PID namespace); a timeout or a cancellation kills
+the whole tree and waits until it is gone. The isolation actually used is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from assay.adapters.process_tree import TREE_VARIABLE, ProcessTree, become_subreaper
+from assay.agent.sandbox.commands import SandboxError
+from assay.agent.sandbox.interface import (
+    CommandSignal,
+    CreateRequest,
+    OutputCallback,
+    RawOutput,
+)
+from assay.agent.sandbox.registry import SandboxEntry, write_entry
+
+BUBBLEWRAP = "bubblewrap"
+PROCESS_GROUP = "process-group"
+ISOLATIONS = ("auto", BUBBLEWRAP, "none")
+OUTPUT_LIMIT_BYTES = 32 * 1024 * 1024  # per stream; a command printing more is cut (callbacks still see it)
+_DRAIN_SECONDS = 0.5  # after the leader exits, how long a descendant may keep its pipes open
+_TERMINATE_GRACE_SECONDS = 1.0
+_KILL_GRACE_SECONDS = 3.0
+_bubblewrap_state: bool | None = None
+
+
+def sandbox_base_dir() -> Path:
+    """Where local sandboxes (and the record of kept ones) live: `ASSAY_SANDBOX_DIR`, else a per-user
+    folder in the system temporary folder. Never inside a project: an agent's `git` would find its repo."""
+    configured = os.environ.get("ASSAY_SANDBOX_DIR")
+    if configured:
+        return Path(configured).expanduser().resolve()
+    return Path(tempfile.gettempdir()) / f"assay-sandboxes-{os.getuid()}"
+
+
+def bubblewrap_works() -> bool:
+    """Whether `bwrap` is installed and can make a sandbox here (user namespaces may be forbidden)."""
+    global _bubblewrap_state
+    if _bubblewrap_state is None:
+        executable = shutil.which("bwrap")
+        _bubblewrap_state = False
+        if executable is not None:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                probe = subprocess.run(
+                    [executable, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid",
+                     "--die-with-parent", "true"],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10,
+                )
+                _bubblewrap_state = probe.returncode == 0
+    return _bubblewrap_state
+
+
+class _Collector:
+    """Reads one pipe without blocking the loop, keeping up to the output limit."""
+
+    __slots__ = ("_loop", "_fd", "_callback", "_decoder", "chunks", "size", "done")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, callback: OutputCallback | None) -> None:
+        self._loop = loop
+        self._fd = fd
+        self._callback = callback
+        self._decoder = None
+        if callback is not None:
+            import codecs
+
+            self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.done: asyncio.Future[None] = loop.create_future()
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self._read)
+
+    def _read(self) -> None:
+        try:
+            data = os.read(self._fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.close()
+            return
+        if self.size < OUTPUT_LIMIT_BYTES:
+            kept = data[: OUTPUT_LIMIT_BYTES - self.size]
+            self.chunks.append(kept)
+            self.size += len(kept)
+        if self._callback is not None and self._decoder is not None:
+            text = self._decoder.decode(data)
+            if text:
+                with contextlib.suppress(Exception):  # a broken callback must not lose the command
+                    self._callback(text)
+
+    def close(self) -> None:
+        if self.done.done():
+            return
+        self._loop.remove_reader(self._fd)
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+        self.done.set_result(None)
+
+    def value(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def _host_paths_under_tmp(root: Path) -> list[str]:
+    """`--ro-bind` arguments that keep the host's tools visible when they live under /tmp (a CI
+    checkout, a venv): the sandbox's own /tmp hides the host's, and these paths come back read-only."""
+    wanted = {os.getcwd(), sys.prefix, os.path.dirname(sys.executable)}
+    wanted |= {entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry}
+    found = []
+    sandbox_root = os.path.realpath(root)
+    for path in sorted(wanted):
+        real = os.path.realpath(path)
+        if (real == "/tmp" or not real.startswith("/tmp/")) or not os.path.isdir(real):
+            continue
+        if real == sandbox_root or real.startswith(sandbox_root + os.sep) or sandbox_root.startswith(real + os.sep):
+            continue  # never the sandbox itself, nor a folder holding it (its ledger stays hidden)
+        found += ["--ro-bind", real, real]
+    return found
+
+
+class LocalSandbox:
+    """One local sandbox: `<base>/<id>/` holding `workspace/` (the workdir), `home/`, `tmp/` and the
+    change ledger `ledger/` (outside the workspace, and hidden from commands under bubblewrap)."""
+
+    def __init__(
+        self, sandbox_id: str, root: Path, isolation: str, env: Mapping[str, str], path_prepend: Sequence[str],
+    ) -> None:
+        self.sandbox_id = sandbox_id
+        self.root = root
+        self.workdir = str(root / "workspace")
+        self.home = str(root / "home")
+        self.tmp = str(root / "tmp")
+        self.ledger_dir = str(root / "ledger")
+        self.isolation = isolation
+        self.retired: str | None = None
+        self._lingering: list[ProcessTree] = []  # trees whose leader exited but whose children did not
+        self._stopped = False
+        path = os.pathsep.join([*path_prepend, os.environ.get("PATH", os.defpath)])
+        self._environment = {
+            "PATH": path, "HOME": self.home, "USER": os.environ.get("USER", "assay"),
+            "LANG": "C.UTF-8", "TERM": "dumb", "TMPDIR": "/tmp" if isolation == BUBBLEWRAP else self.tmp,
+            "ASSAY_SANDBOX": sandbox_id, **env,
+        }
+
+    # -- commands -----------------------------------------------------------------------------------
+    def _argv(self, argv: Sequence[str], cwd: str) -> list[str]:
+        if self.isolation != BUBBLEWRAP:
+            return list(argv)
+        return [
+            "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--bind", self.tmp, "/tmp", *_host_paths_under_tmp(self.root),
+            "--bind", self.workdir, self.workdir, "--bind", self.home, self.home,
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--chdir", cwd, "--", *argv,
+        ]
+
+    async def exec(
+        self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str, timeout: float | None,
+        on_stdout: OutputCallback | None, on_stderr: OutputCallback | None, signals: Sequence[CommandSignal],
+        user: str | None, stdin: bytes | None,
+    ) -> RawOutput:
+        if self._stopped:
+            raise SandboxError(f"sandbox {self.sandbox_id} is stopped")
+        if user is not None and user != os.environ.get("USER"):
+            raise SandboxError("the local provider runs every command as the current user; `user` is not supported")
+        if not os.path.isdir(cwd):
+            raise SandboxError(f"cwd {cwd} is not a folder in the sandbox")
+        started = time.perf_counter()
+        for candidate in signals:
+            if candidate.cancelled:
+                return RawOutput(None, b"", b"", 0.0, cancelled=candidate.reason or "cancelled")
+        if timeout is not None and timeout <= 0:
+            return RawOutput(None, b"", b"the attempt's deadline had already passed", 0.0, timed_out=True)
+        loop = asyncio.get_running_loop()
+        become_subreaper()
+        token = uuid.uuid4().hex
+        environment = {**self._environment, **env, TREE_VARIABLE: token}
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        try:
+            try:
+                popen = subprocess.Popen(
+                    self._argv(argv, cwd), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                    stdout=out_write, stderr=err_write, cwd=cwd, env=environment, start_new_session=True,
+                )
+            finally:
+                os.close(out_write)
+                os.close(err_write)
+        except OSError as error:
+            os.close(out_read)
+            os.close(err_read)
+            # As a shell would say it: 127 not found, 126 found but not runnable.
+            code = 127 if isinstance(error, FileNotFoundError) else 126
+            message = f"{argv[0]}: {error.strerror or error}\n".encode()
+            return RawOutput(code, b"", message, time.perf_counter() - started)
+        tree = ProcessTree(popen, token)
+        stdout = _Collector(loop, out_read, on_stdout)
+        stderr = _Collector(loop, err_read, on_stderr)
+        if stdin is not None and popen.stdin is not None:
+            await loop.run_in_executor(None, _feed, popen.stdin, stdin)
+        cancelled: asyncio.Future[str] = loop.create_future()
+        for candidate in signals:
+            candidate.add_callback(lambda reason: cancelled.done() or cancelled.set_result(reason))
+        timed_out = False
+        reason: str | None = None
+        try:
+            await asyncio.wait({tree.exited, cancelled}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if tree.exited.done():
+                await asyncio.wait({stdout.done, stderr.done}, timeout=_DRAIN_SECONDS)
+                await self._settle(tree)
+            elif cancelled.done():
+                reason = cancelled.result()
+                await self._kill(tree, f"cancelled ({reason})")
+            else:
+                timed_out = True
+                await self._kill(tree, "timed out")
+        except BaseException:
+            # The attempt's task was cancelled (its deadline, a second Ctrl-C): the tree goes with it.
+            await asyncio.shield(self._kill(tree, "cancelled"))
+            raise
+        finally:
+            if not cancelled.done():
+                cancelled.cancel()
+            stdout.close()
+            stderr.close()
+        exit_code = None if timed_out or reason is not None else tree.returncode
+        return RawOutput(
+            exit_code, stdout.value(), stderr.value(), time.perf_counter() - started, timed_out, reason,
+        )
+
+    async def _settle(self, tree: ProcessTree) -> None:
+        """The leader exited: reap it now, unless it left processes running (a server started in setup)."""
+        if any(not member.gone for member in tree.members()):
+            self._lingering.append(tree)
+            return
+        await tree.stop(terminate_grace_s=0.0, kill_grace_s=_KILL_GRACE_SECONDS)
+
+    async def _kill(self, tree: ProcessTree, why: str) -> bool:
+        gone = await tree.stop(terminate_grace_s=_TERMINATE_GRACE_SECONDS, kill_grace_s=_KILL_GRACE_SECONDS)
+        if not gone:
+            # The spec's rule: if the tree cannot be confirmed dead, the sandbox is retired whole.
+            self.retired = f"a command that {why} left processes that would not die"
+            await self.stop()
+        return gone
+
+    # -- files -------------------------------------------------------------------------------------
+    def _host(self, path: str) -> str:
+        """The host path of a sandbox path (the same path, except /tmp under bubblewrap)."""
+        if self.isolation == BUBBLEWRAP and (path == "/tmp" or path.startswith("/tmp/")) and not path.startswith(
+            str(self.root) + "/"
+        ):
+            return os.path.join(self.tmp, path[len("/tmp/"):]) if path != "/tmp" else self.tmp
+        return path
+
+    def _writable(self, path: str) -> str:
+        host = self._host(path)
+        real = os.path.realpath(host)
+        root = os.path.realpath(self.root)
+        if not (real == root or real.startswith(root + os.sep)) or real.startswith(os.path.realpath(self.ledger_dir)):
+            raise SandboxError(f"{path} is outside the sandbox's writable folders (workdir, home, /tmp)")
+        return host
+
+    async def read_bytes(self, path: str) -> bytes:
+        try:
+            with open(self._host(path), "rb") as file:
+                return file.read()
+        except OSError as error:
+            raise SandboxError(f"could not read {path} in the sandbox: {error.strerror or error}") from None
+
+    async def write_bytes(self, path: str, data: bytes) -> None:
+        host = self._writable(path)
+        try:
+            os.makedirs(os.path.dirname(host), exist_ok=True)
+            with open(host, "wb") as file:
+                file.write(data)
+        except OSError as error:
+            raise SandboxError(f"could not write {path} in the sandbox: {error.strerror or error}") from None
+
+    async def path_exists(self, path: str) -> bool:
+        return os.path.lexists(self._host(path))
+
+    async def upload_directory(self, source: Path, target: str, ignore: Sequence[str]) -> None:
+        from assay.agent.sandbox.handle import ignored
+
+        host = self._writable(target)
+        if not ignore and shutil.which("cp"):
+            # `cp -a` is about twice as fast as copytree, and like it keeps modes, links and modification
+            # times (old times also spare the ledger git's re-hashing of "racily clean" new files).
+            os.makedirs(host, exist_ok=True)
+            copied = await asyncio.create_subprocess_exec(
+                "cp", "-a", f"{source}/.", host, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            )
+            _, error = await copied.communicate()
+            if copied.returncode == 0:
+                return
+            raise SandboxError(f"could not upload {source} to {target}: {error.decode('utf-8', 'replace').strip()}")
+
+        def skip(folder: str, names: list[str]) -> set[str]:
+            relative = Path(folder).relative_to(source)
+            return {name for name in names if ignored(relative / name, ignore)}
+
+        try:
+            shutil.copytree(source, host, symlinks=True, dirs_exist_ok=True, ignore=skip if ignore else None)
+        except (OSError, shutil.Error) as error:
+            raise SandboxError(f"could not upload {source} to {target}: {error}") from None
+
+    async def download_directory(self, source: str, target: Path) -> None:
+        try:
+            shutil.copytree(self._host(source), target, symlinks=True, dirs_exist_ok=True)
+        except (OSError, shutil.Error) as error:
+            raise SandboxError(f"could not download {source}: {error}") from None
+
+    def ledger_git(self) -> Any:
+        from assay.agent.sandbox.ledger import HostGit
+
+        return HostGit(self.ledger_dir, self.workdir)
+
+    # -- lifetime ----------------------------------------------------------------------------------
+    async def stop_processes(self) -> bool:
+        """Kill whatever commands left running; True when every tree is confirmed gone."""
+        gone = True
+        trees, self._lingering = self._lingering, []
+        for tree in trees:
+            gone = await tree.stop(terminate_grace_s=_TERMINATE_GRACE_SECONDS, kill_grace_s=_KILL_GRACE_SECONDS) and gone
+        return gone
+
+    async def stop(self) -> bool:
+        """Kill every process and remove the folder."""
+        self._stopped = True
+        gone = await self.stop_processes()
+        await asyncio.get_running_loop().run_in_executor(None, _remove_tree, self.root)
+        return gone and not self.root.exists()
+
+    async def keep(self) -> bool:
+        """Kill every process but leave the folder (and the ledger) for `assay agent sandbox diff`."""
+        self._stopped = True
+        return await self.stop_processes()
+
+
+def _feed(pipe: Any, data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError, OSError):
+        pipe.write(data)
+    with contextlib.suppress(BrokenPipeError, OSError):
+        pipe.close()
+
+
+def _remove_tree(root: Path) -> None:
+    def writable_then_retry(function: Any, path: str, _info: Any) -> None:
+        # A read-only folder (an agent's chmod -w, git's objects) must not keep its files alive.
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), 0o755)
+            os.chmod(path, 0o755)
+            function(path)
+
+    shutil.rmtree(root, onerror=writable_then_retry)
+
+
+class LocalProvider:
+    """`local_sandbox(...)`'s template: `isolation` is auto (bubblewrap if it works), bubblewrap or none."""
+
+    name = "local"
+
+    def __init__(
+        self, *, isolation: str = "auto", env: Mapping[str, str] | None = None, path_prepend: Sequence[str] = (),
+        base_dir: str | Path | None = None,
+    ) -> None:
+        if isolation not in ISOLATIONS:
+            raise SandboxError(f"local_sandbox isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
+        environment = dict(env or {})
+        if "PATH" in environment:
+            raise SandboxError("PATH is managed by the sandbox; use path_prepend")
+        self.isolation = isolation
+        self.env = environment
+        self.path_prepend = tuple(str(part) for part in path_prepend)
+        self.base_dir = Path(base_dir) if base_dir is not None else None
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": "local", "isolation": self.isolation}
+
+    def _isolation(self) -> str:
+        if self.isolation == "none" or not sys.platform.startswith("linux"):
+            return PROCESS_GROUP
+        if bubblewrap_works():
+            return BUBBLEWRAP
+        if self.isolation == BUBBLEWRAP:
+            raise SandboxError(
+                "local_sandbox(isolation='bubblewrap'): bwrap is not installed or cannot create a namespace here "
+                "(apt-get install bubblewrap; check `bwrap --ro-bind / / true`)"
+            )
+        return PROCESS_GROUP
+
+    async def create(self, request: CreateRequest) -> LocalSandbox:
+        isolation = self._isolation()
+        base = self.base_dir or request.base_dir or sandbox_base_dir()
+        root = base / request.sandbox_id
+        try:
+            for folder in ("workspace", "home", "tmp"):
+                (root / folder).mkdir(parents=True)
+        except OSError as error:
+            raise SandboxError(f"could not make the sandbox folder {root}: {error.strerror or error}") from None
+        sandbox = LocalSandbox(request.sandbox_id, root, isolation, self.env, self.path_prepend)
+        write_entry(root, SandboxEntry(
+            sandbox_id=request.sandbox_id, provider="local", state="active", workdir=sandbox.workdir,
+            root=str(root), isolation=isolation, owner_pid=os.getpid(), created=time.time(),
+            labels=dict(request.labels), ledger=sandbox.ledger_dir,
+        ))
+        return sandbox
+
+
+
+
+def local_sandbox(
+    *, isolation: str = "auto", env: Mapping[str, str] | None = None, path_prepend: Sequence[str] = (),
+    base_dir: str | Path | None = None,
+) -> Any:
+    """A template-bearing layer: a fresh local folder per attempt (bubblewrap isolation where it works)."""
+    from assay.agent.sandbox.layers import SandboxLayer
+
+    return SandboxLayer(LocalProvider(isolation=isolation, env=env, path_prepend=path_prepend, base_dir=base_dir))
+
+
+__all__ = [
+    "BUBBLEWRAP", "LocalProvider", "LocalSandbox", "PROCESS_GROUP", "bubblewrap_works", "local_sandbox",
+    "sandbox_base_dir",
+]

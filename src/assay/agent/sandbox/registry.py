@@ -1,0 +1,113 @@
+"""The record of sandboxes on this machine: one `sandbox.json` per sandbox folder, read by `assay agent sandbox`.
+
+A sandbox is `active` while its attempt runs and `kept` once `--keep-sandbox` retained it; an active one
+whose owning process is gone was left behind by a run that died (an orphan, for `prune`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+ENTRY_FILE = "sandbox.json"
+
+
+@dataclass
+class SandboxEntry:
+    sandbox_id: str
+    provider: str
+    state: str  # active | kept
+    workdir: str
+    root: str  # the folder this entry lives in
+    isolation: str = ""
+    owner_pid: int = 0
+    created: float = 0.0
+    labels: dict[str, str] = field(default_factory=dict)  # experiment, eval, attempt, run
+    ledger: str | None = None  # the change ledger's git dir (local sandboxes)
+    windows: list[dict[str, Any]] = field(default_factory=list)  # label, start tree, end tree
+    container: str | None = None  # Docker container id
+    verdict: str | None = None
+
+    @property
+    def orphaned(self) -> bool:
+        return self.state == "active" and not _alive(self.owner_pid)
+
+    @property
+    def status(self) -> str:
+        return "orphaned" if self.orphaned else self.state
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def write_entry(root: Path, entry: SandboxEntry) -> None:
+    """Replace `root/sandbox.json` atomically (a listing never reads half an entry)."""
+    root.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=root, prefix=".sandbox-", suffix=".json")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            json.dump(asdict(entry), file, indent=1)
+        os.replace(temporary, root / ENTRY_FILE)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def read_entry(root: Path) -> SandboxEntry | None:
+    try:
+        document = json.loads((root / ENTRY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, Mapping):
+        return None
+    known = {item.name for item in fields(SandboxEntry)}
+    try:
+        return SandboxEntry(**{name: value for name, value in document.items() if name in known})
+    except TypeError:
+        return None
+
+
+def list_entries(base: Path) -> list[SandboxEntry]:
+    """Every sandbox recorded under `base`, oldest first."""
+    entries = []
+    try:
+        folders = list(base.iterdir())
+    except OSError:
+        return []
+    for folder in folders:
+        if folder.is_dir():
+            entry = read_entry(folder)
+            if entry is not None:
+                entries.append(entry)
+    return sorted(entries, key=lambda entry: (entry.created, entry.sandbox_id))
+
+
+def find_entry(base: Path, prefix: str) -> SandboxEntry:
+    """The one entry whose id starts with `prefix`; LookupError naming what was found otherwise."""
+    matches = [entry for entry in list_entries(base) if entry.sandbox_id.startswith(prefix)]
+    exact = [entry for entry in matches if entry.sandbox_id == prefix]
+    if exact:
+        return exact[0]
+    if len(matches) != 1:
+        found = "no sandbox" if not matches else f"{len(matches)} sandboxes"
+        raise LookupError(f"{found} under {base} match {prefix!r}; `assay agent sandbox list` shows them")
+    return matches[0]
+
+
+__all__ = ["ENTRY_FILE", "SandboxEntry", "find_entry", "list_entries", "read_entry", "write_entry"]

@@ -1,0 +1,99 @@
+"""The Docker provider. Without the SDK or a daemon it fails at create time with a reason (tested here
+always); against a daemon (tested where one answers, skipped with the reason otherwise) it runs commands,
+moves files, kills timed-out trees, builds a Dockerfile once and attributes changes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+
+import pytest
+from sandbox_helpers import run_one_linked, sandbox_agent, sandbox_dir  # noqa: F401
+
+from assay.agent import define_eval, docker_sandbox
+from assay.agent.sandbox import SandboxError
+from assay.agent.sandbox.docker import (
+    DockerProvider,
+    build_key,
+    docker_client,
+    import_docker,
+)
+from assay.agent.sandbox.handle import Sandbox, SandboxCore
+from assay.agent.sandbox.interface import CreateRequest
+
+IMAGE = os.environ.get("ASSAY_DOCKER_TEST_IMAGE", "python:3.11-slim")
+
+
+def _daemon_problem() -> str | None:
+    try:
+        docker_client()
+    except SandboxError as error:
+        return str(error)
+    return None
+
+
+PROBLEM = _daemon_problem()
+needs_daemon = pytest.mark.skipif(PROBLEM is not None, reason=f"Docker tests need a daemon: {PROBLEM}")
+
+
+def test_a_missing_sdk_names_the_install_command(monkeypatch):
+    monkeypatch.setitem(sys.modules, "docker", None)
+    with pytest.raises(SandboxError, match=r"pip install 'assay\[docker\]'"):
+        import_docker()
+
+
+@pytest.mark.skipif(PROBLEM is None, reason="a Docker daemon answers here")
+def test_without_a_daemon_the_attempt_errors_at_create_time():
+    async def test(t):
+        await t.send("never sent")
+
+    result = run_one_linked(sandbox_agent(), define_eval(test, sandbox=docker_sandbox(image=IMAGE)))
+    assert result.verdict == "errored" and result.error["code"] == "sandbox-create-failed"
+    assert "no Docker daemon answers" in result.error["message"]
+
+
+def test_sources_are_checked_and_the_build_key_follows_the_context(tmp_path):
+    with pytest.raises(SandboxError, match="not both"):
+        DockerProvider(image="a", dockerfile=tmp_path / "Dockerfile")
+    with pytest.raises(SandboxError, match="absolute"):
+        DockerProvider(image="a", workdir="relative")
+    (tmp_path / "Dockerfile").write_text("FROM scratch\n")
+    first = build_key(tmp_path, "Dockerfile", {})
+    assert build_key(tmp_path, "Dockerfile", {}) == first
+    (tmp_path / "extra.txt").write_text("changes the build\n")
+    assert build_key(tmp_path, "Dockerfile", {}) != first
+    assert build_key(tmp_path, "Dockerfile", {"V": "2"}) != build_key(tmp_path, "Dockerfile", {})
+
+
+@needs_daemon
+def test_commands_files_and_timeouts_in_a_container():
+    async def body():
+        backend = await DockerProvider(image=IMAGE).create(CreateRequest(f"docker-{uuid.uuid4().hex[:8]}"))
+        sandbox = Sandbox(SandboxCore(backend))
+        try:
+            echoed = await sandbox.run_command("sh", "-c", "echo $GREETING; pwd", env={"GREETING": "hi"})
+            await sandbox.write_text("dir/note.txt", "hello\n")
+            note = await sandbox.read_text("dir/note.txt")
+            late = await sandbox.run_shell("sleep 60 & sleep 60", timeout=1)
+            left = await sandbox.run_shell("ps -eo args | grep -c '[s]leep 60' || true")
+            return echoed, note, late, left
+        finally:
+            await sandbox.stop()
+
+    echoed, note, late, left = asyncio.run(body())
+    assert echoed.stdout == "hi\n/workspace\n" and note == "hello\n"
+    assert late.timed_out and left.stdout.strip() in ("0", "")
+
+
+@needs_daemon
+def test_a_dockerfile_is_built_once(tmp_path):
+    (tmp_path / "Dockerfile").write_text(f"FROM {IMAGE}\nRUN echo built > /built.txt\n")
+    layer = docker_sandbox(context=tmp_path)
+
+    async def test(t):
+        t.check((await t.sandbox.read_text("/built.txt")), __import__("assay.agent", fromlist=["equals"]).equals("built\n"))
+
+    assert run_one_linked(sandbox_agent(), define_eval(test, sandbox=layer)).verdict == "passed"
+    assert run_one_linked(sandbox_agent(), define_eval(test, sandbox=layer)).verdict == "passed"

@@ -1,0 +1,295 @@
+"""Every Sandbox operation on the local provider, with real processes: commands, files, transfers, stop,
+timeouts and cancellation (the whole process tree gone, checked by process group and by marker)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+
+import pytest
+from sandbox_helpers import group_alive, processes_carrying, sandbox_dir  # noqa: F401
+
+from assay.agent.context import Cancelled, CancelSignal
+from assay.agent.sandbox import SandboxCommandError, SandboxError
+from assay.agent.sandbox.commands import REDACTED
+from assay.agent.sandbox.handle import Sandbox, SandboxCore
+from assay.agent.sandbox.interface import CreateRequest
+from assay.agent.sandbox.local import (
+    BUBBLEWRAP,
+    PROCESS_GROUP,
+    LocalProvider,
+    bubblewrap_works,
+)
+
+ISOLATIONS = ["none"] + (["bubblewrap"] if bubblewrap_works() else [])
+
+
+async def make(isolation: str = "none", **core) -> Sandbox:
+    backend = await LocalProvider(isolation=isolation).create(CreateRequest(f"t-{os.urandom(4).hex()}"))
+    return Sandbox(SandboxCore(backend, **core))
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_commands_run_argv_without_a_shell_and_scripts_through_bash(isolation):
+    async def body():
+        sandbox = await make(isolation)
+        literal = await sandbox.run_command("echo", "$HOME", "a;b")
+        scripted = await sandbox.run_shell("echo $((6 * 7)); echo oops >&2; exit 3")
+        await sandbox.stop()
+        return sandbox, literal, scripted
+
+    sandbox, literal, scripted = run(body())
+    assert literal.stdout == "$HOME a;b\n" and literal.ok
+    assert (scripted.exit_code, scripted.stdout, scripted.stderr) == (3, "42\n", "oops\n")
+    assert sandbox.isolation == (BUBBLEWRAP if isolation == "bubblewrap" else PROCESS_GROUP)
+
+
+def test_env_and_cwd_layer_on_the_sandbox_and_path_is_managed():
+    async def body():
+        sandbox = await make()
+        await sandbox.write_text("sub/dir/keep.txt", "x")
+        where = await sandbox.run_shell("pwd; echo $GREETING; echo $HOME", cwd="sub/dir", env={"GREETING": "hi"})
+        with pytest.raises(SandboxError, match="PATH is managed"):
+            await sandbox.run_command("true", env={"PATH": "/nowhere"})
+        missing = await sandbox.run_command("no-such-program-here")
+        await sandbox.stop()
+        return sandbox, where, missing
+
+    sandbox, where, missing = run(body())
+    cwd, greeting, home = where.stdout.splitlines()
+    assert cwd == f"{sandbox.workdir}/sub/dir" and greeting == "hi" and home.endswith("/home")
+    assert missing.exit_code == 127
+
+
+def test_raising_variants_carry_a_bounded_redacted_stderr_tail():
+    async def body():
+        sandbox = await make()
+        with pytest.raises(SandboxCommandError) as raised:
+            await sandbox.run_shell_or_raise(
+                "for i in $(seq 1 3000); do echo line-$i >&2; done; echo token=hunter2-secret >&2; exit 4",
+                sensitive_values=["hunter2-secret"],
+            )
+        with pytest.raises(SandboxCommandError, match="only stdout"):
+            await sandbox.run_command_or_raise("sh", "-c", "echo only stdout; exit 1")
+        ok = await sandbox.run_command_or_raise("true")
+        log = sandbox._core.log
+        await sandbox.stop()
+        return raised.value, ok, log
+
+    error, ok, log = run(body())
+    message = str(error)
+    assert "exited with 4" in message and f"token={REDACTED}" in message and "hunter2" not in message
+    assert len(message) < 2300 and "line-1\n" not in message  # a tail, not the whole stream
+    assert error.result.exit_code == 4 and "hunter2" not in error.result.stderr
+    assert ok.ok
+    assert all("hunter2" not in str(entry) for entry in log)
+
+
+def test_sensitive_values_are_redacted_from_results_and_the_log_but_reach_the_command():
+    async def body():
+        sandbox = await make()
+        result = await sandbox.run_shell('echo "key=$API_KEY"; test "$API_KEY" = sk-live-1234',
+                                         env={"API_KEY": "sk-live-1234"}, sensitive_values=["sk-live-1234"])
+        later = await sandbox.run_command("echo", "sk-live-1234")  # remembered for the sandbox's life
+        log = list(sandbox._core.log)
+        await sandbox.stop()
+        return result, later, log
+
+    result, later, log = run(body())
+    assert result.ok and result.stdout == f"key={REDACTED}\n"
+    assert later.stdout == f"{REDACTED}\n" and later.command == ("echo", REDACTED)
+    assert "sk-live" not in repr(log)
+
+
+def test_streaming_callbacks_see_output_as_it_is_written():
+    seen: list[tuple[str, float]] = []
+    errors: list[str] = []
+
+    async def body():
+        sandbox = await make()
+        started = time.perf_counter()
+        await sandbox.run_shell("echo first; sleep 0.4; echo second; echo problem >&2",
+                                on_stdout=lambda text: seen.append((text, time.perf_counter() - started)),
+                                on_stderr=errors.append)
+        await sandbox.stop()
+
+    run(body())
+    text = "".join(chunk for chunk, _ in seen)
+    assert text == "first\nsecond\n" and "".join(errors) == "problem\n"
+    assert seen[0][0].startswith("first") and seen[0][1] < 0.35  # delivered before the command ended
+
+
+def test_stream_true_tees_lines_to_the_attempts_progress():
+    lines: list[str] = []
+
+    async def body():
+        sandbox = await make(progress=lines.append)
+        await sandbox.run_shell("echo building; echo done", stream=True)
+        await sandbox.stop()
+
+    run(body())
+    assert [line.split(": ", 1)[1] for line in lines] == ["building", "done"]
+
+
+def test_text_and_bytes_read_and_write_create_parent_folders():
+    async def body():
+        sandbox = await make()
+        await sandbox.write_text("a/b/c.txt", "héllo\n")
+        await sandbox.write_bytes("bin/blob", b"\x00\x01\xff")
+        absolute = await sandbox.read_text(f"{sandbox.workdir}/a/b/c.txt")
+        data = await sandbox.read_bytes("bin/blob")
+        exists = (await sandbox.path_exists("a/b"), await sandbox.path_exists("nope"))
+        with pytest.raises(SandboxError, match="could not read"):
+            await sandbox.read_text("nope")
+        with pytest.raises(SandboxError, match="outside the sandbox"):
+            await sandbox.write_text("/etc/assay-should-not-exist", "x")
+        await sandbox.stop()
+        return absolute, data, exists
+
+    assert run(body()) == ("héllo\n", b"\x00\x01\xff", (True, False))
+
+
+def test_upload_and_download_files_and_folders(tmp_path):
+    source = tmp_path / "source"
+    (source / "pkg").mkdir(parents=True)
+    (source / "pkg" / "mod.py").write_text("x = 1\n")
+    (source / "README").write_text("read me\n")
+    (source / "pkg" / "skip.log").write_text("noise\n")
+    single = tmp_path / "single.txt"
+    single.write_text("one file\n")
+
+    async def body():
+        sandbox = await make()
+        await sandbox.upload_directory(source, "project", ignore=["*.log"])
+        await sandbox.upload_file(single)
+        await sandbox.upload_file(single, "deep/renamed.txt")
+        listing = await sandbox.run_shell("find . -type f | sort")
+        await sandbox.download_directory("project", tmp_path / "back")
+        await sandbox.download_file("deep/renamed.txt", tmp_path / "back-one.txt")
+        await sandbox.stop()
+        return listing.stdout.split()
+
+    assert run(body()) == ["./deep/renamed.txt", "./project/README", "./project/pkg/mod.py", "./single.txt"]
+    assert (tmp_path / "back" / "pkg" / "mod.py").read_text() == "x = 1\n"
+    assert not (tmp_path / "back" / "pkg" / "skip.log").exists()
+    assert (tmp_path / "back-one.txt").read_text() == "one file\n"
+
+
+def test_stop_removes_the_folder_and_every_process(sandbox_dir):
+    async def body():
+        sandbox = await make()
+        # A background server left running by a command (as a setup hook would start one).
+        await sandbox.run_shell("sleep 60 >/dev/null 2>&1 & echo $! > server.pid")
+        pid = int((await sandbox.read_text("server.pid")).strip())
+        alive_before = os.path.exists(f"/proc/{pid}")
+        gone = await sandbox.stop()
+        return sandbox, pid, alive_before, gone
+
+    sandbox, pid, alive_before, gone = run(body())
+    assert alive_before and gone
+    assert processes_carrying(f"ASSAY_SANDBOX={sandbox.sandbox_id}") == []
+    assert list(sandbox_dir.iterdir()) == []
+    with pytest.raises(SandboxError, match="stopped"):
+        run(sandbox.run_command("true"))
+
+
+def test_a_timed_out_command_is_killed_with_its_whole_process_group():
+    async def body():
+        sandbox = await make("none")
+        started = time.perf_counter()
+        result = await sandbox.run_shell(
+            "echo $$ > group; sleep 60 & sleep 60 & setsid sleep 60 & echo started; wait", timeout=0.5,
+        )
+        elapsed = time.perf_counter() - started
+        group = int((await sandbox.read_text("group")).strip())
+        left = processes_carrying(f"ASSAY_SANDBOX={sandbox.sandbox_id}")
+        await sandbox.stop()
+        return result, elapsed, group, left
+
+    result, elapsed, group, left = run(body())
+    assert result.timed_out and result.exit_code is None and result.stdout == "started\n"
+    assert elapsed < 5
+    assert not group_alive(group)
+    assert left == []  # the setsid one left the group, and went too
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_cancelling_a_command_raises_only_once_its_tree_is_gone(isolation):
+    async def body():
+        sandbox = await make(isolation)
+        signal = CancelSignal()
+        asyncio.get_running_loop().call_later(0.3, signal.cancel, "interrupted")
+        with pytest.raises(Cancelled, match="interrupted"):
+            await sandbox.run_shell("sleep 60 & sleep 60; wait", signal=signal)
+        left = processes_carrying(f"ASSAY_SANDBOX={sandbox.sandbox_id}")
+        after = await sandbox.run_command("true")  # the sandbox itself is still usable
+        await sandbox.stop()
+        return left, after
+
+    left, after = run(body())
+    assert left == [] and after.ok
+
+
+def test_a_cancelled_task_takes_its_command_tree_with_it():
+    async def body():
+        sandbox = await make("none")
+        task = asyncio.ensure_future(sandbox.run_shell("echo $$ > group; sleep 60"))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        group = int((await sandbox.read_text("group")).strip())
+        await sandbox.stop()
+        return group
+
+    assert not group_alive(run(body()))
+
+
+def test_the_timeout_defaults_to_what_is_left_of_the_attempts_deadline():
+    async def body():
+        sandbox = await make()
+        sandbox._core.deadline = asyncio.get_running_loop().time() + 0.4
+        started = time.perf_counter()
+        result = await sandbox.run_command("sleep", "30")
+        elapsed = time.perf_counter() - started
+        passed = await sandbox.run_command("true")  # the deadline has gone: not even started
+        await sandbox.stop()
+        return result, elapsed, passed
+
+    result, elapsed, passed = run(body())
+    assert result.timed_out and elapsed < 3
+    assert passed.timed_out and "deadline" in passed.stderr
+
+
+@pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot make a namespace on this machine")
+def test_bubblewrap_leaves_only_the_sandbox_writable_and_hides_the_ledger():
+    async def body():
+        sandbox = await make("bubblewrap")
+        outside = await sandbox.run_shell("touch /usr/assay-probe 2>&1; echo $?")
+        tmp = await sandbox.run_shell("echo scratch > /tmp/note && cat /tmp/note")
+        note = await sandbox.read_text("/tmp/note")  # the same /tmp, seen from the host
+        ledger = await sandbox.run_shell(f"ls {sandbox._core.backend.ledger_dir} 2>&1; echo $?")
+        await sandbox.stop()
+        return outside, tmp, note, ledger
+
+    outside, tmp, note, ledger = run(body())
+    assert outside.stdout.strip().endswith("1") and not os.path.exists("/usr/assay-probe")
+    assert tmp.stdout == "scratch\n" and note == "scratch\n"
+    assert ledger.stdout.strip().endswith("2")  # not there inside
+
+
+def test_python_runs_in_the_sandbox():
+    async def body():
+        sandbox = await make()
+        result = await sandbox.run_command(sys.executable, "-c", "import os; print(os.getcwd())")
+        await sandbox.stop()
+        return sandbox, result
+
+    sandbox, result = run(body())
+    assert result.stdout.strip() == sandbox.workdir
