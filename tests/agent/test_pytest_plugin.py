@@ -55,3 +55,10 @@ def test_the_session_is_recorded_in_the_results_store(project, tmp_path):
 
     run = json.loads(listed.stdout)
     assert run["kind"] == "agent" and run["unit_count"] == 8 and run["counts"]["failed"] == 1
+
+
+def test_a_sandbox_eval_runs_under_pytest_too(tmp_path):
+    root = tmp_path / "coder"
+    shutil.copytree(EXAMPLE / "sandbox", root, ignore=shutil.ignore_patterns("__pycache__", ".assay"))
+    done = pytest_in(root, tmp_path / "store" / "assay.db")
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr

@@ -130,7 +130,9 @@ def run_evals(
         for eval_id, definition in evals.items()
     ]
     runs = [ExperimentEntry(experiment_id, experiment) for experiment_id, experiment in experiments.items()]
-    plan = build_plan(runs, {entry.id: entries for entry in runs}, attempts)
+    from assay.agent.sandbox.linking import link_plan
+
+    plan = link_plan(build_plan(runs, {entry.id: entries for entry in runs}, attempts))  # sandbox evals get theirs
     options = RunOptions(concurrency=concurrency, timeout=timeout)
     with collection_sized_for_runs():
         outcome = asyncio.run(AgentRun(plan, options, RunEvents(list(reporters))).run())

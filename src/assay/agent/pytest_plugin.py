@@ -90,6 +90,7 @@ class AssayEvalFile(pytest.File):
 
     def collect(self) -> Any:
         from assay.agent.runner import PlannedAttempt
+        from assay.agent.sandbox.linking import link_plan
 
         root = _project_of(self.path)
         assert root is not None
@@ -101,9 +102,8 @@ class AssayEvalFile(pytest.File):
                 count = experiment.experiment.attempts
                 for ordinal in range(count):
                     name = f"{entry.id}[{experiment.id}]" + (f"#{ordinal + 1}" if count > 1 else "")
-                    item = AssayEvalItem.from_parent(
-                        self, name=name, project=project, planned=PlannedAttempt(0, experiment, entry, ordinal)
-                    )
+                    [planned] = link_plan([PlannedAttempt(0, experiment, entry, ordinal)])  # a sandbox, if any
+                    item = AssayEvalItem.from_parent(self, name=name, project=project, planned=planned)
                     for tag in entry.eval.tags:
                         marker = _MARKER.sub("_", tag)
                         self.config.addinivalue_line("markers", f"{marker}: assay eval tag {tag!r}")
