@@ -80,13 +80,18 @@ def test_junit_file_for_every_kind(workspace, tmp_path, kind):
     assert int(root.get("failures")) == {"video": 1, "agent": 1, "doc": 1}[kind]
 
 
-def test_a_junit_file_that_cannot_be_written_is_an_execution_error(workspace, tmp_path):
+def test_a_report_path_that_cannot_be_written_is_exit_2_and_refused_before_the_run_where_it_can_be(workspace, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    for arguments in RESULTS.values():
+    for kind, arguments in RESULTS.items():
         done = run(workspace, *arguments, "--junit", str(blocker / "junit.xml"))
         assert done.returncode == 2, done.stdout + done.stderr
-        assert "could not write JUnit report" in done.stderr
+        output = done.stdout + done.stderr
+        if kind == "agent":  # known only once the run is planned: the writer says so
+            assert "could not write JUnit report" in done.stderr
+        else:  # refused before any unit ran
+            assert f"--junit {blocker / 'junit.xml'} cannot be created: {blocker} is a file, not a folder" in output
+            assert "Verdict" not in output and "Case traffic-light" not in output
 
 
 SLOW_AGENT = '''

@@ -153,6 +153,35 @@ def write_atomically(path: Path, data: bytes | str, *, mode: int | None = None, 
 # Leftovers of interrupted writes
 
 
+def unwritable_file_reason(path: Path) -> str | None:
+    """Why a report could not be written at `path` (a folder there, a file where a folder must be, no
+    permission), or None: checked before a run, so hours of work never end in a report that fails."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        return "is a folder"
+    folder = target.parent
+    while not folder.exists():
+        if folder.parent == folder:
+            return "has no folder that exists above it"
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"cannot be created: {folder} is a file, not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        return f"cannot be written: no permission in {folder}"
+    return None
+
+
+def check_report_path(flag: str, path: str | Path | None) -> None:
+    """Refuse (UsageError, exit 2) a report path given with `flag` that could not be written."""
+    if path is None:
+        return
+    from assay.errors import UsageError
+
+    reason = unwritable_file_reason(Path(path))
+    if reason is not None:
+        raise UsageError(f"{flag} {path} {reason}", flag)
+
+
 def remove_stale_temporary_files(directory: Path, *, older_than_s: float = STALE_TEMPORARY_AGE_S) -> list[Path]:
     """Delete the `write_atomically` temporaries in `directory` older than `older_than_s`; returns them.
 

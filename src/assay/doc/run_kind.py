@@ -171,6 +171,9 @@ class DocKind:
     def open(self, request: DocMethodRequest, resume: Any, events: RunEvents) -> _OpenedDocRun:
         if request.method not in METHODS:
             raise AssayError(f"unknown method {request.method!r}")
+        from assay.core.fsutil import check_report_path
+
+        check_report_path("--junit", request.junit)
         return _OpenedDocRun(request)
 
     def open_failed(self, request: DocMethodRequest, error: AssayError) -> RunFinished:

@@ -153,6 +153,7 @@ class VideoKind:
 
     def open(self, request: VideoRunRequest, resume: Any, events: RunEvents) -> _OpenedVideoRun:
         """Load and check the selection, then start the checkpoint (or resume `resume`: path, manifest)."""
+        from assay.core.fsutil import check_report_path
         from assay.core.memory import tune_allocator_for_frames
         from assay.video.checkpoint import RunCheckpoint
         from assay.video.cloud_store import materialize
@@ -160,6 +161,8 @@ class VideoKind:
         from assay.video.run import check_run_options, check_sample_times
 
         check_run_options(request)
+        check_report_path("--output-json", request.output_json)  # before any work: GlassKit found out after
+        check_report_path("--junit", request.junit)
         tune_allocator_for_frames()
         directory = load_eval_directory(
             request.eval_dir, case=request.case, targets=request.targets, at=request.at, from_s=request.from_s,
