@@ -45,6 +45,48 @@ def make_result(
     )
 
 
+# An observation is kept with its result (journal, JSON report, record, viewer) up to this size;
+# a larger one is compared in full and then kept as a summary. A run holds every result until its
+# report is written, so an adapter answering 200 MB per frame would otherwise hold gigabytes.
+MAX_KEPT_OBSERVATION_CHARACTERS = 1 << 20
+
+
+def _size_over(value: Any, budget: int) -> int:
+    """The characters `value` would take as JSON, counting only until `budget` is passed."""
+    used = 0
+    stack = [value]
+    while stack and used <= budget:
+        item = stack.pop()
+        if isinstance(item, str):
+            used += len(item) + 2
+        elif isinstance(item, dict):
+            used += 2 + 2 * len(item)
+            for key, entry in item.items():
+                used += len(str(key)) + 3
+                stack.append(entry)
+        elif isinstance(item, (list, tuple)):
+            used += 2 + len(item)
+            stack.extend(item)
+        else:
+            used += 8
+    return used
+
+
+def kept_observation(value: Any) -> Any:
+    """`value` itself, or for one too large to keep, a summary that says so (never compared again)."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if _size_over(value, MAX_KEPT_OBSERVATION_CHARACTERS) <= MAX_KEPT_OBSERVATION_CHARACTERS:
+        return value
+    summary: dict[str, Any] = {
+        "reason": f"larger than {MAX_KEPT_OBSERVATION_CHARACTERS:,} characters as JSON; compared in full, kept as this summary",
+        "type": type(value).__name__,
+    }
+    if isinstance(value, str):
+        summary["preview"] = value[:200]
+    return {"assay_observation_not_kept": summary}
+
+
 class SampleResults:
     """Judges observations for one run; `keep_going` decides between error results and aborts."""
 
@@ -84,15 +126,15 @@ class SampleResults:
                 ) from error
             return make_result(
                 sample, target, status="error", reason=f"comparison_error: {error_text(error)}",
-                observed=observation, duration=duration, timing_mode=timing_mode,
+                observed=kept_observation(observation), duration=duration, timing_mode=timing_mode,
             )
         return make_result(
             sample,
             target,
             status="passed" if comparison.passed else "failed",
             reason=comparison.reason,
-            observed=observation,
-            observed_value=comparison.observed_value,
+            observed=kept_observation(observation),
+            observed_value=kept_observation(comparison.observed_value),
             effective_mode=comparison.effective_mode,
             duration=duration,
             timing_mode=timing_mode,
