@@ -4,14 +4,16 @@ A project with N instant single-turn evals (two assertions each, one experiment)
 `assay agent run --concurrency 100`, journal and run record on, stdout a pipe (as in CI). The
 harness CPU per case is (CPU of the N-eval run − CPU of a 1-eval run) / (N − 1), so interpreter
 start-up and imports are left out; peak RSS is the child's maximum resident set.
-Run: python benchmarks/agent_cli.py [--evals 10000] [--rounds 3] [--memory 50000]
+Run: python benchmarks/agent_cli.py [--evals 10000] [--rounds 3] [--memory 50000] [--baseline-src DIR]
+
+`--baseline-src` (another checkout's `src`, e.g. from `git worktree add`) measures that version in
+the same rounds, interleaved with this one, so both share the machine's mood; medians of each.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -51,24 +53,27 @@ def make_project(root: Path, count: int) -> Path:
     return root
 
 
-def run_once(project: Path, store: Path) -> tuple[float, float, float]:
-    """(wall s, CPU s, peak RSS MiB) of one CLI run, its stdout read through a pipe."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def run_once(project: Path, store: Path, source: str | None = None) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS MiB) of one CLI run, its stdout read through a pipe; `source` is
+    a `src` folder to import assay from instead of the installed one."""
+    environment = {**os.environ, "ASSAY_STORE": str(store)}
+    if source is not None:
+        environment["PYTHONPATH"] = os.pathsep.join([source, *filter(None, [os.environ.get("PYTHONPATH")])])
     started = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-m", "assay", "agent", "run", "--project", str(project), "--concurrency", "100"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, "ASSAY_STORE": str(store)},
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment,
     )
     assert process.stdout is not None
     for _ in process.stdout:  # a reader like CI's log collector
         pass
-    code = process.wait()
+    # wait4: this child's own usage (RUSAGE_CHILDREN's peak would be the largest child so far).
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = code = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if code not in (0, 1):
         raise SystemExit(f"the run failed with exit code {code}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, after.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -76,25 +81,32 @@ def main() -> None:
     parser.add_argument("--evals", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memory", type=int, default=50_000, help="evals of the peak-memory run (0: skip)")
+    parser.add_argument("--baseline-src", help="a `src` folder of another version, measured in the same rounds")
     args = parser.parse_args()
+    versions = {"this": None} if args.baseline_src is None else {"baseline": args.baseline_src, "this": None}
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         one = make_project(root / "one", 1)
         many = make_project(root / "many", args.evals)
-        per_case, walls = [], []
-        for round_number in range(args.rounds):  # interleaved: the baseline and the run share the machine's mood
-            _, cpu_one, _ = run_once(one, root / f"store-{round_number}" / "assay.db")
-            wall, cpu_many, rss = run_once(many, root / f"store-{round_number}" / "assay.db")
-            per_case.append((cpu_many - cpu_one) / (args.evals - 1) * 1000)
-            walls.append(wall)
-            print(f"round {round_number + 1}: {args.evals} evals in {wall:.2f} s, CPU {cpu_many:.2f} s "
-                  f"(1 eval: {cpu_one:.2f} s) -> {per_case[-1]:.3f} ms/case, peak RSS {rss:.0f} MiB", flush=True)
-        print(f"median: {statistics.median(per_case):.3f} ms of harness CPU per case, wall {statistics.median(walls):.2f} s")
+        per_case: dict[str, list[float]] = {name: [] for name in versions}
+        walls: dict[str, list[float]] = {name: [] for name in versions}
+        for round_number in range(args.rounds):  # interleaved: every version shares the machine's mood
+            for name, source in versions.items():
+                store = root / f"store-{name}-{round_number}" / "assay.db"
+                _, cpu_one, _ = run_once(one, store, source)
+                wall, cpu_many, rss = run_once(many, store, source)
+                per_case[name].append((cpu_many - cpu_one) / (args.evals - 1) * 1000)
+                walls[name].append(wall)
+                print(f"round {round_number + 1} {name}: {args.evals} evals in {wall:.2f} s, CPU {cpu_many:.2f} s "
+                      f"(1 eval: {cpu_one:.2f} s) -> {per_case[name][-1]:.3f} ms/case, peak RSS {rss:.0f} MiB", flush=True)
+        for name in versions:
+            print(f"median {name}: {statistics.median(per_case[name]):.3f} ms of harness CPU per case, "
+                  f"wall {statistics.median(walls[name]):.2f} s")
         if args.memory:
             big = make_project(root / "big", args.memory)
-            wall, cpu, rss = run_once(big, root / "store-big" / "assay.db")
-            print(f"{args.memory} evals: {wall:.2f} s, CPU {cpu:.2f} s, peak RSS {rss:.0f} MiB "
-                  "(RUSAGE_CHILDREN: the largest child so far)")
+            for name, source in versions.items():
+                wall, cpu, rss = run_once(big, root / f"store-big-{name}" / "assay.db", source)
+                print(f"{name}: {args.memory} evals: {wall:.2f} s, CPU {cpu:.2f} s, peak RSS {rss:.0f} MiB", flush=True)
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ class AgentCheckpoint:
     @staticmethod
     def would_remain(outcome: Any) -> bool:
         """Whether `finish(outcome)` keeps the checkpoint open for `--resume` (something to rerun)."""
-        return outcome.interrupted or any(not is_reusable(result) for result in outcome.results)
+        return outcome.interrupted or any(not is_reusable(result) for result in outcome.summaries)
 
     def finish(self, outcome: Any) -> bool:
         """Mark complete when nothing is left to rerun; otherwise keep it for `--resume`. True if kept open."""

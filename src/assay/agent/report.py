@@ -46,9 +46,9 @@ def failure_lines(result: AttemptResult) -> list[str]:
         where = f" ({result.error['where']})" if result.error.get("where") else ""
         lines.append(f"{result.error['code']}: {result.error['message']}{where}")
     for assertion in result.assertions:
-        status = assertion["status"]
-        if status == "matched" and not _below(assertion):
+        if not shown_in_failure_lines(assertion):
             continue
+        status = assertion["status"]
         name = assertion.get("label") or assertion.get("key") or assertion["description"]
         optional = " (optional)" if assertion.get("optional") else ""
         scope = "" if assertion["scope"] == "t" else f" [{assertion['scope']}]"
@@ -57,6 +57,11 @@ def failure_lines(result: AttemptResult) -> list[str]:
             reason = f"score {assertion['value']:.3f} below {assertion['threshold']:g}"
         lines.append(f"{status}{optional}: {name}{scope}" + (f": {reason}" if reason else ""))
     return lines
+
+
+def shown_in_failure_lines(assertion: dict[str, Any]) -> bool:
+    """Whether `failure_lines` has a line for this assertion: any not matched, or scored below its threshold."""
+    return assertion["status"] != "matched" or _below(assertion)
 
 
 def _below(assertion: dict[str, Any]) -> bool:
@@ -167,7 +172,7 @@ class ConsoleReporter:
             self._say(line)
 
     def summary(self, outcome: Any, *, resume_lines: Sequence[str] = ()) -> None:
-        results = outcome.results
+        results = outcome.summaries  # verdicts, titles and failing lines: the transcripts are not needed
         problems = [r for r in results if r.verdict in ("failed", "errored") or (self.verbose and r.verdict)]
         if problems:
             self._say("")
@@ -246,7 +251,7 @@ class NdjsonReporter:
         self.stream.flush()
 
     def receipt(self, outcome: Any, *, exit_code: int, checkpoint: str | None) -> None:
-        results = outcome.results
+        results = outcome.summaries
         completion = "interrupted" if outcome.interrupted else "completed"
         counts = {name: sum(1 for r in results if r.verdict == name) for name in _MARKS}
         counts["not_dispatched"] = sum(1 for r in results if r.outcome == NOT_DISPATCHED)
@@ -290,5 +295,5 @@ def stability(results: Sequence[AttemptResult]) -> dict[str, dict[str, int]]:
 
 __all__ = [
     "ConsoleReporter", "NdjsonReporter", "attempt_title", "experiment_rows", "failure_lines", "run_title",
-    "stability", "verdict_label",
+    "shown_in_failure_lines", "stability", "verdict_label",
 ]

@@ -11,24 +11,28 @@ import asyncio
 import signal as signals
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from assay.agent.attempt import InFlight, attempt_error, run_attempt
 from assay.agent.context import AttemptSettings, CancelSignal, Feedback, HookContext
 from assay.agent.discovery import EvalEntry, ExperimentEntry
 from assay.agent.evidence import sum_counts
 from assay.agent.judging import Judge, LLMJudge
-from assay.agent.units import agent_unit
+from assay.agent.report import shown_in_failure_lines
+from assay.agent.units import agent_unit, agent_unit_text
 from assay.core.run_events import RunEvents, RunStarted, RunWarning, UnitDurable
 from assay.agent.record import (
-    ATTEMPT_RECORD, EXECUTED, INTERRUPTED, NOT_DISPATCHED, AttemptResult, slot_key,
+    ATTEMPT_RECORD, EXECUTED, INTERRUPTED, NOT_DISPATCHED, AttemptResult, attempt_locator, slot_key,
 )
 from assay.core.asyncutil import call_user_code
+from assay.core.record import UnitSpool
 from assay.core.schedule import run_bounded
 
 DEFAULT_CONCURRENCY = 10
+# Results waiting for the journal before workers wait too: each holds its whole transcript.
+JOURNAL_BACKLOG = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,35 +86,121 @@ class RunOptions:
     retry_base_seconds: float = 5.0  # backoff before resending a send the agent provably rejected
 
 
+_NONE_SHOWN: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(slots=True)
+class AttemptSummary:
+    """What a run keeps of an attempt once it is journaled and its unit spooled: what the console
+    summary, the receipt, the manifest and the checkpoint read (verdict, title, usage, the
+    assertions a failure shows), never its transcript. Read by attribute, like an `AttemptResult`."""
+
+    experiment_id: str
+    eval_id: str
+    ordinal: int
+    attempt_id: str
+    outcome: str
+    verdict: str | None
+    agent: str
+    model: str | None
+    duration_seconds: float
+    score: float | None
+    score_state: str | None
+    error: dict[str, Any] | None
+    assertions: Sequence[dict[str, Any]]  # only the ones `failure_lines` shows
+    usage: dict[str, Any] | None
+    estimated_cost_usd: float | None
+    retries: dict[str, int] | None
+    position: int | None
+
+    @classmethod
+    def of(cls, result: AttemptResult) -> AttemptSummary:
+        shown = [assertion for assertion in result.assertions if shown_in_failure_lines(assertion)]
+        return cls(
+            result.experiment_id, result.eval_id, result.ordinal, result.attempt_id, result.outcome, result.verdict,
+            result.agent, result.model, result.duration_seconds, result.score, result.score_state, result.error,
+            shown or _NONE_SHOWN, result.usage or None, result.estimated_cost_usd, result.retries, result.position,
+        )
+
+    @property
+    def locator(self) -> str:
+        return attempt_locator(self.attempt_id)
+
+    @property
+    def key(self) -> str:
+        return slot_key(self.experiment_id, self.eval_id, self.ordinal)
+
+
+class SpooledAttempts(Sequence[AttemptResult]):
+    """A journaled run's attempts in plan order, each read back whole from the run's unit spool
+    when it is asked for, so the run never holds every transcript at once."""
+
+    def __init__(self, spool: UnitSpool, summaries: Sequence[AttemptSummary]) -> None:
+        self._spool = spool
+        self._summaries = summaries
+
+    def __len__(self) -> int:
+        return len(self._summaries)
+
+    @overload
+    def __getitem__(self, index: int) -> AttemptResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[AttemptResult]: ...
+
+    def __getitem__(self, index: int | slice) -> AttemptResult | list[AttemptResult]:
+        if isinstance(index, slice):
+            return [self[position] for position in range(len(self))[index]]
+        return _read_back(self._spool[index], self._summaries[index])
+
+    def __iter__(self) -> Iterator[AttemptResult]:
+        for unit, summary in zip(self._spool, self._summaries):
+            yield _read_back(unit, summary)
+
+
+def _read_back(unit: Any, summary: AttemptSummary) -> AttemptResult:
+    result = AttemptResult.from_json(unit.detail or {})
+    result.duration_seconds = summary.duration_seconds  # the spooled copy is rounded to the microsecond
+    return result
+
+
 @dataclass
 class RunOutcome:
-    results: list[AttemptResult]  # plan order
+    results: Sequence[AttemptResult]  # plan order; a journaled run's are read back from its spool
     interrupted: bool
     budget_exhausted: list[str]
     duration_seconds: float
     judge_retries: dict[str, int] = field(default_factory=dict)
+    # What the console, the receipt, the manifest and the checkpoint read, in plan order: the
+    # run's `AttemptSummary`s when its results are spooled, else the results themselves.
+    summaries: Sequence[Any] = None  # type: ignore[assignment]
+    spool: UnitSpool | None = None  # the units of the run record, when they were spooled as they became durable
+
+    def __post_init__(self) -> None:
+        if self.summaries is None:
+            self.summaries = self.results
 
     @property
     def usage(self) -> dict[str, Any]:
         """Token and provider-cost fields summed over every attempt that reported usage."""
-        return sum_counts(result.usage for result in self.results)
+        return sum_counts(result.usage for result in self.summaries)
 
     @property
     def estimated_cost_usd(self) -> float | None:
         """The price-table estimate summed over attempts that have one (never the provider's cost)."""
-        costs = [result.estimated_cost_usd for result in self.results if result.estimated_cost_usd is not None]
+        costs = [result.estimated_cost_usd for result in self.summaries if result.estimated_cost_usd is not None]
         return sum(costs) if costs else None
 
     @property
     def retries(self) -> dict[str, int]:
-        return sum_counts(result.retries for result in self.results)
+        return sum_counts(result.retries for result in self.summaries)
 
     def count(self, verdict: str) -> int:
-        return sum(1 for result in self.results if result.verdict == verdict)
+        return sum(1 for result in self.summaries if result.verdict == verdict)
 
     @property
     def not_dispatched(self) -> int:
-        return sum(1 for result in self.results if result.outcome == NOT_DISPATCHED)
+        return sum(1 for result in self.summaries if result.outcome == NOT_DISPATCHED)
 
     @property
     def exit_code(self) -> int:
@@ -118,7 +208,7 @@ class RunOutcome:
             return 130
         if self.budget_exhausted or self.not_dispatched:
             return 1
-        if any(result.verdict in ("failed", "errored") for result in self.results):
+        if any(result.verdict in ("failed", "errored") for result in self.summaries):
             return 1
         return 0
 
@@ -148,7 +238,11 @@ class _Lane:
 
 
 class AgentRun:
-    """One invocation's attempts; `run()` returns every slot's result in plan order."""
+    """One invocation's attempts; `run()` returns every slot's result in plan order.
+
+    With a journal, each attempt's unit of the run record is spooled once the attempt is durable
+    and the attempt is kept only as an `AttemptSummary`, so memory does not grow with its transcript.
+    """
 
     def __init__(
         self,
@@ -165,7 +259,9 @@ class AgentRun:
         self.events = events if events is not None else RunEvents()
         self.reused = dict(reused or {})
         self.journal = journal
-        self.results: list[AttemptResult | None] = [None] * len(self.plan)
+        self.results: list[AttemptResult | AttemptSummary | None] = [None] * len(self.plan)
+        self._spool: UnitSpool | None = None
+        self._awaiting_journal = 0  # results handed to the journal, not yet durable
         self._in_flight = InFlight()
         self._lanes: dict[str, _Lane] = {}
         self._wake: asyncio.Event | None = None
@@ -325,7 +421,11 @@ class AgentRun:
             self._publish(result, planned.index, notify=False)
             return
         self._spend(lane, result)
-        self._publish(result, planned.index)
+        durable = self._publish(result, planned.index)
+        if durable is not None and self._awaiting_journal > JOURNAL_BACKLOG:
+            # Attempts can finish faster than the journal writer (a thread sharing the GIL) commits
+            # them; waiting here instead of admitting more keeps the backlog, and memory, bounded.
+            await durable
 
     def _spend(self, lane: _Lane, result: AttemptResult) -> None:
         if lane.budget is None:
@@ -352,13 +452,31 @@ class AgentRun:
     def _warn(self, code: str, message: str, **fields: Any) -> None:
         self.events.warning(RunWarning(code, message, fields))
 
-    def _publish(self, result: AttemptResult, index: int, *, notify: bool = True) -> None:
+    def _publish(self, result: AttemptResult, index: int, *, notify: bool = True) -> asyncio.Future[None] | None:
+        """Journal a settled slot; once durable, reporters hear of it (`notify`) and it is kept
+        slim. Returns the journal's future (None without a journal)."""
         self.results[index] = result
-        announce = (lambda: self.events.unit_durable(UnitDurable(result, lambda: agent_unit(result)))) if notify else None
-        if self.journal is not None:
-            self.journal.submit(ATTEMPT_RECORD, result.key, result.to_json(), announce)
-        elif announce is not None:
-            announce()
+        if self.journal is None:
+            if notify:
+                self.events.unit_durable(UnitDurable(result, lambda: agent_unit(result)))
+            return None
+        payload = result.to_json()
+
+        def durable() -> None:
+            self._awaiting_journal -= 1
+            if notify:
+                self.events.unit_durable(UnitDurable(result, lambda: agent_unit(result)))
+            # The journal has written `payload` by now, so the record's line may take it over.
+            self._keep(result, index, lambda: agent_unit_text(result, payload))
+
+        self._awaiting_journal += 1
+        return self.journal.submit(ATTEMPT_RECORD, result.key, payload, durable)
+
+    def _keep(self, result: AttemptResult, index: int, unit: Any) -> None:
+        """A durable slot's unit (or what encodes its line) goes to the spool; the run keeps its summary."""
+        assert self._spool is not None
+        self._spool.add(index, unit)
+        self.results[index] = AttemptSummary.of(result)
 
     # -- the run --------------------------------------------------------------------------------
     def _prepare(self) -> None:
@@ -391,6 +509,8 @@ class AgentRun:
     async def run(self) -> RunOutcome:
         started = time.perf_counter()
         self._prepare()
+        if self.journal is not None:
+            self._spool = UnitSpool(len(self.plan))
         for planned in self.plan:
             lane = self._lanes.get(planned.experiment.id)
             if lane is None:
@@ -399,7 +519,10 @@ class AgentRun:
             reused = self.reused.get(planned.key)
             if reused is not None:
                 reused.position = planned.index
-                self.results[planned.index] = reused
+                if self._spool is not None:
+                    self._keep(reused, planned.index, lambda result=reused: agent_unit_text(result, result.to_json()))
+                else:
+                    self.results[planned.index] = reused
             else:
                 lane.items.append(planned)
         reused = len(self.plan) - sum(len(lane.items) for lane in self._lanes.values())
@@ -438,7 +561,13 @@ class AgentRun:
             self._flush_lane_diagnostics(lane)
         results = [result for result in self.results if result is not None]
         judge_retries = self._own_judge.retries if self._own_judge is not None else {}
-        return RunOutcome(results, self.interrupted, exhausted, time.perf_counter() - started, judge_retries)
+        duration = time.perf_counter() - started
+        if self._spool is None:
+            return RunOutcome(results, self.interrupted, exhausted, duration, judge_retries)
+        return RunOutcome(
+            SpooledAttempts(self._spool, results), self.interrupted, exhausted, duration, judge_retries,
+            summaries=results, spool=self._spool,
+        )
 
     def _install_sigint(self) -> bool:
         loop = self._loop
@@ -514,4 +643,7 @@ def _judge_config(
     return config
 
 
-__all__ = ["AgentRun", "AgentWorker", "AttemptRequest", "DEFAULT_CONCURRENCY", "PlannedAttempt", "RunOptions", "RunOutcome", "build_plan"]
+__all__ = [
+    "AgentRun", "AgentWorker", "AttemptRequest", "AttemptSummary", "DEFAULT_CONCURRENCY", "PlannedAttempt", "RunOptions",
+    "RunOutcome", "SpooledAttempts", "build_plan",
+]

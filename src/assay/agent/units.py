@@ -5,7 +5,7 @@ Unit ids are `experiment/eval#attempt` (1-based), stable across runs of the same
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +13,12 @@ from assay.agent.evidence import sum_counts
 from assay.core.record import (
     RunManifest,
     UnitResult,
+    dumps_if_plain,
+    dumps_storable,
     jsonable,
 )
 
-__all__ = ["agent_run_manifest", "agent_run_units", "agent_unit"]
+__all__ = ["agent_run_manifest", "agent_run_units", "agent_unit", "agent_unit_text"]
 
 # `scored` attempts carry a score, not a verdict: shown, but not counted in pass rates or compare.
 _VERDICTS = {"passed": "passed", "failed": "failed", "errored": "errored", "skipped": "skipped", "scored": "ignored"}
@@ -37,7 +39,20 @@ def _reason(result: Any) -> str:
 def agent_unit(result: Any) -> UnitResult:
     """`result` is an `AttemptResult` (read by attribute, so new fields never break the record)."""
     document = jsonable(result.to_json())
-    document["locator"] = result.locator
+    locator = document["locator"] = result.locator
+    return _unit(result, document, jsonable(result.usage) if result.usage else None, locator)
+
+
+def agent_unit_text(result: Any, document: dict[str, Any]) -> str:
+    """The record line of `agent_unit(result)`; `document` is `result.to_json()`, given up by the
+    caller (it becomes the detail). Most attempts hold nothing `jsonable` would change, and their
+    line is encoded straight from the attempt, with no copy made first."""
+    locator = document["locator"] = result.locator
+    text = dumps_if_plain(_unit(result, document, result.usage or None, locator).to_json())
+    return text if text is not None else dumps_storable(agent_unit(result).to_json())
+
+
+def _unit(result: Any, detail: dict[str, Any], usage: Any, locator: str) -> UnitResult:
     from assay.agent.report import attempt_title, failure_lines
 
     return UnitResult(
@@ -50,10 +65,10 @@ def agent_unit(result: Any) -> UnitResult:
         observed={"score": result.score} if result.score is not None else None,
         reason=_reason(result),
         duration_seconds=result.duration_seconds,
-        usage=jsonable(result.usage) if result.usage else None,
+        usage=usage,
         cost_usd=result.estimated_cost_usd,
-        artifacts={"locator": result.locator},
-        detail=document,
+        artifacts={"locator": locator},
+        detail=detail,
     )
 
 
@@ -61,14 +76,19 @@ def _total_usage(results: Sequence[Any]) -> dict[str, Any] | None:
     return sum_counts(result.usage for result in results) or None
 
 
-def agent_run_units(outcome: Any) -> list[UnitResult]:
+def agent_run_units(outcome: Any) -> Iterable[UnitResult]:
+    """The run's units in plan order: its spool when they were spooled during the run (read from
+    disk as iterated), else built from its results."""
+    spool = getattr(outcome, "spool", None)
+    if spool is not None:
+        return spool
     return [agent_unit(result) for result in outcome.results]
 
 
 def agent_run_manifest(
     outcome: Any, invocation: Mapping[str, Any], root: Path, exit_code: int, checkpoint_path: Path | None = None
 ) -> RunManifest:
-    results = list(outcome.results)
+    results = outcome.summaries
     costs = [result.estimated_cost_usd for result in results if result.estimated_cost_usd is not None]
     agents: dict[str, dict[str, Any]] = {}
     for result in results:

@@ -14,7 +14,7 @@ import asyncio
 import importlib
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -134,7 +134,7 @@ class RunResult:
     def outcome(self) -> Any:
         return self.finished.outcome
 
-    def units(self) -> list[Any]:
+    def units(self) -> Iterable[Any]:
         return self.finished.units()
 
 

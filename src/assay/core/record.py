@@ -12,8 +12,12 @@ import math
 import os
 import secrets
 import subprocess
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import tempfile
+import weakref
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from json.decoder import scanstring
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +28,9 @@ __all__ = [
     "RECORD_SCHEMA",
     "VERDICTS",
     "RunManifest",
+    "UnitLine",
     "UnitResult",
+    "UnitSpool",
     "count_verdicts",
     "git_state",
     "group_counts",
@@ -34,6 +40,8 @@ __all__ = [
     "read_record",
     "records_dir",
     "store_path",
+    "dumps_if_plain",
+    "unit_lines",
     "utc_timestamp",
     "write_record",
 ]
@@ -297,25 +305,115 @@ def dumps_storable(value: Any, *, indent: int | None = None) -> str:
 _dumps = dumps_storable
 
 
-def write_record(folder: Path, manifest: RunManifest, units: Sequence[UnitResult]) -> Path:
-    """Write `<folder>/<run_id>/`: units first, manifest last; returns the record folder.
+def dumps_if_plain(document: Any) -> str | None:
+    """`dumps_storable(jsonable(document))` when `jsonable` would change nothing, found by encoding
+    `document` as it is; None when it might (the caller converts first and encodes again).
 
-    Refuses duplicate unit ids: a run's units must pair one-to-one with another run's.
+    Walking a document to ask whether it needs converting costs as much as converting it; one
+    strict encoding answers the question and is the answer when the answer is no: non-finite
+    numbers and objects that are not JSON fail it, and a `"true":`, `"false":` or `"null":` in the
+    text is the only trace a True, False or None key (named differently by `jsonable`) can leave.
     """
-    seen: set[str] = set()
-    for unit in units:
-        if unit.unit_id in seen:
-            raise ValueError(f"duplicate unit id in run {manifest.run_id}: {unit.unit_id!r}")
-        seen.add(unit.unit_id)
+    try:
+        text = json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if '"true":' in text or '"false":' in text or '"null":' in text:
+        return None
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: dumps_storable escapes the whole text
+            return None
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class UnitLine:
+    """One unit as its line in `units.jsonl`: the text the record and the store keep, with the
+    identity the store indexes it by. Encoding a unit once serves both."""
+
+    unit_id: str
+    group: str
+    verdict: str
+    text: str  # the unit's JSON, without the newline
+
+    @classmethod
+    def of(cls, unit: UnitResult) -> UnitLine:
+        return cls(unit.unit_id, unit.group, unit.verdict, _dumps(unit.to_json()))
+
+    @classmethod
+    def parse(cls, text: str) -> UnitLine:
+        """A line read back; its identity comes from the first three keys `UnitResult.to_json`
+        writes, so the rest of the document is not decoded."""
+        try:
+            if text.startswith('{"unit_id":"'):
+                unit_id, end = scanstring(text, 12)
+                if text.startswith(',"verdict":"', end):
+                    verdict, end = scanstring(text, end + 12)
+                    if text.startswith(',"group":"', end):
+                        group, _ = scanstring(text, end + 10)
+                        return cls(unit_id, group, verdict, text)
+        except ValueError:
+            pass
+        document = json.loads(text)  # written some other way: read it whole
+        return cls(document["unit_id"], document.get("group", ""), document["verdict"], text)
+
+
+def unit_lines(units: Iterable[UnitResult | UnitLine]) -> Iterator[UnitLine]:
+    """`units` as record lines; a source that holds its units encoded already (a `UnitSpool`)
+    hands over its lines instead of being decoded and encoded again."""
+    lines = getattr(units, "lines", None)
+    if callable(lines):
+        return lines()
+    return (unit if isinstance(unit, UnitLine) else UnitLine.of(unit) for unit in units)
+
+
+def write_record(folder: Path, manifest: RunManifest, units: Iterable[UnitResult | UnitLine]) -> Path:
+    """Write `<folder>/<run_id>/`: units first (streamed, in the order given), manifest last;
+    returns the record folder.
+
+    Refuses duplicate unit ids: a run's units must pair one-to-one with another run's. A record
+    that cannot be finished is removed, so nothing half-written is left beside the others.
+    """
     record = folder / manifest.run_id
     record.mkdir(parents=True, exist_ok=False)
-    with open(record / UNITS_FILE, "w", encoding="utf-8") as handle:
-        handle.writelines(_dumps(unit.to_json()) + "\n" for unit in units)
-        handle.flush()
-        os.fsync(handle.fileno())
-    write_atomically(record / MANIFEST_FILE, dumps_storable(manifest.to_json(), indent=2) + "\n")
+    try:
+        seen: set[str] = set()
+        with open(record / UNITS_FILE, "w", encoding="utf-8") as handle:
+            for line in unit_lines(units):
+                if line.unit_id in seen:
+                    raise ValueError(f"duplicate unit id in run {manifest.run_id}: {line.unit_id!r}")
+                seen.add(line.unit_id)
+                handle.write(line.text + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        write_atomically(record / MANIFEST_FILE, dumps_storable(manifest.to_json(), indent=2) + "\n")
+    except BaseException:
+        _remove_unfinished_record(record)
+        raise
     fsync_directory(record)
     return record
+
+
+def _remove_unfinished_record(record: Path) -> None:
+    for name in (MANIFEST_FILE, UNITS_FILE):
+        try:
+            (record / name).unlink()
+        except OSError:
+            pass
+    try:
+        record.rmdir()
+    except OSError:
+        pass  # something else is in it: leave it, it still has no manifest and reads as unfinished
+
+
+def iter_unit_lines(record: Path) -> Iterator[UnitLine]:
+    """The record's units as written, one line each, without decoding them."""
+    with open(record / UNITS_FILE, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield UnitLine.parse(line.rstrip("\n"))
 
 
 def iter_units(record: Path) -> Iterator[UnitResult]:
@@ -323,6 +421,78 @@ def iter_units(record: Path) -> Iterator[UnitResult]:
         for line in handle:
             if line.strip():
                 yield UnitResult.from_json(json.loads(line))
+
+
+class UnitSpool:
+    """A run's units, each encoded once as it becomes durable and kept in a temporary file, so
+    the record, the store and JUnit can be written after the run without the units in memory.
+
+    Units arrive in the order they finish and are read back in plan order: each has a slot (its
+    position in the plan), and the spool indexes where each slot's line lies. Iterating gives
+    `UnitResult`s (decoded afresh each time); `lines()` gives the encoded lines for the record.
+    A write that fails is kept and raised when the units are read, never during the run.
+    """
+
+    def __init__(self, slots: int, directory: Path | None = None) -> None:
+        # Unnamed and removed when closed (or when the process dies): nothing is left to clean up.
+        self._file = tempfile.TemporaryFile(prefix="assay-units-", dir=directory)
+        # Readers (the record, JUnit, the Python API) come and go after the run; whoever drops the
+        # spool last closes it.
+        self._closer = weakref.finalize(self, self._file.close)
+        self._offsets = array("q", [-1]) * slots
+        self._lengths = array("q", [0]) * slots
+        self._end = 0
+        self.failure: BaseException | None = None
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def add(self, position: int, unit: UnitResult | UnitLine | Callable[[], str]) -> None:
+        """Spool the unit of slot `position`: a unit, its line, or a callable encoding its line
+        (called here, so an encoding error is kept like a write error)."""
+        if self.failure is not None:
+            return
+        try:
+            if isinstance(unit, UnitResult):
+                text = _dumps(unit.to_json())
+            else:
+                text = unit.text if isinstance(unit, UnitLine) else unit()
+            data = text.encode("utf-8")
+            self._file.write(data)
+        except Exception as error:  # noqa: BLE001 - the run goes on; the record reports it
+            self.failure = error
+            return
+        self._offsets[position] = self._end
+        self._lengths[position] = len(data)
+        self._end += len(data)
+
+    def _read(self, position: int) -> bytes:
+        offset = self._offsets[position]
+        if offset < 0:
+            raise ValueError(f"unit {position} of the run was never recorded")
+        return os.pread(self._file.fileno(), self._lengths[position], offset)
+
+    def _ready(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+        self._file.flush()
+
+    def lines(self) -> Iterator[UnitLine]:
+        self._ready()
+        for position in range(len(self._offsets)):
+            yield UnitLine.parse(self._read(position).decode("utf-8"))
+
+    def __iter__(self) -> Iterator[UnitResult]:
+        self._ready()
+        for position in range(len(self._offsets)):
+            yield UnitResult.from_json(json.loads(self._read(position)))
+
+    def __getitem__(self, position: int) -> UnitResult:
+        self._ready()
+        return UnitResult.from_json(json.loads(self._read(range(len(self._offsets))[position])))
+
+    def close(self) -> None:
+        self._closer()
 
 
 def read_record(record: Path) -> tuple[RunManifest, list[UnitResult]]:

@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +25,13 @@ from assay.core.record import (
     MANIFEST_FILE,
     VERDICTS,
     RunManifest,
+    UnitLine,
     UnitResult,
-    count_verdicts,
-    group_counts,
+    iter_unit_lines,
     read_record,
     records_dir,
     store_path,
+    unit_lines,
     write_record,
 )
 from assay.errors import AssayError, UsageError
@@ -118,7 +119,7 @@ class UnitPage:
 class RunStore(Protocol):
     """What `runs`, compare and the viewer need; wrappers (read-only, remote) compose around it."""
 
-    def add_run(self, manifest: RunManifest, units: Sequence[UnitResult], record_path: str | None = None) -> None: ...
+    def add_run(self, manifest: RunManifest, units: Iterable[UnitResult], record_path: str | None = None) -> None: ...
 
     def list_runs(self, *, kind: str | None = None, search: str | None = None, limit: int = 50, offset: int = 0) -> list[StoredRun]: ...
 
@@ -286,26 +287,40 @@ class SqliteRunStore:
     # -- writing -------------------------------------------------------------------------
 
     @_speaks_for_the_file
-    def add_run(self, manifest: RunManifest, units: Sequence[UnitResult], record_path: str | None = None) -> None:
-        """Index a run in one transaction; a run id already present is replaced whole."""
-        counts = count_verdicts(units)
-        groups = group_counts(units)
-        rows = (
-            (manifest.run_id, seq, unit.unit_id, unit.group, unit.verdict, _dumps(unit.to_json()))
-            for seq, unit in enumerate(units)
-        )
+    def add_run(
+        self, manifest: RunManifest, units: Iterable[UnitResult | UnitLine], record_path: str | None = None
+    ) -> None:
+        """Index a run in one transaction, in one pass over `units` (a generator will do); a run id
+        already present is replaced whole."""
+        run_id = manifest.run_id
+        counts = dict.fromkeys(VERDICTS, 0)
+        # first-seen order: the run page's table. One small int array per group, not a dict: an
+        # agent run has a group per eval, and a 50,000-eval run should not hold 50,000 dicts.
+        groups: dict[str, list[int]] = {}
+        slot = {verdict: index for index, verdict in enumerate(VERDICTS)}
+
+        def rows() -> Iterator[tuple[str, int, str, str, str, str]]:
+            for seq, line in enumerate(unit_lines(units)):
+                counts[line.verdict] += 1
+                group = groups.get(line.group)
+                if group is None:
+                    group = groups[line.group] = [0] * len(VERDICTS)
+                group[slot[line.verdict]] += 1
+                yield run_id, seq, line.unit_id, line.group, line.verdict, line.text
+
         with self._connection:
-            self._connection.execute("DELETE FROM units WHERE run_id = ?", (manifest.run_id,))
-            self._connection.execute("DELETE FROM runs WHERE run_id = ?", (manifest.run_id,))
+            self._connection.execute("DELETE FROM units WHERE run_id = ?", (run_id,))
+            self._connection.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+            # The units first: the run's row needs their counts, and both commit together.
+            self._connection.executemany("INSERT INTO units VALUES (?, ?, ?, ?, ?, ?)", rows())
             self._connection.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    manifest.run_id, manifest.kind, manifest.created_at, manifest.title,
-                    None if manifest.success is None else int(manifest.success), len(units),
-                    _dumps(counts), _dumps(groups), record_path, _dumps(manifest.to_json()),
+                    run_id, manifest.kind, manifest.created_at, manifest.title,
+                    None if manifest.success is None else int(manifest.success), sum(counts.values()),
+                    _dumps(counts), _groups_text(groups), record_path, _dumps(manifest.to_json()),
                 ),
             )
-            self._connection.executemany("INSERT INTO units VALUES (?, ?, ?, ?, ?, ?)", rows)
 
     @_speaks_for_the_file
     def delete_run(self, run_id: str) -> None:
@@ -441,31 +456,40 @@ class SqliteRunStore:
         return found
 
 
+def _groups_text(groups: dict[str, list[int]]) -> str:
+    """The `groups` column, `{"group": {"passed": n, …}, …}`, encoded group by group."""
+    return "{" + ",".join(
+        _dumps(name) + ":" + _dumps(dict(zip(VERDICTS, tally))) for name, tally in groups.items()
+    ) + "}"
+
+
 def open_store(path: Path | None = None, *, read_only: bool = False) -> SqliteRunStore:
     """The project's store (`$ASSAY_STORE` or `<project root>/.assay/assay.db`)."""
     return SqliteRunStore(path or store_path(), read_only=read_only)
 
 
 def publish_run(
-    manifest: RunManifest, units: Sequence[UnitResult], *, database: Path | None = None
+    manifest: RunManifest, units: Iterable[UnitResult], *, database: Path | None = None
 ) -> Path:
-    """Write the run record, then index it; returns the record folder."""
+    """Write the run record, then index it; returns the record folder. `units` is read once."""
     database = database or store_path()
     record = write_record(records_dir(database), manifest, units)
-    _index(database, manifest, units, record)
+    _index(database, manifest, record)
     return record
 
 
-def _index(database: Path, manifest: RunManifest, units: Sequence[UnitResult], record: Path) -> None:
+def _index(database: Path, manifest: RunManifest, record: Path) -> None:
+    # From the record just written, line by line: each unit was encoded once, and the index is
+    # exactly what `reindex` would rebuild from the same files.
     with SqliteRunStore(database) as store:
-        store.add_run(manifest, units, str(record))
+        store.add_run(manifest, iter_unit_lines(record), str(record))
 
 
 def publish_run_quietly(build: Any, *, database: Path | None = None) -> Path | None:
     """Build and publish a run record; any failure is one warning line on stderr, never an exit.
 
     `build` is a callable returning (manifest, units), so even a conversion bug cannot change a
-    run's outcome. The record is written before the index, so when only the index fails the
+    run's outcome; the units are read once, as the record is written. The record is written before the index, so when only the index fails the
     warning says where the record is: `assay runs reindex` can still pick it up.
     """
     database = database or store_path()
@@ -476,7 +500,7 @@ def publish_run_quietly(build: Any, *, database: Path | None = None) -> Path | N
         print(f"Warning: run record not stored: {type(error).__name__}: {error}", file=sys.stderr)
         return None
     try:
-        _index(database, manifest, units, record)
+        _index(database, manifest, record)
     except StoreError as error:
         print(f"Warning: run recorded in {record} but not indexed: {error}", file=sys.stderr)
     except Exception as error:  # noqa: BLE001 - as above

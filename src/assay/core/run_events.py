@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -98,18 +98,20 @@ class RunFinished:
     checkpoint: Path | None = None
     checkpoint_kept: bool = False  # a checkpoint stays open: `--resume` can continue it
     resume_lines: Sequence[str] = ()
-    # The run record: its units in run order, and its manifest given the final exit code (None: not recorded).
-    build_units: Callable[[], list[UnitResult]] | None = None
+    # The run record: its units in run order (a list, or a collection read from disk each time it
+    # is iterated, like a `UnitSpool`), and its manifest given the final exit code (None: not recorded).
+    build_units: Callable[[], Iterable[UnitResult]] | None = None
     build_manifest: Callable[[int], RunManifest] | None = None
     # The folder the run belongs to (eval dir, project, suite): its repository's store keeps the record.
     home: Path | None = None
-    _units: list[UnitResult] | None = None
+    _units: Iterable[UnitResult] | None = None
 
     def require(self, exit_code: int) -> None:
         self.exit_code = max(self.exit_code, exit_code)
 
-    def units(self) -> list[UnitResult]:
-        """The shared unit results, built once for every reporter that asks."""
+    def units(self) -> Iterable[UnitResult]:
+        """The shared unit results, in run order, for every reporter that asks: iterate them (each
+        pass may read them afresh, so a large run's units are never all in memory at once)."""
         if self._units is None:
             self._units = self.build_units() if self.build_units is not None else []
         return self._units

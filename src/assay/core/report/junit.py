@@ -8,6 +8,7 @@ like pytest's junitxml. The file is written atomically; one that cannot be writt
 from __future__ import annotations
 
 import sys
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,10 +83,7 @@ def render_junit(suites: Sequence[JUnitSuite]) -> str:
         }
         for key in totals:
             totals[key] += counts[key]
-        suite_lines.append(
-            f"  <testsuite name={_attribute(suite.name)} tests=\"{counts['tests']}\" failures=\"{counts['failures']}\" "
-            f"errors=\"{counts['errors']}\" skipped=\"{counts['skipped']}\" time=\"{suite.time_seconds:.3f}\">"
-        )
+        suite_lines.append(_suite_head(suite.name, counts, suite.time_seconds))
         suite_lines.extend(_case_xml(case) for case in suite.cases)
         suite_lines.append("  </testsuite>")
     time_total = sum(suite.time_seconds for suite in suites)
@@ -99,11 +97,15 @@ def render_junit(suites: Sequence[JUnitSuite]) -> str:
 
 
 def write_junit(path: Path, suites: Sequence[JUnitSuite]) -> None:
+    _write_report(path, render_junit(suites))
+
+
+def _write_report(path: Path, text: str) -> None:
     """Atomic: a reader never sees half a report."""
     path = Path(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, render_junit(suites))
+    write_atomically(path, text)
 
 
 def junit_case(unit: UnitResult) -> JUnitCase:
@@ -130,6 +132,61 @@ def junit_suites(units: Iterable[UnitResult]) -> list[JUnitSuite]:
     return [JUnitSuite(name, cases, times[name]) for name, cases in suites.items()]
 
 
+def _suite_head(name: str, counts: dict[str, int], time_seconds: float) -> str:
+    return (
+        f"  <testsuite name={_attribute(name)} tests=\"{counts['tests']}\" failures=\"{counts['failures']}\" "
+        f"errors=\"{counts['errors']}\" skipped=\"{counts['skipped']}\" time=\"{time_seconds:.3f}\">"
+    )
+
+
+def write_junit_units(path: Path, units: Iterable[UnitResult]) -> None:
+    """`write_junit(path, junit_suites(units))` in one pass over `units`, holding none of them.
+
+    A suite's counts come before its cases in the XML, and an agent run's units interleave their
+    suites (plan order is eval first, experiment second), so each suite's cases are rendered into
+    a buffer of their own (on disk once it grows) and the file is assembled from those."""
+    buffers: dict[str, Any] = {}
+    counts: dict[str, dict[str, int]] = {}
+    times: dict[str, float] = {}
+    try:
+        for unit in units:
+            suite = unit.group.split("/", 1)[0] or unit.unit_id
+            buffer = buffers.get(suite)
+            if buffer is None:
+                buffer = buffers[suite] = tempfile.SpooledTemporaryFile(
+                    max_size=1 << 20, mode="w+", encoding="utf-8", newline=""  # a \r in a message stays a \r
+                )
+                counts[suite] = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+                times[suite] = 0.0
+            case = junit_case(unit)
+            tally = counts[suite]
+            tally["tests"] += 1
+            if case.failure is not None:
+                tally["failures"] += 1
+            elif case.error is not None:
+                tally["errors"] += 1
+            elif case.skipped is not None:
+                tally["skipped"] += 1
+            times[suite] += unit.duration_seconds or 0.0
+            buffer.write(_case_xml(case) + "\n")
+        totals = {key: sum(tally[key] for tally in counts.values()) for key in ("tests", "failures", "errors", "skipped")}
+        parts = [
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f"<testsuites tests=\"{totals['tests']}\" failures=\"{totals['failures']}\" errors=\"{totals['errors']}\" "
+            f"skipped=\"{totals['skipped']}\" time=\"{sum(times.values()):.3f}\">\n"
+        ]
+        for suite, buffer in buffers.items():
+            buffer.seek(0)
+            parts.append(_suite_head(suite, counts[suite], times[suite]) + "\n")
+            parts.append(buffer.read())
+            parts.append("  </testsuite>\n")
+        parts.append("</testsuites>\n")
+    finally:
+        for buffer in buffers.values():
+            buffer.close()
+    _write_report(path, "".join(parts))
+
+
 class JUnitReport:
     """The `--junit FILE` reporter: written when a run finishes with a record to show."""
 
@@ -142,10 +199,13 @@ class JUnitReport:
         if event.build_units is None:
             return
         try:
-            write_junit(self.path, junit_suites(event.units()))
+            write_junit_units(self.path, event.units())
         except OSError as error:
             print(f"Error: could not write JUnit report {self.path}: {error}", file=sys.stderr)
             event.require(EXIT_ERROR)  # a report CI asked for and did not get is a broken run
 
 
-__all__ = ["JUnitCase", "JUnitReport", "JUnitSuite", "junit_case", "junit_suites", "render_junit", "write_junit"]
+__all__ = [
+    "JUnitCase", "JUnitReport", "JUnitSuite", "junit_case", "junit_suites", "render_junit", "write_junit",
+    "write_junit_units",
+]
