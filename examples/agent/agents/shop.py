@@ -2,6 +2,7 @@
 
 It stands in for a real agent behind `send`: tool calls are emitted as paired operation events, a
 refund pauses the turn (`waiting`) until the eval answers, and conversation state lives in the session.
+With the OpenTelemetry SDK installed it also exports each turn's spans (`shop_tracing.py`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from assay.agent import (
     InputOption, InputRequest, InputRequested, Turn, Usage, complete_evidence_coverage, create_session_slot,
     define_agent, message, tool_call, tool_result,
 )
+
+from agents.shop_tracing import record_turn
 
 ORDERS = {
     "1001": {"status": "shipped", "carrier": "DHL", "total": 42.5},
@@ -33,6 +36,12 @@ def _turn(text: str, events: list, *, status: str = "completed", data=None) -> T
 
 
 async def send(turn_input, ctx):
+    turn = _answer(turn_input, ctx)
+    await record_turn(ctx, turn.events, turn.usage)  # spans for the waterfall; nothing without the OTel SDK
+    return turn
+
+
+def _answer(turn_input, ctx):
     text = turn_input.text
     session = ctx.session
     call_number = len(session.get(NAME) or "") + 1  # deterministic, per session line

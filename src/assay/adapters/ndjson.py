@@ -962,8 +962,9 @@ async def start_ndjson_process(
     timeouts: ProcessTimeouts = ProcessTimeouts(),
     budget: MessageBudget = DEFAULT_MESSAGE_BUDGET,
     call_timeout: RequestTimeout = NO_TIMEOUT,
+    extra_env: Mapping[str, str] | None = None,
 ) -> NdjsonProcess:
-    """Spawn `command` (no shell, cwd and environment inherited) as the leader of a new session.
+    """Spawn `command` (no shell, cwd and environment inherited, plus `extra_env`) as the leader of a new session.
 
     `budget` bounds the adapter output held at once; the default one is shared by every process
     of the run. `call_timeout` applies to every request that does not bring its own."""
@@ -975,7 +976,7 @@ async def start_ndjson_process(
     (stdin_read, stdin_write), (stdout_read, stdout_write), (stderr_read, stderr_write) = pipes
     try:
         try:
-            tree = spawn_tree(argv, stdin=stdin_read, stdout=stdout_write, stderr=stderr_write)
+            tree = spawn_tree(argv, stdin=stdin_read, stdout=stdout_write, stderr=stderr_write, extra_env=extra_env)
         finally:
             for fd in (stdin_read, stdout_write, stderr_write):
                 os.close(fd)

@@ -16,7 +16,7 @@ import sys
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 __all__ = ["ProcessTree", "TREE_VARIABLE", "become_subreaper", "kill_every_tree", "spawn_tree"]
 
@@ -305,11 +305,13 @@ class ProcessTree:
             self._signal_all(signal.SIGKILL, self.members())
 
 
-def spawn_tree(argv: Sequence[str], *, stdin: int, stdout: int, stderr: int) -> ProcessTree:
-    """Start `argv` (no shell; cwd and environment inherited) as the leader of a new session."""
+def spawn_tree(
+    argv: Sequence[str], *, stdin: int, stdout: int, stderr: int, extra_env: Mapping[str, str] | None = None,
+) -> ProcessTree:
+    """Start `argv` (no shell; cwd and environment inherited, plus `extra_env`) as the leader of a new session."""
     become_subreaper()
     token = uuid.uuid4().hex
-    environment = {**os.environ, TREE_VARIABLE: token}
+    environment = {**os.environ, **(extra_env or {}), TREE_VARIABLE: token}
     popen = subprocess.Popen(
         list(argv), stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True, env=environment
     )

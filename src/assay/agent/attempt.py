@@ -29,6 +29,8 @@ from assay.agent.sandbox.lifecycle import SandboxStage, SandboxStageError
 from assay.agent.sealing import seal_attempt
 from assay.agent.session import AgentSession
 from assay.agent.structured import validate_against
+from assay.agent.timing import Timeline
+from assay.agent.traces.tracing import ACTIVE as ACTIVE_TRACING
 from assay.agent.verdict import fold_verdict
 from assay.core.asyncutil import call_user_code
 from assay.core.retry import Resend, RetriesExhausted, RetryPolicy, call_with_retries
@@ -53,11 +55,13 @@ class AttemptRuntime:
 
     __slots__ = (
         "settings", "score_eval", "default_coverage", "entries", "lines", "skip_reason", "sandbox_stage",
-        "eval_sandbox",
+        "eval_sandbox", "timeline", "tracing",
     )
 
-    def __init__(self, settings: AttemptSettings) -> None:
+    def __init__(self, settings: AttemptSettings, timeline: Timeline | None = None, tracing: Any = None) -> None:
         self.settings = settings
+        self.timeline = timeline if timeline is not None else Timeline(time.perf_counter())
+        self.tracing = tracing  # an AttemptTracing when the run has a trace receiver
         self.score_eval = settings.kind == "score"
         self.default_coverage: EvidenceCoverage = settings.agent.evidence_coverage
         self.entries: list[AssertionEntry] = []
@@ -157,13 +161,24 @@ class SessionLine:
 
         # No backoff cap: the base (RunOptions.retry_base_seconds) is the author's to choose.
         policy = RetryPolicy(SEND_MAX_ATTEMPTS, settings.retry_base_seconds, max_backoff=None)
-        stage = self.runtime.sandbox_stage
+        runtime = self.runtime
+        stage = runtime.sandbox_stage
+        ordinal = len(self.turns) + 1
         if stage is not None:
             # The send window: what changes in the workdir from here until the send settles (retries
             # included) is the agent's; what the eval writes between sends is not.
-            turn = len(self.turns) + 1
-            await stage.open_window(f"turn{turn}" if self.index == 0 else f"session{self.index}/turn{turn}",
-                                    self.index, turn)
+            await stage.open_window(f"turn{ordinal}" if self.index == 0 else f"session{self.index}/turn{ordinal}",
+                                    self.index, ordinal)
+        tracing = runtime.tracing
+        serial = tracing.serializes() if tracing is not None else None
+        if serial is not None:
+            # Spans of this agent are placed by time window, which only one open turn keeps exact.
+            await serial.acquire()
+        timeline = runtime.timeline
+        phase = timeline.begin("agent.send", f"turn {ordinal}" if self.index == 0 else f"session {self.index} turn {ordinal}")
+        trace = None
+        if tracing is not None:
+            trace, self.context.turn_telemetry = tracing.open_turn(self.index, ordinal)
         try:
             raw = await call_with_retries(
                 policy, once, before_attempt=settings.signal.raise_if_cancelled, on_retry=report
@@ -174,6 +189,12 @@ class SessionLine:
                 f"agent {agent.name!r} send failed (retries exhausted): {failure}", exhausted.last.detail
             ) from failure
         finally:
+            timeline.end(phase)
+            if trace is not None:
+                tracing.close_turn(trace)
+                self.context.turn_telemetry = None
+            if serial is not None:
+                serial.release()
             if stage is not None:
                 await stage.close_window()
         try:
@@ -319,13 +340,20 @@ async def run_attempt(
     """Run `test(t)` within the attempt's deadline, between the agent's setup and teardown, and seal it.
 
     An interrupted attempt keeps what it did so far but gets no verdict; pending judge calls are dropped."""
-    runtime = AttemptRuntime(settings)
+    started = time.perf_counter()
     agent = settings.agent
+    run_tracing = ACTIVE_TRACING.get()
+    tracing = None
+    if run_tracing is not None:
+        tracing = run_tracing.for_attempt(settings.attempt_id, agent.name)
+        if settings.telemetry is None:
+            settings = settings._replace(telemetry=tracing.telemetry)
+    timeline = Timeline(started)
+    runtime = AttemptRuntime(settings, timeline, tracing)
     binding = getattr(test, "sandbox_binding", None)
     stage = runtime.sandbox_stage = SandboxStage(binding, settings) if binding is not None else None
     signal = settings.signal
     timeout = settings.timeout
-    started = time.perf_counter()
     error: dict[str, Any] | None = None
     skipped = False
     interrupted = False
@@ -341,18 +369,29 @@ async def run_attempt(
         async with asyncio.timeout_at(deadline) as scope:
             in_flight.enter(position, scope, signal, loop)
             if stage is not None:
-                await stage.open(deadline)  # create, prepare, setups, the ledger's baseline, agent.ensure
+                phase = timeline.begin("sandbox.open")
+                try:
+                    await stage.open(deadline)  # create, prepare, setups, the ledger's baseline, agent.ensure
+                finally:
+                    timeline.end(phase)
             elif getattr(agent, "kind", "direct") == "sandbox":
                 raise _NotLinked()
             setup_reached = True  # teardown runs from here on, even if setup throws
             if setup is not None:
+                phase = timeline.begin("agent.setup")
                 try:
                     await call_user_code(setup, runtime.context(main_session, "agent.setup"))
                 except Exception as setup_error:  # noqa: BLE001
                     raise _AgentSetupFailed(setup_error) from setup_error
+                finally:
+                    timeline.end(phase)
             if stage is not None:
                 stage.enter("eval.run")
-            await test(t)
+            phase = timeline.current = timeline.begin("eval.run")
+            try:
+                await test(t)
+            finally:
+                timeline.end(phase)
     except StopEval:
         pass
     except SkipEval:
@@ -385,6 +424,7 @@ async def run_attempt(
     except Exception as failure:  # noqa: BLE001 - the eval's bug is this attempt's error, not the run's
         error = attempt_error("eval-exception", f"{type(failure).__name__}: {failure}", failure)
     finally:
+        timeline.current = 0  # judge calls resolved from here on belong to the attempt, not the eval's run
         if signal_timer is not None:
             signal_timer.cancel()
         in_flight.leave(position)
@@ -396,30 +436,39 @@ async def run_attempt(
         elif error["code"] != "timeout":
             error = attempt_error("timeout", f"attempt timed out after {timeout:g}s")
     if stage is not None:
-        return await _finish_sandbox_attempt(
+        result = await _finish_sandbox_attempt(
             runtime, stage, started, error, skipped, interrupted, position, setup_reached, main_session,
         )
-    if setup_reached and teardown is not None:
-        await _agent_teardown(runtime, main_session)
-    if interrupted:
-        _drop_pending(runtime)
-        return seal_attempt(runtime, time.perf_counter() - started, None, False, position, interrupted=True)
-    for entry in runtime.entries:
-        if entry.pending is not None:
-            await entry.resolve()
-    return seal_attempt(runtime, time.perf_counter() - started, error, skipped, position)
+    else:
+        if setup_reached and teardown is not None:
+            await _agent_teardown(runtime, main_session)
+        if interrupted:
+            _drop_pending(runtime)
+            result = seal_attempt(runtime, time.perf_counter() - started, None, False, position, interrupted=True)
+        else:
+            for entry in runtime.entries:
+                if entry.pending is not None:
+                    await entry.resolve()
+            result = seal_attempt(runtime, time.perf_counter() - started, error, skipped, position)
+    result.timing = timeline.to_json(started + result.duration_seconds)
+    if tracing is not None:
+        result.spans = tracing.collect()
+    return result
 
 
 async def _agent_teardown(runtime: AttemptRuntime, session: AgentSession) -> None:
     teardown = getattr(runtime.settings.agent, "teardown", None)
     if teardown is None:
         return
+    phase = runtime.timeline.begin("agent.teardown")
     try:
         await call_user_code(teardown, runtime.context(session, "agent.teardown"))
     except Exception as teardown_error:  # noqa: BLE001 - recorded, never a verdict change
         runtime.settings.feedback.diagnostic(
             "agent-teardown-failed", "warning", f"agent teardown failed: {teardown_error}", phase="agent.teardown"
         )
+    finally:
+        runtime.timeline.end(phase)
 
 
 def _drop_pending(runtime: AttemptRuntime) -> None:
@@ -453,7 +502,11 @@ async def _finish_sandbox_attempt(
         verdict = None if interrupted else fold_verdict(
             settings.kind, runtime.entries, errored=error is not None, skipped=skipped,
         ).state
-        await stage.close(_keep_sandbox(stage.binding.keep, verdict), verdict)
+        phase = runtime.timeline.begin("sandbox.close")
+        try:
+            await stage.close(_keep_sandbox(stage.binding.keep, verdict), verdict)
+        finally:
+            runtime.timeline.end(phase)
         closed = True
     finally:
         if not closed:

@@ -34,6 +34,7 @@ from assay.agent.structured import lower_schema
 
 if TYPE_CHECKING:
     from assay.agent.attempt import AttemptRuntime, SessionLine
+    from assay.agent.timing import Timeline
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +239,7 @@ class JudgeRecipes:
         if isinstance(request, Outcome):
             entry.settle(request)
         else:
-            entry.pending = _judged(entry, runtime.settings.judge, request)
+            entry.pending = _judged(entry, runtime.settings.judge, request, runtime.timeline)
         runtime.entries.append(entry)
         return AssertionHandle(entry, runtime.score_eval)
 
@@ -287,8 +288,13 @@ class JudgeRecipes:
         return self._register("summarizes", source, input, output)
 
 
-async def _judged(entry: AssertionEntry, judge: Judge | None, request: JudgeRequest) -> Outcome:
-    outcome, details = await grade_with_details(judge, request)
+async def _judged(entry: AssertionEntry, judge: Judge | None, request: JudgeRequest, timeline: Timeline) -> Outcome:
+    # Timed from when it is awaited: that is when the judge is called (at `or_stop()` or after the test).
+    phase = timeline.begin("judge", entry.text)
+    try:
+        outcome, details = await grade_with_details(judge, request)
+    finally:
+        timeline.end(phase)
     entry.details = details
     return outcome
 

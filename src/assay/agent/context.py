@@ -136,11 +136,18 @@ class Feedback:
 
 @dataclass(frozen=True, slots=True)
 class Telemetry:
-    """OpenTelemetry wiring for one turn (not produced yet: assay has no OTLP receiver)."""
+    """OpenTelemetry wiring, present when the project configures `[tool.assay.telemetry]`: the run's
+    OTLP/HTTP traces `endpoint`, `env` (OTEL_* variables for a child process) and `headers` to spread
+    into the turn's request. During a send, `headers` holds that turn's fresh W3C `traceparent` (and
+    `env` its TRACEPARENT); in setup and teardown there is no turn, so neither has one."""
 
     endpoint: str
     env: Mapping[str, str] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def traceparent(self) -> str | None:
+        return self.headers.get("traceparent")
 
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -160,7 +167,7 @@ class AttemptSettings(NamedTuple):
     experiment_id: str | None = None
     eval_id: str | None = None
     attempt: int = 0  # the attempt's ordinal within its slot
-    telemetry: Telemetry | None = None  # None until assay has an OTLP receiver
+    telemetry: Telemetry | None = None  # the attempt's (no traceparent); each send gets its own turn's
     agent: Any = None  # the experiment's agent (an `Agent`)
     kind: str = "pass"  # pass | score
     eval_dir: Path | None = None  # where `send_file` resolves relative paths
@@ -177,7 +184,7 @@ class AttemptSettings(NamedTuple):
 class AgentContext:
     """The single context every `send`, `setup` and `teardown` call gets: one session line of an attempt."""
 
-    __slots__ = ("settings", "session", "_phase")
+    __slots__ = ("settings", "session", "_phase", "turn_telemetry")
 
     def __init__(
         self, settings: AttemptSettings | None = None, *, session: AgentSession, phase: str = "agent.run",
@@ -194,6 +201,7 @@ class AgentContext:
         self.settings = settings
         self.session = session
         self._phase = phase
+        self.turn_telemetry: Telemetry | None = None  # set by the attempt engine for the send in progress
 
     # Read through to the attempt's settings (C-level getters: adapters read these on every send).
     signal = property(attrgetter("settings.signal"), doc="The attempt's `CancelSignal`.")
@@ -203,7 +211,12 @@ class AgentContext:
     experiment_id = property(attrgetter("settings.experiment_id"))
     eval_id = property(attrgetter("settings.eval_id"))
     attempt = property(attrgetter("settings.attempt"))
-    telemetry = property(attrgetter("settings.telemetry"), doc="None until assay has an OTLP receiver.")
+
+    @property
+    def telemetry(self) -> Telemetry | None:
+        """The turn's telemetry during a send, the attempt's otherwise; None without `[tool.assay.telemetry]`."""
+        turn = self.turn_telemetry
+        return turn if turn is not None else self.settings.telemetry
 
     def progress(self, message: str, current: int | None = None, total: int | None = None) -> None:
         self.settings.feedback.progress(message, current, total)

@@ -37,7 +37,7 @@ def slot_key(experiment_id: str, eval_id: str, ordinal: int) -> str:
 
 _OPTIONAL_FIELDS = (
     "model", "failing", "unavailable", "score", "score_state", "error", "assertions", "diagnostics", "usage",
-    "estimated_cost_usd", "coverage", "turns", "tags", "retries", "position", "sandbox",
+    "estimated_cost_usd", "coverage", "turns", "tags", "retries", "position", "sandbox", "timing", "spans",
 )
 
 
@@ -67,6 +67,8 @@ class AttemptResult:
     retries: dict[str, int] | None = None  # retried requests by reason (rate_limited, connection, resend, …)
     position: int | None = None  # the slot's place in discovery order, so readback need not rediscover
     sandbox: dict[str, Any] | None = None  # sandbox attempts: provider, isolation, File Changes, commands run
+    timing: list[dict[str, Any]] | None = None  # the phase tree: {phase, label?, start_offset_ms, duration_ms, parent?}
+    spans: dict[str, Any] | None = None  # OTel spans per turn ({turns: [...]}); only the waterfall reads them
 
     @property
     def locator(self) -> str:
@@ -106,7 +108,7 @@ class AttemptResult:
             usage=document.get("usage"), estimated_cost_usd=document.get("estimated_cost_usd"),
             coverage=document.get("coverage"), turns=list(document.get("turns") or []),
             tags=list(document.get("tags") or []), retries=document.get("retries"), position=document.get("position"),
-            sandbox=document.get("sandbox"),
+            sandbox=document.get("sandbox"), timing=document.get("timing"), spans=document.get("spans"),
         )
 
 

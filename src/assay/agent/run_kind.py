@@ -45,6 +45,7 @@ class AgentRunRequest:
     record: bool = option(True, stored=False)  # off: not put in the results store
     sigint: bool = option(True, stored=False)  # Ctrl-C ends the run cleanly (not inside a caller's loop)
     keep_sandbox: str | None = option(None, stored=False, flag="--keep-sandbox")  # failed | all
+    telemetry_host: str | None = option(None, stored=False, flag="--telemetry-host")  # where the OTLP receiver binds
 
 
 def shard_plan(plan: list[Any], shard_text: str | None) -> list[Any]:
@@ -112,6 +113,8 @@ class _NoCheckpoint:
 
 
 class _OpenedAgentRun:
+    telemetry: Any = None  # a TelemetryConfig when the run starts an OTLP receiver
+
     def __init__(self, request: AgentRunRequest, plan: list[Any], checkpoint: Any, options: Any) -> None:
         self.request = request
         self.plan = plan
@@ -134,15 +137,47 @@ class _OpenedAgentRun:
         from assay.agent.runner import AgentRun
         from assay.core.journal import JournalWriter
 
+        tracing = self._start_tracing(events, executor)
         journal = self.checkpoint.checkpoint.journal if self.checkpoint.checkpoint is not None else None
         writer = JournalWriter(journal) if journal is not None else None
         try:
-            return await AgentRun(
+            outcome = await AgentRun(
                 self.plan, self.options, events, reused=self.checkpoint.reused, journal=writer, executor=executor
             ).run()
+            if tracing is not None:
+                # Before the record is built: spans exported as the last attempts ended still count.
+                if not outcome.interrupted:
+                    await tracing.settle()
+                tracing.finish(outcome.results)
+            return outcome
         finally:
             if writer is not None:
                 await writer.close()
+            if tracing is not None:
+                from assay.agent.traces.tracing import ACTIVE
+
+                tracing.stop()
+                ACTIVE.set(None)
+
+    def _start_tracing(self, events: RunEvents, executor: Any) -> Any:
+        """The run's OTLP receiver, made current for its attempts; None without `[tool.assay.telemetry]`."""
+        if self.telemetry is None:
+            return None
+        from assay.core.run_events import RunWarning
+
+        def warn(code: str, message: str) -> None:
+            events.warning(RunWarning(code, message, {}))
+
+        if executor is not None:
+            warn("telemetry-not-forwarded", "attempts run on remote workers get no ctx.telemetry: "
+                 "the OTLP receiver serves local runs only")
+            return None
+        from assay.agent.traces.tracing import ACTIVE, RunTracing
+
+        tracing = RunTracing(self.telemetry, warn)
+        tracing.start()
+        ACTIVE.set(tracing)  # the run's tasks are created after this, so each attempt inherits it
+        return tracing
 
     def _resume_lines(self) -> list[str]:
         from assay.agent.checkpoint import resume_lines
@@ -210,6 +245,9 @@ class AgentKind:
         root = request.project
         load_dotenv(root)
         config = load_project_config(root)
+        from assay.agent.traces.config import load_telemetry_config
+
+        telemetry = load_telemetry_config(root, request.telemetry_host)  # before the checkpoint: a bad table stops here
         plan = shard_plan(plan_for(root, request), request.shard)
         if resume is not None:
             path, manifest = resume
@@ -229,7 +267,9 @@ class AgentKind:
             run_id=checkpoint.id,
             handle_sigint=request.sigint,
         )
-        return _OpenedAgentRun(request, plan, checkpoint, options)
+        opened = _OpenedAgentRun(request, plan, checkpoint, options)
+        opened.telemetry = telemetry
+        return opened
 
     def open_failed(self, request: AgentRunRequest, error: AssayError) -> RunFinished:
         return RunFinished("agent", "", error.exit_code, error=error)

@@ -180,6 +180,11 @@ def run_command(
     keep_sandbox: Optional[str] = typer.Option(
         None, "--keep-sandbox", help="Keep sandboxes after their attempts: all, or failed (failed and errored ones)."
     ),
+    telemetry_host: Optional[str] = typer.Option(
+        None, "--telemetry-host",
+        help="Address the OTLP trace receiver listens on (default 127.0.0.1; another one exposes it, with a "
+             "warning). Starts the receiver even without [tool.assay.telemetry].",
+    ),
     agent: Optional[str] = typer.Option(None, "--agent", hidden=True),
     model: Optional[str] = typer.Option(None, "--model", hidden=True),
 ) -> None:
@@ -218,7 +223,7 @@ def run_command(
             root, resume, experiment=experiment, evals=tuple(evals or ()), tags=tuple(tag or ()), attempts=attempts,
             timeout=timeout, budget=budget, shard=shard, concurrency=concurrency, json=output_json, junit=junit,
             # NDJSON: stderr carries only errors from before the invocation exists (NiceEval).
-            verbose=verbose, quiet=quiet or output_json, keep_sandbox=keep_sandbox,
+            verbose=verbose, quiet=quiet or output_json, keep_sandbox=keep_sandbox, telemetry_host=telemetry_host,
         )
     except AssayError as error:
         _fail(error)
@@ -241,7 +246,8 @@ def _request(root: Path, resume: Optional[str], **fields: Any) -> tuple[Any, Any
 
     path = resolve_checkpoint_ref(resume, checkpoints_base(root), Path.cwd())
     manifest = read_manifest(path, KIND)
-    fresh = {name: fields[name] for name in ("concurrency", "json", "junit", "verbose", "quiet", "keep_sandbox")}  # not stored
+    not_stored = ("concurrency", "json", "junit", "verbose", "quiet", "keep_sandbox", "telemetry_host")
+    fresh = {name: fields[name] for name in not_stored}
     request = from_invocation(AgentRunRequest, manifest.get("invocation"), path / "manifest.json", project=root, **fresh)
     return request, (path, manifest)
 
@@ -252,6 +258,9 @@ def show_command(
     project: Optional[Path] = typer.Option(None, "--project", help=PROJECT_HELP),
     run: Optional[str] = typer.Option(None, "--run", help="Checkpoint id or folder; default: the latest run."),
     output_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    timing: bool = typer.Option(
+        False, "--timing", help="The attempt's phase tree (eval.run, agent.setup, each agent.send, judge calls)."
+    ),
 ) -> None:
     """Show the results of the latest (or a given) run, or one attempt in detail."""
     from assay.agent.checkpoint import list_checkpoints, read_results
@@ -269,6 +278,8 @@ def show_command(
             if not found:
                 raise UsageError(f"no agent runs recorded in {root}; run `assay agent run` first")
             path = found[-1][0]
+        if timing and locator is None:
+            raise UsageError("--timing shows one attempt: give its locator (assay agent show @XXXX --timing)", "--timing")
         results = read_results(path)
         if locator is not None:
             wanted = locator if locator.startswith("@") else "@" + locator
@@ -280,6 +291,9 @@ def show_command(
             results = matching
     except AssayError as error:
         _fail(error)
+    if timing:
+        _show_timing(results[0], output_json)
+        return
     if output_json:
         documents = []
         for result in results:
@@ -309,6 +323,24 @@ def show_command(
                 say(f"    {line}")
     headers = ["experiment", "agent/model", "passed", "failed", "errored", "skipped", "not run", "mean", "tokens"]
     say(render_table(None, headers, experiment_rows(results)))
+
+
+def _show_timing(result: Any, output_json: bool) -> None:
+    from assay.agent.timing import timing_lines
+
+    if output_json:
+        document = {"locator": result.locator, "attempt_id": result.attempt_id, "timing": result.timing or []}
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+        return
+    console = common.stdout_console()
+    console.print(f"{result.locator}  timing of {result.experiment_id}/{result.eval_id} attempt {result.ordinal + 1}",
+                  markup=False, highlight=False)
+    if not result.timing:
+        console.print("  no timing recorded (an attempt from before assay recorded its phases, or one never run)",
+                      markup=False, highlight=False)
+        return
+    for line in timing_lines(result.timing):
+        console.print(f"  {line}", markup=False, highlight=False)
 
 
 def _show_attempt(say: Any, result: Any) -> None:

@@ -229,18 +229,24 @@ class OpenAIHTTP:
             found = self._urls[path] = endpoint_url(self.base_url, path)
         return found
 
-    async def post_json(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        """POST `body`, return the reply's JSON object; a non-2xx status raises `HTTPStatusError`."""
-        async with self.session.post(self.url(path), data=encode_body(body)) as response:
+    async def post_json(
+        self, path: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """POST `body`, return the reply's JSON object; a non-2xx status raises `HTTPStatusError`.
+        `headers` are added to the session's (a turn's traceparent)."""
+        async with self.session.post(self.url(path), data=encode_body(body), headers=headers) as response:
             raw = await response.read()
             if not 200 <= response.status < 300:
                 raise HTTPStatusError(response.status, response.headers, raw)
         return parse_object(raw)
 
-    async def post_stream(self, path: str, body: Mapping[str, Any], on_data: Callable[[bytes], object]) -> None:
+    async def post_stream(
+        self, path: str, body: Mapping[str, Any], on_data: Callable[[bytes], object],
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         """POST `body` and call `on_data` with each event's data as the stream delivers it, to the
         stream's end (so the connection can be kept); an exception from `on_data` ends the exchange."""
-        async with self.session.post(self.url(path), data=encode_body(body)) as response:
+        async with self.session.post(self.url(path), data=encode_body(body), headers=headers) as response:
             if not 200 <= response.status < 300:
                 raise HTTPStatusError(response.status, response.headers, await response.read())
             await deliver_events(response.content.iter_any(), on_data)
@@ -287,18 +293,25 @@ class SDKTransport:
             found = self._urls[path] = sdk_url(self.client, path)
         return found
 
-    async def post_json(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def post_json(
+        self, path: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        options = {"headers": dict(headers)} if headers else {}
         try:
-            raw = await self.client.post(self.url(path), body=body, cast_to=self._raw)
+            raw = await self.client.post(self.url(path), body=body, cast_to=self._raw, options=options)
         except self._status_error as error:
             raise _status_error_from_sdk(error) from None
         except self._invalid_reply as error:
             raise InvalidReply(str(error)) from None
         return parse_object(raw.content)
 
-    async def post_stream(self, path: str, body: Mapping[str, Any], on_data: Callable[[bytes], object]) -> None:
+    async def post_stream(
+        self, path: str, body: Mapping[str, Any], on_data: Callable[[bytes], object],
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        options = {"headers": dict(headers)} if headers else {}
         try:
-            response = await self.client.post(self.url(path), body=body, cast_to=self._raw, stream=True)
+            response = await self.client.post(self.url(path), body=body, cast_to=self._raw, stream=True, options=options)
         except self._status_error as error:
             raise _status_error_from_sdk(error) from None
         try:

@@ -18,6 +18,7 @@ from assay.core.record import UnitResult, jsonable
 from assay.core.run_diff import CHANGE_KINDS, RunComparison, compare_verdicts
 from assay.core.results_store import SqliteRunStore
 from assay.errors import UsageError
+from assay.view.waterfall import timing_view, waterfall_view
 
 __all__ = ["MAX_PAGE", "PAGE_SIZE", "ViewData", "api_key", "sandbox_view"]
 
@@ -183,7 +184,36 @@ class ViewData:
         sandbox = (unit.detail or {}).get("sandbox") if stored.manifest.kind == "agent" else None
         if isinstance(sandbox, Mapping) and sandbox.get("file_changes") is not None:
             document["file_changes"] = sandbox_view(sandbox)
+        if stored.manifest.kind == "agent" and isinstance(unit.detail, Mapping):
+            waterfall = waterfall_view(unit.detail)
+            if waterfall is not None:
+                document["waterfall"] = waterfall
+            timing = timing_view(unit.detail.get("timing"))
+            if timing is not None:
+                document["timing"] = timing
         return document
+
+    def traces(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The Traces page: every turn that received spans, for one page of an agent run's attempts."""
+        run_id = self.store.resolve(str(params.get("run") or "latest"))
+        kind = self.store.get_run(run_id).manifest.kind
+        offset = _integer(params, "offset", 0, 10**9)
+        limit = _integer(params, "limit", PAGE_SIZE, MAX_PAGE)
+        if kind != "agent":
+            return {"run_id": run_id, "kind": kind, "traces": [], "total": 0, "offset": offset, "limit": limit}
+        page = self.store.unit_page(run_id, offset=offset, limit=limit)
+        rows = []
+        for unit in page.units:
+            detail = unit.detail if isinstance(unit.detail, Mapping) else {}
+            waterfall = waterfall_view(detail)
+            for turn in (waterfall or {}).get("turns") or ():
+                rows.append({
+                    "unit_id": unit.unit_id, "verdict": unit.verdict, "label": turn["label"], "trace_id": turn["trace_id"],
+                    "span_count": turn["span_count"], "counts": turn["counts"], "errors": turn["errors"],
+                    "duration_ms": turn["duration_ms"], "attributed_by_window": turn["attributed_by_window"],
+                })
+        return {"run_id": run_id, "kind": kind, "traces": rows, "total": page.total, "offset": page.offset,
+                "limit": page.limit}
 
     def frame_source(self, params: Mapping[str, Any]) -> tuple[str, float]:
         """The recorded video path and time of a video unit; requests never name a file themselves."""

@@ -90,6 +90,13 @@ def export_site(data: ViewData, directory: Path, *, limits: ExportLimits = Expor
                 offset += PAGE_SIZE
                 if offset >= page["total"]:
                     break
+        if run["kind"] == "agent":
+            offset = 0
+            while offset < limits.units_per_run:
+                page = writer.answer("traces", {"run": run_id, "offset": str(offset), "limit": str(PAGE_SIZE)}, data.traces)
+                offset += PAGE_SIZE
+                if page is None or offset >= page["total"]:
+                    break
         frames = 0
         for unit_id in dict.fromkeys(exported_units):
             unit = writer.answer("unit", {"run": run_id, "unit": unit_id}, data.unit)

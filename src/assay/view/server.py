@@ -76,6 +76,7 @@ def create_view_app(data: ViewData, binding: Binding) -> Starlette:
         Route("/api/run", _json_endpoint(data.run), methods=["GET"]),
         Route("/api/units", _json_endpoint(data.units), methods=["GET"]),
         Route("/api/unit", _json_endpoint(data.unit), methods=["GET"]),
+        Route("/api/traces", _json_endpoint(data.traces), methods=["GET"]),
         Route("/api/compare", _json_endpoint(data.compare), methods=["GET"]),
         Route("/api/frame", frame, methods=["GET"]),
     ]

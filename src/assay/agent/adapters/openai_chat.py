@@ -180,10 +180,10 @@ def _shown(data: bytes) -> str:
     return repr(data[:120].decode("utf-8", "replace"))
 
 
-async def _stream_completion(transport: Any, body: dict[str, Any]) -> dict[str, Any]:
+async def _stream_completion(transport: Any, body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     stream = _ChatStream()
     await transport.post_stream(
-        "/chat/completions", {**body, "stream": True, "stream_options": {"include_usage": True}}, stream.add
+        "/chat/completions", {**body, "stream": True, "stream_options": {"include_usage": True}}, stream.add, **extra
     )
     return stream.completion()
 
@@ -229,10 +229,13 @@ def openai_chat_agent(
             body["tools"] = [item.chat_definition() for item in declared]
         body.update(extra)
 
+        # The turn's traceparent, so the endpoint's spans join the turn's trace (only when telemetry is on).
+        headers = {"headers": dict(ctx.telemetry.headers)} if ctx.telemetry is not None and ctx.telemetry.headers else {}
+
         async def request(transport: Any) -> dict[str, Any]:
             if stream:
-                return await _stream_completion(transport, body)
-            return await transport.post_json("/chat/completions", body)
+                return await _stream_completion(transport, body, headers)
+            return await transport.post_json("/chat/completions", body, **headers)
 
         return request
 

@@ -146,11 +146,11 @@ class _ResponsesStream:
         return self.final
 
 
-async def _create(transport: Any, body: dict[str, Any], stream: bool) -> dict[str, Any]:
+async def _create(transport: Any, body: dict[str, Any], stream: bool, extra: dict[str, Any]) -> dict[str, Any]:
     if not stream:
-        return await transport.post_json("/responses", body)
+        return await transport.post_json("/responses", body, **extra)
     events = _ResponsesStream()
-    await transport.post_stream("/responses", {**body, "stream": True}, events.add)
+    await transport.post_stream("/responses", {**body, "stream": True}, events.add, **extra)
     return events.response()
 
 
@@ -214,8 +214,11 @@ def openai_responses_agent(
             body["tools"] = [item.responses_definition() for item in declared]
         body.update(extra)
 
+        # The turn's traceparent, so the endpoint's spans join the turn's trace (only when telemetry is on).
+        headers = {"headers": dict(ctx.telemetry.headers)} if ctx.telemetry is not None and ctx.telemetry.headers else {}
+
         async def request(transport: Any) -> dict[str, Any]:
-            return await _create(transport, body, stream)
+            return await _create(transport, body, stream, headers)
 
         return request
 

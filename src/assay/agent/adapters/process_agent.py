@@ -1,8 +1,9 @@
 """An agent that is a local process speaking the shared NDJSON protocol (method `send`), e.g. a node script.
 
-One process per attempt (started in the agent's setup, closed in its teardown), so a TypeScript or
-JavaScript agent plugs in without a server; each request carries the turn input and context, each
-result is a turn in NiceEval's JSON shape.
+One process per attempt (started in the agent's setup, closed in its teardown, with the run's OTEL_*
+variables when telemetry is on), so a TypeScript or JavaScript agent plugs in without a server; each
+request carries the turn input and context (with the turn's traceparent), each result is a turn in
+NiceEval's JSON shape.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ def send_params(turn_input: TurnInput, ctx: AgentContext) -> dict[str, Any]:
         "experimentId": ctx.experiment_id, "evalId": ctx.eval_id, "attempt": ctx.attempt,
         "session": {"line": line, "id": ctx.session.id},
     }
+    telemetry = ctx.telemetry
+    if telemetry is not None:
+        # The turn's traceparent travels with the request: the process was started before this turn.
+        context["telemetry"] = {"endpoint": telemetry.endpoint, "headers": dict(telemetry.headers)}
     return {"input": turn, "context": context}
 
 
@@ -80,8 +85,11 @@ def process_agent(
         return (ctx.experiment_id, ctx.eval_id, ctx.attempt)
 
     async def setup(ctx: AgentContext) -> None:
+        # OTEL_* variables (where to export), so an SDK in the process configures itself at start.
+        telemetry_env = dict(ctx.telemetry.env) if ctx.telemetry is not None else None
         processes[key(ctx)] = await start_ndjson_process(
-            command, stderr_sink=lambda chunk: None, timeouts=stop_timeouts, call_timeout=send_timeout
+            command, stderr_sink=lambda chunk: None, timeouts=stop_timeouts, call_timeout=send_timeout,
+            extra_env=telemetry_env,
         )
 
     async def teardown(ctx: AgentContext) -> None:

@@ -1,4 +1,5 @@
-// assay results viewer: runs, run page, unit drill-down and compare. Vanilla JS, no build step.
+// assay results viewer: runs, run page, unit drill-down (with an agent attempt's waterfall), traces and
+// compare. Vanilla JS, no build step.
 // Live mode asks the /api routes; an exported site (`assay view --export`) loads data/<hash>.js files.
 "use strict";
 
@@ -228,6 +229,7 @@ async function renderRun(runId, params) {
       el("div", { class: "stat" }, el("b", {}, run.unit_count), "units"),
       run.cost_usd !== null && run.cost_usd !== undefined ? el("div", { class: "stat" }, el("b", {}, `$${run.cost_usd.toFixed(4)}`), "cost") : null,
       run.duration_seconds !== null && run.duration_seconds !== undefined ? el("div", { class: "stat" }, el("b", {}, `${run.duration_seconds.toFixed(2)}s`), "duration") : null),
+    run.kind === "agent" ? el("p", {}, el("a", { id: "traces-link", href: `#/traces/${encodeURIComponent(run.run_id)}` }, "Traces (the app's spans, per turn)")) : null,
     el("h2", {}, "Gates"), gates,
     el("h2", {}, run.kind === "video" ? "Per target" : run.kind === "agent" ? "Per eval" : "Per case"), groups,
     run.groups_total > run.groups.length ? el("p", { class: "muted" }, `${run.groups.length} of ${run.groups_total} groups shown`) : null,
@@ -299,10 +301,106 @@ function agentDetail(unit) {
     score !== null ? el("div", { class: "panel" }, el("h2", {}, "Score"), el("pre", { id: "unit-score" }, pretty(score))) : null,
     el("div", { class: "panel" }, el("h2", {}, `Transcript (${detail.agent || ""}${detail.model ? " · " + detail.model : ""}, ${detail.locator || ""})`),
       el("div", { id: "transcript" }, turns.length ? turns : el("p", { class: "muted" }, "No turns recorded."))),
+    waterfallPanel(unit.waterfall, (detail.turns || []).length),
+    timingPanel(unit.timing),
     ...fileChangesPanels(unit.file_changes),
     detail.error ? el("div", { class: "panel" }, el("h2", {}, "Error"), el("pre", {}, pretty(detail.error))) : null,
     (detail.diagnostics || []).length ? el("div", { class: "panel" }, el("h2", {}, "Diagnostics"), el("pre", {}, pretty(detail.diagnostics))) : null,
   ];
+}
+
+// The app's own OpenTelemetry spans, turn by turn (Tier 2): a row per span in tree order, its bar placed
+// on the turn's time axis, coloured by what it is (model call, tool, subagent, other; errors red).
+// A click opens the span's attributes; past 150 spans a trace's `other` noise is folded behind a button.
+const CATEGORY_LABELS = { model: "model call", tool: "tool", subagent: "subagent", other: "other" };
+
+function bar(offset, duration, total, classes) {
+  const scale = total > 0 ? 100 / total : 0;
+  const left = Math.min(100, offset * scale);
+  const width = Math.max(0.4, Math.min(100 - left, duration * scale));
+  const track = el("span", { class: "wf-track" });
+  const fill = el("span", { class: `wf-bar ${classes}` });
+  fill.style.left = `${left}%`;
+  fill.style.width = `${width}%`;
+  track.append(fill);
+  return track;
+}
+
+const milliseconds = (value) => (value >= 100 ? `${value.toFixed(0)} ms` : `${value.toFixed(1)} ms`);
+
+function spanDetail(row) {
+  const parts = [keyValueTable(row.attributes)];
+  if (row.io) parts.unshift(el("div", { class: "wf-io" }, el("b", {}, "io (from the send events)"), keyValueTable(row.io)));
+  if (row.status_message) parts.unshift(el("p", { class: "error" }, row.status_message));
+  if (row.events && row.events.length) parts.push(el("b", {}, "events"), el("pre", {}, pretty(row.events)));
+  parts.push(el("div", { class: "muted" }, `span ${row.span_id}${row.kind ? ` · ${row.kind}` : ""}${row.service ? ` · ${row.service}` : ""}${row.parent_missing ? " · parent not received" : ""}`));
+  return el("div", { class: "wf-detail", hidden: true }, parts);
+}
+
+function traceBlock(trace) {
+  const total = trace.duration_ms;
+  const rows = [];
+  const folded = [];
+  rows.push(el("div", { class: "wf-row wf-send" },
+    el("span", { class: "wf-name" }, `agent.send ${trace.label}`),
+    bar(trace.send_offset_ms, trace.send_duration_ms, total, "send"),
+    el("span", { class: "wf-ms" }, milliseconds(trace.send_duration_ms))));
+  for (const row of trace.rows) {
+    const detail = spanDetail(row);
+    const name = el("span", { class: "wf-name", title: row.name }, el("span", { class: `wf-kind ${row.category}` }, CATEGORY_LABELS[row.category]), " ", row.name);
+    name.style.paddingLeft = `${6 + row.depth * 14}px`;
+    const line = el("div", {
+      class: `wf-row ${row.error ? "error" : ""}`, "data-span": row.span_id, "data-category": row.category,
+      "data-error": String(row.error), role: "button", tabindex: "0",
+      onclick: () => { detail.hidden = !detail.hidden; },
+      onkeydown: (event) => { if (event.key === "Enter") detail.hidden = !detail.hidden; },
+    }, name, bar(row.offset_ms, row.duration_ms, total, `${row.category}${row.error ? " error" : ""}`), el("span", { class: "wf-ms" }, milliseconds(row.duration_ms)));
+    const pair = [line, detail];
+    if (row.folded) {
+      line.classList.add("folded");
+      line.hidden = true;
+      folded.push(line);
+    }
+    rows.push(...pair);
+  }
+  const counts = trace.counts;
+  const summary = `${trace.span_count} span(s) · ${counts.model} model call(s) · ${counts.tool} tool(s)${counts.subagent ? ` · ${counts.subagent} subagent(s)` : ""}${trace.errors ? ` · ${trace.errors} error(s)` : ""} · ${milliseconds(total)}`;
+  const unfold = folded.length ? el("button", { class: "wf-unfold", onclick: (event) => {
+    for (const line of folded) line.hidden = false;
+    event.target.remove();
+  } }, `show ${folded.length} folded span(s) (other, past ${150})`) : null;
+  return el("div", { class: "trace", "data-trace": trace.trace_id, "data-turn": trace.label, id: `trace-${trace.trace_id}` },
+    el("h3", {}, `${trace.label} — ${summary}`),
+    el("div", { class: "muted mono" }, `trace ${trace.trace_id}${trace.attributed_by_window ? ` · ${trace.attributed_by_window} span(s) placed by time window (no traceparent)` : ""}`),
+    trace.span_count ? el("div", { class: "wf" }, rows) : el("p", { class: "muted" }, "No spans arrived for this turn."),
+    unfold);
+}
+
+function waterfallPanel(waterfall, turnCount) {
+  if (!waterfall) {
+    return el("div", { class: "panel", id: "waterfall" }, el("h2", {}, "Waterfall"),
+      el("p", { class: "muted" }, turnCount
+        ? "No spans were received for this attempt: export the app's OpenTelemetry spans to ctx.telemetry (see docs/agent/traces.md)."
+        : "No turns, so no spans."));
+  }
+  return el("div", { class: "panel", id: "waterfall" }, el("h2", {}, "Waterfall (the app's spans per turn)"),
+    el("div", { class: "wf-legend muted" }, Object.entries(CATEGORY_LABELS).map(([name, label]) => el("span", {}, el("span", { class: `wf-swatch ${name}` }), label)),
+      el("span", {}, el("span", { class: "wf-swatch error" }), "error")),
+    waterfall.turns.map(traceBlock),
+    waterfall.dropped ? el("p", { class: "muted" }, `${waterfall.dropped} more span(s) arrived than an attempt keeps; they were counted, not kept.`) : null);
+}
+
+function timingPanel(timing) {
+  if (!timing || !timing.length) return null;
+  const total = timing[0].duration_ms || Math.max(...timing.map((row) => row.start_offset_ms + row.duration_ms));
+  const rows = timing.map((row) => {
+    const name = el("span", { class: "wf-name" }, row.phase, row.label ? el("span", { class: "muted" }, ` ${row.label}`) : "");
+    name.style.paddingLeft = `${6 + row.depth * 14}px`;
+    return el("div", { class: "wf-row", "data-phase": row.phase },
+      name, bar(row.start_offset_ms, row.duration_ms, total, `phase${row.open ? " open" : ""}`),
+      el("span", { class: "wf-ms" }, milliseconds(row.duration_ms) + (row.open ? " (unfinished)" : "")));
+  });
+  return el("div", { class: "panel", id: "timing" }, el("h2", {}, "Timing (phase tree)"), el("div", { class: "wf" }, rows));
 }
 
 // A sandbox attempt: what the agent changed, send window by send window, and every command that ran
@@ -369,6 +467,34 @@ async function renderUnit(runId, unitId) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Traces: every turn of an agent run that received spans, a page of attempts at a time
+
+async function renderTraces(runId, params) {
+  const offset = Number(params.offset || 0);
+  const page = await api("traces", { run: runId, offset: String(offset), limit: String(PAGE) });
+  crumbs(el("a", { href: "#/" }, "runs"), el("a", { href: runLink(page.run_id) }, page.run_id), "traces");
+  const rows = page.traces.map((trace) => el("tr", { "data-trace": trace.trace_id },
+    el("td", { class: "mono" }, el("a", { href: unitLink(page.run_id, trace.unit_id) }, trace.unit_id)),
+    el("td", {}, verdictBadge(trace.verdict)), el("td", {}, trace.label), el("td", { class: "mono" }, trace.trace_id),
+    el("td", { class: "num" }, trace.span_count), el("td", { class: "num" }, trace.counts.model), el("td", { class: "num" }, trace.counts.tool),
+    el("td", { class: `num ${trace.errors ? "error" : ""}` }, trace.errors), el("td", { class: "num" }, milliseconds(trace.duration_ms)),
+    el("td", {}, trace.attributed_by_window ? "time window" : "traceparent")));
+  const last = Math.min(offset + PAGE, page.total);
+  const navigate = (to) => go(["traces", page.run_id], { offset: String(to) });
+  show(
+    el("h1", {}, `Traces of ${page.run_id}`),
+    page.kind !== "agent" ? el("p", { class: "muted" }, "Only agent runs have traces.") : null,
+    rows.length
+      ? el("table", { id: "traces-table" }, el("thead", {}, el("tr", {}, ["attempt", "verdict", "turn", "trace", "spans", "model calls", "tools", "errors", "duration", "attributed by"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
+      : el("p", { class: "muted", id: "traces-table" }, "No spans were received for these attempts."),
+    el("div", { class: "pager" },
+      el("button", { disabled: offset === 0, onclick: () => navigate(Math.max(0, offset - PAGE)) }, "← previous"),
+      el("span", {}, page.total ? `attempts ${offset + 1}–${last} of ${page.total}` : "no attempts"),
+      el("button", { disabled: last >= page.total, onclick: () => navigate(offset + PAGE) }, "next →")),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Compare
 
 async function renderCompare(before, after, params) {
@@ -419,6 +545,7 @@ async function route() {
     if (parts[0] === "run" && parts[1]) await renderRun(parts[1], params);
     else if (parts[0] === "unit" && parts[2]) await renderUnit(parts[1], parts.slice(2).join("/"));
     else if (parts[0] === "compare" && parts[2]) await renderCompare(parts[1], parts[2], params);
+    else if (parts[0] === "traces" && parts[1]) await renderTraces(parts[1], params);
     else await renderRuns(params);
   } catch (error) {
     show(el("p", { class: "error", id: "view-error" }, error.message || String(error)));

@@ -1,0 +1,82 @@
+"""`[tool.assay.telemetry]`: whether a run starts its OTLP receiver, where it listens and what apps are told.
+
+Keys: `enabled` (default true once the table exists), `port` (default 0: a free port per run; a fixed
+port is for long-running services that read OTEL_EXPORTER_OTLP_ENDPOINT once), `host` (the hostname
+reported to apps, e.g. behind a tunnel) and `scope` (`run`, or `attempt`: an endpoint path per attempt).
+Environment variables are never read for any of these.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.errors import ConfigError
+
+__all__ = ["SCOPES", "TelemetryConfig", "load_telemetry_config"]
+
+SCOPES = ("run", "attempt")
+_KEYS = ("enabled", "port", "host", "scope")
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryConfig:
+    bind: str = "127.0.0.1"  # where the receiver listens (`--telemetry-host`)
+    port: int = 0
+    host: str | None = None  # the hostname apps are told; default: the bind address (loopback for a wildcard)
+    scope: str = "run"
+
+    @property
+    def advertised_host(self) -> str:
+        if self.host:
+            return self.host
+        if self.bind in ("0.0.0.0", "::", ""):
+            return "127.0.0.1"
+        return f"[{self.bind}]" if ":" in self.bind else self.bind
+
+
+def _table(project: Path) -> dict[str, Any] | None:
+    path = project / "pyproject.toml"
+    if not path.is_file():
+        return None
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None  # the project config loader has already reported an unreadable file
+    table = ((document.get("tool") or {}).get("assay") or {}).get("telemetry")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path} [tool.assay.telemetry] must be a table")
+    return table
+
+
+def load_telemetry_config(project: Path, bind: str | None = None) -> TelemetryConfig | None:
+    """The run's telemetry settings, or None when the project has none and `--telemetry-host` was not given."""
+    table = _table(project)
+    if table is None and bind is None:
+        return None
+    table = table or {}
+    where = f"{project / 'pyproject.toml'} [tool.assay.telemetry]"
+    unknown = [key for key in table if key not in _KEYS]
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; telemetry reads {', '.join(_KEYS)}")
+    enabled = table.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{where}: enabled must be true or false")
+    if not enabled and bind is None:
+        return None
+    port = table.get("port", 0)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigError(f"{where}: port must be an integer in 0..65535 (0: a free port per run)")
+    host = table.get("host")
+    if host is not None and (not isinstance(host, str) or not host.strip()):
+        raise ConfigError(f"{where}: host must be a non-empty string")
+    scope = table.get("scope", "run")
+    if scope not in SCOPES:
+        raise ConfigError(f"{where}: scope must be one of {', '.join(SCOPES)}")
+    if port and scope == "attempt":
+        raise ConfigError(f"{where}: a fixed port is for a service that reads its endpoint once: use scope = \"run\"")
+    return TelemetryConfig(bind=bind or "127.0.0.1", port=port, host=host, scope=scope)

@@ -1,0 +1,164 @@
+"""The run's OTLP/HTTP trace receiver: `POST …/v1/traces` only, on its own thread and event loop.
+
+Its own loop, so an app inside the run's process may export synchronously (a SimpleSpanProcessor)
+without deadlocking the loop it would otherwise wait on. aiohttp's low-level server (a dependency
+already, with a C HTTP parser) costs a fraction of Starlette on uvicorn's pure-Python h11 per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import ipaddress
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from assay.agent.traces.otlp import MAX_BODY_BYTES, OtlpError, decode_export, export_reply, spans_of_request
+from assay.errors import ConfigError
+
+__all__ = ["TRACES_PATH", "TraceReceiver", "is_loopback"]
+
+TRACES_PATH = "/v1/traces"
+ATTEMPT_PREFIX = "/attempts/"
+_MAX_COMPRESSED = MAX_BODY_BYTES
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket; a fixed port that is taken is the project's to fix, so it is a ConfigError."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        # Reuse only a port left in TIME_WAIT by an earlier run, never one another socket listens on.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+    except OSError as error:
+        sock.close()
+        if error.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"the OTLP trace receiver cannot listen on {host}:{port}: the port is in use "
+                "([tool.assay.telemetry] port); stop what holds it or remove the fixed port"
+            ) from None
+        raise ConfigError(f"the OTLP trace receiver cannot listen on {host}:{port}: {error.strerror or error}") from None
+    sock.setblocking(False)
+    return sock
+
+
+class TraceReceiver:
+    """Serves OTLP/HTTP exports to `sink(spans, token)`; `token` is the attempt an attempt-scoped
+    endpoint (`/attempts/<token>/v1/traces`) names, None for the run's own `/v1/traces`."""
+
+    def __init__(self, sink: Callable[[list[dict[str, Any]], str | None], Any], host: str = "127.0.0.1", port: int = 0) -> None:
+        self._sink = sink
+        self.host = host
+        self._sock = bind_socket(host, port)
+        self.port = self._sock.getsockname()[1]
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stopped: asyncio.Event | None = None
+        self._failure: BaseException | None = None
+        self.requests = 0
+        self.in_flight = 0
+        self.refused = 0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._serve, name="assay-otlp-receiver", daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+        if self._failure is not None:
+            raise ConfigError(f"the OTLP trace receiver did not start: {self._failure}")
+
+    def stop(self) -> None:
+        loop, stopped = self._loop, self._stopped
+        if loop is not None and stopped is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stopped.set)
+        if self._thread is not None:
+            self._thread.join(10)
+            self._thread = None
+        self._sock.close()
+
+    def _serve(self) -> None:
+        loop = self._loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(self._main())
+        except BaseException as error:  # noqa: BLE001 - reported to start(); a dead receiver only loses spans
+            self._failure = error
+            self._ready.set()
+        finally:
+            loop.close()
+
+    async def _main(self) -> None:
+        from aiohttp import web
+
+        self._stopped = asyncio.Event()
+        # auto_decompress off: the body is inflated here, with a size cap, whatever its header says.
+        server = web.Server(self._handle, auto_decompress=False, access_log=None)
+        runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.SockSite(runner, self._sock)
+        await site.start()
+        self._ready.set()
+        try:
+            await self._stopped.wait()
+        finally:
+            await runner.cleanup()
+
+    # -- requests -------------------------------------------------------------------------------
+    async def _handle(self, request: Any) -> Any:
+        from aiohttp import web
+
+        path = request.path
+        if not path.endswith(TRACES_PATH):
+            return web.Response(status=404, text="only /v1/traces is served here\n")
+        token = None
+        prefix = path[: -len(TRACES_PATH)]
+        if prefix:
+            if not prefix.startswith(ATTEMPT_PREFIX) or "/" in prefix[len(ATTEMPT_PREFIX):]:
+                return web.Response(status=404, text="only /v1/traces is served here\n")
+            token = prefix[len(ATTEMPT_PREFIX):]
+        if request.method != "POST":
+            return web.Response(status=405, headers={"Allow": "POST"}, text="POST only\n")
+        self.requests += 1
+        self.in_flight += 1
+        try:
+            body = await _read_body(request)
+            encoding, message = decode_export(body, request.headers.get("Content-Type"),
+                                              request.headers.get("Content-Encoding"))
+            self._sink(list(spans_of_request(message)), token)
+        except OtlpError as error:
+            self.refused += 1
+            return web.Response(status=error.status, text=f"{error}\n")
+        except asyncio.IncompleteReadError:
+            self.refused += 1
+            return web.Response(status=400, text="the body ended early\n")
+        finally:
+            self.in_flight -= 1
+        reply, media = export_reply(encoding)
+        return web.Response(body=reply, content_type=media)
+
+
+async def _read_body(request: Any) -> bytes:
+    """The raw body, refused past the cap whether or not it declared its length (chunked exports)."""
+    length = request.content_length
+    if length is not None:
+        if length > _MAX_COMPRESSED:
+            raise OtlpError(413, "the export is too large")
+        return await request.content.readexactly(length) if length else b""
+    chunks, size = [], 0
+    while chunk := await request.content.readany():
+        size += len(chunk)
+        if size > _MAX_COMPRESSED:
+            raise OtlpError(413, "the export is too large")
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,164 @@
+"""One run's tracing: its receiver and trace hub, the `ctx.telemetry` each turn gets, and the
+spans each attempt's record keeps.
+
+`execute` makes it current (`ACTIVE`) for the run's tasks; an attempt finds it there, so nothing in
+the scheduler has to carry it. Spans only ever reach the record and the waterfall: no assertion,
+verdict or error reads them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+from assay.agent.context import Telemetry
+from assay.agent.traces.attribution import Notice, TraceHub, TurnTrace
+from assay.agent.traces.config import TelemetryConfig
+from assay.agent.traces.receiver import ATTEMPT_PREFIX, TRACES_PATH, TraceReceiver, is_loopback
+
+__all__ = ["ACTIVE", "AttemptTracing", "RunTracing", "telemetry_env"]
+
+ACTIVE: ContextVar[RunTracing | None] = ContextVar("assay_run_tracing", default=None)
+SETTLE_QUIET_S = 0.05  # no export for this long after the last attempt: the late spans are in
+SETTLE_LIMIT_S = 1.0
+
+
+def telemetry_env(base: str, traceparent: str | None = None) -> dict[str, str]:
+    """OTEL_* variables for a child process: the SDK appends /v1/traces to the base endpoint itself.
+    A short batch delay, so an app's last spans are exported before its attempt ends."""
+    env = {
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": base,
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": base + TRACES_PATH,
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+        "OTEL_BSP_SCHEDULE_DELAY": "100",
+    }
+    if traceparent is not None:
+        env["TRACEPARENT"] = traceparent
+    return env
+
+
+class RunTracing:
+    """Started by the run (`start`), consulted by each attempt, finished once every attempt is sealed."""
+
+    def __init__(self, config: TelemetryConfig, warn: Callable[[str, str], None]) -> None:
+        self.config = config
+        self._warn = warn
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.hub = TraceHub(self._notice)
+        self.receiver: TraceReceiver | None = None
+        self._said: set[str] = set()
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        config = self.config
+        receiver = TraceReceiver(self.hub.ingest, config.bind, config.port)
+        try:
+            receiver.start()
+        except BaseException:
+            receiver.stop()
+            raise
+        self.receiver = receiver
+        if not is_loopback(config.bind):
+            self._warn(
+                "telemetry-exposed",
+                f"the OTLP trace receiver listens on {config.bind}:{receiver.port} without authentication: "
+                "anyone who can reach it can add spans to this run's waterfall",
+            )
+
+    @property
+    def base(self) -> str:
+        assert self.receiver is not None
+        return f"http://{self.config.advertised_host}:{self.receiver.port}"
+
+    def _notice(self, notice: Notice) -> None:
+        """From the receiver's thread: each notice is said once, on the run's loop."""
+        if notice.code in self._said or self._loop is None:
+            return
+        self._said.add(notice.code)
+        try:
+            self._loop.call_soon_threadsafe(self._warn, notice.code, notice.message)
+        except RuntimeError:  # the run's loop is closed: nothing left to tell
+            pass
+
+    def for_attempt(self, attempt_id: str, agent: str) -> AttemptTracing:
+        base = self.base
+        if self.config.scope == "attempt":
+            base += ATTEMPT_PREFIX + self.hub.attempt(attempt_id)
+        return AttemptTracing(self, attempt_id, agent, base)
+
+    async def settle(self) -> None:
+        """Wait (briefly) for exports still in flight or just about to arrive, before the records close."""
+        receiver = self.receiver
+        if receiver is None:
+            return
+        deadline = time.monotonic() + SETTLE_LIMIT_S
+        seen = receiver.requests
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+            if receiver.in_flight or receiver.requests != seen:
+                seen = receiver.requests
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= SETTLE_QUIET_S:
+                return
+
+    def add_late_spans(self, results: Iterable[Any]) -> None:
+        """Spans that arrived after their attempt was sealed go into its record (not the journal's copy)."""
+        for result in results:
+            document = self.hub.late(result.attempt_id)
+            if document is not None:
+                result.spans = document
+
+    def finish(self, results: Iterable[Any]) -> None:
+        self.add_late_spans(results)
+        hub = self.hub
+        if hub.received == 0:
+            self._warn(
+                "telemetry-no-spans",
+                f"the OTLP trace receiver at {self.base}{TRACES_PATH} received no span in this run: point the "
+                "app's exporter at ctx.telemetry.env (OTEL_EXPORTER_OTLP_ENDPOINT) and forward "
+                "ctx.telemetry.headers with each request; the waterfall stays empty until then",
+            )
+        elif hub.unattributed:
+            self._warn(
+                "telemetry-unattributed",
+                f"{hub.unattributed} of {hub.received} spans matched no turn (a trace assay did not start, while "
+                "several turns were open); forward ctx.telemetry.headers so each span carries its turn's traceparent",
+            )
+
+    def stop(self) -> None:
+        if self.receiver is not None:
+            self.receiver.stop()
+
+
+class AttemptTracing:
+    """One attempt's side: the setup-time telemetry (no traceparent), a fresh trace per send, its spans."""
+
+    __slots__ = ("run", "attempt_id", "agent", "base", "telemetry")
+
+    def __init__(self, run: RunTracing, attempt_id: str, agent: str, base: str) -> None:
+        self.run = run
+        self.attempt_id = attempt_id
+        self.agent = agent
+        self.base = base
+        # What setup and teardown see: where to export, no turn to join.
+        self.telemetry = Telemetry(base + TRACES_PATH, telemetry_env(base), {})
+
+    def open_turn(self, session: int, turn: int) -> tuple[TurnTrace, Telemetry]:
+        trace = self.run.hub.open_turn(self.attempt_id, self.agent, session, turn)
+        traceparent = trace.traceparent
+        return trace, Telemetry(self.base + TRACES_PATH, telemetry_env(self.base, traceparent), {"traceparent": traceparent})
+
+    def close_turn(self, trace: TurnTrace) -> None:
+        self.run.hub.close_turn(trace)
+
+    def serializes(self) -> asyncio.Lock | None:
+        return self.run.hub.serializes(self.agent)
+
+    def collect(self) -> Mapping[str, Any] | None:
+        return self.run.hub.collect(self.attempt_id)
