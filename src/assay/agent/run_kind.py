@@ -130,7 +130,8 @@ class _OpenedAgentRun:
         worker_options = dataclasses.replace(self.options, judge_cache=None, handle_sigint=False)
         judge_cache = str(checkpoints_base(self.request.project) / "cache" / "judge")
         return WorkerSpec(
-            AgentWorker, (str(self.request.project), worker_options, judge_cache), concurrency=self.options.concurrency
+            AgentWorker, (str(self.request.project), worker_options, judge_cache, self.request.keep_sandbox),
+            concurrency=self.options.concurrency,
         )
 
     async def execute(self, events: RunEvents, executor: Any) -> Any:
