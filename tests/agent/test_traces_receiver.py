@@ -97,6 +97,19 @@ def test_gzip_is_recognised_by_its_magic_bytes_without_a_header(hub_and_receiver
     assert span["attributes"] == {"gen_ai.usage.input_tokens": 12} and span["end"] - span["start"] == 500_000_000
 
 
+def test_a_gzipped_protobuf_export_without_a_content_encoding_is_read_by_its_magic_bytes(hub_and_receiver):
+    hub, receiver = hub_and_receiver
+    turn = hub.open_turn("a", "agent", 0, 1)
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = bytes.fromhex(turn.trace_id), bytes.fromhex("00f067aa0ba902b7"), "chat"
+    body = gzip.compress(request.SerializeToString())
+    assert body[:2] == b"\x1f\x8b"
+    reply = httpx.post(_endpoint(receiver), content=body, headers={"Content-Type": "application/x-protobuf"})
+    assert reply.status_code == 200 and ExportTraceServiceResponse.FromString(reply.content) == ExportTraceServiceResponse()
+    assert [span["name"] for span in turn.spans] == ["chat"]
+
+
 @pytest.mark.parametrize(("method", "path", "status"), [
     ("GET", "/v1/traces", 405), ("PUT", "/v1/traces", 405), ("POST", "/v1/metrics", 404), ("POST", "/", 404),
     ("POST", "/somewhere/v1/traces", 404), ("GET", "/attempts/abc/v1/traces", 405),

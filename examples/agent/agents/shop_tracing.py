@@ -1,8 +1,9 @@
 """The shop's own OpenTelemetry spans: each turn replayed as a trace that joins assay's (through the turn's
 `traceparent`) and is exported over OTLP/HTTP to the endpoint in `ctx.telemetry`, for the viewer's waterfall.
 
-Optional on purpose: without the OpenTelemetry SDK and its OTLP/HTTP exporter (both in assay's `test`
-extra), `record_turn` does nothing and the shop answers the same; the run then warns that it got no span.
+Optional on purpose: without the OpenTelemetry SDK and its OTLP/HTTP exporter (`pip install 'assay[otel]'`),
+`record_turn` does nothing and the shop answers the same; the run then says, in one warning line, that it
+received no span and that the SDK is missing.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the results viewer shows, as JSON documents: run lists, run pages, unit pages (with a sandbox
-attempt's File Changes), units, compares.
+attempt's File Changes and an agent attempt's waterfall and timing), units, traces, compares.
 
 One function per API endpoint, over a `RunStore`; the live server and the static export both use
 them, so an exported page shows exactly what the live page showed.
@@ -20,7 +20,7 @@ from assay.core.results_store import SqliteRunStore
 from assay.errors import UsageError
 from assay.view.waterfall import timing_view, waterfall_view
 
-__all__ = ["MAX_PAGE", "PAGE_SIZE", "ViewData", "api_key", "sandbox_view"]
+__all__ = ["MAX_PAGE", "PAGE_SIZE", "ViewData", "api_key", "sandbox_view", "trace_summary"]
 
 PAGE_SIZE = 100
 MAX_PAGE = 1000
@@ -107,6 +107,21 @@ def sandbox_view(sandbox: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def trace_summary(unit: UnitResult, waterfall: Mapping[str, Any]) -> dict[str, Any]:
+    """One row of the Traces page: an attempt's spans over all its turns."""
+    turns = waterfall["turns"]
+    counts = {name: sum(turn["counts"][name] for turn in turns) for name in ("model", "tool", "subagent", "other")}
+    windowed = sum(turn["attributed_by_window"] for turn in turns)
+    spans = sum(turn["span_count"] for turn in turns)
+    return {
+        "unit_id": unit.unit_id, "verdict": unit.verdict, "turns": len(turns),
+        "turns_with_spans": sum(1 for turn in turns if turn["span_count"]), "span_count": spans,
+        "counts": counts, "errors": sum(turn["errors"] for turn in turns),
+        "duration_ms": round(sum(turn["duration_ms"] for turn in turns), 3), "dropped": waterfall["dropped"],
+        "attributed_by": "time window" if windowed and windowed == spans else "mixed" if windowed else "traceparent",
+    }
+
+
 def _integer(params: Mapping[str, Any], name: str, default: int, maximum: int) -> int:
     value = params.get(name)
     if value in (None, ""):
@@ -121,6 +136,7 @@ def _integer(params: Mapping[str, Any], name: str, default: int, maximum: int) -
 class ViewData:
     store: SqliteRunStore
     _comparisons: OrderedDict[tuple[str, str], RunComparison] = field(default_factory=OrderedDict)
+    _trace_lists: OrderedDict[str, list[dict[str, Any]]] = field(default_factory=OrderedDict)
 
     # -- runs ------------------------------------------------------------------------------
 
@@ -194,26 +210,36 @@ class ViewData:
         return document
 
     def traces(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """The Traces page: every turn that received spans, for one page of an agent run's attempts."""
+        """The Traces page: a page of the agent run's attempts that received spans, one row each."""
         run_id = self.store.resolve(str(params.get("run") or "latest"))
         kind = self.store.get_run(run_id).manifest.kind
         offset = _integer(params, "offset", 0, 10**9)
         limit = _integer(params, "limit", PAGE_SIZE, MAX_PAGE)
-        if kind != "agent":
-            return {"run_id": run_id, "kind": kind, "traces": [], "total": 0, "offset": offset, "limit": limit}
-        page = self.store.unit_page(run_id, offset=offset, limit=limit)
-        rows = []
-        for unit in page.units:
-            detail = unit.detail if isinstance(unit.detail, Mapping) else {}
-            waterfall = waterfall_view(detail)
-            for turn in (waterfall or {}).get("turns") or ():
-                rows.append({
-                    "unit_id": unit.unit_id, "verdict": unit.verdict, "label": turn["label"], "trace_id": turn["trace_id"],
-                    "span_count": turn["span_count"], "counts": turn["counts"], "errors": turn["errors"],
-                    "duration_ms": turn["duration_ms"], "attributed_by_window": turn["attributed_by_window"],
-                })
-        return {"run_id": run_id, "kind": kind, "traces": rows, "total": page.total, "offset": page.offset,
-                "limit": page.limit}
+        rows = self._traced_attempts(run_id) if kind == "agent" else []
+        return {"run_id": run_id, "kind": kind, "traces": rows[offset : offset + limit], "total": len(rows),
+                "offset": offset, "limit": limit}
+
+    def _traced_attempts(self, run_id: str) -> list[dict[str, Any]]:
+        """Every attempt of a run with spans, summarised (a published run never changes, so once per run)."""
+        found = self._trace_lists.get(run_id)
+        if found is not None:
+            self._trace_lists.move_to_end(run_id)
+            return found
+        rows: list[dict[str, Any]] = []
+        offset = 0
+        while True:
+            page = self.store.unit_page(run_id, offset=offset, limit=MAX_PAGE)
+            for unit in page.units:
+                waterfall = waterfall_view(unit.detail) if isinstance(unit.detail, Mapping) else None
+                if waterfall is not None:
+                    rows.append(trace_summary(unit, waterfall))
+            offset += MAX_PAGE
+            if offset >= page.total or not page.units:
+                break
+        self._trace_lists[run_id] = rows
+        while len(self._trace_lists) > 8:
+            self._trace_lists.popitem(last=False)
+        return rows
 
     def frame_source(self, params: Mapping[str, Any]) -> tuple[str, float]:
         """The recorded video path and time of a video unit; requests never name a file themselves."""

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["FOLD_ABOVE", "span_category", "timing_view", "trace_rows", "waterfall_view"]
+__all__ = ["FOLD_ABOVE", "operations_of", "span_category", "timing_view", "trace_rows", "waterfall_view"]
 
 FOLD_ABOVE = 150
-MODEL_OPERATIONS = frozenset({"chat", "text_completion", "embeddings"})
+MODEL_OPERATIONS = frozenset({"chat", "text_completion", "embeddings", "generate_content"})
 SUBAGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
 TOOL_NAME_KEYS = ("gen_ai.tool.name", "tool_name", "tool.name")
 CALL_ID_KEYS = ("gen_ai.tool.call.id", "call_id", "tool_call_id", "tool.call.id")
@@ -42,25 +42,27 @@ def _call_id(attributes: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _operations(turn: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """The turn's operations by id: what was sent in and what came out (for the tool spans' io)."""
+def operations_of(turns: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """The operations of a session's turns by id: what went in and what came out (for the tool spans'
+    io). Over every turn, since a call paused for a person's approval finishes in a later turn."""
     found: dict[str, dict[str, Any]] = {}
-    for event in (turn or {}).get("events") or ():
-        if not isinstance(event, Mapping):
-            continue
-        operation_id = event.get("operation_id")
-        if not isinstance(operation_id, str):
-            continue
-        entry = found.setdefault(operation_id, {})
-        if event.get("type") == "operation.started":
-            operation = event.get("operation") or {}
-            entry["name"] = operation.get("name")
-            if "input" in operation:
-                entry["input"] = operation.get("input")
-        elif event.get("type") == "operation.finished":
-            entry["status"] = event.get("status")
-            if "output" in event:
-                entry["output"] = event.get("output")
+    for turn in turns:
+        for event in (turn or {}).get("events") or ():
+            if not isinstance(event, Mapping):
+                continue
+            operation_id = event.get("operation_id")
+            if not isinstance(operation_id, str):
+                continue
+            entry = found.setdefault(operation_id, {})
+            if event.get("type") == "operation.started":
+                operation = event.get("operation") or {}
+                entry["name"] = operation.get("name")
+                if "input" in operation:
+                    entry["input"] = operation.get("input")
+            elif event.get("type") == "operation.finished":
+                entry["status"] = event.get("status")
+                if "output" in event:
+                    entry["output"] = event.get("output")
     return found
 
 
@@ -68,8 +70,9 @@ def _ms(nanoseconds: int) -> float:
     return round(nanoseconds / 1e6, 3)
 
 
-def trace_rows(trace: Mapping[str, Any], turn: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """One turn's spans as waterfall rows in tree order (children by start), offsets from the turn's start."""
+def trace_rows(trace: Mapping[str, Any], operations: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """One turn's spans as waterfall rows in tree order (children by start), offsets from the turn's start;
+    `operations` (from `operations_of`) back-fills each tool span's io by its call id."""
     spans = [span for span in trace.get("spans") or () if isinstance(span, Mapping) and span.get("span_id")]
     by_id = {span["span_id"]: span for span in spans}
     children: dict[str, list[Mapping[str, Any]]] = {}
@@ -82,7 +85,7 @@ def trace_rows(trace: Mapping[str, Any], turn: Mapping[str, Any] | None = None) 
             roots.append(span)
     start = min([int(trace.get("start") or 0)] + [int(span.get("start") or 0) for span in spans if span.get("start")])
     end = max([int(trace.get("end") or 0)] + [int(span.get("end") or 0) for span in spans])
-    operations = _operations(turn)
+    operations = operations or {}
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
 
@@ -121,6 +124,9 @@ def trace_rows(trace: Mapping[str, Any], turn: Mapping[str, Any] | None = None) 
 
     for root in sorted(roots, key=lambda item: int(item.get("start") or 0)):
         visit(root, 0)
+    for span in sorted(spans, key=lambda item: int(item.get("start") or 0)):
+        if span["span_id"] not in seen:  # spans whose parents form a cycle: no root reaches them
+            visit(span, 0)
     folded = _fold(rows) if len(rows) > FOLD_ABOVE else 0
     counts = {MODEL: 0, TOOL: 0, SUBAGENT: 0, OTHER: 0}
     for row in rows:
@@ -162,12 +168,13 @@ def waterfall_view(detail: Mapping[str, Any]) -> dict[str, Any] | None:
     document = detail.get("spans")
     if not isinstance(document, Mapping):
         return None
-    turns = {
-        (turn.get("session") or 0, turn.get("turn")): turn
-        for turn in detail.get("turns") or () if isinstance(turn, Mapping)
-    }
+    sessions: dict[int, list[Mapping[str, Any]]] = {}
+    for turn in detail.get("turns") or ():
+        if isinstance(turn, Mapping):
+            sessions.setdefault(turn.get("session") or 0, []).append(turn)
+    operations = {session: operations_of(turns) for session, turns in sessions.items()}
     traces = [
-        trace_rows(trace, turns.get((trace.get("session") or 0, trace.get("turn"))))
+        trace_rows(trace, operations.get(trace.get("session") or 0))
         for trace in document.get("turns") or () if isinstance(trace, Mapping)
     ]
     return {"turns": traces, "dropped": int(document.get("dropped") or 0)}

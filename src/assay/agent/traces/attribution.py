@@ -107,6 +107,7 @@ class TraceHub:
         self._notify = notify or (lambda notice: None)
         self.received = 0
         self.unattributed = 0
+        self.last_closed = 0.0  # time.monotonic() when the latest turn closed (0: none yet)
 
     # -- the run's side ---------------------------------------------------------------------------
     def attempt(self, attempt_id: str) -> str:
@@ -134,9 +135,14 @@ class TraceHub:
             self._open.add(trace)
             return trace
 
+    @property
+    def turns_opened(self) -> int:
+        return len(self._windows)
+
     def close_turn(self, trace: TurnTrace) -> None:
         with self._lock:
             trace.end = time.time_ns()
+            self.last_closed = time.monotonic()
             self._open.discard(trace)
             self._longest = max(self._longest, trace.end - trace.start)
 
@@ -160,6 +166,14 @@ class TraceHub:
                 return None
             attempt.collected = {id(turn): len(turn.spans) for turn in attempt.turns}
             return self._document(attempt)
+
+    def late_attempts(self) -> set[str]:
+        """The attempts that received spans after their `collect`."""
+        with self._lock:
+            return {
+                attempt.attempt_id for attempt in self._attempts.values()
+                if any(len(turn.spans) != attempt.collected.get(id(turn), 0) for turn in attempt.turns)
+            }
 
     def late(self, attempt_id: str) -> dict[str, Any] | None:
         """The attempt's whole spans document again if spans arrived after `collect`; else None."""

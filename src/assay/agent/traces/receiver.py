@@ -12,6 +12,7 @@ import errno
 import ipaddress
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -70,6 +71,7 @@ class TraceReceiver:
         self.requests = 0
         self.in_flight = 0
         self.refused = 0
+        self.last_request = 0.0  # time.monotonic() when the latest export arrived (0: none yet)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -131,6 +133,7 @@ class TraceReceiver:
             return web.Response(status=405, headers={"Allow": "POST"}, text="POST only\n")
         self.requests += 1
         self.in_flight += 1
+        self.last_request = time.monotonic()
         try:
             body = await _read_body(request)
             encoding, message = decode_export(body, request.headers.get("Content-Type"),

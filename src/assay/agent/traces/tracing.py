@@ -9,8 +9,9 @@ verdict or error reads them.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -19,27 +20,49 @@ from assay.agent.traces.attribution import Notice, TraceHub, TurnTrace
 from assay.agent.traces.config import TelemetryConfig
 from assay.agent.traces.receiver import ATTEMPT_PREFIX, TRACES_PATH, TraceReceiver, is_loopback
 
-__all__ = ["ACTIVE", "AttemptTracing", "RunTracing", "telemetry_env"]
+__all__ = ["ACTIVE", "AttemptTracing", "RunTracing", "no_spans_message", "sdk_installed", "telemetry_env"]
 
 ACTIVE: ContextVar[RunTracing | None] = ContextVar("assay_run_tracing", default=None)
-SETTLE_QUIET_S = 0.05  # no export for this long after the last attempt: the late spans are in
-SETTLE_LIMIT_S = 1.0
+BATCH_DELAY_MS = 100  # OTEL_BSP_SCHEDULE_DELAY handed to child processes
+SETTLE_QUIET_S = 0.25  # nothing for this long after the last turn and the last export: the late spans are in
+SETTLE_LIMIT_S = 2.0
 
 
 def telemetry_env(base: str, traceparent: str | None = None) -> dict[str, str]:
     """OTEL_* variables for a child process: the SDK appends /v1/traces to the base endpoint itself.
-    A short batch delay, so an app's last spans are exported before its attempt ends."""
+    A short batch delay, so a batching app exports its last spans soon after its turn (well within
+    the SETTLE_QUIET_S the run waits for them at its end)."""
     env = {
         "OTEL_TRACES_EXPORTER": "otlp",
         "OTEL_EXPORTER_OTLP_ENDPOINT": base,
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": base + TRACES_PATH,
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
-        "OTEL_BSP_SCHEDULE_DELAY": "100",
+        "OTEL_BSP_SCHEDULE_DELAY": str(BATCH_DELAY_MS),
     }
     if traceparent is not None:
         env["TRACEPARENT"] = traceparent
     return env
+
+
+def sdk_installed() -> bool:
+    """Whether this environment has the OpenTelemetry SDK and its OTLP/HTTP exporter (the `otel` extra)."""
+    try:
+        return all(importlib.util.find_spec(name) is not None
+                   for name in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"))
+    except ImportError:  # a parent package that is not there at all
+        return False
+
+
+def no_spans_message(endpoint: str) -> str:
+    """One line for a run that received no span: what is missing, and where the wiring goes."""
+    head = f"no span reached the OTLP trace receiver at {endpoint} in this run, so there is no waterfall: "
+    if not sdk_installed():
+        return head + ("the OpenTelemetry SDK is not installed in this environment (pip install 'assay[otel]'), and an "
+                       "app outside it must export to ctx.telemetry.endpoint and forward ctx.telemetry.headers "
+                       "(docs/agent/traces.md)")
+    return head + ("export the app's spans to ctx.telemetry.endpoint (a child process: OTEL_EXPORTER_OTLP_ENDPOINT in "
+                   "ctx.telemetry.env) and forward ctx.telemetry.headers with each request (docs/agent/traces.md)")
 
 
 class RunTracing:
@@ -92,38 +115,48 @@ class RunTracing:
         return AttemptTracing(self, attempt_id, agent, base)
 
     async def settle(self) -> None:
-        """Wait (briefly) for exports still in flight or just about to arrive, before the records close."""
+        """Wait (briefly) for exports still in flight or about to arrive, before the records close: until
+        nothing has arrived for SETTLE_QUIET_S since the last turn closed and the last export came, which
+        outlasts the batch delay `telemetry_env` gives apps (a batching app exports its last spans after
+        its turn ended), and at most SETTLE_LIMIT_S."""
         receiver = self.receiver
         if receiver is None:
             return
         deadline = time.monotonic() + SETTLE_LIMIT_S
-        seen = receiver.requests
-        quiet_since = time.monotonic()
         while time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-            if receiver.in_flight or receiver.requests != seen:
-                seen = receiver.requests
-                quiet_since = time.monotonic()
-            elif time.monotonic() - quiet_since >= SETTLE_QUIET_S:
+            latest = max(receiver.last_request, self.hub.last_closed)
+            if not receiver.in_flight and time.monotonic() - latest >= SETTLE_QUIET_S:
                 return
+            await asyncio.sleep(0.01)
 
-    def add_late_spans(self, results: Iterable[Any]) -> None:
-        """Spans that arrived after their attempt was sealed go into its record (not the journal's copy)."""
-        for result in results:
+    def add_late_spans(self, results: Sequence[Any]) -> None:
+        """Spans that arrived after their attempt was sealed go into its record (not the journal's copy).
+
+        A journaled run reads its attempts back from its unit spool (each read is a fresh copy), so
+        an attempt that gained spans is written to the spool again, in its slot."""
+        late = self.hub.late_attempts()
+        if not late:
+            return
+        spool = getattr(results, "_spool", None)
+        for position, result in enumerate(results):
+            if result.attempt_id not in late:
+                continue
             document = self.hub.late(result.attempt_id)
-            if document is not None:
-                result.spans = document
+            if document is None:
+                continue
+            result.spans = document
+            if spool is not None:
+                from assay.agent.units import agent_unit
 
-    def finish(self, results: Iterable[Any]) -> None:
+                spool.add(position, agent_unit(result))
+
+    def finish(self, results: Sequence[Any]) -> None:
         self.add_late_spans(results)
         hub = self.hub
         if hub.received == 0:
-            self._warn(
-                "telemetry-no-spans",
-                f"the OTLP trace receiver at {self.base}{TRACES_PATH} received no span in this run: point the "
-                "app's exporter at ctx.telemetry.env (OTEL_EXPORTER_OTLP_ENDPOINT) and forward "
-                "ctx.telemetry.headers with each request; the waterfall stays empty until then",
-            )
+            # A run that sent no turn (every slot carried, skipped or never dispatched) expected no span.
+            if hub.turns_opened:
+                self._warn("telemetry-no-spans", no_spans_message(self.base + TRACES_PATH))
         elif hub.unattributed:
             self._warn(
                 "telemetry-unattributed",

@@ -229,7 +229,7 @@ async function renderRun(runId, params) {
       el("div", { class: "stat" }, el("b", {}, run.unit_count), "units"),
       run.cost_usd !== null && run.cost_usd !== undefined ? el("div", { class: "stat" }, el("b", {}, `$${run.cost_usd.toFixed(4)}`), "cost") : null,
       run.duration_seconds !== null && run.duration_seconds !== undefined ? el("div", { class: "stat" }, el("b", {}, `${run.duration_seconds.toFixed(2)}s`), "duration") : null),
-    run.kind === "agent" ? el("p", {}, el("a", { id: "traces-link", href: `#/traces/${encodeURIComponent(run.run_id)}` }, "Traces (the app's spans, per turn)")) : null,
+    run.kind === "agent" ? el("p", {}, el("a", { id: "traces-link", href: `#/traces/${encodeURIComponent(run.run_id)}` }, "Traces (the attempts whose app sent spans)")) : null,
     el("h2", {}, "Gates"), gates,
     el("h2", {}, run.kind === "video" ? "Per target" : run.kind === "agent" ? "Per eval" : "Per case"), groups,
     run.groups_total > run.groups.length ? el("p", { class: "muted" }, `${run.groups.length} of ${run.groups_total} groups shown`) : null,
@@ -448,7 +448,7 @@ function docDetail(unit) {
   return parts;
 }
 
-async function renderUnit(runId, unitId) {
+async function renderUnit(runId, unitId, params) {
   const unit = await api("unit", { run: runId, unit: unitId });
   crumbs(el("a", { href: "#/" }, "runs"), el("a", { href: runLink(unit.run_id) }, unit.run_id), unit.unit_id);
   const kindParts = unit.kind === "video" ? videoDetail(unit) : unit.kind === "agent" ? agentDetail(unit) : docDetail(unit);
@@ -464,32 +464,37 @@ async function renderUnit(runId, unitId) {
       el("div", { class: "panel" }, el("h2", {}, "Usage and cost"), keyValueTable({ ...(unit.usage || {}), cost_usd: unit.cost_usd, duration_seconds: unit.duration_seconds })),
       el("div", { class: "panel" }, el("h2", {}, "Artifacts"), keyValueTable(unit.artifacts || {}))),
   );
+  // From the Traces page: straight to the waterfall.
+  const target = params && params.at ? document.getElementById(params.at) : null;
+  if (target) target.scrollIntoView();
 }
 
 // ---------------------------------------------------------------------------------------------
-// Traces: every turn of an agent run that received spans, a page of attempts at a time
+// Traces: the attempts of an agent run that received spans, a page at a time; each links to its waterfall
 
 async function renderTraces(runId, params) {
   const offset = Number(params.offset || 0);
   const page = await api("traces", { run: runId, offset: String(offset), limit: String(PAGE) });
   crumbs(el("a", { href: "#/" }, "runs"), el("a", { href: runLink(page.run_id) }, page.run_id), "traces");
-  const rows = page.traces.map((trace) => el("tr", { "data-trace": trace.trace_id },
-    el("td", { class: "mono" }, el("a", { href: unitLink(page.run_id, trace.unit_id) }, trace.unit_id)),
-    el("td", {}, verdictBadge(trace.verdict)), el("td", {}, trace.label), el("td", { class: "mono" }, trace.trace_id),
+  const rows = page.traces.map((trace) => el("tr", { "data-unit": trace.unit_id },
+    el("td", { class: "mono" }, el("a", { href: unitLink(page.run_id, trace.unit_id) + "?at=waterfall" }, trace.unit_id)),
+    el("td", {}, verdictBadge(trace.verdict)),
+    el("td", { class: "num" }, trace.turns_with_spans === trace.turns ? trace.turns : `${trace.turns_with_spans} of ${trace.turns}`),
     el("td", { class: "num" }, trace.span_count), el("td", { class: "num" }, trace.counts.model), el("td", { class: "num" }, trace.counts.tool),
-    el("td", { class: `num ${trace.errors ? "error" : ""}` }, trace.errors), el("td", { class: "num" }, milliseconds(trace.duration_ms)),
-    el("td", {}, trace.attributed_by_window ? "time window" : "traceparent")));
+    el("td", { class: `num ${trace.errors ? "error" : ""}`, "data-errors": String(trace.errors) }, trace.errors),
+    el("td", { class: "num" }, milliseconds(trace.duration_ms)),
+    el("td", {}, trace.attributed_by + (trace.dropped ? ` · ${trace.dropped} dropped` : ""))));
   const last = Math.min(offset + PAGE, page.total);
   const navigate = (to) => go(["traces", page.run_id], { offset: String(to) });
   show(
     el("h1", {}, `Traces of ${page.run_id}`),
     page.kind !== "agent" ? el("p", { class: "muted" }, "Only agent runs have traces.") : null,
     rows.length
-      ? el("table", { id: "traces-table" }, el("thead", {}, el("tr", {}, ["attempt", "verdict", "turn", "trace", "spans", "model calls", "tools", "errors", "duration", "attributed by"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
-      : el("p", { class: "muted", id: "traces-table" }, "No spans were received for these attempts."),
+      ? el("table", { id: "traces-table" }, el("thead", {}, el("tr", {}, ["attempt", "verdict", "turns", "spans", "model calls", "tools", "errors", "duration", "attributed by"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
+      : el("p", { class: "muted", id: "traces-table" }, "No attempt of this run received spans (see docs/agent/traces.md)."),
     el("div", { class: "pager" },
       el("button", { disabled: offset === 0, onclick: () => navigate(Math.max(0, offset - PAGE)) }, "← previous"),
-      el("span", {}, page.total ? `attempts ${offset + 1}–${last} of ${page.total}` : "no attempts"),
+      el("span", { id: "traces-status" }, page.total ? `${offset + 1}–${last} of ${page.total} traced attempt(s)` : "no traced attempts"),
       el("button", { disabled: last >= page.total, onclick: () => navigate(offset + PAGE) }, "next →")),
   );
 }
@@ -543,7 +548,7 @@ async function route() {
   const { parts, params } = parseHash();
   try {
     if (parts[0] === "run" && parts[1]) await renderRun(parts[1], params);
-    else if (parts[0] === "unit" && parts[2]) await renderUnit(parts[1], parts.slice(2).join("/"));
+    else if (parts[0] === "unit" && parts[2]) await renderUnit(parts[1], parts.slice(2).join("/"), params);
     else if (parts[0] === "compare" && parts[2]) await renderCompare(parts[1], parts[2], params);
     else if (parts[0] === "traces" && parts[1]) await renderTraces(parts[1], params);
     else await renderRuns(params);

@@ -1,0 +1,145 @@
+"""`[tool.assay.telemetry]` and `--telemetry-host`: the keys and their errors, a fixed port that is taken,
+a receiver exposed beyond loopback (one warning), and a run that sends no turn (no warning)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from assay.agent.api import run
+from assay.agent.traces.config import TelemetryConfig, load_telemetry_config
+from assay.errors import ConfigError
+from traced_projects import Collected, write_project
+
+
+def _config(tmp_path, table, bind=None):
+    (tmp_path / "pyproject.toml").write_text(table, encoding="utf-8")
+    return load_telemetry_config(tmp_path, bind)
+
+
+def test_the_table_turns_the_receiver_on_and_each_key_has_its_default(tmp_path):
+    assert _config(tmp_path, "[tool.assay]\n") is None
+    assert _config(tmp_path, "[tool.assay.telemetry]\n") == TelemetryConfig("127.0.0.1", 0, None, "run")
+    assert _config(tmp_path, "[tool.assay.telemetry]\nenabled = false\n") is None
+    assert _config(tmp_path, "[tool.assay.telemetry]\nenabled = false\n", bind="0.0.0.0").bind == "0.0.0.0"
+    assert _config(tmp_path, "[tool.assay]\n", bind="0.0.0.0") == TelemetryConfig("0.0.0.0", 0, None, "run")
+    fixed = _config(tmp_path, '[tool.assay.telemetry]\nport = 4318\nhost = "otel.tunnel.example"\n')
+    assert (fixed.port, fixed.advertised_host) == (4318, "otel.tunnel.example")
+    assert TelemetryConfig(bind="0.0.0.0").advertised_host == "127.0.0.1"  # apps are told loopback unless host says
+    assert TelemetryConfig(bind="::1").advertised_host == "[::1]"
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ("colour = 'red'", "unknown key 'colour'"),
+    ("enabled = 'yes'", "enabled must be true or false"),
+    ("port = 70000", "port must be an integer in 0..65535"),
+    ("port = true", "port must be an integer"),
+    ("host = ''", "host must be a non-empty string"),
+    ("scope = 'turn'", "scope must be one of run, attempt"),
+    ("port = 4318\nscope = 'attempt'", 'use scope = "run"'),
+])
+def test_a_bad_key_is_a_config_error_naming_it(tmp_path, table, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        _config(tmp_path, "[tool.assay.telemetry]\n" + table + "\n")
+
+
+SENDER = """
+    from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message
+
+    async def send(turn_input, ctx):
+        return Turn([message("ok")])
+
+    quiet = Experiment(agent=define_agent(name="quiet", send=send, evidence_coverage=complete_evidence_coverage))
+"""
+
+
+def test_a_fixed_port_that_is_taken_stops_the_run_before_any_attempt(tmp_path):
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        project = write_project(tmp_path / "project", {
+            "pyproject.toml": f"[tool.assay.telemetry]\nport = {taken.getsockname()[1]}\n",
+            "experiments/quiet.py": SENDER,
+            "evals/one_eval.py": """
+                from assay.agent import define_eval
+
+                @define_eval()
+                async def test(t):
+                    await t.send("a")
+            """,
+        })
+        results = run(project, record=False)
+    finally:
+        taken.close()
+    assert results.exit_code == 2 and "the port is in use" in results.error and results.attempts == ()
+
+
+def test_a_run_that_sends_no_turn_expects_no_span_and_says_nothing(tmp_path):
+    project = write_project(tmp_path / "project", {
+        "pyproject.toml": "[tool.assay.telemetry]\n",
+        "experiments/quiet.py": SENDER,
+        "evals/none_eval.py": """
+            from assay.agent import define_eval
+
+            @define_eval()
+            async def test(t):
+                t.skip("nothing to ask today")
+        """,
+    })
+    collected = Collected()
+    results = run(project, reporters=[collected], record=False)
+    assert results.exit_code == 0 and collected.codes() == []
+
+
+def test_telemetry_host_binds_there_warns_once_and_still_tells_apps_loopback(tmp_path):
+    # The agent posts an OTLP JSON export itself, to whatever endpoint it is told.
+    project = write_project(tmp_path / "project", {
+        "pyproject.toml": "[tool.assay]\n",
+        "experiments/poster.py": """
+            import httpx
+
+            from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message
+
+            async def send(turn_input, ctx):
+                _, trace_id, parent, _ = ctx.telemetry.traceparent.split("-")
+                span = {"traceId": trace_id, "spanId": "00f067aa0ba902b7", "parentSpanId": parent, "name": "chat",
+                        "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+                        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]}
+                async with httpx.AsyncClient() as client:
+                    reply = await client.post(ctx.telemetry.endpoint,
+                                              json={"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+                assert reply.status_code == 200 and reply.json() == {}
+                return Turn([message(ctx.telemetry.endpoint)])
+
+            poster = Experiment(agent=define_agent(name="poster", send=send, evidence_coverage=complete_evidence_coverage))
+        """,
+        "evals/one_eval.py": """
+            from assay.agent import define_eval
+
+            @define_eval()
+            async def test(t):
+                await t.send("a")
+        """,
+    })
+    env = {**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")}
+    done = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project),
+                           "--telemetry-host", "0.0.0.0"], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    warnings = [line for line in output.splitlines() if line.startswith("warning")]
+    assert len(warnings) == 1 and warnings[0].startswith("warning [telemetry-exposed]: the OTLP trace receiver listens on 0.0.0.0:")
+    assert "without authentication" in warnings[0]
+    shown = subprocess.run([sys.executable, "-m", "assay", "agent", "show", "--json", "--project", str(project)],
+                           capture_output=True, text=True, env=env, timeout=60, check=False)
+    [attempt] = json.loads(shown.stdout)["attempts"]
+    told = attempt["turns"][0]["events"][0]["text"]
+    assert told.startswith("http://127.0.0.1:") and told.endswith("/v1/traces")
+    [turn] = attempt["spans"]["turns"]
+    assert [span["name"] for span in turn["spans"]] == ["chat"]
