@@ -11,6 +11,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -160,6 +161,8 @@ class RunBundle:
     clock: Clock = utc_now
     node_version: str | None = None
     written: list[str] = field(default_factory=list)
+    # When this run took the folder over, on the clock file times use (`clock` may be a test's).
+    opened_at: float = field(default_factory=time.time)
 
     def path(self, relative: str, label: str = "result artifact") -> Path:
         return self.suite.resolver.resolve_result_artifact(self.run_dir, relative, label)
@@ -221,6 +224,10 @@ class RunBundle:
         """Validate against the v2 schema and write `manifest.json`: the last file of a run."""
         self.suite.schemas.validate(MANIFEST_SCHEMA, manifest, "result manifest")
         target = self.run_dir / MANIFEST_FILE
+        # A finished bundle holds no temporary files. One made before this run took the folder over
+        # is not this run's, and a write lasts milliseconds: it is what a killed run of the same id
+        # left, however recently (a re-run at once would otherwise seal it in for good).
+        _remove_temporaries_made_before(self.run_dir, self.opened_at)
         write_atomically(target, dump_json(manifest))
         return target
 
@@ -244,8 +251,9 @@ def open_run(suite: DocSuite, run_id: str, *, clock: Clock = utc_now, node_versi
 def remove_stale_bundle_temporaries(results_root: Path) -> None:
     """Temporary files killed runs left in unfinished bundles (no manifest) under `results_root`.
 
-    Only unfinished bundles can hold them: the manifest is the last file a run writes, and a
-    re-run removes it before writing again. Links are not followed out of the results root.
+    Only unfinished bundles can hold them: the manifest is the last file a run writes, a re-run
+    removes it before writing again, and a run that finishes a bundle first removes what killed
+    runs of the same id left in it. Links are not followed out of the results root.
     """
     try:
         with os.scandir(results_root) as listing:
@@ -257,6 +265,13 @@ def remove_stale_bundle_temporaries(results_root: Path) -> None:
             continue
         for folder, _subfolders, _files in os.walk(bundle):  # os.walk does not descend into links
             remove_stale_temporary_files(Path(folder))
+
+
+def _remove_temporaries_made_before(bundle: Path, moment: float) -> None:
+    """The `write_atomically` temporaries in `bundle` (links not followed) last changed before `moment`."""
+    age = max(0.0, time.time() - moment)
+    for folder, _subfolders, _files in os.walk(bundle):
+        remove_stale_temporary_files(Path(folder), older_than_s=age)
 
 
 def normalize_legacy_manifest(manifest: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
