@@ -165,3 +165,43 @@ def test_resuming_a_checkpoint_removes_its_stale_temporaries(tmp_path: Path) -> 
 def age_write(path: Path) -> Path:
     path.write_text("{")
     return age(path, STALE_TEMPORARY_AGE_S + 5)
+
+
+def test_writing_a_report_removes_what_a_killed_write_of_the_same_report_left(tmp_path: Path) -> None:
+    """`--output-json` and `--junit` targets sit in folders no other cleanup visits (often the
+    repository root), so each report write clears its own stale temporaries, and only those."""
+    from assay.core.report.junit import write_junit
+    from assay.video.report import write_json_report
+
+    for target, write in ((tmp_path / "report.json", lambda: write_json_report(str(tmp_path / "report.json"), {"a": 1})),
+                          (tmp_path / "junit.xml", lambda: write_junit(tmp_path / "junit.xml", []))):
+        stale = tmp_path / f".{target.name}.0123456789ab.tmp"
+        stale.write_text("half")
+        age(stale, STALE_TEMPORARY_AGE_S + 5)
+        fresh = tmp_path / f".{target.name}.ba9876543210.tmp"
+        fresh.write_text("a write in progress")
+        other = tmp_path / ".other.json.0123456789ab.tmp"
+        other.write_text("someone else's")
+        age(other, STALE_TEMPORARY_AGE_S + 5)
+        write()
+        assert target.is_file() and not stale.exists()
+        assert fresh.exists() and other.exists()
+
+
+def test_a_seed_with_nothing_to_seed_still_clears_what_a_killed_seed_left(tmp_path: Path) -> None:
+    from assay.core.journal import remove_checkpoint_leftovers
+
+    eval_dir = tmp_path / "eval"
+    killed = new_checkpoint(eval_dir, "seed")
+    killed.release()
+    leftover = killed.path / ".manifest.json.0123456789ab.tmp"
+    leftover.write_text("{")
+    age(leftover, STALE_TEMPORARY_AGE_S + 5)
+    run_leftover = new_checkpoint(eval_dir, "run")
+    run_leftover.release()
+    other_kind = run_leftover.path / ".manifest.json.0123456789ab.tmp"
+    other_kind.write_text("{")
+    age(other_kind, STALE_TEMPORARY_AGE_S + 5)
+    remove_checkpoint_leftovers(eval_dir, "seed")
+    assert not leftover.exists() and other_kind.exists()  # only the command's own kind is touched
+    remove_checkpoint_leftovers(tmp_path / "no-such-eval", "seed")  # nothing there: nothing to do

@@ -424,6 +424,31 @@ def test_nothing_to_seed_exits_0_without_adapter_or_checkpoint(tmp_path: Path, v
     assert not (eval_dir / "runs").exists()
 
 
+def test_nothing_to_seed_still_removes_what_a_killed_seed_left(tmp_path: Path, video_file: Path) -> None:
+    """A seed killed while sealing leaves a temporary manifest; the next seed of a fully seeded
+    eval creates no checkpoint, so it must clear the leftover itself."""
+    import os
+    import time
+
+    case = """
+    video: clip.mp4
+    targets:
+      light:
+        samples:
+          - at: 1
+            expect: red
+    """
+    eval_dir = make_eval(tmp_path, video_file, {"door": case})
+    killed = eval_dir / "runs" / "checkpoints" / "seed-20261201T000000Z-0123abcd"
+    killed.mkdir(parents=True)
+    leftover = killed / ".manifest.json.0123456789ab.tmp"
+    leftover.write_text("{")
+    past = time.time() - 120
+    os.utime(leftover, (past, past))
+    assert seed(eval_dir).exit_code == 0
+    assert not leftover.exists()
+
+
 def test_ignored_drafts_are_neither_seeded_nor_counted(tmp_path: Path, video_file: Path) -> None:
     case = """
     video: clip.mp4

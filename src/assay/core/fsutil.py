@@ -27,6 +27,7 @@ __all__ = [
     "fsync_directory",
     "is_contained",
     "make_directories_under",
+    "remove_stale_temporaries_of",
     "remove_stale_temporary_files",
     "remove_stale_temporary_files_beside",
     "sha256_file",
@@ -201,6 +202,34 @@ def remove_stale_temporary_files(directory: Path, *, older_than_s: float = STALE
             try:
                 status = entry.stat(follow_symlinks=False)
                 if not stat.S_ISREG(status.st_mode) or now - status.st_mtime < older_than_s:
+                    continue
+                os.unlink(entry.path)
+            except OSError:
+                continue
+            removed.append(Path(entry.path))
+    return removed
+
+
+def remove_stale_temporaries_of(path: Path) -> list[Path]:
+    """The stale `write_atomically` temporaries of one target (`.<name>.<hex>.tmp` beside it): what a
+    write to the same report, killed part-way, left. For targets rewritten by every run (a JSON or
+    JUnit report), whose folders no other cleanup visits."""
+    path = Path(path)
+    prefix = f".{path.name}."
+    removed: list[Path] = []
+    now = time.time()
+    try:
+        entries = os.scandir(path.parent)
+    except OSError:
+        return removed
+    with entries:
+        for entry in entries:
+            name = entry.name
+            if not name.startswith(prefix) or len(name) != len(prefix) + 16 or not _TEMPORARY_NAME.fullmatch(name):
+                continue
+            try:
+                status = entry.stat(follow_symlinks=False)
+                if not stat.S_ISREG(status.st_mode) or now - status.st_mtime < STALE_TEMPORARY_AGE_S:
                     continue
                 os.unlink(entry.path)
             except OSError:

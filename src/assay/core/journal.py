@@ -25,6 +25,7 @@ from assay.core.file_lock import HeldLock, LockFile, LockHeld
 from assay.core.fsutil import (
     STALE_TEMPORARY_AGE_S,
     fsync_directory,
+    is_contained,
     make_directories_under,
     remove_stale_temporary_files,
     write_atomically,
@@ -280,6 +281,15 @@ def _new_checkpoint_directory(root: Path, kind: str, now: datetime) -> tuple[str
         fsync_directory(root)
         return checkpoint_id, directory
     raise CheckpointError(f"could not create a checkpoint directory in {root}")
+
+
+def remove_checkpoint_leftovers(eval_dir: Path, kind: str) -> None:
+    """`_remove_leftovers` for a command that ends without creating a checkpoint (a seed with
+    nothing to seed), so what a killed run of it left does not wait for one that does."""
+    eval_dir = Path(os.path.abspath(eval_dir))
+    root = checkpoints_root(eval_dir)
+    if root.is_dir() and is_contained(eval_dir, root):
+        _remove_leftovers(root, kind)
 
 
 def _remove_leftovers(root: Path, kind: str) -> None:

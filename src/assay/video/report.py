@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from assay.core.fsutil import write_atomically
+from assay.core.fsutil import remove_stale_temporaries_of, write_atomically
 from assay.core.gates import pass_rate
 from assay.core.format import format_duration, format_latency, format_rate, short_repr
 from assay.video.model import SampleResult
@@ -290,4 +290,5 @@ def write_json_report(path: str, report: dict[str, Any]) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(report, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+    remove_stale_temporaries_of(target)  # what a run killed while writing this report left beside it
     write_atomically(target, text)

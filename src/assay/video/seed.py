@@ -27,6 +27,7 @@ from assay.core.journal import (
     ensure_plan_unchanged,
     ensure_results_within_plan,
     format_resume_command,
+    remove_checkpoint_leftovers,
 )
 from assay.errors import (
     EXIT_ERROR,
@@ -558,6 +559,7 @@ class _SeedRun:
         selected = _select(directory, self.options.replace)
         preserved = _preserved_count(directory, self.options.replace)
         if not selected and resume is None:
+            remove_checkpoint_leftovers(directory.path, SEED_KIND)
             self.emit(f"Seed: {directory.path}")
             self.emit(f"Nothing to seed; {preserved} existing expectations were preserved.")
             return EXIT_OK

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from assay.core.fsutil import write_atomically
+from assay.core.fsutil import remove_stale_temporaries_of, write_atomically
 from assay.core.record import UnitResult
 from assay.errors import EXIT_ERROR
 
@@ -105,6 +105,7 @@ def _write_report(path: Path, text: str) -> None:
     path = Path(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries_of(path)  # what a run killed while writing this report left beside it
     write_atomically(path, text)
 
 
