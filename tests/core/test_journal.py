@@ -548,3 +548,21 @@ def test_records_reported_durable_survive_sigkill_at_random_points(tmp_path: Pat
         assert all(isinstance(record, JournalRecord) for record in recorded.values())
     assert len(durable) > 30
 
+
+
+def test_only_glasskit_checkpoint_kinds_sort_their_journal_lines(tmp_path: Path) -> None:
+    """GlassKit's run and seed journals are canonical (sorted keys); an agent attempt's transcript
+    is written in its own key order, which is a third cheaper to encode and reads back the same."""
+    lines = {}
+    for kind in ("run", "seed", "agent"):
+        checkpoint = Checkpoint.create(tmp_path / kind, kind, plan_hash="a" * 64, total=1, invocation={})
+        checkpoint.journal.append("r", "k", {"z": 1, "a": {"y": 2, "b": 3}})
+        checkpoint.release()
+        lines[kind] = (checkpoint.path / "events.jsonl").read_text(encoding="ascii")
+        resumed = Checkpoint.resume(checkpoint.path, checkpoint.manifest)
+        resumed.journal.append("r", "k2", {"z": 1, "a": 0})
+        assert resumed.journal.records()["k"].payload == {"z": 1, "a": {"y": 2, "b": 3}}
+        resumed.release()
+        lines[kind] = (checkpoint.path / "events.jsonl").read_text(encoding="ascii")
+    assert lines["run"].count('"payload":{"a":') == 2 and lines["seed"].count('"payload":{"a":') == 2
+    assert lines["agent"].count('"payload":{"z":') == 2 and '{"y":2,"b":3}' in lines["agent"]

@@ -87,6 +87,17 @@ def _encode_line(record: JournalRecord) -> bytes:
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii") + b"\n"
 
 
+def _encode_line_unsorted(record: JournalRecord) -> bytes:
+    """The same line with the payload's keys as given: sorting a transcript's every object costs
+    more than the rest of encoding it, and only GlassKit's own checkpoints promise sorted keys."""
+    document = {"key": record.key, "payload": record.payload, "recorded_at": record.recorded_at, "type": record.type}
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=True).encode("ascii") + b"\n"
+
+
+# GlassKit's checkpoint kinds (spec/video.md §14.4): their journals keep its canonical, sorted lines.
+CANONICAL_KINDS = frozenset({"run", "seed"})
+
+
 def _corrupt(line_number: int, detail: str) -> CheckpointError:
     return CheckpointError(f"checkpoint event log is corrupt at line {line_number}: {detail}")
 
@@ -142,14 +153,16 @@ class Journal:
     covers its own line (and any written before it).
     """
 
-    def __init__(self, path: Path, fd: int) -> None:
+    def __init__(self, path: Path, fd: int, *, canonical: bool = True) -> None:
         self.path = path
         self._fd = fd
         self._write_lock = threading.Lock()
+        self._encode = _encode_line if canonical else _encode_line_unsorted
 
     @classmethod
-    def open(cls, path: Path) -> Journal:
-        """Open (creating with mode 0600 if missing) and truncate a torn last line."""
+    def open(cls, path: Path, *, canonical: bool = True) -> Journal:
+        """Open (creating with mode 0600 if missing) and truncate a torn last line; `canonical`
+        lines have sorted keys (GlassKit's format), others keep the payload's own order."""
         path = Path(path)
         flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
         try:
@@ -169,7 +182,7 @@ class Journal:
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, fd)
+        return cls(path, fd, canonical=canonical)
 
     def __enter__(self) -> Journal:
         return self
@@ -196,7 +209,8 @@ class Journal:
         records = [JournalRecord(type, key, dict(payload), recorded_at) for type, key, payload in entries]
         if not records:
             return []
-        data = b"".join(_encode_line(record) for record in records)
+        encode = self._encode
+        data = b"".join(encode(record) for record in records)
         if self._fd < 0:
             raise CheckpointError(f"checkpoint event log is closed: {self.path}")
         with self._write_lock:
@@ -372,7 +386,7 @@ class Checkpoint:
         try:
             lock = _acquire_lock(directory, token)
             _write_manifest(directory, manifest)
-            journal = Journal.open(directory / JOURNAL_FILE_NAME)
+            journal = Journal.open(directory / JOURNAL_FILE_NAME, canonical=kind in CANONICAL_KINDS)
         except BaseException as error:
             # Nobody knows this id yet, so a half-made directory is only litter.
             shutil.rmtree(directory, ignore_errors=True)
@@ -389,7 +403,7 @@ class Checkpoint:
         lock = _acquire_lock(path, token)
         try:
             remove_stale_temporary_files(path)  # an earlier manifest update that was killed
-            journal = Journal.open(path / JOURNAL_FILE_NAME)
+            journal = Journal.open(path / JOURNAL_FILE_NAME, canonical=manifest.get("kind") in CANONICAL_KINDS)
         except BaseException:
             lock.release()
             raise
