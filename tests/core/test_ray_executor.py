@@ -168,7 +168,8 @@ def test_agent_run_on_ray_equals_the_local_run(tmp_path, ray_cluster):
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".assay", "__pycache__"))
     local = invoke("agent", "run", "--project", project, "--attempts", "2")
     local_units = _agent_units()
-    on_ray = invoke("agent", "run", "--project", project, "--attempts", "2", "--executor", "ray")
+    # --rerun all: otherwise the second invocation carries every attempt of the first instead of running it.
+    on_ray = invoke("agent", "run", "--project", project, "--attempts", "2", "--executor", "ray", "--rerun", "all")
     assert on_ray.exit_code == local.exit_code == 1, on_ray.output
     assert _agent_units() == local_units
     assert "14/16" in on_ray.output and "14/16" in local.output

@@ -313,12 +313,15 @@ class FakeOpenAIServer:
         self._thread.join(timeout=5)
 
     def _next_reply(self, request: RecordedRequest) -> Reply:
+        # The model list answers a judge preflight's probe; it never takes a scripted reply from the queue.
+        if request.method == "GET" and request.path.rstrip("/").endswith("/models"):
+            with self._lock:
+                self.requests.append(request)
+            return json_body({"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "fake"}]})
         with self._lock:
             self.requests.append(request)
             if self._queue:
                 return self._queue.popleft()
-        if request.method == "GET" and request.path.rstrip("/").endswith("/models"):
-            return json_body({"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "fake"}]})
         if self.responder is not None:
             return self.responder(request)
         return error_reply(500, "fake server has no scripted reply for this request")

@@ -1,8 +1,8 @@
 """Running agent evals from Python: a project as the CLI runs it, or evals and experiments built in code.
 
 `run(...)` / `await run_async(...)` go through the same run pipeline as `assay agent run` (journal,
-results store, exit code) and return typed results; `run_evals(...)` runs definitions made in code,
-with nothing written anywhere. The CLI is a thin user of `run`.
+results store, carry, exit code) and return typed results; `plan(...)` is `--dry`; `run_evals(...)`
+runs definitions made in code, with nothing written or carried. The CLI is a thin user of `run`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from assay.agent.record import AttemptResult
 
-__all__ = ["AgentResults", "run", "run_async", "run_evals"]
+__all__ = ["AgentResults", "plan", "run", "run_async", "run_evals"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,10 @@ class AgentResults:
     def failures(self) -> list[AttemptResult]:
         """Attempts that failed or errored, with their `failing` assertions and `error`."""
         return [attempt for attempt in self.attempts if attempt.verdict in ("failed", "errored")]
+
+    def carried(self) -> list[AttemptResult]:
+        """Slots that adopted a published attempt of an earlier run (`carried_from` names it)."""
+        return [attempt for attempt in self.attempts if getattr(attempt, "carried_from", None) is not None]
 
     def attempt(self, eval_id: str, experiment_id: str | None = None, attempt: int = 1) -> AttemptResult:
         """One attempt by eval id (and experiment, when several ran it), numbered from 1."""
@@ -78,18 +82,21 @@ def run(
     project: str | Path = ".", experiment: str | None = None, evals: Sequence[str] = (), *,
     tags: Sequence[str] = (), attempts: int | None = None, concurrency: int | None = None,
     timeout: float | None = None, budget: float | None = None, journal: bool = True, record: bool = True,
-    console: bool = False, reporters: Sequence[Any] | None = None,
+    console: bool = False, reporters: Sequence[Any] | None = None, rerun: str | None = None,
+    early_exit: bool | None = None,
 ) -> AgentResults:
     """Run a project's evals as `assay agent run` does and return the results (never raises for a
     failing eval or a user error: look at `exit_code` and `error`).
 
-    `journal=False` keeps no checkpoint (nothing to resume); `record=False` keeps the run out of the
-    results store; `console=True` prints what the CLI prints; `reporters` are your own run-event
-    reporters (see `assay.core.run_events`)."""
+    Published attempts whose execution identity is unchanged are carried, as on the command line:
+    `rerun="failed"` carries only passed ones, `rerun="all"` none. `journal=False` keeps no checkpoint
+    (nothing to resume); `record=False` keeps the run out of the results store; `console=True` prints
+    what the CLI prints; `reporters` are your own run-event reporters (see `assay.core.run_events`)."""
     from assay.core import pipeline
 
     request = _request(project, experiment, evals, tags=tuple(tags), attempts=attempts, concurrency=concurrency,
-                       timeout=timeout, budget=budget, journal=journal, record=record)
+                       timeout=timeout, budget=budget, journal=journal, record=record, rerun=rerun,
+                       early_exit=early_exit)
     chosen = None if console else list(reporters or ())
     return _from_result(pipeline.run("agent", request, reporters=chosen))
 
@@ -98,14 +105,29 @@ async def run_async(
     project: str | Path = ".", experiment: str | None = None, evals: Sequence[str] = (), *,
     tags: Sequence[str] = (), attempts: int | None = None, concurrency: int | None = None,
     timeout: float | None = None, budget: float | None = None, journal: bool = True, record: bool = True,
-    reporters: Sequence[Any] | None = None,
+    reporters: Sequence[Any] | None = None, rerun: str | None = None, early_exit: bool | None = None,
 ) -> AgentResults:
     """`run` inside your own event loop (Ctrl-C is then yours to handle: cancel the task)."""
     from assay.core import pipeline
 
     request = _request(project, experiment, evals, tags=tuple(tags), attempts=attempts, concurrency=concurrency,
-                       timeout=timeout, budget=budget, journal=journal, record=record, sigint=False)
+                       timeout=timeout, budget=budget, journal=journal, record=record, sigint=False, rerun=rerun,
+                       early_exit=early_exit)
     return _from_result(await pipeline.run_async("agent", request, reporters=list(reporters or ())))
+
+
+def plan(
+    project: str | Path = ".", experiment: str | None = None, evals: Sequence[str] = (), *,
+    tags: Sequence[str] = (), attempts: int | None = None, timeout: float | None = None, rerun: str | None = None,
+    early_exit: bool | None = None, shard: str | None = None,
+) -> Any:
+    """`assay agent run --dry`: every slot's decision (carry, execute or not dispatched, with the
+    reason), nothing run or written. `.lines()` is what the command prints, `.document()` its JSON;
+    `.carry.decisions` holds one `SlotDecision` per slot of `.plan`. Raises for a user error."""
+    from assay.agent.run_kind import dry_run
+
+    return dry_run(_request(project, experiment, evals, tags=tuple(tags), attempts=attempts, timeout=timeout,
+                            rerun=rerun, early_exit=early_exit, shard=shard))
 
 
 def run_evals(

@@ -1,7 +1,8 @@
 """An agent run's checkpoint on the core journal: its plan identity, what a resume reuses, how it ends.
 
 Every slot is journaled once settled; errored, interrupted and undispatched ones are rerun on resume,
-the rest reused. Checkpoints live in `<project>/.assay/runs/checkpoints/agent-*`.
+the rest reused (a carried slot stays carried, one an early exit left undispatched stays so).
+Checkpoints live in `<project>/.assay/runs/checkpoints/agent-*`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from assay.agent.project import checkpoints_base
 from assay.agent.record import ATTEMPT_RECORD, EXECUTED, REUSED, AttemptResult
+from assay.agent.slot_result import CARRIED, SlotResult, is_early_exit
 from assay.core import journal as journal_module
 from assay.core.journal import Checkpoint, plan_hash, read_manifest
 from assay.errors import CheckpointError
@@ -32,7 +34,10 @@ def plan_identity(invocation: Mapping[str, Any], plan: Sequence[Any]) -> str:
 
 
 def is_reusable(result: AttemptResult) -> bool:
-    return result.outcome in (EXECUTED, REUSED) and result.verdict not in (None, "errored")
+    """Settled for good: a resume keeps it and a run made only of these is complete."""
+    if is_early_exit(result):
+        return True
+    return result.outcome in (EXECUTED, REUSED, CARRIED) and result.verdict not in (None, "errored")
 
 
 class AgentCheckpoint:
@@ -69,9 +74,10 @@ class AgentCheckpoint:
             for key, record in records.items():
                 if record.type != ATTEMPT_RECORD:
                     continue
-                result = AttemptResult.from_json(record.payload)
+                result = SlotResult.from_json(record.payload)
                 if is_reusable(result):
-                    result.outcome = REUSED
+                    if result.outcome == EXECUTED:
+                        result.outcome = REUSED
                     reused[key] = result
         except BaseException:
             checkpoint.release()
@@ -131,7 +137,7 @@ def read_results(path: Path) -> list[AttemptResult]:
         except ValueError:
             raise CheckpointError(f"checkpoint event log in {path} is corrupt") from None
         if isinstance(document, dict) and document.get("type") == ATTEMPT_RECORD:
-            latest[document["key"]] = AttemptResult.from_json(document["payload"])
+            latest[document["key"]] = SlotResult.from_json(document["payload"])
     # The journal is in the order attempts finished, which varies from run to run.
     return sorted(latest.values(), key=lambda result: (result.position is None, result.position or 0))
 

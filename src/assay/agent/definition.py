@@ -26,6 +26,7 @@ class Eval:
     kind: str = "pass"  # pass | score
     sandbox: Any = None  # a SandboxLayer this eval contributes (template-bearing or command-only)
     diff: Mapping[str, Sequence[str]] | None = None  # {include, ignore}: which workdir paths count as the agent's
+    early_exit: bool | None = None  # stop dispatching this eval's attempts once one passes (None: the experiment's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ def _check_diff(diff: Any) -> dict[str, tuple[str, ...]] | None:
 
 def _build(
     test: Any, kind: str, description: Any, tags: Any, timeout: Any, metadata: Any, judge: Any,
-    sandbox: Any = None, diff: Any = None,
+    sandbox: Any = None, diff: Any = None, early_exit: Any = None,
 ) -> Eval:
     if not callable(test):
         raise ConfigError(f"an eval's test must be an async function taking `t`, got {type(test).__name__}")
@@ -76,9 +77,13 @@ def _build(
         from assay.agent.sandbox.layers import check_layer
 
         check_layer(sandbox, "eval")
+    if early_exit is not None and not isinstance(early_exit, bool):
+        raise ConfigError("eval early_exit must be True or False")
+    if early_exit and kind == "score":
+        raise ConfigError("a score eval runs every attempt: early_exit is for pass/fail evals (define_eval)")
     return Eval(
         test, description, tuple(tags), float(timeout) if timeout else None, metadata, judge, kind,
-        sandbox=sandbox, diff=_check_diff(diff),
+        sandbox=sandbox, diff=_check_diff(diff), early_exit=early_exit,
     )
 
 
@@ -92,14 +97,19 @@ def define_eval(
     judge: bool | Mapping[str, Any] | None = None,
     sandbox: Any = None,
     diff: Mapping[str, Sequence[str]] | None = None,
+    early_exit: bool | None = None,
 ) -> Any:
     """`define_eval(test, …)` or `@define_eval(description=…)` over `async def test(t)`.
 
     `sandbox` is a sandbox layer (`local_sandbox()`, `docker_sandbox(...)`, `sandbox_layer()`); `diff`
-    adjusts which workdir paths count as the agent's changes (`{"include": [...], "ignore": [...]}`)."""
+    adjusts which workdir paths count as the agent's changes (`{"include": [...], "ignore": [...]}`);
+    `early_exit=True` stops dispatching the eval's remaining attempts once one passes (the rest are
+    recorded not-dispatched; an experiment's or the command line's setting wins)."""
     if test is None:
-        return lambda function: _build(function, "pass", description, tags, timeout, metadata, judge, sandbox, diff)
-    return _build(test, "pass", description, tags, timeout, metadata, judge, sandbox, diff)
+        return lambda function: _build(
+            function, "pass", description, tags, timeout, metadata, judge, sandbox, diff, early_exit
+        )
+    return _build(test, "pass", description, tags, timeout, metadata, judge, sandbox, diff, early_exit)
 
 
 def define_score_eval(

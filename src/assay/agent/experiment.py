@@ -67,6 +67,7 @@ class Experiment:
     teardown: Callable[[Any], Any] | None = None
     judge: Mapping[str, Any] | None = None
     sandbox: Any = None  # a SandboxLayer: the template (or command-only steps) this experiment contributes
+    early_exit: bool | None = None  # stop an eval's undispatched attempts once one passes (None: the eval's own)
 
     def __post_init__(self) -> None:
         check_agent(self.agent, "Experiment")
@@ -88,6 +89,8 @@ class Experiment:
         except JsonValueError as error:
             raise ConfigError(str(error)) from None
         _positive_int(self.attempts, "attempts", MAX_ATTEMPTS)
+        if self.early_exit is not None and not isinstance(self.early_exit, bool):
+            raise ConfigError("Experiment early_exit must be True or False")
         if self.concurrency is not None:
             _positive_int(self.concurrency, "concurrency", MAX_CONCURRENCY)
         _positive_number(self.timeout, "timeout")

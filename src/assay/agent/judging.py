@@ -108,6 +108,19 @@ def judge_messages(request: JudgeRequest) -> tuple[dict[str, str], ...]:
     return ({"role": "system", "content": _SYSTEM}, {"role": "user", "content": user})
 
 
+def merged_judge_config(
+    project_judge: Mapping[str, Any] | None, experiment_judge: Mapping[str, Any] | None, eval_judge: Any
+) -> dict[str, Any] | None:
+    """eval > experiment > project, merged key by key; None when the eval did not declare a judge."""
+    if not eval_judge:
+        return None
+    config = dict(project_judge or {})
+    config.update(experiment_judge or {})
+    if isinstance(eval_judge, Mapping):
+        config.update(eval_judge)
+    return config
+
+
 def resolve_judge_config(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """`{model, base_url, api_key, timeout, reasoning_effort}` or `JudgeUnavailable` with the spec's codes."""
     env = os.environ if environ is None else environ
@@ -201,5 +214,6 @@ def render_value(value: Any) -> str:
 
 __all__ = [
     "CONFIG_KEYS", "Judge", "JudgeRequest", "JudgeScore", "JudgeUnavailable", "LLMJudge", "PROMPT_VERSION",
-    "RECIPES", "grade", "grade_with_details", "judge_messages", "render_value", "resolve_judge_config",
+    "RECIPES", "grade", "grade_with_details", "judge_messages", "merged_judge_config", "render_value",
+    "resolve_judge_config",
 ]

@@ -1,7 +1,8 @@
-"""Delivering an agent run: the console (progress bar, results, summary) and NDJSON lines with the receipt.
+"""Delivering an agent run: the console (progress bar, results, summary), NDJSON lines with the receipt,
+and the `--dry` plan (every slot: carried, executed or not dispatched, with its reason).
 
-Both are reporters on the run events (`assay.core.run_events`); JUnit and the results store are the
-pipeline's own reporters.
+The first two are reporters on the run events (`assay.core.run_events`); JUnit and the results store
+are the pipeline's own reporters.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from assay.agent.record import EXECUTED, INTERRUPTED, NOT_DISPATCHED, REUSED, AttemptResult
+from assay.agent.slot_result import CARRIED, is_early_exit
 from assay.core.format import format_duration, format_latency, format_rate
 from assay.core.gates import pass_rate
 from assay.core.report.table import render_table
@@ -29,14 +31,23 @@ def attempt_title(result: AttemptResult) -> str:
 
 def verdict_label(result: AttemptResult) -> str:
     if result.outcome == NOT_DISPATCHED:
-        return "not dispatched"
+        return "not dispatched (early exit)" if is_early_exit(result) else "not dispatched"
     if result.outcome == INTERRUPTED:
         return "interrupted"
     if result.verdict == "scored":
         if result.score_state == "unavailable":
-            return "unrankable"
-        return f"scored {result.score:g}"
-    return result.verdict or "?"
+            label = "unrankable"
+        else:
+            label = f"scored {result.score:g}"
+    else:
+        label = result.verdict or "?"
+    return f"{label} (carried)" if result.outcome == CARRIED else label
+
+
+def carried_line(result: Any) -> str | None:
+    """`carried from run X` for a carried slot (its verdict is that run's attempt's), else None."""
+    origin = getattr(result, "carried_from", None)
+    return f"carried from run {origin['run_id']}" if origin else None
 
 
 def failure_lines(result: AttemptResult) -> list[str]:
@@ -76,7 +87,7 @@ def run_title(results: Sequence[AttemptResult], interrupted: bool, budget_exhaus
     verdicts = {result.verdict for result in results}
     if "errored" in verdicts:
         return "ERRORED"
-    if budget_exhausted or any(result.outcome == NOT_DISPATCHED for result in results):
+    if budget_exhausted or any(result.outcome == NOT_DISPATCHED and not is_early_exit(result) for result in results):
         return "INCOMPLETE"
     if "failed" in verdicts:
         return "FAILED"
@@ -143,11 +154,13 @@ class ConsoleReporter:
 
     def run_started(self, event: Any) -> None:
         plan, reused = event.native, event.reused
+        carried = getattr(plan, "carried", 0)
         self._total = len(plan)
         experiments = {planned.experiment.id for planned in plan}
         evals = {planned.eval.id for planned in plan}
         reuse = f" · {reused} reused from the checkpoint" if reused else ""
-        self._say(f"PLAN  {len(plan)} attempts · {len(evals)} evals × {len(experiments)} experiments{reuse}")
+        carry = f" · {carried} carried from earlier runs · {len(plan) - carried - reused} to run" if carried else ""
+        self._say(f"PLAN  {len(plan)} attempts · {len(evals)} evals × {len(experiments)} experiments{reuse}{carry}")
         self._done = reused
 
     def unit_durable(self, event: Any) -> None:
@@ -182,6 +195,9 @@ class ConsoleReporter:
                 self._say(f"  {mark} {verdict_label(result).upper()}  {attempt_title(result)}")
                 for line in failure_lines(result):
                     self._say(f"      {line}")
+                carried = carried_line(result)
+                if carried is not None:
+                    self._say(f"      {carried} (assay agent show {result.locator}; --rerun runs it again)")
                 if result.verdict == "errored":
                     self._say(f"      details: assay agent show {result.locator}")
         interrupted = [r for r in results if r.outcome == INTERRUPTED]
@@ -196,6 +212,10 @@ class ConsoleReporter:
                 f"{experiment}: pass@{k} {row['pass_at_k']}/{row['evals']} evals · pass^{k} {row['pass_all_k']}/"
                 f"{row['evals']} · flaky {row['flaky']}"
             )
+        carried = sum(1 for r in results if r.outcome == CARRIED)
+        if carried:
+            self._say(f"{carried} of {len(results)} attempt(s) carried from earlier runs, not sent to the agent "
+                      "(--rerun reruns failed ones, --rerun all every one)")
         title = run_title(results, outcome.interrupted, outcome.budget_exhausted)
         self._say(f"{title}  in {format_duration(outcome.duration_seconds)}")
         for line in resume_lines:
@@ -256,6 +276,7 @@ class NdjsonReporter:
         counts = {name: sum(1 for r in results if r.verdict == name) for name in _MARKS}
         counts["not_dispatched"] = sum(1 for r in results if r.outcome == NOT_DISPATCHED)
         counts["interrupted"] = sum(1 for r in results if r.outcome == INTERRUPTED)
+        counts["carried"] = sum(1 for r in results if r.outcome == CARRIED)
         self._line({"type": "receipt", "receipt": {
             "invocation_id": self.invocation_id,
             "run_ids": sorted({r.experiment_id for r in results}),
@@ -269,6 +290,62 @@ class NdjsonReporter:
             "stability": stability(results),
         }})
         self.stream.flush()
+
+
+# ---------------------------------------------------------------------------------------------
+# `--dry`: the plan with a reason for every slot
+
+
+def _slot_title(planned: Any) -> str:
+    experiment = planned.experiment.experiment
+    configuration = experiment.agent.name if not experiment.model else f"{experiment.agent.name}/{experiment.model}"
+    suffix = f" #{planned.ordinal + 1}" if planned.ordinal else ""
+    return f"{planned.eval.id}{suffix} [{configuration}]"
+
+
+def dry_plan_lines(plan: Sequence[Any], carry: Any) -> list[str]:
+    """What `assay agent run --dry` prints: the counts, then one line per slot with its action and reason."""
+    counts = {action: carry.count(action) for action in ("carry", "execute", "not-dispatched")}
+    experiments = {planned.experiment.id for planned in plan}
+    evals = {planned.eval.id for planned in plan}
+    head = (f"PLAN  {len(plan)} attempts · {len(evals)} evals × {len(experiments)} experiments · "
+            f"{counts['carry']} carried · {counts['execute']} to run")
+    if counts["not-dispatched"]:
+        head += f" · {counts['not-dispatched']} not dispatched"
+    lines = [head]
+    lines += [f"warning [{warning.code}]: {warning.message}" for warning in carry.warnings]
+    width = max((len(_slot_title(planned)) for planned in plan), default=0)
+    labels = {"carry": "carry", "execute": "run", "not-dispatched": "skip"}
+    for planned in plan:
+        decision = carry.at(planned.index)
+        locator = f"  {decision.carried.locator}" if decision.carried is not None else ""
+        lines.append(f"  {labels.get(decision.action, decision.action):<5} {_slot_title(planned):<{width}}  "
+                     f"{decision.reason.message}{locator}")
+    lines.append("Nothing was run or written (--dry).")
+    return lines
+
+
+def dry_plan_document(plan: Sequence[Any], carry: Any) -> dict[str, Any]:
+    """`--dry --json`: the counts and every slot with its action, reason code and message."""
+    slots = []
+    for planned in plan:
+        decision = carry.at(planned.index)
+        row: dict[str, Any] = {
+            "experiment_id": planned.experiment.id, "eval_id": planned.eval.id, "attempt": planned.ordinal + 1,
+            "action": decision.action, "code": decision.reason.code, "reason": decision.reason.message,
+            "reasons": [reason.to_json() for reason in decision.reasons or (decision.reason,)],
+            "identity": decision.identity.digest,
+        }
+        if decision.carried is not None:
+            row["locator"] = decision.carried.locator
+            row["carried_from"] = decision.carried.carried_from
+            row["verdict"] = decision.carried.verdict
+        slots.append(row)
+    return {
+        "type": "plan", "dry": True,
+        "counts": {action: carry.count(action) for action in ("carry", "execute", "not-dispatched")},
+        "warnings": [warning.to_json() for warning in carry.warnings], "slots": slots,
+    }
 
 
 def stability(results: Sequence[AttemptResult]) -> dict[str, dict[str, int]]:
@@ -294,6 +371,6 @@ def stability(results: Sequence[AttemptResult]) -> dict[str, dict[str, int]]:
 
 
 __all__ = [
-    "ConsoleReporter", "NdjsonReporter", "attempt_title", "experiment_rows", "failure_lines", "run_title",
-    "shown_in_failure_lines", "stability", "verdict_label",
+    "ConsoleReporter", "NdjsonReporter", "attempt_title", "carried_line", "dry_plan_document", "dry_plan_lines",
+    "experiment_rows", "failure_lines", "run_title", "shown_in_failure_lines", "stability", "verdict_label",
 ]

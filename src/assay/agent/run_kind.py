@@ -1,7 +1,9 @@
-"""`agent` in the run pipeline: how an `assay agent run` opens (plan, checkpoint), executes and
-concludes, and how shard records merge into the run the unsharded invocation would have recorded.
+"""`agent` in the run pipeline: how an `assay agent run` opens (plan, carry, checkpoint), executes and
+concludes, how `--dry` plans without running, and how shard records merge into the run the unsharded
+invocation would have recorded.
 
-The console and NDJSON receipt are NiceEval's (`report.py`); the attempt engine is `runner.py`.
+The console and NDJSON receipt are NiceEval's (`report.py`); the attempt engine is `runner.py`; which
+slots carry published attempts is `carry.py`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from assay.core.run_events import RunEvents, RunFinished
 from assay.core.run_request import option, to_invocation
 from assay.errors import EXIT_INTERRUPTED, AssayError, UsageError
 
-__all__ = ["AGENT", "AgentKind", "AgentRunRequest", "plan_for", "shard_plan"]
+__all__ = ["AGENT", "AgentKind", "AgentRunRequest", "DryRun", "dry_run", "plan_for", "shard_plan"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class AgentRunRequest:
     budget: float | None = option(None, flag="--budget")
     # Only stored when given: unsharded checkpoints keep their plan.
     shard: str | None = option(None, omit_when_none=True, flag="--shard")
+    rerun: str | None = option(None, omit_when_none=True, flag="--rerun")  # failed | all: what is not carried
+    early_exit: bool | None = option(None, omit_when_none=True, flag="--early-exit")
     concurrency: int | None = option(None, stored=False, flag="--concurrency")
     json: bool = option(False, stored=False, flag="--json")
     junit: Path | None = option(None, stored=False, flag="--junit")
@@ -59,6 +63,58 @@ def shard_plan(plan: list[Any], shard_text: str | None) -> list[Any]:
     members = shard_members(keys, [1] * len(keys), parse_shard(shard_text))
     kept = [planned for planned, key in zip(plan, keys) if key in members]
     return [PlannedAttempt(index, planned.experiment, planned.eval, planned.ordinal) for index, planned in enumerate(kept)]
+
+
+def _carry_plan(request: Any, plan: list[Any], config: Any, settled: Any = None) -> Any:
+    """Each slot's execution identity and what it comes to: carried, executed (why) or not dispatched."""
+    from assay.agent.carry import check_rerun, plan_carry
+    from assay.agent.identity import IdentityBuilder
+    from assay.agent.runner import early_exit_enabled
+
+    identities = IdentityBuilder(
+        request.project, project_judge=config.judge, timeout=request.timeout, config_timeout=config.timeout,
+    )
+    return plan_carry(
+        plan, identities, request.project, rerun=check_rerun(request.rerun), keep_sandbox=request.keep_sandbox,
+        settled=settled, early_exit=lambda planned: early_exit_enabled(request.early_exit, planned),
+    )
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """`--dry`: the plan and every slot's decision; nothing was run or written."""
+
+    plan: list[Any]
+    carry: Any
+
+    def lines(self) -> list[str]:
+        from assay.agent.report import dry_plan_lines
+
+        return dry_plan_lines(self.plan, self.carry)
+
+    def document(self) -> dict[str, Any]:
+        from assay.agent.report import dry_plan_document
+
+        return dry_plan_document(self.plan, self.carry)
+
+
+def dry_run(request: Any) -> DryRun:
+    """The invocation planned as `assay agent run` would plan it, without a checkpoint, a record or
+    a call to any agent: the results store is only read."""
+    import sys
+
+    from assay.agent.project import load_dotenv, load_project_config
+
+    root = request.project
+    load_dotenv(root)
+    config = load_project_config(root)
+    written = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True  # not even __pycache__ beside the project's files
+    try:
+        plan = shard_plan(plan_for(root, request), request.shard)
+        return DryRun(plan, _carry_plan(request, plan, config))
+    finally:
+        sys.dont_write_bytecode = written
 
 
 AGENT_COMMANDS = ("init", "list", "run", "show")
@@ -90,6 +146,31 @@ def plan_for(root: Path, selection: Any) -> list[Any]:
     return link_plan(plan, getattr(selection, "keep_sandbox", None))
 
 
+class _JudgeCacheOnDemand:
+    """The project's judge call cache, opened on the first judge call: a run without a judge never
+    imports `assay.judge` (and its JSON Schema machinery), which a fully carried run would notice."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._cache: Any = None
+
+    def _opened(self) -> Any:
+        if self._cache is None:
+            from assay.judge.cache import DirectoryCallCache
+
+            self._cache = DirectoryCallCache(self.folder)
+        return self._cache
+
+    def get(self, key: str) -> bytes | None:
+        return self._opened().get(key)
+
+    def put(self, key: str, value: bytes) -> None:
+        self._opened().put(key, value)
+
+    def delete(self, key: str) -> None:
+        self._opened().delete(key)
+
+
 class _NoCheckpoint:
     """A run with its journal off: nothing is written, reused or left to resume."""
 
@@ -114,6 +195,7 @@ class _NoCheckpoint:
 
 class _OpenedAgentRun:
     telemetry: Any = None  # a TelemetryConfig when the run starts an OTLP receiver
+    carry: Any = None  # the CarryPlan: each slot's identity and decision
 
     def __init__(self, request: AgentRunRequest, plan: list[Any], checkpoint: Any, options: Any) -> None:
         self.request = request
@@ -143,7 +225,8 @@ class _OpenedAgentRun:
         writer = JournalWriter(journal) if journal is not None else None
         try:
             outcome = await AgentRun(
-                self.plan, self.options, events, reused=self.checkpoint.reused, journal=writer, executor=executor
+                self.plan, self.options, events, reused=self.checkpoint.reused, journal=writer, executor=executor,
+                carry=self.carry,
             ).run()
             if tracing is not None:
                 # Before the record is built: spans exported as the last attempts ended still count.
@@ -161,8 +244,9 @@ class _OpenedAgentRun:
                 ACTIVE.set(None)
 
     def _start_tracing(self, events: RunEvents, executor: Any) -> Any:
-        """The run's OTLP receiver, made current for its attempts; None without `[tool.assay.telemetry]`."""
-        if self.telemetry is None:
+        """The run's OTLP receiver, made current for its attempts; None without `[tool.assay.telemetry]`
+        or when every slot is carried (no attempt runs, so no span can come)."""
+        if self.telemetry is None or (self.carry is not None and not self.carry.count("execute")):
             return None
         from assay.core.run_events import RunWarning
 
@@ -241,7 +325,6 @@ class AgentKind:
         from assay.agent.checkpoint import AgentCheckpoint
         from assay.agent.project import checkpoints_base, load_dotenv, load_project_config
         from assay.agent.runner import DEFAULT_CONCURRENCY, RunOptions
-        from assay.judge.cache import DirectoryCallCache
 
         root = request.project
         load_dotenv(root)
@@ -250,13 +333,24 @@ class AgentKind:
 
         telemetry = load_telemetry_config(root, request.telemetry_host)  # before the checkpoint: a bad table stops here
         plan = shard_plan(plan_for(root, request), request.shard)
+        from assay.agent.carry import check_rerun
+
+        check_rerun(request.rerun)
         if resume is not None:
             path, manifest = resume
             checkpoint: Any = AgentCheckpoint.resume(path, manifest, plan)
-        elif request.journal:
-            checkpoint = AgentCheckpoint.start(root, to_invocation(request), plan)
+            try:
+                carry = _carry_plan(request, plan, config, checkpoint.reused)  # resume wins within its checkpoint
+            except BaseException:
+                checkpoint.release()
+                raise
         else:
-            checkpoint = _NoCheckpoint()
+            carry = _carry_plan(request, plan, config)  # before a checkpoint exists: a failure leaves none
+            checkpoint = AgentCheckpoint.start(root, to_invocation(request), plan) if request.journal else _NoCheckpoint()
+        from assay.core.run_events import RunWarning
+
+        for warning in carry.warnings:
+            events.warning(RunWarning(warning.code, warning.message, {}))
         options = RunOptions(
             concurrency=request.concurrency or config.concurrency or DEFAULT_CONCURRENCY,
             timeout=request.timeout,
@@ -264,11 +358,13 @@ class AgentKind:
             budget=request.budget,
             pricing=config.pricing,
             project_judge=config.judge,
-            judge_cache=DirectoryCallCache(checkpoints_base(root) / "cache" / "judge"),
+            judge_cache=_JudgeCacheOnDemand(checkpoints_base(root) / "cache" / "judge"),
             run_id=checkpoint.id,
             handle_sigint=request.sigint,
+            early_exit=request.early_exit,
         )
         opened = _OpenedAgentRun(request, plan, checkpoint, options)
+        opened.carry = carry
         opened.telemetry = telemetry
         return opened
 
@@ -279,8 +375,8 @@ class AgentKind:
     def merge(self, records: Sequence[tuple[Any, list[Any]]], output_json: str | None = None) -> int:
         """Agent shard records as the unsharded run's record (plan order, the same gate), with its
         summary; returns the exit code. The project must be at hand: the plan is rebuilt from it."""
-        from assay.agent.record import AttemptResult
         from assay.agent.report import ConsoleReporter
+        from assay.agent.slot_result import SlotResult
         from assay.agent.runner import RunOutcome
         from assay.agent.units import agent_run_manifest, agent_run_units
         from assay.core.console import stdout_console
@@ -304,7 +400,7 @@ class AgentKind:
             if unit is None:
                 raise UsageError(f"the shard records have no result for {key}; was a shard incomplete or interrupted?")
             document = {name: value for name, value in dict(unit.detail or {}).items() if name != "locator"}
-            result = AttemptResult.from_json(document)
+            result = SlotResult.from_json(document)  # identity and carry reference kept
             result.position = planned.index  # a shard numbered its own slots
             results.append(result)
         if units:

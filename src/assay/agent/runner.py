@@ -1,8 +1,10 @@
-"""Scheduling experiments × evals × attempts: two concurrency gates, experiment hooks, interrupts, budgets, journal.
+"""Scheduling experiments × evals × attempts: two concurrency gates, experiment hooks, interrupts, budgets,
+early exit, the judge preflight, carried slots and the journal.
 
 Admission is one async source over per-experiment lanes (round robin, each lane capped by its
 experiment's concurrency) fed to the core `run_bounded` (the global cap); each attempt runs in the
 attempt engine (`assay.agent.attempt`) and is journaled before reporters hear of it (as run events).
+Carried slots (`assay.agent.carry`) are journaled as references and never dispatched.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from assay.agent.attempt import InFlight, attempt_error, run_attempt
 from assay.agent.context import AttemptSettings, CancelSignal, Feedback, HookContext
 from assay.agent.discovery import EvalEntry, ExperimentEntry
 from assay.agent.evidence import sum_counts
-from assay.agent.judging import Judge, LLMJudge
+from assay.agent.identity import effective_timeout
+from assay.agent.judge_preflight import PREFLIGHT_TIMEOUT_S
+from assay.agent.judging import Judge, LLMJudge, merged_judge_config
 from assay.agent.report import shown_in_failure_lines
+from assay.agent.slot_result import EARLY_EXIT, SlotResult, is_early_exit, slot_result
 from assay.agent.units import agent_unit, agent_unit_text
 from assay.core.run_events import RunEvents, RunStarted, RunWarning, UnitDurable
 from assay.agent.record import (
@@ -84,6 +89,20 @@ class RunOptions:
     run_id: str = "run"
     handle_sigint: bool = False  # the CLI turns Ctrl-C into a clean interruption
     retry_base_seconds: float = 5.0  # backoff before resending a send the agent provably rejected
+    early_exit: bool | None = None  # --early-exit / --no-early-exit: wins over experiment and eval
+    judge_preflight_timeout: float = PREFLIGHT_TIMEOUT_S  # seconds for each judge endpoint's probe before dispatch
+
+
+def early_exit_enabled(cli: bool | None, planned: PlannedAttempt) -> bool:
+    """Whether the slot's eval stops dispatching once an attempt passes: --early-exit > experiment >
+    eval > off. Score evals always run every attempt."""
+    definition = planned.eval.eval
+    if definition.kind == "score":
+        return False
+    for setting in (cli, getattr(planned.experiment.experiment, "early_exit", None), getattr(definition, "early_exit", None)):
+        if setting is not None:
+            return setting
+    return False
 
 
 _NONE_SHOWN: tuple[dict[str, Any], ...] = ()
@@ -112,6 +131,8 @@ class AttemptSummary:
     estimated_cost_usd: float | None
     retries: dict[str, int] | None
     position: int | None
+    decision: dict[str, str] | None = None  # why the slot was executed, carried or not dispatched
+    carried_from: dict[str, str] | None = None  # the adopted attempt of a carried slot
 
     @classmethod
     def of(cls, result: AttemptResult) -> AttemptSummary:
@@ -120,6 +141,7 @@ class AttemptSummary:
             result.experiment_id, result.eval_id, result.ordinal, result.attempt_id, result.outcome, result.verdict,
             result.agent, result.model, result.duration_seconds, result.score, result.score_state, result.error,
             shown or _NONE_SHOWN, result.usage or None, result.estimated_cost_usd, result.retries, result.position,
+            getattr(result, "decision", None), getattr(result, "carried_from", None),
         )
 
     @property
@@ -159,7 +181,7 @@ class SpooledAttempts(Sequence[AttemptResult]):
 
 
 def _read_back(unit: Any, summary: AttemptSummary) -> AttemptResult:
-    result = AttemptResult.from_json(unit.detail or {})
+    result = SlotResult.from_json(unit.detail or {})
     result.duration_seconds = summary.duration_seconds  # the spooled copy is rounded to the microsecond
     return result
 
@@ -200,7 +222,12 @@ class RunOutcome:
 
     @property
     def not_dispatched(self) -> int:
-        return sum(1 for result in self.summaries if result.outcome == NOT_DISPATCHED)
+        """Slots never dispatched for want of budget or a failure of the run (an early exit is neither)."""
+        return sum(1 for result in self.summaries if result.outcome == NOT_DISPATCHED and not is_early_exit(result))
+
+    @property
+    def carried(self) -> int:
+        return sum(1 for result in self.summaries if getattr(result, "carried_from", None) is not None)
 
     @property
     def exit_code(self) -> int:
@@ -213,11 +240,26 @@ class RunOutcome:
         return 0
 
 
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """What `run_started` carries for the agent reporters: every slot, and how many need no dispatch."""
+
+    slots: Sequence[PlannedAttempt]
+    carried: int = 0  # adopted from published attempts of earlier runs
+    reused: int = 0  # kept from the checkpoint being resumed
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def __iter__(self) -> Iterator[PlannedAttempt]:
+        return iter(self.slots)
+
+
 class _Lane:
     """One experiment's queue, its own cap, its hooks and its spending."""
 
     __slots__ = (
-        "entry", "items", "cap", "in_flight", "budget", "spent", "exhausted", "cost_unknown_warned",
+        "entry", "items", "cap", "in_flight", "budget", "spent", "exhausted", "stopped", "cost_unknown_warned",
         "setup_task", "setup_error", "setup_reached", "signal", "feedback",
     )
 
@@ -228,7 +270,8 @@ class _Lane:
         self.in_flight = 0
         self.budget = budget
         self.spent = 0.0
-        self.exhausted = False
+        self.exhausted = budget is not None and budget <= 0  # a zero budget is reached before anything runs
+        self.stopped = False  # the budget left attempts undispatched (what makes the run incomplete)
         self.cost_unknown_warned = False
         self.setup_task: asyncio.Future[None] | None = None
         self.setup_error: BaseException | None = None
@@ -253,11 +296,13 @@ class AgentRun:
         reused: Mapping[str, AttemptResult] | None = None,
         journal: Any = None,  # a core JournalWriter, or None
         executor: Any = None,  # an assay.core.executor.Executor running attempts elsewhere, or None (here)
+        carry: Any = None,  # an assay.agent.carry.CarryPlan: each slot's identity and decision
     ) -> None:
         self.plan = list(plan)
         self.options = options
         self.events = events if events is not None else RunEvents()
         self.reused = dict(reused or {})
+        self.carry = carry
         self.journal = journal
         self.results: list[AttemptResult | AttemptSummary | None] = [None] * len(self.plan)
         self._spool: UnitSpool | None = None
@@ -269,6 +314,10 @@ class AgentRun:
         self._judge: Judge | None = options.judge
         self._own_judge: LLMJudge | None = None
         self._unit_executor = executor
+        self._passed: set[tuple[str, str]] = set()  # (experiment, eval) pairs with a passed attempt here
+        self._early_exit: dict[tuple[str, str], bool] = {}
+        self._preflight: tuple[dict[str, Any], dict[str, str]] | None = None  # (endpoints, unreachable)
+        self._identity_documents: dict[int, dict[str, Any]] = {}
 
     # -- control --------------------------------------------------------------------------------
     @property
@@ -307,8 +356,34 @@ class AgentRun:
                 wake.clear()
                 await wake.wait()
                 continue
+            planned = picked.items.popleft()
+            if self._stopped_early(planned):
+                self._publish(self._early_exited(planned), planned.index, notify=False)
+                continue
             picked.in_flight += 1
-            yield picked.items.popleft()
+            yield planned
+
+    # -- early exit -----------------------------------------------------------------------------
+    def _stops_early(self, planned: PlannedAttempt) -> bool:
+        pair = (planned.experiment.id, planned.eval.id)
+        enabled = self._early_exit.get(pair)
+        if enabled is None:
+            enabled = self._early_exit[pair] = early_exit_enabled(self.options.early_exit, planned)
+        return enabled
+
+    def _stopped_early(self, planned: PlannedAttempt) -> bool:
+        """An attempt of this slot's eval passed here and the eval exits early: do not dispatch it."""
+        return (planned.experiment.id, planned.eval.id) in self._passed and self._stops_early(planned)
+
+    def _note_verdict(self, planned: PlannedAttempt, result: AttemptResult) -> None:
+        if result.verdict == "passed":
+            self._passed.add((planned.experiment.id, planned.eval.id))
+
+    def _early_exited(self, planned: PlannedAttempt) -> AttemptResult:
+        return self._unrun(planned, NOT_DISPATCHED, decision={
+            "action": "not-dispatched", "code": EARLY_EXIT,
+            "message": "early exit: another attempt of this eval passed",
+        })
 
     # -- experiment hooks -----------------------------------------------------------------------
     async def _ensure_setup(self, lane: _Lane) -> None:
@@ -364,8 +439,8 @@ class AgentRun:
         options = self.options
         experiment = planned.experiment.experiment
         definition = planned.eval.eval
-        timeout = options.timeout or experiment.timeout or definition.timeout or options.config_timeout
-        judge_config = _judge_config(options.project_judge, experiment.judge, definition.judge)
+        timeout = effective_timeout(options.timeout, experiment.timeout, definition.timeout, options.config_timeout)
+        judge_config = merged_judge_config(options.project_judge, experiment.judge, definition.judge)
         # Positional: this runs once per attempt, and keywords cost a NamedTuple noticeably more.
         return AttemptSettings(
             CancelSignal(), Feedback(), experiment.model, experiment.reasoning_effort, experiment.flags,
@@ -374,14 +449,34 @@ class AgentRun:
             options.pricing or {}, self._judge, judge_config, bool(definition.judge), options.retry_base_seconds,
         )
 
-    def _unrun(self, planned: PlannedAttempt, outcome: str, error: dict[str, Any] | None = None) -> AttemptResult:
+    def _unrun(self, planned: PlannedAttempt, outcome: str, error: dict[str, Any] | None = None,
+               decision: dict[str, str] | None = None) -> AttemptResult:
         experiment = planned.experiment.experiment
-        return AttemptResult(
+        result = AttemptResult(
             experiment_id=planned.experiment.id, eval_id=planned.eval.id, ordinal=planned.ordinal,
             attempt_id=planned.attempt_id(self.options.run_id),
             outcome=outcome, verdict="errored" if error is not None else None, agent=experiment.agent.name,
             model=experiment.model, error=error, tags=list(planned.eval.eval.tags), position=planned.index,
         )
+        return self._in_slot(planned, result, decision)
+
+    def _in_slot(self, planned: PlannedAttempt, result: AttemptResult, decision: dict[str, str] | None = None
+                 ) -> AttemptResult:
+        """The result with its slot's identity and the plan's decision, when the run has a carry plan."""
+        if self.carry is None and decision is None:
+            return result
+        if self.carry is None:
+            return slot_result(result, decision=decision)
+        planned_decision = self.carry.at(planned.index)
+        return slot_result(result, identity=self._identity_json(planned_decision.identity),
+                           decision=decision or planned_decision.document())
+
+    def _identity_json(self, identity: Any) -> dict[str, Any]:
+        """One document per identity (a pair's attempts share it), encoded once."""
+        document = self._identity_documents.get(id(identity))
+        if document is None:
+            document = self._identity_documents[id(identity)] = identity.to_json()
+        return document
 
     async def _settle(self, planned: PlannedAttempt, lane: _Lane) -> AttemptResult | None:
         """Run one attempt here (experiment setup first); None when interrupted before it started."""
@@ -415,7 +510,10 @@ class AgentRun:
             self._wake.set()
         if result is None:
             result = self._unrun(planned, INTERRUPTED)
+        elif self.carry is not None:
+            result = self._in_slot(planned, result)
         result.position = planned.index  # a worker numbers its one attempt 0
+        self._note_verdict(planned, result)
         if result.outcome == INTERRUPTED:
             # journaled so readback shows the slot; reporters hear only of attempts that finished
             self._publish(result, planned.index, notify=False)
@@ -440,14 +538,24 @@ class AgentRun:
                 )
             return
         lane.spent += result.estimated_cost_usd
-        if lane.spent >= lane.budget and not lane.exhausted:
+        self._check_budget(lane)
+
+    def _check_budget(self, lane: _Lane) -> None:
+        if lane.budget is not None and lane.spent >= lane.budget:
             lane.exhausted = True
-            self._warn(
-                "budget_exhausted",
-                f"experiment {lane.entry.id} spent an estimated ${lane.spent:.4f} of its ${lane.budget:.4f} budget; "
-                "its remaining attempts were not dispatched",
-                experiment_id=lane.entry.id,
-            )
+        self._stop_for_budget(lane)
+
+    def _stop_for_budget(self, lane: _Lane) -> None:
+        """An exhausted budget stops the lane only if it still holds attempts to dispatch (once, with a warning)."""
+        if not lane.exhausted or lane.stopped or not lane.items:
+            return
+        lane.stopped = True
+        self._warn(
+            "budget_exhausted",
+            f"experiment {lane.entry.id} spent an estimated ${lane.spent:.4f} of its ${lane.budget:.4f} budget; "
+            "its remaining attempts were not dispatched",
+            experiment_id=lane.entry.id, spent=round(lane.spent, 6), budget=lane.budget,
+        )
 
     def _warn(self, code: str, message: str, **fields: Any) -> None:
         self.events.warning(RunWarning(code, message, fields))
@@ -483,9 +591,11 @@ class AgentRun:
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         if self._judge is None:
-            from assay.judge.cache import MemoryCallCache
+            cache = self.options.judge_cache
+            if cache is None:
+                from assay.judge.cache import MemoryCallCache
 
-            cache = self.options.judge_cache if self.options.judge_cache is not None else MemoryCallCache()
+                cache = MemoryCallCache()
             self._judge = self._own_judge = LLMJudge(cache=cache)
 
     async def run_one(self, planned: PlannedAttempt) -> AttemptResult | None:
@@ -511,22 +621,37 @@ class AgentRun:
         self._prepare()
         if self.journal is not None:
             self._spool = UnitSpool(len(self.plan))
+        carried: list[tuple[PlannedAttempt, AttemptResult]] = []
         for planned in self.plan:
             lane = self._lanes.get(planned.experiment.id)
             if lane is None:
                 budget = self.options.budget if self.options.budget is not None else planned.experiment.experiment.budget
                 lane = self._lanes[planned.experiment.id] = _Lane(planned.experiment, budget)
             reused = self.reused.get(planned.key)
+            decision = self.carry.at(planned.index) if self.carry is not None else None
             if reused is not None:
                 reused.position = planned.index
+                self._note_verdict(planned, reused)
+                if reused.estimated_cost_usd is not None and getattr(reused, "carried_from", None) is None:
+                    lane.spent += reused.estimated_cost_usd  # a resumed run's budget counts what it spent before
                 if self._spool is not None:
                     self._keep(reused, planned.index, lambda result=reused: agent_unit_text(result, result.to_json()))
                 else:
                     self.results[planned.index] = reused
+            elif decision is not None and decision.carried is not None:
+                decision.carried.position = planned.index
+                self._note_verdict(planned, decision.carried)
+                carried.append((planned, decision.carried))
             else:
                 lane.items.append(planned)
-        reused = len(self.plan) - sum(len(lane.items) for lane in self._lanes.values())
-        self.events.run_started(RunStarted("agent", self.options.run_id, len(self.plan), reused, self.plan))
+        for lane in self._lanes.values():
+            self._check_budget(lane)
+        reused_count = len(self.plan) - len(carried) - sum(len(lane.items) for lane in self._lanes.values())
+        self.events.run_started(RunStarted(
+            "agent", self.options.run_id, len(self.plan), reused_count, RunPlan(self.plan, len(carried), reused_count),
+        ))
+        for planned, result in carried:  # never dispatched: journaled as references, reported as they are
+            self._publish(result, planned.index)
         sigint_installed = False
         if self.options.handle_sigint:
             sigint_installed = self._install_sigint()
@@ -535,14 +660,23 @@ class AgentRun:
         pending = sum(len(lane.items) for lane in self._lanes.values())
         concurrency = max(1, min(self.options.concurrency, pending))
         try:
+            await self._judge_preflight()
             completed = await run_bounded(
                 self._admit(), self._work, concurrency=concurrency, keep_going=True, collect=False
             )
             # Slots never started are settled too, so a readback of the run counts every slot.
             for lane in self._lanes.values():
                 for planned in lane.items:
-                    outcome = INTERRUPTED if self.interrupted else NOT_DISPATCHED
-                    self._publish(self._unrun(planned, outcome), planned.index, notify=False)
+                    if self.interrupted:
+                        result = self._unrun(planned, INTERRUPTED)
+                    elif self._stopped_early(planned):
+                        result = self._early_exited(planned)
+                    else:
+                        result = self._unrun(planned, NOT_DISPATCHED, decision={
+                            "action": "not-dispatched", "code": "budget_exhausted",
+                            "message": f"experiment {lane.entry.id} reached its budget",
+                        } if lane.stopped else None)
+                    self._publish(result, planned.index, notify=False)
                 lane.items.clear()
             if self.journal is not None:
                 await self.journal.drain()
@@ -556,10 +690,11 @@ class AgentRun:
         for done in completed:
             if done.error is not None:
                 raise done.error
-        exhausted = [lane.entry.id for lane in self._lanes.values() if lane.exhausted]
+        exhausted = [lane.entry.id for lane in self._lanes.values() if lane.stopped]
         for lane in self._lanes.values():
             self._flush_lane_diagnostics(lane)
         results = [result for result in self.results if result is not None]
+        self._warn_unreachable_judges(results)
         judge_retries = self._own_judge.retries if self._own_judge is not None else {}
         duration = time.perf_counter() - started
         if self._spool is None:
@@ -568,6 +703,47 @@ class AgentRun:
             SpooledAttempts(self._spool, results), self.interrupted, exhausted, duration, judge_retries,
             summaries=results, spool=self._spool,
         )
+
+    # -- judge preflight ------------------------------------------------------------------------
+    async def _judge_preflight(self) -> None:
+        """One probe per judge endpoint the attempts to run will call; a failed one makes its judge
+        assertions unavailable at once. Only the built-in judge here (workers build their own)."""
+        if self._own_judge is None or self._unit_executor is not None:
+            return
+        from assay.agent.judge_preflight import PreflightedJudge, planned_endpoints, unreachable_endpoints
+
+        options = self.options
+        configs = [
+            merged_judge_config(options.project_judge, planned.experiment.experiment.judge, planned.eval.eval.judge)
+            for lane in self._lanes.values() for planned in lane.items
+        ]
+        endpoints = planned_endpoints(configs)
+        if not endpoints:
+            return
+        unreachable = await unreachable_endpoints(endpoints, options.judge_preflight_timeout)
+        if unreachable:
+            self._judge = PreflightedJudge(self._own_judge, unreachable)
+            self._preflight = (endpoints, unreachable)
+
+    def _warn_unreachable_judges(self, results: Sequence[Any]) -> None:
+        """One warning per endpoint that failed the preflight, once its attempts are over."""
+        if self._preflight is None:
+            return
+        from assay.agent.judge_preflight import PRECHECK_FAILED, affected_counts
+
+        endpoints, unreachable = self._preflight
+        for base_url, why in unreachable.items():
+            attempts, assertions = affected_counts(results, base_url)
+            errored = sum(
+                1 for result in results if result.verdict == "errored" and affected_counts([result], base_url)[0]
+            )
+            planned = endpoints[base_url].attempts
+            self._warn(
+                PRECHECK_FAILED,
+                f"judge endpoint {base_url} failed the preflight ({why}): {assertions} judge assertion(s) in "
+                f"{attempts} of {planned} planned attempt(s) are unavailable, not passed ({errored} errored)",
+                endpoint=base_url, planned=planned, affected=attempts, assertions=assertions, errored=errored,
+            )
 
     def _install_sigint(self) -> bool:
         loop = self._loop
@@ -641,20 +817,7 @@ class AgentWorker:
         await self._run.close()
 
 
-def _judge_config(
-    project_judge: Mapping[str, Any] | None, experiment_judge: Mapping[str, Any] | None, eval_judge: Any
-) -> dict[str, Any] | None:
-    """eval > experiment > project, merged key by key; None when the eval did not declare a judge."""
-    if not eval_judge:
-        return None
-    config = dict(project_judge or {})
-    config.update(experiment_judge or {})
-    if isinstance(eval_judge, Mapping):
-        config.update(eval_judge)
-    return config
-
-
 __all__ = [
     "AgentRun", "AgentWorker", "AttemptRequest", "AttemptSummary", "DEFAULT_CONCURRENCY", "PlannedAttempt", "RunOptions",
-    "RunOutcome", "SpooledAttempts", "build_plan",
+    "RunOutcome", "RunPlan", "SpooledAttempts", "build_plan", "early_exit_enabled",
 ]

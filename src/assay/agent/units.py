@@ -1,6 +1,7 @@
 """An agent run as a run record: one unit per (experiment, eval, attempt), transcript kept for the viewer.
 
-Unit ids are `experiment/eval#attempt` (1-based), stable across runs of the same experiment files.
+Unit ids are `experiment/eval#attempt` (1-based), stable across runs of the same experiment files. A
+carried slot's unit references the adopted attempt's run and unit instead of copying its transcript.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def agent_unit_text(result: Any, document: dict[str, Any]) -> str:
 def _unit(result: Any, detail: dict[str, Any], usage: Any, locator: str) -> UnitResult:
     from assay.agent.report import attempt_title, failure_lines
 
+    carried_from = getattr(result, "carried_from", None)
     return UnitResult(
         unit_id=f"{result.experiment_id}/{result.eval_id}#{result.ordinal + 1}",
         verdict=_VERDICTS.get(result.verdict or "", "skipped"),
@@ -69,6 +71,7 @@ def _unit(result: Any, detail: dict[str, Any], usage: Any, locator: str) -> Unit
         cost_usd=result.estimated_cost_usd,
         artifacts={"locator": locator},
         detail=detail,
+        carried_from={"run_id": carried_from["run_id"], "unit_id": carried_from["unit_id"]} if carried_from else None,
     )
 
 
@@ -115,7 +118,11 @@ def agent_run_manifest(
         identity={"project": str(root), "experiments": agents},
         options=jsonable(dict(invocation)),
         gates=gates,
-        summary={"attempts": counts, "checkpoint": str(checkpoint_path) if checkpoint_path else None},
+        summary={
+            "attempts": counts, "checkpoint": str(checkpoint_path) if checkpoint_path else None,
+            # Slots that adopted an earlier run's attempt: counted under their verdict, never sent to the agent.
+            "carried": sum(1 for result in results if getattr(result, "carried_from", None)),
+        },
         usage=_total_usage(results),
         cost_usd=sum(costs) if costs else None,
         success=exit_code == 0,

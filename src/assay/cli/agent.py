@@ -157,7 +157,25 @@ def _positive(option: str, value: Any, *, allow_zero: bool = False, maximum: int
         raise UsageError(f"{option} must be at most {maximum:,}", option)
 
 
-@agent_app.command("run")
+class _RunCommand(typer.core.TyperCommand):
+    """`--rerun` takes an optional value (NiceEval's bare `--rerun` means failed), which click cannot
+    parse on its own: a bare one is given its default before parsing."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _with_rerun_value(args))
+
+
+def _with_rerun_value(args: list[str]) -> list[str]:
+    cut = args.index("--") if "--" in args else len(args)  # after `--` everything is an argument
+    head, given = args[:cut], []
+    for position, argument in enumerate(head):
+        given.append(argument)
+        if argument == "--rerun" and (position + 1 == len(head) or head[position + 1] not in ("failed", "all")):
+            given.append("failed")
+    return given + list(args[cut:])
+
+
+@agent_app.command("run", cls=_RunCommand)
 def run_command(
     experiment: Optional[str] = typer.Argument(None, help="Experiment id, folder or prefix; default: all."),
     evals: Optional[List[str]] = typer.Argument(None, help="Eval id prefixes that narrow the experiment's evals."),
@@ -185,6 +203,20 @@ def run_command(
         help="Address the OTLP trace receiver listens on (default 127.0.0.1; another one exposes it, with a "
              "warning). Starts the receiver even without [tool.assay.telemetry].",
     ),
+    rerun: Optional[str] = typer.Option(
+        None, "--rerun",
+        help="Run again what earlier runs published: bare or `failed` reruns failed (and errored) attempts, "
+             "carrying only passed ones; `all` carries nothing. Default: passed and failed attempts whose "
+             "execution identity is unchanged are carried, not sent to the agent.",
+    ),
+    early_exit: Optional[bool] = typer.Option(
+        None, "--early-exit/--no-early-exit",
+        help="Stop dispatching an eval's attempts once one passes (the rest are not dispatched); wins over "
+             "the experiment and the eval.",
+    ),
+    dry: bool = typer.Option(
+        False, "--dry", help="Print the plan (every slot carried or run, with the reason) and run or write nothing."
+    ),
     agent: Optional[str] = typer.Option(None, "--agent", hidden=True),
     model: Optional[str] = typer.Option(None, "--model", hidden=True),
 ) -> None:
@@ -208,9 +240,13 @@ def run_command(
             from assay.core.shard import parse_shard
 
             parse_shard(shard)
+        from assay.agent.carry import check_rerun
+
+        check_rerun(rerun)
         given = {
             "EXPERIMENT": experiment, "EVALS": evals, "--tag": tag, "--attempts": attempts,
-            "--timeout": timeout, "--budget": budget, "--shard": shard,
+            "--timeout": timeout, "--budget": budget, "--shard": shard, "--rerun": rerun,
+            "--early-exit": early_exit,
         }
         overrides = [name for name, value in given.items() if value not in (None, [], ())]
         if resume is not None and overrides:
@@ -218,18 +254,38 @@ def run_command(
                 "--resume reruns the saved selection; do not give experiments, evals or selection options "
                 f"(given: {', '.join(overrides)})", "--resume",
             )
+        if dry and resume is not None:
+            raise UsageError("--dry plans a new invocation; a --resume continues its checkpoint's plan", "--dry")
         root = _project(project)
         request, resumed = _request(
             root, resume, experiment=experiment, evals=tuple(evals or ()), tags=tuple(tag or ()), attempts=attempts,
             timeout=timeout, budget=budget, shard=shard, concurrency=concurrency, json=output_json, junit=junit,
             # NDJSON: stderr carries only errors from before the invocation exists (NiceEval).
             verbose=verbose, quiet=quiet or output_json, keep_sandbox=keep_sandbox, telemetry_host=telemetry_host,
+            rerun=rerun, early_exit=early_exit,
         )
+        if dry:
+            _print_dry_run(request)
+            return
     except AssayError as error:
         _fail(error)
     from assay.core import pipeline
 
     raise typer.Exit(pipeline.run("agent", request, resume=resumed, execution=execution).exit_code)
+
+
+def _print_dry_run(request: Any) -> None:
+    from assay.agent.run_kind import dry_run
+    from assay.agent.sandbox.linking import check_keep
+
+    check_keep(request.keep_sandbox)
+    planned = dry_run(request)
+    if request.json:
+        print(json.dumps(planned.document(), ensure_ascii=False, separators=(",", ":")))
+        return
+    console = common.stdout_console()
+    for line in planned.lines():
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _request(root: Path, resume: Optional[str], **fields: Any) -> tuple[Any, Any]:
@@ -288,7 +344,7 @@ def show_command(
                 raise UsageError(f"no attempt {locator} in run {path.name}")
             if len(matching) > 1:
                 raise UsageError(f"attempt locator {locator} is ambiguous ({len(matching)} attempts); give more characters")
-            results = matching
+            results = [_adopted_attempt(root, matching[0])]
     except AssayError as error:
         _fail(error)
     if timing:
@@ -325,6 +381,29 @@ def show_command(
     say(render_table(None, headers, experiment_rows(results)))
 
 
+def _adopted_attempt(root: Path, result: Any) -> Any:
+    """A carried slot read through its reference: the published attempt it adopts, whole, from the
+    results store (the run keeps only the reference); as recorded when that run is gone."""
+    origin = getattr(result, "carried_from", None)
+    if not origin:
+        return result
+    from assay.agent.slot_result import SlotResult
+    from assay.core.record import store_path
+    from assay.core.results_store import SqliteRunStore
+
+    database = store_path(root)
+    if not database.is_file():
+        return result
+    with SqliteRunStore(database, read_only=True) as store:
+        unit = store.get_unit(origin["run_id"], origin["unit_id"])
+    if unit is None or not isinstance(unit.detail, dict):
+        return result
+    adopted = SlotResult.from_json(unit.detail)
+    adopted.outcome, adopted.carried_from, adopted.decision = result.outcome, dict(origin), result.decision
+    adopted.identity = result.identity
+    return adopted
+
+
 def _show_timing(result: Any, output_json: bool) -> None:
     from assay.agent.timing import timing_lines
 
@@ -348,6 +427,12 @@ def _show_attempt(say: Any, result: Any) -> None:
 
     say(f"{result.locator}  {verdict_label(result).upper()}  {attempt_title(result)}")
     say(f"experiment {result.experiment_id} · attempt {result.ordinal + 1} · {result.duration_seconds:.3f}s")
+    origin = getattr(result, "carried_from", None)
+    if origin:
+        say(f"carried from run {origin['run_id']} (unit {origin['unit_id']}): not sent to the agent in this run")
+    decision = getattr(result, "decision", None)
+    if decision and decision.get("action") == "execute":
+        say(f"executed: {decision.get('message')}")
     for line in failure_lines(result):
         say(f"  {line}")
     if result.assertions:

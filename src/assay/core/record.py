@@ -61,7 +61,9 @@ class UnitResult:
     `group` is the per-target / per-eval table a unit is counted in (`/`-separated, outermost
     first); `title` names the unit for a person and `details` explains a failure in a few lines
     (JUnit shows both); `detail` holds what the viewer's drill-down shows for the kind (a
-    transcript, findings); `artifacts` names files.
+    transcript, findings); `artifacts` names files. A unit `carried_from` `{run_id, unit_id}`
+    adopts that published unit's outcome: its record holds the reference, not a copy, and the
+    results store reads the adopted unit's detail through it.
     """
 
     unit_id: str
@@ -77,6 +79,7 @@ class UnitResult:
     cost_usd: float | None = None
     artifacts: Mapping[str, Any] | None = None
     detail: Mapping[str, Any] | None = None
+    carried_from: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -86,7 +89,9 @@ class UnitResult:
         document: dict[str, Any] = {"unit_id": self.unit_id, "verdict": self.verdict, "group": self.group}
         for name in ("expected", "observed"):
             document[name] = getattr(self, name)
-        for name in ("title", "details", "reason", "duration_seconds", "usage", "cost_usd", "artifacts", "detail"):
+        for name in (
+            "title", "details", "reason", "duration_seconds", "usage", "cost_usd", "artifacts", "detail", "carried_from",
+        ):
             value = getattr(self, name)
             if value not in (None, "", {}):
                 document[name] = value
@@ -108,6 +113,7 @@ class UnitResult:
             cost_usd=document.get("cost_usd"),
             artifacts=document.get("artifacts"),
             detail=document.get("detail"),
+            carried_from=document.get("carried_from"),
         )
 
 

@@ -1,7 +1,8 @@
 """The results store: an embedded SQLite (WAL) index over run records, for history, compare and view.
 
 The interface is small (add a run, list runs, read a run, page its units, read one unit, read
-its verdicts); the record files stay the source of truth and `reindex` rebuilds from them. A
+its verdicts); the record files stay the source of truth and `reindex` rebuilds from them. A unit
+carried from an earlier run holds a reference, which every read follows to the adopted unit. A
 store file SQLite cannot use surfaces as one `StoreError` that names the file and the remedy.
 """
 
@@ -13,7 +14,7 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -427,14 +428,19 @@ class SqliteRunStore:
         rows = self._connection.execute(
             f"SELECT body FROM units WHERE {where} ORDER BY seq LIMIT ? OFFSET ?", (*parameters, limit, offset)
         ).fetchall()
-        return UnitPage([UnitResult.from_json(json.loads(row[0])) for row in rows], total, offset, limit)
+        units = self._adopted([UnitResult.from_json(json.loads(row[0])) for row in rows])
+        return UnitPage(units, total, offset, limit)
 
     @_speaks_for_the_file
-    def get_unit(self, run_id: str, unit_id: str) -> UnitResult | None:
+    def get_unit(self, run_id: str, unit_id: str, *, adopted: bool = True) -> UnitResult | None:
+        """One unit; a carried unit is read through its reference unless `adopted` is False."""
         row = self._connection.execute(
             "SELECT body FROM units WHERE run_id = ? AND unit_id = ?", (run_id, unit_id)
         ).fetchone()
-        return UnitResult.from_json(json.loads(row[0])) if row else None
+        if not row:
+            return None
+        unit = UnitResult.from_json(json.loads(row[0]))
+        return self._adopted([unit])[0] if adopted else unit
 
     @_speaks_for_the_file
     def verdicts(self, run_id: str) -> dict[str, str]:
@@ -443,7 +449,14 @@ class SqliteRunStore:
         return dict(rows.fetchall())
 
     @_speaks_for_the_file
-    def units_by_id(self, run_id: str, unit_ids: Iterable[str]) -> dict[str, UnitResult]:
+    def units_by_id(self, run_id: str, unit_ids: Iterable[str], *, adopted: bool = True) -> dict[str, UnitResult]:
+        """The run's units with these ids; carried ones read through their reference unless `adopted` is False."""
+        found = self._units_by_id(run_id, unit_ids)
+        if not adopted:
+            return found
+        return dict(zip(found, self._adopted(list(found.values()))))
+
+    def _units_by_id(self, run_id: str, unit_ids: Iterable[str]) -> dict[str, UnitResult]:
         found: dict[str, UnitResult] = {}
         wanted = list(unit_ids)
         for start in range(0, len(wanted), 500):
@@ -454,6 +467,111 @@ class SqliteRunStore:
             ).fetchall()
             found.update((unit_id, UnitResult.from_json(json.loads(body))) for unit_id, body in rows)
         return found
+
+    # -- carried units -------------------------------------------------------------------
+
+    def _adopted(self, units: list[UnitResult]) -> list[UnitResult]:
+        """`units` with each carried one read through its reference: the adopted unit's detail, usage
+        and artifacts under the carrying unit's id, verdict and reference. A reference to a run no
+        longer in the store leaves the unit as recorded (its summary, no transcript)."""
+        result = list(units)
+        looking = {index: _reference(unit) for index, unit in enumerate(units) if unit.carried_from}
+        looking = {index: reference for index, reference in looking.items() if reference is not None}
+        for _ in range(_MAX_CARRY_HOPS):  # carries point at the executed unit; hops only guard older chains
+            if not looking:
+                break
+            by_run: dict[str, set[str]] = {}
+            for run_id, unit_id in looking.values():
+                by_run.setdefault(run_id, set()).add(unit_id)
+            found = {
+                (run_id, unit_id): unit
+                for run_id, unit_ids in by_run.items() for unit_id, unit in self._units_by_id(run_id, unit_ids).items()
+            }
+            following: dict[int, tuple[str, str]] = {}
+            for index, reference in looking.items():
+                origin = found.get(reference)
+                if origin is None:
+                    continue
+                further = _reference(origin) if origin.carried_from else None
+                if further is not None:
+                    following[index] = further
+                    continue
+                result[index] = _adopt(units[index], origin)
+            looking = following
+        return result
+
+    @_speaks_for_the_file
+    def latest_units(
+        self, unit_ids: Iterable[str], *, kind: str, identity: Mapping[str, Any] | None = None
+    ) -> dict[str, tuple[str, UnitResult]]:
+        """For each unit id, the newest run of `kind` that holds it (and whose manifest identity has
+        every `identity` item), with that unit as recorded: a carried one keeps its reference."""
+        wanted = set(unit_ids)
+        found: dict[str, tuple[str, UnitResult]] = {}
+        if not wanted:
+            return found
+        for run_id in self._run_ids_newest_first(kind, identity or {}):
+            for unit_id, unit in self._units_by_id(run_id, wanted).items():
+                found[unit_id] = (run_id, unit)
+            wanted.difference_update(found)
+            if not wanted:
+                break
+        return found
+
+    def _run_ids_newest_first(self, kind: str, identity: Mapping[str, Any]) -> list[str]:
+        order = " ORDER BY created_at DESC, run_id DESC"
+        if not identity:
+            return [row[0] for row in self._connection.execute("SELECT run_id FROM runs WHERE kind = ?" + order, (kind,))]
+        clauses = " AND ".join("json_extract(manifest, ?) = ?" for _ in identity)
+        parameters: list[Any] = [kind]
+        for key, value in identity.items():
+            parameters += [f"$.identity.{key}", value]
+        try:
+            rows = self._connection.execute(f"SELECT run_id FROM runs WHERE kind = ? AND {clauses}" + order, parameters)
+            return [row[0] for row in rows.fetchall()]
+        except sqlite3.OperationalError as error:
+            if "json_extract" not in str(error):
+                raise
+        # An SQLite without JSON functions: the manifests are read here instead.
+        rows = self._connection.execute("SELECT run_id, manifest FROM runs WHERE kind = ?" + order, (kind,))
+        return [
+            run_id for run_id, manifest in rows.fetchall()
+            if all((json.loads(manifest).get("identity") or {}).get(key) == value for key, value in identity.items())
+        ]
+
+    @_speaks_for_the_file
+    def existing_runs(self, run_ids: Iterable[str]) -> set[str]:
+        """Which of these run ids the store holds."""
+        wanted = list(dict.fromkeys(run_ids))
+        present: set[str] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            rows = self._connection.execute(
+                f"SELECT run_id FROM runs WHERE run_id IN ({','.join('?' * len(chunk))})", chunk
+            ).fetchall()
+            present.update(row[0] for row in rows)
+        return present
+
+
+_MAX_CARRY_HOPS = 4
+
+
+def _reference(unit: UnitResult) -> tuple[str, str] | None:
+    reference = unit.carried_from
+    if not isinstance(reference, Mapping):
+        return None
+    run_id, unit_id = reference.get("run_id"), reference.get("unit_id")
+    return (run_id, unit_id) if isinstance(run_id, str) and isinstance(unit_id, str) else None
+
+
+def _adopt(carrying: UnitResult, origin: UnitResult) -> UnitResult:
+    detail = {**(origin.detail or {}), "carried_from": dict(carrying.carried_from or {})}
+    return UnitResult(
+        unit_id=carrying.unit_id, verdict=carrying.verdict, group=carrying.group, title=carrying.title,
+        details=carrying.details or origin.details, expected=origin.expected, observed=origin.observed,
+        reason=carrying.reason or origin.reason, duration_seconds=origin.duration_seconds, usage=origin.usage,
+        cost_usd=origin.cost_usd, artifacts=origin.artifacts, detail=detail, carried_from=carrying.carried_from,
+    )
 
 
 def _groups_text(groups: dict[str, list[int]]) -> str:

@@ -2,10 +2,12 @@
 
 `OpenAIHTTP` does it over one pooled aiohttp session per endpoint, without the openai SDK; a caller's
 own `openai.AsyncOpenAI` goes behind `SDKTransport`, which offers the same two calls and raises the same errors.
+`probe_endpoint` is the judge preflight's one cheap request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 import os
@@ -25,6 +27,7 @@ __all__ = [
     "SDKTransport",
     "deliver_events",
     "encode_body",
+    "probe_endpoint",
     "request_headers",
     "sdk_url",
     "status_detail",
@@ -255,6 +258,28 @@ class OpenAIHTTP:
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+
+
+async def probe_endpoint(base_url: str, *, api_key: str | None, timeout: float) -> str | None:
+    """One cheap `GET models` within `timeout` seconds, as a judge preflight: None when the endpoint
+    answers (any status but a refused key: some servers have no model list), else why it cannot be
+    used, for a person. Never raises for the endpoint's sake."""
+    url = endpoint_url(base_url, "models")
+    proxy, proxy_auth = _proxy_for(url)
+    headers = {key: value for key, value in request_headers(api_key).items() if key != "Content-Type"}
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
+            async with session.get(url, headers=headers, proxy=proxy, proxy_auth=proxy_auth) as response:
+                status = response.status
+    except (TimeoutError, asyncio.TimeoutError):
+        return f"no answer within {timeout:g}s"
+    except aiohttp.ClientError as error:
+        return f"{type(error).__name__}: {error}"
+    except (OSError, ValueError) as error:
+        return f"{type(error).__name__}: {error}"
+    if status in (401, 403):
+        return f"HTTP {status}: the endpoint refused the key"
+    return None
 
 
 class SDKTransport:

@@ -1,0 +1,237 @@
+"""Carry: which slots of a new invocation adopt a published attempt instead of running, and why every
+other slot runs.
+
+The source is the results store: the latest published attempt of each slot of this project. It is
+carried when its execution identity is unchanged (a new timeout only matters if the attempt took
+longer) and its verdict is adoptable — passed and failed by default, only passed with `--rerun`,
+nothing with `--rerun all`; errored, skipped, interrupted and undispatched attempts never carry.
+A carried slot is recorded as a reference to the adopted attempt (its run and unit), not a copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.agent.identity import ExecutionIdentity, IdentityBuilder, Reason, identity_changes
+from assay.agent.record import INTERRUPTED, NOT_DISPATCHED
+from assay.agent.slot_result import CARRIED, EARLY_EXIT, SlotResult
+from assay.errors import UsageError
+
+__all__ = [
+    "CARRY", "CarryPlan", "EXECUTE", "NOT_DISPATCHED_ACTION", "RERUN_CHOICES", "SlotDecision", "check_rerun",
+    "plan_carry",
+]
+
+RERUN_CHOICES = ("failed", "all")
+CARRY, EXECUTE, NOT_DISPATCHED_ACTION = "carry", "execute", "not-dispatched"
+
+
+def check_rerun(value: str | None) -> str | None:
+    if value is not None and value not in RERUN_CHOICES:
+        raise UsageError(f"--rerun takes failed (the default when bare) or all, got {value!r}", "--rerun")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class SlotDecision:
+    """One slot of the plan: carry its published attempt, execute it, or leave it undispatched."""
+
+    index: int
+    action: str  # carry | execute | not-dispatched
+    reason: Reason  # the one shown
+    identity: ExecutionIdentity
+    reasons: tuple[Reason, ...] = ()  # every reason found (the shown one first)
+    carried: SlotResult | None = None  # the slot's record when it is carried
+
+    def document(self) -> dict[str, str]:
+        return {"action": self.action, **self.reason.to_json()}
+
+
+@dataclass
+class CarryPlan:
+    decisions: list[SlotDecision]  # plan order
+    warnings: list[Reason] = field(default_factory=list)
+
+    def at(self, index: int) -> SlotDecision:
+        return self.decisions[index]
+
+    def count(self, action: str) -> int:
+        return sum(1 for decision in self.decisions if decision.action == action)
+
+
+def unit_id_of(experiment_id: str, eval_id: str, ordinal: int) -> str:
+    return f"{experiment_id}/{eval_id}#{ordinal + 1}"
+
+
+def _latest_published(root: Path, unit_ids: Sequence[str]) -> tuple[dict[str, tuple[str, Any]], set[str], Reason | None]:
+    """The store's latest unit per slot of this project, the runs they adopt that still exist, and a
+    warning when the store cannot be read (then nothing carries)."""
+    from assay.core.record import store_path
+    from assay.core.results_store import SqliteRunStore, StoreError
+
+    database = store_path(root)
+    if not database.is_file():
+        return {}, set(), None
+    try:
+        with SqliteRunStore(database, read_only=True) as store:
+            latest = store.latest_units(unit_ids, kind="agent", identity={"project": str(root)})
+            origins = {
+                str(reference["run_id"]) for _, unit in latest.values()
+                if isinstance(reference := unit.carried_from, Mapping) and reference.get("run_id")
+            }
+            present = store.existing_runs(origins) | {run_id for run_id, _ in latest.values()}
+    except (StoreError, OSError) as error:
+        return {}, set(), Reason("carry-store-unreadable", f"nothing is carried: {error}")
+    return latest, present, None
+
+
+def _has_sandbox(planned: Any) -> bool:
+    return getattr(planned.eval.eval.test, "sandbox_binding", None) is not None
+
+
+def _outcome_reason(previous: SlotResult, rerun: str | None) -> Reason | None:
+    """Why the published attempt's outcome cannot be adopted, or None when it can."""
+    verdict = previous.verdict
+    if verdict == "passed":
+        return None
+    if verdict == "scored":
+        if previous.score_state == "complete":
+            return None
+        return Reason("previously-unrankable", "previously unrankable (a score was unavailable)")
+    if verdict == "failed":
+        return Reason("previously-failed", "previously failed (--rerun)") if rerun == "failed" else None
+    if verdict == "errored":
+        return Reason("previously-errored", "previously errored")
+    if verdict == "skipped":
+        return Reason("previously-skipped", "previously skipped")
+    if previous.outcome == INTERRUPTED:
+        return Reason("previously-interrupted", "previously interrupted")
+    if previous.outcome == NOT_DISPATCHED:
+        return Reason("previously-not-dispatched", "previously not dispatched")
+    return Reason("previously-unfinished", "the published attempt has no verdict")
+
+
+def _timeout_reason(old: ExecutionIdentity, new: ExecutionIdentity, duration: float) -> Reason | None:
+    """A new timeout only reruns an attempt that would not have finished within it."""
+    if old.components.get("timeout") == new.components.get("timeout"):
+        return None
+    timeout = new.values.get("timeout")
+    if timeout is None or duration <= timeout:
+        return None
+    return Reason("timeout-changed", f"timeout changed (the attempt took {duration:.1f}s; the timeout is now {timeout:g}s)")
+
+
+def _carried_record(planned: Any, previous: SlotResult, origin: dict[str, str], identity: ExecutionIdentity,
+                    reason: Reason) -> SlotResult:
+    """The slot's record in the new run: the adopted attempt's verdict and what its failure shows,
+    the reference, never its transcript."""
+    from assay.agent.report import shown_in_failure_lines
+
+    return SlotResult(
+        experiment_id=planned.experiment.id, eval_id=planned.eval.id, ordinal=planned.ordinal,
+        attempt_id=previous.attempt_id, outcome=CARRIED, verdict=previous.verdict, agent=previous.agent,
+        model=previous.model, duration_seconds=previous.duration_seconds, failing=list(previous.failing),
+        unavailable=list(previous.unavailable), score=previous.score, score_state=previous.score_state,
+        assertions=[assertion for assertion in previous.assertions if shown_in_failure_lines(assertion)],
+        tags=list(planned.eval.eval.tags), position=planned.index, identity=identity.to_json(),
+        decision={"action": CARRY, **reason.to_json()}, carried_from=origin,
+    )
+
+
+def _decide(planned: Any, identity: ExecutionIdentity, found: tuple[str, Any] | None, present: set[str],
+            rerun: str | None, keep_sandbox: str | None, pair_published: bool) -> SlotDecision:
+    index = planned.index
+    if rerun == "all":
+        return SlotDecision(index, EXECUTE, Reason("rerun-all", "--rerun all"), identity)
+    if found is None:
+        reason = Reason("new-attempt", f"new attempt #{planned.ordinal + 1}") if pair_published else (
+            Reason("new-eval", "new eval"))
+        return SlotDecision(index, EXECUTE, reason, identity)
+    run_id, unit = found
+    try:
+        previous = SlotResult.from_json(unit.detail or {})
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return SlotDecision(index, EXECUTE, Reason("unreadable", f"the published attempt in run {run_id} is unreadable"),
+                            identity)
+    reasons: list[Reason] = []
+    old = ExecutionIdentity.from_json(previous.identity)
+    if old is None:
+        reasons.append(Reason("no-identity", "the published attempt has no execution identity (recorded before carry)"))
+    elif old.digest != identity.digest:
+        reasons.extend(identity_changes(old, identity))
+        late = _timeout_reason(old, identity, previous.duration_seconds)
+        if late is not None:
+            reasons.append(late)
+    outcome = _outcome_reason(previous, rerun)
+    if outcome is not None:
+        reasons.append(outcome)
+    origin = dict(previous.carried_from) if previous.carried_from else {
+        "run_id": run_id, "unit_id": unit.unit_id, "attempt_id": previous.attempt_id,
+    }
+    if not reasons and origin.get("run_id") not in present:
+        reasons.append(Reason("carried-run-missing", f"the adopted attempt's run {origin.get('run_id')} is no longer in the store"))
+    if not reasons and keep_sandbox is not None and _has_sandbox(planned):
+        reasons.append(Reason("keep-sandbox", "--keep-sandbox: a kept sandbox needs a fresh attempt"))
+    if reasons:
+        return SlotDecision(index, EXECUTE, reasons[0], identity, tuple(reasons))
+    reason = Reason("carried", f"carried from run {origin['run_id']} ({previous.verdict})")
+    return SlotDecision(index, CARRY, reason, identity, (reason,),
+                        _carried_record(planned, previous, origin, identity, reason))
+
+
+def plan_carry(
+    plan: Sequence[Any], identities: IdentityBuilder, root: Path, *, rerun: str | None = None,
+    keep_sandbox: str | None = None, settled: Mapping[str, Any] | None = None,
+    early_exit: Callable[[Any], bool] | None = None,
+) -> CarryPlan:
+    """A decision for every slot of `plan`. `settled` are slots a resumed checkpoint already holds
+    (they are not looked up: resume wins within its checkpoint); `early_exit(planned)` says whether
+    the slot's eval stops once an attempt passes."""
+    settled = settled or {}
+    pending = [planned for planned in plan if planned.key not in settled]
+    warnings: list[Reason] = []
+    latest: dict[str, tuple[str, Any]] = {}
+    present: set[str] = set()
+    if rerun != "all" and pending:
+        unit_ids = [unit_id_of(planned.experiment.id, planned.eval.id, planned.ordinal) for planned in pending]
+        latest, present, warning = _latest_published(root.resolve(), unit_ids)
+        if warning is not None:
+            warnings.append(warning)
+    published_pairs = {unit_id.rpartition("#")[0] for unit_id in latest}
+    decisions: list[SlotDecision] = []
+    for planned in plan:
+        identity = identities.of(planned)
+        if planned.key in settled:
+            reason = Reason("resumed", "kept from the checkpoint being resumed")
+            decisions.append(SlotDecision(planned.index, "resumed", reason, identity, (reason,)))
+            continue
+        unit_id = unit_id_of(planned.experiment.id, planned.eval.id, planned.ordinal)
+        decisions.append(_decide(
+            planned, identity, latest.get(unit_id), present, rerun, keep_sandbox,
+            unit_id.rpartition("#")[0] in published_pairs,
+        ))
+    if early_exit is not None:
+        _mark_early_exits(plan, decisions, settled, early_exit)
+    return CarryPlan(decisions, warnings)
+
+
+def _mark_early_exits(plan: Sequence[Any], decisions: list[SlotDecision], settled: Mapping[str, Any],
+                      early_exit: Callable[[Any], bool]) -> None:
+    """Slots to execute of an eval that already passed here (carried or resumed) stay undispatched."""
+    passed: dict[tuple[str, str], int] = {}
+    for planned, decision in zip(plan, decisions):
+        result = decision.carried if decision.carried is not None else settled.get(planned.key)
+        if result is not None and result.verdict == "passed":
+            passed.setdefault((planned.experiment.id, planned.eval.id), planned.ordinal + 1)
+    if not passed:
+        return
+    for position, (planned, decision) in enumerate(zip(plan, decisions)):
+        ordinal = passed.get((planned.experiment.id, planned.eval.id))
+        if decision.action != EXECUTE or ordinal is None or not early_exit(planned):
+            continue
+        reason = Reason(EARLY_EXIT, f"early exit: attempt #{ordinal} passed")
+        decisions[position] = SlotDecision(decision.index, NOT_DISPATCHED_ACTION, reason, decision.identity,
+                                           (reason, *decision.reasons))

@@ -1,0 +1,301 @@
+"""A slot's execution identity: what an attempt's result depends on, as one digest plus one per component.
+
+Components: the eval's source closure (its module and the project modules it imports), the text it
+loads (loaders, `send_file` literals, uploaded fixtures), the agent (name and the experiment's source
+closure), model, reasoning effort, flags, judge config, sandbox layers and the timeout. Comparing two
+identities names each component that changed, so a rerun always has a reason a person can read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.agent.loaders import loaded_by
+from assay.agent.source_closure import SourceClosure, content_hash
+
+__all__ = [
+    "COMPONENTS", "ExecutionIdentity", "IdentityBuilder", "Reason", "effective_timeout", "identity_changes",
+]
+
+IDENTITY_VERSION = 1  # bumped when what a component covers changes: old results then rerun, named as such
+COMPONENTS = ("source", "loaded", "agent", "model", "effort", "flags", "judge", "sandbox", "timeout")
+_FIXTURE_SKIPPED = frozenset({".git", "__pycache__", "node_modules", ".venv"})
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """Why a slot is executed, carried or not dispatched: a stable code and a line for a person."""
+
+    code: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(_canonical(value).encode("utf-8")).hexdigest()[:32]
+
+
+def effective_timeout(cli: float | None, experiment: float | None, definition: float | None,
+                      config: float | None) -> float | None:
+    """The attempt's deadline in seconds: --timeout > experiment > eval > project config; None: none."""
+    return cli or experiment or definition or config
+
+
+@dataclass(frozen=True)
+class ExecutionIdentity:
+    digest: str
+    components: Mapping[str, str]  # component -> digest
+    files: Mapping[str, Mapping[str, str]]  # source / loaded / agent -> {project-relative path: content hash}
+    values: Mapping[str, Any]  # what messages name: eval file, experiment file, agent, model, effort, timeout
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": IDENTITY_VERSION, "digest": self.digest, "components": dict(self.components),
+            "files": {name: dict(files) for name, files in self.files.items()}, "values": dict(self.values),
+        }
+
+    @classmethod
+    def from_json(cls, document: Any) -> ExecutionIdentity | None:
+        """None for anything that is not an identity this version of assay wrote."""
+        if not isinstance(document, Mapping) or document.get("version") != IDENTITY_VERSION:
+            return None
+        components, files, values = document.get("components"), document.get("files"), document.get("values")
+        if not isinstance(document.get("digest"), str) or not isinstance(components, Mapping):
+            return None
+        if not isinstance(files, Mapping) or not isinstance(values, Mapping):
+            return None
+        return cls(document["digest"], dict(components), {k: dict(v) for k, v in files.items() if isinstance(v, Mapping)},
+                   dict(values))
+
+    def without_timeout(self) -> str:
+        """The digest of every component but the timeout (an attempt that fits a new timeout is still valid)."""
+        return _digest({name: value for name, value in self.components.items() if name != "timeout"})
+
+
+class IdentityBuilder:
+    """Identities of one project's slots; files are read and parsed once, pairs computed once."""
+
+    def __init__(self, root: Path, *, project_judge: Mapping[str, Any] | None = None, timeout: float | None = None,
+                 config_timeout: float | None = None) -> None:
+        self.root = root.resolve()
+        self.closures = SourceClosure(self.root)
+        self.project_judge = project_judge
+        self.timeout = timeout
+        self.config_timeout = config_timeout
+        self._pairs: dict[tuple[str, str], ExecutionIdentity] = {}
+        self._agents: dict[str, tuple[dict[str, str], str]] = {}
+        self._experiments: dict[str, dict[str, str]] = {}  # experiment id -> its own components' digests
+        self._digests: dict[tuple[str, Any], str] = {}  # digests of small values many slots share
+        self._contents: dict[Path, str] = {}
+
+    def of(self, planned: Any) -> ExecutionIdentity:
+        key = (planned.experiment.id, planned.eval.id)
+        identity = self._pairs.get(key)
+        if identity is None:
+            identity = self._pairs[key] = self._build(planned)
+        return identity
+
+    # -- components ------------------------------------------------------------------------------
+    def _build(self, planned: Any) -> ExecutionIdentity:
+        from assay.agent.judging import PROMPT_VERSION, merged_judge_config
+
+        entry, experiment_entry = planned.eval, planned.experiment
+        definition, experiment = entry.eval, experiment_entry.experiment
+        source = self._source(entry)
+        loaded = self._loaded(entry, source)
+        agent_files, _ = self._agent(experiment_entry)
+        judge = merged_judge_config(self.project_judge, experiment.judge, definition.judge)
+        sandbox = self._sandbox(definition)
+        if sandbox is not None:
+            loaded = {**loaded, **self._fixtures(sandbox.pop("uploads"))}
+        timeout = effective_timeout(self.timeout, experiment.timeout, definition.timeout, self.config_timeout)
+        components = {
+            "source": _digest(source),
+            "loaded": self._shared_digest(loaded) if not loaded else _digest(loaded),
+            **self._experiment_components(experiment_entry),
+            "judge": self._shared_digest(None) if judge is None else _digest({"config": judge, "prompt": PROMPT_VERSION}),
+            "sandbox": self._shared_digest(None) if sandbox is None else _digest(sandbox),
+            "timeout": self._shared_digest(timeout),
+        }
+        values = {
+            "eval_file": self.closures.relative(entry.path) if entry.path is not None else None,
+            "experiment_file": self.closures.relative(experiment_entry.path) if experiment_entry.path is not None else None,
+            "agent": experiment.agent.name, "model": experiment.model, "effort": experiment.reasoning_effort,
+            "timeout": timeout,
+        }
+        return ExecutionIdentity(
+            _digest(components), components, {"source": source, "loaded": loaded, "agent": agent_files}, values,
+        )
+
+    def _shared_digest(self, value: Any) -> str:
+        """The digest of a value many slots share (None, no loaded files, a timeout), computed once."""
+        key = (type(value).__name__, _canonical(value)) if isinstance(value, dict) else (type(value).__name__, value)
+        digest = self._digests.get(key)
+        if digest is None:
+            digest = self._digests[key] = _digest(value)
+        return digest
+
+    def _experiment_components(self, entry: Any) -> dict[str, str]:
+        """The components only the experiment decides, computed once per experiment."""
+        components = self._experiments.get(entry.id)
+        if components is None:
+            experiment = entry.experiment
+            components = self._experiments[entry.id] = {
+                "agent": self._agent(entry)[1], "model": _digest(experiment.model),
+                "effort": _digest(experiment.reasoning_effort), "flags": _digest(dict(experiment.flags)),
+            }
+        return components
+
+    def _source(self, entry: Any) -> dict[str, str]:
+        if entry.path is not None:
+            return self.closures.closure(entry.path)
+        return self._function_source(entry.eval.test)
+
+    def _function_source(self, function: Any) -> dict[str, str]:
+        """An eval or agent made in code (no file of its own): the file its function is written in."""
+        body = getattr(function, "body", function)  # a sandbox pair's LinkedTest wraps the eval's body
+        try:
+            file = inspect.getsourcefile(body)
+        except TypeError:
+            file = None
+        if file is None or not Path(file).resolve().is_relative_to(self.root):
+            return {}
+        return self.closures.closure(Path(file))
+
+    def _loaded(self, entry: Any, source: Mapping[str, str]) -> dict[str, str]:
+        """Text the eval reads that assay knows of: loader calls of its closure's modules and the
+        literal paths its closure sends with `send_file` (relative to the eval's folder)."""
+        if entry.path is None:
+            return {}
+        files: dict[Path, None] = dict.fromkeys(loaded_by(self.closures.files(entry.path)))
+        for literal in self.closures.sent_files(entry.path):
+            sent = Path(literal)
+            files[(sent if sent.is_absolute() else entry.path.parent / sent).resolve()] = None
+        loaded = {self.closures.relative(path): self._content(path) for path in files}
+        return {name: digest for name, digest in loaded.items() if name not in source}
+
+    def _content(self, path: Path) -> str:
+        digest = self._contents.get(path)
+        if digest is None:
+            try:
+                digest = content_hash(path.read_bytes())
+            except OSError:
+                digest = "missing"
+            self._contents[path] = digest
+        return digest
+
+    def _fixtures(self, uploads: list[Path]) -> dict[str, str]:
+        """Files a sandbox layer uploads (a fixture folder is hashed file by file)."""
+        found: dict[str, str] = {}
+        for source in uploads:
+            if source.is_dir():
+                for folder, names, files in os.walk(source):
+                    names[:] = sorted(name for name in names if name not in _FIXTURE_SKIPPED)
+                    for name in sorted(files):
+                        path = Path(folder) / name
+                        found[self.closures.relative(path)] = self._content(path)
+            else:
+                found[self.closures.relative(source)] = self._content(source)
+        return found
+
+    def _agent(self, entry: Any) -> tuple[dict[str, str], str]:
+        cached = self._agents.get(entry.id)
+        if cached is None:
+            agent = entry.experiment.agent
+            files = self.closures.closure(entry.path) if entry.path is not None else {}
+            files = {**files, **self._function_source(getattr(agent, "send", None))}
+            cached = self._agents[entry.id] = (files, _digest({"name": agent.name, "files": files}))
+        return cached
+
+    def _sandbox(self, definition: Any) -> dict[str, Any] | None:
+        """The pair's linked sandbox: each layer's template and prepare steps, the diff rules; None without one."""
+        binding = getattr(definition.test, "sandbox_binding", None)
+        if binding is None:
+            return None
+        from assay.agent.sandbox.layers import Upload
+
+        uploads: list[Path] = []
+        layers = []
+        for layer in binding.layers:
+            steps = []
+            for step in layer.prepares:
+                if isinstance(step, Upload):
+                    uploads.append(step.source.resolve())
+                    steps.append(f"upload {self.closures.relative(step.source.resolve())} -> {step.target or '.'}")
+                else:
+                    steps.append(step.describe())
+            template = layer.provider.describe() if layer.provider is not None else None
+            layers.append({"template": template, "prepare": steps, "setups": len(layer.setups),
+                           "teardowns": len(layer.teardowns)})
+        description = {"owner": binding.template_owner, "layers": layers, "diff": definition.diff}
+        # Host paths (a Dockerfile's folder) are named relative to the project, so a clone elsewhere matches.
+        text = _canonical(description).replace(str(self.root), "<project>")
+        return {**json.loads(text), "uploads": uploads}
+
+
+# ---------------------------------------------------------------------------------------------
+# What changed
+
+
+def _file_changes(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
+    return sorted(path for path in set(old) | set(new) if old.get(path) != new.get(path))
+
+
+def _named(paths: list[str], limit: int = 3) -> str:
+    shown = ", ".join(paths[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
+
+
+def identity_changes(old: ExecutionIdentity, new: ExecutionIdentity) -> list[Reason]:
+    """Every component (but the timeout, which the duration decides) that differs, most specific first."""
+    reasons: list[Reason] = []
+    changed = {name for name in COMPONENTS if old.components.get(name) != new.components.get(name)}
+    if "source" in changed:
+        paths = _file_changes(old.files.get("source", {}), new.files.get("source", {}))
+        own = new.values.get("eval_file")
+        if own in paths:
+            reasons.append(Reason("eval-source-changed", f"eval source changed ({own})"))
+        helpers = [path for path in paths if path != own]
+        if helpers:
+            reasons.append(Reason("helper-changed", f"helper changed ({_named(helpers)})"))
+        if not paths:
+            reasons.append(Reason("eval-source-changed", "eval source changed"))
+    if "loaded" in changed:
+        paths = _file_changes(old.files.get("loaded", {}), new.files.get("loaded", {}))
+        reasons.append(Reason("loaded-file-changed", f"loaded file changed ({_named(paths)})" if paths else
+                              "loaded files changed"))
+    for name, code, label in (("model", "model-changed", "model"), ("effort", "effort-changed", "reasoning effort")):
+        if name in changed:
+            reasons.append(Reason(code, f"{label} changed ({old.values.get(name)} → {new.values.get(name)})"))
+    if "flags" in changed:
+        reasons.append(Reason("flags-changed", "flags changed"))
+    if "judge" in changed:
+        reasons.append(Reason("judge-changed", "judge changed"))
+    if "sandbox" in changed:
+        reasons.append(Reason("sandbox-changed", "sandbox changed"))
+    if "agent" in changed:
+        if old.values.get("agent") != new.values.get("agent"):
+            reasons.append(Reason("agent-changed", f"agent changed ({old.values.get('agent')} → {new.values.get('agent')})"))
+        paths = _file_changes(old.files.get("agent", {}), new.files.get("agent", {}))
+        own = new.values.get("experiment_file")
+        if own in paths:
+            reasons.append(Reason("experiment-changed", f"experiment changed ({own})"))
+        others = [path for path in paths if path != own]
+        if others:
+            reasons.append(Reason("agent-changed", f"agent changed ({_named(others)})"))
+        if not paths and old.values.get("agent") == new.values.get("agent"):
+            reasons.append(Reason("agent-changed", "agent changed"))
+    return reasons
