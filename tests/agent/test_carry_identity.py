@@ -156,7 +156,7 @@ def test_the_identity_has_a_digest_and_one_per_component(identity_project):
     assert set(identity.components) == {
         "source", "loaded", "agent", "model", "effort", "flags", "judge", "sandbox", "timeout",
     }
-    assert len(identity.digest) == 32
+    assert len(identity.digest) == 16
     assert api.plan(identity_project).carry.decisions[0].identity.digest == identity.digest  # stable
     whole = {planned.plan[d.index].eval.id: d.identity.digest for d in planned.carry.decisions}
     for eval_id in whole:  # a slot's identity does not depend on what else the plan holds

@@ -24,7 +24,7 @@ __all__ = [
     "COMPONENTS", "ExecutionIdentity", "IdentityBuilder", "Reason", "effective_timeout", "identity_changes",
 ]
 
-IDENTITY_VERSION = 1  # bumped when what a component covers changes: old results then rerun, named as such
+IDENTITY_VERSION = 2  # bumped when what a component covers changes: old results then rerun, named as such
 COMPONENTS = ("source", "loaded", "agent", "model", "effort", "flags", "judge", "sandbox", "timeout")
 _FIXTURE_SKIPPED = frozenset({".git", "__pycache__", "node_modules", ".venv"})
 
@@ -45,7 +45,9 @@ def _canonical(value: Any) -> str:
 
 
 def _digest(value: Any) -> str:
-    return hashlib.sha256(_canonical(value).encode("utf-8")).hexdigest()[:32]
+    # 16 hex digits, like a file's content hash: an identity is in every attempt's record, so its
+    # ten digests are a third of a small attempt's line at 32 digits.
+    return hashlib.sha256(_canonical(value).encode("utf-8")).hexdigest()[:16]
 
 
 def effective_timeout(cli: float | None, experiment: float | None, definition: float | None,
@@ -95,17 +97,22 @@ class IdentityBuilder:
         self.project_judge = project_judge
         self.timeout = timeout
         self.config_timeout = config_timeout
-        self._pairs: dict[tuple[str, str], ExecutionIdentity] = {}
+        self._last: tuple[tuple[str, str], ExecutionIdentity] | None = None
         self._agents: dict[str, tuple[dict[str, str], str]] = {}
         self._experiments: dict[str, dict[str, str]] = {}  # experiment id -> its own components' digests
         self._digests: dict[tuple[str, Any], str] = {}  # digests of small values many slots share
         self._contents: dict[Path, str] = {}
+        self._files: dict[Path, tuple[dict[str, str], str, dict[str, str], str | None]] = {}
+        self._loaded_digests: dict[Path, str] = {}
+        self._identities: dict[tuple[Any, ...], ExecutionIdentity] = {}
 
     def of(self, planned: Any) -> ExecutionIdentity:
         key = (planned.experiment.id, planned.eval.id)
-        identity = self._pairs.get(key)
-        if identity is None:
-            identity = self._pairs[key] = self._build(planned)
+        last = self._last
+        if last is not None and last[0] == key:  # a pair's attempts are consecutive in the plan
+            return last[1]
+        identity = self._build(planned)
+        self._last = (key, identity)
         return identity
 
     # -- components ------------------------------------------------------------------------------
@@ -114,31 +121,60 @@ class IdentityBuilder:
 
         entry, experiment_entry = planned.eval, planned.experiment
         definition, experiment = entry.eval, experiment_entry.experiment
-        source = self._source(entry)
-        loaded = self._loaded(entry, source)
-        agent_files, _ = self._agent(experiment_entry)
+        source, source_digest, loaded, eval_file = self._file_part(entry)
         judge = merged_judge_config(self.project_judge, experiment.judge, definition.judge)
         sandbox = self._sandbox(definition)
         if sandbox is not None:
             loaded = {**loaded, **self._fixtures(sandbox.pop("uploads"))}
+            loaded_digest = _digest(loaded)
+        else:
+            loaded_digest = self._shared_digest(loaded) if not loaded else self._loaded_digest(entry, loaded)
         timeout = effective_timeout(self.timeout, experiment.timeout, definition.timeout, self.config_timeout)
+        judge_digest = self._shared_digest(None) if judge is None else _digest({"config": judge, "prompt": PROMPT_VERSION})
+        sandbox_digest = self._shared_digest(None) if sandbox is None else _digest(sandbox)
+        # Every eval of one file, run by one experiment with the same judge, sandbox and timeout, has
+        # the same identity: it is built once and shared (a 50,000-eval file holds one, not 50,000).
+        key = (source_digest, loaded_digest, experiment_entry.id, judge_digest, sandbox_digest, timeout, eval_file)
+        shared = self._identities.get(key)
+        if shared is not None:
+            return shared
         components = {
-            "source": _digest(source),
-            "loaded": self._shared_digest(loaded) if not loaded else _digest(loaded),
+            "source": source_digest,
+            "loaded": loaded_digest,
             **self._experiment_components(experiment_entry),
-            "judge": self._shared_digest(None) if judge is None else _digest({"config": judge, "prompt": PROMPT_VERSION}),
-            "sandbox": self._shared_digest(None) if sandbox is None else _digest(sandbox),
+            "judge": judge_digest,
+            "sandbox": sandbox_digest,
             "timeout": self._shared_digest(timeout),
         }
         values = {
-            "eval_file": self.closures.relative(entry.path) if entry.path is not None else None,
+            "eval_file": eval_file,
             "experiment_file": self.closures.relative(experiment_entry.path) if experiment_entry.path is not None else None,
             "agent": experiment.agent.name, "model": experiment.model, "effort": experiment.reasoning_effort,
             "timeout": timeout,
         }
-        return ExecutionIdentity(
-            _digest(components), components, {"source": source, "loaded": loaded, "agent": agent_files}, values,
+        identity = self._identities[key] = ExecutionIdentity(
+            _digest(components), components, {"source": source, "loaded": loaded, "agent": self._agent(experiment_entry)[0]},
+            values,
         )
+        return identity
+
+    def _file_part(self, entry: Any) -> tuple[dict[str, str], str, dict[str, str], str | None]:
+        """What an eval's file decides (its closure and digest, what it loads, its name), once per file."""
+        path = entry.path
+        if path is None:  # made in code: the function's own file, looked up each time (rare)
+            source = self._source(entry)
+            return source, _digest(source), {}, None
+        cached = self._files.get(path)
+        if cached is None:
+            source = self._source(entry)
+            cached = self._files[path] = (source, _digest(source), self._loaded(entry, source), self.closures.relative(path))
+        return cached
+
+    def _loaded_digest(self, entry: Any, loaded: dict[str, str]) -> str:
+        digest = self._loaded_digests.get(entry.path)
+        if digest is None:
+            digest = self._loaded_digests[entry.path] = _digest(loaded)
+        return digest
 
     def _shared_digest(self, value: Any) -> str:
         """The digest of a value many slots share (None, no loaded files, a timeout), computed once."""
