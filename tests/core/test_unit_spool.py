@@ -177,3 +177,27 @@ def test_a_journaled_agent_run_keeps_summaries_and_its_record_matches_the_attemp
     rebuilt = [agent_unit(attempt) for attempt in outcome.results]  # each read back whole from the spool
     assert [unit.to_json() for unit in recorded] == [unit.to_json() for unit in rebuilt]
     assert all(attempt.turns for attempt in outcome.results)
+
+
+def test_a_record_folder_a_killed_publish_left_is_removed_by_the_next_one(tmp_path):
+    """Killed between its units and its manifest, a publish leaves a folder no reader counts; the
+    next publish into the same store removes it once it is stale (a fresh one may be in progress)."""
+    import os
+    import time
+
+    records = tmp_path / "records"
+    stale = records / "agent-killed"
+    stale.mkdir(parents=True)
+    (stale / "units.jsonl").write_text('{"unit_id":"u","verdict":"passed","group":""}\n')
+    (stale / ".manifest.json.0123456789ab.tmp").write_text("{")
+    fresh = records / "agent-writing-now"
+    fresh.mkdir()
+    (fresh / "units.jsonl").write_text("")
+    kept = records / "agent-with-other-files"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    past = time.time() - 300
+    for path in (stale / "units.jsonl", stale / ".manifest.json.0123456789ab.tmp", stale, kept / "notes.txt", kept):
+        os.utime(path, (past, past))
+    write_record(records, _manifest("agent-next"), [_unit(1)])
+    assert sorted(path.name for path in records.iterdir()) == ["agent-next", "agent-with-other-files", "agent-writing-now"]

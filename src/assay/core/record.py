@@ -13,6 +13,7 @@ import os
 import secrets
 import subprocess
 import tempfile
+import time
 import weakref
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -21,7 +22,7 @@ from json.decoder import scanstring
 from pathlib import Path
 from typing import Any
 
-from assay.core.fsutil import fsync_directory, write_atomically
+from assay.core.fsutil import STALE_TEMPORARY_AGE_S, fsync_directory, remove_stale_temporary_files, write_atomically
 
 __all__ = [
     "FAILING_VERDICTS",
@@ -383,6 +384,7 @@ def write_record(folder: Path, manifest: RunManifest, units: Iterable[UnitResult
     that cannot be finished is removed, so nothing half-written is left beside the others.
     """
     record = folder / manifest.run_id
+    remove_stale_unfinished_records(folder)
     record.mkdir(parents=True, exist_ok=False)
     try:
         seen: set[str] = set()
@@ -400,6 +402,34 @@ def write_record(folder: Path, manifest: RunManifest, units: Iterable[UnitResult
         raise
     fsync_directory(record)
     return record
+
+
+def remove_stale_unfinished_records(folder: Path) -> None:
+    """Record folders a killed publish left without a manifest (its units, a half-written manifest),
+    untouched for the stale age: no reader counts them, so they would only take space forever. A
+    record being written now is younger than that; a folder holding anything else is left alone."""
+    now = time.time()
+    try:
+        entries = os.scandir(folder)
+    except OSError:
+        return
+    with entries:
+        for entry in entries:
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                record = Path(entry.path)
+                if (record / MANIFEST_FILE).exists():
+                    continue
+                units = record / UNITS_FILE
+                changed = max(entry.stat(follow_symlinks=False).st_mtime,
+                              units.stat().st_mtime if units.exists() else 0.0)
+                if now - changed < STALE_TEMPORARY_AGE_S:
+                    continue
+                remove_stale_temporary_files(record)
+                _remove_unfinished_record(record)
+            except OSError:
+                continue
 
 
 def _remove_unfinished_record(record: Path) -> None:
