@@ -360,3 +360,11 @@ def test_attempts_get_a_pass_at_k_and_flakiness_summary_and_json_is_snake_case(t
 
     camel = {key for line in lines for key in keys(line) if any(c.isupper() for c in key)}
     assert camel == set(), camel  # one spelling in machine output: snake_case
+
+
+def test_a_misspelt_rerun_value_is_named_not_taken_for_an_experiment(tmp_path):
+    # Bare `--rerun` means failed, so the next word could be an experiment; one that is close to
+    # a value is a typo, and saying "no experiment matches 'faild'" would send the user astray.
+    completed = run_cli("run", "--project", str(tmp_path), "--rerun", "faild")
+    assert completed.returncode == 2
+    assert completed.stderr.strip() == "Error: --rerun takes failed or all, got 'faild'; did you mean 'failed'?"

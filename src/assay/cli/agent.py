@@ -166,11 +166,17 @@ class _RunCommand(typer.core.TyperCommand):
 
 
 def _with_rerun_value(args: list[str]) -> list[str]:
+    import difflib
+
     cut = args.index("--") if "--" in args else len(args)  # after `--` everything is an argument
     head, given = args[:cut], []
     for position, argument in enumerate(head):
         given.append(argument)
-        if argument == "--rerun" and (position + 1 == len(head) or head[position + 1] not in ("failed", "all")):
+        following = head[position + 1] if position + 1 < len(head) else None
+        if argument == "--rerun" and following not in ("failed", "all"):
+            near = difflib.get_close_matches(following or "", ("failed", "all"), n=1, cutoff=0.6)
+            if near:  # `--rerun faild`: a misspelt value, not an experiment named like one
+                _fail(UsageError(f"--rerun takes failed or all, got {following!r}; did you mean {near[0]!r}?", "--rerun"))
             given.append("failed")
     return given + list(args[cut:])
 
