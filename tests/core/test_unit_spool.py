@@ -193,11 +193,16 @@ def test_a_record_folder_a_killed_publish_left_is_removed_by_the_next_one(tmp_pa
     fresh = records / "agent-writing-now"
     fresh.mkdir()
     (fresh / "units.jsonl").write_text("")
+    died_writing = records / "agent-died-writing-its-manifest"  # its units are recent, its manifest temp stale
+    died_writing.mkdir()
+    (died_writing / "units.jsonl").write_text("")
+    (died_writing / ".manifest.json.ba9876543210.tmp").write_text("{")
     kept = records / "agent-with-other-files"
     kept.mkdir()
     (kept / "notes.txt").write_text("mine")
     past = time.time() - 300
-    for path in (stale / "units.jsonl", stale / ".manifest.json.0123456789ab.tmp", stale, kept / "notes.txt", kept):
+    for path in (stale / "units.jsonl", stale / ".manifest.json.0123456789ab.tmp", stale, kept / "notes.txt", kept,
+                 died_writing / ".manifest.json.ba9876543210.tmp"):
         os.utime(path, (past, past))
     write_record(records, _manifest("agent-next"), [_unit(1)])
     assert sorted(path.name for path in records.iterdir()) == ["agent-next", "agent-with-other-files", "agent-writing-now"]

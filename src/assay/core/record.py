@@ -421,12 +421,14 @@ def remove_stale_unfinished_records(folder: Path) -> None:
                 record = Path(entry.path)
                 if (record / MANIFEST_FILE).exists():
                     continue
-                units = record / UNITS_FILE
-                changed = max(entry.stat(follow_symlinks=False).st_mtime,
-                              units.stat().st_mtime if units.exists() else 0.0)
-                if now - changed < STALE_TEMPORARY_AGE_S:
-                    continue
-                remove_stale_temporary_files(record)
+                # A stale half-written manifest means its writer is dead (a live one's is fresh);
+                # without one, the units file's age decides.
+                if not remove_stale_temporary_files(record):
+                    units = record / UNITS_FILE
+                    changed = max(entry.stat(follow_symlinks=False).st_mtime,
+                                  units.stat().st_mtime if units.exists() else 0.0)
+                    if now - changed < STALE_TEMPORARY_AGE_S:
+                        continue
                 _remove_unfinished_record(record)
             except OSError:
                 continue
