@@ -210,7 +210,7 @@ def run_command(
              "warning). Starts the receiver even without [tool.assay.telemetry].",
     ),
     rerun: Optional[str] = typer.Option(
-        None, "--rerun",
+        None, "--rerun", metavar="[failed|all]",
         help="Run again what earlier runs published: bare or `failed` reruns failed (and errored) attempts, "
              "carrying only passed ones; `all` carries nothing. Default: passed and failed attempts whose "
              "execution identity is unchanged are carried, not sent to the agent.",
