@@ -183,12 +183,16 @@ def check_report_path(flag: str, path: str | Path | None) -> None:
         raise UsageError(f"{flag} {path} {reason}", flag)
 
 
-def remove_stale_temporary_files(directory: Path, *, older_than_s: float = STALE_TEMPORARY_AGE_S) -> list[Path]:
-    """Delete the `write_atomically` temporaries in `directory` older than `older_than_s`; returns them.
+def remove_stale_temporary_files(
+    directory: Path, *, older_than_s: float = STALE_TEMPORARY_AGE_S, of: str | None = None,
+) -> list[Path]:
+    """Delete the `write_atomically` temporaries in `directory` older than `older_than_s` (only
+    those of the file named `of`, when given); returns them.
 
     Only regular files named as `write_atomically` names them are touched, and nothing fails: a
     folder that cannot be listed, or a file another cleaner got to first, is skipped.
     """
+    prefix = f".{of}." if of is not None else None
     removed: list[Path] = []
     now = time.time()
     try:
@@ -197,7 +201,10 @@ def remove_stale_temporary_files(directory: Path, *, older_than_s: float = STALE
         return removed
     with entries:
         for entry in entries:
-            if not _TEMPORARY_NAME.fullmatch(entry.name):
+            name = entry.name
+            if prefix is not None and not (name.startswith(prefix) and len(name) == len(prefix) + 16):
+                continue
+            if not _TEMPORARY_NAME.fullmatch(name):
                 continue
             try:
                 status = entry.stat(follow_symlinks=False)
@@ -211,31 +218,11 @@ def remove_stale_temporary_files(directory: Path, *, older_than_s: float = STALE
 
 
 def remove_stale_temporaries_of(path: Path) -> list[Path]:
-    """The stale `write_atomically` temporaries of one target (`.<name>.<hex>.tmp` beside it): what a
-    write to the same report, killed part-way, left. For targets rewritten by every run (a JSON or
-    JUnit report), whose folders no other cleanup visits."""
+    """The stale temporaries of one target (`.<name>.<hex>.tmp` beside it): what a killed write of
+    the same report left. For targets rewritten by every run (a JSON or JUnit report), whose
+    folders no other cleanup visits."""
     path = Path(path)
-    prefix = f".{path.name}."
-    removed: list[Path] = []
-    now = time.time()
-    try:
-        entries = os.scandir(path.parent)
-    except OSError:
-        return removed
-    with entries:
-        for entry in entries:
-            name = entry.name
-            if not name.startswith(prefix) or len(name) != len(prefix) + 16 or not _TEMPORARY_NAME.fullmatch(name):
-                continue
-            try:
-                status = entry.stat(follow_symlinks=False)
-                if not stat.S_ISREG(status.st_mode) or now - status.st_mtime < STALE_TEMPORARY_AGE_S:
-                    continue
-                os.unlink(entry.path)
-            except OSError:
-                continue
-            removed.append(Path(entry.path))
-    return removed
+    return remove_stale_temporary_files(path.parent, of=path.name)
 
 
 def remove_stale_temporary_files_beside(root: Path, paths: Iterable[Path]) -> list[Path]:
