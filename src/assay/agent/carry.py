@@ -21,7 +21,7 @@ from assay.agent.slot_result import CARRIED, EARLY_EXIT, SlotResult
 from assay.errors import UsageError
 
 __all__ = [
-    "CARRY", "CarryPlan", "EXECUTE", "NOT_DISPATCHED_ACTION", "RERUN_CHOICES", "SlotDecision", "check_rerun",
+    "CARRY", "CarryPlan", "EXECUTE", "NOT_DISPATCHED_ACTION", "RERUN_CHOICES", "SlotDecision", "adopted_attempt", "check_rerun",
     "plan_carry",
 ]
 
@@ -235,3 +235,26 @@ def _mark_early_exits(plan: Sequence[Any], decisions: list[SlotDecision], settle
         reason = Reason(EARLY_EXIT, f"early exit: attempt #{ordinal} passed")
         decisions[position] = SlotDecision(decision.index, NOT_DISPATCHED_ACTION, reason, decision.identity,
                                            (reason, *decision.reasons))
+
+
+def adopted_attempt(root: Path, result: Any) -> Any:
+    """A carried slot read through its reference: the published attempt it adopts, whole, from the
+    results store (the run keeps only the reference); as recorded when that run is gone."""
+    origin = getattr(result, "carried_from", None)
+    if not origin:
+        return result
+    from assay.agent.slot_result import SlotResult
+    from assay.core.record import store_path
+    from assay.core.results_store import SqliteRunStore
+
+    database = store_path(root)
+    if not database.is_file():
+        return result
+    with SqliteRunStore(database, read_only=True) as store:
+        unit = store.get_unit(origin["run_id"], origin["unit_id"])
+    if unit is None or not isinstance(unit.detail, dict):
+        return result
+    adopted = SlotResult.from_json(unit.detail)
+    adopted.outcome, adopted.carried_from, adopted.decision = result.outcome, dict(origin), result.decision
+    adopted.identity = result.identity
+    return adopted

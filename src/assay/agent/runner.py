@@ -179,6 +179,12 @@ class SpooledAttempts(Sequence[AttemptResult]):
         for unit, summary in zip(self._spool, self._summaries):
             yield _read_back(unit, summary)
 
+    def replace(self, position: int, result: AttemptResult) -> None:
+        """Write an updated attempt (late spans) back to its slot: reads return fresh copies."""
+        from assay.agent.units import agent_unit
+
+        self._spool.add(position, agent_unit(result))
+
 
 def _read_back(unit: Any, summary: AttemptSummary) -> AttemptResult:
     result = SlotResult.from_json(unit.detail or {})

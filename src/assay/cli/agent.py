@@ -350,7 +350,9 @@ def show_command(
                 raise UsageError(f"no attempt {locator} in run {path.name}")
             if len(matching) > 1:
                 raise UsageError(f"attempt locator {locator} is ambiguous ({len(matching)} attempts); give more characters")
-            results = [_adopted_attempt(root, matching[0])]
+            from assay.agent.carry import adopted_attempt
+
+            results = [adopted_attempt(root, matching[0])]
     except AssayError as error:
         _fail(error)
     if timing:
@@ -385,29 +387,6 @@ def show_command(
                 say(f"    {line}")
     headers = ["experiment", "agent/model", "passed", "failed", "errored", "skipped", "not run", "mean", "tokens"]
     say(render_table(None, headers, experiment_rows(results)))
-
-
-def _adopted_attempt(root: Path, result: Any) -> Any:
-    """A carried slot read through its reference: the published attempt it adopts, whole, from the
-    results store (the run keeps only the reference); as recorded when that run is gone."""
-    origin = getattr(result, "carried_from", None)
-    if not origin:
-        return result
-    from assay.agent.slot_result import SlotResult
-    from assay.core.record import store_path
-    from assay.core.results_store import SqliteRunStore
-
-    database = store_path(root)
-    if not database.is_file():
-        return result
-    with SqliteRunStore(database, read_only=True) as store:
-        unit = store.get_unit(origin["run_id"], origin["unit_id"])
-    if unit is None or not isinstance(unit.detail, dict):
-        return result
-    adopted = SlotResult.from_json(unit.detail)
-    adopted.outcome, adopted.carried_from, adopted.decision = result.outcome, dict(origin), result.decision
-    adopted.identity = result.identity
-    return adopted
 
 
 def _show_timing(result: Any, output_json: bool) -> None:

@@ -137,7 +137,7 @@ class RunTracing:
         late = self.hub.late_attempts()
         if not late:
             return
-        spool = getattr(results, "_spool", None)
+        replace = getattr(results, "replace", None)  # a journaled run's SpooledAttempts
         for position, result in enumerate(results):
             if result.attempt_id not in late:
                 continue
@@ -145,10 +145,8 @@ class RunTracing:
             if document is None:
                 continue
             result.spans = document
-            if spool is not None:
-                from assay.agent.units import agent_unit
-
-                spool.add(position, agent_unit(result))
+            if replace is not None:
+                replace(position, result)
 
     def finish(self, results: Sequence[Any]) -> None:
         self.add_late_spans(results)
