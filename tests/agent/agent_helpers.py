@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import sys
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -59,3 +61,17 @@ def run_one(agent, test, **kwargs):
 
 def statuses(result) -> list[str]:
     return [assertion["status"] for assertion in result.assertions]
+
+
+def forget_modules_under(folder: Path) -> None:
+    """Project modules imported by one test's evals must not answer another test's imports."""
+    doomed = []
+    for module_name, module in list(sys.modules.items()):
+        try:
+            paths = [getattr(module, "__file__", None) or "", *list(getattr(module, "__path__", None) or [])]
+        except Exception:  # noqa: BLE001 - a namespace path that cannot recompute any more
+            paths = []
+        if any(str(path).startswith(str(folder)) for path in paths):
+            doomed.append(module_name)
+    for module_name in sorted(doomed, key=len, reverse=True):  # children before their packages
+        sys.modules.pop(module_name, None)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from agent_helpers import forget_modules_under
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -64,20 +65,6 @@ def carry_project(tmp_path, monkeypatch):
     monkeypatch.setenv("CARRY_CALLS", str(calls))
     yield root
     forget_modules_under(tmp_path)
-
-
-def forget_modules_under(folder: Path) -> None:
-    """Project modules imported by one test's evals must not answer another test's imports."""
-    doomed = []
-    for module_name, module in list(sys.modules.items()):
-        try:
-            paths = [getattr(module, "__file__", None) or "", *list(getattr(module, "__path__", None) or [])]
-        except Exception:  # noqa: BLE001 - a namespace path that cannot recompute any more
-            paths = []
-        if any(str(path).startswith(str(folder)) for path in paths):
-            doomed.append(module_name)
-    for module_name in sorted(doomed, key=len, reverse=True):  # children before their packages
-        sys.modules.pop(module_name, None)
 
 
 def invoke(root: Path, *args: str):

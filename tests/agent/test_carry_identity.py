@@ -4,10 +4,10 @@ which is `assay agent run --dry`)."""
 
 from __future__ import annotations
 
-import sys
 import textwrap
 from pathlib import Path
 
+from agent_helpers import forget_modules_under
 import pytest
 
 from assay.agent import api
@@ -111,20 +111,6 @@ def identity_project(tmp_path, fake_openai):
     assert published.exit_code == 0, (published.error, [a.error for a in published.attempts])
     yield root
     forget_modules_under(tmp_path)
-
-
-def forget_modules_under(folder: Path) -> None:
-    """Project modules imported by one test's evals must not answer another test's imports."""
-    doomed = []
-    for module_name, module in list(sys.modules.items()):
-        try:
-            paths = [getattr(module, "__file__", None) or "", *list(getattr(module, "__path__", None) or [])]
-        except Exception:  # noqa: BLE001 - a namespace path that cannot recompute any more
-            paths = []
-        if any(str(path).startswith(str(folder)) for path in paths):
-            doomed.append(module_name)
-    for module_name in sorted(doomed, key=len, reverse=True):  # children before their packages
-        sys.modules.pop(module_name, None)
 
 
 def decisions(root: Path, **options) -> dict[str, tuple[str, str, str]]:
