@@ -102,8 +102,7 @@ class IdentityBuilder:
         self._experiments: dict[str, dict[str, str]] = {}  # experiment id -> its own components' digests
         self._digests: dict[tuple[str, Any], str] = {}  # digests of small values many slots share
         self._contents: dict[Path, str] = {}
-        self._files: dict[Path, tuple[dict[str, str], str, dict[str, str], str | None]] = {}
-        self._loaded_digests: dict[Path, str] = {}
+        self._files: dict[Path, tuple[dict[str, str], str, dict[str, str], str, str | None]] = {}
         self._identities: dict[tuple[Any, ...], ExecutionIdentity] = {}
 
     def of(self, planned: Any) -> ExecutionIdentity:
@@ -121,14 +120,12 @@ class IdentityBuilder:
 
         entry, experiment_entry = planned.eval, planned.experiment
         definition, experiment = entry.eval, experiment_entry.experiment
-        source, source_digest, loaded, eval_file = self._file_part(entry)
+        source, source_digest, loaded, loaded_digest, eval_file = self._file_part(entry)
         judge = merged_judge_config(self.project_judge, experiment.judge, definition.judge)
         sandbox = self._sandbox(definition)
         if sandbox is not None:
             loaded = {**loaded, **self._fixtures(sandbox.pop("uploads"))}
             loaded_digest = _digest(loaded)
-        else:
-            loaded_digest = self._shared_digest(loaded) if not loaded else self._loaded_digest(entry, loaded)
         timeout = effective_timeout(self.timeout, experiment.timeout, definition.timeout, self.config_timeout)
         judge_digest = self._shared_digest(None) if judge is None else _digest({"config": judge, "prompt": PROMPT_VERSION})
         sandbox_digest = self._shared_digest(None) if sandbox is None else _digest(sandbox)
@@ -158,23 +155,18 @@ class IdentityBuilder:
         )
         return identity
 
-    def _file_part(self, entry: Any) -> tuple[dict[str, str], str, dict[str, str], str | None]:
-        """What an eval's file decides (its closure and digest, what it loads, its name), once per file."""
+    def _file_part(self, entry: Any) -> tuple[dict[str, str], str, dict[str, str], str, str | None]:
+        """What an eval's file decides (its closure, what it loads, their digests, its name), once per file."""
         path = entry.path
         if path is None:  # made in code: the function's own file, looked up each time (rare)
             source = self._source(entry)
-            return source, _digest(source), {}, None
+            return source, _digest(source), {}, self._shared_digest({}), None
         cached = self._files.get(path)
         if cached is None:
             source = self._source(entry)
-            cached = self._files[path] = (source, _digest(source), self._loaded(entry, source), self.closures.relative(path))
+            loaded = self._loaded(entry, source)
+            cached = self._files[path] = (source, _digest(source), loaded, _digest(loaded), self.closures.relative(path))
         return cached
-
-    def _loaded_digest(self, entry: Any, loaded: dict[str, str]) -> str:
-        digest = self._loaded_digests.get(entry.path)
-        if digest is None:
-            digest = self._loaded_digests[entry.path] = _digest(loaded)
-        return digest
 
     def _shared_digest(self, value: Any) -> str:
         """The digest of a value many slots share (None, no loaded files, a timeout), computed once."""
