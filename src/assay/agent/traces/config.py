@@ -62,7 +62,11 @@ def load_telemetry_config(project: Path, bind: str | None = None) -> TelemetryCo
     where = f"{project / 'pyproject.toml'} [tool.assay.telemetry]"
     unknown = [key for key in table if key not in _KEYS]
     if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; telemetry reads {', '.join(_KEYS)}")
+        import difflib
+
+        near = difflib.get_close_matches(str(unknown[0]), _KEYS, n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}{hint}; telemetry reads {', '.join(_KEYS)}")
     enabled = table.get("enabled", True)
     if not isinstance(enabled, bool):
         raise ConfigError(f"{where}: enabled must be true or false")
