@@ -4,6 +4,7 @@ a receiver exposed beyond loopback (one warning), and a run that sends no turn (
 from __future__ import annotations
 
 import json
+import re
 import os
 import socket
 import subprocess
@@ -45,7 +46,7 @@ def test_the_table_turns_the_receiver_on_and_each_key_has_its_default(tmp_path):
     ("port = 4318\nscope = 'attempt'", 'use scope = "run"'),
 ])
 def test_a_bad_key_is_a_config_error_naming_it(tmp_path, table, message):
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(".", r"\.")):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         _config(tmp_path, "[tool.assay.telemetry]\n" + table + "\n")
 
 
