@@ -4,8 +4,8 @@ a receiver exposed beyond loopback (one warning), and a run that sends no turn (
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import socket
 import subprocess
 import sys
