@@ -206,3 +206,23 @@ def test_a_record_folder_a_killed_publish_left_is_removed_by_the_next_one(tmp_pa
         os.utime(path, (past, past))
     write_record(records, _manifest("agent-next"), [_unit(1)])
     assert sorted(path.name for path in records.iterdir()) == ["agent-next", "agent-with-other-files", "agent-writing-now"]
+
+
+def test_an_attempts_record_line_spliced_from_its_journal_encoding_reads_as_the_one_encoded_whole():
+    """The journal and the record share one encoding of an attempt (compact ASCII JSON); the
+    record line built around it must read back exactly as the line encoded from scratch."""
+    from assay.agent.record import AttemptResult
+    from assay.agent.units import agent_unit, agent_unit_text, plain_text
+
+    result = AttemptResult(
+        experiment_id="exp", eval_id="café", ordinal=0, attempt_id="run/exp/café/1", outcome="executed",
+        verdict="failed", agent="a", duration_seconds=0.5,
+        turns=[{"text": "réponse ☕", "emoji": "\U0001F600", "nested": {"true-ish": True}}],
+    )
+    document = result.to_json()
+    text = plain_text(document)
+    assert text is not None and text.isascii()
+    spliced = agent_unit_text(result, dict(document), text)
+    whole = agent_unit_text(result, dict(document))
+    assert json.loads(spliced) == json.loads(whole) == agent_unit(result).to_json()
+    assert plain_text({True: "a key jsonable renames"}) is None and plain_text({"n": math.nan}) is None

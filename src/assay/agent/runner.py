@@ -26,7 +26,7 @@ from assay.agent.judge_preflight import PREFLIGHT_TIMEOUT_S
 from assay.agent.judging import Judge, LLMJudge, merged_judge_config
 from assay.agent.report import shown_in_failure_lines
 from assay.agent.slot_result import EARLY_EXIT, SlotResult, is_early_exit, slot_result
-from assay.agent.units import agent_unit, agent_unit_text
+from assay.agent.units import agent_unit, agent_unit_text, plain_text
 from assay.core.run_events import RunEvents, RunStarted, RunWarning, UnitDurable
 from assay.agent.record import (
     ATTEMPT_RECORD, EXECUTED, INTERRUPTED, NOT_DISPATCHED, AttemptResult, attempt_locator, slot_key,
@@ -575,16 +575,17 @@ class AgentRun:
                 self.events.unit_durable(UnitDurable(result, lambda: agent_unit(result)))
             return None
         payload = result.to_json()
+        payload_text = plain_text(payload)  # encoded once: the journal line and the record line share it
 
         def durable() -> None:
             self._awaiting_journal -= 1
             if notify:
                 self.events.unit_durable(UnitDurable(result, lambda: agent_unit(result)))
             # The journal has written `payload` by now, so the record's line may take it over.
-            self._keep(result, index, lambda: agent_unit_text(result, payload))
+            self._keep(result, index, lambda: agent_unit_text(result, payload, payload_text))
 
         self._awaiting_journal += 1
-        return self.journal.submit(ATTEMPT_RECORD, result.key, payload, durable)
+        return self.journal.submit(ATTEMPT_RECORD, result.key, payload, durable, payload_text=payload_text)
 
     def _keep(self, result: AttemptResult, index: int, unit: Any) -> None:
         """A durable slot's unit (or what encodes its line) goes to the spool; the run keeps its summary."""

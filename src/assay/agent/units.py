@@ -6,6 +6,7 @@ carried slot's unit references the adopted attempt's run and unit instead of cop
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from assay.core.record import (
     jsonable,
 )
 
-__all__ = ["agent_run_manifest", "agent_run_units", "agent_unit", "agent_unit_text"]
+__all__ = ["agent_run_manifest", "agent_run_units", "agent_unit", "agent_unit_text", "plain_text"]
 
 # `scored` attempts carry a score, not a verdict: shown, but not counted in pass rates or compare.
 _VERDICTS = {"passed": "passed", "failed": "failed", "errored": "errored", "skipped": "skipped", "scored": "ignored"}
@@ -44,13 +45,25 @@ def agent_unit(result: Any) -> UnitResult:
     return _unit(result, document, jsonable(result.usage) if result.usage else None, locator)
 
 
-def agent_unit_text(result: Any, document: dict[str, Any]) -> str:
+def agent_unit_text(result: Any, document: dict[str, Any], document_text: str | None = None) -> str:
     """The record line of `agent_unit(result)`; `document` is `result.to_json()`, given up by the
     caller (it becomes the detail). Most attempts hold nothing `jsonable` would change, and their
-    line is encoded straight from the attempt, with no copy made first."""
-    locator = document["locator"] = result.locator
+    line is encoded straight from the attempt, with no copy made first. `document_text` is
+    `plain_text(document)`, made for the journal: the detail is then spliced in, not encoded again."""
+    locator = result.locator
+    if document_text not in (None, "{}") and getattr(result, "carried_from", None) is None:
+        head = dumps_if_plain(_unit(result, None, result.usage or None, locator).to_json())
+        if head is not None:  # the detail is the last key of a unit without a carry reference
+            return f'{head[:-1]},"detail":{document_text[:-1]},"locator":{json.dumps(locator)}}}}}'
+    document["locator"] = locator
     text = dumps_if_plain(_unit(result, document, result.usage or None, locator).to_json())
     return text if text is not None else dumps_storable(agent_unit(result).to_json())
+
+
+def plain_text(document: dict[str, Any]) -> str | None:
+    """`document` as compact ASCII JSON when `jsonable` would change nothing in it, else None:
+    the one encoding both the journal line and the record line of an attempt can share."""
+    return dumps_if_plain(document, ascii=True)
 
 
 def _unit(result: Any, detail: dict[str, Any], usage: Any, locator: str) -> UnitResult:

@@ -207,10 +207,23 @@ class Journal:
         """Group commit: all `(type, key, payload)` entries in one write and one fsync."""
         recorded_at = utc_timestamp()
         records = [JournalRecord(type, key, dict(payload), recorded_at) for type, key, payload in entries]
-        if not records:
-            return []
-        encode = self._encode
-        data = b"".join(encode(record) for record in records)
+        if records:
+            encode = self._encode
+            self.append_lines(b"".join(encode(record) for record in records))
+        return records
+
+    def encode(self, type: str, key: str, payload: Mapping[str, Any], payload_text: str | None = None) -> bytes:
+        """One event's line, as `append_many` would write it now (for `append_lines`). A caller
+        that has `payload` as compact ASCII JSON already (`payload_text`) spares a non-canonical
+        journal encoding it again; a canonical one sorts keys, so it always encodes."""
+        recorded_at = utc_timestamp()
+        if payload_text is not None and self._encode is _encode_line_unsorted:
+            return (f'{{"key":{json.dumps(key)},"payload":{payload_text},"recorded_at":"{recorded_at}",'
+                    f'"type":{json.dumps(type)}}}\n').encode("ascii")
+        return self._encode(JournalRecord(type, key, payload, recorded_at))  # type: ignore[arg-type]
+
+    def append_lines(self, data: bytes) -> None:
+        """Write lines made by `encode` in one write and one fsync."""
         if self._fd < 0:
             raise CheckpointError(f"checkpoint event log is closed: {self.path}")
         with self._write_lock:
@@ -219,7 +232,6 @@ class Journal:
             os.fsync(self._fd)
         except OSError as error:
             raise CheckpointError(f"could not write checkpoint event log {self.path}: {error}") from None
-        return records
 
     def _write_fully(self, data: bytes) -> None:
         size_before = os.fstat(self._fd).st_size
@@ -555,14 +567,19 @@ class JournalWriter:
         self._thread = threading.Thread(target=self._write_loop, name="assay-journal", daemon=True)
         self._thread.start()
 
-    def submit(self, type: str, key: str, payload: Mapping[str, Any], on_durable: Any = None) -> asyncio.Future[None]:
-        """Queue one record; the returned future resolves once it is durable (or fails with the write)."""
+    def submit(
+        self, type: str, key: str, payload: Mapping[str, Any], on_durable: Any = None, *, payload_text: str | None = None,
+    ) -> asyncio.Future[None]:
+        """Queue one record; the returned future resolves once it is durable (or fails with the write).
+        `payload_text`: `payload` as compact ASCII JSON, when the caller has it (see `Journal.encode`)."""
         if self._failure is not None:
             raise self._failure
         self._pending += 1
         self._idle.clear()
         durable: asyncio.Future[None] = self._loop.create_future()
-        self._queue.put((type, key, payload, (on_durable, durable)))
+        # Encoded here, on the loop: the writer thread then only writes and fsyncs, which release
+        # the GIL, so it keeps up with a busy loop instead of waiting for its turn to encode.
+        self._queue.put((self._journal.encode(type, key, payload, payload_text), (on_durable, durable)))
         return durable
 
     def _write_loop(self) -> None:
@@ -592,7 +609,7 @@ class JournalWriter:
                     break
                 batch.append(item)
             try:
-                self._journal.append_many((type, key, payload) for type, key, payload, _ in batch)
+                self._journal.append_lines(b"".join(line for line, _ in batch))
                 failure = None
             except BaseException as error:  # noqa: BLE001 - surfaced on the loop
                 failure = error

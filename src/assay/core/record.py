@@ -312,7 +312,7 @@ def dumps_storable(value: Any, *, indent: int | None = None) -> str:
 _dumps = dumps_storable
 
 
-def dumps_if_plain(document: Any) -> str | None:
+def dumps_if_plain(document: Any, *, ascii: bool = False) -> str | None:
     """`dumps_storable(jsonable(document))` when `jsonable` would change nothing, found by encoding
     `document` as it is; None when it might (the caller converts first and encodes again).
 
@@ -322,12 +322,12 @@ def dumps_if_plain(document: Any) -> str | None:
     text is the only trace a True, False or None key (named differently by `jsonable`) can leave.
     """
     try:
-        text = json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = json.dumps(document, ensure_ascii=ascii, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):
         return None
     if '"true":' in text or '"false":' in text or '"null":' in text:
         return None
-    if not text.isascii():
+    if not ascii and not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: dumps_storable escapes the whole text
