@@ -570,19 +570,18 @@ def test_the_journal_lets_the_runs_concurrent_results_share_an_fsync(tmp_path, m
 
     writers = []
     batches = []
-    real_writer, real_append = checkpoint_module.JournalWriter, journal_module.Journal.append_many
+    real_writer, real_append = checkpoint_module.JournalWriter, journal_module.Journal.append_lines
 
     def recording_writer(journal, **options):
         writers.append(options)
         return real_writer(journal, **options)
 
-    def recording_append(self, entries):
-        records = real_append(self, entries)
-        batches.append(len(records))
-        return records
+    def recording_append(self, data):
+        real_append(self, data)
+        batches.append(data.count(b"\n"))  # one line per result, one call per fsync
 
     monkeypatch.setattr(checkpoint_module, "JournalWriter", recording_writer)
-    monkeypatch.setattr(journal_module.Journal, "append_many", recording_append)
+    monkeypatch.setattr(journal_module.Journal, "append_lines", recording_append)
     monkeypatch.setattr(checkpoint_module, "GROUP_COMMIT_WINDOW_S", 0.5)  # generous: a slow CI still batches
     eval_dir = make_eval(tmp_path, NUMBERS_CASE)
     result = run_eval(eval_dir, "--concurrency", "4")
