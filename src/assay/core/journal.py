@@ -544,8 +544,8 @@ __all__ = [
 class JournalWriter:
     """Appends from an event loop without blocking it, with group commit.
 
-    `submit` queues a record; a writer thread takes everything queued, writes it with one
-    `append_many` (one fsync), and only then calls each record's `on_durable` on the loop. So a
+    `submit` encodes a record (on the loop) and queues its line; a writer thread takes everything queued, writes it with one
+    `append_lines` (one fsync), and only then calls each record's `on_durable` on the loop. So a
     result is shown only once it is on disk, and records finishing together share one fsync.
 
     `batch_hint` is how many submitters can have a record on its way at once (a run's concurrency).
