@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from assay.agent.sandbox.registry import list_entries
 from sandbox_helpers import sandbox_dir  # noqa: F401
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent" / "sandbox"
@@ -34,7 +35,7 @@ def test_the_example_agent_fixes_the_failing_test_and_every_assertion_holds(tmp_
     window = attempt["sandbox"]["file_changes"]["windows"][0]
     assert [change["path"] for change in window["changes"]] == ["calc.py"]
     assert "-    return a - b\n+    return a + b" in window["changes"][0]["diff"]
-    assert list(sandbox_dir.iterdir()) == []  # nothing kept, nothing left behind
+    assert list(sandbox_dir.iterdir()) == []  # nothing kept, nothing left behind (the pack cache went at exit)
     assert (EXAMPLE / "fixtures" / "calculator" / "calc.py").read_text().count("a - b") == 1  # the fixture is untouched
 
 
@@ -61,4 +62,4 @@ def test_a_remote_worker_links_the_sandbox_of_the_attempts_it_is_sent(tmp_path, 
     results = asyncio.run(two_attempts())
     assert [(result.ordinal, result.verdict, result.error) for result in results] == [(0, "passed", None), (1, "passed", None)]
     assert all(result.sandbox["file_changes"]["windows"][0]["changes"][0]["path"] == "calc.py" for result in results)
-    assert len(list(sandbox_dir.iterdir())) == 2  # --keep-sandbox reached the worker: both were kept
+    assert len(list_entries(sandbox_dir)) == 2  # --keep-sandbox reached the worker: both were kept

@@ -91,12 +91,20 @@ def git_environment(git_dir: str, workdir: str) -> dict[str, str]:
 
 
 class HostGit:
-    """The ledger's git run on the host, for sandboxes whose workdir is a host folder."""
+    """The ledger's git run on the host, for sandboxes whose workdir is a host folder; `packs` are the
+    template packs (see template_packs.py) of what was uploaded into it."""
 
-    def __init__(self, git_dir: str, workdir: str) -> None:
+    def __init__(self, git_dir: str, workdir: str, packs: Sequence[str] = ()) -> None:
         self.git_dir = git_dir
         self.workdir = workdir
+        self._packs = tuple(packs)
         self._environment = git_environment(git_dir, workdir)
+
+    def seed(self) -> bool:
+        """Link the template packs into the freshly made repository; True when its baseline can use them."""
+        from assay.agent.sandbox.template_packs import link_packs
+
+        return bool(self._packs) and link_packs(self._packs, self.git_dir)
 
     async def __call__(self, args: Sequence[str], stdin: bytes | None = None) -> tuple[int, bytes, bytes]:
         process = await asyncio.create_subprocess_exec(
@@ -152,7 +160,8 @@ class ChangeLedger:
             message = err.decode("utf-8", "replace").strip() or f"exit code {code}"
             if code == 127:
                 message = "git is not installed in the sandbox"
-            raise LedgerError(f"git {args[0]}: {message}")
+            command = next(arg for arg in args if not arg.startswith("-") and "=" not in arg)
+            raise LedgerError(f"git {command}: {message}")
         return out
 
     async def snapshot(self) -> str:
@@ -173,6 +182,11 @@ class ChangeLedger:
         """Create the ledger and take the baseline: everything written so far is not the agent's."""
         try:
             await self._run("init", "-q", "--template=")
+            seed = getattr(self._git, "seed", None)
+            if seed is not None and seed():
+                # The uploaded blobs are stored already: with git's usual threshold `add` looks each one
+                # up and writes nothing, where streaming it into a pack would compress it all again.
+                self._add = ["-c", "core.bigFileThreshold=512m", *self._add]
             self.baseline = await self.snapshot()
         except LedgerError as error:
             self.failure = str(error)

@@ -152,6 +152,7 @@ class LocalSandbox:
         self.retired: str | None = None
         self._lingering: list[ProcessTree] = []  # trees whose leader exited but whose children did not
         self._stopped = False
+        self._packs: list[str] = []  # template packs of the folders uploaded (template_packs.py)
         path = os.pathsep.join([*path_prepend, os.environ.get("PATH", os.defpath)])
         self._environment = {
             "PATH": path, "HOME": self.home, "USER": os.environ.get("USER", "assay"),
@@ -308,6 +309,7 @@ class LocalSandbox:
             )
             _, error = await copied.communicate()
             if copied.returncode == 0:
+                await self._add_packs(source, ignore)
                 return
             raise SandboxError(f"could not upload {source} to {target}: {error.decode('utf-8', 'replace').strip()}")
 
@@ -319,6 +321,14 @@ class LocalSandbox:
             shutil.copytree(source, host, symlinks=True, dirs_exist_ok=True, ignore=skip if ignore else None)
         except (OSError, shutil.Error) as error:
             raise SandboxError(f"could not upload {source} to {target}: {error}") from None
+        await self._add_packs(source, ignore)
+
+    async def _add_packs(self, source: Path, ignore: Sequence[str]) -> None:
+        from assay.agent.sandbox.template_packs import packs_for
+
+        for pack in await packs_for(self.root.parent, source, ignore):
+            if pack not in self._packs:
+                self._packs.append(pack)
 
     async def download_directory(self, source: str, target: Path) -> None:
         try:
@@ -329,7 +339,7 @@ class LocalSandbox:
     def ledger_git(self) -> Any:
         from assay.agent.sandbox.ledger import HostGit
 
-        return HostGit(self.ledger_dir, self.workdir)
+        return HostGit(self.ledger_dir, self.workdir, self._packs)
 
     # -- lifetime ----------------------------------------------------------------------------------
     async def stop_processes(self) -> bool:

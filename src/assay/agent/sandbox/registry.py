@@ -36,14 +36,14 @@ class SandboxEntry:
 
     @property
     def orphaned(self) -> bool:
-        return self.state == "active" and not _alive(self.owner_pid)
+        return self.state == "active" and not process_alive(self.owner_pid)
 
     @property
     def status(self) -> str:
         return "orphaned" if self.orphaned else self.state
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     if pid <= 0:
         return False
     try:
@@ -110,4 +110,4 @@ def find_entry(base: Path, prefix: str) -> SandboxEntry:
     return matches[0]
 
 
-__all__ = ["ENTRY_FILE", "SandboxEntry", "find_entry", "list_entries", "read_entry", "write_entry"]
+__all__ = ["ENTRY_FILE", "SandboxEntry", "find_entry", "list_entries", "process_alive", "read_entry", "write_entry"]
