@@ -3,9 +3,13 @@ lines the record and the store share, and the streaming JUnit writer (issue 22: 
 
 from __future__ import annotations
 
+import datetime
+import enum
 import json
 import math
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,28 +79,46 @@ def test_a_record_line_is_parsed_without_decoding_and_any_other_layout_is_read_w
     assert UnitLine.parse(reordered) == UnitLine("u", "g", "errored", reordered)
 
 
+class _Colour(enum.Enum):
+    RED = "red"
+
+
+class _Label(str):
+    pass
+
+
+def _deep(levels: int) -> Any:
+    document: Any = "bottom"
+    for _ in range(levels):
+        document = [document]
+    return {"deep": document}
+
+
 @pytest.mark.parametrize(
-    "document",
+    ("document", "plain"),
     [
-        {"a": 1, "b": [1.5, "x", None, True], "c": {"d": "é"}, "e": (1, 2)},
-        {1: "int key", 2.5: "float key"},
-        {"nan": math.nan},
-        {"inf": [math.inf]},
-        {True: "bool key"},
-        {None: "none key"},
-        {"object": object()},
-        {"surrogate": "\ud800"},
+        ({"a": 1, "b": [1.5, "x", None, True], "c": {"d": "é"}, "e": (1, 2)}, True),
+        ({"nan": math.nan}, True),  # null, as jsonable(..., non_finite_as_null=True) writes it
+        ({"inf": [math.inf, -math.inf]}, True),
+        ({"colour": _Colour.RED, "id": uuid.UUID(int=7)}, True),
+        ({1: "int key", 2.5: "float key"}, False),
+        ({True: "bool key"}, False),
+        ({None: "none key"}, False),
+        ({"label": _Label("a str subclass")}, False),
+        ({"big": 2**70}, False),
+        ({"when": datetime.datetime(2026, 12, 2)}, False),
+        ({"object": object()}, False),
+        ({"surrogate": "\ud800"}, False),
+        (_deep(300), False),
     ],
 )
-def test_a_plain_document_is_encoded_once_and_anything_jsonable_would_change_is_left_to_it(document):
+def test_a_plain_document_is_encoded_once_and_anything_jsonable_would_change_is_left_to_it(document, plain):
     text = dumps_if_plain(document)
-    expected = dumps_storable(jsonable(document))
+    expected = dumps_storable(jsonable(document, non_finite_as_null=True))
     if text is not None:
         assert text == expected
     else:  # the caller converts and encodes again; the result is the same text either way
         assert json.loads(expected) is not None
-    plain = not any(isinstance(key, (bool, type(None))) for key in document) and "nan" not in document \
-        and "inf" not in document and "object" not in document and "surrogate" not in document
     assert (text is not None) == plain
 
 
@@ -221,8 +243,14 @@ def test_an_attempts_record_line_spliced_from_its_journal_encoding_reads_as_the_
     )
     document = result.to_json()
     text = plain_text(document)
-    assert text is not None and text.isascii()
+    assert text is not None
     spliced = agent_unit_text(result, dict(document), text)
     whole = agent_unit_text(result, dict(document))
     assert json.loads(spliced) == json.loads(whole) == agent_unit(result).to_json()
-    assert plain_text({True: "a key jsonable renames"}) is None and plain_text({"n": math.nan}) is None
+    assert plain_text({True: "a key jsonable renames"}) is None
+    nan = AttemptResult(experiment_id="exp", eval_id="e", ordinal=0, attempt_id="run/exp/e/1", outcome="executed",
+                        verdict="scored", agent="a", score=math.nan)
+    document = nan.to_json()
+    # Not a number is null on both paths: spliced from the journal's encoding or converted whole.
+    assert json.loads(agent_unit_text(nan, dict(document), plain_text(document)))["observed"] == {"score": None}
+    assert agent_unit(nan).to_json()["observed"] == {"score": None}

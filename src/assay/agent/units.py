@@ -40,9 +40,10 @@ def _reason(result: Any) -> str:
 
 def agent_unit(result: Any) -> UnitResult:
     """`result` is an `AttemptResult` (read by attribute, so new fields never break the record)."""
-    document = jsonable(result.to_json())
+    document = jsonable(result.to_json(), non_finite_as_null=True)
     locator = document["locator"] = result.locator
-    return _unit(result, document, jsonable(result.usage) if result.usage else None, locator)
+    usage = jsonable(result.usage, non_finite_as_null=True) if result.usage else None
+    return _unit(result, document, usage, locator)
 
 
 def agent_unit_text(result: Any, document: dict[str, Any], document_text: str | None = None) -> str:
@@ -61,9 +62,10 @@ def agent_unit_text(result: Any, document: dict[str, Any], document_text: str | 
 
 
 def plain_text(document: dict[str, Any]) -> str | None:
-    """`document` as compact ASCII JSON when `jsonable` would change nothing in it, else None:
-    the one encoding both the journal line and the record line of an attempt can share."""
-    return dumps_if_plain(document, ascii=True)
+    """`document` as compact JSON when `jsonable` would change nothing in it, else None: the one
+    encoding both the journal line and the record line of an attempt can share. (An attempt's
+    non-finite numbers are stored as null, as `JSON.stringify` writes them, on either path.)"""
+    return dumps_if_plain(document)
 
 
 def _unit(result: Any, detail: dict[str, Any], usage: Any, locator: str) -> UnitResult:
@@ -77,7 +79,7 @@ def _unit(result: Any, detail: dict[str, Any], usage: Any, locator: str) -> Unit
         title=attempt_title(result),
         details="\n".join(failure_lines(result)),
         expected=None,
-        observed={"score": result.score} if result.score is not None else None,
+        observed={"score": jsonable(result.score, non_finite_as_null=True)} if result.score is not None else None,
         reason=_reason(result),
         duration_seconds=result.duration_seconds,
         usage=usage,

@@ -214,12 +214,12 @@ class Journal:
 
     def encode(self, type: str, key: str, payload: Mapping[str, Any], payload_text: str | None = None) -> bytes:
         """One event's line, as `append_many` would write it now (for `append_lines`). A caller
-        that has `payload` as compact ASCII JSON already (`payload_text`) spares a non-canonical
-        journal encoding it again; a canonical one sorts keys, so it always encodes."""
+        that has `payload` as compact JSON already (`payload_text`) spares a non-canonical journal
+        encoding it again; a canonical one sorts keys, so it always encodes."""
         recorded_at = utc_timestamp()
         if payload_text is not None and self._encode is _encode_line_unsorted:
             return (f'{{"key":{json.dumps(key)},"payload":{payload_text},"recorded_at":"{recorded_at}",'
-                    f'"type":{json.dumps(type)}}}\n').encode("ascii")
+                    f'"type":{json.dumps(type)}}}\n').encode()
         return self._encode(JournalRecord(type, key, payload, recorded_at))  # type: ignore[arg-type]
 
     def append_lines(self, data: bytes) -> None:
@@ -571,7 +571,7 @@ class JournalWriter:
         self, type: str, key: str, payload: Mapping[str, Any], on_durable: Any = None, *, payload_text: str | None = None,
     ) -> asyncio.Future[None]:
         """Queue one record; the returned future resolves once it is durable (or fails with the write).
-        `payload_text`: `payload` as compact ASCII JSON, when the caller has it (see `Journal.encode`)."""
+        `payload_text`: `payload` as compact JSON, when the caller has it (see `Journal.encode`)."""
         if self._failure is not None:
             raise self._failure
         self._pending += 1

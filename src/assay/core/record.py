@@ -18,9 +18,13 @@ import weakref
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from json.decoder import scanstring
 from pathlib import Path
 from typing import Any
+from uuid import UUID
+
+import orjson
 
 from assay.core.fsutil import STALE_TEMPORARY_AGE_S, fsync_directory, remove_stale_temporary_files, write_atomically
 
@@ -251,22 +255,28 @@ def git_state(folder: Path) -> tuple[str | None, bool | None]:
 # Values
 
 
-def jsonable(value: Any) -> Any:
-    """`value` as strict JSON: non-finite floats become their names, unknown objects their repr.
-
-    Adapters return what they like; the record and the viewer must still be valid JSON.
+def jsonable(value: Any, *, non_finite_as_null: bool = False) -> Any:
+    """`value` as strict JSON: non-finite floats become their names (null with `non_finite_as_null`,
+    as `JSON.stringify` writes them), an Enum member its value, a UUID its text, unknown objects
+    their repr. Adapters return what they like; the record and the viewer must still be valid JSON.
     """
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
+        if math.isfinite(value):
+            return value
+        return None if non_finite_as_null else repr(value)
     if isinstance(value, Mapping):
-        return {str(key): jsonable(item) for key, item in value.items()}
+        return {str(key): jsonable(item, non_finite_as_null=non_finite_as_null) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [jsonable(item) for item in value]
+        return [jsonable(item, non_finite_as_null=non_finite_as_null) for item in value]
+    if isinstance(value, Enum):
+        return jsonable(value.value, non_finite_as_null=non_finite_as_null)
+    if isinstance(value, UUID):
+        return str(value)
     dump = getattr(value, "model_dump", None)
     if callable(dump):
-        return jsonable(dump(mode="json"))
+        return jsonable(dump(mode="json"), non_finite_as_null=non_finite_as_null)
     return repr(value)
 
 
@@ -312,27 +322,21 @@ def dumps_storable(value: Any, *, indent: int | None = None) -> str:
 _dumps = dumps_storable
 
 
-def dumps_if_plain(document: Any, *, ascii: bool = False) -> str | None:
-    """`dumps_storable(jsonable(document))` when `jsonable` would change nothing, found by encoding
-    `document` as it is; None when it might (the caller converts first and encodes again).
+# orjson refuses whatever `jsonable` would convert (keys that are not strings, integers past 64 bits,
+# subclasses of the built-in types, dataclasses, dates, unknown objects, lone surrogates); what it
+# converts itself it converts as `jsonable(..., non_finite_as_null=True)` does.
+_PLAIN = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
 
-    Walking a document to ask whether it needs converting costs as much as converting it; one
-    strict encoding answers the question and is the answer when the answer is no: non-finite
-    numbers and objects that are not JSON fail it, and a `"true":`, `"false":` or `"null":` in the
-    text is the only trace a True, False or None key (named differently by `jsonable`) can leave.
-    """
+
+def dumps_if_plain(document: Any) -> str | None:
+    """`dumps_storable(jsonable(document, non_finite_as_null=True))` when that conversion would
+    change nothing, found by encoding `document` as it is; None when it might (the caller converts
+    first and encodes again). Walking a document to ask whether it needs converting costs as much
+    as converting it; one strict encoding answers the question and is the answer when it is no."""
     try:
-        text = json.dumps(document, ensure_ascii=ascii, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError):
+        return orjson.dumps(document, option=_PLAIN).decode()
+    except (TypeError, RecursionError):  # orjson.JSONEncodeError is a TypeError
         return None
-    if '"true":' in text or '"false":' in text or '"null":' in text:
-        return None
-    if not ascii and not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: dumps_storable escapes the whole text
-            return None
-    return text
 
 
 @dataclass(frozen=True, slots=True)
