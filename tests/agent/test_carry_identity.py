@@ -116,8 +116,8 @@ def identity_project(tmp_path, fake_openai):
 def decisions(root: Path, **options) -> dict[str, tuple[str, str, str]]:
     planned = api.plan(root, **options)
     return {
-        planned.plan[decision.index].eval.id: (decision.action, decision.reason.code, decision.reason.message)
-        for decision in planned.carry.decisions
+        planned.plan[index].eval.id: (decision.action, decision.reason.code, decision.reason.message)
+        for index, decision in enumerate(planned.carry.decisions)
     }
 
 
@@ -144,7 +144,7 @@ def test_the_identity_has_a_digest_and_one_per_component(identity_project):
     }
     assert len(identity.digest) == 16
     assert api.plan(identity_project).carry.decisions[0].identity.digest == identity.digest  # stable
-    whole = {planned.plan[d.index].eval.id: d.identity.digest for d in planned.carry.decisions}
+    whole = {slot.eval.id: d.identity.digest for slot, d in zip(planned.plan, planned.carry.decisions)}
     for eval_id in whole:  # a slot's identity does not depend on what else the plan holds
         narrowed = api.plan(identity_project, evals=[eval_id])
         assert [d.identity.digest for d in narrowed.carry.decisions] == [whole[eval_id]]
@@ -152,7 +152,7 @@ def test_the_identity_has_a_digest_and_one_per_component(identity_project):
 
 def test_the_source_closure_holds_project_modules_only(identity_project):
     planned = api.plan(identity_project)
-    files = {planned.plan[d.index].eval.id: d.identity.files["source"] for d in planned.carry.decisions}
+    files = {slot.eval.id: d.identity.files["source"] for slot, d in zip(planned.plan, planned.carry.decisions)}
     assert set(files["helped"]) == {"evals/helped_eval.py", "evals/_lib/prompts.py", "evals/_lib/words.py"}
     assert set(files["alone"]) == {"evals/alone_eval.py"}  # json and pydantic are not the project's
     agent_files = planned.carry.decisions[0].identity.files["agent"]
@@ -223,7 +223,8 @@ def test_rerun_choices_and_new_slots_have_their_reasons(identity_project):
     assert set(executed(identity_project, rerun="all").values()) == {("rerun-all", "--rerun all")}
     assert executed(identity_project, rerun="failed") == {}  # nothing failed: everything is carried
     planned = api.plan(identity_project, attempts=2)
-    first, second = (decision for decision in planned.carry.decisions if planned.plan[decision.index].eval.id == "helped")
+    first, second = (decision for slot, decision in zip(planned.plan, planned.carry.decisions)
+                     if slot.eval.id == "helped")
     assert first.action == "carry"
     assert (second.action, second.reason.message) == ("execute", "new attempt #2")
     (identity_project / "evals" / "fresh_eval.py").write_text(

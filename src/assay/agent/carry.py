@@ -10,6 +10,7 @@ A carried slot is recorded as a reference to the adopted attempt (its run and un
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,9 +38,9 @@ def check_rerun(value: str | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class SlotDecision:
-    """One slot of the plan: carry its published attempt, execute it, or leave it undispatched."""
+    """One slot of the plan (its position in `CarryPlan.decisions` is the slot's): carry its published
+    attempt, execute it, or leave it undispatched. Slots decided alike under one identity share one."""
 
-    index: int
     action: str  # carry | execute | not-dispatched
     reason: Reason  # the one shown
     identity: ExecutionIdentity
@@ -47,7 +48,9 @@ class SlotDecision:
     carried: SlotResult | None = None  # the slot's record when it is carried
 
     def document(self) -> dict[str, str]:
-        return {"action": self.action, **self.reason.to_json()}
+        """`{action, code, message}`; slots decided alike share one (read-only) document, as a
+        50,000-eval run decides "new eval" 50,000 times."""
+        return _decision_document(self.action, self.reason)
 
 
 @dataclass
@@ -141,20 +144,44 @@ def _carried_record(planned: Any, previous: SlotResult, origin: dict[str, str], 
     )
 
 
+_NEW_EVAL = Reason("new-eval", "new eval")
+_RERUN_ALL = Reason("rerun-all", "--rerun all")
+
+
+def _shared_decision(action: str, reason: Reason, identity: ExecutionIdentity,
+                     shared: dict[tuple[str, Reason, int], SlotDecision]) -> SlotDecision:
+    """The one decision (in this plan's `shared`) of every slot executed for `reason` under `identity`
+    (identities are shared by a file's evals): a 50,000-eval first run holds a handful, not 50,000."""
+    key = (action, reason, id(identity))
+    decision = shared.get(key)
+    if decision is None:
+        decision = shared[key] = SlotDecision(action, reason, identity)
+    return decision
+
+
+@functools.lru_cache(maxsize=256)
+def _new_attempt(number: int) -> Reason:
+    return Reason("new-attempt", f"new attempt #{number}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _decision_document(action: str, reason: Reason) -> dict[str, str]:
+    return {"action": action, **reason.to_json()}
+
+
 def _decide(planned: Any, identity: ExecutionIdentity, found: tuple[str, Any] | None, present: set[str],
-            rerun: str | None, keep_sandbox: str | None, pair_published: bool) -> SlotDecision:
-    index = planned.index
+            rerun: str | None, keep_sandbox: str | None, pair_published: bool,
+            shared: dict[tuple[str, Reason, int], SlotDecision]) -> SlotDecision:
     if rerun == "all":
-        return SlotDecision(index, EXECUTE, Reason("rerun-all", "--rerun all"), identity)
+        return _shared_decision(EXECUTE, _RERUN_ALL, identity, shared)
     if found is None:
-        reason = Reason("new-attempt", f"new attempt #{planned.ordinal + 1}") if pair_published else (
-            Reason("new-eval", "new eval"))
-        return SlotDecision(index, EXECUTE, reason, identity)
+        return _shared_decision(EXECUTE, _new_attempt(planned.ordinal + 1) if pair_published else _NEW_EVAL, identity,
+                                shared)
     run_id, unit = found
     try:
         previous = SlotResult.from_json(unit.detail or {})
     except (KeyError, TypeError, ValueError, AttributeError):
-        return SlotDecision(index, EXECUTE, Reason("unreadable", f"the published attempt in run {run_id} is unreadable"),
+        return SlotDecision(EXECUTE, Reason("unreadable", f"the published attempt in run {run_id} is unreadable"),
                             identity)
     reasons: list[Reason] = []
     old = ExecutionIdentity.from_json(previous.identity)
@@ -176,9 +203,9 @@ def _decide(planned: Any, identity: ExecutionIdentity, found: tuple[str, Any] | 
     if not reasons and keep_sandbox is not None and _has_sandbox(planned):
         reasons.append(Reason("keep-sandbox", "--keep-sandbox: a kept sandbox needs a fresh attempt"))
     if reasons:
-        return SlotDecision(index, EXECUTE, reasons[0], identity, tuple(reasons))
+        return SlotDecision(EXECUTE, reasons[0], identity, tuple(reasons))
     reason = Reason("carried", f"carried from run {origin['run_id']} ({previous.verdict})")
-    return SlotDecision(index, CARRY, reason, identity, (reason,),
+    return SlotDecision(CARRY, reason, identity, (reason,),
                         _carried_record(planned, previous, origin, identity, reason))
 
 
@@ -202,16 +229,17 @@ def plan_carry(
             warnings.append(warning)
     published_pairs = {unit_id.rpartition("#")[0] for unit_id in latest}
     decisions: list[SlotDecision] = []
+    shared: dict[tuple[str, Reason, int], SlotDecision] = {}  # identities live as long as the plan does
     for planned in plan:
         identity = identities.of(planned)
         if planned.key in settled:
             reason = Reason("resumed", "kept from the checkpoint being resumed")
-            decisions.append(SlotDecision(planned.index, "resumed", reason, identity, (reason,)))
+            decisions.append(SlotDecision("resumed", reason, identity, (reason,)))
             continue
         unit_id = unit_id_of(planned.experiment.id, planned.eval.id, planned.ordinal)
         decisions.append(_decide(
             planned, identity, latest.get(unit_id), present, rerun, keep_sandbox,
-            unit_id.rpartition("#")[0] in published_pairs,
+            unit_id.rpartition("#")[0] in published_pairs, shared,
         ))
     if early_exit is not None:
         _mark_early_exits(plan, decisions, settled, early_exit)
@@ -233,7 +261,7 @@ def _mark_early_exits(plan: Sequence[Any], decisions: list[SlotDecision], settle
         if decision.action != EXECUTE or ordinal is None or not early_exit(planned):
             continue
         reason = Reason(EARLY_EXIT, f"early exit: attempt #{ordinal} passed")
-        decisions[position] = SlotDecision(decision.index, NOT_DISPATCHED_ACTION, reason, decision.identity,
+        decisions[position] = SlotDecision(NOT_DISPATCHED_ACTION, reason, decision.identity,
                                            (reason, *decision.reasons))
 
 

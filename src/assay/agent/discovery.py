@@ -26,7 +26,7 @@ EVAL_FILE_PATTERNS = f"{EVALS_DIR}/**/*{EVAL_SUFFIX} or {EVALS_DIR}/<folder>/{EV
 _DEFINERS = ("define_eval", "define_score_eval")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EvalEntry:
     id: str
     eval: Eval

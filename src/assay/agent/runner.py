@@ -52,7 +52,11 @@ class PlannedAttempt:
         return slot_key(self.experiment.id, self.eval.id, self.ordinal)
 
     def attempt_id(self, run_id: str) -> str:
-        return f"{run_id}/{self.experiment.id}/{self.eval.id}/{self.ordinal + 1}"  # numbered from 1, as shown
+        return _attempt_id(run_id, self.experiment.id, self.eval.id, self.ordinal)
+
+
+def _attempt_id(run_id: str, experiment_id: str, eval_id: str, ordinal: int) -> str:
+    return f"{run_id}/{experiment_id}/{eval_id}/{ordinal + 1}"  # numbered from 1, as shown
 
 
 def build_plan(
@@ -117,7 +121,8 @@ class AttemptSummary:
     experiment_id: str
     eval_id: str
     ordinal: int
-    attempt_id: str
+    run_id: str  # shared by every summary of the run
+    own_attempt_id: str | None  # the attempt id when it is not the run's own (a carried slot's, say)
     outcome: str
     verdict: str | None
     agent: str
@@ -135,14 +140,23 @@ class AttemptSummary:
     carried_from: dict[str, str] | None = None  # the adopted attempt of a carried slot
 
     @classmethod
-    def of(cls, result: AttemptResult) -> AttemptSummary:
+    def of(cls, result: AttemptResult, run_id: str) -> AttemptSummary:
         shown = [assertion for assertion in result.assertions if shown_in_failure_lines(assertion)]
+        # The run's own attempt ids are made again when asked for: 50,000 of them are ~5 MiB to keep.
+        own = result.attempt_id
+        if own == _attempt_id(run_id, result.experiment_id, result.eval_id, result.ordinal):
+            own = None
         return cls(
-            result.experiment_id, result.eval_id, result.ordinal, result.attempt_id, result.outcome, result.verdict,
+            result.experiment_id, result.eval_id, result.ordinal, run_id, own, result.outcome, result.verdict,
             result.agent, result.model, result.duration_seconds, result.score, result.score_state, result.error,
             shown or _NONE_SHOWN, result.usage or None, result.estimated_cost_usd, result.retries, result.position,
             getattr(result, "decision", None), getattr(result, "carried_from", None),
         )
+
+    @property
+    def attempt_id(self) -> str:
+        own = self.own_attempt_id
+        return own if own is not None else _attempt_id(self.run_id, self.experiment_id, self.eval_id, self.ordinal)
 
     @property
     def locator(self) -> str:
@@ -591,7 +605,7 @@ class AgentRun:
         """A durable slot's unit (or what encodes its line) goes to the spool; the run keeps its summary."""
         assert self._spool is not None
         self._spool.add(index, unit)
-        self.results[index] = AttemptSummary.of(result)
+        self.results[index] = AttemptSummary.of(result, self.options.run_id)
 
     # -- the run --------------------------------------------------------------------------------
     def _prepare(self) -> None:

@@ -140,6 +140,28 @@ def _dumps(value: Any) -> str:
     return dumps_storable(value)
 
 
+_VERDICT_SET = frozenset(VERDICTS)
+
+
+def _tally_sql() -> str:
+    """One run's unit count, `counts` (`{"passed": n, …}`) and `groups` (`{"group": {"passed": n, …}, …}`
+    in first-seen order) from its rows in `units`, as JSON text."""
+    sums = ", ".join(f"sum(verdict = '{verdict}') AS {verdict}" for verdict in VERDICTS)
+    totals = ", ".join(f"'{verdict}', coalesce(sum({verdict}), 0)" for verdict in VERDICTS)
+    each = ", ".join(f"'{verdict}', {verdict}" for verdict in VERDICTS)
+    return (
+        f"WITH per_group AS (SELECT grp, min(seq) AS first, count(*) AS units, {sums} "
+        "FROM units WHERE run_id = ?1 GROUP BY grp) "
+        f"SELECT coalesce(sum(units), 0), json_object({totals}), "
+        # The ordered subquery is not flattened into an aggregate, so the groups keep its order.
+        f"coalesce((SELECT json_group_object(grp, json_object({each})) FROM "
+        "(SELECT * FROM per_group ORDER BY first)), '{}') FROM per_group"
+    )
+
+
+_TALLY = _tally_sql()
+
+
 # ---------------------------------------------------------------------------------------------
 # A store file SQLite cannot use
 
@@ -294,32 +316,26 @@ class SqliteRunStore:
         """Index a run in one transaction, in one pass over `units` (a generator will do); a run id
         already present is replaced whole."""
         run_id = manifest.run_id
-        counts = dict.fromkeys(VERDICTS, 0)
-        # first-seen order: the run page's table. One small int array per group, not a dict: an
-        # agent run has a group per eval, and a 50,000-eval run should not hold 50,000 dicts.
-        groups: dict[str, list[int]] = {}
-        slot = {verdict: index for index, verdict in enumerate(VERDICTS)}
 
         def rows() -> Iterator[tuple[str, int, str, str, str, str]]:
             for seq, line in enumerate(unit_lines(units)):
-                counts[line.verdict] += 1
-                group = groups.get(line.group)
-                if group is None:
-                    group = groups[line.group] = [0] * len(VERDICTS)
-                group[slot[line.verdict]] += 1
+                if line.verdict not in _VERDICT_SET:
+                    raise ValueError(f"unit {line.unit_id!r} has the verdict {line.verdict!r}, not one of {VERDICTS}")
                 yield run_id, seq, line.unit_id, line.group, line.verdict, line.text
 
         with self._connection:
             self._connection.execute("DELETE FROM units WHERE run_id = ?", (run_id,))
             self._connection.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
-            # The units first: the run's row needs their counts, and both commit together.
+            # The units first; SQLite then tallies them (the run's counts and its groups in first-seen
+            # order), so a 50,000-unit run holds no per-group object here, and both commit together.
             self._connection.executemany("INSERT INTO units VALUES (?, ?, ?, ?, ?, ?)", rows())
+            unit_count, counts, groups = self._connection.execute(_TALLY, (run_id,)).fetchone()
             self._connection.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id, manifest.kind, manifest.created_at, manifest.title,
-                    None if manifest.success is None else int(manifest.success), sum(counts.values()),
-                    _dumps(counts), _groups_text(groups), record_path, _dumps(manifest.to_json()),
+                    None if manifest.success is None else int(manifest.success), unit_count,
+                    counts, groups, record_path, _dumps(manifest.to_json()),
                 ),
             )
 
@@ -572,13 +588,6 @@ def _adopt(carrying: UnitResult, origin: UnitResult) -> UnitResult:
         reason=carrying.reason or origin.reason, duration_seconds=origin.duration_seconds, usage=origin.usage,
         cost_usd=origin.cost_usd, artifacts=origin.artifacts, detail=detail, carried_from=carrying.carried_from,
     )
-
-
-def _groups_text(groups: dict[str, list[int]]) -> str:
-    """The `groups` column, `{"group": {"passed": n, …}, …}`, encoded group by group."""
-    return "{" + ",".join(
-        _dumps(name) + ":" + _dumps(dict(zip(VERDICTS, tally))) for name, tally in groups.items()
-    ) + "}"
 
 
 def open_store(path: Path | None = None, *, read_only: bool = False) -> SqliteRunStore:
