@@ -7,6 +7,7 @@ experiments: `experiments/**/*.py` (id = path without `.py`); `_`-prefixed files
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import sys
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,12 @@ EVAL_FILE_PATTERNS = f"{EVALS_DIR}/**/*{EVAL_SUFFIX} or {EVALS_DIR}/<folder>/{EV
 _DEFINERS = ("define_eval", "define_score_eval")
 
 
+@functools.lru_cache(maxsize=1024)
+def _folder_of(path: Path) -> Path:
+    """An eval file's folder, one object per file: every attempt asks, and a file defines many evals."""
+    return path.parent
+
+
 @dataclass(frozen=True, slots=True)
 class EvalEntry:
     id: str
@@ -35,7 +42,7 @@ class EvalEntry:
 
     @property
     def directory(self) -> Path | None:
-        return self.path.parent if self.path is not None else None
+        return _folder_of(self.path) if self.path is not None else None
 
     @property
     def descriptor(self) -> EvalDescriptor:

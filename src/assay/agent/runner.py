@@ -338,6 +338,7 @@ class AgentRun:
         self._early_exit: dict[tuple[str, str], bool] = {}
         self._preflight: tuple[dict[str, Any], dict[str, str]] | None = None  # (endpoints, unreachable)
         self._identity_documents: dict[int, dict[str, Any]] = {}
+        self._resolved_settings: dict[tuple[str, float | None, int], tuple[Any, Any]] = {}
 
     # -- control --------------------------------------------------------------------------------
     @property
@@ -459,8 +460,16 @@ class AgentRun:
         options = self.options
         experiment = planned.experiment.experiment
         definition = planned.eval.eval
-        timeout = effective_timeout(options.timeout, experiment.timeout, definition.timeout, options.config_timeout)
-        judge_config = merged_judge_config(options.project_judge, experiment.judge, definition.judge)
+        # Resolved once per experiment and distinct eval setting, not per attempt (the eval's judge
+        # table lives as long as the eval, so its id is a sound key).
+        key = (planned.experiment.id, definition.timeout, 0 if definition.judge is None else id(definition.judge))
+        resolved = self._resolved_settings.get(key)
+        if resolved is None:
+            resolved = self._resolved_settings[key] = (
+                effective_timeout(options.timeout, experiment.timeout, definition.timeout, options.config_timeout),
+                merged_judge_config(options.project_judge, experiment.judge, definition.judge),
+            )
+        timeout, judge_config = resolved
         # Positional: this runs once per attempt, and keywords cost a NamedTuple noticeably more.
         return AttemptSettings(
             CancelSignal(), Feedback(), experiment.model, experiment.reasoning_effort, experiment.flags,

@@ -13,6 +13,7 @@ from assay.agent.evidence import sum_usage
 from assay.agent.model import MISSING, event_to_json, usage_to_json
 from assay.agent.pricing import estimate_cost
 from assay.agent.record import EXECUTED, INTERRUPTED, AttemptResult
+from assay.agent.slot_result import SlotResult
 from assay.agent.verdict import fold_verdict
 
 if TYPE_CHECKING:
@@ -34,7 +35,8 @@ def seal_attempt(
     if turns and every_turn and settings.pricing:
         costs = [estimate_cost(settings.model, turn.usage, settings.pricing) for turn in turns]
         cost = None if any(value is None for value in costs) else sum(costs)  # type: ignore[arg-type]
-    return AttemptResult(
+    # A `SlotResult` from the start: the run adds the slot's identity and decision in place, not to a copy.
+    return SlotResult(
         experiment_id=settings.experiment_id,  # type: ignore[arg-type]
         eval_id=settings.eval_id,  # type: ignore[arg-type]
         ordinal=settings.attempt,
