@@ -52,11 +52,7 @@ class PlannedAttempt:
         return slot_key(self.experiment.id, self.eval.id, self.ordinal)
 
     def attempt_id(self, run_id: str) -> str:
-        return _attempt_id(run_id, self.experiment.id, self.eval.id, self.ordinal)
-
-
-def _attempt_id(run_id: str, experiment_id: str, eval_id: str, ordinal: int) -> str:
-    return f"{run_id}/{experiment_id}/{eval_id}/{ordinal + 1}"  # numbered from 1, as shown
+        return f"{run_id}/{self.experiment.id}/{self.eval.id}/{self.ordinal + 1}"  # numbered from 1, as shown
 
 
 def build_plan(
@@ -112,51 +108,70 @@ def early_exit_enabled(cli: bool | None, planned: PlannedAttempt) -> bool:
 _NONE_SHOWN: tuple[dict[str, Any], ...] = ()
 
 
-@dataclass(slots=True)
+_RARE = ("score", "score_state", "error", "usage", "estimated_cost_usd", "retries", "carried_from")
+
+
 class AttemptSummary:
     """What a run keeps of an attempt once it is journaled and its unit spooled: what the console
     summary, the receipt, the manifest and the checkpoint read (verdict, title, usage, the
-    assertions a failure shows), never its transcript. Read by attribute, like an `AttemptResult`."""
+    assertions a failure shows), never its transcript. Read by attribute, like an `AttemptResult`.
 
-    experiment_id: str
-    eval_id: str
-    ordinal: int
-    run_id: str  # shared by every summary of the run
-    own_attempt_id: str | None  # the attempt id when it is not the run's own (a carried slot's, say)
-    outcome: str
-    verdict: str | None
-    agent: str
-    model: str | None
-    duration_seconds: float
-    score: float | None
-    score_state: str | None
-    error: dict[str, Any] | None
-    assertions: Sequence[dict[str, Any]]  # only the ones `failure_lines` shows
-    usage: dict[str, Any] | None
-    estimated_cost_usd: float | None
-    retries: dict[str, int] | None
-    position: int | None
-    decision: dict[str, str] | None = None  # why the slot was executed, carried or not dispatched
-    carried_from: dict[str, str] | None = None  # the adopted attempt of a carried slot
+    A 50,000-eval run keeps 50,000 of these, so they are small: what most attempts leave empty
+    (score, error, usage, cost, retries, a carry reference, an attempt id not the run's own) is one
+    tuple, None when it is all empty, and the slot's ids are read from its planned attempt."""
+
+    __slots__ = ("_slot", "run_id", "outcome", "verdict", "agent", "model", "duration_seconds", "assertions",
+                 "position", "decision", "_rare")
+
+    def __init__(self, slot: PlannedAttempt, run_id: str, result: AttemptResult) -> None:
+        self._slot = slot
+        self.run_id = run_id  # shared by every summary of the run
+        self.outcome = result.outcome
+        self.verdict = result.verdict
+        self.agent = result.agent
+        self.model = result.model
+        self.duration_seconds = result.duration_seconds
+        shown = [assertion for assertion in result.assertions if shown_in_failure_lines(assertion)]
+        self.assertions: Sequence[dict[str, Any]] = shown or _NONE_SHOWN  # only the ones `failure_lines` shows
+        self.position = result.position
+        self.decision: dict[str, str] | None = getattr(result, "decision", None)
+        own = result.attempt_id  # the run's own ids are made again when asked for (~5 MiB at 50,000)
+        rare = (result.score, result.score_state, result.error, result.usage or None, result.estimated_cost_usd,
+                result.retries, getattr(result, "carried_from", None),
+                None if own == slot.attempt_id(run_id) else own)
+        self._rare = rare if any(value is not None for value in rare) else None
 
     @classmethod
-    def of(cls, result: AttemptResult, run_id: str) -> AttemptSummary:
-        shown = [assertion for assertion in result.assertions if shown_in_failure_lines(assertion)]
-        # The run's own attempt ids are made again when asked for: 50,000 of them are ~5 MiB to keep.
-        own = result.attempt_id
-        if own == _attempt_id(run_id, result.experiment_id, result.eval_id, result.ordinal):
-            own = None
-        return cls(
-            result.experiment_id, result.eval_id, result.ordinal, run_id, own, result.outcome, result.verdict,
-            result.agent, result.model, result.duration_seconds, result.score, result.score_state, result.error,
-            shown or _NONE_SHOWN, result.usage or None, result.estimated_cost_usd, result.retries, result.position,
-            getattr(result, "decision", None), getattr(result, "carried_from", None),
-        )
+    def of(cls, result: AttemptResult, slot: PlannedAttempt, run_id: str) -> AttemptSummary:
+        return cls(slot, run_id, result)
+
+    def _rare_value(self, position: int) -> Any:
+        return None if self._rare is None else self._rare[position]
+
+    score = property(lambda self: self._rare_value(0))
+    score_state = property(lambda self: self._rare_value(1))
+    error = property(lambda self: self._rare_value(2))
+    usage = property(lambda self: self._rare_value(3))
+    estimated_cost_usd = property(lambda self: self._rare_value(4))
+    retries = property(lambda self: self._rare_value(5))
+    carried_from = property(lambda self: self._rare_value(6))
+
+    @property
+    def experiment_id(self) -> str:
+        return self._slot.experiment.id
+
+    @property
+    def eval_id(self) -> str:
+        return self._slot.eval.id
+
+    @property
+    def ordinal(self) -> int:
+        return self._slot.ordinal
 
     @property
     def attempt_id(self) -> str:
-        own = self.own_attempt_id
-        return own if own is not None else _attempt_id(self.run_id, self.experiment_id, self.eval_id, self.ordinal)
+        own = self._rare_value(7)
+        return own if own is not None else self._slot.attempt_id(self.run_id)
 
     @property
     def locator(self) -> str:
@@ -164,7 +179,7 @@ class AttemptSummary:
 
     @property
     def key(self) -> str:
-        return slot_key(self.experiment_id, self.eval_id, self.ordinal)
+        return self._slot.key
 
 
 class SpooledAttempts(Sequence[AttemptResult]):
@@ -614,7 +629,7 @@ class AgentRun:
         """A durable slot's unit (or what encodes its line) goes to the spool; the run keeps its summary."""
         assert self._spool is not None
         self._spool.add(index, unit)
-        self.results[index] = AttemptSummary.of(result, self.options.run_id)
+        self.results[index] = AttemptSummary.of(result, self.plan[index], self.options.run_id)
 
     # -- the run --------------------------------------------------------------------------------
     def _prepare(self) -> None:
