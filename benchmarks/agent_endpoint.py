@@ -7,7 +7,8 @@ as a user's run pays them): `bare`, a plain aiohttp loop; `assay`, the runner wi
 on assay's own transport; `assay-sdk`, the same agent given an openai SDK client (`client=`). It prints
 per contender the medians of wall time, of CPU per request (the whole process: imports, harness,
 HTTP; `setup_cpu_s` says how much of it came before the first request) and of the wall ratio to
-`bare` in the same round (targets: <= 1.5x, <= 1 ms).
+`bare` in the same round (targets: <= 1.5x, <= 1 ms). assay is byte-compiled first, as an installed
+copy is.
 `--baseline-src DIR` adds `baseline`, the same run with `PYTHONPATH=DIR` (another checkout's `src`),
 for interleaved before/after figures. The server runs in its own process, as a real one would.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import json
 import os
 import statistics
@@ -222,6 +224,10 @@ def main() -> None:
         print(json.dumps({"evals": evals, "concurrency": options.concurrency,
                           "cpu_us_per_eval": [round(cost, 1) for cost in costs], "best_us": round(min(costs), 1)}))
         return
+    # Bytecode first, as `pip install` leaves it: this sandbox sets PYTHONDONTWRITEBYTECODE, and an
+    # editable install would otherwise compile every assay module in every contender's start-up.
+    for source in (ROOT / "src", *([Path(options.baseline_src)] if options.baseline_src else [])):
+        compileall.compile_dir(str(source / "assay"), quiet=1)
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER, str(ROOT / "tests"), str(options.latency)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,

@@ -22,10 +22,19 @@ from assay.agent.model import (
     tool_call, tool_result, unavailable,
 )
 from assay.agent.sandbox import (
-    AgentEnsure, CommandResult, Sandbox, SandboxAgent, define_sandbox, define_sandbox_agent, docker_sandbox,
-    local_sandbox, sandbox_layer,
+    AgentEnsure, CommandResult, Sandbox, SandboxAgent, define_sandbox, define_sandbox_agent, local_sandbox,
+    sandbox_layer,
 )
 from assay.agent.session import AgentSession, SessionSlot, create_session_slot
+
+
+def __getattr__(name: str):  # `docker_sandbox` is imported on first use (see assay.agent.sandbox)
+    if name == "docker_sandbox":
+        from assay.agent import sandbox
+
+        return sandbox.docker_sandbox
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AgentEnsure", "CommandResult", "Sandbox", "SandboxAgent", "SandboxAgentContext", "command_succeeded",

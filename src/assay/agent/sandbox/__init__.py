@@ -12,7 +12,6 @@ from assay.agent.sandbox.commands import (
     SandboxRetired,
 )
 from assay.agent.sandbox.custom import define_sandbox
-from assay.agent.sandbox.docker import docker_sandbox
 from assay.agent.sandbox.handle import Sandbox
 from assay.agent.sandbox.interface import (
     CreateRequest,
@@ -29,6 +28,16 @@ from assay.agent.sandbox.layers import (
     upload,
 )
 from assay.agent.sandbox.local import local_sandbox
+
+
+
+def __getattr__(name: str):  # `docker_sandbox` on first use: its module (tar, the SDK's shims) is not small
+    if name == "docker_sandbox":
+        from assay.agent.sandbox.docker import docker_sandbox
+
+        return docker_sandbox
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AgentEnsure", "CommandResult", "CreateRequest", "RawOutput", "Sandbox", "SandboxAgent", "SandboxBackend",
