@@ -100,6 +100,14 @@ class HostGit:
         self._packs = tuple(packs)
         self._environment = git_environment(git_dir, workdir)
 
+    def init(self) -> None:
+        """What `git init --template=` makes and git needs to know the folder for a repository (HEAD,
+        objects/, refs/), made here: spawning git for it cost more than the baseline's own hashing."""
+        os.makedirs(os.path.join(self.git_dir, "objects", "pack"))
+        os.makedirs(os.path.join(self.git_dir, "refs", "heads"))
+        with open(os.path.join(self.git_dir, "HEAD"), "w", encoding="ascii") as head:
+            head.write("ref: refs/heads/main\n")
+
     def seed(self) -> bool:
         """Link the template packs into the freshly made repository; True when its baseline can use them."""
         from assay.agent.sandbox.template_packs import link_packs
@@ -181,7 +189,14 @@ class ChangeLedger:
     async def start(self) -> str | None:
         """Create the ledger and take the baseline: everything written so far is not the agent's."""
         try:
-            await self._run("init", "-q", "--template=")
+            make = getattr(self._git, "init", None)
+            if make is None:
+                await self._run("init", "-q", "--template=")
+            else:
+                try:
+                    make()
+                except OSError as error:
+                    raise LedgerError(f"could not make the ledger in {self._git.git_dir}: {error.strerror or error}") from None
             seed = getattr(self._git, "seed", None)
             if seed is not None and seed():
                 # The uploaded blobs are stored already: with git's usual threshold `add` looks each one
