@@ -108,9 +108,6 @@ def early_exit_enabled(cli: bool | None, planned: PlannedAttempt) -> bool:
 _NONE_SHOWN: tuple[dict[str, Any], ...] = ()
 
 
-_RARE = ("score", "score_state", "error", "usage", "estimated_cost_usd", "retries", "carried_from")
-
-
 class AttemptSummary:
     """What a run keeps of an attempt once it is journaled and its unit spooled: what the console
     summary, the receipt, the manifest and the checkpoint read (verdict, title, usage, the
@@ -353,7 +350,7 @@ class AgentRun:
         self._early_exit: dict[tuple[str, str], bool] = {}
         self._preflight: tuple[dict[str, Any], dict[str, str]] | None = None  # (endpoints, unreachable)
         self._identity_documents: dict[int, dict[str, Any]] = {}
-        self._resolved_settings: dict[tuple[str, float | None, int], tuple[Any, Any]] = {}
+        self._resolved_settings: dict[tuple[str, float | None, int], tuple[Any, Any, Any]] = {}
 
     # -- control --------------------------------------------------------------------------------
     @property
@@ -475,16 +472,20 @@ class AgentRun:
         options = self.options
         experiment = planned.experiment.experiment
         definition = planned.eval.eval
-        # Resolved once per experiment and distinct eval setting, not per attempt (the eval's judge
-        # table lives as long as the eval, so its id is a sound key).
-        key = (planned.experiment.id, definition.timeout, 0 if definition.judge is None else id(definition.judge))
+        # Resolved once per experiment and distinct eval setting, not per attempt. The entry holds the
+        # eval's judge table, so no other table can take its id while the entry is there; a remote
+        # worker sees new tables with every request, hence the bound.
+        key = (planned.experiment.id, definition.timeout, id(definition.judge))
         resolved = self._resolved_settings.get(key)
         if resolved is None:
+            if len(self._resolved_settings) >= 1024:
+                self._resolved_settings.clear()
             resolved = self._resolved_settings[key] = (
                 effective_timeout(options.timeout, experiment.timeout, definition.timeout, options.config_timeout),
                 merged_judge_config(options.project_judge, experiment.judge, definition.judge),
+                definition.judge,
             )
-        timeout, judge_config = resolved
+        timeout, judge_config, _ = resolved
         # Positional: this runs once per attempt, and keywords cost a NamedTuple noticeably more.
         return AttemptSettings(
             CancelSignal(), Feedback(), experiment.model, experiment.reasoning_effort, experiment.flags,
