@@ -52,6 +52,10 @@ __all__ = [
     "store_error",
 ]
 
+# `units` is a rowid table: its rows carry a unit's whole JSON (~2 KB for an agent attempt), and a
+# WITHOUT ROWID table, which keeps rows in its key's b-tree, took twice as long to index a run of
+# them (10,000 rows: 240-275 ms against 133-138). A store made before keeps its layout; the same
+# statements read and write both.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -74,7 +78,7 @@ CREATE TABLE IF NOT EXISTS units (
     verdict TEXT NOT NULL,
     body TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
+);
 CREATE UNIQUE INDEX IF NOT EXISTS units_by_id ON units (run_id, unit_id);
 """
 
