@@ -409,7 +409,8 @@ class AgentRun:
         return (planned.experiment.id, planned.eval.id) in self._passed and self._stops_early(planned)
 
     def _note_verdict(self, planned: PlannedAttempt, result: AttemptResult) -> None:
-        if result.verdict == "passed":
+        # Only an eval that exits early asks again (a 50,000-eval run would otherwise keep 50,000 pairs).
+        if result.verdict == "passed" and early_exit_enabled(self.options.early_exit, planned):
             self._passed.add((planned.experiment.id, planned.eval.id))
 
     def _early_exited(self, planned: PlannedAttempt) -> AttemptResult:
