@@ -30,7 +30,6 @@ from assay.agent.sandbox.layers import (
 from assay.agent.sandbox.local import local_sandbox
 
 
-
 def __getattr__(name: str):  # `docker_sandbox` on first use: its module (tar, the SDK's shims) is not small
     if name == "docker_sandbox":
         from assay.agent.sandbox.docker import docker_sandbox

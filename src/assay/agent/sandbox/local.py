@@ -326,6 +326,8 @@ class LocalSandbox:
     async def _add_packs(self, source: Path, ignore: Sequence[str]) -> None:
         from assay.agent.sandbox.template_packs import packs_for
 
+        if os.path.exists(self.ledger_dir):  # an upload after the baseline: no ledger would use its pack
+            return
         for pack in await packs_for(self.root.parent, source, ignore):
             if pack not in self._packs:
                 self._packs.append(pack)
