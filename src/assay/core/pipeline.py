@@ -111,6 +111,15 @@ def _connect_executor(execution: Execution, worker: WorkerSpec | None) -> Any:
     )
 
 
+def _open(run_kind: RunKind, request: Any, resume: Any, events: RunEvents) -> OpenedRun:
+    """Plan the run (discovery, the plan, carry) with the run's collection settings too: planning
+    50,000 evals allocates that many long-lived objects, and the default settings walked them all."""
+    from assay.core.gcpolicy import collection_sized_for_runs
+
+    with collection_sized_for_runs():
+        return run_kind.open(request, resume, events)
+
+
 async def _execute(opened: OpenedRun, events: RunEvents, execution: Execution) -> Any:
     from assay.core.gcpolicy import collection_sized_for_runs
 
@@ -198,7 +207,7 @@ def run(kind: RunKind | str, request: Any, *, outputs: Any = None, resume: Any =
     opened: OpenedRun | None = None
     try:
         execution.check()
-        opened = run_kind.open(request, resume, events)
+        opened = _open(run_kind, request, resume, events)
         outcome = asyncio.run(_execute(opened, events, execution))
     except (KeyboardInterrupt, asyncio.CancelledError):  # a second Ctrl-C may cancel every task
         return _interrupted(run_kind, events, opened)
@@ -216,7 +225,7 @@ async def run_async(kind: RunKind | str, request: Any, *, outputs: Any = None, r
     opened: OpenedRun | None = None
     try:
         execution.check()
-        opened = run_kind.open(request, resume, events)
+        opened = _open(run_kind, request, resume, events)
         outcome = await _execute(opened, events, execution)
     except asyncio.CancelledError:
         _interrupted(run_kind, events, opened)
