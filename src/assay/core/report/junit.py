@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from assay.core.fsutil import remove_stale_temporaries_of, write_atomically
 from assay.core.record import UnitResult
@@ -44,11 +43,19 @@ def _clean(text: str) -> str:
     return "".join(c for c in text if c in "\t\n\r" or ord(c) >= 32)
 
 
+# xml.sax.saxutils is imported where a report is written: it pulls in urllib.request, http and ssl
+# (~10 MiB), which a run without --junit would otherwise carry.
+
+
 def _attribute(text: str) -> str:
+    from xml.sax.saxutils import quoteattr
+
     return quoteattr(_clean(text))
 
 
 def _case_xml(case: JUnitCase) -> str:
+    from xml.sax.saxutils import escape
+
     head = (
         f"    <testcase name={_attribute(case.name)} classname={_attribute(case.classname)} "
         f'time="{case.time_seconds:.3f}"'
