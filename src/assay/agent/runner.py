@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from assay.agent.attempt import InFlight, attempt_error, run_attempt
 from assay.agent.context import AttemptSettings, CancelSignal, Feedback, HookContext
@@ -108,19 +108,35 @@ def early_exit_enabled(cli: bool | None, planned: PlannedAttempt) -> bool:
 _NONE_SHOWN: tuple[dict[str, Any], ...] = ()
 
 
+class _Rare(NamedTuple):
+    """What most attempts leave empty, kept together (an `AttemptSummary` holds None when it all is)."""
+
+    score: float | None
+    score_state: str | None
+    error: dict[str, Any] | None
+    usage: dict[str, Any] | None
+    estimated_cost_usd: float | None
+    retries: dict[str, int] | None
+    carried_from: dict[str, str] | None  # the adopted attempt of a carried slot
+    attempt_id: str | None  # when it is not the run's own (a carried slot's)
+
+
+_NO_RARE = _Rare(None, None, None, None, None, None, None, None)
+
+
 class AttemptSummary:
     """What a run keeps of an attempt once it is journaled and its unit spooled: what the console
     summary, the receipt, the manifest and the checkpoint read (verdict, title, usage, the
     assertions a failure shows), never its transcript. Read by attribute, like an `AttemptResult`.
 
-    A 50,000-eval run keeps 50,000 of these, so they are small: what most attempts leave empty
-    (score, error, usage, cost, retries, a carry reference, an attempt id not the run's own) is one
-    tuple, None when it is all empty, and the slot's ids are read from its planned attempt."""
+    A 50,000-eval run keeps 50,000 of these, so they are small: what most attempts leave empty is
+    one `_Rare` (None when it is all empty), the slot's ids are read from its planned attempt, and
+    the run's own attempt ids are made again when asked for (~5 MiB at 50,000)."""
 
     __slots__ = ("_slot", "run_id", "outcome", "verdict", "agent", "model", "duration_seconds", "assertions",
                  "position", "decision", "_rare")
 
-    def __init__(self, slot: PlannedAttempt, run_id: str, result: AttemptResult) -> None:
+    def __init__(self, result: AttemptResult, slot: PlannedAttempt, run_id: str) -> None:
         self._slot = slot
         self.run_id = run_id  # shared by every summary of the run
         self.outcome = result.outcome
@@ -131,43 +147,27 @@ class AttemptSummary:
         shown = [assertion for assertion in result.assertions if shown_in_failure_lines(assertion)]
         self.assertions: Sequence[dict[str, Any]] = shown or _NONE_SHOWN  # only the ones `failure_lines` shows
         self.position = result.position
-        self.decision: dict[str, str] | None = getattr(result, "decision", None)
-        own = result.attempt_id  # the run's own ids are made again when asked for (~5 MiB at 50,000)
-        rare = (result.score, result.score_state, result.error, result.usage or None, result.estimated_cost_usd,
-                result.retries, getattr(result, "carried_from", None),
-                None if own == slot.attempt_id(run_id) else own)
-        self._rare = rare if any(value is not None for value in rare) else None
+        self.decision: dict[str, str] | None = getattr(result, "decision", None)  # why the slot is what it is
+        own = result.attempt_id
+        rare = _Rare(result.score, result.score_state, result.error, result.usage or None, result.estimated_cost_usd,
+                     result.retries, getattr(result, "carried_from", None),
+                     None if own == slot.attempt_id(run_id) else own)
+        self._rare = None if rare == _NO_RARE else rare
 
-    @classmethod
-    def of(cls, result: AttemptResult, slot: PlannedAttempt, run_id: str) -> AttemptSummary:
-        return cls(slot, run_id, result)
-
-    def _rare_value(self, position: int) -> Any:
-        return None if self._rare is None else self._rare[position]
-
-    score = property(lambda self: self._rare_value(0))
-    score_state = property(lambda self: self._rare_value(1))
-    error = property(lambda self: self._rare_value(2))
-    usage = property(lambda self: self._rare_value(3))
-    estimated_cost_usd = property(lambda self: self._rare_value(4))
-    retries = property(lambda self: self._rare_value(5))
-    carried_from = property(lambda self: self._rare_value(6))
-
-    @property
-    def experiment_id(self) -> str:
-        return self._slot.experiment.id
-
-    @property
-    def eval_id(self) -> str:
-        return self._slot.eval.id
-
-    @property
-    def ordinal(self) -> int:
-        return self._slot.ordinal
+    score = property(lambda self: (self._rare or _NO_RARE).score)
+    score_state = property(lambda self: (self._rare or _NO_RARE).score_state)
+    error = property(lambda self: (self._rare or _NO_RARE).error)
+    usage = property(lambda self: (self._rare or _NO_RARE).usage)
+    estimated_cost_usd = property(lambda self: (self._rare or _NO_RARE).estimated_cost_usd)
+    retries = property(lambda self: (self._rare or _NO_RARE).retries)
+    carried_from = property(lambda self: (self._rare or _NO_RARE).carried_from)
+    experiment_id = property(lambda self: self._slot.experiment.id)
+    eval_id = property(lambda self: self._slot.eval.id)
+    ordinal = property(lambda self: self._slot.ordinal)
 
     @property
     def attempt_id(self) -> str:
-        own = self._rare_value(7)
+        own = (self._rare or _NO_RARE).attempt_id
         return own if own is not None else self._slot.attempt_id(self.run_id)
 
     @property
@@ -631,7 +631,7 @@ class AgentRun:
         """A durable slot's unit (or what encodes its line) goes to the spool; the run keeps its summary."""
         assert self._spool is not None
         self._spool.add(index, unit)
-        self.results[index] = AttemptSummary.of(result, self.plan[index], self.options.run_id)
+        self.results[index] = AttemptSummary(result, self.plan[index], self.options.run_id)
 
     # -- the run --------------------------------------------------------------------------------
     def _prepare(self) -> None:

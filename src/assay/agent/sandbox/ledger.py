@@ -100,18 +100,19 @@ class HostGit:
         self._packs = tuple(packs)
         self._environment = git_environment(git_dir, workdir)
 
-    def init(self) -> None:
-        """What `git init --template=` makes and git needs to know the folder for a repository (HEAD,
-        objects/, refs/), made here: spawning git for it cost more than the baseline's own hashing."""
-        os.makedirs(os.path.join(self.git_dir, "objects", "pack"))
-        os.makedirs(os.path.join(self.git_dir, "refs", "heads"))
-        with open(os.path.join(self.git_dir, "HEAD"), "w", encoding="ascii") as head:
-            head.write("ref: refs/heads/main\n")
-
-    def seed(self) -> bool:
-        """Link the template packs into the freshly made repository; True when its baseline can use them."""
+    async def prepare(self, run: Any) -> bool:
+        """Make the repository and link the template packs into it; True when they were linked (the
+        baseline then finds the uploaded blobs stored). What `git init --template=` makes and git
+        needs (HEAD, objects/, refs/) is made here: spawning git for it cost more than hashing."""
         from assay.agent.sandbox.template_packs import link_packs
 
+        try:
+            os.makedirs(os.path.join(self.git_dir, "objects", "pack"))
+            os.makedirs(os.path.join(self.git_dir, "refs", "heads"))
+            with open(os.path.join(self.git_dir, "HEAD"), "w", encoding="ascii") as head:
+                head.write("ref: refs/heads/main\n")
+        except OSError as error:
+            raise LedgerError(f"could not make the ledger in {self.git_dir}: {error.strerror or error}") from None
         return bool(self._packs) and link_packs(self._packs, self.git_dir)
 
     async def __call__(self, args: Sequence[str], stdin: bytes | None = None) -> tuple[int, bytes, bytes]:
@@ -142,13 +143,19 @@ class ExecGit:
         )
         return (raw.exit_code if raw.exit_code is not None else -1), raw.stdout, raw.stderr
 
+    async def prepare(self, run: Any) -> bool:
+        """Make the repository inside the sandbox (`run` is the ledger's git, its errors named)."""
+        await run("init", "-q", "--template=")
+        return False
+
 
 class LedgerError(Exception):
     pass
 
 
 class ChangeLedger:
-    """Snapshots of the workdir as git trees; a window is the delta between two of them."""
+    """Snapshots of the workdir as git trees; a window is the delta between two of them. `git` runs
+    the ledger's git where the workdir is (`HostGit`, `ExecGit`) and makes its repository (`prepare`)."""
 
     def __init__(self, git: Any, rules: DiffRules = DiffRules()) -> None:
         self._git = git
@@ -189,16 +196,7 @@ class ChangeLedger:
     async def start(self) -> str | None:
         """Create the ledger and take the baseline: everything written so far is not the agent's."""
         try:
-            make = getattr(self._git, "init", None)
-            if make is None:
-                await self._run("init", "-q", "--template=")
-            else:
-                try:
-                    make()
-                except OSError as error:
-                    raise LedgerError(f"could not make the ledger in {self._git.git_dir}: {error.strerror or error}") from None
-            seed = getattr(self._git, "seed", None)
-            if seed is not None and seed():
+            if await self._git.prepare(self._run):
                 # The uploaded blobs are stored already: with git's usual threshold `add` looks each one
                 # up and writes nothing, where streaming it into a pack would compress it all again.
                 self._add = ["-c", "core.bigFileThreshold=512m", *self._add]
