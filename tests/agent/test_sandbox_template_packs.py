@@ -149,3 +149,26 @@ def _exited_pid() -> int:
     process = subprocess.Popen(["true"])
     process.wait()
     return process.pid
+
+
+def test_a_folder_holding_an_embedded_repository_is_still_packed(tmp_path):
+    template = _template(tmp_path / "template")
+    inner = template / "vendor" / "lib"
+    inner.mkdir(parents=True)
+    (inner / "lib.py").write_text("x = 1\n")
+    environment = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    for command in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "i"]):
+        subprocess.run(["git", *command], cwd=inner, env=environment, check=True)
+    base = tmp_path / "base"
+
+    async def body():
+        await _attempt(base, template)
+        backend, _, ledger = await _attempt(base, template)
+        _, _, plain = await _attempt(base, template, packs=False)
+        return backend, ledger, plain
+
+    backend, ledger, plain = asyncio.run(body())
+    assert ledger.baseline == plain.baseline
+    [cached] = _pack_cache(base).glob("*/objects/pack/*.pack")  # made, the embedded commit left out
+    linked = list((Path(backend.ledger_dir) / "objects" / "pack").glob("*.pack"))
+    assert [path.stat().st_ino for path in linked] == [cached.stat().st_ino]

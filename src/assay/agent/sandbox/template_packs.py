@@ -92,7 +92,11 @@ async def _build(base: Path, source: Path, ignore: tuple[str, ...]) -> tuple[str
     code, listing, _ = await git(["ls-tree", "-r", "-t", "-z", tree])
     if code != 0:
         return ()
-    objects = [tree] + [entry.split(b"\t", 1)[0].split(b" ")[2].decode() for entry in listing.split(b"\0") if entry]
+    objects = [tree]
+    for entry in filter(None, listing.split(b"\0")):
+        _, kind, name = entry.split(b"\t", 1)[0].split(b" ")
+        if kind != b"commit":  # an embedded repository's commit is not in this store
+            objects.append(name.decode())
     pack_folder = git_dir / "objects" / "pack"
     streamed = sorted(pack_folder.glob("pack-*"))
     code, name, _ = await git(["pack-objects", "-q", str(pack_folder / "pack")], ("\n".join(objects) + "\n").encode())
