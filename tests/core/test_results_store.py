@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -88,6 +89,53 @@ def test_reindexing_a_run_replaces_it_whole(store: SqliteRunStore) -> None:
     store.add_run(_manifest("video-1", "2026-01-01T00:00:00Z"), _units({"a/1": "failed"}))
     assert store.verdicts("video-1") == {"a/1": "failed"}
     assert store.get_run("video-1").unit_count == 1
+    assert store.get_run("video-1").groups == {"a": {"passed": 0, "failed": 1, "errored": 0, "skipped": 0, "ignored": 0}}
+    store.delete_run("video-1")
+    assert sqlite3.connect(store.path).execute("SELECT count(*) FROM run_groups").fetchone() == (0,)
+
+
+def test_groups_are_rows_of_their_own_in_first_seen_order(store: SqliteRunStore) -> None:
+    # One JSON value holding 50,000 groups cost SQLite ~20 MiB to build, the largest transient of a
+    # 50,000-eval run; each group is a row instead, and the run's JSON column stays empty.
+    store.add_run(_manifest("agent-1", "2026-01-01T00:00:00Z", "agent"),
+                  _units({"b/1": "passed", "a/1": "failed", "b/2": "skipped", "c/1": "passed"}))
+    stored = store.get_run("agent-1")
+    assert list(stored.groups) == ["b", "a", "c"]
+    assert stored.groups["b"] == {"passed": 1, "failed": 0, "errored": 0, "skipped": 1, "ignored": 0}
+    assert stored.counts == {"passed": 2, "failed": 1, "errored": 0, "skipped": 1, "ignored": 0}
+    assert stored.unit_count == 4
+    database = sqlite3.connect(store.path)
+    assert database.execute("SELECT groups FROM runs").fetchall() == [("{}",)]
+    assert database.execute("SELECT pos, grp, passed, failed, skipped FROM run_groups ORDER BY pos").fetchall() == [
+        (0, "b", 1, 0, 1), (1, "a", 0, 1, 0), (2, "c", 1, 0, 0)]
+
+
+_EARLIER_SCHEMA = """
+CREATE TABLE runs (run_id TEXT PRIMARY KEY, kind TEXT NOT NULL, created_at TEXT NOT NULL, title TEXT NOT NULL,
+    success INTEGER, unit_count INTEGER NOT NULL, counts TEXT NOT NULL, groups TEXT NOT NULL, record_path TEXT,
+    manifest TEXT NOT NULL);
+CREATE TABLE units (run_id TEXT NOT NULL, seq INTEGER NOT NULL, unit_id TEXT NOT NULL, grp TEXT NOT NULL,
+    verdict TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+"""
+
+
+def test_a_store_indexed_by_an_earlier_assay_keeps_its_groups_and_takes_new_runs(tmp_path: Path) -> None:
+    database = tmp_path / "assay.db"
+    earlier = sqlite3.connect(database)
+    earlier.executescript(_EARLIER_SCHEMA)
+    manifest = _manifest("video-0", "2026-01-01T00:00:00Z")
+    earlier.execute("INSERT INTO runs VALUES (?, 'video', ?, 'old', 1, 1, ?, ?, NULL, ?)", (
+        "video-0", manifest.created_at, '{"passed": 1}',
+        '{"old": {"passed": 1, "failed": 0, "errored": 0, "skipped": 0, "ignored": 0}}', json.dumps(manifest.to_json())))
+    earlier.commit()
+    earlier.close()
+    with SqliteRunStore(database, read_only=True) as reader:  # no `run_groups` table, and none made
+        assert list(reader.get_run("video-0").groups) == ["old"]
+    with SqliteRunStore(database) as store:
+        assert list(store.get_run("video-0").groups) == ["old"]
+        store.add_run(_manifest("video-1", "2026-01-02T00:00:00Z"), _units({"new/1": "passed"}))
+        assert list(store.get_run("video-1").groups) == ["new"]
+        assert list(store.get_run("video-0").groups) == ["old"]
 
 
 def test_read_only_store_refuses_a_missing_database(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ store file SQLite cannot use surfaces as one `StoreError` that names the file an
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import functools
 import json
@@ -80,6 +81,17 @@ CREATE TABLE IF NOT EXISTS units (
     PRIMARY KEY (run_id, seq)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS units_by_id ON units (run_id, unit_id);
+CREATE TABLE IF NOT EXISTS run_groups (
+    run_id TEXT NOT NULL,
+    pos INTEGER NOT NULL,
+    grp TEXT NOT NULL,
+    passed INTEGER NOT NULL,
+    failed INTEGER NOT NULL,
+    errored INTEGER NOT NULL,
+    skipped INTEGER NOT NULL,
+    ignored INTEGER NOT NULL,
+    PRIMARY KEY (run_id, pos)
+) WITHOUT ROWID;
 """
 
 
@@ -147,23 +159,26 @@ def _dumps(value: Any) -> str:
 _VERDICT_SET = frozenset(VERDICTS)
 
 
-def _tally_sql() -> str:
-    """One run's unit count, `counts` (`{"passed": n, …}`) and `groups` (`{"group": {"passed": n, …}, …}`
-    in first-seen order) from its rows in `units`, as JSON text."""
+def _tally_sql() -> tuple[str, str]:
+    """Two statements over one run's rows in `units`: the first writes its per-group counts into
+    `run_groups` in first-seen order, the second reads the run's unit count and its `counts`
+    (`{"passed": n, …}`, JSON text) back from them."""
     sums = ", ".join(f"sum(verdict = '{verdict}') AS {verdict}" for verdict in VERDICTS)
-    totals = ", ".join(f"'{verdict}', coalesce(sum({verdict}), 0)" for verdict in VERDICTS)
-    each = ", ".join(f"'{verdict}', {verdict}" for verdict in VERDICTS)
-    return (
-        f"WITH per_group AS (SELECT grp, min(seq) AS first, count(*) AS units, {sums} "
-        "FROM units WHERE run_id = ?1 GROUP BY grp) "
-        f"SELECT coalesce(sum(units), 0), json_object({totals}), "
-        # The ordered subquery is not flattened into an aggregate, so the groups keep its order.
-        f"coalesce((SELECT json_group_object(grp, json_object({each})) FROM "
-        "(SELECT * FROM per_group ORDER BY first)), '{}') FROM per_group"
+    columns = ", ".join(VERDICTS)
+    groups = (
+        f"INSERT INTO run_groups (run_id, pos, grp, {columns}) "
+        f"SELECT ?1, row_number() OVER (ORDER BY first) - 1, grp, {columns} FROM "
+        f"(SELECT grp, min(seq) AS first, {sums} FROM units WHERE run_id = ?1 GROUP BY grp)"
     )
+    totals = ", ".join(f"'{verdict}', coalesce(sum({verdict}), 0)" for verdict in VERDICTS)
+    counts = f"SELECT coalesce(sum({' + '.join(VERDICTS)}), 0), json_object({totals}) FROM run_groups WHERE run_id = ?"
+    return groups, counts
 
 
-_TALLY = _tally_sql()
+# Each group's counts are rows of their own: 50,000 groups as one JSON value cost SQLite ~20 MiB
+# of transient memory to build (json_group_object's growing text, then Python's copy of it), as
+# much as everything else the run had left. Runs indexed before keep their groups in `runs.groups`.
+_TALLY_GROUPS, _TALLY_COUNTS = _tally_sql()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,10 +307,16 @@ class SqliteRunStore:
 
     @_speaks_for_the_file
     def _prepare(self) -> None:
+        self._group_rows = True
         if self.read_only:
             # Reading the schema and the first page of runs now makes a file that is no store at
             # all fail as it is opened, with its name, rather than in the middle of a command.
             self._connection.execute("SELECT 1 FROM runs LIMIT 1").fetchall()
+            # A store written by an earlier assay, opened where it may not be changed, has no
+            # `run_groups`; its runs' groups are all in `runs.groups`.
+            self._group_rows = self._connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run_groups'"
+            ).fetchone() is not None
         else:
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute("PRAGMA synchronous=NORMAL")
@@ -328,26 +349,29 @@ class SqliteRunStore:
                 yield run_id, seq, line.unit_id, line.group, line.verdict, line.text
 
         with self._connection:
-            self._connection.execute("DELETE FROM units WHERE run_id = ?", (run_id,))
-            self._connection.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+            self._delete(run_id)
             # The units first; SQLite then tallies them (the run's counts and its groups in first-seen
             # order), so a 50,000-unit run holds no per-group object here, and both commit together.
             self._connection.executemany("INSERT INTO units VALUES (?, ?, ?, ?, ?, ?)", rows())
-            unit_count, counts, groups = self._connection.execute(_TALLY, (run_id,)).fetchone()
+            self._connection.execute(_TALLY_GROUPS, (run_id,))
+            unit_count, counts = self._connection.execute(_TALLY_COUNTS, (run_id,)).fetchone()
             self._connection.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id, manifest.kind, manifest.created_at, manifest.title,
                     None if manifest.success is None else int(manifest.success), unit_count,
-                    counts, groups, record_path, _dumps(manifest.to_json()),
+                    counts, "{}", record_path, _dumps(manifest.to_json()),
                 ),
             )
 
     @_speaks_for_the_file
     def delete_run(self, run_id: str) -> None:
         with self._connection:
-            self._connection.execute("DELETE FROM units WHERE run_id = ?", (run_id,))
-            self._connection.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+            self._delete(run_id)
+
+    def _delete(self, run_id: str) -> None:
+        for table in ("units", "run_groups", "runs") if self._group_rows else ("units", "runs"):
+            self._connection.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
     # -- reading -------------------------------------------------------------------------
 
@@ -424,7 +448,19 @@ class SqliteRunStore:
         row = self._connection.execute(
             "SELECT unit_count, counts, groups, record_path, manifest FROM runs WHERE run_id = ?", (run_id,)
         ).fetchone()
-        return self._stored(row)
+        stored = self._stored(row)
+        groups = self._groups(run_id)
+        return dataclasses.replace(stored, groups=groups) if groups else stored
+
+    def _groups(self, run_id: str) -> dict[str, dict[str, int]]:
+        """A run's per-group counts from `run_groups`, in first-seen order ({} for a run indexed
+        before the table existed, whose counts are in `runs.groups`)."""
+        if not self._group_rows:
+            return {}
+        rows = self._connection.execute(
+            f"SELECT grp, {', '.join(VERDICTS)} FROM run_groups WHERE run_id = ? ORDER BY pos", (run_id,)
+        )
+        return {row[0]: dict(zip(VERDICTS, row[1:])) for row in rows}
 
     @_speaks_for_the_file
     def unit_page(
