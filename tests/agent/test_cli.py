@@ -205,6 +205,30 @@ def run_cli(*args, env=None, timeout=60):
     return completed
 
 
+def test_a_run_killed_after_it_was_recorded_but_before_its_seal_is_recorded_once_after_resume(
+    project, tmp_path, monkeypatch
+):
+    from assay.agent import run_kind
+    from assay.core.results_store import open_store
+
+    store = tmp_path / "store" / "assay.db"
+    monkeypatch.setenv("ASSAY_STORE", str(store))
+    # Killed right here: recorded and indexed, the checkpoint's lock gone with the process, not sealed.
+    monkeypatch.setattr(run_kind._OpenedAgentRun, "seal", lambda self, finished: self.checkpoint.release())
+    first = invoke("run", "--project", str(project))
+    assert first.exit_code == 1, first.output
+    monkeypatch.undo()
+    monkeypatch.setenv("ASSAY_STORE", str(store))
+    [checkpoint] = (project / ".assay" / "runs" / "checkpoints").glob("agent-*")
+    resumed = invoke("run", "--resume", checkpoint.name, "--project", str(project))
+    assert resumed.exit_code == 1, resumed.output
+    assert json.loads((checkpoint / "manifest.json").read_text())["status"] == "complete"
+    with open_store(store, read_only=True) as opened:
+        [run] = opened.list_runs()
+        assert run.run_id == checkpoint.name and run.unit_count == 8  # the record is named after its checkpoint
+    assert [path.name for path in (store.parent / "records").iterdir()] == [checkpoint.name]
+
+
 def test_an_attempt_interrupted_in_flight_is_sealed_shown_and_rerun_on_resume(tmp_path):
     root = tmp_path / "proj"
     write_slow_project(root)

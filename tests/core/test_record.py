@@ -12,6 +12,7 @@ import pytest
 from assay.core.record import (
     RunManifest,
     UnitResult,
+    checkpointed_run_id,
     count_verdicts,
     git_state,
     group_counts,
@@ -78,6 +79,22 @@ def test_record_never_overwrites_an_existing_run(tmp_path: Path) -> None:
     write_record(tmp_path, _manifest(), [])
     with pytest.raises(FileExistsError):
         write_record(tmp_path, _manifest(), [])
+
+
+def test_a_record_replaced_by_its_resumed_run_is_whole_and_a_failed_replacement_keeps_it(tmp_path: Path) -> None:
+    record = write_record(tmp_path, _manifest(), [UnitResult("a", "failed")])
+    assert write_record(tmp_path, _manifest(), [UnitResult("a", "passed")], replace=True) == record
+    assert [unit.verdict for unit in read_record(record)[1]] == ["passed"]
+    with pytest.raises(ValueError, match="duplicate unit id"):
+        write_record(tmp_path, _manifest(), [UnitResult("b", "passed"), UnitResult("b", "failed")], replace=True)
+    assert [unit.unit_id for unit in read_record(record)[1]] == ["a"]
+    assert sorted(path.name for path in record.iterdir()) == ["manifest.json", "units.jsonl"]  # no temporary left
+
+
+def test_a_checkpointed_run_is_recorded_under_its_checkpoint_s_time_and_suffix() -> None:
+    assert checkpointed_run_id("video", "run-20261202T041909Z-785031e3") == "video-20261202T041909Z-785031e3"
+    assert checkpointed_run_id("agent", "agent-20261202T041909Z-785031e3") == "agent-20261202T041909Z-785031e3"
+    assert checkpointed_run_id("agent", "plain") == "agent-plain"
 
 
 def test_run_ids_sort_by_time_and_differ() -> None:

@@ -28,6 +28,7 @@ from media import make_numbered_video
 
 from assay.core import journal as journal_module
 from assay.core.journal import Journal
+from assay.core.results_store import open_store
 from assay.video.checkpoint import run_result_key
 from assay.video.report import VideoConsole
 
@@ -560,11 +561,14 @@ def test_a_run_killed_after_its_reports_but_before_its_seal_is_reported_again_by
     calls = tmp_path / "calls.txt"
     eval_dir = make_eval(tmp_path, video_file, calls=str(calls))
     report = tmp_path / "report.json"
+    store = tmp_path / "store" / "assay.db"
+    monkeypatch.setenv("ASSAY_STORE", str(store))
     # Killed right here: the lock of a dead process is as good as released; nothing marks it complete.
     monkeypatch.setattr(run_kind._OpenedVideoRun, "seal", lambda self, finished: self.checkpoint.checkpoint.release())
     first = run_eval(eval_dir, "--keep-going", "--output-json", report)
     assert first.exit_code == 0, first.output
     monkeypatch.undo()
+    monkeypatch.setenv("ASSAY_STORE", str(store))
     [checkpoint] = checkpoints(eval_dir)
     assert json.loads((checkpoint / "manifest.json").read_text())["status"] == "in_progress"
     first_report = read_report(report)
@@ -577,6 +581,10 @@ def test_a_run_killed_after_its_reports_but_before_its_seal_is_reported_again_by
     assert again["checkpoint"]["resumed"] is True
     assert comparable(again) == comparable(first_report)
     assert json.loads((checkpoint / "manifest.json").read_text())["status"] == "complete"
+    # Recorded by both runs under the one id its checkpoint gives: listed once, one record folder.
+    with open_store(store, read_only=True) as opened:
+        assert [run.run_id for run in opened.list_runs()] == ["video-" + checkpoint.name.split("-", 1)[1]]
+    assert len(list((store.parent / "records").iterdir())) == 1
 
 
 def test_sigterm_stops_the_run_as_ctrl_c_does(tmp_path: Path, video_file: Path) -> None:

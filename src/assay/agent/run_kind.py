@@ -273,8 +273,10 @@ class _OpenedAgentRun:
 
     def conclude(self, outcome: Any) -> RunFinished:
         from assay.agent.units import agent_run_manifest, agent_run_units
+        from assay.core.record import checkpointed_run_id
 
         self._outcome = outcome
+        record_id = checkpointed_run_id("agent", self.run_id)
         kept = self.checkpoint.would_remain(outcome)
         invocation = to_invocation(self.request)
         root, path = self.request.project, self.checkpoint.path
@@ -284,7 +286,7 @@ class _OpenedAgentRun:
             build_units=lambda: agent_run_units(outcome),
             # An interrupted run is not recorded: its resume will be.
             build_manifest=None if outcome.interrupted or not self.request.record else (
-                lambda code: agent_run_manifest(outcome, invocation, root, code, path)
+                lambda code: agent_run_manifest(outcome, invocation, root, code, path, record_id)
             ),
             home=root,
         )

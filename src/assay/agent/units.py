@@ -104,7 +104,8 @@ def agent_run_units(outcome: Any) -> Iterable[UnitResult]:
 
 
 def agent_run_manifest(
-    outcome: Any, invocation: Mapping[str, Any], root: Path, exit_code: int, checkpoint_path: Path | None = None
+    outcome: Any, invocation: Mapping[str, Any], root: Path, exit_code: int, checkpoint_path: Path | None = None,
+    run_id: str | None = None,
 ) -> RunManifest:
     results = outcome.summaries
     costs = [result.estimated_cost_usd for result in results if result.estimated_cost_usd is not None]
@@ -129,6 +130,7 @@ def agent_run_manifest(
     return RunManifest.begin(
         "agent",
         root,
+        run_id=run_id,
         title=f"{root.name}: {', '.join(agents) or 'no experiments'}",
         identity={"project": str(root), "experiments": agents},
         options=jsonable(dict(invocation)),

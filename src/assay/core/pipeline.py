@@ -154,8 +154,11 @@ def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) 
         from assay.core.record import store_path
         from assay.core.results_store import publish_run_quietly
 
+        # A run's record id comes from its checkpoint, so a run killed after it was recorded but
+        # before its checkpoint was sealed replaces its record when `--resume` finishes it.
         publish_run_quietly(
-            lambda: (build_manifest(finished.exit_code), finished.units()), database=store_path(finished.home)
+            lambda: (build_manifest(finished.exit_code), finished.units()), database=store_path(finished.home),
+            replace=True,
         )
     if opened is not None:
         opened.seal(finished)

@@ -49,6 +49,7 @@ __all__ = [
     "unit_lines",
     "utc_timestamp",
     "write_record",
+    "checkpointed_run_id",
 ]
 
 RECORD_SCHEMA = "assay.run-record.v1"
@@ -162,12 +163,12 @@ class RunManifest:
         }
 
     @classmethod
-    def begin(cls, kind: str, folder: Path, **fields: Any) -> RunManifest:
-        """A new run's manifest: a fresh id, the time now, and the git state of `folder` (the
-        current directory when `folder` is not a directory); `fields` are the rest."""
+    def begin(cls, kind: str, folder: Path, *, run_id: str | None = None, **fields: Any) -> RunManifest:
+        """A new run's manifest: a fresh id (unless `run_id` is given), the time now, and the git
+        state of `folder` (the current directory when `folder` is not a directory); `fields` are the rest."""
         commit, dirty = git_state(folder if folder.is_dir() else Path.cwd())
         return cls(
-            run_id=new_run_id(kind), kind=kind, created_at=utc_timestamp(), git_commit=commit, git_dirty=dirty,
+            run_id=run_id or new_run_id(kind), kind=kind, created_at=utc_timestamp(), git_commit=commit, git_dirty=dirty,
             **fields,
         )
 
@@ -206,6 +207,15 @@ def new_run_id(kind: str, now: _dt.datetime | None = None) -> str:
     """`<kind>-<UTC time>-<6 hex>`: sorts by time, unique without coordination."""
     moment = (now or _dt.datetime.now(_dt.UTC)).astimezone(_dt.UTC)
     return f"{kind}-{moment.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def checkpointed_run_id(kind: str, checkpoint_id: str) -> str:
+    """The record id of a journaled run: its checkpoint's time and suffix under the kind's name
+    (`run-20261202T041909Z-785031e3` -> `video-20261202T041909Z-785031e3`). A run killed after it
+    was recorded but before its checkpoint was sealed is recorded again by `--resume`, under the
+    same id, so it replaces itself instead of being listed twice."""
+    _, separator, rest = checkpoint_id.partition("-")
+    return f"{kind}-{rest}" if separator and rest else f"{kind}-{checkpoint_id}"
 
 
 def project_root(start: Path | None = None) -> Path:
@@ -380,19 +390,25 @@ def unit_lines(units: Iterable[UnitResult | UnitLine]) -> Iterator[UnitLine]:
     return (unit if isinstance(unit, UnitLine) else UnitLine.of(unit) for unit in units)
 
 
-def write_record(folder: Path, manifest: RunManifest, units: Iterable[UnitResult | UnitLine]) -> Path:
+def write_record(
+    folder: Path, manifest: RunManifest, units: Iterable[UnitResult | UnitLine], *, replace: bool = False
+) -> Path:
     """Write `<folder>/<run_id>/`: units first (streamed, in the order given), manifest last;
     returns the record folder.
 
     Refuses duplicate unit ids: a run's units must pair one-to-one with another run's. A record
-    that cannot be finished is removed, so nothing half-written is left beside the others.
+    that cannot be finished is removed, so nothing half-written is left beside the others. A
+    record of the same id already there is refused (FileExistsError) unless `replace`: then each of
+    its files is replaced atomically, units first, and a failure leaves it as it was.
     """
     record = folder / manifest.run_id
     remove_stale_unfinished_records(folder)
-    record.mkdir(parents=True, exist_ok=False)
+    existing = replace and record.is_dir()
+    record.mkdir(parents=True, exist_ok=existing)
+    units_path = record / (f".{UNITS_FILE}.{secrets.token_hex(6)}.tmp" if existing else UNITS_FILE)
     try:
         seen: set[str] = set()
-        with open(record / UNITS_FILE, "w", encoding="utf-8") as handle:
+        with open(units_path, "w", encoding="utf-8") as handle:
             for line in unit_lines(units):
                 if line.unit_id in seen:
                     raise ValueError(f"duplicate unit id in run {manifest.run_id}: {line.unit_id!r}")
@@ -400,9 +416,14 @@ def write_record(folder: Path, manifest: RunManifest, units: Iterable[UnitResult
                 handle.write(line.text + "\n")
             handle.flush()
             os.fsync(handle.fileno())
+        if existing:
+            os.replace(units_path, record / UNITS_FILE)
         write_atomically(record / MANIFEST_FILE, dumps_storable(manifest.to_json(), indent=2) + "\n")
     except BaseException:
-        _remove_unfinished_record(record)
+        if existing:
+            units_path.unlink(missing_ok=True)
+        else:
+            _remove_unfinished_record(record)
         raise
     fsync_directory(record)
     return record

@@ -652,17 +652,18 @@ def _index(database: Path, manifest: RunManifest, record: Path) -> None:
         store.add_run(manifest, iter_unit_lines(record), str(record))
 
 
-def publish_run_quietly(build: Any, *, database: Path | None = None) -> Path | None:
+def publish_run_quietly(build: Any, *, database: Path | None = None, replace: bool = False) -> Path | None:
     """Build and publish a run record; any failure is one warning line on stderr, never an exit.
 
     `build` is a callable returning (manifest, units), so even a conversion bug cannot change a
     run's outcome; the units are read once, as the record is written. The record is written before the index, so when only the index fails the
-    warning says where the record is: `assay runs reindex` can still pick it up.
+    warning says where the record is: `assay runs reindex` can still pick it up. With `replace`,
+    a record of the same run id is replaced (a resumed run recording itself again).
     """
     database = database or store_path()
     try:
         manifest, units = build()
-        record = write_record(records_dir(database), manifest, units)
+        record = write_record(records_dir(database), manifest, units, replace=replace)
     except Exception as error:  # noqa: BLE001 - the run's own results are already durable
         print(f"Warning: run record not stored: {type(error).__name__}: {error}", file=sys.stderr)
         return None

@@ -86,7 +86,8 @@ def video_run_units(outcome: RunOutcome) -> list[UnitResult]:
 
 
 def video_run_manifest(
-    outcome: RunOutcome, summary: Mapping[str, Any], invocation: Mapping[str, Any], exit_code: int
+    outcome: RunOutcome, summary: Mapping[str, Any], invocation: Mapping[str, Any], exit_code: int,
+    *, run_id: str | None = None,
 ) -> RunManifest:
     eval_dir = Path(invocation["eval_dir"])
     config = invocation.get("adapter_config") or {}
@@ -95,6 +96,7 @@ def video_run_manifest(
     return RunManifest.begin(
         "video",
         eval_dir,
+        run_id=run_id,
         title=f"{eval_dir.name} ({', '.join(case.name for case in outcome.eval_directory.cases) or 'no cases'})",
         identity={
             "eval_dir": str(eval_dir),

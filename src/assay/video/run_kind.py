@@ -95,7 +95,7 @@ class _OpenedVideoRun:
             checkpoint=self.checkpoint.path, checkpoint_kept=kept,
             resume_lines=self._resume_lines() if resumable and kept else (),
             build_units=lambda: _units(outcome),
-            build_manifest=lambda code: _manifest(outcome, summary, self.request, code),
+            build_manifest=lambda code: _manifest(outcome, summary, self.request, code, self.run_id),
             home=self.request.eval_dir,
         )
 
@@ -124,10 +124,15 @@ def _units(outcome: Any) -> list[Any]:
     return video_run_units(outcome)
 
 
-def _manifest(outcome: Any, summary: Mapping[str, Any], request: VideoRunRequest, exit_code: int) -> Any:
+def _manifest(
+    outcome: Any, summary: Mapping[str, Any], request: VideoRunRequest, exit_code: int, checkpoint_id: str
+) -> Any:
+    from assay.core.record import checkpointed_run_id
     from assay.video.record import video_run_manifest
 
-    manifest = video_run_manifest(outcome, summary, to_invocation(request), exit_code)
+    manifest = video_run_manifest(
+        outcome, summary, to_invocation(request), exit_code, run_id=checkpointed_run_id("video", checkpoint_id)
+    )
     if request.shard:
         manifest = dataclasses.replace(manifest, options={**manifest.options, "shard": request.shard})
     return manifest
