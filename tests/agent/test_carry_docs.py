@@ -13,7 +13,7 @@ from pathlib import Path
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "agent" / "carry.md"
 BLOCK = re.compile(r'^```(\w+)(?: title="([^"]+)")?\n(.*?)^```$', re.MULTILINE | re.DOTALL)
 VARYING = [
-    (re.compile(r"agent-\d{8}T\d{6}-[0-9a-f]{6}"), "agent-RUN"),
+    (re.compile(r"agent-\d{8}T\d{6}Z?-[0-9a-f]{6,8}"), "agent-RUN"),
     (re.compile(r"@[0-9A-HJKMNP-TV-Z]{12}"), "@LOCATOR"),
     (re.compile(r"in \d+(\.\d+)?(ms|s)$"), "in TIME"),
 ]

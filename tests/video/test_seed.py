@@ -449,6 +449,69 @@ def test_nothing_to_seed_still_removes_what_a_killed_seed_left(tmp_path: Path, v
     assert not leftover.exists()
 
 
+def _stop_after_the_first_case_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (or a kill) while the seed replaces its case files: after the first, before the second."""
+    from assay.core import fsutil
+
+    real, written = fsutil.write_atomically, []
+
+    def write(path: Path, data: Any, **options: Any) -> None:
+        if Path(path).suffix == ".yaml" and written:
+            raise KeyboardInterrupt
+        real(path, data, **options)
+        if Path(path).suffix == ".yaml":
+            written.append(path)
+
+    monkeypatch.setattr(fsutil, "write_atomically", write)
+
+
+def test_a_seed_stopped_between_two_case_files_is_finished_by_resume(tmp_path: Path, video_file: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = tmp_path / "calls.txt"
+    eval_dir = make_eval(tmp_path / "stopped", video_file, {"door": DOOR, "hall": DOOR}, calls=str(calls))
+    whole = make_eval(tmp_path / "whole", video_file, {"door": DOOR, "hall": DOOR})
+    uninterrupted = seed(whole)
+    assert uninterrupted.exit_code == 0
+    _stop_after_the_first_case_file(monkeypatch)
+    stopped = seed(eval_dir)
+    monkeypatch.undo()
+    assert stopped.exit_code == 130, stopped.output
+    assert case_path(eval_dir, "door").read_text() == case_path(whole, "door").read_text()
+    assert case_path(eval_dir, "hall").read_text() == textwrap.dedent(DOOR).lstrip("\n")  # not yet
+    [checkpoint] = checkpoints(eval_dir)
+    asked = len(calls_of(calls))
+    resumed = resume(eval_dir, checkpoint)
+    assert resumed.exit_code == 0, resumed.output
+    assert len(calls_of(calls)) == asked  # nothing asked of the adapter again
+    for name in ("door", "hall"):
+        assert case_path(eval_dir, name).read_text() == case_path(whole, name).read_text()
+    summary = [line for line in uninterrupted.output.splitlines() if line.startswith(("Cases", "Expectations"))]
+    assert summary == ["Cases updated: 2", "Expectations: 6 proposed, 4 preserved"]
+    assert [line for line in resumed.output.splitlines() if line.startswith(("Cases", "Expectations"))] == summary
+    assert manifest_of(checkpoint)["status"] == "complete"
+    assert sorted(path.name for path in checkpoint.iterdir()) == ["events.jsonl", "manifest.json"]
+
+
+def test_a_case_edited_after_the_seed_stopped_between_files_is_not_overwritten(
+    tmp_path: Path, video_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    eval_dir = make_eval(tmp_path, video_file, {"door": DOOR, "hall": DOOR})
+    _stop_after_the_first_case_file(monkeypatch)
+    assert seed(eval_dir).exit_code == 130
+    monkeypatch.undo()
+    edited = case_path(eval_dir, "hall").read_text() + "# edited by hand\n"
+    case_path(eval_dir, "hall").write_text(edited)
+    [checkpoint] = checkpoints(eval_dir)
+    resumed = resume(eval_dir, checkpoint)
+    assert resumed.exit_code == 2
+    assert resumed.output.splitlines()[0] == (
+        "Could not seed expectations: case changed while expectations were being seeded; refusing to "
+        f"overwrite: {case_path(eval_dir, 'hall').resolve()}"
+    )
+    assert case_path(eval_dir, "hall").read_text() == edited
+    assert manifest_of(checkpoint)["status"] == "in_progress"
+
+
 def test_ignored_drafts_are_neither_seeded_nor_counted(tmp_path: Path, video_file: Path) -> None:
     case = """
     video: clip.mp4

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -369,6 +370,53 @@ def _remove_stale_case_temporaries(directory: EvalDirectory) -> None:
 
 Emit = Callable[[str], None]
 
+# Beside the journal (whose records stay GlassKit's two types): the case files a seed is about to
+# replace, each with the digest of the text it replaces and the text it writes.
+PENDING_WRITES_FILE = "case-writes.json"
+
+
+def _keep_pending_writes(
+    checkpoint: Path, eval_dir: Path, writes: Sequence[tuple[Case, bytes, bytes]], *, proposed: int, preserved: int
+) -> None:
+    from assay.core.fsutil import write_atomically
+
+    document = {
+        "eval_dir": str(eval_dir), "proposed": proposed, "preserved": preserved,
+        "names": [case.name for case, _, _ in writes],
+        "cases": [
+            {"path": str(case.path), "before_sha256": hashlib.sha256(before).hexdigest(), "text": after.decode("utf-8")}
+            for case, before, after in writes
+        ],
+    }
+    try:
+        write_atomically(checkpoint / PENDING_WRITES_FILE, json.dumps(document, ensure_ascii=False))
+    except OSError as error:
+        raise CheckpointError(f"could not update checkpoint {checkpoint}: {error}") from None
+
+
+def _read_pending_writes(checkpoint: Path) -> dict[str, Any] | None:
+    try:
+        text = (checkpoint / PENDING_WRITES_FILE).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise CheckpointError(f"could not read {checkpoint / PENDING_WRITES_FILE}: {error}") from None
+    try:
+        document = json.loads(text)
+        well_formed = (
+            isinstance(document.get("eval_dir"), str)
+            and all(isinstance(document.get(count), int) for count in ("proposed", "preserved"))
+            and all(isinstance(name, str) for name in document["names"])
+            and all(isinstance(entry.get(field), str) for entry in document["cases"]
+                    for field in ("path", "before_sha256", "text"))
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        well_formed = False
+    if not well_formed:
+        raise CheckpointError(f"checkpoint file is damaged: {checkpoint / PENDING_WRITES_FILE}; "
+                              "start a new seed instead of resuming")
+    return document
+
 
 class _SeedRun:
     def __init__(self, options: SeedOptions, emit: Emit, materialize: Any) -> None:
@@ -520,11 +568,13 @@ class _SeedRun:
             if payload.get("status") == "success" and "expected" in payload:
                 self.seeded[key] = payload["expected"]
 
-    def _write_cases(self, loaded: _Loaded, selected: Sequence[_Selected]) -> list[Case]:
+    def _write_cases(self, loaded: _Loaded, selected: Sequence[_Selected], preserved: int) -> list[Case]:
         """§18 step 7: build and check every candidate first, then replace the files one by one.
 
         A symlinked case file stays a link: its target is rewritten, and only when that target is
-        inside the eval dir (checked for every file before any is written).
+        inside the eval dir (checked for every file before any is written). What is about to be
+        written is kept in the checkpoint first (`case-writes.json`), so a seed killed between two
+        files is finished by `--resume` instead of being refused for the files it already wrote.
         """
         from assay.core.fsutil import write_atomically
 
@@ -542,6 +592,10 @@ class _SeedRun:
             candidate = text.encode("utf-8")
             _check_candidate(case, loaded.directory, candidate, self.seeded)
             candidates.append((case, candidate))
+        assert self.checkpoint is not None
+        _keep_pending_writes(self.checkpoint.path, eval_dir, [
+            (case, loaded.snapshots[case.path], candidate) for case, candidate in candidates
+        ], proposed=len(selected), preserved=preserved)
         for case, candidate in candidates:
             _refuse_if_changed(case.path, loaded.snapshots[case.path])
             try:
@@ -550,9 +604,54 @@ class _SeedRun:
                 raise CaseWriteError(f"could not write seeded case file {case.path}: {error}") from None
         return affected
 
+    def _finish_pending_writes(self, path: Path, manifest: Mapping[str, Any], started: float) -> int | None:
+        """A seed killed while it rewrote its case files: write those it had not written yet, from
+        what it kept, then seal it. None when it was not killed there (resume as usual)."""
+        from assay.core.fsutil import write_atomically
+
+        pending = _read_pending_writes(path)
+        if pending is None:
+            return None
+        ensure_not_complete(path, manifest)
+        self.checkpoint = Checkpoint.resume(path, manifest)
+        eval_dir = Path(pending["eval_dir"])
+        for entry in pending["cases"]:
+            case_path, candidate = Path(entry["path"]), entry["text"].encode("utf-8")
+            try:
+                current = hashlib.sha256(case_path.read_bytes()).hexdigest()
+            except OSError:
+                current = None
+            if current == hashlib.sha256(candidate).hexdigest():
+                continue  # written before the kill
+            if current != entry["before_sha256"]:
+                raise CaseWriteError(f"case changed while expectations were being seeded; refusing to overwrite: {case_path}")
+            _check_write_stays_inside(eval_dir, case_path)
+            try:
+                write_atomically(case_path, candidate, root=eval_dir)
+            except OSError as error:
+                raise CaseWriteError(f"could not write seeded case file {case_path}: {error}") from None
+        self.checkpoint.mark_complete()
+        (path / PENDING_WRITES_FILE).unlink(missing_ok=True)
+        self._report_seeded(eval_dir, pending["names"], pending["proposed"], pending["preserved"], started)
+        return EXIT_OK
+
+    def _report_seeded(self, eval_dir: Path, updated: Sequence[str], proposed: int, preserved: int, started: float) -> None:
+        self.emit(f"Seed: {eval_dir}")
+        self.emit(f"Cases updated: {len(updated)}")
+        self.emit(f"Expectations: {proposed} proposed, {preserved} preserved")
+        self.emit(f"Duration: {format_duration(time.perf_counter() - started)}")
+        review = ["assay", "video", "review", "--eval-dir", str(eval_dir)]
+        if len(updated) == 1:
+            review += ["--case", updated[0]]
+        self.emit(f"Review the proposed expectations with `{format_resume_command(review)}`.")
+
     def execute(self, resume: tuple[Path, Mapping[str, Any]] | None) -> int:
         started = time.perf_counter()
         check_seed_options(self.options)
+        if resume is not None:
+            finished = self._finish_pending_writes(*resume, started)
+            if finished is not None:
+                return finished
         loaded = _load_with_snapshot(self.options, self.materialize)
         directory = loaded.directory
         _remove_stale_case_temporaries(directory)
@@ -579,17 +678,11 @@ class _SeedRun:
             self.emit(f"Seed incomplete: {missing} expectations could not be seeded; the case YAML was not changed")
             self._resume_lines()
             return EXIT_GATE_FAILED
-        updated = self._write_cases(loaded, selected)
+        updated = self._write_cases(loaded, selected, preserved)
         assert self.checkpoint is not None
         self.checkpoint.mark_complete()
-        self.emit(f"Seed: {directory.path}")
-        self.emit(f"Cases updated: {len(updated)}")
-        self.emit(f"Expectations: {len(selected)} proposed, {preserved} preserved")
-        self.emit(f"Duration: {format_duration(time.perf_counter() - started)}")
-        review = ["assay", "video", "review", "--eval-dir", str(directory.path)]
-        if len(updated) == 1:
-            review += ["--case", updated[0].name]
-        self.emit(f"Review the proposed expectations with `{format_resume_command(review)}`.")
+        (self.checkpoint.path / PENDING_WRITES_FILE).unlink(missing_ok=True)
+        self._report_seeded(directory.path, [case.name for case in updated], len(selected), preserved, started)
         return EXIT_OK
 
 
