@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -281,7 +282,9 @@ def test_a_malformed_ray_address_is_one_line_naming_the_option(tmp_path):
     import subprocess
 
     eval_dir = _three_case_eval(tmp_path, tmp_path / "calls.txt")
-    for kind in (["video", "run", "--eval-dir", str(eval_dir)], ["agent", "run", "--project", str(EXAMPLE)]):
+    project = tmp_path / "shop"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", ".assay"))
+    for kind in (["video", "run", "--eval-dir", str(eval_dir)], ["agent", "run", "--project", str(project)]):
         done = subprocess.run(
             [sys.executable, "-m", "assay", *kind, "--executor", "ray", "--ray-address", "not a valid address"],
             capture_output=True, text=True, timeout=120, cwd=tmp_path,
@@ -292,3 +295,6 @@ def test_a_malformed_ray_address_is_one_line_naming_the_option(tmp_path):
         [line] = [line for line in output.splitlines() if "not a valid address" in line]
         assert "--ray-address 'not a valid address': Invalid address format" in line
         assert "ray start --head" in line
+    # Nothing was run, so nothing is left to resume: no checkpoint of either kind.
+    for checkpoints in (eval_dir / "runs" / "checkpoints", project / ".assay" / "runs" / "checkpoints"):
+        assert not checkpoints.is_dir() or not [path for path in checkpoints.iterdir() if not path.name.startswith(".")]

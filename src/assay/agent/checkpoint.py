@@ -100,6 +100,24 @@ class AgentCheckpoint:
     def release(self) -> None:
         self.checkpoint.release()
 
+    def let_go_after_failure(self) -> bool:
+        """A run that failed: a checkpoint it made and journaled nothing in (it failed before its
+        first attempt settled, e.g. on a bad `--ray-address`) is deleted, as there is nothing to
+        resume; any other is kept for `--resume`. True if kept."""
+        journal = self.path / journal_module.JOURNAL_FILE_NAME
+        try:
+            empty = not self.resumed and journal.stat().st_size == 0
+        except OSError:
+            empty = False
+        if empty:
+            try:
+                self.checkpoint.discard()
+                return False
+            except CheckpointError:
+                pass
+        self.checkpoint.release()
+        return True
+
 
 def resume_lines(path: Path, project: Path) -> list[str]:
     command = journal_module.format_resume_command(

@@ -192,6 +192,9 @@ class _NoCheckpoint:
     def release(self) -> None:
         pass
 
+    def let_go_after_failure(self) -> bool:
+        return False
+
 
 class _OpenedAgentRun:
     telemetry: Any = None  # a TelemetryConfig when the run starts an OTLP receiver
@@ -299,8 +302,8 @@ class _OpenedAgentRun:
         )
 
     def failed(self, error: AssayError) -> RunFinished:
-        self.checkpoint.release()
-        return RunFinished("agent", self.run_id, error.exit_code, error=error, checkpoint=self.checkpoint.path)
+        kept = self.checkpoint.let_go_after_failure()
+        return RunFinished("agent", self.run_id, error.exit_code, error=error, checkpoint=self.checkpoint.path if kept else None)
 
     def seal(self, finished: RunFinished) -> None:
         if self._outcome is not None:
