@@ -229,7 +229,8 @@ def test_a_run_killed_after_it_was_recorded_but_before_its_seal_is_recorded_once
     assert [path.name for path in (store.parent / "records").iterdir()] == [checkpoint.name]
 
 
-def test_an_attempt_interrupted_in_flight_is_sealed_shown_and_rerun_on_resume(tmp_path):
+def interrupted_in_slow(tmp_path):
+    """The slow project run with Ctrl-C while `slow` is in its send: (project, environment, receipt)."""
     root = tmp_path / "proj"
     write_slow_project(root)
     marker = tmp_path / "marker"
@@ -244,7 +245,30 @@ def test_an_attempt_interrupted_in_flight_is_sealed_shown_and_rerun_on_resume(tm
     process.send_signal(signal.SIGINT)  # `slow` is inside its send
     output, errors = process.communicate(timeout=20)
     assert process.returncode == 130, output + errors
-    receipt = json.loads(output.splitlines()[-1])["receipt"]
+    return root, environment, json.loads(output.splitlines()[-1])["receipt"]
+
+
+def test_a_new_run_of_a_plan_an_interrupted_run_began_says_how_to_reuse_its_attempts(tmp_path):
+    root, environment, receipt = interrupted_in_slow(tmp_path)
+    checkpoint = Path(receipt["checkpoint"]).name
+    command = f"assay agent run --project {root} --resume {checkpoint}"
+    expected = (f"warning [resumable-checkpoint]: the interrupted run {checkpoint} of this plan finished 1 of the 2 "
+                f"attempts this run would send again; `{command}` reuses them")
+    dry = run_cli("run", "--project", str(root), "--dry", env=environment)
+    assert dry.returncode == 0 and dry.stdout.splitlines()[1] == expected, dry.stdout + dry.stderr
+    document = json.loads(run_cli("run", "--project", str(root), "--dry", "--json", env=environment).stdout)
+    assert [warning["code"] for warning in document["warnings"]] == ["resumable-checkpoint"]
+    # Another plan (one eval), or the same plan once resumed to the end: nothing to say.
+    narrowed = run_cli("run", "--project", str(root), "--dry", "slow", env=environment)
+    assert narrowed.returncode == 0 and "resumable" not in narrowed.stdout, narrowed.stdout + narrowed.stderr
+    resumed = run_cli("run", "--project", str(root), "--resume", checkpoint, env={**environment, "FAST": "1"})
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    again = run_cli("run", "--project", str(root), "--dry", env=environment)
+    assert "resumable" not in again.stdout + again.stderr
+
+
+def test_an_attempt_interrupted_in_flight_is_sealed_shown_and_rerun_on_resume(tmp_path):
+    root, environment, receipt = interrupted_in_slow(tmp_path)
     assert receipt["completion"] == "interrupted" and receipt["counts"]["interrupted"] == 1
     assert receipt["counts"]["passed"] == 1
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.agent.identity import Reason
 from assay.agent.project import checkpoints_base
 from assay.agent.record import ATTEMPT_RECORD, EXECUTED, REUSED, AttemptResult
 from assay.agent.slot_result import CARRIED, SlotResult, is_early_exit
@@ -20,6 +21,7 @@ from assay.core.journal import Checkpoint, plan_hash, read_manifest
 from assay.errors import CheckpointError
 
 KIND = "agent"
+RESUMABLE_LOOKBACK = 20  # checkpoints a new run looks through for an interrupted run of its plan
 
 
 def plan_identity(invocation: Mapping[str, Any], plan: Sequence[Any]) -> str:
@@ -119,6 +121,39 @@ class AgentCheckpoint:
         return True
 
 
+def resumable_warning(project: Path, invocation: Mapping[str, Any], plan: Sequence[Any], carry: Any) -> Reason | None:
+    """A new run of a plan an interrupted run already began does its finished attempts again; say
+    so, with the `--resume` that reuses them. Only unfinished checkpoints of this very plan (same
+    selection, experiments and eval files) that no live process holds count, and only attempts
+    this run would execute (not carry); none: None. Looks at the newest checkpoints only (their
+    names sort by time) and reads nothing but their manifests unless one is unfinished."""
+    unfinished = [(path, manifest) for path, manifest in list_checkpoints(project, newest=RESUMABLE_LOOKBACK)
+                  if manifest.get("status") == journal_module.STATUS_IN_PROGRESS]
+    if not unfinished:
+        return None
+    identity = plan_identity(invocation, plan)
+    for path, manifest in reversed(unfinished):  # the newest first
+        if manifest.get("plan_hash") != identity:
+            continue
+        try:
+            if journal_module.in_use(path):
+                continue
+            settled = {key for key, result in _latest_results(path).items() if is_reusable(result)}
+        except (CheckpointError, OSError):
+            continue
+        finished = sum(1 for planned in plan
+                       if planned.key in settled and carry.at(planned.index).action == "execute")
+        if finished:
+            command = journal_module.format_resume_command(
+                ["assay", "agent", "run", "--project", str(project), "--resume", path.name]
+            )
+            return Reason("resumable-checkpoint", (
+                f"the interrupted run {path.name} of this plan finished {finished} of the {carry.count('execute')} "
+                f"attempts this run would send again; `{command}` reuses them"
+            ))
+    return None
+
+
 def resume_lines(path: Path, project: Path) -> list[str]:
     command = journal_module.format_resume_command(
         ["assay", "agent", "run", "--project", str(project), "--resume", str(path)]
@@ -126,13 +161,14 @@ def resume_lines(path: Path, project: Path) -> list[str]:
     return [f"Checkpoint: {path}", f"Resume with `{command}`."]
 
 
-def list_checkpoints(project: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """Agent checkpoints of the project, oldest first."""
+def list_checkpoints(project: Path, *, newest: int | None = None) -> list[tuple[Path, dict[str, Any]]]:
+    """Agent checkpoints of the project, oldest first; with `newest`, only that many of the latest."""
     root = journal_module.checkpoints_root(checkpoints_base(project))
     found = []
     if root.is_dir():
-        for path in root.iterdir():
-            if not path.name.startswith(f"{KIND}-") or not path.is_dir():
+        paths = sorted(path for path in root.iterdir() if path.name.startswith(f"{KIND}-"))
+        for path in paths[-newest:] if newest else paths:
+            if not path.is_dir():
                 continue
             try:
                 found.append((path, read_manifest(path, KIND)))
@@ -144,11 +180,18 @@ def list_checkpoints(project: Path) -> list[tuple[Path, dict[str, Any]]]:
 def read_results(path: Path) -> list[AttemptResult]:
     """The latest result per slot in discovery order, read-only; a torn last line (a run still
     writing) is skipped. Slots journaled without a position (older runs) follow in journal order."""
+    latest = _latest_results(path)
+    # The journal is in the order attempts finished, which varies from run to run.
+    return sorted(latest.values(), key=lambda result: (result.position is None, result.position or 0))
+
+
+def _latest_results(path: Path) -> dict[str, AttemptResult]:
+    """Slot key -> its latest journaled result."""
     latest: dict[str, AttemptResult] = {}
     try:
         data = (path / journal_module.JOURNAL_FILE_NAME).read_bytes()
     except FileNotFoundError:
-        return []
+        return latest
     for line in data.split(b"\n")[:-1]:
         try:
             document = json.loads(line)
@@ -156,8 +199,7 @@ def read_results(path: Path) -> list[AttemptResult]:
             raise CheckpointError(f"checkpoint event log in {path} is corrupt") from None
         if isinstance(document, dict) and document.get("type") == ATTEMPT_RECORD:
             latest[document["key"]] = SlotResult.from_json(document["payload"])
-    # The journal is in the order attempts finished, which varies from run to run.
-    return sorted(latest.values(), key=lambda result: (result.position is None, result.position or 0))
+    return latest
 
 
 __all__ = ["AgentCheckpoint", "KIND", "is_reusable", "list_checkpoints", "plan_identity", "read_results", "resume_lines"]

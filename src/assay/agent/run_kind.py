@@ -80,6 +80,14 @@ def _carry_plan(request: Any, plan: list[Any], config: Any, settled: Any = None)
     )
 
 
+def _warn_of_a_resumable_run(carry: Any, request: Any, plan: list[Any]) -> None:
+    from assay.agent.checkpoint import resumable_warning
+
+    warning = resumable_warning(request.project, to_invocation(request), plan, carry)
+    if warning is not None:
+        carry.warnings.append(warning)
+
+
 @dataclass(frozen=True)
 class DryRun:
     """`--dry`: the plan and every slot's decision; nothing was run or written."""
@@ -112,7 +120,9 @@ def dry_run(request: Any) -> DryRun:
     sys.dont_write_bytecode = True  # not even __pycache__ beside the project's files
     try:
         plan = shard_plan(plan_for(root, request), request.shard)
-        return DryRun(plan, _carry_plan(request, plan, config))
+        carry = _carry_plan(request, plan, config)
+        _warn_of_a_resumable_run(carry, request, plan)
+        return DryRun(plan, carry)
     finally:
         sys.dont_write_bytecode = written
 
@@ -351,6 +361,7 @@ class AgentKind:
                 raise
         else:
             carry = _carry_plan(request, plan, config)  # before a checkpoint exists: a failure leaves none
+            _warn_of_a_resumable_run(carry, request, plan)
             checkpoint = AgentCheckpoint.start(root, to_invocation(request), plan) if request.journal else _NoCheckpoint()
         from assay.core.run_events import RunWarning
 

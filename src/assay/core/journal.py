@@ -284,6 +284,11 @@ def _lock_file(directory: Path) -> LockFile:
     return LockFile(directory / LOCK_FILE_NAME, _owner_pid, UNREADABLE_LOCK_STALE_AFTER_SECONDS)
 
 
+def in_use(directory: Path) -> bool:
+    """Whether a live process holds the checkpoint (a `--resume` of it would be refused)."""
+    return not _lock_file(directory).is_abandoned()
+
+
 def _acquire_lock(directory: Path, token: str) -> HeldLock:
     content = json.dumps({"pid": os.getpid(), "started_at": utc_timestamp(), "token": token}, sort_keys=True)
     try:
