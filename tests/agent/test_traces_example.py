@@ -76,5 +76,5 @@ def test_without_the_sdk_the_demo_runs_the_same_and_says_so_in_one_line(tmp_path
     assert len(about_spans) == 1, about_spans
     [line] = about_spans
     assert line.startswith("warning [telemetry-no-spans]: no span reached the OTLP trace receiver at http://127.0.0.1:")
-    assert "the OpenTelemetry SDK is not installed in this environment (pip install 'assay[otel]')" in line
+    assert "the OpenTelemetry SDK is not installed in this environment (assay's `otel` extra: pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http)" in line
     assert "Traceback" not in output and "ModuleNotFoundError" not in output

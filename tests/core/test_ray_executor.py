@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ray = pytest.importorskip("ray", reason="the Ray executor needs the optional extra: pip install 'assay[ray]'")
+ray = pytest.importorskip("ray", reason="the Ray executor needs the optional extra: the `ray` extra")
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "video"))

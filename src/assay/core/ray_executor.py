@@ -1,6 +1,6 @@
 """The Ray executor: unit groups run on a pool of warm actors; results stream back to the driver.
 
-`ray` is imported only here and only when this executor is used (`pip install 'assay[ray]'`).
+`ray` is imported only here and only when this executor is used (assay's `ray` extra).
 A worker that dies is replaced and only the group's unfinished units are sent again.
 """
 
@@ -29,7 +29,7 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError as error:  # pragma: no cover - depends on the install
-        raise AssayError("--executor ray needs Ray: pip install 'assay[ray]'") from error
+        raise AssayError("--executor ray needs Ray: pip install 'ray[default]' (assay's `ray` extra)") from error
     return ray
 
 

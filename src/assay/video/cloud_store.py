@@ -305,7 +305,7 @@ def _cached_s3_client(store: VideoStoreConfig, credentials: tuple[tuple[str, str
         import boto3
     except ImportError as error:
         raise VideoStoreError(
-            f"video store {store.name!r} needs boto3; install it with: pip install 'assay[s3]'"
+            f"video store {store.name!r} needs boto3; install it with: pip install boto3 (assay's `s3` extra)"
         ) from error
     arguments: dict[str, Any] = {"region_name": store.region, **dict(credentials)}
     if store.endpoint_url is not None:

@@ -1,6 +1,6 @@
 """The Docker provider: one container per attempt, from an image or a Dockerfile, through the Docker Engine API.
 
-The `docker` SDK is optional (`pip install 'assay[docker]'`) and imported only when a sandbox is created.
+The `docker` SDK is optional (assay's `docker` extra) and imported only when a sandbox is created.
 A Dockerfile is built once per content (its BuildKey is a hash of the context), later attempts hit the
 cache. Commands run with `docker exec`; a timeout or a cancellation kills the command's process tree in
 the container, and retires the container when that tree cannot be confirmed gone.
@@ -33,7 +33,7 @@ from assay.agent.sandbox.interface import (
 from assay.agent.sandbox.layers import SandboxLayer
 from assay.agent.sandbox.registry import SandboxEntry, write_entry
 
-INSTALL_HINT = "pip install 'assay[docker]'"
+INSTALL_HINT = "pip install docker (assay's `docker` extra)"
 _KILL_TREE = (
     # Every descendant of the recorded pid, deepest first, through /proc's children lists.
     'tree() { for c in $(cat /proc/$1/task/*/children 2>/dev/null); do tree $c; done; echo $1; }; '
@@ -316,7 +316,7 @@ def docker_sandbox(
     path_prepend: Sequence[str] = (), user: str | None = None,
 ) -> SandboxLayer:
     """A template-bearing layer: a container per attempt from `image`, or built from a Dockerfile
-    (`context=` the build folder, `dockerfile=` its file). Needs `pip install 'assay[docker]'`."""
+    (`context=` the build folder, `dockerfile=` its file). Needs the `docker` extra."""
     return SandboxLayer(DockerProvider(
         image=image, dockerfile=dockerfile, context=context, build_args=build_args, workdir=workdir, env=env,
         path_prepend=path_prepend, user=user,

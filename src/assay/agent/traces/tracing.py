@@ -58,7 +58,7 @@ def no_spans_message(endpoint: str) -> str:
     """One line for a run that received no span: what is missing, and where the wiring goes."""
     head = f"no span reached the OTLP trace receiver at {endpoint} in this run, so there is no waterfall: "
     if not sdk_installed():
-        return head + ("the OpenTelemetry SDK is not installed in this environment (pip install 'assay[otel]'), and an "
+        return head + ("the OpenTelemetry SDK is not installed in this environment (assay's `otel` extra: pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http), and an "
                        "app outside it must export to ctx.telemetry.endpoint and forward ctx.telemetry.headers "
                        "(docs/agent/traces.md)")
     return head + ("export the app's spans to ctx.telemetry.endpoint (a child process: OTEL_EXPORTER_OTLP_ENDPOINT in "
