@@ -40,7 +40,7 @@ needs_daemon = pytest.mark.skipif(PROBLEM is not None, reason=f"Docker tests nee
 
 def test_a_missing_sdk_names_the_install_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "docker", None)
-    with pytest.raises(SandboxError, match=r"pip install 'assay\[docker\]'"):
+    with pytest.raises(SandboxError, match=r"needs the docker SDK: pip install docker \(assay's `docker` extra\)"):
         import_docker()
 
 
