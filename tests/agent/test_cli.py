@@ -267,6 +267,19 @@ def test_a_new_run_of_a_plan_an_interrupted_run_began_says_how_to_reuse_its_atte
     assert "resumable" not in again.stdout + again.stderr
 
 
+def test_a_misspelt_resume_id_names_where_ids_are_looked_up_and_the_id_meant(project):
+    first = invoke("run", "--project", str(project))
+    assert first.exit_code == 1, first.output  # complete: nothing to resume, but its id exists
+    [checkpoint] = (project / ".assay" / "runs" / "checkpoints").glob("agent-*")
+    typo = checkpoint.name[:-1] + ("0" if checkpoint.name[-1] != "0" else "1")
+    result = invoke("run", "--project", str(project), "--resume", typo)
+    assert result.exit_code == 2
+    where = f"ids are looked up in {project}/.assay/runs/checkpoints"
+    assert f"--resume {typo}: no such checkpoint ({where}); did you mean {checkpoint.name}?" in " ".join(result.output.split())
+    unrelated = invoke("run", "--project", str(project), "--resume", "yesterday")
+    assert f"({where}); the latest is {checkpoint.name}" in " ".join(unrelated.output.split())
+
+
 def test_an_attempt_interrupted_in_flight_is_sealed_shown_and_rerun_on_resume(tmp_path):
     root, environment, receipt = interrupted_in_slow(tmp_path)
     assert receipt["completion"] == "interrupted" and receipt["counts"]["interrupted"] == 1

@@ -307,11 +307,25 @@ def _request(root: Path, resume: Optional[str], **fields: Any) -> tuple[Any, Any
     from assay.core.run_request import from_invocation
 
     path = resolve_checkpoint_ref(resume, checkpoints_base(root), Path.cwd())
+    if not path.exists():
+        raise UsageError(_no_such_checkpoint(resume, root), "--resume")
     manifest = read_manifest(path, KIND)
     not_stored = ("concurrency", "json", "junit", "verbose", "quiet", "keep_sandbox", "telemetry_host")
     fresh = {name: fields[name] for name in not_stored}
     request = from_invocation(AgentRunRequest, manifest.get("invocation"), path / "manifest.json", project=root, **fresh)
     return request, (path, manifest)
+
+
+def _no_such_checkpoint(ref: str, root: Path) -> str:
+    """`--resume` names no checkpoint: say where ids are looked up, and the id meant if one is close."""
+    import difflib
+
+    from assay.agent.checkpoint import list_checkpoints
+
+    ids = [path.name for path, _ in list_checkpoints(root)]
+    close = difflib.get_close_matches(ref, ids, n=1, cutoff=0.8)
+    hint = f"; did you mean {close[0]}?" if close else (f"; the latest is {ids[-1]}" if ids else "; this project has none")
+    return f"--resume {ref}: no such checkpoint (ids are looked up in {root}/.assay/runs/checkpoints){hint}"
 
 
 @agent_app.command("show")
