@@ -36,6 +36,7 @@ __all__ = [
     "UnitLine",
     "UnitResult",
     "UnitSpool",
+    "checkpointed_run_id",
     "count_verdicts",
     "git_state",
     "group_counts",
@@ -49,7 +50,6 @@ __all__ = [
     "unit_lines",
     "utc_timestamp",
     "write_record",
-    "checkpointed_run_id",
 ]
 
 RECORD_SCHEMA = "assay.run-record.v1"
