@@ -425,6 +425,24 @@ def test_score_evals_earn_points_and_an_unavailable_scored_item_is_unrankable():
     assert result.verdict == "scored" and result.score_state == "unavailable"
 
 
+def test_the_results_table_shows_the_passes_beside_the_score_of_score_evals():
+    from assay.agent.report import experiment_rows
+
+    async def scored(t):
+        await t.send("x")
+        t.score(1.5)
+
+    async def passing(t):
+        await t.send("x")
+        t.check(t.reply, includes("hello"))
+
+    results = [one_turn(scored, Turn([message("hello")]), score=True), one_turn(passing, Turn([message("hello")]))]
+    [row] = experiment_rows(results)
+    assert row[2] == "1/1 (100.0%) · score 1.5 over 1"
+    [only_scores] = experiment_rows(results[:1])
+    assert only_scores[2] == "score 1.5 over 1"
+
+
 def test_score_only_in_score_evals():
     async def test(t):
         t.score(1)

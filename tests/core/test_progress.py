@@ -49,6 +49,16 @@ def test_a_plain_log_gets_a_line_every_interval_while_units_finish_and_one_at_th
     assert "\x1b" not in stream.getvalue()  # no ANSI in a log
 
 
+def test_score_evals_are_counted_as_scored_not_left_out():
+    stream = io.StringIO()
+    progress = ProgressReporter(stream, interval=60, terminal=False)
+    progress.run_started(RunStarted("agent", "r", total=2, reused=0))
+    for verdict in ("scored", "passed"):
+        progress.unit_durable(durable(verdict))
+    progress.run_finished(RunFinished("agent", "r", 0, outcome="done"))
+    assert stream.getvalue().splitlines()[-1] == "[2/2] 1 passed · 0 failed · 1 scored"
+
+
 def test_a_run_that_reused_everything_prints_no_progress():
     stream = io.StringIO()
     progress = ProgressReporter(stream, interval=60, terminal=False)

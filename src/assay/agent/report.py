@@ -110,12 +110,15 @@ def experiment_rows(results: Sequence[AttemptResult]) -> list[list[str]]:
         durations = [r.duration_seconds for r in members if r.outcome in (EXECUTED, REUSED) and r.verdict]
         tokens = [_tokens(r) for r in members]
         token_text = str(sum(t for t in tokens if t is not None)) if any(t is not None for t in tokens) else "-"
+        rate = pass_rate(counts["passed"], counts["failed"], counts["errored"], when_empty=None)
+        passes = f"{counts['passed']}/{graded} ({format_rate(rate)})" if rate is not None else ""
         if counts["scored"]:
+            # Score evals beside pass/fail ones: both, or the pass count would be nowhere.
             scores = [r.score for r in members if r.verdict == "scored" and r.score_state == "complete"]
-            headline = f"score {sum(scores):g} over {len(scores)}" if scores else "unrankable"
+            score = f"score {sum(scores):g} over {len(scores)}" if scores else "unrankable"
+            headline = f"{passes} · {score}" if passes else score
         else:
-            rate = pass_rate(counts["passed"], counts["failed"], counts["errored"], when_empty=None)
-            headline = f"{counts['passed']}/{graded} ({format_rate(rate)})" if rate is not None else "-"
+            headline = passes or "-"
         rows.append([
             experiment_id,
             first.agent if not first.model else f"{first.agent}/{first.model}",

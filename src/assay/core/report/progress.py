@@ -29,7 +29,7 @@ class ProgressReporter:
         self.interval = interval
         self.terminal = terminal if terminal is not None else _is_terminal(self.stream)
         self.clock = clock
-        self.total = self.done = self.passed = self.failed = self.errored = 0
+        self.total = self.done = self.passed = self.failed = self.errored = self.scored = 0
         self._ran = 0  # units finished by this run (reused ones take no time)
         self._started = 0.0
         self._bar: Any = None
@@ -62,6 +62,8 @@ class ProgressReporter:
                 self.failed += 1
             elif verdict == "errored":  # the eval could not be judged: not the same news as a failure
                 self.errored += 1
+            elif verdict == "scored":  # a score eval: neither a pass nor a failure
+                self.scored += 1
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done, counts=self._counts())
 
@@ -81,7 +83,8 @@ class ProgressReporter:
     # -- text ------------------------------------------------------------------------------------
     def _counts(self) -> str:
         errored = f" · {self.errored} errored" if self.errored else ""
-        return f"{self.passed} passed · {self.failed} failed{errored}"
+        scored = f" · {self.scored} scored" if self.scored else ""
+        return f"{self.passed} passed · {self.failed} failed{errored}{scored}"
 
     def line(self) -> str:
         with self._lock:
