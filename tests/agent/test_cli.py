@@ -111,6 +111,11 @@ def test_show_lists_the_latest_run_and_one_attempt_in_detail(project):
     assert "→ tool lookup_order" in detail.output
     missing = invoke("show", "@ZZZZZZZZZZZZ", "--project", str(project))
     assert missing.exit_code == 2
+    assert f"no attempt @ZZZZZZZZZZZZ in any run of {project}" in " ".join(missing.output.split())
+    # A locator an earlier run printed still shows its attempt after another run of other evals.
+    assert invoke("run", "baseline", "orders/status", "--project", str(project), "--rerun", "all").exit_code == 0
+    again = invoke("show", failed["locator"][:8], "--project", str(project))
+    assert again.exit_code == 0 and "user: Where is my order 1002?" in again.output, again.output
 
 
 def write_slow_project(root: Path) -> None:

@@ -358,10 +358,19 @@ def show_command(
             raise UsageError("--timing shows one attempt: give its locator (assay agent show @XXXX --timing)", "--timing")
         results = read_results(path)
         if locator is not None:
-            wanted = locator if locator.startswith("@") else "@" + locator
-            matching = [result for result in results if result.locator.startswith(wanted.upper())]
+            wanted = (locator if locator.startswith("@") else "@" + locator).upper()
+            matching = [result for result in results if result.locator.startswith(wanted)]
+            if not matching and run is None:
+                # A locator printed by an earlier run (a carried line names its origin's): the
+                # newest other run that holds it.
+                for other, _ in reversed(found[:-1]):
+                    matching = [result for result in read_results(other) if result.locator.startswith(wanted)]
+                    if matching:
+                        path = other
+                        break
             if not matching:
-                raise UsageError(f"no attempt {locator} in run {path.name}")
+                where = f"run {path.name}" if run is not None else f"any run of {root}"
+                raise UsageError(f"no attempt {locator} in {where}")
             if len(matching) > 1:
                 raise UsageError(f"attempt locator {locator} is ambiguous ({len(matching)} attempts); give more characters")
             from assay.agent.carry import adopted_attempt
