@@ -89,7 +89,10 @@ def test_agent_and_model_options_are_rejected_with_guidance(project):
 
 @pytest.mark.parametrize("args, message", [
     (["nope"], "no experiment matches 'nope'"),
-    (["baseline", "zzz"], "no evals selected after narrowing"),
+    (["baseline", "zzz"], "no eval id starts with 'zzz' (`assay agent list` shows the eval ids)"),
+    (["baseline", "orders/status", "ordres/refund"], "no eval id starts with 'ordres/refund'; did you mean 'orders/refund'?"),
+    (["baseline", "--tag", "no-such-tag"], "no evals selected after narrowing"),
+    (["--rerun=faild"], "got 'faild'; did you mean 'failed'?"),
     (["--concurrency", "0"], "--concurrency must be > 0"),
 ])
 def test_usage_errors_exit_2(project, args, message):

@@ -143,6 +143,7 @@ def plan_for(root: Path, selection: Any) -> list[Any]:
             # `assay agent run show`: the command was given to `run` as an experiment name
             raise UsageError(f"{error}. Did you mean `assay agent {selection.experiment}`?") from None
         raise
+    _check_prefixes(selection.evals, all_evals)
     selections = {
         entry.id: select_evals(entry, all_evals, list(selection.evals), list(selection.tags)) for entry in experiments
     }
@@ -154,6 +155,19 @@ def plan_for(root: Path, selection: Any) -> list[Any]:
     # Linked here, before any attempt: a pair without exactly one sandbox template fails the plan.
     plan = build_plan(experiments, selections, selection.attempts, eval_order=all_evals)
     return link_plan(plan, getattr(selection, "keep_sandbox", None))
+
+
+def _check_prefixes(prefixes: Sequence[str], evals: Sequence[Any]) -> None:
+    """An eval prefix no eval id starts with is a typo, not a narrower selection: name it."""
+    import difflib
+
+    for prefix in prefixes:
+        if any(entry.id.startswith(prefix) for entry in evals):
+            continue
+        ids = [entry.id for entry in evals]
+        near = difflib.get_close_matches(prefix, ids, n=1, cutoff=0.6)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise UsageError(f"no eval id starts with {prefix!r}{hint} (`assay agent list` shows the eval ids)")
 
 
 class _JudgeCacheOnDemand:
