@@ -81,6 +81,15 @@ def test_json_mode_prints_ndjson_ending_with_one_receipt(project):
     assert attempt["eval_id"] == "memory" and attempt["locator"].startswith("@") and len(attempt["locator"]) == 13
 
 
+def test_list_and_init_refuse_the_project_config_run_would_refuse(project):
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + "\n[tool.assay.judge]\nmodle = 'judge-model'\n")
+    for command in (("list", "--project", str(project)), ("init", str(project)), ("run", "--project", str(project))):
+        result = invoke(*command)
+        assert result.exit_code == 2, (command, result.output)
+        assert "unknown setting 'modle' (did you mean 'model'?)" in " ".join(result.output.split()), command
+
+
 def test_agent_and_model_options_are_rejected_with_guidance(project):
     result = invoke("run", "--project", str(project), "--model", "gpt-9")
     assert result.exit_code == 2

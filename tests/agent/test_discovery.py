@@ -177,7 +177,8 @@ def test_project_config_reads_tool_assay(tmp_path):
 
 
 @pytest.mark.parametrize("body, message", [
-    ("concurency = 3", "unknown key 'concurency'"),
+    ("concurency = 3", r"unknown key 'concurency' \(did you mean 'concurrency'\?\); agent evals read .* and the telemetry table"),
+    ("[tool.assay.judge]\nmodle = 'm'", r"\[tool.assay.judge\]: unknown setting 'modle' \(did you mean 'model'\?\)"),
     ("concurrency = 0", "concurrency must be an integer >= 1"),
     ("[tool.assay.pricing]\nm = { inputs = 1 }", "m.inputs is unknown"),
 ])

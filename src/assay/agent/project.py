@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,13 @@ def _got(value: Any) -> str:
     return f", got {describe_value(value)}{date_hint(value)}"
 
 
+def _did_you_mean(key: str, known: Sequence[str]) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(key, known, n=1)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
 def load_project_config(project: Path) -> ProjectConfig:
     """`[tool.assay]` of `<project>/pyproject.toml`; sub-tables other than pricing/judge belong to other kinds."""
     path = project / "pyproject.toml"
@@ -86,7 +93,8 @@ def load_project_config(project: Path) -> ProjectConfig:
     where = f"{path} [tool.assay]"
     for key, value in table.items():
         if key not in _KNOWN_KEYS and not isinstance(value, dict):
-            raise ConfigError(f"{where}: unknown key {key!r}; agent evals read {', '.join(_KNOWN_KEYS)}")
+            raise ConfigError(f"{where}: unknown key {key!r}{_did_you_mean(key, _KNOWN_KEYS)}; agent evals read "
+                              f"{', '.join(_KNOWN_KEYS)} and the telemetry table")
     name = table.get("name")
     if name is not None and not isinstance(name, str):
         raise ConfigError(f"{where}: name must be a string{_got(name)}")
@@ -101,6 +109,15 @@ def load_project_config(project: Path) -> ProjectConfig:
     judge = table.get("judge")
     if judge is not None and not isinstance(judge, dict):
         raise ConfigError(f"{where}: judge must be a table")
+    if judge:
+        from assay.agent.judging import CONFIG_KEYS
+
+        # Here, not at the first judged attempt: a misspelt setting would make every judge
+        # assertion "unavailable", and a run selecting no judged eval would not notice it at all.
+        for key in judge:
+            if key not in CONFIG_KEYS:
+                raise ConfigError(f"{path} [tool.assay.judge]: unknown setting {key!r}{_did_you_mean(key, CONFIG_KEYS)}; "
+                                  f"use {', '.join(CONFIG_KEYS)}")
     pricing = check_pricing(table.get("pricing", {}), f"{where} pricing")
     return ProjectConfig(name, concurrency, float(timeout) if timeout is not None else None, pricing, judge)
 

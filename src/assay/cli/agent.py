@@ -82,11 +82,18 @@ def init_command(
         else:
             text = pyproject.read_text(encoding="utf-8")
             if "[tool.assay]" not in text:
+                from assay.core.fsutil import write_atomically
+
                 separator = "" if text.endswith("\n") or not text else "\n"
-                pyproject.write_text(text + separator + "\n" + _MINIMAL_CONFIG, encoding="utf-8")
+                write_atomically(pyproject, text + separator + "\n" + _MINIMAL_CONFIG)  # the user's file: never half-written
                 made.append("[tool.assay] in pyproject.toml")
+        from assay.agent.project import load_project_config
+
+        load_project_config(root)  # a [tool.assay] already there that `run` would refuse: say so now
     except OSError as error:
         _fail(ConfigError(f"could not set up {root}: {error}"))
+    except AssayError as error:
+        _fail(error)
     run = "assay agent run" if root == Path.cwd().resolve() else f"assay agent run --project {shlex.quote(str(directory))}"
     if "evals/weather_eval.py" in made:
         after = f"Next: {run}  (then replace agents/weather.py with your app and write your own evals)"
@@ -107,11 +114,12 @@ def list_command(
 ) -> None:
     """List evals (id, tags, description) and experiments; runs nothing."""
     from assay.agent.discovery import discover_evals, discover_experiments, select_evals
-    from assay.agent.project import EXPERIMENTS_DIR, load_dotenv
+    from assay.agent.project import EXPERIMENTS_DIR, load_dotenv, load_project_config
     from assay.core.report.table import render_table
 
     try:
         root = _project(project)
+        load_project_config(root)  # what `run` would refuse, `list` refuses too
         load_dotenv(root)
         evals = [entry for entry in discover_evals(root) if not tag or any(t in entry.eval.tags for t in tag)]
         experiments = discover_experiments(root) if (root / EXPERIMENTS_DIR).is_dir() else []
