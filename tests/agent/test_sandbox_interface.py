@@ -155,6 +155,28 @@ def test_text_and_bytes_read_and_write_create_parent_folders():
     assert run(body()) == ("héllo\n", b"\x00\x01\xff", (True, False))
 
 
+def test_an_edit_that_keeps_the_size_within_a_second_of_an_import_is_not_shadowed_by_the_bytecode_cache():
+    # `a - b` -> `a + b` in the second the file was imported: Python's cache keys on size and whole seconds.
+    show = (sys.executable, "-c", "import sys; sys.dont_write_bytecode = False; import mod; print(mod.x)")
+
+    async def body():
+        sandbox = await make()
+        try:
+            for _ in range(5):
+                second = int(time.time())
+                await sandbox.write_text("mod.py", "x = 1 - 1\n")
+                first = (await sandbox.run_command(*show)).stdout.strip()
+                await sandbox.write_text("mod.py", "x = 1 + 1\n")
+                then = (await sandbox.run_command(*show)).stdout.strip()
+                if int(time.time()) == second:  # all of it within one second, as the case needs
+                    return first, then
+            pytest.skip("every try crossed a second boundary")
+        finally:
+            await sandbox.stop()
+
+    assert run(body()) == ("0", "2")
+
+
 def test_upload_and_download_files_and_folders(tmp_path):
     source = tmp_path / "source"
     (source / "pkg").mkdir(parents=True)

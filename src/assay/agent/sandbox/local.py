@@ -288,8 +288,13 @@ class LocalSandbox:
         host = self._writable(path)
         try:
             os.makedirs(os.path.dirname(host), exist_ok=True)
+            try:
+                before: os.stat_result | None = os.stat(host)
+            except FileNotFoundError:
+                before = None
             with open(host, "wb") as file:
                 file.write(data)
+            _outdate_cached_bytecode(host, before, len(data))
         except OSError as error:
             raise SandboxError(f"could not write {path} in the sandbox: {error.strerror or error}") from None
 
@@ -381,6 +386,17 @@ def _remove_tree(root: Path) -> None:
             function(path)
 
     shutil.rmtree(root, onerror=writable_then_retry)
+
+
+def _outdate_cached_bytecode(host: str, before: os.stat_result | None, size: int) -> None:
+    """Python trusts a cached .pyc while its source keeps the same size and the same whole second
+    of modification time: an edit that keeps the size (`a - b` -> `a + b`) within the second the
+    file was last imported would run the old code. Such an edit gets the next second."""
+    if before is None or before.st_size != size:
+        return
+    after = os.stat(host)
+    if int(after.st_mtime) == int(before.st_mtime):
+        os.utime(host, ns=(after.st_atime_ns, (int(before.st_mtime) + 1) * 1_000_000_000))
 
 
 class LocalProvider:
