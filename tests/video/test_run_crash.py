@@ -130,7 +130,9 @@ def make_eval(root: Path, video: Path, case: str = CASE, **settings: Any) -> Pat
     return eval_dir
 
 
-def start_run(eval_dir: Path, stdout: Path, stderr: Path, *args: str) -> subprocess.Popen[bytes]:
+def start_run(
+    eval_dir: Path, stdout: Path, stderr: Path, *args: str, ignore_sigint: bool = False
+) -> subprocess.Popen[bytes]:
     if not args:
         args = (
             "--eval-dir", str(eval_dir), "--adapter", f"{eval_dir}/adapter.py:create_evaluator",
@@ -147,6 +149,8 @@ def start_run(eval_dir: Path, stdout: Path, stderr: Path, *args: str) -> subproc
         return subprocess.Popen(
             [sys.executable, "-m", "assay", "video", "run", *args],
             stdout=out, stderr=err, env=environment, cwd=eval_dir.parent,
+            # As a background job of a non-interactive shell (`assay … &` in a CI script) starts.
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None,
         )  # fmt: skip
 
 
@@ -587,12 +591,13 @@ def test_a_run_killed_after_its_reports_but_before_its_seal_is_reported_again_by
     assert len(list((store.parent / "records").iterdir())) == 1
 
 
-def test_sigterm_stops_the_run_as_ctrl_c_does(tmp_path: Path, video_file: Path) -> None:
+@pytest.mark.parametrize("ignore_sigint", [False, True], ids=["foreground", "sigint-ignored"])
+def test_sigterm_stops_the_run_as_ctrl_c_does(tmp_path: Path, video_file: Path, ignore_sigint: bool) -> None:
     root = tmp_path / "terminated"
     calls, closed = root / "calls.txt", root / "closed.txt"
     eval_dir = make_eval(root, video_file, calls=str(calls), closed=str(closed), delay=0.05)
     stdout, stderr = root / "stdout.txt", root / "stderr.txt"
-    process = start_run(eval_dir, stdout, stderr)
+    process = start_run(eval_dir, stdout, stderr, ignore_sigint=ignore_sigint)
     wait_for_lines(calls, 4, process)
     process.send_signal(signal.SIGTERM)  # a CI job cancelled
     assert process.wait(timeout=30) == 130, stdout.read_text() + stderr.read_text()

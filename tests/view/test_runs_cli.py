@@ -26,6 +26,12 @@ def test_runs_list_filters_by_kind_and_prints_a_table(store_env: FilledStore) ->
     assert "100.0%" in result.output and "0.0%" in result.output
 
 
+def test_a_search_that_matches_nothing_says_so_not_that_the_store_is_empty(store_env: FilledStore) -> None:
+    result = invoke_runs("runs", "list", "--search", "zzz-no-such-run")
+    assert result.exit_code == 0
+    assert result.output.strip() == "No runs matching 'zzz-no-such-run'; `assay runs list` shows them all."
+
+
 def test_runs_show_lists_gates_groups_and_failing_units(store_env: FilledStore) -> None:
     result = invoke_runs("runs", "show", store_env.video_after)
     assert result.exit_code == 0, result.output

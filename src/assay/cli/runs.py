@@ -87,7 +87,11 @@ def list_command(
         print(json.dumps({"runs": [run.to_json(with_groups=False) for run in runs]}, indent=2, ensure_ascii=False))
         return
     if not runs:
-        _say("No runs recorded yet.")
+        if kind is None and search is None:
+            _say("No runs recorded yet.")
+        else:
+            narrowing = " and ".join(filter(None, [f"of kind {kind}" if kind else "", f"matching {search!r}" if search else ""]))
+            _say(f"No runs {narrowing}; `assay runs list` shows them all.")
         return
     from assay.core.report.table import render_table
 
