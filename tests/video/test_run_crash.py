@@ -543,9 +543,11 @@ def test_a_closed_stdout_stops_the_run_as_ctrl_c_does_and_the_resume_finishes(tm
     assert process.wait(timeout=20) == 130
     stderr = process.stderr.read().decode()
     assert "Traceback" not in stderr
-    assert stderr.strip() == "assay: standard output was closed, so the command stopped as on Ctrl-C; finished results are kept."
     assert closed.read_text().split() == [str(process.pid)]  # the adapter was closed
     [checkpoint] = checkpoints(eval_dir)
+    # One line, ending with how to continue (the resume lines went to the stdout nobody reads).
+    assert stderr.strip() == ("assay: standard output was closed, so the command stopped as on Ctrl-C; finished "
+                              f"results are kept. Resume with `assay video run --resume {checkpoint}`.")
     assert json.loads((checkpoint / "manifest.json").read_text())["status"] == "in_progress"
     assert not (checkpoint / "active.lock").exists()
     journaled = journal_after_kill(checkpoint, root)

@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 from typing import Any, TextIO
+from collections.abc import Sequence
 
 from assay.core.console import write_escaped
 
@@ -29,6 +30,7 @@ class StdoutGuard:
         self._lock = threading.Lock()
         self.closed_by_reader = False
         self.interrupts = True
+        self.resume_lines: list[str] = []  # how to continue the run, said on stderr when stdout is gone
 
     def write(self, text: str) -> int:
         if self.closed_by_reader:
@@ -94,5 +96,9 @@ def install() -> StdoutGuard:
     return guard
 
 
-def closed_message() -> str:
-    return "assay: standard output was closed, so the command stopped as on Ctrl-C; finished results are kept."
+def closed_message(resume_lines: Sequence[str] = ()) -> str:
+    """One line; with the run's resume lines (printed on the stdout nobody reads any more), it ends
+    with the resume command."""
+    text = "assay: standard output was closed, so the command stopped as on Ctrl-C; finished results are kept."
+    resume = [line for line in resume_lines if line.startswith("Resume with ")]
+    return f"{text} {resume[-1]}" if resume else text

@@ -149,6 +149,9 @@ class RunResult:
 
 def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) -> RunResult:
     events.run_finished(finished)
+    kept_for_the_guard = getattr(sys.stdout, "resume_lines", None)  # the command line's stdout guard
+    if finished.checkpoint_kept and isinstance(kept_for_the_guard, list):
+        kept_for_the_guard[:] = finished.resume_lines
     build_manifest = finished.build_manifest
     if build_manifest is not None:
         from assay.core.record import store_path
