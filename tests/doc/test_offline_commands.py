@@ -76,6 +76,20 @@ def test_init_python_adapter_suite_passes_doctor_and_grades(tmp_path, monkeypatc
     assert result.exit_code == 0 and "Verdict: green" in result.stdout
 
 
+@pytest.mark.parametrize("language", ["javascript", "python"])
+def test_a_misspelt_key_in_the_starters_expected_items_is_a_broken_eval_not_a_red_verdict(tmp_path, monkeypatch, language):
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert invoke("init", "--adapter-language", language).exit_code == 0
+    assert invoke("scaffold-case", "--case", "first").exit_code == 0
+    items = tmp_path / "evals" / "cases" / "first" / "expected-items.json"
+    items.write_text(items.read_text().replace('"required_text"', '"required_txt"'))
+    (tmp_path / "c.md").write_text("this has replace this required text inside")
+    result = invoke("run-case", "--case", "first", "--candidate", "c.md", "--run-id", "r")
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "required_text" in result.stderr and "Verdict: red" not in result.stdout
+
+
 def test_scaffold_case_checks_the_id_before_loading_the_config(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no config here at all
     result = invoke("scaffold-case", "--case", "../x")

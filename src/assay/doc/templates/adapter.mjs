@@ -4,6 +4,10 @@
 export const gradeCandidate = ({ candidateText, expectedItems }) => {
   const items = expectedItems?.items ?? [];
   const findings = items.map((item) => {
+    if (typeof item.required_text !== "string") {
+      // A misspelt key would otherwise grade as "missing" (a red verdict) instead of a broken fixture.
+      throw new Error(`expected item ${item.id ?? "(no id)"} needs required_text, a string`);
+    }
     const covered = candidateText.includes(item.required_text);
     return {
       id: item.id,
