@@ -32,10 +32,9 @@ CARRY, EXECUTE, NOT_DISPATCHED_ACTION = "carry", "execute", "not-dispatched"
 
 def check_rerun(value: str | None) -> str | None:
     if value is not None and value not in RERUN_CHOICES:
-        import difflib
+        from assay.core.format import did_you_mean
 
-        near = difflib.get_close_matches(value, RERUN_CHOICES, n=1)
-        hint = f"; did you mean {near[0]!r}?" if near else ""
+        hint = did_you_mean(value, RERUN_CHOICES)
         raise UsageError(f"--rerun takes failed (the default when bare) or all, got {value!r}{hint}", "--rerun")
     return value
 

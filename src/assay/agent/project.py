@@ -63,10 +63,9 @@ def _got(value: Any) -> str:
 
 
 def _did_you_mean(key: str, known: Sequence[str]) -> str:
-    import difflib
+    from assay.core.format import did_you_mean
 
-    near = difflib.get_close_matches(key, known, n=1)
-    return f" (did you mean {near[0]!r}?)" if near else ""
+    return did_you_mean(key, known, form=" (did you mean {}?)")
 
 
 def load_project_config(project: Path) -> ProjectConfig:

@@ -159,15 +159,12 @@ def plan_for(root: Path, selection: Any) -> list[Any]:
 
 def _check_prefixes(prefixes: Sequence[str], evals: Sequence[Any]) -> None:
     """An eval prefix no eval id starts with is a typo, not a narrower selection: name it."""
-    import difflib
+    from assay.core.format import did_you_mean
 
     for prefix in prefixes:
-        if any(entry.id.startswith(prefix) for entry in evals):
-            continue
-        ids = [entry.id for entry in evals]
-        near = difflib.get_close_matches(prefix, ids, n=1, cutoff=0.6)
-        hint = f"; did you mean {near[0]!r}?" if near else ""
-        raise UsageError(f"no eval id starts with {prefix!r}{hint} (`assay agent list` shows the eval ids)")
+        if not any(entry.id.startswith(prefix) for entry in evals):
+            hint = did_you_mean(prefix, (entry.id for entry in evals))
+            raise UsageError(f"no eval id starts with {prefix!r}{hint} (`assay agent list` shows the eval ids)")
 
 
 class _JudgeCacheOnDemand:

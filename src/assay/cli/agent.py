@@ -174,7 +174,7 @@ class _RunCommand(typer.core.TyperCommand):
 
 
 def _with_rerun_value(args: list[str]) -> list[str]:
-    import difflib
+    from assay.core.format import did_you_mean
 
     cut = args.index("--") if "--" in args else len(args)  # after `--` everything is an argument
     head, given = args[:cut], []
@@ -182,9 +182,9 @@ def _with_rerun_value(args: list[str]) -> list[str]:
         given.append(argument)
         following = head[position + 1] if position + 1 < len(head) else None
         if argument == "--rerun" and following not in ("failed", "all"):
-            near = difflib.get_close_matches(following or "", ("failed", "all"), n=1, cutoff=0.6)
-            if near:  # `--rerun faild`: a misspelt value, not an experiment named like one
-                _fail(UsageError(f"--rerun takes failed or all, got {following!r}; did you mean {near[0]!r}?", "--rerun"))
+            hint = did_you_mean(following or "", ("failed", "all"))
+            if hint:  # `--rerun faild`: a misspelt value, not an experiment named like one
+                _fail(UsageError(f"--rerun takes failed or all, got {following!r}{hint}", "--rerun"))
             given.append("failed")
     return given + list(args[cut:])
 
@@ -326,13 +326,12 @@ def _request(root: Path, resume: Optional[str], **fields: Any) -> tuple[Any, Any
 
 def _no_such_checkpoint(ref: str, root: Path) -> str:
     """`--resume` names no checkpoint: say where ids are looked up, and the id meant if one is close."""
-    import difflib
-
     from assay.agent.checkpoint import list_checkpoints
+    from assay.core.format import did_you_mean
 
     ids = [path.name for path, _ in list_checkpoints(root)]
-    close = difflib.get_close_matches(ref, ids, n=1, cutoff=0.8)
-    hint = f"; did you mean {close[0]}?" if close else (f"; the latest is {ids[-1]}" if ids else "; this project has none")
+    hint = did_you_mean(Path(ref).name, ids, cutoff=0.8, shown=str) or (
+        f"; the latest is {ids[-1]}" if ids else "; this project has none")
     return f"--resume {ref}: no such checkpoint (ids are looked up in {root}/.assay/runs/checkpoints){hint}"
 
 

@@ -1,6 +1,8 @@
-"""How numbers and times are shown to people: durations, latencies, rates, byte counts."""
+"""How numbers and times are shown to people: durations, latencies, rates, byte counts; the word meant."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable
 
 
 def short_repr(value: object, limit: int = 80) -> str:
@@ -46,3 +48,14 @@ def format_bytes(count: int) -> str:
         if value < 1024 or unit == "TiB":
             return f"{value:.1f} {unit}"
     raise AssertionError("unreachable")
+
+
+def did_you_mean(
+    word: str, choices: Iterable[str], *, cutoff: float = 0.6, form: str = "; did you mean {}?",
+    shown: Callable[[str], str] = repr,
+) -> str:
+    """`form` with the choice closest to a misspelt `word` (as `shown` writes it), or "" when none is close."""
+    import difflib
+
+    near = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return form.format(shown(near[0])) if near else ""

@@ -62,10 +62,9 @@ def load_telemetry_config(project: Path, bind: str | None = None) -> TelemetryCo
     where = f"{project / 'pyproject.toml'} [tool.assay.telemetry]"
     unknown = [key for key in table if key not in _KEYS]
     if unknown:
-        import difflib
+        from assay.core.format import did_you_mean
 
-        near = difflib.get_close_matches(str(unknown[0]), _KEYS, n=1, cutoff=0.6)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        hint = did_you_mean(str(unknown[0]), _KEYS, form=" (did you mean {}?)")
         raise ConfigError(f"{where}: unknown key {unknown[0]!r}{hint}; telemetry reads {', '.join(_KEYS)}")
     enabled = table.get("enabled", True)
     if not isinstance(enabled, bool):
