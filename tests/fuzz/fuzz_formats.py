@@ -125,7 +125,8 @@ timeout = 30.5
 [tool.assay.judge]
 model = "judge-1"
 base_url = "http://127.0.0.1:9/v1"
-options = { temperature = 0.0, stop = ["\\n\\n"] }
+timeout = 20
+reasoning_effort = "low"
 """
 
 AGENT_DOTENV = b"""\

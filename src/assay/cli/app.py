@@ -99,12 +99,14 @@ def _terminate_as_interrupt() -> None:
 
     def interrupt(signum: int, frame: object) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-            # A background job of a non-interactive shell (`cmd &`, many CI runners) starts with
-            # SIGINT ignored, which would drop the SIGINT sent below: take Python's default again.
-            signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # A background job of a non-interactive shell (`cmd &` in a CI script) starts with SIGINT
+        # ignored, which would drop the SIGINT sent above. Python's own handler is put back before
+        # any run starts, so asyncio installs its orderly one: an interrupt raised anywhere else
+        # could leave a run's threads and tasks waiting on each other.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, interrupt)
 
 
