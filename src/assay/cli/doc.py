@@ -94,7 +94,8 @@ def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
     except typer.Exit:
         raise
     except KeyboardInterrupt:
-        typer.echo("Interrupted.", err=True)
+        if not getattr(sys.stdout, "closed_by_reader", False):  # else the closed-stdout line says it
+            typer.echo("Interrupted.", err=True)
         raise typer.Exit(130) from None
     except AssayError as error:
         _fail("Execution failed", error)
