@@ -48,3 +48,5 @@ def test_doc_run_case_streams_its_unit_and_a_red_verdict_exits_1(tmp_path):
     assert [event["type"] for event in events] == ["run_started", "unit", "run_finished"]
     assert events[1]["unit"]["verdict"] == "failed" and events[1]["unit"]["reason"].startswith("verdict red")
     assert events[2]["exit_code"] == 1 and events[2]["run_id"].startswith("deterministic-")
+    assert events[0]["run_id"] == events[2]["run_id"]  # known from the start, as video's and agent's are
+    assert (tmp_path / "doc" / "evals" / "results" / events[0]["run_id"] / "manifest.json").is_file()

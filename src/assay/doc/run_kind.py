@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -94,8 +95,17 @@ def _conclusion(request: DocMethodRequest, result: Any) -> tuple[int, tuple[str,
     )
 
 
+_DEFAULT_ID_PREFIX = {"run-case": "deterministic", "judge-coverage": "judge-coverage"}  # judge-pairwise needs --run-id
+
+
 class _OpenedDocRun:
     def __init__(self, request: DocMethodRequest) -> None:
+        prefix = _DEFAULT_ID_PREFIX.get(request.method)
+        if not request.arguments.get("run_id") and prefix is not None:
+            # The bundle's id as the method would choose it, chosen now: `run_started` carries it.
+            from assay.doc.artifacts import default_run_id, utc_now
+
+            request = dataclasses.replace(request, arguments={**request.arguments, "run_id": default_run_id(prefix, utc_now())})
         self.request = request
         self.run_id = request.arguments.get("run_id") or ""
         self._built: Any = None
