@@ -370,7 +370,8 @@ class SqliteRunStore:
             self._delete(run_id)
 
     def _delete(self, run_id: str) -> None:
-        for table in ("units", "run_groups", "runs") if self._group_rows else ("units", "runs"):
+        # Only a writable store deletes, and its schema has every table (a read-only one may lack `run_groups`).
+        for table in ("units", "run_groups", "runs"):
             self._connection.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
     # -- reading -------------------------------------------------------------------------
