@@ -278,6 +278,8 @@ def test_a_new_run_of_a_plan_an_interrupted_run_began_says_how_to_reuse_its_atte
     # Another plan (one eval), or the same plan once resumed to the end: nothing to say.
     narrowed = run_cli("run", "--project", str(root), "--dry", "slow", env=environment)
     assert narrowed.returncode == 0 and "resumable" not in narrowed.stdout, narrowed.stdout + narrowed.stderr
+    everything = run_cli("run", "--project", str(root), "--dry", "--rerun", "all", env=environment)
+    assert everything.returncode == 0 and "resumable" not in everything.stdout, everything.stdout + everything.stderr
     resumed = run_cli("run", "--project", str(root), "--resume", checkpoint, env={**environment, "FAST": "1"})
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     again = run_cli("run", "--project", str(root), "--dry", env=environment)

@@ -83,6 +83,9 @@ def _carry_plan(request: Any, plan: list[Any], config: Any, settled: Any = None)
 def _warn_of_a_resumable_run(carry: Any, request: Any, plan: list[Any]) -> None:
     from assay.agent.checkpoint import resumable_warning
 
+    if request.rerun == "all":
+        return  # asked to run every attempt again: nothing to point at
+
     warning = resumable_warning(request.project, to_invocation(request), plan, carry)
     if warning is not None:
         carry.warnings.append(warning)
