@@ -75,4 +75,11 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `python examples/demo.py | head`: the reader left, as assay's commands take it
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        print("demo: standard output was closed, so the demo stopped.", file=sys.stderr)
+        sys.exit(130)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,21 @@ def test_a_command_whose_reader_is_gone_before_it_writes_ends_without_a_tracebac
     stderr = done.stderr.decode()
     assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
     assert done.returncode in (0, 1, 130), stderr
+
+
+def test_the_demo_whose_reader_leaves_after_one_line_ends_without_a_traceback(workspace: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, str(workspace / "examples" / "demo.py")], cwd=workspace, env=environment(workspace),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.readline()
+    process.stdout.close()  # `python examples/demo.py | head -1`
+    try:
+        code = process.wait(timeout=120)
+    finally:
+        process.kill()
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    assert code == 130, stderr
+    assert "Traceback" not in stderr and stderr.splitlines()[-1] == "demo: standard output was closed, so the demo stopped."
