@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -11,7 +13,7 @@ from assay.agent import Turn, define_eval, message
 from assay.agent.judging import JudgeRequest, LLMJudge, resolve_judge_config, JudgeUnavailable
 from assay.agent.runner import RunOptions
 from assay.judge import MemoryCallCache
-from servers.fake_openai import error_reply, json_reply
+from servers.fake_openai import chat_reply, error_reply, json_reply
 
 from agent_helpers import scripted_agent
 
@@ -19,6 +21,11 @@ from agent_helpers import scripted_agent
 @pytest.fixture(autouse=True)
 def judge_key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "judge-key")
+
+
+def run_assay(*arguments, cwd):
+    return subprocess.run([sys.executable, "-m", "assay", *arguments], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
 
 
 def config_for(server, **extra):
@@ -96,16 +103,53 @@ def test_judge_resends_a_rate_limited_call_and_counts_it(fake_openai):
     assert judge.retries == {"rate_limited": 1}
 
 
-def test_out_of_range_judge_score_errors_the_assertion(fake_openai):
-    fake_openai.enqueue(json_reply({"reasons": "very good", "score": 7}))
-    agent, _ = scripted_agent([Turn([message("x")])])
+def test_an_out_of_range_judge_score_is_a_judge_error_that_errors_the_attempt_and_is_not_cached(fake_openai):
+    fake_openai.enqueue(json_reply({"reasons": "very good", "score": 7}), json_reply({"reasons": "good", "score": 0.8}))
+    agent, _ = scripted_agent(lambda turn_input, ctx: Turn([message("x")]))
 
     async def body(t):
         await t.send("q")
         t.judge("anything")
 
-    result = run_one(agent, define_eval(body, judge=config_for(fake_openai)))
-    assert statuses(result) == ["errored"] and "outside [0, 1]" in result.assertions[0]["reason"]
+    cache = MemoryCallCache()
+    first = run_one(agent, define_eval(body, judge=config_for(fake_openai)), options=RunOptions(judge_cache=cache))
+    assert statuses(first) == ["unavailable"] and first.verdict == "errored"
+    assert first.assertions[0]["reason"] == "judge-error: judge answer: score 7 is outside [0, 1]"
+    again = run_one(agent, define_eval(body, judge=config_for(fake_openai)), options=RunOptions(judge_cache=cache))
+    assert again.verdict == "passed" and len(fake_openai.chat_requests) == 2  # asked again, not read back
+
+
+def test_an_unparsable_judge_answer_is_not_cached_so_a_fixed_judge_is_asked_again(fake_openai, tmp_path):
+    """Through the CLI with the project's on-disk cache: the judge answers prose once, then is fixed."""
+    project = tmp_path / "p"
+    (project / "evals").mkdir(parents=True)
+    (project / "agents").mkdir()
+    (project / "experiments").mkdir()
+    (project / "pyproject.toml").write_text(
+        f'[tool.assay.judge]\nmodel = "judge-1"\nbase_url = "{fake_openai.base_url}"\napi_key_env = ""\n'
+    )
+    (project / "agents" / "echo.py").write_text(
+        "from assay.agent import Turn, complete_evidence_coverage, define_agent, message\n\n"
+        "async def send(turn_input, ctx):\n    return Turn([message('Paris, 21 C')])\n\n"
+        "echo = define_agent(name='echo', send=send, evidence_coverage=complete_evidence_coverage)\n"
+    )
+    (project / "experiments" / "main.py").write_text(
+        "from agents.echo import echo\nfrom assay.agent import Experiment\n\nmain = Experiment(agent=echo)\n"
+    )
+    (project / "evals" / "judged_eval.py").write_text(
+        "from assay.agent import define_eval\n\n"
+        "@define_eval(judge=True)\nasync def test(t):\n    await t.send('weather?')\n    t.judge('names a city')\n"
+    )
+    fake_openai.enqueue(chat_reply("I think it is fine."))
+    broken = run_assay("agent", "run", "--quiet", cwd=project)
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "judge-error" in broken.stdout and len(fake_openai.chat_requests) == 1
+    fake_openai.respond_with(lambda request: json_reply({"reasons": "names Paris", "score": 1}))
+    fixed = run_assay("agent", "run", "--quiet", "--rerun", "all", cwd=project)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert len(fake_openai.chat_requests) == 2  # the fixed judge was asked; nothing bad was read back
+    cached = run_assay("agent", "run", "--quiet", "--rerun", "all", cwd=project)
+    assert cached.returncode == 0 and len(fake_openai.chat_requests) == 2  # the good answer is cached
 
 
 def test_identical_judgements_are_cached_by_content(fake_openai):

@@ -7,10 +7,12 @@ the server are resent with backoff; a 5xx, a read timeout or a reply cut off are
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from assay.judge import ChatRequest, JudgeClient, JudgeEndpoint, JudgeError, MemoryCallCache
+from assay.judge.cache import call_cache_key
 from servers.fake_openai import (
     chat_reply,
     cut_off,
@@ -205,6 +207,31 @@ def test_cache_answers_repeated_calls_without_the_server(fake_openai):
     second = run(ask(fake_openai, cache=cache))
     assert not first.completion.cached and second.completion.cached
     assert second.value == first.value and len(fake_openai.chat_requests) == 1
+
+
+def test_an_answer_that_fails_its_schema_is_not_cached_and_the_next_call_asks_again(fake_openai):
+    fake_openai.enqueue(json_reply({"verdict": "maybe"}), json_reply({"verdict": "fail"}))
+    cache = MemoryCallCache()
+    with pytest.raises(JudgeError, match="verdict"):
+        run(ask(fake_openai, cache=cache))
+    assert run(ask(fake_openai, cache=cache)).value == {"verdict": "fail"}
+    assert len(fake_openai.chat_requests) == 2
+    assert run(ask(fake_openai, cache=cache)).completion.cached  # a valid answer is kept
+
+
+def test_a_cached_answer_that_no_longer_validates_is_dropped_and_asked_again(fake_openai):
+    """An invalid answer cached by an earlier assay must not hide a judge that now answers well."""
+    fake_openai.enqueue(json_reply({"verdict": "pass", "evidence": []}))
+    request = ChatRequest.from_prompt("judge-1", "grade this", json_schema=SCHEMA)
+    cache = MemoryCallCache()
+    client = client_for(fake_openai, cache=cache)
+    body = client.request_body(request)
+    key = call_cache_key("judge-1", body["messages"], {k: v for k, v in body.items() if k not in {"model", "messages"}})
+    cache.put(key, json.dumps({"text": "not json at all", "response": {}}).encode())
+    result = run(ask(fake_openai, request, cache=cache))
+    assert result.value == {"verdict": "pass", "evidence": []} and not result.completion.cached
+    assert len(fake_openai.chat_requests) == 1
+    assert json.loads(cache.get(key))["text"] == '{"verdict": "pass", "evidence": []}'
 
 
 def test_endpoint_from_environment_requires_an_explicit_base_url():

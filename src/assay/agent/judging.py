@@ -67,7 +67,11 @@ async def grade_with_details(judge: Judge | None, request: JudgeRequest) -> tupl
         result = await judge.grade(request)
     except JudgeUnavailable as error:
         return Outcome(UNAVAILABLE, str(error)), None
-    except Exception as error:  # noqa: BLE001 - a transport failure is missing evidence, not a verdict
+    except Exception as error:  # noqa: BLE001 - a failed call is missing evidence, not a verdict
+        from assay.judge.errors import JudgeAnswerError
+
+        if isinstance(error, JudgeAnswerError):  # it answered, but nothing usable: never a 0, NaN or a pass
+            return Outcome(UNAVAILABLE, f"judge-error: {error}"), None
         return Outcome(UNAVAILABLE, f"judge-call-failed: {type(error).__name__}: {error}"), None
     details: dict[str, Any] = {"recipe": request.recipe}
     if result.model is not None:
@@ -77,6 +81,18 @@ async def grade_with_details(judge: Judge | None, request: JudgeRequest) -> tupl
     return Outcome(MATCHED, result.explanation or "", float(result.score)), details
 
 
+def _judgement(text: str) -> dict[str, Any]:
+    """A judge answer the assertion can use: the score JSON with a finite score in [0, 1]."""
+    from assay.judge.client import json_answer
+    from assay.judge.errors import JudgeError
+
+    value = json_answer(_SCORE_SCHEMA, "judge answer")(text)
+    score = value["score"]
+    if not math.isfinite(score) or not 0.0 <= score <= 1.0:
+        raise JudgeError(f"judge answer: score {score!r} is outside [0, 1]")
+    return value
+
+
 # ---------------------------------------------------------------------------------------------
 # The built-in judge
 
@@ -84,8 +100,8 @@ _SCORE_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "required": ["reasons", "score"],
-    # No bounds on purpose: an out-of-range score must reach the assertion and error it, not be
-    # rejected here as a transport problem.
+    # No bounds here: an out-of-range score is refused by `_judgement` as a judge-error with its own
+    # message (and never cached), not as a schema miss.
     "properties": {"reasons": {"type": "string"}, "score": {"type": "number"}},
 }
 
@@ -185,9 +201,8 @@ class LLMJudge:
             model=settings["model"], messages=judge_messages(request), json_schema=_SCORE_SCHEMA,
             schema_name="judgement", reasoning_effort=settings["reasoning_effort"],
         )
-        answer = await client.complete_json(chat, label="judge answer")
-        return JudgeScore(float(answer.value["score"]), answer.value["reasons"], settings["model"],
-                          answer.completion.cached)
+        completion, value = await client.complete_checked(chat, _judgement)  # only a usable answer is cached
+        return JudgeScore(float(value["score"]), value["reasons"], settings["model"], completion.cached)
 
     @property
     def retries(self) -> dict[str, int]:

@@ -106,31 +106,35 @@ class JudgeCallLog:
         schema: Mapping[str, Any] | None = None,
         label: str = "model output",
     ) -> Any:
-        """Render, call, record; with `schema`, return the parsed and fully validated JSON, else the text."""
-        from assay.judge.client import ChatRequest, parse_json_answer
-        from assay.judge.errors import JudgeError
+        """Render, call, record; with `schema`, return the parsed and fully validated JSON, else the text.
+
+        Only an answer that parses and validates is cached; the raw reply is logged either way."""
+        from assay.judge.client import ChatRequest, json_answer
+        from assay.judge.errors import JudgeAnswerError, JudgeError
 
         sent_vars = public_vars(variables)
         prompt = render_template(self.template, sent_vars)
         request = ChatRequest.from_prompt(settings.model, prompt, json_schema=schema, reasoning_effort=settings.effort)
         self.requests.append({"vars": sent_vars, "request": client.request_body(request)})
-        completion = await client.complete(request)
-        self.responses.append(
-            {
-                "cached": completion.cached,
-                "attempts": completion.attempts,
-                "text": completion.text,
-                "response": completion.response,
-            }
-        )
         if schema is None:
+            completion = await client.complete(request)
+            self._log(completion)
             return completion.text
         try:
-            return parse_json_answer(completion.text, schema, label)
-        except JudgeError as error:
+            completion, value = await client.complete_checked(request, json_answer(schema, label))
+        except JudgeAnswerError as error:
+            self._log(error.completion)
             # The message alone cannot show what the model said; point at the kept reply.
             saved = self.bundle.relative_to_repo(RESPONSE_FILE)
             raise JudgeError(f"{error}; the raw reply is saved in {saved}") from error
+        self._log(completion)
+        return value
+
+    def _log(self, completion: Any) -> None:
+        self.responses.append(
+            {"cached": completion.cached, "attempts": completion.attempts, "text": completion.text,
+             "response": completion.response}
+        )
 
     def write(self) -> list[tuple[str, str]]:
         self.bundle.write_json(

@@ -22,7 +22,7 @@ from assay.core.ratelimit import DEFAULT_MAXIMUM, AdaptiveLimiter, limiter_for
 from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy, call_with_retries
 from assay.core.transport_failure import transport_failure
 from assay.judge.cache import CallCache, call_cache_key
-from assay.judge.errors import JudgeError
+from assay.judge.errors import JudgeAnswerError, JudgeError
 from assay.judge.extract import parse_json_output
 from assay.judge.openai_http import HTTPStatusError, OpenAIHTTP, SDKTransport
 from assay.judge.validation import schema_errors, strip_all_of, validation_message
@@ -35,6 +35,7 @@ __all__ = [
     "JudgeEndpoint",
     "ResponseFormat",
     "openai_sdk_client",
+    "json_answer",
     "parse_json_answer",
 ]
 
@@ -210,21 +211,45 @@ class JudgeClient:
 
     async def complete(self, request: ChatRequest) -> Completion:
         """The first choice's text; raises `JudgeError` when every attempt failed or the text is empty."""
+        completion, _ = await self.complete_checked(request, _non_empty)
+        return completion
+
+    async def complete_checked(self, request: ChatRequest, check: Callable[[str], Any]) -> tuple[Completion, Any]:
+        """The answer and `check(text)` (which raises `JudgeError` for an answer the caller cannot use).
+
+        Only an answer that passes `check` is cached, and a cached answer is checked again when read:
+        one that no longer passes (an invalid answer cached by an older assay, a stricter schema) is
+        dropped and the model is asked again, so a fixed endpoint is never hidden behind a bad entry.
+        A fresh answer that fails `check` raises `JudgeAnswerError`, which carries the completion.
+        """
         body = self.request_body(request)
         call_input = {name: value for name, value in body.items() if name not in {"model", "messages"}}
         key = call_cache_key(request.model, body["messages"], call_input)
         if self.cache is not None:
-            hit = self.cache.get(key)
+            hit = self._cached(key, check)
             if hit is not None:
-                stored = json.loads(hit)
-                return Completion(text=stored["text"], response=stored["response"], cached=True, attempts=0)
+                return hit
         completion = await self._call_with_retries(body)
-        if not completion.text.strip():
-            raise JudgeError("model output was empty")
+        try:
+            value = check(completion.text)
+        except JudgeError as error:
+            raise JudgeAnswerError(str(error), completion) from None
         if self.cache is not None:
             record = {"text": completion.text, "response": completion.response}
             self.cache.put(key, json.dumps(record, ensure_ascii=False).encode("utf-8"))
-        return completion
+        return completion, value
+
+    def _cached(self, key: str, check: Callable[[str], Any]) -> tuple[Completion, Any] | None:
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is None:
+            return None
+        try:
+            stored = json.loads(hit)
+            completion = Completion(text=stored["text"], response=stored["response"], cached=True, attempts=0)
+            return completion, check(completion.text)
+        except (JudgeError, ValueError, TypeError, KeyError):
+            self.cache.delete(key)  # type: ignore[union-attr]
+            return None
 
     async def complete_json(
         self, request: ChatRequest, *, schema: Mapping[str, Any] | None = None, label: str = "model output"
@@ -233,9 +258,9 @@ class JudgeClient:
 
         `schema` defaults to the request's schema; validation uses it in full, `allOf` included.
         """
-        completion = await self.complete(request)
         full_schema = schema if schema is not None else request.json_schema
-        return JsonCompletion(value=parse_json_answer(completion.text, full_schema, label), completion=completion)
+        completion, value = await self.complete_checked(request, json_answer(full_schema, label))
+        return JsonCompletion(value=value, completion=completion)
 
     @property
     def limiter(self) -> AdaptiveLimiter:
@@ -303,6 +328,17 @@ def parse_json_answer(text: str, schema: Mapping[str, Any] | None, label: str = 
         if errors:
             raise JudgeError(validation_message(label, errors))
     return value
+
+
+def json_answer(schema: Mapping[str, Any] | None, label: str = "model output") -> Callable[[str], Any]:
+    """The check for an answer that must be non-empty JSON valid against `schema`."""
+    return lambda text: parse_json_answer(_non_empty(text), schema, label)
+
+
+def _non_empty(text: str) -> str:
+    if not text.strip():
+        raise JudgeError("model output was empty")
+    return text
 
 
 def _first_choice_text(raw: Mapping[str, Any]) -> str:

@@ -10,3 +10,11 @@ from assay.errors import AssayError
 
 class JudgeError(AssayError):
     """A model endpoint failed, or its answer was not the JSON the caller asked for."""
+
+
+class JudgeAnswerError(JudgeError):
+    """The model answered, but not with what the caller can use; `completion` is the answer (never cached)."""
+
+    def __init__(self, message: str, completion: object) -> None:
+        super().__init__(message)
+        self.completion = completion
