@@ -245,3 +245,57 @@ def test_a_red_verdict_exits_1_and_a_broken_eval_exits_2(suite):
     suite.config_path.write_text("{broken")
     broken["config"] = run_case()
     assert {name: result.exit_code for name, result in broken.items()} == dict.fromkeys(broken, 2)
+
+
+def test_a_red_verdict_lists_the_items_that_failed_between_the_verdict_and_the_bundle(suite):
+    red = run_case("candidates/bad.md", "red-run")
+    assert red.exit_code == 1, red.stderr
+    assert red.stdout.splitlines() == [
+        "Verdict: red",
+        "  FAILED deterministic goal (critical): missing - missing ship the importer",
+        "  FAILED deterministic limit (medium): missing - missing no new services",
+        "Results: evals/results/red-run",
+    ]
+    yellow = run_case("candidates/partial.md", "yellow-run")  # not red: only the verdict, as eval-kit prints it
+    assert yellow.stdout.splitlines() == ["Verdict: yellow", "Results: evals/results/yellow-run"]
+
+
+def test_an_unknown_case_suggests_the_case_meant(suite):
+    suite.add_case("release-notes")
+    result = run_case(case="release-note")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "Execution failed: case manifest not found for case: release-note (did you mean release-notes?)"
+    )
+
+
+def test_a_case_whose_manifest_is_not_json_is_reported_with_line_and_column_as_doctor_does(suite):
+    manifest = suite.add_case("release-notes") / "case-manifest.json"
+    manifest.write_text('{\n  "schema_version": "eval-kit.case.v1",\n  "case_id": "release-notes"\n  "artifacts": []\n}\n')
+    result = run_case(case="release-notes")
+    assert result.exit_code == 2
+    message = "case manifest cases/release-notes/case-manifest.json is not valid JSON: Expecting ',' delimiter: line 4 column 3"
+    assert message in result.stderr and "not found" not in result.stderr
+    assert message in invoke("doctor").stderr  # the same words doctor has for it
+    # Another case is still found; the broken manifest is only mentioned for a case nobody has.
+    assert run_case().exit_code == 0
+    unknown = run_case(case="ghost")
+    assert unknown.exit_code == 2 and "1 case manifest(s) name no case id (cases/release-notes/case-manifest.json)" in unknown.stderr
+
+
+def test_a_case_whose_manifest_fails_its_schema_says_what_is_wrong(suite):
+    manifest = suite.add_case("release-notes") / "case-manifest.json"
+    manifest.write_text(json.dumps({"schema_version": "eval-kit.case.v1", "id": "release-notes", "artifacts": []}))
+    result = run_case(case="release-notes")
+    assert result.exit_code == 2
+    assert "case manifest cases/release-notes/case-manifest.json failed schema validation" in result.stderr
+    assert "'case_id'" in result.stderr and "not found" not in result.stderr
+
+
+@pytest.mark.parametrize("candidate", ["a" * 5000, "a/" * 2500])
+def test_a_candidate_path_no_file_system_can_hold_is_a_usage_error_naming_the_option(suite, candidate):
+    result = run_case(candidate)
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith("Execution failed: --candidate a") and line.endswith("(5,000 characters) cannot be used: File name too long")
+    assert "internal error" not in line and len(line) < 300

@@ -20,10 +20,19 @@ __all__ = ["read_candidate", "resolve_candidate", "start_candidate_run"]
 def resolve_candidate(suite: DocSuite, value: str, option: str = "--candidate") -> Path:
     """A repo-relative (or absolute, inside the repo) path to an existing file."""
     path = Path(value) if os.path.isabs(value) else suite.repo_root / value
-    resolved = contained_path(suite.repo_root, path, f"{option} {value}", error=UsageError)
-    if not resolved.is_file():
-        raise UsageError(f"candidate not found: {value}")
+    resolved = contained_path(suite.repo_root, path, f"{option} {_shown(value)}", error=UsageError)
+    try:
+        found = resolved.is_file()
+    except OSError as error:  # a name longer than the file system allows, say: no file can be there
+        raise UsageError(f"{option} {_shown(value)} cannot be used: {error.strerror or error}") from None
+    if not found:
+        raise UsageError(f"candidate not found: {_shown(value)}")
     return resolved
+
+
+def _shown(value: str, limit: int = 120) -> str:
+    """The path as the user gave it, cut short: a message that repeats a 5,000-character value says nothing more."""
+    return value if len(value) <= limit else f"{value[: limit - 20]}…{value[-19:]} ({len(value):,} characters)"
 
 
 def read_candidate(path: Path, value: str) -> str:

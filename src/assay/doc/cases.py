@@ -172,16 +172,44 @@ def resolve_case_manifest_path(suite: DocSuite, manifest_path: Path) -> Resolved
 
 
 def resolve_case(suite: DocSuite, case_id: str) -> ResolvedCase:
-    """The first configured manifest (sorted) whose `case_id` is `case_id`, fully resolved."""
+    """The first configured manifest (sorted) whose `case_id` is `case_id`, fully resolved.
+
+    A manifest that names no case id (not JSON, not an object, no `case_id`) cannot be matched by
+    it; when such a manifest lies in a folder named `case_id` it is the one meant, and its problem
+    is reported as `doctor` reports it (with line and column) instead of "not found".
+    """
     assert_safe_id(case_id, "case id")
+    known: list[str] = []
+    unnamed: list[Path] = []
     for path in configured_manifest_paths(suite):
         try:
             manifest = read_manifest(path)
         except (OSError, ValueError, CaseError):
+            unnamed.append(path)
             continue
-        if isinstance(manifest, dict) and manifest.get("case_id") == case_id:
+        named = manifest.get("case_id") if isinstance(manifest, dict) else None
+        if named == case_id:
             return resolve_case_manifest_path(suite, path)
-    raise CaseError(f"case manifest not found for case: {case_id}")
+        if isinstance(named, str) and named:
+            known.append(named)
+        else:
+            unnamed.append(path)
+    for path in unnamed:
+        if path.parent.name == case_id:
+            resolve_case_manifest_path(suite, path)  # raises: it has no case id, so it is not valid
+    raise CaseError(f"case manifest not found for case: {case_id}{_not_found_hint(suite, case_id, known, unnamed)}")
+
+
+def _not_found_hint(suite: DocSuite, case_id: str, known: list[str], unnamed: list[Path]) -> str:
+    from assay.core.format import did_you_mean
+
+    hint = did_you_mean(case_id, known, form=" (did you mean {}?)", shown=str)
+    unnamed = [path for path in unnamed if os.path.isfile(path)]  # a case folder without a manifest is not a case
+    if unnamed:
+        listed = ", ".join(_suite_relative(suite, path) for path in unnamed[:3])
+        more = f" and {len(unnamed) - 3} more" if len(unnamed) > 3 else ""
+        hint += f"; {len(unnamed)} case manifest(s) name no case id ({listed}{more}): `assay doc doctor` says why"
+    return hint
 
 
 def grader_input_key(file_name: str) -> str:

@@ -76,7 +76,8 @@ def _conclusion(request: DocMethodRequest, result: Any) -> tuple[int, tuple[str,
     model = request.settings.model if request.settings is not None else None
     if request.method == "run-case":
         candidate = result.result_dir / "cases" / result.case_id / "candidate.md"
-        lines = (f"Verdict: {result.verdict}", results)
+        failed = _failed_item_lines(result.findings) if result.verdict == "red" else ()
+        lines = (f"Verdict: {result.verdict}", *failed, results)
         return (
             EXIT_GATE_FAILED if result.verdict == "red" else 0, lines,
             lambda: units.run_case_record(result, candidate, request.recorded),
@@ -93,6 +94,30 @@ def _conclusion(request: DocMethodRequest, result: Any) -> tuple[int, tuple[str,
     return 0, tuple(lines), lambda: units.pairwise_run_record(
         result, [_candidate(request, "candidate_a"), _candidate(request, "candidate_b")], request.recorded, model
     )
+
+
+_LISTED_ITEMS = 20  # failed items printed under a red verdict; report.md has them all
+
+
+def _failed_item_lines(findings: Any) -> tuple[str, ...]:
+    """What made a verdict red, one line per item (method, item, why), as the agent and video
+    consoles list their failures: `  FAILED deterministic goal (critical): missing - not found: …`."""
+    from assay.doc.units import adverse_findings
+
+    adverse = adverse_findings(findings)
+    lines = []
+    for item in adverse[:_LISTED_ITEMS]:
+        severity = f" ({item['severity']})" if item.get("severity") else ""
+        evidence = f" - {_one_line(item['evidence'])}" if item.get("evidence") not in (None, "", []) else ""
+        lines.append(f"  FAILED deterministic {item.get('id')}{severity}: {item.get('verdict')}{evidence}")
+    if len(adverse) > _LISTED_ITEMS:
+        lines.append(f"  … {len(adverse) - _LISTED_ITEMS} more in report.md")
+    return tuple(lines)
+
+
+def _one_line(value: Any, limit: int = 200) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _DEFAULT_ID_PREFIX = {"run-case": "deterministic", "judge-coverage": "judge-coverage"}  # judge-pairwise needs --run-id

@@ -16,10 +16,11 @@ from assay.core.record import (
     jsonable,
 )
 
-__all__ = ["coverage_run_record", "pairwise_run_record", "run_case_record"]
+__all__ = ["adverse_findings", "coverage_run_record", "pairwise_run_record", "run_case_record"]
 
 _CANDIDATE_LIMIT = 200_000  # characters of candidate text kept for the viewer
 _ADVERSE = ("partial", "missing", "contradicted")
+_FINE = ("covered", "ok", "pass", "passed")  # a deterministic finding's verdicts that are not a problem
 
 
 def _candidate_text(path: Path) -> str | None:
@@ -54,6 +55,12 @@ def _manifest(
     )
 
 
+def adverse_findings(findings: Any) -> list[Mapping[str, Any]]:
+    """The findings that kept a deterministic grade from green (any verdict but covered/ok/pass/passed)."""
+    listed = jsonable(list(findings or []))
+    return [item for item in listed if isinstance(item, Mapping) and item.get("verdict") not in _FINE]
+
+
 def _red_reason(adverse: Sequence[Mapping[str, Any]]) -> str:
     listed = "; ".join(f"{item.get('id')}: {item.get('verdict')}" for item in adverse)
     return "verdict red" + (f": {listed}" if listed else "")
@@ -65,7 +72,7 @@ def run_case_record(
     """`result` is `CaseRunResult`: red fails, yellow/green/great pass (as the command's exit code says)."""
     passed = result.verdict != "red"
     findings = jsonable(list(result.findings or []))
-    adverse = [item for item in findings if isinstance(item, Mapping) and item.get("verdict") not in ("covered", "ok", "pass", "passed")]
+    adverse = adverse_findings(findings)
     unit = UnitResult(
         unit_id=f"{result.case_id}/deterministic",
         verdict="passed" if passed else "failed",
