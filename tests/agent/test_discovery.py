@@ -120,6 +120,32 @@ def test_bad_eval_files_are_config_errors_naming_the_file(tmp_path, relative, te
     assert str(path.name) in str(raised.value) or "folder" in message
 
 
+def test_an_evals_export_wins_over_the_decorated_functions_it_gathers(tmp_path):
+    write(tmp_path, "evals/pair_eval.py", """
+        from assay.agent import define_eval
+
+        @define_eval
+        async def first(t):
+            await t.send("one")
+
+        @define_eval
+        async def second(t):
+            await t.send("two")
+
+        evals = {"first": first, "second": second}
+    """)
+    assert [entry.id for entry in discover_evals(tmp_path)] == ["pair/first", "pair/second"]
+
+
+def test_several_evals_name_the_evals_export_that_settles_it_and_a_wrong_one_is_named(tmp_path):
+    path = write(tmp_path, "evals/pair_eval.py", ONE_EVAL.format(description="x", tags=[]) + "\nother = test\n")
+    with pytest.raises(ConfigError, match=r"defines several evals \(test, other\).*`evals = \{\.\.\.\}`.*wins"):
+        discover_evals(tmp_path)
+    path.write_text(path.read_text() + "evals = ['test']\n")
+    with pytest.raises(ConfigError, match="`evals` must be an eval or a non-empty list or dict of evals"):
+        discover_evals(tmp_path)
+
+
 def test_two_files_with_one_id_are_an_error(tmp_path):
     write(tmp_path, "evals/x_eval.py", ONE_EVAL.format(description="a", tags=[]))
     write(tmp_path, "evals/x/eval.py", ONE_EVAL.format(description="b", tags=[]))

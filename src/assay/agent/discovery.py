@@ -25,6 +25,8 @@ EVAL_SUFFIX = "_eval.py"
 EVAL_ENTRY = "eval.py"
 EVAL_FILE_PATTERNS = f"{EVALS_DIR}/**/*{EVAL_SUFFIX} or {EVALS_DIR}/<folder>/{EVAL_ENTRY}"
 _DEFINERS = ("define_eval", "define_score_eval")
+EVALS_EXPORT = "evals"  # a file's explicit list of its evals: it wins over every other public name
+_NOT_EXPORTED = object()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -98,16 +100,32 @@ def _check_key(key: Any, path: Path) -> str:
 
 
 def _evals_of(module: Any, path: Path, base_id: str) -> list[tuple[str, Eval]]:
-    exported = [
-        (name, value) for name, value in vars(module).items() if not name.startswith("_") and _is_eval_collection(value)
-    ]
+    # An explicit `evals` export is the file's answer to "which evals": the decorated functions it
+    # gathers stay public names too, so without this rule the export would only add one more.
+    explicit = vars(module).get(EVALS_EXPORT, _NOT_EXPORTED)
+    if explicit is not _NOT_EXPORTED:
+        if not _is_eval_collection(explicit):
+            raise ConfigError(
+                f"{path}: `{EVALS_EXPORT}` must be an eval or a non-empty list or dict of evals (made with "
+                f"@define_eval), not {type(explicit).__name__}"
+            )
+        exported = [(EVALS_EXPORT, explicit)]
+    else:
+        exported = [
+            (name, value) for name, value in vars(module).items()
+            if not name.startswith("_") and _is_eval_collection(value)
+        ]
     if not exported:
         raise ConfigError(
             f"{path} defines no eval: decorate `async def test(t)` with @define_eval, or export a list or dict of evals"
         )
     if len(exported) > 1:
         names = ", ".join(name for name, _ in exported)
-        raise ConfigError(f"{path} defines several evals ({names}); export one eval, or one list or dict of them")
+        raise ConfigError(
+            f"{path} defines several evals ({names}); export one eval, or list the ones to run in "
+            f"`{EVALS_EXPORT} = [...]` or `{EVALS_EXPORT} = {{...}}` (an `{EVALS_EXPORT}` export wins over the "
+            "other names), or start the other names with `_`"
+        )
     value = exported[0][1]
     if isinstance(value, Eval):
         return [(base_id, value)]
