@@ -23,8 +23,10 @@ from assay.agent.traces import otlp  # noqa: E402
 from assay.agent.traces.attribution import TraceHub  # noqa: E402
 from assay.agent.traces.receiver import TraceReceiver  # noqa: E402
 from assay.errors import ConfigError  # noqa: E402
+from peak_rss import run_with_peak_rss  # noqa: E402
 
 EXPORT_SPANS = Path(__file__).resolve().parent / "otel_apps" / "export_spans.py"
+RECEIVER_BOMBS = Path(__file__).resolve().parent / "otel_apps" / "receiver_bombs.py"
 
 
 @pytest.fixture
@@ -145,6 +147,80 @@ def test_a_body_that_inflates_past_the_cap_is_refused(hub_and_receiver, monkeypa
     reply = httpx.post(_endpoint(receiver), content=gzip.compress(b"\0" * 4096),
                        headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"})
     assert reply.status_code == 413
+
+
+def test_bodies_built_to_eat_memory_are_refused_with_413_and_the_receiver_stays_small():
+    """A ~62 KB gzip of empty JSON objects took a run to 2.6 GB, and 31 M empty protobuf spans to ~10 GB."""
+    done, peak_mib = run_with_peak_rss([sys.executable, str(RECEIVER_BOMBS)], timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcome = json.loads(done.stdout)
+    assert {name: status for name, (_, status) in outcome["statuses"].items()} == {
+        "json_objects": 413, "protobuf_spans": 413, "protobuf_over_span_limit": 413,
+    }
+    assert outcome["statuses"]["json_objects"][0] < 100_000 and outcome["received"] == []
+    assert peak_mib < 400, f"the receiver's process peaked at {peak_mib:.0f} MiB"
+
+
+def test_a_foreign_host_header_is_refused_and_a_loopback_one_served(hub_and_receiver):
+    _, receiver = hub_and_receiver
+    body = ExportTraceServiceRequest().SerializeToString()
+    headers = {"Content-Type": "application/x-protobuf"}
+    foreign = httpx.post(_endpoint(receiver), content=body, headers={**headers, "Host": f"evil.example:{receiver.port}"})
+    assert foreign.status_code == 400 and "Host" in foreign.text
+    wrong_port = httpx.post(_endpoint(receiver), content=body, headers={**headers, "Host": "127.0.0.1:1"})
+    assert wrong_port.status_code == 400
+    named = httpx.post(_endpoint(receiver), content=body, headers={**headers, "Host": f"localhost:{receiver.port}"})
+    assert named.status_code == 200
+
+
+def test_an_advertised_name_is_accepted_beside_loopback_ones():
+    receiver = TraceReceiver(lambda spans, token: None, names={"tunnel.example"})
+    receiver.start()
+    try:
+        body = ExportTraceServiceRequest().SerializeToString()
+        for host, status in ((f"tunnel.example:{receiver.port}", 200), (f"other.example:{receiver.port}", 400)):
+            reply = httpx.post(_endpoint(receiver), content=body,
+                               headers={"Content-Type": "application/x-protobuf", "Host": host})
+            assert reply.status_code == status, host
+    finally:
+        receiver.stop()
+
+
+@pytest.mark.parametrize("body", [
+    b'{"resourceSpans": NaN}',
+    b'{"resourceSpans": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": {"a": 1}}]}]}]}',
+    b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano": "soon"}]}]}]}',
+], ids=["nan", "deep", "name-object", "time-text"])
+def test_malformed_json_bodies_get_400_and_one_warning_never_a_traceback(body, capfd):
+    warnings = []
+    receiver = TraceReceiver(lambda spans, token: None, warn=lambda code, message: warnings.append((code, message)))
+    receiver.start()
+    try:
+        reply = httpx.post(_endpoint(receiver), content=body, headers={"Content-Type": "application/json"})
+    finally:
+        receiver.stop()
+    assert reply.status_code == 400, reply.text
+    assert [code for code, _ in warnings] == ["telemetry-export-refused"]
+    assert "400" in warnings[0][1] and "Traceback" not in capfd.readouterr().err
+
+
+def test_a_run_takes_in_a_bounded_number_of_spans_then_answers_413_with_a_warning():
+    hub = TraceHub()
+    warnings = []
+    receiver = TraceReceiver(hub.ingest, max_spans=60, warn=lambda code, message: warnings.append(code))
+    receiver.start()
+    try:
+        turn = hub.open_turn("run/exp/eval/1", "agent", 0, 1)
+        _export(_endpoint(receiver), "protobuf", "none", turn.traceparent, 40)
+        assert hub.received == 40
+        subprocess.run(  # its export is refused: the exporter logs it and exits 0
+            [sys.executable, str(EXPORT_SPANS), _endpoint(receiver), "protobuf", "none", turn.traceparent, "40"],
+            capture_output=True, text=True, timeout=60)
+        hub.close_turn(turn)
+    finally:
+        receiver.stop()
+    assert hub.received == 40 and "telemetry-export-too-large" in warnings
 
 
 def test_an_attempt_scoped_endpoint_names_its_attempt(hub_and_receiver):

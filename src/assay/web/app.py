@@ -7,7 +7,6 @@ with one JSON envelope, checks the per-launch write token and serves a static si
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import secrets
 import socket
@@ -22,6 +21,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from assay.web.hosts import host_is_allowed
 
 __all__ = [
     "ALLOWED_METHODS",
@@ -113,44 +114,6 @@ def error_response(error: ApiError) -> Response:
 
 # ---------------------------------------------------------------------------------------------
 # Request checks
-
-
-def host_is_allowed(host_header: str | None, port: int | None) -> bool:
-    """`localhost` or a loopback IP literal, with exactly the bound port (no port means 80)."""
-    if not host_header or port is None:
-        return False
-    host_header = host_header.strip()
-    if host_header.startswith("["):
-        closing = host_header.find("]")
-        if closing < 0:
-            return False
-        name, rest = host_header[1:closing], host_header[closing + 1 :]
-        if rest and not rest.startswith(":"):
-            return False
-        port_text = rest[1:] if rest else None
-        if "%" in name:  # zone ids are not loopback literals we serve
-            return False
-    else:
-        if host_header.count(":") > 1:  # an IPv6 literal must be bracketed
-            return False
-        name, separator, port_text_found = host_header.partition(":")
-        if separator and not port_text_found:
-            return False
-        port_text = port_text_found if separator else None
-    if port_text is None:
-        requested_port = 80
-    elif port_text.isascii() and port_text.isdigit() and len(port_text) <= 5:
-        requested_port = int(port_text)
-    else:
-        return False
-    if requested_port != port:
-        return False
-    if name.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def require_write_token(request: Request, expected: str, header: str) -> None:

@@ -12,10 +12,16 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 __all__ = [
-    "MAX_BODY_BYTES", "OtlpError", "decode_export", "encoding_of", "export_reply", "spans_of_request",
+    "MAX_BODY_BYTES", "MAX_MESSAGES_PER_EXPORT", "MAX_SPANS_PER_EXPORT", "OtlpError", "decode_export", "encoding_of",
+    "export_reply", "spans_of_request",
 ]
 
 MAX_BODY_BYTES = 64 * 1024 * 1024  # after decompression: an export that large is a misconfigured app
+# What one export may hold. The SDK's batches are 512 spans; these bound memory, not real use. A body's
+# bytes alone do not: an empty span or object is 2 bytes on the wire and ~100 in memory.
+MAX_SPANS_PER_EXPORT = 10_000
+MAX_MESSAGES_PER_EXPORT = 200_000  # nested messages (protobuf) or objects and arrays (JSON), spans included
+_COUNT_FROM_BYTES = 1024 * 1024  # below this, even 2-byte elements cannot add up to much memory
 MAX_STRING = 4096  # characters kept of one attribute value (the waterfall shows values, it is no log store)
 MAX_ATTRIBUTES = 128
 MAX_EVENTS = 32
@@ -59,30 +65,128 @@ def _gunzip(body: bytes) -> bytes:
 
 
 def decode_export(body: bytes, content_type: str | None, content_encoding: str | None = None) -> tuple[str, Any]:
-    """(encoding, ExportTraceServiceRequest) of one POST body; raises `OtlpError` for what cannot be read."""
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
+    """(encoding, ExportTraceServiceRequest) of one POST body; raises `OtlpError` for what cannot be read
+    and 413 for what would take far more memory than its bytes (see the limits above)."""
     encoding = encoding_of(content_type)
     coding = (content_encoding or "").strip().lower()
     if coding == "gzip" or body[:2] == _GZIP_MAGIC:
         body = _gunzip(body)
     elif coding not in ("", "identity"):
         raise OtlpError(415, f"unsupported content encoding {coding!r} (gzip or none)")
-    if encoding == PROTOBUF:
-        try:
-            return encoding, ExportTraceServiceRequest.FromString(body)
-        except Exception as error:  # noqa: BLE001 - upb raises DecodeError; any failure is the body's
-            raise OtlpError(400, f"the protobuf body is not an ExportTraceServiceRequest: {error}") from None
+    if len(body) > _COUNT_FROM_BYTES:
+        counted = _count_json_containers(body) if encoding == JSON else _count_messages(body)
+        if counted > MAX_MESSAGES_PER_EXPORT:
+            raise OtlpError(413, f"the export holds more than {MAX_MESSAGES_PER_EXPORT:,} nested messages")
+    message = _decode_protobuf(body) if encoding == PROTOBUF else _decode_json(body)
+    spans = sum(len(scope_spans.spans) for resource_spans in message.resource_spans
+                for scope_spans in resource_spans.scope_spans)
+    if spans > MAX_SPANS_PER_EXPORT:
+        raise OtlpError(413, f"the export holds {spans:,} spans; one export may hold {MAX_SPANS_PER_EXPORT:,}")
+    return encoding, message
+
+
+def _decode_protobuf(body: bytes) -> Any:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    try:
+        return ExportTraceServiceRequest.FromString(body)
+    except Exception as error:  # noqa: BLE001 - upb raises DecodeError; any failure is the body's
+        raise OtlpError(400, f"the protobuf body is not an ExportTraceServiceRequest: {error}") from None
+
+
+def _decode_json(body: bytes) -> Any:
     from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     try:
         document = json.loads(body)
         if not isinstance(document, dict):
             raise ValueError("the body is not a JSON object")
         _ids_to_base64(document)
-        return encoding, json_format.ParseDict(document, ExportTraceServiceRequest(), ignore_unknown_fields=True)
-    except (ValueError, json_format.ParseError) as error:
+        return json_format.ParseDict(document, ExportTraceServiceRequest(), ignore_unknown_fields=True)
+    except RecursionError:
+        raise OtlpError(400, "the JSON body is not an OTLP trace export: it is nested too deeply") from None
+    except Exception as error:  # noqa: BLE001 - ParseError, ValueError, TypeError (`NaN` where a list goes) …
         raise OtlpError(400, f"the JSON body is not an OTLP trace export: {error}") from None
+
+
+def _count_json_containers(body: bytes) -> int:
+    """An upper bound on the objects and arrays `json.loads` would build (brackets inside strings count too)."""
+    return body.count(b"{") + body.count(b"[")
+
+
+def _nested_messages() -> dict[str, dict[int, str]]:
+    """For each message type an export nests, its message-typed fields: number -> type name (from the
+    official descriptors, so nothing here restates the schema)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    table: dict[str, dict[int, str]] = {}
+    pending = [ExportTraceServiceRequest.DESCRIPTOR]
+    while pending:
+        descriptor = pending.pop()
+        if descriptor.full_name in table:
+            continue
+        fields = {field.number: field.message_type for field in descriptor.fields if field.message_type is not None}
+        table[descriptor.full_name] = {number: kind.full_name for number, kind in fields.items()}
+        pending.extend(fields.values())
+    return table
+
+
+_NESTED: dict[str, dict[int, str]] | None = None
+
+
+def _count_messages(body: bytes) -> int:
+    """How many nested messages a protobuf export holds, counted on the wire without decoding it, and
+    stopping once past the limit. A body that is not well formed stops the count; decoding refuses it."""
+    global _NESTED
+    if _NESTED is None:
+        _NESTED = _nested_messages()
+    root = "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest"
+    stack = [(0, len(body), root)]
+    counted = 0
+    while stack:
+        position, end, kind = stack.pop()
+        fields = _NESTED.get(kind, {})
+        while position < end:
+            tag, position = _varint(body, position)
+            if tag < 0:
+                return counted
+            wire_type = tag & 7
+            if wire_type == 0:
+                _, position = _varint(body, position)
+            elif wire_type == 1:
+                position += 8
+            elif wire_type == 5:
+                position += 4
+            elif wire_type == 2:
+                length, position = _varint(body, position)
+                if length < 0 or position + length > end:
+                    return counted
+                nested = fields.get(tag >> 3)
+                if nested is not None:
+                    counted += 1
+                    if counted > MAX_MESSAGES_PER_EXPORT:
+                        return counted
+                    stack.append((position, position + length, nested))
+                position += length
+            else:
+                return counted  # groups are not in OTLP: the decoder refuses the body
+            if position < 0:
+                return counted
+    return counted
+
+
+def _varint(body: bytes, position: int) -> tuple[int, int]:
+    """(value, next position); (-1, -1) past the end or for a varint longer than ten bytes."""
+    value = shift = 0
+    while position < len(body) and shift < 70:
+        byte = body[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, position
+        shift += 7
+    return -1, -1
 
 
 def export_reply(encoding: str) -> tuple[bytes, str]:

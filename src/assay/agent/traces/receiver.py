@@ -13,17 +13,19 @@ import ipaddress
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from assay.agent.traces.otlp import MAX_BODY_BYTES, OtlpError, decode_export, export_reply, spans_of_request
 from assay.errors import ConfigError
+from assay.web.hosts import host_is_allowed, split_host_header
 
-__all__ = ["TRACES_PATH", "TraceReceiver", "is_loopback"]
+__all__ = ["MAX_SPANS_PER_RUN", "TRACES_PATH", "TraceReceiver", "is_loopback"]
 
 TRACES_PATH = "/v1/traces"
 ATTEMPT_PREFIX = "/attempts/"
 _MAX_COMPRESSED = MAX_BODY_BYTES
+MAX_SPANS_PER_RUN = 200_000  # spans one run takes in; later exports are answered 413 (memory, not use)
 
 
 def is_loopback(host: str) -> bool:
@@ -58,11 +60,21 @@ class TraceReceiver:
     """Serves OTLP/HTTP exports to `sink(spans, token)`; `token` is the attempt an attempt-scoped
     endpoint (`/attempts/<token>/v1/traces`) names, None for the run's own `/v1/traces`."""
 
-    def __init__(self, sink: Callable[[list[dict[str, Any]], str | None], Any], host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, sink: Callable[[list[dict[str, Any]], str | None], Any], host: str = "127.0.0.1", port: int = 0, *,
+        names: Collection[str] = (), warn: Callable[[str, str], None] | None = None,
+        max_spans: int = MAX_SPANS_PER_RUN,
+    ) -> None:
+        """`names`: Host names accepted besides loopback ones (the advertised host, a non-loopback bind);
+        `warn(code, message)` hears each refused export (the run says each code once)."""
         self._sink = sink
         self.host = host
         self._sock = bind_socket(host, port)
         self.port = self._sock.getsockname()[1]
+        self._names = frozenset(name.strip("[]").lower() for name in names)
+        self._any_ip = host in ("0.0.0.0", "::", "") and not self._names
+        self._warn = warn
+        self._spans_left = max_spans
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -117,9 +129,25 @@ class TraceReceiver:
             await runner.cleanup()
 
     # -- requests -------------------------------------------------------------------------------
+    def _host_allowed(self, header: str | None) -> bool:
+        """The Host rule of every assay server (a DNS-rebinding page is refused), plus the names this
+        receiver was told it is reached by; a wildcard bind with no advertised name takes any IP literal."""
+        if host_is_allowed(header, self.port, self._names):
+            return True
+        split = split_host_header(header) if self._any_ip else None
+        if split is None or split[1] != self.port:
+            return False
+        try:
+            ipaddress.ip_address(split[0])
+        except ValueError:
+            return False
+        return True
+
     async def _handle(self, request: Any) -> Any:
         from aiohttp import web
 
+        if not self._host_allowed(request.headers.get("Host")):
+            return web.Response(status=400, text="the Host header must name this receiver's address and port\n")
         path = request.path
         if not path.endswith(TRACES_PATH):
             return web.Response(status=404, text="only /v1/traces is served here\n")
@@ -138,17 +166,32 @@ class TraceReceiver:
             body = await _read_body(request)
             encoding, message = decode_export(body, request.headers.get("Content-Type"),
                                               request.headers.get("Content-Encoding"))
-            self._sink(list(spans_of_request(message)), token)
+            del body
+            spans = list(spans_of_request(message))
+            if len(spans) > self._spans_left:
+                raise OtlpError(413, f"this run has taken in {MAX_SPANS_PER_RUN:,} spans, as many as one run keeps")
+            self._spans_left -= len(spans)
+            self._sink(spans, token)
         except OtlpError as error:
-            self.refused += 1
-            return web.Response(status=error.status, text=f"{error}\n")
+            return self._refuse(error.status, str(error))
         except asyncio.IncompleteReadError:
-            self.refused += 1
-            return web.Response(status=400, text="the body ended early\n")
+            return self._refuse(400, "the body ended early")
+        except Exception as error:  # noqa: BLE001 - a bug of ours still answers, and says so in one line
+            return self._refuse(500, f"internal error: {type(error).__name__}: {error}")
         finally:
             self.in_flight -= 1
         reply, media = export_reply(encoding)
         return web.Response(body=reply, content_type=media)
+
+    def _refuse(self, status: int, reason: str) -> Any:
+        from aiohttp import web
+
+        self.refused += 1
+        if self._warn is not None:
+            code = "telemetry-export-too-large" if status == 413 else "telemetry-export-refused"
+            self._warn(code, f"the OTLP trace receiver refused an export ({status}): {reason}; its spans are not "
+                             "in the waterfall (docs/limits.md)")
+        return web.Response(status=status, text=f"{reason}\n")
 
 
 async def _read_body(request: Any) -> bytes:

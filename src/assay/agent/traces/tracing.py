@@ -79,7 +79,10 @@ class RunTracing:
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         config = self.config
-        receiver = TraceReceiver(self.hub.ingest, config.bind, config.port)
+        # Besides loopback names, the Host may be the name apps are told, or a non-loopback bind address.
+        names = {name for name in (config.host, config.bind) if name and name not in ("0.0.0.0", "::")}
+        receiver = TraceReceiver(self.hub.ingest, config.bind, config.port, names=names,
+                                 warn=lambda code, message: self._notice(Notice(code, message)))
         try:
             receiver.start()
         except BaseException:
