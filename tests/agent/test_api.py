@@ -51,6 +51,14 @@ def test_a_user_error_is_a_result_not_an_exception(project):
     assert results.exit_code == 2 and "no-such-experiment" in results.error and results.attempts == ()
 
 
+def test_a_missing_project_folder_is_a_result_with_the_reason_sync_and_async(tmp_path):
+    missing = tmp_path / "nope"
+    results = run(missing)
+    assert (results.exit_code, results.attempts, results.passed) == (2, (), False)
+    assert results.error == f"project folder does not exist: {missing}"
+    assert asyncio.run(run_async(missing)).error == results.error
+
+
 def test_run_async_runs_inside_the_callers_loop(project):
     async def main():
         return await run_async(project, tags=["orders"], journal=False)

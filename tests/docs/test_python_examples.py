@@ -21,6 +21,15 @@ def test_running_a_project_from_python(tmp_path):
     assert "failed: wrong_on_purpose" in done.stdout
 
 
+def test_running_a_project_that_cannot_run_prints_why(tmp_path):
+    done = subprocess.run([sys.executable, str(EXAMPLES / "run_project.py"), str(tmp_path / "nope")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout.splitlines()[:2] == [f"error: project folder does not exist: {tmp_path / 'nope'}",
+                                            "exit code 2: 0 attempts"]
+    assert "Traceback" not in done.stderr
+
+
 def test_evals_built_in_code():
     done = subprocess.run([sys.executable, str(EXAMPLES / "in_code.py")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -8,6 +8,7 @@ runs definitions made in code, with nothing written or carried. The CLI is a thi
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,7 @@ def _results(outcome: Any, exit_code: int, *, run_id: str = "", checkpoint: Path
 
 
 def _request(project: str | Path, experiment: str | None, evals: Sequence[str], **options: Any) -> Any:
+    """The run's request; raises `AssayError` for a user error found before the run exists (`_refused`)."""
     from assay.agent.run_kind import AgentRunRequest
     from assay.errors import UsageError
 
@@ -69,6 +71,14 @@ def _request(project: str | Path, experiment: str | None, evals: Sequence[str], 
     if not root.is_dir():
         raise UsageError(f"project folder does not exist: {root}", "project")
     return AgentRunRequest(project=root, experiment=experiment, evals=tuple(evals), quiet=True, **options)
+
+
+def _refused(error: Exception, console: bool = False) -> AgentResults:
+    """A request refused before the run started, as the result `run` promises (never an exception),
+    with the reason in `error`; `console=True` also prints it, as the CLI does."""
+    if console:
+        print(f"Error: {error}", file=sys.stderr)
+    return AgentResults(getattr(error, "exit_code", 2), error=str(error))
 
 
 def _from_result(result: Any) -> AgentResults:
@@ -94,9 +104,14 @@ def run(
     what the CLI prints; `reporters` are your own run-event reporters (see `assay.core.run_events`)."""
     from assay.core import pipeline
 
-    request = _request(project, experiment, evals, tags=tuple(tags), attempts=attempts, concurrency=concurrency,
-                       timeout=timeout, budget=budget, journal=journal, record=record, rerun=rerun,
-                       early_exit=early_exit)
+    from assay.errors import AssayError
+
+    try:
+        request = _request(project, experiment, evals, tags=tuple(tags), attempts=attempts,
+                           concurrency=concurrency, timeout=timeout, budget=budget, journal=journal, record=record,
+                           rerun=rerun, early_exit=early_exit)
+    except AssayError as error:
+        return _refused(error, console)
     chosen = None if console else list(reporters or ())
     return _from_result(pipeline.run("agent", request, reporters=chosen))
 
@@ -107,12 +122,18 @@ async def run_async(
     timeout: float | None = None, budget: float | None = None, journal: bool = True, record: bool = True,
     reporters: Sequence[Any] | None = None, rerun: str | None = None, early_exit: bool | None = None,
 ) -> AgentResults:
-    """`run` inside your own event loop (Ctrl-C is then yours to handle: cancel the task)."""
+    """`run` inside your own event loop (Ctrl-C is then yours to handle: cancel the task); a user error is a
+    result with `error`, as with `run`."""
     from assay.core import pipeline
 
-    request = _request(project, experiment, evals, tags=tuple(tags), attempts=attempts, concurrency=concurrency,
-                       timeout=timeout, budget=budget, journal=journal, record=record, sigint=False, rerun=rerun,
-                       early_exit=early_exit)
+    from assay.errors import AssayError
+
+    try:
+        request = _request(project, experiment, evals, tags=tuple(tags), attempts=attempts,
+                           concurrency=concurrency, timeout=timeout, budget=budget, journal=journal, record=record,
+                           sigint=False, rerun=rerun, early_exit=early_exit)
+    except AssayError as error:
+        return _refused(error)
     return _from_result(await pipeline.run_async("agent", request, reporters=list(reporters or ())))
 
 
