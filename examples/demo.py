@@ -8,6 +8,7 @@ the script itself fails only if a demo could not run (exit code 2 or more).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,6 +23,20 @@ def run(title: str, *arguments: str) -> int:
     code = subprocess.call([sys.executable, "-m", "assay", *arguments], cwd=ROOT)
     print(f"-- {title}: exit code {code}", flush=True)
     return code
+
+
+def assay_command() -> str:
+    """How to call assay from the clone's folder: `assay` when that is this environment's own command on
+    PATH (an activated virtual environment), else the environment's script by its path."""
+    script = Path(sys.executable).parent / "assay"
+    found = shutil.which("assay")
+    if not script.exists() or (found is not None and Path(found).resolve() == script.resolve()):
+        return "assay"
+    try:
+        relative = script.relative_to(ROOT)
+    except ValueError:
+        return str(script)
+    return str(relative) if relative.parts[0].startswith(".") else f"./{relative}"
 
 
 def gate_summary(report: Path) -> str:
@@ -60,15 +75,20 @@ def main() -> int:
     if not ran:
         print("\nA demo could not run (see above).", flush=True)
         return 2
+    assay = assay_command()
+    suggestions = [
+        ("runs list", "every run, newest first"),
+        ("runs compare latest~1 latest", "what changed between two runs"),
+        ("view", "the results viewer in your browser"),
+        ("video init my-eval", "a starter eval of your own (also: agent init)"),
+    ]
+    width = max(len(f"{assay} {command}") for command, _ in suggestions) + 3
     print(
         "\nAll demos ran: a video eval (GlassKit-compatible), an agent eval (NiceEval's model) and a document "
         "eval (eval-kit's).\n"
         "Exit code 0 means every gate passed, 1 that a gate or verdict failed (as the agent eval does on purpose).\n"
-        "Each run was recorded. Try next:\n"
-        "  assay runs list                         every run, newest first\n"
-        "  assay runs compare latest~1 latest      what changed between two runs\n"
-        "  assay view                              the results viewer in your browser\n"
-        "  assay video init my-eval                a starter eval of your own (also: assay agent init)",
+        f"Each run was recorded. Try next, from {ROOT}:\n"
+        + "\n".join(f"  {f'{assay} {command}':<{width}}{why}" for command, why in suggestions),
         flush=True,
     )
     return 0

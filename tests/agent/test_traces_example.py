@@ -78,3 +78,12 @@ def test_without_the_sdk_the_demo_runs_the_same_and_says_so_in_one_line(tmp_path
     assert line.startswith("warning [telemetry-no-spans]: no span reached the OTLP trace receiver at http://127.0.0.1:")
     assert "the OpenTelemetry SDK is not installed in this environment (assay's `otel` extra: pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http)" in line
     assert "Traceback" not in output and "ModuleNotFoundError" not in output
+    # The "Try next" lines work in the shell that ran the demo, with no virtual environment activated.
+    suggested = demo.stdout.split(f"Try next, from {root}:\n", 1)[1].splitlines()
+    command = suggested[0].rsplit("   ", 1)[0].strip()
+    assert command.endswith(" runs list") and command != "assay runs list", suggested
+    bare_path = os.pathsep.join(part for part in os.environ["PATH"].split(os.pathsep)
+                                if Path(part).resolve() != Path(sys.executable).parent.resolve())
+    listed = subprocess.run(command, shell=True, cwd=root, capture_output=True, text=True, timeout=60,
+                            env={**_environment(tmp_path, sdk=True), "PATH": bare_path})
+    assert listed.returncode == 0 and "release-notes-v1" in listed.stdout, listed.stdout + listed.stderr
