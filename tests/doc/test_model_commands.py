@@ -88,7 +88,9 @@ def test_model_methods_need_explicit_enabling_before_anything_else(suite, fake_o
 
 def test_missing_model_flags_are_reported_after_the_gate(suite):
     result = invoke("generate", "--case", "case-one", "--model", "m")
-    assert result.stderr.strip() == "Execution failed: missing required argument --provider"
+    assert result.stderr.strip() == "Execution failed: missing required arguments --provider, --effort, --run-id"
+    single = invoke("generate", "--case", "case-one", "--model", "m", "--provider", "openai", "--effort", "low")
+    assert single.stderr.strip() == "Execution failed: missing required argument --run-id"  # eval-kit's words for one
 
 
 @pytest.mark.parametrize(
@@ -410,4 +412,7 @@ def test_pairwise_seed_must_be_a_safe_integer(suite, fake_openai, seed):
 
 def test_pairwise_requires_every_flag(suite, fake_openai):
     result = invoke("judge-pairwise", "--case", "case-one", env=env_for(fake_openai))
-    assert result.stderr.strip() == "Execution failed: missing required argument --candidate-a"
+    assert result.stderr.strip() == (
+        "Execution failed: missing required arguments --candidate-a, --candidate-b, --model, --provider, --effort, "
+        "--seed, --run-id"
+    )

@@ -123,10 +123,24 @@ def _gate(suite: Any, command: str) -> None:
         _fail("Execution failed", error)
 
 
-def _require(**values: Optional[str]) -> None:
-    for option, value in values.items():
-        if value is None or value == "":
-            _fail("Execution failed", f"missing required argument --{option.replace('_', '-')}")
+_HOOKS = {"generate": "generation", "judge-coverage": "pointwise", "judge-pairwise": "pairwise"}
+
+
+def _require(*, command: str = "", suite: Any = None, **values: Optional[str]) -> None:
+    """Every missing required argument in one line (eval-kit's wording for one), and with them the
+    hook a model command needs when the adapter lacks it: one try tells everything that is missing."""
+    missing = [f"--{option.replace('_', '-')}" for option, value in values.items() if value is None or value == ""]
+    if not missing:
+        return
+    message = f"missing required argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+    hook = _HOOKS.get(command)
+    if hook is not None and suite is not None:
+        from assay.doc.session import missing_hook
+
+        lacking = _run(missing_hook(suite, hook, command))
+        if lacking:
+            message += f"; and {lacking}"
+    _fail("Execution failed", message)
 
 
 def _model_settings(
@@ -294,7 +308,7 @@ def generate_command(
 
     suite = _load_config(config)
     _gate(suite, "generate")
-    _require(case=case, model=model, provider=provider, effort=effort, run_id=run_id)
+    _require(command="generate", suite=suite, case=case, model=model, provider=provider, effort=effort, run_id=run_id)
     settings = _model_settings(model, provider, effort, base_url, cache_dir)
     result = _run(generate_candidate(suite, settings, case_id=case, run_id=run_id))
     typer.echo(f"Candidate: {suite.resolver.relative_to_repo(result.candidate_path)}")
@@ -320,7 +334,9 @@ def judge_coverage_command(
 ) -> None:
     suite = _load_config(config)
     _gate(suite, "judge-coverage")
-    _require(case=case, candidate=candidate, model=model, provider=provider, effort=effort)
+    _require(
+        command="judge-coverage", suite=suite, case=case, candidate=candidate, model=model, provider=provider, effort=effort
+    )
     if expected_outcome not in (None, "expected-good", "expected-bad"):
         _fail("Execution failed", f"--expected-outcome must be expected-good or expected-bad, got {expected_outcome}")
     settings = _model_settings(model, provider, effort, base_url, cache_dir)
@@ -362,6 +378,8 @@ def judge_pairwise_command(
     suite = _load_config(config)
     _gate(suite, "judge-pairwise")
     _require(
+        command="judge-pairwise",
+        suite=suite,
         case=case,
         candidate_a=candidate_a,
         candidate_b=candidate_b,

@@ -28,6 +28,7 @@ __all__ = [
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUPPORTED_SUITES = ("generic",)
 ADAPTER_LANGUAGES = {"javascript": "adapter.mjs", "python": "adapter.py"}
+MODEL_JUDGE_CONFIG_PATH = "evals/eval-kit.model-judge.config.json"
 RESULTS_GITIGNORE = (
     "# Result bundles stay local; only this file and README.md are tracked.\n*\n!README.md\n!.gitignore\n"
 )
@@ -61,9 +62,21 @@ def plan_suite(cwd: Path, *, suite: str = "generic", adapter_language: str = "ja
             "report": {"enabled": True},
         },
     }
+    # Model judging lives in a config of its own, so the main one stays deterministic (and offline).
+    model_judge_config = {
+        **config,
+        "methods": {
+            "deterministic": {"enabled": False},
+            "generate": {"enabled": True},
+            "judge_coverage": {"enabled": True},
+            "judge_pairwise": {"enabled": True},
+            "report": {"enabled": False},
+        },
+    }
     files = {
         "evals/eval-kit.config.json": dump_json(config),
         f"evals/{adapter_file}": (TEMPLATES / adapter_file).read_text(encoding="utf-8"),
+        MODEL_JUDGE_CONFIG_PATH: dump_json(model_judge_config),
         "evals/cases/README.md": (
             "# Cases\n\nOne directory per case, each with a `case-manifest.json`. Create one with\n"
             "`assay doc scaffold-case --case <id>`.\n"

@@ -13,7 +13,7 @@ from assay.doc.adapter import DocAdapter, open_adapter
 from assay.doc.config import DocSuite
 from assay.errors import AdapterError
 
-__all__ = ["adapter_module_path", "adapter_session", "require_hook"]
+__all__ = ["adapter_module_path", "adapter_session", "missing_hook", "require_hook"]
 
 
 def adapter_module_path(suite: DocSuite, *, allow_hooks_module: bool = True) -> Path | None:
@@ -43,3 +43,24 @@ def require_hook(adapter: DocAdapter, hook: str, command: str) -> str:
         names = " or ".join(HOOKS[hook].exports[:2])
         raise AdapterError(f"{command} requires the adapter to export {names}")
     return export
+
+
+async def missing_hook(suite: DocSuite, hook: str, command: str) -> str | None:
+    """What `require_hook` would refuse for `command`, said before the command runs (so a user who
+    left out flags hears about the adapter too); None when the hook is there or the adapter cannot
+    even load (the command itself reports that)."""
+    from assay.errors import AssayError
+
+    path = adapter_module_path(suite)
+    if path is None:
+        return None
+    try:
+        async with adapter_session(suite, path) as adapter:
+            require_hook(adapter, hook, command)
+    except AdapterError as error:
+        if "requires the adapter to export" in str(error):
+            return str(error)
+        return None
+    except AssayError:
+        return None
+    return None

@@ -1,6 +1,8 @@
 // Generic keyword adapter: a finding per expected item, covered when the candidate contains its
 // required_text exactly. Replace these hooks with your suite's own semantics.
 
+import { readFileSync } from "node:fs";
+
 export const gradeCandidate = ({ candidateText, expectedItems }) => {
   const items = expectedItems?.items ?? [];
   const findings = items.map((item) => {
@@ -39,4 +41,84 @@ export const validateFixtures = async ({ manifests }) => {
       throw new Error(`${relativePath} needs at least one grader_input artifact`);
     }
   }
+};
+
+// Model judges (`assay doc judge-coverage`, `judge-pairwise`, `generate` with
+// evals/eval-kit.model-judge.config.json): the hooks below hand the bundled prompts the case's
+// material. The judge sees each expected item with its id, kind, severity and source.
+
+const artifactText = (artifacts, role) =>
+  artifacts
+    .filter((artifact) => artifact.role === role)
+    .map((artifact) => readFileSync(artifact.fullPath, "utf8"))
+    .join("\n\n");
+
+const expectedItemsOf = (artifacts) => {
+  const visible = artifacts.filter((artifact) => artifact.role === "generation_visible").map((artifact) => artifact.path);
+  const sources = visible.length ? visible : ["input"];
+  return artifacts
+    .filter((artifact) => artifact.role === "grader_input")
+    .flatMap((artifact) => JSON.parse(readFileSync(artifact.fullPath, "utf8")).items ?? [])
+    .map((item) => ({
+      item_id: item.id,
+      kind: item.kind ?? "generic",
+      severity: item.severity ?? "medium",
+      required_text: item.required_text,
+      source_refs: sources,
+    }));
+};
+
+// The run metadata the judge must copy into its answer (assay checks it).
+const echo = ({ caseId, model, provider, promptVersion, rubricVersion }) => ({
+  case_id: caseId,
+  model,
+  provider,
+  prompt_version: promptVersion,
+  rubric_version: rubricVersion,
+});
+
+export const resolveGenerationVars = ({ artifacts }) => ({
+  source_material: artifactText(artifacts, "generation_visible"),
+  candidate_instructions: "Write the document this case describes, from the source material only.",
+  output_format: "Markdown",
+});
+
+export const resolvePointwiseVars = (input) => {
+  const expected = expectedItemsOf(input.artifacts);
+  return {
+    ...echo(input),
+    source_material: artifactText(input.artifacts, "generation_visible"),
+    case_rubric: artifactText(input.artifacts, "rubric"),
+    expected_items: JSON.stringify(expected, null, 2),
+    candidate_path: input.resolver.relativeToRepo(input.candidatePath),
+    candidate: input.candidateContent,
+    _expectedItemsForCanonicalization: expected, // `_` variables never reach the model
+  };
+};
+
+// Keep the judge's verdicts, but each item's kind, severity and sources as the case states them.
+export const canonicalizeExpectedItemMetadata = (actualItems, expectedItems) => {
+  const expected = new Map(expectedItems.map((item) => [item.item_id, item]));
+  return actualItems
+    .filter((item) => expected.has(item.item_id))
+    .map((item) => {
+      const { kind, severity, source_refs } = expected.get(item.item_id);
+      return { ...item, kind, severity, source_refs };
+    });
+};
+
+export const resolvePairwiseVars = (input) => {
+  const order = input.randomizedOrder;
+  return {
+    ...echo(input),
+    source_material: artifactText(input.artifacts, "generation_visible"),
+    case_rubric: artifactText(input.artifacts, "rubric"),
+    expected_items: JSON.stringify(expectedItemsOf(input.artifacts), null, 2),
+    candidate_a: input.candidateAContent,
+    candidate_b: input.candidateBContent,
+    randomization_method: order.method,
+    randomization_seed: order.seed,
+    original_order: order.original_order.join(", "),
+    candidate_order: order.candidate_order.join(", "),
+  };
 };
