@@ -79,7 +79,9 @@ def _unit(result: Any, detail: dict[str, Any], usage: Any, locator: str) -> Unit
         title=attempt_title(result),
         details="\n".join(failure_lines(result)),
         expected=None,
-        observed={"score": jsonable(result.score, non_finite_as_null=True)} if result.score is not None else None,
+        # A score is what a score eval measured: JUnit shows it, and shows the attempt as a case that ran.
+        observed={"score": jsonable(result.score, non_finite_as_null=True)}
+        if result.score is not None or result.verdict == "scored" else None,
         reason=_reason(result),
         duration_seconds=result.duration_seconds,
         usage=usage,

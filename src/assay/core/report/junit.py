@@ -2,7 +2,8 @@
 
 One writer for every kind, knowing nothing of any: it reads the shared unit results (a suite per
 outermost group, a test case per unit, named by its title) and is a reporter on the run events,
-like pytest's junitxml. The file is written atomically; one that cannot be written fails the run.
+like pytest's junitxml. A unit that measured a score is a test case that ran, the score in its
+properties. The file is written atomically; one that cannot be written fails the run.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class JUnitCase:
     skipped: str | None = None
     details: str | None = None  # body text of the failure/error element
     system_out: str | None = None
+    properties: tuple[tuple[str, str], ...] = ()  # (name, value) pairs, e.g. a score eval's score
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,12 @@ def _case_xml(case: JUnitCase) -> str:
         f'time="{case.time_seconds:.3f}"'
     )
     body = []
+    if case.properties:
+        body.append("      <properties>")
+        body.extend(
+            f"        <property name={_attribute(name)} value={_attribute(value)}/>" for name, value in case.properties
+        )
+        body.append("      </properties>")
     details = escape(_clean(case.details)) if case.details else ""
     if case.failure is not None:
         body.append(f"      <failure message={_attribute(case.failure)}>{details}</failure>")
@@ -118,14 +126,22 @@ def _write_report(path: Path, text: str) -> None:
 
 def junit_case(unit: UnitResult) -> JUnitCase:
     message = unit.reason or unit.verdict
+    observed = unit.observed
+    measured = isinstance(observed, dict) and "score" in observed
+    # An `ignored` unit that measured a score (an agent score eval) ran and produced its result: it is
+    # kept out of pass rates, not skipped. Other ignored units (a video sample left out) did not run.
+    skipped = unit.verdict == "skipped" or (unit.verdict == "ignored" and not measured)
+    score = observed["score"] if measured else None
     return JUnitCase(
         name=unit.title or unit.unit_id,
         classname=unit.group.replace("/", ".") or unit.unit_id,
         time_seconds=unit.duration_seconds or 0.0,
         failure=message if unit.verdict == "failed" else None,
         error=message if unit.verdict == "errored" else None,
-        skipped=message if unit.verdict in ("skipped", "ignored") else None,
+        skipped=message if skipped else None,
         details=(unit.details or None) if unit.verdict in ("failed", "errored") else None,
+        properties=(("score", format(score, "g") if isinstance(score, float) else str(score)),)
+        if score is not None else (),
     )
 
 
