@@ -320,3 +320,50 @@ def test_ctrl_c_is_an_interrupt_that_leaves_no_node_running(tmp_path, node_mark,
     assert driver.returncode == 130, driver.stderr.read()
     assert driver.stderr.read().strip().endswith(b"interrupted")
     assert elapsed < 1.5  # no polite close window for a hook that cannot be cancelled
+
+
+def _never_answering(suite, hook: str) -> None:
+    """The suite's adapter.mjs with `hook` replaced by one whose promise never settles."""
+    adapter = suite.evals / "full_adapter.mjs"
+    adapter.write_text(
+        adapter.read_text().replace(f"export const {hook} = ", f"export const {hook} = () => new Promise(() => {{}});\nconst _{hook} = ")
+    )
+
+
+def test_a_hook_that_never_answers_fails_the_command_after_the_hook_limit(suite, monkeypatch):
+    import time
+
+    _never_answering(suite, "gradeCandidate")
+    args = ["run-case", "--case", "case-one", "--candidate", "candidates/good.md"]
+    started = time.monotonic()
+    result = invoke(*args, "--run-id", "hung", "--hook-timeout", "1")
+    assert time.monotonic() - started < 15
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "Execution failed: gradeCandidate did not answer within 1s (--hook-timeout); set --hook-timeout or "
+        "ASSAY_DOC_HOOK_TIMEOUT to the seconds it needs (0: no limit)"
+    ]
+    assert not (suite.results / "hung" / "manifest.json").exists()  # fails closed
+    monkeypatch.setenv("ASSAY_DOC_HOOK_TIMEOUT", "0.5")  # the same limit for every doc command of a shell or job
+    _never_answering(suite, "validateFixtures")
+    for command in (args, ["validate-fixtures"], ["doctor"]):
+        through_environment = invoke(*command)
+        assert through_environment.exit_code == 2
+        assert "did not answer within 0.5s (ASSAY_DOC_HOOK_TIMEOUT)" in through_environment.stderr
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "nan"])
+def test_a_hook_limit_that_is_not_a_number_of_seconds_is_refused(suite, monkeypatch, value):
+    refused = invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md", "--hook-timeout", value)
+    assert refused.exit_code == 2
+    assert refused.stderr.strip() == f"Execution failed: --hook-timeout must be a number of seconds (0 for no limit), got {value}"
+    monkeypatch.setenv("ASSAY_DOC_HOOK_TIMEOUT", value)
+    from_environment = invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md")
+    assert from_environment.exit_code == 2 and f"ASSAY_DOC_HOOK_TIMEOUT must be a number of seconds (0 for no limit), got '{value}'" in from_environment.stderr
+
+
+def test_the_default_hook_limit_is_ten_minutes():
+    from assay.doc.adapter import DEFAULT_HOOK_TIMEOUT_S, hook_timeout
+
+    assert DEFAULT_HOOK_TIMEOUT_S == 600 and hook_timeout().seconds == 600
+    assert hook_timeout(0).seconds is None  # 0: no limit

@@ -103,12 +103,32 @@ def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
         _fail("Execution failed", error)
 
 
-def _load_config(config: Optional[str], *, prefix: str = "Error loading config") -> Any:
+def _hook_timeout(value: Optional[str]) -> float | None:
+    """`--hook-timeout` in seconds (0: no limit), or None when not given."""
+    import math
+
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not (math.isfinite(seconds) and seconds >= 0):
+        _fail("Execution failed", f"--hook-timeout must be a number of seconds (0 for no limit), got {value}")
+    return seconds
+
+
+def _load_config(
+    config: Optional[str], *, prefix: str = "Error loading config", hook_timeout: Optional[str] = None
+) -> Any:
+    import dataclasses
+
     from assay.doc.config import load_suite
     from assay.errors import AssayError
 
+    seconds = _hook_timeout(hook_timeout)
     try:
-        return load_suite(config)
+        return dataclasses.replace(load_suite(config), hook_timeout_s=seconds)
     except AssayError as error:
         _fail(prefix, error)
 
@@ -172,6 +192,10 @@ ProviderOption = typer.Option(None, "--provider", help="openai (default) or open
 EffortOption = typer.Option(None, "--effort", help="Reasoning effort: low, medium or high.")
 BaseUrlOption = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (default $ASSAY_JUDGE_BASE_URL).")
 CacheDirOption = typer.Option(None, "--cache-dir", help="Reuse identical model calls from this directory cache.")
+HookTimeoutOption = typer.Option(
+    None, "--hook-timeout",
+    help="Seconds one call of an adapter.mjs hook may take (default 600, or $ASSAY_DOC_HOOK_TIMEOUT; 0: no limit).",
+)
 JsonOption = typer.Option(False, "--json", help="Print NDJSON events (run_started, unit, run_finished) instead of lines.")
 
 
@@ -229,12 +253,14 @@ def scaffold_case_command(
 
 
 @_command("doctor", "Check the suite: config, roots, adapter, manifests, fixtures, model setup.")
-def doctor_command(config: Optional[str] = ConfigOption) -> None:
+def doctor_command(config: Optional[str] = ConfigOption, hook_timeout: Optional[str] = HookTimeoutOption) -> None:
     from assay.doc.doctor import run_doctor
+
+    seconds = _hook_timeout(hook_timeout)
 
     async def go() -> int:
         count = 0
-        async for line in run_doctor(config):
+        async for line in run_doctor(config, hook_timeout_s=seconds):
             typer.echo(line)
             count += 1
         return count
@@ -257,10 +283,12 @@ def list_cases_command(config: Optional[str] = ConfigOption) -> None:
 
 
 @_command("validate-fixtures", "Check every case manifest against its schema, then the adapter's validate_fixtures.")
-def validate_fixtures_command(config: Optional[str] = ConfigOption) -> None:
+def validate_fixtures_command(
+    config: Optional[str] = ConfigOption, hook_timeout: Optional[str] = HookTimeoutOption
+) -> None:
     from assay.doc.fixtures import validate_fixtures
 
-    suite = _load_config(config)
+    suite = _load_config(config, hook_timeout=hook_timeout)
     count = _run(validate_fixtures(suite))
     typer.echo(f"Fixtures valid ({count} case manifest(s)).")
 
@@ -271,10 +299,11 @@ def run_case_command(
     candidate: Optional[str] = typer.Option(None, "--candidate", help="Candidate file, relative to the repo root."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Result bundle id (default deterministic-<time>)."),
     config: Optional[str] = ConfigOption,
+    hook_timeout: Optional[str] = HookTimeoutOption,
     junit: Optional[str] = typer.Option(None, "--junit", help="Also write a JUnit XML report here."),
     output_json: bool = JsonOption,
 ) -> None:
-    suite = _load_config(config)
+    suite = _load_config(config, hook_timeout=hook_timeout)
     _gate(suite, "run-case")
     _require(case=case, candidate=candidate)
     _run_method(
@@ -301,12 +330,13 @@ def generate_command(
     effort: Optional[str] = EffortOption,
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Result bundle id."),
     config: Optional[str] = ConfigOption,
+    hook_timeout: Optional[str] = HookTimeoutOption,
     base_url: Optional[str] = BaseUrlOption,
     cache_dir: Optional[str] = CacheDirOption,
 ) -> None:
     from assay.doc.generate import generate_candidate
 
-    suite = _load_config(config)
+    suite = _load_config(config, hook_timeout=hook_timeout)
     _gate(suite, "generate")
     _require(command="generate", suite=suite, case=case, model=model, provider=provider, effort=effort, run_id=run_id)
     settings = _model_settings(model, provider, effort, base_url, cache_dir)
@@ -324,6 +354,7 @@ def judge_coverage_command(
     effort: Optional[str] = EffortOption,
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Result bundle id (default judge-coverage-<time>)."),
     config: Optional[str] = ConfigOption,
+    hook_timeout: Optional[str] = HookTimeoutOption,
     base_url: Optional[str] = BaseUrlOption,
     cache_dir: Optional[str] = CacheDirOption,
     fixture_label: Optional[str] = typer.Option(None, "--fixture-label", help="Calibration: the fixture's label."),
@@ -332,7 +363,7 @@ def judge_coverage_command(
     ),
     output_json: bool = JsonOption,
 ) -> None:
-    suite = _load_config(config)
+    suite = _load_config(config, hook_timeout=hook_timeout)
     _gate(suite, "judge-coverage")
     _require(
         command="judge-coverage", suite=suite, case=case, candidate=candidate, model=model, provider=provider, effort=effort
@@ -365,6 +396,7 @@ def judge_pairwise_command(
     seed: Optional[str] = typer.Option(None, "--seed", help="Integer seed for the display order."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Result bundle id."),
     config: Optional[str] = ConfigOption,
+    hook_timeout: Optional[str] = HookTimeoutOption,
     base_url: Optional[str] = BaseUrlOption,
     cache_dir: Optional[str] = CacheDirOption,
     both_orders: bool = typer.Option(
@@ -375,7 +407,7 @@ def judge_pairwise_command(
     from assay.doc.pairwise import parse_seed
     from assay.errors import AssayError
 
-    suite = _load_config(config)
+    suite = _load_config(config, hook_timeout=hook_timeout)
     _gate(suite, "judge-pairwise")
     _require(
         command="judge-pairwise",
@@ -413,10 +445,11 @@ def report_command(
     judge: Optional[str] = typer.Option(None, "--judge", help="Run id of a judge-pairwise run."),
     outcome: Optional[str] = typer.Option(None, "--outcome", help="Run id of an outcome run."),
     config: Optional[str] = ConfigOption,
+    hook_timeout: Optional[str] = HookTimeoutOption,
 ) -> None:
     from assay.doc.manual_report import compile_report
 
-    suite = _load_config(config)
+    suite = _load_config(config, hook_timeout=hook_timeout)
     _gate(suite, "report")
     _require(run_id=run_id)
     given = {

@@ -26,10 +26,16 @@ __all__ = [
     "NodeDocAdapter",
     "PythonDocAdapter",
     "describe_hook_failure",
+    "hook_timeout",
     "open_adapter",
 ]
 
 JAVASCRIPT_SUFFIXES = (".mjs", ".js")
+HOOK_TIMEOUT_VARIABLE = "ASSAY_DOC_HOOK_TIMEOUT"
+# Generous: a hook may read large files or call a service of its own, and a limit that cut a slow
+# but working hook short would be worse than none. What it must stop is a hook that never answers
+# (a promise that never settles), which otherwise holds the command, and a CI job, until killed.
+DEFAULT_HOOK_TIMEOUT_S = 600.0
 RESOLVER_HELPERS = Path(__file__).resolve().parent / "node" / "resolver.mjs"
 _module_numbers = itertools.count(1)
 
@@ -73,6 +79,28 @@ def _innermost_line_in(trace: TracebackType | None, path: Path) -> int | None:
         if frame.filename == str(path) or os.path.realpath(frame.filename) == target:
             found = frame.lineno
     return found
+
+
+def hook_timeout(option_s: float | None = None) -> Any:
+    """How long one call of a JavaScript hook may take: `--hook-timeout` when given, else
+    ASSAY_DOC_HOOK_TIMEOUT, else 10 minutes; 0 means no limit. (A Python hook runs in assay's own
+    process, where nothing can stop it but Ctrl-C, so it has none.)"""
+    import math
+
+    from assay.adapters.ndjson import RequestTimeout
+
+    if option_s is not None:
+        return RequestTimeout(option_s or None, "--hook-timeout")
+    text = os.environ.get(HOOK_TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return RequestTimeout(DEFAULT_HOOK_TIMEOUT_S, "the default hook limit")
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise AdapterError(f"{HOOK_TIMEOUT_VARIABLE} must be a number of seconds (0 for no limit), got {text!r}")
+    return RequestTimeout(seconds or None, HOOK_TIMEOUT_VARIABLE)
 
 
 class PythonDocAdapter:
@@ -151,7 +179,8 @@ class NodeDocAdapter:
             "resultsRoot": str(resolver.results_root),
         }
         bridge = await NodeModuleBridge.start(
-            path, helpers=RESOLVER_HELPERS, helper_config={"marker": RESOLVER_MARKER, "roots": roots}
+            path, helpers=RESOLVER_HELPERS, helper_config={"marker": RESOLVER_MARKER, "roots": roots},
+            call_timeout=hook_timeout(suite.hook_timeout_s),
         )
         return cls(path, bridge)
 
@@ -162,11 +191,19 @@ class NodeDocAdapter:
         return None
 
     async def call(self, export: str, *args: Any) -> Any:
+        from assay.adapters.ndjson import RequestTimedOut
         from assay.adapters.node_bridge import NodeHookError
 
         payload = [arg.to_js() if hasattr(arg, "to_js") else arg for arg in args]
         try:
             return await self.bridge.call(export, payload)
+        except RequestTimedOut as timed_out:
+            # node cannot cancel a running function: the process goes, and the command fails now.
+            await self.bridge.force_stop()
+            raise AdapterError(
+                f"{export} did not answer within {timed_out.timeout.seconds:g}s ({timed_out.timeout.setting}); "
+                f"set --hook-timeout or {HOOK_TIMEOUT_VARIABLE} to the seconds it needs (0: no limit)"
+            ) from None
         except NodeHookError as error:
             location = error.location or {}
             described = describe_hook_failure(error.name, str(error), location.get("file"), location.get("line"))

@@ -29,6 +29,7 @@ class DocSuite:
     repo_root: Path
     resolver: PathResolver
     schemas: SchemaRegistry
+    hook_timeout_s: float | None = None  # --hook-timeout when given (0: no limit); else see adapter.hook_timeout
 
     @property
     def suite_id(self) -> str:

@@ -5,6 +5,7 @@ Yields one `ok - ...` line per passed check so the command can print progress as
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import AsyncIterator, Mapping
@@ -23,10 +24,11 @@ MODEL_METHODS = ("generate", "judge_coverage", "judge_pairwise")
 
 
 async def run_doctor(
-    config: str | None, *, cwd: Path | None = None, environ: Mapping[str, str] | None = None
+    config: str | None, *, cwd: Path | None = None, environ: Mapping[str, str] | None = None,
+    hook_timeout_s: float | None = None,
 ) -> AsyncIterator[str]:
     env = os.environ if environ is None else environ
-    suite = load_suite(config, cwd=cwd)
+    suite = dataclasses.replace(load_suite(config, cwd=cwd), hook_timeout_s=hook_timeout_s)
     yield f"ok - config {suite.relative_config_path()} is valid"
     if not suite.suite_root.is_dir():
         raise ConfigError(f"suite root not found: {relative_posix(suite.repo_root, suite.suite_root)}")
