@@ -34,11 +34,19 @@ from assay.agent.sandbox.layers import SandboxLayer
 from assay.agent.sandbox.registry import SandboxEntry, write_entry
 
 INSTALL_HINT = "pip install docker (assay's `docker` extra)"
+_TREE_MARK = "ASSAY_SANDBOX_COMMAND"
 _KILL_TREE = (
-    # Every descendant of the recorded pid, deepest first, through /proc's children lists.
-    'tree() { for c in $(cat /proc/$1/task/*/children 2>/dev/null); do tree $c; done; echo $1; }; '
-    'pid=$(cat "$1" 2>/dev/null) || exit 0; for p in $(tree $pid); do kill -KILL $p 2>/dev/null; done; '
-    'sleep 0.2; for p in $(tree $pid); do [ -d /proc/$p ] && exit 1; done; exit 0'
+    # $1 is the command's pidfile, $2 its mark. Every descendant of the recorded pid (through /proc's
+    # children lists, deepest first), and every process carrying the command's mark in its environment:
+    # a grandchild that left the session (setsid) and lost its parent is no descendant any more.
+    'alive() { [ -r /proc/$1/stat ] && ! grep -q ") Z " /proc/$1/stat 2>/dev/null; }; '
+    'tree() { for c in $(cat /proc/$1/task/*/children 2>/dev/null); do tree $c; done; alive $1 && echo $1; }; '
+    'marked() { for e in /proc/[0-9]*/environ; do p=${e#/proc/}; p=${p%/environ}; '
+    '[ "$p" = "$$" ] && continue; tr "\\0" "\\n" < $e 2>/dev/null | grep -qx "$2" && echo $p; done; }; '
+    'pid=$(cat "$1" 2>/dev/null); '
+    'for round in 1 2 3 4 5; do left=$( { [ -n "$pid" ] && tree $pid; marked "$@"; } | sort -u); '
+    '[ -z "$left" ] && exit 0; kill -KILL $left 2>/dev/null; sleep 0.1; done; '
+    'left=$( { [ -n "$pid" ] && tree $pid; marked "$@"; } ); [ -z "$left" ]'
 )
 
 
@@ -101,13 +109,15 @@ class DockerSandbox:
                 return RawOutput(None, b"", b"", 0.0, cancelled=candidate.reason or "cancelled")
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
-        pidfile = f"/tmp/.assay-exec-{uuid.uuid4().hex}"
+        token = uuid.uuid4().hex
+        pidfile = f"/tmp/.assay-exec-{token}"
+        mark = f"{_TREE_MARK}={token}"
         # The shell records its pid and then becomes the command, so the tree has a known root.
         wrapped = ["sh", "-c", 'echo $$ > "$0"; exec "$@"', pidfile, *argv]
         api = self.client.api
         created = await asyncio.to_thread(
             api.exec_create, self.container.id, wrapped, stdout=True, stderr=True, stdin=stdin is not None,
-            environment={**self.env, **env}, workdir=cwd, user=user or "",
+            environment={**self.env, **env, _TREE_MARK: token}, workdir=cwd, user=user or "",
         )
         exec_id = created["Id"]
         out: list[bytes] = []
@@ -150,9 +160,9 @@ class DockerSandbox:
                     reason = cancelled.result()
                 else:
                     timed_out = True
-                await self._kill(pidfile)
+                await self._kill(pidfile, mark)
         except BaseException:
-            await asyncio.shield(self._kill(pidfile))
+            await asyncio.shield(self._kill(pidfile, mark))
             raise
         finally:
             if not cancelled.done():
@@ -163,9 +173,9 @@ class DockerSandbox:
             exit_code = inspected.get("ExitCode")
         return RawOutput(exit_code, b"".join(out), b"".join(err), time.perf_counter() - started, timed_out, reason)
 
-    async def _kill(self, pidfile: str) -> None:
+    async def _kill(self, pidfile: str, mark: str) -> None:
         try:
-            result = await asyncio.to_thread(self.container.exec_run, ["sh", "-c", _KILL_TREE, pidfile])
+            result = await asyncio.to_thread(self.container.exec_run, ["sh", "-c", _KILL_TREE, "kill-tree", pidfile, mark])
             confirmed = result.exit_code == 0
         except Exception:  # noqa: BLE001
             confirmed = False
