@@ -119,3 +119,47 @@ def test_agent_show_timing_prints_the_tree_and_its_json_from_a_real_run(tmp_path
 
     missing = _assay("agent", "show", "--timing", "--project", str(project), cwd=tmp_path, env=env)
     assert missing.returncode != 0 and "give its locator" in missing.stdout + missing.stderr
+
+
+def test_a_send_a_timeout_cut_short_is_shown_unfinished_in_text_and_json(tmp_path):
+    project = write_project(tmp_path / "project", {
+        "pyproject.toml": "[tool.assay]\ntimeout = 1\n",
+        "experiments/stuck.py": """
+            import asyncio
+            from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message
+
+            async def send(turn_input, ctx):
+                if turn_input.text == "hang":
+                    await asyncio.sleep(30)
+                return Turn([message("ok")])
+
+            stuck = Experiment(agent=define_agent(name="stuck", send=send, evidence_coverage=complete_evidence_coverage))
+        """,
+        "evals/hangs_eval.py": """
+            from assay.agent import define_eval
+
+            @define_eval
+            async def test(t):
+                await t.send("hi")
+                await t.send("hang")
+        """,
+    })
+    env = {**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")}
+    ran = _assay("agent", "run", "--project", str(project), cwd=tmp_path, env=env)
+    assert ran.returncode == 1 and "timed out after 1s" in ran.stdout, ran.stdout + ran.stderr
+    [attempt] = json.loads(_assay("agent", "show", "--json", "--project", str(project), cwd=tmp_path,
+                                  env=env).stdout)["attempts"]
+
+    text = _assay("agent", "show", attempt["locator"], "--timing", "--project", str(project), cwd=tmp_path, env=env)
+    rows = {line.split("+")[0].strip(): line for line in text.stdout.splitlines()[1:]}
+    assert rows["agent.send turn 2"].endswith("ms (unfinished)") and rows["eval.run"].endswith("ms (unfinished)")
+    assert not rows["agent.send turn 1"].endswith("(unfinished)") and not rows["attempt"].endswith("(unfinished)")
+
+    as_json = _assay("agent", "show", attempt["locator"], "--timing", "--json", "--project", str(project),
+                     cwd=tmp_path, env=env)
+    timing = json.loads(as_json.stdout)["timing"]
+    assert [(row["phase"], row.get("label"), row.get("open", False)) for row in timing] == [
+        ("attempt", None, False), ("eval.run", None, True), ("agent.send", "turn 1", False),
+        ("agent.send", "turn 2", True),
+    ]
+    assert 900 <= timing[3]["duration_ms"] < 5000  # how long it ran before the deadline cut it

@@ -181,22 +181,21 @@ class SessionLine:
         if serial is not None:
             # Spans of this agent are placed by time window, which only one open turn keeps exact.
             await serial.acquire()
-        timeline = runtime.timeline
-        phase = timeline.begin("agent.send", f"turn {ordinal}" if self.index == 0 else f"session {self.index} turn {ordinal}")
+        label = f"turn {ordinal}" if self.index == 0 else f"session {self.index} turn {ordinal}"
         trace = None
         if tracing is not None:
             trace, self.context.turn_telemetry = tracing.open_turn(self.index, ordinal)
         try:
-            raw = await call_with_retries(
-                policy, once, before_attempt=settings.signal.raise_if_cancelled, on_retry=report
-            )
+            with runtime.timeline.phase("agent.send", label, settings.signal):
+                raw = await call_with_retries(
+                    policy, once, before_attempt=settings.signal.raise_if_cancelled, on_retry=report
+                )
         except RetriesExhausted as exhausted:
             failure = exhausted.last.cause
             raise AgentCallError(
                 f"agent {agent.name!r} send failed (retries exhausted): {failure}", exhausted.last.detail
             ) from failure
         finally:
-            timeline.end(phase)
             if trace is not None:
                 tracing.close_turn(trace)
                 self.context.turn_telemetry = None
@@ -376,29 +375,22 @@ async def run_attempt(
         async with asyncio.timeout_at(deadline) as scope:
             in_flight.enter(position, scope, signal, loop)
             if stage is not None:
-                phase = timeline.begin("sandbox.open")
-                try:
+                with timeline.phase("sandbox.open", signal=signal):
                     await stage.open(deadline)  # create, prepare, setups, the ledger's baseline, agent.ensure
-                finally:
-                    timeline.end(phase)
             elif getattr(agent, "kind", "direct") == "sandbox":
                 raise _NotLinked()
             setup_reached = True  # teardown runs from here on, even if setup throws
             if setup is not None:
-                phase = timeline.begin("agent.setup")
-                try:
-                    await call_user_code(setup, runtime.context(main_session, "agent.setup"))
-                except Exception as setup_error:  # noqa: BLE001
-                    raise _AgentSetupFailed(setup_error) from setup_error
-                finally:
-                    timeline.end(phase)
+                with timeline.phase("agent.setup", signal=signal):
+                    try:
+                        await call_user_code(setup, runtime.context(main_session, "agent.setup"))
+                    except Exception as setup_error:  # noqa: BLE001
+                        raise _AgentSetupFailed(setup_error) from setup_error
             if stage is not None:
                 stage.enter("eval.run")
-            phase = timeline.current = timeline.begin("eval.run")
-            try:
+            with timeline.phase("eval.run", signal=signal) as phase:
+                timeline.current = phase  # sends and awaited judge calls nest under the eval's run
                 await test(t)
-            finally:
-                timeline.end(phase)
     except StopEval:
         pass
     except SkipEval:

@@ -290,11 +290,8 @@ class JudgeRecipes:
 
 async def _judged(entry: AssertionEntry, judge: Judge | None, request: JudgeRequest, timeline: Timeline) -> Outcome:
     # Timed from when it is awaited: that is when the judge is called (at `or_stop()` or after the test).
-    phase = timeline.begin("judge", entry.text)
-    try:
+    with timeline.phase("judge", entry.text):  # a deadline that cancels it marks it unfinished
         outcome, details = await grade_with_details(judge, request)
-    finally:
-        timeline.end(phase)
     entry.details = details
     return outcome
 
