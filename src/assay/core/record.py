@@ -46,6 +46,7 @@ __all__ = [
     "read_record",
     "records_dir",
     "store_path",
+    "unpublished_dir",
     "dumps_if_plain",
     "unit_lines",
     "utc_timestamp",
@@ -241,6 +242,11 @@ def store_path(start: Path | None = None) -> Path:
 def records_dir(database: Path) -> Path:
     """Run records live beside the database, so `ASSAY_STORE` moves both together."""
     return database.parent / "records"
+
+
+def unpublished_dir(database: Path) -> Path:
+    """Records held until they are published (see `results_store.hold_run`), beside the records."""
+    return database.parent / "unpublished"
 
 
 def git_state(folder: Path) -> tuple[str | None, bool | None]:

@@ -34,6 +34,7 @@ from assay.core.record import (
     records_dir,
     store_path,
     unit_lines,
+    unpublished_dir,
     write_record,
 )
 from assay.errors import AssayError, UsageError
@@ -46,6 +47,8 @@ __all__ = [
     "StoredRun",
     "UnitPage",
     "open_store",
+    "hold_run",
+    "publish_held_runs",
     "publish_run",
     "publish_run_quietly",
     "reindex",
@@ -675,6 +678,67 @@ def publish_run_quietly(build: Any, *, database: Path | None = None, replace: bo
     except Exception as error:  # noqa: BLE001 - as above
         print(f"Warning: run recorded in {record} but not indexed: {type(error).__name__}: {error}", file=sys.stderr)
     return record
+
+
+# ---------------------------------------------------------------------------------------------
+# Records held until published: a run whose results are already shown, killed before it stored them
+
+
+_UNPUBLISHED_SUFFIX = ".record"
+
+
+def _held_lock(path: Path) -> Any:
+    from assay.core.fsutil import STALE_TEMPORARY_AGE_S
+    from assay.core.file_lock import LockFile
+
+    def owner_pid(content: bytes) -> int | None:
+        first = content.split(b"\n", 1)[0]
+        return int(first) if first.isdigit() else None
+
+    # The holder keeps an flock while it lives, so a held record is published by the next command
+    # only once its process is gone (killed between showing its results and storing them).
+    return LockFile(path, owner_pid, unreadable_stale_after_s=STALE_TEMPORARY_AGE_S, hold_os_lock=True)
+
+
+def hold_run(manifest: RunManifest, units: Iterable[UnitResult | UnitLine], *, database: Path | None = None) -> Any:
+    """Keep a run's record in `<store folder>/unpublished/` until this process has published it;
+    returns the hold, whose `release()` (after publishing) removes it. A kind without a checkpoint
+    (doc: its result bundle is its only trace) holds its record before it shows its results, so a
+    kill -9 between showing and storing them leaves the record for `publish_held_runs`."""
+    database = database or store_path()
+    folder = unpublished_dir(database)
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [str(os.getpid()), dumps_storable(manifest.to_json()), *(line.text for line in unit_lines(units))]
+    return _held_lock(folder / f"{manifest.run_id}{_UNPUBLISHED_SUFFIX}").acquire(("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def publish_held_runs(*, database: Path | None = None) -> list[str]:
+    """Publish the records held by processes that died before publishing them; returns their run ids.
+
+    A record already published (the process died after storing it, before letting go) is published
+    again under the same id, replacing itself. A held file that cannot be read is left for a person.
+    """
+    database = database or store_path()
+    folder = unpublished_dir(database)
+    try:
+        held = sorted(path for path in folder.iterdir() if path.name.endswith(_UNPUBLISHED_SUFFIX))
+    except OSError:
+        return []
+    published: list[str] = []
+    for path in held:
+        lock = _held_lock(path)
+        if not lock.is_abandoned():
+            continue  # its process is still running: it publishes the record itself
+        try:
+            _, manifest_text, *unit_texts = path.read_text(encoding="utf-8").splitlines()
+            manifest = RunManifest.from_json(json.loads(manifest_text))
+            units = [UnitLine.parse(text) for text in unit_texts]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if publish_run_quietly(lambda: (manifest, units), database=database, replace=True) is not None:
+            lock.break_if_stale()
+            published.append(manifest.run_id)
+    return published
 
 
 # ---------------------------------------------------------------------------------------------

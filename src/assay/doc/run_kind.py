@@ -134,6 +134,7 @@ class _OpenedDocRun:
         self.request = request
         self.run_id = request.arguments.get("run_id") or ""
         self._built: Any = None
+        self._held: Any = None  # the record, held until the pipeline has published it
 
     def worker(self) -> None:
         return None  # one unit: nothing to spread over workers
@@ -151,6 +152,7 @@ class _OpenedDocRun:
             return record[0]
 
         self._built = built
+        self._held = _hold_record(self.request, built)
         events.unit_durable(UnitDurable(result, lambda: built()[1][0]))  # the bundle's manifest is on disk
         return result
 
@@ -172,7 +174,37 @@ class _OpenedDocRun:
         return RunFinished("doc", self.run_id, EXIT_ERROR, error=error)
 
     def seal(self, finished: RunFinished) -> None:
-        pass  # the result bundle's manifest, written last by the method, is its seal
+        # The result bundle's manifest, written last by the method, is its seal; the record held
+        # since then is published now (or this run was interrupted before it showed anything).
+        if self._held is not None:
+            self._held.release()
+
+
+def _store(request: DocMethodRequest) -> Path:
+    from assay.core.record import store_path
+
+    return store_path(request.suite.repo_root)  # where the pipeline publishes the run (its `home`)
+
+
+def _hold_record(request: DocMethodRequest, built: Any) -> Any:
+    """Hold the run's record before anything is shown: the bundle is this run's only trace, so a
+    process killed after printing its verdict but before storing it would otherwise leave a
+    verdict that `assay runs` never lists. The next doc run publishes what such a run held."""
+    from assay.core.results_store import hold_run
+
+    try:
+        manifest, units = built()
+        return hold_run(manifest, units, database=_store(request))
+    except Exception:  # noqa: BLE001 - the store's problems are reported once, when the run is published
+        return None
+
+
+def _publish_held_records(request: DocMethodRequest) -> None:
+    from assay.core.results_store import publish_held_runs
+
+    for run_id in publish_held_runs(database=_store(request)):
+        print(f"Recorded {run_id}: an earlier doc run stopped after its result bundle was written, before storing it.",
+              file=sys.stderr)
 
 
 class DocConsole:
@@ -209,6 +241,7 @@ class DocKind:
         from assay.core.fsutil import check_report_path
 
         check_report_path("--junit", request.junit)
+        _publish_held_records(request)
         return _OpenedDocRun(request)
 
     def open_failed(self, request: DocMethodRequest, error: AssayError) -> RunFinished:
