@@ -299,3 +299,20 @@ def test_a_candidate_path_no_file_system_can_hold_is_a_usage_error_naming_the_op
     [line] = result.stderr.splitlines()
     assert line.startswith("Execution failed: --candidate a") and line.endswith("(5,000 characters) cannot be used: File name too long")
     assert "internal error" not in line and len(line) < 300
+
+
+def test_runs_compare_latest_pairs_a_doc_run_with_the_previous_run_of_its_own_suite(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from assay.cli.app import app
+
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
+    first, other = make_suite(tmp_path / "first"), make_suite(tmp_path / "other")
+    for suite, candidate, run_id in ((first, "good", "a-1"), (other, "bad", "b-1"), (first, "bad", "a-2")):
+        monkeypatch.chdir(suite.repo)
+        assert run_case(f"candidates/{candidate}.md", run_id).exit_code in (0, 1)
+    compared = CliRunner().invoke(app, ["runs", "compare", "latest", "--json"], catch_exceptions=False)
+    assert compared.exit_code == 0, compared.output
+    document = json.loads(compared.stdout)
+    assert document["counts"]["regressions"] == 1  # a-1 (green) → a-2 (red), not b-1 (red) → a-2
+    assert document["baseline_chosen"].startswith(f"Baseline: {document['before']}, the doc run of the same project")

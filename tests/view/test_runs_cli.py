@@ -163,3 +163,62 @@ def test_reindex_rebuilds_from_records(store_env: FilledStore, tmp_path, monkeyp
     assert result.exit_code == 0 and "Indexed 5 run(s)" in result.output
     assert "damaged" not in result.output  # a missing index is rebuilt, not reported as damage
     assert json.loads(invoke_runs("runs", "list", "--json").output)["runs"][0]["run_id"] == store_env.agent
+
+
+def _publish_history(database) -> None:
+    """Video runs of two eval dirs and an agent run, interleaved, the newest a video run of `evals/a`."""
+    from assay.core.record import RunManifest, UnitResult
+    from assay.core.results_store import publish_run
+
+    def video(run_id: str, day: int, eval_dir: str, failing: int) -> None:
+        units = [UnitResult(f"clip/t/{index}@{index}s#1", "failed" if index < failing else "passed") for index in range(4)]
+        manifest = RunManifest(run_id, "video", f"2026-01-0{day}T00:00:00Z", identity={"eval_dir": eval_dir})
+        publish_run(manifest, units, database=database)
+
+    video("video-a-1", 1, "/repo/evals/a", 0)
+    video("video-b-1", 2, "/repo/evals/b", 4)
+    agent = RunManifest("agent-1", "agent", "2026-01-03T00:00:00Z", identity={"project": "/repo/agent"})
+    publish_run(agent, [UnitResult("e/x#1", "passed")], database=database)
+    video("video-a-2", 4, "/repo/evals/a", 1)
+
+
+def test_compare_latest_alone_compares_it_with_the_run_of_the_same_kind_and_project_before_it(tmp_path) -> None:
+    from damaged_store import assay
+
+    database = tmp_path / "assay.db"
+    _publish_history(database)
+    result = assay(database, "runs", "compare", "latest", "--fail-on-regression")
+    assert result.returncode == 1, result.stdout + result.stderr  # one unit regressed: it is not compared with itself
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Baseline: video-a-1, the video run of the same project before video-a-2."
+    assert lines[1] == "Compare video-a-1 → video-a-2"
+    assert "regressions 1, fixes 0" in result.stdout
+    document = json.loads(assay(database, "runs", "compare", "latest", "--json").stdout)
+    assert (document["before"], document["after"]) == ("video-a-1", "video-a-2")
+    assert document["baseline_chosen"] == lines[0]
+    # Two references keep their meaning, and one that is not the latest is still compared with the latest.
+    named = json.loads(assay(database, "runs", "compare", "video-b-1", "--json").stdout)
+    assert (named["before"], named["after"]) == ("video-b-1", "video-a-2") and "baseline_chosen" not in named
+
+
+def test_compare_refuses_a_run_with_itself_and_a_run_with_no_run_before_it(tmp_path) -> None:
+    from damaged_store import assay
+
+    database = tmp_path / "assay.db"
+    _publish_history(database)
+    itself = assay(database, "runs", "compare", "video-a-1", "video-a-1")
+    assert itself.returncode == 2 and itself.stdout == ""
+    assert itself.stderr.strip() == (
+        "Error: both references name the run video-a-1; a run compared with itself has no changes: give two different runs"
+    )
+    from assay.core.record import RunManifest, UnitResult
+    from assay.core.results_store import publish_run
+
+    publish_run(RunManifest("video-c-1", "video", "2026-01-05T00:00:00Z", identity={"eval_dir": "/repo/evals/c"}),
+                [UnitResult("clip/t/0@0s#1", "passed")], database=database)  # fmt: skip
+    alone = assay(database, "runs", "compare", "latest")
+    assert alone.returncode == 2 and alone.stdout == ""
+    assert alone.stderr.strip() == (
+        "Error: video-c-1 is the only video run of its project in the store, so there is no run before it to compare "
+        "it with; give a baseline run: `assay runs compare BEFORE AFTER`"
+    )

@@ -154,7 +154,10 @@ def show_command(
 @runs_app.command("compare")
 def compare_command(
     before: str = typer.Argument(..., help="Baseline run (id, prefix, latest~N)."),
-    after: str = typer.Argument("latest", help="Candidate run (default: latest)."),
+    after: str | None = typer.Argument(
+        None, help="Candidate run (default: latest). `compare latest` alone compares the latest run with the run "
+        "of the same kind and project before it.",
+    ),
     alpha: float = typer.Option(
         0.05, "--alpha", callback=common.between(0, 1), help="Significance level for units whose trials disagree (flaky units)."
     ),
@@ -172,18 +175,44 @@ def compare_command(
 
     with _open() as store:
         try:
-            first = store.get_run(before)
-            second = store.get_run(after)
+            first, second, baseline_note = _pair(store, before, after)
             comparison = compare_verdicts(
                 first.run_id, store.verdicts(first.run_id), second.run_id, store.verdicts(second.run_id), alpha=alpha
             )
         except AssayError as error:
             _fail(error)
     if output_json:
-        print(json.dumps(comparison.to_json(unit_limit=limit), indent=2, ensure_ascii=False))
+        document = comparison.to_json(unit_limit=limit)
+        if baseline_note:
+            document["baseline_chosen"] = baseline_note
+        print(json.dumps(document, indent=2, ensure_ascii=False))
     else:
+        if baseline_note:
+            _say(baseline_note)
         _print_comparison(comparison, limit)
     raise typer.Exit(1 if fail_on_regression and comparison.regression else 0)
+
+
+def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
+    """The two runs to compare, and a sentence when the baseline was chosen here, not named.
+
+    One reference that names the latest run itself (`compare latest`) would compare that run with
+    itself; the baseline is then the run of the same kind and project before it."""
+    from assay.errors import UsageError
+
+    first = store.get_run(before)
+    second = store.get_run(after or "latest")
+    if first.run_id != second.run_id:
+        return first, second, ""
+    if after is not None:
+        raise UsageError(f"both references name the run {first.run_id}; a run compared with itself has no changes: "
+                         "give two different runs")
+    previous = store.previous_run(second)
+    kind = second.manifest.kind
+    if previous is None:
+        raise UsageError(f"{second.run_id} is the only {kind} run of its project in the store, so there is no run "
+                         "before it to compare it with; give a baseline run: `assay runs compare BEFORE AFTER`")
+    return previous, second, f"Baseline: {previous.run_id}, the {kind} run of the same project before {second.run_id}."
 
 
 def _print_comparison(comparison: Any, limit: int) -> None:

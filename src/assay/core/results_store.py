@@ -600,6 +600,17 @@ class SqliteRunStore:
         ]
 
     @_speaks_for_the_file
+    def previous_run(self, run: StoredRun) -> StoredRun | None:
+        """The run of the same kind and project recorded just before `run`, or None."""
+        identity = project_identity(run.manifest)
+        ids = self._run_ids_newest_first(run.manifest.kind, identity)
+        try:
+            position = ids.index(run.run_id)
+        except ValueError:
+            return None
+        return self.get_run(ids[position + 1]) if position + 1 < len(ids) else None
+
+    @_speaks_for_the_file
     def existing_runs(self, run_ids: Iterable[str]) -> set[str]:
         """Which of these run ids the store holds."""
         wanted = list(dict.fromkeys(run_ids))
@@ -614,6 +625,16 @@ class SqliteRunStore:
 
 
 _MAX_CARRY_HOPS = 4
+
+# What a run is a run of, by kind: the video eval dir, the agent project, the doc suite's config.
+_PROJECT_KEYS = {"video": "eval_dir", "agent": "project", "doc": "suite"}
+
+
+def project_identity(manifest: RunManifest) -> dict[str, str]:
+    """`{key: value}` of the manifest identity that names its project ({} when it names none)."""
+    key = _PROJECT_KEYS.get(manifest.kind)
+    value = (manifest.identity or {}).get(key) if key else None
+    return {key: value} if key and isinstance(value, str) else {}
 
 
 def _reference(unit: UnitResult) -> tuple[str, str] | None:

@@ -148,7 +148,11 @@ class _OpenedDocRun:
 
         def built() -> Any:
             if not record:
-                record.append(build())
+                manifest, units = build()
+                # The suite is the doc run's project: `assay runs compare latest` pairs a run with
+                # the run of the same suite before it.
+                suite = str(self.request.suite.config_path)
+                record.append((dataclasses.replace(manifest, identity={**manifest.identity, "suite": suite}), units))
             return record[0]
 
         self._built = built
