@@ -254,6 +254,33 @@ def test_reindex_reports_unreadable_records_and_skips_unfinished_ones(tmp_path: 
     assert outcome.runs == 1 and outcome.unreadable == (broken,) and outcome.set_aside is None
 
 
+@pytest.mark.parametrize(
+    ("damaged", "why"),
+    [
+        (b'{"unit_id":"c/t/1","verdict":"pas', "JSONDecodeError"),  # torn by a disk error
+        (b"\xff\xfe not text\n", "UnicodeDecodeError"),
+        (b'{"unit_id":"c/t/1","verdict":"won","group":"c"}\n', "unknown verdict 'won'"),
+        (b'{"unit_id":"c/t/0","verdict":"passed","group":"c"}\n', "unit id 'c/t/0' appears twice"),
+    ],
+)
+def test_reindex_keeps_the_readable_units_of_a_record_and_names_the_line_it_could_not_read(
+    tmp_path: Path, damaged: bytes, why: str
+) -> None:
+    database = tmp_path / "assay.db"
+    record = publish_run(_manifest("v-1", "2026-01-01T00:00:00Z"), _units({f"c/t/{i}": "passed" for i in range(3)}), database=database)
+    units_file = record / "units.jsonl"
+    lines = units_file.read_bytes().splitlines(keepends=True)
+    units_file.write_bytes(lines[0] + damaged.rstrip(b"\n") + b"\n" + lines[2])
+    database.unlink()
+    outcome = reindex(database)
+    assert outcome.runs == 1 and outcome.unreadable == ()
+    [skipped] = outcome.skipped_lines
+    assert skipped.startswith(f"{units_file}:2: ") and why in skipped
+    with SqliteRunStore(database, read_only=True) as store:
+        assert store.verdicts("v-1") == {"c/t/0": "passed", "c/t/2": "passed"}
+        assert store.get_run("v-1").unit_count == 2
+
+
 # ---------------------------------------------------------------------------------------------
 # Stores left half-made, and stores this user may only read
 

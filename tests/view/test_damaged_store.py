@@ -152,3 +152,37 @@ def test_the_live_viewer_answers_a_json_error_not_a_traceback_per_request(tmp_pa
         status, answer = _get(f"{viewer.origin}/api/compare?a={BEFORE}&b={AFTER}")
         assert status == 503
     assert "Traceback" not in viewer.stderr() and viewer.stderr().strip() == ""
+
+
+def test_reindex_names_an_unreadable_unit_line_and_indexes_the_rest_of_its_run(tmp_path: Path) -> None:
+    database = make_store(tmp_path)
+    units_file = database.parent / "records" / AFTER / "units.jsonl"
+    lines = units_file.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[4] = lines[4][: len(lines[4]) // 2] + "\n"  # a line torn in the middle
+    units_file.write_text("".join(lines), encoding="utf-8")
+    completed = assay(database, "runs", "reindex")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "Indexed 2 run(s)" in completed.stdout and "Skipped an unreadable run record" not in completed.stdout
+    assert f"Skipped an unreadable unit line (the rest of its run is indexed): {units_file}:5: JSONDecodeError" in completed.stdout
+    shown = json.loads(assay(database, "runs", "show", AFTER, "--json").stdout)
+    assert shown["unit_count"] == 15
+
+
+def test_an_emptied_store_beside_run_records_says_to_reindex_not_that_nothing_was_recorded(tmp_path: Path) -> None:
+    database = make_store(tmp_path)
+    database.write_bytes(b"")  # emptied: the records of both runs are still beside it
+    records = database.parent / "records"
+    listed = assay(database, "runs", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.strip() == (
+        f"No runs in the index of {database}, but run records exist in {records}: "
+        "`assay runs reindex` rebuilds the index from them."
+    )
+    shown = assay(database, "runs", "show")
+    assert shown.returncode == 2
+    assert shown.stderr.strip() == (
+        f"Error: no run 'latest' in the store {database}; its index is empty, but run records exist in {records}: "
+        "`assay runs reindex` rebuilds the index from them"
+    )
+    assert "Indexed 2 run(s)" in assay(database, "runs", "reindex").stdout
+    assert AFTER in assay(database, "runs", "list").stdout

@@ -88,7 +88,10 @@ def list_command(
         return
     if not runs:
         if kind is None and search is None:
-            _say("No runs recorded yet.")
+            from assay.core.results_store import unindexed_records_hint
+
+            hint = unindexed_records_hint(store.path)
+            _say(f"No runs in the index of {store.path}, but {hint}." if hint else "No runs recorded yet.")
         else:
             narrowing = " and ".join(filter(None, [f"of kind {kind}" if kind else "", f"matching {search!r}" if search else ""]))
             _say(f"No runs {narrowing}; `assay runs list` shows them all.")
@@ -301,3 +304,5 @@ def reindex_command() -> None:
     _say(f"Indexed {outcome.runs} run(s) into {store_path()}")
     for record in outcome.unreadable:
         _say(f"Skipped an unreadable run record: {record}")
+    for line in outcome.skipped_lines:
+        _say(f"Skipped an unreadable unit line (the rest of its run is indexed): {line}")

@@ -485,6 +485,32 @@ def iter_unit_lines(record: Path) -> Iterator[UnitLine]:
                 yield UnitLine.parse(line.rstrip("\n"))
 
 
+def iter_readable_unit_lines(record: Path, problems: list[str]) -> Iterator[UnitLine]:
+    """The record's units as written, skipping each line that cannot be read (not UTF-8, not JSON,
+    no unit id, an unknown verdict, an id seen before) and naming it in `problems` as
+    `<units file>:<line>: <why>`: one damaged line costs its unit, not the whole run."""
+    path = record / UNITS_FILE
+    seen: set[str] = set()
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                text = raw.decode("utf-8").rstrip("\n")
+                if not text.strip():
+                    continue
+                line = UnitLine.parse(text)
+                if not isinstance(line.unit_id, str) or not isinstance(line.group, str):
+                    raise ValueError("unit_id and group must be strings")
+                if line.verdict not in VERDICTS:
+                    raise ValueError(f"unknown verdict {line.verdict!r}")
+                if line.unit_id in seen:
+                    raise ValueError(f"unit id {line.unit_id!r} appears twice")
+            except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
+                problems.append(f"{path}:{number}: {type(error).__name__}: {error}")
+                continue
+            seen.add(line.unit_id)
+            yield line
+
+
 def iter_units(record: Path) -> Iterator[UnitResult]:
     with open(record / UNITS_FILE, encoding="utf-8") as handle:
         for line in handle:

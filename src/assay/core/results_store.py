@@ -29,8 +29,8 @@ from assay.core.record import (
     RunManifest,
     UnitLine,
     UnitResult,
+    iter_readable_unit_lines,
     iter_unit_lines,
-    read_record,
     records_dir,
     store_path,
     unit_lines,
@@ -54,6 +54,7 @@ __all__ = [
     "reindex",
     "set_damaged_store_aside",
     "store_error",
+    "unindexed_records_hint",
 ]
 
 # `units` is a rowid table: its rows carry a unit's whole JSON (~2 KB for an agent attempt), and a
@@ -207,6 +208,15 @@ def _has_records(folder: Path) -> bool:
         return any((record / MANIFEST_FILE).is_file() for record in folder.iterdir())
     except OSError:
         return False
+
+
+def unindexed_records_hint(database: Path) -> str:
+    """For a store whose index holds no run: "" when no records lie beside it either, else what to
+    do (an emptied or replaced `assay.db` beside the records of earlier runs)."""
+    records = records_dir(database)
+    if not _has_records(records):
+        return ""
+    return f"run records exist in {records}: `assay runs reindex` rebuilds the index from them"
 
 
 def store_error(database: Path, error: BaseException) -> StoreError:
@@ -432,7 +442,7 @@ class SqliteRunStore:
             query = "SELECT run_id FROM runs" + (" WHERE kind = ?" if kind else "") + " ORDER BY created_at DESC, run_id DESC LIMIT 1 OFFSET ?"
             row = self._connection.execute(query, ((kind,) if kind else ()) + (int(back_text),)).fetchone()
             if row is None:
-                raise UsageError(f"no run {ref!r} in the store {self.path}")
+                raise UsageError(f"no run {ref!r} in the store {self.path}{self._empty_index_hint()}")
             return row[0]
         if self._connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (ref,)).fetchone():
             return ref
@@ -441,10 +451,17 @@ class SqliteRunStore:
             "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 3", (escaped + "%",)
         ).fetchall()
         if not rows:
-            raise UsageError(f"no run {ref!r} in the store {self.path}; `assay runs list` shows the run ids")
+            hint = self._empty_index_hint() or "; `assay runs list` shows the run ids"
+            raise UsageError(f"no run {ref!r} in the store {self.path}{hint}")
         if len(rows) > 1:
             raise UsageError(f"run reference {ref!r} is ambiguous; give more characters")
         return rows[0][0]
+
+    def _empty_index_hint(self) -> str:
+        if self.count_runs():
+            return ""
+        hint = unindexed_records_hint(self.path)
+        return f"; its index is empty, but {hint}" if hint else ""
 
     @_speaks_for_the_file
     def get_run(self, ref: str) -> StoredRun:
@@ -772,6 +789,7 @@ class Reindexed:
     set_aside: Path | None = None  # where a damaged store file was moved before rebuilding
     damage: str = ""  # what was wrong with it
     unreadable: tuple[Path, ...] = ()  # record folders with a manifest that could not be read
+    skipped_lines: tuple[str, ...] = ()  # `<units file>:<line>: <why>` of each unit line left out
 
 
 def _damage_of(database: Path) -> str:
@@ -818,16 +836,18 @@ def reindex(database: Path | None = None) -> Reindexed:
     set_aside = set_damaged_store_aside(database) if damage else None
     count = 0
     unreadable: list[Path] = []
+    skipped: list[str] = []
     folder = records_dir(database)
     with SqliteRunStore(database) as store:
         for record in sorted(folder.iterdir()) if folder.is_dir() else ():
             if not (record / MANIFEST_FILE).is_file():
                 continue  # no manifest yet: an unfinished record, not a damaged one
             try:
-                manifest, units = read_record(record)
+                manifest = RunManifest.from_json(json.loads((record / MANIFEST_FILE).read_text(encoding="utf-8")))
+                # Read line by line as it is indexed: a line that cannot be read is named and left out.
+                store.add_run(manifest, iter_readable_unit_lines(record, skipped), str(record))
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 unreadable.append(record)
                 continue
-            store.add_run(manifest, units, str(record))
             count += 1
-    return Reindexed(count, set_aside, damage, tuple(unreadable))
+    return Reindexed(count, set_aside, damage, tuple(unreadable), tuple(skipped))
