@@ -152,7 +152,11 @@ def test_http_connection_refused_is_an_errored_attempt():
 
     result = run_one(agent, body, options=RunOptions(retry_base_seconds=0.001))
     assert result.verdict == "errored" and result.error["code"] == "network"
-    assert result.retries == {"connection": 4, "resend": 3}
+    assert result.error["message"] == (
+        "agent 'web-agent' send failed: http://127.0.0.1:9/api/turn refused the connection (2 tries over 0.001s); "
+        "is a server running at that address?"
+    )
+    assert result.retries == {"connection": 1}  # the adapter's own resends; the runner adds none
 
 
 # ---- process agent (node) ---------------------------------------------------------------------------

@@ -277,18 +277,63 @@ def test_a_reply_cut_off_mid_body_is_reported_at_once_never_resent(fake_openai, 
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_refused_connection_is_resent_and_reported_as_refused(stream):
-    agent = openai_chat_agent(base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="k", backoff=0.001,
-                              timeout=120, max_attempts=2, stream=stream)
+    base_url = f"http://127.0.0.1:{free_port()}/v1"
+    agent = openai_chat_agent(base_url=base_url, api_key="k", backoff=0.001, timeout=120, max_attempts=2,
+                              stream=stream)
 
     async def body(t):
         await t.send("hi")
 
     result = run_one(agent, body, model="m", options=RunOptions(retry_base_seconds=0.001))
     assert result.verdict == "errored" and result.error["code"] == "network"
-    assert "retries exhausted" in result.error["message"] and "connection refused" in result.error["message"]
-    assert "timed out" not in result.error["message"]
-    # it never reached a server: the endpoint retries it, then the runner resends the turn
-    assert result.retries == {"connection": 4, "resend": 3}
+    assert f"{base_url} refused the connection (2 tries over 0.001s)" in result.error["message"]
+    assert "timed out" not in result.error["message"] and "where" not in result.error
+    # it never reached a server: the endpoint resent it, and the runner does not resend that round again
+    assert result.retries == {"connection": 1}
+
+
+def test_a_run_against_a_dead_endpoint_fails_in_seconds_naming_it_and_waits_for_it_once(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    base_url = f"http://127.0.0.1:{free_port()}/v1"
+    project = tmp_path / "project"
+    (project / "evals").mkdir(parents=True)
+    (project / "experiments").mkdir()
+    (project / "pyproject.toml").write_text("[tool.assay]\n")
+    (project / "experiments" / "dead.py").write_text(textwrap.dedent(f"""
+        from assay.agent import Experiment
+        from assay.agent.adapters import openai_chat_agent
+
+        dead = Experiment(agent=openai_chat_agent(base_url={base_url!r}, api_key="k"), model="m")
+    """))
+    for name in ("first", "second"):
+        (project / "evals" / f"{name}_eval.py").write_text(
+            "from assay.agent import define_eval\n\n@define_eval\nasync def test(t):\n    await t.send('hi')\n"
+        )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "agent", "run", "--project", str(project), "--concurrency", "1", "--json"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")},
+    )
+    elapsed = time.monotonic() - started
+    assert done.returncode == 1, done.stdout + done.stderr
+    attempts = {line["attempt"]["eval_id"]: line["attempt"] for line in map(json.loads, done.stdout.splitlines())
+                if line["type"] == "attempt"}
+    first, second = attempts["first"], attempts["second"]
+    assert first["error"]["message"] == (
+        f"agent 'openai-chat' send failed: {base_url} refused the connection (4 tries over 3.5s); "
+        "is a server running at that address?"
+    )
+    assert "where" not in first["error"]  # the console printed it after the message: a line of assay's own
+    assert f"{base_url} refused the connection (tried once: it refused every try earlier in this run)" in (
+        second["error"]["message"])
+    assert first["duration_seconds"] < 6 and second["duration_seconds"] < 1, (first["duration_seconds"],
+                                                                               second["duration_seconds"])
+    assert elapsed < 15, elapsed  # it was 50 s per attempt
 
 
 def test_endpoint_defaults_are_openai_base_url_then_openai_and_the_key_variable_alone(monkeypatch):

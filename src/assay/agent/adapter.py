@@ -84,15 +84,19 @@ def send_location(agent: Any) -> str | None:
 class SendFailure(Exception):
     """The agent could not produce a trustworthy turn; `acceptance` says whether the request got in.
 
-    `rejected` means it provably never reached the agent (safe to resend); `started` or `unknown`
-    means side effects may have happened."""
+    `rejected` means it provably never reached the agent (safe to resend, and the runner does);
+    `started` or `unknown` means side effects may have happened. `retried=True` says the adapter
+    already resent it as far as its own policy allows, so the runner does not resend it again."""
 
-    def __init__(self, message: str, *, acceptance: str = "unknown", code: str = "agent-send-failed") -> None:
+    def __init__(
+        self, message: str, *, acceptance: str = "unknown", code: str = "agent-send-failed", retried: bool = False,
+    ) -> None:
         super().__init__(message)
         if acceptance not in ("rejected", "started", "unknown"):
             raise ValueError("acceptance must be rejected, started or unknown")
         self.acceptance = acceptance
         self.code = code
+        self.retried = retried
 
 
 def turn_from_reply(document: Any, ctx: AgentContext, *, wrong_shape: str, invalid_turn: str) -> Turn:

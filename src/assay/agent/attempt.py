@@ -153,8 +153,9 @@ class SessionLine:
             try:
                 return await agent.send(turn_input, self.context)
             except SendFailure as failure:
-                # Only a request that provably never reached the agent is safe to send again.
-                if failure.acceptance == "rejected":
+                # Only a request that provably never reached the agent is safe to send again, and
+                # one the adapter already resent has had its resends.
+                if failure.acceptance == "rejected" and not failure.retried:
                     return Resend("resend", failure.code, cause=failure)
                 raise AgentCallError(f"agent {agent.name!r} send failed: {failure}", failure.code) from failure
             except Exception as error:
@@ -313,10 +314,11 @@ def attempt_error(code: str, message: str, error: BaseException | None = None) -
         frames = traceback.extract_tb(error.__traceback__)
         # The author's line, not assay's: when an authoring call (`t.require_input_request`) raises,
         # the last frame is inside assay, and the useful one is the eval's call of it.
+        # With no frame of theirs (a failure assay's own adapter explains, such as a refused
+        # connection), a line inside assay would only send them looking there: the message says it.
         theirs = [frame for frame in frames if not _is_assay_code(frame.filename)]
-        chosen = theirs[-1] if theirs else (frames[-1] if frames else None)
-        if chosen is not None:
-            document["where"] = f"{chosen.filename}:{chosen.lineno}"
+        if theirs:
+            document["where"] = f"{theirs[-1].filename}:{theirs[-1].lineno}"
     return document
 
 

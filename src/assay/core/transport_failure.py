@@ -29,7 +29,9 @@ def _chain(error: BaseException) -> list[BaseException]:
     current: BaseException | None = error
     while current is not None and len(found) < 16 and not any(current is seen for seen in found):
         found.append(current)
-        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+        wrapped = current.args[0] if current.args and isinstance(current.args[0], BaseException) else None
+        # httpcore wraps the socket's error as its argument, `from None` (httpx: ConnectError(OSError(…)))
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__) or wrapped
     return found
 
 

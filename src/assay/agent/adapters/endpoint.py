@@ -3,7 +3,8 @@
 Requests go over assay's own pooled HTTP transport (`judge/openai_http.py`), or through the caller's
 openai client when one was given. Every call goes through the endpoint's shared adaptive limiter and
 `core/retry.py`'s rules: only what provably never reached the model is resent (a 429, honouring
-Retry-After, and failures to connect), with backoff and counted in the attempt's record; anything
+Retry-After, and failures to connect), with backoff and counted in the attempt's record; an endpoint
+that refused a whole round is tried once for the rest of the run (`adapters/resends.py`); anything
 else is at once a `SendFailure` saying what happened.
 """
 
@@ -17,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from assay.agent.adapter import SendFailure
+from assay.agent.adapters.resends import send_with_resends
 from assay.agent.context import AgentContext
 from assay.core.endpoint_defaults import AGENT_MODEL_DEFAULTS, PLACEHOLDER_API_KEY
 from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for
-from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy, call_with_retries
+from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy
 from assay.core.transport_failure import transport_failure
 
 T = TypeVar("T")
@@ -131,9 +133,9 @@ async def call_endpoint(
         ctx.progress(f"model request retry {attempt + 1}/{policy.attempts} ({resend.reason}: {resend.detail})")
 
     try:
-        return await call_with_retries(
-            policy, once, limiter=limiter_for(base_url, endpoint.max_concurrency),
-            before_attempt=ctx.signal.raise_if_cancelled, on_retry=report,
+        return await send_with_resends(
+            base_url, policy, once, ctx, limiter=limiter_for(base_url, endpoint.max_concurrency), on_retry=report,
+            started=started,
         )
     except RetriesExhausted as exhausted:
         raise SendFailure(

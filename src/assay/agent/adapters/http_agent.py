@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent, SendFailure, define_agent, turn_from_reply
+from assay.agent.adapters.resends import send_with_resends
 from assay.agent.context import AgentContext
 from assay.agent.model import ErrorEvent, EvidenceCoverage, Turn, TurnInput
 from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for
-from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy, call_with_retries
+from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy
 from assay.core.transport_failure import transport_failure
 
 
@@ -86,22 +87,23 @@ def http_agent(
                     # The agent may have started work: never resent (side effects).
                     detail = failure.detail if failure is not None else str(error)
                     raise SendFailure(f"{url}: {detail}", acceptance="unknown", code="network") from None
-                return Resend(CONNECTION, f"{url}: {failure.detail}")
+                return Resend(CONNECTION, failure.detail)
             if response.status_code == 429:
                 return Resend(RATE_LIMITED, "HTTP 429", policy.retry_after(response.headers))
             return _turn_from_reply(response, ctx, name)
 
         ctx.progress(f"waiting for {name}")
         try:
-            return await call_with_retries(
-                policy, once, limiter=limiter_for(url, max_concurrency), before_attempt=ctx.signal.raise_if_cancelled,
+            return await send_with_resends(
+                url, policy, once, ctx, limiter=limiter_for(url, max_concurrency),
                 on_retry=lambda attempt, resend, delay: ctx.record_retry(resend.reason),
             )
         except RetriesExhausted as exhausted:
             if exhausted.last.rate_limited:
                 return _http_error_turn(ctx, name, 429)
             raise SendFailure(
-                f"{exhausted.last.detail} (after {exhausted.attempts} attempts)", acceptance="rejected", code="network"
+                f"{url}: {exhausted.last.detail} (after {exhausted.attempts} attempts)", acceptance="rejected",
+                code="network", retried=True,
             ) from None
 
     async def close() -> None:
