@@ -343,3 +343,48 @@ def test_a_store_the_user_may_read_but_not_write_can_be_read(tmp_path: Path) -> 
     finally:
         for path in locked:
             os.chmod(path, 0o755)
+
+
+# ---------------------------------------------------------------------------------------------
+# Whose database a file is
+
+
+def _application_id(database: Path) -> int:
+    with sqlite3.connect(database) as connection:
+        value = connection.execute("PRAGMA application_id").fetchone()[0]
+    connection.close()
+    return value
+
+
+def test_a_new_store_is_marked_as_assays_and_a_store_an_earlier_assay_made_is_marked_when_written(tmp_path: Path) -> None:
+    from assay.core.results_store import APPLICATION_ID
+
+    database = tmp_path / "assay.db"
+    publish_run(_manifest("v-1", "2026-01-01T00:00:00Z"), _units({"c/t/0": "passed"}), database=database)
+    assert _application_id(database) == APPLICATION_ID
+    with sqlite3.connect(database) as connection:
+        connection.execute("PRAGMA application_id = 0")  # as every store made before the mark was
+    connection.close()
+    with SqliteRunStore(database, read_only=True) as store:
+        assert [run.run_id for run in store.list_runs()] == ["v-1"]  # still read as assay's
+    publish_run(_manifest("v-2", "2026-01-02T00:00:00Z"), _units({"c/t/0": "failed"}), database=database)
+    assert _application_id(database) == APPLICATION_ID
+
+
+@pytest.mark.parametrize("foreign", ["application id", "tables"])
+def test_another_programs_database_is_refused_and_left_as_it_was(tmp_path: Path, foreign: str) -> None:
+    database = tmp_path / "assay.db"
+    with sqlite3.connect(database) as connection:
+        if foreign == "application id":
+            connection.execute("PRAGMA application_id = 1196444237")  # "GPKG": a GeoPackage
+        else:
+            connection.execute("CREATE TABLE notes (body TEXT)")
+    connection.close()
+    before = database.read_bytes()
+    for read_only in (False, True):
+        with pytest.raises(StoreError, match=f"^the file {database} is not an assay results store: ") as refused:
+            SqliteRunStore(database, read_only=read_only)
+        assert refused.value.exit_code == 2 and "set ASSAY_STORE to a store of assay's own" in str(refused.value)
+    with pytest.raises(StoreError, match="is not an assay results store"):
+        reindex(database)
+    assert database.read_bytes() == before

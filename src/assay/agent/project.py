@@ -180,8 +180,11 @@ def load_dotenv(directory: Path, environ: MutableMapping[str, str] | None = None
 
 
 def checkpoints_base(project: Path) -> Path:
-    """What `core.journal.Checkpoint` takes as its directory (it adds runs/checkpoints)."""
-    return project / STATE_DIR
+    """What `core.journal.Checkpoint` takes as its directory (it adds runs/checkpoints); a linked
+    `.assay` is refused, as for the results store (`core.record.state_folder`)."""
+    from assay.core.record import state_folder
+
+    return state_folder(project)
 
 
 __all__ = [

@@ -27,6 +27,7 @@ from uuid import UUID
 import orjson
 
 from assay.core.fsutil import STALE_TEMPORARY_AGE_S, fsync_directory, remove_stale_temporary_files, write_atomically
+from assay.errors import ConfigError
 
 __all__ = [
     "FAILING_VERDICTS",
@@ -36,6 +37,7 @@ __all__ = [
     "UnitLine",
     "UnitResult",
     "UnitSpool",
+    "check_store_location",
     "checkpointed_run_id",
     "count_verdicts",
     "git_state",
@@ -45,6 +47,7 @@ __all__ = [
     "project_root",
     "read_record",
     "records_dir",
+    "state_folder",
     "store_path",
     "unpublished_dir",
     "dumps_if_plain",
@@ -57,6 +60,7 @@ RECORD_SCHEMA = "assay.run-record.v1"
 VERDICTS = ("passed", "failed", "errored", "skipped", "ignored")
 FAILING_VERDICTS = frozenset({"failed", "errored"})
 STORE_ENVIRONMENT = "ASSAY_STORE"
+STATE_FOLDER = ".assay"
 MANIFEST_FILE = "manifest.json"
 UNITS_FILE = "units.jsonl"
 
@@ -232,11 +236,48 @@ def project_root(start: Path | None = None) -> Path:
 
 
 def store_path(start: Path | None = None) -> Path:
-    """`$ASSAY_STORE` when set, else `<project root>/.assay/assay.db`."""
+    """`$ASSAY_STORE` when set, else `<project root>/.assay/assay.db` (see `check_store_location`)."""
     override = os.environ.get(STORE_ENVIRONMENT)
     if override:
         return Path(override).expanduser().resolve()
-    return project_root(start) / ".assay" / "assay.db"
+    return project_root(start) / STATE_FOLDER / "assay.db"
+
+
+def state_folder(root: Path) -> Path:
+    """`<root>/.assay`, where assay keeps what it writes for a checkout (the results store, run
+    records, agent checkpoints and caches). Refused (`ConfigError`) when `.assay` is a link: one
+    planted in a checkout would carry all of that, and what later runs record, somewhere else."""
+    folder = Path(root) / STATE_FOLDER
+    if folder.is_symlink():
+        raise ConfigError(
+            f"{folder} is a link (to {_link_target(folder)}); assay keeps what it writes for a checkout (the "
+            f"results store, run records, agent checkpoints) inside it and does not follow a linked "
+            f"{STATE_FOLDER}: remove the link ({STORE_ENVIRONMENT} chooses another place for the results store)"
+        )
+    return folder
+
+
+def check_store_location(database: Path) -> None:
+    """Refuse a store in its default place (`<root>/.assay/assay.db`) that a link leads elsewhere:
+    a linked `.assay`, store file (or its -wal/-shm), `records` or `unpublished`. A location chosen
+    with ASSAY_STORE is the user's own choice and is taken as it is, links and all; so is one a
+    caller of the Python API names outside a `.assay` folder."""
+    if os.environ.get(STORE_ENVIRONMENT) or database.parent.name != STATE_FOLDER:
+        return
+    state_folder(database.parent.parent)
+    for path in (database, Path(f"{database}-wal"), Path(f"{database}-shm"), records_dir(database), unpublished_dir(database)):
+        if path.is_symlink():
+            raise ConfigError(
+                f"{path} is a link (to {_link_target(path)}); assay does not write its results store through a "
+                f"link it did not make: remove the link, or set {STORE_ENVIRONMENT} to the store you mean"
+            )
+
+
+def _link_target(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "somewhere else"
 
 
 def records_dir(database: Path) -> Path:

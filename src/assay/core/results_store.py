@@ -29,6 +29,7 @@ from assay.core.record import (
     RunManifest,
     UnitLine,
     UnitResult,
+    check_store_location,
     iter_readable_unit_lines,
     iter_unit_lines,
     records_dir,
@@ -97,6 +98,12 @@ CREATE TABLE IF NOT EXISTS run_groups (
     PRIMARY KEY (run_id, pos)
 ) WITHOUT ROWID;
 """
+
+
+# Marks a file as an assay results store (SQLite's header field for this; "asay"), so a store is
+# never mistaken for another program's database, nor theirs for ours.
+APPLICATION_ID = 0x61736179
+_OWN_TABLES = frozenset({"runs", "units", "run_groups"})
 
 
 @dataclass(frozen=True)
@@ -223,7 +230,7 @@ def store_error(database: Path, error: BaseException) -> StoreError:
     """`error` from SQLite as one line for a person: which file, what is wrong, what to do."""
     if _is_damage(error):
         problem, rebuild = f"is damaged ({error})", "moves it aside and rebuilds it"
-    elif "no such table" in str(error):  # an empty or foreign SQLite file: sound, so reindex fills it in place
+    elif "no such table" in str(error):  # an SQLite file with no tables (another program's is refused before): reindex fills it
         problem, rebuild = f"is not an assay results store ({error})", "builds the index in it"
     else:
         return StoreError(f"the results store {database} cannot be used: {error}")
@@ -278,10 +285,34 @@ def _initialise_empty_file(path: Path) -> bool:
     try:
         with closing(sqlite3.connect(path)) as connection:
             connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             connection.executescript(_SCHEMA)
         return True
     except sqlite3.Error:
         return False
+
+
+def _refuse_a_foreign_database(connection: sqlite3.Connection, path: Path) -> bool:
+    """Raise `StoreError` when the file is another program's SQLite database; else whether it is
+    marked as assay's already (False: a new, empty file, or a store an earlier assay made)."""
+    application_id = connection.execute("PRAGMA application_id").fetchone()[0]
+    if application_id == APPLICATION_ID:
+        return True
+    if application_id:
+        found = f"its SQLite application_id is {application_id:#x}, not assay's {APPLICATION_ID:#x}"
+    else:
+        tables = {row[0] for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )}  # fmt: skip
+        foreign = sorted(tables - _OWN_TABLES)
+        if not foreign:
+            return False
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        found = f"it holds tables assay did not make ({shown})"
+    raise StoreError(
+        f"the file {path} is not an assay results store: {found}. assay adds nothing to another program's "
+        f"database; move it aside (or remove the link to it), or set ASSAY_STORE to a store of assay's own"
+    )
 
 
 class SqliteRunStore:
@@ -290,6 +321,7 @@ class SqliteRunStore:
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        check_store_location(self.path)
         if read_only and not self.path.exists():
             raise UsageError(f"no results store at {self.path}; run an eval first (or set ASSAY_STORE)")
         if not read_only:
@@ -321,6 +353,7 @@ class SqliteRunStore:
     @_speaks_for_the_file
     def _prepare(self) -> None:
         self._group_rows = True
+        marked = _refuse_a_foreign_database(self._connection, self.path)
         if self.read_only:
             # Reading the schema and the first page of runs now makes a file that is no store at
             # all fail as it is opened, with its name, rather than in the middle of a command.
@@ -333,6 +366,8 @@ class SqliteRunStore:
         else:
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute("PRAGMA synchronous=NORMAL")
+            if not marked:  # a new store, or one an earlier assay made: mark it as assay's
+                self._connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             self._connection.executescript(_SCHEMA)
         self._connection.execute("PRAGMA busy_timeout=10000")
 
@@ -682,6 +717,7 @@ def publish_run(
 ) -> Path:
     """Write the run record, then index it; returns the record folder. `units` is read once."""
     database = database or store_path()
+    check_store_location(database)
     record = write_record(records_dir(database), manifest, units)
     _index(database, manifest, record)
     return record
@@ -704,8 +740,12 @@ def publish_run_quietly(build: Any, *, database: Path | None = None, replace: bo
     """
     database = database or store_path()
     try:
+        check_store_location(database)
         manifest, units = build()
         record = write_record(records_dir(database), manifest, units, replace=replace)
+    except AssayError as error:  # a message for a person already
+        print(f"Warning: run record not stored: {error}", file=sys.stderr)
+        return None
     except Exception as error:  # noqa: BLE001 - the run's own results are already durable
         print(f"Warning: run record not stored: {type(error).__name__}: {error}", file=sys.stderr)
         return None
@@ -744,6 +784,7 @@ def hold_run(manifest: RunManifest, units: Iterable[UnitResult | UnitLine], *, d
     (doc: its result bundle is its only trace) holds its record before it shows its results, so a
     kill -9 between showing and storing them leaves the record for `publish_held_runs`."""
     database = database or store_path()
+    check_store_location(database)
     folder = unpublished_dir(database)
     folder.mkdir(parents=True, exist_ok=True)
     lines = [str(os.getpid()), dumps_storable(manifest.to_json()), *(line.text for line in unit_lines(units))]
@@ -757,6 +798,10 @@ def publish_held_runs(*, database: Path | None = None) -> list[str]:
     again under the same id, replacing itself. A held file that cannot be read is left for a person.
     """
     database = database or store_path()
+    try:
+        check_store_location(database)
+    except AssayError:
+        return []  # publishing the run that found it says why, once
     folder = unpublished_dir(database)
     try:
         held = sorted(path for path in folder.iterdir() if path.name.endswith(_UNPUBLISHED_SUFFIX))
@@ -832,6 +877,7 @@ def set_damaged_store_aside(database: Path, now: _dt.datetime | None = None) -> 
 def reindex(database: Path | None = None) -> Reindexed:
     """Index every complete record beside the database, first moving a damaged store aside."""
     database = database or store_path()
+    check_store_location(database)
     damage = _damage_of(database)
     set_aside = set_damaged_store_aside(database) if damage else None
     count = 0
