@@ -135,3 +135,198 @@ def paired_test(counts: PairedCounts, *, confidence: float = 0.95, seed: int = 0
     statistic, chi_p = mcnemar_chi_square(counts.regressions, counts.fixes)
     low, high = bootstrap_difference_interval(counts, confidence=confidence, seed=seed)
     return PairedTest(exact, mid, statistic, chi_p, counts.difference, low, high, confidence)
+
+
+# ---------------------------------------------------------------------------------------------
+# Intervals, equivalence, multiplicity and sample size (the four-way verdict's building blocks)
+
+
+def wilson_interval(successes: int, trials: int, *, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson's score interval for a proportion: sensible at 0 and n successes and for small n."""
+    if trials <= 0:
+        return 0.0, 1.0
+    from assay.core.distributions import normal_quantile
+
+    z = normal_quantile(1.0 - (1.0 - confidence) / 2.0)
+    rate = successes / trials
+    denominator = 1.0 + z * z / trials
+    centre = (rate + z * z / (2.0 * trials)) / denominator
+    half = z * math.sqrt(rate * (1.0 - rate) / trials + z * z / (4.0 * trials * trials)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given (family-wise error at most alpha)."""
+    order = sorted(range(len(p_values)), key=lambda index: p_values[index])
+    adjusted = [1.0] * len(p_values)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def sign_test(increases: int, decreases: int) -> float:
+    """Two-sided exact sign test on paired changes (McNemar's exact test when each unit has one trial)."""
+    return mcnemar_exact(decreases, increases)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class PairedDifferences:
+    """Per-unit differences `after − before` of pass fractions (a unit's trials are one cluster)."""
+
+    values: tuple[float, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float:
+        return math.fsum(self.values) / len(self.values) if self.values else 0.0
+
+    @property
+    def standard_deviation(self) -> float:
+        n = len(self.values)
+        if n < 2:
+            return 0.0
+        mean = self.mean
+        return math.sqrt(math.fsum((value - mean) ** 2 for value in self.values) / (n - 1))
+
+    @property
+    def standard_error(self) -> float:
+        return self.standard_deviation / math.sqrt(len(self.values)) if self.values else 0.0
+
+
+def paired_t_test(differences: PairedDifferences) -> float:
+    """Two-sided p of a paired t-test that the mean difference is 0 (1 when every difference is 0)."""
+    from assay.core.distributions import t_sf
+
+    n, error = differences.count, differences.standard_error
+    if n < 2 or error == 0.0:
+        return 1.0 if differences.mean == 0.0 else 0.0
+    return min(1.0, 2.0 * t_sf(abs(differences.mean) / error, n - 1))
+
+
+def tost_paired(differences: PairedDifferences, margin: float) -> tuple[float, float, float]:
+    """Two one-sided paired t-tests for equivalence within ±margin: (p, p below, p above).
+
+    Equivalence is shown when p < alpha: the mean difference is significantly above −margin and
+    significantly below +margin. With every difference 0 (a deterministic suite that did not change)
+    the data cannot be anything but equivalent."""
+    from assay.core.distributions import t_sf
+
+    n, mean, error = differences.count, differences.mean, differences.standard_error
+    if n == 0:
+        return 1.0, 1.0, 1.0
+    if n < 2 or error == 0.0:
+        inside = -margin < mean < margin
+        return (0.0, 0.0, 0.0) if inside else (1.0, 1.0, 1.0)
+    lower = t_sf((mean + margin) / error, n - 1)  # H0: mean ≤ −margin
+    upper = t_sf((margin - mean) / error, n - 1)  # H0: mean ≥ +margin
+    return max(lower, upper), lower, upper
+
+
+def mean_interval(differences: PairedDifferences, *, confidence: float = 0.95) -> tuple[float, float]:
+    """The t interval of the mean difference."""
+    from assay.core.distributions import t_quantile
+
+    n, mean, error = differences.count, differences.mean, differences.standard_error
+    if n < 2 or error == 0.0:
+        return mean, mean
+    half = t_quantile(1.0 - (1.0 - confidence) / 2.0, n - 1) * error
+    return mean - half, mean + half
+
+
+def cluster_bootstrap_interval(
+    differences: PairedDifferences, *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile interval of the mean difference, resampling units (each with all its trials).
+
+    Resampling units with replacement is a multinomial draw over the distinct per-unit values, so
+    the cost follows how many values differ (a few, for pass fractions), not the run's size."""
+    if not differences.values:
+        return 0.0, 0.0
+    import numpy
+
+    values, counts = numpy.unique(numpy.asarray(differences.values, dtype=float), return_counts=True)
+    if len(values) == 1:
+        return float(values[0]), float(values[0])
+    generator = numpy.random.default_rng(seed)
+    draws = generator.multinomial(differences.count, counts / differences.count, size=resamples)
+    means = draws @ values / differences.count
+    tail = (1.0 - confidence) / 2.0
+    low, high = numpy.quantile(means, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def units_needed(standard_deviation: float, effect: float, *, alpha: float, power: float, equivalence_margin: float | None = None) -> int | None:
+    """Units (paired) that would decide the comparison at `power`: to detect `effect` as a change
+    (two-sided, level alpha) or, with `equivalence_margin`, to show equivalence when the true
+    difference is `effect` (TOST). None when no number of units could (an effect at the margin)."""
+    from assay.core.distributions import normal_quantile
+
+    if standard_deviation <= 0.0:
+        return None
+    if equivalence_margin is None:
+        if effect == 0.0:
+            return None
+        critical = normal_quantile(1.0 - alpha / 2.0)
+        distance = abs(effect)
+    else:
+        distance = equivalence_margin - abs(effect)
+        if distance <= 0.0:
+            return None
+        critical = normal_quantile(1.0 - alpha)
+    beta = 1.0 - power
+    tail = beta / 2.0 if equivalence_margin is not None and effect == 0.0 else beta
+    z = critical + normal_quantile(1.0 - tail)
+    # Guenther's correction (+ z²/2) brings the normal approximation to the t-test's own n.
+    return max(2, math.ceil((z * standard_deviation / distance) ** 2 + critical**2 / 2.0))
+
+
+def pass_at_k(trials: int, passes: int, k: int) -> float:
+    """The chance that at least one of k trials drawn without replacement passed (the unbiased estimator)."""
+    if k > trials:
+        raise ValueError("k cannot exceed the unit's trials")
+    if trials - passes < k:
+        return 1.0
+    return 1.0 - math.comb(trials - passes, k) / math.comb(trials, k)
+
+
+def pass_hat_k(trials: int, passes: int, k: int) -> float:
+    """pass^k: the chance that all of k trials drawn without replacement passed (reliability)."""
+    if k > trials:
+        raise ValueError("k cannot exceed the unit's trials")
+    return math.comb(passes, k) / math.comb(trials, k)
+
+
+def poisson_binomial_upper_tail(distributions: list[list[float]], at_least: int) -> float:
+    """P(S ≥ at_least) where S is the sum of independent integer variables, each given as its
+    probabilities over 0, 1, 2, …; exact by convolution, truncated at `at_least` (so the cost is
+    units × at_least), and a normal approximation with continuity correction past that cost."""
+    if at_least <= 0:
+        return 1.0
+    maximum = sum(len(probabilities) - 1 for probabilities in distributions)
+    if at_least > maximum:
+        return 0.0
+    import numpy
+
+    if len(distributions) * at_least > 20_000_000:
+        means = [sum(value * p for value, p in enumerate(ps)) for ps in distributions]
+        variances = [sum(value * value * p for value, p in enumerate(ps)) - mean * mean for ps, mean in zip(distributions, means)]
+        from assay.core.distributions import normal_sf
+
+        spread = math.sqrt(max(sum(variances), 1e-300))
+        return normal_sf((at_least - 0.5 - sum(means)) / spread)
+    below = numpy.zeros(at_least)  # P(S = s) for s < at_least
+    below[0] = 1.0
+    for probabilities in distributions:
+        if len(probabilities) == 1 or probabilities[0] == 1.0:
+            continue
+        updated = below * probabilities[0]
+        for value, probability in enumerate(probabilities[1:], start=1):
+            if value < at_least and probability:
+                updated[value:] += below[: at_least - value] * probability
+        below = updated
+    return float(min(1.0, max(0.0, 1.0 - below.sum())))

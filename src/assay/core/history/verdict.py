@@ -1,0 +1,381 @@
+"""The four-way verdict of a comparison: regressed, improved, unchanged or inconclusive — and why.
+
+A run is compared with the run before it, unit by unit, and each unit is judged with the evidence
+there is for how much it flips by chance:
+
+* **stable** units — every trial of their history (the store's last runs, the earlier run included)
+  passed, or every one failed, over at least `min_history` trials; and units a kind knows to be
+  deterministic. Their flips are tested together against the flips the suite's own history predicts
+  by chance (`model.FailureRates`: a unit that never failed in a suite with few flaky units is
+  very unlikely to fail by chance, so one flip can decide; in a suite full of flaky units it cannot).
+* **flaky** units — their history already disagrees. Their failures now are tested as one group
+  against what their histories predict: a flip of one of them is noise unless the group moved.
+* units **without enough history** — single-trial flips are judged as a group, by the exact sign test
+  on the paired changes (McNemar's test when each unit has one trial).
+
+The tests' p-values are corrected together (Holm), for the run and for every group at once. A
+significant change is `regressed` or `improved`; otherwise the paired pass-rate difference is tested
+for equivalence within ±`margin` (two one-sided t-tests, TOST): shown equivalent is `unchanged`, and
+anything else is `inconclusive`, with the number of units that would decide it at `power`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.core.history.model import FailureRates, Tally, estimate_failure_rates
+from assay.core.stats import (
+    PairedDifferences,
+    cluster_bootstrap_interval,
+    holm,
+    pass_at_k,
+    pass_hat_k,
+    paired_t_test,
+    poisson_binomial_upper_tail,
+    sign_test,
+    tost_paired,
+    units_needed,
+)
+
+__all__ = [
+    "REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE", "VERDICTS", "FamilyTest", "UnitEvidence",
+    "Verdict", "VerdictSettings", "judge_comparison",
+]
+
+REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
+VERDICTS = (REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE)
+WORSE, BETTER = "worse", "better"
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictSettings:
+    alpha: float = 0.05
+    margin: float = 0.05  # ± pass-rate points (as a fraction) within which a change counts as none
+    power: float = 0.8
+    min_history: int = 3  # trials of history (its earlier runs') that make a unit's stability known
+    confidence: float = 0.95
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"alpha": self.alpha, "margin": self.margin, "power": self.power, "min_history": self.min_history,
+                "confidence": self.confidence}
+
+
+@dataclass(frozen=True, slots=True)
+class UnitEvidence:
+    """One unit of a comparison: its trials in both runs and its history (up to the earlier run)."""
+
+    unit: str
+    group: str
+    before: Tally | None
+    after: Tally | None
+    history: Tally  # every judged trial of its last runs, the earlier run's included (never the later's)
+    history_runs: int = 0
+    deterministic: bool = False  # its kind knows the same input always gives the same verdict
+
+    @property
+    def paired(self) -> bool:
+        return self.before is not None and self.after is not None and self.before.trials > 0 and self.after.trials > 0
+
+    def family(self, min_history: int) -> str:
+        if self.deterministic:
+            return "stable"
+        history = self.history
+        if history.failed and history.passed:
+            return "flaky"
+        if history.trials >= min_history:
+            return "stable"
+        return "short"
+
+
+@dataclass(frozen=True)
+class FamilyTest:
+    """One test of one family of units (within the run or within a group)."""
+
+    family: str  # stable-pass, stable-fail, flaky, short-history
+    test: str
+    units: int
+    direction: str | None  # worse | better | None (no change observed)
+    observed: float
+    expected: float
+    p_value: float
+    adjusted_p: float = 1.0
+    flips: tuple[str, ...] = ()  # the units whose verdict moved, in run order
+
+    def significant(self, alpha: float) -> bool:
+        return self.direction is not None and self.adjusted_p < alpha
+
+    def describe(self) -> str:
+        if self.family == "stable-pass":
+            what = f"{_plural(len(self.flips), 'unit')} that passed every trial of their history fail now"
+            chance = f"{self.expected:.2g} expected by chance in this suite"
+        elif self.family == "stable-fail":
+            what = f"{_plural(len(self.flips), 'unit')} that failed every trial of their history pass now"
+            chance = f"{self.expected:.2g} expected by chance"
+        elif self.family == "flaky":
+            what = f"flaky units ({self.units}): {self.observed:g} failing trials now, {self.expected:.1f} expected from their history"
+            chance = ""
+        else:
+            what = f"units with too little history ({self.units}): {self.observed:g} changed for the better, {self.expected:g} for the worse"
+            chance = ""
+        return f"{what}{'; ' + chance if chance else ''} ({self.test}, p = {_p(self.p_value)}, Holm-adjusted {_p(self.adjusted_p)})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "family": self.family, "test": self.test, "units": self.units, "direction": self.direction,
+            "observed": self.observed, "expected": self.expected, "p_value": self.p_value,
+            "adjusted_p_value": self.adjusted_p, "flips": list(self.flips[:50]), "flip_count": len(self.flips),
+        }
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a comparison (or one group of it) comes to, and the evidence that decided it."""
+
+    verdict: str
+    scope: str  # "run" or the group's name
+    paired_units: int
+    difference: float  # mean over paired units of (pass fraction after − before)
+    interval: tuple[float, float]  # cluster bootstrap over units, at settings.confidence
+    t_test_p: float
+    equivalence_p: float
+    tests: tuple[FamilyTest, ...]
+    settings: VerdictSettings
+    units_needed: int | None = None
+    deciding: FamilyTest | None = None
+    pass_k: Mapping[str, Any] | None = None
+
+    @property
+    def evidence(self) -> str:
+        if self.deciding is not None:
+            return self.deciding.family
+        return "equivalence" if self.verdict == UNCHANGED else "none"
+
+    def sentence(self) -> str:
+        margin = f"±{self.settings.margin * 100:g} points"
+        difference = f"{self.difference * 100:+.1f} points [{self.interval[0] * 100:+.1f}, {self.interval[1] * 100:+.1f}]"
+        if self.verdict in (REGRESSED, IMPROVED):
+            assert self.deciding is not None
+            return f"{self.verdict.capitalize()}: {self.deciding.describe()}; pass rate {difference}."
+        if self.verdict == UNCHANGED:
+            return (f"Unchanged: the pass rate moved {difference}, within {margin} "
+                    f"(TOST p = {_p(self.equivalence_p)} < alpha {self.settings.alpha:g}); no unit changed beyond chance.")
+        needed = (f"; about {self.units_needed:,} paired units (or trials) would decide it at "
+                  f"{self.settings.power:.0%} power" if self.units_needed else "")
+        if not self.paired_units:
+            return "Inconclusive: no unit was judged in both runs."
+        return (f"Inconclusive: the pass rate moved {difference} over {self.paired_units:,} paired units; no change is "
+                f"significant and equivalence within {margin} is not shown (TOST p = {_p(self.equivalence_p)}){needed}.")
+
+    def to_json(self) -> dict[str, Any]:
+        document = {
+            "verdict": self.verdict,
+            "scope": self.scope,
+            "sentence": self.sentence(),
+            "evidence": self.evidence,
+            "paired_units": self.paired_units,
+            "difference": self.difference,
+            "interval": list(self.interval),
+            "confidence": self.settings.confidence,
+            "t_test_p_value": self.t_test_p,
+            "equivalence": {"test": "TOST (two one-sided paired t-tests)", "margin": self.settings.margin,
+                            "p_value": self.equivalence_p},
+            "tests": [test.to_json() for test in self.tests],
+            "units_needed": self.units_needed,
+            "settings": self.settings.to_json(),
+        }
+        if self.deciding is not None:
+            document["decided_by"] = self.deciding.to_json()
+        if self.pass_k is not None:
+            document["pass_at_k"] = dict(self.pass_k)
+        return document
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _p(value: float) -> str:
+    return "< 1e-12" if value < 1e-12 else f"{value:.3g}"
+
+
+def _reversed(distribution: list[float]) -> list[float]:
+    return distribution[::-1]
+
+
+def _stable_tests(units: Sequence[UnitEvidence], prior: FailureRates, settings: VerdictSettings) -> list[FamilyTest]:
+    """Flips of stable units against the flips chance predicts (exact Poisson-binomial tails)."""
+    tests = []
+    for family, clean in (("stable-pass", "passed"), ("stable-fail", "failed")):
+        members = [unit for unit in units if unit.after is not None and unit.after.trials and _clean(unit, clean)]
+        if not members:
+            continue
+        distributions, flips, observed, expected = [], [], 0, 0.0
+        for unit in members:
+            after = unit.after
+            assert after is not None
+            if unit.deterministic:
+                chance = [1.0] + [0.0] * after.trials
+            else:
+                chance = prior.next_failures(unit.history, after.trials)
+                if clean == "failed":
+                    chance = _reversed(chance)  # now: the chance of k passing trials
+            moved = after.failed if clean == "passed" else after.passed
+            distributions.append(chance)
+            observed += moved
+            expected += sum(k * p for k, p in enumerate(chance))
+            if moved:
+                flips.append(unit.unit)
+        p_value = poisson_binomial_upper_tail(distributions, observed) if observed else 1.0
+        direction = (WORSE if clean == "passed" else BETTER) if observed else None
+        tests.append(FamilyTest(family, "Poisson-binomial tail vs the suite's history", len(members), direction,
+                                observed, expected, p_value, flips=tuple(flips)))
+    return tests
+
+
+def _clean(unit: UnitEvidence, verdict: str) -> bool:
+    """Whether every trial of the unit's history has this verdict."""
+    history = unit.history
+    return history.trials > 0 and (history.failed == 0 if verdict == "passed" else history.passed == 0)
+
+
+def _flaky_test(units: Sequence[UnitEvidence], prior: FailureRates) -> FamilyTest | None:
+    members = [unit for unit in units if unit.after is not None and unit.after.trials]
+    if not members:
+        return None
+    distributions = [prior.next_failures(unit.history, unit.after.trials) for unit in members]  # type: ignore[union-attr]
+    observed = sum(unit.after.failed for unit in members)  # type: ignore[union-attr]
+    expected = sum(sum(k * p for k, p in enumerate(chance)) for chance in distributions)
+    upper = poisson_binomial_upper_tail(distributions, observed)
+    lower = 1.0 - poisson_binomial_upper_tail(distributions, observed + 1)
+    p_value = min(1.0, 2.0 * min(upper, lower))
+    direction = WORSE if observed > expected else BETTER if observed < expected else None
+    flips = tuple(unit.unit for unit in members if unit.before is not None and _fraction(unit.after) != _fraction(unit.before))
+    return FamilyTest("flaky", "two-sided Poisson-binomial test vs each unit's history", len(members), direction,
+                      float(observed), expected, p_value, flips=flips)
+
+
+def _fraction(tally: Tally | None) -> float:
+    return tally.passed / tally.trials if tally is not None and tally.trials else 0.0
+
+
+def _short_history_test(units: Sequence[UnitEvidence]) -> FamilyTest | None:
+    members = [unit for unit in units if unit.paired]
+    if not members:
+        return None
+    better = [unit.unit for unit in members if _fraction(unit.after) > _fraction(unit.before)]
+    worse = [unit.unit for unit in members if _fraction(unit.after) < _fraction(unit.before)]
+    p_value = sign_test(len(better), len(worse))
+    direction = WORSE if len(worse) > len(better) else BETTER if len(better) > len(worse) else None
+    return FamilyTest("short-history", "exact sign test on paired changes (McNemar with one trial)", len(members),
+                      direction, float(len(better)), float(len(worse)), p_value, flips=tuple(worse + better))
+
+
+def _family_tests(units: Sequence[UnitEvidence], prior: FailureRates, settings: VerdictSettings) -> list[FamilyTest]:
+    families: dict[str, list[UnitEvidence]] = {"stable": [], "flaky": [], "short": []}
+    for unit in units:
+        families[unit.family(settings.min_history)].append(unit)
+    tests = _stable_tests(families["stable"], prior, settings)
+    flaky = _flaky_test(families["flaky"], prior)
+    short = _short_history_test(families["short"])
+    return tests + [test for test in (flaky, short) if test is not None]
+
+
+def _pass_k(units: Sequence[UnitEvidence], settings: VerdictSettings) -> dict[str, Any] | None:
+    """pass@k and pass^k before and after, for k up to the fewest trials a paired unit has (≥ 2)."""
+    paired = [unit for unit in units if unit.paired]
+    if not paired:
+        return None
+    k_max = min(min(unit.before.trials, unit.after.trials) for unit in paired)  # type: ignore[union-attr]
+    if k_max < 2:
+        return None
+    document: dict[str, Any] = {"k": list(range(1, k_max + 1))}
+    for side in ("before", "after"):
+        for name, estimator in (("pass_at_k", pass_at_k), ("pass_hat_k", pass_hat_k)):
+            rows = []
+            for k in range(1, k_max + 1):
+                values = tuple(estimator(getattr(unit, side).trials, getattr(unit, side).passed, k) for unit in paired)
+                estimate = PairedDifferences(values)
+                low, high = cluster_bootstrap_interval(estimate, confidence=settings.confidence, seed=settings.seed)
+                rows.append({"k": k, "value": estimate.mean, "interval": [low, high]})
+            document[f"{side}_{name}"] = rows
+    return document
+
+
+def _decide(scope: str, units: Sequence[UnitEvidence], tests: list[FamilyTest], settings: VerdictSettings) -> Verdict:
+    paired = [unit for unit in units if unit.paired]
+    differences = PairedDifferences(tuple(_fraction(unit.after) - _fraction(unit.before) for unit in paired))
+    interval = cluster_bootstrap_interval(differences, confidence=settings.confidence, seed=settings.seed)
+    t_p = paired_t_test(differences)
+    equivalence_p = tost_paired(differences, settings.margin)[0] if paired else 1.0
+    significant = [test for test in tests if test.significant(settings.alpha)]
+    worse = [test for test in significant if test.direction == WORSE]
+    better = [test for test in significant if test.direction == BETTER]
+    deciding = None
+    needed = None
+    if worse:
+        verdict, deciding = REGRESSED, min(worse, key=lambda test: test.adjusted_p)
+    elif better:
+        verdict, deciding = IMPROVED, min(better, key=lambda test: test.adjusted_p)
+    elif paired and equivalence_p < settings.alpha:
+        verdict = UNCHANGED
+    else:
+        verdict = INCONCLUSIVE
+        spread = differences.standard_deviation or (1.0 / max(1, len(paired))) ** 0.5
+        choices = [
+            units_needed(spread, differences.mean, alpha=settings.alpha, power=settings.power),
+            units_needed(spread, differences.mean, alpha=settings.alpha, power=settings.power,
+                         equivalence_margin=settings.margin),
+        ]
+        found = [choice for choice in choices if choice is not None]
+        needed = min(found) if found else None
+    return Verdict(
+        verdict, scope, len(paired), differences.mean, interval, t_p, equivalence_p, tuple(tests), settings,
+        units_needed=needed, deciding=deciding, pass_k=_pass_k(units, settings) if scope == "run" else None,
+    )
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The run's verdict and every group's, decided together."""
+
+    run: Verdict
+    groups: Mapping[str, Verdict] = field(default_factory=dict)
+    flaky_share: float = 0.0
+
+    def to_json(self, *, group_limit: int | None = None) -> dict[str, Any]:
+        groups = list(self.groups.items())
+        if group_limit is not None:
+            groups = groups[:group_limit]
+        return {
+            **self.run.to_json(),
+            "suite_flaky_share": self.flaky_share,
+            "groups": {name: verdict.to_json() for name, verdict in groups},
+            "group_counts": {verdict: sum(1 for group in self.groups.values() if group.verdict == verdict)
+                             for verdict in VERDICTS},
+        }
+
+
+def judge_comparison(units: Iterable[UnitEvidence], settings: VerdictSettings = VerdictSettings()) -> Judgement:
+    """The four-way verdict for the run and for each group (Holm across the run's tests, and across
+    every group's tests together)."""
+    units = list(units)
+    prior = estimate_failure_rates(unit.history for unit in units if unit.history.trials)
+    run_tests = _family_tests(units, prior, settings)
+    _adjust(run_tests)
+    by_group: dict[str, list[UnitEvidence]] = {}
+    for unit in units:
+        by_group.setdefault(unit.group, []).append(unit)
+    group_tests = {group: _family_tests(members, prior, settings) for group, members in by_group.items()}
+    _adjust([test for tests in group_tests.values() for test in tests])
+    groups = {group: _decide(group, by_group[group], tests, settings) for group, tests in group_tests.items()}
+    return Judgement(_decide("run", units, run_tests, settings), groups, prior.flaky_share)
+
+
+def _adjust(tests: list[FamilyTest]) -> None:
+    adjusted = holm([test.p_value for test in tests])
+    for test, value in zip(tests, adjusted):
+        object.__setattr__(test, "adjusted_p", value)
+
