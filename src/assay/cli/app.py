@@ -88,7 +88,7 @@ def main() -> None:
         code = 0
     guard.interrupts = False  # leaving already: a failed final flush only drops the output
     if guard.closed_by_reader and code == 130:
-        print(stdout_guard.closed_message(guard.resume_lines), file=sys.stderr)
+        print(stdout_guard.closed_message(guard.resume_lines, keeps_results=guard.keeps_results), file=sys.stderr)
     _leave(code)
 
 

@@ -82,6 +82,12 @@ class EvalKitCommand(TyperCommand):
             position += 1
 
 
+def _only_checks() -> None:
+    from assay.cli.stdout_guard import nothing_to_keep
+
+    nothing_to_keep()  # `assay doc doctor | head`: the closed-stdout line speaks of no results
+
+
 def _command(name: str, help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return doc_app.command(name, help=help_text, cls=EvalKitCommand)
 
@@ -254,6 +260,7 @@ def scaffold_case_command(
 
 @_command("doctor", "Check the suite: config, roots, adapter, manifests, fixtures, model setup.")
 def doctor_command(config: Optional[str] = ConfigOption, hook_timeout: Optional[str] = HookTimeoutOption) -> None:
+    _only_checks()
     from assay.doc.doctor import run_doctor
 
     seconds = _hook_timeout(hook_timeout)
@@ -271,6 +278,7 @@ def doctor_command(config: Optional[str] = ConfigOption, hook_timeout: Optional[
 
 @_command("list-cases", "Print the suite's case ids, sorted.")
 def list_cases_command(config: Optional[str] = ConfigOption) -> None:
+    _only_checks()
     from assay.doc.cases import discover_case_ids
     from assay.errors import AssayError
 
@@ -286,6 +294,7 @@ def list_cases_command(config: Optional[str] = ConfigOption) -> None:
 def validate_fixtures_command(
     config: Optional[str] = ConfigOption, hook_timeout: Optional[str] = HookTimeoutOption
 ) -> None:
+    _only_checks()
     from assay.doc.fixtures import validate_fixtures
 
     suite = _load_config(config, hook_timeout=hook_timeout)

@@ -38,6 +38,12 @@ def _fail(error: BaseException) -> NoReturn:
     raise typer.Exit(error.exit_code if isinstance(error, AssayError) else 2)
 
 
+def _only_reads() -> None:
+    from assay.cli.stdout_guard import nothing_to_keep
+
+    nothing_to_keep()  # `assay runs … | head`: the closed-stdout line speaks of no results
+
+
 def _open() -> Any:
     from assay.core.results_store import open_store
     from assay.errors import AssayError
@@ -74,6 +80,7 @@ def list_command(
     output_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """List recorded runs, newest first."""
+    _only_reads()
     if kind is not None and kind not in KINDS:
         common.bad_parameter("--kind", f"must be one of {', '.join(KINDS)}")
     from assay.errors import AssayError
@@ -115,6 +122,7 @@ def show_command(
     output_json: bool = typer.Option(False, "--json", help="Print JSON (manifest, groups, failing units)."),
 ) -> None:
     """Show one run: identity, gates, per-target / per-eval table and its failing units."""
+    _only_reads()
     from assay.errors import AssayError
 
     with _open() as store:
@@ -173,6 +181,7 @@ def compare_command(
     output_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Pair two runs unit by unit: regressions, fixes, still failing, new, removed, and whether it matters."""
+    _only_reads()
     from assay.core.run_diff import compare_verdicts
     from assay.errors import AssayError
 

@@ -31,6 +31,7 @@ class StdoutGuard:
         self.closed_by_reader = False
         self.interrupts = True
         self.resume_lines: list[str] = []  # how to continue the run, said on stderr when stdout is gone
+        self.keeps_results = True  # False for a command that only reads or checks (see `nothing_to_keep`)
 
     def write(self, text: str) -> int:
         if self.closed_by_reader:
@@ -96,9 +97,17 @@ def install() -> StdoutGuard:
     return guard
 
 
-def closed_message(resume_lines: Sequence[str] = ()) -> str:
+def nothing_to_keep() -> None:
+    """Said by a command that only reads or checks (`runs compare`, `doc doctor`): when its reader
+    goes, there are no finished results to speak of in the closed-stdout line."""
+    if isinstance(sys.stdout, StdoutGuard):
+        sys.stdout.keeps_results = False
+
+
+def closed_message(resume_lines: Sequence[str] = (), *, keeps_results: bool = True) -> str:
     """One line; with the run's resume lines (printed on the stdout nobody reads any more), it ends
     with the resume command."""
-    text = "assay: standard output was closed, so the command stopped as on Ctrl-C; finished results are kept."
+    text = "assay: standard output was closed, so the command stopped as on Ctrl-C"
+    text += "; finished results are kept." if keeps_results else "."
     resume = [line for line in resume_lines if line.startswith("Resume with ")]
     return f"{text} {resume[-1]}" if resume else text

@@ -1,0 +1,65 @@
+"""A command that only reads or checks (`runs compare`, `doc doctor`), whose reader leaves while it is
+still writing: its closed-stdout line says it stopped, and nothing about results kept (it has none)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+if str(TESTS / "doc") not in sys.path:
+    sys.path.insert(0, str(TESTS / "doc"))
+
+from doc_suites import make_suite  # noqa: E402
+
+STOPPED = "assay: standard output was closed, so the command stopped as on Ctrl-C."
+
+
+def _reader_leaves_after_one_line(*args: object, cwd: Path, store: Path) -> tuple[int, str]:
+    """`assay ARGS | head -1`: read one line, close the pipe, and let the command find out."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", *map(str, args)], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "ASSAY_STORE": str(store)},
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline()
+    process.stdout.close()
+    try:
+        code = process.wait(timeout=60)
+    finally:
+        process.kill()
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    return code, stderr
+
+
+def test_runs_compare_cut_short_by_its_reader_speaks_of_no_results(tmp_path: Path) -> None:
+    from assay.core.record import RunManifest, UnitResult
+    from assay.core.results_store import publish_run
+
+    store = tmp_path / "store" / "assay.db"
+    before = [UnitResult(f"case/unit-{index:05d}", "passed") for index in range(6000)]
+    after = [UnitResult(unit.unit_id, "failed") for unit in before]
+    publish_run(RunManifest("video-before", "video", "2026-01-01T00:00:00Z"), before, database=store)
+    publish_run(RunManifest("video-after", "video", "2026-01-02T00:00:00Z"), after, database=store)
+    # 6,000 listed regressions: far more than a pipe holds, so compare is still writing when the reader goes.
+    code, stderr = _reader_leaves_after_one_line(
+        "runs", "compare", "video-before", "video-after", "--limit", "6000", cwd=tmp_path, store=store
+    )
+    assert code == 130, stderr
+    assert stderr.splitlines()[-1] == STOPPED, stderr
+    assert "Traceback" not in stderr
+
+
+def test_doc_doctor_cut_short_by_its_reader_speaks_of_no_results(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path)
+    adapter = suite.evals / "full_adapter.py"
+    adapter.write_text(adapter.read_text() + "\n\nimport asyncio\n_checked = validate_fixtures\n\n"
+                       "async def validate_fixtures(fixtures):\n"
+                       "    await asyncio.sleep(30)  # still checking when the reader goes\n"
+                       "    return _checked(fixtures)\n")  # fmt: skip
+    code, stderr = _reader_leaves_after_one_line("doc", "doctor", cwd=suite.repo, store=tmp_path / "store" / "assay.db")
+    assert code == 130, stderr
+    assert stderr.splitlines()[-1] == STOPPED, stderr
