@@ -68,6 +68,21 @@ def _did_you_mean(key: str, known: Sequence[str]) -> str:
     return did_you_mean(key, known, form=" (did you mean {}?)")
 
 
+def tool_assay_table(document: Mapping[str, Any], path: Path) -> dict[str, Any] | None:
+    """`[tool.assay]` of a parsed pyproject.toml (None without one). A `tool` or `tool.assay` that is
+    not a table (`tool = 5`) is one `ConfigError` naming the file and the key; every reader of the
+    table goes through here."""
+    tool = document.get("tool")
+    if tool is None:
+        return None
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: `tool` must be a table (it holds [tool.assay]){_got(tool)}")
+    table = tool.get("assay")
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.assay] must be a table{_got(table)}")
+    return table
+
+
 def load_project_config(project: Path) -> ProjectConfig:
     """`[tool.assay]` of `<project>/pyproject.toml`; sub-tables other than pricing/judge belong to other kinds."""
     path = project / "pyproject.toml"
@@ -83,12 +98,9 @@ def load_project_config(project: Path) -> ProjectConfig:
         document = load_toml(text, source=source, error=ConfigError)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"could not read {path}: {error}") from None
-    tool = document.get("tool")
-    table = tool.get("assay") if isinstance(tool, dict) else None
+    table = tool_assay_table(document, path)
     if table is None:
         return ProjectConfig()
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [tool.assay] must be a table")
     where = f"{path} [tool.assay]"
     for key, value in table.items():
         if key not in _KNOWN_KEYS and not isinstance(value, dict):

@@ -45,7 +45,9 @@ def _table(project: Path) -> dict[str, Any] | None:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None  # the project config loader has already reported an unreadable file
-    table = ((document.get("tool") or {}).get("assay") or {}).get("telemetry")
+    from assay.agent.project import tool_assay_table
+
+    table = (tool_assay_table(document, path) or {}).get("telemetry")
     if table is None:
         return None
     if not isinstance(table, dict):
