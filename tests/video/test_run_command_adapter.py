@@ -183,3 +183,15 @@ def test_adapter_timeout_fails_a_call_that_never_answers_and_names_the_option(tm
     assert "did not complete close within 5s" in result.flat
     bad = invoke("video", "run", "--eval-dir", eval_dir, "--adapter-command", command, "--adapter-timeout", "0")
     assert bad.exit_code == 2 and "greater than 0" in bad.output
+
+
+MISBEHAVING = Path(__file__).resolve().parents[1] / "adapters" / "fixtures" / "misbehaving_adapter.mjs"
+
+
+def test_a_protocol_error_is_printed_once(tmp_path):
+    eval_dir = make_eval(tmp_path, CASE)
+    result = invoke("video", "run", "--eval-dir", eval_dir, "--adapter-command", f"node {MISBEHAVING} non-json")
+    assert result.exit_code == 2, result.output
+    assert "Eval failed: adapter command protocol error: invalid JSON on stdout" in result.flat
+    assert result.flat.count("invalid JSON on stdout") == 1, result.output
+    assert "adapter close failed" not in result.flat

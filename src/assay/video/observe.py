@@ -122,7 +122,8 @@ class TrialEvaluator:
             await evaluator.close()
         except Exception as close_error:  # noqa: BLE001 - the adapter's own code
             if error is not None:
-                error.add_note(f"adapter close failed while handling previous error: {error_text(close_error)}")
+                if error_text(close_error) not in str(error):  # a fatal adapter failure fails close too: said once
+                    error.add_note(f"adapter close failed while handling previous error: {error_text(close_error)}")
             elif isinstance(close_error, AssayError):
                 raise
             else:
