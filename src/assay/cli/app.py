@@ -79,7 +79,8 @@ def main() -> None:
     guard = stdout_guard.install()
     _terminate_as_interrupt()
     try:
-        app()
+        with guard.watching():  # a reader that leaves stops the command, even one that writes nothing
+            app()
     except KeyboardInterrupt:  # pragma: no cover - commands handle their own interrupts
         code: object = 130
     except SystemExit as leaving:

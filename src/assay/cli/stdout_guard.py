@@ -4,21 +4,28 @@ A closed pipe turns every later write into `BrokenPipeError`, raised wherever ou
 (a reporter callback on the journal thread, a rich render inside the event loop) and so able to
 wedge a run halfway. The guard stands in for `sys.stdout`: the first failed write points fd 1 at
 /dev/null, so nothing else fails, and interrupts the main thread once, so the command leaves by
-the path Ctrl-C takes (checkpoint kept, adapters stopped, exit 130). Text the stream cannot
-encode (a lone surrogate in a label) is written as backslash escapes, for the same reason.
+the path Ctrl-C takes (checkpoint kept, adapters stopped, exit 130). A command that writes
+nothing for a while (an agent run between its plan and its summary) would only find out at its
+next write, so the guard also watches the pipe itself and acts the moment its reader is gone.
+Text the stream cannot encode (a lone surrogate in a label) is written as backslash escapes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import select
 import signal
+import stat
 import sys
 import threading
 from typing import Any, TextIO
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from assay.core.console import write_escaped
+
+_WATCH_INTERVAL_MS = 1000  # how often the watcher looks at whether the command is done with it
 
 
 class StdoutGuard:
@@ -57,6 +64,39 @@ class StdoutGuard:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        """Around a command: a reader that goes away stops it as a failed write would, the moment it
+        goes, even if the command writes nothing more. Once left, nothing interrupts the main thread
+        (an interrupt sent just before is raised inside, where the caller handles it)."""
+        self.watch_reader()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.interrupts = False
+
+    def watch_reader(self) -> None:
+        """Watch the pipe (or socket) behind the stream from a daemon thread (see `watching`)."""
+        try:
+            descriptor = self._stream.fileno()
+            mode = os.fstat(descriptor).st_mode
+        except (OSError, ValueError, AttributeError):
+            return
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):  # a terminal or a file never loses its reader
+            threading.Thread(target=self._watch, args=(descriptor,), name="assay-stdout-reader", daemon=True).start()
+
+    def _watch(self, descriptor: int) -> None:
+        poller = select.poll()
+        poller.register(descriptor, 0)  # no events asked: poll reports POLLERR and POLLHUP anyway
+        while not self.closed_by_reader:
+            for _, events in poller.poll(_WATCH_INTERVAL_MS):  # returns at once when the reader leaves
+                if events & select.POLLNVAL:
+                    return  # the descriptor was closed here: nothing left to watch
+                if events & (select.POLLERR | select.POLLHUP):
+                    self._reader_gone(BrokenPipeError(errno.EPIPE, "the reader of standard output is gone"))
+                    return
+
     def _reader_gone(self, error: OSError) -> None:
         if error.errno not in (errno.EPIPE, errno.EINVAL) and not isinstance(error, BrokenPipeError):
             raise error
@@ -65,10 +105,10 @@ class StdoutGuard:
                 return
             self.closed_by_reader = True
             _discard_descriptor(self._stream)
-        if self.interrupts:
-            # A real SIGINT to the main thread: it also wakes a blocking wait (the event loop's
-            # select, a thread join) the way Ctrl-C does.
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            if self.interrupts:  # under the lock: `watching` cannot end between the check and the signal
+                # A real SIGINT to the main thread: it also wakes a blocking wait (the event loop's
+                # select, a thread join) the way Ctrl-C does.
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
 
 def _discard_descriptor(stream: TextIO) -> None:
@@ -92,6 +132,7 @@ def _discard_descriptor(stream: TextIO) -> None:
 
 
 def install() -> StdoutGuard:
+    """Stand the guard in for `sys.stdout`; run the command inside `guard.watching()`."""
     guard = StdoutGuard(sys.stdout)
     sys.stdout = guard  # type: ignore[assignment]
     return guard
