@@ -672,3 +672,52 @@ def test_stdin_writer_writes_small_messages_inline_and_keeps_order_after_a_cance
     lines = bytes(received).split(b"\n")
     assert lines[:100] == [b"small %d" % index for index in range(100)]
     assert lines[100:] == [b"big " + b"x" * 3_000_000, b"after", b""]
+
+
+def test_stderr_held_at_start_is_shown_once_in_the_error_of_an_adapter_that_dies():
+    async def scenario():
+        collector = StderrCollector()
+        process = await started(misbehaving("crash-at-start"), stderr_sink=collector, hold_stderr_s=30)
+        with pytest.raises(AdapterRuntimeError) as caught:
+            await process.request("initialize", {})
+        await process.force_stop()
+        return str(caught.value), bytes(collector.data)
+
+    message, mirrored = run(scenario())
+    assert message.endswith("exited unexpectedly (exit code 3); stderr tail: fatal: cannot load the app")
+    assert mirrored == b""  # not mirrored as well
+
+
+def test_stderr_held_at_start_is_mirrored_once_released_or_when_the_hold_runs_out(tmp_path):
+    command = python_adapter(
+        tmp_path,
+        """
+        import json, sys, time
+        sys.stderr.write("loading the model\\n"); sys.stderr.flush()
+        for line in sys.stdin:
+            request = json.loads(line)
+            if request["method"] == "initialize":
+                time.sleep(float(request["params"]["sleep"]))
+            sys.stderr.write(request["method"] + "\\n"); sys.stderr.flush()
+            print(json.dumps({"id": request["id"], "result": None}), flush=True)
+            if request["method"] == "close":
+                break
+        """,
+    )
+
+    async def scenario(hold_s: float, sleep_s: float) -> tuple[bytes, bytes]:
+        collector = StderrCollector()
+        process = await started(command, stderr_sink=collector, hold_stderr_s=hold_s)
+        await process.request("initialize", {"sleep": sleep_s})
+        at_initialized = bytes(collector.data)
+        process.release_stderr()
+        await process.request("evaluate", {})
+        await process.close()
+        return at_initialized, bytes(collector.data)
+
+    at_initialized, everything = run(scenario(30, 0))
+    assert at_initialized == b""  # held while it started …
+    assert everything == b"loading the model\ninitialize\nevaluate\nclose\n"  # … then shown, in order, once
+    at_initialized, everything = run(scenario(0.2, 1.5))
+    assert at_initialized.startswith(b"loading the model\n")  # a slow start's logs are not held for long
+    assert everything == b"loading the model\ninitialize\nevaluate\nclose\n"

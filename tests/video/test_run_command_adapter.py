@@ -195,3 +195,21 @@ def test_a_protocol_error_is_printed_once(tmp_path):
     assert "Eval failed: adapter command protocol error: invalid JSON on stdout" in result.flat
     assert result.flat.count("invalid JSON on stdout") == 1, result.output
     assert "adapter close failed" not in result.flat
+
+
+def test_an_adapter_that_dies_at_start_is_one_error_with_its_stderr_once(tmp_path):
+    import subprocess
+    import sys
+
+    eval_dir = make_eval(tmp_path, CASE)
+    missing = tmp_path / "nope.mjs"
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "video", "run", "--eval-dir", str(eval_dir), "--adapter-command", f"node {missing}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    output = done.stdout  # stdout and stderr as a terminal shows them, together
+    assert done.returncode == 2, output
+    assert f"Eval failed: adapter command 'node {missing}' failed to initialize: " in output
+    assert "exited unexpectedly (exit code 1); stderr tail: " in output
+    assert output.count("Cannot find module") == 1, output  # node's stack trace, once
+    assert "Case clip" not in output and "target number" not in output, "it looked like a started run"

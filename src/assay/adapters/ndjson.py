@@ -35,6 +35,7 @@ __all__ = [
     "ProcessTimeouts",
     "RequestTimedOut",
     "RequestTimeout",
+    "START_STDERR_HOLD_S",
     "START_TIMEOUT_VARIABLE",
     "parse_command",
     "start_ndjson_process",
@@ -77,6 +78,10 @@ class RequestTimeout:
 
 
 NO_TIMEOUT = RequestTimeout(None)
+
+# How long an adapter's stderr is held back while it starts: a crash at start (a missing module, a
+# syntax error) shows its stderr once, in the error, and a slow start's logs are still seen soon.
+START_STDERR_HOLD_S = 5.0
 
 START_TIMEOUT_VARIABLE = "ASSAY_ADAPTER_START_TIMEOUT"
 DEFAULT_START_TIMEOUT_S = 30.0
@@ -527,6 +532,7 @@ class NdjsonProcess:
         timeouts: ProcessTimeouts,
         budget: MessageBudget,
         call_timeout: RequestTimeout,
+        hold_stderr_s: float = 0.0,
     ) -> None:
         self._tree = tree
         self._stdin = _PipeWriter(stdin_fd)
@@ -547,6 +553,12 @@ class NdjsonProcess:
         self._stderr_tail = bytearray()
         self._background: set[asyncio.Task[Any]] = set()
         self._loop = asyncio.get_running_loop()
+        # Stderr held back while the adapter starts (None: mirrored as it arrives), see `release_stderr`.
+        self._held_stderr: bytearray | None = None
+        self._hold_timer: asyncio.TimerHandle | None = None
+        if hold_stderr_s > 0:
+            self._held_stderr = bytearray()
+            self._hold_timer = self._loop.call_later(hold_stderr_s, self.release_stderr)
         self._stdout = _LineReader(
             stdout_fd,
             budget=budget,
@@ -581,6 +593,30 @@ class NdjsonProcess:
     def stderr_tail(self) -> str:
         text = bytes(self._stderr_tail).decode("utf-8", errors="replace").strip()
         return text if text else "(empty)"
+
+    def _stderr_tail_for_message(self) -> str:
+        """The stderr tail for a failure message; stderr still held back is shown there, so it is
+        never mirrored as well (a crash at start would print its stack trace twice)."""
+        self._stop_holding_stderr()
+        return self.stderr_tail()
+
+    def _stop_holding_stderr(self) -> bytes:
+        """What was held back (b"" if nothing), from now on mirrored as it arrives."""
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        held, self._held_stderr = self._held_stderr, None
+        return bytes(held or b"")
+
+    def release_stderr(self) -> None:
+        """Mirror the stderr held back since the start and everything after it as it arrives.
+
+        Called once the adapter has started (or when the hold runs out, or the process stops): an
+        adapter that fails to start has its stderr shown once, in the failure's message."""
+        held = self._stop_holding_stderr()
+        if held:
+            with contextlib.suppress(Exception):
+                self._stderr_sink(held)
 
     # ---- requests -------------------------------------------------------------------------
 
@@ -682,7 +718,7 @@ class NdjsonProcess:
                 self._fail(
                     AdapterRuntimeError(
                         f"adapter command '{self.display_command}' could not write to adapter process: "
-                        f"{error} ({self._exit_description()}); stderr tail: {self.stderr_tail()}"
+                        f"{error} ({self._exit_description()}); stderr tail: {self._stderr_tail_for_message()}"
                     )
                 )
                 raise self._copy_failure() from None
@@ -756,7 +792,7 @@ class NdjsonProcess:
         self._fail(
             AdapterRuntimeError(
                 f"adapter command '{self.display_command}' closed stdout unexpectedly "
-                f"({self._exit_description()}); stderr tail: {self.stderr_tail()}"
+                f"({self._exit_description()}); stderr tail: {self._stderr_tail_for_message()}"
             )
         )
 
@@ -816,8 +852,13 @@ class NdjsonProcess:
         if not chunk:
             self._close_stderr()
             return 0
-        with contextlib.suppress(Exception):
-            self._stderr_sink(chunk)
+        if self._held_stderr is not None:
+            self._held_stderr += chunk
+            if len(self._held_stderr) > STDERR_TAIL_BYTES:  # more than a message shows: show it all now
+                self.release_stderr()
+        else:
+            with contextlib.suppress(Exception):
+                self._stderr_sink(chunk)
         self._stderr_tail += chunk
         if len(self._stderr_tail) > STDERR_TAIL_BYTES:
             del self._stderr_tail[: len(self._stderr_tail) - STDERR_TAIL_BYTES]
@@ -847,7 +888,7 @@ class NdjsonProcess:
             self._fail(
                 AdapterRuntimeError(
                     f"adapter command '{self.display_command}' exited unexpectedly "
-                    f"({self._exit_description()}); stderr tail: {self.stderr_tail()}"
+                    f"({self._exit_description()}); stderr tail: {self._stderr_tail_for_message()}"
                 )
             )
 
@@ -911,7 +952,7 @@ class NdjsonProcess:
         if code != 0:
             raise AdapterRuntimeError(
                 f"adapter command '{self.display_command}' exited after close "
-                f"(exit code {code}); stderr tail: {self.stderr_tail()}"
+                f"(exit code {code}); stderr tail: {self._stderr_tail_for_message()}"
             )
         return result
 
@@ -939,6 +980,7 @@ class NdjsonProcess:
             # Everything that could write to the pipes is gone: take in the last of it, then let go.
             self._stdout.read_available(EXIT_DRAIN_BYTES)
             self._read_stderr_available(EXIT_DRAIN_BYTES)
+            self.release_stderr()
             self._stdout.close()
             self._close_stderr()
             for task in list(self._background):
@@ -963,11 +1005,14 @@ async def start_ndjson_process(
     budget: MessageBudget = DEFAULT_MESSAGE_BUDGET,
     call_timeout: RequestTimeout = NO_TIMEOUT,
     extra_env: Mapping[str, str] | None = None,
+    hold_stderr_s: float = 0.0,
 ) -> NdjsonProcess:
     """Spawn `command` (no shell, cwd and environment inherited, plus `extra_env`) as the leader of a new session.
 
     `budget` bounds the adapter output held at once; the default one is shared by every process
-    of the run. `call_timeout` applies to every request that does not bring its own."""
+    of the run. `call_timeout` applies to every request that does not bring its own. With
+    `hold_stderr_s`, stderr is held back for up to that long, until `release_stderr()`: a failure
+    before then shows it once, in its message, instead of also mirroring it."""
     argv = parse_command(command)
     display_command = shlex.join(argv)
     # Our own pipes (the child gets the other ends as fds 0-2), read and written without asyncio's
@@ -999,4 +1044,5 @@ async def start_ndjson_process(
         timeouts=timeouts,
         budget=budget,
         call_timeout=call_timeout,
+        hold_stderr_s=hold_stderr_s,
     )

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 
-from assay.adapters.ndjson import EncodedJson, NdjsonProcess, RequestTimeout, start_ndjson_process, start_timeout
+from assay.adapters.ndjson import (
+    START_STDERR_HOLD_S,
+    EncodedJson,
+    NdjsonProcess,
+    RequestTimeout,
+    start_ndjson_process,
+    start_timeout,
+)
 from assay.errors import AdapterRuntimeError
 from assay.video.adapters import AdapterConfig, FrameSample, TargetContext
 from assay.video.png_encoding import png_view
@@ -206,9 +213,12 @@ async def start_command_evaluator(
     command: str, config: AdapterConfig, *, initialize_timeout: RequestTimeout | None = None, **process_options: Any
 ) -> CommandEvaluator:
     """Spawn the adapter command and initialize it; `process_options` go to `start_ndjson_process`
-    (`call_timeout` for evaluate calls). `initialize` gets `start_timeout()` unless told otherwise."""
+    (`call_timeout` for evaluate calls). `initialize` gets `start_timeout()` unless told otherwise.
+
+    The adapter's stderr is mirrored once it has initialized: before that (up to a few seconds) it
+    is held, so an adapter that dies at start shows its stderr once, in the error, not twice."""
     initialize_limit = initialize_timeout or start_timeout()
-    process = await start_ndjson_process(command, **process_options)
+    process = await start_ndjson_process(command, hold_stderr_s=START_STDERR_HOLD_S, **process_options)
     try:
         try:
             result = await process.request("initialize", _initialize_params(config), timeout=initialize_limit)
@@ -220,4 +230,5 @@ async def start_command_evaluator(
     except BaseException:
         await asyncio.shield(process.force_stop())
         raise
+    process.release_stderr()
     return CommandEvaluator(process, supports_evaluate, supports_evaluate_many)

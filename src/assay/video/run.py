@@ -371,6 +371,10 @@ class VideoRun:
         results, pending = self._pending(trial, case)
         if not pending:
             return results
+        work = [(target, todo) for target, todo, _ in pending if todo]
+        # Started before the case's heading is shown: an adapter that cannot start is a failed
+        # start, not a case that seemed to begin.
+        evaluator = await evaluators.get() if work and remote is None else None
         total = sum(len(todo) + len(ignored) for _, todo, ignored in pending)
         events = self.events
         events.section_started(SectionStarted(1, total, VideoSection(trial, repeat, case)))
@@ -387,7 +391,6 @@ class VideoRun:
         for target, _, ignored in pending:
             for sample in ignored:
                 store(target, make_result(sample, target, status="ignored", reason=sample.ignore or ""))
-        work = [(target, todo) for target, todo, _ in pending if todo]
         if not work:
             if self._checkpoint is not None:
                 await self._checkpoint.drain()
@@ -395,7 +398,7 @@ class VideoRun:
         if remote is not None:
             await self._store_remote(trial, remote, work, order, results)
             return results
-        evaluator = await evaluators.get()
+        assert evaluator is not None
 
         def handle(observation: Observation) -> Any:
             return store(observation.target, self.result_of(observation), observation.pixels)
