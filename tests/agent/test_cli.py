@@ -448,3 +448,45 @@ def test_a_misspelt_rerun_value_is_named_not_taken_for_an_experiment(tmp_path):
     completed = run_cli("run", "--project", str(tmp_path), "--rerun", "faild")
     assert completed.returncode == 2
     assert completed.stderr.strip() == "Error: --rerun takes failed or all, got 'faild'; did you mean 'failed'?"
+
+
+def write_quiet_agent_project(root: Path) -> None:
+    """Two experiments over one agent that stays silent for 2 s: `bounded` has a time limit, `open` none."""
+    (root / "evals").mkdir(parents=True)
+    (root / "experiments").mkdir()
+    (root / "pyproject.toml").write_text("[tool.assay]\n")
+    agent = textwrap.dedent("""
+        import asyncio
+        from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message
+
+        async def send(turn_input, ctx):
+            await asyncio.sleep(2)
+            return Turn([message("late, but here")])
+
+        quiet = define_agent(name="quiet", send=send, evidence_coverage=complete_evidence_coverage)
+    """)
+    (root / "experiments" / "open.py").write_text(agent + "experiment = Experiment(agent=quiet)\n")
+    (root / "experiments" / "bounded.py").write_text(agent + "experiment = Experiment(agent=quiet, timeout=60)\n")
+    for name in ("first", "second"):
+        (root / "evals" / f"{name}_eval.py").write_text(
+            "from assay.agent import define_eval\n\n@define_eval\nasync def test(t):\n    await t.send('hi')\n"
+        )
+
+
+def test_an_agent_with_no_time_limit_that_stays_silent_gets_one_warning_naming_it_and_timeout(tmp_path):
+    root = tmp_path / "proj"
+    write_quiet_agent_project(root)
+    environment = {**os.environ, "ASSAY_SILENCE_WARNING_SECONDS": "0.5", "ASSAY_STORE": str(tmp_path / "store.db")}
+    completed = run_cli("run", "--project", str(root), env=environment)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    warnings = [line for line in completed.stdout.splitlines() if line.startswith("warning")]
+    assert len(warnings) == 1, completed.stdout  # once for the experiment, not once per silent send
+    assert warnings[0].startswith("warning [agent_silent]: agent 'quiet' has sent nothing back for 0.5s (open/")
+    assert "has no time limit" in warnings[0] and "set `timeout=`" in warnings[0]
+    assert "PASSED" in completed.stdout  # it kept waiting, and the late replies were graded
+
+    off = run_cli("run", "--project", str(root), "--rerun", "all", env={**environment, "ASSAY_SILENCE_WARNING_SECONDS": "0"})
+    assert off.returncode == 0 and "agent_silent" not in off.stdout, off.stdout
+    wrong = run_cli("run", "--project", str(root), env={**environment, "ASSAY_SILENCE_WARNING_SECONDS": "soon"})
+    assert wrong.returncode == 2
+    assert "ASSAY_SILENCE_WARNING_SECONDS must be a number of seconds (0: never warn), got 'soon'" in wrong.stderr

@@ -186,6 +186,7 @@ class SessionLine:
         trace = None
         if tracing is not None:
             trace, self.context.turn_telemetry = tracing.open_turn(self.index, ordinal)
+        silence = settings.silence.start(settings, label) if settings.silence is not None else None
         try:
             with runtime.timeline.phase("agent.send", label, settings.signal):
                 raw = await call_with_retries(
@@ -197,6 +198,8 @@ class SessionLine:
                 f"agent {agent.name!r} send failed (retries exhausted): {failure}", exhausted.last.detail
             ) from failure
         finally:
+            if silence is not None:
+                silence.cancel()
             if trace is not None:
                 tracing.close_turn(trace)
                 self.context.turn_telemetry = None

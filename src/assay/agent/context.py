@@ -179,6 +179,7 @@ class AttemptSettings(NamedTuple):
     judge_config: Mapping[str, Any] | None = None  # eval > experiment > project, merged
     judge_declared: bool = False
     retry_base_seconds: float = 5.0  # backoff before resending a send the agent provably rejected
+    silence: Any = None  # the run's `SilenceWatch` (a warning when a send with no deadline stays silent)
 
 
 class AgentContext:

@@ -25,6 +25,7 @@ from assay.agent.identity import effective_timeout
 from assay.agent.judge_preflight import PREFLIGHT_TIMEOUT_S
 from assay.agent.judging import Judge, LLMJudge, merged_judge_config
 from assay.agent.report import shown_in_failure_lines
+from assay.agent.silence import SilenceWatch, silence_warning_seconds
 from assay.agent.slot_result import EARLY_EXIT, SlotResult, is_early_exit, slot_result
 from assay.agent.units import agent_unit, agent_unit_text, plain_text
 from assay.core.run_events import RunEvents, RunStarted, RunWarning, UnitDurable
@@ -91,6 +92,8 @@ class RunOptions:
     retry_base_seconds: float = 5.0  # backoff before resending a send the agent provably rejected
     early_exit: bool | None = None  # --early-exit / --no-early-exit: wins over experiment and eval
     judge_preflight_timeout: float = PREFLIGHT_TIMEOUT_S  # seconds for each judge endpoint's probe before dispatch
+    # Seconds a send with no deadline may stay silent before the run warns once (ASSAY_SILENCE_WARNING_SECONDS).
+    silence_warning_seconds: float | None = field(default_factory=silence_warning_seconds)
 
 
 def early_exit_enabled(cli: bool | None, planned: PlannedAttempt) -> bool:
@@ -351,6 +354,8 @@ class AgentRun:
         self._preflight: tuple[dict[str, Any], dict[str, str]] | None = None  # (endpoints, unreachable)
         self._identity_documents: dict[int, dict[str, Any]] = {}
         self._resolved_settings: dict[tuple[str, float | None, int], tuple[Any, Any, Any]] = {}
+        silence = options.silence_warning_seconds
+        self._silence = SilenceWatch(silence, self._warn) if silence else None
 
     # -- control --------------------------------------------------------------------------------
     @property
@@ -493,6 +498,7 @@ class AgentRun:
             planned.experiment.id, planned.eval.id, planned.ordinal, None, experiment.agent, definition.kind,
             planned.eval.directory, planned.attempt_id(options.run_id), definition.tags, timeout,
             options.pricing or {}, self._judge, judge_config, bool(definition.judge), options.retry_base_seconds,
+            self._silence,
         )
 
     def _unrun(self, planned: PlannedAttempt, outcome: str, error: dict[str, Any] | None = None,

@@ -1,0 +1,68 @@
+"""One warning line when an agent with no time limit has sent nothing back for a long time.
+
+An attempt without `timeout` waits for its agent as long as it takes (the default, as in NiceEval), so
+an agent that stops answering after start-up would hold the run without a word. After five minutes
+of silence in one send the run says so once per experiment, naming the agent, the eval and the option
+that bounds the wait; it keeps waiting. ASSAY_SILENCE_WARNING_SECONDS changes the five minutes (0: off).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from assay.errors import UsageError
+
+__all__ = ["DEFAULT_SILENCE_SECONDS", "SILENCE_VARIABLE", "SilenceWatch", "silence_warning_seconds"]
+
+SILENCE_VARIABLE = "ASSAY_SILENCE_WARNING_SECONDS"
+DEFAULT_SILENCE_SECONDS = 300.0
+
+
+def silence_warning_seconds(environment: Mapping[str, str] = os.environ) -> float | None:
+    """Seconds of silence before the warning (ASSAY_SILENCE_WARNING_SECONDS, default 300); None: never."""
+    text = environment.get(SILENCE_VARIABLE)
+    if text is None or not text.strip():
+        return DEFAULT_SILENCE_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise UsageError(f"{SILENCE_VARIABLE} must be a number of seconds (0: never warn), got {text!r}")
+    return seconds or None
+
+
+class SilenceWatch:
+    """The run's watch over sends without a deadline: `start` when a send begins, cancel what it
+    returns when the send settles. `warn(code, message, **fields)` is the run's warning event."""
+
+    __slots__ = ("seconds", "_warn", "_warned")
+
+    def __init__(self, seconds: float, warn: Callable[..., Any]) -> None:
+        self.seconds = seconds
+        self._warn = warn
+        self._warned: set[str] = set()  # experiments already named: one line each, not one per stalled send
+
+    def start(self, settings: Any, label: str) -> asyncio.TimerHandle | None:
+        """A timer for one send of the attempt `settings` describes; None when the attempt has a deadline."""
+        if settings.timeout is not None or settings.experiment_id in self._warned:
+            return None
+        return asyncio.get_running_loop().call_later(self.seconds, self._say, settings, label)
+
+    def _say(self, settings: Any, label: str) -> None:
+        if settings.experiment_id in self._warned:
+            return
+        self._warned.add(settings.experiment_id)
+        agent = getattr(settings.agent, "name", "agent")
+        where = f"{settings.experiment_id}/{settings.eval_id} attempt {settings.attempt + 1}, {label}"
+        self._warn(
+            "agent_silent",
+            f"agent {agent!r} has sent nothing back for {self.seconds:g}s ({where}) and has no time limit, so the "
+            "run keeps waiting: set `timeout=` on the experiment or eval (or `[tool.assay] timeout`, `--timeout`) "
+            "to stop waiting",
+            agent=agent, experiment_id=settings.experiment_id, eval_id=settings.eval_id, seconds=self.seconds,
+        )
