@@ -44,6 +44,17 @@ def test_js_starter_passes_a_real_run_through_node(tmp_path):
     assert "10 evaluated, 10 passed, 0 failed" in run.stdout
 
 
+def test_running_a_js_starter_without_its_command_names_the_command_to_use(tmp_path):
+    made = assay("video", "init", "jseval", "--adapter", "js", cwd=tmp_path)
+    assert made.returncode == 0, made.stdout + made.stderr
+    plain = assay("video", "run", "--eval-dir", "jseval", cwd=tmp_path)
+    assert plain.returncode == 2, plain.stdout + plain.stderr
+    assert plain.stdout.strip() == (
+        f"Eval failed: adapter file does not exist: {tmp_path.resolve()}/jseval/adapter.py; this eval's adapter is "
+        "adapter.mjs (JavaScript): run it with --adapter-command 'node jseval/adapter.mjs'"
+    )
+
+
 def test_existing_files_are_kept_unless_forced(tmp_path):
     (tmp_path / "eval").mkdir()
     (tmp_path / "eval" / "config.yaml").write_text("mine\n")

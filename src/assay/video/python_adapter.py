@@ -8,11 +8,12 @@ async, with or without the config argument) returning an object with `evaluate` 
 from __future__ import annotations
 
 import inspect
+import shlex
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from assay.adapters.loading import load_adapter_callable
+from assay.adapters.loading import AdapterTarget, load_adapter_callable, parse_adapter_target
 from assay.core.asyncutil import call_user_code
 from assay.errors import AdapterError
 from assay.video.adapters import AdapterConfig, FrameSample, TargetContext
@@ -99,11 +100,32 @@ def _frame_function_evaluator(function: Any, style: tuple[str, str], executor: E
     return PythonEvaluator(function, None, None, executor)
 
 
+JAVASCRIPT_ADAPTER_NAMES = ("adapter.mjs", "adapter.js")
+
+
+def _javascript_adapter_hint(target: AdapterTarget) -> str:
+    """For a missing Python adapter file with a JavaScript adapter beside it (an eval written by
+    `assay video init --adapter js`), the option that runs that one; else ""."""
+    if target.file is None or target.file.exists():
+        return ""
+    for name in JAVASCRIPT_ADAPTER_NAMES:
+        if (target.file.parent / name).is_file():
+            command = shlex.join(["node", Path(target.module).with_name(name).as_posix()])
+            return f"; this eval's adapter is {name} (JavaScript): run it with --adapter-command {shlex.quote(command)}"
+    return ""
+
+
 async def create_python_evaluator(
     adapter: str, config: AdapterConfig, *, executor: Executor | None = None, cwd: Path | None = None
 ) -> PythonEvaluator:
     """Import `adapter` afresh (module globals never survive between trials) and build an evaluator."""
-    function, _ = load_adapter_callable(adapter, extra_search_paths=[config.eval_dir.parent], cwd=cwd)
+    try:
+        function, _ = load_adapter_callable(adapter, extra_search_paths=[config.eval_dir.parent], cwd=cwd)
+    except AdapterError as error:
+        hint = _javascript_adapter_hint(parse_adapter_target(adapter, cwd=cwd))
+        if not hint:
+            raise
+        raise AdapterError(f"{error}{hint}") from None
     style = _frame_function_style(function)
     if style is not None and not inspect.isclass(function):
         return _frame_function_evaluator(function, style, executor)
