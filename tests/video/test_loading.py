@@ -87,6 +87,32 @@ def test_no_case_files_message_with_and_without_a_filter(tmp_path: Path) -> None
     assert load_error(eval_dir, case="b") == f"no case files found under {cases_dir} matching case 'b'"
 
 
+def test_a_misspelt_case_names_the_case_meant(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, {"colors.yaml": SIMPLE_CASE, "lamp.yaml": SIMPLE_CASE})
+    cases_dir = eval_dir / "cases"
+    message = f"no case files found under {cases_dir} matching case 'colour'; did you mean 'colors'?"
+    assert load_error(eval_dir, case="colour") == message
+    assert load_error(eval_dir, case="colour.yaml") == message.replace("'colour'", "'colour.yaml'")
+    assert load_error(eval_dir, case="zzz").endswith("matching case 'zzz'")  # nothing close: no guess
+
+
+def test_commands_run_inside_the_eval_directory_say_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from video_evals import invoke
+
+    eval_dir = make_eval(tmp_path, {"a.yaml": SIMPLE_CASE})
+    monkeypatch.chdir(eval_dir)
+    hint = "you seem to be inside the eval directory: pass --eval-dir . or run from its parent folder"
+    validated = invoke("video", "validate")
+    assert validated.exit_code == 1
+    assert f"- eval: eval directory does not exist: {eval_dir / 'eval'}; {hint}" in validated.flat
+    ran = invoke("video", "run")
+    assert ran.exit_code == 2 and f"Eval failed: eval directory does not exist: {eval_dir / 'eval'}; {hint}" in ran.flat
+    monkeypatch.chdir(tmp_path)  # elsewhere, a missing eval dir is only missing
+    assert invoke("video", "validate", "--eval-dir", "nowhere").flat.strip().endswith(
+        f"eval directory does not exist: {tmp_path / 'nowhere'}"
+    )
+
+
 @pytest.mark.parametrize("selector", ["a", "a.yaml", "a.yml"])
 def test_case_selector_matches_on_stem(tmp_path: Path, selector: str) -> None:
     eval_dir = make_eval(tmp_path, {"a.yml": SIMPLE_CASE, "b.yaml": SIMPLE_CASE})

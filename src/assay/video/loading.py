@@ -29,6 +29,7 @@ from assay.core.bounded_input import (
     load_yaml,
     read_bounded,
 )
+from assay.core.format import did_you_mean
 from assay.errors import AssayError, CaseError, ConfigError, UsageError
 from assay.video.casefile_schema import RawThresholds, parse_case_file, parse_eval_config_file
 from assay.video.model import (
@@ -119,10 +120,18 @@ def read_yaml_mapping(path: Path, *, error_type: type[AssayError] = CaseError) -
 def resolve_eval_dir(eval_dir: Path | str) -> Path:
     path = Path(eval_dir).expanduser().resolve()
     if not path.exists():
-        raise CaseError(f"eval directory does not exist: {path}")
+        raise CaseError(f"eval directory does not exist: {path}{_inside_eval_dir_hint(path)}")
     if not path.is_dir():
         raise CaseError(f"eval directory must be a directory: {path}")
     return path
+
+
+def _inside_eval_dir_hint(missing: Path) -> str:
+    """When the missing eval dir would lie in one (`assay video validate` run inside `eval/`), say so."""
+    parent = missing.parent
+    if (parent / CASES_DIR_NAME).is_dir() and parent == Path.cwd().resolve():
+        return "; you seem to be inside the eval directory: pass --eval-dir . or run from its parent folder"
+    return ""
 
 
 def _thresholds_from_raw(raw: RawThresholds) -> Thresholds:
@@ -208,7 +217,8 @@ def discover_case_paths(eval_dir: Path, case: str | None = None, targets: Sequen
         candidates = discovered
     if not candidates:
         matching = f" matching case {case!r}" if case else ""
-        raise CaseError(f"no case files found under {cases_dir}{matching}")
+        hint = did_you_mean(normalize_case_selector(case), (path.stem for path in discovered)) if case else ""
+        raise CaseError(f"no case files found under {cases_dir}{matching}{hint}")
     _check_unique_stems(candidates)
     target_ids = normalize_target_selectors(targets)
     if target_ids:
