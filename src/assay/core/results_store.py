@@ -812,16 +812,19 @@ def publish_held_runs(*, database: Path | None = None) -> list[str]:
         lock = _held_lock(path)
         if not lock.is_abandoned():
             continue  # its process is still running: it publishes the record itself
-        try:
-            _, manifest_text, *unit_texts = path.read_text(encoding="utf-8").splitlines()
-            manifest = RunManifest.from_json(json.loads(manifest_text))
-            units = [UnitLine.parse(text) for text in unit_texts]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if publish_run_quietly(lambda: (manifest, units), database=database, replace=True) is not None:
+        record = _read_held(path)
+        if record is not None and publish_run_quietly(lambda: record, database=database, replace=True) is not None:
             lock.break_if_stale()
-            published.append(manifest.run_id)
+            published.append(record[0].run_id)
     return published
+
+
+def _read_held(path: Path) -> tuple[RunManifest, list[UnitLine]] | None:
+    try:
+        _, manifest_text, *unit_texts = path.read_text(encoding="utf-8").splitlines()
+        return RunManifest.from_json(json.loads(manifest_text)), [UnitLine.parse(text) for text in unit_texts]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 # ---------------------------------------------------------------------------------------------
