@@ -29,6 +29,7 @@ from assay.agent.sandbox.interface import (
     RawOutput,
 )
 from assay.agent.sandbox.registry import SandboxEntry, write_entry
+from assay.core.fsutil import is_contained
 
 BUBBLEWRAP = "bubblewrap"
 PROCESS_GROUP = "process-group"
@@ -269,42 +270,63 @@ class LocalSandbox:
             return os.path.join(self.tmp, path[len("/tmp/"):]) if path != "/tmp" else self.tmp
         return path
 
-    def _writable(self, path: str) -> str:
+    def _contained(self, path: str, action: str, *, follow_last: bool = True) -> str:
+        """The host path of sandbox path `path` when it stays in the sandbox's own folders (workdir, home,
+        /tmp) with every link on the way followed (`follow_last=False`: all but a link at its end, the
+        thing asked about); `SandboxError` naming it otherwise. Reads are held to this as writes are:
+        an agent can plant a link, and the eval side must not read or write the host through it."""
         host = self._host(path)
-        real = os.path.realpath(host)
-        root = os.path.realpath(self.root)
-        if not (real == root or real.startswith(root + os.sep)) or real.startswith(os.path.realpath(self.ledger_dir)):
-            raise SandboxError(f"{path} is outside the sandbox's writable folders (workdir, home, /tmp)")
+        lexical = Path(os.path.abspath(host))
+        folders = (self.workdir, self.home, self.tmp)
+        inside = next((Path(folder) for folder in folders if lexical.is_relative_to(folder)), None)
+        if inside is None:
+            raise SandboxError(f"refusing to {action} {path}: it is outside the sandbox (its workdir, home and /tmp)")
+        real = Path(os.path.realpath(lexical if follow_last or lexical == inside else lexical.parent))
+        if not any(real.is_relative_to(os.path.realpath(folder)) for folder in folders):
+            raise SandboxError(f"refusing to {action} {path}: a link on the way leads outside the sandbox, to {real}")
         return host
 
+    def _refuse_links_out(self, root: str, relative_paths: Sequence[str], action: str) -> None:
+        """`SandboxError` for the first of `relative_paths` under the sandbox folder `root` that is a
+        link leading outside the sandbox: a transfer would write or read the host through it."""
+        for relative in relative_paths:
+            candidate = os.path.join(root, relative)
+            if os.path.islink(candidate):
+                self._contained(candidate, action)
+
     async def read_bytes(self, path: str) -> bytes:
+        host = self._contained(path, "read")
         try:
-            with open(self._host(path), "rb") as file:
+            with open(os.path.realpath(host), "rb", opener=_no_final_link) as file:
                 return file.read()
         except OSError as error:
             raise SandboxError(f"could not read {path} in the sandbox: {error.strerror or error}") from None
 
     async def write_bytes(self, path: str, data: bytes) -> None:
-        host = self._writable(path)
+        host = self._contained(path, "write")
         try:
             os.makedirs(os.path.dirname(host), exist_ok=True)
+            host = self._contained(path, "write")  # again: a folder made meanwhile may be a link
+            real = os.path.realpath(host)
             try:
-                before: os.stat_result | None = os.stat(host)
+                before: os.stat_result | None = os.stat(real)
             except FileNotFoundError:
                 before = None
-            with open(host, "wb") as file:
+            with open(real, "wb", opener=_no_final_link) as file:
                 file.write(data)
-            _outdate_cached_bytecode(host, before, len(data))
+            _outdate_cached_bytecode(real, before, len(data))
         except OSError as error:
             raise SandboxError(f"could not write {path} in the sandbox: {error.strerror or error}") from None
 
     async def path_exists(self, path: str) -> bool:
-        return os.path.lexists(self._host(path))
+        return os.path.lexists(self._contained(path, "look for", follow_last=False))
 
     async def upload_directory(self, source: Path, target: str, ignore: Sequence[str]) -> None:
         from assay.agent.sandbox.handle import ignored
 
-        host = self._writable(target)
+        host = self._contained(target, "upload into")
+        # What the copy would write through: a link the agent left where an uploaded file or folder goes.
+        self._refuse_links_out(host, _counterparts(source, host, ignore), "upload into")
         if not ignore and shutil.which("cp"):
             # `cp -a` is about twice as fast as copytree, and like it keeps modes, links and modification
             # times (old times also spare the ledger git's re-hashing of "racily clean" new files).
@@ -338,8 +360,11 @@ class LocalSandbox:
                 self._packs.append(pack)
 
     async def download_directory(self, source: str, target: Path) -> None:
+        host = self._contained(source, "download")
+        # Links are copied as links: one that leads out of the sandbox would hand the host a way back in.
+        self._refuse_links_out(host, _relative_entries(host), "download")
         try:
-            shutil.copytree(self._host(source), target, symlinks=True, dirs_exist_ok=True)
+            shutil.copytree(host, target, symlinks=True, dirs_exist_ok=True)
         except (OSError, shutil.Error) as error:
             raise SandboxError(f"could not download {source}: {error}") from None
 
@@ -375,6 +400,40 @@ def _feed(pipe: Any, data: bytes) -> None:
         pipe.write(data)
     with contextlib.suppress(BrokenPipeError, OSError):
         pipe.close()
+
+
+def _no_final_link(path: str, flags: int) -> int:
+    """`open`'s opener for a path already resolved and checked: a link swapped in since is refused."""
+    return os.open(path, flags | os.O_NOFOLLOW, 0o666)
+
+
+def _relative_entries(root: str) -> list[str]:
+    """Every path under `root`, relative to it (links are listed, not followed)."""
+    found = []
+    for folder, folders, files in os.walk(root):
+        relative = os.path.relpath(folder, root)
+        found += [os.path.normpath(os.path.join(relative, name)) for name in folders + files]
+    return found
+
+
+def _counterparts(source: Path, target: str, ignore: Sequence[str]) -> list[str]:
+    """The paths, relative to both, that copying `source` into `target` writes and that already exist in
+    `target` (only those can be links; a folder missing from `target` has nothing below it to check)."""
+    from assay.agent.sandbox.handle import ignored
+
+    found = []
+    for folder, folders, files in os.walk(source):
+        relative = os.path.relpath(folder, source)
+        kept = []
+        for name in folders + files:
+            path = os.path.normpath(os.path.join(relative, name))
+            if ignored(Path(path), ignore) or not os.path.lexists(os.path.join(target, path)):
+                continue
+            found.append(path)
+            if name in folders:
+                kept.append(name)
+        folders[:] = [name for name in folders if name in kept]
+    return found
 
 
 def _remove_tree(root: Path) -> None:
