@@ -282,7 +282,7 @@ class LocalSandbox:
         if inside is None:
             raise SandboxError(f"refusing to {action} {path}: it is outside the sandbox (its workdir, home and /tmp)")
         real = Path(os.path.realpath(lexical if follow_last or lexical == inside else lexical.parent))
-        if not any(real.is_relative_to(os.path.realpath(folder)) for folder in folders):
+        if not any(is_contained(Path(os.path.realpath(folder)), real) for folder in folders):
             raise SandboxError(f"refusing to {action} {path}: a link on the way leads outside the sandbox, to {real}")
         return host
 
