@@ -50,3 +50,15 @@ def test_strip_all_of_removes_every_all_of_and_leaves_the_original_alone():
     stripped = strip_all_of(nested)
     assert "allOf" not in stripped and "allOf" not in stripped["properties"]["inner"]
     assert "allOf" in nested["properties"]["inner"]
+
+
+def test_a_value_with_thousands_of_problems_gives_a_short_message_naming_the_first_few():
+    value = {"id": "y", "items": ["c"] * 20_000, **{f"extra_{index}": 1 for index in range(20_000)}}
+    message = validation_message("grades", schema_errors(value, SCHEMA))
+    assert len(message) < 1_000, len(message)
+    assert message.startswith(
+        "grades failed schema validation: <root> must NOT have additional properties "
+        "(extra_0, extra_1, extra_10, extra_100, extra_1000, and 19,995 more); "
+        "/items/0 must be equal to one of the allowed values; /items/1 must be equal to one of the allowed values;"
+    )
+    assert message.endswith("and 19,996 more")

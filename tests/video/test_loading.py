@@ -657,3 +657,19 @@ def test_a_tolerance_beside_a_mode_that_ignores_it_is_a_warning(tmp_path: Path, 
     numeric = make_eval(tmp_path / "numeric", {"a.yaml": case.replace("mode: exact", "mode: numeric")})
     load_eval_directory(numeric)
     assert capsys.readouterr().err == ""
+
+
+def test_a_config_with_thousands_of_unknown_keys_is_a_short_message_naming_the_first_few(tmp_path: Path) -> None:
+    from video_evals import invoke
+
+    config = "".join(f"unknown_key_{index}: 1\n" for index in range(20_000))
+    eval_dir = make_eval(tmp_path, {"a.yaml": SIMPLE_CASE}, config=config)
+    for command in ("run", "validate"):
+        result = invoke("video", command, "--eval-dir", eval_dir)
+        assert result.exit_code == (2 if command == "run" else 1)
+        assert len(result.output) < 1_000, len(result.output)
+        assert (
+            f"{eval_dir / 'config.yaml'}: invalid schema: unknown_key_0: Extra inputs are not permitted; "
+            "unknown_key_1: Extra inputs are not permitted;"
+        ) in result.flat
+        assert result.flat.rstrip().endswith("unknown_key_4: Extra inputs are not permitted; and 19,995 more")

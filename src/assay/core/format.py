@@ -1,8 +1,15 @@
-"""How numbers and times are shown to people: durations, latencies, rates, byte counts; the word meant."""
+"""How numbers and times are shown to people: durations, latencies, rates, byte counts; the word meant;
+lists of problems cut to the first few."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+# How many problems one message lists before it counts the rest.
+PROBLEMS_SHOWN = 5
 
 
 def short_repr(value: object, limit: int = 80) -> str:
@@ -59,3 +66,14 @@ def did_you_mean(
 
     near = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
     return form.format(shown(near[0])) if near else ""
+
+
+def join_first(
+    items: Sequence[T], *, limit: int = PROBLEMS_SHOWN, separator: str = "; ", shown: Callable[[T], str] = str
+) -> str:
+    """The first `limit` items as `shown` writes them, joined, then `and N more`: a file with
+    20,000 mistakes gives a message a person can read, not a 789 KB line. Only the shown items are
+    formatted."""
+    text = separator.join(shown(item) for item in items[:limit])
+    more = len(items) - limit
+    return f"{text}{separator}and {more:,} more" if more > 0 else text

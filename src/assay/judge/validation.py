@@ -13,6 +13,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from referencing import Registry
 
+from assay.core.format import join_first
+
 __all__ = ["describe_errors", "schema_errors", "strip_all_of", "validation_message"]
 
 
@@ -39,7 +41,7 @@ def _ajv_message(error: ValidationError) -> tuple[str, str]:
             if isinstance(error.instance, dict)
             else []
         )
-        suffix = f" ({', '.join(extras)})" if extras else ""
+        suffix = f" ({join_first(extras, separator=', ')})" if extras else ""
         return where, f"must NOT have additional properties{suffix}"
     if keyword == "type":
         types = expected if isinstance(expected, list) else [expected]
@@ -88,7 +90,8 @@ def _leaf_errors(error: ValidationError) -> list[ValidationError]:
 
 
 def describe_errors(errors: list[tuple[str, str]]) -> str:
-    return "; ".join(f"{where or '<root>'} {message}" for where, message in errors)
+    """`<path or <root>> <message>; ...`, the first few (`join_first`), then how many more."""
+    return join_first(errors, shown=lambda error: f"{error[0] or '<root>'} {error[1]}")
 
 
 def validation_message(label: str, errors: list[tuple[str, str]]) -> str:

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from assay.core.bounded_input import date_hint, describe_value
+from assay.core.format import join_first
 from assay.core.jsonvalue import check_json_like
 from assay.errors import AssayError, CaseError, ConfigError, JsonValueError
 from assay.video.model import COMPARE_MODES, DEFAULT_EVERY_S
@@ -474,22 +475,24 @@ def nearest_key(written: str) -> str | None:
 
 
 def format_validation_error(error: ValidationError) -> str:
-    """Pydantic errors as `loc: msg; loc: msg` with dotted locations (`targets.t.samples.0.at`)."""
-    parts = []
-    for item in error.errors():
-        location = ".".join(str(part) for part in item["loc"])
-        message = str(item["msg"])
-        written = item.get("input")
-        if item["type"] == "string_type" and isinstance(written, (datetime.date, datetime.time)):
-            # YAML reads an unquoted 2026-01-01 as a date: say so, or "a valid string" is a riddle.
-            message += f", got {describe_value(written)}{date_hint(written)}"
-        if item["type"] == "extra_forbidden" and item["loc"] and isinstance(item["loc"][-1], str):
-            # GlassKit's wording first, then the key that was probably meant.
-            suggestion = nearest_key(item["loc"][-1])
-            if suggestion is not None:
-                message += f" (did you mean `{suggestion}`?)"
-        parts.append(f"{location}: {message}" if location else message)
-    return "; ".join(parts)
+    """Pydantic errors as `loc: msg; loc: msg` with dotted locations (`targets.t.samples.0.at`),
+    the first few of them (`join_first`), then how many more."""
+    return join_first(error.errors(), shown=_format_error_item)
+
+
+def _format_error_item(item: Any) -> str:
+    location = ".".join(str(part) for part in item["loc"])
+    message = str(item["msg"])
+    written = item.get("input")
+    if item["type"] == "string_type" and isinstance(written, (datetime.date, datetime.time)):
+        # YAML reads an unquoted 2026-01-01 as a date: say so, or "a valid string" is a riddle.
+        message += f", got {describe_value(written)}{date_hint(written)}"
+    if item["type"] == "extra_forbidden" and item["loc"] and isinstance(item["loc"][-1], str):
+        # GlassKit's wording first, then the key that was probably meant.
+        suggestion = nearest_key(item["loc"][-1])
+        if suggestion is not None:
+            message += f" (did you mean `{suggestion}`?)"
+    return f"{location}: {message}" if location else message
 
 
 _Model = TypeVar("_Model", bound=BaseModel)

@@ -169,7 +169,9 @@ def check_sample_times(eval_directory: EvalDirectory) -> None:
     for case in eval_directory.cases:
         problems += late_samples(case, probe_video(video_path(case)).duration_s)
     if problems:
-        raise VideoError("; ".join(problems))
+        from assay.core.format import join_first
+
+        raise VideoError(join_first(problems))
 
 
 @dataclass(frozen=True)
