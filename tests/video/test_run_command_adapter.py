@@ -213,3 +213,62 @@ def test_an_adapter_that_dies_at_start_is_one_error_with_its_stderr_once(tmp_pat
     assert "exited unexpectedly (exit code 1); stderr tail: " in output
     assert output.count("Cannot find module") == 1, output  # node's stack trace, once
     assert "Case clip" not in output and "target number" not in output, "it looked like a started run"
+
+
+SILENT_AFTER_ONE = '''
+import asyncio
+
+def create_evaluator(config):
+    return Evaluator()
+
+class Evaluator:
+    async def evaluate(self, sample, target):
+        if sample.sample_index > 0:
+            await asyncio.sleep(120)
+        return {"seen": 0}
+'''
+
+
+@pytest.mark.parametrize("kind", ["command", "python"])
+def test_an_adapter_silent_for_long_is_named_once_with_what_to_do(tmp_path, kind):
+    """No time limit by default (GlassKit has none), but a silent adapter is named, once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from adapters.hostile import hostile
+
+    case = "video: clip.mp4\ntargets:\n  t:\n    samples:\n      - at: [0.1, 0.2, 0.3]\n        expect: {seen: 0}\n"
+    eval_dir = make_eval(tmp_path, case, adapter=SILENT_AFTER_ONE)
+    if kind == "command":  # answers initialize and one evaluate, then sleeps for 2 min
+        adapter = ["--adapter-command", hostile("sleeps-mid-run", 2)]
+        named = f"adapter command {hostile('sleeps-mid-run', 2)!r} has sent nothing back for 1s (case clip)"
+        advice = "set --adapter-timeout SECONDS to fail a call that takes longer, or press Ctrl-C"
+    else:
+        adapter = ["--adapter", f"{eval_dir}/adapter.py:create_evaluator"]
+        named = f"adapter '{eval_dir}/adapter.py:create_evaluator' has returned nothing for 1s (case clip)"
+        advice = "press Ctrl-C to stop (finished results are kept for --resume)"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", "video", "run", "--eval-dir", str(eval_dir), *adapter, "--quiet"],
+        env={**os.environ, "ASSAY_SILENCE_WARNING_SECONDS": "1"}, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stderr), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 60
+    while not any(line.startswith("Warning:") for line in lines) and time.monotonic() < deadline:
+        assert process.poll() is None, "".join(lines)
+        time.sleep(0.05)
+    time.sleep(2.5)  # more than twice the silence: the line is not repeated
+    process.send_signal(signal.SIGINT)
+    stdout, _ = process.communicate(timeout=60)
+    reader.join(timeout=10)
+    assert process.returncode == 130, stdout + "".join(lines)
+    warnings = [line for line in lines if line.startswith("Warning:")]
+    assert len(warnings) == 1, lines
+    assert named in warnings[0] and advice in warnings[0]
+    assert "Warning" not in stdout  # GlassKit's stdout stays as it was

@@ -7,6 +7,7 @@ report has GlassKit's schema (`report_type: eval_run`, schema_version 1).
 from __future__ import annotations
 
 import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,13 @@ class VideoConsole:
                 f"reason={result.reason}"
             )
         self._say(f"{self._prefix(unit.trial, unit.repeat)}    {line}")
+
+    def warning(self, event: Any) -> None:
+        # On stderr, as progress is: stdout keeps GlassKit's lines (and their order) as they were.
+        from assay.core.console import printable, write_escaped
+
+        write_escaped(sys.stderr, f"Warning: {printable(event.message)}\n")
+        sys.stderr.flush()
 
     def run_finished(self, event: Any) -> None:
         if event.interrupted:

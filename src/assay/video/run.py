@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from assay.core.gates import Gate
-from assay.core.run_events import RunEvents, RunStarted, SectionStarted, UnitDurable, UnitProgress
+from assay.core.run_events import RunEvents, RunStarted, RunWarning, SectionStarted, UnitDurable, UnitProgress
 from assay.core.run_request import option
 from assay.errors import AssayError, VideoError
 from assay.video import artifacts
@@ -314,6 +314,12 @@ class VideoRun:
         # runs a `CaseWork` elsewhere (Ray actors) and yields `(SampleResult, pixels)` as they finish;
         # this process alone journals, shows and gates them, exactly as for local work.
         self._unit_executor = executor
+        from assay.core.silence import SilenceTimer, silence_warning_seconds
+
+        # One line per run when the adapter sends nothing back for long (ASSAY_SILENCE_WARNING_SECONDS),
+        # unless --adapter-timeout already bounds every call.
+        bounded = bool(options.adapter_command and options.adapter_timeout)
+        self._silence = SilenceTimer(None if bounded else silence_warning_seconds())
 
     def _unit_builder(self, trial: int, result: SampleResult) -> Any:
         def build() -> Any:
@@ -401,10 +407,14 @@ class VideoRun:
             await self._store_remote(trial, remote, work, order, results)
             return results
         assert evaluator is not None
+        silence = self._silence
 
         def handle(observation: Observation) -> Any:
+            silence.heard()
             return store(observation.target, self.result_of(observation), observation.pixels)
 
+        # Calls have no time limit by default (as in GlassKit): an adapter silent for long is only named.
+        silence.start(lambda: self._say_adapter_is_silent(case))
         try:
             await observe_case(
                 case, work, evaluator,
@@ -413,9 +423,30 @@ class VideoRun:
                 progress=lambda done, total: self.events.unit_progress(UnitProgress(done, total, trial)),
             )
         finally:
+            silence.stop()
             if self._checkpoint is not None:
                 await self._checkpoint.drain()
         return results
+
+    def _say_adapter_is_silent(self, case: Case) -> None:
+        seconds = self._silence.seconds
+        self.events.warning(RunWarning(
+            "adapter_silent", self._silence_message(case, seconds), {"case": case.name, "seconds": seconds}
+        ))
+
+    def _silence_message(self, case: Case, seconds: float) -> str:
+        options = self.options
+        if options.adapter_command:
+            return (
+                f"adapter command {options.adapter_command!r} has sent nothing back for {seconds:g}s (case {case.name}) "
+                "and its calls have no time limit, so the run keeps waiting: set --adapter-timeout SECONDS to fail "
+                "a call that takes longer, or press Ctrl-C (finished results are kept for --resume)"
+            )
+        return (
+            f"adapter {options.adapter!r} has returned nothing for {seconds:g}s (case {case.name}); a Python "
+            "adapter's calls have no time limit, so the run keeps waiting: press Ctrl-C to stop (finished results "
+            "are kept for --resume) and bound the slow call in the adapter"
+        )
 
     def result_of(self, observation: Observation) -> SampleResult:
         """The result of one observation (raises SampleAbort to stop a fail-fast run)."""
