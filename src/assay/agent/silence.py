@@ -3,37 +3,19 @@
 An attempt without `timeout` waits for its agent as long as it takes (the default, as in NiceEval), so
 an agent that stops answering after start-up would hold the run without a word. After five minutes
 of silence in one send the run says so once per experiment, naming the agent, the eval and the option
-that bounds the wait; it keeps waiting. ASSAY_SILENCE_WARNING_SECONDS changes the five minutes (0: off).
+that bounds the wait; it keeps waiting. ASSAY_SILENCE_WARNING_SECONDS changes the five minutes (0: off),
+read by `core/silence.py` as for video adapters; the agent's sends overlap, so each has its own timer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from assay.errors import UsageError
+from assay.core.silence import silence_warning_seconds
 
-__all__ = ["DEFAULT_SILENCE_SECONDS", "SILENCE_VARIABLE", "SilenceWatch", "silence_warning_seconds"]
-
-SILENCE_VARIABLE = "ASSAY_SILENCE_WARNING_SECONDS"
-DEFAULT_SILENCE_SECONDS = 300.0
-
-
-def silence_warning_seconds(environment: Mapping[str, str] = os.environ) -> float | None:
-    """Seconds of silence before the warning (ASSAY_SILENCE_WARNING_SECONDS, default 300); None: never."""
-    text = environment.get(SILENCE_VARIABLE)
-    if text is None or not text.strip():
-        return DEFAULT_SILENCE_SECONDS
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not math.isfinite(seconds) or seconds < 0:
-        raise UsageError(f"{SILENCE_VARIABLE} must be a number of seconds (0: never warn), got {text!r}")
-    return seconds or None
+__all__ = ["SilenceWatch", "silence_warning_seconds"]
 
 
 class SilenceWatch:
