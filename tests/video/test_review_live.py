@@ -156,6 +156,22 @@ def test_case_ids_stay_inside_cases_and_the_other_guards_hold(recordings_layout:
     assert stray.read_text() == before
 
 
+LONG_PATHS = ["/" + "a" * 10_000, "/assets/" + "a" * 10_000 + ".js", "/x/" + "a" * 10_000, "/" + "a" * 300]
+
+
+def test_a_path_longer_than_a_file_name_is_a_clear_404(recordings_layout: tuple[Path, Path]) -> None:
+    eval_dir, _ = recordings_layout
+    with live_review(eval_dir) as origin:
+        for path in LONG_PATHS:
+            response = httpx.get(origin + path)
+            assert response.status_code == 404, (path[:20], response.status_code, response.text[:200])
+            assert response.json()["error"] == {
+                "code": "route_not_found", "message": "Nothing matches this path: it is longer than a file name can be.",
+                "details": [],
+            }
+        assert httpx.get(origin + "/a/b").status_code == 200  # an ordinary unknown path is still the app
+
+
 # ---------------------------------------------------------------------------------------------
 # A two-sample range through seed and review
 

@@ -7,6 +7,7 @@ with one JSON envelope, checks the per-launch write token and serves a static si
 
 from __future__ import annotations
 
+import errno
 import json
 import secrets
 import socket
@@ -207,6 +208,9 @@ REQUEST_ERRORS: tuple[type[BaseException], ...] = (ValueError, ArithmeticError, 
 
 def unhandled_error(error: Exception) -> ApiError:
     """The JSON answer for an exception no route turned into an `ApiError`."""
+    if isinstance(error, OSError) and error.errno == errno.ENAMETOOLONG:
+        # A URL path looked up on disk (a static asset, a case file) that no file name can be.
+        return ApiError(404, "route_not_found", "Nothing matches this path: it is longer than a file name can be.")
     if isinstance(error, REQUEST_ERRORS):
         return ApiError(400, "invalid_request", f"The request could not be handled: {type(error).__name__}: {error}")
     return ApiError(500, "internal_error", f"Unexpected server error: {type(error).__name__}: {error}")
