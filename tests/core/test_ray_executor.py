@@ -277,6 +277,17 @@ def test_ctrl_c_of_a_ray_run_keeps_every_result_the_workers_returned(tmp_path, r
     returned = {(line.split("/")[0], line.split("/")[1].split(":")[0], int(line.split(":")[1])) for line in fast}
     assert returned <= held, sorted(returned - held)[:5]
 
+    # --resume (on the workers again) evaluates only what never came back: no returned result is asked twice.
+    resumed = subprocess.run(
+        [sys.executable, "-m", "assay", "video", "run", "--resume", str(checkpoint), "--executor", "ray",
+         "--ray-address", address],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert resumed.returncode in (0, 1), resumed.stdout + resumed.stderr  # completed (gates aside)
+    calls_after = calls.read_text().splitlines()
+    assert all(calls_after.count(call) == 1 for call in fast), sorted(c for c in fast if calls_after.count(c) > 1)[:5]
+    assert {f"a/number:{index}" for index in range(11)} <= set(calls_after)  # case a was finished
+
 
 def test_a_malformed_ray_address_is_one_line_naming_the_option(tmp_path):
     import subprocess
