@@ -1,43 +1,35 @@
 """Run a command and measure its own peak resident set, whatever the test process ran before.
 
 `RUSAGE_CHILDREN` is the largest child the calling process ever waited for (an earlier test's Ray
-worker, mkdocs, a browser), so it cannot measure one run; `os.wait4` returns the usage of exactly the
-child it reaps.
+worker, mkdocs, a browser), and even `os.wait4` on a child of the test process reports at least the
+test process's own size (the child is forked from it before it execs). So the command is started by
+a small launcher process, and its peak is the launcher's `os.wait4` of it: a child of a process that
+never held more than an interpreter.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 
+_LAUNCHER = (
+    "import os, subprocess, sys\n"
+    "child = subprocess.Popen(sys.argv[2:])\n"
+    "_, status, usage = os.wait4(child.pid, 0)\n"
+    "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+    "sys.exit(os.waitstatus_to_exitcode(status) & 0xFF)\n"
+)
 
-def run_with_peak_rss(args: Sequence[str], *, timeout: float, **popen) -> tuple[subprocess.CompletedProcess, float]:
+
+def run_with_peak_rss(args: Sequence[str], *, timeout: float, **options) -> tuple[subprocess.CompletedProcess, float]:
     """The finished command (stdout and stderr as text) and its own peak RSS in MiB."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(list(args), stdout=out, stderr=err, **popen)
-        try:
-            _, status, usage = _wait4(process.pid, timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            raise
-        process.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0), err.seek(0)
-        done = subprocess.CompletedProcess(process.args, process.returncode,
-                                           out.read().decode(errors="replace"), err.read().decode(errors="replace"))
-    return done, usage.ru_maxrss / 1024  # Linux reports KiB
-
-
-def _wait4(pid: int, timeout: float):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        reaped, status, usage = os.wait4(pid, os.WNOHANG)
-        if reaped == pid:
-            return reaped, status, usage
-        if time.monotonic() > deadline:
-            raise subprocess.TimeoutExpired(str(pid), timeout)
-        time.sleep(0.05)
+    with tempfile.NamedTemporaryFile("r", suffix=".maxrss") as report:
+        done = subprocess.run([sys.executable, "-c", _LAUNCHER, report.name, *args], capture_output=True, text=True,
+                              timeout=timeout, **options)
+        measured = report.read().strip()
+    if not measured:
+        raise RuntimeError(f"the launcher did not report a peak: {done.stderr}")
+    return done, int(measured) / 1024  # Linux reports KiB
