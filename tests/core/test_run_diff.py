@@ -1,4 +1,4 @@
-"""The regression gate of `assay runs compare`: hard regressions fail it outright, flaky units go to McNemar."""
+"""The four-way verdict of `assay runs compare`: which evidence decides, and what each case comes to."""
 
 from __future__ import annotations
 
@@ -13,93 +13,130 @@ def _trials(outcomes: dict[str, str]) -> dict[str, str]:
     return {f"{unit}#{trial}": verdicts[mark] for unit, marks in outcomes.items() for trial, mark in enumerate(marks, 1)}
 
 
-def test_four_deterministic_regressions_in_a_small_suite_fail_the_gate() -> None:
-    # The case from the issue: 16 single-trial units, 4 passing -> failing, no fixes.
+def _history(units: dict[str, str]) -> dict[str, tuple[int, int, int]]:
+    """{"unit": "PPPPF"} -> (trials, failed, runs) over five one-trial runs."""
+    return {unit: (len(marks), marks.count("F"), len(marks)) for unit, marks in units.items()}
+
+
+def test_without_history_four_single_trial_flips_in_sixteen_units_are_inconclusive_and_say_what_would_decide() -> None:
     before = {f"case-{index:02d}": "passed" for index in range(15)} | {"case-15": "failed"}
     after = before | {f"case-{index:02d}": "failed" for index in range(4)}
     comparison = compare_verdicts("before", before, "after", after)
     assert round(comparison.before_pass_rate, 3) == 0.938 and round(comparison.after_pass_rate, 3) == 0.688
-    assert comparison.test.p_value == pytest.approx(0.125)  # McNemar alone cannot reject at 0.05
-    assert comparison.regression
-    assert comparison.gate.hard_regressions == ("case-00", "case-01", "case-02", "case-03")
-    assert comparison.gate.verdict() == "Regression: 4 units passed in every trial before and fail in every trial now."
-    assert comparison.to_json()["verdict"] == comparison.gate.verdict()
+    assert comparison.test.p_value == pytest.approx(0.125)  # McNemar: not significant
+    assert comparison.verdict == "inconclusive" and not comparison.regression
+    run = comparison.judgement.run
+    [short] = run.tests
+    assert short.family == "short-history" and short.p_value == pytest.approx(0.125)
+    assert run.units_needed is not None and run.units_needed > 16
+    assert comparison.sentence().startswith("Inconclusive: the pass rate moved -25.0 points")
+    assert f"about {run.units_needed:,} paired units" in comparison.sentence()
+    document = comparison.to_json()
+    assert document["verdict"] == "inconclusive" and document["sentence"] == comparison.sentence()
+    assert document["regression"] is False
 
 
-def test_one_hard_regression_fails_the_gate_however_many_units_pass() -> None:
+def test_in_a_deterministic_suite_one_flip_is_a_regression() -> None:
+    before = {f"case-{index:02d}": "passed" for index in range(16)}
+    after = before | {"case-03": "failed"}
+    comparison = compare_verdicts("a", before, "b", after, deterministic=frozenset(before))
+    assert comparison.verdict == "regressed"
+    deciding = comparison.judgement.run.deciding
+    assert deciding.family == "stable-pass" and deciding.flips == ("case-03",) and deciding.expected == 0.0
+    assert comparison.sentence().startswith("Regressed: 1 unit that passed every trial of their history fail now")
+
+
+def test_units_whose_repeated_trials_all_agreed_are_stable_so_one_flip_regresses() -> None:
     before = _trials({f"unit{index}": "PPP" for index in range(500)})
     after = before | _trials({"unit7": "FEF"})  # errored counts as failing
-    comparison = compare_verdicts("a", before, "b", after, alpha=0.001)
-    assert comparison.gate.hard_regressions == ("unit7",)
-    assert comparison.regression
-    assert comparison.gate.verdict() == "Regression: 1 unit passed in every trial before and fails in every trial now."
-
-
-def test_fixes_never_offset_a_hard_regression() -> None:
-    before = _trials({"broken": "PP", **{f"fixed{index}": "FF" for index in range(10)}})
-    after = _trials({"broken": "FF", **{f"fixed{index}": "PP" for index in range(10)}})
     comparison = compare_verdicts("a", before, "b", after)
-    assert comparison.gate.hard_fixes == tuple(f"fixed{index}" for index in range(10))
-    assert comparison.regression and comparison.gate.hard_regressions == ("broken",)
-    assert len(compare_verdicts("b", after, "a", before).gate.hard_regressions) == 10  # the other way round
+    assert comparison.verdict == "regressed"
+    assert comparison.judgement.run.deciding.flips == ("unit7",)
 
 
-def test_a_unit_that_becomes_flaky_is_left_to_the_significance_test() -> None:
-    before = _trials({"steady": "PPP", "wobbly": "PPP"})
-    after = _trials({"steady": "PPP", "wobbly": "FFP"})  # still passes once: not a hard regression
-    comparison = compare_verdicts("a", before, "b", after)
-    gate = comparison.gate
-    assert gate.hard_regressions == () and gate.flaky_units == 1
-    assert (gate.flaky.regressions, gate.flaky.fixes) == (2, 0) and gate.p_value == pytest.approx(0.5)
-    assert not comparison.regression
-    assert gate.verdict() == (
-        "No regression: no unit went from passing every trial to failing every trial, and the flaky units' "
-        "changes are not significant (2 trials regressed, 0 fixed; McNemar exact p = 0.5 ≥ alpha 0.05)."
-    )
+def test_a_flip_of_a_unit_stable_in_its_history_regresses_a_suite_that_never_flakes() -> None:
+    before = {f"u{index}": "passed" for index in range(200)}
+    after = before | {"u5": "failed"}
+    history = _history({f"u{index}": "P" * 10 for index in range(200)})
+    comparison = compare_verdicts("a", before, "b", after, history=history, history_runs=10)
+    assert comparison.verdict == "regressed" and comparison.history_runs == 10
+    assert comparison.judgement.run.deciding.p_value < 0.01
 
 
-def test_the_flaky_example_of_the_docs() -> None:
-    before = _trials({"s@2.0s": "PPF", "t@4.0s": "PPP"})
-    after = _trials({"s@2.0s": "FPP", "t@4.0s": "FFP"})
-    assert compare_verdicts("a", before, "b", after).gate.verdict() == (
-        "No regression: no unit went from passing every trial to failing every trial, and the flaky units' "
-        "changes are not significant (3 trials regressed, 1 fixed; McNemar exact p = 0.625 ≥ alpha 0.05)."
-    )
-    assert compare_verdicts("a", before, "b", after | _trials({"t@4.0s": "FFF"})).gate.hard_regressions == ("t@4.0s",)
+def test_one_flip_in_a_suite_full_of_flaky_units_is_named_but_not_significant_alone() -> None:
+    flaky = {f"f{index}": "PFPFFPPFP" + "PF"[index % 2] for index in range(100)}  # half of them passed last
+    stable = {f"s{index}": "P" * 10 for index in range(400)}
+    history = _history(flaky | stable)
+    before = {unit: "passed" if marks[-1] == "P" else "failed" for unit, marks in (flaky | stable).items()}
+    after = before | {f"f{index}": "PF"[(index + 1) % 2] == "P" and "passed" or "failed" for index in range(100)}
+    after = after | {"s3": "failed"}
+    comparison = compare_verdicts("a", before, "b", after, history=history, history_runs=10)
+    stable_test = next(test for test in comparison.judgement.run.tests if test.family == "stable-pass")
+    assert stable_test.flips == ("s3",) and 0.05 < stable_test.expected < 0.5
+    assert stable_test.p_value > 0.05 and comparison.verdict != "regressed"
+    two = compare_verdicts("a", before, "b", after | {"s4": "failed", "s5": "failed"}, history=history)
+    assert two.verdict == "regressed"  # three stable units failing at once is not chance here
 
 
-def test_many_flaky_units_regressing_together_fail_the_gate() -> None:
-    before = _trials({f"flaky{index}": "PPF" for index in range(10)})
-    after = _trials({f"flaky{index}": "FPF" for index in range(10)})  # trial 1 flips in all ten
-    comparison = compare_verdicts("a", before, "b", after)
-    gate = comparison.gate
-    assert gate.hard_regressions == () and gate.flaky_units == 10
-    assert (gate.flaky.regressions, gate.flaky.fixes) == (10, 0) and gate.p_value == pytest.approx(2 / 1024)
-    assert comparison.regression
-    assert gate.verdict().startswith("Regression: no unit went from passing every trial to failing every trial, but flaky units regressed")
+def test_flaky_units_regressing_together_regress_as_a_group() -> None:
+    history = _history({f"f{index}": "PFPPFPFPPF" for index in range(80)})  # pass 60% of the time
+    before = {f"f{index}": "passed" if index % 5 else "failed" for index in range(80)}
+    after = {f"f{index}": "failed" if index % 5 else "passed" for index in range(80)}  # 64 of 80 fail now
+    comparison = compare_verdicts("a", before, "b", after, history=history, history_runs=10)
+    assert comparison.verdict == "regressed"
+    assert comparison.judgement.run.deciding.family == "flaky"
 
 
-def test_flaky_flips_both_ways_are_not_a_regression() -> None:
-    before = _trials({"flaky": "PFP", "other": "PPF"})
-    after = _trials({"flaky": "FPP", "other": "PFP"})
-    comparison = compare_verdicts("a", before, "b", after)
-    assert (comparison.gate.flaky.regressions, comparison.gate.flaky.fixes) == (2, 2)
-    assert not comparison.regression
+def test_an_unmoved_suite_is_unchanged_by_equivalence_and_a_small_noisy_one_is_inconclusive() -> None:
+    runs = _trials({f"u{index}": "PP" for index in range(50)} | {"b": "FF"})
+    same = compare_verdicts("a", runs, "b", runs)
+    assert same.verdict == "unchanged"
+    assert same.judgement.run.equivalence_p < 0.05
+    assert same.sentence().startswith("Unchanged: the pass rate moved +0.0 points")
+    before = {"a": "passed", "b": "failed", "c": "passed", "d": "failed", "e": "passed"}
+    after = {"a": "failed", "b": "passed", "c": "passed", "d": "failed", "e": "passed"}
+    noisy = compare_verdicts("a", before, "b", after)
+    assert noisy.verdict == "inconclusive" and noisy.judgement.run.units_needed > 5
 
 
-def test_unchanged_runs_say_nothing_changed() -> None:
-    runs = _trials({"a": "PP", "b": "FF"})
-    gate = compare_verdicts("a", runs, "b", runs).gate
-    assert not gate.failed
-    assert gate.verdict() == "No regression: no unit went from passing every trial to failing every trial, and no flaky unit changed."
+def test_fixes_of_units_that_always_failed_are_an_improvement_and_regressions_outweigh_them() -> None:
+    history = _history({f"u{index}": "F" * 10 for index in range(10)} | {f"p{index}": "P" * 10 for index in range(90)})
+    before = {f"u{index}": "failed" for index in range(10)} | {f"p{index}": "passed" for index in range(90)}
+    fixed = before | {f"u{index}": "passed" for index in range(10)}
+    improved = compare_verdicts("a", before, "b", fixed, history=history)
+    assert improved.verdict == "improved" and improved.judgement.run.deciding.family == "stable-fail"
+    both = compare_verdicts("a", before, "b", fixed | {"p1": "failed", "p2": "failed"}, history=history)
+    assert both.verdict == "regressed"  # fixes never offset a regression
+
+
+def test_groups_get_their_own_verdicts_corrected_together() -> None:
+    history = _history({f"g{group}/u{index}": "P" * 10 for group in range(5) for index in range(40)})
+    before = {unit: "passed" for unit in history}
+    after = before | {f"g2/u{index}": "failed" for index in range(6)}
+    comparison = compare_verdicts("a", before, "b", after, history=history, history_runs=10,
+                                  groups={unit: unit.split("/")[0] for unit in history})
+    verdicts = {name: group.verdict for name, group in comparison.judgement.groups.items()}
+    assert verdicts["g2"] == "regressed" and list(verdicts) == ["g0", "g1", "g2", "g3", "g4"]
+    assert all(verdict == "unchanged" for name, verdict in verdicts.items() if name != "g2")
+    tests = [test for group in comparison.judgement.groups.values() for test in group.tests]
+    assert all(test.adjusted_p >= test.p_value for test in tests)
+
+
+def test_pass_at_k_and_pass_hat_k_are_reported_for_units_with_several_trials() -> None:
+    before = _trials({"a": "PPF", "b": "PPP", "c": "FFF"})
+    after = _trials({"a": "PFF", "b": "PPP", "c": "FFP"})
+    pass_k = compare_verdicts("x", before, "y", after).judgement.run.pass_k
+    assert pass_k["k"] == [1, 2, 3]
+    assert pass_k["before_pass_at_k"][0]["value"] == pytest.approx((2 / 3 + 1 + 0) / 3)
+    assert pass_k["after_pass_hat_k"][2]["value"] == pytest.approx(1 / 3)  # only b passes all three
 
 
 def test_skipped_trials_and_one_sided_units_take_no_part() -> None:
     before = _trials({"partly_skipped": "PS", "only_before": "P", "all_skipped": "SS"})
     after = _trials({"partly_skipped": "FS", "only_after": "F", "all_skipped": "FF"})
-    gate = compare_verdicts("a", before, "b", after).gate
-    assert gate.hard_regressions == ("partly_skipped",)  # its judged trials: passed before, failed now
-    assert gate.flaky_units == 0
+    comparison = compare_verdicts("a", before, "b", after)
+    assert comparison.judgement.run.paired_units == 1  # partly_skipped: passed before, failed now
+    assert comparison.units["new"] == ["only_after#1"] and comparison.units["removed"] == ["only_before#1"]
 
 
 def test_trial_subject_strips_only_a_numeric_trial_suffix() -> None:

@@ -85,7 +85,8 @@ def test_frame_route_refuses_units_without_a_video(client: TestClient, filled_st
 def test_compare_route_pages_rows_of_a_change_kind(client: TestClient, filled_store: FilledStore) -> None:
     document = client.get("/api/compare", params={"a": filled_store.video_before, "b": filled_store.video_after, "change": "regressions", "limit": "2"}).json()
     assert document["total"] == 8 and document["regression"] is True
-    assert document["verdict"] == "Regression: 8 units passed in every trial before and fail in every trial now."
+    assert document["verdict"] == "regressed"
+    assert document["sentence"].startswith("Regressed: units with too little history (8): 0 changed for the better, 8 for the worse")
     first = document["rows"][0]
     assert first["unit_id"] == "numbers/number/0@0s#1" and first["expected"] == "100"
     assert first["before"]["observed"] == "0" and first["after"]["observed"] == "0"

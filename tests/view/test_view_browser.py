@@ -74,7 +74,7 @@ def test_runs_page_filters_by_kind_and_compares_two_runs(page: Page, origin: str
     for run_id in (filled_store.video_after, filled_store.video_before):
         page.locator(f'tr[data-run="{run_id}"] input[type=checkbox]').check()
     page.click("#compare-selected")
-    expect(page.locator("#verdict")).to_have_text("Regression: 8 units passed in every trial before and fail in every trial now.")
+    expect(page.locator("#verdict")).to_contain_text("Regressed: units with too little history (8): 0 changed for the better, 8 for the worse")
     expect(page.locator("#compare-table tbody tr")).to_have_count(8)
     expect(page.locator("#pass-rate-difference")).to_have_text("-100.0 pts")
     page.click('[data-change="fixes"]')
@@ -139,15 +139,21 @@ def test_compare_page_shows_the_cli_verdict_in_the_same_words(page: Page, tmp_pa
     after = [UnitResult(unit.unit_id, "failed" if index < 4 else unit.verdict) for index, unit in enumerate(before)]
     publish_run(RunManifest("doc-before", "doc", "2026-01-01T00:00:00Z"), before, database=database)
     publish_run(RunManifest("doc-after", "doc", "2026-01-02T00:00:00Z"), after, database=database)
-    cli = assay(database, "runs", "compare", "doc-before", "doc-after", "--fail-on-regression")
-    assert cli.returncode == 1, cli.stdout + cli.stderr
-    verdict = next(line for line in cli.stdout.splitlines() if line.startswith("Regression: "))
-    assert verdict == "Regression: 4 units passed in every trial before and fail in every trial now."
+    summary = {"deterministic": True}
+    publish_run(RunManifest("doc-before2", "doc", "2026-01-03T00:00:00Z", summary=summary), before, database=database)
+    publish_run(RunManifest("doc-after2", "doc", "2026-01-04T00:00:00Z", summary=summary), after, database=database)
+    shown = []
+    for pair, code, start, css in ((("doc-before", "doc-after"), 0, "Inconclusive: ", "panel sig warn"),
+                                   (("doc-before2", "doc-after2"), 1, "Regressed: ", "panel sig bad")):
+        cli = assay(database, "runs", "compare", *pair, "--fail-on-regression")
+        assert cli.returncode == code, cli.stdout + cli.stderr
+        shown.append((pair, next(line for line in cli.stdout.splitlines() if line.startswith(start)), css))
     for origin in _serve(database):
-        page.goto(f"{origin}/#/compare/doc-before/doc-after")
-        _ready(page)
-        expect(page.locator("#verdict")).to_have_text(verdict)
-        expect(page.locator("#verdict")).to_have_class("panel sig bad")
+        for (before_id, after_id), verdict, css in shown:
+            page.goto(f"{origin}/#/compare/{before_id}/{after_id}")
+            _ready(page)
+            expect(page.locator("#verdict")).to_have_text(verdict)
+            expect(page.locator("#verdict")).to_have_class(css)
         break
 
 
@@ -207,4 +213,4 @@ def test_static_export_opens_from_disk(page: Page, filled_store: FilledStore, tm
     assert _wait_for_image(page, "#unit-frame") > 0
     page.goto((site / "index.html").as_uri() + f"#/compare/{filled_store.video_before}/{filled_store.video_after}")
     _ready(page)
-    expect(page.locator("#verdict")).to_have_text("Regression: 8 units passed in every trial before and fail in every trial now.")
+    expect(page.locator("#verdict")).to_contain_text("Regressed: units with too little history (8): 0 changed for the better, 8 for the worse")

@@ -1,7 +1,8 @@
-"""`assay runs …`: the run history in the results store — list, show, compare (with a CI gate), merge, reindex.
+"""`assay runs …`: the run history in the results store — list, show, compare (with a CI gate), flaky, trend,
+merge, reindex.
 
-Exit codes: 0 ok, 1 `compare --fail-on-regression` found a regression (or a merged run's gate
-failed), 2 usage or store error (including a damaged store file).
+Exit codes: 0 ok, 1 `compare --fail-on-regression` found a regression (`--fail-on-inconclusive`: or could not
+decide), or a merged run's gate failed; 2 usage or store error (including a damaged store file).
 """
 
 from __future__ import annotations
@@ -169,28 +170,37 @@ def compare_command(
         None, help="Candidate run (default: latest). `compare latest` alone compares the latest run with the run "
         "of the same kind and project before it.",
     ),
-    alpha: float = typer.Option(
-        0.05, "--alpha", callback=common.between(0, 1), help="Significance level for units whose trials disagree (flaky units)."
+    alpha: float = typer.Option(0.05, "--alpha", callback=common.between(0, 1), help="Significance level of every test (Holm-corrected together)."),
+    margin: float = typer.Option(
+        0.05, "--margin", callback=common.between(0, 1),
+        help="A pass-rate change within ± this (a fraction: 0.05 is 5 points) counts as none, when shown by TOST.",
     ),
-    fail_on_regression: bool = typer.Option(
-        False, "--fail-on-regression",
-        help="Exit 1 when a unit that passed in every trial now fails in every trial, or flaky units "
-        "regress significantly (McNemar exact p < alpha).",
+    history: int = typer.Option(
+        10, "--history", callback=common.at_least(1, maximum=1000),
+        help="Runs of history (the baseline's and the ones before it in its series) that say how flaky each unit is.",
+    ),
+    power: float = typer.Option(0.8, "--power", callback=common.between(0.5, 0.99), help="Power at which an inconclusive comparison says how many units would decide it."),
+    group_depth: int = typer.Option(1, "--group-depth", callback=common.at_least(0, maximum=10), help="Group units by the first N parts of their group path (0: no groups)."),
+    fail_on_regression: bool = typer.Option(False, "--fail-on-regression", help="Exit 1 when the verdict is `regressed`."),
+    fail_on_inconclusive: bool = typer.Option(
+        False, "--fail-on-inconclusive", help="Exit 1 when the verdict is `inconclusive` too (the strict gate)."
     ),
     limit: int = typer.Option(20, "--limit", callback=common.at_least(0), help="Unit ids to list per change kind."),
     output_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Pair two runs unit by unit: regressions, fixes, still failing, new, removed, and whether it matters."""
+    """Pair two runs unit by unit and say whether the change is real: regressed, improved, unchanged or inconclusive."""
     _only_reads()
-    from assay.core.run_diff import compare_verdicts
+    from assay.core.history.compare import compare_stored_runs
+    from assay.core.history.report import comparison_lines
+    from assay.core.history.verdict import VerdictSettings
     from assay.errors import AssayError
 
+    settings = VerdictSettings(alpha=alpha, margin=margin, power=power)
     with _open() as store:
         try:
             first, second, baseline_note = _pair(store, before, after)
-            comparison = compare_verdicts(
-                first.run_id, store.verdicts(first.run_id), second.run_id, store.verdicts(second.run_id), alpha=alpha
-            )
+            comparison = compare_stored_runs(store, first, second, settings=settings, history=history,
+                                             group_depth=group_depth)
         except AssayError as error:
             _fail(error)
     if output_json:
@@ -201,8 +211,68 @@ def compare_command(
     else:
         if baseline_note:
             _say(baseline_note)
-        _print_comparison(comparison, limit)
-    raise typer.Exit(1 if fail_on_regression and comparison.regression else 0)
+        for line in comparison_lines(comparison, limit):
+            _say(line)
+    failing = comparison.verdict == "regressed" and fail_on_regression
+    failing = failing or (comparison.verdict == "inconclusive" and fail_on_inconclusive)
+    raise typer.Exit(1 if failing else 0)
+
+
+@runs_app.command("flaky")
+def flaky_command(
+    kind: str | None = typer.Option(None, "--kind", help="Only this kind's series (video, agent, doc, imported)."),
+    last: int = typer.Option(10, "--last", callback=common.at_least(2, maximum=1000), help="Runs of each series to read."),
+    limit: int = typer.Option(50, "--limit", callback=common.at_least(0), help="Units to list per series."),
+    output_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Units whose verdicts disagree over the last runs of each series, with pass rate and a Wilson interval."""
+    _only_reads()
+    from assay.core.history.report import flaky_lines
+    from assay.core.history.series import flaky_units, latest_series
+
+    with _open() as store:
+        found = [(title, ids, flaky_units(store, ids, kind=title.split(" ")[0]))
+                 for title, ids in latest_series(store, kind=kind, last=last)]
+    if output_json:
+        print(json.dumps({"series": [{"title": title, "runs": ids, "flaky": [unit.to_json() for unit in units]}
+                                     for title, ids, units in found]}, indent=2, ensure_ascii=False))
+    elif not found:
+        _say("No runs recorded yet." if kind is None else f"No {kind} runs recorded yet.")
+    else:
+        for line in flaky_lines(found, limit):
+            _say(line)
+
+
+@runs_app.command("trend")
+def trend_command(
+    group: str | None = typer.Argument(None, help="A group (its units and its subgroups'); default: the whole run."),
+    kind: str | None = typer.Option(None, "--kind", help="The series of the newest run of this kind (default: the newest run's)."),
+    last: int = typer.Option(10, "--last", callback=common.at_least(1, maximum=1000), help="Runs to show."),
+    output_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The pass rate over the last runs of a series (with its interval), flaky units marked."""
+    _only_reads()
+    from assay.core.history.report import trend_lines
+    from assay.core.history.series import flaky_units, trend_points
+    from assay.errors import UsageError
+
+    with _open() as store:
+        newest = store.list_runs(kind=kind, limit=1)
+        if not newest:
+            _fail(UsageError("No runs recorded yet." if kind is None else f"no {kind} runs are recorded"))
+        ids = store.series(newest[0].manifest)[:last]
+        points = trend_points(store, ids, group=group)
+        flaky = {unit.unit: unit for unit in flaky_units(store, ids, group=group)}
+    if group and not any(point.passed + point.failed for point in points):
+        _fail(UsageError(f"no unit of the group {group!r} was judged in the last {len(ids)} runs of "
+                         f"{newest[0].manifest.kind} (`assay runs show latest` lists its groups)"))
+    title = f"{newest[0].manifest.kind} {group or '(all units)'}"
+    if output_json:
+        print(json.dumps({"group": group, "kind": newest[0].manifest.kind, "points": [p.to_json() for p in points],
+                          "flaky": [unit.to_json() for unit in flaky.values()]}, indent=2, ensure_ascii=False))
+    else:
+        for line in trend_lines(title, points, flaky):
+            _say(line)
 
 
 def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
@@ -225,38 +295,6 @@ def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
         raise UsageError(f"{second.run_id} is the only {kind} run of its project in the store, so there is no run "
                          "before it to compare it with; give a baseline run: `assay runs compare BEFORE AFTER`")
     return previous, second, f"Baseline: {previous.run_id}, the {kind} run of the same project before {second.run_id}."
-
-
-def _print_comparison(comparison: Any, limit: int) -> None:
-    test = comparison.test
-    difference = comparison.pass_rate_difference
-    _say(f"Compare {comparison.before} → {comparison.after}")
-    _say(
-        f"pass rate {_percent(comparison.before_pass_rate)} → {_percent(comparison.after_pass_rate)}"
-        + (f" ({difference * 100:+.1f} points)" if difference is not None else "")
-    )
-    counts = comparison.counts
-    _say(
-        f"paired units {counts.total}: regressions {counts.regressions}, fixes {counts.fixes}, "
-        f"still failing {counts.both_failed}, still passing {counts.both_passed}; "
-        f"new {len(comparison.units['new'])}, removed {len(comparison.units['removed'])}"
-    )
-    _say(
-        f"all paired units: McNemar exact p = {test.p_value:.4g} (mid-p {test.mid_p_value:.4g}); paired difference "
-        f"{test.difference * 100:+.1f} points, {test.confidence * 100:.0f}% bootstrap interval "
-        f"[{test.interval_low * 100:+.1f}, {test.interval_high * 100:+.1f}]"
-    )
-    _say(comparison.gate.verdict())
-    for kind, title in (("regressions", "Regressions"), ("fixes", "Fixes"), ("still_failing", "Still failing"),
-                        ("new", "New"), ("removed", "Removed"), ("changed_other", "Changed (skipped/ignored)")):
-        ids = comparison.units[kind]
-        if not ids or limit == 0:
-            continue
-        _say(f"{title} ({len(ids)}):")
-        for unit_id in ids[:limit]:
-            _say(f"  {unit_id}")
-        if len(ids) > limit:
-            _say(f"  … {len(ids) - limit} more")
 
 
 def _shard_record(reference: str) -> tuple[Any, list[Any]]:

@@ -97,13 +97,34 @@ CREATE TABLE IF NOT EXISTS run_groups (
     ignored INTEGER NOT NULL,
     PRIMARY KEY (run_id, pos)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS unit_history (
+    run_id TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    grp TEXT NOT NULL,
+    passed INTEGER NOT NULL,
+    failed INTEGER NOT NULL,
+    PRIMARY KEY (run_id, subject)
+) WITHOUT ROWID;
 """
+
+# A unit's trials are one subject: its id without a trailing `#<n>` (core.run_diff.trial_subject, in SQL).
+_SUBJECT = (
+    "CASE WHEN rtrim(unit_id, '0123456789') LIKE '_%#' AND rtrim(unit_id, '0123456789') <> unit_id "
+    "THEN substr(unit_id, 1, length(rtrim(unit_id, '0123456789')) - 1) ELSE unit_id END"
+)
+# Each run's verdicts per subject (trials passed, trials failed or errored): the narrow rows history reads.
+_TALLY_HISTORY = (
+    "INSERT INTO unit_history SELECT run_id, subject, MIN(grp), SUM(verdict = 'passed'), "
+    "SUM(verdict IN ('failed', 'errored')) FROM (SELECT run_id, " + _SUBJECT + " AS subject, grp, verdict FROM units "
+    "WHERE run_id = ?) GROUP BY subject"
+)
+_HISTORY_VERSION = 1  # PRAGMA user_version once every run's history rows exist
 
 
 # Marks a file as an assay results store (SQLite's header field for this; "asay"), so a store is
 # never mistaken for another program's database, nor theirs for ours.
 APPLICATION_ID = 0x61736179
-_OWN_TABLES = frozenset({"runs", "units", "run_groups"})
+_OWN_TABLES = frozenset({"runs", "units", "run_groups", "unit_history"})
 
 
 @dataclass(frozen=True)
@@ -369,7 +390,29 @@ class SqliteRunStore:
             if not marked:  # a new store, or one an earlier assay made: mark it as assay's
                 self._connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             self._connection.executescript(_SCHEMA)
+            self._backfill_history()
         self._connection.execute("PRAGMA busy_timeout=10000")
+
+    def _backfill_history(self) -> None:
+        """Runs indexed by an assay without `unit_history` get their rows once, the first time the
+        store is opened for writing (`user_version` remembers it is done)."""
+        if self._connection.execute("PRAGMA user_version").fetchone()[0] >= _HISTORY_VERSION:
+            return
+        with self._connection:
+            missing = self._connection.execute(
+                "SELECT run_id FROM runs WHERE run_id NOT IN (SELECT DISTINCT run_id FROM unit_history)"
+            ).fetchall()
+            for (run_id,) in missing:
+                self._connection.execute(_TALLY_HISTORY, (run_id,))
+            self._connection.execute(f"PRAGMA user_version = {_HISTORY_VERSION}")
+
+    @property
+    def has_history_rows(self) -> bool:
+        """Whether every run's history rows exist (a read-only store an earlier assay made may lack them)."""
+        try:
+            return self._connection.execute("PRAGMA user_version").fetchone()[0] >= _HISTORY_VERSION
+        except sqlite3.Error:
+            return False
 
     def close(self) -> None:
         self._connection.close()
@@ -402,6 +445,7 @@ class SqliteRunStore:
             # order), so a 50,000-unit run holds no per-group object here, and both commit together.
             self._connection.executemany("INSERT INTO units VALUES (?, ?, ?, ?, ?, ?)", rows())
             self._connection.execute(_TALLY_GROUPS, (run_id,))
+            self._connection.execute(_TALLY_HISTORY, (run_id,))
             unit_count, counts = self._connection.execute(_TALLY_COUNTS, (run_id,)).fetchone()
             self._connection.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -419,7 +463,7 @@ class SqliteRunStore:
 
     def _delete(self, run_id: str) -> None:
         # Only a writable store deletes, and its schema has every table (a read-only one may lack `run_groups`).
-        for table in ("units", "run_groups", "runs"):
+        for table in ("units", "run_groups", "unit_history", "runs"):
             self._connection.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
     # -- reading -------------------------------------------------------------------------
@@ -650,6 +694,18 @@ class SqliteRunStore:
             run_id for run_id, manifest in rows.fetchall()
             if all((json.loads(manifest).get("identity") or {}).get(key) == value for key, value in identity.items())
         ]
+
+    @_speaks_for_the_file
+    def series(self, manifest: RunManifest) -> list[str]:
+        """The ids of every run of this manifest's kind and project, newest first."""
+        return self._run_ids_newest_first(manifest.kind, project_identity(manifest))
+
+    def read(self, query: str, parameters: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """A read-only query, for the modules that own reading a table (history: core/history/store.py)."""
+        try:
+            return self._connection.execute(query, parameters)
+        except sqlite3.Error as error:
+            raise store_error(self.path, error) from error
 
     @_speaks_for_the_file
     def previous_run(self, run: StoredRun) -> StoredRun | None:

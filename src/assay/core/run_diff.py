@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.core.gates import pass_rate
+from assay.core.history.model import Tally
+from assay.core.history.verdict import REGRESSED, Cohort, Judgement, VerdictSettings, judge_comparison
 from assay.core.record import FAILING_VERDICTS
-from assay.core.stats import PairedCounts, PairedTest, mcnemar_exact, paired_test
+from assay.core.stats import PairedCounts, PairedTest, paired_test
 
 __all__ = [
-    "CHANGE_KINDS", "RegressionGate", "RunComparison", "compare_verdicts", "pass_rate_of", "regression_gate", "trial_subject",
+    "CHANGE_KINDS", "RunComparison", "compare_verdicts", "group_at", "pass_rate_of", "trial_subject", "unit_evidence",
 ]
 
 CHANGE_KINDS = ("regressions", "fixes", "still_failing", "new", "removed", "changed_other")
@@ -40,75 +42,6 @@ def trial_subject(unit_id: str) -> str:
     return head if mark and head and tail.isdigit() else unit_id
 
 
-def _plural(count: int, one: str, many: str) -> str:
-    return f"{count} {one if count == 1 else many}"
-
-
-@dataclass(frozen=True)
-class RegressionGate:
-    """What `--fail-on-regression` decides, and the one sentence that says so (CLI and viewer alike).
-
-    A unit whose judged trials all passed before and all fail now is a hard regression: it fails
-    the gate on its own, however small the suite, since a unit that was reliable both times did
-    not flip by chance. Units whose trials disagree within a run (flaky ones) can flip by chance,
-    so for them McNemar's exact test on their paired trials decides. Fixes never offset a hard
-    regression.
-    """
-
-    hard_regressions: tuple[str, ...]  # units, in run order
-    hard_fixes: tuple[str, ...]
-    flaky_units: int  # units judged in both runs whose trials disagree in either run
-    flaky: PairedCounts  # the paired trials of those units
-    p_value: float  # exact two-sided McNemar on flaky.regressions vs flaky.fixes
-    alpha: float
-
-    @property
-    def flaky_regression(self) -> bool:
-        return self.flaky.regressions > self.flaky.fixes and self.p_value < self.alpha
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.hard_regressions) or self.flaky_regression
-
-    def verdict(self) -> str:
-        hard = len(self.hard_regressions)
-        figures = (
-            f"{_plural(self.flaky.regressions, 'trial', 'trials')} regressed, {self.flaky.fixes} fixed; "
-            f"McNemar exact p = {self.p_value:.3g} {'<' if self.p_value < self.alpha else '≥'} alpha {self.alpha:g}"
-        )
-        if hard:
-            text = f"Regression: {_plural(hard, 'unit', 'units')} passed in every trial before and "
-            text += "fails in every trial now" if hard == 1 else "fail in every trial now"
-            return text + (f"; flaky units regressed too ({figures})." if self.flaky_regression else ".")
-        if self.flaky_regression:
-            return f"Regression: no unit went from passing every trial to failing every trial, but flaky units regressed ({figures})."
-        if self.flaky.regressions or self.flaky.fixes:
-            return (
-                "No regression: no unit went from passing every trial to failing every trial, "
-                f"and the flaky units' changes are not significant ({figures})."
-            )
-        return "No regression: no unit went from passing every trial to failing every trial, and no flaky unit changed."
-
-    def to_json(self, *, unit_limit: int | None = None) -> dict[str, Any]:
-        def listed(ids: tuple[str, ...]) -> list[str]:
-            return list(ids if unit_limit is None else ids[:unit_limit])
-
-        return {
-            "failed": self.failed,
-            "verdict": self.verdict(),
-            "hard_regressions": listed(self.hard_regressions),
-            "hard_regression_count": len(self.hard_regressions),
-            "hard_fixes": listed(self.hard_fixes),
-            "hard_fix_count": len(self.hard_fixes),
-            "flaky_units": self.flaky_units,
-            "flaky_regressions": self.flaky.regressions,
-            "flaky_fixes": self.flaky.fixes,
-            "flaky_p_value": self.p_value,
-            "flaky_regression": self.flaky_regression,
-            "alpha": self.alpha,
-        }
-
-
 def _trial_tallies(verdicts: Mapping[str, str]) -> dict[str, list[int]]:
     """unit -> [passing trials, failing trials], in first-seen order; skipped/ignored trials not counted."""
     tallies: dict[str, list[int]] = {}
@@ -120,35 +53,55 @@ def _trial_tallies(verdicts: Mapping[str, str]) -> dict[str, list[int]]:
     return tallies
 
 
-def regression_gate(
-    before: Mapping[str, str], after: Mapping[str, str], units: Mapping[str, list[str]], both_passed: list[str], *, alpha: float
-) -> RegressionGate:
-    """The gate over two runs, given their trial-level classification (`units` by change kind)."""
-    before_tallies, after_tallies = _trial_tallies(before), _trial_tallies(after)
-    hard_regressions: list[str] = []
-    hard_fixes: list[str] = []
-    flaky: set[str] = set()
-    for subject, (passed_before, failed_before) in before_tallies.items():
-        tally = after_tallies.get(subject)
-        if tally is None:
-            continue
-        passed_after, failed_after = tally
-        if (passed_before and failed_before) or (passed_after and failed_after):
-            flaky.add(subject)
-        elif passed_before and failed_after:
-            hard_regressions.append(subject)
-        elif failed_before and passed_after:
-            hard_fixes.append(subject)
+def group_at(group: str, depth: int) -> str:
+    """A group path cut to its first `depth` parts (0: the whole run is one group)."""
+    if depth <= 0:
+        return ""
+    return "/".join(group.split("/")[:depth])
 
-    def among_flaky(ids: list[str]) -> int:
-        return sum(1 for unit_id in ids if trial_subject(unit_id) in flaky) if flaky else 0
 
-    counts = PairedCounts(
-        among_flaky(both_passed), among_flaky(units["regressions"]), among_flaky(units["fixes"]),
-        among_flaky(units["still_failing"]),
-    )
-    p_value, _ = mcnemar_exact(counts.regressions, counts.fixes)
-    return RegressionGate(tuple(hard_regressions), tuple(hard_fixes), len(flaky), counts, p_value, alpha)
+Tallies = Mapping[str, tuple[str, int, int]]  # subject -> (group, trials passed, trials failed or errored)
+
+
+def tallies_of(verdicts: Mapping[str, str], groups: Mapping[str, str] | None = None) -> dict[str, tuple[str, int, int]]:
+    """Trial verdicts tallied per subject (its group from `groups`, else the subject itself)."""
+    return {
+        subject: ((groups or {}).get(subject, subject), passed, failed)
+        for subject, (passed, failed) in _trial_tallies(verdicts).items()
+    }
+
+
+def unit_evidence(
+    before: Tallies, after: Tallies, *, history: Mapping[str, tuple[int, int, int]] | None = None,
+    group_depth: int = 1, deterministic: frozenset[str] = frozenset(),
+) -> list[Cohort]:
+    """What the verdict weighs for each unit of either run — its trials in both, and its history
+    (subject -> (trials, failed, runs) over the earlier runs; the earlier run alone when there is none)
+    — with units of the same evidence gathered into one cohort."""
+    cut: dict[str, str] = {}
+    grouped: dict[tuple[Any, ...], list[str]] = {}
+    no_history = (0, 0, 0)
+    for subject in dict.fromkeys([*before, *after]):
+        old, new = before.get(subject), after.get(subject)
+        group = (new or old)[0]  # type: ignore[index]
+        shown = cut.get(group)
+        if shown is None:
+            shown = cut[group] = group_at(group, group_depth)
+        past = history.get(subject, no_history) if history is not None else None
+        key = (shown, old[1:] if old else None, new[1:] if new else None, past[:2] if past is not None else None,
+               subject in deterministic)
+        members = grouped.get(key)
+        if members is None:
+            grouped[key] = [subject]
+        else:
+            members.append(subject)
+    cohorts = []
+    for (group, old, new, past, fixed), members in grouped.items():
+        old_tally = Tally(old[0] + old[1], old[1]) if old else None
+        new_tally = Tally(new[0] + new[1], new[1]) if new else None
+        history_tally = Tally(*past) if past is not None else (old_tally or Tally(0, 0))
+        cohorts.append(Cohort(tuple(members), group, old_tally, new_tally, history_tally, fixed))
+    return cohorts
 
 
 @dataclass(frozen=True)
@@ -160,9 +113,10 @@ class RunComparison:
     before_pass_rate: float | None
     after_pass_rate: float | None
     alpha: float
-    gate: RegressionGate
+    judgement: Judgement
     units: dict[str, list[str]] = field(default_factory=dict)  # change kind -> unit ids, in run order
     unchanged_passing: int = 0
+    history_runs: int = 1  # runs of history the verdict weighed (the earlier run included)
 
     @property
     def pass_rate_difference(self) -> float | None:
@@ -171,9 +125,17 @@ class RunComparison:
         return self.after_pass_rate - self.before_pass_rate
 
     @property
+    def verdict(self) -> str:
+        """regressed, improved, unchanged or inconclusive (see `core.history.verdict`)."""
+        return self.judgement.run.verdict
+
+    @property
     def regression(self) -> bool:
-        """The verdict of `--fail-on-regression` (see `RegressionGate`)."""
-        return self.gate.failed
+        """What `--fail-on-regression` fails on."""
+        return self.verdict == REGRESSED
+
+    def sentence(self) -> str:
+        return self.judgement.run.sentence()
 
     def to_json(self, *, unit_limit: int | None = None) -> dict[str, Any]:
         return {
@@ -193,8 +155,10 @@ class RunComparison:
             "test": self.test.to_json(),
             "alpha": self.alpha,
             "regression": self.regression,
-            "verdict": self.gate.verdict(),
-            "gate": self.gate.to_json(unit_limit=unit_limit),
+            "verdict": self.verdict,
+            "sentence": self.sentence(),
+            "history_runs": self.history_runs,
+            "judgement": self.judgement.to_json(group_limit=unit_limit),
             "counts": {kind: len(self.units.get(kind, [])) for kind in CHANGE_KINDS},
             "units": {kind: ids[:unit_limit] if unit_limit is not None else ids for kind, ids in self.units.items()},
         }
@@ -209,8 +173,18 @@ def compare_verdicts(
     alpha: float = 0.05,
     confidence: float = 0.95,
     seed: int = 0,
+    settings: VerdictSettings | None = None,
+    history: Mapping[str, tuple[int, int, int]] | None = None,
+    history_runs: int = 1,
+    groups: Mapping[str, str] | None = None,
+    group_depth: int = 1,
+    deterministic: frozenset[str] = frozenset(),
+    tallies: tuple[Tallies, Tallies] | None = None,
 ) -> RunComparison:
-    """Pair `before` and `after` (unit id -> verdict) and classify every unit."""
+    """Pair `before` and `after` (unit id -> verdict), classify every unit, and judge the change with
+    whatever history there is (`history`: subject -> its trials over the earlier runs, the before run
+    included: (trials, failed, runs); without it the before run is the only history). `tallies`, each
+    run's per-subject (group, passed, failed) when the store has them, saves recounting the verdicts."""
     units: dict[str, list[str]] = {kind: [] for kind in CHANGE_KINDS}
     regressions, fixes, still_failing, changed_other = (
         units["regressions"], units["fixes"], units["still_failing"], units["changed_other"],
@@ -243,7 +217,14 @@ def compare_verdicts(
         before_pass_rate=pass_rate_of(before),
         after_pass_rate=pass_rate_of(after),
         alpha=alpha,
-        gate=regression_gate(before, after, units, both_passed, alpha=alpha),
+        judgement=judge_comparison(
+            unit_evidence(
+                *(tallies or (tallies_of(before, groups), tallies_of(after, groups))), history=history,
+                group_depth=group_depth, deterministic=deterministic,
+            ),
+            settings or VerdictSettings(alpha=alpha, confidence=confidence, seed=seed),
+        ),
         units=units,
         unchanged_passing=len(both_passed),
+        history_runs=history_runs if history is not None else 1,
     )

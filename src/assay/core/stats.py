@@ -303,30 +303,47 @@ def pass_hat_k(trials: int, passes: int, k: int) -> float:
 
 def poisson_binomial_upper_tail(distributions: list[list[float]], at_least: int) -> float:
     """P(S ≥ at_least) where S is the sum of independent integer variables, each given as its
-    probabilities over 0, 1, 2, …; exact by convolution, truncated at `at_least` (so the cost is
-    units × at_least), and a normal approximation with continuity correction past that cost."""
+    probabilities over 0, 1, 2, …. Exact (truncated convolution; a suite's units share a few distinct
+    distributions, each raised to its multiplicity by squaring) up to `_EXACT_TAIL_LIMIT`; past that a
+    normal approximation with continuity correction, whose error there is far below any alpha."""
     if at_least <= 0:
         return 1.0
-    maximum = sum(len(probabilities) - 1 for probabilities in distributions)
+    multiplicity: dict[tuple[float, ...], int] = {}
+    for probabilities in distributions:
+        key = tuple(probabilities)
+        if len(key) > 1 and key[0] != 1.0:
+            multiplicity[key] = multiplicity.get(key, 0) + 1
+    maximum = sum((len(key) - 1) * count for key, count in multiplicity.items())
     if at_least > maximum:
         return 0.0
     import numpy
 
-    if len(distributions) * at_least > 20_000_000:
-        means = [sum(value * p for value, p in enumerate(ps)) for ps in distributions]
-        variances = [sum(value * value * p for value, p in enumerate(ps)) - mean * mean for ps, mean in zip(distributions, means)]
+    if at_least > _EXACT_TAIL_LIMIT:
         from assay.core.distributions import normal_sf
 
-        spread = math.sqrt(max(sum(variances), 1e-300))
-        return normal_sf((at_least - 0.5 - sum(means)) / spread)
-    below = numpy.zeros(at_least)  # P(S = s) for s < at_least
+        mean = variance = 0.0
+        for key, count in multiplicity.items():
+            first = math.fsum(value * p for value, p in enumerate(key))
+            second = math.fsum(value * value * p for value, p in enumerate(key))
+            mean += count * first
+            variance += count * (second - first * first)
+        return normal_sf((at_least - 0.5 - mean) / math.sqrt(max(variance, 1e-300)))
+
+    def times(left, right):  # the distribution of a sum, kept below `at_least`
+        return numpy.convolve(left, right)[:at_least]
+
+    below = numpy.zeros(1)  # P(S = s) for s < at_least
     below[0] = 1.0
-    for probabilities in distributions:
-        if len(probabilities) == 1 or probabilities[0] == 1.0:
-            continue
-        updated = below * probabilities[0]
-        for value, probability in enumerate(probabilities[1:], start=1):
-            if value < at_least and probability:
-                updated[value:] += below[: at_least - value] * probability
-        below = updated
+    for key, count in multiplicity.items():
+        power, base = numpy.ones(1), numpy.asarray(key[:at_least], dtype=float)
+        while count:
+            if count & 1:
+                power = times(power, base)
+            count >>= 1
+            if count:
+                base = times(base, base)
+        below = times(below, power)
     return float(min(1.0, max(0.0, 1.0 - below.sum())))
+
+
+_EXACT_TAIL_LIMIT = 5000

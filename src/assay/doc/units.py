@@ -48,7 +48,8 @@ def _manifest(
         },
         options=jsonable(dict(options)),
         gates=[{"name": method, "passed": success, "message": "verdict is not red" if method == "deterministic" else "advisory"}],
-        summary={"bundle": str(result_dir)},
+        # A deterministic grade of a given candidate never varies by chance: a flip between two runs is a change.
+        summary={"bundle": str(result_dir), **({"deterministic": True} if method == "deterministic" else {})},
         success=success,
         exit_code=0 if success or method != "deterministic" else 1,
         duration_seconds=duration_ms / 1000 if isinstance(duration_ms, (int, float)) else None,

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.core.record import UnitResult, jsonable
-from assay.core.run_diff import CHANGE_KINDS, RunComparison, compare_verdicts
+from assay.core.history.compare import compare_stored_runs
+from assay.core.run_diff import CHANGE_KINDS, RunComparison
 from assay.core.results_store import SqliteRunStore
 from assay.errors import UsageError
 from assay.view.waterfall import timing_view, waterfall_view
@@ -257,7 +258,7 @@ class ViewData:
         key = (self.store.resolve(before), self.store.resolve(after))
         found = self._comparisons.get(key)
         if found is None:
-            found = compare_verdicts(key[0], self.store.verdicts(key[0]), key[1], self.store.verdicts(key[1]))
+            found = compare_stored_runs(self.store, self.store.get_run(key[0]), self.store.get_run(key[1]))
             self._comparisons[key] = found
             while len(self._comparisons) > 8:
                 self._comparisons.popitem(last=False)

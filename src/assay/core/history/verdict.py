@@ -21,6 +21,7 @@ anything else is `inconclusive`, with the number of units that would decide it a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,8 +41,8 @@ from assay.core.stats import (
 )
 
 __all__ = [
-    "REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE", "VERDICTS", "FamilyTest", "UnitEvidence",
-    "Verdict", "VerdictSettings", "judge_comparison",
+    "REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE", "VERDICTS", "Cohort", "FamilyTest", "UnitEvidence",
+    "Verdict", "VerdictSettings", "cohorts_of", "judge_comparison",
 ]
 
 REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "regressed", "improved", "unchanged", "inconclusive"
@@ -88,6 +89,38 @@ class UnitEvidence:
         if history.trials >= min_history:
             return "stable"
         return "short"
+
+
+@dataclass(frozen=True, slots=True)
+class Cohort:
+    """Units with the same evidence (group, trials before and after, history): judged as one, counted as many.
+    A suite of 100,000 units has a few hundred distinct cohorts, so every test costs as little as that."""
+
+    members: tuple[str, ...]
+    group: str
+    before: Tally | None
+    after: Tally | None
+    history: Tally
+    deterministic: bool = False
+
+    @property
+    def count(self) -> int:
+        return len(self.members)
+
+    @property
+    def paired(self) -> bool:
+        return self.before is not None and self.after is not None and self.before.trials > 0 and self.after.trials > 0
+
+    def family(self, min_history: int) -> str:
+        return UnitEvidence.family(self, min_history)  # type: ignore[arg-type]
+
+
+def cohorts_of(units: Iterable[UnitEvidence]) -> list[Cohort]:
+    """Units grouped by their evidence, in first-seen order (members in run order)."""
+    grouped: dict[tuple[Any, ...], list[str]] = {}
+    for unit in units:
+        grouped.setdefault((unit.group, unit.before, unit.after, unit.history, unit.deterministic), []).append(unit.unit)
+    return [Cohort(tuple(members), *key) for key, members in grouped.items()]
 
 
 @dataclass(frozen=True)
@@ -205,90 +238,106 @@ def _reversed(distribution: list[float]) -> list[float]:
     return distribution[::-1]
 
 
-def _stable_tests(units: Sequence[UnitEvidence], prior: FailureRates, settings: VerdictSettings) -> list[FamilyTest]:
+def _stable_tests(cohorts: Sequence[Cohort], prior: FailureRates) -> list[FamilyTest]:
     """Flips of stable units against the flips chance predicts (exact Poisson-binomial tails)."""
     tests = []
     for family, clean in (("stable-pass", "passed"), ("stable-fail", "failed")):
-        members = [unit for unit in units if unit.after is not None and unit.after.trials and _clean(unit, clean)]
+        members = [cohort for cohort in cohorts if cohort.after is not None and cohort.after.trials and _clean(cohort, clean)]
         if not members:
             continue
-        distributions, flips, observed, expected = [], [], 0, 0.0
-        for unit in members:
-            after = unit.after
+        distributions: list[list[float]] = []
+        flips: list[str] = []
+        observed, expected, units = 0, 0.0, 0
+        for cohort in members:
+            after = cohort.after
             assert after is not None
-            if unit.deterministic:
+            if cohort.deterministic:
                 chance = [1.0] + [0.0] * after.trials
             else:
-                chance = prior.next_failures(unit.history, after.trials)
+                chance = prior.next_failures(cohort.history, after.trials)
                 if clean == "failed":
-                    chance = _reversed(chance)  # now: the chance of k passing trials
+                    chance = chance[::-1]  # now: the chance of k passing trials
             moved = after.failed if clean == "passed" else after.passed
-            distributions.append(chance)
-            observed += moved
-            expected += sum(k * p for k, p in enumerate(chance))
+            distributions += [chance] * cohort.count
+            observed += moved * cohort.count
+            expected += sum(k * p for k, p in enumerate(chance)) * cohort.count
+            units += cohort.count
             if moved:
-                flips.append(unit.unit)
+                flips += cohort.members
         p_value = poisson_binomial_upper_tail(distributions, observed) if observed else 1.0
         direction = (WORSE if clean == "passed" else BETTER) if observed else None
-        tests.append(FamilyTest(family, "Poisson-binomial tail vs the suite's history", len(members), direction,
+        tests.append(FamilyTest(family, "Poisson-binomial tail vs the suite's history", units, direction,
                                 observed, expected, p_value, flips=tuple(flips)))
     return tests
 
 
-def _clean(unit: UnitEvidence, verdict: str) -> bool:
-    """Whether every trial of the unit's history has this verdict."""
-    history = unit.history
+def _clean(unit: Cohort, verdict: str) -> bool:
+    """Whether every trial of the unit's history has this verdict (for a deterministic unit, of the
+    earlier run: any verdict it had before that is a change too)."""
+    history = (unit.before or Tally(0, 0)) if unit.deterministic else unit.history
     return history.trials > 0 and (history.failed == 0 if verdict == "passed" else history.passed == 0)
 
 
-def _flaky_test(units: Sequence[UnitEvidence], prior: FailureRates) -> FamilyTest | None:
-    members = [unit for unit in units if unit.after is not None and unit.after.trials]
+def _flaky_test(cohorts: Sequence[Cohort], prior: FailureRates) -> FamilyTest | None:
+    members = [cohort for cohort in cohorts if cohort.after is not None and cohort.after.trials]
     if not members:
         return None
-    distributions = [prior.next_failures(unit.history, unit.after.trials) for unit in members]  # type: ignore[union-attr]
-    observed = sum(unit.after.failed for unit in members)  # type: ignore[union-attr]
-    expected = sum(sum(k * p for k, p in enumerate(chance)) for chance in distributions)
+    distributions: list[list[float]] = []
+    observed, expected, units = 0, 0.0, 0
+    flips: list[str] = []
+    for cohort in members:
+        chance = prior.next_failures(cohort.history, cohort.after.trials)  # type: ignore[union-attr]
+        distributions += [chance] * cohort.count
+        observed += cohort.after.failed * cohort.count  # type: ignore[union-attr]
+        expected += sum(k * p for k, p in enumerate(chance)) * cohort.count
+        units += cohort.count
+        if cohort.before is not None and _fraction(cohort.after) != _fraction(cohort.before):
+            flips += cohort.members
     upper = poisson_binomial_upper_tail(distributions, observed)
     lower = 1.0 - poisson_binomial_upper_tail(distributions, observed + 1)
     p_value = min(1.0, 2.0 * min(upper, lower))
     direction = WORSE if observed > expected else BETTER if observed < expected else None
-    flips = tuple(unit.unit for unit in members if unit.before is not None and _fraction(unit.after) != _fraction(unit.before))
-    return FamilyTest("flaky", "two-sided Poisson-binomial test vs each unit's history", len(members), direction,
-                      float(observed), expected, p_value, flips=flips)
+    return FamilyTest("flaky", "two-sided Poisson-binomial test vs each unit's history", units, direction,
+                      float(observed), expected, p_value, flips=tuple(flips))
 
 
 def _fraction(tally: Tally | None) -> float:
     return tally.passed / tally.trials if tally is not None and tally.trials else 0.0
 
 
-def _short_history_test(units: Sequence[UnitEvidence]) -> FamilyTest | None:
-    members = [unit for unit in units if unit.paired]
+def _short_history_test(cohorts: Sequence[Cohort]) -> FamilyTest | None:
+    members = [cohort for cohort in cohorts if cohort.paired]
     if not members:
         return None
-    better = [unit.unit for unit in members if _fraction(unit.after) > _fraction(unit.before)]
-    worse = [unit.unit for unit in members if _fraction(unit.after) < _fraction(unit.before)]
+    better = [unit for cohort in members if _fraction(cohort.after) > _fraction(cohort.before) for unit in cohort.members]
+    worse = [unit for cohort in members if _fraction(cohort.after) < _fraction(cohort.before) for unit in cohort.members]
     p_value = sign_test(len(better), len(worse))
     direction = WORSE if len(worse) > len(better) else BETTER if len(better) > len(worse) else None
-    return FamilyTest("short-history", "exact sign test on paired changes (McNemar with one trial)", len(members),
-                      direction, float(len(better)), float(len(worse)), p_value, flips=tuple(worse + better))
+    return FamilyTest("short-history", "exact sign test on paired changes (McNemar with one trial)",
+                      sum(cohort.count for cohort in members), direction, float(len(better)), float(len(worse)),
+                      p_value, flips=tuple(worse + better))
 
 
-def _family_tests(units: Sequence[UnitEvidence], prior: FailureRates, settings: VerdictSettings) -> list[FamilyTest]:
-    families: dict[str, list[UnitEvidence]] = {"stable": [], "flaky": [], "short": []}
-    for unit in units:
-        families[unit.family(settings.min_history)].append(unit)
-    tests = _stable_tests(families["stable"], prior, settings)
+def _family_tests(cohorts: Sequence[Cohort], prior: FailureRates, settings: VerdictSettings) -> list[FamilyTest]:
+    families: dict[str, list[Cohort]] = {"stable": [], "flaky": [], "short": []}
+    for cohort in cohorts:
+        families[cohort.family(settings.min_history)].append(cohort)
+    tests = _stable_tests(families["stable"], prior)
     flaky = _flaky_test(families["flaky"], prior)
     short = _short_history_test(families["short"])
     return tests + [test for test in (flaky, short) if test is not None]
 
 
-def _pass_k(units: Sequence[UnitEvidence], settings: VerdictSettings) -> dict[str, Any] | None:
+def _repeated(cohorts: Sequence[Cohort], value) -> tuple[float, ...]:
+    return tuple(number for cohort in cohorts for number in (value(cohort),) * cohort.count)
+
+
+def _pass_k(cohorts: Sequence[Cohort], settings: VerdictSettings) -> dict[str, Any] | None:
     """pass@k and pass^k before and after, for k up to the fewest trials a paired unit has (≥ 2)."""
-    paired = [unit for unit in units if unit.paired]
+    paired = [cohort for cohort in cohorts if cohort.paired]
     if not paired:
         return None
-    k_max = min(min(unit.before.trials, unit.after.trials) for unit in paired)  # type: ignore[union-attr]
+    k_max = min(min(cohort.before.trials, cohort.after.trials) for cohort in paired)  # type: ignore[union-attr]
     if k_max < 2:
         return None
     document: dict[str, Any] = {"k": list(range(1, k_max + 1))}
@@ -296,17 +345,18 @@ def _pass_k(units: Sequence[UnitEvidence], settings: VerdictSettings) -> dict[st
         for name, estimator in (("pass_at_k", pass_at_k), ("pass_hat_k", pass_hat_k)):
             rows = []
             for k in range(1, k_max + 1):
-                values = tuple(estimator(getattr(unit, side).trials, getattr(unit, side).passed, k) for unit in paired)
-                estimate = PairedDifferences(values)
+                estimate = PairedDifferences(_repeated(
+                    paired, lambda cohort: estimator(getattr(cohort, side).trials, getattr(cohort, side).passed, k)
+                ))
                 low, high = cluster_bootstrap_interval(estimate, confidence=settings.confidence, seed=settings.seed)
                 rows.append({"k": k, "value": estimate.mean, "interval": [low, high]})
             document[f"{side}_{name}"] = rows
     return document
 
 
-def _decide(scope: str, units: Sequence[UnitEvidence], tests: list[FamilyTest], settings: VerdictSettings) -> Verdict:
-    paired = [unit for unit in units if unit.paired]
-    differences = PairedDifferences(tuple(_fraction(unit.after) - _fraction(unit.before) for unit in paired))
+def _decide(scope: str, cohorts: Sequence[Cohort], tests: list[FamilyTest], settings: VerdictSettings) -> Verdict:
+    paired = [cohort for cohort in cohorts if cohort.paired]
+    differences = PairedDifferences(_repeated(paired, lambda cohort: _fraction(cohort.after) - _fraction(cohort.before)))
     interval = cluster_bootstrap_interval(differences, confidence=settings.confidence, seed=settings.seed)
     t_p = paired_t_test(differences)
     equivalence_p = tost_paired(differences, settings.margin)[0] if paired else 1.0
@@ -319,11 +369,11 @@ def _decide(scope: str, units: Sequence[UnitEvidence], tests: list[FamilyTest], 
         verdict, deciding = REGRESSED, min(worse, key=lambda test: test.adjusted_p)
     elif better:
         verdict, deciding = IMPROVED, min(better, key=lambda test: test.adjusted_p)
-    elif paired and equivalence_p < settings.alpha:
+    elif differences.count and equivalence_p < settings.alpha:
         verdict = UNCHANGED
     else:
         verdict = INCONCLUSIVE
-        spread = differences.standard_deviation or (1.0 / max(1, len(paired))) ** 0.5
+        spread = differences.standard_deviation or (1.0 / max(1, differences.count)) ** 0.5
         choices = [
             units_needed(spread, differences.mean, alpha=settings.alpha, power=settings.power),
             units_needed(spread, differences.mean, alpha=settings.alpha, power=settings.power,
@@ -332,8 +382,8 @@ def _decide(scope: str, units: Sequence[UnitEvidence], tests: list[FamilyTest], 
         found = [choice for choice in choices if choice is not None]
         needed = min(found) if found else None
     return Verdict(
-        verdict, scope, len(paired), differences.mean, interval, t_p, equivalence_p, tuple(tests), settings,
-        units_needed=needed, deciding=deciding, pass_k=_pass_k(units, settings) if scope == "run" else None,
+        verdict, scope, differences.count, differences.mean, interval, t_p, equivalence_p, tuple(tests), settings,
+        units_needed=needed, deciding=deciding, pass_k=_pass_k(cohorts, settings) if scope == "run" else None,
     )
 
 
@@ -343,7 +393,8 @@ class Judgement:
 
     run: Verdict
     groups: Mapping[str, Verdict] = field(default_factory=dict)
-    flaky_share: float = 0.0
+    flaky_share: float = 0.0  # of the suite's failure-rate prior
+    families: Mapping[str, int] = field(default_factory=dict)  # stable, flaky, short: units of each
 
     def to_json(self, *, group_limit: int | None = None) -> dict[str, Any]:
         groups = list(self.groups.items())
@@ -352,26 +403,45 @@ class Judgement:
         return {
             **self.run.to_json(),
             "suite_flaky_share": self.flaky_share,
+            "unit_families": dict(self.families),
             "groups": {name: verdict.to_json() for name, verdict in groups},
             "group_counts": {verdict: sum(1 for group in self.groups.values() if group.verdict == verdict)
                              for verdict in VERDICTS},
         }
 
 
-def judge_comparison(units: Iterable[UnitEvidence], settings: VerdictSettings = VerdictSettings()) -> Judgement:
+def judge_comparison(units: Iterable[UnitEvidence | Cohort], settings: VerdictSettings = VerdictSettings()) -> Judgement:
     """The four-way verdict for the run and for each group (Holm across the run's tests, and across
-    every group's tests together)."""
-    units = list(units)
-    prior = estimate_failure_rates(unit.history for unit in units if unit.history.trials)
-    run_tests = _family_tests(units, prior, settings)
+    every group's tests together). `units` may come as cohorts already (see `Cohort`)."""
+    items = list(units)
+    cohorts = [item for item in items if isinstance(item, Cohort)]
+    cohorts += cohorts_of(item for item in items if isinstance(item, UnitEvidence))
+    prior = _prior(cohorts)
+    run_tests = _family_tests(cohorts, prior, settings)
     _adjust(run_tests)
-    by_group: dict[str, list[UnitEvidence]] = {}
-    for unit in units:
-        by_group.setdefault(unit.group, []).append(unit)
-    group_tests = {group: _family_tests(members, prior, settings) for group, members in by_group.items()}
-    _adjust([test for tests in group_tests.values() for test in tests])
-    groups = {group: _decide(group, by_group[group], tests, settings) for group, tests in group_tests.items()}
-    return Judgement(_decide("run", units, run_tests, settings), groups, prior.flaky_share)
+    by_group: dict[str, list[Cohort]] = {}
+    for cohort in cohorts:
+        by_group.setdefault(cohort.group, []).append(cohort)
+    run = _decide("run", cohorts, run_tests, settings)
+    if len(by_group) == 1:  # one group: its verdict is the run's, from the same tests
+        [name] = by_group
+        groups = {name: dataclasses.replace(run, scope=name, pass_k=None)}
+    else:
+        group_tests = {group: _family_tests(members, prior, settings) for group, members in by_group.items()}
+        _adjust([test for tests in group_tests.values() for test in tests])
+        groups = {group: _decide(group, by_group[group], tests, settings) for group, tests in group_tests.items()}
+    families = {"stable": 0, "flaky": 0, "short": 0}
+    for cohort in cohorts:
+        if cohort.paired:
+            families[cohort.family(settings.min_history)] += cohort.count
+    return Judgement(run, groups, prior.flaky_share, families)
+
+
+def _prior(cohorts: Sequence[Cohort]) -> FailureRates:
+    """The suite's failure-rate prior from every unit's history (one tally per unit, so cohorts repeat)."""
+    return estimate_failure_rates(
+        cohort.history for cohort in cohorts if cohort.history.trials for _ in range(cohort.count)
+    )
 
 
 def _adjust(tests: list[FamilyTest]) -> None:

@@ -502,6 +502,8 @@ async function renderTraces(runId, params) {
 // ---------------------------------------------------------------------------------------------
 // Compare
 
+const VERDICT_CLASS = { regressed: "bad", improved: "ok", unchanged: "ok", inconclusive: "warn" };
+
 async function renderCompare(before, after, params) {
   const change = params.change || "regressions";
   const offset = Number(params.offset || 0);
@@ -531,7 +533,7 @@ async function renderCompare(before, after, params) {
       el("div", { class: "stat" }, el("b", { id: "p-value" }, test.p_value.toPrecision(3)), "McNemar exact p, all paired units"),
       el("div", { class: "stat" }, el("b", {}, `[${(test.interval[0] * 100).toFixed(1)}, ${(test.interval[1] * 100).toFixed(1)}]`), `${Math.round(test.confidence * 100)}% bootstrap interval (pts)`)),
     // The verdict sentence comes from the same Python function `assay runs compare` prints.
-    el("p", { id: "verdict", class: `panel sig ${result.regression ? "bad" : "ok"}`, "data-regression": String(result.regression) }, result.verdict),
+    el("p", { id: "verdict", class: `panel sig ${VERDICT_CLASS[result.verdict] || ""}`, "data-verdict": result.verdict, "data-regression": String(result.regression) }, result.sentence),
     tabs,
     el("table", { id: "compare-table" }, el("thead", {}, el("tr", {}, ["unit", "expected", "before", "after"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
     el("div", { class: "pager" },

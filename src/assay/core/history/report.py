@@ -1,0 +1,127 @@
+"""How a comparison, the flaky units and a trend read as text (the CLI prints these lines)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.core.stats import wilson_interval
+
+__all__ = ["FlakyUnit", "TrendPoint", "comparison_lines", "flaky_lines", "trend_lines"]
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def comparison_lines(comparison: Any, limit: int) -> Iterator[str]:
+    """The text of `assay runs compare`: what changed, the verdict with its evidence, the groups."""
+    test = comparison.test
+    difference = comparison.pass_rate_difference
+    yield f"Compare {comparison.before} → {comparison.after}"
+    yield (f"pass rate {_percent(comparison.before_pass_rate)} → {_percent(comparison.after_pass_rate)}"
+           + (f" ({difference * 100:+.1f} points)" if difference is not None else ""))
+    counts = comparison.counts
+    yield (f"paired units {counts.total}: regressions {counts.regressions}, fixes {counts.fixes}, "
+           f"still failing {counts.both_failed}, still passing {counts.both_passed}; "
+           f"new {len(comparison.units['new'])}, removed {len(comparison.units['removed'])}")
+    yield (f"all paired trials: McNemar exact p = {test.p_value:.4g} (mid-p {test.mid_p_value:.4g})")
+    judgement = comparison.judgement
+    run = judgement.run
+    families = judgement.families
+    yield (f"evidence: {comparison.history_runs} run(s) of history; paired units stable in it {families.get('stable', 0)}, "
+           f"flaky {families.get('flaky', 0)}, with too little history {families.get('short', 0)}")
+    for family_test in run.tests:
+        yield f"  {family_test.describe()}"
+    if run.pass_k:
+        k = run.pass_k["k"][-1]
+        before = run.pass_k["before_pass_at_k"][-1]["value"]
+        after = run.pass_k["after_pass_at_k"][-1]["value"]
+        before_hat = run.pass_k["before_pass_hat_k"][-1]["value"]
+        after_hat = run.pass_k["after_pass_hat_k"][-1]["value"]
+        yield f"  pass@{k} {_percent(before)} → {_percent(after)}; pass^{k} {_percent(before_hat)} → {_percent(after_hat)}"
+    yield run.sentence()
+    moved = {name: group for name, group in judgement.groups.items() if group.verdict in ("regressed", "improved")}
+    if len(judgement.groups) > 1:
+        tally = ", ".join(f"{count} {name}" for name, count in judgement.to_json(group_limit=0)["group_counts"].items() if count)
+        yield f"groups: {tally}"
+        for name, group in list(moved.items())[:limit]:
+            yield f"  {group.verdict.upper()} {name or '(all)'}: {group.sentence()}"
+    for kind, title in (("regressions", "Regressions"), ("fixes", "Fixes"), ("still_failing", "Still failing"),
+                        ("new", "New"), ("removed", "Removed"), ("changed_other", "Changed (skipped/ignored)")):
+        ids = comparison.units[kind]
+        if not ids or limit == 0:
+            continue
+        yield f"{title} ({len(ids)}):"
+        for unit_id in ids[:limit]:
+            yield f"  {unit_id}"
+        if len(ids) > limit:
+            yield f"  … {len(ids) - limit} more"
+
+
+@dataclass(frozen=True, slots=True)
+class FlakyUnit:
+    """A unit whose verdicts disagree over the runs read: its pass rate with a Wilson interval."""
+
+    unit: str
+    group: str
+    passed: int
+    failed: int
+    runs: int
+    kind: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.passed / (self.passed + self.failed)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson_interval(self.passed, self.passed + self.failed)
+
+    def to_json(self) -> dict[str, Any]:
+        low, high = self.interval
+        return {"unit": self.unit, "group": self.group, "kind": self.kind, "passed": self.passed, "failed": self.failed,
+                "runs": self.runs, "pass_rate": self.rate, "interval": [low, high], "confidence": 0.95}
+
+
+def flaky_lines(series: Sequence[tuple[str, Sequence[str], Sequence[FlakyUnit]]], limit: int) -> Iterator[str]:
+    for title, run_ids, units in series:
+        yield f"{title}: {len(units)} flaky unit(s) over the last {len(run_ids)} run(s)"
+        for unit in units[:limit]:
+            low, high = unit.interval
+            yield (f"  {unit.unit}  pass rate {unit.rate * 100:.0f}% [{low * 100:.0f}, {high * 100:.0f}] "
+                   f"({unit.passed} passed, {unit.failed} failed over {unit.runs} run(s))")
+        if len(units) > limit:
+            yield f"  … {len(units) - limit} more (--limit, --json)"
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    run_id: str
+    created_at: str
+    passed: int
+    failed: int
+    flaky_units: Sequence[str] = field(default_factory=tuple)
+
+    @property
+    def rate(self) -> float | None:
+        judged = self.passed + self.failed
+        return self.passed / judged if judged else None
+
+    def to_json(self) -> dict[str, Any]:
+        low, high = wilson_interval(self.passed, self.passed + self.failed)
+        return {"run_id": self.run_id, "created_at": self.created_at, "passed": self.passed, "failed": self.failed,
+                "pass_rate": self.rate, "interval": [low, high] if self.passed + self.failed else None}
+
+
+def trend_lines(title: str, points: Sequence[TrendPoint], flaky: Mapping[str, FlakyUnit]) -> Iterator[str]:
+    yield f"{title}: pass rate over {len(points)} run(s), oldest first (95% Wilson interval)"
+    for point in points:
+        judged = point.passed + point.failed
+        low, high = wilson_interval(point.passed, judged)
+        bar = "█" * round((point.rate or 0) * 20)
+        yield (f"  {point.run_id}  {_percent(point.rate):>6} [{low * 100:5.1f}, {high * 100:5.1f}]  {bar:<20} "
+               f"{point.passed}/{judged}")
+    if flaky:
+        yield f"flaky units ({len(flaky)}): " + ", ".join(list(flaky)[:10]) + (" …" if len(flaky) > 10 else "")

@@ -1,0 +1,67 @@
+"""Each unit's history as the results store holds it: one narrow row per (run, unit), read in one query.
+
+A run's `unit_history` rows (trials passed, trials failed) are written when the run is indexed; a
+series is the runs of one kind and project, newest first (the project as `runs compare latest` finds it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+__all__ = ["DEFAULT_HISTORY", "history_tallies", "run_tallies", "series_before", "series_rows"]
+
+DEFAULT_HISTORY = 10  # runs of history a comparison reads (the earlier run included)
+
+
+def _source(store: Any) -> str:
+    """The history rows, or (a read-only store an earlier assay made) the same computed from units."""
+    if store.has_history_rows:
+        return "unit_history"
+    from assay.core.results_store import _SUBJECT
+
+    return ("(SELECT run_id, " + _SUBJECT + " AS subject, MIN(grp) AS grp, SUM(verdict = 'passed') AS passed, "
+            "SUM(verdict IN ('failed', 'errored')) AS failed FROM units GROUP BY run_id, subject)")
+
+
+def series_before(store: Any, run: Any, last: int) -> list[str]:
+    """The ids of the `last` runs of `run`'s kind and project up to and including it, newest first."""
+    if last <= 0:
+        return []
+    ids = store.series(run.manifest)
+    try:
+        position = ids.index(run.run_id)
+    except ValueError:
+        return [run.run_id]
+    return ids[position : position + last]
+
+
+def run_tallies(store: Any, run_id: str) -> dict[str, tuple[str, int, int]]:
+    """subject -> (its group, trials passed, trials failed or errored) in one run."""
+    rows = store.read(f"SELECT subject, grp, passed, failed FROM {_source(store)} WHERE run_id = ?", (run_id,))
+    return {subject: (group, passed, failed) for subject, group, passed, failed in rows}
+
+
+def history_tallies(store: Any, run_ids: Sequence[str]) -> dict[str, tuple[int, int, int]]:
+    """subject -> (its trials over these runs, how many failed, how many of the runs held it): one query."""
+    if not run_ids:
+        return {}
+    marks = ",".join("?" * len(run_ids))
+    rows = store.read(
+        f"SELECT subject, SUM(passed) + SUM(failed), SUM(failed), COUNT(*) FROM {_source(store)} "
+        f"WHERE run_id IN ({marks}) GROUP BY subject", list(run_ids),
+    )
+    return {subject: (trials, failed, runs) for subject, trials, failed, runs in rows}
+
+
+def series_rows(store: Any, run_ids: Sequence[str], *, group: str | None = None) -> Iterable[tuple[str, str, str, int, int]]:
+    """(run id, subject, group, passed, failed) for these runs, optionally one group (and its subgroups)."""
+    if not run_ids:
+        return []
+    marks = ",".join("?" * len(run_ids))
+    query = f"SELECT run_id, subject, grp, passed, failed FROM {_source(store)} WHERE run_id IN ({marks})"
+    parameters: list[Any] = list(run_ids)
+    if group:
+        query += " AND (grp = ? OR substr(grp, 1, ?) = ?)"
+        parameters += [group, len(group) + 1, group + "/"]
+    return store.read(query, parameters)

@@ -1,0 +1,120 @@
+"""History from the results store: `runs compare` weighing earlier runs, `runs flaky`, `runs trend`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import numpy
+import pytest
+from damaged_store import assay
+
+from assay.core.history.store import history_tallies, run_tallies, series_before
+from assay.core.record import RunManifest, UnitResult
+from assay.core.results_store import SqliteRunStore, publish_run
+
+UNITS = 60
+FLAKY = 12  # u00 … u11 pass half the time
+
+
+def _publish_series(database, runs: int, *, broken=(), project="/repo/agent", seed=3, kind="agent", start=0) -> list[str]:
+    rng = numpy.random.default_rng(seed)
+    ids = []
+    for index in range(runs):
+        run_id = f"{kind}-{project.rsplit('/', 1)[-1]}-{start + index:02d}"
+        last = index == runs - 1
+        units = []
+        for unit in range(UNITS):
+            passed = rng.random() < 0.5 if unit < FLAKY else not (last and unit in broken)
+            group = f"exp/{'flaky' if unit < FLAKY else 'steady'}"
+            units.append(UnitResult(f"exp/u{unit:02d}#1", "passed" if passed else "failed", group=group))
+        manifest = RunManifest(run_id, kind, f"2026-02-{1 + start + index:02d}T00:00:00Z", identity={"project": project})
+        publish_run(manifest, units, database=database)
+        ids.append(run_id)
+    return ids
+
+
+def test_each_run_keeps_one_history_row_per_unit_and_a_series_reads_them_in_one_query(tmp_path) -> None:
+    database = tmp_path / "assay.db"
+    ids = _publish_series(database, 12)
+    _publish_series(database, 2, project="/repo/other", seed=9)
+    with SqliteRunStore(database, read_only=True) as store:
+        series = series_before(store, store.get_run(ids[-2]), 10)
+        assert series == ids[-2::-1][:10]  # newest first, the other project's runs left out
+        past = history_tallies(store, series)
+        assert past["exp/u30"] == (10, 0, 10)  # a steady unit: 10 trials, none failed, in 10 runs
+        trials, failed, runs = past["exp/u03"]
+        assert trials == 10 and runs == 10 and 0 < failed < 10
+        assert run_tallies(store, ids[0])["exp/u30"] == ("exp/steady", 1, 0)
+
+
+def test_a_store_indexed_before_history_existed_gets_its_rows_when_opened_for_writing(tmp_path) -> None:
+    database = tmp_path / "assay.db"
+    ids = _publish_series(database, 3)
+    with sqlite3.connect(database) as connection:  # as an earlier assay left it
+        connection.execute("DELETE FROM unit_history")
+        connection.execute("PRAGMA user_version = 0")
+    with SqliteRunStore(database, read_only=True) as store:  # read-only: computed from the units instead
+        assert not store.has_history_rows and history_tallies(store, ids)["exp/u40"] == (3, 0, 3)
+    SqliteRunStore(database).close()
+    with sqlite3.connect(database) as connection:
+        assert connection.execute("SELECT COUNT(*) FROM unit_history").fetchone()[0] == 3 * UNITS
+
+
+def test_compare_with_history_calls_a_broken_steady_unit_a_regression_that_one_run_alone_cannot(tmp_path) -> None:
+    database = tmp_path / "assay.db"
+    _publish_series(database, 11, broken={40, 41})
+    with_history = json.loads(assay(database, "runs", "compare", "latest", "--json").stdout)
+    assert with_history["verdict"] == "regressed" and with_history["history_runs"] == 10
+    decided = with_history["judgement"]["decided_by"]
+    assert decided["family"] == "stable-pass" and decided["flips"] == ["exp/u40", "exp/u41"]
+    alone = json.loads(assay(database, "runs", "compare", "latest", "--history", "1", "--json").stdout)
+    assert alone["verdict"] != "regressed" and alone["history_runs"] == 1
+    gated = assay(database, "runs", "compare", "latest", "--fail-on-regression")
+    assert gated.returncode == 1 and with_history["sentence"] in gated.stdout.splitlines()
+    assert "evidence: 10 run(s) of history; paired units stable in it 48, flaky 12" in gated.stdout
+    groups = with_history["judgement"]["groups"]
+    assert set(groups) == {"exp"}
+    by_target = json.loads(assay(database, "runs", "compare", "latest", "--group-depth", "2", "--json").stdout)
+    assert by_target["judgement"]["groups"]["exp/steady"]["verdict"] == "regressed"
+    assert by_target["judgement"]["groups"]["exp/flaky"]["verdict"] != "regressed"
+
+
+def test_runs_flaky_lists_the_units_whose_verdicts_disagree_with_a_wilson_interval(tmp_path) -> None:
+    from statsmodels.stats.proportion import proportion_confint
+
+    database = tmp_path / "assay.db"
+    _publish_series(database, 10)
+    done = assay(database, "runs", "flaky", "--json")
+    assert done.returncode == 0, done.stderr
+    [series] = json.loads(done.stdout)["series"]
+    flaky = {unit["unit"]: unit for unit in series["flaky"]}
+    assert set(flaky) <= {f"exp/u{index:02d}" for index in range(FLAKY)} and len(flaky) >= FLAKY - 1
+    unit = next(iter(flaky.values()))
+    low, high = proportion_confint(unit["passed"], unit["passed"] + unit["failed"], method="wilson")
+    assert unit["interval"] == pytest.approx([low, high]) and unit["runs"] == 10
+    text = assay(database, "runs", "flaky", "--limit", "2")
+    assert text.stdout.splitlines()[0].startswith(f"agent (") and "flaky unit(s) over the last 10 run(s)" in text.stdout
+    assert text.stdout.count(" pass rate ") == 2 and "more (--limit, --json)" in text.stdout
+    publish_run(RunManifest("video-1", "video", "2026-03-01T00:00:00Z"), [], database=tmp_path / "video.db")
+    none = assay(tmp_path / "video.db", "runs", "flaky", "--kind", "doc")
+    assert none.returncode == 0 and none.stdout.strip() == "No doc runs recorded yet."
+
+
+def test_runs_trend_shows_the_pass_rate_over_runs_with_its_interval_and_marks_flaky_units(tmp_path) -> None:
+    database = tmp_path / "assay.db"
+    ids = _publish_series(database, 6, broken=set(range(20, 60)))
+    document = json.loads(assay(database, "runs", "trend", "exp/steady", "--json").stdout)
+    points = document["points"]
+    assert [point["run_id"] for point in points] == ids  # oldest first
+    assert points[0]["pass_rate"] == 1.0 and points[-1]["pass_rate"] == pytest.approx(8 / 48)
+    assert points[-1]["interval"][0] < 8 / 48 < points[-1]["interval"][1]
+    # Units whose verdicts disagree over these runs, the 40 the last run broke among them.
+    assert {unit["unit"] for unit in document["flaky"]} == {f"exp/u{index}" for index in range(20, 60)}
+    everything = assay(database, "runs", "trend", "--last", "3")
+    lines = everything.stdout.splitlines()
+    assert lines[0] == "agent (all units): pass rate over 3 run(s), oldest first (95% Wilson interval)"
+    assert [line.split()[0] for line in lines[1:4]] == ids[-3:]
+    assert lines[-1].startswith("flaky units (")
+    unknown = assay(database, "runs", "trend", "exp/nope")
+    assert unknown.returncode == 2 and "no unit of the group 'exp/nope'" in unknown.stderr
