@@ -214,3 +214,41 @@ def test_static_export_opens_from_disk(page: Page, filled_store: FilledStore, tm
     page.goto((site / "index.html").as_uri() + f"#/compare/{filled_store.video_before}/{filled_store.video_after}")
     _ready(page)
     expect(page.locator("#verdict")).to_contain_text("Regressed: units with too little history (8): 0 changed for the better, 8 for the worse")
+
+
+def test_the_trend_page_charts_each_groups_pass_rate_with_its_band_live_and_exported(page: Page, tmp_path: Path) -> None:
+    database = tmp_path / "assay.db"
+    for index in range(5):  # the steady group breaks in the last run; one unit of the other flips every run
+        units = [UnitResult(f"steady/u{unit}#1", "failed" if index == 4 and unit < 3 else "passed", group="steady")
+                 for unit in range(6)]
+        units += [UnitResult("wobbly/flipper#1", "passed" if index % 2 else "failed", group="wobbly"),
+                  UnitResult("wobbly/calm#1", "passed", group="wobbly")]
+        publish_run(RunManifest(f"video-{index}", "video", f"2026-04-0{index + 1}T00:00:00Z"), units, database=database)
+    cli = assay(database, "runs", "trend", "steady", "--json")
+    import json
+
+    expected = [round(point["pass_rate"] * 100, 1) for point in json.loads(cli.stdout)["points"]]
+    assert expected == [100.0, 100.0, 100.0, 100.0, 50.0]
+    site = tmp_path / "site"
+    with SqliteRunStore(database, read_only=True) as store:
+        export_site(ViewData(store), site)
+    for origin in _serve(database):
+        _check_trend_page(page, f"{origin}/#/run/video-4", expected)
+    _check_trend_page(page, (site / "index.html").as_uri() + "#/run/video-4", expected)
+
+
+def _check_trend_page(page: Page, run_page: str, expected: list[float]) -> None:
+    page.goto(run_page)
+    _ready(page)
+    page.click("#trend-link")
+    _ready(page)
+    charts = page.locator("#trend-charts .trend")
+    expect(charts).to_have_count(3)  # all units, then the least reliable group first
+    assert [charts.nth(index).get_attribute("data-group") for index in range(3)] == ["all units", "wobbly", "steady"]
+    steady = page.locator('.trend[data-group="steady"]')
+    expect(steady.locator(".trend-point")).to_have_count(5)
+    expect(steady.locator(".trend-band")).to_have_count(1)
+    titles = steady.locator(".trend-point title").evaluate_all("nodes => nodes.map((node) => node.textContent)")
+    assert [float(text.split(": ")[1].split("%")[0]) for text in titles] == expected
+    expect(page.locator('.trend[data-group="wobbly"] .flaky-units')).to_contain_text("1 flaky: wobbly/flipper")
+    expect(steady.locator(".flaky-units")).to_contain_text("3 flaky")

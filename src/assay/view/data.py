@@ -26,6 +26,7 @@ __all__ = ["MAX_PAGE", "PAGE_SIZE", "ViewData", "api_key", "sandbox_view", "trac
 PAGE_SIZE = 100
 MAX_PAGE = 1000
 GROUP_LIMIT = 500
+TREND_GROUPS = 60  # charts on the trend page, the least reliable groups first
 _PREVIEW_CHARACTERS = 160
 
 
@@ -251,6 +252,46 @@ class ViewData:
         if not isinstance(video, str) or not isinstance(time_s, (int, float)) or not math.isfinite(time_s):
             raise LookupError("this unit has no recorded video frame")
         return video, float(time_s)
+
+    # -- trend -----------------------------------------------------------------------------
+
+    def trend(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The pass rate of each group over the last runs of a run's series (oldest first, with its
+        Wilson interval), flaky units marked: what `assay runs trend GROUP` prints, for every group."""
+        from assay.core.history.report import TrendPoint
+        from assay.core.history.series import flaky_units
+        from assay.core.history.store import series_before, series_rows
+        from assay.core.stats import wilson_interval
+
+        stored = self.store.get_run(str(params.get("run") or "latest"))
+        last = _integer(params, "last", 10, 100)
+        ids = list(reversed(series_before(self.store, stored, last)))
+        created = {run_id: self.store.get_run(run_id).manifest.created_at for run_id in ids}
+        tallies: dict[str, dict[str, list[int]]] = {}
+        for run_id, _, group, passed, failed in series_rows(self.store, ids):
+            counts = tallies.setdefault(group, {}).setdefault(run_id, [0, 0])
+            counts[0] += passed
+            counts[1] += failed
+        flaky: dict[str, list[str]] = {}
+        for unit in flaky_units(self.store, ids):
+            flaky.setdefault(unit.group, []).append(unit.unit)
+        whole = [TrendPoint(run_id, created[run_id], sum(by_run.get(run_id, [0, 0])[0] for by_run in tallies.values()),
+                            sum(by_run.get(run_id, [0, 0])[1] for by_run in tallies.values())).to_json() for run_id in ids]
+        # The least reliable groups first (lowest lower bound of the latest pass rate), as many as a page holds.
+        def latest_low(item: tuple[str, dict[str, list[int]]]) -> float:
+            passed, failed = item[1].get(ids[-1], [0, 0])
+            return wilson_interval(passed, passed + failed)[0] if passed + failed else 2.0
+
+        groups = sorted(tallies.items(), key=lambda item: (latest_low(item), item[0]))
+        return {
+            "run_id": stored.run_id, "kind": stored.manifest.kind, "runs": ids, "whole": whole,
+            "groups": [
+                {"group": group, "flaky": flaky.get(group, [])[:20], "flaky_count": len(flaky.get(group, [])),
+                 "points": [TrendPoint(run_id, created[run_id], *by_run.get(run_id, [0, 0])).to_json() for run_id in ids]}
+                for group, by_run in groups[:TREND_GROUPS]
+            ],
+            "groups_total": len(groups),
+        }
 
     # -- compare ---------------------------------------------------------------------------
 

@@ -79,6 +79,7 @@ def export_site(data: ViewData, directory: Path, *, limits: ExportLimits = Expor
     for run in runs:
         run_id = run["run_id"]
         writer.answer("run", {"run": run_id}, data.run)
+        writer.answer("trend", {"run": run_id}, data.trend)
         exported_units: list[str] = []
         for verdict in ("", "failed,errored"):
             offset = 0

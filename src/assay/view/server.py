@@ -78,6 +78,7 @@ def create_view_app(data: ViewData, binding: Binding) -> Starlette:
         Route("/api/unit", _json_endpoint(data.unit), methods=["GET"]),
         Route("/api/traces", _json_endpoint(data.traces), methods=["GET"]),
         Route("/api/compare", _json_endpoint(data.compare), methods=["GET"]),
+        Route("/api/trend", _json_endpoint(data.trend), methods=["GET"]),
         Route("/api/frame", frame, methods=["GET"]),
     ]
     return create_web_app(api_routes=routes, static_dir=STATIC_DIR, binding=binding)

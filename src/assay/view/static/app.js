@@ -230,6 +230,7 @@ async function renderRun(runId, params) {
       run.cost_usd !== null && run.cost_usd !== undefined ? el("div", { class: "stat" }, el("b", {}, `$${run.cost_usd.toFixed(4)}`), "cost") : null,
       run.duration_seconds !== null && run.duration_seconds !== undefined ? el("div", { class: "stat" }, el("b", {}, `${run.duration_seconds.toFixed(2)}s`), "duration") : null),
     run.kind === "agent" ? el("p", {}, el("a", { id: "traces-link", href: `#/traces/${encodeURIComponent(run.run_id)}` }, "Traces (the attempts whose app sent spans)")) : null,
+    el("p", {}, el("a", { id: "trend-link", href: `#/trend/${encodeURIComponent(run.run_id)}` }, "Trend (each group's pass rate over the last runs, flaky units marked)")),
     el("h2", {}, "Gates"), gates,
     el("h2", {}, run.kind === "video" ? "Per target" : run.kind === "agent" ? "Per eval" : "Per case"), groups,
     run.groups_total > run.groups.length ? el("p", { class: "muted" }, `${run.groups.length} of ${run.groups_total} groups shown`) : null,
@@ -544,6 +545,57 @@ async function renderCompare(before, after, params) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Trend: one chart per group, the pass rate over runs with its 95% Wilson band
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attributes, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes || {})) node.setAttribute(name, value);
+  for (const child of children) node.append(child instanceof Node ? child : String(child));
+  return node;
+}
+
+function trendChart(points, title) {
+  const width = 320, height = 120, left = 34, right = 8, top = 8, bottom = 18;
+  const x = (index) => left + (points.length < 2 ? (width - left - right) / 2 : (index * (width - left - right)) / (points.length - 1));
+  const y = (rate) => top + (1 - rate) * (height - top - bottom);
+  const judged = points.map((point, index) => ({ ...point, index })).filter((point) => point.pass_rate !== null);
+  const chart = svg("svg", { class: "trend-chart", viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": title },
+    svg("title", {}, title),
+    ...[0, 0.5, 1].map((rate) => svg("line", { x1: left, x2: width - right, y1: y(rate), y2: y(rate), class: "trend-grid" })),
+    ...[0, 0.5, 1].map((rate) => svg("text", { x: left - 4, y: y(rate) + 4, "text-anchor": "end", class: "trend-axis" }, `${rate * 100}%`)));
+  if (judged.length) {
+    const upper = judged.map((point) => `${x(point.index)},${y(point.interval[1])}`);
+    const lower = judged.slice().reverse().map((point) => `${x(point.index)},${y(point.interval[0])}`);
+    chart.append(svg("polygon", { class: "trend-band", points: [...upper, ...lower].join(" ") }));
+    chart.append(svg("polyline", { class: "trend-line", points: judged.map((point) => `${x(point.index)},${y(point.pass_rate)}`).join(" ") }));
+    for (const point of judged) {
+      chart.append(svg("circle", { class: "trend-point", cx: x(point.index), cy: y(point.pass_rate), r: 3, "data-run": point.run_id },
+        svg("title", {}, `${point.run_id}: ${percent(point.pass_rate)} [${percent(point.interval[0])}, ${percent(point.interval[1])}], ${point.passed}/${point.passed + point.failed}`)));
+    }
+  }
+  return chart;
+}
+
+async function renderTrend(runId) {
+  const trend = await api("trend", { run: runId });
+  crumbs(el("a", { href: "#/" }, "runs"), el("a", { href: runLink(trend.run_id) }, trend.run_id), "trend");
+  const panel = (name, points, flaky, count) => el("div", { class: "panel trend", "data-group": name },
+    el("h2", {}, name),
+    trendChart(points, `${name}: pass rate over ${points.length} runs`),
+    count ? el("p", { class: "flaky-units" }, el("b", {}, `${count} flaky: `), flaky.join(", "), count > flaky.length ? " …" : "") : el("p", { class: "muted" }, "no flaky unit"));
+  show(
+    el("h1", {}, "Trend"),
+    el("p", { class: "muted" }, `${trend.kind} · the last ${trend.runs.length} run(s) of this run's series, oldest first; the band is the 95% Wilson interval; flaky units are units whose verdicts disagree over these runs (assay runs trend, assay runs flaky).`),
+    el("div", { class: "grid", id: "trend-charts" },
+      panel("all units", trend.whole, [], 0),
+      ...trend.groups.map((group) => panel(group.group || "-", group.points, group.flaky, group.flaky_count))),
+    trend.groups_total > trend.groups.length ? el("p", { class: "muted" }, `${trend.groups.length} of ${trend.groups_total} groups shown (the least reliable first)`) : null,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Router
 
 async function route() {
@@ -553,6 +605,7 @@ async function route() {
     else if (parts[0] === "unit" && parts[2]) await renderUnit(parts[1], parts.slice(2).join("/"), params);
     else if (parts[0] === "compare" && parts[2]) await renderCompare(parts[1], parts[2], params);
     else if (parts[0] === "traces" && parts[1]) await renderTraces(parts[1], params);
+    else if (parts[0] === "trend" && parts[1]) await renderTrend(parts[1]);
     else await renderRuns(params);
   } catch (error) {
     show(el("p", { class: "error", id: "view-error" }, error.message || String(error)));
