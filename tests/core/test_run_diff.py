@@ -43,7 +43,7 @@ def test_in_a_deterministic_suite_one_flip_is_a_regression() -> None:
     assert comparison.verdict == "regressed"
     deciding = comparison.judgement.run.deciding
     assert deciding.family == "stable-pass" and deciding.flips == ("case-03",) and deciding.expected == 0.0
-    assert comparison.sentence().startswith("Regressed: 1 unit that passed every trial of their history fail now")
+    assert comparison.sentence().startswith("Regressed: 1 unit that passed every trial of its history fails now")
 
 
 def test_units_whose_repeated_trials_all_agreed_are_stable_so_one_flip_regresses() -> None:

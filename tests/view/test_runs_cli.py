@@ -82,7 +82,7 @@ def test_a_single_deterministic_regression_fails_the_gate(store_env: FilledStore
     assert result.exit_code == 1, result.output
     assert "regressions 1, fixes 0" in result.output
     assert "release-notes-v1/deterministic" in result.output
-    assert "Regressed: 1 unit that passed every trial of their history fail now" in result.output  # deterministic grading
+    assert "Regressed: 1 unit that passed every trial of its history fails now" in result.output  # deterministic grading
 
 
 def test_four_single_trial_flips_in_a_small_suite_are_inconclusive_unless_the_runs_are_deterministic(tmp_path) -> None:

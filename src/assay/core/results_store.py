@@ -113,12 +113,15 @@ _SUBJECT = (
     "THEN substr(unit_id, 1, length(rtrim(unit_id, '0123456789')) - 1) ELSE unit_id END"
 )
 # Each run's verdicts per subject (trials passed, trials failed or errored): the narrow rows history reads.
+# A carried unit (agent carry: nothing it depends on changed) is an earlier observation again, not a new
+# one, so it adds nothing to its history; its row says so with no trials.
+_CARRIED = "instr(body, '\"carried_from\"') > 0"
 _TALLY_HISTORY = (
-    "INSERT INTO unit_history SELECT run_id, subject, MIN(grp), SUM(verdict = 'passed'), "
-    "SUM(verdict IN ('failed', 'errored')) FROM (SELECT run_id, " + _SUBJECT + " AS subject, grp, verdict FROM units "
-    "WHERE run_id = ?) GROUP BY subject"
+    "INSERT INTO unit_history SELECT run_id, subject, MIN(grp), SUM(verdict = 'passed' AND NOT carried), "
+    "SUM(verdict IN ('failed', 'errored') AND NOT carried) FROM (SELECT run_id, " + _SUBJECT + " AS subject, grp, "
+    "verdict, " + _CARRIED + " AS carried FROM units WHERE run_id = ?) GROUP BY subject"
 )
-_HISTORY_VERSION = 1  # PRAGMA user_version once every run's history rows exist
+_HISTORY_VERSION = 2  # PRAGMA user_version once every run's history rows exist (2: carried units count none)
 
 
 # Marks a file as an assay results store (SQLite's header field for this; "asay"), so a store is
@@ -399,10 +402,8 @@ class SqliteRunStore:
         if self._connection.execute("PRAGMA user_version").fetchone()[0] >= _HISTORY_VERSION:
             return
         with self._connection:
-            missing = self._connection.execute(
-                "SELECT run_id FROM runs WHERE run_id NOT IN (SELECT DISTINCT run_id FROM unit_history)"
-            ).fetchall()
-            for (run_id,) in missing:
+            self._connection.execute("DELETE FROM unit_history")  # rows an earlier rule wrote are redone
+            for (run_id,) in self._connection.execute("SELECT run_id FROM runs").fetchall():
                 self._connection.execute(_TALLY_HISTORY, (run_id,))
             self._connection.execute(f"PRAGMA user_version = {_HISTORY_VERSION}")
 

@@ -18,10 +18,11 @@ def _source(store: Any) -> str:
     """The history rows, or (a read-only store an earlier assay made) the same computed from units."""
     if store.has_history_rows:
         return "unit_history"
-    from assay.core.results_store import _SUBJECT
+    from assay.core.results_store import _CARRIED, _SUBJECT
 
-    return ("(SELECT run_id, " + _SUBJECT + " AS subject, MIN(grp) AS grp, SUM(verdict = 'passed') AS passed, "
-            "SUM(verdict IN ('failed', 'errored')) AS failed FROM units GROUP BY run_id, subject)")
+    return ("(SELECT run_id, subject, MIN(grp) AS grp, SUM(verdict = 'passed' AND NOT carried) AS passed, "
+            "SUM(verdict IN ('failed', 'errored') AND NOT carried) AS failed FROM (SELECT run_id, " + _SUBJECT +
+            " AS subject, grp, verdict, " + _CARRIED + " AS carried FROM units) GROUP BY run_id, subject)")
 
 
 def series_before(store: Any, run: Any, last: int) -> list[str]:
@@ -43,12 +44,13 @@ def run_tallies(store: Any, run_id: str) -> dict[str, tuple[str, int, int]]:
 
 
 def history_tallies(store: Any, run_ids: Sequence[str]) -> dict[str, tuple[int, int, int]]:
-    """subject -> (its trials over these runs, how many failed, how many of the runs held it): one query."""
+    """subject -> (its trials over these runs, how many failed, how many of the runs observed it anew):
+    one query. A run that only carried the unit forward observed nothing new of it."""
     if not run_ids:
         return {}
     marks = ",".join("?" * len(run_ids))
     rows = store.read(
-        f"SELECT subject, SUM(passed) + SUM(failed), SUM(failed), COUNT(*) FROM {_source(store)} "
+        f"SELECT subject, SUM(passed) + SUM(failed), SUM(failed), SUM(passed + failed > 0) FROM {_source(store)} "
         f"WHERE run_id IN ({marks}) GROUP BY subject", list(run_ids),
     )
     return {subject: (trials, failed, runs) for subject, trials, failed, runs in rows}

@@ -141,19 +141,23 @@ class FamilyTest:
         return self.direction is not None and self.adjusted_p < alpha
 
     def describe(self) -> str:
+        one = len(self.flips) == 1
         if self.family == "stable-pass":
-            what = f"{_plural(len(self.flips), 'unit')} that passed every trial of their history fail now"
+            what = (f"{_plural(len(self.flips), 'unit')} that passed every trial of {'its' if one else 'their'} history "
+                    f"{'fails' if one else 'fail'} now")
             chance = f"{self.expected:.2g} expected by chance in this suite"
         elif self.family == "stable-fail":
-            what = f"{_plural(len(self.flips), 'unit')} that failed every trial of their history pass now"
+            what = (f"{_plural(len(self.flips), 'unit')} that failed every trial of {'its' if one else 'their'} history "
+                    f"{'passes' if one else 'pass'} now")
             chance = f"{self.expected:.2g} expected by chance"
         elif self.family == "flaky":
-            what = f"flaky units ({self.units}): {self.observed:g} failing trials now, {self.expected:.1f} expected from their history"
+            what = (f"flaky units ({self.units}): {self.observed:g} failing trial{'' if self.observed == 1 else 's'} now, "
+                    f"{self.expected:.1f} expected from their history")
             chance = ""
         else:
             what = f"units with too little history ({self.units}): {self.observed:g} changed for the better, {self.expected:g} for the worse"
             chance = ""
-        return f"{what}{'; ' + chance if chance else ''} ({self.test}, p = {_p(self.p_value)}, Holm-adjusted {_p(self.adjusted_p)})"
+        return f"{what}{'; ' + chance if chance else ''} ({self.test}, p {_p(self.p_value)}, Holm-adjusted p {_p(self.adjusted_p)})"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -194,13 +198,13 @@ class Verdict:
             return f"{self.verdict.capitalize()}: {self.deciding.describe()}; pass rate {difference}."
         if self.verdict == UNCHANGED:
             return (f"Unchanged: the pass rate moved {difference}, within {margin} "
-                    f"(TOST p = {_p(self.equivalence_p)} < alpha {self.settings.alpha:g}); no unit changed beyond chance.")
+                    f"(TOST p {_p(self.equivalence_p)} < alpha {self.settings.alpha:g}); no unit changed beyond chance.")
         needed = (f"; about {self.units_needed:,} paired units (or trials) would decide it at "
                   f"{self.settings.power:.0%} power" if self.units_needed else "")
         if not self.paired_units:
             return "Inconclusive: no unit was judged in both runs."
         return (f"Inconclusive: the pass rate moved {difference} over {self.paired_units:,} paired units; no change is "
-                f"significant and equivalence within {margin} is not shown (TOST p = {_p(self.equivalence_p)}){needed}.")
+                f"significant and equivalence within {margin} is not shown (TOST p {_p(self.equivalence_p)}){needed}.")
 
     def to_json(self) -> dict[str, Any]:
         document = {
@@ -231,7 +235,8 @@ def _plural(count: int, word: str) -> str:
 
 
 def _p(value: float) -> str:
-    return "< 1e-12" if value < 1e-12 else f"{value:.3g}"
+    """`= 0.0123`, or `< 1e-12` where the figure is below what is computed exactly."""
+    return "< 1e-12" if value < 1e-12 else f"= {value:.3g}"
 
 
 def _reversed(distribution: list[float]) -> list[float]:
