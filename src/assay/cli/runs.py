@@ -1,5 +1,5 @@
 """`assay runs …`: the run history in the results store — list, show, compare (with a CI gate), flaky, trend,
-merge, reindex.
+merge, reindex; import other tools' logs as runs and export a run as OpenTelemetry.
 
 Exit codes: 0 ok, 1 `compare --fail-on-regression` found a regression (`--fail-on-inconclusive`: or could not
 decide), or a merged run's gate failed; 2 usage or store error (including a damaged store file).
@@ -26,7 +26,7 @@ runs_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-KINDS = ("video", "agent", "doc")
+KINDS = ("video", "agent", "doc", "imported")
 
 
 def _fail(error: BaseException) -> NoReturn:
@@ -75,7 +75,7 @@ def _git_text(manifest: Any) -> str:
 
 @runs_app.command("list")
 def list_command(
-    kind: str | None = typer.Option(None, "--kind", help="Only runs of this kind: video, agent or doc."),
+    kind: str | None = typer.Option(None, "--kind", help="Only runs of this kind: video, agent, doc or imported."),
     search: str | None = typer.Option(None, "--search", help="Only runs whose id or title contains this."),
     limit: int = typer.Option(20, "--limit", callback=common.at_least(1), help="How many runs, newest first."),
     output_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
@@ -186,6 +186,10 @@ def compare_command(
         False, "--fail-on-inconclusive", help="Exit 1 when the verdict is `inconclusive` too (the strict gate)."
     ),
     limit: int = typer.Option(20, "--limit", callback=common.at_least(0), help="Unit ids to list per change kind."),
+    maps: list[str] = typer.Option(
+        [], "--map", help="Rename the baseline's unit ids before pairing: 'PATTERN=>REPLACEMENT' (a regular expression, "
+        "repeatable, applied in order) or @FILE (JSON or CSV id pairs). For a baseline another tool wrote.",
+    ),
     output_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Pair two runs unit by unit and say whether the change is real: regressed, improved, unchanged or inconclusive."""
@@ -193,24 +197,38 @@ def compare_command(
     from assay.core.history.compare import compare_stored_runs
     from assay.core.history.report import comparison_lines
     from assay.core.history.verdict import VerdictSettings
+    from assay.core.interop.unit_map import Pairing, UnitIdMap
     from assay.errors import AssayError
 
     settings = VerdictSettings(alpha=alpha, margin=margin, power=power)
+    try:
+        id_map = UnitIdMap.parse(maps)
+    except AssayError as error:
+        _fail(error)
     with _open() as store:
         try:
             first, second, baseline_note = _pair(store, before, after)
-            comparison = compare_stored_runs(store, first, second, settings=settings, history=history,
-                                             group_depth=group_depth)
+            if id_map:
+                comparison = _compare_mapped(store, first, second, id_map, settings, group_depth)
+            else:
+                comparison = compare_stored_runs(store, first, second, settings=settings, history=history,
+                                                 group_depth=group_depth)
         except AssayError as error:
             _fail(error)
+    removed, new = len(comparison.units["removed"]), len(comparison.units["new"])
+    pairing = Pairing(first.unit_count - removed, removed, new, id_map.given)
     if output_json:
         document = comparison.to_json(unit_limit=limit)
         if baseline_note:
             document["baseline_chosen"] = baseline_note
+        document["pairing"] = pairing.to_json()
         print(json.dumps(document, indent=2, ensure_ascii=False))
     else:
         if baseline_note:
             _say(baseline_note)
+        if id_map or first.manifest.kind != second.manifest.kind or (pairing.paired == 0 and first.unit_count):
+            hint = "" if id_map or pairing.paired else " The runs name their units differently: --map renames the baseline's ids."
+            _say(pairing.sentence() + hint)
         for line in comparison_lines(comparison, limit):
             _say(line)
     failing = comparison.verdict == "regressed" and fail_on_regression
@@ -275,6 +293,20 @@ def trend_command(
             _say(line)
 
 
+def _compare_mapped(store: Any, first: Any, second: Any, id_map: Any, settings: Any, group_depth: int) -> Any:
+    """`first` → `second` with the baseline's unit ids renamed by `--map`. The baseline's history is
+    named the old way, so it is not read: the baseline run is the only history, as in a plain paired
+    comparison; groups are the candidate's."""
+    from assay.core.history.store import run_tallies
+    from assay.core.run_diff import compare_verdicts
+
+    groups = {subject: group for subject, (group, _, _) in run_tallies(store, second.run_id).items()}
+    return compare_verdicts(
+        first.run_id, id_map.map_verdicts(store.verdicts(first.run_id)), second.run_id, store.verdicts(second.run_id),
+        alpha=settings.alpha, confidence=settings.confidence, settings=settings, groups=groups, group_depth=group_depth,
+    )
+
+
 def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
     """The two runs to compare, and a sentence when the baseline was chosen here, not named.
 
@@ -334,6 +366,86 @@ def merge_command(
     except (AssayError, OSError, ValueError, KeyError) as error:
         _fail(error)
     raise typer.Exit(exit_code)
+
+
+@runs_app.command("import")
+def import_command(
+    files: list[str] = typer.Argument(..., help="Log files another tool wrote (each becomes one run of kind imported)."),
+    format_name: str | None = typer.Option(
+        None, "--format", help="junit, inspect, pydantic-evals, deepeval or promptfoo (default: told from each file's content).",
+    ),
+    output_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Import other tools' results as runs: JUnit XML, Inspect AI logs, pydantic-evals reports, DeepEval test runs,
+    promptfoo results."""
+    from pathlib import Path
+
+    from assay.core.interop.importing import import_log, plan_imports
+    from assay.errors import AssayError
+
+    try:
+        planned = plan_imports([Path(name).expanduser() for name in files], format_name)
+    except AssayError as error:
+        _fail(error)
+    outcomes, failures = [], []
+    for path, log_format in planned:
+        try:
+            outcomes.append(import_log(path, log_format))
+        except AssayError as error:
+            failures.append(error)
+            print(f"Error: {error}", file=sys.stderr)
+        except (OSError, ValueError) as error:
+            failures.append(error)
+            print(f"Error: {path}: {type(error).__name__}: {error}", file=sys.stderr)
+    if output_json:
+        print(json.dumps({"imported": [outcome.to_json() for outcome in outcomes]}, indent=2, ensure_ascii=False))
+    else:
+        for outcome in outcomes:
+            tool = "" if outcome.tool == outcome.format else f", {outcome.tool}"
+            version = f" {outcome.tool_version}" if outcome.tool_version else ""
+            verb = "Already imported as" if outcome.already else "Imported"
+            _say(f"{verb} {outcome.run_id}: {outcome.path.name} ({outcome.format}{tool}{version}), "
+                 f"{outcome.unit_count} units: {_counts_text(outcome.counts) or 'none'}")
+    raise typer.Exit(2 if failures else 0)
+
+
+@runs_app.command("export")
+def export_command(
+    run: str = typer.Argument("latest", help="Run id, unique prefix, latest or latest~N."),
+    otlp: str = typer.Option(..., "--otlp", help="The OTLP/HTTP endpoint's base URL, e.g. http://127.0.0.1:4318 "
+                             "(the run's span goes to /v1/traces, one event per unit to /v1/logs)."),
+    timeout: float = typer.Option(10.0, "--timeout", callback=common.between(0.1, 600), help="Seconds per request."),
+    output_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Send a run to an OpenTelemetry collector: one span, and one gen_ai.evaluation.result event per unit."""
+    _only_reads()
+    from pathlib import Path
+
+    from assay.core.interop.otlp_export import check_endpoint, export_run
+    from assay.core.record import iter_units
+    from assay.errors import AssayError
+
+    try:
+        endpoint = check_endpoint(otlp)
+    except AssayError as error:
+        _fail(error)
+    with _open() as store:
+        try:
+            stored = store.get_run(run)
+            record = Path(stored.record_path) if stored.record_path else None
+            if record is not None and (record / "manifest.json").is_file():
+                units: Any = iter_units(record)
+            else:
+                units = (unit for offset in range(0, stored.unit_count, 1000)
+                         for unit in store.unit_page(stored.run_id, offset=offset, limit=1000).units)
+            exported = export_run(stored.manifest, units, endpoint, timeout=timeout)
+        except AssayError as error:
+            _fail(error)
+    if output_json:
+        print(json.dumps(exported.to_json(), indent=2))
+    else:
+        _say(f"Exported {exported.run_id} to {exported.endpoint}: 1 span (trace {exported.trace_id}) and "
+             f"{exported.events} gen_ai.evaluation.result event(s), {exported.linked} in the unit's own trace")
 
 
 @runs_app.command("reindex")

@@ -159,10 +159,14 @@ def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) 
 
         # A run's record id comes from its checkpoint, so a run killed after it was recorded but
         # before its checkpoint was sealed replaces its record when `--resume` finishes it.
-        publish_run_quietly(
+        record = publish_run_quietly(
             lambda: (build_manifest(finished.exit_code), finished.units()), database=store_path(finished.home),
             replace=True,
         )
+        if record is not None:  # and to the project's OTLP endpoint, when it names one (a failure is one warning)
+            from assay.core.interop.otlp_export import export_after_run
+
+            export_after_run(record, finished.home)
     if opened is not None:
         opened.seal(finished)
     return RunResult(finished.exit_code, finished)

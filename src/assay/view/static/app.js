@@ -5,7 +5,10 @@
 
 const STATIC = document.querySelector('meta[name="assay-mode"]').content === "static";
 const PAGE = 100;
-const KINDS = ["video", "agent", "doc"];
+const KINDS = ["video", "agent", "doc", "imported"];
+// What a run's groups are and how a unit's detail is drawn, by kind: looked up, not branched on; a kind
+// without an entry (an imported run) gets the generic view of whatever its units recorded.
+const GROUP_HEADINGS = { video: "Per target", agent: "Per eval", doc: "Per case" };
 const CHANGES = [
   ["regressions", "Regressions"], ["fixes", "Fixes"], ["still_failing", "Still failing"],
   ["new", "New"], ["removed", "Removed"], ["changed_other", "Changed (skipped/ignored)"],
@@ -232,7 +235,7 @@ async function renderRun(runId, params) {
     run.kind === "agent" ? el("p", {}, el("a", { id: "traces-link", href: `#/traces/${encodeURIComponent(run.run_id)}` }, "Traces (the attempts whose app sent spans)")) : null,
     el("p", {}, el("a", { id: "trend-link", href: `#/trend/${encodeURIComponent(run.run_id)}` }, "Trend (each group's pass rate over the last runs, flaky units marked)")),
     el("h2", {}, "Gates"), gates,
-    el("h2", {}, run.kind === "video" ? "Per target" : run.kind === "agent" ? "Per eval" : "Per case"), groups,
+    el("h2", {}, GROUP_HEADINGS[run.kind] || "Per group"), groups,
     run.groups_total > run.groups.length ? el("p", { class: "muted" }, `${run.groups.length} of ${run.groups_total} groups shown`) : null,
     el("h2", {}, "Units"), filters, table, pager,
     el("details", {}, el("summary", {}, "Identity, options, summary, usage"),
@@ -449,10 +452,35 @@ function docDetail(unit) {
   return parts;
 }
 
+// Any unit's detail as it was recorded: its input and output, its scores or assertions as a table,
+// the failure's text, and the rest as name/value rows (an imported run's units, say).
+function genericDetail(unit) {
+  const detail = { ...(unit.detail || {}) };
+  const parts = [];
+  const take = (name) => { const value = detail[name]; delete detail[name]; return value; };
+  for (const [name, title] of [["input", "Input"], ["inputs", "Input"], ["prompt", "Prompt"], ["output", "Output"]]) {
+    const value = take(name);
+    if (value !== undefined && value !== null) parts.push(el("div", { class: "panel" }, el("h2", {}, title), el("pre", { class: "generic-text" }, typeof value === "string" ? value : pretty(value))));
+  }
+  for (const [name, title] of [["results", "Results"], ["metrics", "Metrics"], ["assertions", "Assertions"]]) {
+    const rows = take(name);
+    if (!Array.isArray(rows) || !rows.length) continue;
+    const columns = Array.from(new Set(rows.flatMap((row) => Object.keys(row || {}))));
+    parts.push(el("div", { class: "panel" }, el("h2", {}, title), el("table", { class: "generic-results" },
+      el("thead", {}, el("tr", {}, columns.map((column) => el("th", {}, column)))),
+      el("tbody", {}, rows.map((row) => el("tr", {}, columns.map((column) => el("td", {}, pretty(row[column] === undefined ? "" : row[column])))))))));
+  }
+  if (unit.details) parts.push(el("div", { class: "panel" }, el("h2", {}, "Details"), el("pre", {}, unit.details)));
+  if (Object.keys(detail).length) parts.push(el("div", { class: "panel", id: "generic-detail" }, el("h2", {}, "Recorded"), keyValueTable(detail)));
+  return parts;
+}
+
+const DETAIL_VIEWS = { video: videoDetail, agent: agentDetail, doc: docDetail };
+
 async function renderUnit(runId, unitId, params) {
   const unit = await api("unit", { run: runId, unit: unitId });
   crumbs(el("a", { href: "#/" }, "runs"), el("a", { href: runLink(unit.run_id) }, unit.run_id), unit.unit_id);
-  const kindParts = unit.kind === "video" ? videoDetail(unit) : unit.kind === "agent" ? agentDetail(unit) : docDetail(unit);
+  const kindParts = (DETAIL_VIEWS[unit.kind] || genericDetail)(unit);
   const expectedAndObserved = unit.kind === "agent" ? null : el("div", { class: "grid" },
     el("div", { class: "panel" }, el("h2", {}, "Expected"), el("pre", { id: "unit-expected" }, pretty(unit.expected === undefined ? null : unit.expected))),
     el("div", { class: "panel" }, el("h2", {}, "Observed"), el("pre", { id: "unit-observed" }, pretty(unit.observed === undefined ? null : unit.observed))));

@@ -1,0 +1,83 @@
+"""The formats `assay runs import` reads, by name, and detection of a file's format from its content.
+
+A lazy registry (like the kinds in `core.pipeline`): each format's module is imported only when a
+file is detected or read as that format. A module offers `detect(sniff) -> bool` and
+`read(path) -> ImportedLog`; detection asks them in the order below, the first that claims the
+file wins, and a file none claims is a usage error naming it and the formats.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from assay.core.interop.log import ImportedLog, Sniff
+from assay.errors import UsageError
+
+__all__ = ["FORMATS", "LogFormat", "detect_format", "format_named"]
+
+
+@dataclass(frozen=True)
+class LogFormat:
+    name: str  # the `--format` value
+    tool: str  # what writes it
+    module: str  # where its detect/read live
+
+    def _module(self) -> ModuleType:
+        return importlib.import_module(self.module)
+
+    def detect(self, sniff: Sniff) -> bool:
+        return bool(self._module().detect(sniff))
+
+    def read(self, path: Path) -> ImportedLog:
+        return self._module().read(path)
+
+
+# Detection order: the zip and XML formats by their first bytes, then the JSON ones by their keys.
+FORMATS = {
+    item.name: item
+    for item in (
+        LogFormat("inspect", "Inspect AI (.eval, .json)", "assay.core.interop.inspect_log"),
+        LogFormat("junit", "JUnit XML (pytest --junitxml, Maven, Jest, gotestsum …)", "assay.core.interop.junit_xml"),
+        LogFormat("pydantic-evals", "pydantic-evals (EvaluationReport as JSON)", "assay.core.interop.pydantic_evals_report"),
+        LogFormat("deepeval", "DeepEval (test_run_*.json)", "assay.core.interop.deepeval_run"),
+        LogFormat("promptfoo", "promptfoo (eval --output results.json)", "assay.core.interop.promptfoo_results"),
+    )
+}
+
+
+def format_named(name: str) -> LogFormat:
+    found = FORMATS.get(name)
+    if found is None:
+        from assay.core.format import did_you_mean
+
+        hint = did_you_mean(name, list(FORMATS), form=" (did you mean {}?)")
+        raise UsageError(f"--format {name!r} is not a format assay reads{hint}; use one of {', '.join(FORMATS)}", "--format")
+    return found
+
+
+def formats_text() -> str:
+    return "; ".join(f"{item.name}: {item.tool}" for item in FORMATS.values())
+
+
+def detect_format(path: Path) -> LogFormat:
+    """The format of the file at `path`, from its content; a `UsageError` naming the file when
+    it is none of them (or cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64 * 1024)
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a folder; give the log files themselves (e.g. {path}/*.eval)") from None
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except OSError as error:
+        raise UsageError(f"{path} cannot be read: {error}") from None
+    sniff = Sniff(path, head)
+    for item in FORMATS.values():
+        if item.detect(sniff):
+            return item
+    raise UsageError(
+        f"{path}: cannot tell which tool wrote this file; give --format, one of {formats_text()}", "--format"
+    )

@@ -1,0 +1,105 @@
+"""`assay runs import`: each log file becomes one run of kind `imported` in the results store.
+
+The record is written with `write_record` and indexed by `publish_run`, as every run is. Its id
+is `imported-<the tool's time>-<6 hex of the file's SHA-256>`, so importing the same file again
+finds the run it made instead of adding a twin.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.core.interop.formats import LogFormat, detect_format, format_named
+from assay.core.record import RunManifest, store_path, utc_timestamp
+
+__all__ = ["IMPORTED_KIND", "Imported", "import_log", "plan_imports"]
+
+IMPORTED_KIND = "imported"
+
+
+@dataclass(frozen=True)
+class Imported:
+    path: Path
+    format: str
+    run_id: str
+    already: bool  # the file had been imported before: nothing was added
+    counts: dict[str, int]
+    unit_count: int
+    tool: str
+    tool_version: str | None
+    title: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": str(self.path), "format": self.format, "run_id": self.run_id, "already_imported": self.already,
+            "tool": self.tool, "tool_version": self.tool_version, "title": self.title, "unit_count": self.unit_count,
+            "counts": self.counts,
+        }
+
+
+def plan_imports(paths: list[Path], format_name: str | None) -> list[tuple[Path, LogFormat]]:
+    """Each file with its format (given, or detected from its content): every file is checked
+    before any is imported, so a usage error imports nothing."""
+    if format_name is not None:
+        chosen = format_named(format_name)
+        for path in paths:
+            if not path.is_file():
+                detect_format(path)  # the same message for a missing file or a folder
+        return [(path, chosen) for path in paths]
+    return [(path, detect_format(path)) for path in paths]
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _run_id(created_at: str, digest: str) -> str:
+    moment = _dt.datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    return f"{IMPORTED_KIND}-{moment.strftime('%Y%m%dT%H%M%S')}-{digest[:6]}"
+
+
+def import_log(path: Path, log_format: LogFormat, *, database: Path | None = None) -> Imported:
+    """Read `path` as `log_format` and publish it; an `AssayError` (exit 2) when the file is not
+    what its format says or the store cannot take it."""
+    from assay.core.results_store import SqliteRunStore, publish_run
+
+    database = database or store_path()
+    path = path.resolve()
+    log = log_format.read(path)
+    created_at = log.created_at or utc_timestamp()
+    digest = _digest(path)
+    run_id = _run_id(created_at, digest)
+    if database.exists():
+        with SqliteRunStore(database, read_only=True) as store:
+            if store.existing_runs([run_id]):
+                return _outcome(database, path, log_format.name, run_id, already=True)
+    manifest = RunManifest(
+        run_id=run_id, kind=IMPORTED_KIND, created_at=created_at, title=log.title,
+        identity={"tool": log.tool, "tool_version": log.tool_version, "format": log_format.name, "source": str(path),
+                  "sha256": digest, **log.identity},
+        options={"file": str(path), "format": log_format.name, "imported_at": utc_timestamp()},
+        summary=log.summary,  # filled as the units stream; written with the manifest, after them
+    )
+    publish_run(manifest, log.units, database=database)
+    return _outcome(database, path, log_format.name, run_id, already=False)
+
+
+def _outcome(database: Path, path: Path, format_name: str, run_id: str, *, already: bool) -> Imported:
+    from assay.core.results_store import SqliteRunStore
+
+    with SqliteRunStore(database, read_only=True) as store:
+        stored = store.get_run(run_id)
+    identity = stored.manifest.identity
+    return Imported(
+        path=path, format=format_name, run_id=run_id, already=already, counts=stored.counts,
+        unit_count=stored.unit_count, tool=str(identity.get("tool")), tool_version=identity.get("tool_version"),
+        title=stored.manifest.title,
+    )

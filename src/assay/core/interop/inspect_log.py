@@ -1,0 +1,235 @@
+"""Inspect AI eval logs (`.eval` and `.json`) as a run: one unit per sample and epoch.
+
+`.eval` is a zip with one JSON member per sample (`samples/<id>_epoch_<n>.json`) and the header
+(`header.json`, or `_journal/start.json` while a run is going); members are read one at a time.
+`.json` is one document whose header keys precede `samples`; it is walked key by key and each
+sample decoded on its own. Neither is read whole, and neither needs Inspect installed (its zstd
+members need the `zstandard` package). The format is Inspect's, not a frozen public spec: the
+fields read here are the ones its logs have carried since 2024 (id, epoch, scores, error,
+model_usage, total_time), and a log without samples (`log_samples=False`) is read from its summaries.
+
+The unit id is `<sample id>#<epoch>`, so epochs are trials. The verdict is the headline scorer's
+(the results' `headline`, else the first scorer): a value Inspect counts as 1 (C, true, yes, 1) is
+passed, one it counts as 0 or ½ (I, N, P, false, 0) is failed, any other number is a score without
+a threshold (ignored); a sample with an error is errored, one with no such score skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from assay.core.interop.jsonstream import JsonStream, JsonStreamError
+from assay.core.interop.log import (
+    ImportFormatError, ImportedLog, Sniff, bounded, file_time, iso_time, number, unit_line, usage_total,
+)
+from assay.core.interop.zipstream import ZipStreamError, is_zip, iter_members, read_members
+from assay.core.record import UnitLine, UnitResult
+
+__all__ = ["detect", "read", "score_verdict"]
+
+_HEADER_KEYS = frozenset({"version", "status", "eval"})
+_PASSING = frozenset({"C", "yes", "true", "1", "1.0"})
+_FAILING = frozenset({"I", "N", "P", "no", "false", "0", "0.0"})
+
+
+def detect(sniff: Sniff) -> bool:
+    if is_zip(sniff.head):
+        names = sniff.zip_names
+        return "_journal/start.json" in names or "header.json" in names or any(name.startswith("samples/") for name in names)
+    return _HEADER_KEYS <= sniff.json_keys
+
+
+def score_verdict(value: Any) -> str:
+    """passed / failed / ignored for a score value, as Inspect's `value_to_float` would count it."""
+    if isinstance(value, bool):
+        return "passed" if value else "failed"
+    if isinstance(value, (int, float)):
+        return "passed" if value == 1 else "failed" if value == 0 else "ignored"
+    if isinstance(value, str):
+        text = value if value in ("C", "I", "N", "P") else value.strip().lower()
+        if text in _PASSING:
+            return "passed"
+        if text in _FAILING:
+            return "failed"
+    return "ignored"
+
+
+def _headline(header: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(scorer, score name) of the headline metric: the results' own, else the first scorer."""
+    results = header.get("results") or {}
+    headline = results.get("headline") if isinstance(results, Mapping) else None
+    if isinstance(headline, Mapping) and headline.get("scorer"):
+        return str(headline["scorer"]), headline.get("score")
+    for score in (results.get("scores") or []) if isinstance(results, Mapping) else []:
+        if isinstance(score, Mapping) and (score.get("scorer") or score.get("name")):
+            return str(score.get("scorer") or score.get("name")), score.get("name")
+    for scorer in (header.get("eval") or {}).get("scorers") or []:
+        if isinstance(scorer, Mapping) and scorer.get("name"):
+            return str(scorer["name"]), None
+    return None, None
+
+
+class _Samples:
+    """Converts samples (or sample summaries) to units, with what the header says about the run."""
+
+    def __init__(self, path: Path, header: Mapping[str, Any]) -> None:
+        self.path = path
+        spec = header.get("eval") or {}
+        self.task = str(spec.get("task") or path.stem)
+        self.model = spec.get("model")
+        self.scorer, self.score_name = _headline(header)
+
+    def unit(self, sample: Any) -> UnitLine:
+        if not isinstance(sample, Mapping) or "id" not in sample:
+            raise ImportFormatError(f"{self.path}: a sample without an id")
+        unit_id = f"{sample['id']}#{sample.get('epoch') or 1}"
+        scores = sample.get("scores") if isinstance(sample.get("scores"), Mapping) else {}
+        scorer = self.scorer if self.scorer in scores else next(iter(scores), None)
+        headline = scores.get(scorer) if scorer is not None else None
+        value = headline.get("value") if isinstance(headline, Mapping) else None
+        if isinstance(value, Mapping) and self.score_name in value:
+            value = value[self.score_name]
+        error = sample.get("error")
+        if error:
+            verdict = "errored"
+            reason = error.get("message") if isinstance(error, Mapping) else str(error)
+        elif headline is None:
+            verdict, reason = "skipped", "not scored"
+        else:
+            verdict = score_verdict(value)
+            reason = (headline.get("explanation") or "") if verdict != "passed" else ""
+        usage_parts = [part for part in (sample.get("model_usage") or {}).values() if isinstance(part, Mapping)]
+        costs = [number(part.get("total_cost")) for part in usage_parts]
+        output = sample.get("output") if isinstance(sample.get("output"), Mapping) else {}
+        observed: dict[str, Any] = {"score": value}
+        if isinstance(headline, Mapping) and headline.get("answer") is not None:
+            observed["answer"] = bounded(headline["answer"])
+        detail: dict[str, Any] = {
+            "evaluation": scorer or "inspect",
+            "scores": {name: {key: score.get(key) for key in ("value", "answer", "explanation") if score.get(key) is not None}
+                       for name, score in scores.items() if isinstance(score, Mapping)},
+            "input": sample.get("input"),
+        }
+        if output.get("completion") is not None:
+            detail["output"] = output.get("completion")
+        if output.get("model") or self.model:
+            detail["model"] = output.get("model") or self.model
+        for key in ("metadata", "limit"):
+            if sample.get(key):
+                detail[key] = sample[key]
+        if isinstance(error, Mapping) and error.get("traceback"):
+            detail["traceback"] = error["traceback"]
+        return unit_line(UnitResult(
+            unit_id=unit_id, verdict=verdict, group=self.task, title=str(sample["id"]),
+            expected=bounded(sample.get("target")), observed=observed, reason=bounded(str(reason or ""), 1_000),
+            duration_seconds=number(sample.get("total_time")), usage=usage_total(usage_parts),
+            cost_usd=sum(cost for cost in costs if cost is not None) if any(cost is not None for cost in costs) else None,
+            detail=bounded(detail),
+        ))
+
+
+def _decode(path: Path, name: str, content: bytes) -> Any:
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError as error:
+        raise ImportFormatError(f"{path}: member {name} is not valid JSON ({error})") from None
+
+
+def _log(path: Path, header: Mapping[str, Any], units: Iterator[UnitLine]) -> ImportedLog:
+    spec = header.get("eval") or {}
+    results = header.get("results") if isinstance(header.get("results"), Mapping) else {}
+    stats = header.get("stats") if isinstance(header.get("stats"), Mapping) else {}
+    summary: dict[str, Any] = {
+        "status": header.get("status"),
+        "total_samples": results.get("total_samples"),
+        "completed_samples": results.get("completed_samples"),
+        "scores": results.get("scores"),
+        "headline": results.get("headline"),
+        "model_usage": stats.get("model_usage"),
+    }
+    if header.get("error"):
+        summary["error"] = bounded(header["error"], 1_000)
+    task, model = spec.get("task") or path.stem, spec.get("model")
+    return ImportedLog(
+        format="inspect", tool="inspect-ai", tool_version=(spec.get("packages") or {}).get("inspect_ai"),
+        title=f"Inspect {task}" + (f" ({model})" if model else "") + f": {path.name}",
+        created_at=iso_time(spec.get("created")) or file_time(path),
+        units=units,
+        identity={key: value for key, value in {
+            "task": task, "model": model, "eval_id": spec.get("eval_id"), "run_id": spec.get("run_id"),
+            "task_version": spec.get("task_version"), "epochs": (spec.get("config") or {}).get("epochs"),
+        }.items() if value is not None},
+        summary={key: value for key, value in summary.items() if value is not None},
+    )
+
+
+def _read_eval(path: Path) -> ImportedLog:
+    try:
+        members = read_members(path, {"header.json", "_journal/start.json"})
+    except ZipStreamError as error:
+        raise ImportFormatError(str(error)) from None
+    name = "header.json" if "header.json" in members else "_journal/start.json"
+    if name not in members:
+        raise ImportFormatError(f"{path}: an Inspect .eval log without header.json or _journal/start.json")
+    header = _decode(path, name, members[name])
+    samples = _Samples(path, header)
+
+    def units() -> Iterator[UnitLine]:
+        found = False
+        try:
+            for member, content in iter_members(path, lambda candidate: candidate.startswith("samples/")):
+                found = True
+                yield samples.unit(_decode(path, member, content))
+            if not found:  # a log written with log_samples=False keeps the samples' summaries only
+                summaries = read_members(path, {"summaries.json"}).get("summaries.json")
+                for summary in _decode(path, "summaries.json", summaries) if summaries else ():
+                    yield samples.unit(summary)
+        except ZipStreamError as error:
+            raise ImportFormatError(str(error)) from None
+
+    return _log(path, header, units())
+
+
+def _read_json(path: Path) -> ImportedLog:
+    stream = JsonStream.open(path)
+    header: dict[str, Any] = {}
+    try:
+        keys = stream.keys()
+        for key in keys:
+            if key == "samples":
+                break
+            header[key] = stream.value()
+        else:
+            stream.close()
+            return _log(path, header, iter(()))
+    except JsonStreamError as error:
+        stream.close()
+        raise ImportFormatError(str(error)) from None
+    samples = _Samples(path, header)
+
+    def units() -> Iterator[UnitLine]:
+        try:
+            if stream.peek() == "n":  # "samples": null
+                stream.value()
+            else:
+                for sample in stream.items():
+                    yield samples.unit(sample)
+            for _ in keys:  # what follows (the reductions) is not needed: walked, not kept
+                stream.skip()
+            stream.end()
+        except JsonStreamError as error:
+            raise ImportFormatError(str(error)) from None
+        finally:
+            stream.close()
+
+    return _log(path, header, units())
+
+
+def read(path: Path) -> ImportedLog:
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+    return _read_eval(path) if is_zip(head) else _read_json(path)

@@ -1,0 +1,170 @@
+"""JUnit XML from any tool (pytest `--junitxml`, Maven Surefire, Jest, Go's gotestsum …) as a run.
+
+One unit per `<testcase>` element, read with `iterparse` and let go of as soon as it is converted,
+so memory stays flat however many there are. Its id is `classname::name` (`name` without a
+classname); an element repeating an earlier id (pytest writes a teardown error as a second
+element) becomes `id#2`, so the totals are exactly the file's own: `<failure>` → failed,
+`<error>` → errored, `<skipped>` → skipped, else passed. The group is the enclosing testsuite(s)
+and the classname.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from assay.core.interop.log import (
+    ImportFormatError, ImportedLog, Sniff, UnitIds, bounded, file_time, iso_time, number, unit_line,
+)
+from assay.core.record import UnitLine, UnitResult
+
+__all__ = ["detect", "read"]
+
+_TOTALS = ("tests", "failures", "errors", "skipped")
+
+
+def detect(sniff: Sniff) -> bool:
+    text = sniff.head.lstrip(b"\xef\xbb\xbf \t\r\n")[:4096]
+    return text.startswith(b"<") and (b"<testsuites" in text or b"<testsuite" in text)
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]  # a namespaced tag: {uri}testcase
+
+
+def _integer(value: str | None) -> int:
+    try:
+        return int(float(value)) if value else 0
+    except ValueError:
+        return 0
+
+
+class _Reading:
+    """The parse in progress: the suites open around the current element and the file's totals."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.events = ElementTree.iterparse(path, events=("start", "end"))
+        self.stack: list[Any] = []  # open elements, outermost first
+        self.suites: list[str] = []  # names of the open testsuites
+        self.summary: dict[str, Any] = {name: 0 for name in _TOTALS}
+        self.summary["time"] = 0.0
+        self.summary["suites"] = 0
+        self.first_suite: dict[str, str] | None = None
+        self.root_name: str | None = None
+        self.ids = UnitIds()
+
+    def _count_suite(self, attributes: dict[str, str]) -> None:
+        # Only outermost suites count: a suite's totals include the suites nested in it.
+        if len(self.suites) == 1:
+            for name in _TOTALS:
+                self.summary[name] += _integer(attributes.get(name))
+            self.summary["suites"] += 1
+            self.summary["time"] = round(self.summary["time"] + (number(_float(attributes.get("time"))) or 0.0), 6)
+            if "disabled" in attributes:
+                self.summary["disabled"] = self.summary.get("disabled", 0) + _integer(attributes.get("disabled"))
+
+    def header(self) -> None:
+        """Read up to the first testsuite (or testcase): the file's name and time come from there."""
+        for event, element in self._events():
+            if event == "start" and _local(element.tag) == "testsuites" and not self.stack:
+                self.root_name = element.get("name")
+            self._handle(event, element)
+            if event == "start" and _local(element.tag) in ("testsuite", "testcase"):
+                if self.first_suite is None and _local(element.tag) == "testsuite":
+                    self.first_suite = dict(element.attrib)
+                return
+        raise ImportFormatError(f"{self.path}: a JUnit file with no <testsuite> or <testcase>")
+
+    def _events(self) -> Iterator[tuple[str, Any]]:
+        try:
+            yield from self.events
+        except ElementTree.ParseError as error:
+            line, column = getattr(error, "position", (0, 0))
+            raise ImportFormatError(f"{self.path}:{line}:{column}: not well-formed XML: {error}") from None
+
+    def _handle(self, event: str, element: Any) -> UnitLine | None:
+        tag = _local(element.tag)
+        if event == "start":
+            self.stack.append(element)
+            if tag == "testsuite":
+                self.suites.append(element.get("name") or "")
+                self._count_suite(element.attrib)
+            return None
+        self.stack.pop()
+        line = None
+        if tag == "testcase":
+            line = self._unit(element)
+        elif tag == "testsuite":
+            self.suites.pop()
+        else:
+            return None
+        element.clear()  # and let go of it: a parent would otherwise keep every converted testcase
+        if self.stack:
+            self.stack[-1].remove(element)
+        return line
+
+    def units(self) -> Iterator[UnitLine]:
+        for event, element in self._events():
+            line = self._handle(event, element)
+            if line is not None:
+                yield line
+
+    def _unit(self, element: Any) -> UnitLine:
+        name = element.get("name") or ""
+        classname = element.get("classname") or ""
+        unit_id = self.ids.unique(f"{classname}::{name}" if classname else name)
+        verdict, outcome = "passed", None
+        for child in element:
+            kind = _local(child.tag)
+            if kind == "error":
+                verdict, outcome = "errored", child
+                break
+            if kind == "failure" and verdict != "errored":
+                verdict, outcome = "failed", child
+            elif kind == "skipped" and verdict == "passed":
+                verdict, outcome = "skipped", child
+        if len(self.suites) == 0:  # a testcase outside any suite counts towards the file's totals itself
+            self.summary["tests"] += 1
+            key = {"failed": "failures", "errored": "errors", "skipped": "skipped"}.get(verdict)
+            if key:
+                self.summary[key] += 1
+        detail: dict[str, Any] = {"evaluation": classname or (self.suites[-1] if self.suites else "junit")}
+        for attribute in ("file", "line"):
+            if element.get(attribute):
+                detail[attribute] = element.get(attribute)
+        reason = details = ""
+        if outcome is not None:
+            reason = bounded(outcome.get("message") or "", 1_000)
+            details = bounded((outcome.text or "").strip())
+            if outcome.get("type"):
+                detail["type"] = outcome.get("type")
+        group = "/".join([*self.suites, classname] if classname else self.suites)
+        return unit_line(UnitResult(
+            unit_id=unit_id, verdict=verdict, group=group, title=name, details=details, reason=reason,
+            duration_seconds=number(_float(element.get("time"))), detail=detail,
+        ))
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value.replace(",", "")) if value else None
+    except ValueError:
+        return None
+
+
+def read(path: Path) -> ImportedLog:
+    reading = _Reading(path)
+    reading.header()
+    first = reading.first_suite or {}
+    suite = first.get("name") or reading.root_name or path.stem
+    return ImportedLog(
+        format="junit", tool="junit", tool_version=None, title=f"JUnit {suite}: {path.name}",
+        created_at=iso_time(first.get("timestamp")) or file_time(path),
+        units=reading.units(),
+        identity={"producer": reading.root_name or first.get("name"), "hostname": first.get("hostname")},
+        summary=reading.summary,
+    )
+

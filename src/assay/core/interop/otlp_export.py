@@ -1,0 +1,365 @@
+"""Exporting a run's verdicts as OpenTelemetry: one span for the run and one `gen_ai.evaluation.result`
+event per unit, sent over OTLP/HTTP (protobuf) by the official SDK's exporters.
+
+The events follow the GenAI semantic conventions: `gen_ai.evaluation.name`, `…score.value`,
+`…score.label` and `…explanation` (plus `error.type` for an errored unit and `assay.unit.id`). They
+are log-based events, as the conventions define them, so each can sit in the trace it judges: a
+unit with a trace of its own (an agent attempt's turn, which assay opened with a traceparent; a
+pydantic-evals case span) gets that trace and span as its context, any other unit the run's span.
+The run's span (`assay.run`) has ids derived from the run id, so exporting a run again sends the
+same trace. The SDK is an optional extra (`assay[otel]`), imported only here and only when used.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import logging
+import os
+import sys
+import tomllib
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from assay.core.record import RunManifest, UnitResult
+from assay.errors import AssayError, UsageError
+
+__all__ = [
+    "ENVIRONMENT", "ExportError", "Exported", "configured_endpoint", "export_after_run", "export_run", "unit_trace",
+]
+
+ENVIRONMENT = "ASSAY_OTLP_EXPORT"
+EVENT_NAME = "gen_ai.evaluation.result"
+_BATCH = 2_000  # events per request: a request stays far below a collector's body limit
+_EXPLANATION_LIMIT = 1_000
+_INSTALL = "pip install 'assay[otel]' (opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http)"
+
+
+class ExportError(AssayError):
+    """The export could not be made or was refused; the message says by whom and why (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Exported:
+    endpoint: str
+    run_id: str
+    trace_id: str
+    span_id: str
+    events: int
+    linked: int  # events placed in a unit's own trace
+
+    def to_json(self) -> dict[str, Any]:
+        return {"endpoint": self.endpoint, "run_id": self.run_id, "trace_id": self.trace_id, "span_id": self.span_id,
+                "events": self.events, "linked_to_unit_traces": self.linked}
+
+
+# ---------------------------------------------------------------------------------------------
+# Where to export
+
+
+def check_endpoint(url: str, option: str = "--otlp") -> str:
+    """The collector's base URL (`http://host:4318`): signals go to `<url>/v1/traces` and `/v1/logs`."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"{option} {url!r}: give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318", option)
+    return url.strip().rstrip("/")
+
+
+def configured_endpoint(home: Path | None) -> str | None:
+    """Where every run is exported, if anywhere: `$ASSAY_OTLP_EXPORT`, else `otlp` of
+    `[tool.assay.export]` in the pyproject.toml of the run's folder (an agent project)."""
+    value = os.environ.get(ENVIRONMENT, "").strip()
+    if value:
+        return check_endpoint(value, ENVIRONMENT)
+    if home is None:
+        return None
+    path = Path(home) / "pyproject.toml"
+    if not path.is_file():
+        return None
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None  # the project's own loader reports a broken file
+    table = ((document.get("tool") or {}).get("assay") or {}).get("export") if isinstance(document.get("tool"), dict) else None
+    if table is None:
+        return None
+    where = f"{path} [tool.assay.export]"
+    if not isinstance(table, dict) or set(table) - {"otlp"}:
+        raise UsageError(f"{where}: the table holds one key, otlp = \"http://host:4318\"")
+    value = table.get("otlp")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{where}: otlp must be a URL string")
+    return check_endpoint(value, f"{where} otlp")
+
+
+# ---------------------------------------------------------------------------------------------
+# What a unit says
+
+
+_LABELS = {"passed": "passed", "failed": "failed", "errored": "errored", "skipped": "skipped", "ignored": "ignored"}
+
+
+def unit_trace(unit: UnitResult) -> tuple[str, str] | None:
+    """(trace id, span id) of the unit's own trace, as hex: an imported case's `detail.trace`, or an
+    agent attempt's first traced turn (`detail.spans.turns`, the traceparent assay sent the app)."""
+    detail = unit.detail if isinstance(unit.detail, Mapping) else {}
+    candidates: list[Any] = [detail.get("trace")]
+    spans = detail.get("spans")
+    if isinstance(spans, Mapping):
+        candidates += list(spans.get("turns") or ())
+    for candidate in candidates:
+        if isinstance(candidate, Mapping):
+            trace_id, span_id = candidate.get("trace_id"), candidate.get("span_id")
+            if _hex(trace_id, 32) and _hex(span_id, 16):
+                return trace_id.lower(), span_id.lower()
+    return None
+
+
+def _hex(value: Any, length: int) -> bool:
+    if not isinstance(value, str) or len(value) != length:
+        return False
+    try:
+        return int(value, 16) != 0
+    except ValueError:
+        return False
+
+
+def _score(unit: UnitResult) -> float | None:
+    observed = unit.observed
+    if isinstance(observed, Mapping):
+        value = observed.get("score")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return {"passed": 1.0, "failed": 0.0, "errored": 0.0}.get(unit.verdict)
+
+
+def _evaluation_name(unit: UnitResult, manifest: RunManifest) -> str:
+    detail = unit.detail if isinstance(unit.detail, Mapping) else {}
+    name = detail.get("evaluation")
+    return name if isinstance(name, str) and name else unit.group or manifest.kind
+
+
+def event_attributes(unit: UnitResult, manifest: RunManifest) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "gen_ai.evaluation.name": _evaluation_name(unit, manifest),
+        "gen_ai.evaluation.score.label": _LABELS.get(unit.verdict, unit.verdict),
+        "assay.unit.id": unit.unit_id,
+    }
+    score = _score(unit)
+    if score is not None:
+        attributes["gen_ai.evaluation.score.value"] = score
+    explanation = unit.reason or unit.details
+    if explanation:
+        attributes["gen_ai.evaluation.explanation"] = explanation[:_EXPLANATION_LIMIT]
+    if unit.group:
+        attributes["assay.unit.group"] = unit.group
+    if unit.verdict == "errored":
+        attributes["error.type"] = "_OTHER"  # the conventions' value for an error without a finer class
+    return attributes
+
+
+# ---------------------------------------------------------------------------------------------
+# The SDK
+
+
+def _sdk() -> Any:
+    try:
+        from opentelemetry import trace
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.id_generator import IdGenerator
+        from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+    except ImportError as error:
+        raise ExportError(f"exporting needs the OpenTelemetry SDK and its OTLP/HTTP exporter ({error.name} is missing): "
+                          f"{_INSTALL}") from None
+    return locals()
+
+
+class _Sending:
+    """Hands the SDK's records to its OTLP exporter in batches and keeps what went wrong.
+
+    The SDK's processors swallow an exporter's failure (it is logged, not returned); a command
+    must report it, so every export's result is looked at here."""
+
+    def __init__(self, exporter: Any, batch: int) -> None:
+        self.exporter = exporter
+        self.batch = batch
+        self.pending: list[Any] = []
+        self.sent = 0
+        self.failure: str | None = None
+
+    def export(self, records: Any) -> Any:
+        self.pending.extend(records)
+        if len(self.pending) >= self.batch:
+            self.flush()
+        return _success(self.exporter)
+
+    def flush(self) -> None:
+        if not self.pending or self.failure is not None:
+            self.pending.clear()
+            return
+        records, self.pending = self.pending, []
+        result = self.exporter.export(records)
+        if getattr(result, "name", "SUCCESS") != "SUCCESS":
+            self.failure = self.failure or "the endpoint did not accept the export"
+        else:
+            self.sent += len(records)
+
+    def force_flush(self, timeout_millis: int = 0) -> bool:
+        self.flush()
+        return True
+
+    def shutdown(self) -> None:
+        self.flush()
+        self.exporter.shutdown()
+
+
+def _success(exporter: Any) -> Any:
+    module = sys.modules.get(type(exporter).__module__)
+    for name in ("LogRecordExportResult", "LogExportResult", "SpanExportResult"):
+        result = getattr(module, name, None)
+        if result is not None:
+            return result.SUCCESS
+    return None
+
+
+@contextmanager
+def _sdk_messages() -> Iterator[list[str]]:
+    """What the SDK's exporters log while exporting (why a request failed), kept for our one message
+    instead of being printed as lines of their own."""
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+
+    logger = logging.getLogger("opentelemetry")
+    handler, propagate = Keep(logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+def _ids(run_id: str) -> tuple[int, int]:
+    digest = hashlib.sha256(f"assay run {run_id}".encode()).digest()
+    return int.from_bytes(digest[:16], "big") or 1, int.from_bytes(digest[16:24], "big") or 1
+
+
+def _nanoseconds(timestamp: str, offset_seconds: float = 0.0) -> int:
+    try:
+        moment = _dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        moment = _dt.datetime.now(_dt.UTC)
+    return int((moment.timestamp() + offset_seconds) * 1e9)
+
+
+def _run_attributes(manifest: RunManifest, counts: Mapping[str, int]) -> dict[str, Any]:
+    """The run span's attributes: its identity and, counted as its events were sent, its verdicts."""
+    attributes: dict[str, Any] = {"assay.run.id": manifest.run_id, "assay.run.kind": manifest.kind}
+    if manifest.title:
+        attributes["assay.run.title"] = manifest.title
+    for verdict, count in counts.items():
+        attributes[f"assay.run.{verdict}"] = count
+    judged = counts.get("passed", 0) + counts.get("failed", 0) + counts.get("errored", 0)
+    if judged:
+        attributes["assay.run.pass_rate"] = counts.get("passed", 0) / judged
+    tool = (manifest.identity or {}).get("tool")
+    if isinstance(tool, str):
+        attributes["assay.run.tool"] = tool
+    if manifest.git_commit:
+        attributes["vcs.ref.head.revision"] = manifest.git_commit
+    return attributes
+
+
+def export_run(manifest: RunManifest, units: Iterable[UnitResult], endpoint: str, *, timeout: float = 10.0) -> Exported:
+    """Send the run's span and one event per unit to `endpoint`; an `ExportError` when the SDK is
+    missing or the endpoint did not take them."""
+    sdk = _sdk()
+    endpoint = check_endpoint(endpoint)
+    trace_id, span_id = _ids(manifest.run_id)
+
+    class RunIds(sdk["IdGenerator"]):  # the run's span keeps the same ids however often it is exported
+        def generate_trace_id(self) -> int:
+            return trace_id
+
+        def generate_span_id(self) -> int:
+            return span_id
+
+    resource = sdk["Resource"].create({"service.name": "assay", "assay.run.id": manifest.run_id, "assay.run.kind": manifest.kind})
+    spans = _Sending(sdk["OTLPSpanExporter"](endpoint=f"{endpoint}/v1/traces", timeout=timeout), 1)
+    events = _Sending(sdk["OTLPLogExporter"](endpoint=f"{endpoint}/v1/logs", timeout=timeout), _BATCH)
+    tracer_provider = sdk["TracerProvider"](resource=resource, id_generator=RunIds(), shutdown_on_exit=False)
+    tracer_provider.add_span_processor(sdk["SimpleSpanProcessor"](spans))
+    logger_provider = sdk["LoggerProvider"](resource=resource, shutdown_on_exit=False)
+    logger_provider.add_log_record_processor(sdk["SimpleLogRecordProcessor"](events))
+    start = _nanoseconds(manifest.created_at)
+    end = _nanoseconds(manifest.created_at, manifest.duration_seconds or 0.0)
+    trace_module = sdk["trace"]
+    with _sdk_messages() as messages:
+        span = tracer_provider.get_tracer("assay").start_span("assay.run", kind=sdk["SpanKind"].INTERNAL, start_time=start)
+        run_context = trace_module.set_span_in_context(span)
+        logger = logger_provider.get_logger("assay")
+        counts = dict.fromkeys(("passed", "failed", "errored", "skipped", "ignored"), 0)
+        count = linked = 0
+        contexts: dict[tuple[str, str], Any] = {}
+        for unit in units:
+            context = run_context
+            own = unit_trace(unit)
+            if own is not None:
+                context = contexts.get(own)
+                if context is None:
+                    context = contexts[own] = trace_module.set_span_in_context(sdk["NonRecordingSpan"](sdk["SpanContext"](
+                        int(own[0], 16), int(own[1], 16), is_remote=True, trace_flags=sdk["TraceFlags"](sdk["TraceFlags"].SAMPLED),
+                    )))
+                linked += 1
+            logger.emit(timestamp=end, context=context, event_name=EVENT_NAME, attributes=event_attributes(unit, manifest))
+            count += 1
+            counts[unit.verdict] = counts.get(unit.verdict, 0) + 1
+            if events.failure is not None:
+                break
+        span.set_attributes(_run_attributes(manifest, counts))
+        if manifest.success is False:
+            span.set_status(sdk["Status"](sdk["StatusCode"].ERROR, "the run's gates failed"))
+        span.end(end_time=end)
+        logger_provider.shutdown()
+        tracer_provider.shutdown()
+    failure = spans.failure or events.failure
+    if failure is not None:
+        why = "; ".join(dict.fromkeys(message.strip() for message in messages if message.strip()))[:500]
+        raise ExportError(f"exporting {manifest.run_id} to {endpoint} failed: {failure}" + (f" ({why})" if why else ""))
+    return Exported(endpoint, manifest.run_id, f"{trace_id:032x}", f"{span_id:016x}", count, linked)
+
+
+def export_after_run(record: Path, home: Path | None) -> None:
+    """The pipeline's hook: export the run just recorded when the project asks for it. Whatever goes
+    wrong is one warning line on stderr; the run's exit code never changes."""
+    endpoint = None
+    try:
+        endpoint = configured_endpoint(home)
+        if endpoint is None:
+            return
+        from assay.core.record import MANIFEST_FILE, iter_units
+
+        manifest = RunManifest.from_json(json.loads((record / MANIFEST_FILE).read_text(encoding="utf-8")))
+        export_run(manifest, iter_units(record), endpoint, timeout=5.0)
+    except AssayError as error:
+        print(f"Warning: run not exported{f' to {endpoint}' if endpoint else ''}: {error}", file=sys.stderr)
+    except Exception as error:  # noqa: BLE001 - an export must never change a run's outcome
+        print(f"Warning: run not exported{f' to {endpoint}' if endpoint else ''}: {type(error).__name__}: {error}",
+              file=sys.stderr)

@@ -1,0 +1,136 @@
+"""`runs compare --map`: how a baseline's unit ids become the candidate's, when the two runs name
+their units differently (an imported Inspect log and the assay agent eval that replaced it).
+
+A rule is `PATTERN=>REPLACEMENT`: a Python regular expression substituted everywhere in each of the
+baseline's ids (`re.sub`; `\\1` refers to a group; anchor with `^…$`), rules applied in the order
+given. `@FILE` reads id pairs instead: a JSON object `{"baseline id": "candidate id"}`, a JSON list
+of two-item lists, or a CSV file of two columns (a header row `before,after` is skipped); ids the
+file does not list are kept as they are.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assay.errors import UsageError
+
+__all__ = ["Pairing", "UnitIdMap", "pairing"]
+
+_SEPARATOR = "=>"
+
+
+@dataclass(frozen=True)
+class UnitIdMap:
+    rules: tuple[tuple[re.Pattern[str], str], ...] = ()
+    pairs: Mapping[str, str] = field(default_factory=dict)
+    given: tuple[str, ...] = ()  # the options as written, for the output
+
+    @classmethod
+    def parse(cls, options: Sequence[str]) -> UnitIdMap:
+        rules: list[tuple[re.Pattern[str], str]] = []
+        pairs: dict[str, str] = {}
+        for option in options:
+            if option.startswith("@"):
+                pairs.update(_pairs_file(Path(option[1:]).expanduser()))
+                continue
+            pattern, separator, replacement = option.partition(_SEPARATOR)
+            if not separator or not pattern:
+                raise UsageError(
+                    f"--map {option!r}: write PATTERN=>REPLACEMENT (a regular expression and what replaces it, "
+                    f"e.g. '^(.*)#(\\d+)$=>evals/\\1#\\2') or @FILE (a JSON or CSV file of id pairs)", "--map"
+                )
+            try:
+                compiled = re.compile(pattern)
+                compiled.sub(replacement, "")  # a bad group reference shows here, not in the middle of a compare
+            except re.error as error:
+                raise UsageError(f"--map {option!r}: {error}", "--map") from None
+            rules.append((compiled, replacement))
+        return cls(tuple(rules), pairs, tuple(options))
+
+    def __bool__(self) -> bool:
+        return bool(self.rules or self.pairs)
+
+    def apply(self, unit_id: str) -> str:
+        mapped = self.pairs.get(unit_id, unit_id)
+        for pattern, replacement in self.rules:
+            try:
+                mapped = pattern.sub(replacement, mapped)
+            except re.error as error:
+                raise UsageError(f"--map {pattern.pattern!r}=>{replacement!r} on {unit_id!r}: {error}", "--map") from None
+        return mapped
+
+    def map_verdicts(self, verdicts: Mapping[str, str]) -> dict[str, str]:
+        """The baseline's verdicts under their mapped ids; two ids mapped to one is a usage error."""
+        if not self:
+            return dict(verdicts)
+        mapped: dict[str, str] = {}
+        origin: dict[str, str] = {}
+        for unit_id, verdict in verdicts.items():
+            target = self.apply(unit_id)
+            if target in mapped:
+                raise UsageError(
+                    f"--map sends two baseline units to {target!r} ({origin[target]!r} and {unit_id!r}); a unit pairs "
+                    "with one unit: make the rule keep them apart (a trial's #n, say)", "--map"
+                )
+            mapped[target] = verdict
+            origin[target] = unit_id
+        return mapped
+
+
+def _pairs_file(path: Path) -> dict[str, str]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as error:
+        raise UsageError(f"--map @{path}: {error.strerror or error}", "--map") from None
+    if path.suffix.lower() == ".csv":
+        rows = [row for row in csv.reader(text.splitlines()) if row and any(cell.strip() for cell in row)]
+        if rows and [cell.strip().lower() for cell in rows[0][:2]] == ["before", "after"]:
+            rows = rows[1:]
+        return _checked(path, rows)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"--map @{path}: not valid JSON ({error}); give a JSON object or a .csv file", "--map") from None
+    if isinstance(document, Mapping):
+        return _checked(path, list(document.items()))
+    if isinstance(document, list):
+        return _checked(path, document)
+    raise UsageError(f"--map @{path}: give a JSON object {{\"baseline id\": \"candidate id\"}} or a list of pairs", "--map")
+
+
+def _checked(path: Path, rows: Iterable[object]) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for number, row in enumerate(rows, 1):
+        if not isinstance(row, (list, tuple)) or len(row) != 2 or not all(isinstance(item, str) for item in row):
+            raise UsageError(f"--map @{path}: pair {number} is not two ids ({row!r})", "--map")
+        pairs[row[0]] = row[1]
+    return pairs
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """How many units of two runs have a partner in the other."""
+
+    paired: int
+    unpaired_before: int
+    unpaired_after: int
+    rules: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"paired": self.paired, "unpaired_before": self.unpaired_before, "unpaired_after": self.unpaired_after,
+                "map": list(self.rules)}
+
+    def sentence(self) -> str:
+        mapped = f"Mapped the baseline's unit ids ({len(self.rules)} --map rule{'s' if len(self.rules) != 1 else ''}): " if self.rules else ""
+        return (f"{mapped}{self.paired} unit(s) paired; {self.unpaired_before} of the baseline and "
+                f"{self.unpaired_after} of the candidate have no partner.")
+
+
+def pairing(before: Mapping[str, str], after: Mapping[str, str], rules: Sequence[str] = ()) -> Pairing:
+    paired = sum(1 for unit_id in before if unit_id in after)
+    return Pairing(paired, len(before) - paired, len(after) - paired, tuple(rules))

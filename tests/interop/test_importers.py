@@ -1,0 +1,156 @@
+"""Logs written by the real tools, imported: each run's totals equal what the tool itself said."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+from assay.core.interop.formats import detect_format
+from assay.core.interop.importing import import_log, plan_imports
+from assay.core.record import store_path
+from assay.core.results_store import SqliteRunStore
+
+
+def _import(path: Path, format_name: str | None = None):
+    ((_, log_format),) = plan_imports([path], format_name)
+    return import_log(path, log_format)
+
+
+def _units(run_id: str) -> dict[str, object]:
+    with SqliteRunStore(store_path(), read_only=True) as store:
+        page = store.unit_page(run_id, limit=10_000)
+        return {unit.unit_id: unit for unit in page.units}
+
+
+def _assay(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "assay", *arguments], capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def test_junit_from_pytest_equals_its_testsuite_totals(junit_log):
+    suite = ElementTree.parse(junit_log.path).getroot().find("testsuite")
+    imported = _import(junit_log.path)
+    assert imported.format == "junit"
+    counts = imported.counts
+    totals = {name: int(suite.get(name)) for name in ("tests", "failures", "errors", "skipped")}
+    assert totals == {"tests": 11, "failures": 3, "errors": 2, "skipped": 2}
+    assert imported.unit_count == totals["tests"]
+    assert (counts["failed"], counts["errored"], counts["skipped"]) == (totals["failures"], totals["errors"], totals["skipped"])
+    assert counts["passed"] == totals["tests"] - totals["failures"] - totals["errors"] - totals["skipped"]
+    units = _units(imported.run_id)
+    # pytest writes a failure and its teardown error as two elements of one test: two trials of one unit
+    assert units["test_capitals::test_fails_then_errors_in_teardown"].verdict == "failed"
+    assert units["test_capitals::test_fails_then_errors_in_teardown#2"].verdict == "errored"
+    assert units["test_capitals::test_param[2]"].reason.startswith("assert 2 != 2")
+    assert units["test_capitals.TestGroup::test_method"].group == "pytest/test_capitals.TestGroup"
+    assert units["test_capitals::test_xfail"].verdict == "skipped"
+
+
+def test_inspect_eval_and_json_logs_equal_inspects_own_summary(inspect_logs):
+    for log_format in ("eval", "json"):
+        log = inspect_logs[log_format]
+        imported = _import(log.path)
+        own = log.summary
+        counts = imported.counts
+        assert imported.format == "inspect" and imported.tool == "inspect-ai" and imported.tool_version == own["version"]
+        assert imported.unit_count == own["total_samples"] == 8  # 4 samples × 2 epochs
+        assert imported.unit_count - counts["errored"] == own["completed_samples"]
+        assert counts["errored"] == own["errors"] == 2
+        assert counts["passed"] / (counts["passed"] + counts["failed"]) == own["accuracy"]
+        units = _units(imported.run_id)
+        assert sorted(units) == sorted(f"{sample}#{epoch}" for sample in ("france", "peru", "atlantis", "3") for epoch in (1, 2))
+        france = units["france#2"]
+        assert france.verdict == "passed" and france.group == "capitals" and france.expected == "Paris"
+        assert france.observed == {"score": "C", "answer": "paris"}
+        assert france.usage == {"input_tokens": 3, "output_tokens": 3, "total_tokens": 6}
+        assert france.detail["model"] and france.detail["evaluation"] == own["scorer"]
+        assert "no such country" in units["atlantis#1"].reason
+
+
+def test_pydantic_evals_report_equals_its_own_averages(pydantic_evals_report):
+    own = pydantic_evals_report.summary
+    imported = _import(pydantic_evals_report.path)
+    counts = imported.counts
+    assert imported.format == "pydantic-evals"
+    assert imported.unit_count == own["cases"] + own["failures"]
+    assert counts["passed"] == own["all_assertions_pass"]
+    assert counts["errored"] == own["failures"] + own["evaluator_failures"]
+    units = _units(imported.run_id)
+    # the share of assertions that held, as pydantic-evals averages a repeated run: per case, then over cases
+    per_case: dict[str, list[bool]] = {}
+    for unit_id, unit in units.items():
+        if isinstance(unit.observed, dict):
+            per_case.setdefault(unit_id.split("#")[0], []).extend(unit.observed.get("assertions", {}).values())
+    shares = [sum(values) / len(values) for values in per_case.values()]
+    assert sum(shares) / len(shares) == own["assertions"]
+    assert sorted(units) == ["atlantis#1", "atlantis#2", "france#1", "france#2", "peru#1", "peru#2", "spain#1", "spain#2"]
+    assert units["spain#1"].verdict == "failed" and units["spain#1"].reason == "failed: EqualsExpected"
+    lengths = [unit.observed["score"] for unit in units.values() if isinstance(unit.observed, dict) and "score" in unit.observed]
+    assert sum(lengths) / len(lengths) == pytest.approx(own["scores"]["Length"])
+
+
+def test_deepeval_test_run_equals_its_pass_and_fail_counts(deepeval_run):
+    saved = json.loads(deepeval_run.path.read_text())
+    imported = _import(deepeval_run.path)
+    counts = imported.counts
+    assert imported.format == "deepeval"
+    assert counts["passed"] == saved["testPassed"] == deepeval_run.summary["passed"]
+    # DeepEval counts a test case whose metric raised as failed; assay calls it errored
+    assert counts["failed"] + counts["errored"] == saved["testFailed"] == deepeval_run.summary["failed"]
+    assert counts["errored"] == deepeval_run.summary["errored"] == 1
+    units = _units(imported.run_id)
+    assert units["spain"].observed["scores"] == {"Exact answer": 0.0, "Brevity": pytest.approx(10 / 23)}
+    assert "grader down" in units["atlantis"].reason
+
+
+def test_promptfoo_results_equal_its_stats(promptfoo_results):
+    stats = promptfoo_results.summary
+    imported = _import(promptfoo_results.path)
+    counts = imported.counts
+    assert imported.format == "promptfoo" and imported.tool_version
+    assert (counts["passed"], counts["failed"], counts["errored"]) == (stats["successes"], stats["failures"], stats["errors"])
+    units = _units(imported.run_id)
+    group = "echo/Capital of {{country}}: {{answer}}"
+    assert set(units) == {f"{group}/france", f"{group}/peru", f"{group}/country=Spain, answer=Madrid"}
+    assert units[f"{group}/peru"].reason == 'Expected output to contain "Lima"'
+
+
+def test_each_format_is_told_from_its_content(junit_log, inspect_logs, pydantic_evals_report):
+    assert detect_format(junit_log.path).name == "junit"
+    assert detect_format(inspect_logs["eval"].path).name == "inspect"
+    assert detect_format(inspect_logs["json"].path).name == "inspect"
+    assert detect_format(pydantic_evals_report.path).name == "pydantic-evals"
+
+
+def test_a_file_no_format_claims_is_a_usage_error_naming_it(tmp_path):
+    stray = tmp_path / "notes.json"
+    stray.write_text('{"hello": "world"}')
+    done = _assay("runs", "import", str(stray))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"Error: {stray}: cannot tell which tool wrote this file; give --format, one of inspect")
+    assert "promptfoo" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_malformed_log_names_file_and_place_and_records_nothing(tmp_path):
+    broken = tmp_path / "junit.xml"
+    broken.write_text('<testsuites><testsuite name="s"><testcase name="a"></testsuite>')
+    done = _assay("runs", "import", str(broken), "--json")
+    assert done.returncode == 2
+    assert f"Error: {broken}:1:" in done.stderr and "not well-formed XML" in done.stderr
+    assert json.loads(done.stdout) == {"imported": []}
+    records = store_path().parent / "records"
+    assert not any(path.name.startswith("imported-") and not (path / "manifest.json").exists()
+                   for path in (records.iterdir() if records.is_dir() else ()))
+
+
+def test_importing_a_file_again_finds_its_run_instead_of_adding_a_twin(junit_log):
+    first = _assay("runs", "import", str(junit_log.path), "--json")
+    again = _assay("runs", "import", str(junit_log.path))
+    assert first.returncode == again.returncode == 0
+    (imported,) = json.loads(first.stdout)["imported"]
+    assert again.stdout.startswith(f"Already imported as {imported['run_id']}: junit.xml (junit), 11 units:")
