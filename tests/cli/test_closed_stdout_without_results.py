@@ -63,3 +63,18 @@ def test_doc_doctor_cut_short_by_its_reader_speaks_of_no_results(tmp_path: Path)
     code, stderr = _reader_leaves_after_one_line("doc", "doctor", cwd=suite.repo, store=tmp_path / "store" / "assay.db")
     assert code == 130, stderr
     assert stderr.splitlines()[-1] == STOPPED, stderr
+
+
+def test_agent_list_cut_short_by_its_reader_speaks_of_no_results(tmp_path: Path) -> None:
+    """`assay agent list | head -1` (2,000 evals: more than a pipe holds)."""
+    project = tmp_path / "agent"
+    (project / "evals").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.assay]\n")
+    (project / "evals" / "many_eval.py").write_text(
+        "from assay.agent import define_eval\n\n\nasync def test(t):\n    pass\n\n\n"
+        "evals = {f'eval-number-{index:05d}': define_eval(test, description='x' * 20) for index in range(2000)}\n"
+    )
+    code, stderr = _reader_leaves_after_one_line("agent", "list", "--project", project, cwd=tmp_path,
+                                                 store=tmp_path / "store.db")
+    assert code == 130, stderr
+    assert stderr.splitlines()[-1] == STOPPED, stderr

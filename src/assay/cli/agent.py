@@ -113,6 +113,9 @@ def list_command(
     output_json: bool = typer.Option(False, "--json", help="Print a JSON document instead of tables."),
 ) -> None:
     """List evals (id, tags, description) and experiments; runs nothing."""
+    from assay.cli.stdout_guard import nothing_to_keep
+
+    nothing_to_keep()  # a closed reader leaves no finished results to speak of
     from assay.agent.discovery import discover_evals, discover_experiments, select_evals
     from assay.agent.project import EXPERIMENTS_DIR, load_dotenv, load_project_config
     from assay.core.report.table import render_table
@@ -346,6 +349,9 @@ def show_command(
     ),
 ) -> None:
     """Show the results of the latest (or a given) run, or one attempt in detail."""
+    from assay.cli.stdout_guard import nothing_to_keep
+
+    nothing_to_keep()  # a closed reader leaves no finished results to speak of
     from assay.agent.checkpoint import list_checkpoints, read_results
     from assay.agent.project import checkpoints_base
     from assay.core.journal import resolve_checkpoint_ref

@@ -170,6 +170,9 @@ def validate_command(
     allow_empty: bool = typer.Option(False, "--allow-empty", help="Allow targets and evals without samples."),
 ) -> None:
     """Check case files, videos and sample times (and the adapter, when given) without evaluating."""
+    from assay.cli.stdout_guard import nothing_to_keep
+
+    nothing_to_keep()  # a closed reader leaves no finished results to speak of
     if adapter and adapter_command:
         common.bad_parameter("--adapter-command", "cannot be used with --adapter")
     config = adapter_config_option(eval_dir, adapter_config)
@@ -208,6 +211,9 @@ def list_samples_command(
     allow_empty: bool = typer.Option(False, "--allow-empty", help="Allow targets and evals without samples."),
 ) -> None:
     """List the expanded samples without decoding video or loading an adapter."""
+    from assay.cli.stdout_guard import nothing_to_keep
+
+    nothing_to_keep()  # a closed reader leaves no finished results to speak of
     common.check_time_filters(case, at, from_s, until_s)
     console = common.stdout_console()
     try:
@@ -238,6 +244,9 @@ def export_frames_command(
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", help="Default: <eval-dir>/runs/frames/<case>/."),
 ) -> None:
     """Save the exact frames assay would send for the given times, as lossless PNG."""
+    from assay.cli.stdout_guard import nothing_to_keep
+
+    nothing_to_keep()  # a closed reader leaves no finished results to speak of
     common.check_time_values("--at", at)
     console = common.stdout_console()
     try:

@@ -20,6 +20,9 @@ def view_command(
     export: Path | None = typer.Option(None, "--export", help="Write a static site of the viewer to this folder and exit."),  # noqa: B008
 ) -> None:
     """Browse runs, drill into units and compare two runs in a local web viewer."""
+    from assay.cli.stdout_guard import nothing_to_keep
+
+    nothing_to_keep()  # a closed reader leaves no finished results to speak of
     from assay.core.results_store import open_store
     from assay.errors import AssayError
     from assay.view.data import ViewData
