@@ -468,7 +468,7 @@ function genericDetail(unit) {
     const columns = Array.from(new Set(rows.flatMap((row) => Object.keys(row || {}))));
     parts.push(el("div", { class: "panel" }, el("h2", {}, title), el("table", { class: "generic-results" },
       el("thead", {}, el("tr", {}, columns.map((column) => el("th", {}, column)))),
-      el("tbody", {}, rows.map((row) => el("tr", {}, columns.map((column) => el("td", {}, pretty(row[column] === undefined ? "" : row[column])))))))));
+      el("tbody", {}, rows.map((row) => el("tr", {}, columns.map((column) => el("td", {}, pretty(row[column] == null ? "" : row[column])))))))));
   }
   if (unit.details) parts.push(el("div", { class: "panel" }, el("h2", {}, "Details"), el("pre", {}, unit.details)));
   if (Object.keys(detail).length) parts.push(el("div", { class: "panel", id: "generic-detail" }, el("h2", {}, "Recorded"), keyValueTable(detail)));

@@ -1,0 +1,252 @@
+"""Exporting runs as OpenTelemetry to a receiver on 127.0.0.1 that decodes what arrives with the
+official `opentelemetry-proto` messages: one span per run, one gen_ai.evaluation.result event per unit."""
+
+from __future__ import annotations
+
+import http.server
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from assay.core import pipeline
+from assay.core.record import RunManifest, UnitResult, store_path, utc_timestamp
+from assay.core.results_store import publish_run
+from assay.core.run_events import RunFinished
+
+pytest.importorskip("opentelemetry.sdk", reason="the otel extra: pip install 'assay[otel]'")
+
+
+def _value(any_value: Any) -> Any:
+    kind = any_value.WhichOneof("value")
+    return getattr(any_value, kind) if kind else None
+
+
+def _attributes(pairs: Any) -> dict[str, Any]:
+    return {pair.key: _value(pair.value) for pair in pairs}
+
+
+@dataclass
+class Received:
+    spans: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    requests: int = 0
+
+
+@contextmanager
+def receiver(status: int = 200) -> Iterator[tuple[str, Received]]:
+    """An OTLP/HTTP endpoint on a free loopback port that keeps what it decodes."""
+    received = Received()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            assert self.headers["Content-Type"] == "application/x-protobuf"
+            received.requests += 1
+            if self.path == "/v1/traces":
+                request = ExportTraceServiceRequest.FromString(body)
+                for resource in request.resource_spans:
+                    received.resources.append(_attributes(resource.resource.attributes))
+                    for scope in resource.scope_spans:
+                        received.spans += [{"name": span.name, "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
+                                            "attributes": _attributes(span.attributes), "status": span.status.code}
+                                           for span in scope.spans]
+            elif self.path == "/v1/logs":
+                request = ExportLogsServiceRequest.FromString(body)
+                for resource in request.resource_logs:
+                    received.resources.append(_attributes(resource.resource.attributes))
+                    for scope in resource.scope_logs:
+                        received.events += [{"name": record.event_name, "trace_id": record.trace_id.hex(),
+                                             "span_id": record.span_id.hex(), "attributes": _attributes(record.attributes)}
+                                            for record in scope.log_records]
+            self.send_response(status)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", received
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _assay(*arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "assay", *arguments], capture_output=True, text=True, timeout=120,
+                          check=False, env={**os.environ, **(env or {})})
+
+
+def _agent_like_run(run_id: str) -> None:
+    """A run whose first unit holds an agent attempt's spans (the turn's traceparent ids) and whose second has none."""
+    manifest = RunManifest(run_id=run_id, kind="agent", created_at=utc_timestamp(), title="checkout", duration_seconds=2.5)
+    traced = UnitResult(
+        "checkout/refund#1", "failed", group="checkout/refund", reason="the refund was not issued",
+        observed={"score": 0.25},
+        detail={"spans": {"turns": [{"session": 0, "turn": 1, "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+                                     "span_id": "00f067aa0ba902b7", "spans": []}]}},
+    )
+    plain = UnitResult("checkout/greet#1", "passed", group="checkout/greet")
+    publish_run(manifest, [traced, plain])
+
+
+def test_export_sends_one_run_span_and_one_evaluation_event_per_unit(junit_log):
+    imported = _assay("runs", "import", str(junit_log.path), "--json")
+    assert imported.returncode == 0, imported.stderr
+    run_id = __import__("json").loads(imported.stdout)["imported"][0]["run_id"]
+    with receiver() as (url, received):
+        done = _assay("runs", "export", run_id, "--otlp", url)
+    assert done.returncode == 0, done.stderr
+    (span,) = received.spans
+    assert span["name"] == "assay.run"
+    assert span["attributes"]["assay.run.id"] == run_id and span["attributes"]["assay.run.kind"] == "imported"
+    assert (span["attributes"]["assay.run.passed"], span["attributes"]["assay.run.failed"]) == (4, 3)
+    assert done.stdout.startswith(f"Exported {run_id} to {url}: 1 span (trace {span['trace_id']}) and 11 gen_ai.evaluation.result event(s)")
+    assert len(received.events) == 11
+    assert {event["name"] for event in received.events} == {"gen_ai.evaluation.result"}
+    # no unit of a JUnit file has a trace of its own: every event sits in the run's span
+    assert {(event["trace_id"], event["span_id"]) for event in received.events} == {(span["trace_id"], span["span_id"])}
+    by_unit = {event["attributes"]["assay.unit.id"]: event["attributes"] for event in received.events}
+    assert by_unit["test_capitals::test_fails"] == {
+        "gen_ai.evaluation.name": "test_capitals", "gen_ai.evaluation.score.label": "failed",
+        "gen_ai.evaluation.score.value": 0.0, "gen_ai.evaluation.explanation": by_unit["test_capitals::test_fails"]["gen_ai.evaluation.explanation"],
+        "assay.unit.id": "test_capitals::test_fails", "assay.unit.group": "pytest/test_capitals",
+    }
+    assert by_unit["test_capitals::test_fails"]["gen_ai.evaluation.explanation"].startswith("AssertionError: wrong capital")
+    assert by_unit["test_capitals::test_passes"]["gen_ai.evaluation.score.value"] == 1.0
+    assert by_unit["test_capitals::test_errors_in_setup"]["error.type"] == "_OTHER"
+    assert "gen_ai.evaluation.score.value" not in by_unit["test_capitals::test_skipped"]
+    assert all(resource["service.name"] == "assay" and resource["assay.run.id"] == run_id for resource in received.resources)
+    # exported again, the run is the same trace
+    with receiver() as (url, again):
+        assert _assay("runs", "export", run_id, "--otlp", url).returncode == 0
+    assert again.spans[0]["trace_id"] == span["trace_id"]
+
+
+def test_an_event_sits_in_the_trace_of_the_attempt_it_judges():
+    _agent_like_run("agent-20261203T100000-0a1b2c")
+    with receiver() as (url, received):
+        done = _assay("runs", "export", "agent-20261203T100000-0a1b2c", "--otlp", url, "--json")
+    assert done.returncode == 0, done.stderr
+    (span,) = received.spans
+    events = {event["attributes"]["assay.unit.id"]: event for event in received.events}
+    traced = events["checkout/refund#1"]
+    assert (traced["trace_id"], traced["span_id"]) == ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
+    assert traced["attributes"]["gen_ai.evaluation.score.value"] == 0.25
+    assert traced["attributes"]["gen_ai.evaluation.name"] == "checkout/refund"
+    assert (events["checkout/greet#1"]["trace_id"], events["checkout/greet#1"]["span_id"]) == (span["trace_id"], span["span_id"])
+    assert __import__("json").loads(done.stdout)["linked_to_unit_traces"] == 1
+
+
+def test_an_endpoint_that_refuses_is_one_error_naming_it():
+    _agent_like_run("agent-20261203T100001-0a1b2d")
+    with receiver(status=400) as (url, _):
+        done = _assay("runs", "export", "agent-20261203T100001-0a1b2d", "--otlp", url)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"Error: exporting agent-20261203T100001-0a1b2d to {url} failed:")
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_bad_url_is_a_usage_error():
+    done = _assay("runs", "export", "latest", "--otlp", "localhost:4318")
+    assert done.returncode == 2
+    assert "Error: --otlp 'localhost:4318': give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318" in done.stderr
+
+
+def test_export_without_the_sdk_says_how_to_install_it():
+    script = ("import sys; sys.modules['opentelemetry.sdk'] = None; sys.argv = ['assay', 'runs', 'export', 'latest', "
+              "'--otlp', 'http://127.0.0.1:9']; from assay.cli.app import main; main()")
+    _agent_like_run("agent-20261203T100002-0a1b2e")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "exporting needs the OpenTelemetry SDK and its OTLP/HTTP exporter" in done.stderr
+    assert "pip install 'assay[otel]'" in done.stderr
+
+
+class _Opened:
+    def __init__(self, home: Path) -> None:
+        self.run_id = "r"
+        self.home = home
+
+    def worker(self) -> None:
+        return None
+
+    async def execute(self, events: Any, executor: Any) -> str:
+        return "done"
+
+    def conclude(self, outcome: Any) -> RunFinished:
+        units = [UnitResult("case-a", "passed", group="suite"), UnitResult("case-b", "failed", group="suite", reason="no")]
+        manifest = RunManifest(run_id=f"doc-{utc_timestamp().replace(':', '')}", kind="doc", created_at=utc_timestamp())
+        return RunFinished("doc", "r", 1, outcome, build_units=lambda: units, build_manifest=lambda code: manifest,
+                           home=self.home)
+
+    def failed(self, error: Any) -> RunFinished:
+        return RunFinished("doc", "r", 2, error=error)
+
+    def interrupted(self) -> RunFinished:
+        return RunFinished("doc", "r", 130, interrupted=True)
+
+    def seal(self, finished: RunFinished) -> None:
+        pass
+
+
+class _Kind:
+    """A kind with two units, run through the real pipeline (its record, the store and the export hook)."""
+
+    name = "doc"
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+
+    def reporters(self, request: Any, outputs: Any) -> list[Any]:
+        return []
+
+    def open(self, request: Any, resume: Any, events: Any) -> _Opened:
+        return _Opened(self.home)
+
+    def open_failed(self, request: Any, error: Any) -> RunFinished:
+        return RunFinished("doc", "", 2, error=error)
+
+
+def test_every_run_is_exported_when_the_environment_names_an_endpoint(tmp_path, monkeypatch):
+    with receiver() as (url, received):
+        monkeypatch.setenv("ASSAY_OTLP_EXPORT", url)
+        result = pipeline.run(_Kind(tmp_path), None, reporters=[])
+    assert result.exit_code == 1
+    assert len(received.spans) == 1 and received.spans[0]["attributes"]["assay.run.kind"] == "doc"
+    assert sorted(event["attributes"]["gen_ai.evaluation.score.label"] for event in received.events) == ["failed", "passed"]
+
+
+def test_a_project_names_its_endpoint_in_pyproject(tmp_path, monkeypatch):
+    monkeypatch.delenv("ASSAY_OTLP_EXPORT", raising=False)
+    with receiver() as (url, received):
+        (tmp_path / "pyproject.toml").write_text(f'[tool.assay.export]\notlp = "{url}"\n')
+        pipeline.run(_Kind(tmp_path), None, reporters=[])
+    assert len(received.spans) == 1 and len(received.events) == 2
+
+
+def test_a_failed_export_after_a_run_is_one_warning_and_keeps_the_exit_code(tmp_path, monkeypatch, capsys):
+    with receiver(status=400) as (url, received):
+        monkeypatch.setenv("ASSAY_OTLP_EXPORT", url)
+        result = pipeline.run(_Kind(tmp_path), None, reporters=[])
+    assert result.exit_code == 1
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(warnings) == 1 and warnings[0].startswith(f"Warning: run not exported to {url}: exporting doc-")
+    assert received.requests >= 1
+    assert store_path().exists()

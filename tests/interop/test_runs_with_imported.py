@@ -1,0 +1,79 @@
+"""`assay runs list|show|compare` on imported runs, and compare across an imported baseline and an
+assay run whose units are named differently (`--map`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from assay.core.record import RunManifest, UnitResult, utc_timestamp
+from assay.core.results_store import publish_run
+
+
+def _assay(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "assay", *arguments], capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def _imported(path) -> str:
+    done = _assay("runs", "import", str(path), "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["imported"][0]["run_id"]
+
+
+def _agent_run(run_id: str, verdicts: dict[str, str]) -> None:
+    """An assay agent run of the same capitals, named the agent's way: `capitals/<sample>#<attempt>`."""
+    manifest = RunManifest(run_id=run_id, kind="agent", created_at=utc_timestamp(), title="capitals agent",
+                           identity={"project": "/capitals"})
+    publish_run(manifest, [UnitResult(unit_id, verdict, group="capitals") for unit_id, verdict in verdicts.items()])
+
+
+def test_list_show_and_the_kind_filter_take_imported_runs(inspect_logs):
+    run_id = _imported(inspect_logs["eval"].path)
+    listed = json.loads(_assay("runs", "list", "--kind", "imported", "--json").stdout)["runs"]
+    assert run_id in [run["run_id"] for run in listed] and {run["kind"] for run in listed} == {"imported"}
+    shown = _assay("runs", "show", run_id)
+    assert shown.returncode == 0
+    assert shown.stdout.splitlines()[0] == f"Run {run_id} (imported) Inspect capitals (mockllm/model): {inspect_logs['eval'].path.name}"
+    assert "capitals" in shown.stdout and "Failing units (6):" in shown.stdout
+    document = json.loads(_assay("runs", "show", run_id, "--json").stdout)
+    assert document["identity"]["tool"] == "inspect-ai" and document["identity"]["tool_version"] == inspect_logs["eval"].summary["version"]
+    assert document["identity"]["task"] == "capitals" and document["identity"]["model"] == "mockllm/model"
+    assert document["summary"]["total_samples"] == 8
+
+
+def test_compare_maps_the_imported_baselines_ids_and_says_how_many_paired(inspect_logs):
+    baseline = _imported(inspect_logs["json"].path)
+    # The agent run fixes peru, keeps france, loses spain (sample 3) and has a unit the baseline never had.
+    _agent_run("agent-20261203T120000-cafe01", {
+        "capitals/france#1": "passed", "capitals/france#2": "passed", "capitals/peru#1": "passed",
+        "capitals/peru#2": "passed", "capitals/3#1": "failed", "capitals/3#2": "failed", "capitals/lima#1": "passed",
+    })
+    unmapped = _assay("runs", "compare", baseline, "agent-20261203T120000-cafe01")
+    assert "0 unit(s) paired; 8 of the baseline and 7 of the candidate have no partner. The runs name their units " \
+           "differently: --map renames the baseline's ids." in unmapped.stdout
+    rule = r"^(.+)#(\d+)$=>capitals/\1#\2"
+    mapped = _assay("runs", "compare", baseline, "agent-20261203T120000-cafe01", "--map", rule)
+    assert mapped.returncode == 0, mapped.stderr
+    assert ("Mapped the baseline's unit ids (1 --map rule): 6 unit(s) paired; 2 of the baseline and 1 of the candidate "
+            "have no partner.") in mapped.stdout
+    document = json.loads(_assay("runs", "compare", baseline, "agent-20261203T120000-cafe01", "--map", rule, "--json").stdout)
+    assert document["pairing"] == {"paired": 6, "unpaired_before": 2, "unpaired_after": 1, "map": [rule]}
+    assert sorted(document["units"]["fixes"]) == ["capitals/peru#1", "capitals/peru#2"]
+    assert sorted(document["units"]["removed"]) == ["capitals/atlantis#1", "capitals/atlantis#2"]
+    assert document["units"]["new"] == ["capitals/lima#1"]
+
+
+def test_a_map_file_of_id_pairs_and_a_bad_rule(tmp_path, inspect_logs):
+    baseline = _imported(inspect_logs["json"].path)
+    _agent_run("agent-20261203T120001-cafe02", {"capitals/france#1": "failed"})
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("before,after\nfrance#1,capitals/france#1\n")
+    document = json.loads(_assay("runs", "compare", baseline, "agent-20261203T120001-cafe02", "--map", f"@{pairs}", "--json").stdout)
+    assert document["pairing"]["paired"] == 1 and document["units"]["regressions"] == ["capitals/france#1"]
+    bad = _assay("runs", "compare", baseline, "agent-20261203T120001-cafe02", "--map", "(=>x")
+    assert bad.returncode == 2 and bad.stderr.startswith("Error: --map '(=>x': missing ), unterminated subpattern")
+    folded = _assay("runs", "compare", baseline, "agent-20261203T120001-cafe02", "--map", "#\\d+$=>")
+    assert folded.returncode == 2
+    assert "--map sends two baseline units to" in folded.stderr and "Traceback" not in folded.stderr

@@ -1,0 +1,111 @@
+"""The pieces that keep an import's memory flat: the JSON walker, the zip member reader (zip64 and
+zstd included), the JUnit reader letting go of each testcase, and `--map` rules."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from assay.core.interop import jsonstream
+from assay.core.interop.jsonstream import JsonStream, JsonStreamError, top_level_keys
+from assay.core.interop.junit_xml import read as read_junit
+from assay.core.interop.unit_map import UnitIdMap
+from assay.core.interop.zipstream import iter_members, member_names, read_members
+from assay.errors import UsageError
+
+
+def test_the_json_walker_yields_each_item_and_skips_values_too_large_to_buffer(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonstream, "CHUNK", 64)  # values cross many chunk boundaries
+    monkeypatch.setattr(jsonstream, "DESCEND_ABOVE", 256)  # and the skipped one is walked into
+    document = {"version": 2, "eval": {"task": "t", "numbers": [1.5, 2, 30000]}, "samples": [{"id": n, "text": "é" * n} for n in range(40)],
+                "reductions": [{"scorer": "s", "samples": [{"value": n} for n in range(200)]}], "tail": 12345}
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(document, indent=1), encoding="utf-8")
+    with JsonStream.open(path) as stream:
+        seen: dict[str, object] = {}
+        for key in stream.keys():
+            if key == "samples":
+                seen[key] = list(stream.items())
+            elif key == "reductions":
+                stream.skip()
+            else:
+                seen[key] = stream.value()
+        stream.end()
+    assert seen == {key: value for key, value in document.items() if key != "reductions"}
+    assert top_level_keys(path) == ["version", "eval", "samples", "reductions", "tail"]
+
+
+def test_a_cut_document_is_an_error_saying_where(tmp_path):
+    path = tmp_path / "cut.json"
+    path.write_text('{"samples": [{"id": 1}, {"id": 2')
+    with JsonStream.open(path) as stream, pytest.raises(JsonStreamError, match=r"cut.json: not valid JSON: .* \(at character 32\)"):
+        for key in stream.keys():
+            list(stream.items())
+
+
+def test_zip_members_are_read_one_at_a_time_past_65535_entries(tmp_path):
+    path = tmp_path / "many.eval"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:  # > 65,535 members: a zip64 directory
+        for index in range(66_000):
+            archive.writestr(f"samples/{index}_epoch_1.json", b'{"id": %d}' % index, compress_type=zipfile.ZIP_STORED)
+        archive.writestr("header.json", json.dumps({"eval": {"task": "many"}}))
+    found = [json.loads(content)["id"] for _, content in iter_members(path, lambda name: name.startswith("samples/"))]
+    assert found == list(range(66_000))
+    assert json.loads(read_members(path, {"header.json"})["header.json"]) == {"eval": {"task": "many"}}
+    assert member_names(path, limit=2) == ["samples/0_epoch_1.json", "samples/1_epoch_1.json"]
+
+
+def test_zstd_members_are_read(tmp_path):
+    zstandard = pytest.importorskip("zstandard", reason="the interop extra: pip install 'assay[interop]'")
+    path = tmp_path / "z.eval"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("header.json", b"")
+    # Rewrite the one member as Inspect writes it: zstd, method 93.
+    content = json.dumps({"eval": {"task": "z"}}).encode()
+    packed = zstandard.ZstdCompressor().compress(content)
+    raw = path.read_bytes()
+    local = raw.index(b"PK\x03\x04")
+    central = raw.index(b"PK\x01\x02")
+    name = b"header.json"
+    import struct
+    import zlib
+    header = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 63, 0, 93, 0, 0, zlib.crc32(content), len(packed), len(content), len(name), 0) + name
+    directory = struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 63, 63, 0, 93, 0, 0, zlib.crc32(content), len(packed),
+                            len(content), len(name), 0, 0, 0, 0, 0, 0) + name
+    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 1, 1, len(directory), len(header) + len(packed), 0)
+    path.write_bytes(header + packed + directory + end)
+    assert local == 0 and central > 0
+    assert json.loads(read_members(path, {"header.json"})["header.json"]) == {"eval": {"task": "z"}}
+
+
+def test_junit_testcases_are_let_go_of_as_they_are_read(tmp_path):
+    path = tmp_path / "big.xml"
+    cases = "".join(f'<testcase classname="c" name="t{index}" time="0.1"/>' for index in range(20_000))
+    path.write_text(f'<testsuites><testsuite name="s" tests="20000" failures="0" errors="0" skipped="0">{cases}</testsuite></testsuites>')
+    log = read_junit(path)
+    reading = log.units.gi_frame.f_locals["self"]  # the parse in progress
+    seen = held = 0
+    for _ in log.units:
+        seen += 1
+        held = max(held, *(len(element) for element in reading.stack))
+    # The suite holds only what the parser has read ahead of the testcase being converted, never them all.
+    assert seen == 20_000 and log.summary["tests"] == 20_000
+    assert held < 1_000
+
+
+def test_map_rules_apply_in_order_and_pair_files_read_json_and_csv(tmp_path):
+    rules = UnitIdMap.parse([r"^(.*)#(\d+)$=>evals/\1#\2", r"evals/3#=>evals/spain#"])
+    assert rules.apply("3#2") == "evals/spain#2" and rules.apply("france#1") == "evals/france#1"
+    pairs = tmp_path / "pairs.json"
+    pairs.write_text(json.dumps({"a": "x", "b": "y"}))
+    assert UnitIdMap.parse([f"@{pairs}"]).map_verdicts({"a": "passed", "c": "failed"}) == {"x": "passed", "c": "failed"}
+    listed = tmp_path / "pairs.csv"
+    listed.write_text("a,x\nb,y\n")
+    assert UnitIdMap.parse([f"@{listed}"]).apply("b") == "y"
+    for bad, message in (("no-arrow", "write PATTERN=>REPLACEMENT"), ("(=>x", "missing \\)"), (r"a=>\2", "invalid group reference"),
+                         (f"@{tmp_path / 'none.json'}", "none.json")):
+        with pytest.raises(UsageError, match=message):
+            UnitIdMap.parse([bad])
