@@ -104,7 +104,8 @@ def test_judge_resends_a_rate_limited_call_and_counts_it(fake_openai):
 
 
 def test_an_out_of_range_judge_score_is_a_judge_error_that_errors_the_attempt_and_is_not_cached(fake_openai):
-    fake_openai.enqueue(json_reply({"reasons": "very good", "score": 7}), json_reply({"reasons": "good", "score": 0.8}))
+    fake_openai.enqueue(json_reply({"reasons": "very good", "score": 7}), json_reply({"reasons": "still", "score": 7}),
+                        json_reply({"reasons": "good", "score": 0.8}))
     agent, _ = scripted_agent(lambda turn_input, ctx: Turn([message("x")]))
 
     async def body(t):
@@ -114,9 +115,36 @@ def test_an_out_of_range_judge_score_is_a_judge_error_that_errors_the_attempt_an
     cache = MemoryCallCache()
     first = run_one(agent, define_eval(body, judge=config_for(fake_openai)), options=RunOptions(judge_cache=cache))
     assert statuses(first) == ["unavailable"] and first.verdict == "errored"
-    assert first.assertions[0]["reason"] == "judge-error: judge answer: score 7 is outside [0, 1]"
+    assert first.assertions[0]["reason"] == (
+        "judge-error: judge answer: score 7 is outside [0, 1]; after one repair request: judge answer: score 7 is outside [0, 1]"
+    )
     again = run_one(agent, define_eval(body, judge=config_for(fake_openai)), options=RunOptions(judge_cache=cache))
-    assert again.verdict == "passed" and len(fake_openai.chat_requests) == 2  # asked again, not read back
+    assert again.verdict == "passed" and len(fake_openai.chat_requests) == 3  # asked again, not read back
+
+
+def test_an_unusable_judge_answer_gets_one_repair_request_that_shows_the_judge_its_error(fake_openai):
+    fake_openai.enqueue(chat_reply("Looks fine to me."), json_reply({"reasons": "names Paris", "score": 0.9}),
+                        json_reply({"reasons": "unused", "score": 0.1}))
+    agent, _ = scripted_agent(lambda turn_input, ctx: Turn([message("Paris")]))
+    cache = MemoryCallCache()
+    judge = LLMJudge(cache=cache, max_attempts=2, backoff_s=0.001)
+
+    async def body(t):
+        await t.send("q")
+        t.judge("names a city")
+
+    result = run_one(agent, define_eval(body, judge=config_for(fake_openai)), options=RunOptions(judge=judge))
+    assert result.verdict == "passed" and result.assertions[0]["value"] == 0.9
+    assert result.assertions[0]["judge"]["repaired"] is True
+    assert judge.retries == {"repair": 1} and len(fake_openai.chat_requests) == 2
+    repair = fake_openai.chat_requests[1].body["messages"]
+    assert repair[:2] == fake_openai.chat_requests[0].body["messages"]
+    assert repair[2] == {"role": "assistant", "content": "Looks fine to me."}
+    assert "could not be used: model output was not valid JSON" in repair[3]["content"]
+    # The repaired answer is the judgement of the original request: read back, nothing sent.
+    cached = run_one(agent, define_eval(body, judge=config_for(fake_openai)), options=RunOptions(judge_cache=cache))
+    assert cached.assertions[0]["value"] == 0.9 and cached.assertions[0]["judge"]["cached"] is True
+    assert len(fake_openai.chat_requests) == 2
 
 
 def test_an_unparsable_judge_answer_is_not_cached_so_a_fixed_judge_is_asked_again(fake_openai, tmp_path):
@@ -140,16 +168,16 @@ def test_an_unparsable_judge_answer_is_not_cached_so_a_fixed_judge_is_asked_agai
         "from assay.agent import define_eval\n\n"
         "@define_eval(judge=True)\nasync def test(t):\n    await t.send('weather?')\n    t.judge('names a city')\n"
     )
-    fake_openai.enqueue(chat_reply("I think it is fine."))
+    fake_openai.enqueue(chat_reply("I think it is fine."), chat_reply("Still fine, I think."))
     broken = run_assay("agent", "run", "--quiet", cwd=project)
     assert broken.returncode == 1, broken.stdout + broken.stderr
-    assert "judge-error" in broken.stdout and len(fake_openai.chat_requests) == 1
+    assert "judge-error" in broken.stdout and len(fake_openai.chat_requests) == 2  # the answer and its one repair
     fake_openai.respond_with(lambda request: json_reply({"reasons": "names Paris", "score": 1}))
     fixed = run_assay("agent", "run", "--quiet", "--rerun", "all", cwd=project)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
-    assert len(fake_openai.chat_requests) == 2  # the fixed judge was asked; nothing bad was read back
+    assert len(fake_openai.chat_requests) == 3  # the fixed judge was asked; nothing bad was read back
     cached = run_assay("agent", "run", "--quiet", "--rerun", "all", cwd=project)
-    assert cached.returncode == 0 and len(fake_openai.chat_requests) == 2  # the good answer is cached
+    assert cached.returncode == 0 and len(fake_openai.chat_requests) == 3  # the good answer is cached
 
 
 def test_identical_judgements_are_cached_by_content(fake_openai):

@@ -41,6 +41,7 @@ class JudgeScore:
     explanation: str | None = None
     model: str | None = None
     cached: bool = False
+    repaired: bool = False  # the score came from the one repair request after an unusable answer
 
 
 class Judge(Protocol):
@@ -76,6 +77,8 @@ async def grade_with_details(judge: Judge | None, request: JudgeRequest) -> tupl
     details: dict[str, Any] = {"recipe": request.recipe}
     if result.model is not None:
         details.update(model=result.model, cached=result.cached, prompt=PROMPT_VERSION)
+        if result.repaired:
+            details["repaired"] = True
     if not isinstance(result.score, (int, float)) or not math.isfinite(result.score):
         return Outcome(MATCHED, result.explanation or "", float("nan")), details
     return Outcome(MATCHED, result.explanation or "", float(result.score)), details
@@ -201,8 +204,10 @@ class LLMJudge:
             model=settings["model"], messages=judge_messages(request), json_schema=_SCORE_SCHEMA,
             schema_name="judgement", reasoning_effort=settings["reasoning_effort"],
         )
-        completion, value = await client.complete_checked(chat, _judgement)  # only a usable answer is cached
-        return JudgeScore(float(value["score"]), value["reasons"], settings["model"], completion.cached)
+        # An unusable answer gets one repair request (counted in the run's judge retries as `repair`);
+        # only a usable answer is cached, and a second unusable one is a judge-error.
+        completion, value = await client.complete_checked(chat, _judgement, repair=True)
+        return JudgeScore(float(value["score"]), value["reasons"], settings["model"], completion.cached, completion.repaired)
 
     @property
     def retries(self) -> dict[str, int]:

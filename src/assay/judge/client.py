@@ -139,6 +139,7 @@ class Completion:
     response: Mapping[str, Any]  # the endpoint's JSON body, kept as raw evidence
     cached: bool = False
     attempts: int = 1
+    repaired: bool = False  # the answer came from the one repair request (see `complete_checked`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,13 +215,19 @@ class JudgeClient:
         completion, _ = await self.complete_checked(request, _non_empty)
         return completion
 
-    async def complete_checked(self, request: ChatRequest, check: Callable[[str], Any]) -> tuple[Completion, Any]:
+    async def complete_checked(
+        self, request: ChatRequest, check: Callable[[str], Any], *, repair: bool = False
+    ) -> tuple[Completion, Any]:
         """The answer and `check(text)` (which raises `JudgeError` for an answer the caller cannot use).
 
         Only an answer that passes `check` is cached, and a cached answer is checked again when read:
         one that no longer passes (an invalid answer cached by an older assay, a stricter schema) is
         dropped and the model is asked again, so a fixed endpoint is never hidden behind a bad entry.
         A fresh answer that fails `check` raises `JudgeAnswerError`, which carries the completion.
+
+        With `repair`, an answer that fails `check` gets one more request: the conversation with the
+        model's answer and what was wrong with it (counted in `retries` as `repair`). Its answer, if
+        usable, is cached under the original request; if not, `JudgeAnswerError` names both problems.
         """
         body = self.request_body(request)
         call_input = {name: value for name, value in body.items() if name not in {"model", "messages"}}
@@ -233,11 +240,33 @@ class JudgeClient:
         try:
             value = check(completion.text)
         except JudgeError as error:
-            raise JudgeAnswerError(str(error), completion) from None
+            if not repair:
+                raise JudgeAnswerError(str(error), completion) from None
+            completion, value = await self._repaired(body, completion, error, check)
         if self.cache is not None:
             record = {"text": completion.text, "response": completion.response}
             self.cache.put(key, json.dumps(record, ensure_ascii=False).encode("utf-8"))
         return completion, value
+
+    async def _repaired(
+        self, body: dict[str, Any], first: Completion, problem: JudgeError, check: Callable[[str], Any]
+    ) -> tuple[Completion, Any]:
+        """The one repair request: the model sees its answer and the problem, and answers again."""
+        self.retries["repair"] = self.retries.get("repair", 0) + 1
+        repair_body = {**body, "messages": [
+            *body["messages"],
+            {"role": "assistant", "content": first.text},
+            {"role": "user", "content": (
+                f"Your answer could not be used: {problem}. Answer again with only the JSON object asked for, "
+                "nothing before or after it."
+            )},
+        ]}
+        second = await self._call_with_retries(repair_body)
+        completion = Completion(second.text, second.response, attempts=first.attempts + second.attempts, repaired=True)
+        try:
+            return completion, check(second.text)
+        except JudgeError as error:
+            raise JudgeAnswerError(f"{problem}; after one repair request: {error}", completion) from None
 
     def _cached(self, key: str, check: Callable[[str], Any]) -> tuple[Completion, Any] | None:
         hit = self.cache.get(key) if self.cache is not None else None
