@@ -49,6 +49,8 @@ def root(
 def _register_groups() -> None:
     from assay.cli.agent import agent_app
     from assay.cli.doc import doc_app
+    from assay.cli.judge import judge_app
+    from assay.cli.labels import labels_app
     from assay.cli.runs import runs_app
     from assay.cli.video import video_app
     from assay.cli.view import view_command
@@ -57,6 +59,8 @@ def _register_groups() -> None:
     app.add_typer(agent_app, name="agent", help="Agent evals: drive conversations, assert on what the agent did.")
     app.add_typer(doc_app, name="doc", help="Document evals: eval-kit-compatible suites.")
     app.add_typer(runs_app, name="runs", help="Run history: list, show, compare, reindex.")
+    app.add_typer(labels_app, name="labels", help="Human labels of units: export and import them as JSONL.")
+    app.add_typer(judge_app, name="judge", help="Model judges: agreement with human labels, the judge cache.")
     app.command("view", help="Open the local results viewer (or export it as a static site).")(view_command)
 
 

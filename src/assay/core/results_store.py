@@ -105,6 +105,18 @@ CREATE TABLE IF NOT EXISTS unit_history (
     failed INTEGER NOT NULL,
     PRIMARY KEY (run_id, subject)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS labels (
+    label_id TEXT PRIMARY KEY,
+    labeller TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    unit_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    content TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS labels_by_unit ON labels (run_id, unit_id);
 """
 
 # A unit's trials are one subject: its id without a trailing `#<n>` (core.run_diff.trial_subject, in SQL).
@@ -127,7 +139,8 @@ _HISTORY_VERSION = 2  # PRAGMA user_version once every run's history rows exist 
 # Marks a file as an assay results store (SQLite's header field for this; "asay"), so a store is
 # never mistaken for another program's database, nor theirs for ours.
 APPLICATION_ID = 0x61736179
-_OWN_TABLES = frozenset({"runs", "units", "run_groups", "unit_history"})
+# `labels` (core/labels/store.py) is never dropped with a run: its rows are indexed from `labels.jsonl`.
+_OWN_TABLES = frozenset({"runs", "units", "run_groups", "unit_history", "labels"})
 
 
 @dataclass(frozen=True)
@@ -708,6 +721,15 @@ class SqliteRunStore:
         except sqlite3.Error as error:
             raise store_error(self.path, error) from error
 
+    def write(self, statement: str, rows: Iterable[Sequence[Any]]) -> int:
+        """One statement over `rows` in one transaction, for the modules that own writing a table
+        (labels: core/labels/store.py); how many rows it changed."""
+        try:
+            with self._connection:
+                return self._connection.executemany(statement, rows).rowcount
+        except sqlite3.Error as error:
+            raise store_error(self.path, error) from error
+
     @_speaks_for_the_file
     def previous_run(self, run: StoredRun) -> StoredRun | None:
         """The run of the same kind and project recorded just before `run`, or None."""
@@ -895,6 +917,8 @@ class Reindexed:
     damage: str = ""  # what was wrong with it
     unreadable: tuple[Path, ...] = ()  # record folders with a manifest that could not be read
     skipped_lines: tuple[str, ...] = ()  # `<units file>:<line>: <why>` of each unit line left out
+    labels: int = 0  # labels in the store after reading labels.jsonl back
+    skipped_labels: tuple[str, ...] = ()  # `<labels.jsonl>:<line>: <why>` of each label line left out
 
 
 def _damage_of(database: Path) -> str:
@@ -956,4 +980,7 @@ def reindex(database: Path | None = None) -> Reindexed:
                 unreadable.append(record)
                 continue
             count += 1
-    return Reindexed(count, set_aside, damage, tuple(unreadable), tuple(skipped))
+        from assay.core.labels.store import restore_labels  # labels live in labels.jsonl beside the records
+
+        labels, skipped_labels = restore_labels(store)
+    return Reindexed(count, set_aside, damage, tuple(unreadable), tuple(skipped), labels, skipped_labels)

@@ -1,7 +1,7 @@
 """A content-addressed cache for model calls: the key is a hash of model, prompt and call input.
 
-A three-method storage interface (get/put/delete) with a directory store and a read-only wrapper,
-composed rather than configured with flags.
+A three-method storage interface (get/put/delete) with an in-memory and a directory store, and
+`clear_directory_cache` (`assay judge cache clear`), which removes only the cache's own entries.
 """
 
 from __future__ import annotations
@@ -9,14 +9,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from assay.core.fsutil import write_atomically
 
-__all__ = ["CallCache", "DirectoryCallCache", "MemoryCallCache", "call_cache_key"]
+__all__ = ["CacheCleared", "CallCache", "DirectoryCallCache", "MemoryCallCache", "call_cache_key", "clear_directory_cache"]
 
 _KEY = re.compile(r"[0-9a-f]{64}")
+_SHARD = re.compile(r"[0-9a-f]{2}")
+_ENTRY_TEMPORARY = re.compile(r"\.[0-9a-f]{64}\.[0-9a-f]{12}\.tmp")  # write_atomically's, of an entry
 
 
 def call_cache_key(model: str, prompt: Any, call_input: Any) -> str:
@@ -81,3 +84,35 @@ class DirectoryCallCache:
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
 
+
+
+@dataclass(frozen=True)
+class CacheCleared:
+    entries: int
+    bytes: int
+
+
+def clear_directory_cache(root: Path | str) -> CacheCleared:
+    """Remove every entry of a `DirectoryCallCache` (and a killed write's temporary beside one).
+
+    Only the cache's own names are touched — `<2 hex>/<64 hex>` — so a folder named by mistake
+    (a project root, a home directory) loses nothing else; emptied shard folders are removed."""
+    folder = Path(root)
+    entries = size = 0
+    try:
+        shards = [path for path in folder.iterdir() if _SHARD.fullmatch(path.name) and path.is_dir() and not path.is_symlink()]
+    except FileNotFoundError:
+        return CacheCleared(0, 0)
+    for shard in shards:
+        for path in shard.iterdir():
+            entry = _KEY.fullmatch(path.name) and path.name.startswith(shard.name)
+            if not (entry or _ENTRY_TEMPORARY.fullmatch(path.name)) or not path.is_file() or path.is_symlink():
+                continue
+            size += path.stat().st_size
+            path.unlink(missing_ok=True)
+            entries += 1 if entry else 0
+        try:
+            shard.rmdir()
+        except OSError:
+            pass  # something else lives there: it stays
+    return CacheCleared(entries, size)

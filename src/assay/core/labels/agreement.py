@@ -1,0 +1,253 @@
+"""Judge–human agreement from the labels in a store: per judge, between labellers, and over judge models.
+
+A label is about an item: a unit's content (kind, subject, content digest), wherever it appears. Its
+humans' answer is the labellers' majority verdict (a tie decides nothing) and their median score;
+each judge's answer is the one recorded in a labelled run (what the person saw), else in the newest
+run that holds the same item — so a judge model that re-judged the same content is measured against
+the same labels, which is what shows drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.core.labels.model import ANSWERS, SCORES, Judgement, Label, latest_labels
+from assay.core.labels.statistics import confusion_matrix, kappa_from_matrix, kappa_interval, krippendorff_alpha, spearman
+from assay.core.labels.units import stored_unit
+
+__all__ = ["AgreementFilter", "agreement_report"]
+
+Item = tuple[str, str, str]  # (kind, subject, content digest)
+CHECKS_PROMPT = "deterministic checks"
+
+
+@dataclass(frozen=True)
+class AgreementFilter:
+    judge: str | None = None  # a model name, or text of the judge identity
+    rubric: str | None = None  # text of the rubric
+    labeller: str | None = None  # only this labeller's labels
+    by_rubric: bool = False  # one row per (judge, rubric) instead of per judge
+
+
+@dataclass
+class _Found:
+    """One judge's answer about one item, and the run it came from."""
+
+    judgement: Judgement
+    run_id: str
+    run_created_at: str
+    labelled_run: bool  # the run a person labelled the item in
+
+
+@dataclass
+class _Item:
+    labels: dict[str, Label] = field(default_factory=dict)  # labeller -> latest label
+    found: dict[str, _Found] = field(default_factory=dict)  # row key -> the answer that counts
+    kind: str = ""
+
+    def human_verdict(self) -> str | None:
+        votes = [label.verdict for label in self.labels.values() if label.verdict is not None]
+        passes, fails = votes.count("pass"), votes.count("fail")
+        return "pass" if passes > fails else "fail" if fails > passes else None
+
+    def human_score(self) -> float | None:
+        import numpy
+
+        scores = [label.score for label in self.labels.values() if label.score is not None]
+        return float(numpy.median(scores)) if scores else None
+
+
+def _items(labels: Iterable[Label]) -> dict[Item, _Item]:
+    items: dict[Item, _Item] = {}
+    for label in sorted(latest_labels(labels).values(), key=lambda label: label.created_at):
+        entry = items.setdefault(label.item, _Item(kind=label.kind))
+        entry.labels[label.labeller] = label
+    return items
+
+
+def _row_key(judgement: Judgement, by_rubric: bool) -> str:
+    return f"{judgement.judge} · {judgement.rubric}" if by_rubric else judgement.judge
+
+
+def _wanted(judgement: Judgement, selection: AgreementFilter) -> bool:
+    if selection.judge and selection.judge != judgement.model and selection.judge not in judgement.judge:
+        return False
+    return not selection.rubric or selection.rubric in judgement.rubric
+
+
+def _checks(kind: str, verdict: str | None) -> Judgement | None:
+    if verdict is None:
+        return None
+    return Judgement(f"{CHECKS_PROMPT} ({kind})", None, CHECKS_PROMPT, "", verdict)
+
+
+def _offer(entry: _Item, judgement: Judgement, found: _Found, selection: AgreementFilter) -> None:
+    if judgement.prompt == CHECKS_PROMPT:
+        if selection.judge or selection.rubric:  # a judge or rubric was asked for: the checks are not one
+            return
+    elif not _wanted(judgement, selection):
+        return
+    key = _row_key(judgement, selection.by_rubric)
+    current = entry.found.get(key)
+    # An answer from a labelled run beats any other; then the newest run.
+    if current is None or (found.labelled_run, found.run_created_at) > (current.labelled_run, current.run_created_at):
+        entry.found[key] = found
+
+
+def _collect(store: Any, items: dict[Item, _Item], selection: AgreementFilter) -> None:
+    """Each item's judges' answers: from the labels' own records of them, then from every stored run
+    that holds a labelled unit id with the same content."""
+    run_times: dict[str, str] = {}
+    for entry in items.values():
+        for label in entry.labels.values():
+            when = run_times.get(label.run_id) or _run_time(store, label.run_id) or label.created_at
+            run_times[label.run_id] = when
+            for judgement in (*label.judgements, _checks(label.kind, label.checks)):
+                if judgement is not None:
+                    _offer(entry, judgement, _Found(judgement, label.run_id, when, True), selection)
+    labelled_runs = {(label.run_id, label.unit_id) for entry in items.values() for label in entry.labels.values()}
+    unit_ids = sorted({unit_id for _, unit_id in labelled_runs})
+    by_run: dict[str, list[str]] = {}
+    for start in range(0, len(unit_ids), 500):
+        chunk = unit_ids[start : start + 500]
+        rows = store.read(f"SELECT run_id, unit_id FROM units WHERE unit_id IN ({','.join('?' * len(chunk))})", chunk)
+        for run_id, unit_id in rows:
+            if (run_id, unit_id) not in labelled_runs:
+                by_run.setdefault(run_id, []).append(unit_id)
+    for run_id, ids in by_run.items():
+        run = store.get_run(run_id)
+        for unit in store.units_by_id(run_id, ids).values():
+            stored = stored_unit(run, unit)
+            entry = items.get(stored.item)
+            if entry is None:
+                continue
+            for judgement in (*stored.judgements.judgements, _checks(stored.kind, stored.judgements.checks)):
+                if judgement is not None:
+                    _offer(entry, judgement, _Found(judgement, run_id, run.manifest.created_at, False), selection)
+
+
+def _run_time(store: Any, run_id: str) -> str | None:
+    rows = store.read("SELECT created_at FROM runs WHERE run_id = ?", (run_id,)).fetchall()
+    return rows[0][0] if rows else None
+
+
+def _binary(pairs: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
+    if not pairs:
+        return None
+    matrix = confusion_matrix([human for human, _ in pairs], [judge for _, judge in pairs], ANSWERS)
+    interval = kappa_interval(matrix)
+    return {
+        "units": len(pairs), "agreement": float(matrix.trace() / matrix.sum()), "kappa": kappa_from_matrix(matrix),
+        "kappa_interval": list(interval) if interval else None,
+        "confusion": {"rows": "human", "columns": "judge", "labels": list(ANSWERS), "matrix": matrix.tolist()},
+    }
+
+
+def _on_label_scale(judgement: Judgement) -> float | None:
+    """A judge's score on the labels' 1–5 scale (linear in its own range), for α."""
+    if judgement.score is None:
+        return None
+    low, high = judgement.score_range or (min(SCORES), max(SCORES))
+    if high == low:
+        return None
+    return min(SCORES) + (judgement.score - low) * (max(SCORES) - min(SCORES)) / (high - low)
+
+
+def _scores(pairs: Sequence[tuple[float, float]]) -> dict[str, Any] | None:
+    if not pairs:
+        return None
+    humans, judges = [human for human, _ in pairs], [judge for _, judge in pairs]
+    return {
+        "units": len(pairs), "spearman": spearman(humans, judges),
+        # The judge's scale is continuous once mapped, so the interval metric (squared difference).
+        "alpha": krippendorff_alpha([[human, judge] for human, judge in pairs], "interval"), "alpha_level": "interval",
+    }
+
+
+def _judge_rows(items: dict[Item, _Item]) -> list[dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    for entry in items.values():
+        verdict, score = entry.human_verdict(), entry.human_score()
+        for key, found in entry.found.items():
+            row = rows.setdefault(key, {
+                "judge": key, "kind": "checks" if found.judgement.prompt == CHECKS_PROMPT else "judge",
+                "model": found.judgement.model, "prompt": found.judgement.prompt, "units": 0, "binary": [], "scores": [],
+                "first_run_at": found.run_created_at, "last_run_at": found.run_created_at, "runs": set(),
+            })
+            row["units"] += 1
+            row["runs"].add(found.run_id)
+            row["first_run_at"] = min(row["first_run_at"], found.run_created_at)
+            row["last_run_at"] = max(row["last_run_at"], found.run_created_at)
+            if verdict is not None and found.judgement.verdict is not None:
+                row["binary"].append((verdict, found.judgement.verdict))
+            judge_score = _on_label_scale(found.judgement)
+            if score is not None and judge_score is not None:
+                row["scores"].append((score, judge_score))
+    result = []
+    for row in sorted(rows.values(), key=lambda row: (row["kind"] != "judge", row["prompt"], row["first_run_at"], row["judge"])):
+        row["binary"] = _binary(row["binary"])
+        row["scores"] = _scores(row["scores"])
+        row["runs"] = len(row["runs"])
+        result.append(row)
+    return result
+
+
+def _labellers(items: dict[Item, _Item]) -> dict[str, Any]:
+    names = sorted({name for entry in items.values() for name in entry.labels})
+    pairs = []
+    for position, first in enumerate(names):
+        for second in names[position + 1 :]:
+            both = [(entry.labels[first].verdict, entry.labels[second].verdict) for entry in items.values()
+                    if first in entry.labels and second in entry.labels
+                    and entry.labels[first].verdict is not None and entry.labels[second].verdict is not None]
+            scored = [(entry.labels[first].score, entry.labels[second].score) for entry in items.values()
+                      if first in entry.labels and second in entry.labels
+                      and entry.labels[first].score is not None and entry.labels[second].score is not None]
+            if both or scored:
+                pairs.append({"labellers": [first, second], "binary": _binary(both),
+                              "spearman": spearman([a for a, _ in scored], [b for _, b in scored]) if scored else None,
+                              "scored_units": len(scored)})
+    verdict_rows = [[entry.labels[name].verdict if name in entry.labels else None for name in names] for entry in items.values()]
+    score_rows = [[entry.labels[name].score if name in entry.labels else None for name in names] for entry in items.values()]
+    return {
+        "labellers": names, "pairs": pairs,
+        "alpha_verdict": krippendorff_alpha(verdict_rows, "nominal") if len(names) > 1 else None,
+        "alpha_score": krippendorff_alpha(score_rows, "ordinal", SCORES) if len(names) > 1 else None,
+        "alpha_score_level": "ordinal",
+        "units_with_several_labellers": sum(1 for entry in items.values() if len(entry.labels) > 1),
+    }
+
+
+def _drift(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per prompt, the judge models that used it, in the order they first judged: agreement per model."""
+    by_prompt: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["kind"] == "judge":
+            by_prompt.setdefault(row["prompt"], []).append(row)
+    drift = []
+    for prompt, models in by_prompt.items():
+        if len({row["model"] for row in models}) < 2:
+            continue
+        drift.append({"prompt": prompt, "models": [
+            {"model": row["model"], "judge": row["judge"], "first_run_at": row["first_run_at"], "last_run_at": row["last_run_at"],
+             "units": (row["binary"] or {}).get("units", 0), "agreement": (row["binary"] or {}).get("agreement"),
+             "kappa": (row["binary"] or {}).get("kappa")}
+            for row in sorted(models, key=lambda row: row["first_run_at"])
+        ]})
+    return drift
+
+
+def agreement_report(store: Any, labels: Iterable[Label], selection: AgreementFilter = AgreementFilter()) -> dict[str, Any]:
+    """Everything `assay judge agreement --json` prints and the viewer's agreement page shows."""
+    labels = [label for label in labels if selection.labeller is None or label.labeller == selection.labeller]
+    items = _items(labels)
+    _collect(store, items, selection)
+    rows = _judge_rows(items)
+    return {
+        "labels": len(labels), "items": len(items),
+        "filter": {"judge": selection.judge, "rubric": selection.rubric, "labeller": selection.labeller,
+                   "by_rubric": selection.by_rubric},
+        "judges": rows, "labellers": _labellers(items), "drift": _drift(rows),
+    }

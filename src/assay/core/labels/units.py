@@ -1,0 +1,58 @@
+"""The stored units labelling reads: a unit with its run's kind and identity and what its judges said,
+and the label a person's answer about it makes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from assay.core.labels.extract import UnitJudgements, judgements_of, subject_of
+from assay.core.labels.model import Label
+from assay.core.record import UnitResult
+
+__all__ = ["StoredUnit", "make_label", "read_unit"]
+
+
+@dataclass(frozen=True)
+class StoredUnit:
+    run_id: str
+    run_created_at: str
+    kind: str
+    identity: Mapping[str, Any]
+    unit: UnitResult
+    judgements: UnitJudgements
+
+    @property
+    def item(self) -> tuple[str, str, str]:
+        return self.kind, subject_of(self.unit.unit_id), self.judgements.content
+
+
+def read_unit(store: Any, run_id: str, unit_id: str) -> StoredUnit:
+    """One stored unit (a carried one read through its reference); LookupError when it is not there."""
+    run = store.get_run(run_id)
+    unit = store.get_unit(run.run_id, unit_id)
+    if unit is None:
+        raise LookupError(f"run {run.run_id} has no unit {unit_id!r}")
+    return stored_unit(run, unit)
+
+
+def stored_unit(run: Any, unit: UnitResult) -> StoredUnit:
+    kind, identity = run.manifest.kind, dict(run.manifest.identity or {})
+    return StoredUnit(run.run_id, run.manifest.created_at, kind, identity, unit, judgements_of(unit, kind, identity))
+
+
+def make_label(
+    unit: StoredUnit, labeller: str, *, verdict: str | None = None, score: int | None = None, note: str = "",
+    now: datetime | None = None,
+) -> Label:
+    """The label `labeller` gives `unit`, with what its judges and checks said at this moment."""
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    return Label(
+        labeller=labeller, created_at=moment.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        run_id=unit.run_id, unit_id=unit.unit.unit_id, kind=unit.kind, subject=subject_of(unit.unit.unit_id),
+        content=unit.judgements.content, verdict=verdict, score=score, note=note,
+        judgements=unit.judgements.judgements, checks=unit.judgements.checks,
+    )

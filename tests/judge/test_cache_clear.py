@@ -1,0 +1,76 @@
+"""`assay judge cache clear`: a project's judge answers are removed (and the judge asked again); a
+folder named by mistake loses nothing but the cache's own entries."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from servers.fake_openai import json_reply
+from typer.testing import CliRunner
+
+from assay.cli.app import app
+
+
+def _project(root: Path, base_url: str) -> Path:
+    project = root / "p"
+    for folder in ("evals", "agents", "experiments"):
+        (project / folder).mkdir(parents=True)
+    (project / "pyproject.toml").write_text(
+        f'[tool.assay.judge]\nmodel = "judge-1"\nbase_url = "{base_url}"\napi_key_env = ""\n', encoding="utf-8"
+    )
+    (project / "agents" / "echo.py").write_text(
+        "from assay.agent import Turn, complete_evidence_coverage, define_agent, message\n\n"
+        "async def send(turn_input, ctx):\n    return Turn([message('Paris, 21 C')])\n\n"
+        "echo = define_agent(name='echo', send=send, evidence_coverage=complete_evidence_coverage)\n", encoding="utf-8"
+    )
+    (project / "experiments" / "main.py").write_text(
+        "from agents.echo import echo\nfrom assay.agent import Experiment\n\nmain = Experiment(agent=echo)\n", encoding="utf-8"
+    )
+    (project / "evals" / "judged_eval.py").write_text(
+        "from assay.agent import define_eval\n\n"
+        "@define_eval(judge=True)\nasync def test(t):\n    await t.send('weather?')\n    t.judge('names a city')\n",
+        encoding="utf-8",
+    )
+    return project
+
+
+def _run(project: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--quiet", "--rerun", "all"], cwd=project,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_clearing_a_projects_judge_cache_makes_the_next_run_ask_the_judge_again(fake_openai, tmp_path):
+    fake_openai.respond_with(lambda request: json_reply({"reasons": "names Paris", "score": 1}))
+    project = _project(tmp_path, fake_openai.base_url)
+    assert _run(project).returncode == 0
+    assert _run(project).returncode == 0 and len(fake_openai.chat_requests) == 1  # the second run read the cache
+    result = CliRunner().invoke(app, ["judge", "cache", "clear", "--project", str(project)])
+    assert result.exit_code == 0, result.output
+    assert "Removed 1 cached judge answer(s)" in result.output and str(project / ".assay" / "cache" / "judge") in result.output
+    assert _run(project).returncode == 0 and len(fake_openai.chat_requests) == 2
+    again = CliRunner().invoke(app, ["judge", "cache", "clear", "--project", str(project)])
+    assert "Removed 1 cached judge answer(s)" in again.output
+
+
+def test_only_the_caches_own_entries_are_removed_from_a_cache_dir(tmp_path):
+    folder = tmp_path / "home"
+    key = "ab" + "0" * 62
+    (folder / "ab").mkdir(parents=True)
+    (folder / "ab" / key).write_text("{}", encoding="utf-8")
+    (folder / "ab" / "notes.txt").write_text("mine", encoding="utf-8")
+    (folder / "cd").mkdir()
+    (folder / "cd" / key).write_text("{}", encoding="utf-8")  # a key under the wrong shard is not an entry
+    (folder / "thesis.tex").write_text("mine", encoding="utf-8")
+    result = CliRunner().invoke(app, ["judge", "cache", "clear", "--cache-dir", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert "Removed 1 cached judge answer(s)" in result.output
+    assert sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*")) == [
+        "ab", "ab/notes.txt", "cd", f"cd/{key}", "thesis.tex",
+    ]
+
+
+def test_a_missing_project_is_a_usage_error(tmp_path):
+    result = CliRunner().invoke(app, ["judge", "cache", "clear", "--project", str(tmp_path / "nope")])
+    assert result.exit_code == 2 and "--project" in result.output and "no such folder" in result.output

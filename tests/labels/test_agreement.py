@@ -1,0 +1,140 @@
+"""`assay judge agreement`: judge–human agreement per judge, between labellers and over judge models,
+from labels made on stored runs; the figures equal scikit-learn's, scipy's and `krippendorff`'s."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import krippendorff
+import numpy
+import pytest
+from judged_runs import agent_unit, publish
+from scipy import stats as scipy_stats
+from sklearn.metrics import cohen_kappa_score
+from typer.testing import CliRunner
+
+from assay.cli.app import app
+from assay.core.labels.store import LabelBook
+from assay.core.labels.units import make_label, read_unit
+from assay.core.record import UnitResult
+from assay.core.results_store import SqliteRunStore
+
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+SCORES = [0.9, 0.8, 0.2, 0.7, 0.1, 0.95, 0.4, 0.6, 0.3, 0.85]
+HUMAN = ["pass", "pass", "fail", "fail", "fail", "pass", "pass", "pass", "fail", "pass"]
+HUMAN_SCORES = [5, 4, 1, 2, 2, 5, 3, 4, 1, 4]
+BO = ["pass", "fail", "fail", "fail", "pass", "pass", "pass", "pass", "fail", "pass"]
+# judge-2 re-judges the same transcripts later (the content is identical), with other scores
+SCORES_2 = [0.9, 0.3, 0.2, 0.3, 0.6, 0.9, 0.2, 0.7, 0.1, 0.4]
+
+
+@pytest.fixture
+def database(tmp_path, monkeypatch):
+    path = tmp_path / "store" / "assay.db"
+    monkeypatch.setenv("ASSAY_STORE", str(path))
+    publish(path, "agent", [agent_unit(i, score) for i, score in enumerate(SCORES)], run_id="agent-a",
+            identity={"project": "/p"}, created_at="2026-12-01T08:00:00Z")
+    publish(path, "agent", [agent_unit(i, score, model="judge-2") for i, score in enumerate(SCORES_2)], run_id="agent-b",
+            identity={"project": "/p"}, created_at="2026-12-03T08:00:00Z")
+    video = [UnitResult(unit_id=f"c/t/{i}@{i}.0s#1", verdict="passed" if i % 3 else "failed", expected=i, observed=i if i % 3 else -1,
+                        artifacts={"video": "/v/clip.mp4", "timestamp_s": float(i)}) for i in range(6)]
+    publish(path, "video", video, run_id="video-a", identity={"eval_dir": "/e"}, created_at="2026-12-01T07:00:00Z")
+    with SqliteRunStore(path) as store:
+        book = LabelBook(store)
+        labels = []
+        for i in range(10):
+            unit = read_unit(store, "agent-a", f"main/eval{i}#1")
+            labels.append(make_label(unit, "ann", verdict=HUMAN[i], score=HUMAN_SCORES[i], now=T0 + timedelta(minutes=i)))
+            labels.append(make_label(unit, "bo", verdict=BO[i], now=T0 + timedelta(hours=1, minutes=i)))
+        for i in range(6):
+            unit = read_unit(store, "video-a", f"c/t/{i}@{i}.0s#1")
+            labels.append(make_label(unit, "ann", verdict="pass" if i % 2 else "fail", now=T0 + timedelta(hours=2, minutes=i)))
+        book.add(labels)
+    return path
+
+
+def _agreement(*arguments):
+    result = CliRunner().invoke(app, ["judge", "agreement", "--json", *arguments])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _majority(first, second):
+    return [a if a == b else None for a, b in zip(first, second)]
+
+
+def test_each_judge_is_measured_against_the_labellers_majority_verdict(database):
+    report = _agreement("--judge", "judge-1")
+    (row,) = report["judges"]
+    assert row["judge"] == "judge-1 · assay-agent-judge/1:rubric" and row["units"] == 10
+    judge = ["pass" if score >= 0.5 else "fail" for score in SCORES]
+    human = _majority(HUMAN, BO)  # two labellers: a tie decides nothing
+    pairs = [(h, j) for h, j in zip(human, judge) if h is not None]
+    binary = row["binary"]
+    assert binary["units"] == len(pairs) == 8
+    assert binary["agreement"] == pytest.approx(sum(h == j for h, j in pairs) / len(pairs))
+    assert binary["kappa"] == pytest.approx(cohen_kappa_score([h for h, _ in pairs], [j for _, j in pairs]), abs=1e-12)
+    matrix = binary["confusion"]["matrix"]
+    assert sum(map(sum, matrix)) == 8 and matrix[0][0] == sum(1 for h, j in pairs if h == j == "pass")
+    low, high = binary["kappa_interval"]
+    assert low <= binary["kappa"] <= high
+
+
+def test_scores_are_compared_by_rank_and_by_interval_alpha_on_the_label_scale(database):
+    (row,) = _agreement("--judge", "judge-1", "--labeller", "ann")["judges"]
+    scores = row["scores"]
+    assert scores["units"] == 10
+    assert scores["spearman"] == pytest.approx(scipy_stats.spearmanr(HUMAN_SCORES, SCORES).statistic, abs=1e-12)
+    mapped = [1 + 4 * score for score in SCORES]  # the judge's [0, 1] mapped onto 1–5
+    expected = krippendorff.alpha(reliability_data=numpy.array([HUMAN_SCORES, mapped], dtype=float),
+                                  level_of_measurement="interval")
+    assert scores["alpha"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_inter_annotator_agreement_between_labellers(database):
+    labellers = _agreement()["labellers"]
+    assert labellers["labellers"] == ["ann", "bo"]
+    (pair,) = labellers["pairs"]
+    assert pair["binary"]["units"] == 10
+    assert pair["binary"]["kappa"] == pytest.approx(cohen_kappa_score(HUMAN, BO), abs=1e-12)
+    data = numpy.array([[1.0 if value == "pass" else 0.0 for value in HUMAN], [1.0 if value == "pass" else 0.0 for value in BO]])
+    assert labellers["alpha_verdict"] == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"), abs=1e-12)
+
+
+def test_a_new_judge_model_on_the_same_content_is_measured_against_the_same_labels_as_drift(database):
+    report = _agreement("--labeller", "ann")
+    models = {row["model"]: row for row in report["judges"] if row["kind"] == "judge"}
+    assert set(models) == {"judge-1", "judge-2"}
+    judge_2 = ["pass" if score >= 0.5 else "fail" for score in SCORES_2]
+    assert models["judge-2"]["binary"]["kappa"] == pytest.approx(cohen_kappa_score(HUMAN, judge_2), abs=1e-12)
+    (drift,) = report["drift"]
+    assert drift["prompt"] == "assay-agent-judge/1:rubric"
+    assert [model["model"] for model in drift["models"]] == ["judge-1", "judge-2"]
+    assert drift["models"][1]["kappa"] == pytest.approx(cohen_kappa_score(HUMAN, judge_2), abs=1e-12)
+
+
+def test_deterministic_checks_are_measured_too(database):
+    rows = {row["judge"]: row for row in _agreement()["judges"]}
+    checks = rows["deterministic checks (video)"]
+    human = ["pass" if i % 2 else "fail" for i in range(6)]
+    machine = ["pass" if i % 3 else "fail" for i in range(6)]
+    assert checks["kind"] == "checks" and checks["binary"]["units"] == 6
+    assert checks["binary"]["kappa"] == pytest.approx(cohen_kappa_score(human, machine), abs=1e-12)
+
+
+def test_the_text_report_names_each_judge_and_its_figures(database):
+    result = CliRunner().invoke(app, ["judge", "agreement", "--labeller", "ann", "--rubric", "names a city"])
+    assert result.exit_code == 0, result.output
+    assert "judge-1 · assay-agent-judge/1:rubric: 10 labelled unit(s) in 1 run(s)" in result.output
+    assert "Cohen's κ" in result.output and "Spearman ρ" in result.output
+    assert "Judge drift (assay-agent-judge/1:rubric)" in result.output
+    assert "deterministic checks" not in result.output  # a rubric was asked for
+
+
+def test_no_labels_says_how_to_make_them(tmp_path, monkeypatch):
+    path = tmp_path / "empty" / "assay.db"
+    monkeypatch.setenv("ASSAY_STORE", str(path))
+    publish(path, "video", [], run_id="video-0")
+    result = CliRunner().invoke(app, ["judge", "agreement"])
+    assert result.exit_code == 0 and "assay view --label" in result.output

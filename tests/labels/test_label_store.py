@@ -1,0 +1,133 @@
+"""Labels are data: appended to labels.jsonl beside the store and indexed in its `labels` table,
+surviving `assay runs reindex` (even of a damaged store), exported and imported idempotently."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from judged_runs import agent_unit, publish
+from typer.testing import CliRunner
+
+from assay.cli.app import app
+from assay.core.labels.model import Label, LabelError, parse_label
+from assay.core.labels.store import LabelBook, labels_file
+from assay.core.labels.units import make_label, read_unit
+from assay.core.results_store import SqliteRunStore, reindex
+
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def database(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "store" / "assay.db"
+    monkeypatch.setenv("ASSAY_STORE", str(path))
+    publish(path, "agent", [agent_unit(1, 0.9), agent_unit(2, 0.2)], run_id="agent-run-1",
+            identity={"project": "/p"})
+    return path
+
+
+def _label(store, unit_id: str, labeller: str = "ann", minutes: int = 0, **answer) -> Label:
+    return make_label(read_unit(store, "agent-run-1", unit_id), labeller, now=T0 + timedelta(minutes=minutes), **answer)
+
+
+def test_a_label_records_the_unit_identity_and_what_the_judge_said_then(database):
+    with SqliteRunStore(database) as store:
+        label = _label(store, "main/eval1#1", verdict="fail", score=2, note="wrong city")
+        assert LabelBook(store).add([label]) == [label]
+    assert (label.run_id, label.unit_id, label.kind, label.subject) == ("agent-run-1", "main/eval1#1", "agent", "main/eval1")
+    judgement = label.judgements[0]
+    assert (judgement.model, judgement.verdict, judgement.score) == ("judge-1", "pass", 0.9)
+    assert judgement.rubric == "judge('names a city', threshold=0.5)" and label.checks == "pass"
+    line = json.loads(labels_file(database).read_text().splitlines()[0])
+    assert line["labeller"] == "ann" and line["created_at"] == "2026-12-01T09:00:00.000Z" and line["note"] == "wrong city"
+    assert parse_label(line) == label
+
+
+def test_labels_are_appended_never_rewritten_and_the_latest_of_a_labeller_counts(database):
+    with SqliteRunStore(database) as store:
+        book = LabelBook(store)
+        book.add([_label(store, "main/eval1#1", verdict="pass")])
+        book.add([_label(store, "main/eval1#1", verdict="fail", minutes=1)])
+        assert [label.verdict for label in book.labels()] == ["pass", "fail"]
+    assert len(labels_file(database).read_text().splitlines()) == 2
+
+
+def test_labels_survive_reindex_of_a_damaged_store(database):
+    with SqliteRunStore(database) as store:
+        LabelBook(store).add([_label(store, "main/eval1#1", verdict="fail"), _label(store, "main/eval2#1", score=4)])
+    database.write_bytes(b"this is not a database" * 100)
+    outcome = reindex(database)
+    assert outcome.set_aside is not None and outcome.runs == 1 and outcome.labels == 2
+    with SqliteRunStore(database, read_only=True) as store:
+        assert sorted(label.unit_id for label in LabelBook(store).labels()) == ["main/eval1#1", "main/eval2#1"]
+
+
+def test_reindex_indexes_a_label_appended_before_a_crash_and_names_a_torn_line(database):
+    with SqliteRunStore(database) as store:
+        label = _label(store, "main/eval1#1", verdict="pass")
+    # The label reached labels.jsonl, the process died before indexing it, and a second append was torn.
+    labels_file(database).write_text(json.dumps(label.to_json()) + "\n" + '{"label_id": "abc', encoding="utf-8")
+    outcome = reindex(database)
+    assert outcome.labels == 1 and len(outcome.skipped_labels) == 1 and ":2: JSONDecodeError" in outcome.skipped_labels[0]
+    with SqliteRunStore(database) as store:
+        LabelBook(store).add([_label(store, "main/eval2#1", verdict="fail")])  # appends after the torn line
+    lines = labels_file(database).read_text().splitlines()
+    assert lines[1] == '{"label_id": "abc' and json.loads(lines[2])["unit_id"] == "main/eval2#1"
+
+
+def test_an_edited_label_is_refused_on_import(database):
+    with SqliteRunStore(database) as store:
+        document = _label(store, "main/eval1#1", verdict="pass").to_json()
+    document["verdict"] = "fail"
+    with pytest.raises(LabelError, match="is not the hash of the label's content"):
+        parse_label(document)
+    with pytest.raises(LabelError, match="score must be an integer from 1 to 5"):
+        parse_label({**document, "label_id": None, "score": 6})
+
+
+def test_export_then_import_into_another_store_is_idempotent(database, tmp_path, monkeypatch):
+    with SqliteRunStore(database) as store:
+        LabelBook(store).add([_label(store, "main/eval1#1", verdict="fail", note="x"), _label(store, "main/eval2#1", "bo", score=3)])
+    runner = CliRunner()
+    exported = runner.invoke(app, ["labels", "export"])
+    assert exported.exit_code == 0, exported.output
+    lines = exported.stdout.splitlines()
+    assert [json.loads(line)["labeller"] for line in lines] == ["ann", "bo"]
+    shared = tmp_path / "shared.jsonl"
+    shared.write_text(exported.stdout, encoding="utf-8")
+
+    other = tmp_path / "other" / "assay.db"
+    monkeypatch.setenv("ASSAY_STORE", str(other))
+    publish(other, "video", [], run_id="video-run-0")
+    first = runner.invoke(app, ["labels", "import", str(shared)])
+    assert first.exit_code == 0, first.output
+    assert "Imported 2 label(s); 0 already present." in first.output
+    again = runner.invoke(app, ["labels", "import", str(shared)])
+    assert "Imported 0 label(s); 2 already present." in again.output
+    with SqliteRunStore(other, read_only=True) as store:
+        assert len(LabelBook(store).labels()) == 2
+    assert len(labels_file(other).read_text().splitlines()) == 2
+
+
+def test_import_names_the_line_and_field_that_is_wrong_and_exits_2(database, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"schema": "assay.label.v1", "labeller": "ann"}\n', encoding="utf-8")
+    result = CliRunner().invoke(app, ["labels", "import", str(bad)])
+    assert result.exit_code == 2
+    assert f"{bad}:1: label.created_at must be a non-empty string" in result.output
+    with SqliteRunStore(database, read_only=True) as store:
+        assert LabelBook(store).labels() == []
+
+
+def test_a_store_an_earlier_assay_left_unmarked_is_still_ours_with_its_labels_table(database):
+    """A store without the "asay" mark is checked by its tables: `labels` must count as assay's own."""
+    with sqlite3.connect(database) as connection:
+        connection.execute("PRAGMA application_id = 0")
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "labels" in tables
+    with SqliteRunStore(database, read_only=True) as store:
+        assert store.resolve("latest") == "agent-run-1"
