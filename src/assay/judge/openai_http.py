@@ -202,12 +202,14 @@ class OpenAIHTTP:
 
     Timeouts are the SDK's: `timeout` seconds each to get a connection, to connect and between reads."""
 
-    def __init__(self, base_url: str, *, api_key: str | None, timeout: float, max_connections: int) -> None:
+    def __init__(self, base_url: str, *, api_key: str | None, timeout: float, max_connections: int,
+                 headers: Mapping[str, str] | None = None) -> None:
+        """`headers`: the session's headers instead of the OpenAI SDK's (a service that is no model endpoint)."""
         self.base_url = base_url
         self.api_key = api_key
         self.timeout = timeout
         self.max_connections = max_connections
-        self._headers = request_headers(api_key)
+        self._headers = dict(headers) if headers is not None else request_headers(api_key)
         self._urls: dict[str, yarl.URL] = {}
         self._session: aiohttp.ClientSession | None = None
 

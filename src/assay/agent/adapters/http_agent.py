@@ -54,19 +54,23 @@ def http_agent(
     backoff: float = 0.5,
     max_concurrency: int = DEFAULT_MAXIMUM,
 ) -> DefinedAgent:
-    """`evidence_coverage` is required: only the service knows whether its events are complete."""
-    import httpx
+    """`evidence_coverage` is required: only the service knows whether its events are complete.
 
+    Requests go over assay's one pooled HTTP transport (aiohttp, `judge/openai_http.py`), loaded when
+    the first attempt sends, not when the project's agents are discovered."""
     url = base_url.rstrip("/") + "/" + path.lstrip("/")
     # No backoff cap (only four attempts by default); a server's Retry-After is honoured up to 60 s.
     policy = RetryPolicy(max_attempts, backoff, max_backoff=None)
-    clients: weakref.WeakKeyDictionary[Any, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+    clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
-    def client() -> httpx.AsyncClient:
+    def client() -> Any:
         loop = asyncio.get_running_loop()
         found = clients.get(loop)
         if found is None:
-            found = clients[loop] = httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=None))
+            from assay.judge.openai_http import OpenAIHTTP
+
+            found = clients[loop] = OpenAIHTTP(base_url, api_key=None, timeout=timeout, max_connections=max_concurrency,
+                                               headers={"Accept": "application/json"})
         return found
 
     async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:
@@ -79,18 +83,27 @@ def http_agent(
         body = _request_body(turn_input, ctx)
 
         async def once(attempt: int) -> Turn | Resend:
+            from assay.judge.openai_http import HTTPStatusError, InvalidReply
+
             try:
-                response = await client().post(url, json=body, headers=request_headers)
-            except httpx.HTTPError as error:
+                document = await client().post_json(path, body, headers=request_headers)
+            except HTTPStatusError as error:
+                if error.status == 429:
+                    return Resend(RATE_LIMITED, "HTTP 429", policy.retry_after(error.headers))
+                return _http_error_turn(ctx, name, error.status)
+            except InvalidReply as error:
+                raise SendFailure(f"{name} replied with invalid JSON: {error}", acceptance="started",
+                                  code="agent-invalid-response") from None
+            except Exception as error:
                 failure = transport_failure(error, timeout=timeout)
-                if failure is None or not failure.never_sent:
+                if failure is None:
+                    raise
+                if not failure.never_sent:
                     # The agent may have started work: never resent (side effects).
-                    detail = failure.detail if failure is not None else str(error)
-                    raise SendFailure(f"{url}: {detail}", acceptance="unknown", code="network") from None
+                    raise SendFailure(f"{url}: {failure.detail}", acceptance="unknown", code="network") from None
                 return Resend(CONNECTION, failure.detail)
-            if response.status_code == 429:
-                return Resend(RATE_LIMITED, "HTTP 429", policy.retry_after(response.headers))
-            return _turn_from_reply(response, ctx, name)
+            return turn_from_reply(document, ctx, wrong_shape=f"{name} replied with {{}}, not a JSON object",
+                                   invalid_turn=f"{name} replied with an invalid turn")
 
         ctx.progress(f"waiting for {name}")
         try:
@@ -117,18 +130,6 @@ def http_agent(
 def _http_error_turn(ctx: AgentContext, name: str, status: int) -> Turn:
     ctx.diagnostic("agent-http-error", "error", f"{name} returned HTTP {status}", {"status": status})
     return Turn([ErrorEvent(f"HTTP {status}")], "failed")
-
-
-def _turn_from_reply(response: Any, ctx: AgentContext, name: str) -> Turn:
-    if not 200 <= response.status_code < 300:
-        return _http_error_turn(ctx, name, response.status_code)
-    try:
-        document = response.json()
-    except ValueError as error:
-        raise SendFailure(f"{name} replied with invalid JSON: {error}", acceptance="started",
-                          code="agent-invalid-response") from None
-    return turn_from_reply(document, ctx, wrong_shape=f"{name} replied with {{}}, not a JSON object",
-                           invalid_turn=f"{name} replied with an invalid turn")
 
 
 __all__ = ["http_agent"]
