@@ -129,6 +129,29 @@ def main() -> int:
     return 0
 
 
+PROVIDERS = ("local", "docker")
+
+
+def sandbox_template(provider: str, **options):
+    """The template-bearing layer the provider-parametrised tables use: `local_sandbox()`, or a container
+    of the base test image (`docker_sandbox(image=BASE_IMAGE)`); `options` go to the provider."""
+    from assay.agent import docker_sandbox, local_sandbox
+
+    return local_sandbox(**options) if provider == "local" else docker_sandbox(image=BASE_IMAGE, **options)
+
+
+def docker_containers(sandbox_id: str | None = None) -> list:
+    """assay's containers on the daemon (all of them, running or not), or one sandbox's."""
+    from assay.agent.sandbox.docker import docker_client
+
+    client = docker_client()
+    try:
+        label = "assay.sandbox" if sandbox_id is None else f"assay.sandbox={sandbox_id}"
+        return client.containers.list(all=True, filters={"label": label})
+    finally:
+        client.close()
+
+
 with contextlib.suppress(ImportError):
     import pytest
 
@@ -139,6 +162,14 @@ with contextlib.suppress(ImportError):
         if problem is not None:
             pytest.skip(f"Docker tests need a daemon and a locally built image: {problem}")
         return BASE_IMAGE
+
+    @pytest.fixture(scope="module", params=PROVIDERS)
+    def provider(request) -> str:
+        """Each provider a sandbox table runs over: `local`, then `docker` (skipped, saying why, when no
+        daemon answers or the image cannot be built)."""
+        if request.param == "docker":
+            request.getfixturevalue("docker_image")
+        return request.param
 
 
 if __name__ == "__main__":

@@ -1,29 +1,41 @@
-"""The Docker provider. Without the SDK or a daemon it fails at create time with a reason (tested here
-always); against a real daemon and images built on this machine (tests/containers.py: never a registry)
-it runs commands, moves files, kills timed-out trees, builds a Dockerfile once and attributes changes."""
+"""The Docker provider against a real daemon and images built on this machine (tests/containers.py: never a
+registry). Without the SDK or a daemon it fails at create time with a reason (tested here always). With
+one: commands, streaming, files and transfers in a container; a timed-out or cancelled command's whole
+tree killed inside it (seen by `ps` in the container); a missing image; a Dockerfile built once; no
+network unless asked; CPU, memory and process limits with their effect; the container removed on every
+path of an attempt. (Attribution and the sandbox assertions run over Docker in the provider tables of
+test_sandbox_attribution.py and test_sandbox_assertions.py; Ctrl-C, kill -9 and the CLI in
+test_sandbox_cli.py.)"""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+import time
 import uuid
 
 import pytest
-from sandbox_helpers import run_one_linked, sandbox_agent, sandbox_dir  # noqa: F401
+from sandbox_helpers import no_sandbox_left, run_linked, run_one_linked, sandbox_agent, sandbox_dir  # noqa: F401
 
-from assay.agent import define_eval, docker_sandbox
-from assay.agent.sandbox import SandboxError
+from assay.agent import Turn, command_succeeded, define_eval, docker_sandbox, equals, includes, message
+from assay.agent.context import Cancelled, CancelSignal
+from assay.agent.sandbox import SandboxCommandError, SandboxError
 from assay.agent.sandbox.docker import (
     DockerProvider,
     build_key,
     import_docker,
+    memory_bytes,
 )
 from assay.agent.sandbox.handle import Sandbox, SandboxCore
 from assay.agent.sandbox.interface import CreateRequest
-
-from containers import BASE_IMAGE, daemon_problem, docker_image  # noqa: F401  (the session fixture)
+from containers import BASE_IMAGE, daemon_problem, docker_containers, docker_image  # noqa: F401  (the fixture)
 
 PROBLEM = daemon_problem()
+
+
+async def container(image: str, **options) -> Sandbox:
+    backend = await DockerProvider(image=image, **options).create(CreateRequest(f"docker-{uuid.uuid4().hex[:8]}"))
+    return Sandbox(SandboxCore(backend))
 
 
 def test_a_missing_sdk_names_the_install_command(monkeypatch):
@@ -42,11 +54,18 @@ def test_without_a_daemon_the_attempt_errors_at_create_time():
     assert "no Docker daemon answers" in result.error["message"]
 
 
-def test_sources_are_checked_and_the_build_key_follows_the_context(tmp_path):
+def test_sources_and_limits_are_checked_and_the_build_key_follows_the_context(tmp_path):
     with pytest.raises(SandboxError, match="not both"):
         DockerProvider(image="a", dockerfile=tmp_path / "Dockerfile")
     with pytest.raises(SandboxError, match="absolute"):
         DockerProvider(image="a", workdir="relative")
+    for bad, message in (({"memory": "lots"}, "size like '256m'"), ({"memory": "1m"}, "at least 6m"),
+                         ({"cpus": 0}, "positive number"), ({"pids_limit": 2}, "at least 8")):
+        with pytest.raises(SandboxError, match=message):
+            DockerProvider(image="a", **bad)
+    assert memory_bytes("256m") == memory_bytes("256MiB") == 256 * 1024**2 and memory_bytes(2**30) == 2**30
+    described = DockerProvider(image="a", memory="256m", network_mode="bridge").describe()
+    assert described["memory"] == 256 * 1024**2 and described["network_mode"] == "bridge"
     (tmp_path / "Dockerfile").write_text("FROM scratch\n")
     first = build_key(tmp_path, "Dockerfile", {})
     assert build_key(tmp_path, "Dockerfile", {}) == first
@@ -55,33 +74,208 @@ def test_sources_are_checked_and_the_build_key_follows_the_context(tmp_path):
     assert build_key(tmp_path, "Dockerfile", {"V": "2"}) != build_key(tmp_path, "Dockerfile", {})
 
 
-def test_commands_files_and_timeouts_in_a_container(docker_image):
+def test_commands_streaming_and_files_in_a_container(docker_image, tmp_path):
+    source = tmp_path / "source"
+    (source / "pkg").mkdir(parents=True)
+    (source / "pkg" / "mod.py").write_text("x = 1\n")
+    (source / "pkg" / "skip.log").write_text("noise\n")
+    (source / "run.sh").write_text("#!/bin/sh\necho ran\n")
+    (source / "run.sh").chmod(0o755)
+    seen: list[tuple[str, float]] = []
+
     async def body():
-        backend = await DockerProvider(image=docker_image).create(CreateRequest(f"docker-{uuid.uuid4().hex[:8]}"))
-        sandbox = Sandbox(SandboxCore(backend))
+        sandbox = await container(docker_image)
         try:
             echoed = await sandbox.run_command("sh", "-c", "echo $GREETING; pwd", env={"GREETING": "hi"})
-            await sandbox.write_text("dir/note.txt", "hello\n")
-            note = await sandbox.read_text("dir/note.txt")
-            # A background child, and a grandchild that leaves the session and loses its parent.
-            late = await sandbox.run_shell("sleep 60 & setsid sh -c 'sleep 61 & sleep 62' & sleep 60", timeout=1)
-            left = await sandbox.run_shell("ps -eo args")
-            return echoed, note, late, left
+            literal = await sandbox.run_command("echo", "$HOME", "a;b")
+            nowhere = await sandbox.run_command("no-such-program-here")
+            with pytest.raises(SandboxError, match="cwd /workspace/nope is not a folder"):
+                await sandbox.run_command("true", cwd="nope")
+            started = time.perf_counter()
+            await sandbox.run_shell("echo first; sleep 0.6; echo second",
+                                    on_stdout=lambda text: seen.append((text, time.perf_counter() - started)))
+            fed = await sandbox.run_command("cat", stdin="from stdin\n")
+            await sandbox.write_text("dir/note.txt", "héllo\n")
+            await sandbox.write_bytes("/tmp/blob", b"\x00\x01\xff")
+            await sandbox.upload_directory(source, "project", ignore=["*.log"])
+            listing = await sandbox.run_shell("find project -type f | sort; ./project/run.sh")
+            with pytest.raises(SandboxError, match="could not read /workspace/missing.txt in the sandbox: No such file"):
+                await sandbox.read_text("missing.txt")
+            await sandbox.download_directory("project", tmp_path / "back")
+            return (sandbox.isolation, echoed, literal, nowhere, fed, await sandbox.read_text("dir/note.txt"),
+                    await sandbox.read_bytes("/tmp/blob"), listing, await sandbox.path_exists("dir"),
+                    await sandbox.path_exists("nothing"))
         finally:
             await sandbox.stop()
 
-    echoed, note, late, left = asyncio.run(body())
-    assert echoed.stdout == "hi\n/workspace\n" and note == "hello\n"
-    assert late.timed_out
-    assert [line for line in left.stdout.splitlines() if "sleep" in line] == [], left.stdout
+    isolation, echoed, literal, nowhere, fed, note, blob, listing, exists, missing = asyncio.run(body())
+    assert isolation == "docker"
+    assert echoed.stdout == "hi\n/workspace\n" and literal.stdout == "$HOME a;b\n"
+    assert nowhere.exit_code == 127 and fed.stdout == "from stdin\n"
+    assert "".join(text for text, _ in seen) == "first\nsecond\n"
+    assert seen[0][0].startswith("first") and seen[0][1] < 0.5  # delivered before the command ended
+    assert (note, blob, exists, missing) == ("héllo\n", b"\x00\x01\xff", True, False)
+    assert listing.stdout.split() == ["project/pkg/mod.py", "project/run.sh", "ran"]
+    assert (tmp_path / "back" / "pkg" / "mod.py").read_text() == "x = 1\n" and not (tmp_path / "back" / "pkg" / "skip.log").exists()
 
 
-def test_a_dockerfile_is_built_once(tmp_path, docker_image):
+def _sleepers(ps_output: str) -> list[str]:
+    return [line for line in ps_output.splitlines() if "sleep 6" in line]
+
+
+def test_a_timed_out_or_cancelled_command_is_killed_with_its_whole_tree_in_the_container(docker_image):
+    async def body():
+        sandbox = await container(docker_image)
+        try:
+            # A background child, and a grandchild that leaves the session and loses its parent.
+            late = await sandbox.run_shell("sleep 60 & setsid sh -c 'sleep 61 & sleep 62' & sleep 63", timeout=1)
+            after_timeout = await sandbox.run_command("ps", "-eo", "pid,args")
+            signal = CancelSignal()
+            asyncio.get_running_loop().call_later(0.5, signal.cancel, "interrupted")
+            with pytest.raises(Cancelled, match="interrupted"):
+                await sandbox.run_shell("sleep 64 & setsid sleep 65 & wait", signal=signal)
+            after_cancel = await sandbox.run_command("ps", "-eo", "pid,args")
+            return late, after_timeout, after_cancel, sandbox._core.backend.retired
+        finally:
+            await sandbox.stop()
+
+    late, after_timeout, after_cancel, retired = asyncio.run(body())
+    assert late.timed_out and late.exit_code is None
+    assert _sleepers(after_timeout.stdout) == [] and _sleepers(after_cancel.stdout) == [], after_cancel.stdout
+    assert retired is None  # confirmed gone: the container stays usable
+
+
+def test_a_missing_image_that_cannot_be_pulled_is_a_clear_error(docker_image):
+    async def test(t):
+        await t.send("never sent")
+
+    missing = f"assay-test/not-built-here:{uuid.uuid4().hex[:8]}"
+    result = run_one_linked(sandbox_agent(), define_eval(test, sandbox=docker_sandbox(image=missing)))
+    assert result.verdict == "errored" and result.error["code"] == "sandbox-create-failed"
+    assert f"image '{missing}' is not on this machine and could not be pulled" in result.error["message"]
+    assert "docker_sandbox(context=…)" in result.error["message"]
+
+
+def test_a_dockerfile_is_built_once_and_a_failing_build_says_why(tmp_path, docker_image):
     (tmp_path / "Dockerfile").write_text(f"FROM {docker_image}\nRUN echo built > /built.txt\n")
     layer = docker_sandbox(context=tmp_path)
 
     async def test(t):
-        t.check((await t.sandbox.read_text("/built.txt")), __import__("assay.agent", fromlist=["equals"]).equals("built\n"))
+        t.check(await t.sandbox.read_text("/built.txt"), equals("built\n"))
 
     assert run_one_linked(sandbox_agent(), define_eval(test, sandbox=layer)).verdict == "passed"
+    started = time.perf_counter()
     assert run_one_linked(sandbox_agent(), define_eval(test, sandbox=layer)).verdict == "passed"
+    assert time.perf_counter() - started < 10  # the cache, not a second build
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "Dockerfile").write_text(f"FROM {docker_image}\nRUN echo about to fail && exit 3\n")
+    result = run_one_linked(sandbox_agent(), define_eval(test, sandbox=docker_sandbox(context=broken)))
+    assert result.error["code"] == "sandbox-create-failed"
+    assert f"building {broken / 'Dockerfile'} failed" in result.error["message"]
+    assert "about to fail" in result.error["message"]
+
+
+def test_no_network_unless_asked(docker_image):
+    script = "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"
+
+    async def body():
+        interfaces = []
+        for options in ({}, {"network_mode": "host"}):
+            sandbox = await container(docker_image, **options)
+            try:
+                interfaces.append((await sandbox.run_shell(script)).stdout.split())
+            finally:
+                await sandbox.stop()
+        return interfaces
+
+    isolated, host = asyncio.run(body())
+    assert isolated == ["lo"]
+    assert set(host) > {"lo"}
+
+
+def test_limits_contain_a_fork_bomb_and_a_memory_hog_is_killed_and_reported(docker_image):
+    """A fork bomb stops at 64 processes and its tree is killed on time; a command that allocates 2 GiB is
+    killed at the 256 MiB limit and the check on it says so: a failed attempt, not an error."""
+    async def test(t):
+        # The classic bomb, under a leader that waits: the timeout must kill every copy, with no pid to spare.
+        bomb = asyncio.ensure_future(t.sandbox.run_shell("bomb() { bomb | bomb & }; bomb; sleep 30", timeout=3))
+        await asyncio.sleep(1.5)
+        counted = await t.sandbox.run_shell(
+            "cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids.current 2>/dev/null || "
+            "cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids/pids.current")
+        limit, current = counted.stdout.split()
+        t.check(limit, equals("64")).label("the pids limit")
+        t.check(int(current) <= 64, equals(True)).label("the bomb stopped at it")
+        t.check((await bomb).timed_out, equals(True)).label("the bomb timed out")
+        left = await t.sandbox.run_command("ps", "-eo", "args", "--no-headers")
+        t.check(left.stdout.splitlines(), equals(["/sbin/docker-init -- tail -f /dev/null", "tail -f /dev/null",
+                                                  "ps -eo args --no-headers"])).label("its tree is gone")
+        hog = await t.sandbox.run_command("python3", "-c", "block = bytearray(2 << 30); print('survived')")
+        t.check(hog.exit_code, equals(137))
+        t.check(hog.killed, includes("out of memory")).label("killed for memory")
+        t.check(hog, command_succeeded()).label("the hog")
+        with pytest.raises(SandboxCommandError, match=r"was killed \(out of memory: .*256 MiB\), exit code 137\)"):
+            await t.sandbox.run_command_or_raise("python3", "-c", "bytearray(2 << 30)")
+        t.check((await t.sandbox.run_command("echo", "still here")).stdout, equals("still here\n"))
+
+    layer = docker_sandbox(image=docker_image, memory="256m", pids_limit=64, cpus=1)
+    result = run_one_linked(sandbox_agent(), define_eval(test, sandbox=layer))
+    statuses = {a.get("label") or str(index): (a["status"], a.get("reason")) for index, a in enumerate(result.assertions)}
+    assert result.error is None and result.verdict == "failed" and result.failing == ["the hog"], (result.error, statuses)
+    assert [status for status, _ in statuses.values()] == ["matched"] * 6 + ["mismatched", "matched"], statuses
+    assert "exited with 137: [assay] killed: out of memory: the kernel killed it at the container's memory limit " \
+           "(256 MiB)" in statuses["the hog"][1]
+    logged = [entry for entry in result.sandbox["commands"] if entry.get("killed")]
+    assert logged and logged[0]["killed"] == "out of memory: the kernel killed it at the container's memory limit (256 MiB)"
+
+
+def test_the_container_is_removed_after_a_pass_a_failure_and_a_timeout(docker_image, sandbox_dir):
+    async def send(turn_input, ctx):
+        if turn_input.text == "stall":
+            await ctx.sandbox.run_shell("sleep 60")
+        return Turn([message("done")])
+
+    async def passes(t):
+        await t.send("hello")
+
+    async def fails(t):
+        await t.send("hello")
+        t.check(1, equals(2))
+
+    async def stalls(t):
+        await t.send("stall")
+
+    template = docker_sandbox(image=docker_image)
+    outcome = run_linked(sandbox_agent(send), {
+        "passes": define_eval(passes, sandbox=template), "fails": define_eval(fails, sandbox=template),
+        "stalls": define_eval(stalls, sandbox=template, timeout=3),
+    })
+    verdicts = {result.eval_id: (result.verdict, (result.error or {}).get("code")) for result in outcome.results}
+    assert verdicts == {"passes": ("passed", None), "fails": ("failed", None), "stalls": ("errored", "timeout")}
+    ids = {result.sandbox["sandbox_id"] for result in outcome.results}
+    assert ids and not [c for c in docker_containers() if c.labels["assay.sandbox"] in ids]
+    assert no_sandbox_left(sandbox_dir)
+
+
+def test_a_tmpfs_workdir_holds_uploads_writes_and_the_ledger(docker_image, tmp_path):
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+
+    async def send(turn_input, ctx):
+        await ctx.sandbox.run_shell_or_raise("sed -i 's/a - b/a + b/' calc.py && echo new > added.txt")
+        return Turn([message("fixed")])
+
+    async def test(t):
+        mounted = await t.sandbox.run_shell("grep ' /workspace ' /proc/mounts")
+        t.check(mounted.stdout, includes("tmpfs"))
+        await t.send("fix it")
+        t.sandbox.changed_paths(["calc.py", "added.txt"])
+        t.sandbox.file_changed("calc.py", before=includes("a - b"), after=includes("a + b"))
+        t.check(await t.sandbox.read_text("added.txt"), equals("new\n"))
+
+    from assay.agent.sandbox import upload
+
+    layer = docker_sandbox(image=docker_image, tmpfs_workdir=True).prepare(upload(tmp_path / "repo"))
+    result = run_one_linked(sandbox_agent(send), define_eval(test, sandbox=layer))
+    assert result.verdict == "passed", (result.error, result.assertions)

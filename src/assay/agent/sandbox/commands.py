@@ -31,6 +31,8 @@ class SandboxCommandError(SandboxError):
         self.result = result
         if result.timed_out:
             what = f"timed out after {result.duration_seconds:.1f}s"
+        elif result.killed:
+            what = f"was killed ({result.killed}, exit code {result.exit_code})"
         else:
             what = f"exited with {result.exit_code}"
         tail = result.tail()
@@ -79,7 +81,8 @@ def display_command(argv: Sequence[str]) -> str:
 class CommandResult:
     """One finished command; its output has the sandbox's sensitive values replaced already.
 
-    `exit_code` is None when the command was killed before it exited (a timeout)."""
+    `exit_code` is None when the command was killed before it exited (a timeout); `killed` says why
+    the sandbox killed a command that did exit (e.g. "out of memory: …" with exit code 137)."""
 
     command: tuple[str, ...]
     exit_code: int | None
@@ -87,6 +90,7 @@ class CommandResult:
     stderr: str
     duration_seconds: float
     timed_out: bool = False
+    killed: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -1,25 +1,35 @@
 """The Docker provider: one container per attempt, from an image or a Dockerfile, through the Docker Engine API.
 
-The `docker` SDK is optional (assay's `docker` extra) and imported only when a sandbox is created.
-A Dockerfile is built once per content (its BuildKey is a hash of the context), later attempts hit the
-cache. Commands run with `docker exec`; a timeout or a cancellation kills the command's process tree in
-the container, and retires the container when that tree cannot be confirmed gone.
+The `docker` SDK is optional (assay's `docker` extra) and imported only when a sandbox is created. An
+image missing here is pulled once; one that cannot be pulled is a `SandboxError` saying how to build it.
+A Dockerfile is built once per content (its BuildKey hashes the context), later attempts hit the cache.
+Containers have no network unless asked (`network_mode`), and optional CPU, memory and process limits.
+Commands run with `docker exec`, each the leader of its own process group; a timeout or a cancellation
+kills the command's whole tree in the container (a grandchild that left the group included), and
+retires the container when that tree cannot be confirmed gone. A command the kernel killed at the
+memory limit comes back saying so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
+import functools
 import hashlib
 import io
 import os
 import posixpath
+import re
 import shutil
+import socket
+import stat
 import tarfile
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -34,20 +44,46 @@ from assay.agent.sandbox.layers import SandboxLayer
 from assay.agent.sandbox.registry import SandboxEntry, write_entry
 
 INSTALL_HINT = "pip install docker (assay's `docker` extra)"
+ISOLATION = "docker"
+NETWORK_NONE = "none"
+DEFAULT_PIDS_LIMIT = 4096  # a fork bomb stops here, not at the host's pid_max
+OWNER_LABEL = "assay.owner"  # host:pid of the process that made the container (prune finds orphans by it)
+ROOT_LABEL = "assay.root"  # the sandbox's registry folder on that host
 _TREE_MARK = "ASSAY_SANDBOX_COMMAND"
+_OOM_KILLED = 137  # 128 + SIGKILL: what the kernel's OOM killer leaves as an exit code
+_KILL_GRACE_SECONDS = 1.0  # after a kill, how long trailing output may still arrive
 _KILL_TREE = (
-    # $1 is the command's pidfile, $2 its mark. Every descendant of the recorded pid (through /proc's
-    # children lists, deepest first), and every process carrying the command's mark in its environment:
-    # a grandchild that left the session (setsid) and lost its parent is no descendant any more.
+    # $1 is the command's pidfile, $2 its mark. First its process group, with one builtin `kill` and no
+    # fork (a fork bomb may have taken every pid the container is allowed); then every descendant of the
+    # recorded pid (through /proc's children lists, deepest first) and every process carrying the
+    # command's mark in its environment: a grandchild that left the group (setsid) is no descendant.
+    'read pid 2>/dev/null < "$1"; [ -n "$pid" ] && kill -KILL -$pid 2>/dev/null; '
     'alive() { [ -r /proc/$1/stat ] && ! grep -q ") Z " /proc/$1/stat 2>/dev/null; }; '
     'tree() { for c in $(cat /proc/$1/task/*/children 2>/dev/null); do tree $c; done; alive $1 && echo $1; }; '
     'marked() { for e in /proc/[0-9]*/environ; do p=${e#/proc/}; p=${p%/environ}; '
     '[ "$p" = "$$" ] && continue; tr "\\0" "\\n" < $e 2>/dev/null | grep -qx "$2" && echo $p; done; }; '
-    'pid=$(cat "$1" 2>/dev/null); '
     'for round in 1 2 3 4 5; do left=$( { [ -n "$pid" ] && tree $pid; marked "$@"; } | sort -u); '
-    '[ -z "$left" ] && exit 0; kill -KILL $left 2>/dev/null; sleep 0.1; done; '
+    '[ -z "$left" ] && { rm -f "$1"; exit 0; }; kill -KILL $left 2>/dev/null; sleep 0.1; done; '
     'left=$( { [ -n "$pid" ] && tree $pid; marked "$@"; } ); [ -z "$left" ]'
 )
+# The kernel's count of OOM kills in the container's memory cgroup (cgroup v2, then v1).
+_OOM_COUNT = "cat /sys/fs/cgroup/memory.events 2>/dev/null || cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"
+_FILE_SECONDS = 300.0
+_READ = 'cat -- "$1"'
+_WRITE = 'folder=$(dirname -- "$1") && mkdir -p -- "$folder" && cat > "$1"'
+_UNPACK = 'mkdir -p -- "$1" && tar -xof - -C "$1"'
+_PACK = 'tar -cf - -C "$1" .'
+_MEMORY_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+# Docker Engine calls block; they get their own threads so that eight attempts building, starting and
+# streaming at once never queue behind each other or behind the event loop's default executor.
+_CALLS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="assay-docker")
+_BUILD_LOCKS: dict[str, threading.Lock] = {}
+_BUILD_LOCKS_GUARD = threading.Lock()
+
+
+async def _call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return await asyncio.get_running_loop().run_in_executor(_CALLS, functools.partial(function, *args, **kwargs))
 
 
 def import_docker() -> Any:
@@ -82,14 +118,50 @@ def build_key(context: Path, dockerfile: str, build_args: Mapping[str, str]) -> 
     return digest.hexdigest()[:20]
 
 
+def memory_bytes(value: int | str | None) -> int | None:
+    """`memory=` as bytes: an int, or Docker's notation ("256m", "2g", "512MiB")."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise SandboxError(f"docker_sandbox memory must be bytes or a size like '256m', got {value!r}")
+    if isinstance(value, int):
+        amount = value
+    else:
+        found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgt]?)(?:i?b)?\s*", value.lower())
+        if found is None:
+            raise SandboxError(f"docker_sandbox memory must be bytes or a size like '256m', got {value!r}")
+        amount = int(float(found.group(1)) * _MEMORY_UNITS[found.group(2)])
+    if amount < 6 * 1024**2:
+        raise SandboxError(f"docker_sandbox memory must be at least 6m (Docker's minimum), got {value!r}")
+    return amount
+
+
+def human_bytes(amount: int) -> str:
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if amount >= size:
+            return f"{amount / size:g} {unit}"
+    return f"{amount} bytes"
+
+
+def owner_label() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _short_error(error: BaseException) -> str:
+    """The daemon's own words, without the SDK's request line (`404 Client Error for http+docker://…`)."""
+    explanation = getattr(error, "explanation", None)
+    text = str(explanation if explanation else error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 class DockerSandbox:
     """One container; paths are the container's."""
 
-    isolation = "container"
+    isolation = ISOLATION
     ledger_dir = "/tmp/.assay-ledger"
 
     def __init__(self, client: Any, container: Any, sandbox_id: str, workdir: str, env: Mapping[str, str],
-                 registry_root: Path) -> None:
+                 registry_root: Path, *, memory: int | None = None, network_mode: str = NETWORK_NONE) -> None:
         self.client = client
         self.container = container
         self.sandbox_id = sandbox_id
@@ -98,7 +170,16 @@ class DockerSandbox:
         self.env = dict(env)
         self.registry_root = registry_root
         self.retired: str | None = None
+        self.memory = memory
+        self.network_mode = network_mode
+        self._oom_kills = 0  # the container's OOM kills already told
 
+    @property
+    def host_loopback(self) -> bool:
+        """Whether the host's 127.0.0.1 is reachable from commands (only with the host's network)."""
+        return self.network_mode == "host"
+
+    # -- commands -----------------------------------------------------------------------------------
     async def exec(
         self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str, timeout: float | None,
         on_stdout: OutputCallback | None, on_stderr: OutputCallback | None, signals: Sequence[CommandSignal],
@@ -107,24 +188,37 @@ class DockerSandbox:
         for candidate in signals:
             if candidate.cancelled:
                 return RawOutput(None, b"", b"", 0.0, cancelled=candidate.reason or "cancelled")
+        if timeout is not None and timeout <= 0:
+            return RawOutput(None, b"", b"the attempt's deadline had already passed", 0.0, timed_out=True)
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         token = uuid.uuid4().hex
-        pidfile = f"/tmp/.assay-exec-{token}"
+        pidfile = f"/tmp/.assay-exec-{token}"  # /tmp: there in every image, writable by every user
         mark = f"{_TREE_MARK}={token}"
-        # The shell records its pid and then becomes the command, so the tree has a known root.
+        # The shell records its pid and then becomes the command: the tree has a known root, which
+        # `docker exec` makes the leader of its own session and process group.
         wrapped = ["sh", "-c", 'echo $$ > "$0"; exec "$@"', pidfile, *argv]
         api = self.client.api
-        created = await asyncio.to_thread(
-            api.exec_create, self.container.id, wrapped, stdout=True, stderr=True, stdin=stdin is not None,
-            environment={**self.env, **env, _TREE_MARK: token}, workdir=cwd, user=user or "",
-        )
+        try:
+            created = await _call(
+                api.exec_create, self.container.id, wrapped, stdout=True, stderr=True, stdin=stdin is not None,
+                environment={**self.env, **env, _TREE_MARK: token}, workdir=cwd, user=user or "",
+            )
+        except Exception as error:  # noqa: BLE001 - NotFound, Conflict: the container is gone or stopped
+            raise SandboxError(f"could not run a command in the container: {_short_error(error)}") from None
         exec_id = created["Id"]
         out: list[bytes] = []
         err: list[bytes] = []
         finished = loop.create_future()
 
+        def deliver(callback: OutputCallback, decoder: Any, chunk: bytes) -> None:
+            text = decoder.decode(chunk)
+            if text:
+                with contextlib.suppress(Exception):  # a broken callback must not lose the command
+                    callback(text)
+
         def pump() -> None:
+            decoders = (codecs.getincrementaldecoder("utf-8")("replace"), codecs.getincrementaldecoder("utf-8")("replace"))
             try:
                 if stdin is not None:
                     sock = api.exec_start(exec_id, socket=True)
@@ -136,16 +230,18 @@ class DockerSandbox:
                 else:
                     frames = api.exec_start(exec_id, stream=True, demux=True)
                 for stdout_chunk, stderr_chunk in frames:
-                    for chunk, sink, callback in ((stdout_chunk, out, on_stdout), (stderr_chunk, err, on_stderr)):
+                    for chunk, sink, callback, decoder in (
+                        (stdout_chunk, out, on_stdout, decoders[0]), (stderr_chunk, err, on_stderr, decoders[1]),
+                    ):
                         if chunk:
                             sink.append(chunk)
                             if callback is not None:
-                                text = chunk.decode("utf-8", "replace")
-                                loop.call_soon_threadsafe(callback, text)
+                                loop.call_soon_threadsafe(deliver, callback, decoder, chunk)
             except Exception as error:  # noqa: BLE001 - a broken stream ends the command
                 err.append(f"\n[assay] docker exec stream failed: {error}\n".encode())
             finally:
-                loop.call_soon_threadsafe(lambda: finished.done() or finished.set_result(None))
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody is waiting
+                    loop.call_soon_threadsafe(lambda: finished.done() or finished.set_result(None))
 
         threading.Thread(target=pump, name="assay-docker-exec", daemon=True).start()
         cancelled: asyncio.Future[str] = loop.create_future()
@@ -161,6 +257,7 @@ class DockerSandbox:
                 else:
                     timed_out = True
                 await self._kill(pidfile, mark)
+                await asyncio.wait({finished}, timeout=_KILL_GRACE_SECONDS)  # what it wrote before it died
         except BaseException:
             await asyncio.shield(self._kill(pidfile, mark))
             raise
@@ -168,61 +265,120 @@ class DockerSandbox:
             if not cancelled.done():
                 cancelled.cancel()
         exit_code = None
+        killed = None
+        stderr = b"".join(err)
         if not timed_out and reason is None:
-            inspected = await asyncio.to_thread(api.exec_inspect, exec_id)
+            inspected = await _call(api.exec_inspect, exec_id)
             exit_code = inspected.get("ExitCode")
-        return RawOutput(exit_code, b"".join(out), b"".join(err), time.perf_counter() - started, timed_out, reason)
+            output = b"".join(out)
+            if exit_code == 126 and b"chdir to cwd" in output + stderr:
+                raise SandboxError(f"cwd {cwd} is not a folder in the sandbox")
+            if exit_code == _OOM_KILLED and await self._killed_for_memory():
+                killed = (f"out of memory: the kernel killed it at the container's memory limit ({human_bytes(self.memory)})"
+                          if self.memory else "out of memory: the kernel's OOM killer killed it")
+                stderr += (b"\n" if stderr and not stderr.endswith(b"\n") else b"") + f"[assay] killed: {killed}\n".encode()
+        return RawOutput(exit_code, b"".join(out), stderr, time.perf_counter() - started, timed_out, reason, killed)
+
+    async def _killed_for_memory(self) -> bool:
+        """Whether the kernel's OOM killer struck in the container since the last time it was asked."""
+        try:
+            result = await _call(self.container.exec_run, ["sh", "-c", _OOM_COUNT])
+        except Exception:  # noqa: BLE001 - no answer: not known to be memory
+            return False
+        found = re.search(rb"^oom_kill (\d+)$", result.output or b"", re.MULTILINE)
+        if found is None:
+            return False
+        count = int(found.group(1))
+        seen, self._oom_kills = self._oom_kills, count
+        return count > seen
 
     async def _kill(self, pidfile: str, mark: str) -> None:
         try:
-            result = await asyncio.to_thread(self.container.exec_run, ["sh", "-c", _KILL_TREE, "kill-tree", pidfile, mark])
+            result = await _call(self.container.exec_run, ["sh", "-c", _KILL_TREE, "kill-tree", pidfile, mark])
             confirmed = result.exit_code == 0
         except Exception:  # noqa: BLE001
             confirmed = False
         if not confirmed:
-            self.retired = "a command's process tree could not be confirmed gone, so the container was stopped"
+            self.retired = "a command's process tree could not be confirmed gone, so the container was removed"
             await self.stop()
 
+    # -- files --------------------------------------------------------------------------------------
+    # Through commands in the container, not the daemon's archive API: that one writes to the image's
+    # layers underneath whatever is mounted (a tmpfs workdir would never see the file), and a command
+    # sees the container exactly as the agent does. Each is one exec.
+    async def _file_command(self, action: str, script: str, path: str, stdin: bytes | None = None) -> bytes:
+        done = await self.exec(["sh", "-c", script, "assay-file", path], env={}, cwd="/", timeout=_FILE_SECONDS,
+                               on_stdout=None, on_stderr=None, signals=(), user=None, stdin=stdin)
+        if done.exit_code != 0:
+            said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            # `cat: /workspace/x: No such file or directory` -> the reason, as the local provider says it
+            reason = said[-1].rsplit(": ", 1)[-1] if said else f"exit code {done.exit_code}"
+            raise SandboxError(f"could not {action} {path} in the sandbox: {reason}")
+        return done.stdout
+
     async def read_bytes(self, path: str) -> bytes:
-        try:
-            stream, _ = await asyncio.to_thread(self.container.get_archive, path)
-            data = b"".join(stream)
-        except Exception as error:  # noqa: BLE001 - NotFound, APIError
-            raise SandboxError(f"could not read {path} in the container: {error}") from None
-        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-            member = archive.next()
-            extracted = archive.extractfile(member) if member is not None else None
-            if extracted is None:
-                raise SandboxError(f"{path} is not a file in the container")
-            return extracted.read()
+        return await self._file_command("read", _READ, path)
 
     async def write_bytes(self, path: str, data: bytes) -> None:
-        folder, name = posixpath.split(path)
-        made = await asyncio.to_thread(self.container.exec_run, ["mkdir", "-p", folder])
-        if made.exit_code != 0:
-            raise SandboxError(f"could not make {folder} in the container: {made.output!r}")
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as archive:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mtime = int(time.time())
-            info.mode = 0o644
-            archive.addfile(info, io.BytesIO(data))
-        ok = await asyncio.to_thread(self.container.put_archive, folder, buffer.getvalue())
-        if not ok:
-            raise SandboxError(f"could not write {path} in the container")
+        await self._file_command("write", _WRITE, path, data)
 
+    async def upload_directory(self, source: Path, target: str, ignore: Sequence[str]) -> None:
+        """The folder as one tar the container unpacks into `target` (one exec)."""
+        await self._file_command("upload into", _UNPACK, target, await _call(_pack, source, tuple(ignore)))
+
+    async def download_directory(self, source: str, target: Path) -> None:
+        packed = await self._file_command("download", _PACK, source)
+        with tarfile.open(fileobj=io.BytesIO(packed)) as archive:
+            archive.extractall(target, filter="data")  # no absolute paths, links out or devices
+
+    # -- lifetime ----------------------------------------------------------------------------------
     async def stop(self) -> bool:
         try:
-            await asyncio.to_thread(self.container.remove, force=True)
+            await _call(self.container.remove, force=True)
         except Exception as error:  # noqa: BLE001
             if "No such container" not in str(error) and "404" not in str(error):
                 return False
         _remove_entry(self.registry_root)
+        with contextlib.suppress(Exception):
+            self.client.close()
         return True
 
     async def keep(self) -> bool:
         return True  # the container keeps running for `assay agent sandbox diff`; `sandbox stop` removes it
+
+
+def _pack(source: Path, ignore: Sequence[str]) -> bytes:
+    """`source`'s contents as a tar (unpacked with `tar -o`: owned by whoever unpacks it). Headers are
+    made from `lstat` directly: `tarfile`'s own lookup of each file's user and group names costs more
+    than the copy itself for a repository's many small files."""
+    from assay.agent.sandbox.handle import ignored
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for folder, folders, files in os.walk(source):
+            folders.sort()
+            relative_folder = os.path.relpath(folder, source)
+            for name in (*folders, *sorted(files)):
+                relative = os.path.normpath(os.path.join(relative_folder, name))
+                if ignore and ignored(Path(relative), ignore):
+                    if name in folders:
+                        folders.remove(name)
+                    continue
+                path = os.path.join(folder, name)
+                status = os.lstat(path)
+                info = tarfile.TarInfo(relative.replace(os.sep, "/"))
+                info.mode, info.mtime = status.st_mode & 0o7777, int(status.st_mtime)
+                if stat.S_ISLNK(status.st_mode):
+                    info.type, info.linkname = tarfile.SYMTYPE, os.readlink(path)
+                    archive.addfile(info)
+                elif stat.S_ISDIR(status.st_mode):
+                    info.type = tarfile.DIRTYPE
+                    archive.addfile(info)
+                elif stat.S_ISREG(status.st_mode):
+                    info.size = status.st_size
+                    with open(path, "rb") as file:
+                        archive.addfile(info, file)
+    return buffer.getvalue()
 
 
 def _remove_entry(root: Path) -> None:
@@ -251,7 +407,9 @@ class DockerProvider:
     def __init__(
         self, *, image: str | None = None, dockerfile: str | Path | None = None, context: str | Path | None = None,
         build_args: Mapping[str, str] | None = None, workdir: str = "/workspace", env: Mapping[str, str] | None = None,
-        path_prepend: Sequence[str] = (), user: str | None = None,
+        path_prepend: Sequence[str] = (), user: str | None = None, network_mode: str = NETWORK_NONE,
+        cpus: float | None = None, memory: int | str | None = None, pids_limit: int | None = DEFAULT_PIDS_LIMIT,
+        tmpfs_workdir: bool = False,
     ) -> None:
         if (image is None) == (context is None and dockerfile is None):
             raise SandboxError("docker_sandbox takes image=… or a Dockerfile (context=…, dockerfile=…), not both")
@@ -260,6 +418,13 @@ class DockerProvider:
         environment = dict(env or {})
         if "PATH" in environment:
             raise SandboxError("PATH is managed by the sandbox; use path_prepend")
+        if not isinstance(network_mode, str) or not network_mode:
+            raise SandboxError("docker_sandbox network_mode must be a Docker network mode: none (the default), "
+                               "bridge, host or a network's name")
+        if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0):
+            raise SandboxError(f"docker_sandbox cpus must be a positive number (e.g. 1.5), got {cpus!r}")
+        if pids_limit is not None and (isinstance(pids_limit, bool) or not isinstance(pids_limit, int) or pids_limit < 8):
+            raise SandboxError(f"docker_sandbox pids_limit must be a whole number of at least 8 (or None), got {pids_limit!r}")
         self.image = image
         self.context = Path(context).resolve() if context is not None else (
             Path(dockerfile).resolve().parent if dockerfile is not None else None
@@ -270,67 +435,161 @@ class DockerProvider:
         self.env = environment
         self.path_prepend = tuple(path_prepend)
         self.user = user
+        self.network_mode = network_mode
+        self.cpus = float(cpus) if cpus is not None else None
+        self.memory = memory_bytes(memory)
+        self.pids_limit = pids_limit
+        self.tmpfs_workdir = bool(tmpfs_workdir)
 
     def describe(self) -> dict[str, Any]:
         source = {"image": self.image} if self.image else {"dockerfile": str(self.context / self.dockerfile)}
-        return {"provider": "docker", **source, "workdir": self.workdir}
+        document: dict[str, Any] = {"provider": "docker", **source, "workdir": self.workdir}
+        if self.network_mode != NETWORK_NONE:
+            document["network_mode"] = self.network_mode
+        for name in ("cpus", "memory"):
+            if getattr(self, name) is not None:
+                document[name] = getattr(self, name)
+        if self.pids_limit != DEFAULT_PIDS_LIMIT:
+            document["pids_limit"] = self.pids_limit
+        if self.tmpfs_workdir:
+            document["tmpfs_workdir"] = True
+        return document
 
     def _image(self, client: Any) -> str:
         if self.image is not None:
             try:
                 client.images.get(self.image)
             except Exception:  # noqa: BLE001 - ImageNotFound: pull it
-                client.images.pull(self.image)
+                try:
+                    client.images.pull(self.image)
+                except Exception as error:  # noqa: BLE001 - no registry, no such image, no credentials
+                    raise SandboxError(
+                        f"image {self.image!r} is not on this machine and could not be pulled "
+                        f"({_short_error(error)}); build it here (`docker build -t {self.image} …`, or "
+                        "docker_sandbox(context=…) from a Dockerfile) or pull it where a registry answers"
+                    ) from None
             return self.image
         assert self.context is not None
         tag = f"assay-sandbox:{build_key(self.context, self.dockerfile, self.build_args)}"
-        try:
-            client.images.get(tag)  # build cache hit
-        except Exception:  # noqa: BLE001 - not built yet: built once
-            client.images.build(path=str(self.context), dockerfile=self.dockerfile, tag=tag, buildargs=self.build_args,
-                                rm=True)
+        with _BUILD_LOCKS_GUARD:
+            lock = _BUILD_LOCKS.setdefault(tag, threading.Lock())
+        with lock:  # concurrent attempts wait for the one build of this content
+            try:
+                client.images.get(tag)  # build cache hit
+            except Exception:  # noqa: BLE001 - not built yet: built once
+                self._build(client, tag)
         return tag
 
-    async def create(self, request: CreateRequest) -> DockerSandbox:
+    def _build(self, client: Any, tag: str) -> None:
+        assert self.context is not None
+        where = self.context / self.dockerfile
+        try:
+            client.images.build(path=str(self.context), dockerfile=self.dockerfile, tag=tag, buildargs=self.build_args,
+                                rm=True, forcerm=True)
+        except Exception as error:  # noqa: BLE001 - BuildError (with its log), APIError
+            lines = [
+                str(entry.get("stream") or entry.get("error") or "").rstrip()
+                for entry in getattr(error, "build_log", None) or () if isinstance(entry, dict)
+            ]
+            tail = "\n".join(line for line in lines if line)[-1500:]
+            raise SandboxError(
+                f"building {where} failed: {_short_error(error)}" + (f"\n{tail}" if tail else "")
+            ) from None
+
+    def _start(self, client: Any, image: str, request: CreateRequest) -> DockerSandbox:
+        """Start the container, make its folders, record it (in a thread: every step blocks)."""
         from assay.agent.sandbox.local import sandbox_base_dir
 
-        client = await asyncio.to_thread(docker_client)
-        image = await asyncio.to_thread(self._image, client)
-        labels = {"assay.sandbox": request.sandbox_id, **{f"assay.{key}": value for key, value in request.labels.items()}}
+        root = (request.base_dir or sandbox_base_dir()) / request.sandbox_id
+        labels = {
+            "assay.sandbox": request.sandbox_id, OWNER_LABEL: owner_label(), ROOT_LABEL: str(root),
+            **{f"assay.{key}": value for key, value in request.labels.items()},
+        }
         environment = dict(self.env)
         if self.path_prepend:
-            inspected = await asyncio.to_thread(client.images.get, image)
-            image_env = dict(item.split("=", 1) for item in (inspected.attrs.get("Config", {}).get("Env") or []) if "=" in item)
+            image_env = dict(
+                item.split("=", 1) for item in (client.images.get(image).attrs.get("Config", {}).get("Env") or [])
+                if "=" in item
+            )
             base_path = image_env.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
             environment["PATH"] = ":".join([*self.path_prepend, base_path])
-        container = await asyncio.to_thread(
-            client.containers.run, image, ["tail", "-f", "/dev/null"], detach=True, labels=labels,
-            environment=environment, init=True, user=self.user or None,
-        )
-        made = await asyncio.to_thread(container.exec_run, ["mkdir", "-p", self.workdir])
-        if made.exit_code != 0:
-            await asyncio.to_thread(container.remove, force=True)
-            raise SandboxError(f"could not make the workdir {self.workdir} in the container: {made.output!r}")
-        root = (request.base_dir or sandbox_base_dir()) / request.sandbox_id
-        write_entry(root, SandboxEntry(
-            sandbox_id=request.sandbox_id, provider="docker", state="active", workdir=self.workdir, root=str(root),
-            isolation="container", owner_pid=os.getpid(), created=time.time(), labels=dict(request.labels),
-            container=container.id,
-        ))
-        return DockerSandbox(client, container, request.sandbox_id, self.workdir, environment, root)
+        limits: dict[str, Any] = {}
+        if self.cpus is not None:
+            limits["nano_cpus"] = int(self.cpus * 1e9)
+        if self.memory is not None:
+            limits["mem_limit"] = limits["memswap_limit"] = self.memory  # no swap: the limit is the limit
+        if self.pids_limit is not None:
+            limits["pids_limit"] = self.pids_limit
+        if self.tmpfs_workdir:
+            # Docker's default tmpfs options include noexec: a workspace runs its own scripts.
+            limits["tmpfs"] = {self.workdir: "rw,exec,nosuid,nodev,mode=0755"}
+        try:
+            # The daemon makes the workdir (`working_dir`): no command has to run before the first one.
+            container = client.containers.run(
+                image, ["tail", "-f", "/dev/null"], detach=True, labels=labels, environment=environment, init=True,
+                user=self.user or None, network_mode=self.network_mode, working_dir=self.workdir, **limits,
+            )
+        except Exception as error:  # noqa: BLE001 - a bad network name, limits the daemon refuses, …
+            raise SandboxError(f"the container could not be started from {image}: {_short_error(error)}") from None
+        try:
+            if self.user:  # the daemon made the workdir as root
+                container.exec_run(["sh", "-c", 'chown "$(id -u "$1" 2>/dev/null || echo "$1")" "$2"', "sh",
+                                    self.user.split(":")[0], self.workdir], user="0")
+            write_entry(root, SandboxEntry(
+                sandbox_id=request.sandbox_id, provider="docker", state="active", workdir=self.workdir, root=str(root),
+                isolation=ISOLATION, owner_pid=os.getpid(), created=time.time(), labels=dict(request.labels),
+                container=container.id,
+            ))
+        except BaseException:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+            raise
+        return DockerSandbox(client, container, request.sandbox_id, self.workdir, environment, root,
+                             memory=self.memory, network_mode=self.network_mode)
+
+    async def create(self, request: CreateRequest) -> DockerSandbox:
+        client = await _call(docker_client)
+        try:
+            image = await _call(self._image, client)
+        except BaseException:
+            client.close()
+            raise
+        starting = asyncio.ensure_future(_call(self._start, client, image, request))
+        try:
+            return await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # Interrupted while the container starts (Ctrl-C): it still starts in its thread, so wait
+            # for it and remove it rather than leave it running.
+            with contextlib.suppress(BaseException):
+                await (await starting).stop()
+            raise
+        except BaseException:
+            client.close()
+            raise
 
 
 def docker_sandbox(
     *, image: str | None = None, dockerfile: str | Path | None = None, context: str | Path | None = None,
     build_args: Mapping[str, str] | None = None, workdir: str = "/workspace", env: Mapping[str, str] | None = None,
-    path_prepend: Sequence[str] = (), user: str | None = None,
+    path_prepend: Sequence[str] = (), user: str | None = None, network_mode: str = NETWORK_NONE,
+    cpus: float | None = None, memory: int | str | None = None, pids_limit: int | None = DEFAULT_PIDS_LIMIT,
+    tmpfs_workdir: bool = False,
 ) -> SandboxLayer:
     """A template-bearing layer: a container per attempt from `image`, or built from a Dockerfile
-    (`context=` the build folder, `dockerfile=` its file). Needs the `docker` extra."""
+    (`context=` the build folder, `dockerfile=` its file). No network unless `network_mode` allows it
+    ("bridge", "host" or a network's name); `cpus`, `memory` ("256m") and `pids_limit` bound what its
+    commands may take. `tmpfs_workdir=True` puts the workdir on a memory file system: uploads and
+    writes skip the container's layered file system (several times faster), the workspace counts
+    against `memory`, and whatever the image has at the workdir is hidden. Needs the `docker` extra."""
     return SandboxLayer(DockerProvider(
         image=image, dockerfile=dockerfile, context=context, build_args=build_args, workdir=workdir, env=env,
-        path_prepend=path_prepend, user=user,
+        path_prepend=path_prepend, user=user, network_mode=network_mode, cpus=cpus, memory=memory,
+        pids_limit=pids_limit, tmpfs_workdir=tmpfs_workdir,
     ))
 
 
-__all__ = ["DockerProvider", "DockerSandbox", "INSTALL_HINT", "build_key", "docker_client", "docker_sandbox", "import_docker"]
+__all__ = [
+    "DEFAULT_PIDS_LIMIT", "DockerProvider", "DockerSandbox", "INSTALL_HINT", "ISOLATION", "NETWORK_NONE",
+    "OWNER_LABEL", "ROOT_LABEL", "build_key", "docker_client", "docker_sandbox", "human_bytes", "import_docker",
+    "memory_bytes", "owner_label",
+]

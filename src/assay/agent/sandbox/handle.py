@@ -69,6 +69,8 @@ class SandboxCore:
             entry["window"] = self.window
         if result.timed_out:
             entry["timed_out"] = True
+        if result.killed:
+            entry["killed"] = result.killed
         if result.stdout.strip():
             entry["stdout_tail"] = bounded_tail(result.stdout, LOG_TAIL_CHARACTERS)
         if result.stderr.strip():
@@ -137,7 +139,7 @@ class Sandbox:
 
     @property
     def otlp_host(self) -> str | None:
-        return None  # assay has no OTLP receiver yet
+        return None  # ctx.telemetry.env already names the endpoint commands reach (see telemetry.py)
 
     def path(self, path: str | Path) -> str:
         """The absolute sandbox path of `path` (relative paths are under `workdir`)."""
@@ -207,7 +209,7 @@ class Sandbox:
         result = CommandResult(
             tuple(redact(part) for part in argv), raw.exit_code,
             redact(raw.stdout.decode("utf-8", "replace")), redact(raw.stderr.decode("utf-8", "replace")),
-            raw.duration_seconds, raw.timed_out,
+            raw.duration_seconds, raw.timed_out, raw.killed,
         )
         core.record(result)
         if raw.cancelled is not None:

@@ -25,6 +25,7 @@ class RawOutput:
     duration_seconds: float
     timed_out: bool = False
     cancelled: str | None = None  # the cancel reason, when the caller's signal stopped it
+    killed: str | None = None  # why the sandbox killed it, e.g. "out of memory: …" (the exit code stays)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,7 @@ class SandboxBackend(Protocol):
 
     sandbox_id: str
     workdir: str
-    isolation: str  # e.g. "bubblewrap", "process-group", "container"
+    isolation: str  # e.g. "bubblewrap", "process-group", "docker"
 
     async def exec(
         self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str, timeout: float | None,

@@ -144,9 +144,55 @@ class ExecGit:
         return (raw.exit_code if raw.exit_code is not None else -1), raw.stdout, raw.stderr
 
     async def prepare(self, run: Any) -> bool:
-        """Make the repository inside the sandbox (`run` is the ledger's git, its errors named)."""
-        await run("init", "-q", "--template=")
+        """Nothing yet: the first `snapshot` makes the repository, in the same round trip."""
         return False
+
+    async def snapshot(self, add: Sequence[str], since: str | None, limit: int) -> tuple[int, bytes, bytes]:
+        """(exit code, stdout, stderr) of one exec that makes the repository if needed, adds, writes the
+        tree and, when it differs from `since`, lists the delta and the changed blobs up to `limit` bytes:
+        each command run in a sandbox costs a process the runtime sets up (tens of milliseconds in a
+        container), so a window's close is one of them, not five. `parse_snapshot` reads the output."""
+        raw = await self._backend.exec(
+            ["sh", "-c", _SNAPSHOT_SCRIPT, "ledger-snapshot", since or "", str(limit), *add], env=self._environment,
+            cwd=self._backend.workdir, timeout=300.0, on_stdout=None, on_stderr=None, signals=(), user=None, stdin=None,
+        )
+        return (raw.exit_code if raw.exit_code is not None else -1), raw.stdout, raw.stderr
+
+
+# $1: the tree to compare with (or ""), $2: the largest blob read back, the rest: the `git add` arguments.
+# Prints "<add's exit code> <tree>", then, when the tree changed: "<delta bytes> <sizes bytes>", the raw
+# `diff-tree -z`, the `cat-file --batch-check` of the changed blobs, and `cat-file --batch` of the small ones.
+_SNAPSHOT_SCRIPT = """
+since=$1; limit=$2; shift 2
+if [ ! -f "$GIT_DIR/HEAD" ]; then git init -q --template= || exit $?; fi
+git "$@" 2>"$GIT_DIR/assay-add.err"; added=$?
+tree=$(git write-tree --missing-ok) || exit $?
+printf '%s %s\\n' "$added" "$tree"
+cat "$GIT_DIR/assay-add.err" >&2
+if [ -z "$since" ] || [ "$since" = "$tree" ]; then exit 0; fi
+git diff-tree -r -z --no-renames --no-ext-diff "$since" "$tree" > "$GIT_DIR/assay-delta" || exit $?
+git diff-tree -r --no-renames --no-ext-diff "$since" "$tree" | while read -r old_mode new_mode old new rest; do
+  if [ "$old_mode" != :160000 ] && [ "$old" != 0000000000000000000000000000000000000000 ]; then echo "$old"; fi
+  if [ "$new_mode" != 160000 ] && [ "$new" != 0000000000000000000000000000000000000000 ]; then echo "$new"; fi
+done | git cat-file --batch-check > "$GIT_DIR/assay-sizes" || exit $?
+printf '%s %s\\n' "$(wc -c < "$GIT_DIR/assay-delta")" "$(wc -c < "$GIT_DIR/assay-sizes")"
+cat "$GIT_DIR/assay-delta" "$GIT_DIR/assay-sizes"
+while read -r blob kind size; do
+  if [ "$kind" = blob ] && [ "$size" -le "$limit" ]; then echo "$blob"; fi
+done < "$GIT_DIR/assay-sizes" | git cat-file --batch
+"""
+
+
+def parse_snapshot(out: bytes) -> tuple[int, str, bytes | None, bytes, bytes]:
+    """(add's exit code, tree, raw delta or None when unchanged, batch-check listing, batch contents)."""
+    head, _, rest = out.partition(b"\n")
+    added, tree = head.decode().split(" ")
+    if not rest:
+        return int(added), tree, None, b"", b""
+    sizes_line, _, rest = rest.partition(b"\n")
+    delta_size, sizes_size = (int(part) for part in sizes_line.split())
+    delta, sizes, contents = rest[:delta_size], rest[delta_size:delta_size + sizes_size], rest[delta_size + sizes_size:]
+    return int(added), tree, delta, sizes, contents
 
 
 class LedgerError(Exception):
@@ -179,6 +225,26 @@ class ChangeLedger:
             raise LedgerError(f"git {command}: {message}")
         return out
 
+    async def _snapshot_and_delta(self, since: str | None) -> tuple[str, tuple[FileChange, ...]]:
+        """The workdir as a tree id, and what changed since the tree `since` (nothing when None); in one
+        round trip when the ledger's git can (`ExecGit.snapshot`)."""
+        fast = getattr(self._git, "snapshot", None)
+        if fast is None or self._readd:
+            if fast is not None and self.baseline is None:  # the one-exec snapshot would have made it
+                await self._run("init", "-q", "--template=")
+            tree = await self.snapshot()
+            return tree, (await self._delta(since, tree) if since is not None and tree != since else ())
+        code, out, err = await fast(self._add, since, MAX_CONTENT_BYTES)
+        if code != 0:
+            message = err.decode("utf-8", "replace").strip() or f"exit code {code}"
+            raise LedgerError("git is not installed in the sandbox" if code == 127 else f"git snapshot: {message}")
+        added, tree, delta, sizes, contents = parse_snapshot(out)
+        if added != 0 and b"adding files failed" not in err:
+            raise LedgerError(f"git add: {err.decode('utf-8', 'replace').strip() or f'exit code {added}'}")
+        if delta is None:
+            return tree, ()
+        return tree, self._changes(delta, _parse_contents(sizes, contents))
+
     async def snapshot(self) -> str:
         """The workdir as a tree id (only changed files are hashed again: git's stat cache)."""
         # --ignore-errors: an unreadable file must not lose the whole snapshot; it is simply not seen.
@@ -200,7 +266,7 @@ class ChangeLedger:
                 # The uploaded blobs are stored already: with git's usual threshold `add` looks each one
                 # up and writes nothing, where streaming it into a pack would compress it all again.
                 self._add = ["-c", "core.bigFileThreshold=512m", *self._add]
-            self.baseline = await self.snapshot()
+            self.baseline, _ = await self._snapshot_and_delta(None)
         except LedgerError as error:
             self.failure = str(error)
         return self.baseline
@@ -209,7 +275,7 @@ class ChangeLedger:
         if self.failure is not None:
             return
         try:
-            self._open = (label, session, turn, await self.snapshot())
+            self._open = (label, session, turn, (await self._snapshot_and_delta(None))[0])
         except LedgerError as error:
             self.failure = f"{label}: {error}"
             self._open = None
@@ -220,8 +286,7 @@ class ChangeLedger:
             return None
         label, session, turn, start = opened
         try:
-            end = await self.snapshot()
-            changes = await self._delta(start, end) if end != start else ()
+            end, changes = await self._snapshot_and_delta(start)
         except LedgerError as error:
             self.failure = f"{label}: {error}"
             return None
@@ -235,19 +300,14 @@ class ChangeLedger:
 
     async def _delta(self, start: str, end: str) -> tuple[FileChange, ...]:
         raw = await self._run("diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", start, end)
-        fields = raw.split(b"\0")
-        rows: list[tuple[str, str, str, str, str, str]] = []
-        position = 0
-        while position + 1 < len(fields) and fields[position].startswith(b":"):
-            old_mode, new_mode, old_blob, new_blob, status = fields[position][1:].decode().split(" ")
-            rows.append((fields[position + 1].decode("utf-8", "surrogateescape"), status[0], old_mode, new_mode,
-                         old_blob, new_blob))
-            position += 2
+        rows = _delta_rows(raw)
         blobs = {blob for row in rows for blob, mode in ((row[4], row[2]), (row[5], row[3]))
                  if blob != _NULL_BLOB and mode != "160000"}
-        contents = await self._contents(sorted(blobs))
+        return self._changes(raw, await self._contents(sorted(blobs)))
+
+    def _changes(self, raw: bytes, contents: Mapping[str, tuple[int, bytes | None]]) -> tuple[FileChange, ...]:
         changes = []
-        for path, status, old_mode, new_mode, old_blob, new_blob in rows:
+        for path, status, old_mode, new_mode, old_blob, new_blob in _delta_rows(raw):
             kind = {"A": ADDED, "D": DELETED}.get(status, MODIFIED)
             before = None if kind == ADDED else _side(old_blob, old_mode, contents)
             after = None if kind == DELETED else _side(new_blob, new_mode, contents)
@@ -258,29 +318,53 @@ class ChangeLedger:
         """Each blob's size, and its bytes when small enough to read."""
         if not blobs:
             return {}
-        sizes: dict[str, int] = {}
         listing = await self._run("cat-file", "--batch-check", stdin="".join(f"{blob}\n" for blob in blobs).encode())
-        for line in listing.decode().splitlines():
-            parts = line.split()
-            if len(parts) == 3:
-                sizes[parts[0]] = int(parts[2])
+        sizes = _parse_sizes(listing)
         small = [blob for blob in blobs if sizes.get(blob, MAX_CONTENT_BYTES + 1) <= MAX_CONTENT_BYTES]
-        found: dict[str, tuple[int, bytes | None]] = {blob: (size, None) for blob, size in sizes.items()}
+        data = b""
         if small:
             data = await self._run("cat-file", "--batch", stdin="".join(f"{blob}\n" for blob in small).encode())
-            cursor = 0
-            while cursor < len(data):
-                header_end = data.index(b"\n", cursor)
-                blob, _, size_text = data[cursor:header_end].decode().split(" ")
-                size = int(size_text)
-                found[blob] = (size, data[header_end + 1: header_end + 1 + size])
-                cursor = header_end + 1 + size + 1
-        return found
+        return _parse_contents(listing, data)
 
     def view(self) -> FileChangesView:
         if self.failure is not None:
             return FileChangesView(tuple(self.windows), False, f"the change ledger stopped: {self.failure}")
         return FileChangesView(tuple(self.windows))
+
+
+def _delta_rows(raw: bytes) -> list[tuple[str, str, str, str, str, str]]:
+    """`diff-tree -r -z` output as (path, status letter, old mode, new mode, old blob, new blob) rows."""
+    fields = raw.split(b"\0")
+    rows: list[tuple[str, str, str, str, str, str]] = []
+    position = 0
+    while position + 1 < len(fields) and fields[position].startswith(b":"):
+        old_mode, new_mode, old_blob, new_blob, status = fields[position][1:].decode().split(" ")
+        rows.append((fields[position + 1].decode("utf-8", "surrogateescape"), status[0], old_mode, new_mode,
+                     old_blob, new_blob))
+        position += 2
+    return rows
+
+
+def _parse_sizes(listing: bytes) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for line in listing.decode().splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            sizes[parts[0]] = int(parts[2])
+    return sizes
+
+
+def _parse_contents(listing: bytes, data: bytes) -> dict[str, tuple[int, bytes | None]]:
+    """Sizes from `cat-file --batch-check`, bytes from `cat-file --batch` (of the small blobs only)."""
+    found: dict[str, tuple[int, bytes | None]] = {blob: (size, None) for blob, size in _parse_sizes(listing).items()}
+    cursor = 0
+    while cursor < len(data):
+        header_end = data.index(b"\n", cursor)
+        blob, _, size_text = data[cursor:header_end].decode().split(" ")
+        size = int(size_text)
+        found[blob] = (size, data[header_end + 1: header_end + 1 + size])
+        cursor = header_end + 1 + size + 1
+    return found
 
 
 def _side(blob: str, mode: str, contents: Mapping[str, tuple[int, bytes | None]]) -> Content:
