@@ -1,5 +1,5 @@
 """Each sandbox assertion matched, mismatched and unavailable (over File Changes values), `command_succeeded`,
-and their place on `t.sandbox`: post-run, with no `or_stop`."""
+and their place on `t.sandbox`: post-run, with no `or_stop`, the same over every provider (local, Docker)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from assay.agent import (
     define_eval,
     equals,
     includes,
-    local_sandbox,
     message,
     pattern,
 )
@@ -32,6 +31,7 @@ from assay.agent.sandbox.changes import (
     WindowDelta,
 )
 from assay.agent.sandbox.commands import CommandResult
+from containers import docker_image, provider, sandbox_template  # noqa: F401  (fixtures)
 
 
 def text(value: str) -> Content:
@@ -120,7 +120,7 @@ def test_command_succeeded():
     assert "expected the result of t.sandbox.run_command" in command_succeeded().evaluate(0).reason
 
 
-def test_on_t_sandbox_they_are_decided_after_the_test_and_have_no_or_stop():
+def test_on_t_sandbox_they_are_decided_after_the_test_and_have_no_or_stop(provider):
     async def send(turn_input, ctx):
         await ctx.sandbox.write_text("answer.txt", "42\n")
         return Turn([message("done")])
@@ -136,7 +136,7 @@ def test_on_t_sandbox_they_are_decided_after_the_test_and_have_no_or_stop():
         with pytest.raises(Exception, match="no or_stop"):
             await handle.or_stop()
 
-    result = run_one_linked(sandbox_agent(send), define_eval(test, sandbox=local_sandbox()))
+    result = run_one_linked(sandbox_agent(send), define_eval(test, sandbox=sandbox_template(provider)))
     assert [(a["kind"], a["status"]) for a in result.assertions] == [
         ("changed_paths", "matched"), ("file_changed", "matched"), ("not_in_diff", "matched"), ("check", "matched"),
         ("check", "mismatched"),
@@ -146,7 +146,7 @@ def test_on_t_sandbox_they_are_decided_after_the_test_and_have_no_or_stop():
     assert result.verdict == "failed"
 
 
-def test_paths_are_relative_to_the_workdir_and_bad_arguments_are_authoring_errors():
+def test_paths_are_relative_to_the_workdir_and_bad_arguments_are_authoring_errors(provider):
     async def test(t):
         t.sandbox.file_changed(f"{t.sandbox.workdir}/./src/../main.py", status="added")
         await t.send("x")
@@ -156,6 +156,6 @@ def test_paths_are_relative_to_the_workdir_and_bad_arguments_are_authoring_error
         await ctx.sandbox.write_text("main.py", "print()\n")
         return Turn([message("ok")])
 
-    result = run_one_linked(sandbox_agent(send), define_eval(test, sandbox=local_sandbox()))
+    result = run_one_linked(sandbox_agent(send), define_eval(test, sandbox=sandbox_template(provider)))
     assert result.assertions[0]["status"] == "matched"
     assert result.error["code"] == "authoring-error" and "status must be one of" in result.error["message"]

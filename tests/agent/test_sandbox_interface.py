@@ -16,14 +16,17 @@ from assay.agent.sandbox import SandboxCommandError, SandboxError
 from assay.agent.sandbox.commands import REDACTED
 from assay.agent.sandbox.handle import Sandbox, SandboxCore
 from assay.agent.sandbox.interface import CreateRequest
+from assay.agent.sandbox import local
 from assay.agent.sandbox.local import (
     BUBBLEWRAP,
     PROCESS_GROUP,
     LocalProvider,
-    bubblewrap_works,
+    bubblewrap_problem,
 )
 
-ISOLATIONS = ["none"] + (["bubblewrap"] if bubblewrap_works() else [])
+# bubblewrap runs wherever it can; elsewhere its cases skip, saying "not installed" or "cannot make a namespace".
+ISOLATIONS = ["none", pytest.param("bubblewrap", marks=pytest.mark.skipif(bubblewrap_problem() is not None,
+                                                                         reason=str(bubblewrap_problem())))]
 
 
 async def make(isolation: str = "none", **core) -> Sandbox:
@@ -289,7 +292,7 @@ def test_the_timeout_defaults_to_what_is_left_of_the_attempts_deadline():
     assert passed.timed_out and "deadline" in passed.stderr
 
 
-@pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot make a namespace on this machine")
+@pytest.mark.skipif(bubblewrap_problem() is not None, reason=str(bubblewrap_problem()))
 def test_bubblewrap_leaves_only_the_sandbox_writable_and_hides_the_ledger():
     async def body():
         sandbox = await make("bubblewrap")
@@ -315,3 +318,45 @@ def test_python_runs_in_the_sandbox():
 
     sandbox, result = run(body())
     assert result.stdout.strip() == sandbox.workdir
+
+
+@pytest.mark.skipif(bubblewrap_problem() is not None, reason=str(bubblewrap_problem()))
+def test_a_run_in_bubblewrap_records_it_and_a_write_outside_the_workspace_is_refused(sandbox_dir):
+    from sandbox_helpers import run_one_linked, sandbox_agent
+
+    from assay.agent import Turn, define_eval, equals, includes, local_sandbox, message
+
+    # Outside /tmp: under bubblewrap the sandbox's /tmp is its own, so a write there lands inside it.
+    escape = f"/var/tmp/assay-escaped-{os.urandom(4).hex()}.txt"
+
+    async def send(turn_input, ctx):
+        await ctx.sandbox.run_shell_or_raise("echo mine > answer.txt")
+        outside = await ctx.sandbox.run_shell(f"echo escaped > {escape}")
+        return Turn([message(f"{outside.exit_code} {outside.stderr.strip()}")])
+
+    async def test(t):
+        await t.send("write inside and outside")
+        t.check(t.reply, includes("Read-only file system"))
+        t.sandbox.changed_paths(["answer.txt"])
+        t.check((await t.sandbox.run_command("cat", "answer.txt")).stdout, equals("mine\n"))
+
+    result = run_one_linked(sandbox_agent(send), define_eval(test, sandbox=local_sandbox(isolation="bubblewrap")))
+    assert result.verdict == "passed", (result.error, result.assertions)
+    assert result.sandbox["isolation"] == "bubblewrap"
+    assert not os.path.exists(escape)
+
+
+def test_the_bubblewrap_probe_tells_not_installed_from_no_namespace(monkeypatch, tmp_path):
+    monkeypatch.setattr(local, "_bubblewrap_state", None)
+    monkeypatch.setattr(local.shutil, "which", lambda name: None)
+    assert bubblewrap_problem() == "bubblewrap is not installed (apt-get install bubblewrap)"
+    refusing = tmp_path / "bwrap"
+    refusing.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    refusing.chmod(0o755)
+    monkeypatch.setattr(local, "_bubblewrap_state", None)
+    monkeypatch.setattr(local.shutil, "which", lambda name: str(refusing))
+    assert bubblewrap_problem() == ("bubblewrap cannot make a namespace here (bwrap: No permissions to create new "
+                                    "namespace; check `bwrap --ro-bind / / true`)")
+    with pytest.raises(SandboxError, match="isolation='bubblewrap'.*cannot make a namespace"):
+        LocalProvider(isolation="bubblewrap")._isolation()
+    assert LocalProvider()._isolation() == PROCESS_GROUP  # auto falls back

@@ -38,7 +38,7 @@ OUTPUT_LIMIT_BYTES = 32 * 1024 * 1024  # per stream; a command printing more is 
 _DRAIN_SECONDS = 0.5  # after the leader exits, how long a descendant may keep its pipes open
 _TERMINATE_GRACE_SECONDS = 1.0
 _KILL_GRACE_SECONDS = 3.0
-_bubblewrap_state: bool | None = None
+_bubblewrap_state: str | None = None  # "" once bubblewrap is known to work
 
 
 def sandbox_base_dir() -> Path:
@@ -50,21 +50,39 @@ def sandbox_base_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"assay-sandboxes-{os.getuid()}"
 
 
-def bubblewrap_works() -> bool:
-    """Whether `bwrap` is installed and can make a sandbox here (user namespaces may be forbidden)."""
+def bubblewrap_problem() -> str | None:
+    """None when bubblewrap can isolate commands here; else why not, telling "not installed" apart from
+    "installed, but cannot make a namespace" (user namespaces forbidden, a container without the rights)."""
     global _bubblewrap_state
     if _bubblewrap_state is None:
         executable = shutil.which("bwrap")
-        _bubblewrap_state = False
-        if executable is not None:
-            with contextlib.suppress(OSError, subprocess.SubprocessError):
-                probe = subprocess.run(
-                    [executable, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid",
-                     "--die-with-parent", "true"],
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10,
-                )
-                _bubblewrap_state = probe.returncode == 0
-    return _bubblewrap_state
+        if executable is None:
+            _bubblewrap_state = "bubblewrap is not installed (apt-get install bubblewrap)"
+        else:
+            _bubblewrap_state = _probe_bubblewrap(executable)
+    return _bubblewrap_state or None
+
+
+def _probe_bubblewrap(executable: str) -> str:
+    """'' when a namespace can be made, else the reason (bwrap's own words)."""
+    try:
+        probe = subprocess.run(
+            [executable, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid",
+             "--die-with-parent", "true"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"bubblewrap cannot make a namespace here ({executable} did not run: {error})"
+    if probe.returncode == 0:
+        return ""
+    said = probe.stderr.decode("utf-8", "replace").strip().splitlines()
+    return (f"bubblewrap cannot make a namespace here ({said[-1] if said else f'exit code {probe.returncode}'}; "
+            "check `bwrap --ro-bind / / true`)")
+
+
+def bubblewrap_works() -> bool:
+    """Whether `bwrap` is installed and can make a sandbox here (`bubblewrap_problem()` says why not)."""
+    return bubblewrap_problem() is None
 
 
 class _Collector:
@@ -483,13 +501,11 @@ class LocalProvider:
     def _isolation(self) -> str:
         if self.isolation == "none" or not sys.platform.startswith("linux"):
             return PROCESS_GROUP
-        if bubblewrap_works():
+        problem = bubblewrap_problem()
+        if problem is None:
             return BUBBLEWRAP
         if self.isolation == BUBBLEWRAP:
-            raise SandboxError(
-                "local_sandbox(isolation='bubblewrap'): bwrap is not installed or cannot create a namespace here "
-                "(apt-get install bubblewrap; check `bwrap --ro-bind / / true`)"
-            )
+            raise SandboxError(f"local_sandbox(isolation='bubblewrap'): {problem}")
         return PROCESS_GROUP
 
     async def create(self, request: CreateRequest) -> LocalSandbox:
@@ -523,6 +539,7 @@ def local_sandbox(
 
 
 __all__ = [
-    "BUBBLEWRAP", "LocalProvider", "LocalSandbox", "PROCESS_GROUP", "bubblewrap_works", "local_sandbox",
+    "BUBBLEWRAP", "LocalProvider", "LocalSandbox", "PROCESS_GROUP", "bubblewrap_problem", "bubblewrap_works",
+    "local_sandbox",
     "sandbox_base_dir",
 ]
