@@ -85,8 +85,8 @@ class AttemptRuntime:
     def context(self, session: AgentSession, phase: str = "agent.run") -> AgentContext:
         stage = self.sandbox_stage
         if stage is not None:
-            return SandboxAgentContext(
-                self.settings, session=session, phase=phase, sandbox=stage.handle, artifacts=stage.store_artifact,
+            return SandboxAgentContext(  # the stage's settings: its telemetry may be a receiver in the sandbox
+                stage.settings, session=session, phase=phase, sandbox=stage.handle, artifacts=stage.store_artifact,
             )
         return AgentContext(self.settings, session=session, phase=phase)
 
@@ -362,7 +362,7 @@ async def run_attempt(
     timeline = Timeline(started)
     runtime = AttemptRuntime(settings, timeline, tracing)
     binding = getattr(test, "sandbox_binding", None)
-    stage = runtime.sandbox_stage = SandboxStage(binding, settings) if binding is not None else None
+    stage = runtime.sandbox_stage = SandboxStage(binding, settings, tracing) if binding is not None else None
     signal = settings.signal
     timeout = settings.timeout
     error: dict[str, Any] | None = None

@@ -51,9 +51,11 @@ def _redacted_json(value: Any, redact: Any) -> Any:
 class SandboxStage:
     """The sandbox side of one attempt; `run_attempt` calls its steps in the spec's order."""
 
-    def __init__(self, binding: SandboxBinding, settings: Any) -> None:
+    def __init__(self, binding: SandboxBinding, settings: Any, tracing: Any = None) -> None:
         self.binding = binding
-        self.settings = settings
+        self.settings = settings  # the contexts' settings: `telemetry` becomes the in-sandbox receiver's
+        self.tracing = tracing  # the attempt's AttemptTracing, when the run receives spans
+        self.spooled_spans = False  # spans come through a receiver inside the sandbox (telemetry.py)
         self.redactor = Redactor()
         self.sandbox_id = uuid.uuid4().hex[:12]  # short, and any few leading characters name it
         self.backend: Any = None
@@ -130,7 +132,45 @@ class SandboxStage:
                 f"file changes cannot be attributed: {self.ledger.failure}", phase="sandbox.baseline",
             )
         await self._ensure_agent(handle)
+        await self._connect_telemetry()
         core.phase = "agent.setup"
+
+    async def _connect_telemetry(self) -> None:
+        """A sandbox that cannot reach the run's receiver (a container without the host's network) gets
+        one of its own, and `ctx.telemetry` points there; its spool is collected after every send."""
+        tracing = self.tracing
+        if tracing is None or getattr(self.backend, "host_loopback", True):
+            return
+        from assay.agent.sandbox.telemetry import start_receiver
+
+        try:
+            base = await start_receiver(self.backend)
+        except Exception as error:  # noqa: BLE001 - spans never decide anything: a diagnostic, not an error
+            self.settings.feedback.diagnostic(
+                "telemetry-sandbox-unavailable", "warning",
+                f"spans from inside this sandbox are not received: {self.redactor(str(error))}", phase="sandbox.open",
+            )
+            return
+        tracing.rebase(base)
+        self.settings = self.settings._replace(telemetry=tracing.telemetry)
+        self.spooled_spans = True
+
+    async def collect_spans(self) -> None:
+        """Hand what the in-sandbox receiver spooled to the run's traces (a diagnostic when it cannot)."""
+        if not self.spooled_spans or self.backend is None or getattr(self.backend, "retired", None):
+            return
+        from assay.agent.sandbox.telemetry import collect_exports
+
+        try:
+            problems = self.tracing.ingest_exports(await collect_exports(self.backend))
+        except Exception as error:  # noqa: BLE001
+            problems = [str(error)]
+        for problem in problems:
+            self.settings.feedback.diagnostic(
+                "telemetry-sandbox-export-refused", "warning",
+                f"an export from inside the sandbox was left out: {self.redactor(problem)}",
+                dedupe_key=f"telemetry-sandbox:{problem[:80]}",
+            )
 
     async def _ensure_agent(self, handle: Sandbox) -> None:
         agent = self.settings.agent
@@ -177,6 +217,7 @@ class SandboxStage:
                         "sandbox-ledger-failed", "warning", f"file changes are incomplete: {self.ledger.failure}",
                         phase="agent.run",
                     )
+            await self.collect_spans()
         finally:
             if self.core is not None:
                 self.core.phase, self.core.window = "eval.run", None
@@ -226,6 +267,7 @@ class SandboxStage:
         core = self.core
         feedback = self.settings.feedback
         self.begin_teardown()
+        await self.collect_spans()  # what the agent exported after its last send, or in its teardown
         if core is not None:
             core.phase = "sandbox.teardown"
         if self.setup_reached and self.handle is not None:

@@ -18,6 +18,7 @@ from typing import Any
 from assay.agent.context import Telemetry
 from assay.agent.traces.attribution import Notice, TraceHub, TurnTrace
 from assay.agent.traces.config import TelemetryConfig
+from assay.agent.traces.otlp import OtlpError, decode_export, spans_of_request
 from assay.agent.traces.receiver import ATTEMPT_PREFIX, TRACES_PATH, TraceReceiver, is_loopback
 
 __all__ = ["ACTIVE", "AttemptTracing", "RunTracing", "no_spans_message", "sdk_installed", "telemetry_env"]
@@ -182,6 +183,27 @@ class AttemptTracing:
         self.base = base
         # What setup and teardown see: where to export, no turn to join.
         self.telemetry = Telemetry(base + TRACES_PATH, telemetry_env(base), {})
+
+    def rebase(self, base: str) -> None:
+        """Tell the agent `base` from now on: a receiver inside its sandbox (one that cannot reach this
+        run's), whose spooled exports come back through `ingest_exports`."""
+        self.base = base
+        self.telemetry = Telemetry(base + TRACES_PATH, telemetry_env(base), {})
+
+    def ingest_exports(self, exports: Sequence[tuple[str, bytes]]) -> list[str]:
+        """Exports (content type, body) collected from the attempt's sandbox, attributed like any other
+        (to this attempt's turns only); returns why each export that could not be read was left out."""
+        token = self.run.hub.attempt(self.attempt_id)
+        problems = []
+        for media, body in exports:
+            try:
+                _, message = decode_export(body, media)
+                spans = list(spans_of_request(message))
+            except OtlpError as error:
+                problems.append(str(error))
+                continue
+            self.run.hub.ingest(spans, token)
+        return problems
 
     def open_turn(self, session: int, turn: int) -> tuple[TurnTrace, Telemetry]:
         trace = self.run.hub.open_turn(self.attempt_id, self.agent, session, turn)
