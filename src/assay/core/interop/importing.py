@@ -69,9 +69,17 @@ def _run_id(created_at: str, digest: str) -> str:
 def import_log(path: Path, log_format: LogFormat, *, database: Path | None = None) -> Imported:
     """Read `path` as `log_format` and publish it; an `AssayError` (exit 2) when the file is not
     what its format says or the store cannot take it."""
+    from assay.core.gcpolicy import collection_sized_for_runs
+
+    # Decoding a sample allocates hundreds of short-lived containers: at the default collection
+    # settings the collector cost twice what decoding did (Inspect's 7 KB samples: 55 µs against 17).
+    with collection_sized_for_runs():
+        return _import(path, log_format, database or store_path())
+
+
+def _import(path: Path, log_format: LogFormat, database: Path) -> Imported:
     from assay.core.results_store import SqliteRunStore, publish_run
 
-    database = database or store_path()
     path = path.resolve()
     log = log_format.read(path)
     created_at = log.created_at or utc_timestamp()

@@ -2,8 +2,8 @@
 
 `.eval` is a zip with one JSON member per sample (`samples/<id>_epoch_<n>.json`) and the header
 (`header.json`, or `_journal/start.json` while a run is going); members are read one at a time.
-`.json` is one document whose header keys precede `samples`; it is walked key by key and each
-sample decoded on its own. Neither is read whole, and neither needs Inspect installed (its zstd
+`.json` is one document whose header keys precede `samples`; each sample is decoded on its own
+(found by its indentation in the layout Inspect writes, else by walking the document key by key). Neither is read whole, and neither needs Inspect installed (its zstd
 members need the `zstandard` package). The format is Inspect's, not a frozen public spec: the
 fields read here are the ones its logs have carried since 2024 (id, epoch, scores, error,
 model_usage, total_time), and a log without samples (`log_samples=False`) is read from its summaries.
@@ -108,27 +108,29 @@ class _Samples:
         observed: dict[str, Any] = {"score": value}
         if isinstance(headline, Mapping) and headline.get("answer") is not None:
             observed["answer"] = bounded(headline["answer"])
+        # Only what a person reads is bounded (walking the whole sample would cost more than decoding it).
         detail: dict[str, Any] = {
             "evaluation": scorer or "inspect",
-            "scores": {name: {key: score.get(key) for key in ("value", "answer", "explanation") if score.get(key) is not None}
+            "scores": {name: {key: bounded(score.get(key)) for key in ("value", "answer", "explanation")
+                              if score.get(key) is not None}
                        for name, score in scores.items() if isinstance(score, Mapping)},
-            "input": sample.get("input"),
+            "input": bounded(sample.get("input")),
         }
         if output.get("completion") is not None:
-            detail["output"] = output.get("completion")
+            detail["output"] = bounded(output.get("completion"))
         if output.get("model") or self.model:
             detail["model"] = output.get("model") or self.model
         for key in ("metadata", "limit"):
             if sample.get(key):
-                detail[key] = sample[key]
+                detail[key] = bounded(sample[key])
         if isinstance(error, Mapping) and error.get("traceback"):
-            detail["traceback"] = error["traceback"]
+            detail["traceback"] = bounded(error["traceback"])
         return unit_line(UnitResult(
             unit_id=unit_id, verdict=verdict, group=self.task, title=str(sample["id"]),
             expected=bounded(sample.get("target")), observed=observed, reason=bounded(str(reason or ""), 1_000),
             duration_seconds=number(sample.get("total_time")), usage=usage_total(usage_parts),
             cost_usd=sum(cost for cost in costs if cost is not None) if any(cost is not None for cost in costs) else None,
-            detail=bounded(detail),
+            detail=detail,
         ))
 
 
@@ -194,6 +196,53 @@ def _read_eval(path: Path) -> ImportedLog:
     return _log(path, header, units())
 
 
+_SAMPLES_KEY = b'\n  "samples": ['
+_SAMPLE_START = b"\n    {"
+_SAMPLE_END = b"\n    }"
+_CHUNK = 8 << 20
+
+
+def _pretty_samples(path: Path, header_characters: int) -> Iterator[Any] | None:
+    """The samples of a log laid out as Inspect writes it (indented by two spaces), or None.
+
+    A sample then starts at a line `    {` and ends at the next line `    }`: JSON strings hold no raw
+    newline, and what is nested deeper is indented deeper, so the next `\\n    }` is the sample's
+    end. Each is found with `bytes.find` and decoded by orjson, several times faster than
+    walking the document with the standard library's scanner (the only way for other layouts)."""
+    handle = open(path, "rb")
+    # The key ends the header, which is `header_characters` long: at most 4 bytes each in UTF-8.
+    buffer = handle.read(max(_CHUNK, 4 * header_characters + 64))
+    found = buffer.find(_SAMPLES_KEY)
+    position = found + len(_SAMPLES_KEY)
+    if found < 0 or not buffer.startswith(_SAMPLE_START, position) and not buffer.startswith(b"]", position):
+        handle.close()
+        return None
+
+    def samples() -> Iterator[Any]:
+        nonlocal buffer, position
+        try:
+            while buffer.startswith(_SAMPLE_START, position):
+                end = buffer.find(_SAMPLE_END, position + len(_SAMPLE_START))
+                while end < 0:
+                    more = handle.read(_CHUNK)
+                    if not more:
+                        raise ImportFormatError(f"{path}: the samples end before the document does (a log still being written?)")
+                    buffer, position = buffer[position:] + more, 0
+                    end = buffer.find(_SAMPLE_END, len(_SAMPLE_START))
+                end += len(_SAMPLE_END)
+                try:
+                    yield orjson.loads(buffer[position:end])
+                except orjson.JSONDecodeError as error:
+                    raise ImportFormatError(f"{path}: a sample is not valid JSON ({error})") from None
+                position = end + 1 if buffer[end : end + 1] == b"," else end
+                if len(buffer) - position < len(_SAMPLE_START):
+                    buffer, position = buffer[position:] + handle.read(_CHUNK), 0
+        finally:
+            handle.close()
+
+    return samples()
+
+
 def _read_json(path: Path) -> ImportedLog:
     stream = JsonStream.open(path)
     header: dict[str, Any] = {}
@@ -210,6 +259,10 @@ def _read_json(path: Path) -> ImportedLog:
         stream.close()
         raise ImportFormatError(str(error)) from None
     samples = _Samples(path, header)
+    pretty = _pretty_samples(path, stream.where())
+    if pretty is not None:
+        stream.close()
+        return _log(path, header, (samples.unit(sample) for sample in pretty))
 
     def units() -> Iterator[UnitLine]:
         try:

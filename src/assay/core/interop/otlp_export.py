@@ -290,6 +290,13 @@ def _run_attributes(manifest: RunManifest, counts: Mapping[str, int]) -> dict[st
 def export_run(manifest: RunManifest, units: Iterable[UnitResult], endpoint: str, *, timeout: float = 10.0) -> Exported:
     """Send the run's span and one event per unit to `endpoint`; an `ExportError` when the SDK is
     missing or the endpoint did not take them."""
+    from assay.core.gcpolicy import collection_sized_for_runs
+
+    with collection_sized_for_runs():  # the SDK makes several objects per event
+        return _export(manifest, units, endpoint, timeout)
+
+
+def _export(manifest: RunManifest, units: Iterable[UnitResult], endpoint: str, timeout: float) -> Exported:
     sdk = _sdk()
     endpoint = check_endpoint(endpoint)
     trace_id, span_id = _ids(manifest.run_id)
