@@ -43,10 +43,21 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "doc report": ("assay doc report --run-id report-1 --deterministic deterministic-2026-12-01T12-00-00-000Z",),
     "runs list": ("assay runs list --kind video --limit 5",),
     "runs show": ("assay runs show latest", "assay runs show latest~1 --json"),
-    "runs compare": ("assay runs compare latest~1 latest --fail-on-regression",),
+    "runs compare": (
+        "assay runs compare latest --fail-on-regression",
+        "assay runs compare latest~1 latest --history 20 --group-depth 2 --json",
+    ),
+    "runs flaky": ("assay runs flaky", "assay runs flaky --kind agent --last 20 --json"),
+    "runs trend": ("assay runs trend", "assay runs trend orders --kind agent --last 20"),
+    "runs import": ("assay runs import junit.xml", "assay runs import logs/*.eval --format inspect"),
+    "runs export": ("assay runs export latest --otlp http://127.0.0.1:4318",),
     "runs merge": ("assay runs merge records/* --output-json report.json",),
     "runs reindex": ("assay runs reindex",),
-    "view": ("assay view", "assay view --export site/"),
+    "view": ("assay view", "assay view --export site/", "assay view --label --as alice"),
+    "labels export": ("assay labels export -o golden.jsonl",),
+    "labels import": ("assay labels import golden.jsonl",),
+    "judge agreement": ("assay judge agreement", "assay judge agreement --judge gpt-4.1-mini --json"),
+    "judge cache clear": ("assay judge cache clear",),
 }
 
 
