@@ -1,12 +1,15 @@
 """`assay agent sandbox list | diff | stop | prune` over sandboxes kept by a real run (and an orphan whose
-run died with a process still running)."""
+run died with a process still running), local and Docker; a container is removed when `assay agent run`
+is interrupted (Ctrl-C), and by `prune` after a kill -9 of it."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 from sandbox_helpers import processes_carrying, run_linked, sandbox_agent, sandbox_dir  # noqa: F401
 from typer.testing import CliRunner
@@ -14,6 +17,7 @@ from typer.testing import CliRunner
 from assay.agent import Turn, define_eval, local_sandbox, message
 from assay.agent.sandbox.registry import SandboxEntry, list_entries, write_entry
 from assay.cli.agent_sandbox import sandbox_app
+from containers import BASE_IMAGE, docker_containers, docker_image, sandbox_template  # noqa: F401  (fixture)
 
 
 def invoke(*args: str):
@@ -78,3 +82,111 @@ def test_prune_removes_what_a_dead_run_left_behind(sandbox_dir):
         assert invoke("prune").output.strip() == "Nothing to prune."
     finally:
         straggler.kill()
+
+
+# -- containers: the same commands see Docker sandboxes; Ctrl-C and kill -9 of `assay agent run` -----------
+
+def test_kept_containers_are_listed_diffed_and_stopped(docker_image, sandbox_dir):
+    async def send(turn_input, ctx):
+        await ctx.sandbox.write_text("greeting.txt", f"{turn_input.text}\n")
+        return Turn([message("ok")])
+
+    async def test(t):
+        await t.sandbox.write_text("greeting.txt", "hello\n")
+        await t.send("hello world")
+
+    outcome = run_linked(sandbox_agent(send), {"a": define_eval(test, sandbox=sandbox_template("docker"))}, keep="all")
+    [result] = outcome.results
+    sandbox_id = result.sandbox["sandbox_id"]
+    [kept] = docker_containers(sandbox_id)
+    assert kept.status == "running" and result.sandbox["kept"] is True
+    listing = invoke("list")
+    assert f"{sandbox_id}  kept     docker" in listing.output and f"container {kept.id[:12]} /workspace" in listing.output
+    diff = invoke("diff", sandbox_id[:6])
+    assert diff.exit_code == 0 and "== turn1 ==" in diff.output and "-hello\n+hello world" in diff.output
+    stopped = invoke("stop", sandbox_id)
+    assert stopped.exit_code == 0 and f"removed container {kept.id[:12]}" in stopped.output
+    assert docker_containers(sandbox_id) == [] and list_entries(sandbox_dir) == []
+
+
+PROJECT = {
+    "pyproject.toml": "[tool.assay]\nname = 'stalls'\n",
+    "experiments/stall.py": (
+        "import pathlib, os\n"
+        "from assay.agent import Experiment, Turn, complete_evidence_coverage, define_sandbox_agent, message\n\n"
+        "async def send(turn_input, ctx):\n"
+        "    pathlib.Path(os.environ['MARKER']).write_text(ctx.sandbox.sandbox_id)\n"
+        "    await ctx.sandbox.run_shell('sleep 120')\n"
+        "    return Turn([message('done')])\n\n"
+        "stall = Experiment(agent=define_sandbox_agent(name='staller', send=send, "
+        "evidence_coverage=complete_evidence_coverage))\n"
+    ),
+    "evals/stall_eval.py": (
+        "from assay.agent import define_eval, local_sandbox\n\n"
+        "@define_eval(sandbox=local_sandbox())\n"
+        "async def stall(t):\n"
+        "    await t.send('wait')\n"
+    ),
+}
+
+
+def _start_stalling_run(tmp_path, sandbox_dir, name):
+    project = tmp_path / name
+    for relative, text in PROJECT.items():
+        (project / relative).parent.mkdir(parents=True, exist_ok=True)
+        (project / relative).write_text(text)
+    marker = tmp_path / f"{name}.marker"
+    environment = {**os.environ, "MARKER": str(marker), "ASSAY_SANDBOX_DIR": str(sandbox_dir),
+                   "ASSAY_STORE": str(tmp_path / "store.db"), "PYTHONUNBUFFERED": "1"}
+    # --sandbox swaps the eval's local template for a container of the test image.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", "agent", "run", "--project", str(project), "--sandbox", f"docker:{BASE_IMAGE}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    assert marker.exists(), process.communicate(timeout=10)[0]
+    time.sleep(0.5)  # the agent's `sleep 120` is running in the container now
+    sandbox_id = marker.read_text()
+    assert len(docker_containers(sandbox_id)) == 1
+    return process, sandbox_id
+
+
+def test_ctrl_c_of_assay_agent_run_removes_the_container(docker_image, tmp_path, sandbox_dir):
+    process, sandbox_id = _start_stalling_run(tmp_path, sandbox_dir, "interrupted")
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, output
+    assert docker_containers(sandbox_id) == [] and list_entries(sandbox_dir) == []
+
+
+def test_after_kill_9_of_assay_agent_run_prune_removes_the_container(docker_image, tmp_path, sandbox_dir):
+    process, sandbox_id = _start_stalling_run(tmp_path, sandbox_dir, "killed")
+    process.kill()
+    process.communicate(timeout=30)
+    assert len(docker_containers(sandbox_id)) == 1  # nothing was left to remove it
+    orphans = invoke("list", "--orphans")
+    assert f"{sandbox_id}  orphaned docker" in orphans.output, orphans.output
+    pruned = invoke("prune")
+    assert pruned.exit_code == 0 and f"{sandbox_id} (orphaned): removed container" in pruned.output
+    assert docker_containers(sandbox_id) == [] and list_entries(sandbox_dir) == []
+
+
+def test_prune_removes_a_container_whose_run_died_before_recording_it(docker_image, sandbox_dir):
+    from assay.agent.sandbox.docker import OWNER_LABEL, ROOT_LABEL, docker_client, owner_label
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = owner_label().rpartition(":")[0]
+    client = docker_client()
+    try:
+        client.containers.run(BASE_IMAGE, ["tail", "-f", "/dev/null"], detach=True, network_mode="none", labels={
+            "assay.sandbox": "unrecorded-1", OWNER_LABEL: f"{host}:{dead.pid}",
+            ROOT_LABEL: str(sandbox_dir / "unrecorded-1"),
+        })
+    finally:
+        client.close()
+    pruned = invoke("prune")
+    assert "unrecorded-1 (orphaned): removed unrecorded container" in pruned.output, pruned.output
+    assert docker_containers("unrecorded-1") == []

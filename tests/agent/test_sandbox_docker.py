@@ -28,9 +28,7 @@ from assay.agent.sandbox.docker import (
 )
 from assay.agent.sandbox.handle import Sandbox, SandboxCore
 from assay.agent.sandbox.interface import CreateRequest
-from containers import BASE_IMAGE, daemon_problem, docker_containers, docker_image  # noqa: F401  (the fixture)
-
-PROBLEM = daemon_problem()
+from containers import BASE_IMAGE, docker_containers, docker_image  # noqa: F401  (the fixture)
 
 
 async def container(image: str, **options) -> Sandbox:
@@ -44,8 +42,10 @@ def test_a_missing_sdk_names_the_install_command(monkeypatch):
         import_docker()
 
 
-@pytest.mark.skipif(PROBLEM is None, reason="a Docker daemon answers here")
-def test_without_a_daemon_the_attempt_errors_at_create_time():
+def test_without_a_daemon_the_attempt_errors_at_create_time(monkeypatch, tmp_path):
+    pytest.importorskip("docker", reason="without the SDK the attempt fails earlier, for that (tested above)")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")  # whether or not one runs here
+
     async def test(t):
         await t.send("never sent")
 

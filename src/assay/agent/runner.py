@@ -831,7 +831,8 @@ class AttemptRequest:
 class AgentWorker:
     """A remote worker's side of an agent run: the project discovered once, agents and judge kept warm."""
 
-    def __init__(self, root: Any, options: RunOptions, judge_cache_dir: Any = None, keep_sandbox: str | None = None) -> None:
+    def __init__(self, root: Any, options: RunOptions, judge_cache_dir: Any = None, keep_sandbox: str | None = None,
+                 sandbox: str | None = None) -> None:
         from pathlib import Path
 
         from assay.agent.discovery import discover_evals, discover_experiments
@@ -849,6 +850,7 @@ class AgentWorker:
             options = replace(options, judge_cache=DirectoryCallCache(judge_cache_dir))
         self._run = AgentRun([], options)
         self._keep_sandbox = keep_sandbox
+        self._sandbox = sandbox  # --sandbox: the provider every sandbox pair's template is swapped for
         self._linked: dict[tuple[str, str], PlannedAttempt] = {}  # each pair linked (its sandbox bound) once
 
     async def call(self, request: AttemptRequest) -> AttemptResult | None:
@@ -861,7 +863,7 @@ class AgentWorker:
 
             [linked] = link_plan(
                 [PlannedAttempt(0, self._experiments[request.experiment_id], self._evals[request.eval_id], 0)],
-                self._keep_sandbox,
+                self._keep_sandbox, self._sandbox,
             )
             self._linked[key] = linked
         return await self._run.run_one(replace(linked, ordinal=request.ordinal))

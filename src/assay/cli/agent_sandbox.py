@@ -1,8 +1,9 @@
 """`assay agent sandbox …`: list the sandboxes on this machine, show what an agent changed in a kept one,
 stop kept sandboxes and prune those a dead run left behind.
 
-Sandboxes are kept by `assay agent run --keep-sandbox[=failed|all]`; they live under ASSAY_SANDBOX_DIR
-(default: a per-user folder in the temporary folder). Exit codes: 0 done, 2 a usage error.
+Sandboxes are kept by `assay agent run --keep-sandbox[=failed|all]`; they are recorded under ASSAY_SANDBOX_DIR
+(default: a per-user folder in the temporary folder), a Docker sandbox with its container's id, so every
+command here reaches containers too. Exit codes: 0 done, 2 a usage error.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def list_command(
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.created))
         where = "/".join(entry.labels.get(name, "?") for name in ("experiment", "eval"))
         verdict = f" {entry.verdict}" if entry.verdict else ""
-        print(f"{entry.sandbox_id}  {entry.status:<8} {entry.provider:<6} {created}  {where}{verdict}  {entry.workdir}")
+        place = f"container {entry.container[:12]} {entry.workdir}" if entry.container else entry.workdir
+        print(f"{entry.sandbox_id}  {entry.status:<8} {entry.provider:<6} {created}  {where}{verdict}  {place}")
 
 
 @sandbox_app.command("diff", epilog=_examples(

@@ -1,5 +1,3 @@
-import sys
-
 from assay.agent import command_succeeded, define_eval, includes, local_sandbox
 from assay.agent.sandbox import shell, upload
 
@@ -15,4 +13,5 @@ async def fix_failing_test(t):
     t.sandbox.changed_paths(["calc.py"])
     t.sandbox.file_changed("calc.py", status="modified", before=includes("a - b"), after=includes("a + b"))
     t.sandbox.not_in_diff(r"unittest|assert")
-    t.check(await t.sandbox.run_command(sys.executable, "-m", "unittest", "-q"), command_succeeded())
+    # python3 from the sandbox's PATH: the same eval runs in a local folder and in a container.
+    t.check(await t.sandbox.run_command("python3", "-m", "unittest", "-q"), command_succeeded())

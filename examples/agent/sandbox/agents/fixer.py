@@ -2,7 +2,6 @@
 runs them again, all inside the attempt's sandbox (a stand-in for a coding CLI such as `codex_agent()`)."""
 
 import re
-import sys
 
 from assay.agent import (
     Turn,
@@ -14,7 +13,8 @@ from assay.agent import (
     tool_result,
 )
 
-TESTS = (sys.executable, "-m", "unittest", "-q")
+# `python3` from the sandbox's PATH, never this process's interpreter: the sandbox may be a container.
+TESTS = ("python3", "-m", "unittest", "-q")
 
 
 async def send(turn_input, ctx):

@@ -1,12 +1,10 @@
 """A SWE-style eval: a small repository with a failing test, fixed by the agent inside a sandbox; graded on
 what it changed (the diff) and on the hidden check that the tests pass afterwards."""
 
-import sys
-
 from assay.agent import command_succeeded, define_eval, equals, includes, local_sandbox
 from assay.agent.sandbox import shell, upload
 
-TESTS = (sys.executable, "-m", "unittest", "-q")
+TESTS = ("python3", "-m", "unittest", "-q")  # the sandbox's python3: the same eval runs in a container
 
 repository = local_sandbox().prepare(
     upload("../fixtures/calculator"),

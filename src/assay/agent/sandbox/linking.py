@@ -3,6 +3,9 @@
 Exactly one side carries the template; a sandbox agent without one, a template on both sides, or a
 sandbox layer with a direct agent is a configuration error naming the pair. A linked pair's test is
 wrapped in `LinkedTest`, so the attempt engine finds its `SandboxBinding` next to the eval body.
+`assay agent run --sandbox docker:IMAGE` (or `local`) swaps the provider of every linked pair's template,
+keeping its prepare steps and hooks; the swap is part of the binding, so the pair's execution identity
+(and so carry) sees it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from assay.agent.sandbox.ledger import DiffRules
 from assay.errors import ConfigError, UsageError
 
 KEEP_CHOICES = ("failed", "all")
+SANDBOX_CHOICES = "local, local:bubblewrap, local:none or docker:IMAGE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +51,27 @@ class LinkedTest:
         return self.body(t)
 
 
-def link_pair(experiment_id: str, experiment: Any, eval_id: str, definition: Any, keep: str | None = None) -> SandboxBinding | None:
-    """The binding of one pair, None when it needs no sandbox; ConfigError when it cannot be linked."""
+def sandbox_override(text: str | None) -> Any | None:
+    """The provider `--sandbox` names (None when not given); UsageError for anything else."""
+    if text is None:
+        return None
+    kind, _, rest = text.strip().partition(":")
+    if kind == "local" and rest in ("", "auto", "bubblewrap", "none"):
+        from assay.agent.sandbox.local import LocalProvider
+
+        return LocalProvider(isolation=rest or "auto")
+    if kind == "docker" and rest.strip():
+        from assay.agent.sandbox.docker import DockerProvider
+
+        return DockerProvider(image=rest.strip())
+    hint = " (name the image: docker:python:3.12)" if kind == "docker" else ""
+    raise UsageError(f"--sandbox takes {SANDBOX_CHOICES}, got {text!r}{hint}", "--sandbox")
+
+
+def link_pair(experiment_id: str, experiment: Any, eval_id: str, definition: Any, keep: str | None = None,
+              override: Any = None) -> SandboxBinding | None:
+    """The binding of one pair, None when it needs no sandbox; ConfigError when it cannot be linked.
+    `override` (a provider, from `--sandbox`) replaces the template-bearing layer's provider."""
     agent = experiment.agent
     eval_layer: SandboxLayer | None = getattr(definition, "sandbox", None)
     experiment_layer: SandboxLayer | None = getattr(experiment, "sandbox", None)
@@ -79,6 +102,8 @@ def link_pair(experiment_id: str, experiment: Any, eval_id: str, definition: Any
     owner = owners[0]
     first, second = (eval_layer, experiment_layer) if owner == "eval" else (experiment_layer, eval_layer)
     layers = [layer for layer in (first, second, getattr(agent, "sandbox", None)) if layer is not None]
+    if override is not None:
+        layers[0] = dataclasses.replace(layers[0], provider=override)
     return SandboxBinding(tuple(layers), owner, DiffRules.from_config(getattr(definition, "diff", None)), keep)
 
 
@@ -88,18 +113,21 @@ def check_keep(keep: str | None) -> str | None:
     return keep
 
 
-def link_plan(plan: Sequence[Any], keep: str | None = None) -> list[Any]:
-    """The plan with every sandbox pair's test linked (each pair checked once, all before any attempt)."""
+def link_plan(plan: Sequence[Any], keep: str | None = None, sandbox: str | None = None) -> list[Any]:
+    """The plan with every sandbox pair's test linked (each pair checked once, all before any attempt);
+    `sandbox` is `--sandbox`'s value."""
     from assay.agent.runner import PlannedAttempt
 
     check_keep(keep)
+    override = sandbox_override(sandbox)
     linked: dict[tuple[str, str], Any] = {}
     result = []
     for planned in plan:
         key = (planned.experiment.id, planned.eval.id)
         if key not in linked:
             definition = planned.eval.eval
-            binding = link_pair(planned.experiment.id, planned.experiment.experiment, planned.eval.id, definition, keep)
+            binding = link_pair(planned.experiment.id, planned.experiment.experiment, planned.eval.id, definition, keep,
+                                override)
             linked[key] = None if binding is None else dataclasses.replace(
                 planned.eval, eval=dataclasses.replace(definition, test=LinkedTest(definition.test, binding))
             )
@@ -108,4 +136,7 @@ def link_plan(plan: Sequence[Any], keep: str | None = None) -> list[Any]:
     return result
 
 
-__all__ = ["KEEP_CHOICES", "LinkedTest", "SandboxBinding", "check_keep", "link_pair", "link_plan"]
+__all__ = [
+    "KEEP_CHOICES", "LinkedTest", "SANDBOX_CHOICES", "SandboxBinding", "check_keep", "link_pair", "link_plan",
+    "sandbox_override",
+]
