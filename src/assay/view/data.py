@@ -194,15 +194,16 @@ class ViewData:
         unit = self.store.get_unit(run_id, unit_id)
         if unit is None:
             raise LookupError(f"run {run_id} has no unit {unit_id!r}")
-        stored = self.store.get_run(run_id)
+        # The kind alone: reading the whole run would read its per-group counts (50,000 rows, some runs).
+        kind = self.store.read("SELECT kind FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0]
         document = jsonable(unit.to_json())
         document["run_id"] = run_id
-        document["kind"] = stored.manifest.kind
-        document["has_frame"] = stored.manifest.kind == "video" and bool((unit.artifacts or {}).get("video"))
-        sandbox = (unit.detail or {}).get("sandbox") if stored.manifest.kind == "agent" else None
+        document["kind"] = kind
+        document["has_frame"] = kind == "video" and bool((unit.artifacts or {}).get("video"))
+        sandbox = (unit.detail or {}).get("sandbox") if kind == "agent" else None
         if isinstance(sandbox, Mapping) and sandbox.get("file_changes") is not None:
             document["file_changes"] = sandbox_view(sandbox)
-        if stored.manifest.kind == "agent" and isinstance(unit.detail, Mapping):
+        if kind == "agent" and isinstance(unit.detail, Mapping):
             waterfall = waterfall_view(unit.detail)
             if waterfall is not None:
                 document["waterfall"] = waterfall

@@ -15,6 +15,7 @@ from typing import Any
 
 from assay.core.run_diff import CHANGE_KINDS
 from assay.view.data import PAGE_SIZE, ViewData, api_key
+from assay.view.labelling import agreement
 
 __all__ = ["ExportLimits", "export_site", "key_hash"]
 
@@ -66,7 +67,7 @@ def export_site(data: ViewData, directory: Path, *, limits: ExportLimits = Expor
 
     static = static_dir or STATIC_DIR
     directory.mkdir(parents=True, exist_ok=True)
-    for name in ("app.js", "app.css"):
+    for name in ("app.js", "labels.js", "app.css"):
         shutil.copyfile(static / name, directory / name)
     index = (static / "index.html").read_text(encoding="utf-8")
     (directory / "index.html").write_text(
@@ -75,6 +76,7 @@ def export_site(data: ViewData, directory: Path, *, limits: ExportLimits = Expor
     )
     writer = _Writer(directory)
     listing = writer.answer("runs", {"limit": str(limits.runs)}, data.runs)
+    writer.answer("agreement", {}, lambda params: agreement(data, params))
     runs = listing["runs"] if listing else []
     for run in runs:
         run_id = run["run_id"]

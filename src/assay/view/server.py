@@ -1,4 +1,5 @@
-"""The live results viewer: read-only JSON routes over the store, on the shared loopback web app.
+"""The live results viewer: read-only JSON routes over the store, on the shared loopback web app, and in
+label mode (`assay view --label`) the label queue and a write route guarded by the per-start token.
 
 Routes take their arguments as query parameters (unit ids hold `/`, `#` and `@`); the video frame
 route decodes only a video the store recorded for that unit, never a path from the request.
@@ -20,7 +21,8 @@ from starlette.routing import Route
 from assay.core.results_store import StoreError
 from assay.errors import AssayError
 from assay.view.data import ViewData
-from assay.web.app import ApiError, Binding, create_web_app, json_response
+from assay.view.labelling import MAX_LABEL_BYTES, WRITE_TOKEN_HEADER, LabelSession, agreement
+from assay.web.app import ApiError, Binding, create_web_app, json_response, read_json_body, require_write_token
 
 __all__ = ["STATIC_DIR", "create_view_app", "render_frame_png"]
 
@@ -56,7 +58,28 @@ def _json_endpoint(handler: Callable[[dict[str, Any]], Any]) -> Callable[[Reques
     return endpoint
 
 
-def create_view_app(data: ViewData, binding: Binding) -> Starlette:
+def _label_routes(session: LabelSession) -> list[Route]:
+    """Label mode: the session (with the write token), the queue, its units, and writing a label."""
+
+    async def put_label(request: Request) -> Response:
+        require_write_token(request, session.write_token, WRITE_TOKEN_HEADER)
+        payload = await read_json_body(request, max_bytes=MAX_LABEL_BYTES)
+        try:
+            return json_response(session.put_label(payload))
+        except (AssayError, LookupError) as error:
+            raise _api_error(error) from None
+
+    return [
+        Route("/api/label/session", _json_endpoint(session.session), methods=["GET"]),
+        Route("/api/label/queue", _json_endpoint(session.queue), methods=["GET"]),
+        Route("/api/label/item", _json_endpoint(session.item), methods=["GET"]),
+        Route("/api/label", put_label, methods=["PUT"]),
+    ]
+
+
+def create_view_app(data: ViewData, binding: Binding, *, labelling: LabelSession | None = None) -> Starlette:
+    """The viewer's app; with `labelling`, label mode's routes too (the store must then be writable)."""
+
     async def frame(request: Request) -> Response:
         params = dict(request.query_params)
         try:
@@ -80,5 +103,7 @@ def create_view_app(data: ViewData, binding: Binding) -> Starlette:
         Route("/api/compare", _json_endpoint(data.compare), methods=["GET"]),
         Route("/api/trend", _json_endpoint(data.trend), methods=["GET"]),
         Route("/api/frame", frame, methods=["GET"]),
+        Route("/api/agreement", _json_endpoint(lambda params: agreement(data, params)), methods=["GET"]),
+        *(_label_routes(labelling) if labelling is not None else ()),
     ]
     return create_web_app(api_routes=routes, static_dir=STATIC_DIR, binding=binding)

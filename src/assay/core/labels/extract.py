@@ -20,20 +20,21 @@ from assay.core.labels.model import Judgement
 from assay.core.record import UnitResult
 from assay.core.run_diff import trial_subject
 
-__all__ = ["KIND_LABELS", "HIDDEN", "KindLabels", "UnitJudgements", "blind", "judgements_of", "kind_labels", "subject_of"]
+__all__ = [
+    "KIND_LABELS", "HIDDEN", "KindLabels", "UnitJudgements", "blind", "content_of", "judgements_of", "kind_labels", "subject_of",
+]
 
 HIDDEN = "hidden"  # what a blinded verdict or status reads
 
 
 @dataclass(frozen=True)
 class UnitJudgements:
-    """A unit as a labeller sees it: the judges' verdicts, the deterministic checks' verdict, what
-    the person is asked, and the digest of the content a label about it is about."""
+    """A unit as a labeller sees it: the judges' verdicts, the deterministic checks' verdict and what
+    the person is asked."""
 
     judgements: tuple[Judgement, ...]
     checks: str | None  # pass | fail | None (no deterministic check, or it could not decide)
     question: str
-    content: str
 
     @property
     def judged(self) -> bool:
@@ -50,7 +51,7 @@ class UnitJudgements:
     def to_json(self) -> dict[str, Any]:
         return {
             "judgements": [judgement.to_json() for judgement in self.judgements], "checks": self.checks,
-            "question": self.question, "content": self.content, "disagree": self.disagree,
+            "question": self.question, "disagree": self.disagree,
         }
 
 
@@ -94,8 +95,11 @@ def _agent_judgements(unit: UnitResult, identity: Mapping[str, Any]) -> UnitJudg
             score_range=(0.0, 1.0) if value is not None else None, reason=str(item.get("reason") or ""),
         ))
     check = ("fail" if "fail" in checks else "pass") if checks else None
-    turns = detail.get("turns") or []
-    return UnitJudgements(tuple(judgements), check, "Does the agent's reply meet each rubric below?", digest(turns))
+    return UnitJudgements(tuple(judgements), check, "Does the agent's reply meet each rubric below?")
+
+
+def _agent_content(unit: UnitResult) -> str:
+    return digest((unit.detail or {}).get("turns") or [])  # the conversation: inputs, replies, tool calls
 
 
 def _blind_agent(document: dict[str, Any]) -> None:
@@ -122,15 +126,13 @@ def _doc_judgements(unit: UnitResult, identity: Mapping[str, Any]) -> UnitJudgem
     model = identity.get("model") if isinstance(identity.get("model"), str) else None
     runner = identity.get("runner") if isinstance(identity.get("runner"), str) else ""
     prompt = f"doc:{method}" + (f" ({runner})" if runner else "")
-    candidates = detail.get("candidates") if isinstance(detail.get("candidates"), Mapping) else {}
-    content = digest({"candidate": detail.get("candidate"), "candidates": sorted(candidates.values(), key=str)})
     if method == "judge-coverage":
         items = [item for item in detail.get("judgements") or () if isinstance(item, Mapping)]
         reason = "; ".join(f"{item.get('item_id')}: {item.get('verdict')} — {item.get('explanation', '')}" for item in items)
         judgement = Judgement(f"{model or 'unknown model'} · {prompt}", model, prompt,
                               "Every expected item is covered (none partial, missing or contradicted).",
                               _verdict_of(unit), reason=reason)
-        return UnitJudgements((judgement,), None, "Does the candidate cover every expected item of the case?", content)
+        return UnitJudgements((judgement,), None, "Does the candidate cover every expected item of the case?")
     if method == "judge-pairwise":
         result = detail.get("judgement") if isinstance(detail.get("judgement"), Mapping) else {}
         winner = (unit.observed or {}).get("winner") if isinstance(unit.observed, Mapping) else result.get("winner")
@@ -139,8 +141,15 @@ def _doc_judgements(unit: UnitResult, identity: Mapping[str, Any]) -> UnitJudgem
         judgement = Judgement(f"{model or 'unknown model'} · {prompt}", model, prompt,
                               f"Which candidate is better (rubric {result.get('rubric_version', '?')})?", verdict,
                               reason=f"winner: {winner}. {result.get('explanation', '')}".strip())
-        return UnitJudgements((judgement,), None, "Pass = candidate A is better, fail = candidate B is better.", content)
-    return UnitJudgements((), _verdict_of(unit), "Is the deterministic grade right (pass = not red)?", content)
+        return UnitJudgements((judgement,), None, "Pass = candidate A is better, fail = candidate B is better.")
+    return UnitJudgements((), _verdict_of(unit), "Is the deterministic grade right (pass = not red)?")
+
+
+def _doc_content(unit: UnitResult) -> str:
+    detail = unit.detail or {}
+    candidates = detail.get("candidates") if isinstance(detail.get("candidates"), Mapping) else {}
+    return digest({"method": detail.get("method"), "candidate": detail.get("candidate"),
+                   "candidates": sorted(candidates.values(), key=str)})
 
 
 def _blind_doc(document: dict[str, Any]) -> None:
@@ -166,15 +175,21 @@ def _blind_doc(document: dict[str, Any]) -> None:
 
 
 def _video_judgements(unit: UnitResult, identity: Mapping[str, Any]) -> UnitJudgements:
+    return UnitJudgements((), _verdict_of(unit), "Is the observed value right for this frame?")
+
+
+def _video_content(unit: UnitResult) -> str:
     artifacts = unit.artifacts or {}
-    video = str(artifacts.get("video") or "").replace("\\", "/").rsplit("/", 1)[-1]
-    content = digest({"video": video, "at": artifacts.get("timestamp_s"), "observed": unit.observed})
-    return UnitJudgements((), _verdict_of(unit), "Is the observed value right for this frame?", content)
+    video = str(artifacts.get("video") or "").replace("\\", "/").rsplit("/", 1)[-1]  # the file, wherever it lies
+    return digest({"video": video, "at": artifacts.get("timestamp_s"), "observed": unit.observed})
 
 
 def _checked_only(unit: UnitResult, identity: Mapping[str, Any]) -> UnitJudgements:
-    content = digest({"expected": unit.expected, "observed": unit.observed, "detail": unit.detail})
-    return UnitJudgements((), _verdict_of(unit), "Is this unit's outcome right?", content)
+    return UnitJudgements((), _verdict_of(unit), "Is this unit's outcome right?")
+
+
+def _whole_content(unit: UnitResult) -> str:
+    return digest({"expected": unit.expected, "observed": unit.observed, "detail": unit.detail})
 
 
 def _blind_verdict_only(document: dict[str, Any]) -> None:
@@ -183,20 +198,22 @@ def _blind_verdict_only(document: dict[str, Any]) -> None:
 
 @dataclass(frozen=True)
 class KindLabels:
-    """A kind's part in labelling. `judged_marker` is text every unit body with a judge verdict
-    holds (a cheap SQL prefilter); None when the kind has no judges."""
+    """A kind's part in labelling: its judgements, the digest of the content a person judges (a label
+    applies to the same content in another run), how to hide its verdicts. `judged_marker` is text
+    every unit body with a judge verdict holds (a cheap SQL prefilter); None when the kind has no judges."""
 
     extract: Callable[[UnitResult, Mapping[str, Any]], UnitJudgements]
+    content: Callable[[UnitResult], str]
     blind: Callable[[dict[str, Any]], None]
     judged_marker: str | None = None
 
 
 KIND_LABELS: dict[str, KindLabels] = {
-    "agent": KindLabels(_agent_judgements, _blind_agent, '"kind":"judge"'),
-    "doc": KindLabels(_doc_judgements, _blind_doc, '"method":"judge-'),
-    "video": KindLabels(_video_judgements, _blind_verdict_only),
+    "agent": KindLabels(_agent_judgements, _agent_content, _blind_agent, '"kind":"judge"'),
+    "doc": KindLabels(_doc_judgements, _doc_content, _blind_doc, '"method":"judge-'),
+    "video": KindLabels(_video_judgements, _video_content, _blind_verdict_only),
 }
-_OTHER_KIND = KindLabels(_checked_only, _blind_verdict_only)
+_OTHER_KIND = KindLabels(_checked_only, _whole_content, _blind_verdict_only)
 
 
 def kind_labels(kind: str) -> KindLabels:
@@ -205,6 +222,10 @@ def kind_labels(kind: str) -> KindLabels:
 
 def judgements_of(unit: UnitResult, kind: str, identity: Mapping[str, Any] | None = None) -> UnitJudgements:
     return kind_labels(kind).extract(unit, identity or {})
+
+
+def content_of(unit: UnitResult, kind: str) -> str:
+    return kind_labels(kind).content(unit)
 
 
 def blind(document: Mapping[str, Any], kind: str) -> dict[str, Any]:

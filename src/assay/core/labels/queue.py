@@ -96,7 +96,7 @@ def _labelled(store: Any, entries: list[tuple[str, str]], kinds: dict[str, str],
         run = store.get_run(run_id)
         for unit_id, unit in store.units_by_id(run_id, unit_ids).items():
             stored = stored_unit(run, unit)
-            if stored.judgements.content in contents.get((stored.kind, subject_of(unit_id)), ()):
+            if stored.content in contents.get((stored.kind, subject_of(unit_id)), ()):
                 done.add((run_id, unit_id))
     return done
 

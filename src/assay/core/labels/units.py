@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import UTC, datetime
 from typing import Any
 
-from assay.core.labels.extract import UnitJudgements, judgements_of, subject_of
+from assay.core.labels.extract import UnitJudgements, content_of, judgements_of, subject_of
 from assay.core.labels.model import Label
 from assay.core.record import UnitResult
 
@@ -25,9 +26,14 @@ class StoredUnit:
     unit: UnitResult
     judgements: UnitJudgements
 
+    @cached_property
+    def content(self) -> str:
+        """The digest of what a person judges in this unit (computed only when asked: it hashes a transcript)."""
+        return content_of(self.unit, self.kind)
+
     @property
     def item(self) -> tuple[str, str, str]:
-        return self.kind, subject_of(self.unit.unit_id), self.judgements.content
+        return self.kind, subject_of(self.unit.unit_id), self.content
 
 
 def read_unit(store: Any, run_id: str, unit_id: str) -> StoredUnit:
@@ -53,6 +59,6 @@ def make_label(
     return Label(
         labeller=labeller, created_at=moment.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         run_id=unit.run_id, unit_id=unit.unit.unit_id, kind=unit.kind, subject=subject_of(unit.unit.unit_id),
-        content=unit.judgements.content, verdict=verdict, score=score, note=note,
+        content=unit.content, verdict=verdict, score=score, note=note,
         judgements=unit.judgements.judgements, checks=unit.judgements.checks,
     )

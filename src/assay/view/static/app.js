@@ -280,6 +280,7 @@ function eventNode(event) {
 }
 
 function assertionStatusBadge(status) {
+  if (status === "hidden") return verdictBadge("hidden");  // the label page, before the person has answered
   const verdict = status === "matched" || status === "passed" ? "passed" : status === "unavailable" ? "skipped" : "failed";
   return verdictBadge(verdict);
 }
@@ -477,21 +478,29 @@ function genericDetail(unit) {
 
 const DETAIL_VIEWS = { video: videoDetail, agent: agentDetail, doc: docDetail };
 
-async function renderUnit(runId, unitId, params) {
-  const unit = await api("unit", { run: runId, unit: unitId });
-  crumbs(el("a", { href: "#/" }, "runs"), el("a", { href: runLink(unit.run_id) }, unit.run_id), unit.unit_id);
+// What a unit page shows below its title: expected and observed, the kind's drill-down, usage and
+// artifacts (the label page shows the same, with the verdicts hidden until the person has answered).
+function unitBody(unit) {
   const kindParts = (DETAIL_VIEWS[unit.kind] || genericDetail)(unit);
   const expectedAndObserved = unit.kind === "agent" ? null : el("div", { class: "grid" },
     el("div", { class: "panel" }, el("h2", {}, "Expected"), el("pre", { id: "unit-expected" }, pretty(unit.expected === undefined ? null : unit.expected))),
     el("div", { class: "panel" }, el("h2", {}, "Observed"), el("pre", { id: "unit-observed" }, pretty(unit.observed === undefined ? null : unit.observed))));
-  show(
-    el("h1", { id: "unit-title" }, unit.unit_id, " ", verdictBadge(unit.verdict)),
-    unit.reason ? el("p", { id: "unit-reason" }, unit.reason) : null,
+  return [
     expectedAndObserved,
     ...kindParts,
     el("div", { class: "grid" },
       el("div", { class: "panel" }, el("h2", {}, "Usage and cost"), keyValueTable({ ...(unit.usage || {}), cost_usd: unit.cost_usd, duration_seconds: unit.duration_seconds })),
       el("div", { class: "panel" }, el("h2", {}, "Artifacts"), keyValueTable(unit.artifacts || {}))),
+  ].filter((node) => node !== undefined && node !== null && node !== false);
+}
+
+async function renderUnit(runId, unitId, params) {
+  const unit = await api("unit", { run: runId, unit: unitId });
+  crumbs(el("a", { href: "#/" }, "runs"), el("a", { href: runLink(unit.run_id) }, unit.run_id), unit.unit_id);
+  show(
+    el("h1", { id: "unit-title" }, unit.unit_id, " ", verdictBadge(unit.verdict)),
+    unit.reason ? el("p", { id: "unit-reason" }, unit.reason) : null,
+    ...unitBody(unit),
   );
   // From the Traces page: straight to the waterfall.
   const target = params && params.at ? document.getElementById(params.at) : null;
@@ -634,6 +643,7 @@ async function route() {
     else if (parts[0] === "compare" && parts[2]) await renderCompare(parts[1], parts[2], params);
     else if (parts[0] === "traces" && parts[1]) await renderTraces(parts[1], params);
     else if (parts[0] === "trend" && parts[1]) await renderTrend(parts[1]);
+    else if (PAGES[parts[0]]) await PAGES[parts[0]](parts.slice(1), params);  // labels.js: label, agreement
     else await renderRuns(params);
   } catch (error) {
     show(el("p", { class: "error", id: "view-error" }, error.message || String(error)));

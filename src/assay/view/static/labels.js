@@ -1,0 +1,313 @@
+// assay results viewer: label mode (#/label, live with `assay view --label`) and judge–human agreement
+// (#/agreement). Loaded before app.js, whose helpers (el, api, show, unitBody, …) it uses when called;
+// app.js routes the pages registered in PAGES.
+"use strict";
+
+const PAGES = { label: (parts, params) => renderLabel(params), agreement: (parts, params) => renderAgreement(params) };
+
+// ---------------------------------------------------------------------------------------------
+// Label mode: one unit at a time from a queue; the keyboard does everything
+
+const LABEL_HELP = "j / → next · k / ← previous · p pass · f fail · 1–5 score · n note (Enter saves) · s skip";
+const label = {
+  active: false,
+  session: null,
+  queue: null,       // { queue, total, labelled, start }
+  index: 0,
+  hide: true,        // the judge's verdict stays hidden until the person has answered
+  item: null,
+  items: new Map(),  // index -> item (prefetched, or already shown)
+  saved: 0,
+  pending: 0,
+  params: {},
+};
+
+function labelRequestParams(params) {
+  return { scope: params.scope || "all", filter: params.filter || "all", seed: params.seed, sample: params.sample,
+    unlabeled_first: params.unlabeled_first === "0" ? "0" : "1" };
+}
+
+// The server shows a unit's verdicts once this labeller has answered it (or when the judge is not hidden).
+async function fetchItem(index) {
+  const item = await api("label/item", { queue: label.queue.queue, index: String(index), reveal: label.hide ? "0" : "1" });
+  label.items.set(index, item);
+  return item;
+}
+
+function itemAt(index) {
+  return label.items.get(index) || fetchItem(index);
+}
+
+function prefetch(index) {
+  if (index >= 0 && index < label.queue.total && !label.items.has(index)) {
+    label.items.set(index, fetchItem(index).catch(() => label.items.delete(index)));
+  }
+}
+
+function labelStatus() {
+  const status = document.getElementById("label-status");
+  if (!status) return;
+  status.textContent = `unit ${label.index + 1} of ${label.queue.total} · ${label.queue.labelled} labelled by you before this page · `
+    + `${label.saved} saved now${label.pending ? ` · saving ${label.pending}…` : ""}`;
+  status.dataset.saved = String(label.saved);
+  status.dataset.pending = String(label.pending);
+}
+
+function judgePanel(item) {
+  if (!item.revealed) {
+    return el("div", { class: "panel", id: "judge-panel", "data-hidden": "true" }, el("h2", {}, "Judge"),
+      el("p", { class: "muted" }, "The judge's verdict and reason are hidden until you answer (uncheck “hide the judge” to see them first)."));
+  }
+  const rows = item.judgements.map((judgement) => el("tr", { "data-judge": judgement.judge },
+    el("td", { class: "mono" }, judgement.judge), el("td", {}, judgement.verdict ? verdictBadge(judgement.verdict) : "no verdict"),
+    el("td", { class: "num" }, judgement.score === null ? "" : String(judgement.score)), el("td", {}, judgement.reason || "")));
+  const others = item.others.map((other) => el("li", {}, `${other.labeller}: `, other.verdict ? verdictBadge(other.verdict) : "",
+    other.score ? ` score ${other.score}` : "", other.note ? ` — ${other.note}` : ""));
+  return el("div", { class: "panel", id: "judge-panel", "data-hidden": "false" }, el("h2", {}, "Judge"),
+    rows.length
+      ? el("table", { id: "judge-verdicts" }, el("thead", {}, el("tr", {}, ["judge", "verdict", "score", "reason"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
+      : el("p", { class: "muted" }, "No model judge graded this unit."),
+    el("p", {}, "Deterministic checks: ", item.checks ? verdictBadge(item.checks) : "none", " · recorded verdict ", verdictBadge(item.verdict),
+      item.reason ? ` — ${item.reason}` : ""),
+    others.length ? el("div", {}, el("b", {}, "Other labellers"), el("ul", { id: "other-labels" }, others)) : null);
+}
+
+function answerBar(item) {
+  const mine = item.mine || {};
+  const button = (text, answer, pressed) => el("button", { class: `answer${pressed ? " chosen" : ""}`, "data-answer": answer,
+    onclick: () => answerWith(answer) }, text);
+  const note = el("textarea", { id: "label-note", rows: "2", placeholder: "Note (n to write, Enter to save, Esc to leave)", "aria-label": "Note" });
+  note.value = mine.note || "";
+  note.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      note.blur();
+      if (item.mine) save(item, { verdict: item.mine.verdict, score: item.mine.score });
+    } else if (event.key === "Escape") {
+      note.blur();
+    }
+  });
+  return el("div", { class: "panel answer-bar", id: "answer-bar" },
+    el("div", { class: "answers" }, button("pass (p)", "p", mine.verdict === "pass"), button("fail (f)", "f", mine.verdict === "fail"),
+      [1, 2, 3, 4, 5].map((score) => button(String(score), String(score), mine.score === score)),
+      button("skip (s)", "s", false)),
+    note,
+    el("div", { class: "muted", id: "your-label", "data-verdict": mine.verdict || "", "data-score": mine.score ? String(mine.score) : "" },
+      item.mine ? `your label: ${mine.verdict || "-"}${mine.score ? `, score ${mine.score}` : ""}` : "not labelled by you yet"));
+}
+
+function renderItem(item) {
+  label.item = item;
+  const container = document.getElementById("label-item");
+  // replaceChildren writes a null as the text "null": optional parts are left out instead.
+  container.replaceChildren(...[
+    el("h2", { id: "label-unit" }, el("a", { href: unitLink(item.run_id, item.unit_id), class: "mono" }, item.unit_id),
+      el("span", { class: "muted" }, ` · ${item.kind} · ${item.run_id}`)),
+    el("p", { class: "question", id: "label-question" }, item.question),
+    item.rubrics.length ? el("div", { class: "panel", id: "label-rubrics" }, el("h2", {}, "Rubric"), el("ul", {}, item.rubrics.map((rubric) => el("li", {}, rubric)))) : null,
+    answerBar(item),
+    judgePanel(item),
+    ...unitBody(item.unit),
+  ].filter((node) => node !== null && node !== undefined));
+  container.dataset.index = String(item.index);
+  container.dataset.unit = item.unit_id;
+  container.dataset.run = item.run_id;
+  container.dataset.revealed = String(item.revealed);
+  labelStatus();
+}
+
+async function showIndex(index, startedAt) {
+  if (!label.queue.total) return;
+  index = Math.max(0, Math.min(label.queue.total - 1, index));
+  label.index = index;
+  let item;
+  try {
+    item = await itemAt(index);
+  } catch (error) {
+    if (String(error.message).includes("no longer kept")) { route(); return; }  // a restarted server: build the queue again
+    throw error;
+  }
+  if (label.index !== index) return;  // the person moved on while it loaded
+  renderItem(item);
+  // Where the queue stands is in the address, so a reload resumes here.
+  const params = { ...label.params, run: item.run_id, unit: item.unit_id };
+  history.replaceState(null, "", "#/label?" + new URLSearchParams(Object.entries(params).filter(([, value]) => value !== undefined && value !== null && value !== "")));
+  if (startedAt !== undefined) {
+    requestAnimationFrame(() => { document.getElementById("label-item").dataset.renderMs = (performance.now() - startedAt).toFixed(1); });
+  }
+  prefetch(index + 1);
+  prefetch(index - 1);
+}
+
+async function save(item, answer) {
+  const body = { run_id: item.run_id, unit_id: item.unit_id, verdict: answer.verdict || null, score: answer.score || null,
+    note: (document.getElementById("label-note") || {}).value || "" };
+  label.pending += 1;
+  labelStatus();
+  try {
+    const response = await fetch("api/label", {
+      method: "PUT",
+      headers: { "content-type": "application/json", [label.session.write_token_header]: label.session.write_token },
+      body: JSON.stringify(body),
+    });
+    const document_ = await response.json();
+    if (!response.ok) throw new Error(document_ && document_.error ? document_.error.message : `HTTP ${response.status}`);
+    item.mine = document_;
+    label.saved += 1;
+  } catch (error) {
+    const errors = document.getElementById("label-errors");
+    if (errors) errors.append(el("li", {}, `Label of ${item.unit_id} not saved: ${error.message || error}`));
+  } finally {
+    label.pending -= 1;
+    labelStatus();
+  }
+}
+
+async function answerWith(key, startedAt) {
+  const item = label.item;
+  if (!item) return;
+  if (key === "s") { await showIndex(label.index + 1, startedAt); return; }
+  const mine = item.mine || {};
+  const answer = { verdict: mine.verdict, score: mine.score };
+  if (key === "p" || key === "f") answer.verdict = key === "p" ? "pass" : "fail";
+  else answer.score = Number(key);
+  item.mine = { ...mine, ...answer, labeller: label.session.labeller };  // shown at once; the store's copy replaces it
+  const saving = save(item, answer);
+  if (!item.revealed) {
+    // Answered: now the judge's verdict (and the unit's) can be shown; the person moves on with j.
+    await saving;
+    const revealed = await fetchItem(item.index);
+    if (label.index === item.index) renderItem(revealed);
+    return;
+  }
+  await showIndex(label.index + 1, startedAt);
+}
+
+document.addEventListener("keydown", (event) => {
+  if (!label.active || !label.item || event.ctrlKey || event.metaKey || event.altKey) return;
+  const target = event.target;
+  if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT" || target.tagName === "SELECT")) return;
+  const startedAt = event.timeStamp;  // the time origin performance.now() counts from
+  const key = event.key;
+  if (key === "j" || key === "ArrowRight") showIndex(label.index + 1, startedAt);
+  else if (key === "k" || key === "ArrowLeft") showIndex(label.index - 1, startedAt);
+  else if (key === "p" || key === "f" || key === "s" || ["1", "2", "3", "4", "5"].includes(key)) answerWith(key, startedAt);
+  else if (key === "n") document.getElementById("label-note").focus();
+  else return;
+  event.preventDefault();
+});
+
+window.addEventListener("hashchange", () => { label.active = parseHash().parts[0] === "label"; });
+
+function queueForm(params, runs) {
+  const scope = el("select", { id: "label-scope", "aria-label": "Runs" }, el("option", { value: "all" }, "all runs"),
+    runs.map((run) => el("option", { value: run.run_id, selected: params.scope === run.run_id }, `${run.run_id} (${run.kind}, ${run.unit_count} units)`)));
+  const filter = el("select", { id: "label-filter", "aria-label": "Units" },
+    [["all", "every unit"], ["judged", "judge-graded units"], ["disagree", "judges (or judge and checks) disagree"]]
+      .map(([value, text]) => el("option", { value, selected: (params.filter || "all") === value }, text)));
+  const seed = el("input", { id: "label-seed", type: "number", min: "0", placeholder: "random seed", value: params.seed || "" });
+  const sample = el("input", { id: "label-sample", type: "number", min: "1", placeholder: "sample size", value: params.sample || "" });
+  const unlabeled = el("input", { id: "label-unlabeled-first", type: "checkbox", checked: params.unlabeled_first !== "0" });
+  const hide = el("input", { id: "label-hide-judge", type: "checkbox", checked: params.hide !== "0" });
+  const start = () => go(["label"], { scope: scope.value, filter: filter.value, seed: seed.value, sample: sample.value,
+    unlabeled_first: unlabeled.checked ? "" : "0", hide: hide.checked ? "" : "0" });
+  return el("div", { class: "filters", id: "label-form" }, scope, filter, seed, sample,
+    el("label", {}, unlabeled, " unlabeled first"), el("label", {}, hide, " hide the judge until I answer"),
+    el("button", { id: "label-start", onclick: start }, "Start"));
+}
+
+async function renderLabel(params) {
+  label.active = true;
+  crumbs(el("a", { href: "#/" }, "runs"), "label");
+  if (STATIC) {
+    show(el("h1", {}, "Label"), el("p", { class: "muted", id: "label-unavailable" }, "Labels are recorded in the live viewer: run `assay view --label`."));
+    return;
+  }
+  try {
+    label.session = await api("label/session", {});
+  } catch (error) {
+    show(el("h1", {}, "Label"), el("p", { class: "muted", id: "label-unavailable" }, "This viewer is read-only: start it with `assay view --label [--as NAME]` to record labels."));
+    return;
+  }
+  label.params = { ...labelRequestParams(params), hide: params.hide };
+  label.hide = params.hide !== "0";
+  label.items = new Map();
+  label.saved = 0;
+  label.item = null;
+  const [queue, runs] = await Promise.all([
+    api("label/queue", { ...labelRequestParams(params), at_run: params.run, at_unit: params.unit }),
+    api("runs", { limit: "200" }),
+  ]);
+  label.queue = queue;
+  show(
+    el("h1", {}, `Label as ${label.session.labeller}`),
+    queueForm(params, runs.runs),
+    el("p", { class: "muted", id: "label-help" }, LABEL_HELP),
+    el("p", { id: "label-status" }),
+    el("ul", { class: "error", id: "label-errors" }),
+    queue.total ? el("div", { id: "label-item" }) : el("p", { class: "muted", id: "label-empty" }, "No unit matches this queue."),
+  );
+  await showIndex(queue.start);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agreement: each judge against the human labels, between labellers, and over judge models
+
+const fixed = (value, digits = 2) => (value === null || value === undefined ? "-" : value.toFixed(digits));
+
+function intervalText(interval) {
+  return interval ? ` [${fixed(interval[0])}, ${fixed(interval[1])}]` : "";
+}
+
+function confusionTable(binary) {
+  const [[pp, pf], [fp, ff]] = binary.confusion.matrix;
+  return el("table", { class: "confusion" },
+    el("thead", {}, el("tr", {}, el("th", {}, "human \\ judge"), el("th", {}, "pass"), el("th", {}, "fail"))),
+    el("tbody", {}, el("tr", {}, el("th", {}, "pass"), el("td", { class: "num" }, pp), el("td", { class: "num" }, pf)),
+      el("tr", {}, el("th", {}, "fail"), el("td", { class: "num" }, fp), el("td", { class: "num" }, ff))));
+}
+
+async function renderAgreement(params) {
+  label.active = false;
+  crumbs(el("a", { href: "#/" }, "runs"), "agreement");
+  const report = await api("agreement", STATIC ? {} : { judge: params.judge, rubric: params.rubric, labeller: params.labeller });
+  const input = (id, name, placeholder) => el("input", { id, type: "search", placeholder, value: params[name] || "" });
+  const judge = input("agreement-judge", "judge", "judge model");
+  const rubric = input("agreement-rubric", "rubric", "rubric contains");
+  const labeller = input("agreement-labeller", "labeller", "labeller");
+  const apply = () => go(["agreement"], { judge: judge.value, rubric: rubric.value, labeller: labeller.value });
+  for (const box of [judge, rubric, labeller]) box.addEventListener("keydown", (event) => { if (event.key === "Enter") apply(); });
+  const rows = report.judges.map((row) => {
+    const binary = row.binary;
+    const scores = row.scores;
+    return el("tr", { "data-judge": row.judge },
+      el("td", { class: "mono" }, row.judge), el("td", { class: "num" }, row.units),
+      el("td", { class: "num" }, binary ? binary.units : 0), el("td", { class: "num" }, binary ? percent(binary.agreement) : "-"),
+      el("td", { class: "num kappa" }, binary ? `${fixed(binary.kappa)}${intervalText(binary.kappa_interval)}` : "-"),
+      el("td", {}, binary ? confusionTable(binary) : ""),
+      el("td", { class: "num" }, scores ? scores.units : 0), el("td", { class: "num" }, scores ? fixed(scores.spearman) : "-"),
+      el("td", { class: "num" }, scores ? fixed(scores.alpha) : "-"),
+      el("td", {}, `${row.first_run_at.slice(0, 10)} … ${row.last_run_at.slice(0, 10)}`));
+  });
+  const labellers = report.labellers;
+  const pairs = labellers.pairs.filter((pair) => pair.binary).map((pair) => el("li", {},
+    `${pair.labellers.join(" – ")}: ${pair.binary.units} unit(s), agreement ${percent(pair.binary.agreement)}, κ ${fixed(pair.binary.kappa)}${intervalText(pair.binary.kappa_interval)}`));
+  const drift = report.drift.map((entry) => el("div", { class: "panel drift", "data-prompt": entry.prompt }, el("h3", {}, entry.prompt),
+    el("ol", {}, entry.models.map((model) => el("li", {}, `${model.model} (from ${model.first_run_at.slice(0, 10)}): ${model.units} unit(s), agreement ${percent(model.agreement)}, κ ${fixed(model.kappa)}`)))));
+  show(
+    el("h1", {}, "Judge–human agreement"),
+    el("p", { class: "muted" }, `${report.labels} label(s) of ${report.items} unit(s) by ${labellers.labellers.join(", ") || "nobody yet"}. `
+      + "Per judge (model + prompt): the labellers' majority verdict against the judge's, Cohen's κ with a 95% bootstrap interval; "
+      + "scores: Spearman's ρ and Krippendorff's α (interval, the judge's scale mapped onto 1–5). The same figures as `assay judge agreement`."),
+    STATIC ? null : el("div", { class: "filters" }, judge, rubric, labeller, el("button", { onclick: apply }, "Filter")),
+    report.judges.length
+      ? el("table", { id: "agreement-table" }, el("thead", {}, el("tr", {}, ["judge", "units", "pass/fail", "agreement", "κ [95%]", "confusion", "scored", "Spearman ρ", "α", "runs"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
+      : el("p", { class: "muted", id: "agreement-empty" }, "No labelled unit yet: label units with `assay view --label`."),
+    el("h2", {}, "Between labellers"),
+    labellers.labellers.length > 1
+      ? el("div", { id: "labeller-agreement" }, el("p", {}, `α pass/fail (nominal) ${fixed(labellers.alpha_verdict)} · α scores (ordinal) ${fixed(labellers.alpha_score)} · ${labellers.units_with_several_labellers} unit(s) with several labellers`), el("ul", {}, pairs))
+      : el("p", { class: "muted" }, "One labeller so far."),
+    el("h2", {}, "Judge drift"),
+    drift.length ? el("div", { id: "judge-drift" }, drift) : el("p", { class: "muted" }, "No prompt has been used by more than one judge model yet."),
+  );
+}
