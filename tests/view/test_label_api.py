@@ -179,3 +179,57 @@ def test_each_kinds_judges_are_read_from_its_real_records(mixed: MixedStore, fil
         assert video.judgements == () and video.checks == "fail"
         deterministic = unit(filled_store.doc_after, "release-notes-v1/deterministic")
         assert deterministic.judgements == () and deterministic.checks == "fail"
+
+
+def test_the_default_labeller_is_git_user_name_else_the_os_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.view.labelling import default_labeller
+
+    monkeypatch.chdir(tmp_path)  # outside any repository: only the global git config counts
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    config = tmp_path / "gitconfig"
+    config.write_text("[user]\n\tname = Ada Lovelace\n", encoding="utf-8")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    assert default_labeller() == "Ada Lovelace"
+    config.write_text("", encoding="utf-8")
+    monkeypatch.setenv("LOGNAME", "grace")
+    assert default_labeller() == "grace"
+
+
+def test_view_label_options_are_checked_before_anything_starts(database: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from assay.cli.app import app
+
+    monkeypatch.setenv("ASSAY_STORE", str(database))
+    without_label = CliRunner().invoke(app, ["view", "--as", "ann", "--no-open"])
+    assert without_label.exit_code == 2 and "--as" in without_label.output and "needs --label" in without_label.output
+    exported = CliRunner().invoke(app, ["view", "--label", "--export", str(database.parent / "site")])
+    assert exported.exit_code == 2 and "cannot be combined with --export" in exported.output
+
+
+def test_assay_view_label_serves_label_mode_as_the_named_labeller(database: Path, mixed: MixedStore, tmp_path: Path) -> None:
+    """The command itself, in its own process: the store opened writable, the label routes there."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    from damaged_store import _read_origin, environment
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", "view", "--label", "--as", "Ann", "--no-open", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment(database),
+    )
+    try:
+        origin = _read_origin(process)
+        session = json.loads(urllib.request.urlopen(f"{origin}/api/label/session", timeout=10).read())
+        assert session["labeller"] == "Ann" and len(session["write_token"]) >= 32
+        body = json.dumps({"run_id": mixed.agent_judged, "unit_id": "main/weather/rome#1", "score": 5}).encode()
+        request = urllib.request.Request(f"{origin}/api/label", data=body, method="PUT", headers={
+            "content-type": "application/json", WRITE_TOKEN_HEADER: session["write_token"]})
+        assert json.loads(urllib.request.urlopen(request, timeout=10).read())["labeller"] == "Ann"
+        assert [label["score"] for label in labels_in(database)] == [5]  # appended (and fsynced) before the answer
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        assert process.stdout is not None
+        process.stdout.close()
