@@ -38,6 +38,15 @@ def test_the_json_walker_yields_each_item_and_skips_values_too_large_to_buffer(t
     assert top_level_keys(path) == ["version", "eval", "samples", "reductions", "tail"]
 
 
+def test_sniffing_a_large_log_stops_at_its_first_large_value(tmp_path):
+    path = tmp_path / "big.json"
+    samples = ",".join(json.dumps({"id": index, "text": "x" * 100}) for index in range(60_000))  # ~7 MB
+    path.write_text('{"version": 2, "status": "success", "eval": {"task": "t"}, "samples": [' + samples + '], "tail": 1}')
+    # The sniff reads up to its budget, not the whole file: it sees the keys before the samples and stops there.
+    assert top_level_keys(path, budget=1 << 20) == ["version", "status", "eval", "samples"]
+    assert top_level_keys(path, budget=64 << 20) == ["version", "status", "eval", "samples", "tail"]
+
+
 def test_a_cut_document_is_an_error_saying_where(tmp_path):
     path = tmp_path / "cut.json"
     path.write_text('{"samples": [{"id": 1}, {"id": 2')

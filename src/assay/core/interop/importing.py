@@ -91,8 +91,10 @@ def _import(path: Path, log_format: LogFormat, database: Path) -> Imported:
                 return _outcome(database, path, log_format.name, run_id, already=True)
     manifest = RunManifest(
         run_id=run_id, kind=IMPORTED_KIND, created_at=created_at, title=log.title,
+        # `project` names the series a run belongs to (the tool, the task or suite, the model), as an
+        # eval dir or an agent project does for assay's own kinds.
         identity={"tool": log.tool, "tool_version": log.tool_version, "format": log_format.name, "source": str(path),
-                  "sha256": digest, **log.identity},
+                  "sha256": digest, "project": f"{log_format.name}:{log.title.rsplit(': ', 1)[0]}", **log.identity},
         options={"file": str(path), "format": log_format.name, "imported_at": utc_timestamp()},
         summary=log.summary,  # filled as the units stream; written with the manifest, after them
     )

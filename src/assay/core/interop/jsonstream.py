@@ -114,23 +114,36 @@ class JsonStream:
     def skip(self) -> None:
         """Pass over the next value, walking into it when it is too large to buffer."""
         start = self.peek()
-        if start in "{[":
+        if start not in ("{", "["):
+            self.value()
+            return
+        if self._decoded_within(len(self._buffer) - self._position + DESCEND_ABOVE):
+            return
+        if start == "{":
+            for _ in self.keys():
+                self.skip()
+        else:
+            for _ in self.items(decode=False):
+                pass
+
+    def _decoded_within(self, length: int) -> bool:
+        """Pass over the next value if it ends within `length` characters of here, reading more as
+        needed; False, where it was, when it does not (or is malformed: walking into it says where)."""
+        while True:
             try:
                 _, end = _DECODER.raw_decode(self._buffer, self._position)
-                self._position = end
-                return
             except json.JSONDecodeError:
-                if len(self._buffer) - self._position < DESCEND_ABOVE:
-                    self.value()
-                    return
-            if start == "{":
-                for _ in self.keys():
-                    self.skip()
-            else:
-                for _ in self.items(decode=False):
-                    pass
-            return
-        self.value()
+                if len(self._buffer) - self._position >= length or not self._more():
+                    return False
+                continue
+            self._position = end
+            return True
+
+    def skip_small(self, budget: int) -> bool:
+        """Pass over the next value if the document up to its end is at most `budget` characters
+        long; False when it is not (a sniff stops there instead of reading a large log)."""
+        self.peek()
+        return self._decoded_within(max(0, budget - self.where()))
 
     def keys(self) -> Iterator[str]:
         """The keys of the object starting here; after each, the caller reads or skips its value."""
@@ -187,9 +200,8 @@ def top_level_keys(path: Path, *, limit: int = 64, budget: int = 4 << 20) -> lis
                 return []
             for key in stream.keys():
                 found.append(key)
-                if len(found) >= limit or stream.where() > budget:
+                if len(found) >= limit or not stream.skip_small(budget):
                     break
-                stream.skip()
     except (JsonStreamError, UnicodeDecodeError, OSError):
         return found
     return found
