@@ -138,3 +138,13 @@ def test_no_labels_says_how_to_make_them(tmp_path, monkeypatch):
     publish(path, "video", [], run_id="video-0")
     result = CliRunner().invoke(app, ["judge", "agreement"])
     assert result.exit_code == 0 and "assay view --label" in result.output
+
+
+def test_a_judge_that_could_not_judge_is_not_counted(tmp_path, monkeypatch):
+    path = tmp_path / "errored" / "assay.db"
+    monkeypatch.setenv("ASSAY_STORE", str(path))
+    publish(path, "agent", [agent_unit(0, 0.9), agent_unit(1, None, status="unavailable")], run_id="agent-e")
+    with SqliteRunStore(path) as store:
+        LabelBook(store).add([make_label(read_unit(store, "agent-e", f"main/eval{i}#1"), "ann", verdict="pass") for i in (0, 1)])
+    judges = [row for row in _agreement()["judges"] if row["kind"] == "judge"]
+    assert [(row["judge"], row["units"]) for row in judges] == [("judge-1 · assay-agent-judge/1:rubric", 1)]

@@ -45,7 +45,6 @@ class _Found:
 class _Item:
     labels: dict[str, Label] = field(default_factory=dict)  # labeller -> latest label
     found: dict[str, _Found] = field(default_factory=dict)  # row key -> the answer that counts
-    kind: str = ""
 
     def human_verdict(self) -> str | None:
         votes = [label.verdict for label in self.labels.values() if label.verdict is not None]
@@ -62,7 +61,7 @@ class _Item:
 def _items(labels: Iterable[Label]) -> dict[Item, _Item]:
     items: dict[Item, _Item] = {}
     for label in sorted(latest_labels(labels).values(), key=lambda label: label.created_at):
-        entry = items.setdefault(label.item, _Item(kind=label.kind))
+        entry = items.setdefault(label.item, _Item())
         entry.labels[label.labeller] = label
     return items
 
@@ -84,6 +83,8 @@ def _checks(kind: str, verdict: str | None) -> Judgement | None:
 
 
 def _offer(entry: _Item, judgement: Judgement, found: _Found, selection: AgreementFilter) -> None:
+    if judgement.verdict is None and judgement.score is None:
+        return  # a judge that could not judge (judge-error, unavailable) graded nothing
     if judgement.prompt == CHECKS_PROMPT:
         if selection.judge or selection.rubric:  # a judge or rubric was asked for: the checks are not one
             return

@@ -643,7 +643,7 @@ async function route() {
     else if (parts[0] === "compare" && parts[2]) await renderCompare(parts[1], parts[2], params);
     else if (parts[0] === "traces" && parts[1]) await renderTraces(parts[1], params);
     else if (parts[0] === "trend" && parts[1]) await renderTrend(parts[1]);
-    else if (PAGES[parts[0]]) await PAGES[parts[0]](parts.slice(1), params);  // labels.js: label, agreement
+    else if (typeof PAGES !== "undefined" && PAGES[parts[0]]) await PAGES[parts[0]](parts.slice(1), params);  // labels.js
     else await renderRuns(params);
   } catch (error) {
     show(el("p", { class: "error", id: "view-error" }, error.message || String(error)));
