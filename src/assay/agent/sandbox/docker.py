@@ -62,10 +62,13 @@ _KILL_TREE = (
     'tree() { for c in $(cat /proc/$1/task/*/children 2>/dev/null); do tree $c; done; alive $1 && echo $1; }; '
     'marked() { for e in /proc/[0-9]*/environ; do p=${e#/proc/}; p=${p%/environ}; '
     '[ "$p" = "$$" ] && continue; tr "\\0" "\\n" < $e 2>/dev/null | grep -qx "$2" && echo $p; done; }; '
-    'for round in 1 2 3 4 5; do left=$( { [ -n "$pid" ] && tree $pid; marked "$@"; } | sort -u); '
+    # A listing that could not fork (the killed copies are not reaped yet) is no proof: exit 3, try again.
+    'for round in 1 2 3 4 5; do left=$( { [ -n "$pid" ] && tree $pid; marked "$@"; } | sort -u) || exit 3; '
     '[ -z "$left" ] && { rm -f "$1"; exit 0; }; kill -KILL $left 2>/dev/null; sleep 0.1; done; '
-    'left=$( { [ -n "$pid" ] && tree $pid; marked "$@"; } ); [ -z "$left" ]'
+    'left=$( { [ -n "$pid" ] && tree $pid; marked "$@"; } | sort -u) || exit 3; [ -z "$left" ]'
 )
+_KILL_TRIES = 4  # the kill script again, a moment later, before the container is given up
+_KILL_PAUSE_SECONDS = 0.25
 # The kernel's count of OOM kills in the container's memory cgroup (cgroup v2, then v1).
 _OOM_COUNT = "cat /sys/fs/cgroup/memory.events 2>/dev/null || cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"
 _FILE_SECONDS = 300.0
@@ -293,11 +296,19 @@ class DockerSandbox:
         return count > seen
 
     async def _kill(self, pidfile: str, mark: str) -> None:
-        try:
-            result = await _call(self.container.exec_run, ["sh", "-c", _KILL_TREE, "kill-tree", pidfile, mark])
-            confirmed = result.exit_code == 0
-        except Exception:  # noqa: BLE001
-            confirmed = False
+        confirmed = False
+        for attempt in range(_KILL_TRIES):
+            if attempt:
+                # A fork bomb's killed copies hold every pid until they are reaped, and the listing that
+                # confirms the tree is gone needs a fork: it gets another go a moment later.
+                await asyncio.sleep(_KILL_PAUSE_SECONDS)
+            try:
+                result = await _call(self.container.exec_run, ["sh", "-c", _KILL_TREE, "kill-tree", pidfile, mark])
+                confirmed = result.exit_code == 0
+            except Exception:  # noqa: BLE001
+                confirmed = False
+            if confirmed:
+                break
         if not confirmed:
             self.retired = "a command's process tree could not be confirmed gone, so the container was removed"
             await self.stop()
