@@ -7,14 +7,15 @@ from datetime import datetime, timezone
 
 import pytest
 
-from assay.doc.artifacts import artifact_record, default_run_id, iso_timestamp, normalize_legacy_manifest
+from assay.core.timestamps import utc_timestamp
+from assay.doc.artifacts import artifact_record, default_run_id, normalize_legacy_manifest
 from assay.errors import CaseError
 
 MOMENT = datetime(2026, 7, 3, 10, 11, 12, 123456, tzinfo=timezone.utc)
 
 
 def test_timestamps_and_default_run_ids_use_milliseconds_and_z():
-    assert iso_timestamp(MOMENT) == "2026-07-03T10:11:12.123Z"
+    assert utc_timestamp(MOMENT) == "2026-07-03T10:11:12.123Z"
     assert default_run_id("deterministic", MOMENT) == "deterministic-2026-07-03T10-11-12-123Z"
 
 

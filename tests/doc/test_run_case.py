@@ -316,3 +316,22 @@ def test_runs_compare_latest_pairs_a_doc_run_with_the_previous_run_of_its_own_su
     document = json.loads(compared.stdout)
     assert document["counts"]["regressions"] == 1  # a-1 (green) → a-2 (red), not b-1 (red) → a-2
     assert document["baseline_chosen"].startswith(f"Baseline: {document['before']}, the doc run of the same project")
+
+
+def test_a_doc_run_is_stored_under_the_run_id_shape_of_every_kind_and_its_bundle_keeps_its_name(tmp_path, monkeypatch):
+    import re
+
+    from typer.testing import CliRunner
+
+    from assay.cli.app import app
+
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
+    suite = make_suite(tmp_path / "suite")
+    monkeypatch.chdir(suite.repo)
+    assert run_case(run_id=None).exit_code == 0
+    listed = CliRunner().invoke(app, ["runs", "list", "--json"], catch_exceptions=False)
+    [run] = json.loads(listed.stdout)["runs"]
+    assert re.fullmatch(r"doc-\d{8}T\d{6}Z-[0-9a-f]{8}", run["run_id"])  # as video-… and agent-… ids read
+    [bundle] = [path.name for path in suite.results.iterdir()]
+    assert re.fullmatch(r"deterministic-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z", bundle)  # eval-kit's name
+    assert run["identity"]["bundle_run_id"] == bundle

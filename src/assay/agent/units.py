@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent.evidence import sum_counts
+from assay.core.gates import Gate
 from assay.core.record import (
     RunManifest,
     UnitResult,
@@ -20,7 +21,7 @@ from assay.core.record import (
     jsonable,
 )
 
-__all__ = ["agent_run_manifest", "agent_run_units", "agent_unit", "agent_unit_text", "plain_text"]
+__all__ = ["agent_run_manifest", "agent_run_units", "agent_unit", "agent_unit_id", "agent_unit_text", "plain_text"]
 
 # `scored` attempts carry a score, not a verdict: shown, but not counted in pass rates or compare.
 _VERDICTS = {"passed": "passed", "failed": "failed", "errored": "errored", "skipped": "skipped", "scored": "ignored"}
@@ -73,7 +74,7 @@ def _unit(result: Any, detail: dict[str, Any], usage: Any, locator: str) -> Unit
 
     carried_from = getattr(result, "carried_from", None)
     return UnitResult(
-        unit_id=f"{result.experiment_id}/{result.eval_id}#{result.ordinal + 1}",
+        unit_id=agent_unit_id(result.experiment_id, result.eval_id, result.ordinal),
         verdict=_VERDICTS.get(result.verdict or "", "skipped"),
         group=f"{result.experiment_id}/{result.eval_id}",
         title=attempt_title(result),
@@ -90,6 +91,11 @@ def _unit(result: Any, detail: dict[str, Any], usage: Any, locator: str) -> Unit
         detail=detail,
         carried_from={"run_id": carried_from["run_id"], "unit_id": carried_from["unit_id"]} if carried_from else None,
     )
+
+
+def agent_unit_id(experiment_id: str, eval_id: str, ordinal: int) -> str:
+    """`experiment/eval#n`: the same attempt of the same eval pairs up across runs (n counts from 1)."""
+    return f"{experiment_id}/{eval_id}#{ordinal + 1}"
 
 
 def _total_usage(results: Sequence[Any]) -> dict[str, Any] | None:
@@ -114,17 +120,9 @@ def agent_run_manifest(
     agents: dict[str, dict[str, Any]] = {}
     for result in results:
         agents.setdefault(result.experiment_id, {"agent": result.agent, "model": result.model})
-    gates = [
-        {
-            "name": "attempts",
-            "passed": not any(result.verdict in ("failed", "errored") for result in results),
-            "message": "no failed or errored attempts",
-        }
-    ]
-    gates += [
-        {"name": f"budget {experiment}", "passed": False, "message": "budget exhausted"}
-        for experiment in outcome.budget_exhausted
-    ]
+    passed = not any(result.verdict in ("failed", "errored") for result in results)
+    gates = [Gate("attempts", passed, "no failed or errored attempts")]
+    gates += [Gate(f"budget {experiment}", False, "budget exhausted") for experiment in outcome.budget_exhausted]
     counts: dict[str, int] = {}
     for result in results:
         key = result.verdict or result.outcome
@@ -136,7 +134,7 @@ def agent_run_manifest(
         title=f"{root.name}: {', '.join(agents) or 'no experiments'}",
         identity={"project": str(root), "experiments": agents},
         options=jsonable(dict(invocation)),
-        gates=gates,
+        gates=[gate.to_json() for gate in gates],
         summary={
             "attempts": counts, "checkpoint": str(checkpoint_path) if checkpoint_path else None,
             # Slots that adopted an earlier run's attempt: counted under their verdict, never sent to the agent.

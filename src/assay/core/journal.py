@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from assay.core import timestamps
 from assay.core.file_lock import HeldLock, LockFile, LockHeld
 from assay.core.fsutil import (
     STALE_TEMPORARY_AGE_S,
@@ -48,9 +49,8 @@ _TAIL_SCAN_CHUNK = 64 * 1024
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:
-    """`2026-11-29T18:43:19.936387Z`: UTC isoformat with `Z` instead of `+00:00`."""
-    moment = moment or datetime.now(UTC)
-    return moment.isoformat().replace("+00:00", "Z")
+    """`2026-11-29T18:43:19.936387Z`: a checkpoint's times keep Python's full precision."""
+    return timestamps.utc_timestamp(moment, precision="auto")
 
 
 def plan_hash(payload: Any) -> str:
@@ -300,9 +300,8 @@ def _acquire_lock(directory: Path, token: str) -> HeldLock:
 
 
 def _new_checkpoint_directory(root: Path, kind: str, now: datetime) -> tuple[str, Path]:
-    stamp = now.strftime("%Y%m%dT%H%M%SZ")
     for _attempt in range(100):
-        checkpoint_id = f"{kind}-{stamp}-{secrets.token_hex(4)}"
+        checkpoint_id = timestamps.time_ordered_id(kind, now)
         directory = root / checkpoint_id
         try:
             directory.mkdir(mode=_DIRECTORY_MODE)

@@ -1,4 +1,5 @@
-"""JSON-like values: validation with located messages, canonical encoding and hashing.
+"""JSON-like values: validation with located messages, canonical encoding and hashing, and the one
+conversion of anything an adapter returns into strict JSON.
 
 A JSON-like value is None, bool, int (any size), finite float, str (valid Unicode), list/tuple, or a
 dict with string keys. Expectations, observations, event payloads and journal records all use it.
@@ -8,11 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Mapping
+from enum import Enum
 from typing import Any
+from uuid import UUID
 
 from assay.errors import JsonValueError
 
-__all__ = ["check_json_like", "canonical_json", "is_json_like"]
+__all__ = ["check_json_like", "canonical_json", "is_json_like", "jsonable"]
 
 
 def _child_path(path: str, key: object) -> str:
@@ -80,3 +84,30 @@ def canonical_json(value: Any) -> str:
     """Sorted keys, no spaces, ASCII: equal values give equal text (but `1` and `1.0` differ)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
+
+
+def jsonable(value: Any, *, non_finite_as_null: bool = False, fallback: Callable[[Any], Any] = repr) -> Any:
+    """`value` as strict JSON: non-finite floats become their names (null with `non_finite_as_null`,
+    as `JSON.stringify` writes them), an Enum member its value, a UUID its text, a pydantic model its
+    JSON, anything else `fallback(it)` (its repr). Adapters return what they like; records, the
+    viewer and transcripts must still be valid JSON."""
+
+    def convert(item: Any) -> Any:
+        if item is None or isinstance(item, (bool, int, str)):
+            return item
+        if isinstance(item, float):
+            return item if math.isfinite(item) else (None if non_finite_as_null else repr(item))
+        if isinstance(item, Mapping):
+            return {str(key): convert(child) for key, child in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [convert(child) for child in item]
+        if isinstance(item, Enum):
+            return convert(item.value)
+        if isinstance(item, UUID):
+            return str(item)
+        dump = getattr(item, "model_dump", None)
+        if callable(dump):
+            return convert(dump(mode="json"))
+        return fallback(item)
+
+    return convert(value)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import secrets
 import subprocess
@@ -18,15 +17,15 @@ import weakref
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from json.decoder import scanstring
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import orjson
 
+from assay.core.jsonvalue import jsonable
 from assay.core.fsutil import STALE_TEMPORARY_AGE_S, fsync_directory, remove_stale_temporary_files, write_atomically
+from assay.core.timestamps import time_ordered_id, utc_timestamp
 from assay.errors import ConfigError
 
 __all__ = [
@@ -203,15 +202,10 @@ class RunManifest:
 # Identity of a run: id, time, git state, where it is kept
 
 
-def utc_timestamp(now: _dt.datetime | None = None) -> str:
-    moment = (now or _dt.datetime.now(_dt.UTC)).astimezone(_dt.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def new_run_id(kind: str, now: _dt.datetime | None = None) -> str:
-    """`<kind>-<UTC time>-<6 hex>`: sorts by time, unique without coordination."""
-    moment = (now or _dt.datetime.now(_dt.UTC)).astimezone(_dt.UTC)
-    return f"{kind}-{moment.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+    """`<kind>-<YYYYMMDDTHHMMSSZ>-<8 hex>`, the one shape of every run id (a journaled run's is its
+    checkpoint's, see `checkpointed_run_id`)."""
+    return time_ordered_id(kind, now)
 
 
 def checkpointed_run_id(kind: str, checkpoint_id: str) -> str:
@@ -310,31 +304,6 @@ def git_state(folder: Path) -> tuple[str | None, bool | None]:
 
 # ---------------------------------------------------------------------------------------------
 # Values
-
-
-def jsonable(value: Any, *, non_finite_as_null: bool = False) -> Any:
-    """`value` as strict JSON: non-finite floats become their names (null with `non_finite_as_null`,
-    as `JSON.stringify` writes them), an Enum member its value, a UUID its text, unknown objects
-    their repr. Adapters return what they like; the record and the viewer must still be valid JSON.
-    """
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        return None if non_finite_as_null else repr(value)
-    if isinstance(value, Mapping):
-        return {str(key): jsonable(item, non_finite_as_null=non_finite_as_null) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(item, non_finite_as_null=non_finite_as_null) for item in value]
-    if isinstance(value, Enum):
-        return jsonable(value.value, non_finite_as_null=non_finite_as_null)
-    if isinstance(value, UUID):
-        return str(value)
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return jsonable(dump(mode="json"), non_finite_as_null=non_finite_as_null)
-    return repr(value)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from assay.core.fsutil import (
     sha256_file,
     write_atomically,
 )
+from assay.core.timestamps import utc_timestamp
 from assay.doc.config import DocSuite
 from assay.doc.paths import contained_path, relative_posix
 from assay.errors import CaseError
@@ -35,7 +36,6 @@ __all__ = [
     "artifact_record",
     "default_run_id",
     "dump_json",
-    "iso_timestamp",
     "media_type_for",
     "normalize_legacy_manifest",
     "open_run",
@@ -54,15 +54,9 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def iso_timestamp(moment: datetime) -> str:
-    """ISO 8601 UTC with milliseconds and `Z`: `2026-07-03T10:11:12.123Z`."""
-    moment = moment.astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
 def default_run_id(prefix: str, moment: datetime) -> str:
     """`<prefix>-<timestamp with ':' and '.' as '-'>`, e.g. `deterministic-2026-07-03T10-11-12-123Z`."""
-    return f"{prefix}-" + iso_timestamp(moment).replace(":", "-").replace(".", "-")
+    return f"{prefix}-" + utc_timestamp(moment).replace(":", "-").replace(".", "-")
 
 
 def dump_json(value: Any) -> str:
@@ -205,8 +199,8 @@ class RunBundle:
             "run_type": run_type,
             "runner": {"id": f"{self.suite.suite_id}-{runner_suffix}", "version": RUNNER_VERSION},
             "case_ids": list(case_ids),
-            "started_at": iso_timestamp(self.started_at),
-            "ended_at": iso_timestamp(ended_at),
+            "started_at": utc_timestamp(self.started_at),
+            "ended_at": utc_timestamp(ended_at),
             "duration_ms": max(0, int((ended_at - self.started_at).total_seconds() * 1000)),
             "status": "completed",
             "git": {"commit": git_commit(self.suite.repo_root)},

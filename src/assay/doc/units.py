@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay.core.gates import Gate
 from assay.core.record import (
     RunManifest,
     UnitResult,
@@ -47,7 +48,7 @@ def _manifest(
             **(identity or {}),
         },
         options=jsonable(dict(options)),
-        gates=[{"name": method, "passed": success, "message": "verdict is not red" if method == "deterministic" else "advisory"}],
+        gates=[Gate(method, success, "verdict is not red" if method == "deterministic" else "advisory").to_json()],
         # A deterministic grade of a given candidate never varies by chance: a flip between two runs is a change.
         summary={"bundle": str(result_dir), **({"deterministic": True} if method == "deterministic" else {})},
         success=success,

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
+from assay.core.jsonvalue import jsonable
 from assay.errors import ConfigError
 
 
@@ -60,18 +61,7 @@ class Tool:
                 result = await result
         except Exception as error:  # noqa: BLE001 - a failing tool is evidence (status failed), not a crash
             return ToolResult(f"{type(error).__name__}: {error}", failed=True)
-        return ToolResult(_jsonable(result))
-
-
-def _jsonable(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json")
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return str(value)
-    return value
+        return ToolResult(jsonable(result, fallback=str))
 
 
 def tool(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.journal import iter_journal_events
+from assay.core.jsonvalue import jsonable
 from assay.errors import AssayError
 from assay.video.checkpoint import RUN_RESULT, result_from_payload
 from assay.video.model import SampleResult
@@ -120,14 +121,6 @@ def find_prior_run(eval_dir: Path) -> Path | None:
     return None
 
 
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return repr(value)
-    return value
-
-
 def sample_outcomes(run: PriorRun, case_name: str, current_expectations: Mapping[str, Mapping[int, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Per target, one outcome per sample time: the last trial's result and every trial's status.
 
@@ -151,9 +144,9 @@ def sample_outcomes(run: PriorRun, case_name: str, current_expectations: Mapping
                 "sample_index": last.sample_index,
                 "status": last.status,
                 "statuses": [result.status for _, result in entries],
-                "expected": _jsonable(last.expected),
-                "observed": _jsonable(last.observed),
-                "observed_value": _jsonable(last.observed_value),
+                "expected": jsonable(last.expected),
+                "observed": jsonable(last.observed),
+                "observed_value": jsonable(last.observed_value),
                 "compare_mode": last.compare_mode,
                 "field": last.field,
                 "reason": last.reason,
