@@ -280,3 +280,37 @@ def test_a_tmpfs_workdir_holds_uploads_writes_and_the_ledger(docker_image, tmp_p
     layer = docker_sandbox(image=docker_image, tmpfs_workdir=True).prepare(upload(tmp_path / "repo"))
     result = run_one_linked(sandbox_agent(send), define_eval(test, sandbox=layer))
     assert result.verdict == "passed", (result.error, result.assertions)
+
+
+def test_a_window_opening_with_nothing_done_since_the_last_snapshot_costs_no_round_trip():
+    """In a container only the sandbox's own commands and writes reach the workdir: a window that opens
+    with none since the last snapshot starts from it (each snapshot is an exec, tens of milliseconds)."""
+    from assay.agent.sandbox.ledger import ChangeLedger
+
+    snapshots: list[str | None] = []
+
+    class CountingGit:
+        async def prepare(self, run):
+            return False
+
+        async def snapshot(self, add, since, limit):
+            snapshots.append(since)
+            return 0, f"0 tree{len(snapshots)}\n".encode(), b""
+
+    touches = [0]
+
+    async def attempt():
+        ledger = ChangeLedger(CountingGit(), touches=lambda: touches[0])
+        await ledger.start()  # the baseline
+        await ledger.open_window("turn1", 0, 1)  # nothing since: the baseline's tree
+        touches[0] += 1  # the agent runs a command
+        await ledger.close_window()
+        await ledger.open_window("turn2", 0, 2)  # the eval did nothing between the sends
+        await ledger.close_window()
+        touches[0] += 1  # the eval writes a file before the third send
+        await ledger.open_window("turn3", 0, 3)
+        return ledger.windows
+
+    windows = asyncio.run(attempt())
+    assert snapshots == [None, "tree1", "tree2", None]  # baseline, close 1, close 2, open 3 (not opens 1 and 2)
+    assert [(window.start, window.end) for window in windows] == [("tree1", "tree2"), ("tree2", "tree3")]

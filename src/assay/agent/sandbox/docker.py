@@ -162,6 +162,7 @@ class DockerSandbox:
 
     isolation = ISOLATION
     ledger_dir = "/tmp/.assay-ledger"
+    workdir_private = True  # only commands in the container reach the workdir (the change ledger relies on it)
 
     def __init__(self, client: Any, container: Any, sandbox_id: str, workdir: str, env: Mapping[str, str],
                  registry_root: Path, *, memory: int | None = None, network_mode: str = NETWORK_NONE) -> None:

@@ -36,6 +36,7 @@ class SandboxCore:
 
     __slots__ = (
         "backend", "redactor", "deadline", "signal", "phase", "window", "log", "omitted_commands", "progress",
+        "touches",
     )
 
     def __init__(
@@ -51,6 +52,7 @@ class SandboxCore:
         self.log: list[dict[str, Any]] = []
         self.omitted_commands = 0
         self.progress = progress
+        self.touches = 0  # commands run, files written and folders uploaded: what may change the workdir
 
     def remaining(self) -> float | None:
         if self.deadline is None:
@@ -201,6 +203,7 @@ class Sandbox:
         err_callback = _redacting(on_stderr, core.redactor)
         signals = [candidate for candidate in (core.signal, signal) if candidate is not None]
         data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
+        core.touches += 1
         raw = await backend.exec(
             argv, env=environment, cwd=self.path(cwd) if cwd is not None else self.workdir, timeout=timeout,
             on_stdout=out_callback, on_stderr=err_callback, signals=signals, user=user, stdin=data,
@@ -246,6 +249,7 @@ class Sandbox:
     async def write_bytes(self, path: str | Path, data: bytes) -> None:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise SandboxError(f"write_bytes takes bytes, got {type(data).__name__}")
+        self._core.touches += 1
         await self._live().write_bytes(self.path(path), bytes(data))
 
     async def write_text(self, path: str | Path, text: str, encoding: str = "utf-8") -> None:
@@ -285,6 +289,7 @@ class Sandbox:
             raise SandboxError(f"upload_directory: {source_path} is not a folder")
         destination = self.path(target if target is not None else ".")
         backend = self._live()
+        self._core.touches += 1
         native = getattr(backend, "upload_directory", None)
         if native is not None:
             await native(source_path, destination, tuple(ignore))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,9 +203,15 @@ class ChangeLedger:
     """Snapshots of the workdir as git trees; a window is the delta between two of them. `git` runs
     the ledger's git where the workdir is (`HostGit`, `ExecGit`) and makes its repository (`prepare`)."""
 
-    def __init__(self, git: Any, rules: DiffRules = DiffRules()) -> None:
+    def __init__(self, git: Any, rules: DiffRules = DiffRules(), touches: Callable[[], int] | None = None) -> None:
+        """`touches()`, when given, counts what could have changed the workdir (the sandbox's commands,
+        writes and uploads): a window that opens with the count unchanged since the last snapshot starts
+        from that snapshot's tree, with no round trip. Only for a workdir nothing else reaches (a
+        container's): a local one can be written from the host directly."""
         self._git = git
         self._rules = rules
+        self._touches = touches
+        self._last: tuple[int, str] | None = None  # the touch count and the tree of the latest snapshot
         self._add = ["add", "-A", "-f", "--ignore-errors", "--", "."]
         for pattern in rules.excluded():
             self._add += _pathspecs(pattern, "exclude,glob")
@@ -228,6 +234,13 @@ class ChangeLedger:
     async def _snapshot_and_delta(self, since: str | None) -> tuple[str, tuple[FileChange, ...]]:
         """The workdir as a tree id, and what changed since the tree `since` (nothing when None); in one
         round trip when the ledger's git can (`ExecGit.snapshot`)."""
+        touched = self._touches() if self._touches is not None else None
+        tree, changes = await self._snapshot_now(since)
+        if touched is not None:
+            self._last = (touched, tree)
+        return tree, changes
+
+    async def _snapshot_now(self, since: str | None) -> tuple[str, tuple[FileChange, ...]]:
         fast = getattr(self._git, "snapshot", None)
         if fast is None or self._readd:
             if fast is not None and self.baseline is None:  # the one-exec snapshot would have made it
@@ -273,6 +286,10 @@ class ChangeLedger:
 
     async def open_window(self, label: str, session: int, turn: int) -> None:
         if self.failure is not None:
+            return
+        last = self._last
+        if last is not None and self._touches is not None and self._touches() == last[0]:
+            self._open = (label, session, turn, last[1])  # nothing has run or been written since
             return
         try:
             self._open = (label, session, turn, (await self._snapshot_and_delta(None))[0])

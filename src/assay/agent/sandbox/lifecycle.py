@@ -124,7 +124,10 @@ class SandboxStage:
         core.phase = "sandbox.baseline"
         make_git = getattr(backend, "ledger_git", None)
         git = make_git() if make_git is not None else ExecGit(backend, getattr(backend, "ledger_dir", _CONTAINER_LEDGER))
-        self.ledger = ChangeLedger(git, self.binding.diff)
+        # A container's workdir changes only through the sandbox: a window opening with nothing done
+        # since the last snapshot reuses it (see ChangeLedger); a local one the host can write directly.
+        touches = (lambda: core.touches) if getattr(backend, "workdir_private", False) else None
+        self.ledger = ChangeLedger(git, self.binding.diff, touches)
         await self.ledger.start()
         if self.ledger.failure is not None:
             settings.feedback.diagnostic(
