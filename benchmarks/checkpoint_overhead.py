@@ -29,11 +29,12 @@ from rich.console import Console
 from assay.core.gcpolicy import collection_sized_for_runs
 from assay.core.journal import Journal, checkpoints_root
 from assay.core.run_events import RunEvents
-from assay.core.run_request import to_invocation
+from assay.core.run.request import to_invocation
 from assay.video.checkpoint import RunCheckpoint
 from assay.video.loading import load_eval_directory
 from assay.video.report import VideoConsole
-from assay.video.run import VideoRun, VideoRunRequest, check_sample_times
+from assay.video.request import VideoRunRequest
+from assay.video.run import VideoRun, check_sample_times
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from video_run import OUT, make_eval, make_video  # a sibling script, not a package

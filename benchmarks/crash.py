@@ -140,7 +140,7 @@ def install():
 
         fsutil.write_atomically = write_atomically
     elif stage == "finish":
-        import assay.core.pipeline as pipeline
+        import assay.core.run.pipeline as pipeline
 
         original_finish = pipeline._finish
 
@@ -150,17 +150,17 @@ def install():
             return original_finish(events, finished, opened)
 
         pipeline._finish = _finish
-    elif stage == "reported":
-        from assay.core.run_events import RunEvents
+    elif stage == "reported":  # every reporter has written; the store publisher (the last one) not yet
+        from assay.core.report.store import StorePublisher
 
-        original_finished = RunEvents.run_finished
+        original_publish = StorePublisher.run_finished
 
         def run_finished(self, finished):
-            original_finished(self, finished)
             if finished.build_manifest is not None:
                 die()
+            original_publish(self, finished)
 
-        RunEvents.run_finished = run_finished
+        StorePublisher.run_finished = run_finished
     elif stage == "index-mid":
         import assay.core.results_store as results_store
 

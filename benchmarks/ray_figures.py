@@ -70,7 +70,8 @@ def video_child(cpus: int) -> dict:
     from assay.core.ray_executor import RayExecutor
     from assay.video.loading import load_eval_directory
     from assay.core.run_events import RunEvents
-    from assay.video.run import VideoRun, VideoRunRequest, VideoWorker, remaining_case_work
+    from assay.video.request import VideoRunRequest
+    from assay.video.run import VideoRun, VideoWorker, remaining_case_work
 
     ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
     with tempfile.TemporaryDirectory() as folder:

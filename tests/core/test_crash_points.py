@@ -38,7 +38,7 @@ def die():
 def install():
     stage = os.environ.get("CRASH_AT")
     if stage == "finish":  # every result durable; nothing reported, recorded or sealed yet
-        import assay.core.pipeline as pipeline
+        import assay.core.run.pipeline as pipeline
 
         original_finish = pipeline._finish
 

@@ -89,7 +89,8 @@ def test_collection_switched_off_stays_off_and_untouched():
 
 
 def test_a_pipeline_run_works_under_the_run_settings_and_restores_them_when_it_fails():
-    from assay.core import pipeline
+    from assay.core.run import pipeline
+    from assay.core.run.kinds import KindOutput
     from assay.core.run_events import RunFinished
 
     seen = []
@@ -124,10 +125,10 @@ def test_a_pipeline_run_works_under_the_run_settings_and_restores_them_when_it_f
     class Kind:
         name = "test"
 
-        def reporters(self, request, outputs):
-            return []
+        def output(self, outputs):
+            return KindOutput(console=object())
 
-        def open(self, request, resume, events):
+        def open(self, request, outputs, resume, events):
             return Opened(request)
 
         def open_failed(self, request, error):

@@ -161,7 +161,7 @@ def test_a_journaled_agent_run_keeps_summaries_and_its_record_matches_the_attemp
     attempts back from the spool; the record's units are exactly what `agent_unit` makes of them."""
     from assay.agent.run_kind import AgentRunRequest
     from assay.agent.runner import AttemptSummary, SpooledAttempts
-    from assay.core import pipeline
+    from assay.core.run import pipeline
     from assay.agent.units import agent_unit
     from assay.core.record import records_dir
 
@@ -186,7 +186,7 @@ def test_a_journaled_agent_run_keeps_summaries_and_its_record_matches_the_attemp
     )
     store = tmp_path / "store" / "assay.db"
     monkeypatch.setenv("ASSAY_STORE", str(store))
-    result = pipeline.run("agent", AgentRunRequest(project=project, quiet=True, sigint=False), reporters=[])
+    result = pipeline.run("agent", AgentRunRequest(project=project, sigint=False), reporters=[])
     assert result.exit_code == 1
     outcome = result.outcome
     assert isinstance(outcome.results, SpooledAttempts)

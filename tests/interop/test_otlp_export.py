@@ -17,7 +17,7 @@ import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from assay.core import pipeline
+from assay.core.run import pipeline
 from assay.core.record import RunManifest, UnitResult, store_path, utc_timestamp
 from assay.core.results_store import publish_run
 from assay.core.run_events import RunFinished
@@ -214,10 +214,7 @@ class _Kind:
     def __init__(self, home: Path) -> None:
         self.home = home
 
-    def reporters(self, request: Any, outputs: Any) -> list[Any]:
-        return []
-
-    def open(self, request: Any, resume: Any, events: Any) -> _Opened:
+    def open(self, request: Any, outputs: Any, resume: Any, events: Any) -> _Opened:
         return _Opened(self.home)
 
     def open_failed(self, request: Any, error: Any) -> RunFinished:

@@ -70,7 +70,7 @@ def _request(project: str | Path, experiment: str | None, evals: Sequence[str], 
     root = Path(project).expanduser().resolve()
     if not root.is_dir():
         raise UsageError(f"project folder does not exist: {root}", "project")
-    return AgentRunRequest(project=root, experiment=experiment, evals=tuple(evals), quiet=True, **options)
+    return AgentRunRequest(project=root, experiment=experiment, evals=tuple(evals), **options)
 
 
 def _refused(error: Exception, console: bool = False) -> AgentResults:
@@ -102,7 +102,8 @@ def run(
     `rerun="failed"` carries only passed ones, `rerun="all"` none. `journal=False` keeps no checkpoint
     (nothing to resume); `record=False` keeps the run out of the results store; `console=True` prints
     what the CLI prints; `reporters` are your own run-event reporters (see `assay.core.run_events`)."""
-    from assay.core import pipeline
+    from assay.core.run import pipeline
+    from assay.core.run.request import Outputs
 
     from assay.errors import AssayError
 
@@ -113,7 +114,7 @@ def run(
     except AssayError as error:
         return _refused(error, console)
     chosen = None if console else list(reporters or ())
-    return _from_result(pipeline.run("agent", request, reporters=chosen))
+    return _from_result(pipeline.run("agent", request, outputs=Outputs(quiet=True), reporters=chosen))
 
 
 async def run_async(
@@ -124,7 +125,7 @@ async def run_async(
 ) -> AgentResults:
     """`run` inside your own event loop (Ctrl-C is then yours to handle: cancel the task); a user error is a
     result with `error`, as with `run`."""
-    from assay.core import pipeline
+    from assay.core.run import pipeline
 
     from assay.errors import AssayError
 

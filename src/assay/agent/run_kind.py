@@ -9,14 +9,14 @@ slots carry published attempts is `carry.py`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from assay.core.pipeline import WorkerSpec
+from assay.core.run.kinds import KindOutput, Resumed, RunKind, ShardRecord, WorkerSpec
+from assay.core.run.request import Outputs, from_invocation, option, to_invocation
 from assay.core.run_events import RunEvents, RunFinished
-from assay.core.run_request import option, to_invocation
 from assay.errors import EXIT_INTERRUPTED, AssayError, UsageError
 
 __all__ = ["AGENT", "AgentKind", "AgentRunRequest", "DryRun", "dry_run", "plan_for", "shard_plan"]
@@ -24,8 +24,9 @@ __all__ = ["AGENT", "AgentKind", "AgentRunRequest", "DryRun", "dry_run", "plan_f
 
 @dataclass(frozen=True)
 class AgentRunRequest:
-    """Everything `assay agent run` was asked to do. The selection is the checkpoint's invocation
-    (what `--resume` restores); where output goes and how wide to run are given afresh each time."""
+    """Everything `assay agent run` was asked to do but where its output goes (the `Outputs`). The
+    selection is the checkpoint's invocation (what `--resume` restores); how wide to run is given
+    afresh each time."""
 
     kind: ClassVar[str] = "agent"
 
@@ -41,14 +42,12 @@ class AgentRunRequest:
     rerun: str | None = option(None, omit_when_none=True, flag="--rerun")  # failed | all: what is not carried
     early_exit: bool | None = option(None, omit_when_none=True, flag="--early-exit")
     concurrency: int | None = option(None, stored=False, flag="--concurrency")
-    json: bool = option(False, stored=False, flag="--json")
-    junit: Path | None = option(None, stored=False, flag="--junit")
-    verbose: bool = option(False, stored=False, flag="--verbose")
-    quiet: bool = option(False, stored=False, flag="--quiet")  # no progress on stderr
     journal: bool = option(True, stored=False)  # off: nothing to resume (the Python API may choose)
     record: bool = option(True, stored=False)  # off: not put in the results store
     sigint: bool = option(True, stored=False)  # Ctrl-C ends the run cleanly (not inside a caller's loop)
     keep_sandbox: str | None = option(None, stored=False, flag="--keep-sandbox")  # failed | all
+    # --sandbox local | docker:IMAGE: the provider of every sandbox pair's template (stored: a resume keeps it).
+    sandbox: str | None = option(None, omit_when_none=True, flag="--sandbox")
     telemetry_host: str | None = option(None, stored=False, flag="--telemetry-host")  # where the OTLP receiver binds
 
 
@@ -157,7 +156,7 @@ def plan_for(root: Path, selection: Any) -> list[Any]:
 
     # Linked here, before any attempt: a pair without exactly one sandbox template fails the plan.
     plan = build_plan(experiments, selections, selection.attempts, eval_order=all_evals)
-    return link_plan(plan, getattr(selection, "keep_sandbox", None))
+    return link_plan(plan, getattr(selection, "keep_sandbox", None), getattr(selection, "sandbox", None))
 
 
 def _check_prefixes(prefixes: Sequence[str], evals: Sequence[Any]) -> None:
@@ -239,7 +238,8 @@ class _OpenedAgentRun:
         worker_options = dataclasses.replace(self.options, judge_cache=None, handle_sigint=False)
         judge_cache = str(checkpoints_base(self.request.project) / "cache" / "judge")
         return WorkerSpec(
-            AgentWorker, (str(self.request.project), worker_options, judge_cache, self.request.keep_sandbox),
+            AgentWorker, (str(self.request.project), worker_options, judge_cache, self.request.keep_sandbox,
+                          self.request.sandbox),
             concurrency=self.options.concurrency,
         )
 
@@ -335,22 +335,111 @@ class _OpenedAgentRun:
             self.checkpoint.finish(outcome)
 
 
+class AgentResume:
+    """`assay agent run --resume`: the checkpoint stores the selection (NiceEval's words refuse the rest)."""
+
+    @property
+    def checkpoint_kind(self) -> str:
+        from assay.agent.checkpoint import KIND
+
+        return KIND
+
+    def locate(self, ref: str, given: AgentRunRequest) -> Path:
+        from assay.agent.project import checkpoints_base
+        from assay.core.run.resume import locate_in
+
+        path = locate_in(checkpoints_base(given.project), ref)
+        if not path.exists():
+            raise UsageError(_no_such_checkpoint(ref, given.project), "--resume")
+        return path
+
+    def invocation(self, request: AgentRunRequest, outputs: Outputs) -> dict[str, Any]:
+        return to_invocation(request)
+
+    def restored(
+        self, invocation: object, manifest_path: Path, given: AgentRunRequest, outputs: Outputs
+    ) -> tuple[AgentRunRequest, Outputs]:
+        fresh = {field.name: getattr(given, field.name) for field in dataclasses.fields(given) if not field.metadata["stored"]}
+        return from_invocation(AgentRunRequest, invocation, manifest_path, **fresh), outputs
+
+    def refusal(self, flags: Sequence[str]) -> str:
+        return ("--resume reruns the saved selection; do not give experiments, evals or selection options "
+                f"(given: {', '.join(flags)})")
+
+
+def _no_such_checkpoint(ref: str, root: Path) -> str:
+    """`--resume` names no checkpoint: say where ids are looked up, and the id meant if one is close."""
+    from assay.agent.checkpoint import list_checkpoints
+    from assay.core.format import did_you_mean
+
+    ids = [path.name for path, _ in list_checkpoints(root)]
+    hint = did_you_mean(Path(ref).name, ids, cutoff=0.8, shown=str) or (
+        f"; the latest is {ids[-1]}" if ids else "; this project has none")
+    return f"--resume {ref}: no such checkpoint (ids are looked up in {root}/.assay/runs/checkpoints){hint}"
+
+
+class AgentMerge:
+    """`assay runs merge` of agent shard records: the unsharded run's record (plan order, the same
+    gate) and its summary. The project must be at hand: the plan is rebuilt from it."""
+
+    identity_keys = ("project",)
+
+    def merged(self, records: Sequence[ShardRecord], outputs: Outputs) -> RunFinished:
+        from assay.agent.runner import RunOutcome
+        from assay.agent.slot_result import SlotResult
+        from assay.agent.units import agent_run_manifest, agent_run_units, agent_unit_id
+
+        if outputs.output_json is not None:
+            raise UsageError("--output-json is for video runs; agent runs print their summary", "--output-json")
+        manifests = [manifest for manifest, _ in records]
+        root = Path(manifests[0].identity["project"])
+        invocation = {name: value for name, value in manifests[0].options.items() if name != "shard"}
+        selection = from_invocation(AgentRunRequest, invocation, Path(manifests[0].run_id), project=root)
+        units = {unit.unit_id: unit for _, shard_units in records for unit in shard_units}
+        results = []
+        for planned in plan_for(root, selection):
+            key = agent_unit_id(planned.experiment.id, planned.eval.id, planned.ordinal)
+            unit = units.pop(key, None)
+            if unit is None:
+                raise UsageError(f"the shard records have no result for {key}; was a shard incomplete or interrupted?")
+            document = {name: value for name, value in dict(unit.detail or {}).items() if name != "locator"}
+            result = SlotResult.from_json(document)  # identity and carry reference kept
+            result.position = planned.index  # a shard numbered its own slots
+            results.append(result)
+        if units:
+            raise UsageError(f"the shard records hold attempts outside the run's plan: {', '.join(sorted(units)[:5])}")
+        exhausted = sorted({
+            str(gate["name"]).removeprefix("budget ")
+            for manifest in manifests for gate in manifest.gates if str(gate.get("name", "")).startswith("budget ")
+        })
+        duration = max((manifest.duration_seconds or 0.0 for manifest in manifests), default=0.0)
+        outcome = RunOutcome(results, False, exhausted, duration)
+
+        def manifest(exit_code: int) -> Any:
+            made = agent_run_manifest(outcome, invocation, root, exit_code)
+            return dataclasses.replace(made, options={**made.options, "merged_from": [m.run_id for m in manifests]})
+
+        return RunFinished(
+            "agent", "", outcome.exit_code, outcome, build_units=lambda: agent_run_units(outcome),
+            build_manifest=manifest, home=root,
+        )
+
+
 class AgentKind:
     name = "agent"
+    resume = AgentResume()
+    merge = AgentMerge()
+    commands: Mapping[str, RunKind[Any]] = {}
 
-    def reporters(self, request: AgentRunRequest, outputs: Any = None) -> list[Any]:
+    def output(self, outputs: Outputs) -> KindOutput:
         from assay.agent.report import ConsoleReporter, NdjsonReporter
         from assay.core.console import stdout_console
-        from assay.core.report.junit import JUnitReport
 
-        reporters: list[Any] = [JUnitReport(request.junit)] if request.junit is not None else []
-        if request.json:
-            reporters.append(NdjsonReporter())
-        else:
-            reporters.append(ConsoleReporter(stdout_console(), verbose=request.verbose))
-        return reporters
+        return KindOutput(ConsoleReporter(stdout_console(), verbose=outputs.verbose), machine=NdjsonReporter())
 
-    def open(self, request: AgentRunRequest, resume: Any, events: RunEvents) -> _OpenedAgentRun:
+    def open(
+        self, request: AgentRunRequest, outputs: Outputs, resume: Resumed | None, events: RunEvents
+    ) -> _OpenedAgentRun:
         from assay.agent.checkpoint import AgentCheckpoint
         from assay.agent.project import checkpoints_base, load_dotenv, load_project_config
         from assay.agent.runner import DEFAULT_CONCURRENCY, RunOptions
@@ -366,8 +455,7 @@ class AgentKind:
 
         check_rerun(request.rerun)
         if resume is not None:
-            path, manifest = resume
-            checkpoint: Any = AgentCheckpoint.resume(path, manifest, plan)
+            checkpoint: Any = AgentCheckpoint.resume(resume.path, resume.manifest, plan)
             try:
                 carry = _carry_plan(request, plan, config, checkpoint.reused)  # resume wins within its checkpoint
             except BaseException:
@@ -400,59 +488,6 @@ class AgentKind:
 
     def open_failed(self, request: AgentRunRequest, error: AssayError) -> RunFinished:
         return RunFinished("agent", "", error.exit_code, error=error)
-
-    # -- `assay runs merge` ----------------------------------------------------------------------
-    def merge(self, records: Sequence[tuple[Any, list[Any]]], output_json: str | None = None) -> int:
-        """Agent shard records as the unsharded run's record (plan order, the same gate), with its
-        summary; returns the exit code. The project must be at hand: the plan is rebuilt from it."""
-        from assay.agent.report import ConsoleReporter
-        from assay.agent.slot_result import SlotResult
-        from assay.agent.runner import RunOutcome
-        from assay.agent.units import agent_run_manifest, agent_run_units
-        from assay.core.console import stdout_console
-        from assay.core.results_store import publish_run_quietly
-        from assay.core.run_request import from_invocation
-        from assay.core.shard import check_shard_set
-
-        if output_json is not None:
-            raise UsageError("--output-json is for video runs; agent runs print their summary", "--output-json")
-        manifests = [manifest for manifest, _ in records]
-        check_shard_set(manifests, identity_keys=("project",))
-        root = Path(manifests[0].identity["project"])
-        invocation = {name: value for name, value in manifests[0].options.items() if name != "shard"}
-        selection = from_invocation(AgentRunRequest, invocation, Path(manifests[0].run_id), project=root)
-        plan = plan_for(root, selection)
-        units = {unit.unit_id: unit for _, shard_units in records for unit in shard_units}
-        results = []
-        for planned in plan:
-            key = f"{planned.experiment.id}/{planned.eval.id}#{planned.ordinal + 1}"
-            unit = units.pop(key, None)
-            if unit is None:
-                raise UsageError(f"the shard records have no result for {key}; was a shard incomplete or interrupted?")
-            document = {name: value for name, value in dict(unit.detail or {}).items() if name != "locator"}
-            result = SlotResult.from_json(document)  # identity and carry reference kept
-            result.position = planned.index  # a shard numbered its own slots
-            results.append(result)
-        if units:
-            raise UsageError(f"the shard records hold attempts outside the run's plan: {', '.join(sorted(units)[:5])}")
-        exhausted = sorted({
-            str(gate["name"]).removeprefix("budget ")
-            for manifest in manifests for gate in manifest.gates if str(gate.get("name", "")).startswith("budget ")
-        })
-        duration = max((manifest.duration_seconds or 0.0 for manifest in manifests), default=0.0)
-        outcome = RunOutcome(results, False, exhausted, duration)
-        exit_code = outcome.exit_code
-
-        def build() -> Any:
-            manifest = agent_run_manifest(outcome, invocation, root, exit_code)
-            merged = {**manifest.options, "merged_from": [m.run_id for m in manifests]}
-            return dataclasses.replace(manifest, options=merged), agent_run_units(outcome)
-
-        from assay.core.record import store_path
-
-        publish_run_quietly(build, database=store_path(root))
-        ConsoleReporter(stdout_console()).summary(outcome)
-        return exit_code
 
 
 AGENT = AgentKind()

@@ -7,10 +7,8 @@ Exit codes: 0 all passed (or scored/skipped), 1 a failed or errored attempt or a
 from __future__ import annotations
 
 import json
-import sys
-import traceback
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, List, NoReturn, Optional
 
 import typer
 
@@ -37,14 +35,9 @@ def _project(project: Optional[Path]) -> Path:
     return path
 
 
-def _fail(error: BaseException) -> None:
+def _fail(error: BaseException) -> NoReturn:
     """One line on stderr (results alone go to stdout), the error's exit code."""
-    code = error.exit_code if isinstance(error, AssayError) else 2
-    if common.DEBUG:
-        traceback.print_exception(error, file=sys.stderr)
-    message = str(error) if isinstance(error, AssayError) else f"internal error: {type(error).__name__}: {error}"
-    print(f"Error: {message}", file=sys.stderr)
-    raise typer.Exit(code)
+    common.fail("Error", error, stderr=True, internal="internal error: ")
 
 
 @agent_app.command("init")
@@ -215,6 +208,11 @@ def run_command(
     keep_sandbox: Optional[str] = typer.Option(
         None, "--keep-sandbox", help="Keep sandboxes after their attempts: all, or failed (failed and errored ones)."
     ),
+    sandbox: Optional[str] = typer.Option(
+        None, "--sandbox", metavar="[local|docker:IMAGE]",
+        help="Run every sandbox eval in this provider instead of the one its eval or experiment names "
+             "(prepare steps and hooks stay); part of each attempt's execution identity.",
+    ),
     telemetry_host: Optional[str] = typer.Option(
         None, "--telemetry-host",
         help="Address the OTLP trace receiver listens on (default 127.0.0.1; another one exposes it, with a "
@@ -249,10 +247,9 @@ def run_command(
         _positive("--concurrency", concurrency, maximum=common.MAX_CONCURRENCY)
         _positive("--timeout", timeout)
         _positive("--budget", budget, allow_zero=True)
-        from assay.core.pipeline import Execution
+        from assay.core.run.request import Execution, Outputs
 
         execution = Execution(executor, ray_address)
-        execution.check()
         if shard is not None:
             from assay.core.shard import parse_shard
 
@@ -260,82 +257,46 @@ def run_command(
         from assay.agent.carry import check_rerun
 
         check_rerun(rerun)
-        given = {
-            "EXPERIMENT": experiment, "EVALS": evals, "--tag": tag, "--attempts": attempts,
-            "--timeout": timeout, "--budget": budget, "--shard": shard, "--rerun": rerun,
-            "--early-exit": early_exit,
-        }
-        overrides = [name for name, value in given.items() if value not in (None, [], ())]
-        if resume is not None and overrides:
-            raise UsageError(
-                "--resume reruns the saved selection; do not give experiments, evals or selection options "
-                f"(given: {', '.join(overrides)})", "--resume",
-            )
+        from assay.agent.sandbox.linking import sandbox_override
+
+        sandbox_override(sandbox)  # a misspelt --sandbox is a usage error before anything is planned
         if dry and resume is not None:
             raise UsageError("--dry plans a new invocation; a --resume continues its checkpoint's plan", "--dry")
-        root = _project(project)
-        request, resumed = _request(
-            root, resume, experiment=experiment, evals=tuple(evals or ()), tags=tuple(tag or ()), attempts=attempts,
-            timeout=timeout, budget=budget, shard=shard, concurrency=concurrency, json=output_json, junit=junit,
-            # NDJSON: stderr carries only errors from before the invocation exists (NiceEval).
-            verbose=verbose, quiet=quiet or output_json, keep_sandbox=keep_sandbox, telemetry_host=telemetry_host,
-            rerun=rerun, early_exit=early_exit,
+        from assay.agent.run_kind import AGENT, AgentRunRequest
+
+        # NDJSON: stderr carries only errors from before the invocation exists (NiceEval).
+        outputs = Outputs(json=output_json, junit=str(junit) if junit is not None else None, quiet=quiet, verbose=verbose)
+        request = AgentRunRequest(
+            project=_project(project), experiment=experiment, evals=tuple(evals or ()), tags=tuple(tag or ()),
+            attempts=attempts, timeout=timeout, budget=budget, shard=shard, concurrency=concurrency,
+            keep_sandbox=keep_sandbox, telemetry_host=telemetry_host, rerun=rerun, early_exit=early_exit, sandbox=sandbox,
         )
+        resumed = None
+        if resume is not None:
+            from assay.core.run.resume import restore
+
+            restored = restore(AGENT, resume, request, outputs)
+            request, outputs, resumed = restored.request, restored.outputs, restored.resume
         if dry:
-            _print_dry_run(request)
+            _print_dry_run(request, outputs.json)
             return
     except AssayError as error:
         _fail(error)
-    from assay.core import pipeline
-
-    raise typer.Exit(pipeline.run("agent", request, resume=resumed, execution=execution).exit_code)
+    common.run_and_exit(AGENT, request, outputs, resume=resumed, execution=execution)
 
 
-def _print_dry_run(request: Any) -> None:
+def _print_dry_run(request: Any, as_json: bool) -> None:
     from assay.agent.run_kind import dry_run
     from assay.agent.sandbox.linking import check_keep
 
     check_keep(request.keep_sandbox)
     planned = dry_run(request)
-    if request.json:
+    if as_json:
         print(json.dumps(planned.document(), ensure_ascii=False, separators=(",", ":")))
         return
     console = common.stdout_console()
     for line in planned.lines():
         console.print(line, markup=False, highlight=False, soft_wrap=True)
-
-
-def _request(root: Path, resume: Optional[str], **fields: Any) -> tuple[Any, Any]:
-    """The run's request: from the options, or restored from the `--resume` checkpoint (its
-    selection) with this invocation's output and concurrency."""
-    from assay.agent.run_kind import AgentRunRequest
-
-    if resume is None:
-        return AgentRunRequest(project=root, **fields), None
-    from assay.agent.checkpoint import KIND
-    from assay.agent.project import checkpoints_base
-    from assay.core.journal import read_manifest, resolve_checkpoint_ref
-    from assay.core.run_request import from_invocation
-
-    path = resolve_checkpoint_ref(resume, checkpoints_base(root), Path.cwd())
-    if not path.exists():
-        raise UsageError(_no_such_checkpoint(resume, root), "--resume")
-    manifest = read_manifest(path, KIND)
-    not_stored = ("concurrency", "json", "junit", "verbose", "quiet", "keep_sandbox", "telemetry_host")
-    fresh = {name: fields[name] for name in not_stored}
-    request = from_invocation(AgentRunRequest, manifest.get("invocation"), path / "manifest.json", project=root, **fresh)
-    return request, (path, manifest)
-
-
-def _no_such_checkpoint(ref: str, root: Path) -> str:
-    """`--resume` names no checkpoint: say where ids are looked up, and the id meant if one is close."""
-    from assay.agent.checkpoint import list_checkpoints
-    from assay.core.format import did_you_mean
-
-    ids = [path.name for path, _ in list_checkpoints(root)]
-    hint = did_you_mean(Path(ref).name, ids, cutoff=0.8, shown=str) or (
-        f"; the latest is {ids[-1]}" if ids else "; this project has none")
-    return f"--resume {ref}: no such checkpoint (ids are looked up in {root}/.assay/runs/checkpoints){hint}"
 
 
 @agent_app.command("show")

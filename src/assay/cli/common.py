@@ -1,4 +1,5 @@
-"""Shared CLI plumbing: option validators with GlassKit's wording, and turning errors into exits."""
+"""Shared CLI plumbing: option validators with GlassKit's wording, the one way a command fails, and
+handing a request to the pipeline."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, Callable, NoReturn, Sequence
 import typer
 
 from assay.core.console import stdout_console
+from assay.errors import AssayError, UsageError
 
 DEBUG = False
 
@@ -88,14 +90,55 @@ def check_time_filters(
 
 
 def fail(
-    prefix: str, error: BaseException, *, console: Any = None, exit_code: int = 2, after: Sequence[str] = ()
+    prefix: str, error: BaseException | str, *, console: Any = None, stderr: bool = False, exit_code: int | None = None,
+    internal: str | None = None, after: Sequence[str] = (),
 ) -> NoReturn:
-    """Print `<prefix>: <message>` to stdout (GlassKit prints errors there) and exit."""
-    if DEBUG:
+    """The one way a command fails: `<prefix>: <message>` (then the error's notes and `after`), and exit.
+
+    On stdout by default (GlassKit prints errors there), on stderr with `stderr`. A bug (not an
+    `AssayError`) is named by its type after `internal` when given, else by its message alone
+    (eval-kit's way); `--debug` adds the traceback. The exit code is the error's unless given."""
+    if DEBUG and isinstance(error, BaseException):
         traceback.print_exception(error, file=sys.stderr)
     message = str(error)
-    notes = getattr(error, "__notes__", None) or []
-    (console or stdout_console()).print(f"{prefix}: {message}", markup=False, highlight=False)
-    for line in [*notes, *after]:
-        (console or stdout_console()).print(line, markup=False, highlight=False)
-    raise typer.Exit(exit_code)
+    if internal is not None and isinstance(error, BaseException) and not isinstance(error, AssayError):
+        message = f"{internal}{type(error).__name__}: {error}"
+    lines = [f"{prefix}: {message}", *(getattr(error, "__notes__", None) or []), *after]
+    for line in lines:
+        if stderr:
+            print(line, file=sys.stderr)
+        else:
+            (console or stdout_console()).print(line, markup=False, highlight=False)
+    code = exit_code if exit_code is not None else getattr(error, "exit_code", 2)
+    raise typer.Exit(code)
+
+
+def refuse(error: UsageError, *, quoted: bool = True) -> NoReturn:
+    """A usage error shown as click shows a bad option value (GlassKit's usage errors), naming its option."""
+    option = error.option or ""
+    message = str(error)
+    if option and message.startswith(f"{option} "):
+        message = message[len(option) + 1:]
+    raise typer.BadParameter(message, param_hint=f"'{option}'" if quoted else option)
+
+
+def checked(check: Callable[..., Any], *arguments: Any, quoted: bool = True) -> Any:
+    """`check(*arguments)`, its usage error shown as a bad option value (see `refuse`)."""
+    try:
+        return check(*arguments)
+    except UsageError as error:
+        refuse(error, quoted=quoted)
+
+
+def run_and_exit(
+    kind: Any, request: Any, outputs: Any, *, resume: Any = None, execution: Any = None
+) -> NoReturn:
+    """Hand the request to the pipeline and leave with its exit code; a run that kept its checkpoint
+    leaves its resume lines with the stdout guard (said on stderr if stdout was closed)."""
+    from assay.cli.stdout_guard import keep_resume_lines
+    from assay.core.run import pipeline
+    from assay.core.run.request import Execution
+
+    result = pipeline.run(kind, request, outputs=outputs, resume=resume, execution=execution or Execution())
+    keep_resume_lines(result.resume_lines)
+    raise typer.Exit(result.exit_code)

@@ -8,14 +8,14 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
-import traceback
 from pathlib import Path
-from typing import Any, Callable, Coroutine, NoReturn, Optional
+from typing import Any, Callable, Coroutine, NoReturn, Optional, TypeVar
 
 import typer
 from typer.core import TyperCommand
 
-from assay.errors import EXIT_ERROR, EXIT_GATE_FAILED
+from assay.cli import common
+from assay.errors import EXIT_ERROR, EXIT_GATE_FAILED, AssayError
 
 try:  # recent typer ships its own copy of click; its errors are not click's classes
     from typer._click import exceptions as click_errors
@@ -38,12 +38,7 @@ doc_app = typer.Typer(
 
 
 def _fail(prefix: str, error: BaseException | str) -> NoReturn:
-    from assay.cli import common
-
-    if common.DEBUG and isinstance(error, BaseException):
-        traceback.print_exception(error, file=sys.stderr)
-    typer.echo(f"{prefix}: {error}", err=True)
-    raise typer.Exit(EXIT_FAILURE)
+    common.fail(prefix, error, stderr=True, exit_code=EXIT_FAILURE)  # eval-kit: any failure, one line, the same way
 
 
 def _parse_message(error: Any) -> str:
@@ -92,9 +87,18 @@ def _command(name: str, help_text: str) -> Callable[[Callable[..., Any]], Callab
     return doc_app.command(name, help=help_text, cls=EvalKitCommand)
 
 
-def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    from assay.errors import AssayError
+Result = TypeVar("Result")
 
+
+def _checked(call: Callable[..., Result], *arguments: Any, prefix: str = "Execution failed", **keywords: Any) -> Result:
+    """`call(...)`, its `AssayError` one line under eval-kit's stage `prefix`."""
+    try:
+        return call(*arguments, **keywords)
+    except AssayError as error:
+        _fail(prefix, error)
+
+
+def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
     try:
         return asyncio.run(coroutine)
     except typer.Exit:
@@ -103,8 +107,6 @@ def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
         if not getattr(sys.stdout, "closed_by_reader", False):  # else the closed-stdout line says it
             typer.echo("Interrupted.", err=True)
         raise typer.Exit(130) from None
-    except AssayError as error:
-        _fail("Execution failed", error)
     except Exception as error:  # eval-kit reports any exception the same way; --debug shows the traceback
         _fail("Execution failed", error)
 
@@ -130,23 +132,18 @@ def _load_config(
     import dataclasses
 
     from assay.doc.config import load_suite
-    from assay.errors import AssayError
 
     seconds = _hook_timeout(hook_timeout)
-    try:
-        return dataclasses.replace(load_suite(config), hook_timeout_s=seconds)
-    except AssayError as error:
-        _fail(prefix, error)
+    return dataclasses.replace(_checked(load_suite, config, prefix=prefix), hook_timeout_s=seconds)
 
 
-def _gate(suite: Any, command: str) -> None:
+def _suite(config: Optional[str], hook_timeout: Optional[str], command: str) -> Any:
+    """The suite a method command runs in, refused when its config does not enable `command`."""
     from assay.doc.enabled_methods import check_method_gate
-    from assay.errors import AssayError
 
-    try:
-        check_method_gate(suite, command)
-    except AssayError as error:
-        _fail("Execution failed", error)
+    suite = _load_config(config, hook_timeout=hook_timeout)
+    _checked(check_method_gate, suite, command)
+    return suite
 
 
 _HOOKS = {"generate": "generation", "judge-coverage": "pointwise", "judge-pairwise": "pairwise"}
@@ -173,21 +170,17 @@ def _model_settings(
     model: str, provider: Optional[str], effort: str, base_url: Optional[str], cache_dir: Optional[str]
 ) -> Any:
     from assay.doc.model_run import ModelSettings, check_effort, normalize_provider
-    from assay.errors import AssayError
     from assay.judge.cache import DirectoryCallCache
     from assay.judge.client import JudgeEndpoint
 
-    try:
+    def settings() -> ModelSettings:
         endpoint = JudgeEndpoint.from_environment(base_url=base_url)  # the "auth check": where calls go
         return ModelSettings(
-            model=model,
-            provider=normalize_provider(provider),
-            effort=check_effort(effort),
-            endpoint=endpoint,
-            cache=DirectoryCallCache(Path(cache_dir)) if cache_dir else None,
+            model, normalize_provider(provider), check_effort(effort), endpoint,
+            DirectoryCallCache(Path(cache_dir)) if cache_dir else None,
         )
-    except AssayError as error:
-        _fail("Execution failed", error)
+
+    return _checked(settings)
 
 
 ConfigOption = typer.Option(None, "--config", help="Suite config (default evals/eval-kit.config.json).")
@@ -213,18 +206,11 @@ def init_command(
     force: bool = ForceOption,
 ) -> None:
     from assay.doc.bootstrap import init_suite, missing_repository_warning
-    from assay.errors import AssayError
 
-    try:
-        lines = init_suite(
-            Path.cwd(),
-            suite=suite or "generic",
-            adapter_language=adapter_language or "javascript",
-            dry_run=dry_run,
-            force=force,
-        )
-    except AssayError as error:
-        _fail("Execution failed", error)
+    lines = _checked(
+        init_suite, Path.cwd(), suite=suite or "generic", adapter_language=adapter_language or "javascript",
+        dry_run=dry_run, force=force,
+    )
     for line in lines:
         typer.echo(line)
     # The files are still written (eval-kit's init never refused), but the fix is named now.
@@ -242,19 +228,11 @@ def scaffold_case_command(
 ) -> None:
     from assay.doc.bootstrap import plan_case, write_planned
     from assay.doc.paths import assert_safe_id
-    from assay.errors import AssayError
 
     _require(case=case)
-    try:
-        assert_safe_id(case, "case id")  # before the config: `../x` never reaches the file system
-    except AssayError as error:
-        _fail("Execution failed", error)
+    _checked(assert_safe_id, case, "case id")  # before the config: `../x` never reaches the file system
     suite = _load_config(config, prefix="Execution failed")
-    try:
-        lines = write_planned(plan_case(suite, case), dry_run=dry_run, force=force)
-    except AssayError as error:
-        _fail("Execution failed", error)
-    for line in lines:
+    for line in _checked(lambda: write_planned(plan_case(suite, case), dry_run=dry_run, force=force)):
         typer.echo(line)
 
 
@@ -280,13 +258,8 @@ def doctor_command(config: Optional[str] = ConfigOption, hook_timeout: Optional[
 def list_cases_command(config: Optional[str] = ConfigOption) -> None:
     _only_checks()
     from assay.doc.cases import discover_case_ids
-    from assay.errors import AssayError
 
-    suite = _load_config(config, prefix="Execution failed")
-    try:
-        case_ids = discover_case_ids(suite)
-    except AssayError as error:
-        _fail("Execution failed", error)
+    case_ids = _checked(discover_case_ids, _load_config(config, prefix="Execution failed"))
     typer.echo("\n".join(case_ids) if case_ids else "No cases found.")
 
 
@@ -312,23 +285,19 @@ def run_case_command(
     junit: Optional[str] = typer.Option(None, "--junit", help="Also write a JUnit XML report here."),
     output_json: bool = JsonOption,
 ) -> None:
-    suite = _load_config(config, hook_timeout=hook_timeout)
-    _gate(suite, "run-case")
+    from assay.doc.methods import RunCaseRequest
+
+    suite = _suite(config, hook_timeout, "run-case")
     _require(case=case, candidate=candidate)
-    _run_method(
-        "run-case", suite, {"case_id": case, "candidate": candidate, "run_id": run_id or None},
-        {"case": case, "candidate": candidate, "run_id": run_id, "config": config}, junit=junit, json=output_json,
-    )
+    recorded = {"case": case, "candidate": candidate, "run_id": run_id, "config": config}
+    _run_method(RunCaseRequest(suite, case, candidate, run_id or None, recorded), junit=junit, json=output_json)
 
 
-def _run_method(method: str, suite: Any, arguments: dict[str, Any], recorded: dict[str, Any], **fields: Any) -> None:
-    from assay.core import pipeline
-    from assay.doc.run_kind import DocMethodRequest
+def _run_method(request: Any, *, junit: Optional[str] = None, json: bool = False) -> None:
+    from assay.core.run.request import Outputs
 
-    request = DocMethodRequest(method, suite, arguments, recorded, **fields)
-    code = pipeline.run("doc", request).exit_code
-    if code:
-        raise typer.Exit(code)
+    # One unit: a progress line would say nothing the result does not.
+    common.run_and_exit("doc", request, Outputs(json=json, junit=junit, quiet=True))
 
 
 @_command("generate", "Generate a candidate with the model (needs methods.generate.enabled=true).")
@@ -343,15 +312,11 @@ def generate_command(
     base_url: Optional[str] = BaseUrlOption,
     cache_dir: Optional[str] = CacheDirOption,
 ) -> None:
-    from assay.doc.generate import generate_candidate
+    from assay.doc.methods import GenerateRequest
 
-    suite = _load_config(config, hook_timeout=hook_timeout)
-    _gate(suite, "generate")
+    suite = _suite(config, hook_timeout, "generate")
     _require(command="generate", suite=suite, case=case, model=model, provider=provider, effort=effort, run_id=run_id)
-    settings = _model_settings(model, provider, effort, base_url, cache_dir)
-    result = _run(generate_candidate(suite, settings, case_id=case, run_id=run_id))
-    typer.echo(f"Candidate: {suite.resolver.relative_to_repo(result.candidate_path)}")
-    typer.echo(f"Results: {suite.resolver.relative_to_repo(result.result_dir)}")
+    _run_method(GenerateRequest(suite, _model_settings(model, provider, effort, base_url, cache_dir), case, run_id))
 
 
 @_command("judge-coverage", "Pointwise model judge: item-by-item coverage (advisory).")
@@ -372,33 +337,26 @@ def judge_coverage_command(
     ),
     output_json: bool = JsonOption,
 ) -> None:
-    suite = _load_config(config, hook_timeout=hook_timeout)
-    _gate(suite, "judge-coverage")
+    suite = _suite(config, hook_timeout, "judge-coverage")
     _require(
         command="judge-coverage", suite=suite, case=case, candidate=candidate, model=model, provider=provider, effort=effort
     )
     if expected_outcome not in (None, "expected-good", "expected-bad"):
         _fail("Execution failed", f"--expected-outcome must be expected-good or expected-bad, got {expected_outcome}")
+    from assay.doc.methods import CoverageRequest
+
+    recorded = {"case": case, "candidate": candidate, "run_id": run_id, "config": config, "provider": provider,
+                "effort": effort, "fixture_label": fixture_label, "expected_outcome": expected_outcome}
     settings = _model_settings(model, provider, effort, base_url, cache_dir)
-    _run_method(
-        "judge-coverage", suite,
-        {"case_id": case, "candidate": candidate, "run_id": run_id or None, "fixture_label": fixture_label,
-         "expected_outcome": expected_outcome},
-        {"case": case, "candidate": candidate, "run_id": run_id, "config": config, "provider": provider,
-         "effort": effort, "fixture_label": fixture_label, "expected_outcome": expected_outcome},
-        settings=settings, json=output_json,
-    )
+    request = CoverageRequest(suite, settings, case, candidate, run_id or None, fixture_label, expected_outcome, recorded)
+    _run_method(request, json=output_json)
 
 
 @_command("judge-pairwise", "Pairwise model judge in a seeded order; --both-orders judges A/B and B/A.")
 def judge_pairwise_command(
     case: Optional[str] = typer.Option(None, "--case", help="Case id."),
-    candidate_a: Optional[str] = typer.Option(
-        None, "--candidate-a", help="First candidate, relative to the repo root."
-    ),
-    candidate_b: Optional[str] = typer.Option(
-        None, "--candidate-b", help="Second candidate, relative to the repo root."
-    ),
+    candidate_a: Optional[str] = typer.Option(None, "--candidate-a", help="First candidate, relative to the repo root."),
+    candidate_b: Optional[str] = typer.Option(None, "--candidate-b", help="Second candidate, relative to the repo root."),
     model: Optional[str] = ModelOption,
     provider: Optional[str] = ProviderOption,
     effort: Optional[str] = EffortOption,
@@ -408,41 +366,24 @@ def judge_pairwise_command(
     hook_timeout: Optional[str] = HookTimeoutOption,
     base_url: Optional[str] = BaseUrlOption,
     cache_dir: Optional[str] = CacheDirOption,
-    both_orders: bool = typer.Option(
-        False, "--both-orders", help="Judge both display orders; disagreement counts as a tie."
-    ),
+    both_orders: bool = typer.Option(False, "--both-orders", help="Judge both display orders; disagreement counts as a tie."),
     output_json: bool = JsonOption,
 ) -> None:
+    from assay.doc.methods import PairwiseRequest
     from assay.doc.pairwise import parse_seed
-    from assay.errors import AssayError
 
-    suite = _load_config(config, hook_timeout=hook_timeout)
-    _gate(suite, "judge-pairwise")
+    suite = _suite(config, hook_timeout, "judge-pairwise")
     _require(
-        command="judge-pairwise",
-        suite=suite,
-        case=case,
-        candidate_a=candidate_a,
-        candidate_b=candidate_b,
-        model=model,
-        provider=provider,
-        effort=effort,
-        seed=seed,
-        run_id=run_id,
+        command="judge-pairwise", suite=suite, case=case, candidate_a=candidate_a, candidate_b=candidate_b, model=model,
+        provider=provider, effort=effort, seed=seed, run_id=run_id,
     )
-    try:
-        parsed_seed = parse_seed(seed)
-    except AssayError as error:
-        _fail("Execution failed", error)
+    parsed_seed = _checked(parse_seed, seed)
+
+    recorded = {"case": case, "candidate_a": candidate_a, "candidate_b": candidate_b, "run_id": run_id, "config": config,
+                "provider": provider, "effort": effort, "seed": seed, "both_orders": both_orders}
     settings = _model_settings(model, provider, effort, base_url, cache_dir)
-    _run_method(
-        "judge-pairwise", suite,
-        {"case_id": case, "candidate_a": candidate_a, "candidate_b": candidate_b, "seed": parsed_seed,
-         "run_id": run_id, "both_orders": both_orders},
-        {"case": case, "candidate_a": candidate_a, "candidate_b": candidate_b, "run_id": run_id, "config": config,
-         "provider": provider, "effort": effort, "seed": seed, "both_orders": both_orders},
-        settings=settings, json=output_json,
-    )
+    request = PairwiseRequest(suite, settings, case, candidate_a, candidate_b, parsed_seed, run_id, both_orders, recorded)
+    _run_method(request, json=output_json)
 
 
 @_command("report", "Compile a manual report from earlier runs with the adapter's compile_report.")
@@ -456,18 +397,10 @@ def report_command(
     config: Optional[str] = ConfigOption,
     hook_timeout: Optional[str] = HookTimeoutOption,
 ) -> None:
-    from assay.doc.manual_report import compile_report
+    from assay.doc.methods import ReportRequest
 
-    suite = _load_config(config, hook_timeout=hook_timeout)
-    _gate(suite, "report")
+    suite = _suite(config, hook_timeout, "report")
     _require(run_id=run_id)
-    given = {
-        "generate": generate,
-        "deterministic": deterministic,
-        "judge-coverage": judge_coverage,
-        "judge": judge,
-        "outcome": outcome,
-    }
-    runs = {key: value for key, value in given.items() if value}
-    result = _run(compile_report(suite, run_id=run_id, runs=runs))
-    typer.echo(f"Report: {suite.resolver.relative_to_repo(result.result_dir / 'report.md')}")
+    given = {"generate": generate, "deterministic": deterministic, "judge-coverage": judge_coverage, "judge": judge,
+             "outcome": outcome}
+    _run_method(ReportRequest(suite, run_id, {key: value for key, value in given.items() if value}))

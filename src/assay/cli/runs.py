@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import traceback
 from typing import Any, NoReturn
 
 import typer
@@ -26,17 +25,10 @@ runs_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-KINDS = ("video", "agent", "doc", "imported")
 
 
 def _fail(error: BaseException) -> NoReturn:
-    from assay.errors import AssayError
-
-    if common.DEBUG:
-        traceback.print_exception(error, file=sys.stderr)
-    message = str(error) if isinstance(error, AssayError) else f"{type(error).__name__}: {error}"
-    print(f"Error: {message}", file=sys.stderr)
-    raise typer.Exit(error.exit_code if isinstance(error, AssayError) else 2)
+    common.fail("Error", error, stderr=True, internal="")
 
 
 def _only_reads() -> None:
@@ -82,8 +74,10 @@ def list_command(
 ) -> None:
     """List recorded runs, newest first."""
     _only_reads()
-    if kind is not None and kind not in KINDS:
-        common.bad_parameter("--kind", f"must be one of {', '.join(KINDS)}")
+    from assay.core.run.kinds import kind_names
+
+    if kind is not None and kind not in kind_names():
+        common.bad_parameter("--kind", f"must be one of {', '.join(kind_names())}")
     from assay.errors import AssayError
 
     with _open() as store:
@@ -352,20 +346,15 @@ def merge_command(
     output_json: str | None = typer.Option(None, "--output-json", help="Write the merged run's JSON report here (video)."),
 ) -> None:
     """Combine `--shard i/n` runs into one run, with the gates and summary of the unsharded run."""
-    from assay.errors import AssayError, UsageError
+    from assay.core.run import pipeline
+    from assay.core.run.request import Outputs
+    from assay.errors import AssayError
 
     try:
-        records = [_shard_record(reference) for reference in runs]
-        from assay.core.pipeline import kind_named
-
-        kind = kind_named(records[0][0].kind)
-        merge = getattr(kind, "merge", None)
-        if merge is None:
-            raise UsageError(f"{kind.name} runs cannot be sharded or merged yet")
-        exit_code = merge(records, output_json)
+        result = pipeline.merge([_shard_record(reference) for reference in runs], Outputs(output_json=output_json, quiet=True))
     except (AssayError, OSError, ValueError, KeyError) as error:
         _fail(error)
-    raise typer.Exit(exit_code)
+    raise typer.Exit(result.exit_code)
 
 
 @runs_app.command("import")

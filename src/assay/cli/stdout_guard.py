@@ -145,6 +145,12 @@ def nothing_to_keep() -> None:
         sys.stdout.keeps_results = False
 
 
+def keep_resume_lines(lines: Sequence[str]) -> None:
+    """A run's resume lines (printed on stdout, which may be gone), for `closed_message` to repeat."""
+    if isinstance(sys.stdout, StdoutGuard):
+        sys.stdout.resume_lines[:] = lines
+
+
 def closed_message(resume_lines: Sequence[str] = (), *, keeps_results: bool = True) -> str:
     """One line; with the run's resume lines (printed on the stdout nobody reads any more), it ends
     with the resume command."""

@@ -7,7 +7,7 @@ the runner) are imported inside commands so startup stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import List, Optional
 
 import typer
 
@@ -84,79 +84,40 @@ def run_command(
     """Evaluate every selected sample with the adapter and apply the quality gates."""
     import dataclasses
 
-    from assay.core import pipeline
-    from assay.core.run_request import changed_options
-    from assay.video.run import VideoRunRequest
+    from assay.cli.video_options import execution_option, restore_option
+    from assay.core.run.request import Outputs
+    from assay.video.request import VideoRunRequest
+    from assay.video.run_kind import VIDEO
 
-    given = VideoRunRequest(
+    outputs = Outputs(
+        json=output_ndjson, junit=str(junit) if junit is not None else None, quiet=quiet, verbose=verbose,
+        output_json=output_json,
+    )
+    request = VideoRunRequest(
         eval_dir=eval_dir, adapter=adapter, adapter_command=adapter_command, case=case, targets=tuple(target or ()),
         at=tuple(at or ()), from_s=from_s, until_s=until_s, concurrency=concurrency, repeat=repeat,
         min_pass_rate=min_pass_rate, min_target_pass_rate=min_target_pass_rate, max_failures=max_failures,
-        max_flaky_samples=max_flaky_samples, keep_going=keep_going, verbose=verbose, output_json=output_json,
-        artifacts_dir=artifacts_dir, save_failures=save_failures, allow_empty=allow_empty,
-        junit=str(junit) if junit is not None else None, shard=shard, quiet=quiet or output_ndjson,
-        adapter_timeout=adapter_timeout, json=output_ndjson,
+        max_flaky_samples=max_flaky_samples, keep_going=keep_going, artifacts_dir=artifacts_dir,
+        save_failures=save_failures, allow_empty=allow_empty, shard=shard, adapter_timeout=adapter_timeout,
     )
     resumed = None
     if resume is not None:
-        overrides = changed_options(given, ignore=("eval_dir",)) + (["--adapter-config"] if adapter_config else [])
-        if overrides:
-            raise typer.BadParameter(
-                "restores the original adapter and run options and cannot be combined with overrides "
-                f"(given: {', '.join(overrides)})",
-                param_hint="--resume",
-            )
-        request, resumed = _restored_request(resume, eval_dir)
-        request = dataclasses.replace(request, quiet=quiet or output_ndjson, json=output_ndjson)
+        request, outputs, resumed = restore_option(VIDEO, resume, request, outputs, adapter_config)
     else:
         common.check_time_filters(case, at, from_s, until_s)
         if shard is not None:
-            _parse_shard_option(shard)
+            from assay.core.shard import parse_shard
+
+            common.checked(parse_shard, shard, quoted=False)
         if adapter and adapter_command:
             common.bad_parameter("--adapter-command", "cannot be used with --adapter")
         config = adapter_config_option(eval_dir, adapter_config)
         if adapter is None and adapter_command is None:
             adapter = eval_dir.as_posix() + "/adapter.py:create_evaluator"
         request = dataclasses.replace(
-            given, eval_dir=eval_dir.expanduser().resolve(), adapter=adapter, adapter_config=config
+            request, eval_dir=eval_dir.expanduser().resolve(), adapter=adapter, adapter_config=config
         )
-    execution = _execution_option(executor, ray_address)
-    raise typer.Exit(pipeline.run("video", request, resume=resumed, execution=execution).exit_code)
-
-
-def _restored_request(ref: str, eval_dir: Path) -> tuple[Any, tuple[Path, Any]]:
-    """The request a `--resume REF` checkpoint was made with; any problem is a bad `--resume` value."""
-    from assay.core.journal import read_manifest, resolve_checkpoint_ref
-    from assay.core.run_request import from_invocation
-    from assay.video.run import VideoRunRequest
-
-    try:
-        path = resolve_checkpoint_ref(ref, eval_dir.expanduser(), Path.cwd())
-        manifest = read_manifest(path, "run")
-        request = from_invocation(VideoRunRequest, manifest.get("invocation"), path / "manifest.json")
-    except AssayError as error:
-        raise typer.BadParameter(str(error), param_hint="--resume") from None
-    return request, (path, manifest)
-
-
-def _parse_shard_option(text: str) -> Any:
-    from assay.core.shard import parse_shard
-
-    try:
-        return parse_shard(text)
-    except AssayError as error:
-        raise typer.BadParameter(str(error).removeprefix("--shard "), param_hint="--shard") from None
-
-
-def _execution_option(executor: str, ray_address: Optional[str]) -> Any:
-    """Where work runs is not part of the plan: a run started locally may resume on Ray."""
-    from assay.core.pipeline import Execution
-
-    if executor not in ("local", "ray"):
-        common.bad_parameter("--executor", "must be local or ray")
-    if ray_address is not None and executor != "ray":
-        common.bad_parameter("--ray-address", "needs --executor ray")
-    return Execution(executor, ray_address)
+    common.run_and_exit(VIDEO, request, outputs, resume=resumed, execution=execution_option(executor, ray_address))
 
 
 @video_app.command("validate")
@@ -295,19 +256,14 @@ def init_command(
 
     Example: assay video init eval --adapter js
     """
-    import sys
-
     from assay.video.starter import write_starter
 
     try:
         starter = write_starter(directory, adapter, force=force)
     except AssayError as error:
-        # Not a GlassKit command, so it follows assay's own rule: errors on stderr.
-        print(f"Error: {error}", file=sys.stderr)
-        raise typer.Exit(error.exit_code) from None
+        common.fail("Error", error, stderr=True)  # not a GlassKit command: assay's own rule, errors on stderr
     except OSError as error:
-        print(f"Error: could not write {directory}: {error}", file=sys.stderr)
-        raise typer.Exit(2) from None
+        common.fail("Error", f"could not write {directory}: {error}", stderr=True, exit_code=2)
     console = common.stdout_console()
     console.print(f"Wrote a starter eval in {directory}:", markup=False, highlight=False)
     for path in starter.written:

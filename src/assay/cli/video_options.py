@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 import typer
 
+from assay.cli import common
 from assay.errors import UsageError
+
+Request = TypeVar("Request")
 
 
 def adapter_config_option(eval_dir: Path, explicit: Optional[Path]) -> dict[str, Any]:
@@ -30,3 +33,19 @@ def cloud_materializer() -> Any:
         return download(video, store)
 
     return materialize
+
+
+def restore_option(kind: Any, ref: str, given: Request, outputs: Any, adapter_config: Optional[Path]) -> tuple[Request, Any, Any]:
+    """`--resume REF`: the checkpoint's request and outputs (GlassKit: every problem is a bad `--resume`)."""
+    from assay.core.run.resume import restore
+
+    also_given = ["--adapter-config"] if adapter_config else []
+    restored = common.checked(restore, kind, ref, given, outputs, also_given, quoted=False)
+    return restored.request, restored.outputs, restored.resume
+
+
+def execution_option(executor: str, ray_address: Optional[str]) -> Any:
+    """Where work runs is not part of the plan: a run started locally may resume on Ray."""
+    from assay.core.run.request import Execution
+
+    return common.checked(Execution, executor, ray_address)

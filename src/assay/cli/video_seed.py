@@ -1,36 +1,18 @@
 """`assay video seed`: the command's options (GlassKit's `eval seed`, spec/video.md §2.2) and `--resume`.
 
-The seeding itself lives in `assay.video.seed`; this module turns options into `SeedOptions` and exit codes.
+The seed is a command of the video kind run by the pipeline (`assay.video.seed_kind`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import List, Optional
 
 import typer
 
 from assay.cli import common
-from assay.cli.video_options import adapter_config_option, cloud_materializer
-from assay.errors import AssayError
-
-RESUME_OVERRIDE_MESSAGE = "restores the original adapter and seed options and cannot be combined with overrides"
-
-
-def _restore_from_checkpoint(ref: str, eval_dir: Path) -> tuple[Any, tuple[Path, dict[str, Any]]]:
-    """The options and checkpoint a `--resume REF` points at; any problem is a bad `--resume` value."""
-    import os
-
-    from assay.core.journal import read_manifest, resolve_checkpoint_ref
-    from assay.video.seed import SEED_KIND, options_from_invocation
-
-    path = Path(os.path.abspath(resolve_checkpoint_ref(ref, eval_dir, Path.cwd())))
-    try:
-        manifest = read_manifest(path, SEED_KIND)
-        options = options_from_invocation(manifest.get("invocation"), path / "manifest.json")
-    except AssayError as error:
-        common.bad_parameter("--resume", str(error), quoted=False)
-    return options, (path, manifest)
+from assay.cli.video_options import adapter_config_option
 
 
 def seed_command(
@@ -57,40 +39,23 @@ def seed_command(
     """Fill omitted expectations from adapter output and rewrite the case files (comments kept)."""
     if adapter and adapter_command:
         common.bad_parameter("--adapter-command", "cannot be used with --adapter")
-    from assay.video.seed import SeedOptions, run_seed
+    from assay.cli.video_options import restore_option
+    from assay.core.run.request import Outputs
+    from assay.video.request import SeedRequest
+    from assay.video.run_kind import VIDEO
 
-    checkpoint = None
+    seed = VIDEO.commands["seed"]
+    outputs = Outputs(verbose=verbose, quiet=True)  # GlassKit's seed shows no progress
+    request = SeedRequest(
+        eval_dir=eval_dir, adapter=adapter, adapter_command=adapter_command, case=case, targets=tuple(target or ()),
+        concurrency=concurrency, replace=replace, keep_going=keep_going, adapter_timeout=adapter_timeout,
+    )
+    resumed = None
     if resume is not None:
-        given = {
-            "--adapter": adapter is not None, "--adapter-command": adapter_command is not None,
-            "--case": case is not None, "--target": bool(target), "--adapter-config": adapter_config is not None,
-            "--concurrency": concurrency != 1, "--replace": replace, "--keep-going": keep_going,
-            "--verbose": verbose, "--adapter-timeout": adapter_timeout is not None,
-        }
-        overrides = [flag for flag, present in given.items() if present]
-        if overrides:
-            common.bad_parameter("--resume", f"{RESUME_OVERRIDE_MESSAGE} (given: {', '.join(overrides)})", quoted=False)
-        options, checkpoint = _restore_from_checkpoint(resume, eval_dir)
+        request, outputs, resumed = restore_option(seed, resume, request, outputs, adapter_config)
     else:
         config = adapter_config_option(eval_dir, adapter_config)
         if adapter is None and adapter_command is None:
             adapter = eval_dir.as_posix() + "/adapter.py:create_evaluator"
-        options = SeedOptions(
-            eval_dir=eval_dir,
-            adapter=adapter,
-            adapter_command=adapter_command,
-            case=case,
-            targets=tuple(target or ()),
-            adapter_config=config,
-            concurrency=concurrency,
-            replace=replace,
-            keep_going=keep_going,
-            verbose=verbose,
-            adapter_timeout=adapter_timeout,
-        )
-    console = common.stdout_console()
-
-    def emit(line: str) -> None:
-        console.print(line, markup=False, highlight=False)
-
-    raise typer.Exit(run_seed(options, emit, resume=checkpoint, materialize=cloud_materializer()))
+        request = dataclasses.replace(request, adapter=adapter, adapter_config=config)
+    common.run_and_exit(seed, request, outputs, resume=resumed)

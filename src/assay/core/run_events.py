@@ -23,6 +23,7 @@ __all__ = [
     "RunFinished",
     "RunListener",
     "RunStarted",
+    "RecordReady",
     "RunWarning",
     "SectionStarted",
     "UnitDurable",
@@ -82,6 +83,17 @@ class RunWarning:
     fields: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class RecordReady:
+    """A run without a checkpoint (doc: its result bundle is its only trace) has its record, before
+    anything of it is shown: the store publisher holds the record until the run is recorded, so a
+    process killed in between leaves it for the kind's next run to record (`recovered` says so)."""
+
+    build: Callable[[], tuple[RunManifest, Sequence[UnitResult]]]
+    home: Path  # the folder the run belongs to: its repository's store keeps the record
+    recovered: str  # said of a held record a later run records: `Recorded <run id>: <recovered>.`
+
+
 @dataclass
 class RunFinished:
     """The run is over (finished, failed or interrupted): what the closing reporters need.
@@ -130,13 +142,17 @@ class RunListener(Protocol):
 
     def warning(self, event: RunWarning) -> None: ...
 
+    def record_ready(self, event: RecordReady) -> None: ...
+
     def run_finished(self, event: RunFinished) -> None: ...
 
     def close(self) -> None:
         """Stop live displays (before an error or interruption is printed)."""
 
 
-_HOOKS = ("run_started", "section_started", "unit_durable", "unit_progress", "warning", "run_finished", "close")
+_HOOKS = (
+    "run_started", "section_started", "unit_durable", "unit_progress", "warning", "record_ready", "run_finished", "close",
+)
 
 
 class RunEvents:
@@ -188,6 +204,9 @@ class RunEvents:
 
     def warning(self, event: RunWarning) -> None:
         self._call("warning", event)
+
+    def record_ready(self, event: RecordReady) -> None:
+        self._call("record_ready", event)
 
     def run_finished(self, event: RunFinished) -> None:
         self._call("run_finished", event)

@@ -1,6 +1,7 @@
-"""The loaded, validated shape of a video eval: eval directory, cases, targets and expanded samples.
+"""The loaded, validated shape of a video eval (eval directory, cases, targets and expanded samples)
+and of what a run of it comes to (sample results, trials, the run's outcome).
 
-`assay.video.loading` builds these from files; run, seed, export and review only read them.
+`assay.video.loading` builds the eval from files; run, seed, export and review only read it.
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
+
+from assay.core.gates import Gate
 
 SUPPORTED_VIDEO_SUFFIXES = (".m4v", ".mkv", ".mov", ".mp4", ".webm")
 COMPARE_MODES = ("exact", "json_subset", "numeric", "set_contains_all", "set_contains_any", "set_equals")
@@ -206,3 +209,26 @@ class SampleResult:
             "artifact_image": self.artifact_image,
             "artifact_json": self.artifact_json,
         }
+
+
+VERDICT_OF_STATUS = {  # a sample status as the shared verdict of a unit
+    "passed": "passed", "failed": "failed", "error": "errored", "ignored": "ignored"}
+
+
+@dataclass
+class TrialOutcome:
+    trial: int
+    results: list[SampleResult]
+    gates: list[Gate]
+    success: bool
+    duration_seconds: float
+
+
+@dataclass
+class RunOutcome:
+    eval_directory: EvalDirectory
+    repeat: int
+    trials: list[TrialOutcome]
+    gates: list[Gate]  # report-level (stability)
+    success: bool
+    duration_seconds: float

@@ -15,10 +15,9 @@ from assay.core.record import (
     UnitResult,
     jsonable,
 )
-from assay.video.model import EvalDirectory, SampleResult
-from assay.video.run import VERDICT_OF_STATUS, RunOutcome
+from assay.video.model import VERDICT_OF_STATUS, EvalDirectory, RunOutcome, SampleResult
 
-__all__ = ["video_paths", "video_run_manifest", "video_run_units", "video_unit", "video_unit_id"]
+__all__ = ["sample_unit_id", "video_paths", "video_run_manifest", "video_run_units", "video_unit", "video_unit_id"]
 
 # Options worth showing beside a run; the adapter config may hold secrets, so only its keys are kept.
 _RECORDED_OPTIONS = (
@@ -27,8 +26,12 @@ _RECORDED_OPTIONS = (
 )
 
 
+def sample_unit_id(case: str, target: str, sample_index: int, timestamp_s: float, trial: int) -> str:
+    return f"{case}/{target}/{sample_index}@{timestamp_s:g}s#{trial}"
+
+
 def video_unit_id(result: SampleResult, trial: int) -> str:
-    return f"{result.case}/{result.target}/{result.sample_index}@{result.timestamp_s:g}s#{trial}"
+    return sample_unit_id(result.case, result.target, result.sample_index, result.timestamp_s, trial)
 
 
 def video_paths(directory: EvalDirectory) -> dict[str, str]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,17 @@ from rich.table import Table
 from assay.core.fsutil import remove_stale_temporaries_of, write_atomically
 from assay.core.gates import pass_rate
 from assay.core.format import format_duration, format_latency, format_rate, short_repr
-from assay.video.model import SampleResult
-from assay.video.run import RunOutcome
+from assay.video.model import RunOutcome, SampleResult
+
+@dataclass(frozen=True)
+class VideoConclusion:
+    """A finished video run (or merge) as its reporters see it."""
+
+    run: RunOutcome
+    summary: Mapping[str, Any]
+    resumable: int  # adapter errors a resume would retry
+    checkpoint_entry: Mapping[str, Any] | None  # the JSON report's `checkpoint`
+
 
 STATUS_WORD = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "ignored": "IGNORED"}
 TIMING_LABELS = {

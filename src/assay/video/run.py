@@ -8,22 +8,30 @@ report in declaration order.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from assay.core.gates import Gate
 from assay.core.run_events import RunEvents, RunStarted, RunWarning, SectionStarted, UnitDurable, UnitProgress
-from assay.core.run_request import option
 from assay.errors import AssayError, VideoError
 from assay.video import artifacts
 from assay.video.adapters import AdapterConfig
+from assay.video.model import (
+    VERDICT_OF_STATUS,
+    Case,
+    EvalDirectory,
+    RunOutcome,
+    Sample,
+    SampleResult,
+    Target,
+    TrialOutcome,
+)
+from assay.video.request import VideoRunRequest
 from assay.video.sample_results import SampleResults, make_result
-from assay.video.model import Case, EvalDirectory, Sample, SampleResult, Target
 from assay.video.observe import (
-    EvalRunError,
     Observation,
     TrialEvaluator,
     observe_case,
@@ -37,43 +45,6 @@ def _nothing() -> None:
     pass
 
 
-@dataclass(frozen=True)
-class VideoRunRequest:
-    """Everything `assay video run` was asked to do. It is the checkpoint's invocation (in
-    GlassKit's key names), what `--resume` restores and the source of the record's options."""
-
-    kind: ClassVar[str] = "video"
-
-    eval_dir: Path = option(flag="--eval-dir")  # resolved
-    adapter: str | None = option(None, flag="--adapter")
-    adapter_command: str | None = option(None, flag="--adapter-command")
-    case: str | None = option(None, key="case_filter", flag="--case")
-    targets: tuple[str, ...] = option((), key="target_filter", empty_as_null=True, flag="--target")
-    at: tuple[float, ...] = option((), key="at_times_s", empty_as_null=True, flag="--at")
-    from_s: float | None = option(None, key="from_time_s", flag="--from")
-    until_s: float | None = option(None, key="until_time_s", flag="--until")
-    adapter_config: Mapping[str, Any] = option(default_factory=dict, flag="--adapter-config")
-    concurrency: int = option(1, flag="--concurrency")
-    repeat: int = option(1, flag="--repeat")
-    min_pass_rate: float | None = option(None, flag="--min-pass-rate")
-    min_target_pass_rate: float | None = option(None, flag="--min-target-pass-rate")
-    max_failures: int | None = option(None, flag="--max-failures")
-    max_flaky_samples: int | None = option(None, flag="--max-flaky-samples")
-    keep_going: bool = option(False, flag="--keep-going")
-    verbose: bool = option(False, flag="--verbose")
-    output_json: str | None = option(None, flag="--output-json")
-    artifacts_dir: str | None = option(None, flag="--artifacts-dir")
-    save_failures: bool = option(False, flag="--save-failures")
-    allow_empty: bool = option(False, flag="--allow-empty")
-    junit: str | None = option(None, flag="--junit")
-    # Only stored when given, so unsharded checkpoints keep the plan hash they always had.
-    shard: str | None = option(None, omit_when_none=True, flag="--shard")
-    quiet: bool = option(False, stored=False, flag="--quiet")  # no progress on stderr
-    json: bool = option(False, stored=False, flag="--json")  # NDJSON events on stdout instead of the console
-    # Seconds per call of a command adapter; stored only when given (older plan hashes stay).
-    adapter_timeout: float | None = option(None, omit_when_none=True, flag="--adapter-timeout")
-
-
 @dataclass(frozen=True, slots=True)
 class VideoSection:
     """A heading of the run's display: a trial (no case), a case (no target) or a target."""
@@ -82,10 +53,6 @@ class VideoSection:
     repeat: int
     case: Case | None = None
     target: Target | None = None
-
-
-VERDICT_OF_STATUS = {  # a sample status as the shared verdict of a unit
-    "passed": "passed", "failed": "failed", "error": "errored", "ignored": "ignored"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,54 +66,19 @@ class VideoUnit:
         return VERDICT_OF_STATUS[self.result.status]
 
 
-@dataclass
-class TrialOutcome:
-    trial: int
-    results: list[SampleResult]
-    gates: list[Gate]
-    success: bool
-    duration_seconds: float
-
-
-@dataclass
-class RunOutcome:
-    eval_directory: EvalDirectory
-    repeat: int
-    trials: list[TrialOutcome]
-    gates: list[Gate]  # report-level (stability)
-    success: bool
-    duration_seconds: float
-
-
-def check_run_options(options: VideoRunRequest) -> None:
-    if options.adapter and options.adapter_command:
-        raise EvalRunError("adapter and adapter command are mutually exclusive")
-    if not options.adapter and not options.adapter_command:
-        raise EvalRunError("assay video run requires --adapter or --adapter-command")
-    if options.concurrency < 1:
-        raise EvalRunError("concurrency must be greater than 0")
-    if options.repeat < 1:
-        raise EvalRunError("repeat must be greater than 0")
-    if options.max_flaky_samples is not None:
-        if options.max_flaky_samples < 0:
-            raise EvalRunError("max flaky samples must be nonnegative")
-        if options.repeat < 2:
-            raise EvalRunError("--max-flaky-samples requires --repeat to be at least 2")
-
-
 def usable_concurrency(requested: int, units: int) -> int:
     """The calls in flight `units` pending calls can use: each worker beyond them would only wait,
     and cost memory meanwhile, so a huge --concurrency costs no more than the work it is given."""
     return max(1, min(requested, units))
 
 
-def adapter_config(options: VideoRunRequest, eval_dir: Path) -> AdapterConfig:
-    """The factory config a run hands its adapter (GlassKit's `AdapterConfig`)."""
+def adapter_config(options: VideoRunRequest, eval_dir: Path, verbose: bool) -> AdapterConfig:
+    """The factory config a run hands its adapter (GlassKit's `AdapterConfig`; `--verbose` is passed on)."""
     return AdapterConfig(
         eval_dir=eval_dir,
         config=dict(options.adapter_config),
         artifacts_dir=Path(options.artifacts_dir) if options.artifacts_dir is not None else None,
-        verbose=options.verbose,
+        verbose=verbose,
     )
 
 
@@ -201,13 +133,13 @@ def remaining_case_work(group: CaseWork, received: list[Any]) -> CaseWork | None
 class VideoWorker:
     """A remote worker's side of a video run: one warm evaluator for every case it is sent."""
 
-    def __init__(self, options: VideoRunRequest, eval_dir: Path) -> None:
+    def __init__(self, options: VideoRunRequest, eval_dir: Path, verbose: bool = False) -> None:
         self._options = options
         self._results = SampleResults(keep_going=options.keep_going)
         self._threads = ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="assay-adapter")
         self._evaluators = TrialEvaluator(
             adapter=options.adapter, adapter_command=options.adapter_command,
-            config=adapter_config(options, eval_dir), executor=self._threads,
+            config=adapter_config(options, eval_dir, verbose), executor=self._threads,
             adapter_timeout=options.adapter_timeout,
         )
 
@@ -299,9 +231,11 @@ class VideoRun:
         *,
         checkpoint: Any = None,
         executor: Any = None,
+        verbose: bool = False,
     ) -> None:
         self.eval_directory = eval_directory
         self.options = options
+        self.verbose = verbose  # passed to the adapter
         self.events = events
         self._video_paths: dict[str, str] | None = None
         # A RunCheckpoint (or None): every result is submitted to its journal and shown only once
@@ -332,7 +266,7 @@ class VideoRun:
         return build
 
     def _adapter_config(self) -> AdapterConfig:
-        return adapter_config(self.options, self.eval_directory.path)
+        return adapter_config(self.options, self.eval_directory.path, self.verbose)
 
     def _finish(self, trial: int, result: SampleResult, rgb: Any, order: _DisplayOrder, target_index: int) -> Any:
         """Journal (then show) one result; returns what to await for it to be durable, or None."""

@@ -1,26 +1,24 @@
 """`assay video seed`: ask the adapter for the missing expectations and write them into the case files.
 
 Follows spec/video.md §18: checkpointed and resumable, all-or-nothing, and a rewrite that keeps every
-byte of a case file except the sample blocks whose expectations were seeded.
+byte of a case file except the sample blocks whose expectations were seeded. The seed is a command of
+the video kind run by the pipeline (`seed_kind.py`): its Ctrl-C, errors and exit codes are a run's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from assay.core.compare import extract_field
-from assay.core.format import short_repr
 from assay.core.format import format_duration
-from assay.core.run_request import from_invocation, option, to_invocation
 from assay.core.journal import (
     Checkpoint,
     JournalWriter,
@@ -30,6 +28,10 @@ from assay.core.journal import (
     format_resume_command,
     remove_checkpoint_leftovers,
 )
+from assay.core.record import UnitResult
+from assay.core.run.kinds import Resumed
+from assay.core.run.request import Outputs
+from assay.core.run_events import RunEvents, RunFinished, UnitDurable
 from assay.errors import (
     EXIT_ERROR,
     EXIT_GATE_FAILED,
@@ -42,28 +44,26 @@ from assay.errors import (
 from assay.video.adapters import AdapterConfig
 from assay.video.model import Case, EvalDirectory, Sample, Target
 from assay.video.observe import (
-    EvalRunError,
     Observation,
     SampleAbort,
     TrialEvaluator,
     invalid_observation,
     observe_case,
 )
+from assay.video.request import SeedRequest, invocation_with_outputs
 
 __all__ = [
     "SEED_KIND",
     "CaseWriteError",
-    "SeedOptions",
-    "check_seed_options",
-    "options_from_invocation",
-    "run_seed",
+    "OpenedSeed",
+    "SeededSample",
+    "SeedConclusion",
     "seed_invocation",
     "seed_key",
     "seed_plan_hash",
 ]
 
 SEED_KIND = "seed"
-PROGRAM = "assay video"
 RECORD_TYPE = "seed_result"
 
 
@@ -71,43 +71,9 @@ class CaseWriteError(CaseError):
     """A seeded case file could not be written (exit 2)."""
 
 
-@dataclass(frozen=True)
-class SeedOptions:
-    """Everything a seed was asked to do; stored in the checkpoint (GlassKit's §14.2 keys) so
-    `--resume` restores it."""
-
-    eval_dir: Path = option()
-    adapter: str | None = option(None)
-    adapter_command: str | None = option(None)
-    case: str | None = option(None, key="case_filter")
-    targets: tuple[str, ...] = option((), key="target_filter", empty_as_null=True)
-    adapter_config: Mapping[str, Any] = option(default_factory=dict)
-    concurrency: int = option(1)
-    replace: bool = option(False)
-    keep_going: bool = option(False)
-    verbose: bool = option(False)
-    # Only stored when given, so earlier checkpoints keep their plan hash.
-    adapter_timeout: float | None = option(None, omit_when_none=True)
-
-
-def check_seed_options(options: SeedOptions) -> None:
-    """§18 step 1, before anything is loaded."""
-    if options.adapter and options.adapter_command:
-        raise EvalRunError("adapter and adapter command are mutually exclusive")
-    if not options.adapter and not options.adapter_command:
-        raise EvalRunError(f"{PROGRAM} seed requires --adapter or --adapter-command")
-    if options.concurrency < 1:
-        raise EvalRunError("concurrency must be greater than 0")
-
-
-def seed_invocation(options: SeedOptions, resolved_eval_dir: Path) -> dict[str, Any]:
+def seed_invocation(options: SeedRequest, outputs: Outputs, resolved_eval_dir: Path) -> dict[str, Any]:
     """The manifest's `invocation` (§14.2 seed keys)."""
-    return to_invocation(replace(options, eval_dir=resolved_eval_dir))
-
-
-def options_from_invocation(invocation: Any, manifest_path: Path) -> SeedOptions:
-    """The options a checkpoint was made with; a malformed invocation is a bad checkpoint."""
-    return from_invocation(SeedOptions, invocation, manifest_path)
+    return invocation_with_outputs(replace(options, eval_dir=resolved_eval_dir), outputs)
 
 
 def seed_key(sample: Sample) -> str:
@@ -131,7 +97,7 @@ class _Loaded:
     snapshots: dict[Path, bytes]  # each case file's bytes as the seed read them
 
 
-def _load_with_snapshot(options: SeedOptions, materialize: Any) -> _Loaded:
+def _load_with_snapshot(options: SeedRequest, materialize: Any) -> _Loaded:
     """§18 step 2: the files' text is taken before loading and must still match what was loaded."""
     from assay.video.loading import (
         discover_case_paths,
@@ -365,10 +331,8 @@ def _remove_stale_case_temporaries(directory: EvalDirectory) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The operation
+# The operation, as a run the pipeline opens, executes, concludes and lets go of
 
-
-Emit = Callable[[str], None]
 
 # Beside the journal (whose records stay GlassKit's two types): the case files a seed is about to
 # replace, each with the digest of the text it replaces and the text it writes.
@@ -418,48 +382,110 @@ def _read_pending_writes(checkpoint: Path) -> dict[str, Any] | None:
     return document
 
 
-class _SeedRun:
-    def __init__(self, options: SeedOptions, emit: Emit, materialize: Any) -> None:
+@dataclass(frozen=True, slots=True)
+class SeededSample:
+    """One sample's seeded value (or, with --keep-going, its error), durable in the checkpoint."""
+
+    target: Target
+    sample: Sample
+    value: Any = None
+    error: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        return "errored" if self.error is not None else "passed"
+
+    def unit(self) -> UnitResult:
+        sample = self.sample
+        return UnitResult(
+            unit_id=f"{sample.case_name}/{self.target.id}/{sample.sample_index}@{sample.timestamp_s:g}s",
+            verdict=self.verdict, group=f"{sample.case_name}/{self.target.id}", observed=self.value,
+            reason=self.error or "",
+        )
+
+
+@dataclass(frozen=True)
+class SeedConclusion:
+    """What a finished seed says (GlassKit's lines) and its exit code."""
+
+    lines: tuple[str, ...]
+    exit_code: int = EXIT_OK
+
+
+class OpenedSeed:
+    """One `assay video seed`: everything happens in `execute`, so every failure, from loading the
+    cases to writing them, ends the way the pipeline ends a run (checkpoint kept when it holds work)."""
+
+    def __init__(self, options: SeedRequest, outputs: Outputs, resume: Resumed | None) -> None:
         self.options = options
-        self.emit = emit
-        self.materialize = materialize
+        self.outputs = outputs
+        self.resume = resume
+        self.run_id = resume.path.name if resume is not None else ""
         self.checkpoint: Checkpoint | None = None
         self.created_checkpoint = False
         self.seeded: dict[str, Any] = {}  # key -> expectation, reused or new (only once durable)
         self._writer: JournalWriter | None = None
+        self._events: RunEvents | None = None
         self.errors: dict[str, str] = {}  # key -> message (keep-going only)
+
+    def worker(self) -> None:
+        return None  # one evaluator for the whole seed, here
 
     # -- checkpoint -------------------------------------------------------------------------
     @property
     def has_reusable_work(self) -> bool:
         return bool(self.seeded)
 
-    def _resume_lines(self) -> None:
+    def _resume_lines(self) -> list[str]:
         if self.checkpoint is None or not self.has_reusable_work:
-            return
+            return []
         path = os.path.abspath(self.checkpoint.path)
         command = format_resume_command(["assay", "video", "seed", "--resume", path])
-        self.emit(f"Checkpoint: {path}")
-        self.emit(f"Resume with `{command}`.")
+        return [f"Checkpoint: {path}", f"Resume with `{command}`."]
 
     def _let_go_of_checkpoint(self) -> None:
         """Release the lock; a checkpoint this run made that holds nothing reusable is deleted."""
         if self.checkpoint is None:
             return
-        if self.created_checkpoint and not self.has_reusable_work:
+        checkpoint, self.checkpoint = self.checkpoint, None
+        if self.created_checkpoint and not self.seeded:
             try:
-                self.checkpoint.discard()
+                checkpoint.discard()
             except CheckpointError:
-                self.checkpoint.release()
-            self.checkpoint = None
+                checkpoint.release()
             return
-        self.checkpoint.release()
+        checkpoint.release()
+
+    def _finished(self, exit_code: int, *, resumable: bool = True, **fields: Any) -> RunFinished:
+        """The run's end, the checkpoint let go of after saying how to resume it (when it holds work)."""
+        lines = self._resume_lines() if resumable else []
+        path = self.checkpoint.path if self.checkpoint is not None else None
+        self._let_go_of_checkpoint()
+        return RunFinished(
+            "video", self.run_id, exit_code, checkpoint=path, checkpoint_kept=bool(lines), resume_lines=lines, **fields
+        )
+
+    def conclude(self, outcome: SeedConclusion) -> RunFinished:
+        return self._finished(outcome.exit_code, resumable=outcome.exit_code != EXIT_OK, outcome=outcome)
+
+    def interrupted(self) -> RunFinished:
+        return self._finished(EXIT_INTERRUPTED, interrupted=True)
+
+    def failed(self, error: AssayError) -> RunFinished:
+        return self._finished(EXIT_ERROR, error=error)
+
+    def seal(self, finished: RunFinished) -> None:
+        self._let_go_of_checkpoint()  # (already let go of: a seed's files are written before it reports)
 
     def _record(self, key: str, payload: Mapping[str, Any], on_durable: Any) -> Any:
         """Group-commit one record; `on_durable` (the state change and the line) runs once it is on
         disk. Returns the future the worker waits on, so a crash repeats at most one call per worker."""
         assert self._writer is not None
         return self._writer.submit(RECORD_TYPE, key, payload, on_durable)
+
+    def _durable(self, seeded: SeededSample) -> None:
+        assert self._events is not None
+        self._events.unit_durable(UnitDurable(seeded, seeded.unit))
 
     # -- evaluation --------------------------------------------------------------------------
     def _handle(self, observation: Observation) -> Any:
@@ -484,15 +510,14 @@ class _SeedRun:
 
             def recorded_error() -> None:
                 self.errors[key] = failure
-                self.emit(f"    ERROR {target.display_name} @{sample.timestamp_s:g}s reason={failure}")
+                self._durable(SeededSample(target, sample, error=failure))
 
             return self._record(key, {"status": "error", "message": message}, recorded_error)
 
         def recorded_value() -> None:
             self.seeded[key] = value
             self.errors.pop(key, None)
-            if self.options.verbose:
-                self.emit(f"    SEEDED {target.display_name} @{sample.timestamp_s:g}s expect={short_repr(value)}")
+            self._durable(SeededSample(target, sample, value))
 
         payload = {
             "status": "success",
@@ -509,7 +534,7 @@ class _SeedRun:
             by_case.setdefault(item.case.path, {}).setdefault(item.target.index, []).append(item.sample)
         config = AdapterConfig(
             eval_dir=directory.path, config=dict(self.options.adapter_config), artifacts_dir=None,
-            verbose=self.options.verbose,
+            verbose=self.outputs.verbose,
         )
         from assay.video.checkpoint import journal_writer
         from assay.video.run import usable_concurrency
@@ -543,21 +568,17 @@ class _SeedRun:
             executor.shutdown(wait=True, cancel_futures=True)
 
     # -- the steps ---------------------------------------------------------------------------
-    def _open_checkpoint(
-        self,
-        directory: EvalDirectory,
-        selected: Sequence[_Selected],
-        resume: tuple[Path, Mapping[str, Any]] | None,
-    ) -> None:
-        invocation = seed_invocation(self.options, directory.path)
+    def _open_checkpoint(self, directory: EvalDirectory, selected: Sequence[_Selected]) -> None:
+        invocation = seed_invocation(self.options, self.outputs, directory.path)
         current_hash = seed_plan_hash(invocation, directory)
-        if resume is None:
+        if self.resume is None:
             self.checkpoint = Checkpoint.create(
                 directory.path, SEED_KIND, plan_hash=current_hash, total=len(selected), invocation=invocation
             )
+            self.run_id = self.checkpoint.path.name
             self.created_checkpoint = True
             return
-        path, manifest = resume
+        path, manifest = self.resume
         ensure_not_complete(path, manifest)
         ensure_plan_unchanged(path, manifest, current_hash)
         self.checkpoint = Checkpoint.resume(path, manifest)
@@ -604,7 +625,7 @@ class _SeedRun:
                 raise CaseWriteError(f"could not write seeded case file {case.path}: {error}") from None
         return affected
 
-    def _finish_pending_writes(self, path: Path, manifest: Mapping[str, Any], started: float) -> int | None:
+    def _finish_pending_writes(self, path: Path, manifest: Mapping[str, Any], started: float) -> SeedConclusion | None:
         """A seed killed while it rewrote its case files: write those it had not written yet, from
         what it kept, then seal it. None when it was not killed there (resume as usual)."""
         from assay.core.fsutil import write_atomically
@@ -632,85 +653,56 @@ class _SeedRun:
                 raise CaseWriteError(f"could not write seeded case file {case_path}: {error}") from None
         self.checkpoint.mark_complete()
         (path / PENDING_WRITES_FILE).unlink(missing_ok=True)
-        self._report_seeded(eval_dir, pending["names"], pending["proposed"], pending["preserved"], started)
-        return EXIT_OK
+        return _seeded(eval_dir, pending["names"], pending["proposed"], pending["preserved"], started)
 
-    def _report_seeded(self, eval_dir: Path, updated: Sequence[str], proposed: int, preserved: int, started: float) -> None:
-        self.emit(f"Seed: {eval_dir}")
-        self.emit(f"Cases updated: {len(updated)}")
-        self.emit(f"Expectations: {proposed} proposed, {preserved} preserved")
-        self.emit(f"Duration: {format_duration(time.perf_counter() - started)}")
-        review = ["assay", "video", "review", "--eval-dir", str(eval_dir)]
-        if len(updated) == 1:
-            review += ["--case", updated[0]]
-        self.emit(f"Review the proposed expectations with `{format_resume_command(review)}`.")
+    async def execute(self, events: RunEvents, executor: Any) -> SeedConclusion:
+        """§18: load, select, evaluate what is left, then write the case files and mark the checkpoint
+        complete (a seed's files are its result: they are written before the seed reports)."""
+        from assay.video.cloud_store import materialize
 
-    def execute(self, resume: tuple[Path, Mapping[str, Any]] | None) -> int:
+        self._events = events
         started = time.perf_counter()
-        check_seed_options(self.options)
-        if resume is not None:
-            finished = self._finish_pending_writes(*resume, started)
+        if self.resume is not None:
+            finished = self._finish_pending_writes(*self.resume, started)
             if finished is not None:
                 return finished
-        loaded = _load_with_snapshot(self.options, self.materialize)
+        loaded = _load_with_snapshot(self.options, materialize)
         directory = loaded.directory
         _remove_stale_case_temporaries(directory)
         selected = _select(directory, self.options.replace)
         preserved = _preserved_count(directory, self.options.replace)
-        if not selected and resume is None:
+        if not selected and self.resume is None:
             remove_checkpoint_leftovers(directory.path, SEED_KIND)
-            self.emit(f"Seed: {directory.path}")
-            self.emit(f"Nothing to seed; {preserved} existing expectations were preserved.")
-            return EXIT_OK
+            return SeedConclusion((f"Seed: {directory.path}", f"Nothing to seed; {preserved} existing expectations were preserved."))
         # Refused before any adapter call: a file that cannot be rewritten would waste them all.
         for case_path in dict.fromkeys(item.case.path for item in selected):
             _check_write_stays_inside(directory.path, case_path)
-        self._open_checkpoint(directory, selected, resume)
+        self._open_checkpoint(directory, selected)
         remaining = [item for item in selected if item.key not in self.seeded]
         _check_remaining_sample_times(directory, remaining)
         if remaining:
-            from assay.core.gcpolicy import collection_sized_for_runs
-
-            with collection_sized_for_runs():  # as every run command: see gcpolicy
-                asyncio.run(self._evaluate(directory, remaining))
+            await self._evaluate(directory, remaining)
         missing = sum(1 for item in selected if item.key not in self.seeded)
         if missing:
-            self.emit(f"Seed incomplete: {missing} expectations could not be seeded; the case YAML was not changed")
-            self._resume_lines()
-            return EXIT_GATE_FAILED
+            line = f"Seed incomplete: {missing} expectations could not be seeded; the case YAML was not changed"
+            return SeedConclusion((line,), EXIT_GATE_FAILED)
         updated = self._write_cases(loaded, selected, preserved)
         assert self.checkpoint is not None
         self.checkpoint.mark_complete()
         (self.checkpoint.path / PENDING_WRITES_FILE).unlink(missing_ok=True)
-        self._report_seeded(directory.path, [case.name for case in updated], len(selected), preserved, started)
-        return EXIT_OK
+        return _seeded(directory.path, [case.name for case in updated], len(selected), preserved, started)
 
 
-def run_seed(
-    options: SeedOptions,
-    emit: Emit,
-    *,
-    resume: tuple[Path, Mapping[str, Any]] | None = None,
-    materialize: Any = None,
-) -> int:
-    """Seed expectations, printing through `emit`; returns the exit code (0, 1, 2 or 130).
+def _seeded(eval_dir: Path, updated: Sequence[str], proposed: int, preserved: int, started: float) -> SeedConclusion:
+    review = ["assay", "video", "review", "--eval-dir", str(eval_dir)]
+    if len(updated) == 1:
+        review += ["--case", updated[0]]
+    return SeedConclusion((
+        f"Seed: {eval_dir}",
+        f"Cases updated: {len(updated)}",
+        f"Expectations: {proposed} proposed, {preserved} preserved",
+        f"Duration: {format_duration(time.perf_counter() - started)}",
+        f"Review the proposed expectations with `{format_resume_command(review)}`.",
+    ))
 
-    `resume` is a checkpoint path with its already-read manifest; `options` then come from that
-    manifest. `materialize` downloads remote videos (see `assay.video.cloud_store.materialize`).
-    """
-    operation = _SeedRun(options, emit, materialize)
-    try:
-        return operation.execute(resume)
-    except KeyboardInterrupt:
-        saved = operation.checkpoint is not None and operation.has_reusable_work
-        emit(f"Seeding interrupted: {'progress was saved' if saved else 'no reusable progress was saved'}")
-        operation._resume_lines()
-        return EXIT_INTERRUPTED
-    except AssayError as error:
-        emit(f"Could not seed expectations: {error}")
-        for note in getattr(error, "__notes__", None) or []:
-            emit(note)
-        operation._resume_lines()
-        return EXIT_ERROR
-    finally:
-        operation._let_go_of_checkpoint()
+

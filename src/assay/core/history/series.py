@@ -12,8 +12,10 @@ __all__ = ["flaky_units", "latest_series", "trend_points"]
 
 def latest_series(store: Any, *, kind: str | None, last: int) -> list[tuple[str, list[str]]]:
     """(title, run ids newest first) for the newest run of each kind (or of `kind`): the series it belongs to."""
+    from assay.core.run.kinds import kind_names
+
     series = []
-    for name in ([kind] if kind else ["video", "agent", "doc", "imported"]):
+    for name in ([kind] if kind else kind_names()):
         runs = store.list_runs(kind=name, limit=1)
         if runs:
             newest = runs[0]

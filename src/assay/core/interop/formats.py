@@ -1,6 +1,6 @@
 """The formats `assay runs import` reads, by name, and detection of a file's format from its content.
 
-A lazy registry (like the kinds in `core.pipeline`): each format's module is imported only when a
+A lazy registry (like the kinds in `core.run.kinds`): each format's module is imported only when a
 file is detected or read as that format. A module offers `detect(sniff) -> bool` and
 `read(path) -> ImportedLog`; detection asks them in the order below, the first that claims the
 file wins, and a file none claims is a usage error naming it and the formats.

@@ -1,9 +1,11 @@
-"""A run request: one frozen dataclass per kind that is at once the checkpoint's invocation, the
-record's options and what `--resume` restores.
+"""What a run is asked: the kind's frozen request (at once the checkpoint's invocation, the record's
+options and what `--resume` restores), and beside it the `Outputs` and `Execution` every kind shares.
 
 Fields are declared once with `option(...)`: the name stored in the checkpoint (GlassKit's names,
 where they differ from ours), whether an empty tuple is stored as null, whether an unset value is
 left out. `to_invocation` and `from_invocation` are exact inverses for every value a request holds.
+`Outputs` (where results go and how much is said) is given afresh by every invocation and never part
+of a request; a kind whose checkpoint format stores some of it (GlassKit's) writes and reads those keys.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ import dataclasses
 import types
 import typing
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from assay.errors import CheckpointError
+from assay.errors import CheckpointError, UsageError
 
-__all__ = ["changed_options", "from_invocation", "option", "to_invocation"]
+__all__ = ["Execution", "Outputs", "flag_of", "from_invocation", "option", "to_invocation", "with_defaults"]
 
 Request = TypeVar("Request")
 
@@ -151,19 +154,58 @@ def from_invocation(request_type: type[Request], invocation: Any, manifest_path:
     return request_type(**values)
 
 
-def changed_options(request: Any, *, ignore: tuple[str, ...] = ()) -> list[str]:
-    """The command-line flags of the stored fields whose value differs from their default, in field
-    order (what a `--resume` cannot be combined with)."""
-    flags = []
-    for spec in dataclasses.fields(request):
-        if spec.name in ignore or not spec.metadata.get("stored", True):
+def with_defaults(request: Request) -> Request:
+    """`request` with every stored field that has a default set to it (what a command line that
+    gave none of those options would have asked)."""
+    defaults = {}
+    for spec in dataclasses.fields(request):  # type: ignore[arg-type]
+        if not spec.init or not spec.metadata.get("stored", True):
             continue
         if spec.default is not dataclasses.MISSING:
-            default = spec.default
+            defaults[spec.name] = spec.default
         elif spec.default_factory is not dataclasses.MISSING:
-            default = spec.default_factory()
-        else:
-            continue
-        if getattr(request, spec.name) != default:
-            flags.append(spec.metadata.get("flag") or spec.name)
-    return flags
+            defaults[spec.name] = spec.default_factory()
+    return dataclasses.replace(request, **defaults)  # type: ignore[type-var]
+
+
+def flag_of(key: str, *request_types: type) -> str:
+    """The command-line flag of the field stored under `key` in the first of `request_types` that
+    declares it (`key` itself when none names a flag)."""
+    for request_type in request_types:
+        for spec in dataclasses.fields(request_type):
+            if _key(spec) == key:
+                return spec.metadata.get("flag") or spec.name
+    return key
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a run's results go and how much is said, for every kind: declared once, chosen by the
+    command line, read by the pipeline to choose its reporters (progress, NDJSON, JUnit, the kind's
+    console and files). The option metadata names GlassKit's checkpoint keys for the few a video
+    checkpoint stores."""
+
+    json: bool = option(False, stored=False, flag="--json")  # NDJSON on stdout instead of the console
+    junit: str | None = option(None, flag="--junit")  # also write a JUnit XML report here (as given)
+    quiet: bool = option(False, stored=False, flag="--quiet")  # no progress on stderr
+    verbose: bool = option(False, flag="--verbose")  # every unit on the console, not only failures
+    output_json: str | None = option(None, flag="--output-json")  # the kind's own JSON report (video)
+
+    @property
+    def shows_progress(self) -> bool:
+        return not (self.quiet or self.json)  # NDJSON owns stdout and keeps stderr for errors
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Where units run: here, or on a Ray cluster. Not part of a request: a run may resume elsewhere.
+    Checked when made, so every command refuses a bad `--executor` in the same words."""
+
+    executor: str = "local"
+    ray_address: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.executor not in ("local", "ray"):
+            raise UsageError("--executor must be local or ray", "--executor")
+        if self.ray_address is not None and self.executor != "ray":
+            raise UsageError("--ray-address needs --executor ray", "--ray-address")

@@ -1,0 +1,200 @@
+"""The run pipeline every kind plugs into: open, execute, conclude, report, record, seal — and merge.
+
+The pipeline owns the order every kind shares: reporters (chosen here from the `Outputs`) hear
+`run_finished` before the run is recorded in the results store and before the checkpoint is sealed,
+so a run killed after its reports were written can still be resumed and reported again; Ctrl-C is
+exit 130; an error a user can fix is exit 2 with one message. `merge` finishes a set of shard records
+by the same path. This module is the only one that records runs in the store (`StorePublisher`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import traceback
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from assay.core.record import UnitResult
+from assay.core.run.kinds import OpenedRun, Resumed, RunKind, ShardRecord, WorkerSpec, kind_named
+from assay.core.run.request import Execution, Outputs
+from assay.core.run_events import RunEvents, RunFinished, RunListener
+from assay.errors import EXIT_INTERRUPTED, AssayError, UsageError
+
+__all__ = ["RunResult", "merge", "reporters_for", "run", "run_async"]
+
+Request = TypeVar("Request")
+
+
+def _connect_executor(execution: Execution, worker: WorkerSpec | None) -> Any:
+    if execution.executor == "local" or worker is None:
+        return None
+    from assay.core.ray_executor import RayExecutor
+
+    return RayExecutor.connect(
+        worker.factory, worker.arguments, address=execution.ray_address, remainder=worker.remainder,
+        concurrency=worker.concurrency,
+    )
+
+
+def _open(run_kind: RunKind[Request], request: Request, outputs: Outputs, resume: Resumed | None, events: RunEvents) -> OpenedRun:
+    """Plan the run (discovery, the plan, carry) with the run's collection settings too: planning
+    50,000 evals allocates that many long-lived objects, and the default settings walked them all."""
+    from assay.core.gcpolicy import collection_sized_for_runs
+
+    with collection_sized_for_runs():
+        return run_kind.open(request, outputs, resume, events)
+
+
+async def _execute(opened: OpenedRun, events: RunEvents, execution: Execution) -> object:
+    from assay.core.gcpolicy import collection_sized_for_runs
+
+    executor = _connect_executor(execution, opened.worker())
+    try:
+        with collection_sized_for_runs():
+            return await opened.execute(events, executor)
+    finally:
+        if executor is not None:
+            await executor.close()
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run came to: its exit code and what its reporters saw (outcome, units, checkpoint)."""
+
+    exit_code: int
+    finished: RunFinished
+
+    @property
+    def outcome(self) -> Any:
+        return self.finished.outcome
+
+    @property
+    def resume_lines(self) -> Sequence[str]:
+        """How to continue the run, when its checkpoint was kept (for whoever shows them: the
+        command line repeats them on stderr when its stdout was closed)."""
+        return self.finished.resume_lines if self.finished.checkpoint_kept else ()
+
+    def units(self) -> Iterable[UnitResult]:
+        return self.finished.units()
+
+
+def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) -> RunResult:
+    events.run_finished(finished)  # the store publisher, registered last, records the run
+    if opened is not None:
+        opened.seal(finished)
+    return RunResult(finished.exit_code, finished)
+
+
+def reporters_for(run_kind: RunKind[Any], outputs: Outputs) -> list[RunListener]:
+    """The reporters `outputs` asks for, in the order they hear each event: progress first (its closing
+    line comes before the summary), the kind's own files, JUnit, and last the console or the NDJSON
+    stream (whose last line carries the exit code JUnit may have raised)."""
+    from assay.core.report.junit import JUnitReport
+
+    native = run_kind.output(outputs)
+    chosen: list[RunListener] = []
+    if outputs.shows_progress:
+        from assay.core.report.progress import ProgressReporter
+
+        chosen.append(ProgressReporter())
+    chosen.extend(native.files)
+    if outputs.junit is not None:
+        chosen.append(JUnitReport(outputs.junit))
+    if not outputs.json:
+        chosen.append(native.console)
+    elif native.machine is not None:
+        chosen.append(native.machine)
+    else:
+        from assay.core.report.ndjson import NdjsonEvents
+
+        chosen.append(NdjsonEvents())
+    return chosen
+
+
+def _events(run_kind: RunKind[Any], outputs: Outputs, reporters: Sequence[RunListener] | None) -> RunEvents:
+    from assay.core.report.store import StorePublisher
+
+    # The caller's own reporters (the Python API): nothing printed unless asked. The run is recorded either way.
+    events = RunEvents(reporters_for(run_kind, outputs) if reporters is None else reporters)
+    events.add(StorePublisher())
+    return events
+
+
+def _interrupted(run_kind: RunKind[Any], events: RunEvents, opened: OpenedRun | None) -> RunResult:
+    events.close()
+    finished = opened.interrupted() if opened is not None else RunFinished(
+        run_kind.name, "", EXIT_INTERRUPTED, None, interrupted=True
+    )
+    return _finish(events, finished, opened)
+
+
+def _failed(
+    run_kind: RunKind[Request], request: Request, events: RunEvents, opened: OpenedRun | None, error: Exception
+) -> RunResult:
+    from assay.errors import show_tracebacks
+
+    if show_tracebacks():
+        traceback.print_exception(error, file=sys.stderr)
+    events.close()
+    if not isinstance(error, AssayError):
+        error = AssayError(f"internal error: {type(error).__name__}: {error}")
+    finished = opened.failed(error) if opened is not None else run_kind.open_failed(request, error)
+    return _finish(events, finished, opened)
+
+
+def run(
+    kind: RunKind[Request] | str, request: Request, *, outputs: Outputs = Outputs(), resume: Resumed | None = None,
+    execution: Execution = Execution(), reporters: Sequence[RunListener] | None = None,
+) -> RunResult:
+    """Open, execute and conclude one run in a loop of its own (the command line's way).
+
+    Never raises for a user error or an interruption: the result's exit code says what happened."""
+    run_kind: RunKind[Request] = kind_named(kind) if isinstance(kind, str) else kind
+    events = _events(run_kind, outputs, reporters)
+    opened: OpenedRun | None = None
+    try:
+        opened = _open(run_kind, request, outputs, resume, events)
+        outcome = asyncio.run(_execute(opened, events, execution))
+    except (KeyboardInterrupt, asyncio.CancelledError):  # a second Ctrl-C may cancel every task
+        return _interrupted(run_kind, events, opened)
+    except Exception as error:  # noqa: BLE001 - a bug still ends as one message (traceback with --debug)
+        return _failed(run_kind, request, events, opened, error)
+    return _finish(events, opened.conclude(outcome), opened)
+
+
+async def run_async(
+    kind: RunKind[Request] | str, request: Request, *, outputs: Outputs = Outputs(), resume: Resumed | None = None,
+    execution: Execution = Execution(), reporters: Sequence[RunListener] | None = None,
+) -> RunResult:
+    """`run` inside the caller's event loop. A cancellation ends the run as an interruption (its
+    checkpoint kept) and is then raised again, as a cancelled task must."""
+    run_kind: RunKind[Request] = kind_named(kind) if isinstance(kind, str) else kind
+    events = _events(run_kind, outputs, reporters)
+    opened: OpenedRun | None = None
+    try:
+        opened = _open(run_kind, request, outputs, resume, events)
+        outcome = await _execute(opened, events, execution)
+    except asyncio.CancelledError:
+        _interrupted(run_kind, events, opened)
+        raise
+    except Exception as error:  # noqa: BLE001 - as in `run`
+        return _failed(run_kind, request, events, opened, error)
+    return _finish(events, opened.conclude(outcome), opened)
+
+
+def merge(records: Sequence[ShardRecord], outputs: Outputs = Outputs(quiet=True)) -> RunResult:
+    """`assay runs merge`: every shard record of one invocation as the run the unsharded invocation
+    would have recorded, reported and recorded the way a run is. UsageError (before anything is
+    shown or recorded) for records that are not the complete shard set of one run of a kind that merges."""
+    from assay.core.shard import check_shard_set
+
+    if not records:
+        raise UsageError("no shard records to merge")
+    run_kind = kind_named(records[0][0].kind)
+    if run_kind.merge is None:
+        raise UsageError(f"{run_kind.name} runs cannot be sharded or merged yet")
+    check_shard_set([manifest for manifest, _ in records], identity_keys=run_kind.merge.identity_keys)
+    finished = run_kind.merge.merged(records, outputs)
+    return _finish(_events(run_kind, outputs, None), finished, None)

@@ -1,0 +1,69 @@
+"""`--resume REF` for every kind: refuse options the checkpoint restores, find it, restore the request.
+
+A checkpoint stores what its run was asked (`Resumable.invocation`); `--resume` asks for exactly that
+again, so an option that would change a stored value is refused, in the kind's own words. Every
+problem is a `UsageError` on `--resume`, which each command line shows its own way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from assay.core.run.kinds import Resumable, Resumed, RunKind
+from assay.core.run.request import Outputs, flag_of, with_defaults
+from assay.errors import AssayError, UsageError
+
+__all__ = ["Restored", "restore"]
+
+Request = TypeVar("Request")
+
+
+@dataclass(frozen=True)
+class Restored(Generic[Request]):
+    request: Request
+    outputs: Outputs
+    resume: Resumed
+
+
+def overridden(spec: Resumable[Request], given: Request, outputs: Outputs) -> list[str]:
+    """The flags of the stored values this command line set, in the checkpoint's key order."""
+    asked = spec.invocation(given, outputs)
+    unasked = spec.invocation(with_defaults(given), Outputs())
+    return [
+        flag_of(key, type(given), Outputs) for key, value in asked.items() if key not in unasked or unasked[key] != value
+    ]
+
+
+def restore(
+    kind: RunKind[Request], ref: str, given: Request, outputs: Outputs, also_given: Sequence[str] = ()
+) -> Restored[Request]:
+    """The request a `--resume REF` checkpoint was made with, with this invocation's outputs where the
+    checkpoint keeps none. `given` is what the command line asked (its stored options must be left
+    at their defaults); `also_given` names options given that are not request fields (a config file)."""
+    spec = kind.resume
+    if spec is None:
+        raise UsageError(f"{kind.name} runs cannot be resumed", "--resume")
+    overrides = [*overridden(spec, given, outputs), *also_given]
+    if overrides:
+        raise UsageError(spec.refusal(overrides), "--resume")
+    from assay.core.journal import read_manifest
+
+    path = spec.locate(ref, given)
+    try:
+        manifest = read_manifest(path, spec.checkpoint_kind)
+        request, restored_outputs = spec.restored(manifest.get("invocation"), path / "manifest.json", given, outputs)
+    except UsageError:
+        raise
+    except AssayError as error:  # a checkpoint that cannot be resumed is a bad `--resume` value
+        raise UsageError(str(error), "--resume") from None
+    return Restored(request, restored_outputs, Resumed(path, manifest))
+
+
+def locate_in(base: Path, ref: str) -> Path:
+    """`--resume REF` as a path, relative to the current folder, or an id under `base`'s checkpoints."""
+    from assay.core.journal import resolve_checkpoint_ref
+
+    return resolve_checkpoint_ref(ref, base, Path.cwd())
