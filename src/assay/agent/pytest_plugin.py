@@ -153,8 +153,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     from assay.agent.runner import RunOutcome
     from assay.agent.units import agent_run_manifest, agent_run_units
-    from assay.core.record import store_path
-    from assay.core.results_store import publish_run_quietly
+    from assay.core.run import pipeline
+    from assay.core.run_events import RunFinished
 
     try:
         for project in state.projects.values():
@@ -162,11 +162,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             if not project.results:
                 continue
             outcome = RunOutcome(list(project.results), False, [], sum(r.duration_seconds for r in project.results))
-            invocation = {"pytest": True}
-            publish_run_quietly(
-                lambda: (agent_run_manifest(outcome, invocation, project.root, outcome.exit_code),
-                         agent_run_units(outcome)),
-                database=store_path(project.root),
-            )
+            root = project.root
+            pipeline.record(RunFinished(
+                "agent", "", outcome.exit_code, outcome, home=root, build_units=lambda: agent_run_units(outcome),
+                build_manifest=lambda code: agent_run_manifest(outcome, {"pytest": True}, root, code),
+            ))
     finally:
         state.loop.close()

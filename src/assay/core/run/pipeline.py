@@ -22,7 +22,7 @@ from assay.core.run.request import Execution, Outputs
 from assay.core.run_events import RunEvents, RunFinished, RunListener
 from assay.errors import EXIT_INTERRUPTED, AssayError, UsageError
 
-__all__ = ["RunResult", "merge", "reporters_for", "run", "run_async"]
+__all__ = ["RunResult", "merge", "record", "reporters_for", "run", "run_async"]
 
 Request = TypeVar("Request")
 
@@ -198,3 +198,10 @@ def merge(records: Sequence[ShardRecord], outputs: Outputs = Outputs(quiet=True)
     check_shard_set([manifest for manifest, _ in records], identity_keys=run_kind.merge.identity_keys)
     finished = run_kind.merge.merged(records, outputs)
     return _finish(_events(run_kind, outputs, None), finished, None)
+
+
+def record(finished: RunFinished) -> RunResult:
+    """A run that finished outside `run` (the pytest plugin's session) recorded as every run is."""
+    from assay.core.report.store import StorePublisher
+
+    return _finish(RunEvents([StorePublisher()]), finished, None)
