@@ -199,12 +199,13 @@ class _Sending:
         self.pending: list[Any] = []
         self.sent = 0
         self.failure: str | None = None
+        self.success = _success(exporter)
 
     def export(self, records: Any) -> Any:
         self.pending.extend(records)
         if len(self.pending) >= self.batch:
             self.flush()
-        return _success(self.exporter)
+        return self.success
 
     def flush(self) -> None:
         if not self.pending or self.failure is not None:
