@@ -5,7 +5,9 @@ the suite runs); the `docker_image` fixture waits for that build or makes the im
 image is a Debian root file system with Python and git (debootstrap from the mirror apt already uses,
 then `docker import`); a second image is built from a Dockerfile `FROM` it, so both sources the
 provider supports are exercised. The daemon keeps both: later sessions on the same machine reuse them.
-Tests skip only when no daemon answers or an image cannot be built, and say which.
+Tests skip only when no daemon answers or an image cannot be built, and say which. The module-scoped
+`provider` fixture runs a sandbox table over `local` and `docker` (`sandbox_template(provider)` is its
+template), and `docker_containers()` lists assay's containers on the daemon.
 """
 
 from __future__ import annotations
