@@ -77,3 +77,15 @@ def test_a_map_file_of_id_pairs_and_a_bad_rule(tmp_path, inspect_logs):
     folded = _assay("runs", "compare", baseline, "agent-20261203T120001-cafe02", "--map", "#\\d+$=>")
     assert folded.returncode == 2
     assert "--map sends two baseline units to" in folded.stderr and "Traceback" not in folded.stderr
+
+
+def test_an_imported_runs_series_is_its_tool_and_task(inspect_logs, junit_log):
+    """History (compare latest, flaky, trend) follows one tool's runs of one task, not every import."""
+    from assay.core.record import store_path
+    from assay.core.results_store import SqliteRunStore
+
+    first, second, other = _imported(inspect_logs["eval"].path), _imported(inspect_logs["json"].path), _imported(junit_log.path)
+    with SqliteRunStore(store_path(), read_only=True) as store:
+        series = store.series(store.get_run(first).manifest)
+        assert {first, second} <= set(series) and other not in series
+        assert store.get_run(first).manifest.identity["project"] == "inspect:Inspect capitals (mockllm/model)"
