@@ -757,7 +757,8 @@ class SqliteRunStore:
 
 _MAX_CARRY_HOPS = 4
 
-# What a run is a run of, by kind: the video eval dir, the agent project, the doc suite's config, an imported log's tool and task.
+# What a run is a run of, by kind: the video eval dir, the agent project, the doc suite's config, an
+# imported log's tool and task.
 _PROJECT_KEYS = {"video": "eval_dir", "agent": "project", "doc": "suite", "imported": "project"}
 
 
