@@ -154,3 +154,14 @@ def test_importing_a_file_again_finds_its_run_instead_of_adding_a_twin(junit_log
     assert first.returncode == again.returncode == 0
     (imported,) = json.loads(first.stdout)["imported"]
     assert again.stdout.startswith(f"Already imported as {imported['run_id']}: junit.xml (junit), 11 units:")
+
+
+def test_a_junit_file_of_no_tests_is_a_run_of_no_units_and_other_xml_is_refused(tmp_path):
+    empty = tmp_path / "empty.xml"
+    empty.write_text('<?xml version="1.0"?><testsuites name="nothing collected"/>')
+    assert _import(empty).unit_count == 0
+    page = tmp_path / "page.xml"
+    page.write_text("<html><body>testsuite</body></html>")
+    done = _assay("runs", "import", str(page), "--format", "junit")
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"Error: {page}: the root element is <html>, not <testsuites> or <testsuite>: not a JUnit XML file"

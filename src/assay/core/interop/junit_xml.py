@@ -69,14 +69,17 @@ class _Reading:
     def header(self) -> None:
         """Read up to the first testsuite (or testcase): the file's name and time come from there."""
         for event, element in self._events():
-            if event == "start" and _local(element.tag) == "testsuites" and not self.stack:
-                self.root_name = element.get("name")
+            if event == "start" and not self.stack:
+                if _local(element.tag) not in ("testsuites", "testsuite"):
+                    raise ImportFormatError(f"{self.path}: the root element is <{_local(element.tag)}>, not <testsuites> "
+                                            "or <testsuite>: not a JUnit XML file")
+                self.root_name = element.get("name") if _local(element.tag) == "testsuites" else None
             self._handle(event, element)
             if event == "start" and _local(element.tag) in ("testsuite", "testcase"):
                 if self.first_suite is None and _local(element.tag) == "testsuite":
                     self.first_suite = dict(element.attrib)
                 return
-        raise ImportFormatError(f"{self.path}: a JUnit file with no <testsuite> or <testcase>")
+        # No suite and no testcase: a valid file of no tests (nothing was collected), a run of no units.
 
     def _events(self) -> Iterator[tuple[str, Any]]:
         try:
