@@ -57,6 +57,12 @@ def between(low: float, high: float) -> Callable[[Any], Any]:
     return check
 
 
+def say(*lines: str, console: Any = None) -> None:
+    """Lines for a person on stdout, as written (no markup, no highlighting)."""
+    for line in lines:
+        (console or stdout_console()).print(line, markup=False, highlight=False)
+
+
 def bad_parameter(option: str, message: str, *, quoted: bool = True) -> NoReturn:
     raise typer.BadParameter(message, param_hint=f"'{option}'" if quoted else option)
 

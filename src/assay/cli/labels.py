@@ -27,15 +27,7 @@ labels_app = typer.Typer(
 
 
 def _fail(error: BaseException) -> NoReturn:
-    from assay.errors import AssayError
-
-    if common.DEBUG:
-        import traceback
-
-        traceback.print_exception(error, file=sys.stderr)
-    message = str(error) if isinstance(error, AssayError) else f"{type(error).__name__}: {error}"
-    print(f"Error: {message}", file=sys.stderr)
-    raise typer.Exit(error.exit_code if isinstance(error, AssayError) else 2)
+    common.fail("Error", error, stderr=True, internal="")
 
 
 def _open(*, read_only: bool) -> Any:

@@ -1,4 +1,5 @@
-"""Option handling shared by the `assay video` commands (run, seed, validate, export, review)."""
+"""Options shared by the `assay video` commands (run, seed, validate, list-samples, export, review):
+declared once, with GlassKit's help text, and read the same way."""
 
 from __future__ import annotations
 
@@ -11,6 +12,39 @@ from assay.cli import common
 from assay.errors import UsageError
 
 Request = TypeVar("Request")
+
+EVAL_DIR_HELP = "Eval directory holding cases/, config.yaml and adapter files."
+EvalDirOption = typer.Option(Path("eval"), "--eval-dir", help=EVAL_DIR_HELP)
+AdapterOption = typer.Option(
+    None, "--adapter", help="Python adapter '<module-or-file>:<callable>' (default: <eval-dir>/adapter.py:create_evaluator)."
+)
+AdapterCommandOption = typer.Option(None, "--adapter-command", help="Command that serves the NDJSON adapter protocol.")
+AdapterConfigOption = typer.Option(None, "--adapter-config", help="Adapter config file (YAML, or JSON by suffix).")
+AdapterTimeoutOption = typer.Option(
+    None, "--adapter-timeout", callback=common.above(0),
+    help="Seconds a command adapter may take per call before the call fails (default: no limit; "
+    "initialize has its own 30 s limit, ASSAY_ADAPTER_START_TIMEOUT).",
+)
+CaseOption = typer.Option(None, "--case", help="Case file name or stem.")
+TargetOption = typer.Option(None, "--target", help="Target id (repeatable).")
+OnlyCaseOption = typer.Option(None, "--case", help="Only this case (file name or stem).")
+OnlyTargetOption = typer.Option(None, "--target", help="Only this target id (repeatable).")
+AtOption = typer.Option(None, "--at", help="Only the sample at this time (repeatable; needs --case).")
+FromOption = typer.Option(None, "--from", help="Only samples at or after this time (needs --case).")
+UntilOption = typer.Option(None, "--until", help="Only samples before this time (needs --case).")
+AllowEmptyOption = typer.Option(False, "--allow-empty", help="Allow targets and evals without samples.")
+ConcurrencyOption = typer.Option(
+    1, "--concurrency", callback=common.at_least(1, maximum=common.MAX_CONCURRENCY),
+    help=f"Adapter calls in flight (at most {common.MAX_CONCURRENCY:,}).",
+)
+ResumeOption = typer.Option(None, "--resume", help="Checkpoint directory or id to resume.")
+
+
+def default_adapter(eval_dir: Path, adapter: Optional[str], adapter_command: Optional[str]) -> Optional[str]:
+    """GlassKit's default: `<eval-dir>/adapter.py:create_evaluator` when neither adapter is given."""
+    if adapter is None and adapter_command is None:
+        return eval_dir.as_posix() + "/adapter.py:create_evaluator"
+    return adapter
 
 
 def adapter_config_option(eval_dir: Path, explicit: Optional[Path]) -> dict[str, Any]:

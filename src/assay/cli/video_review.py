@@ -14,10 +14,9 @@ from urllib.parse import urlencode
 import typer
 
 from assay.cli import common
-from assay.cli.video_options import cloud_materializer
+from assay.cli.video_options import EvalDirOption, cloud_materializer
 from assay.errors import AssayError, CaseError
 
-EVAL_DIR_HELP = "Eval directory holding cases/, config.yaml and adapter files."
 # Click's UsageError as the installed Typer ships it (newer Typer vendors its own Click).
 CommandUsageError = typer.BadParameter.__mro__[1]
 
@@ -76,7 +75,7 @@ def _open_browser(url: str, say: Any) -> None:
 
 
 def review_command(
-    eval_dir: Path = typer.Option(Path("eval"), "--eval-dir", help=EVAL_DIR_HELP),
+    eval_dir: Path = EvalDirOption,
     case: Optional[str] = typer.Option(None, "--case", help="Open this case (file name or stem)."),
     target: Optional[str] = typer.Option(None, "--target", help="Select this target (needs --case)."),
     time: Optional[float] = typer.Option(None, "--time", help="Start at this time in seconds (needs --case)."),

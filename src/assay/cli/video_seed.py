@@ -12,38 +12,33 @@ from typing import List, Optional
 import typer
 
 from assay.cli import common
-from assay.cli.video_options import adapter_config_option
+from assay.cli.video_options import (
+    AdapterCommandOption, AdapterConfigOption, AdapterOption, AdapterTimeoutOption, CaseOption, ConcurrencyOption,
+    EvalDirOption, ResumeOption, TargetOption, adapter_config_option, default_adapter, restore_option,
+)
 
 
 def seed_command(
-    adapter: Optional[str] = typer.Option(None, "--adapter", help="Python adapter '<module-or-file>:<callable>' (default: <eval-dir>/adapter.py:create_evaluator)."),
-    adapter_command: Optional[str] = typer.Option(None, "--adapter-command", help="Command that serves the NDJSON adapter protocol."),
-    eval_dir: Path = typer.Option(Path("eval"), "--eval-dir", help="Eval directory holding cases/, config.yaml and adapter files."),
-    case: Optional[str] = typer.Option(None, "--case", help="Case file name or stem."),
-    target: Optional[List[str]] = typer.Option(None, "--target", help="Target id (repeatable)."),
-    adapter_config: Optional[Path] = typer.Option(None, "--adapter-config", help="Adapter config file (YAML, or JSON by suffix)."),
-    concurrency: int = typer.Option(
-        1, "--concurrency", callback=common.at_least(1, maximum=common.MAX_CONCURRENCY),
-        help=f"Adapter calls in flight (at most {common.MAX_CONCURRENCY:,}).",
-    ),
+    adapter: Optional[str] = AdapterOption,
+    adapter_command: Optional[str] = AdapterCommandOption,
+    eval_dir: Path = EvalDirOption,
+    case: Optional[str] = CaseOption,
+    target: Optional[List[str]] = TargetOption,
+    adapter_config: Optional[Path] = AdapterConfigOption,
+    concurrency: int = ConcurrencyOption,
     replace: bool = typer.Option(False, "--replace", help="Propose new values for samples that already have an expectation."),
     keep_going: bool = typer.Option(False, "--keep-going", help="Record adapter errors and continue; the YAML is written only when all succeed."),
-    resume: Optional[str] = typer.Option(None, "--resume", help="Checkpoint directory or id to resume."),
+    resume: Optional[str] = ResumeOption,
     verbose: bool = typer.Option(False, "--verbose", help="Print each seeded value; passed to the adapter."),
-    adapter_timeout: Optional[float] = typer.Option(
-        None, "--adapter-timeout", callback=common.above(0),
-        help="Seconds a command adapter may take per call before the call fails (default: no limit; "
-        "initialize has its own 30 s limit, ASSAY_ADAPTER_START_TIMEOUT).",
-    ),
+    adapter_timeout: Optional[float] = AdapterTimeoutOption,
 ) -> None:
     """Fill omitted expectations from adapter output and rewrite the case files (comments kept)."""
-    if adapter and adapter_command:
-        common.bad_parameter("--adapter-command", "cannot be used with --adapter")
-    from assay.cli.video_options import restore_option
     from assay.core.run.request import Outputs
     from assay.video.request import SeedRequest
     from assay.video.run_kind import VIDEO
 
+    if adapter and adapter_command:
+        common.bad_parameter("--adapter-command", "cannot be used with --adapter")
     seed = VIDEO.commands["seed"]
     outputs = Outputs(verbose=verbose, quiet=True)  # GlassKit's seed shows no progress
     request = SeedRequest(
@@ -54,8 +49,8 @@ def seed_command(
     if resume is not None:
         request, outputs, resumed = restore_option(seed, resume, request, outputs, adapter_config)
     else:
-        config = adapter_config_option(eval_dir, adapter_config)
-        if adapter is None and adapter_command is None:
-            adapter = eval_dir.as_posix() + "/adapter.py:create_evaluator"
-        request = dataclasses.replace(request, adapter=adapter, adapter_config=config)
+        request = dataclasses.replace(
+            request, adapter=default_adapter(eval_dir, adapter, adapter_command),
+            adapter_config=adapter_config_option(eval_dir, adapter_config),
+        )
     common.run_and_exit(seed, request, outputs, resume=resumed)

@@ -171,6 +171,13 @@ class Starter:
     written: tuple[Path, ...]
     next_command: str
 
+    def lines(self, shown_as: Path) -> list[str]:
+        """What `assay video init` says: the files written (under `shown_as`, as given) and what to run next."""
+        return [
+            f"Wrote a starter eval in {shown_as}:", *(f"  {path.as_posix()}" for path in self.written),
+            f"Next: {self.next_command}",
+        ]
+
 
 def _planned_files(adapter: str) -> list[str]:
     common = ["config.yaml", "adapter.yaml", f"cases/{CLIP_NAME.removesuffix('.mp4')}.yaml", f"cases/{CLIP_NAME}"]

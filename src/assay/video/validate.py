@@ -58,3 +58,10 @@ def validate_eval(
         except Exception as error:  # noqa: BLE001 - any adapter failure is an issue to report
             issues.append((None, f"adapter validation failed: {error}"))
     return issues, directory
+
+
+def validation_lines(issues: Sequence[tuple[str | None, str]], directory: EvalDirectory | None) -> tuple[list[str], int]:
+    """GlassKit's report of a validation and its exit code (0 passed, 1 failed)."""
+    if not issues and directory is not None:
+        return [f"Validation passed: {directory.path} ({directory.sample_count} samples)"], 0
+    return ["Validation failed", *(f"- {path}: {message}" if path else f"- {message}" for path, message in issues)], 1
