@@ -47,7 +47,9 @@ def seed_command(
     )
     resumed = None
     if resume is not None:
-        request, outputs, resumed = restore_option(seed, resume, request, outputs, adapter_config)
+        # A config file given is a stored option given: the seed lists it where the checkpoint keeps it.
+        given = dataclasses.replace(request, adapter_config={"file": str(adapter_config)}) if adapter_config else request
+        request, outputs, resumed = restore_option(seed, resume, given, outputs, None)
     else:
         request = dataclasses.replace(
             request, adapter=default_adapter(eval_dir, adapter, adapter_command),
