@@ -103,7 +103,11 @@ def _agent_like_run(run_id: str) -> None:
                                      "span_id": "00f067aa0ba902b7", "spans": []}]}},
     )
     plain = UnitResult("checkout/greet#1", "passed", group="checkout/greet")
-    publish_run(manifest, [traced, plain])
+    # an imported pydantic-evals case keeps its case span as `detail.trace`
+    case = UnitResult("refund-case#1", "passed", detail={"evaluation": "EqualsExpected",
+                                                        "trace": {"trace_id": "0af7651916cd43dd8448eb211c80319c",
+                                                                  "span_id": "b7ad6b7169203331"}})
+    publish_run(manifest, [traced, plain, case])
 
 
 def test_export_sends_one_run_span_and_one_evaluation_event_per_unit(junit_log):
@@ -151,7 +155,10 @@ def test_an_event_sits_in_the_trace_of_the_attempt_it_judges():
     assert traced["attributes"]["gen_ai.evaluation.score.value"] == 0.25
     assert traced["attributes"]["gen_ai.evaluation.name"] == "checkout/refund"
     assert (events["checkout/greet#1"]["trace_id"], events["checkout/greet#1"]["span_id"]) == (span["trace_id"], span["span_id"])
-    assert __import__("json").loads(done.stdout)["linked_to_unit_traces"] == 1
+    case = events["refund-case#1"]
+    assert (case["trace_id"], case["span_id"]) == ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+    assert case["attributes"]["gen_ai.evaluation.name"] == "EqualsExpected"
+    assert __import__("json").loads(done.stdout)["linked_to_unit_traces"] == 2
 
 
 def test_an_endpoint_that_refuses_is_one_error_naming_it():
