@@ -114,13 +114,30 @@ def pydantic_evals_report(tmp_path_factory: pytest.TempPathFactory) -> ToolLog:
     return ToolLog(folder / "report.json", json.loads((folder / "summary.json").read_text()))
 
 
+DEEPEVAL_HOME = Path.home() / ".cache" / "assay-tests" / "deepeval"
+
+
+def deepeval_python() -> str | None:
+    """An interpreter with DeepEval: `$ASSAY_TEST_DEEPEVAL_PYTHON`, the environment .ci/run makes for it
+    (`~/.cache/assay-tests/deepeval`: DeepEval pins rich<15 and click<8.4, so it cannot share assay's), or
+    this one if it has DeepEval; None when there is none."""
+    candidates = [os.environ.get("ASSAY_TEST_DEEPEVAL_PYTHON"), str(DEEPEVAL_HOME / "bin" / "python")]
+    for candidate in filter(None, candidates):
+        if Path(candidate).exists():
+            return candidate
+    return sys.executable if importlib.util.find_spec("deepeval") is not None else None
+
+
 @pytest.fixture(scope="session")
 def deepeval_run(tmp_path_factory: pytest.TempPathFactory) -> ToolLog:
-    _needs("deepeval", "it is in the `interop-test` extra, kept out of `test` because it pins rich<15 and click<8.4 "
-                       "and brings pytest plugins: pip install -e '.[interop-test]' in an environment of its own")
+    python = deepeval_python()
+    if python is None:
+        pytest.skip("DeepEval is not installed: .ci/run makes its own environment for it "
+                    f"(python3.11 -m venv {DEEPEVAL_HOME} && {DEEPEVAL_HOME}/bin/pip install 'deepeval>=4.0'), "
+                    "or pip install -e '.[interop-test]' in an environment of its own")
     folder = tmp_path_factory.mktemp("deepeval")
     results = folder / "results"
-    _run([sys.executable, str(TOOLS / "deepeval_run.py"), str(folder)], folder, {
+    _run([python, str(TOOLS / "deepeval_run.py"), str(folder)], folder, {
         "DEEPEVAL_TELEMETRY_OPT_OUT": "YES", "DEEPEVAL_RESULTS_FOLDER": str(results), "DEEPEVAL_DISABLE_DOTENV": "1",
         "DEEPEVAL_UPDATE_WARNING_OPT_OUT": "YES", "HOME": str(folder), "ERROR_REPORTING": "NO",
     })
