@@ -1,7 +1,8 @@
 """Docker sandboxes: what one attempt's container costs beside `docker run --rm`, and that a burst leaves nothing.
 
-1. Per attempt, for a 200-file git repository: create the container from the cached image, upload the
-   repository, take the change ledger's baseline, one send window in which one command changes a file,
+1. Per attempt, for a 200-file git repository, with the workdir in each place a Docker sandbox puts it (a
+   host folder the container mounts: the default; a tmpfs; the container's own file system, as for a remote
+   daemon): create the container from the cached image, upload the repository, take the change ledger's baseline, one send window in which one command changes a file,
    the diff, and the removal — and, interleaved with it, the floor: `cp -a` of the repository into a new
    folder and `docker run --rm` of the same image running the same command on that copy, bind-mounted
    (then `rm -rf` of the copy). Medians of --repeat runs, milliseconds.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import statistics
@@ -41,6 +43,7 @@ from assay.agent import (  # noqa: E402
 from assay.agent.discovery import EvalEntry, ExperimentEntry  # noqa: E402
 from assay.agent.model import message  # noqa: E402
 from assay.agent.runner import AgentRun, RunOptions, build_plan  # noqa: E402
+from assay.agent.sandbox import docker_workspace  # noqa: E402
 from assay.agent.sandbox.docker import DockerProvider, docker_client  # noqa: E402
 from assay.agent.sandbox.handle import Sandbox, SandboxCore  # noqa: E402
 from assay.agent.sandbox.interface import CreateRequest  # noqa: E402
@@ -63,15 +66,39 @@ def make_repository(folder: Path, files: int = 200) -> Path:
     return folder
 
 
-async def one_attempt(repository: Path, base: Path, tmpfs_workdir: bool) -> dict[str, float]:
+VARIANTS = {  # how each variant places the workdir (docker_workspace.py)
+    "host": "docker_sandbox() (the default: a host folder the container mounts)",
+    "tmpfs": "docker_sandbox(tmpfs_workdir=True)",
+    "container": "docker_sandbox() with a remote daemon (the workdir in the container's own file system)",
+}
+
+
+@contextlib.contextmanager
+def placed_in_the_container(variant: str):
+    """For the `container` variant: the placement a remote daemon gets, on this local one."""
+    if variant != "container":
+        yield
+        return
+    original = docker_workspace.remote_daemon
+    docker_workspace.remote_daemon = lambda environment=None: "measured as a remote daemon"
+    try:
+        yield
+    finally:
+        docker_workspace.remote_daemon = original
+
+
+async def one_attempt(repository: Path, base: Path, variant: str) -> dict[str, float]:
     marks: dict[str, float] = {}
     started = time.perf_counter()
 
     def mark(name: str) -> None:
         marks[name] = time.perf_counter() - started - sum(marks.values())
 
-    provider = DockerProvider(image=BASE_IMAGE, tmpfs_workdir=tmpfs_workdir)
-    backend = await provider.create(CreateRequest(f"bench-{os.urandom(4).hex()}", base_dir=base))
+    provider = DockerProvider(image=BASE_IMAGE, tmpfs_workdir=variant == "tmpfs")
+    with placed_in_the_container(variant):
+        backend = await provider.create(CreateRequest(f"bench-{os.urandom(4).hex()}", base_dir=base))
+    expected = {"host": docker_workspace.HOST_FOLDER, "tmpfs": docker_workspace.TMPFS}.get(variant, "container")
+    assert backend.placement.kind == expected, backend.placement
     sandbox = Sandbox(SandboxCore(backend))
     mark("create")
     await sandbox.upload_directory(repository)
@@ -103,20 +130,23 @@ def floor(repository: Path, base: Path) -> float:
 
 
 def per_attempt(repository: Path, base: Path, repeat: int) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
-    """Medians (ms) of the attempt on the image's file system, on a tmpfs workdir, and of the floor; and
-    the median of each attempt's ratio to the floor measured next to it (robust to a machine whose load
-    changes during the run: each pair sees the same load)."""
+    """Medians (ms) of the attempt per workdir placement, and of the floor; and the median of each attempt's
+    ratio to the floor measured next to it (robust to a machine whose load changes during the run: each
+    pair sees the same load)."""
+    order = [*VARIANTS, "floor"]
+
     async def run() -> list[dict[str, dict[str, float]]]:
-        await one_attempt(repository, base, False)  # warm up (imports, the SDK's first connection)
+        await one_attempt(repository, base, "host")  # warm up (imports, the SDK's first connection)
         floor(repository, base)
         rows = []
-        for index in range(repeat):  # interleaved (in turn first), so all three see the same daemon and load
+        for index in range(repeat):  # interleaved (each goes first in turn), so all see the same daemon and load
             row: dict[str, dict[str, float]] = {}
-            for variant in (["image", "tmpfs", "floor"] * 2)[index % 3:index % 3 + 3]:
+            shift = index % len(order)
+            for variant in order[shift:] + order[:shift]:
                 if variant == "floor":
                     row["floor"] = {"total": floor(repository, base)}
                 else:
-                    row[variant] = await one_attempt(repository, base, variant == "tmpfs")
+                    row[variant] = await one_attempt(repository, base, variant)
             rows.append(row)
         return rows
 
@@ -125,7 +155,7 @@ def per_attempt(repository: Path, base: Path, repeat: int) -> tuple[dict[str, di
     medians = {variant: {name: statistics.median(row[variant][name] for row in rows) * 1000 for name in rows[0][variant]}
                for variant in rows[0]}
     ratios = {variant: statistics.median(row[variant]["total"] / row["floor"]["total"] for row in rows)
-              for variant in ("image", "tmpfs")}
+              for variant in VARIANTS}
     return medians, ratios
 
 
@@ -200,8 +230,7 @@ def main() -> int:
         floor_ms = figures["floor"]["total"]
         print(f"200-file git repository, medians of {arguments.repeat} interleaved runs; the floor (cp -a + docker "
               f"run --rm on the bind-mounted copy + rm -rf) {floor_ms:.0f} ms")
-        for variant, label in (("tmpfs", "docker_sandbox(tmpfs_workdir=True)"), ("image", "docker_sandbox() (the "
-                                                                                            "workdir in the image's file system)")):
+        for variant, label in VARIANTS.items():
             marks = figures[variant]
             parts = ", ".join(f"{name} {value:.0f}" for name, value in marks.items() if name != "total")
             print(f"  {label}: {marks['total']:.0f} ms per attempt ({parts} ms); {ratios[variant]:.2f}x the floor "
@@ -212,7 +241,7 @@ def main() -> int:
               f"{len(containers)}; processes left: {len(processes)}; folders left: {len(folders)}")
         for line in processes:
             print(f"  left: {line}")
-        return 0 if ratios["tmpfs"] <= 1.5 and not containers and not processes and not folders else 1
+        return 0 if ratios["host"] <= 1.5 and not containers and not processes and not folders else 1
 
 
 if __name__ == "__main__":

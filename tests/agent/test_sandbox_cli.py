@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from sandbox_helpers import processes_carrying, run_linked, sandbox_agent, sandbox_dir  # noqa: F401
+from sandbox_helpers import no_sandbox_left, processes_carrying, run_linked, sandbox_agent, sandbox_dir  # noqa: F401
 from typer.testing import CliRunner
 
 from assay.agent import Turn, define_eval, local_sandbox, message
@@ -168,9 +168,10 @@ def test_after_kill_9_of_assay_agent_run_prune_removes_the_container(docker_imag
     assert len(docker_containers(sandbox_id)) == 1  # nothing was left to remove it
     orphans = invoke("list", "--orphans")
     assert f"{sandbox_id}  orphaned docker" in orphans.output, orphans.output
+    assert (sandbox_dir / sandbox_id / "workspace").is_dir()  # the container's workdir, a host folder
     pruned = invoke("prune")
     assert pruned.exit_code == 0 and f"{sandbox_id} (orphaned): removed container" in pruned.output
-    assert docker_containers(sandbox_id) == [] and list_entries(sandbox_dir) == []
+    assert docker_containers(sandbox_id) == [] and list_entries(sandbox_dir) == [] and no_sandbox_left(sandbox_dir)
 
 
 def test_prune_removes_a_container_whose_run_died_before_recording_it(docker_image, sandbox_dir):

@@ -314,3 +314,37 @@ def test_a_window_opening_with_nothing_done_since_the_last_snapshot_costs_no_rou
     windows = asyncio.run(attempt())
     assert snapshots == [None, "tree1", "tree2", None]  # baseline, close 1, close 2, open 3 (not opens 1 and 2)
     assert [(window.start, window.end) for window in windows] == [("tree1", "tree2"), ("tree2", "tree3")]
+
+
+def test_a_snapshot_whose_output_the_daemon_lost_is_taken_again(tmp_path):
+    """Docker's exec can lose a short command's output (moby#27289; seen in the 50-attempt burst): the ledger
+    takes that snapshot again, and output lost twice is a ledger failure (file assertions unavailable), never
+    an exception in the eval. Real git, in a local sandbox whose exec drops the first outputs."""
+    from assay.agent.sandbox.interface import RawOutput
+    from assay.agent.sandbox.ledger import ChangeLedger, ExecGit
+    from assay.agent.sandbox.local import LocalProvider
+
+    class LosingOutput:
+        def __init__(self, backend, losses):
+            self.backend, self.losses, self.workdir = backend, losses, backend.workdir
+
+        async def exec(self, argv, **options):
+            raw = await self.backend.exec(argv, **options)
+            if "ledger-snapshot" in argv and self.losses > 0:
+                self.losses -= 1
+                return RawOutput(0, b"", raw.stderr, raw.duration_seconds)
+            return raw
+
+    async def baseline(losses):
+        backend = await LocalProvider(isolation="none").create(CreateRequest(f"lost-{losses}", base_dir=tmp_path))
+        try:
+            await backend.write_bytes(f"{backend.workdir}/a.txt", b"a\n")
+            ledger = ChangeLedger(ExecGit(LosingOutput(backend, losses), f"{backend.root}/ledger"))
+            return await ledger.start(), ledger.failure
+        finally:
+            await backend.stop()
+
+    tree, failure = asyncio.run(baseline(1))
+    assert failure is None and tree and len(tree) == 40
+    tree, failure = asyncio.run(baseline(2))
+    assert tree is None and failure == "git snapshot: its output was lost or cut (0 bytes)"

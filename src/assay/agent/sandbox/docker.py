@@ -3,6 +3,7 @@
 The `docker` SDK is optional (assay's `docker` extra) and imported only when a sandbox is created. An
 image missing here is pulled once; one that cannot be pulled is a `SandboxError` saying how to build it.
 A Dockerfile is built once per content (its BuildKey hashes the context), later attempts hit the cache.
+The workdir is a host folder the container mounts when the daemon is local (docker_workspace.py).
 Containers have no network unless asked (`network_mode`), and optional CPU, memory and process limits.
 Commands run with `docker exec`, each the leader of its own process group; a timeout or a cancellation
 kills the command's whole tree in the container (a grandchild that left the group included), and
@@ -24,6 +25,7 @@ import re
 import shutil
 import socket
 import stat
+import subprocess
 import tarfile
 import threading
 import time
@@ -34,6 +36,16 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent.sandbox.commands import SandboxError
+from assay.agent.sandbox.docker_workspace import (
+    CONTAINER,
+    Placement,
+    choose,
+    mounts,
+    needs_release,
+    release,
+    remove_sandbox_folder,
+    unseen,
+)
 from assay.agent.sandbox.interface import (
     CommandSignal,
     CreateRequest,
@@ -165,7 +177,8 @@ class DockerSandbox:
     workdir_private = True  # only commands in the container reach the workdir (the change ledger relies on it)
 
     def __init__(self, client: Any, container: Any, sandbox_id: str, workdir: str, env: Mapping[str, str],
-                 registry_root: Path, *, memory: int | None = None, network_mode: str = NETWORK_NONE) -> None:
+                 registry_root: Path, *, memory: int | None = None, network_mode: str = NETWORK_NONE,
+                 placement: Placement | None = None, user: str | None = None) -> None:
         self.client = client
         self.container = container
         self.sandbox_id = sandbox_id
@@ -176,7 +189,30 @@ class DockerSandbox:
         self.retired: str | None = None
         self.memory = memory
         self.network_mode = network_mode
+        self.placement = placement or Placement(CONTAINER)  # where the workdir is (docker_workspace.py)
+        self.user = user
+        self.commands_run = 0  # commands (and file commands) run in the container so far
         self._oom_kills = 0  # the container's OOM kills already told
+        self._started: asyncio.Future[None] | None = None  # the container's start, once asked for
+
+    def start_in_background(self) -> None:
+        """Start the container in a thread; `ready` waits for it."""
+        self._started = asyncio.ensure_future(_call(self._start_container))
+
+    def _start_container(self) -> None:
+        self.container.start()
+        if self.user:  # the daemon made the workdir as root
+            self.container.exec_run(["sh", "-c", 'chown "$(id -u "$1" 2>/dev/null || echo "$1")" "$2"', "sh",
+                                     self.user.split(":")[0], self.workdir], user="0")
+
+    async def ready(self) -> None:
+        """Wait until the container runs (SandboxError, with the daemon's words, when it could not start)."""
+        if self._started is None:
+            return
+        try:
+            await asyncio.shield(self._started)  # an exec cancelled meanwhile does not cancel the start
+        except Exception as error:  # noqa: BLE001 - the runtime refused: a bad user, a missing command, …
+            raise SandboxError(f"the container could not be started: {_short_error(error)}") from None
 
     @property
     def host_loopback(self) -> bool:
@@ -194,6 +230,8 @@ class DockerSandbox:
                 return RawOutput(None, b"", b"", 0.0, cancelled=candidate.reason or "cancelled")
         if timeout is not None and timeout <= 0:
             return RawOutput(None, b"", b"the attempt's deadline had already passed", 0.0, timed_out=True)
+        self.commands_run += 1
+        await self.ready()
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         token = uuid.uuid4().hex
@@ -230,7 +268,7 @@ class DockerSandbox:
                     raw.sendall(stdin)
                     with contextlib.suppress(OSError):
                         raw.shutdown(1)
-                    frames = _demux(raw)
+                    frames = demux_frames(raw)
                 else:
                     frames = api.exec_start(exec_id, stream=True, demux=True)
                 for stdout_chunk, stderr_chunk in frames:
@@ -335,8 +373,40 @@ class DockerSandbox:
         await self._file_command("write", _WRITE, path, data)
 
     async def upload_directory(self, source: Path, target: str, ignore: Sequence[str]) -> None:
-        """The folder as one tar the container unpacks into `target` (one exec)."""
+        """The folder as one tar the container unpacks into `target` (one exec), or copied on the host
+        straight into the workspace's folder while the host may write there (`host_folder_for`)."""
+        folder = self.host_folder_for(target)
+        if folder is not None and await _call(_copy_into, source, folder, tuple(ignore)):
+            return
         await self._file_command("upload into", _UNPACK, target, await _call(_pack, source, tuple(ignore)))
+
+    def host_folder_for(self, path: str) -> Path | None:
+        """The host folder that is the sandbox folder `path`, while the host may write there as the container
+        would: the workdir is a host folder, nothing has run in the container yet (no process of it can
+        race the host or has planted anything), assay and the container's commands both run as root (the
+        files come out owned as `tar` in the container would leave them), and no link is on the way."""
+        folder = self.placement.folder
+        if folder is None or self.commands_run or os.geteuid() != 0 or (self.user or "root").split(":")[0] not in ("root", "0"):
+            return None
+        relative = posixpath.relpath(posixpath.normpath(path), self.workdir)
+        if relative == ".." or relative.startswith("../"):
+            return None
+        found = folder
+        for part in () if relative == "." else relative.split("/"):
+            found = found / part
+            if found.is_symlink() or (found.exists() and not found.is_dir()):
+                return None
+        return found
+
+    def ledger_git(self) -> Any:
+        """The change ledger's git: on the host while the host may work in the workspace (the baseline of an
+        attempt whose prepare steps ran no command costs no exec), in the container after."""
+        from assay.agent.sandbox.ledger import ExecGit
+
+        inside = ExecGit(self, self.ledger_dir)
+        if self.placement.ledger is None:
+            return inside
+        return _LedgerGit(self, inside)
 
     async def download_directory(self, source: str, target: Path) -> None:
         packed = await self._file_command("download", _PACK, source)
@@ -345,18 +415,92 @@ class DockerSandbox:
 
     # -- lifetime ----------------------------------------------------------------------------------
     async def stop(self) -> bool:
+        if self._started is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(self._started)  # removing a container while it starts would race the start
+        folder = self.placement.folder
+        emptying = None
+        if folder is not None and needs_release():
+            await _call(release, self.container, self.workdir, self.ledger_dir)  # files its root wrote, back to us
+        elif folder is not None:
+            # The workspace's files go while the daemon removes the container (both take ~0.1 s here); what
+            # a dying process still writes meanwhile goes with the folder below.
+            emptying = asyncio.ensure_future(_call(shutil.rmtree, folder, ignore_errors=True))
         try:
-            await _call(self.container.remove, force=True)
+            await _call(self.container.remove, force=True, v=True)  # v: the workspace's volume with it
         except Exception as error:  # noqa: BLE001
             if "No such container" not in str(error) and "404" not in str(error):
                 return False
-        _remove_entry(self.registry_root)
+        finally:
+            if emptying is not None:
+                await emptying
+        await _call(remove_sandbox_folder, self.registry_root)
         with contextlib.suppress(Exception):
             self.client.close()
         return True
 
     async def keep(self) -> bool:
+        with contextlib.suppress(SandboxError):
+            await self.ready()
         return True  # the container keeps running for `assay agent sandbox diff`; `sandbox stop` removes it
+
+
+class _LedgerGit:
+    """ExecGit, except while `host_folder_for` allows the host into the workspace: then the same git runs on
+    the host, on the workspace's and the ledger's folders (the ledger's folder is mounted in the container
+    at `ledger_dir`, so the container's git carries on from the host's snapshot)."""
+
+    def __init__(self, sandbox: DockerSandbox, inside: Any) -> None:
+        from assay.agent.sandbox.ledger import HostGit
+
+        self._sandbox = sandbox
+        self._inside = inside
+        self._host = HostGit(str(sandbox.placement.ledger), str(sandbox.placement.folder))
+
+    def _runner(self) -> Any:
+        return self._host if self._sandbox.host_folder_for(self._sandbox.workdir) is not None and shutil.which("git") \
+            else self._inside
+
+    async def prepare(self, run: Any) -> bool:
+        return False  # the first snapshot makes the repository
+
+    async def __call__(self, args: Sequence[str], stdin: bytes | None = None) -> tuple[int, bytes, bytes]:
+        return await self._runner()(args, stdin)
+
+    async def snapshot(self, add: Sequence[str], since: str | None, limit: int) -> tuple[int, bytes, bytes]:
+        from assay.agent.sandbox.ledger import host_snapshot
+
+        runner = self._runner()
+        if runner is self._host:
+            return await host_snapshot(self._host, add, since, limit)
+        return await runner.snapshot(add, since, limit)
+
+
+def _copy_into(source: Path, folder: Path, ignore: Sequence[str]) -> bool:
+    """Copy `source`'s contents into the host folder `folder` (modes, times and links kept, owned by this
+    process's user); False, having written nothing, when a file or folder it would write through is a link."""
+    from assay.agent.sandbox.handle import ignored
+    from assay.agent.sandbox.local import counterparts
+
+    if folder.exists() and any((folder / relative).is_symlink() for relative in counterparts(source, str(folder), ignore)):
+        return False
+    if not ignore and shutil.which("cp"):
+        folder.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["cp", "-dR", "--preserve=mode,timestamps", "--", f"{source}/.", str(folder)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if done.returncode != 0:
+            raise SandboxError(f"could not upload {source}: {done.stderr.decode('utf-8', 'replace').strip()}")
+        return True
+
+    def skip(current: str, names: list[str]) -> set[str]:
+        relative = Path(current).relative_to(source)
+        return {name for name in names if ignored(relative / name, ignore)}
+
+    try:
+        shutil.copytree(source, folder, symlinks=True, dirs_exist_ok=True, ignore=skip if ignore else None)
+    except (OSError, shutil.Error) as error:
+        raise SandboxError(f"could not upload {source}: {error}") from None
+    return True
 
 
 def _pack(source: Path, ignore: Sequence[str]) -> bytes:
@@ -393,11 +537,13 @@ def _pack(source: Path, ignore: Sequence[str]) -> bytes:
     return buffer.getvalue()
 
 
-def _remove_entry(root: Path) -> None:
-    shutil.rmtree(root, ignore_errors=True)
+def _remove_labelled(client: Any, sandbox_id: str) -> None:
+    with contextlib.suppress(Exception):
+        for container in client.containers.list(all=True, filters={"label": f"assay.sandbox={sandbox_id}"}):
+            container.remove(force=True, v=True)
 
 
-def _demux(sock: Any) -> Any:
+def demux_frames(sock: Any) -> Any:
     """Docker's multiplexed attach stream (8-byte headers) as (stdout, stderr) chunks."""
     buffer = b""
     while True:
@@ -508,8 +654,9 @@ class DockerProvider:
                 f"building {where} failed: {_short_error(error)}" + (f"\n{tail}" if tail else "")
             ) from None
 
-    def _start(self, client: Any, image: str, request: CreateRequest) -> DockerSandbox:
-        """Start the container, make its folders, record it (in a thread: every step blocks)."""
+    def _record_and_create(self, client: Any, image: str, request: CreateRequest) -> DockerSandbox:
+        """Record the sandbox, create its container, record the container (in a thread: every step blocks).
+        The record comes first: a run killed while the container is made leaves something `prune` finds."""
         from assay.agent.sandbox.local import sandbox_base_dir
 
         root = (request.base_dir or sandbox_base_dir()) / request.sandbox_id
@@ -532,32 +679,53 @@ class DockerProvider:
             limits["mem_limit"] = limits["memswap_limit"] = self.memory  # no swap: the limit is the limit
         if self.pids_limit is not None:
             limits["pids_limit"] = self.pids_limit
-        if self.tmpfs_workdir:
-            # Docker's default tmpfs options include noexec: a workspace runs its own scripts.
-            limits["tmpfs"] = {self.workdir: "rw,exec,nosuid,nodev,mode=0755"}
+        root.parent.mkdir(parents=True, exist_ok=True)
+        root.mkdir(mode=0o700)  # what a container's root writes into the workspace is reachable by no other user
         try:
-            # The daemon makes the workdir (`working_dir`): no command has to run before the first one.
-            container = client.containers.run(
-                image, ["tail", "-f", "/dev/null"], detach=True, labels=labels, environment=environment, init=True,
-                user=self.user or None, network_mode=self.network_mode, working_dir=self.workdir, **limits,
-            )
-        except Exception as error:  # noqa: BLE001 - a bad network name, limits the daemon refuses, …
-            raise SandboxError(f"the container could not be started from {image}: {_short_error(error)}") from None
-        try:
-            if self.user:  # the daemon made the workdir as root
-                container.exec_run(["sh", "-c", 'chown "$(id -u "$1" 2>/dev/null || echo "$1")" "$2"', "sh",
-                                    self.user.split(":")[0], self.workdir], user="0")
-            write_entry(root, SandboxEntry(
+            placement = choose(client, root, tmpfs=self.tmpfs_workdir)
+            entry = SandboxEntry(
                 sandbox_id=request.sandbox_id, provider="docker", state="active", workdir=self.workdir, root=str(root),
                 isolation=ISOLATION, owner_pid=os.getpid(), created=time.time(), labels=dict(request.labels),
-                container=container.id,
-            ))
+                image=image, workspace=str(placement.folder) if placement.folder else None,
+            )
+            write_entry(root, entry)
         except BaseException:
-            with contextlib.suppress(Exception):
-                container.remove(force=True)
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        container = None
+        try:
+            container, placement = self._create(client, image, request.sandbox_id, labels, environment, limits, placement)
+            if placement.folder is None:
+                entry.workspace = None
+            entry.container = container.id
+            write_entry(root, entry)
+        except BaseException:
+            if container is not None:
+                with contextlib.suppress(Exception):
+                    container.remove(force=True, v=True)
+            remove_sandbox_folder(root)
             raise
         return DockerSandbox(client, container, request.sandbox_id, self.workdir, environment, root,
-                             memory=self.memory, network_mode=self.network_mode)
+                             memory=self.memory, network_mode=self.network_mode, placement=placement, user=self.user)
+
+    def _create(self, client: Any, image: str, sandbox_id: str, labels: dict[str, str], environment: dict[str, str],
+                limits: dict[str, Any], placement: Placement) -> tuple[Any, Placement]:
+        """Create the container with its workdir where `placement` says, or in the container's own file
+        system when the daemon cannot see the host folder; SandboxError with the daemon's words."""
+        while True:
+            try:
+                # The daemon makes the workdir (`working_dir`): no command has to run before the first one.
+                return client.containers.create(
+                    image, ["tail", "-f", "/dev/null"], labels=labels, environment=environment, init=True,
+                    user=self.user or None, network_mode=self.network_mode, working_dir=self.workdir, **limits,
+                    **mounts(placement, self.workdir, DockerSandbox.ledger_dir, labels),
+                ), placement
+            except Exception as error:  # noqa: BLE001 - a bad network name, limits the daemon refuses, …
+                _remove_labelled(client, sandbox_id)
+                fallback = unseen(client, placement, error)
+                if fallback is None:
+                    raise SandboxError(f"the container could not be created from {image}: {_short_error(error)}") from None
+                placement = fallback
 
     async def create(self, request: CreateRequest) -> DockerSandbox:
         client = await _call(docker_client)
@@ -566,18 +734,23 @@ class DockerProvider:
         except BaseException:
             client.close()
             raise
-        starting = asyncio.ensure_future(_call(self._start, client, image, request))
+        creating = asyncio.ensure_future(_call(self._record_and_create, client, image, request))
         try:
-            return await asyncio.shield(starting)
+            sandbox = await asyncio.shield(creating)
         except asyncio.CancelledError:
-            # Interrupted while the container starts (Ctrl-C): it still starts in its thread, so wait
-            # for it and remove it rather than leave it running.
+            # Interrupted while the container is made (Ctrl-C): it still is, in its thread, so wait for it
+            # and remove it rather than leave it behind.
             with contextlib.suppress(BaseException):
-                await (await starting).stop()
+                await (await creating).stop()
             raise
         except BaseException:
             client.close()
             raise
+        # The container starts (a few hundred milliseconds of the daemon's and runc's work) while the
+        # attempt goes on: an upload into a host-folder workspace and the ledger's baseline need no
+        # container, and the first command waits for it.
+        sandbox.start_in_background()
+        return sandbox
 
 
 def docker_sandbox(
@@ -590,9 +763,10 @@ def docker_sandbox(
     """A template-bearing layer: a container per attempt from `image`, or built from a Dockerfile
     (`context=` the build folder, `dockerfile=` its file). No network unless `network_mode` allows it
     ("bridge", "host" or a network's name); `cpus`, `memory` ("256m") and `pids_limit` bound what its
-    commands may take. `tmpfs_workdir=True` puts the workdir on a memory file system: uploads and
-    writes skip the container's layered file system (several times faster), the workspace counts
-    against `memory`, and whatever the image has at the workdir is hidden. Needs the `docker` extra."""
+    commands may take. The workdir is a folder of this machine that the container mounts (Docker copies
+    what the image has there into it), or the container's own file system when the daemon is remote
+    (docker_workspace.py); `tmpfs_workdir=True` puts it on a memory file system instead, which counts
+    against `memory` and hides what the image has at the workdir. Needs the `docker` extra."""
     return SandboxLayer(DockerProvider(
         image=image, dockerfile=dockerfile, context=context, build_args=build_args, workdir=workdir, env=env,
         path_prepend=path_prepend, user=user, network_mode=network_mode, cpus=cpus, memory=memory,

@@ -152,10 +152,16 @@ class ExecGit:
         tree and, when it differs from `since`, lists the delta and the changed blobs up to `limit` bytes:
         each command run in a sandbox costs a process the runtime sets up (tens of milliseconds in a
         container), so a window's close is one of them, not five. `parse_snapshot` reads the output."""
-        raw = await self._backend.exec(
-            ["sh", "-c", _SNAPSHOT_SCRIPT, "ledger-snapshot", since or "", str(limit), *add], env=self._environment,
-            cwd=self._backend.workdir, timeout=300.0, on_stdout=None, on_stderr=None, signals=(), user=None, stdin=None,
-        )
+        for _ in range(2):
+            raw = await self._backend.exec(
+                ["sh", "-c", _SNAPSHOT_SCRIPT, "ledger-snapshot", since or "", str(limit), *add], env=self._environment,
+                cwd=self._backend.workdir, timeout=300.0, on_stdout=None, on_stderr=None, signals=(), user=None,
+                stdin=None,
+            )
+            # Docker's exec can lose a short command's output (moby#27289, seen here under load): the script
+            # always prints its first line, and taking the snapshot again gives the same tree.
+            if raw.exit_code != 0 or _snapshot_head(raw.stdout) is not None:
+                break
         return (raw.exit_code if raw.exit_code is not None else -1), raw.stdout, raw.stderr
 
 
@@ -183,16 +189,40 @@ done < "$GIT_DIR/assay-sizes" | git cat-file --batch
 """
 
 
+async def host_snapshot(git: HostGit, add: Sequence[str], since: str | None, limit: int) -> tuple[int, bytes, bytes]:
+    """`ExecGit.snapshot`'s one script, run on the host for a `HostGit` (a container's host folder, before
+    anything ran in the container)."""
+    process = await asyncio.create_subprocess_exec(
+        "sh", "-c", _SNAPSHOT_SCRIPT, "ledger-snapshot", since or "", str(limit), *add, cwd=git.workdir,
+        env=git_environment(git.git_dir, git.workdir), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    return process.returncode or 0, out, err
+
+
+def _snapshot_head(out: bytes) -> tuple[int, str] | None:
+    """The snapshot script's first line, (add's exit code, tree), or None when it is not there."""
+    head = out.partition(b"\n")[0].decode("ascii", "replace").split(" ")
+    if len(head) != 2 or not head[0].isdigit() or not head[1]:
+        return None
+    return int(head[0]), head[1]
+
+
 def parse_snapshot(out: bytes) -> tuple[int, str, bytes | None, bytes, bytes]:
-    """(add's exit code, tree, raw delta or None when unchanged, batch-check listing, batch contents)."""
-    head, _, rest = out.partition(b"\n")
-    added, tree = head.decode().split(" ")
+    """(add's exit code, tree, raw delta or None when unchanged, batch-check listing, batch contents);
+    LedgerError when the output is not the script's."""
+    found = _snapshot_head(out)
+    if found is None:
+        raise LedgerError(f"git snapshot: its output was lost or cut ({len(out)} bytes)")
+    added, tree = found
+    _, _, rest = out.partition(b"\n")
     if not rest:
         return int(added), tree, None, b"", b""
     sizes_line, _, rest = rest.partition(b"\n")
     delta_size, sizes_size = (int(part) for part in sizes_line.split())
     delta, sizes, contents = rest[:delta_size], rest[delta_size:delta_size + sizes_size], rest[delta_size + sizes_size:]
-    return int(added), tree, delta, sizes, contents
+    return added, tree, delta, sizes, contents
 
 
 class LedgerError(Exception):
@@ -398,4 +428,7 @@ def _side(blob: str, mode: str, contents: Mapping[str, tuple[int, bytes | None]]
         return Content(blob, size, None, "binary")
 
 
-__all__ = ["ChangeLedger", "DEFAULT_EXCLUDES", "DiffRules", "ExecGit", "HostGit", "LedgerError", "git_environment"]
+__all__ = [
+    "ChangeLedger", "DEFAULT_EXCLUDES", "DiffRules", "ExecGit", "HostGit", "LedgerError", "git_environment",
+    "host_snapshot",
+]

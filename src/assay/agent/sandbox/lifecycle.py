@@ -331,6 +331,10 @@ class SandboxStage:
             {"window": window.label, "start": window.start, "end": window.end}
             for window in (self.view.windows if self.view is not None else ())
         ]
+        if self.ledger is not None and self.ledger.baseline:
+            # What `sandbox diff` needs to show changes made after the run (in `sandbox enter`) as the run did.
+            rules = self.binding.diff
+            entry.diff = {"baseline": [self.ledger.baseline], "include": list(rules.include), "ignore": list(rules.ignore)}
         write_entry(root, entry)
 
     # -- the record --------------------------------------------------------------------------------
@@ -344,6 +348,9 @@ class SandboxStage:
             "template": self.binding.template_owner, "kept": self.kept,
             "file_changes": changes_json(view, self.redactor),
         }
+        placement = getattr(self.backend, "placement", None)
+        if placement is not None:
+            document["workspace"] = placement.to_json()  # where a container's workdir was, and why
         if self.ledger is not None and self.ledger.baseline:
             document["baseline"] = self.ledger.baseline
         if self.core is not None:

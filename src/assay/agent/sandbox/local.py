@@ -173,14 +173,15 @@ class LocalSandbox:
         self._stopped = False
         self._packs: list[str] = []  # template packs of the folders uploaded (template_packs.py)
         path = os.pathsep.join([*path_prepend, os.environ.get("PATH", os.defpath)])
-        self._environment = {
+        self.environment = {  # every command's, under what it is given
             "PATH": path, "HOME": self.home, "USER": os.environ.get("USER", "assay"),
             "LANG": "C.UTF-8", "TERM": "dumb", "TMPDIR": "/tmp" if isolation == BUBBLEWRAP else self.tmp,
             "ASSAY_SANDBOX": sandbox_id, **env,
         }
 
     # -- commands -----------------------------------------------------------------------------------
-    def _argv(self, argv: Sequence[str], cwd: str) -> list[str]:
+    def wrapped_argv(self, argv: Sequence[str], cwd: str) -> list[str]:
+        """`argv` as the sandbox runs it: under bubblewrap's view of the host, when it has one."""
         if self.isolation != BUBBLEWRAP:
             return list(argv)
         return [
@@ -210,13 +211,13 @@ class LocalSandbox:
         loop = asyncio.get_running_loop()
         become_subreaper()
         token = uuid.uuid4().hex
-        environment = {**self._environment, **env, TREE_VARIABLE: token}
+        environment = {**self.environment, **env, TREE_VARIABLE: token}
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         try:
             try:
                 popen = subprocess.Popen(
-                    self._argv(argv, cwd), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                    self.wrapped_argv(argv, cwd), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                     stdout=out_write, stderr=err_write, cwd=cwd, env=environment, start_new_session=True,
                 )
             finally:
@@ -344,7 +345,7 @@ class LocalSandbox:
 
         host = self._contained(target, "upload into")
         # What the copy would write through: a link the agent left where an uploaded file or folder goes.
-        self._refuse_links_out(host, _counterparts(source, host, ignore), "upload into")
+        self._refuse_links_out(host, counterparts(source, host, ignore), "upload into")
         if not ignore and shutil.which("cp"):
             # `cp -a` is about twice as fast as copytree, and like it keeps modes, links and modification
             # times (old times also spare the ledger git's re-hashing of "racily clean" new files).
@@ -404,7 +405,7 @@ class LocalSandbox:
         """Kill every process and remove the folder."""
         self._stopped = True
         gone = await self.stop_processes()
-        await asyncio.get_running_loop().run_in_executor(None, _remove_tree, self.root)
+        await asyncio.get_running_loop().run_in_executor(None, remove_tree, self.root)
         return gone and not self.root.exists()
 
     async def keep(self) -> bool:
@@ -434,7 +435,7 @@ def _relative_entries(root: str) -> list[str]:
     return found
 
 
-def _counterparts(source: Path, target: str, ignore: Sequence[str]) -> list[str]:
+def counterparts(source: Path, target: str, ignore: Sequence[str]) -> list[str]:
     """The paths, relative to both, that copying `source` into `target` writes and that already exist in
     `target` (only those can be links; a folder missing from `target` has nothing below it to check)."""
     from assay.agent.sandbox.handle import ignored
@@ -454,7 +455,7 @@ def _counterparts(source: Path, target: str, ignore: Sequence[str]) -> list[str]
     return found
 
 
-def _remove_tree(root: Path) -> None:
+def remove_tree(root: Path) -> None:
     def writable_then_retry(function: Any, path: str, _info: Any) -> None:
         # A read-only folder (an agent's chmod -w, git's objects) must not keep its files alive.
         with contextlib.suppress(OSError):
@@ -521,7 +522,7 @@ class LocalProvider:
         write_entry(root, SandboxEntry(
             sandbox_id=request.sandbox_id, provider="local", state="active", workdir=sandbox.workdir,
             root=str(root), isolation=isolation, owner_pid=os.getpid(), created=time.time(),
-            labels=dict(request.labels), ledger=sandbox.ledger_dir,
+            labels=dict(request.labels), ledger=sandbox.ledger_dir, env=dict(self.env), path_prepend=list(self.path_prepend),
         ))
         return sandbox
 

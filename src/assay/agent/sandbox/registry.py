@@ -32,6 +32,11 @@ class SandboxEntry:
     ledger: str | None = None  # the change ledger's git dir (local sandboxes)
     windows: list[dict[str, Any]] = field(default_factory=list)  # label, start tree, end tree
     container: str | None = None  # Docker container id
+    image: str | None = None  # Docker image the container was made from
+    workspace: str | None = None  # the host folder a container mounts as its workdir, when it is one
+    env: dict[str, str] = field(default_factory=dict)  # a local sandbox's own variables (`sandbox enter` sets them)
+    path_prepend: list[str] = field(default_factory=list)  # … and the folders put before PATH
+    diff: dict[str, list[str]] = field(default_factory=dict)  # the eval's diff rules (include, ignore)
     verdict: str | None = None
 
     @property
@@ -99,14 +104,23 @@ def list_entries(base: Path) -> list[SandboxEntry]:
 
 
 def find_entry(base: Path, prefix: str) -> SandboxEntry:
-    """The one entry whose id starts with `prefix`; LookupError naming what was found otherwise."""
-    matches = [entry for entry in list_entries(base) if entry.sandbox_id.startswith(prefix)]
+    """The one entry whose id starts with `prefix`; LookupError naming the ids meant otherwise (those that
+    match, or the closest one and the ids there are)."""
+    from assay.core.format import did_you_mean, join_first
+
+    entries = list_entries(base)
+    matches = [entry for entry in entries if entry.sandbox_id.startswith(prefix)]
     exact = [entry for entry in matches if entry.sandbox_id == prefix]
     if exact:
         return exact[0]
-    if len(matches) != 1:
-        found = "no sandbox" if not matches else f"{len(matches)} sandboxes"
-        raise LookupError(f"{found} under {base} match {prefix!r}; `assay agent sandbox list` shows them")
+    if len(matches) > 1:
+        ids = join_first([entry.sandbox_id for entry in matches], separator=", ")
+        raise LookupError(f"{len(matches)} sandboxes under {base} start with {prefix!r} ({ids}); give more of the id")
+    if not matches:
+        ids = [entry.sandbox_id for entry in entries]
+        there = f"the sandboxes there: {join_first(ids, separator=', ')}" if ids else "there are none"
+        raise LookupError(f"no sandbox under {base} has an id starting with {prefix!r}{did_you_mean(prefix, ids)} "
+                          f"({there}; `assay agent sandbox list` shows them)")
     return matches[0]
 
 

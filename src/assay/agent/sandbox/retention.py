@@ -50,18 +50,48 @@ def kill_marked(sandbox_id: str, wait_seconds: float = 3.0) -> bool:
 
 def destroy(entry: SandboxEntry) -> str:
     """Stop a recorded sandbox for good (processes, container, folder); returns what was done."""
-    if entry.provider == "docker" and entry.container:
-        from assay.agent.sandbox.docker import docker_client
+    if entry.provider == "docker":
+        what = _remove_container(entry)
+        from assay.agent.sandbox.docker_workspace import remove_sandbox_folder
 
-        try:
-            docker_client().containers.get(entry.container).remove(force=True)
-            what = f"removed container {entry.container[:12]}"
-        except Exception as error:  # noqa: BLE001 - gone already, or no daemon: say so, still drop the record
-            what = f"container {entry.container[:12]} not removed ({type(error).__name__}: {error})"
-    else:
-        what = "killed its processes" if kill_marked(entry.sandbox_id) else "some processes would not die"
+        if not remove_sandbox_folder(Path(entry.root)):
+            return f"{what}; {entry.root} could not be removed (files of another user: `sudo rm -rf` it)"
+        return f"{what}; removed {entry.root}"
+    what = "killed its processes" if kill_marked(entry.sandbox_id) else "some processes would not die"
     shutil.rmtree(entry.root, ignore_errors=True)
     return f"{what}; removed {entry.root}"
+
+
+def _remove_container(entry: SandboxEntry) -> str:
+    """Remove the sandbox's container (found by its id, or by its label when the run died before recording
+    the id), its workspace's files given back to this user first when the container's root wrote them."""
+    from assay.agent.sandbox.docker import DockerSandbox, docker_client
+    from assay.agent.sandbox.docker_workspace import needs_release, release, release_with_helper
+
+    try:
+        client = docker_client()
+    except Exception as error:  # noqa: BLE001 - no SDK or no daemon: say so, still drop what can be dropped
+        return f"container {(entry.container or '?')[:12]} not removed ({type(error).__name__}: {error})"
+    try:
+        if entry.container:
+            containers = [container for container in client.containers.list(all=True, filters={"id": entry.container})]
+        else:
+            containers = client.containers.list(all=True, filters={"label": f"assay.sandbox={entry.sandbox_id}"})
+        released = not (entry.workspace and needs_release() and os.path.isdir(entry.workspace))
+        for container in containers:
+            released = released or release(container, entry.workdir, DockerSandbox.ledger_dir)
+        if not released and entry.image:
+            release_with_helper(client, entry.image, Path(entry.root))
+        said = []
+        for container in containers:
+            try:
+                container.remove(force=True, v=True)
+                said.append(f"removed container {container.id[:12]}")
+            except Exception as error:  # noqa: BLE001
+                said.append(f"container {container.id[:12]} not removed ({type(error).__name__}: {error})")
+        return "; ".join(said) or f"container {(entry.container or '?')[:12]} was gone already"
+    finally:
+        client.close()
 
 
 def prune(base: Path, *, force: bool = False) -> list[tuple[SandboxEntry, str]]:
@@ -104,7 +134,8 @@ def unrecorded_containers() -> list[tuple[SandboxEntry, str]]:
             entry = SandboxEntry(sandbox_id=labels["assay.sandbox"], provider="docker", state="active", workdir="",
                                  root=root, owner_pid=int(owner_pid), container=container.id)
             try:
-                container.remove(force=True)
+                container.remove(force=True, v=True)
+                shutil.rmtree(root, ignore_errors=True)
                 done.append((entry, f"removed unrecorded container {container.id[:12]}"))
             except Exception as error:  # noqa: BLE001
                 done.append((entry, f"container {container.id[:12]} not removed ({type(error).__name__}: {error})"))
