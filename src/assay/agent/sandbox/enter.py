@@ -1,0 +1,150 @@
+"""A shell in a kept sandbox (`assay agent sandbox enter`): where its commands ran, as they ran.
+
+Local: the sandbox's workdir with its environment (its HOME, TMPDIR, variables and PATH), under bubblewrap
+when it was made with it. Docker: `docker exec -it` into its container, in the workdir with the container's
+environment; through the docker CLI when it is installed (its terminal handling is the one people know:
+raw mode, window resizes), else through the Engine API with the same terminal handling done here. A
+stopped container is started first. When the shell exits, the sandbox is left as a run leaves a kept
+local one, with nothing running: the container is stopped (not removed: its files and ledger stay, and
+`enter` starts it again) and a local sandbox's leftover processes are killed — unless `leave_running`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from assay.agent.sandbox.commands import SandboxError
+from assay.agent.sandbox.registry import SandboxEntry
+
+# bash when the image or host has it, else sh; `exec` leaves no extra shell behind.
+_CONTAINER_SHELL = ["sh", "-c", "command -v bash >/dev/null 2>&1 && exec bash; exec sh"]
+_STOP_SECONDS = 5
+
+
+def enter(entry: SandboxEntry, *, leave_running: bool = False) -> int:
+    """Run an interactive shell in the sandbox until it exits; its exit code."""
+    if entry.provider == "docker":
+        return _enter_container(entry, leave_running)
+    return _enter_local(entry, leave_running)
+
+
+def _enter_local(entry: SandboxEntry, leave_running: bool) -> int:
+    from assay.agent.sandbox.local import BUBBLEWRAP, PROCESS_GROUP, LocalSandbox, bubblewrap_problem
+    from assay.agent.sandbox.retention import kill_marked
+
+    sandbox = LocalSandbox(entry.sandbox_id, Path(entry.root), entry.isolation or PROCESS_GROUP, entry.env,
+                           entry.path_prepend)
+    if not os.path.isdir(sandbox.workdir):
+        raise SandboxError(f"sandbox {entry.sandbox_id} has no workdir any more ({sandbox.workdir})")
+    if sandbox.isolation == BUBBLEWRAP and bubblewrap_problem() is not None:
+        raise SandboxError(f"sandbox {entry.sandbox_id} was made under bubblewrap, which cannot run here now: "
+                           f"{bubblewrap_problem()}")
+    shell = os.environ.get("SHELL") if os.path.isfile(os.environ.get("SHELL") or "") else shutil.which("bash") or "/bin/sh"
+    environment = {**sandbox.environment, "TERM": os.environ.get("TERM", "dumb")}
+    try:
+        return subprocess.call(sandbox.wrapped_argv([shell], sandbox.workdir), cwd=sandbox.workdir, env=environment)
+    finally:
+        if not leave_running:
+            kill_marked(entry.sandbox_id)
+
+
+def _enter_container(entry: SandboxEntry, leave_running: bool) -> int:
+    from assay.agent.sandbox.docker import docker_client
+
+    client = docker_client()
+    try:
+        try:
+            container = client.containers.get(entry.container or "")
+        except Exception as error:  # noqa: BLE001 - NotFound
+            raise SandboxError(f"the container of sandbox {entry.sandbox_id} is gone "
+                               f"({type(error).__name__}); `assay agent sandbox stop {entry.sandbox_id}` forgets it") from None
+        if container.status != "running":
+            container.start()
+        try:
+            cli = shutil.which("docker")
+            if cli is not None:
+                return _docker_cli_exec(cli, container.id, entry.workdir)
+            return _api_exec(client, container.id, entry.workdir)
+        finally:
+            if not leave_running:
+                container.stop(timeout=_STOP_SECONDS)
+    finally:
+        client.close()
+
+
+def _docker_cli_exec(cli: str, container: str, workdir: str) -> int:
+    # The daemon the SDK reached (DOCKER_HOST, else the local socket), not whatever context the CLI prefers.
+    environment = {**os.environ, "DOCKER_HOST": os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"}
+    environment.pop("DOCKER_CONTEXT", None)
+    terminal = ["-t"] if sys.stdin.isatty() and sys.stdout.isatty() else []
+    return subprocess.call([cli, "exec", "-i", *terminal, "-w", workdir, container, *_CONTAINER_SHELL], env=environment)
+
+
+def _api_exec(client: Any, container: str, workdir: str) -> int:
+    """`docker exec -i [-t]` through the Engine API: stdin to the shell, its output to ours."""
+    from assay.agent.sandbox.docker import demux_frames
+
+    api = client.api
+    terminal = sys.stdin.isatty() and sys.stdout.isatty()
+    created = api.exec_create(container, _CONTAINER_SHELL, stdin=True, tty=terminal, workdir=workdir,
+                              environment={"TERM": os.environ.get("TERM", "xterm")} if terminal else None)
+    exec_id = created["Id"]
+    connection = api.exec_start(exec_id, socket=True, tty=terminal)
+    raw = getattr(connection, "_sock", connection)
+    threading.Thread(target=_forward_stdin, args=(raw,), daemon=True).start()
+    with _raw_terminal(terminal, lambda height, width: api.exec_resize(exec_id, height=height, width=width)):
+        if terminal:
+            while data := raw.recv(65536):
+                os.write(sys.stdout.fileno(), data)
+        else:
+            for out, err in demux_frames(raw):
+                stream = sys.stdout.buffer if out is not None else sys.stderr.buffer
+                stream.write(out if out is not None else err)
+                stream.flush()
+    with contextlib.suppress(OSError):
+        raw.close()
+    code = api.exec_inspect(exec_id).get("ExitCode")
+    return code if isinstance(code, int) else 1
+
+
+def _forward_stdin(sock: Any) -> None:
+    with contextlib.suppress(OSError):
+        while data := os.read(sys.stdin.fileno(), 65536):
+            sock.sendall(data)
+        sock.shutdown(1)  # the shell sees the end of its input
+
+
+@contextlib.contextmanager
+def _raw_terminal(terminal: bool, resize: Any):
+    """Our terminal in raw mode for the shell's own line editing, its size followed (SIGWINCH); restored after."""
+    if not terminal:
+        yield
+        return
+    import termios
+    import tty
+
+    def follow(*_: Any) -> None:
+        size = shutil.get_terminal_size()
+        with contextlib.suppress(Exception):
+            resize(size.lines, size.columns)
+
+    saved = termios.tcgetattr(sys.stdin.fileno())
+    previous = signal.signal(signal.SIGWINCH, follow)
+    tty.setraw(sys.stdin.fileno())
+    follow()
+    try:
+        yield
+    finally:
+        termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
+        signal.signal(signal.SIGWINCH, previous)
+
+
+__all__ = ["enter"]

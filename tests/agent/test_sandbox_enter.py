@@ -1,0 +1,118 @@
+"""`assay agent sandbox enter ID [--leave-running]`: a shell in a kept sandbox, driven through a pipe as a
+person would type into it, over both providers: it starts in the workdir, a file it writes is in the
+sandbox's diff (the `after` window), its exit code is the command's; afterwards nothing of the sandbox is left
+running (the container stopped, not removed) unless --leave-running; the Engine API path where there is no
+docker CLI; an unknown id and a running attempt's sandbox are usage errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sandbox_helpers import processes_carrying, run_linked, sandbox_agent, sandbox_dir  # noqa: F401
+from typer.testing import CliRunner
+
+from assay.agent import Turn, define_eval, message
+from assay.agent.sandbox.registry import SandboxEntry, list_entries, write_entry
+from assay.cli.agent_sandbox import sandbox_app
+from containers import docker_containers, docker_image, provider, sandbox_template  # noqa: F401  (fixtures)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _kept(provider_name: str) -> dict:
+    async def send(turn_input, ctx):
+        await ctx.sandbox.write_text("notes.txt", "by the agent\n")
+        return Turn([message("done")])
+
+    async def test(t):
+        await t.send("write notes")
+
+    [result] = run_linked(sandbox_agent(send), {"e": define_eval(test, sandbox=sandbox_template(provider_name))},
+                          keep="all").results
+    assert result.verdict == "passed" and result.sandbox["kept"], result.error
+    return result.sandbox
+
+
+def enter(sandbox_id: str, typed: str, *options: str, environment: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "assay", "agent", "sandbox", "enter", sandbox_id, *options],
+                          input=typed, capture_output=True, text=True, cwd=ROOT, timeout=120,
+                          env=environment or dict(os.environ))
+
+
+def test_a_shell_starts_in_the_workdir_and_what_it_writes_is_in_the_diff(provider, sandbox_dir):
+    kept = _kept(provider)
+    sandbox_id = kept["sandbox_id"]
+    shell = enter(sandbox_id, "pwd\necho made in the shell > shell.txt\nsleep 300 &\nexit 3\n")
+    assert shell.returncode == 3, shell.stderr
+    assert shell.stdout.splitlines()[0] == kept["workdir"]
+    diff = CliRunner().invoke(sandbox_app, ["diff", sandbox_id], catch_exceptions=False)
+    assert "== turn1 ==" in diff.output and "+by the agent" in diff.output
+    assert "== after ==" in diff.output and "+made in the shell" in diff.output.split("== after ==")[1]
+    # Nothing left running: the shell's background `sleep` went with it.
+    if provider == "docker":
+        [container] = docker_containers(sandbox_id)
+        assert container.status == "exited"  # stopped, still kept: enter starts it again
+        again = enter(sandbox_id, "cat shell.txt\n")
+        assert again.returncode == 0 and again.stdout == "made in the shell\n", again.stderr
+    else:
+        assert processes_carrying(f"ASSAY_SANDBOX={sandbox_id}") == []
+    assert [entry.state for entry in list_entries(sandbox_dir)] == ["kept"]
+    assert CliRunner().invoke(sandbox_app, ["stop", "--all"]).exit_code == 0
+    assert list(sandbox_dir.iterdir()) == [] and (provider == "local" or docker_containers(sandbox_id) == [])
+
+
+def test_leave_running_keeps_the_container_running_and_needs_no_docker_cli(docker_image, sandbox_dir, tmp_path):
+    """With no `docker` on PATH the shell goes through the Engine API."""
+    sandbox_id = _kept("docker")["sandbox_id"]
+    environment = {**os.environ, "PATH": str(tmp_path / "no-tools-here")}
+    shell = enter(sandbox_id, "pwd; echo $0; sleep 300 &\n", "--leave-running", environment=environment)
+    assert shell.returncode == 0 and shell.stdout.splitlines()[0] == "/workspace", shell.stderr
+    [container] = docker_containers(sandbox_id)
+    assert container.status == "running"
+    listing = container.exec_run(["ps", "-eo", "args"]).output.decode()
+    assert "sleep 300" in listing  # what the shell left running still runs
+    assert CliRunner().invoke(sandbox_app, ["stop", sandbox_id]).exit_code == 0
+    assert docker_containers(sandbox_id) == []
+
+
+def test_an_unknown_id_and_a_running_attempts_sandbox_are_usage_errors(sandbox_dir):
+    sandbox_dir.mkdir(parents=True, exist_ok=True)
+    for name, owner in (("5be1a2c3d4e5", os.getpid()), ("77aa00bb11cc", 0)):
+        root = sandbox_dir / name
+        (root / "workspace").mkdir(parents=True)
+        write_entry(root, SandboxEntry(sandbox_id=name, provider="local", state="active" if owner else "kept",
+                                       workdir=str(root / "workspace"), root=str(root), owner_pid=owner,
+                                       created=time.time()))
+    unknown = CliRunner().invoke(sandbox_app, ["enter", "5be1a2c3d4e6"])
+    assert unknown.exit_code == 2
+    assert "no sandbox under" in unknown.output and "'5be1a2c3d4e6'; did you mean '5be1a2c3d4e5'?" in unknown.output
+    assert "the sandboxes there: 5be1a2c3d4e5, 77aa00bb11cc" in unknown.output
+    busy = CliRunner().invoke(sandbox_app, ["enter", "5be1"])
+    assert busy.exit_code == 2 and f"belongs to a running attempt (pid {os.getpid()})" in busy.output
+
+
+def test_the_pages_example_runs_as_written(tmp_path, sandbox_dir):
+    """docs/agent/sandboxes.md: keep the example project's sandbox, run its tests and an edit through a piped
+    shell, and see the edit as the `after` window."""
+    import shutil
+
+    page = (ROOT / "docs" / "agent" / "sandboxes.md").read_text(encoding="utf-8")
+    typed = "python3 -m pytest -q\necho \"# checked\" >> calc.py\n"
+    assert "$ printf 'python3 -m pytest -q\\necho \"# checked\" >> calc.py\\n' | assay agent sandbox enter" in page
+    project = tmp_path / "sandbox"
+    shutil.copytree(ROOT / "examples" / "agent" / "sandbox", project, ignore=shutil.ignore_patterns(".assay", "__pycache__"))
+    environment = {**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")}
+    ran = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project), "--keep-sandbox=all"],
+                         capture_output=True, text=True, timeout=120, env=environment)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    [entry] = list_entries(sandbox_dir)
+    shell = enter(entry.sandbox_id[:4], typed)
+    assert shell.returncode == 0 and "2 passed" in shell.stdout, shell.stdout + shell.stderr
+    diff = CliRunner().invoke(sandbox_app, ["diff", entry.sandbox_id[:4], "--window", "after"])
+    assert diff.output.startswith("== after ==\ndiff --git a/calc.py b/calc.py") and "+# checked\n" in diff.output
+    assert "== after ==\ndiff --git a/calc.py b/calc.py" in page and "+# checked" in page
+    assert CliRunner().invoke(sandbox_app, ["stop", entry.sandbox_id[:4]]).exit_code == 0
