@@ -29,7 +29,8 @@ def test_the_pages_titled_examples_form_a_project_whose_attempts_all_get_their_s
     project = tmp_path / "project"
     files = BLOCK.findall(PAGE.read_text(encoding="utf-8"))
     assert sorted(name for name, _ in files) == [
-        "app.py", "evals/hello_eval.py", "experiments/child_process.py", "experiments/in_process.py", "pyproject.toml",
+        "app.py", "evals/hello_eval.py", "experiments/child_process.py", "experiments/in_process.py",
+        "experiments/private_spans.py", "private_app.py", "pyproject.toml",
     ]
     for name, text in files:
         (project / name).parent.mkdir(parents=True, exist_ok=True)
@@ -39,8 +40,16 @@ def test_the_pages_titled_examples_form_a_project_whose_attempts_all_get_their_s
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "warning" not in ran.stdout + ran.stderr
     attempts = json.loads(_assay("agent", "show", "--json", "--project", str(project), cwd=project, env=env).stdout)["attempts"]
-    assert sorted(attempt["experiment_id"] for attempt in attempts) == ["child_process", "in_process"]
+    assert sorted(attempt["experiment_id"] for attempt in attempts) == ["child_process", "in_process", "private_spans"]
+    [private] = [attempt for attempt in attempts if attempt["experiment_id"] == "private_spans"]
+    [trace] = waterfall_view(private)["turns"]
+    assert {row["name"]: row["category"] for row in trace["rows"]} == {
+        "handle": "other", "ask": "model", "fetch": "tool", "delegate to reviewer": "subagent",
+    }
+    assert private["verdict"] == "passed"
     for attempt in attempts:
+        if attempt is private:
+            continue
         [turn] = attempt["spans"]["turns"]
         assert [span["name"] for span in turn["spans"]] in (
             ["chat my-model", "invoke_agent my-app"], ["invoke_agent my-app", "chat my-model"],

@@ -35,6 +35,7 @@ class DefinedAgent:
     setup: Callable[[AgentContext], Any] | None = None
     teardown: Callable[[AgentContext], Any] | None = None
     close: Callable[[], Awaitable[Any]] | None = None  # once, when the run ends (e.g. close HTTP pools)
+    span_mapper: Callable[[list[dict[str, Any]]], Any] | None = None  # tags its spans for the waterfall
 
 
 def define_agent(
@@ -45,9 +46,16 @@ def define_agent(
     setup: Callable[[AgentContext], Any] | None = None,
     teardown: Callable[[AgentContext], Any] | None = None,
     close: Callable[[], Awaitable[Any]] | None = None,
+    span_mapper: Callable[[list[dict[str, Any]]], Any] | None = None,
 ) -> DefinedAgent:
-    """A direct agent from an async `send`; `evidence_coverage` is required (declare only what is true)."""
-    agent = DefinedAgent(name, evidence_coverage, send, setup, teardown, close)
+    """A direct agent from an async `send`; `evidence_coverage` is required (declare only what is true).
+    `span_mapper(spans) -> spans` tags the spans of each turn for the waterfall (`tag_span`, `heuristic_spans`:
+    assay.agent.traces.mapping); it can only add attributes, and spans never decide a verdict."""
+    from assay.agent.traces.mapping import MappedSend, check_span_mapper
+
+    mapper = check_span_mapper(span_mapper, f"define_agent({name!r})")
+    agent = DefinedAgent(name, evidence_coverage, MappedSend(send, mapper) if mapper else send, setup, teardown,
+                         close, mapper)
     check_agent(agent, "define_agent")
     return agent
 

@@ -2,8 +2,9 @@
 spans normalised to the GenAI semantic conventions, and the attempt's phase tree.
 
 Normalisation only shapes the picture (spec §6): a span is a model call, a tool execution, a subagent
-or other; a tool span gets the input and output of the send events' operation with its call id; an
-error status is red; past 150 spans a trace folds its `other` noise. Attributes are never changed.
+or other (what the agent's span mapper tagged it, `assay.span.kind`, else the GenAI conventions); a tool
+span gets the input and output of the send events' operation with its call id; an error status is red;
+past 150 spans a trace folds its `other` noise. Attributes are never changed.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["FOLD_ABOVE", "operations_of", "span_category", "timing_view", "trace_rows", "waterfall_view"]
+__all__ = [
+    "FOLD_ABOVE", "KIND_ATTRIBUTE", "operations_of", "span_category", "timing_view", "trace_rows", "waterfall_view",
+]
 
 FOLD_ABOVE = 150
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "embeddings", "generate_content"})
@@ -19,10 +22,14 @@ SUBAGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
 TOOL_NAME_KEYS = ("gen_ai.tool.name", "tool_name", "tool.name")
 CALL_ID_KEYS = ("gen_ai.tool.call.id", "call_id", "tool_call_id", "tool.call.id")
 MODEL, TOOL, SUBAGENT, OTHER = "model", "tool", "subagent", "other"
+KIND_ATTRIBUTE = "assay.span.kind"  # what an agent's span mapper tagged a span (agent/traces/mapping.py)
 
 
 def span_category(span: Mapping[str, Any]) -> str:
     attributes = span.get("attributes") or {}
+    tagged = attributes.get(KIND_ATTRIBUTE)
+    if tagged in (MODEL, TOOL, SUBAGENT, OTHER):
+        return tagged
     operation = attributes.get("gen_ai.operation.name")
     name = str(span.get("name") or "")
     if operation in MODEL_OPERATIONS:

@@ -38,6 +38,7 @@ class SandboxAgent:
     ensure: AgentEnsure | None = None
     sandbox: SandboxLayer | None = None  # command-only: the agent's own prepare steps and hooks
     kind: str = "sandbox"
+    span_mapper: Callable[[list[dict[str, Any]]], Any] | None = None  # tags its spans for the waterfall
 
 
 def define_sandbox_agent(
@@ -50,8 +51,12 @@ def define_sandbox_agent(
     close: Callable[[], Awaitable[Any]] | None = None,
     ensure: AgentEnsure | None = None,
     sandbox: SandboxLayer | None = None,
+    span_mapper: Callable[[list[dict[str, Any]]], Any] | None = None,
 ) -> SandboxAgent:
-    """An agent that works inside a sandbox: `send(input, ctx)` and its hooks get `ctx.sandbox`."""
+    """An agent that works inside a sandbox: `send(input, ctx)` and its hooks get `ctx.sandbox`;
+    `span_mapper` as `define_agent`'s (a coding CLI's own span shapes, tagged for the waterfall)."""
+    from assay.agent.traces.mapping import MappedSend, check_span_mapper
+
     layer = check_layer(sandbox, f"define_sandbox_agent({name!r})")
     if layer is not None and layer.has_template:
         raise ConfigError(
@@ -60,7 +65,9 @@ def define_sandbox_agent(
         )
     if ensure is not None and not isinstance(ensure, AgentEnsure):
         raise ConfigError(f"define_sandbox_agent({name!r}): ensure must be an AgentEnsure(probe=..., install=...)")
-    agent = SandboxAgent(name, evidence_coverage, send, setup, teardown, close, ensure, layer)
+    mapper = check_span_mapper(span_mapper, f"define_sandbox_agent({name!r})")
+    agent = SandboxAgent(name, evidence_coverage, MappedSend(send, mapper) if mapper else send, setup, teardown, close,
+                         ensure, layer, span_mapper=mapper)
     check_agent(agent, "define_sandbox_agent")
     return agent
 

@@ -18,6 +18,7 @@ from typing import Any
 from assay.agent.context import Telemetry
 from assay.agent.traces.attribution import Notice, TraceHub, TurnTrace
 from assay.agent.traces.config import TelemetryConfig
+from assay.agent.traces.mapping import map_document
 from assay.agent.traces.otlp import OtlpError, decode_export, spans_of_request
 from assay.agent.traces.receiver import ATTEMPT_PREFIX, TRACES_PATH, TraceReceiver, is_loopback
 
@@ -76,6 +77,14 @@ class RunTracing:
         self.hub = TraceHub(self._notice)
         self.receiver: TraceReceiver | None = None
         self._said: set[str] = set()
+        self._mappers: dict[str, Callable[..., Any]] = {}  # attempt id -> its agent's span mapper
+
+    def map_spans_with(self, attempt_id: str, mapper: Callable[..., Any]) -> None:
+        """Tag the attempt's spans with its agent's span mapper when they are collected (mapping.py)."""
+        self._mappers[attempt_id] = mapper
+
+    def mapped(self, attempt_id: str, document: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        return map_document(document, self._mappers.get(attempt_id))
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -148,7 +157,7 @@ class RunTracing:
             document = self.hub.late(result.attempt_id)
             if document is None:
                 continue
-            result.spans = document
+            result.spans = self.mapped(result.attempt_id, document)
             if replace is not None:
                 replace(position, result)
 
@@ -217,4 +226,4 @@ class AttemptTracing:
         return self.run.hub.serializes(self.agent)
 
     def collect(self) -> Mapping[str, Any] | None:
-        return self.run.hub.collect(self.attempt_id)
+        return self.run.mapped(self.attempt_id, self.run.hub.collect(self.attempt_id))

@@ -1,0 +1,153 @@
+"""The agent-level span mapper (spec §6, normalisation): an agent tags its own span shapes as model calls,
+tool executions or subagents for the waterfall, where no GenAI convention says what they are.
+
+`define_agent(..., span_mapper=fn)` gets `fn(spans) -> spans` called once per turn, on copies of the spans
+the turn received, when the attempt's spans are collected; `tag_span(span, op=…, kind=…)` adds
+`gen_ai.operation.name` and `assay.span.kind` where the span has none, `heuristic_tag(span)` guesses them
+from a span's name and attribute keys, and `heuristic_spans` is that guess as a ready mapper. Whatever a
+mapper returns, only the attributes a span did not have are taken from it: no mapper can change or drop
+what the app sent, and one that raises leaves the spans as they came (the spans document says why).
+Spans only shape the waterfall; no assertion, verdict or error ever reads them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from assay.view.waterfall import KIND_ATTRIBUTE, MODEL, OTHER, SUBAGENT, TOOL, span_category
+
+SpanMapper = Callable[[list[dict[str, Any]]], Any]
+OPERATION_ATTRIBUTE = "gen_ai.operation.name"
+KINDS = (MODEL, TOOL, SUBAGENT, OTHER)
+# Words of a span's name, and prefixes of its attribute keys, that say what it is; tool first (an agent's
+# "tool_call" or an "llm.tool" is a tool), then model, then subagent ("agent.chat" is a model call).
+_TOOL_WORDS = frozenset({"tool", "tools", "function", "functions", "mcp"})
+_MODEL_WORDS = frozenset({"chat", "completion", "completions", "llm", "generate", "generation", "embedding",
+                          "embeddings", "inference", "model", "prompt"})
+_AGENT_WORDS = frozenset({"agent", "agents", "subagent", "delegate"})
+_MODEL_KEYS = ("gen_ai.", "llm.", "openai.", "anthropic.")
+
+
+def tag_span(span: Mapping[str, Any], *, op: str | None = None, kind: str | None = None) -> dict[str, Any]:
+    """`span` with `gen_ai.operation.name` = `op` and `assay.span.kind` = `kind` (model, tool, subagent,
+    other) added where it has no such attribute yet; nothing it has is changed. Returns a new span."""
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"tag_span: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if op is not None and (not isinstance(op, str) or not op):
+        raise ValueError(f"tag_span: op must be an operation name such as 'chat' or 'execute_tool', got {op!r}")
+    attributes = dict(span.get("attributes") or {})
+    for key, value in ((OPERATION_ATTRIBUTE, op), (KIND_ATTRIBUTE, kind)):
+        if value is not None:
+            attributes.setdefault(key, value)
+    return {**span, "attributes": attributes}
+
+
+def heuristic_kind(span: Mapping[str, Any]) -> str | None:
+    """What a span that follows no convention most likely is (model, tool or subagent), from its name and
+    attribute keys; None when nothing says, or when a convention already places it."""
+    if span_category(span) != OTHER:
+        return None
+    keys = [str(key).lower() for key in span.get("attributes") or {}]
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(span.get("name") or ""))  # callLLM -> call LLM
+    words = set(re.split(r"[^a-z0-9]+", name.lower())) - {""}
+    if any("tool" in key for key in keys) or words & _TOOL_WORDS:
+        return TOOL
+    if any(key.startswith(_MODEL_KEYS) for key in keys) or words & _MODEL_WORDS:
+        return MODEL
+    if words & _AGENT_WORDS:
+        return SUBAGENT
+    return None
+
+
+def heuristic_tag(span: Mapping[str, Any]) -> dict[str, Any]:
+    """`span` tagged with its `heuristic_kind`, or unchanged (a copy) when nothing says what it is."""
+    return tag_span(span, kind=heuristic_kind(span))
+
+
+def heuristic_spans(spans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A span mapper that tags every span it can guess: `define_agent(..., span_mapper=heuristic_spans)`."""
+    return [heuristic_tag(span) for span in spans]
+
+
+def check_span_mapper(mapper: Any, where: str) -> SpanMapper | None:
+    from assay.errors import ConfigError
+
+    if mapper is not None and not callable(mapper):
+        raise ConfigError(f"{where}: span_mapper must be a function spans -> spans (e.g. heuristic_spans), "
+                          f"got {type(mapper).__name__}")
+    return mapper
+
+
+def map_document(document: Mapping[str, Any] | None, mapper: SpanMapper | None) -> Mapping[str, Any] | None:
+    """An attempt's spans document with each turn's spans as `mapper` tagged them (attributes added only);
+    a mapper that fails leaves its turn's spans as they were and names the failure in the document."""
+    if document is None or mapper is None:
+        return document
+    turns = []
+    failure = None
+    for trace in document.get("turns") or ():
+        spans = list(trace.get("spans") or ())
+        try:
+            spans = _merged(spans, mapper([{**span, "attributes": dict(span.get("attributes") or {})} for span in spans]))
+        except Exception as error:  # noqa: BLE001 - the author's code: the waterfall goes on without it
+            failure = failure or f"{type(error).__name__}: {error}"
+        turns.append({**trace, "spans": spans})
+    mapped = {**document, "turns": turns}
+    if failure is not None:
+        mapped["span_mapper_error"] = failure[:500]
+    return mapped
+
+
+def _merged(spans: list[Mapping[str, Any]], returned: Any) -> list[Mapping[str, Any]]:
+    """The received spans, each with the attributes the mapper's span of the same id added (and no other change)."""
+    if not isinstance(returned, (list, tuple)):
+        raise TypeError(f"the span mapper returned {type(returned).__name__}, not a list of spans")
+    added: dict[Any, dict[str, Any]] = {}
+    for span in returned:
+        if not isinstance(span, Mapping):
+            raise TypeError(f"the span mapper returned a {type(span).__name__} among its spans, not a span")
+        attributes = span.get("attributes") or {}
+        added.setdefault(span.get("span_id"), {}).update(
+            (str(key), value) for key, value in attributes.items() if _attribute_value(value))
+    merged = []
+    for span in spans:
+        original = span.get("attributes") or {}
+        new = {key: value for key, value in added.get(span.get("span_id"), {}).items() if key not in original}
+        merged.append({**span, "attributes": {**original, **new}} if new else span)
+    return merged
+
+
+def _attribute_value(value: Any) -> bool:
+    """What an OpenTelemetry attribute may hold (and the record can store as JSON)."""
+    if isinstance(value, (list, tuple)):
+        return all(isinstance(item, (str, bool, int, float)) for item in value)
+    return isinstance(value, (str, bool, int, float))
+
+
+class MappedSend:
+    """The `send` of an agent with a span mapper: it tells the run's tracing which mapper this attempt's spans
+    get, then calls the author's `send` (`body`, which carry identity and error locations read)."""
+
+    __slots__ = ("body", "mapper", "__wrapped__")
+
+    def __init__(self, body: Callable[..., Any], mapper: SpanMapper) -> None:
+        self.body = body
+        self.mapper = mapper
+        self.__wrapped__ = body
+
+    async def __call__(self, input: Any, ctx: Any) -> Any:
+        from assay.agent.traces.tracing import ACTIVE
+
+        tracing = ACTIVE.get()
+        attempt_id = getattr(getattr(ctx, "settings", None), "attempt_id", None)
+        if tracing is not None and attempt_id:
+            tracing.map_spans_with(attempt_id, self.mapper)
+        return await self.body(input, ctx)
+
+
+__all__ = [
+    "KINDS", "KIND_ATTRIBUTE", "MappedSend", "OPERATION_ATTRIBUTE", "SpanMapper", "check_span_mapper", "heuristic_kind",
+    "heuristic_spans", "heuristic_tag", "map_document", "tag_span",
+]
