@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import shutil
 import statistics
 import subprocess
 import sys
