@@ -6,40 +6,99 @@ where they differ from ours), whether an empty tuple is stored as null, whether 
 left out. `to_invocation` and `from_invocation` are exact inverses for every value a request holds.
 `Outputs` (where results go and how much is said) is given afresh by every invocation and never part
 of a request; a kind whose checkpoint format stores some of it (GlassKit's) writes and reads those keys.
+A field's command-line option is declared here too (its flag, help and value check): the command
+line builds its parameters from these declarations (`assay.cli.options.params`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from assay.errors import CheckpointError, UsageError
 
-__all__ = ["Execution", "Outputs", "flag_of", "from_invocation", "option", "to_invocation", "with_defaults"]
+__all__ = [
+    "MAX_CONCURRENCY", "MAX_REPEAT", "Execution", "Outputs", "above", "at_least", "between", "flag_of", "from_invocation",
+    "option", "option_of", "to_invocation", "with_defaults",
+]
 
 Request = TypeVar("Request")
+
+# The most a count option accepts: far above what one machine runs, low enough that a slip (a few
+# extra zeros) is refused at once instead of allocating until the process dies. Experiments'
+# `attempts` and `[tool.assay] concurrency` have the same limits.
+MAX_CONCURRENCY = 10_000
+MAX_REPEAT = 10_000  # video --repeat, agent --attempts
 
 
 def option(
     default: Any = dataclasses.MISSING, *, key: str | None = None, empty_as_null: bool = False,
     omit_when_none: bool = False, default_factory: Any = dataclasses.MISSING, flag: str | None = None,
-    stored: bool = True,
+    stored: bool = True, help: str | None = None, check: Callable[[Any], None] | None = None,
+    names: tuple[str, ...] = (), metavar: str | None = None, argument: bool = False,
 ) -> Any:
     """A request field: `key` names it in the invocation; `empty_as_null` stores `()` as null;
     `omit_when_none` leaves an unset value out (so older checkpoints keep their plan hash);
     `flag` is the command-line option that sets it (for messages); a field that is not `stored`
-    (where output goes, how wide to run) is given afresh by every invocation, resumed or not."""
+    (where output goes, how wide to run) is given afresh by every invocation, resumed or not.
+    On the command line: `help`, `check` (raises ValueError for a value the option refuses), `names`
+    (the option's names when more than `flag`: `("--quiet", "-q")`), `metavar`, and `argument` for a
+    positional argument (named after the field)."""
     metadata = {
         "key": key, "empty_as_null": empty_as_null, "omit_when_none": omit_when_none, "flag": flag, "stored": stored,
+        "help": help, "check": check, "names": names or ((flag,) if flag else ()), "metavar": metavar,
+        "argument": argument,
     }
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def option_of(request_type: type, name: str) -> Any:
+    """The field `name` of `request_type` declared again, for another request that shares it."""
+    spec = next(spec for spec in dataclasses.fields(request_type) if spec.name == name)
+    return dataclasses.field(default=spec.default, default_factory=spec.default_factory, metadata=spec.metadata)
+
+
+def at_least(minimum: float, *, maximum: float | None = None) -> Callable[[Any], None]:
+    """An option `check`: every value given is at least `minimum` (and at most `maximum`)."""
+
+    def check(value: Any) -> None:
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if item is not None and item < minimum:
+                raise ValueError(f"Input should be greater than or equal to {minimum}")
+            if item is not None and maximum is not None and item > maximum:
+                raise ValueError(f"Input should be less than or equal to {maximum}")
+
+    return check
+
+
+def above(minimum: float) -> Callable[[Any], None]:
+    """An option `check`: a finite number above `minimum`."""
+
+    def check(value: Any) -> None:
+        if value is not None and not (math.isfinite(value) and value > minimum):
+            raise ValueError(f"Input should be greater than {minimum:g}")
+
+    return check
+
+
+def between(low: float, high: float) -> Callable[[Any], None]:
+    """An option `check`: a number from `low` to `high`."""
+
+    def check(value: Any) -> None:
+        if value is not None and value < low:
+            raise ValueError(f"Input should be greater than or equal to {low:g}")
+        if value is not None and value > high:
+            raise ValueError(f"Input should be less than or equal to {high:g}")
+
+    return check
 
 
 def _key(spec: dataclasses.Field[Any]) -> str:
@@ -185,11 +244,14 @@ class Outputs:
     console and files). The option metadata names GlassKit's checkpoint keys for the few a video
     checkpoint stores."""
 
+    # The help of --json and --verbose is each kind's own (its console and its stream differ).
     json: bool = option(False, stored=False, flag="--json")  # NDJSON on stdout instead of the console
-    junit: str | None = option(None, flag="--junit")  # also write a JUnit XML report here (as given)
-    quiet: bool = option(False, stored=False, flag="--quiet")  # no progress on stderr
+    junit: str | None = option(None, flag="--junit", help="Also write a JUnit XML report here.")  # as given
+    quiet: bool = option(
+        False, stored=False, flag="--quiet", names=("--quiet", "-q"), help="No progress on stderr (results and errors still print)."
+    )
     verbose: bool = option(False, flag="--verbose")  # every unit on the console, not only failures
-    output_json: str | None = option(None, flag="--output-json")  # the kind's own JSON report (video)
+    output_json: str | None = option(None, flag="--output-json", help="Write the JSON report here.")  # the kind's own (video)
 
     @property
     def shows_progress(self) -> bool:

@@ -1,0 +1,175 @@
+"""Command-line options declared once, and commands built from them.
+
+An option is a `Param`: the name a command reads it by, its type and its typer declaration. A run
+request's fields declare their options already (`core.run.request.option`: flag, default, help,
+check), so `params(...)` makes their params; options many commands share are declared here once.
+`command(...)` registers a body taking one `Given` (every option by name, and the request and
+`Outputs` built from them) with exactly these params, in their order, as its `--help` shows them:
+
+    @command(video_app, "seed", *params(SeedRequest, "adapter adapter_command", EVAL_DIR, "case targets",
+                                        RESUME, VERBOSE.but(help="Print each seeded value."), "adapter_timeout"))
+    def seed_command(given: Given) -> None:
+        # (its docstring is the command's help)
+        request, outputs = given.request(SeedRequest), given.outputs(quiet=True)
+        common.run_and_exit(seed, request, outputs)
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, List, Optional
+
+import typer
+
+from assay.core.run.request import Outputs, at_least, between
+
+__all__ = [
+    "CONFIG", "EVAL_DIR", "EXECUTOR", "JSON", "JUNIT", "JUNIT_PATH", "LIMIT", "NO_OPEN", "OUTPUT_JSON", "PORT", "PRINT_JSON",
+    "PROJECT", "QUIET", "RAY_ADDRESS", "RESUME", "VERBOSE", "Given", "Param", "argument", "command", "option", "params",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """One parameter of a command: `name` (what the body reads), its type, and typer's declaration."""
+
+    name: str
+    annotation: Any
+    info: Any  # typer.Option(...) or typer.Argument(...)
+
+    def but(self, *, name: str | None = None, annotation: Any = None, check: Any = None, **settings: Any) -> Param:
+        """This option as one command has it: another help, default, name, type or `check`."""
+        info = copy.copy(self.info)
+        for setting, value in settings.items():
+            setattr(info, setting, value)
+        if check is not None:
+            info.callback = _callback(check)
+        return Param(name or self.name, annotation or self.annotation, info)
+
+
+def _callback(check: Callable[[Any], None] | None) -> Callable[[Any], Any] | None:
+    """typer's callback for a `check` raising ValueError: the value, or click's bad-value message."""
+    if check is None:
+        return None
+
+    def callback(value: Any) -> Any:
+        try:
+            check(value)
+        except ValueError as error:
+            raise typer.BadParameter(str(error)) from None
+        return value
+
+    return callback
+
+
+def option(name: str, annotation: Any, default: Any, *names: str, check: Any = None, **settings: Any) -> Param:
+    """An option `names` (`--flag`, `-f`) read as `name`; `check` raises ValueError for a value it refuses."""
+    return Param(name, annotation, typer.Option(default, *names, callback=_callback(check), **settings))
+
+
+def argument(name: str, annotation: Any, default: Any, **settings: Any) -> Param:
+    return Param(name, annotation, typer.Argument(default, **settings))
+
+
+def params(*items: type | str | Param) -> list[Param]:
+    """A command's params in `--help` order: each `Param` as it is, and the fields each string names
+    (space-separated) of the request types given first, as their `option(...)` declares them; a
+    tuple field is a repeatable option."""
+    types = [item for item in items if isinstance(item, type)]
+    declared = {spec.name: (spec, request_type) for request_type in reversed(types) for spec in dataclasses.fields(request_type)}
+    made: list[Param] = []
+    for item in items:
+        if isinstance(item, Param):
+            made.append(item)
+        elif isinstance(item, str):
+            made.extend(_field_param(*declared[name]) for name in item.split())
+    return made
+
+
+def _field_param(spec: dataclasses.Field[Any], request_type: type) -> Param:
+    hint = typing.get_type_hints(request_type)[spec.name]
+    if typing.get_origin(hint) is tuple:
+        hint = Optional[List[typing.get_args(hint)[0]]]  # noqa: UP006, UP007 - typer's help shows <list[str]>
+    if spec.default is not dataclasses.MISSING:
+        default = None if spec.default == () else spec.default
+    else:  # a factory's value is made by the request; no factory: the option is required
+        default = None if spec.default_factory is not dataclasses.MISSING else ...
+    meta = spec.metadata
+    extra = {"metavar": meta["metavar"]} if meta.get("metavar") else {}
+    if meta.get("argument"):
+        return argument(spec.name, hint, default, help=meta["help"], **extra)
+    return option(spec.name, hint, default, *meta["names"], check=meta["check"], help=meta["help"], **extra)
+
+
+class Given(SimpleNamespace):
+    """What a command was given, by parameter name, and the request and `Outputs` made of it."""
+
+    def pick(self, *names: str) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in names}
+
+    def request(self, request_type: type, **changes: Any) -> Any:
+        """`request_type` from the given values named like its fields (lists as tuples, paths as
+        strings where the field is a string), then `changes`."""
+        hints = typing.get_type_hints(request_type)
+        values = {}
+        for spec in dataclasses.fields(request_type):
+            if spec.init and spec.name not in changes and hasattr(self, spec.name):
+                values[spec.name] = _as(getattr(self, spec.name), hints[spec.name])
+        return request_type(**values, **changes)
+
+    def outputs(self, **changes: Any) -> Outputs:
+        return self.request(Outputs, **changes)  # type: ignore[no-any-return]
+
+
+def _as(value: Any, hint: Any) -> Any:
+    if typing.get_origin(hint) is tuple:
+        return tuple(value or ())
+    if isinstance(value, Path) and str in typing.get_args(hint):
+        return str(value)
+    return value
+
+
+def command(group: typer.Typer | None, name: str, *params: Param, **settings: Any) -> Callable[[Callable[[Given], Any]], Any]:
+    """Register `body(given)` as the command `name` of `group` (None: nowhere yet) with `params`
+    (typer's `settings`: `cls`, `help`, `hidden`). Returns the typer callback: a function of the
+    options by name, which an app can register as it is."""
+
+    def register(body: Callable[[Given], Any]) -> Any:
+        def callback(**values: Any) -> Any:
+            return body(Given(**values))
+
+        callback.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=p.info, annotation=p.annotation) for p in params]
+        )
+        callback.__annotations__ = {p.name: p.annotation for p in params}
+        callback.__name__, callback.__qualname__, callback.__doc__ = body.__name__, body.__qualname__, body.__doc__
+        callback.__module__ = body.__module__
+        if group is not None:
+            group.command(name, **settings)(callback)
+        return callback
+
+    return register
+
+
+# Options many commands share, declared once; a command gives one its own help with `.but(help=...)`.
+JSON, JUNIT, QUIET, VERBOSE, OUTPUT_JSON = params(Outputs, "json junit quiet verbose output_json")
+JUNIT_PATH = JUNIT.but(annotation=Optional[Path])  # noqa: UP007 - a run's --junit shown as <path>
+PRINT_JSON = JSON.but(help="Print JSON.")
+LIMIT = option("limit", int, 20, "--limit", check=at_least(0), help="How many to list.")
+RESUME = option("resume", Optional[str], None, "--resume", help="Checkpoint directory or id to resume.")  # noqa: UP007
+EXECUTOR = option("executor", str, "local", "--executor", help="Where cases run: local (default) or ray.")
+RAY_ADDRESS = option("ray_address", Optional[str], None, "--ray-address", help="Ray cluster to join (default: start a local one).")  # noqa: UP007
+EVAL_DIR = option("eval_dir", Path, Path("eval"), "--eval-dir", help="Eval directory holding cases/, config.yaml and adapter files.")
+PROJECT = option(
+    "project", Optional[Path], None, "--project",  # noqa: UP007
+    help="Project folder (holds evals/, experiments/, pyproject.toml); default: the current folder.",
+)
+CONFIG = option("config", Optional[str], None, "--config", help="Suite config (default evals/eval-kit.config.json).")  # noqa: UP007
+PORT = option("port", int, 0, "--port", check=between(0, 65535), help="Port on 127.0.0.1 (0 picks a free one).")
+NO_OPEN = option("no_open", bool, False, "--no-open", help="Do not open a browser.")
