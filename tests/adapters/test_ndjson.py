@@ -721,3 +721,47 @@ def test_stderr_held_at_start_is_mirrored_once_released_or_when_the_hold_runs_ou
     at_initialized, everything = run(scenario(0.2, 1.5))
     assert at_initialized.startswith(b"loading the model\n")  # a slow start's logs are not held for long
     assert everything == b"loading the model\ninitialize\nevaluate\nclose\n"
+
+
+def test_what_a_request_lent_the_adapter_is_handed_back_once_answered_even_late(tmp_path):
+    """`on_answer` (how a shared-memory frame's slot is freed): never while the adapter may still
+    be reading the request, at once for a request that never reached it."""
+    from assay.adapters.ndjson import RequestTimedOut, RequestTimeout
+
+    command = python_adapter(
+        tmp_path,
+        """
+        import json, sys
+        held = []
+        for line in sys.stdin:
+            request = json.loads(line)
+            if "id" not in request:
+                continue  # cancel
+            if request["method"] == "hold":
+                held.append(request["id"])
+                continue
+            for request_id in held + [request["id"]]:
+                print(json.dumps({"id": request_id, "result": request["method"]}), flush=True)
+            held.clear()
+        """,
+    )
+
+    async def scenario():
+        process = await started(command)
+        answered = []
+        try:
+            held = asyncio.create_task(process.request("hold", {}, on_answer=lambda: answered.append("held")))
+            with pytest.raises(RequestTimedOut):
+                await process.request("hold", {}, timeout=RequestTimeout(0.2), on_answer=lambda: answered.append("timed out"))
+            assert answered == []  # neither is answered yet
+            with pytest.raises(AdapterRuntimeError, match="request is not valid JSON"):
+                await process.request("echo", {"x": float("nan")}, on_answer=lambda: answered.append("never sent"))
+            assert answered == ["never sent"]
+            assert await process.request("release", {}, on_answer=lambda: answered.append("release")) == "release"
+            assert await held == "release"
+            assert answered[0] == "never sent" and answered[3] == "release"
+            assert sorted(answered[1:3]) == ["held", "timed out"]  # answered in the order they were sent
+        finally:
+            await process.close()
+
+    run(scenario())

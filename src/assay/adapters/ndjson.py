@@ -219,6 +219,15 @@ class _Pending:
         self.future = future
 
 
+class _Delivery:
+    """Whether a request's line has begun to go to the adapter (from then on it goes whole)."""
+
+    __slots__ = ("started",)
+
+    def __init__(self) -> None:
+        self.started = False
+
+
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 _WRITE_POLL_MS = 100
 
@@ -547,6 +556,8 @@ class NdjsonProcess:
         self._pending: dict[int, _Pending] = {}
         # Replies to cancelled requests may still arrive; they are expected, not unknown ids.
         self._abandoned_ids: set[int] = set()
+        # What each request lent the adapter, handed back when it answers (see `request`).
+        self._answer_callbacks: dict[int, Callable[[], None]] = {}
         self._failure: AdapterRuntimeError | None = None
         self._closing = False
         self._stopped = False
@@ -627,6 +638,7 @@ class NdjsonProcess:
         *,
         error_label: str | None = None,
         timeout: RequestTimeout | None = None,
+        on_answer: Callable[[], None] | None = None,
     ) -> Any:
         """Send one request and wait for its result; an error reply raises `AdapterRuntimeError`
         (`adapter command <error_label or method> failed: <message>`).
@@ -634,14 +646,20 @@ class NdjsonProcess:
         `timeout` (default: the process's call timeout) covers writing the request and its answer;
         when it runs out the adapter is sent `cancel` and `RequestTimedOut` is raised. If the
         awaiting task is cancelled, a `cancel` notification for this id is sent (best effort).
+
+        `on_answer` is called once the adapter has answered (a result or an error, also one that
+        arrives after the request was abandoned), or at once if the request never reached it; never
+        while the adapter may still be reading the request, so whatever the request lent it (a
+        shared-memory frame) can be taken back there. An adapter that ends without answering
+        never calls it: what it was lent goes with it.
         """
         limit = timeout or self._call_timeout
         if limit.seconds is None:
-            return await self._exchange(method, params, error_label)
+            return await self._exchange(method, params, error_label, on_answer)
         scope = asyncio.timeout(limit.seconds)
         try:
             async with scope:
-                return await self._exchange(method, params, error_label)
+                return await self._exchange(method, params, error_label, on_answer)
         except TimeoutError:
             if not scope.expired():
                 raise
@@ -653,15 +671,29 @@ class NdjsonProcess:
                 timeout=limit,
             ) from None
 
-    async def _exchange(self, method: str, params: Mapping[str, Any] | EncodedJson, error_label: str | None) -> Any:
-        self._raise_if_failed()
-        request_id = self._next_id
-        self._next_id += 1
-        line = self._encode_request(request_id, method, params)
+    async def _exchange(
+        self,
+        method: str,
+        params: Mapping[str, Any] | EncodedJson,
+        error_label: str | None,
+        on_answer: Callable[[], None] | None,
+    ) -> Any:
+        try:
+            self._raise_if_failed()
+            request_id = self._next_id
+            self._next_id += 1
+            line = self._encode_request(request_id, method, params)
+        except BaseException:
+            if on_answer is not None:
+                on_answer()
+            raise
         future: asyncio.Future[Any] = self._loop.create_future()
         self._pending[request_id] = _Pending(error_label or method, future)
+        if on_answer is not None:
+            self._answer_callbacks[request_id] = on_answer
+        delivery = _Delivery()
         try:
-            await self._write(line)
+            await self._write(line, delivery)
             return await future
         except asyncio.CancelledError:
             if self._pending.pop(request_id, None) is not None:
@@ -670,6 +702,8 @@ class NdjsonProcess:
             raise
         finally:
             self._pending.pop(request_id, None)
+            if not delivery.started and (callback := self._answer_callbacks.pop(request_id, None)) is not None:
+                callback()
 
     async def notify(self, method: str, params: Mapping[str, Any] | EncodedJson) -> None:
         """Send a notification (no id, no reply)."""
@@ -701,11 +735,13 @@ class NdjsonProcess:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _write(self, line: tuple[bytes, ...]) -> None:
+    async def _write(self, line: tuple[bytes, ...], delivery: _Delivery | None = None) -> None:
         async with self._write_lock:
             self._raise_if_failed()
             if self._stdin.closed:
                 raise AdapterRuntimeError(f"adapter command '{self.display_command}' stdin is already closed")
+            if delivery is not None:
+                delivery.started = True
             try:
                 await self._stdin.write(line)
             except OSError as error:
@@ -738,6 +774,7 @@ class NdjsonProcess:
             return
         self._failure = failure
         self._stdout.discard()  # nothing more is read as a reply; the pipe is kept from filling
+        self._answer_callbacks.clear()  # no answer will come: what requests lent goes with the process
         for pending in self._pending.values():
             if not pending.future.done():
                 pending.future.set_exception(AdapterRuntimeError(str(failure)))
@@ -824,6 +861,8 @@ class NdjsonProcess:
         if "error" in message and not (isinstance(error, dict) and isinstance(error.get("message"), str)):
             self._protocol_error("stdout error response must contain a string error.message")
             return
+        if (answered := self._answer_callbacks.pop(request_id, None)) is not None:
+            answered()
         if pending is None:
             self._abandoned_ids.discard(request_id)
             return
