@@ -71,6 +71,7 @@ def expected_probe(sample: FrameSample, target: TargetContext) -> dict:
         "decodedWidth": width,
         "pixel": list(sample.image.getpixel((0, 0))),
         "sha256": hashlib.sha256(np.asarray(sample.image).tobytes()).hexdigest(),
+        "pngSha256": hashlib.sha256(np.asarray(sample.image).tobytes()).hexdigest(),
         "timestampS": sample.timestamp_s,
         "frameIndex": sample.frame_index,
         "sampleIndex": sample.sample_index,
@@ -337,7 +338,8 @@ def half_noise_samples(count: int, size=(320, 240)) -> list[FrameSample]:
 
 
 @pytest.mark.parametrize("mode", ["single", "many"])
-def test_frames_are_deflated_when_stored_blocks_would_exceed_the_message_limit(tmp_path, mode):
+def test_frames_are_deflated_when_stored_blocks_would_exceed_the_message_limit(tmp_path, mode, monkeypatch):
+    monkeypatch.setenv("ASSAY_SHARED_FRAMES", "0")  # PNG frames, as for any adapter without the extension
     samples = half_noise_samples(6)
     stored = sum(len(b"".join(encode_sample_json(sample))) for sample in samples)
     deflated = sum(len(b"".join(encode_sample_json(sample, "deflate"))) for sample in samples)

@@ -79,21 +79,30 @@ def test_frames_for_a_command_adapter_are_converted_by_its_png_encoders_not_ahea
     assert threads and all(name.startswith("assay-convert") for name in threads), sorted(set(threads))
 
 
-def test_targets_that_sample_the_same_frame_share_one_png(tmp_path, monkeypatch):
+@pytest.mark.parametrize("transport", ["png", "shared memory"])
+def test_targets_that_sample_the_same_frame_share_one_png_or_one_shared_slot(tmp_path, monkeypatch, transport):
     import threading
 
-    from assay.video import command_adapter
+    from assay.video import command_adapter, shared_frames
 
     encoded = []
     lock = threading.Lock()
-    real = command_adapter.png_view
+    real_png, real_write = command_adapter.png_view, shared_frames.SharedFrameSegment._write
 
-    def counting(pixels, compression):
+    def counting_png(pixels, compression):
         with lock:
             encoded.append(compression)
-        return real(pixels, compression)
+        return real_png(pixels, compression)
 
-    monkeypatch.setattr(command_adapter, "png_view", counting)
+    def counting_write(segment, slot, pixels):
+        with lock:
+            encoded.append("shared")
+        return real_write(segment, slot, pixels)
+
+    monkeypatch.setattr(command_adapter, "png_view", counting_png)
+    monkeypatch.setattr(shared_frames.SharedFrameSegment, "_write", counting_write)
+    if transport == "png":
+        monkeypatch.setenv("ASSAY_SHARED_FRAMES", "0")
     eval_dir = make_eval(
         tmp_path,
         """
@@ -125,7 +134,8 @@ def test_targets_that_sample_the_same_frame_share_one_png(tmp_path, monkeypatch)
     assert len(times) == 8 and len(results) == 8 + 8 + 2
     assert [observed[("second", t)] for t in times] == [observed[("first", t)] for t in times]
     assert [observed[("third", t)] for t in (0.5, 1.0)] == [observed[("first", t)] for t in (0.5, 1.0)]
-    assert encoded == ["auto"] * 8  # one PNG per distinct frame, not one per request
+    # one PNG (or one write to shared memory) per distinct frame, not one per request
+    assert encoded == (["auto"] if transport == "png" else ["shared"]) * 8
 
 
 def test_command_adapter_errors_carry_no_sample_context(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import shlex
 import subprocess
@@ -34,6 +35,7 @@ def expected(sample: FrameSample, eval_dir: Path) -> dict:
     return {
         "size": [56, 40],
         "pixel": list(sample.image.getpixel((0, 0))),
+        "sha256": hashlib.sha256(np.asarray(sample.image).tobytes()).hexdigest(),
         "timestampS": sample.timestamp_s,
         "target": ["t", 0, None, {"k": "v"}],
         "evalDir": str(eval_dir.resolve()),
@@ -176,5 +178,6 @@ def test_python_helper_closes_the_evaluator_on_stdin_eof(tmp_path):
     initialize = json.dumps({"id": 1, "method": "initialize", "params": {"protocolVersion": 1, "config": {"evalDir": "/e"}}})
     completed = subprocess.run(shlex.split(command), input=(initialize + "\n").encode(), capture_output=True, timeout=20)
     assert completed.returncode == 0
-    assert json.loads(completed.stdout) == {"id": 1, "result": {"protocolVersion": 1, "capabilities": {"evaluate": True, "evaluateMany": False}}}
+    capabilities = {"evaluate": True, "evaluateMany": False, "assay.sharedFrames": True}
+    assert json.loads(completed.stdout) == {"id": 1, "result": {"protocolVersion": 1, "capabilities": capabilities}}
     assert marker.read_text() == "closed"

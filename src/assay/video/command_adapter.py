@@ -1,6 +1,8 @@
 """Video evaluators backed by an adapter command speaking the NDJSON process protocol (spec §24).
 
-Frames travel as lossless PNG in base64 (`png_encoding.py`); encoding runs in worker threads so frames encode in parallel.
+Frames travel as lossless PNG in base64 (`png_encoding.py`), or, for an adapter that accepts assay's
+extension, as RGB pixels in a shared-memory segment (`shared_frames.py`). Either way they are
+prepared in worker threads, so frames encode in parallel.
 """
 
 from __future__ import annotations
@@ -9,15 +11,17 @@ import asyncio
 import base64
 import json
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 
 from assay.adapters.ndjson import (
     START_STDERR_HOLD_S,
     EncodedJson,
     NdjsonProcess,
+    RequestTimedOut,
     RequestTimeout,
     start_ndjson_process,
     start_timeout,
@@ -25,6 +29,14 @@ from assay.adapters.ndjson import (
 from assay.errors import AdapterRuntimeError
 from assay.video.adapters import AdapterConfig, FrameSample, TargetContext
 from assay.video.png_encoding import png_view
+from assay.video.shared_frames import (
+    CAPABILITY as SHARED_FRAMES_CAPABILITY,
+    SETUP_METHOD as SHARED_FRAMES_SETUP,
+    SharedFrame,
+    SharedFrameSegment,
+    create_segment,
+    shared_frames_enabled,
+)
 
 __all__ = [
     "CommandEvaluator",
@@ -88,6 +100,42 @@ def encode_sample_json(sample: FrameSample, compression: str = "auto") -> tuple[
     )
 
 
+def _shared_sample_json(shared: SharedFrame, sample: FrameSample) -> tuple[bytes, ...]:
+    """The sample's JSON parts with its `image` naming the frame's slot in the shared segment."""
+    return (b'{"image":', shared.image_json(), b",", _json_bytes(_sample_fields(sample))[1:])
+
+
+@dataclass(frozen=True, slots=True)
+class _EncodedSample:
+    parts: tuple[bytes, ...]
+    shared: SharedFrame | None  # the frame's slot, held until the adapter has answered
+
+    @property
+    def size(self) -> int:
+        return sum(map(len, self.parts))
+
+
+def _release_encoded(job: asyncio.Future[_EncodedSample | None]) -> None:
+    if job.cancelled() or job.exception() is not None:
+        return
+    encoded = job.result()
+    if encoded is not None and encoded.shared is not None:
+        encoded.shared.release()
+
+
+def _answered(encoded: Sequence[_EncodedSample]) -> Callable[[], None] | None:
+    """What gives a request's slots back once the adapter has answered it."""
+    shared = [item.shared for item in encoded if item.shared is not None]
+    if not shared:
+        return None
+
+    def release() -> None:
+        for frame in shared:
+            frame.release()
+
+    return release
+
+
 def _json_bytes(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode("ascii")
 
@@ -121,34 +169,57 @@ class CommandEvaluator:
     encoders: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(ENCODER_THREADS, thread_name_prefix="assay-png")
     )
+    # The segment frames go through when the adapter accepted assay's shared-memory extension.
+    frames: SharedFrameSegment | None = None
 
     # Its encoder threads turn each frame into RGB right before the PNG filter reads it (one thread
     # hop and one cache trip fewer than converting ahead in the feed: ~2% of a 600-frame run).
     converts_frames = True
 
-    async def _encode_all(self, samples: Sequence[FrameSample], other_bytes: int) -> list[tuple[bytes, ...]]:
-        """Each sample as JSON parts, encoded in the PNG threads. Stored blocks save CPU but take
-        ~2.4x the bytes of deflate on noisy frames: once they would push the request past the
-        protocol's size limit, the rest are abandoned and every frame is deflated instead."""
+    def _encode(self, sample: FrameSample, compression: str, stop: threading.Event) -> _EncodedSample | None:
+        if stop.is_set():
+            return None
+        if self.frames is not None:
+            shared = self.frames.share(sample)
+            if shared is not None:
+                return _EncodedSample(_shared_sample_json(shared, sample), shared)
+        return _EncodedSample(encode_sample_json(sample, compression), None)
+
+    async def _encode_all(self, samples: Sequence[FrameSample], other_bytes: int) -> list[_EncodedSample]:
+        """Each sample as JSON parts, prepared in the encoder threads: its frame written to the
+        shared segment, or as PNG (when there is no segment or no room in it). Stored PNG blocks
+        save CPU but take ~2.4x the bytes of deflate on noisy frames: once they would push the
+        request past the protocol's size limit, the PNG frames are deflated instead."""
         loop = asyncio.get_running_loop()
         room = self.process.message_limit - other_bytes
-
-        def submit(compression: str) -> list[asyncio.Future[tuple[bytes, ...]]]:
-            return [loop.run_in_executor(self.encoders, encode_sample_json, sample, compression) for sample in samples]
-
-        jobs = submit("auto")
+        stop = threading.Event()  # jobs not started yet return None (a running one cannot be stopped)
+        jobs = [loop.run_in_executor(self.encoders, self._encode, sample, "auto", stop) for sample in samples]
         try:
             for finished in asyncio.as_completed(jobs):
-                room -= sum(map(len, await finished))
+                room -= (await finished).size  # type: ignore[union-attr]
                 if room < 0:
                     break
             else:
-                return [job.result() for job in jobs]
-        finally:
-            for job in jobs:
-                job.cancel()  # only those not done: after an error, or once over the limit
-        del jobs
-        return list(await asyncio.gather(*submit("deflate")))
+                return [job.result() for job in jobs]  # type: ignore[misc]
+        except BaseException:
+            stop.set()
+            for job in jobs:  # every job runs to its end: slots they took are given back then
+                job.add_done_callback(_release_encoded)
+            raise
+        stop.set()
+        first: list[_EncodedSample | None] = list(await asyncio.gather(*jobs))
+        redo = [index for index, encoded in enumerate(first) if encoded is None or encoded.shared is None]
+        deflating = [loop.run_in_executor(self.encoders, encode_sample_json, samples[index], "deflate") for index in redo]
+        try:
+            deflated = await asyncio.gather(*deflating)
+        except BaseException:
+            for encoded in first:
+                if encoded is not None and encoded.shared is not None:
+                    encoded.shared.release()
+            raise
+        for index, parts in zip(redo, deflated):
+            first[index] = _EncodedSample(parts, None)
+        return first  # type: ignore[return-value]
 
     @property
     def batch(self) -> bool:
@@ -156,19 +227,21 @@ class CommandEvaluator:
 
     async def evaluate(self, sample: FrameSample, target: TargetContext) -> Any:
         target_json = _target_json(target)
-        (sample_json,) = await self._encode_all((sample,), len(target_json) + _ENVELOPE_BYTES)
-        params = (b'{"sample":', *sample_json, b',"target":', target_json, b"}")
-        return await self.process.request("evaluate", EncodedJson(params))
+        (encoded,) = await self._encode_all((sample,), len(target_json) + _ENVELOPE_BYTES)
+        params = (b'{"sample":', *encoded.parts, b',"target":', target_json, b"}")
+        return await self.process.request("evaluate", EncodedJson(params), on_answer=_answered((encoded,)))
 
     async def evaluate_many(self, samples: Sequence[FrameSample], target: TargetContext) -> list[Any]:
         target_json = _target_json(target)
-        sample_jsons = await self._encode_all(samples, len(target_json) + _ENVELOPE_BYTES + len(samples))
+        encoded = await self._encode_all(samples, len(target_json) + _ENVELOPE_BYTES + len(samples))
         joined: list[bytes] = []
-        for position, parts in enumerate(sample_jsons):
-            joined.extend((b",", *parts) if position else parts)
+        for position, item in enumerate(encoded):
+            joined.extend((b",", *item.parts) if position else item.parts)
         params = (b'{"samples":[', *joined, b'],"target":', target_json, b"}")
         # GlassKit words a failed batch like a failed single call: `adapter command evaluate failed`.
-        result = await self.process.request("evaluateMany", EncodedJson(params), error_label="evaluate")
+        result = await self.process.request(
+            "evaluateMany", EncodedJson(params), error_label="evaluate", on_answer=_answered(encoded)
+        )
         if not isinstance(result, list):
             raise AdapterRuntimeError("adapter command evaluateMany result must be a list")
         return result
@@ -178,6 +251,8 @@ class CommandEvaluator:
             await self.process.close()
         finally:
             self.encoders.shutdown(wait=False, cancel_futures=True)
+            if self.frames is not None:
+                self.frames.close()
 
 
 def _initialize_params(config: AdapterConfig) -> dict[str, Any]:
@@ -191,6 +266,37 @@ def _initialize_params(config: AdapterConfig) -> dict[str, Any]:
             "verbose": bool(config.verbose),
         },
     }
+
+
+async def _offer_shared_frames(
+    process: NdjsonProcess, result: dict[str, Any], timeout: RequestTimeout
+) -> SharedFrameSegment | None:
+    """The segment the adapter accepted, if it declared assay's shared-frames capability; else None.
+
+    An adapter that only speaks GlassKit's protocol never declares it and never sees the offer.
+    One that declares it but cannot open the segment (it runs in a container, on another host, as
+    another user) answers the offer with an error and gets PNG frames, as any other adapter."""
+    if result["capabilities"].get(SHARED_FRAMES_CAPABILITY) is not True or not shared_frames_enabled():
+        return None
+    segment = create_segment()
+    if segment is None:
+        return None
+    try:
+        await process.request(SHARED_FRAMES_SETUP, segment.setup_params(), timeout=timeout)
+    except RequestTimedOut:
+        segment.close()
+        raise
+    except AdapterRuntimeError:
+        segment.close()
+        if process.failure is not None:
+            raise
+        return None
+    except BaseException:
+        segment.close()
+        raise
+    # The adapter holds the file open now: its name can go, so no exit path can leave it behind.
+    segment.remove_name()
+    return segment
 
 
 def _capabilities(result: Any) -> tuple[bool, bool]:
@@ -227,8 +333,14 @@ async def start_command_evaluator(
                 f"adapter command '{process.display_command}' failed to initialize: {error}"
             ) from None
         supports_evaluate, supports_evaluate_many = _capabilities(result)
+        try:
+            frames = await _offer_shared_frames(process, result, initialize_limit)
+        except AdapterRuntimeError as error:
+            raise AdapterRuntimeError(
+                f"adapter command '{process.display_command}' failed to initialize: {error}"
+            ) from None
     except BaseException:
         await asyncio.shield(process.force_stop())
         raise
     process.release_stderr()
-    return CommandEvaluator(process, supports_evaluate, supports_evaluate_many)
+    return CommandEvaluator(process, supports_evaluate, supports_evaluate_many, frames=frames)

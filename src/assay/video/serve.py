@@ -18,8 +18,9 @@ Example (`eval/serve_adapter.py`, run with `--adapter-command "app-venv/bin/pyth
     serve(Evaluator)
 
 The factory and its methods get the same objects as in-process Python adapters (`AdapterConfig`,
-`FrameSample` with a PIL image decoded from the PNG, `TargetContext`); `evaluate_many(samples,
-target)` takes precedence when present; each method may be sync (run in a thread) or async.
+`FrameSample` with the frame's RGB image, `TargetContext`); `evaluate_many(samples, target)` takes
+precedence when present; each method may be sync (run in a thread) or async. Frames come from
+assay through shared memory (assay's extension, `shared_frames.py`), from any other host as PNG.
 While serving, `print()` and anything else written to stdout goes to stderr, so the protocol stays clean.
 """
 
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from assay.adapters.ndjson import MESSAGE_LIMIT_BYTES
+from assay.video.shared_frames import CAPABILITY as SHARED_FRAMES_CAPABILITY, SETUP_METHOD as SHARED_FRAMES_SETUP
 
 __all__ = ["serve", "serve_async"]
 
@@ -51,12 +53,15 @@ async def _call(function: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
-def _frame_sample(payload: dict[str, Any]) -> Any:
+def _frame_sample(payload: dict[str, Any], shared_frames: Any = None) -> Any:
     from PIL import Image
 
     from assay.video.adapters import FrameSample
 
-    image = Image.open(io.BytesIO(base64.b64decode(payload["image"]["dataBase64"])))
+    image_payload = payload["image"]
+    if "sharedFrame" in image_payload:
+        return _shared_frame_sample(payload, shared_frames)
+    image = Image.open(io.BytesIO(base64.b64decode(image_payload["dataBase64"])))
     image.load()
     if image.mode != "RGB":
         image = image.convert("RGB")
@@ -68,6 +73,27 @@ def _frame_sample(payload: dict[str, Any]) -> Any:
         video_path=payload["videoPath"],
         case_name=payload["caseName"],
     )
+
+
+def _shared_frame_sample(payload: dict[str, Any], shared_frames: Any) -> Any:
+    """A sample whose pixels were copied out of assay's shared segment (on arrival, so the slot is
+    free to reuse once the request is answered); its PIL image is made when first read."""
+    from assay.video.adapters import FrameSample
+    from assay.video.decode import DecodedFrame
+
+    if shared_frames is None:
+        raise RuntimeError("a shared frame arrived, but no shared-frames segment was set up")
+    image = payload["image"]
+    pixels = shared_frames.read(image["sharedFrame"], image["width"], image["height"])
+    frame = DecodedFrame.from_pixels(payload["frameIndex"], 0.0, pixels)
+    return FrameSample.of_frame(frame, payload["timestampS"], payload["sampleIndex"], payload["videoPath"], payload["caseName"])
+
+
+def _release(sample: Any, payload: dict[str, Any]) -> None:
+    if "sharedFrame" in payload["image"]:
+        sample.release()  # closes its image only if one was made
+    else:
+        sample.image.close()
 
 
 def _target_context(payload: dict[str, Any]) -> Any:
@@ -103,6 +129,7 @@ class _AdapterServer:
         self._write_lock = asyncio.Lock()
         self._evaluator: Any = None
         self._active: dict[Any, asyncio.Task[None]] = {}
+        self._shared_frames: Any = None  # a SharedFrameReader once assay's offer was accepted
 
     async def send(self, message: dict[str, Any]) -> None:
         line = json.dumps(message, separators=(",", ":"), ensure_ascii=True, allow_nan=False) + "\n"
@@ -133,33 +160,51 @@ class _AdapterServer:
             }
             if not any(capabilities.values()):
                 raise TypeError("adapter must implement evaluate or evaluate_many")
-            return {"protocolVersion": 1, "capabilities": capabilities}
+            # assay then offers a shared-memory segment (a GlassKit host ignores the key).
+            return {"protocolVersion": 1, "capabilities": {**capabilities, SHARED_FRAMES_CAPABILITY: True}}
 
         await self.answer(request_id, work)
+
+    async def accept_shared_frames(self, request_id: Any, params: dict[str, Any]) -> None:
+        from assay.video.shared_frames import SharedFrameReader
+
+        async def work() -> dict[str, Any]:
+            self.close_shared_frames()
+            self._shared_frames = SharedFrameReader(params)
+            return {"version": 1}
+
+        await self.answer(request_id, work)
+
+    def close_shared_frames(self) -> None:
+        reader, self._shared_frames = self._shared_frames, None
+        if reader is not None:
+            reader.close()
 
     def start_evaluation(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
         async def work() -> Any:
             if self._evaluator is None:
                 raise RuntimeError("adapter is not initialized")
             target = _target_context(params["target"])
+            shared = self._shared_frames
             if method == "evaluate":
-                sample = _frame_sample(params["sample"])
+                sample = await asyncio.to_thread(_frame_sample, params["sample"], shared)
                 try:
                     return await _call(self._evaluator.evaluate, sample, target)
                 finally:
-                    sample.image.close()
-            samples = [_frame_sample(payload) for payload in params["samples"]]
+                    _release(sample, params["sample"])
+            samples = await asyncio.to_thread(lambda: [_frame_sample(payload, shared) for payload in params["samples"]])
             try:
                 return list(await _call(self._evaluator.evaluate_many, samples, target))
             finally:
-                for sample in samples:
-                    sample.image.close()
+                for sample, payload in zip(samples, params["samples"]):
+                    _release(sample, payload)
 
         task = asyncio.create_task(self.answer(request_id, work))
         self._active[request_id] = task
         task.add_done_callback(lambda _: self._active.pop(request_id, None))
 
     async def close_evaluator(self) -> None:
+        self.close_shared_frames()
         evaluator, self._evaluator = self._evaluator, None
         close = getattr(evaluator, "close", None)
         if callable(close):
@@ -184,6 +229,8 @@ class _AdapterServer:
                     task.cancel()
             elif method == "initialize":
                 await self.initialize(request_id, params)
+            elif method == SHARED_FRAMES_SETUP:
+                await self.accept_shared_frames(request_id, params)
             elif method in ("evaluate", "evaluateMany"):
                 self.start_evaluation(request_id, method, params)
             elif method == "close":

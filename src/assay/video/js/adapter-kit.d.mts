@@ -18,10 +18,16 @@ export interface RgbFrame {
   readonly rgb: Uint8Array;
 }
 
-/** The frame as assay sent it. `bytes` and `rgb` are decoded on first access and then kept. */
+/**
+ * The frame as assay sent it. `bytes` and `rgb` are decoded on first access and then kept.
+ *
+ * From assay, frames come through shared memory: read `rgb` (or `bytes`) before `evaluate`
+ * returns; the first read of a frame after its request was answered throws (its memory was
+ * handed back). What was read in time stays readable. From other hosts, frames come as PNG.
+ */
 export interface SampleImage extends RgbFrame {
   readonly mimeType: "image/png";
-  /** The lossless PNG file. */
+  /** The lossless PNG file (for a frame from shared memory, encoded by the kit: the same pixels). */
   readonly bytes: Buffer;
 }
 

@@ -1,12 +1,16 @@
 // assay's adapter kit for node: serves the NDJSON command-adapter protocol (spec/video.md §24) and
 // hands every frame over as a lazily decoded RGB image. Node's standard library only, no npm packages.
+// With assay it takes frames through shared memory (assay's extension, docs/video/protocol.md);
+// with any other host, as base64 PNG.
 //
 //   import { runAdapter } from "./adapter-kit.mjs";
 //   await runAdapter(async (context) => ({ evaluate: async ({ sample, target }) => sample.image.rgb[0] > 127 }));
 //
 // Types: adapter-kit.d.mts beside this file.
-import { read } from "node:fs";
-import { inflateSync } from "node:zlib";
+import { closeSync, openSync, read, readSync } from "node:fs";
+import * as zlib from "node:zlib";
+
+const { deflateSync, inflateSync } = zlib;
 
 // ---------------------------------------------------------------------------------------------
 // PNG decoding: assay sends 8-bit RGB, non-interlaced PNGs, deflated (Up filter) or as stored
@@ -111,6 +115,124 @@ export function decodePng(png) {
   return { width, height, rgb };
 }
 
+// PNG encoding, for `image.bytes` of a frame that came as pixels through shared memory: the same
+// choice assay makes (Up filter and fast deflate, or stored blocks for frames that hardly compress).
+
+const CRC_TABLE = Int32Array.from({ length: 256 }, (_, byte) => {
+  let crc = byte;
+  for (let bit = 0; bit < 8; bit++) crc = crc & 1 ? 0xedb88320 ^ (crc >>> 1) : crc >>> 1;
+  return crc;
+});
+
+function tableCrc32(bytes, crc = 0) {
+  crc = ~crc;
+  for (let i = 0; i < bytes.length; i++) crc = CRC_TABLE[(crc ^ bytes[i]) & 0xff] ^ (crc >>> 8);
+  return ~crc >>> 0;
+}
+
+const crc32 = zlib.crc32 ?? tableCrc32; // zlib.crc32 arrived in node 20.15 / 22.2
+
+function pngChunk(type, body) {
+  const chunk = Buffer.alloc(12 + body.length);
+  chunk.writeUInt32BE(body.length, 0);
+  chunk.write(type, 4, "latin1");
+  body.copy(chunk, 8);
+  chunk.writeUInt32BE(crc32(chunk.subarray(4, 8 + body.length)), 8 + body.length);
+  return chunk;
+}
+
+// assay's rule (png_encoding.STORED_ABOVE_RATIO): deflate only if eight 4-row bands keep <= 30%.
+function worthDeflating(rows, height, line) {
+  const bands = 8;
+  const bandRows = 4;
+  if (height <= 2 * bands * bandRows) return true;
+  const probe = Buffer.concat(
+    Array.from({ length: bands }, (_, band) => {
+      const top = 1 + Math.floor((band * (height - 1 - bandRows)) / (bands - 1));
+      return rows.subarray(top * line, (top + bandRows) * line);
+    }),
+  );
+  return deflateSync(probe, { level: 1 }).length <= 0.3 * probe.length;
+}
+
+function encodePng(width, height, rgb) {
+  const stride = width * RGB_BYTES;
+  const line = stride + 1;
+  const rows = Buffer.allocUnsafe(height * line);
+  for (let y = 0; y < height; y++) {
+    const at = y * line;
+    const row = y * stride;
+    rows[at] = 2; // Up
+    if (y === 0) rows.set(rgb.subarray(0, stride), at + 1);
+    else for (let x = 0; x < stride; x++) rows[at + 1 + x] = rgb[row + x] - rgb[row - stride + x];
+  }
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header[8] = 8; // bit depth
+  header[9] = 2; // RGB
+  const idat = deflateSync(rows, { level: worthDeflating(rows, height, line) ? 1 : 0 });
+  return Buffer.concat([PNG_SIGNATURE, pngChunk("IHDR", header), pngChunk("IDAT", idat), pngChunk("IEND", Buffer.alloc(0))]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Frames through shared memory (assay's extension to the protocol). assay writes each frame's RGB
+// pixels into a slot of a file in /dev/shm and names the slot in the request; the kit opens the
+// file once and copies a frame out with one pread when the evaluator first reads it. Node has no
+// mmap without npm packages; a pread of a 720p frame costs ~0.3 ms, and nothing at all when
+// the evaluator never reads the pixels. assay reuses a slot only after the request that named it
+// was answered, so a frame is readable while its request is in flight; each slot carries the
+// generation of the frame it holds, checked before and after the copy.
+
+const SHARED_FRAMES = "assay.sharedFrames";
+const SEGMENT_MAGIC = Buffer.from("ASSAYFR1", "latin1");
+
+class SharedFrames {
+  #fd;
+  #stamp = Buffer.alloc(8);
+
+  constructor({ version, path, token }) {
+    if (version !== 1) throw new Error(`unsupported shared-frames version: ${version}`);
+    this.#fd = openSync(path, "r");
+    try {
+      const header = Buffer.alloc(24);
+      readSync(this.#fd, header, 0, header.length, 0);
+      if (!header.subarray(0, 8).equals(SEGMENT_MAGIC) || header.toString("hex", 8, 24) !== token) {
+        throw new Error(`${path} is not the segment assay offered`);
+      }
+    } catch (error) {
+      closeSync(this.#fd);
+      throw error;
+    }
+  }
+
+  #generation(offset) {
+    readSync(this.#fd, this.#stamp, 0, 8, offset - 8);
+    return this.#stamp.readBigUInt64LE(0);
+  }
+
+  /** The frame's pixels, copied out of its slot. */
+  read({ slot, generation, offset, length }) {
+    const copy = Buffer.allocUnsafeSlow(8 + length);
+    let done = 0;
+    while (done < copy.length) {
+      const bytes = readSync(this.#fd, copy, done, copy.length - done, offset - 8 + done);
+      if (bytes === 0) throw new Error(`shared frame slot ${slot} is shorter than the request says`);
+      done += bytes;
+    }
+    const expected = BigInt(generation);
+    const found = this.#generation(offset);
+    if (copy.readBigUInt64LE(0) !== expected || found !== expected) {
+      throw new Error(`shared frame slot ${slot} no longer holds generation ${generation} (it holds ${found})`);
+    }
+    return new Uint8Array(copy.buffer, copy.byteOffset + 8, length);
+  }
+
+  close() {
+    closeSync(this.#fd);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reading requests. They carry multi-megabyte frames, so nothing per frame is allocated fresh if it
 // can be reused: stdin is read straight into one growing buffer, lines are parsed where they lie,
@@ -186,11 +308,18 @@ function parseRequest(line) {
 
 class SampleImage {
   #base64;
+  #shared; // { frame, reader, request } for a frame in shared memory
   #bytes;
   #rgb;
 
-  constructor({ dataBase64, ...fields }, frames = []) {
+  constructor({ dataBase64, sharedFrame, channels, ...fields }, frames = [], shared = null) {
     Object.assign(this, fields); // mimeType, width, height
+    if (sharedFrame !== undefined) {
+      if (shared?.reader == null) throw new Error("a shared frame arrived, but no shared-frames segment was set up");
+      this.mimeType = "image/png";
+      this.#shared = { frame: sharedFrame, ...shared };
+      return;
+    }
     this.#base64 =
       typeof dataBase64 === "string" && dataBase64.startsWith(FRAME_MARK)
         ? frames[Number(dataBase64.slice(FRAME_MARK.length))]
@@ -200,6 +329,10 @@ class SampleImage {
   /** The PNG file. */
   get bytes() {
     if (this.#bytes === undefined) {
+      if (this.#shared !== undefined) {
+        this.#bytes = encodePng(this.width, this.height, this.rgb);
+        return this.#bytes;
+      }
       const text = typeof this.#base64 === "string" ? this.#base64 : this.#base64.toString("latin1");
       this.#bytes = Buffer.from(text, "base64");
       this.#base64 = undefined;
@@ -210,6 +343,21 @@ class SampleImage {
   /** The pixels, row-major, 3 bytes (R, G, B) each: pixel (x, y) starts at (y * width + x) * 3. */
   get rgb() {
     if (this.#rgb === undefined) {
+      if (this.#shared !== undefined) {
+        const { frame, reader, request } = this.#shared;
+        if (request.answered) {
+          throw new Error(
+            "this frame came through shared memory and its slot was handed back when its request was answered: " +
+              "read sample.image.rgb (or .bytes) before evaluate returns",
+          );
+        }
+        if (frame.length !== this.width * this.height * RGB_BYTES) {
+          throw new Error(`shared frame is ${frame.length} bytes, the request says ${this.width}x${this.height}`);
+        }
+        this.#rgb = reader.read(frame);
+        this.#shared = undefined;
+        return this.#rgb;
+      }
       const decoded = decodePng(this.bytes);
       if (decoded.width !== this.width || decoded.height !== this.height) {
         throw new Error(`frame PNG is ${decoded.width}x${decoded.height}, the request says ${this.width}x${this.height}`);
@@ -224,7 +372,7 @@ class SampleImage {
   }
 }
 
-const withImage = (frames) => (sample) => ({ ...sample, image: new SampleImage(sample.image, frames) });
+const withImage = (frames, shared) => (sample) => ({ ...sample, image: new SampleImage(sample.image, frames, shared) });
 
 // ---------------------------------------------------------------------------------------------
 // The protocol loop.
@@ -238,6 +386,7 @@ export async function runAdapter(createEvaluator) {
   sendConsoleToStderr();
   const active = new Map();
   let evaluator = null;
+  let sharedFrames = null;
   let closed = false;
   let writes = Promise.resolve();
 
@@ -267,6 +416,8 @@ export async function runAdapter(createEvaluator) {
   const finishEvaluator = async () => {
     const current = evaluator;
     evaluator = null;
+    sharedFrames?.close();
+    sharedFrames = null;
     if (current && typeof current.close === "function") await current.close();
   };
 
@@ -296,18 +447,31 @@ export async function runAdapter(createEvaluator) {
         if (!capabilities.evaluate && !capabilities.evaluateMany) {
           throw new Error("adapter must implement evaluate or evaluateMany");
         }
-        return { protocolVersion: 1, capabilities };
+        // assay then offers a shared-memory segment (a GlassKit host ignores the key).
+        return { protocolVersion: 1, capabilities: { ...capabilities, [SHARED_FRAMES]: true } };
+      });
+    } else if (method === SHARED_FRAMES) {
+      await answer(id, async () => {
+        sharedFrames?.close();
+        sharedFrames = null;
+        sharedFrames = new SharedFrames(params ?? {});
+        return { version: 1 };
       });
     } else if (method === "evaluate" || method === "evaluateMany") {
       const controller = new AbortController();
-      const images = withImage(request[FRAMES]);
+      const inFlight = { answered: false };
+      const images = withImage(request[FRAMES], { reader: sharedFrames, request: inFlight });
       const work = answer(id, async () => {
         if (!evaluator) throw new Error("adapter is not initialized");
         const { target } = params;
-        if (method === "evaluate") {
-          return await evaluator.evaluate({ sample: images(params.sample), target, signal: controller.signal });
+        try {
+          if (method === "evaluate") {
+            return await evaluator.evaluate({ sample: images(params.sample), target, signal: controller.signal });
+          }
+          return await evaluator.evaluateMany({ samples: params.samples.map(images), target, signal: controller.signal });
+        } finally {
+          inFlight.answered = true; // the answer hands the frames' slots back to assay
         }
-        return await evaluator.evaluateMany({ samples: params.samples.map(images), target, signal: controller.signal });
       });
       active.set(id, controller);
       controller.done = work.finally(() => active.delete(id));
