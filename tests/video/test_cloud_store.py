@@ -26,7 +26,7 @@ pytest.importorskip("moto")
 
 from typer.testing import CliRunner
 
-from assay.cli.video_cloud_store import store_app
+from assay.cli.video import store_app
 from assay.video import cloud_store as video_store
 from assay.video.model import RemoteVideo, VideoStoreConfig
 from assay.video.cloud_store import (

@@ -733,7 +733,7 @@ def test_results_come_from_a_checkpoint_and_mark_edited_expectations_stale(eval_
 
 REVIEW = [
     sys.executable, "-c",
-    "import typer; from assay.cli.video_review import review_command; app = typer.Typer(); app.command()(review_command); app()",
+    "import typer; from assay.cli.video import review_command; app = typer.Typer(); app.command()(review_command); app()",
 ]  # fmt: skip
 
 

@@ -23,7 +23,7 @@ import yaml
 from media import GREEN, RED, make_color_sequence_video
 from typer.testing import CliRunner
 
-from assay.cli.video_seed import seed_command
+from assay.cli.video import seed_command
 
 # Frames at 2 fps: red for the first 4 s, green for the next 4 s (8 s in all).
 COLOURS = [RED] * 8 + [GREEN] * 8
@@ -75,7 +75,7 @@ class Colours:
 # The wrapper the subprocess tests run until `seed` is registered under `assay video`.
 CLI_WRAPPER = """
 import typer
-from assay.cli.video_seed import seed_command
+from assay.cli.video import seed_command
 app = typer.Typer(add_completion=False)
 @app.callback()
 def root() -> None:

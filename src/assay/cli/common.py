@@ -1,102 +1,56 @@
-"""Shared CLI plumbing: option validators with GlassKit's wording, the one way a command fails, and
-handing a request to the pipeline."""
+"""Shared CLI plumbing: the one way a command fails (`fail`, or `failing` around a block), a bad option
+value shown as click shows it, printing, handing a request to the pipeline, serving a local web app."""
 
 from __future__ import annotations
 
-import math
+import contextlib
+import json
 import sys
 import traceback
-from typing import Any, Callable, NoReturn, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, NoReturn
 
 import typer
 
 from assay.core.console import stdout_console
+from assay.core.run.request import MAX_CONCURRENCY, MAX_REPEAT  # noqa: F401 - where the count limits were
 from assay.errors import AssayError, UsageError
 
 DEBUG = False
 
-# The most a count option accepts: far above what one machine runs, low enough that a slip (a few
-# extra zeros) is refused at once instead of allocating until the process dies. Experiments'
-# `attempts` and `[tool.assay] concurrency` have the same limits.
-MAX_CONCURRENCY = 10_000
-MAX_REPEAT = 10_000  # video --repeat, agent --attempts
 
-
-def at_least(minimum: int | float, *, maximum: int | float | None = None) -> Callable[[Any], Any]:
-    def check(value: Any) -> Any:
-        if value is not None:
-            values = value if isinstance(value, (list, tuple)) else [value]
-            for item in values:
-                if item < minimum:
-                    raise typer.BadParameter(f"Input should be greater than or equal to {minimum}")
-                if maximum is not None and item > maximum:
-                    raise typer.BadParameter(f"Input should be less than or equal to {maximum}")
-        return value
-
-    return check
-
-
-def above(minimum: float) -> Callable[[Any], Any]:
-    def check(value: Any) -> Any:
-        if value is not None and not (math.isfinite(value) and value > minimum):
-            raise typer.BadParameter(f"Input should be greater than {minimum:g}")
-        return value
-
-    return check
-
-
-def between(low: float, high: float) -> Callable[[Any], Any]:
-    def check(value: Any) -> Any:
-        if value is not None:
-            if value < low:
-                raise typer.BadParameter(f"Input should be greater than or equal to {low:g}")
-            if value > high:
-                raise typer.BadParameter(f"Input should be less than or equal to {high:g}")
-        return value
-
-    return check
-
-
-def say(*lines: str, console: Any = None) -> None:
+def say(*lines: str) -> None:
     """Lines for a person on stdout, as written (no markup, no highlighting)."""
     for line in lines:
-        (console or stdout_console()).print(line, markup=False, highlight=False)
+        stdout_console().print(line, markup=False, highlight=False)
 
 
-def bad_parameter(option: str, message: str, *, quoted: bool = True) -> NoReturn:
-    raise typer.BadParameter(message, param_hint=f"'{option}'" if quoted else option)
+def show(as_json: bool, document: Any, lines: Iterable[str], **dumps: Any) -> None:
+    """A read-back on stdout: `document` as indented JSON, or `lines` for a person."""
+    if as_json:
+        print(json.dumps(document, **{"indent": 2, "ensure_ascii": False, **dumps}))
+    else:
+        say(*lines)
 
 
-def check_time_values(option: str, values: Any) -> None:
-    items = values if isinstance(values, (list, tuple)) else [values]
-    for item in items:
-        if item is not None and (not math.isfinite(item) or item < 0):
-            bad_parameter(option, "must be a finite, nonnegative number")
+@contextlib.contextmanager
+def store(*, read_only: bool = True) -> Iterator[Any]:
+    """The results store, open for the block; a store error (or any `AssayError` inside) is one `Error:` line."""
+    from assay.core.results_store import open_store
+
+    with failing(), open_store(read_only=read_only) as opened:
+        yield opened
 
 
-def check_time_filters(
-    case: str | None, at: list[float] | None, from_s: float | None, until_s: float | None
-) -> None:
-    """GlassKit's CLI pre-checks for --at/--from/--until, in its order."""
-    present = [name for name, value in (("--at", at), ("--from", from_s), ("--until", until_s)) if value]
-    present = [
-        name
-        for name, value in (("--at", at), ("--from", from_s), ("--until", until_s))
-        if (value is not None and value != [])
-    ]
-    if present and case is None:
-        bad_parameter(present[0], "requires --case")
-    if at and (from_s is not None or until_s is not None):
-        bad_parameter("--at", "cannot be combined with --from or --until")
-    check_time_values("--at", at or [])
-    check_time_values("--from", from_s)
-    check_time_values("--until", until_s)
-    if from_s is not None and until_s is not None and from_s >= until_s:
-        bad_parameter("--until", "must be greater than --from")
+def only_reads() -> None:
+    """Said by a command that only reads or checks: a closed reader leaves no finished results to speak of."""
+    from assay.cli.stdout_guard import nothing_to_keep
+
+    nothing_to_keep()
 
 
 def fail(
-    prefix: str, error: BaseException | str, *, console: Any = None, stderr: bool = False, exit_code: int | None = None,
+    prefix: str, error: BaseException | str, *, stderr: bool = False, exit_code: int | None = None,
     internal: str | None = None, after: Sequence[str] = (),
 ) -> NoReturn:
     """The one way a command fails: `<prefix>: <message>` (then the error's notes and `after`), and exit.
@@ -114,17 +68,32 @@ def fail(
         if stderr:
             print(line, file=sys.stderr)
         else:
-            (console or stdout_console()).print(line, markup=False, highlight=False)
+            say(line)
     code = exit_code if exit_code is not None else getattr(error, "exit_code", 2)
     raise typer.Exit(code)
 
 
-def refuse(error: UsageError, *, quoted: bool = True) -> NoReturn:
-    """A usage error shown as click shows a bad option value (GlassKit's usage errors), naming its option."""
-    option = error.option or ""
-    message = str(error)
-    if option and message.startswith(f"{option} "):
-        message = message[len(option) + 1:]
+@contextlib.contextmanager
+def failing(prefix: str = "Error", *, catch: Any = AssayError, on_stdout: bool = False, **how: Any) -> Iterator[None]:
+    """`fail(prefix, error, **how)` for an error of `catch` raised inside: assay's own way (on stderr, a
+    bug named by its type), or `on_stdout` as GlassKit and the viewers fail."""
+    try:
+        yield
+    except catch as error:
+        fail(prefix, error, **{**({} if on_stdout else {"stderr": True, "internal": ""}), **how})
+
+
+def refuse(error: UsageError | str | None, message: str = "", *, quoted: bool = True) -> NoReturn:
+    """A usage error as click shows it (GlassKit's): a bad value of an option (`refuse("--at", "requires
+    --case")`, or a `UsageError` naming its option, whose leading option name is dropped), or with no
+    option (`refuse(None, "--time requires --case")`) a plain one."""
+    if error is None:
+        raise typer.BadParameter.__mro__[1](message)  # click's UsageError, as the installed Typer ships it
+    if isinstance(error, UsageError):
+        option, message = error.option or "", str(error)
+        message = message[len(option) + 1:] if option and message.startswith(f"{option} ") else message
+    else:
+        option = error
     raise typer.BadParameter(message, param_hint=f"'{option}'" if quoted else option)
 
 
@@ -136,9 +105,7 @@ def checked(check: Callable[..., Any], *arguments: Any, quoted: bool = True) -> 
         refuse(error, quoted=quoted)
 
 
-def run_and_exit(
-    kind: Any, request: Any, outputs: Any, *, resume: Any = None, execution: Any = None
-) -> NoReturn:
+def run_and_exit(kind: Any, request: Any, outputs: Any, *, resume: Any = None, execution: Any = None) -> NoReturn:
     """Hand the request to the pipeline and leave with its exit code; a run that kept its checkpoint
     leaves its resume lines with the stdout guard (said on stderr if stdout was closed)."""
     from assay.cli.stdout_guard import keep_resume_lines
@@ -148,3 +115,40 @@ def run_and_exit(
     result = pipeline.run(kind, request, outputs=outputs, resume=resume, execution=execution or Execution())
     keep_resume_lines(result.resume_lines)
     raise typer.Exit(result.exit_code)
+
+
+def serve_locally(port: int, make_app: Callable[[Any], Any], url: Callable[[int], str], *, title: str, failure: str,
+                  no_open: bool, lines: Sequence[str] = ()) -> NoReturn:
+    """Bind 127.0.0.1:`port`, say `<title>: <url>` (and `lines`), open a browser unless `no_open`, serve
+    `make_app(binding)` until Ctrl-C, exit 0. A port that cannot be bound is `<failure>: …` (exit 2)."""
+    from assay.web.app import Binding, bind_loopback_socket, serve
+
+    try:
+        sock = bind_loopback_socket(port)
+    except OSError as error:
+        fail(failure, error)
+    binding = Binding(port=sock.getsockname()[1])
+    app = make_app(binding)
+    address = url(binding.port or 0)
+    say(f"{title}: {address}", *lines)
+    if not no_open:
+        _open_browser(address)
+    try:
+        serve(app, sock)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    raise typer.Exit(0)
+
+
+def _open_browser(url: str) -> None:
+    import webbrowser
+
+    try:
+        opened = webbrowser.open(url)
+    except Exception as error:  # noqa: BLE001 - any browser failure is reported, never fatal
+        say(f"Could not open browser: {error}")
+        return
+    if not opened:
+        say("Could not open browser automatically; use the URL above.")

@@ -23,14 +23,14 @@ import typing
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, List, Optional
+from typing import Any
 
 import typer
 
 from assay.core.run.request import Outputs, at_least, between
 
 __all__ = [
-    "CONFIG", "EVAL_DIR", "EXECUTOR", "JSON", "JUNIT", "JUNIT_PATH", "LIMIT", "NO_OPEN", "OUTPUT_JSON", "PORT", "PRINT_JSON",
+    "EVAL_DIR", "EXECUTOR", "JSON", "JUNIT", "JUNIT_PATH", "LIMIT", "NO_OPEN", "OUTPUT_JSON", "PORT", "PRINT_JSON",
     "PROJECT", "QUIET", "RAY_ADDRESS", "RESUME", "VERBOSE", "Given", "Param", "argument", "command", "option", "params",
 ]
 
@@ -95,7 +95,7 @@ def params(*items: type | str | Param) -> list[Param]:
 def _field_param(spec: dataclasses.Field[Any], request_type: type) -> Param:
     hint = typing.get_type_hints(request_type)[spec.name]
     if typing.get_origin(hint) is tuple:
-        hint = Optional[List[typing.get_args(hint)[0]]]  # noqa: UP006, UP007 - typer's help shows <list[str]>
+        hint = list[typing.get_args(hint)[0]] | None  # type: ignore[misc] - typer's help shows <list[str]>
     if spec.default is not dataclasses.MISSING:
         default = None if spec.default == () else spec.default
     else:  # a factory's value is made by the request; no factory: the option is required
@@ -159,17 +159,14 @@ def command(group: typer.Typer | None, name: str, *params: Param, **settings: An
 
 # Options many commands share, declared once; a command gives one its own help with `.but(help=...)`.
 JSON, JUNIT, QUIET, VERBOSE, OUTPUT_JSON = params(Outputs, "json junit quiet verbose output_json")
-JUNIT_PATH = JUNIT.but(annotation=Optional[Path])  # noqa: UP007 - a run's --junit shown as <path>
+JUNIT_PATH = JUNIT.but(annotation=Path | None)  # a run's --junit is shown as a <path>
 PRINT_JSON = JSON.but(help="Print JSON.")
 LIMIT = option("limit", int, 20, "--limit", check=at_least(0), help="How many to list.")
-RESUME = option("resume", Optional[str], None, "--resume", help="Checkpoint directory or id to resume.")  # noqa: UP007
+RESUME = option("resume", str | None, None, "--resume", help="Checkpoint directory or id to resume.")
 EXECUTOR = option("executor", str, "local", "--executor", help="Where cases run: local (default) or ray.")
-RAY_ADDRESS = option("ray_address", Optional[str], None, "--ray-address", help="Ray cluster to join (default: start a local one).")  # noqa: UP007
+RAY_ADDRESS = option("ray_address", str | None, None, "--ray-address", help="Ray cluster to join (default: start a local one).")
 EVAL_DIR = option("eval_dir", Path, Path("eval"), "--eval-dir", help="Eval directory holding cases/, config.yaml and adapter files.")
-PROJECT = option(
-    "project", Optional[Path], None, "--project",  # noqa: UP007
-    help="Project folder (holds evals/, experiments/, pyproject.toml); default: the current folder.",
-)
-CONFIG = option("config", Optional[str], None, "--config", help="Suite config (default evals/eval-kit.config.json).")  # noqa: UP007
+PROJECT = option("project", Path | None, None, "--project",
+                 help="Project folder (holds evals/, experiments/, pyproject.toml); default: the current folder.")
 PORT = option("port", int, 0, "--port", check=between(0, 65535), help="Port on 127.0.0.1 (0 picks a free one).")
 NO_OPEN = option("no_open", bool, False, "--no-open", help="Do not open a browser.")

@@ -8,17 +8,20 @@ place GlassKit's key order gives them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from assay.core.run.request import Outputs, from_invocation, option, to_invocation
-from assay.video.observe import EvalRunError
+from assay.core.run.request import (
+    MAX_CONCURRENCY, MAX_REPEAT, Outputs, above, at_least, between, from_invocation, option, option_of, to_invocation,
+)
+from assay.errors import UsageError
 
 __all__ = [
-    "PROGRAM", "SeedRequest", "VideoRunRequest", "check_run_options", "check_seed_options", "invocation_with_outputs",
-    "outputs_from_invocation",
+    "PROGRAM", "SeedRequest", "VideoRunRequest", "check_run_options", "check_seed_options", "check_time_filters",
+    "check_times", "invocation_with_outputs", "outputs_from_invocation",
 ]
 
 PROGRAM = "assay video"
@@ -33,46 +36,73 @@ class VideoRunRequest:
     kind: ClassVar[str] = "video"
 
     eval_dir: Path = option(flag="--eval-dir")  # resolved
-    adapter: str | None = option(None, flag="--adapter")
-    adapter_command: str | None = option(None, flag="--adapter-command")
-    case: str | None = option(None, key="case_filter", flag="--case")
-    targets: tuple[str, ...] = option((), key="target_filter", empty_as_null=True, flag="--target")
-    at: tuple[float, ...] = option((), key="at_times_s", empty_as_null=True, flag="--at")
-    from_s: float | None = option(None, key="from_time_s", flag="--from")
-    until_s: float | None = option(None, key="until_time_s", flag="--until")
-    adapter_config: Mapping[str, Any] = option(default_factory=dict, flag="--adapter-config")
-    concurrency: int = option(1, flag="--concurrency")
-    repeat: int = option(1, flag="--repeat")
-    min_pass_rate: float | None = option(None, flag="--min-pass-rate")
-    min_target_pass_rate: float | None = option(None, flag="--min-target-pass-rate")
-    max_failures: int | None = option(None, flag="--max-failures")
-    max_flaky_samples: int | None = option(None, flag="--max-flaky-samples")
-    keep_going: bool = option(False, flag="--keep-going")
-    artifacts_dir: str | None = option(None, flag="--artifacts-dir")
-    save_failures: bool = option(False, flag="--save-failures")
-    allow_empty: bool = option(False, flag="--allow-empty")
+    adapter: str | None = option(
+        None, flag="--adapter", help="Python adapter '<module-or-file>:<callable>' (default: <eval-dir>/adapter.py:create_evaluator)."
+    )
+    adapter_command: str | None = option(None, flag="--adapter-command", help="Command that serves the NDJSON adapter protocol.")
+    case: str | None = option(None, key="case_filter", flag="--case", help="Case file name or stem.")
+    targets: tuple[str, ...] = option((), key="target_filter", empty_as_null=True, flag="--target", help="Target id (repeatable).")
+    at: tuple[float, ...] = option(
+        (), key="at_times_s", empty_as_null=True, flag="--at", help="Only the sample at this time (repeatable; needs --case)."
+    )
+    from_s: float | None = option(None, key="from_time_s", flag="--from", help="Only samples at or after this time (needs --case).")
+    until_s: float | None = option(None, key="until_time_s", flag="--until", help="Only samples before this time (needs --case).")
+    adapter_config: Mapping[str, Any] = option(default_factory=dict, flag="--adapter-config")  # the CLI reads the file
+    concurrency: int = option(
+        1, flag="--concurrency", check=at_least(1, maximum=MAX_CONCURRENCY),
+        help=f"Adapter calls in flight (at most {MAX_CONCURRENCY:,}).",
+    )
+    repeat: int = option(1, flag="--repeat", check=at_least(1, maximum=MAX_REPEAT), help=f"Trials to run (at most {MAX_REPEAT:,}).")
+    min_pass_rate: float | None = option(
+        None, flag="--min-pass-rate", check=between(0, 1),
+        help="Gate: fail a trial whose pass rate over all samples is below this (0-1; default: config.yaml's, else none).",
+    )
+    min_target_pass_rate: float | None = option(
+        None, flag="--min-target-pass-rate", check=between(0, 1),
+        help="Gate: fail a trial in which any target's pass rate is below this (0-1; default: none).",
+    )
+    max_failures: int | None = option(
+        None, flag="--max-failures", check=at_least(0), help="Gate: fail a trial with more failed samples than this (default: none)."
+    )
+    max_flaky_samples: int | None = option(
+        None, flag="--max-flaky-samples", check=at_least(0),
+        help="Gate: fail the run when more samples than this disagree across trials (needs --repeat 2+; default: none).",
+    )
+    keep_going: bool = option(False, flag="--keep-going", help="Record adapter errors and continue.")
+    artifacts_dir: str | None = option(None, flag="--artifacts-dir", help="Directory for adapter and failure artifacts.")
+    save_failures: bool = option(False, flag="--save-failures", help="Save the frame and result of each failure.")
+    allow_empty: bool = option(False, flag="--allow-empty", help="Allow targets and evals without samples.")
     # Only stored when given, so unsharded checkpoints keep the plan hash they always had.
-    shard: str | None = option(None, omit_when_none=True, flag="--shard")
+    shard: str | None = option(
+        None, omit_when_none=True, flag="--shard", help="Run only shard i of n (e.g. 2/4); combine with `assay runs merge`."
+    )
     # Seconds per call of a command adapter; stored only when given (older plan hashes stay).
-    adapter_timeout: float | None = option(None, omit_when_none=True, flag="--adapter-timeout")
+    adapter_timeout: float | None = option(
+        None, omit_when_none=True, flag="--adapter-timeout", check=above(0),
+        help="Seconds a command adapter may take per call before the call fails (default: no limit; "
+        "initialize has its own 30 s limit, ASSAY_ADAPTER_START_TIMEOUT).",
+    )
 
 
 @dataclass(frozen=True)
 class SeedRequest:
     """Everything `assay video seed` was asked to do; with `--verbose` it is the checkpoint's
-    invocation (GlassKit's §14.2 seed keys), so `--resume` restores it."""
+    invocation (GlassKit's §14.2 seed keys), so `--resume` restores it. The options it shares with
+    a run are declared as the run declares them."""
 
-    eval_dir: Path = option(flag="--eval-dir")
-    adapter: str | None = option(None, flag="--adapter")
-    adapter_command: str | None = option(None, flag="--adapter-command")
-    case: str | None = option(None, key="case_filter", flag="--case")
-    targets: tuple[str, ...] = option((), key="target_filter", empty_as_null=True, flag="--target")
-    adapter_config: Mapping[str, Any] = option(default_factory=dict, flag="--adapter-config")
-    concurrency: int = option(1, flag="--concurrency")
-    replace: bool = option(False, flag="--replace")
-    keep_going: bool = option(False, flag="--keep-going")
+    eval_dir: Path = option_of(VideoRunRequest, "eval_dir")
+    adapter: str | None = option_of(VideoRunRequest, "adapter")
+    adapter_command: str | None = option_of(VideoRunRequest, "adapter_command")
+    case: str | None = option_of(VideoRunRequest, "case")
+    targets: tuple[str, ...] = option_of(VideoRunRequest, "targets")
+    adapter_config: Mapping[str, Any] = option_of(VideoRunRequest, "adapter_config")
+    concurrency: int = option_of(VideoRunRequest, "concurrency")
+    replace: bool = option(False, flag="--replace", help="Propose new values for samples that already have an expectation.")
+    keep_going: bool = option(
+        False, flag="--keep-going", help="Record adapter errors and continue; the YAML is written only when all succeed."
+    )
     # Only stored when given, so earlier checkpoints keep their plan hash.
-    adapter_timeout: float | None = option(None, omit_when_none=True, flag="--adapter-timeout")
+    adapter_timeout: float | None = option_of(VideoRunRequest, "adapter_timeout")
 
 
 # GlassKit's invocation keys that hold outputs, each after the request key it follows in the file.
@@ -98,6 +128,8 @@ def outputs_from_invocation(invocation: Any, manifest_path: Path, outputs: Outpu
 
 
 def check_run_options(options: VideoRunRequest) -> None:
+    from assay.video.observe import EvalRunError  # the run's machinery: not imported to declare the options
+
     if options.adapter and options.adapter_command:
         raise EvalRunError("adapter and adapter command are mutually exclusive")
     if not options.adapter and not options.adapter_command:
@@ -115,12 +147,33 @@ def check_run_options(options: VideoRunRequest) -> None:
 
 def check_seed_options(options: SeedRequest) -> None:
     """§18 step 1, before anything is loaded."""
+    from assay.video.observe import EvalRunError
+
     if options.adapter and options.adapter_command:
         raise EvalRunError("adapter and adapter command are mutually exclusive")
     if not options.adapter and not options.adapter_command:
         raise EvalRunError(f"{PROGRAM} seed requires --adapter or --adapter-command")
     if options.concurrency < 1:
         raise EvalRunError("concurrency must be greater than 0")
+
+
+def check_times(option: str, values: Any) -> None:
+    for item in values if isinstance(values, (list, tuple)) else [values]:
+        if item is not None and (not math.isfinite(item) or item < 0):
+            raise UsageError(f"{option} must be a finite, nonnegative number", option)
+
+
+def check_time_filters(case: str | None, at: Sequence[float], from_s: float | None, until_s: float | None) -> None:
+    """GlassKit's command-line pre-checks of --at/--from/--until, in its order (each names its option)."""
+    given = [name for name, value in (("--at", at), ("--from", from_s), ("--until", until_s)) if value not in (None, [], ())]
+    if given and case is None:
+        raise UsageError(f"{given[0]} requires --case", given[0])
+    if at and (from_s is not None or until_s is not None):
+        raise UsageError("--at cannot be combined with --from or --until", "--at")
+    for option, values in (("--at", at or []), ("--from", from_s), ("--until", until_s)):
+        check_times(option, values)
+    if from_s is not None and until_s is not None and from_s >= until_s:
+        raise UsageError("--until must be greater than --from", "--until")
 
 
 def refusal(options: str, flags: Sequence[str]) -> str:

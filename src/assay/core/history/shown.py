@@ -1,0 +1,284 @@
+"""The run history as `assay runs` shows it: its options, and each read-back of the store as a JSON
+document and as lines.
+
+The command line chooses one (`--json`) and prints it; the text of a comparison, the flaky units and
+a trend is `report.py`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from assay.core.run.request import at_least, between, option
+from assay.errors import UsageError
+
+__all__ = [
+    "RunsOptions", "Shown", "compared", "exported", "flaky_shown", "import_line", "reindex_lines", "run_shown", "runs_listed",
+    "shard_record", "trend_shown",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunsOptions:
+    """Every `assay runs` option and argument, declared once (`assay.cli.options.params` makes them)."""
+
+    run: str = option("latest", argument=True, help="Run id, unique prefix, latest or latest~N.")
+    before: str = option(argument=True, help="Baseline run (id, prefix, latest~N).")
+    after: str | None = option(None, argument=True, help="Candidate run (default: latest). `compare latest` alone compares "
+                               "the latest run with the run of the same kind and project before it.")
+    group: str | None = option(None, argument=True, help="A group (its units and its subgroups'); default: the whole run.")
+    runs: tuple[str, ...] = option(argument=True, help="Every shard run of one invocation: run ids (or prefixes) or record folders.")
+    files: tuple[str, ...] = option(argument=True, help="Log files another tool wrote (each becomes one run of kind imported).")
+    kind: str | None = option(None, flag="--kind", help="Only runs of this kind: video, agent, doc or imported.")
+    search: str | None = option(None, flag="--search", help="Only runs whose id or title contains this.")
+    alpha: float = option(0.05, flag="--alpha", check=between(0, 1), help="Significance level of every test (Holm-corrected together).")
+    margin: float = option(0.05, flag="--margin", check=between(0, 1), help="A pass-rate change within ± this (a fraction: "
+                           "0.05 is 5 points) counts as none, when shown by TOST.")
+    history: int = option(10, flag="--history", check=at_least(1, maximum=1000), help="Runs of history (the baseline's and the "
+                          "ones before it in its series) that say how flaky each unit is.")
+    power: float = option(0.8, flag="--power", check=between(0.5, 0.99),
+                          help="Power at which an inconclusive comparison says how many units would decide it.")
+    group_depth: int = option(1, flag="--group-depth", check=at_least(0, maximum=10),
+                              help="Group units by the first N parts of their group path (0: no groups).")
+    fail_on_regression: bool = option(False, flag="--fail-on-regression", help="Exit 1 when the verdict is `regressed`.")
+    fail_on_inconclusive: bool = option(False, flag="--fail-on-inconclusive",
+                                        help="Exit 1 when the verdict is `inconclusive` too (the strict gate).")
+    maps: tuple[str, ...] = option((), flag="--map", help="Rename the baseline's unit ids before pairing: 'PATTERN=>REPLACEMENT' "
+                                   "(a regular expression, repeatable, applied in order) or @FILE (JSON or CSV id pairs). "
+                                   "For a baseline another tool wrote.")
+    last: int = option(10, flag="--last", check=at_least(1, maximum=1000), help="Runs to show.")
+    format_name: str | None = option(None, flag="--format", help="junit, inspect, pydantic-evals, deepeval or promptfoo "
+                                     "(default: told from each file's content).")
+    otlp: str = option(flag="--otlp", help="The OTLP/HTTP endpoint's base URL, e.g. http://127.0.0.1:4318 (the run's span "
+                       "goes to /v1/traces, one event per unit to /v1/logs).")
+    timeout: float = option(10.0, flag="--timeout", check=between(0.1, 600), help="Seconds per request.")
+
+
+class Shown(NamedTuple):
+    """One read-back: `document` for `--json`, `lines` for a person."""
+
+    document: Any
+    lines: Iterable[str]
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def _git_text(manifest: Any) -> str:
+    if not manifest.git_commit:
+        return "-"
+    return manifest.git_commit[:10] + ("+dirty" if manifest.git_dirty else "")
+
+
+def runs_listed(store: Any, kind: str | None, search: str | None, limit: int) -> Shown:
+    """`assay runs list`: the newest runs (of a kind, matching a search) as a table."""
+    runs = store.list_runs(kind=kind, search=search, limit=limit)
+    return Shown({"runs": [run.to_json(with_groups=False) for run in runs]}, _list_lines(store, runs, kind, search))
+
+
+def _list_lines(store: Any, runs: Sequence[Any], kind: str | None, search: str | None) -> Iterator[str]:
+    from assay.core.report.table import render_table
+
+    if not runs and kind is None and search is None:
+        from assay.core.results_store import unindexed_records_hint
+
+        hint = unindexed_records_hint(store.path)
+        yield f"No runs in the index of {store.path}, but {hint}." if hint else "No runs recorded yet."
+    elif not runs:
+        narrowing = " and ".join(filter(None, [f"of kind {kind}" if kind else "", f"matching {search!r}" if search else ""]))
+        yield f"No runs {narrowing}; `assay runs list` shows them all."
+    else:
+        rows = [[run.run_id, run.manifest.kind, run.manifest.created_at, _git_text(run.manifest), str(run.unit_count),
+                 _percent(run.pass_rate), {True: "pass", False: "FAIL", None: "-"}[run.manifest.success], run.manifest.title]
+                for run in runs]
+        yield render_table(None, ["run", "kind", "created", "git", "units", "pass rate", "gates", "title"], rows)
+
+
+def run_shown(store: Any, ref: str, limit: int) -> Shown:
+    """`assay runs show`: one run's identity, gates, groups and failing units."""
+    stored = store.get_run(ref)
+    failing = store.unit_page(stored.run_id, verdict="failed,errored", limit=limit)
+    document = stored.to_json()
+    document["failing_units"] = [unit.to_json() for unit in failing.units]
+    document["failing_total"] = failing.total
+    return Shown(document, _show_lines(stored, failing))
+
+
+def _show_lines(stored: Any, failing: Any) -> Iterator[str]:
+    from assay.core.report.table import render_table
+
+    manifest = stored.manifest
+    yield f"Run {manifest.run_id} ({manifest.kind}) {manifest.title}"
+    yield (f"created {manifest.created_at} · git {_git_text(manifest)} · units {stored.unit_count} · "
+           f"pass rate {_percent(stored.pass_rate)}")
+    if manifest.cost_usd is not None or manifest.usage:
+        yield f"usage {json.dumps(manifest.usage)} · cost ${manifest.cost_usd or 0:.4f}"
+    for gate in manifest.gates:
+        trial = f" [trial {gate['trial']}]" if gate.get("trial") is not None else ""
+        yield f"{'PASS' if gate.get('passed') else 'FAIL'} {gate.get('name')}{trial}: {gate.get('message', '')}"
+    rows = []
+    for name, counts in stored.groups.items():
+        judged = counts["passed"] + counts["failed"] + counts["errored"]
+        rows.append([name or "-", str(counts["passed"]), str(counts["failed"]), str(counts["errored"]),
+                     str(counts["skipped"] + counts["ignored"]), _percent(counts["passed"] / judged if judged else None)])
+    yield render_table(None, ["group", "passed", "failed", "errored", "skipped/ignored", "pass rate"], rows)
+    if failing.total:
+        yield f"Failing units ({failing.total}):"
+        for unit in failing.units:
+            yield (f"  {unit.verdict.upper()} {unit.unit_id} expected={json.dumps(unit.expected, default=str)} "
+                   f"observed={json.dumps(unit.observed, default=str)} {unit.reason}").rstrip()
+        if failing.total > len(failing.units):
+            yield f"  … {failing.total - len(failing.units)} more (--limit, or `assay view`)"
+
+
+def compared(store: Any, before: str, after: str | None, id_map: Any, settings: Any, *, history: int,
+             group_depth: int, limit: int) -> tuple[Shown, str]:
+    """`assay runs compare`: the two runs paired unit by unit (the baseline's ids renamed by `--map`,
+    a `UnitIdMap`), and the verdict."""
+    from assay.core.history.compare import compare_stored_runs
+    from assay.core.history.report import comparison_lines
+    from assay.core.interop.unit_map import Pairing
+
+    first, second, baseline_note = _pair(store, before, after)
+    if id_map:
+        comparison = _compare_mapped(store, first, second, id_map, settings, group_depth)
+    else:
+        comparison = compare_stored_runs(store, first, second, settings=settings, history=history, group_depth=group_depth)
+    removed, new = len(comparison.units["removed"]), len(comparison.units["new"])
+    pairing = Pairing(first.unit_count - removed, removed, new, id_map.given)
+    document = comparison.to_json(unit_limit=limit)
+    if baseline_note:
+        document["baseline_chosen"] = baseline_note
+    document["pairing"] = pairing.to_json()
+    lines = [baseline_note] if baseline_note else []
+    if id_map or first.manifest.kind != second.manifest.kind or (pairing.paired == 0 and first.unit_count):
+        hint = "" if id_map or pairing.paired else " The runs name their units differently: --map renames the baseline's ids."
+        lines.append(pairing.sentence() + hint)
+    return Shown(document, [*lines, *comparison_lines(comparison, limit)]), comparison.verdict
+
+
+def _compare_mapped(store: Any, first: Any, second: Any, id_map: Any, settings: Any, group_depth: int) -> Any:
+    """`first` → `second` with the baseline's unit ids renamed by `--map`. The baseline's history is
+    named the old way, so it is not read: the baseline run is the only history, as in a plain paired
+    comparison; groups are the candidate's."""
+    from assay.core.history.store import run_tallies
+    from assay.core.run_diff import compare_verdicts
+
+    groups = {subject: group for subject, (group, _, _) in run_tallies(store, second.run_id).items()}
+    return compare_verdicts(
+        first.run_id, id_map.map_verdicts(store.verdicts(first.run_id)), second.run_id, store.verdicts(second.run_id),
+        alpha=settings.alpha, confidence=settings.confidence, settings=settings, groups=groups, group_depth=group_depth,
+    )
+
+
+def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
+    """The two runs to compare, and a sentence when the baseline was chosen here, not named.
+
+    One reference that names the latest run itself (`compare latest`) would compare that run with
+    itself; the baseline is then the run of the same kind and project before it."""
+    first = store.get_run(before)
+    second = store.get_run(after or "latest")
+    if first.run_id != second.run_id:
+        return first, second, ""
+    if after is not None:
+        raise UsageError(f"both references name the run {first.run_id}; a run compared with itself has no changes: "
+                         "give two different runs")
+    previous = store.previous_run(second)
+    kind = second.manifest.kind
+    if previous is None:
+        raise UsageError(f"{second.run_id} is the only {kind} run of its project in the store, so there is no run "
+                         "before it to compare it with; give a baseline run: `assay runs compare BEFORE AFTER`")
+    return previous, second, f"Baseline: {previous.run_id}, the {kind} run of the same project before {second.run_id}."
+
+
+def flaky_shown(store: Any, kind: str | None, last: int, limit: int) -> Shown:
+    """`assay runs flaky`: per series (the newest run of each kind), the units whose verdicts disagree."""
+    from assay.core.history.report import flaky_lines
+    from assay.core.history.series import flaky_units, latest_series
+
+    found = [(title, ids, flaky_units(store, ids, kind=title.split(" ")[0]))
+             for title, ids in latest_series(store, kind=kind, last=last)]
+    document = {"series": [{"title": title, "runs": ids, "flaky": [unit.to_json() for unit in units]}
+                           for title, ids, units in found]}
+    if not found:
+        return Shown(document, ["No runs recorded yet." if kind is None else f"No {kind} runs recorded yet."])
+    return Shown(document, flaky_lines(found, limit))
+
+
+def trend_shown(store: Any, group: str | None, kind: str | None, last: int) -> Shown:
+    """`assay runs trend`: the pass rate over the last runs of a series, flaky units marked."""
+    from assay.core.history.report import trend_lines
+    from assay.core.history.series import flaky_units, trend_points
+
+    newest = store.list_runs(kind=kind, limit=1)
+    if not newest:
+        raise UsageError("No runs recorded yet." if kind is None else f"no {kind} runs are recorded")
+    series_kind = newest[0].manifest.kind
+    ids = store.series(newest[0].manifest)[:last]
+    points = trend_points(store, ids, group=group)
+    flaky = {unit.unit: unit for unit in flaky_units(store, ids, group=group)}
+    if group and not any(point.passed + point.failed for point in points):
+        raise UsageError(f"no unit of the group {group!r} was judged in the last {len(ids)} runs of "
+                         f"{series_kind} (`assay runs show latest` lists its groups)")
+    document = {"group": group, "kind": series_kind, "points": [point.to_json() for point in points],
+                "flaky": [unit.to_json() for unit in flaky.values()]}
+    return Shown(document, trend_lines(f"{series_kind} {group or '(all units)'}", points, flaky))
+
+
+def shard_record(reference: str, open_store: Callable[[], Any]) -> tuple[Any, list[Any]]:
+    """A shard's record for `assay runs merge`: a record folder (as CI jobs upload them) or a run in
+    the store (id, prefix, latest~N; the store is opened only then)."""
+    from assay.core.record import read_record
+
+    folder = Path(reference).expanduser()
+    if (folder / "manifest.json").is_file():
+        return read_record(folder)
+    with open_store() as store:
+        stored = store.get_run(reference)
+        if stored.record_path and (Path(stored.record_path) / "manifest.json").is_file():
+            return read_record(Path(stored.record_path))
+        return stored.manifest, store.unit_page(stored.run_id, limit=stored.unit_count + 1).units
+
+
+def import_line(outcome: Any) -> str:
+    """What `assay runs import` says of one file it imported."""
+    counts = " ".join(f"{name} {outcome.counts[name]}" for name in ("passed", "failed", "errored", "skipped", "ignored")
+                      if outcome.counts.get(name))
+    tool = "" if outcome.tool == outcome.format else f", {outcome.tool}"
+    version = f" {outcome.tool_version}" if outcome.tool_version else ""
+    verb = "Already imported as" if outcome.already else "Imported"
+    return (f"{verb} {outcome.run_id}: {outcome.path.name} ({outcome.format}{tool}{version}), "
+            f"{outcome.unit_count} units: {counts or 'none'}")
+
+
+def exported(store: Any, ref: str, endpoint: str, timeout: float) -> Shown:
+    """`assay runs export`: the run sent to an OTLP collector (its units streamed from its record)."""
+    from assay.core.interop.otlp_export import export_run
+    from assay.core.record import iter_units
+
+    stored = store.get_run(ref)
+    record = Path(stored.record_path) if stored.record_path else None
+    if record is not None and (record / "manifest.json").is_file():
+        units: Any = iter_units(record)
+    else:
+        units = (unit for offset in range(0, stored.unit_count, 1000)
+                 for unit in store.unit_page(stored.run_id, offset=offset, limit=1000).units)
+    done = export_run(stored.manifest, units, endpoint, timeout=timeout)
+    return Shown(done.to_json(), [
+        f"Exported {done.run_id} to {done.endpoint}: 1 span (trace {done.trace_id}) and "
+        f"{done.events} gen_ai.evaluation.result event(s), {done.linked} in the unit's own trace"
+    ])
+
+
+def reindex_lines(outcome: Any, index: Path) -> Iterator[str]:
+    """What `assay runs reindex` says of the index it rebuilt (at `index`)."""
+    if outcome.set_aside is not None:
+        yield f"The results store was damaged ({outcome.damage}); moved it aside to {outcome.set_aside}"
+    yield f"Indexed {outcome.runs} run(s) into {index}"
+    yield from (f"Skipped an unreadable run record: {record}" for record in outcome.unreadable)
+    yield from (f"Skipped an unreadable unit line (the rest of its run is indexed): {line}" for line in outcome.skipped_lines)

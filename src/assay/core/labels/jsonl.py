@@ -1,0 +1,48 @@
+"""Labels as JSONL, the file `assay labels export` writes and `assay labels import` reads: one label per line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from assay.core.labels.model import Label, LabelError, parse_label
+from assay.errors import UsageError
+
+__all__ = ["labels_text", "read_labels", "write_labels"]
+
+
+def labels_text(labels: Sequence[Label]) -> str:
+    from assay.core.record import dumps_storable
+
+    return "".join(dumps_storable(label.to_json()) + "\n" for label in labels)
+
+
+def write_labels(path: Path, labels: Sequence[Label]) -> None:
+    """The file written whole or not at all; OSError naming it."""
+    from assay.core.fsutil import write_atomically
+
+    try:
+        write_atomically(path, labels_text(labels).encode("utf-8"))
+    except OSError as error:
+        raise OSError(f"could not write {path}: {error.strerror or error}") from None
+
+
+def read_labels(source: str) -> list[Label]:
+    """Every label of a JSONL file (`-`: stdin); the first bad line is a UsageError naming it."""
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"could not read {source}: {error}") from None
+    labels = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            labels.append(parse_label(json.loads(line)))
+        except ValueError as error:
+            raise UsageError(f"{source}:{number}: not JSON: {error}") from None
+        except LabelError as error:
+            raise UsageError(f"{source}:{number}: {error}") from None
+    return labels

@@ -1,0 +1,158 @@
+"""The `assay doc` options, declared once, and what a method command makes of them before it runs.
+
+`DocOptions` is the table every doc command takes its options from (help in eval-kit's words). A
+method's request is made by `method_request`, with eval-kit's checks in its order: every missing
+required argument at once (with the adapter hook a model command needs), then the method's own
+values (the calibration outcome, the seed), then the model settings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.core.run.request import option
+from assay.errors import UsageError
+
+__all__ = ["DocOptions", "hook_timeout_seconds", "method_request"]
+
+
+def _text(flag: str, text: str) -> Any:
+    return option(None, flag=flag, help=text)
+
+
+@dataclass(frozen=True)
+class DocOptions:
+    """Every `assay doc` option (all optional to the parser: a method says what it requires, eval-kit's way)."""
+
+    case: str | None = _text("--case", "Case id.")
+    candidate: str | None = _text("--candidate", "Candidate file, relative to the repo root.")
+    candidate_a: str | None = _text("--candidate-a", "First candidate, relative to the repo root.")
+    candidate_b: str | None = _text("--candidate-b", "Second candidate, relative to the repo root.")
+    model: str | None = _text("--model", "Model name sent to the endpoint.")
+    provider: str | None = _text("--provider", "openai (default) or openai:<label>.")
+    effort: str | None = _text("--effort", "Reasoning effort: low, medium or high.")
+    seed: str | None = _text("--seed", "Integer seed for the display order.")
+    run_id: str | None = _text("--run-id", "Result bundle id.")
+    config: str | None = _text("--config", "Suite config (default evals/eval-kit.config.json).")
+    hook_timeout: str | None = _text(
+        "--hook-timeout", "Seconds one call of an adapter.mjs hook may take (default 600, or $ASSAY_DOC_HOOK_TIMEOUT; 0: no limit)."
+    )
+    base_url: str | None = _text("--base-url", "OpenAI-compatible endpoint (default $ASSAY_JUDGE_BASE_URL).")
+    cache_dir: str | None = _text("--cache-dir", "Reuse identical model calls from this directory cache.")
+    fixture_label: str | None = _text("--fixture-label", "Calibration: the fixture's label.")
+    expected_outcome: str | None = _text(
+        "--expected-outcome", "Calibration: expected-good or expected-bad (flags possible false pass/fail)."
+    )
+    both_orders: bool = option(False, flag="--both-orders", help="Judge both display orders; disagreement counts as a tie.")
+    generate: str | None = _text("--generate", "Run id of a generate run.")
+    deterministic: str | None = _text("--deterministic", "Run id of a run-case run.")
+    judge_coverage: str | None = _text("--judge-coverage", "Run id of a judge-coverage run.")
+    judge: str | None = _text("--judge", "Run id of a judge-pairwise run.")
+    outcome: str | None = _text("--outcome", "Run id of an outcome run.")
+    suite: str | None = _text("--suite", "Suite template (generic).")
+    adapter_language: str | None = _text("--adapter-language", "javascript (default) or python.")
+    dry_run: bool = option(False, flag="--dry-run", help="Print the files that would be written.")
+    force: bool = option(False, flag="--force", help="Overwrite existing files.")
+
+
+def hook_timeout_seconds(value: str | None) -> float | None:
+    """`--hook-timeout` in seconds (0: no limit), or None when not given."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise UsageError(f"--hook-timeout must be a number of seconds (0 for no limit), got {value}")
+    return seconds
+
+
+_HOOKS = {"generate": "generation", "judge-coverage": "pointwise", "judge-pairwise": "pairwise"}
+
+
+async def _missing(command: str, suite: Any, values: Mapping[str, Any]) -> None:
+    """Every missing required argument in one line (eval-kit's wording for one), and with them the
+    hook a model command needs when the adapter lacks it: one try tells everything that is missing."""
+    missing = [f"--{option.replace('_', '-')}" for option, value in values.items() if value is None or value == ""]
+    if not missing:
+        return
+    message = f"missing required argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+    if command in _HOOKS:
+        from assay.doc.session import missing_hook
+
+        lacking = await missing_hook(suite, _HOOKS[command], command)
+        if lacking:
+            message += f"; and {lacking}"
+    raise UsageError(message)
+
+
+def _settings(given: Mapping[str, Any]) -> Any:
+    """The model a method calls: where calls go (the "auth check"), its effort, the call cache."""
+    from assay.doc.model_run import ModelSettings, check_effort, normalize_provider
+    from assay.judge.cache import DirectoryCallCache
+    from assay.judge.client import JudgeEndpoint
+
+    endpoint = JudgeEndpoint.from_environment(base_url=given["base_url"])
+    cache = DirectoryCallCache(Path(given["cache_dir"])) if given["cache_dir"] else None
+    return ModelSettings(given["model"], normalize_provider(given["provider"]), check_effort(given["effort"]), endpoint, cache)
+
+
+def _run_case(suite: Any, given: Mapping[str, Any], recorded: dict[str, Any]) -> Any:
+    from assay.doc.methods import RunCaseRequest
+
+    return RunCaseRequest(suite, given["case"], given["candidate"], given["run_id"] or None, recorded)
+
+
+def _generate(suite: Any, given: Mapping[str, Any], recorded: dict[str, Any]) -> Any:
+    from assay.doc.methods import GenerateRequest
+
+    return GenerateRequest(suite, _settings(given), given["case"], given["run_id"])
+
+
+def _coverage(suite: Any, given: Mapping[str, Any], recorded: dict[str, Any]) -> Any:
+    from assay.doc.methods import CoverageRequest
+
+    if given["expected_outcome"] not in (None, "expected-good", "expected-bad"):
+        raise UsageError(f"--expected-outcome must be expected-good or expected-bad, got {given['expected_outcome']}")
+    return CoverageRequest(suite, _settings(given), given["case"], given["candidate"], given["run_id"] or None,
+                           given["fixture_label"], given["expected_outcome"], recorded)
+
+
+def _pairwise(suite: Any, given: Mapping[str, Any], recorded: dict[str, Any]) -> Any:
+    from assay.doc.methods import PairwiseRequest
+    from assay.doc.pairwise import parse_seed
+
+    seed = parse_seed(given["seed"])
+    return PairwiseRequest(suite, _settings(given), given["case"], given["candidate_a"], given["candidate_b"], seed,
+                           given["run_id"], given["both_orders"], recorded)
+
+
+def _report(suite: Any, given: Mapping[str, Any], recorded: dict[str, Any]) -> Any:
+    from assay.doc.methods import ReportRequest
+
+    runs = {key: given[key.replace("-", "_")] for key in ("generate", "deterministic", "judge-coverage", "judge", "outcome")}
+    return ReportRequest(suite, given["run_id"], {key: value for key, value in runs.items() if value})
+
+
+# command: (its request from the options, the options it requires, the options its run record keeps as given)
+_METHODS: dict[str, tuple[Callable[[Any, Mapping[str, Any], dict[str, Any]], Any], str, str]] = {
+    "run-case": (_run_case, "case candidate", "case candidate run_id config"),
+    "generate": (_generate, "case model provider effort run_id", ""),
+    "judge-coverage": (_coverage, "case candidate model provider effort",
+                       "case candidate run_id config provider effort fixture_label expected_outcome"),
+    "judge-pairwise": (_pairwise, "case candidate_a candidate_b model provider effort seed run_id",
+                       "case candidate_a candidate_b run_id config provider effort seed both_orders"),
+    "report": (_report, "run_id", ""),
+}
+
+
+async def method_request(command: str, suite: Any, given: Mapping[str, Any]) -> Any:
+    """The request of the doc method `command` from the options given (`UsageError` in eval-kit's words)."""
+    make, required, recorded = _METHODS[command]
+    await _missing(command, suite, {name: given[name] for name in required.split()})
+    return make(suite, given, {name: given[name] for name in recorded.split()})
