@@ -8,6 +8,7 @@ one), and it applies only the eval's `diff` rules on top of the default excludes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -90,6 +91,26 @@ def git_environment(git_dir: str, workdir: str) -> dict[str, str]:
     return environment
 
 
+def link_packs(packs: Sequence[str], git_dir: str) -> bool:
+    """Hard-link `packs` into a fresh ledger's object store; False (nothing linked) where links fail."""
+    folder = os.path.join(git_dir, "objects", "pack")
+    linked: list[str] = []
+    try:
+        os.makedirs(folder, exist_ok=True)
+        for pack in packs:
+            # The pack before its index: git only looks at a pack whose .idx it sees.
+            for path in (pack, pack[: -len(".pack")] + ".idx"):
+                target = os.path.join(folder, os.path.basename(path))
+                os.link(path, target)
+                linked.append(target)
+    except OSError:
+        for target in reversed(linked):
+            with contextlib.suppress(OSError):
+                os.unlink(target)
+        return False
+    return bool(linked)
+
+
 class HostGit:
     """The ledger's git run on the host, for sandboxes whose workdir is a host folder; `packs` are the
     template packs (see template_packs.py) of what was uploaded into it."""
@@ -104,8 +125,6 @@ class HostGit:
         """Make the repository and link the template packs into it; True when they were linked (the
         baseline then finds the uploaded blobs stored). What `git init --template=` makes and git
         needs (HEAD, objects/, refs/) is made here: spawning git for it cost more than hashing."""
-        from assay.agent.sandbox.template_packs import link_packs
-
         try:
             os.makedirs(os.path.join(self.git_dir, "objects", "pack"))
             os.makedirs(os.path.join(self.git_dir, "refs", "heads"))
@@ -430,5 +449,5 @@ def _side(blob: str, mode: str, contents: Mapping[str, tuple[int, bytes | None]]
 
 __all__ = [
     "ChangeLedger", "DEFAULT_EXCLUDES", "DiffRules", "ExecGit", "HostGit", "LedgerError", "git_environment",
-    "host_snapshot",
+    "host_snapshot", "link_packs",
 ]

@@ -1,7 +1,7 @@
 """A host folder uploaded into many sandboxes is hashed and packed once per process, not once per attempt.
 
 The first upload of a folder builds a git pack of its files in `<sandbox base>/.ledger-packs-<pid>/`.
-Every later attempt's ledger gets a hard link to that pack (an immutable file) before its baseline, so
+Every later attempt's ledger gets a hard link to that pack (an immutable file; `ledger.link_packs`) before its baseline, so
 the baseline finds each uploaded file's blob already stored: git hashes the files but compresses and
 writes nothing. The links keep every ledger self-contained (a kept sandbox outlives the cache and the
 process that made it), and a stale pack, when the folder changed since, is only a cache miss: the
@@ -20,6 +20,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from assay.agent.sandbox.ledger import ChangeLedger, DiffRules, HostGit
 from assay.agent.sandbox.registry import process_alive
 
 _PREFIX = ".ledger-packs-"
@@ -45,29 +46,7 @@ async def packs_for(base: Path, source: Path, ignore: Sequence[str]) -> tuple[st
     return packs
 
 
-def link_packs(packs: Sequence[str], git_dir: str) -> bool:
-    """Hard-link `packs` into a fresh ledger's object store; False (nothing linked) where links fail."""
-    folder = os.path.join(git_dir, "objects", "pack")
-    linked: list[str] = []
-    try:
-        os.makedirs(folder, exist_ok=True)
-        for pack in packs:
-            # The pack before its index: git only looks at a pack whose .idx it sees.
-            for path in (pack, pack[: -len(".pack")] + ".idx"):
-                target = os.path.join(folder, os.path.basename(path))
-                os.link(path, target)
-                linked.append(target)
-    except OSError:
-        for target in reversed(linked):
-            with contextlib.suppress(OSError):
-                os.unlink(target)
-        return False
-    return bool(linked)
-
-
 async def _build(base: Path, source: Path, ignore: tuple[str, ...]) -> tuple[str, ...]:
-    from assay.agent.sandbox.ledger import ChangeLedger, DiffRules, HostGit
-
     root = base / f"{_PREFIX}{os.getpid()}"
     if root not in _roots:
         _remove_abandoned(base)
@@ -123,4 +102,4 @@ def _remove_own() -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-__all__ = ["link_packs", "packs_for"]
+__all__ = ["packs_for"]
