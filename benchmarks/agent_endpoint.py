@@ -96,7 +96,9 @@ def run_assay(base_url: str, evals: int, concurrency: int, through_sdk: bool) ->
     from assay.agent import Experiment, define_eval, includes
     from assay.agent.adapters import openai_chat_agent
     from assay.agent.discovery import EvalEntry, ExperimentEntry
-    from assay.agent.runner import AgentRun, RunOptions, build_plan
+    from assay.agent.plan import build_plan
+    from assay.agent.run_options import RunOptions
+    from assay.agent.runner import AgentRun
     from assay.core.gcpolicy import collection_sized_for_runs
 
     @define_eval

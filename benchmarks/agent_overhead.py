@@ -18,7 +18,9 @@ from assay.agent import (
     Experiment, Turn, Usage, complete_evidence_coverage, define_agent, define_eval, includes, message,
 )
 from assay.agent.discovery import EvalEntry, ExperimentEntry
-from assay.agent.runner import AgentRun, RunOptions, build_plan
+from assay.agent.plan import build_plan
+from assay.agent.run_options import RunOptions
+from assay.agent.runner import AgentRun
 from assay.core.gcpolicy import collection_sized_for_runs
 from assay.core.journal import Checkpoint, JournalWriter
 

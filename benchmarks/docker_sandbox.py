@@ -41,14 +41,15 @@ from assay.agent import (  # noqa: E402
 )
 from assay.agent.discovery import EvalEntry, ExperimentEntry  # noqa: E402
 from assay.agent.model import message  # noqa: E402
-from assay.agent.runner import AgentRun, RunOptions, build_plan  # noqa: E402
+from assay.agent.plan import build_plan, link_plan  # noqa: E402
+from assay.agent.run_options import RunOptions  # noqa: E402
+from assay.agent.runner import AgentRun  # noqa: E402
 from assay.agent.sandbox import docker_workspace  # noqa: E402
 from assay.agent.sandbox.docker import DockerProvider, docker_client  # noqa: E402
 from assay.agent.sandbox.handle import Sandbox, SandboxCore  # noqa: E402
 from assay.agent.sandbox.interface import CreateRequest  # noqa: E402
 from assay.agent.sandbox.layers import upload  # noqa: E402
 from assay.agent.sandbox.ledger import ChangeLedger, ExecGit  # noqa: E402
-from assay.agent.sandbox.linking import link_plan  # noqa: E402
 
 COMMAND = "sed -i 's/= 0/= 1/' pkg0/module_0.py"  # the one command: an edit the diff must show
 

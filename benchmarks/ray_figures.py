@@ -122,7 +122,10 @@ def agent_child(count: int, concurrency: int) -> dict:
     import ray
 
     from assay.agent.discovery import discover_evals, discover_experiments
-    from assay.agent.runner import AgentRun, AgentWorker, RunOptions, build_plan
+    from assay.agent.plan import build_plan
+    from assay.agent.remote_worker import AgentWorker
+    from assay.agent.run_options import RunOptions
+    from assay.agent.runner import AgentRun
     from assay.core.ray_executor import RayExecutor
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

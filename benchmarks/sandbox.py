@@ -32,12 +32,13 @@ from assay.agent import (
 )
 from assay.agent.discovery import EvalEntry, ExperimentEntry
 from assay.agent.model import message
-from assay.agent.runner import AgentRun, RunOptions, build_plan
+from assay.agent.plan import build_plan, link_plan
+from assay.agent.run_options import RunOptions
+from assay.agent.runner import AgentRun
 from assay.agent.sandbox.handle import Sandbox, SandboxCore
 from assay.agent.sandbox.interface import CreateRequest
 from assay.agent.sandbox.layers import upload
 from assay.agent.sandbox.ledger import ChangeLedger
-from assay.agent.sandbox.linking import link_plan
 from assay.agent.sandbox.local import LocalProvider, bubblewrap_works
 
 

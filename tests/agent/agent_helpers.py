@@ -10,7 +10,9 @@ from typing import Any
 
 from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, define_eval, define_score_eval
 from assay.agent.discovery import EvalEntry, ExperimentEntry
-from assay.agent.runner import AgentRun, RunOptions, build_plan
+from assay.agent.plan import build_plan
+from assay.agent.run_options import RunOptions
+from assay.agent.runner import AgentRun
 
 
 def scripted_agent(turns: Sequence[Any] | Callable[[Any, Any], Any], *, coverage=complete_evidence_coverage, name="scripted", **hooks):

@@ -16,8 +16,9 @@ from assay.agent import (
     message,
 )
 from assay.agent.discovery import EvalEntry, ExperimentEntry
-from assay.agent.runner import AgentRun, RunOptions, build_plan
-from assay.agent.sandbox.linking import link_plan
+from assay.agent.plan import build_plan, link_plan
+from assay.agent.run_options import RunOptions
+from assay.agent.runner import AgentRun
 
 
 def sandbox_agent(send=None, *, name="worker", **hooks):

@@ -5,7 +5,7 @@ from assay.agent import (
     COMPLETE, EvidenceCoverage, InputOption, InputRequest, InputRequested, Turn, Usage, at_least, equals,
     event_match, includes, message, partial, similarity, tool_call, tool_match, tool_result,
 )
-from assay.agent.runner import RunOptions
+from assay.agent.run_options import RunOptions
 
 WEATHER = Turn([
     tool_call("c1", "search", {"q": "weather"}), tool_result("c1", {"hits": 3}),

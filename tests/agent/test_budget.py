@@ -16,7 +16,9 @@ import pytest
 from agent_helpers import scripted_agent
 from assay.agent import Experiment, Turn, Usage, define_eval, message
 from assay.agent.discovery import EvalEntry, ExperimentEntry
-from assay.agent.runner import AgentRun, RunOptions, build_plan
+from assay.agent.plan import build_plan
+from assay.agent.run_options import RunOptions
+from assay.agent.runner import AgentRun
 from assay.core.run_events import RunEvents
 
 ENTRY = "from assay.cli.app import main; main()"

@@ -306,7 +306,8 @@ def test_sandbox_layers_and_their_fixtures_are_part_of_the_identity(tmp_path):
     assert api.plan(root).carry.decisions[0].identity.files["loaded"] == {
         "evals/repo/main.py": api.plan(root).carry.decisions[0].identity.files["loaded"]["evals/repo/main.py"],
     }
-    from assay.agent.run_kind import AgentRunRequest, dry_run
+    from assay.agent.request import AgentRunRequest
+    from assay.agent.run_kind import dry_run
 
     kept = dry_run(AgentRunRequest(project=root.resolve(), keep_sandbox="all")).carry.decisions[0]
     assert (kept.action, kept.reason.code) == ("execute", "keep-sandbox")

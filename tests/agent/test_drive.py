@@ -40,7 +40,9 @@ def test_send_file_reads_relative_to_the_eval_folder_and_guesses_the_mime_type(t
     from assay.agent import define_eval
     from assay.agent.discovery import EvalEntry, ExperimentEntry
     from assay.agent import Experiment
-    from assay.agent.runner import AgentRun, RunOptions, build_plan
+    from assay.agent.plan import build_plan
+    from assay.agent.run_options import RunOptions
+    from assay.agent.runner import AgentRun
     import asyncio
 
     (tmp_path / "fixtures").mkdir()
@@ -374,7 +376,7 @@ def test_an_agent_that_raises_or_returns_garbage_errors_the_attempt():
     async def test(t):
         await t.send("x")
 
-    from assay.agent.runner import RunOptions
+    from assay.agent.run_options import RunOptions
 
     result = run_one(agent, test, options=RunOptions(retry_base_seconds=0.001))
     assert result.verdict == "errored"

@@ -15,7 +15,9 @@ import pytest
 from agent_helpers import scripted_agent
 from assay.agent import Experiment, Turn, define_eval, define_score_eval, includes, message
 from assay.agent.discovery import EvalEntry, ExperimentEntry
-from assay.agent.runner import AgentRun, RunOptions, build_plan
+from assay.agent.plan import build_plan
+from assay.agent.run_options import RunOptions
+from assay.agent.runner import AgentRun
 from assay.errors import ConfigError
 
 ENTRY = "from assay.cli.app import main; main()"

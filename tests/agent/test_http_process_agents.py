@@ -148,7 +148,7 @@ def test_http_connection_refused_is_an_errored_attempt():
     async def body(t):
         await t.send("hi")
 
-    from assay.agent.runner import RunOptions
+    from assay.agent.run_options import RunOptions
 
     result = run_one(agent, body, options=RunOptions(retry_base_seconds=0.001))
     assert result.verdict == "errored" and result.error["code"] == "network"

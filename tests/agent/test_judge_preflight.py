@@ -19,7 +19,9 @@ import pytest
 from agent_helpers import scripted_agent, statuses
 from assay.agent import Experiment, Turn, define_eval, message
 from assay.agent.discovery import EvalEntry, ExperimentEntry
-from assay.agent.runner import AgentRun, RunOptions, build_plan
+from assay.agent.plan import build_plan
+from assay.agent.run_options import RunOptions
+from assay.agent.runner import AgentRun
 from assay.core.run_events import RunEvents
 from servers.fake_openai import json_reply
 

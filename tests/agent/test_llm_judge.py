@@ -11,7 +11,7 @@ import pytest
 from agent_helpers import run_evals, run_one, statuses
 from assay.agent import Turn, define_eval, message
 from assay.agent.judging import JudgeRequest, LLMJudge, resolve_judge_config, JudgeUnavailable
-from assay.agent.runner import RunOptions
+from assay.agent.run_options import RunOptions
 from assay.judge import MemoryCallCache
 from servers.fake_openai import chat_reply, error_reply, json_reply
 

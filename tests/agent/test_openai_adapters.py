@@ -12,7 +12,7 @@ from assay.agent import Turn, define_eval, includes, tool_match
 from assay.agent.adapters import (
     openai_chat_agent, openai_responses_agent, tool, turn_from_chat_completion, turn_from_responses,
 )
-from assay.agent.runner import RunOptions
+from assay.agent.run_options import RunOptions
 from servers.fake_openai import (
     chat_reply, cut_off, error_reply, function_call_item, json_reply, malformed_reply, rate_limited, responses_reply,
     stream_stops_after, tool_call,
@@ -619,7 +619,9 @@ sys.meta_path.insert(0, WithoutOpenAI())
 from assay.agent import Experiment, define_eval, includes
 from assay.agent.adapters import openai_chat_agent, openai_responses_agent
 from assay.agent.discovery import EvalEntry, ExperimentEntry
-from assay.agent.runner import AgentRun, RunOptions, build_plan
+from assay.agent.plan import build_plan
+from assay.agent.run_options import RunOptions
+from assay.agent.runner import AgentRun
 
 base_url = sys.argv[1]
 agents = {

@@ -5,7 +5,9 @@ import time
 from agent_helpers import run_evals, run_one, scripted_agent
 from assay.agent import Experiment, Turn, Usage, define_eval, equals, message
 from assay.agent.discovery import EvalEntry, ExperimentEntry
-from assay.agent.runner import AgentRun, RunOptions, build_plan
+from assay.agent.plan import build_plan
+from assay.agent.run_options import RunOptions
+from assay.agent.runner import AgentRun
 from assay.core.run_events import RunEvents
 
 

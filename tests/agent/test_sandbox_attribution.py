@@ -16,7 +16,7 @@ import pytest
 from sandbox_helpers import no_sandbox_left, run_linked, sandbox_agent, sandbox_dir  # noqa: F401
 
 from assay.agent import Turn, define_eval, includes, message
-from assay.agent.runner import RunOptions
+from assay.agent.run_options import RunOptions
 from assay.agent.sandbox.local import bubblewrap_works
 from containers import docker_containers, docker_image, provider, sandbox_template  # noqa: F401  (fixtures)
 

@@ -49,7 +49,9 @@ def test_a_remote_worker_links_the_sandbox_of_the_attempts_it_is_sent(tmp_path, 
     import asyncio
 
     from assay.agent.discovery import discover_evals, discover_experiments
-    from assay.agent.runner import AgentWorker, AttemptRequest, RunOptions
+    from assay.agent.plan import AttemptRequest
+    from assay.agent.remote_worker import AgentWorker
+    from assay.agent.run_options import RunOptions
 
     project = tmp_path / "coding"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".assay", "__pycache__"))
@@ -73,8 +75,7 @@ def test_a_remote_worker_links_the_sandbox_of_the_attempts_it_is_sent(tmp_path, 
 
 def _example_plan(project, sandbox=None):
     from assay.agent.discovery import discover_evals, discover_experiments
-    from assay.agent.runner import build_plan
-    from assay.agent.sandbox.linking import link_plan
+    from assay.agent.plan import build_plan, link_plan
 
     [experiment] = discover_experiments(project)
     return link_plan(build_plan([experiment], {experiment.id: discover_evals(project)}), sandbox=sandbox)
@@ -90,8 +91,8 @@ def test_the_sandbox_option_swaps_the_template_and_is_part_of_the_identity(tmp_p
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".assay", "__pycache__"))
     [local_slot] = _example_plan(project)
     [docker_slot] = _example_plan(project, f"docker:{BASE_IMAGE}")
-    local_binding = local_slot.eval.eval.test.sandbox_binding
-    docker_binding = docker_slot.eval.eval.test.sandbox_binding
+    local_binding = local_slot.sandbox
+    docker_binding = docker_slot.sandbox
     assert isinstance(docker_binding.provider, DockerProvider) and docker_binding.provider.image == BASE_IMAGE
     assert docker_binding.layers[0].prepares == local_binding.layers[0].prepares  # its upload and git init stay
     assert docker_binding.template_owner == "eval"
@@ -108,7 +109,9 @@ def test_a_remote_worker_runs_the_example_in_the_container_the_sandbox_option_na
     import asyncio
 
     from assay.agent.discovery import discover_evals, discover_experiments
-    from assay.agent.runner import AgentWorker, AttemptRequest, RunOptions
+    from assay.agent.plan import AttemptRequest
+    from assay.agent.remote_worker import AgentWorker
+    from assay.agent.run_options import RunOptions
 
     project = tmp_path / "coding"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".assay", "__pycache__"))

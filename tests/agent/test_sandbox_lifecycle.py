@@ -23,9 +23,8 @@ from assay.agent import (
     sandbox_layer,
 )
 from assay.agent.discovery import EvalEntry, ExperimentEntry
-from assay.agent.runner import build_plan
+from assay.agent.plan import build_plan, link_plan
 from assay.agent.sandbox import AgentEnsure, command, install_tool, shell, upload
-from assay.agent.sandbox.linking import link_plan
 from assay.agent.sandbox.local import LocalProvider
 from assay.agent.sandbox.registry import list_entries
 from assay.errors import ConfigError
@@ -52,8 +51,8 @@ def test_exactly_one_side_carries_the_template_or_planning_fails():
     with pytest.raises(ConfigError, match="direct agent"):
         _plan(direct, define_eval(_noop, sandbox=local_sandbox()))
     linked = _plan(agent, define_eval(_noop, sandbox=sandbox_layer()), sandbox=local_sandbox())
-    assert linked[0].eval.eval.test.sandbox_binding.template_owner == "experiment"
-    assert _plan(direct, define_eval(_noop))[0].eval.eval.test is _noop  # direct pairs are left alone
+    assert linked[0].sandbox.template_owner == "experiment"
+    assert _plan(direct, define_eval(_noop))[0].sandbox is None  # direct pairs are left alone
 
 
 def test_the_end_to_end_order_of_a_sandbox_attempt(sandbox_dir):
@@ -295,7 +294,8 @@ def test_an_interrupted_run_tears_down_and_leaves_no_process_or_folder(sandbox_d
 
     from sandbox_helpers import processes_carrying
 
-    from assay.agent.runner import AgentRun, RunOptions
+    from assay.agent.run_options import RunOptions
+    from assay.agent.runner import AgentRun
 
     started: list[str] = []
 

@@ -26,8 +26,9 @@ from sandbox_helpers import sandbox_agent, sandbox_dir  # noqa: E402,F401
 
 from assay.agent import Experiment, Turn, define_eval, docker_sandbox, local_sandbox, message  # noqa: E402
 from assay.agent.discovery import EvalEntry, ExperimentEntry  # noqa: E402
-from assay.agent.runner import AgentRun, RunOptions, build_plan  # noqa: E402
-from assay.agent.sandbox.linking import link_plan  # noqa: E402
+from assay.agent.plan import build_plan, link_plan  # noqa: E402
+from assay.agent.run_options import RunOptions  # noqa: E402
+from assay.agent.runner import AgentRun  # noqa: E402
 from assay.agent.traces.config import TelemetryConfig  # noqa: E402
 from assay.agent.traces.tracing import ACTIVE, RunTracing  # noqa: E402
 from containers import docker_image  # noqa: E402,F401  (the fixture)

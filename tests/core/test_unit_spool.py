@@ -159,8 +159,8 @@ def test_streamed_junit_is_the_same_document_as_the_one_built_in_memory(tmp_path
 def test_a_journaled_agent_run_keeps_summaries_and_its_record_matches_the_attempts(tmp_path, monkeypatch):
     """With a journal, the run holds a summary per attempt (never its transcript) and reads the
     attempts back from the spool; the record's units are exactly what `agent_unit` makes of them."""
-    from assay.agent.run_kind import AgentRunRequest
-    from assay.agent.runner import AttemptSummary, SpooledAttempts
+    from assay.agent.request import AgentRunRequest
+    from assay.agent.run_outcome import AttemptSummary, SpooledAttempts
     from assay.core.run import pipeline
     from assay.agent.units import agent_unit
     from assay.core.record import records_dir

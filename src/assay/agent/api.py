@@ -64,13 +64,10 @@ def _results(outcome: Any, exit_code: int, *, run_id: str = "", checkpoint: Path
 
 def _request(project: str | Path, experiment: str | None, evals: Sequence[str], **options: Any) -> Any:
     """The run's request; raises `AssayError` for a user error found before the run exists (`_refused`)."""
-    from assay.agent.run_kind import AgentRunRequest
-    from assay.errors import UsageError
+    from assay.agent.project import project_folder
+    from assay.agent.request import AgentRunRequest
 
-    root = Path(project).expanduser().resolve()
-    if not root.is_dir():
-        raise UsageError(f"project folder does not exist: {root}", "project")
-    return AgentRunRequest(project=root, experiment=experiment, evals=tuple(evals), **options)
+    return AgentRunRequest(project=project_folder(project, "project"), experiment=experiment, evals=tuple(evals), **options)
 
 
 def _refused(error: Exception, console: bool = False) -> AgentResults:
@@ -163,7 +160,9 @@ def run_evals(
     from assay.agent.definition import define_eval
     from assay.agent.discovery import EvalEntry, ExperimentEntry
     from assay.agent.experiment import Experiment
-    from assay.agent.runner import AgentRun, RunOptions, build_plan
+    from assay.agent.plan import build_plan, link_plan
+    from assay.agent.run_options import RunOptions
+    from assay.agent.runner import AgentRun
     from assay.core.gcpolicy import collection_sized_for_runs
     from assay.core.run_events import RunEvents
 
@@ -174,8 +173,6 @@ def run_evals(
         for eval_id, definition in evals.items()
     ]
     runs = [ExperimentEntry(experiment_id, experiment) for experiment_id, experiment in experiments.items()]
-    from assay.agent.sandbox.linking import link_plan
-
     plan = link_plan(build_plan(runs, {entry.id: entries for entry in runs}, attempts))  # sandbox evals get theirs
     options = RunOptions(concurrency=concurrency, timeout=timeout)
     with collection_sized_for_runs():

@@ -1,7 +1,9 @@
 """The authoring surface an eval touches: `t`, session and turn handles, their drive verbs and assertions.
 
-Handles hold no state of their own: a drive verb hands its `TurnInput` to the attempt engine's session
-line, and an assertion method evaluates one assertion value over its scope's view at the call site.
+Handles hold no state of their own: a drive verb hands its `TurnInput` to the attempt's session line
+(`assay.agent.attempt_state`), and an assertion method evaluates one assertion value over its scope's
+view at the call site. This layer depends on the attempt engine, never the reverse: the engine is
+handed `EvalContext` as the `EvalSurface` that makes `t` (`assay.agent.attempt.run_attempt`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from assay.agent.sandbox.handle import Sandbox
 from assay.agent.structured import lower_schema
 
 if TYPE_CHECKING:
-    from assay.agent.attempt import AttemptRuntime, SessionLine
+    from assay.agent.attempt_state import AttemptRuntime, SessionLine
     from assay.agent.timing import Timeline
 
 
@@ -744,11 +746,7 @@ class EvalSandbox(Sandbox):
         return self._post_run(assertions.NotInDiff(compiled, content))
 
 
-def eval_context(runtime: AttemptRuntime) -> EvalContext:
-    return EvalContext(runtime.new_line())
-
-
 __all__ = [
     "Answer", "AssertionHandle", "EvalContext", "EvalSandbox", "JudgeRecipes", "SandboxAssertionHandle",
-    "SessionHandle", "TurnHandle", "at_least", "eval_context",
+    "SessionHandle", "TurnHandle", "at_least",
 ]

@@ -95,7 +95,7 @@ def _latest_published(root: Path, unit_ids: Sequence[str]) -> tuple[dict[str, tu
 
 
 def _has_sandbox(planned: Any) -> bool:
-    return getattr(planned.eval.eval.test, "sandbox_binding", None) is not None
+    return planned.sandbox is not None
 
 
 def _outcome_reason(previous: SlotResult, rerun: str | None) -> Reason | None:

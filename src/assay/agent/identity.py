@@ -122,7 +122,7 @@ class IdentityBuilder:
         definition, experiment = entry.eval, experiment_entry.experiment
         source, source_digest, loaded, loaded_digest, eval_file = self._file_part(entry)
         judge = merged_judge_config(self.project_judge, experiment.judge, definition.judge)
-        sandbox = self._sandbox(definition)
+        sandbox = self._sandbox(planned.sandbox, definition)
         if sandbox is not None:
             loaded = {**loaded, **self._fixtures(sandbox.pop("uploads"))}
             loaded_digest = _digest(loaded)
@@ -194,9 +194,8 @@ class IdentityBuilder:
 
     def _function_source(self, function: Any) -> dict[str, str]:
         """An eval or agent made in code (no file of its own): the file its function is written in."""
-        body = getattr(function, "body", function)  # a sandbox pair's LinkedTest wraps the eval's body
         try:
-            file = inspect.getsourcefile(body)
+            file = inspect.getsourcefile(function)
         except TypeError:
             file = None
         if file is None or not Path(file).resolve().is_relative_to(self.root):
@@ -248,9 +247,8 @@ class IdentityBuilder:
             cached = self._agents[entry.id] = (files, _digest({"name": agent.name, "files": files}))
         return cached
 
-    def _sandbox(self, definition: Any) -> dict[str, Any] | None:
+    def _sandbox(self, binding: Any, definition: Any) -> dict[str, Any] | None:
         """The pair's linked sandbox: each layer's template and prepare steps, the diff rules; None without one."""
-        binding = getattr(definition.test, "sandbox_binding", None)
         if binding is None:
             return None
         from assay.agent.sandbox.layers import Upload

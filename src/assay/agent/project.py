@@ -24,7 +24,7 @@ from assay.core.bounded_input import (
     load_toml,
     read_bounded,
 )
-from assay.errors import ConfigError
+from assay.errors import ConfigError, UsageError
 
 EVALS_DIR = "evals"
 EXPERIMENTS_DIR = "experiments"
@@ -191,6 +191,15 @@ def load_dotenv(directory: Path, environ: MutableMapping[str, str] | None = None
     return loaded
 
 
+def project_folder(given: str | Path | None, option: str = "--project") -> Path:
+    """The project folder `given` names (default: the current folder), resolved; a folder that does
+    not exist is a usage error on `option`."""
+    path = Path(given if given is not None else Path.cwd()).expanduser().resolve()
+    if not path.is_dir():
+        raise UsageError(f"project folder does not exist: {path}", option)
+    return path
+
+
 def checkpoints_base(project: Path) -> Path:
     """What `core.journal.Checkpoint` takes as its directory (it adds runs/checkpoints); a linked
     `.assay` is refused, as for the results store (`core.record.state_folder`)."""
@@ -202,4 +211,5 @@ def checkpoints_base(project: Path) -> Path:
 __all__ = [
     "EVALS_DIR", "EXPERIMENTS_DIR", "MAX_ATTEMPTS", "MAX_CONCURRENCY", "MAX_DOTENV_VARIABLES", "STATE_DIR",
     "ProjectConfig", "checkpoints_base", "is_finite_number", "load_dotenv", "load_project_config", "parse_dotenv",
+    "project_folder",
 ]

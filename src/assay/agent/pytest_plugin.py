@@ -44,7 +44,8 @@ class _Project:
     def __init__(self, root: Path, loop: asyncio.AbstractEventLoop) -> None:
         from assay.agent.discovery import discover_evals, discover_experiments, select_evals
         from assay.agent.project import load_dotenv, load_project_config
-        from assay.agent.runner import AgentRun, RunOptions
+        from assay.agent.run_options import RunOptions
+        from assay.agent.runner import AgentRun
 
         self.root = root
         load_dotenv(root)
@@ -89,8 +90,7 @@ class AssayEvalFile(pytest.File):
     """An eval file of an assay project: one item per eval it defines × experiment × attempt."""
 
     def collect(self) -> Any:
-        from assay.agent.runner import PlannedAttempt
-        from assay.agent.sandbox.linking import link_plan
+        from assay.agent.plan import PlannedAttempt, link_plan
 
         root = _project_of(self.path)
         assert root is not None
@@ -151,7 +151,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state: _Session | None = session.config.stash.get(_STATE, None)
     if state is None:
         return
-    from assay.agent.runner import RunOutcome
+    from assay.agent.run_outcome import RunOutcome
     from assay.agent.units import agent_run_manifest, agent_run_units
     from assay.core.run import pipeline
     from assay.core.run_events import RunFinished

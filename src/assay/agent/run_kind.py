@@ -2,8 +2,8 @@
 concludes, how `--dry` plans without running, and how shard records merge into the run the unsharded
 invocation would have recorded.
 
-The console and NDJSON receipt are NiceEval's (`report.py`); the attempt engine is `runner.py`; which
-slots carry published attempts is `carry.py`.
+The request is `request.py`; what runs is the plan (`plan.py`), scheduled by `runner.py`; which slots
+carry published attempts is `carry.py`; the console and NDJSON receipt are NiceEval's (`report.py`).
 """
 
 from __future__ import annotations
@@ -12,63 +12,39 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
+from assay.agent.request import AgentRunRequest
 from assay.core.run.kinds import KindOutput, Resumed, RunKind, ShardRecord, WorkerSpec
-from assay.core.run.request import Outputs, from_invocation, option, to_invocation
+from assay.core.run.request import Outputs, from_invocation, to_invocation
 from assay.core.run_events import RunEvents, RunFinished
 from assay.errors import EXIT_INTERRUPTED, AssayError, UsageError
 
-__all__ = ["AGENT", "AgentKind", "AgentRunRequest", "DryRun", "dry_run", "plan_for", "shard_plan"]
+if TYPE_CHECKING:
+    from assay.agent.carry import CarryPlan
+    from assay.agent.checkpoint import AgentCheckpoint
+    from assay.agent.plan import PlannedAttempt
+    from assay.agent.project import ProjectConfig
+    from assay.agent.record import AttemptResult
+    from assay.agent.run_options import RunOptions
+    from assay.agent.run_outcome import RunOutcome
+    from assay.agent.traces.config import TelemetryConfig
+    from assay.agent.traces.tracing import RunTracing
+    from assay.core.executor import Executor
+    from assay.core.record import RunManifest
+    from assay.judge.cache import DirectoryCallCache
+
+__all__ = ["AGENT", "AgentKind", "DryRun", "dry_run"]
 
 
-@dataclass(frozen=True)
-class AgentRunRequest:
-    """Everything `assay agent run` was asked to do but where its output goes (the `Outputs`). The
-    selection is the checkpoint's invocation (what `--resume` restores); how wide to run is given
-    afresh each time."""
-
-    kind: ClassVar[str] = "agent"
-
-    project: Path = option(stored=False, flag="--project")
-    experiment: str | None = option(None, flag="EXPERIMENT")
-    evals: tuple[str, ...] = option((), flag="EVALS")
-    tags: tuple[str, ...] = option((), flag="--tag")
-    attempts: int | None = option(None, flag="--attempts")
-    timeout: float | None = option(None, flag="--timeout")
-    budget: float | None = option(None, flag="--budget")
-    # Only stored when given: unsharded checkpoints keep their plan.
-    shard: str | None = option(None, omit_when_none=True, flag="--shard")
-    rerun: str | None = option(None, omit_when_none=True, flag="--rerun")  # failed | all: what is not carried
-    early_exit: bool | None = option(None, omit_when_none=True, flag="--early-exit")
-    concurrency: int | None = option(None, stored=False, flag="--concurrency")
-    journal: bool = option(True, stored=False)  # off: nothing to resume (the Python API may choose)
-    record: bool = option(True, stored=False)  # off: not put in the results store
-    sigint: bool = option(True, stored=False)  # Ctrl-C ends the run cleanly (not inside a caller's loop)
-    keep_sandbox: str | None = option(None, stored=False, flag="--keep-sandbox")  # failed | all
-    # --sandbox local | docker:IMAGE: the provider of every sandbox pair's template (stored: a resume keeps it).
-    sandbox: str | None = option(None, omit_when_none=True, flag="--sandbox")
-    telemetry_host: str | None = option(None, stored=False, flag="--telemetry-host")  # where the OTLP receiver binds
-
-
-def shard_plan(plan: list[Any], shard_text: str | None) -> list[Any]:
-    """The plan narrowed to one shard: all attempts of an (experiment, eval) stay together."""
-    if shard_text is None:
-        return plan
-    from assay.agent.runner import PlannedAttempt
-    from assay.core.shard import parse_shard, shard_members
-
-    keys = [f"{planned.experiment.id}/{planned.eval.id}" for planned in plan]
-    members = shard_members(keys, [1] * len(keys), parse_shard(shard_text))
-    kept = [planned for planned, key in zip(plan, keys) if key in members]
-    return [PlannedAttempt(index, planned.experiment, planned.eval, planned.ordinal) for index, planned in enumerate(kept)]
-
-
-def _carry_plan(request: Any, plan: list[Any], config: Any, settled: Any = None) -> Any:
+def _carry_plan(
+    request: AgentRunRequest, plan: list[PlannedAttempt], config: ProjectConfig,
+    settled: Mapping[str, AttemptResult] | None = None,
+) -> CarryPlan:
     """Each slot's execution identity and what it comes to: carried, executed (why) or not dispatched."""
     from assay.agent.carry import check_rerun, plan_carry
     from assay.agent.identity import IdentityBuilder
-    from assay.agent.runner import early_exit_enabled
+    from assay.agent.plan import early_exit_enabled
 
     identities = IdentityBuilder(
         request.project, project_judge=config.judge, timeout=request.timeout, config_timeout=config.timeout,
@@ -79,7 +55,7 @@ def _carry_plan(request: Any, plan: list[Any], config: Any, settled: Any = None)
     )
 
 
-def _warn_of_a_resumable_run(carry: Any, request: Any, plan: list[Any]) -> None:
+def _warn_of_a_resumable_run(carry: CarryPlan, request: AgentRunRequest, plan: list[PlannedAttempt]) -> None:
     from assay.agent.checkpoint import resumable_warning
 
     if request.rerun == "all":
@@ -94,8 +70,8 @@ def _warn_of_a_resumable_run(carry: Any, request: Any, plan: list[Any]) -> None:
 class DryRun:
     """`--dry`: the plan and every slot's decision; nothing was run or written."""
 
-    plan: list[Any]
-    carry: Any
+    plan: list[PlannedAttempt]
+    carry: CarryPlan
 
     def lines(self) -> list[str]:
         from assay.agent.report import dry_plan_lines
@@ -108,13 +84,16 @@ class DryRun:
         return dry_plan_document(self.plan, self.carry)
 
 
-def dry_run(request: Any) -> DryRun:
+def dry_run(request: AgentRunRequest) -> DryRun:
     """The invocation planned as `assay agent run` would plan it, without a checkpoint, a record or
     a call to any agent: the results store is only read."""
     import sys
 
+    from assay.agent.plan import plan_for, shard_plan
     from assay.agent.project import load_dotenv, load_project_config
+    from assay.agent.sandbox.linking import check_keep
 
+    check_keep(request.keep_sandbox)
     root = request.project
     load_dotenv(root)
     config = load_project_config(root)
@@ -129,55 +108,15 @@ def dry_run(request: Any) -> DryRun:
         sys.dont_write_bytecode = written
 
 
-AGENT_COMMANDS = ("init", "list", "run", "show")
-
-
-def plan_for(root: Path, selection: Any) -> list[Any]:
-    """Every slot the selection (experiment, evals, tags, attempts) names, in discovery order."""
-    from assay.agent.discovery import discover_evals, discover_experiments, select_evals, select_experiments
-    from assay.agent.runner import build_plan
-
-    all_evals = discover_evals(root)
-    try:
-        experiments = select_experiments(discover_experiments(root), selection.experiment)
-    except UsageError as error:
-        if selection.experiment in AGENT_COMMANDS:
-            # `assay agent run show`: the command was given to `run` as an experiment name
-            raise UsageError(f"{error}. Did you mean `assay agent {selection.experiment}`?") from None
-        raise
-    _check_prefixes(selection.evals, all_evals)
-    selections = {
-        entry.id: select_evals(entry, all_evals, list(selection.evals), list(selection.tags)) for entry in experiments
-    }
-    if not any(selections.values()):
-        narrowed = " after narrowing by the given prefixes and tags" if selection.evals or selection.tags else ""
-        raise UsageError(f"no evals selected{narrowed}; `assay agent list` shows the eval ids")
-    from assay.agent.sandbox.linking import link_plan
-
-    # Linked here, before any attempt: a pair without exactly one sandbox template fails the plan.
-    plan = build_plan(experiments, selections, selection.attempts, eval_order=all_evals)
-    return link_plan(plan, getattr(selection, "keep_sandbox", None), getattr(selection, "sandbox", None))
-
-
-def _check_prefixes(prefixes: Sequence[str], evals: Sequence[Any]) -> None:
-    """An eval prefix no eval id starts with is a typo, not a narrower selection: name it."""
-    from assay.core.format import did_you_mean
-
-    for prefix in prefixes:
-        if not any(entry.id.startswith(prefix) for entry in evals):
-            hint = did_you_mean(prefix, (entry.id for entry in evals))
-            raise UsageError(f"no eval id starts with {prefix!r}{hint} (`assay agent list` shows the eval ids)")
-
-
 class _JudgeCacheOnDemand:
     """The project's judge call cache, opened on the first judge call: a run without a judge never
     imports `assay.judge` (and its JSON Schema machinery), which a fully carried run would notice."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._cache: Any = None
+        self._cache: DirectoryCallCache | None = None
 
-    def _opened(self) -> Any:
+    def _opened(self) -> DirectoryCallCache:
         if self._cache is None:
             from assay.judge.cache import DirectoryCallCache
 
@@ -204,12 +143,12 @@ class _NoCheckpoint:
         from assay.core.record import new_run_id
 
         self.id = new_run_id("agent")
-        self.reused: dict[str, Any] = {}
+        self.reused: dict[str, AttemptResult] = {}
 
-    def would_remain(self, outcome: Any) -> bool:
+    def would_remain(self, outcome: RunOutcome) -> bool:
         return False
 
-    def finish(self, outcome: Any) -> bool:
+    def finish(self, outcome: RunOutcome) -> bool:
         return False
 
     def release(self) -> None:
@@ -220,20 +159,24 @@ class _NoCheckpoint:
 
 
 class _OpenedAgentRun:
-    telemetry: Any = None  # a TelemetryConfig when the run starts an OTLP receiver
-    carry: Any = None  # the CarryPlan: each slot's identity and decision
+    """An `assay agent run` whose plan, carry decisions and checkpoint exist; its outcome is a `RunOutcome`."""
 
-    def __init__(self, request: AgentRunRequest, plan: list[Any], checkpoint: Any, options: Any) -> None:
+    def __init__(
+        self, request: AgentRunRequest, plan: list[PlannedAttempt], checkpoint: AgentCheckpoint | _NoCheckpoint,
+        options: RunOptions, carry: CarryPlan, telemetry: TelemetryConfig | None,
+    ) -> None:
         self.request = request
         self.plan = plan
         self.checkpoint = checkpoint
         self.options = options
+        self.carry = carry  # each slot's identity and decision
+        self.telemetry = telemetry  # set when the run starts an OTLP receiver
         self.run_id = checkpoint.id
-        self._outcome: Any = None
+        self._outcome: RunOutcome | None = None
 
     def worker(self) -> WorkerSpec:
         from assay.agent.project import checkpoints_base
-        from assay.agent.runner import AgentWorker
+        from assay.agent.remote_worker import AgentWorker
 
         worker_options = dataclasses.replace(self.options, judge_cache=None, handle_sigint=False)
         judge_cache = str(checkpoints_base(self.request.project) / "cache" / "judge")
@@ -243,7 +186,7 @@ class _OpenedAgentRun:
             concurrency=self.options.concurrency,
         )
 
-    async def execute(self, events: RunEvents, executor: Any) -> Any:
+    async def execute(self, events: RunEvents, executor: Executor | None) -> RunOutcome:
         from assay.agent.runner import AgentRun
         from assay.core.journal import JournalWriter
 
@@ -270,10 +213,10 @@ class _OpenedAgentRun:
                 tracing.stop()
                 ACTIVE.set(None)
 
-    def _start_tracing(self, events: RunEvents, executor: Any) -> Any:
+    def _start_tracing(self, events: RunEvents, executor: Executor | None) -> RunTracing | None:
         """The run's OTLP receiver, made current for its attempts; None without `[tool.assay.telemetry]`
         or when every slot is carried (no attempt runs, so no span can come)."""
-        if self.telemetry is None or (self.carry is not None and not self.carry.count("execute")):
+        if self.telemetry is None or not self.carry.count("execute"):
             return None
         from assay.core.run_events import RunWarning
 
@@ -298,7 +241,7 @@ class _OpenedAgentRun:
             return []
         return resume_lines(self.checkpoint.path, self.request.project)
 
-    def conclude(self, outcome: Any) -> RunFinished:
+    def conclude(self, outcome: RunOutcome) -> RunFinished:
         from assay.agent.units import agent_run_manifest, agent_run_units
         from assay.core.record import checkpointed_run_id
 
@@ -385,7 +328,8 @@ class AgentMerge:
     identity_keys = ("project",)
 
     def merged(self, records: Sequence[ShardRecord], outputs: Outputs) -> RunFinished:
-        from assay.agent.runner import RunOutcome
+        from assay.agent.plan import plan_for
+        from assay.agent.run_outcome import RunOutcome
         from assay.agent.slot_result import SlotResult
         from assay.agent.units import agent_run_manifest, agent_run_units, agent_unit_id
 
@@ -415,7 +359,7 @@ class AgentMerge:
         duration = max((manifest.duration_seconds or 0.0 for manifest in manifests), default=0.0)
         outcome = RunOutcome(results, False, exhausted, duration)
 
-        def manifest(exit_code: int) -> Any:
+        def manifest(exit_code: int) -> RunManifest:
             made = agent_run_manifest(outcome, invocation, root, exit_code)
             return dataclasses.replace(made, options={**made.options, "merged_from": [m.run_id for m in manifests]})
 
@@ -426,6 +370,8 @@ class AgentMerge:
 
 
 class AgentKind:
+    """The agent kind (`RunKind[AgentRunRequest]`): NiceEval's runs, resumable and mergeable."""
+
     name = "agent"
     resume = AgentResume()
     merge = AgentMerge()
@@ -441,8 +387,9 @@ class AgentKind:
         self, request: AgentRunRequest, outputs: Outputs, resume: Resumed | None, events: RunEvents
     ) -> _OpenedAgentRun:
         from assay.agent.checkpoint import AgentCheckpoint
+        from assay.agent.plan import plan_for, shard_plan
         from assay.agent.project import checkpoints_base, load_dotenv, load_project_config
-        from assay.agent.runner import DEFAULT_CONCURRENCY, RunOptions
+        from assay.agent.run_options import DEFAULT_CONCURRENCY, RunOptions
 
         root = request.project
         load_dotenv(root)
@@ -455,7 +402,7 @@ class AgentKind:
 
         check_rerun(request.rerun)
         if resume is not None:
-            checkpoint: Any = AgentCheckpoint.resume(resume.path, resume.manifest, plan)
+            checkpoint: AgentCheckpoint | _NoCheckpoint = AgentCheckpoint.resume(resume.path, resume.manifest, plan)
             try:
                 carry = _carry_plan(request, plan, config, checkpoint.reused)  # resume wins within its checkpoint
             except BaseException:
@@ -481,10 +428,7 @@ class AgentKind:
             handle_sigint=request.sigint,
             early_exit=request.early_exit,
         )
-        opened = _OpenedAgentRun(request, plan, checkpoint, options)
-        opened.carry = carry
-        opened.telemetry = telemetry
-        return opened
+        return _OpenedAgentRun(request, plan, checkpoint, options, carry, telemetry)
 
     def open_failed(self, request: AgentRunRequest, error: AssayError) -> RunFinished:
         return RunFinished("agent", "", error.exit_code, error=error)

@@ -1,10 +1,13 @@
-"""Scheduling experiments × evals × attempts: two concurrency gates, experiment hooks, interrupts, budgets,
-early exit, the judge preflight, carried slots and the journal.
+"""Scheduling a planned agent run: two concurrency gates, experiment hooks, interrupts, budgets, early exit,
+the judge preflight, carried slots and the journal.
 
 Admission is one async source over per-experiment lanes (round robin, each lane capped by its
 experiment's concurrency) fed to the core `run_bounded` (the global cap); each attempt runs in the
-attempt engine (`assay.agent.attempt`) and is journaled before reporters hear of it (as run events).
-Carried slots (`assay.agent.carry`) are journaled as references and never dispatched.
+attempt engine (`assay.agent.attempt`, given `t` by the authoring surface) here, or on a remote worker
+(`assay.agent.remote_worker`), and is journaled before reporters hear of it (as run events). Carried
+slots (`assay.agent.carry`) are journaled as references and never dispatched. What runs is the plan
+(`assay.agent.plan`); how is `RunOptions` (`assay.agent.run_options`); what it comes to is a
+`RunOutcome` (`assay.agent.run_outcome`).
 """
 
 from __future__ import annotations
@@ -13,281 +16,34 @@ import asyncio
 import signal as signals
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple, overload
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from assay.agent.attempt import InFlight, attempt_error, run_attempt
+from assay.agent.authoring import EvalContext
 from assay.agent.context import AttemptSettings, CancelSignal, Feedback, HookContext
-from assay.agent.discovery import EvalEntry, ExperimentEntry
-from assay.agent.evidence import sum_counts
+from assay.agent.discovery import ExperimentEntry
 from assay.agent.identity import effective_timeout
-from assay.agent.judge_preflight import PREFLIGHT_TIMEOUT_S
 from assay.agent.judging import Judge, LLMJudge, merged_judge_config
-from assay.agent.report import shown_in_failure_lines
-from assay.agent.silence import SilenceWatch, silence_warning_seconds
-from assay.agent.slot_result import EARLY_EXIT, SlotResult, is_early_exit, slot_result
+from assay.agent.plan import AttemptRequest, PlannedAttempt, RunPlan, early_exit_enabled
+from assay.agent.record import ATTEMPT_RECORD, EXECUTED, INTERRUPTED, NOT_DISPATCHED, AttemptResult
+from assay.agent.run_options import RunOptions
+from assay.agent.run_outcome import AttemptSummary, RunOutcome, SpooledAttempts
+from assay.agent.silence import SilenceWatch
+from assay.agent.slot_result import EARLY_EXIT, slot_result
 from assay.agent.units import agent_unit, agent_unit_text, plain_text
-from assay.core.run_events import RunEvents, RunStarted, RunWarning, UnitDurable
-from assay.agent.record import (
-    ATTEMPT_RECORD, EXECUTED, INTERRUPTED, NOT_DISPATCHED, AttemptResult, attempt_locator, slot_key,
-)
 from assay.core.asyncutil import call_user_code
 from assay.core.record import UnitSpool
+from assay.core.run_events import RunEvents, RunStarted, RunWarning, UnitDurable
 from assay.core.schedule import run_bounded
 
-DEFAULT_CONCURRENCY = 10
+if TYPE_CHECKING:
+    from assay.agent.carry import CarryPlan
+    from assay.core.executor import Executor
+    from assay.core.journal import JournalWriter
+
 # Results waiting for the journal before workers wait too: each holds its whole transcript.
 JOURNAL_BACKLOG = 512
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedAttempt:
-    index: int  # position in discovery order: by eval, then experiment, then attempt
-    experiment: ExperimentEntry
-    eval: EvalEntry
-    ordinal: int
-
-    @property
-    def key(self) -> str:
-        return slot_key(self.experiment.id, self.eval.id, self.ordinal)
-
-    def attempt_id(self, run_id: str) -> str:
-        return f"{run_id}/{self.experiment.id}/{self.eval.id}/{self.ordinal + 1}"  # numbered from 1, as shown
-
-
-def build_plan(
-    experiments: Sequence[ExperimentEntry], selections: Mapping[str, Sequence[EvalEntry]], attempts: int | None = None,
-    *, eval_order: Sequence[EvalEntry] = (),
-) -> list[PlannedAttempt]:
-    """Every slot in discovery order: evals in `eval_order` (default: as first selected), then
-    experiments as given, then attempts. Results are shown in this order whatever finished first."""
-    rank: dict[str, int] = {entry.id: position for position, entry in enumerate(eval_order)}
-    slots: list[tuple[int, int, int, ExperimentEntry, EvalEntry]] = []
-    for experiment_rank, experiment in enumerate(experiments):
-        count = attempts or experiment.experiment.attempts
-        for entry in selections[experiment.id]:
-            eval_rank = rank.setdefault(entry.id, len(rank))
-            for ordinal in range(count):
-                slots.append((eval_rank, experiment_rank, ordinal, experiment, entry))
-    slots.sort(key=lambda slot: slot[:3])
-    return [
-        PlannedAttempt(index, experiment, entry, ordinal)
-        for index, (_, _, ordinal, experiment, entry) in enumerate(slots)
-    ]
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    concurrency: int = DEFAULT_CONCURRENCY
-    timeout: float | None = None  # --timeout: wins over experiment, eval and config
-    config_timeout: float | None = None  # [tool.assay] timeout: the last resort
-    budget: float | None = None  # --budget: replaces each experiment's budget
-    pricing: Mapping[str, Any] = field(default_factory=dict)
-    judge: Judge | None = None  # None: the built-in LLM judge, configured per project / experiment / eval
-    project_judge: Mapping[str, Any] | None = None  # [tool.assay.judge]: the lowest judge layer
-    judge_cache: Any = None  # an assay.judge CallCache; None: cached in memory for this run
-    run_id: str = "run"
-    handle_sigint: bool = False  # the CLI turns Ctrl-C into a clean interruption
-    retry_base_seconds: float = 5.0  # backoff before resending a send the agent provably rejected
-    early_exit: bool | None = None  # --early-exit / --no-early-exit: wins over experiment and eval
-    judge_preflight_timeout: float = PREFLIGHT_TIMEOUT_S  # seconds for each judge endpoint's probe before dispatch
-    # Seconds a send with no deadline may stay silent before the run warns once (ASSAY_SILENCE_WARNING_SECONDS).
-    silence_warning_seconds: float | None = field(default_factory=silence_warning_seconds)
-
-
-def early_exit_enabled(cli: bool | None, planned: PlannedAttempt) -> bool:
-    """Whether the slot's eval stops dispatching once an attempt passes: --early-exit > experiment >
-    eval > off. Score evals always run every attempt."""
-    definition = planned.eval.eval
-    if definition.kind == "score":
-        return False
-    for setting in (cli, getattr(planned.experiment.experiment, "early_exit", None), getattr(definition, "early_exit", None)):
-        if setting is not None:
-            return setting
-    return False
-
-
-_NONE_SHOWN: tuple[dict[str, Any], ...] = ()
-
-
-class _Rare(NamedTuple):
-    """What most attempts leave empty, kept together (an `AttemptSummary` holds None when it all is)."""
-
-    score: float | None
-    score_state: str | None
-    error: dict[str, Any] | None
-    usage: dict[str, Any] | None
-    estimated_cost_usd: float | None
-    retries: dict[str, int] | None
-    carried_from: dict[str, str] | None  # the adopted attempt of a carried slot
-    attempt_id: str | None  # when it is not the run's own (a carried slot's)
-
-
-_NO_RARE = _Rare(None, None, None, None, None, None, None, None)
-
-
-class AttemptSummary:
-    """What a run keeps of an attempt once it is journaled and its unit spooled: what the console
-    summary, the receipt, the manifest and the checkpoint read (verdict, title, usage, the
-    assertions a failure shows), never its transcript. Read by attribute, like an `AttemptResult`.
-
-    A 50,000-eval run keeps 50,000 of these, so they are small: what most attempts leave empty is
-    one `_Rare` (None when it is all empty), the slot's ids are read from its planned attempt, and
-    the run's own attempt ids are made again when asked for (~5 MiB at 50,000)."""
-
-    __slots__ = ("_slot", "run_id", "outcome", "verdict", "agent", "model", "duration_seconds", "assertions",
-                 "position", "decision", "_rare")
-
-    def __init__(self, result: AttemptResult, slot: PlannedAttempt, run_id: str) -> None:
-        self._slot = slot
-        self.run_id = run_id  # shared by every summary of the run
-        self.outcome = result.outcome
-        self.verdict = result.verdict
-        self.agent = result.agent
-        self.model = result.model
-        self.duration_seconds = result.duration_seconds
-        shown = [assertion for assertion in result.assertions if shown_in_failure_lines(assertion)]
-        self.assertions: Sequence[dict[str, Any]] = shown or _NONE_SHOWN  # only the ones `failure_lines` shows
-        self.position = result.position
-        self.decision: dict[str, str] | None = getattr(result, "decision", None)  # why the slot is what it is
-        own = result.attempt_id
-        rare = _Rare(result.score, result.score_state, result.error, result.usage or None, result.estimated_cost_usd,
-                     result.retries, getattr(result, "carried_from", None),
-                     None if own == slot.attempt_id(run_id) else own)
-        self._rare = None if rare == _NO_RARE else rare
-
-    score = property(lambda self: (self._rare or _NO_RARE).score)
-    score_state = property(lambda self: (self._rare or _NO_RARE).score_state)
-    error = property(lambda self: (self._rare or _NO_RARE).error)
-    usage = property(lambda self: (self._rare or _NO_RARE).usage)
-    estimated_cost_usd = property(lambda self: (self._rare or _NO_RARE).estimated_cost_usd)
-    retries = property(lambda self: (self._rare or _NO_RARE).retries)
-    carried_from = property(lambda self: (self._rare or _NO_RARE).carried_from)
-    experiment_id = property(lambda self: self._slot.experiment.id)
-    eval_id = property(lambda self: self._slot.eval.id)
-    ordinal = property(lambda self: self._slot.ordinal)
-
-    @property
-    def attempt_id(self) -> str:
-        own = (self._rare or _NO_RARE).attempt_id
-        return own if own is not None else self._slot.attempt_id(self.run_id)
-
-    @property
-    def locator(self) -> str:
-        return attempt_locator(self.attempt_id)
-
-    @property
-    def key(self) -> str:
-        return self._slot.key
-
-
-class SpooledAttempts(Sequence[AttemptResult]):
-    """A journaled run's attempts in plan order, each read back whole from the run's unit spool
-    when it is asked for, so the run never holds every transcript at once."""
-
-    def __init__(self, spool: UnitSpool, summaries: Sequence[AttemptSummary]) -> None:
-        self._spool = spool
-        self._summaries = summaries
-
-    def __len__(self) -> int:
-        return len(self._summaries)
-
-    @overload
-    def __getitem__(self, index: int) -> AttemptResult: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[AttemptResult]: ...
-
-    def __getitem__(self, index: int | slice) -> AttemptResult | list[AttemptResult]:
-        if isinstance(index, slice):
-            return [self[position] for position in range(len(self))[index]]
-        return _read_back(self._spool[index], self._summaries[index])
-
-    def __iter__(self) -> Iterator[AttemptResult]:
-        for unit, summary in zip(self._spool, self._summaries):
-            yield _read_back(unit, summary)
-
-    def replace(self, position: int, result: AttemptResult) -> None:
-        """Write an updated attempt (late spans) back to its slot: reads return fresh copies."""
-        from assay.agent.units import agent_unit
-
-        self._spool.add(position, agent_unit(result))
-
-
-def _read_back(unit: Any, summary: AttemptSummary) -> AttemptResult:
-    result = SlotResult.from_json(unit.detail or {})
-    result.duration_seconds = summary.duration_seconds  # the spooled copy is rounded to the microsecond
-    return result
-
-
-@dataclass
-class RunOutcome:
-    results: Sequence[AttemptResult]  # plan order; a journaled run's are read back from its spool
-    interrupted: bool
-    budget_exhausted: list[str]
-    duration_seconds: float
-    judge_retries: dict[str, int] = field(default_factory=dict)
-    # What the console, the receipt, the manifest and the checkpoint read, in plan order: the
-    # run's `AttemptSummary`s when its results are spooled, else the results themselves.
-    summaries: Sequence[Any] = None  # type: ignore[assignment]
-    spool: UnitSpool | None = None  # the units of the run record, when they were spooled as they became durable
-
-    def __post_init__(self) -> None:
-        if self.summaries is None:
-            self.summaries = self.results
-
-    @property
-    def usage(self) -> dict[str, Any]:
-        """Token and provider-cost fields summed over every attempt that reported usage."""
-        return sum_counts(result.usage for result in self.summaries)
-
-    @property
-    def estimated_cost_usd(self) -> float | None:
-        """The price-table estimate summed over attempts that have one (never the provider's cost)."""
-        costs = [result.estimated_cost_usd for result in self.summaries if result.estimated_cost_usd is not None]
-        return sum(costs) if costs else None
-
-    @property
-    def retries(self) -> dict[str, int]:
-        return sum_counts(result.retries for result in self.summaries)
-
-    def count(self, verdict: str) -> int:
-        return sum(1 for result in self.summaries if result.verdict == verdict)
-
-    @property
-    def not_dispatched(self) -> int:
-        """Slots never dispatched for want of budget or a failure of the run (an early exit is neither)."""
-        return sum(1 for result in self.summaries if result.outcome == NOT_DISPATCHED and not is_early_exit(result))
-
-    @property
-    def carried(self) -> int:
-        return sum(1 for result in self.summaries if getattr(result, "carried_from", None) is not None)
-
-    @property
-    def exit_code(self) -> int:
-        if self.interrupted:
-            return 130
-        if self.budget_exhausted or self.not_dispatched:
-            return 1
-        if any(result.verdict in ("failed", "errored") for result in self.summaries):
-            return 1
-        return 0
-
-
-@dataclass(frozen=True, slots=True)
-class RunPlan:
-    """What `run_started` carries for the agent reporters: every slot, and how many need no dispatch."""
-
-    slots: Sequence[PlannedAttempt]
-    carried: int = 0  # adopted from published attempts of earlier runs
-    reused: int = 0  # kept from the checkpoint being resumed
-
-    def __len__(self) -> int:
-        return len(self.slots)
-
-    def __iter__(self) -> Iterator[PlannedAttempt]:
-        return iter(self.slots)
 
 
 class _Lane:
@@ -329,9 +85,9 @@ class AgentRun:
         events: RunEvents | None = None,
         *,
         reused: Mapping[str, AttemptResult] | None = None,
-        journal: Any = None,  # a core JournalWriter, or None
-        executor: Any = None,  # an assay.core.executor.Executor running attempts elsewhere, or None (here)
-        carry: Any = None,  # an assay.agent.carry.CarryPlan: each slot's identity and decision
+        journal: JournalWriter | None = None,
+        executor: Executor | None = None,  # running attempts elsewhere; None: here
+        carry: CarryPlan | None = None,  # each slot's identity and decision
     ) -> None:
         self.plan = list(plan)
         self.options = options
@@ -542,7 +298,10 @@ class AgentRun:
             ))
         if self._in_flight.interrupted:
             return None
-        return await run_attempt(self._settings(planned), planned.eval.eval.test, self._in_flight, planned.index)
+        return await run_attempt(
+            self._settings(planned), planned.eval.eval.test, self._in_flight, planned.index, surface=EvalContext,
+            sandbox=planned.sandbox,
+        )
 
     async def _work(self, planned: PlannedAttempt) -> None:
         lane = self._lanes[planned.experiment.id]
@@ -819,60 +578,4 @@ class AgentRun:
         return True
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptRequest:
-    """One attempt as shipped to a worker: names only, the worker discovers the project itself."""
-
-    experiment_id: str
-    eval_id: str
-    ordinal: int
-
-
-class AgentWorker:
-    """A remote worker's side of an agent run: the project discovered once, agents and judge kept warm."""
-
-    def __init__(self, root: Any, options: RunOptions, judge_cache_dir: Any = None, keep_sandbox: str | None = None,
-                 sandbox: str | None = None) -> None:
-        from pathlib import Path
-
-        from assay.agent.discovery import discover_evals, discover_experiments
-        from assay.agent.project import load_dotenv
-
-        root = Path(root)
-        load_dotenv(root)
-        self._experiments = {entry.id: entry for entry in discover_experiments(root)}
-        self._evals = {entry.id: entry for entry in discover_evals(root)}
-        if judge_cache_dir is not None:
-            from dataclasses import replace
-
-            from assay.judge.cache import DirectoryCallCache
-
-            options = replace(options, judge_cache=DirectoryCallCache(judge_cache_dir))
-        self._run = AgentRun([], options)
-        self._keep_sandbox = keep_sandbox
-        self._sandbox = sandbox  # --sandbox: the provider every sandbox pair's template is swapped for
-        self._linked: dict[tuple[str, str], PlannedAttempt] = {}  # each pair linked (its sandbox bound) once
-
-    async def call(self, request: AttemptRequest) -> AttemptResult | None:
-        from dataclasses import replace
-
-        key = (request.experiment_id, request.eval_id)
-        linked = self._linked.get(key)
-        if linked is None:
-            from assay.agent.sandbox.linking import link_plan
-
-            [linked] = link_plan(
-                [PlannedAttempt(0, self._experiments[request.experiment_id], self._evals[request.eval_id], 0)],
-                self._keep_sandbox, self._sandbox,
-            )
-            self._linked[key] = linked
-        return await self._run.run_one(replace(linked, ordinal=request.ordinal))
-
-    async def close(self) -> None:
-        await self._run.close()
-
-
-__all__ = [
-    "AgentRun", "AgentWorker", "AttemptRequest", "AttemptSummary", "DEFAULT_CONCURRENCY", "PlannedAttempt", "RunOptions",
-    "RunOutcome", "RunPlan", "SpooledAttempts", "build_plan", "early_exit_enabled",
-]
+__all__ = ["AgentRun", "JOURNAL_BACKLOG"]

@@ -17,7 +17,7 @@ from assay.agent.slot_result import SlotResult
 from assay.agent.verdict import fold_verdict
 
 if TYPE_CHECKING:
-    from assay.agent.attempt import AttemptRuntime
+    from assay.agent.attempt_state import AttemptRuntime
 
 
 def seal_attempt(

@@ -1,12 +1,17 @@
-"""The starter `assay agent init` writes into a new project: an offline agent, an eval and an
-experiment that pass as written, to be replaced by the user's own.
+"""`assay agent init`: a project's folders and `[tool.assay]` table, and in a new project the starter —
+an offline agent, an eval and an experiment that pass as written, to be replaced by the user's own.
 """
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
-__all__ = ["STARTER_FILES", "write_starter_files"]
+from assay.errors import ConfigError
+
+__all__ = ["STARTER_FILES", "init_project", "write_starter_files"]
+
+_MINIMAL_CONFIG = "[tool.assay]\n# concurrency = 10   # attempts in flight across experiments\n# timeout = 300      # seconds per attempt\n"
 
 AGENTS_INIT = '''\
 """Your adapters: each wraps the app under test behind `send` (see weather.py)."""
@@ -93,3 +98,45 @@ def write_starter_files(root: Path) -> list[str]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return list(STARTER_FILES)
+
+
+def init_project(directory: Path) -> list[str]:
+    """Set up the project `directory` names (created if missing) and say what was made and what to do
+    next. Existing files are never changed: only the [tool.assay] table is appended to a
+    pyproject.toml that lacks one. A project `run` would refuse is refused here (ConfigError)."""
+    root = directory.expanduser().resolve()
+    made = []
+    try:
+        # The starter goes only into a project that has neither folder yet: an example eval added
+        # to a suite that exists would run against its experiments.
+        is_new = not (root / "evals").exists() and not (root / "experiments").exists()
+        for name in ("evals", "experiments"):
+            folder = root / name
+            if not folder.exists():
+                folder.mkdir(parents=True)
+                made.append(f"{name}/")
+        if is_new:
+            made.extend(write_starter_files(root))
+        pyproject = root / "pyproject.toml"
+        if not pyproject.exists():
+            pyproject.write_text(_MINIMAL_CONFIG, encoding="utf-8")
+            made.append("pyproject.toml")
+        else:
+            text = pyproject.read_text(encoding="utf-8")
+            if "[tool.assay]" not in text:
+                from assay.core.fsutil import write_atomically
+
+                separator = "" if text.endswith("\n") or not text else "\n"
+                write_atomically(pyproject, text + separator + "\n" + _MINIMAL_CONFIG)  # the user's file: never half-written
+                made.append("[tool.assay] in pyproject.toml")
+        from assay.agent.project import load_project_config
+
+        load_project_config(root)  # a [tool.assay] already there that `run` would refuse: say so now
+    except OSError as error:
+        raise ConfigError(f"could not set up {root}: {error}") from None
+    run = "assay agent run" if root == Path.cwd().resolve() else f"assay agent run --project {shlex.quote(str(directory))}"
+    if "evals/weather_eval.py" in made:
+        after = f"Next: {run}  (then replace agents/weather.py with your app and write your own evals)"
+    else:
+        after = f"Next: write evals/<name>_eval.py and experiments/<name>.py, then run `{run}`."
+    return [f"Initialized {root}: " + (", ".join(made) if made else "nothing to do (already set up)"), after]

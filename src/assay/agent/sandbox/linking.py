@@ -1,8 +1,9 @@
 """Link planning: which sandbox each (experiment, eval) pair gets, decided before anything is created.
 
 Exactly one side carries the template; a sandbox agent without one, a template on both sides, or a
-sandbox layer with a direct agent is a configuration error naming the pair. A linked pair's test is
-wrapped in `LinkedTest`, so the attempt engine finds its `SandboxBinding` next to the eval body.
+sandbox layer with a direct agent is a configuration error naming the pair. The plan
+(`assay.agent.plan.link_plan`) puts each pair's `SandboxBinding` on its planned attempts, where the
+attempt engine, carry and the execution identity read it.
 `assay agent run --sandbox docker:IMAGE` (or `local`) swaps the provider of every linked pair's template,
 keeping its prepare steps and hooks; the swap is part of the binding, so the pair's execution identity
 (and so carry) sees it.
@@ -11,7 +12,6 @@ keeping its prepare steps and hooks; the swap is part of the binding, so the pai
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,19 +36,6 @@ class SandboxBinding:
     @property
     def provider(self) -> Any:
         return self.layers[0].provider
-
-
-class LinkedTest:
-    """An eval body with the sandbox its pair was linked to (what the runner hands the attempt engine)."""
-
-    __slots__ = ("body", "sandbox_binding")
-
-    def __init__(self, body: Any, binding: SandboxBinding) -> None:
-        self.body = body
-        self.sandbox_binding = binding
-
-    def __call__(self, t: Any) -> Any:
-        return self.body(t)
 
 
 def sandbox_override(text: str | None) -> Any | None:
@@ -113,30 +100,4 @@ def check_keep(keep: str | None) -> str | None:
     return keep
 
 
-def link_plan(plan: Sequence[Any], keep: str | None = None, sandbox: str | None = None) -> list[Any]:
-    """The plan with every sandbox pair's test linked (each pair checked once, all before any attempt);
-    `sandbox` is `--sandbox`'s value."""
-    from assay.agent.runner import PlannedAttempt
-
-    check_keep(keep)
-    override = sandbox_override(sandbox)
-    linked: dict[tuple[str, str], Any] = {}
-    result = []
-    for planned in plan:
-        key = (planned.experiment.id, planned.eval.id)
-        if key not in linked:
-            definition = planned.eval.eval
-            binding = link_pair(planned.experiment.id, planned.experiment.experiment, planned.eval.id, definition, keep,
-                                override)
-            linked[key] = None if binding is None else dataclasses.replace(
-                planned.eval, eval=dataclasses.replace(definition, test=LinkedTest(definition.test, binding))
-            )
-        entry = linked[key]
-        result.append(planned if entry is None else PlannedAttempt(planned.index, planned.experiment, entry, planned.ordinal))
-    return result
-
-
-__all__ = [
-    "KEEP_CHOICES", "LinkedTest", "SANDBOX_CHOICES", "SandboxBinding", "check_keep", "link_pair", "link_plan",
-    "sandbox_override",
-]
+__all__ = ["KEEP_CHOICES", "SANDBOX_CHOICES", "SandboxBinding", "check_keep", "link_pair", "sandbox_override"]

@@ -1,0 +1,172 @@
+"""The plan of an agent run: which (experiment, eval, attempt) slots run, in what order, and the sandbox
+each (experiment, eval) pair is linked to — decided before any attempt, as a value the scheduler runs.
+
+`plan_for` selects from a project (experiment, eval prefixes, tags, attempts), `build_plan` orders the
+slots, `link_plan` links every sandbox pair (a pair without exactly one template fails the plan),
+`shard_plan` keeps one shard. What the scheduler and carry read of a slot is here too: its key, its
+attempt id, whether its eval exits early.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from assay.agent.discovery import EvalEntry, ExperimentEntry
+from assay.agent.record import slot_key
+from assay.agent.sandbox.linking import SandboxBinding, check_keep, link_pair, sandbox_override
+from assay.errors import UsageError
+
+if TYPE_CHECKING:
+    from assay.agent.request import AgentRunRequest
+
+__all__ = [
+    "AGENT_COMMANDS", "AttemptRequest", "PlannedAttempt", "RunPlan", "build_plan", "early_exit_enabled", "link_plan",
+    "plan_for", "shard_plan",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedAttempt:
+    """One slot: an attempt of an eval under an experiment, and the sandbox its pair is linked to
+    (None for a direct agent's pair, and before `link_plan`)."""
+
+    index: int  # position in discovery order: by eval, then experiment, then attempt
+    experiment: ExperimentEntry
+    eval: EvalEntry
+    ordinal: int
+    sandbox: SandboxBinding | None = None
+
+    @property
+    def key(self) -> str:
+        return slot_key(self.experiment.id, self.eval.id, self.ordinal)
+
+    def attempt_id(self, run_id: str) -> str:
+        return f"{run_id}/{self.experiment.id}/{self.eval.id}/{self.ordinal + 1}"  # numbered from 1, as shown
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRequest:
+    """One attempt as shipped to a remote worker: names only, the worker discovers the project itself."""
+
+    experiment_id: str
+    eval_id: str
+    ordinal: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """What `run_started` carries for the agent reporters: every slot, and how many need no dispatch."""
+
+    slots: Sequence[PlannedAttempt]
+    carried: int = 0  # adopted from published attempts of earlier runs
+    reused: int = 0  # kept from the checkpoint being resumed
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def __iter__(self) -> Iterator[PlannedAttempt]:
+        return iter(self.slots)
+
+
+def build_plan(
+    experiments: Sequence[ExperimentEntry], selections: Mapping[str, Sequence[EvalEntry]], attempts: int | None = None,
+    *, eval_order: Sequence[EvalEntry] = (),
+) -> list[PlannedAttempt]:
+    """Every slot in discovery order: evals in `eval_order` (default: as first selected), then
+    experiments as given, then attempts. Results are shown in this order whatever finished first."""
+    rank: dict[str, int] = {entry.id: position for position, entry in enumerate(eval_order)}
+    slots: list[tuple[int, int, int, ExperimentEntry, EvalEntry]] = []
+    for experiment_rank, experiment in enumerate(experiments):
+        count = attempts or experiment.experiment.attempts
+        for entry in selections[experiment.id]:
+            eval_rank = rank.setdefault(entry.id, len(rank))
+            for ordinal in range(count):
+                slots.append((eval_rank, experiment_rank, ordinal, experiment, entry))
+    slots.sort(key=lambda slot: slot[:3])
+    return [
+        PlannedAttempt(index, experiment, entry, ordinal)
+        for index, (_, _, ordinal, experiment, entry) in enumerate(slots)
+    ]
+
+
+def link_plan(plan: Sequence[PlannedAttempt], keep: str | None = None, sandbox: str | None = None) -> list[PlannedAttempt]:
+    """The plan with every sandbox pair linked (each pair checked once, all before any attempt);
+    `keep` is `--keep-sandbox`'s value, `sandbox` is `--sandbox`'s."""
+    check_keep(keep)
+    override = sandbox_override(sandbox)
+    bindings: dict[tuple[str, str], SandboxBinding | None] = {}
+    linked = []
+    for planned in plan:
+        pair = (planned.experiment.id, planned.eval.id)
+        if pair not in bindings:
+            bindings[pair] = link_pair(
+                planned.experiment.id, planned.experiment.experiment, planned.eval.id, planned.eval.eval, keep, override,
+            )
+        binding = bindings[pair]
+        linked.append(planned if binding is None else dataclasses.replace(planned, sandbox=binding))
+    return linked
+
+
+def shard_plan(plan: list[PlannedAttempt], shard_text: str | None) -> list[PlannedAttempt]:
+    """The plan narrowed to one shard: all attempts of an (experiment, eval) stay together."""
+    if shard_text is None:
+        return plan
+    from assay.core.shard import parse_shard, shard_members
+
+    keys = [f"{planned.experiment.id}/{planned.eval.id}" for planned in plan]
+    members = shard_members(keys, [1] * len(keys), parse_shard(shard_text))
+    kept = [planned for planned, key in zip(plan, keys) if key in members]
+    return [dataclasses.replace(planned, index=index) for index, planned in enumerate(kept)]
+
+
+def early_exit_enabled(cli: bool | None, planned: PlannedAttempt) -> bool:
+    """Whether the slot's eval stops dispatching once an attempt passes: --early-exit > experiment >
+    eval > off. Score evals always run every attempt."""
+    definition = planned.eval.eval
+    if definition.kind == "score":
+        return False
+    for setting in (cli, getattr(planned.experiment.experiment, "early_exit", None), getattr(definition, "early_exit", None)):
+        if setting is not None:
+            return setting
+    return False
+
+
+AGENT_COMMANDS = ("init", "list", "run", "show")
+
+
+def plan_for(root: Path, selection: AgentRunRequest) -> list[PlannedAttempt]:
+    """Every slot the selection (experiment, evals, tags, attempts) names, in discovery order, linked."""
+    from assay.agent.discovery import discover_evals, discover_experiments, select_evals, select_experiments
+
+    all_evals = discover_evals(root)
+    try:
+        experiments = select_experiments(discover_experiments(root), selection.experiment)
+    except UsageError as error:
+        if selection.experiment in AGENT_COMMANDS:
+            # `assay agent run show`: the command was given to `run` as an experiment name
+            raise UsageError(f"{error}. Did you mean `assay agent {selection.experiment}`?") from None
+        raise
+    _check_prefixes(selection.evals, all_evals)
+    selections = {
+        entry.id: select_evals(entry, all_evals, list(selection.evals), list(selection.tags)) for entry in experiments
+    }
+    if not any(selections.values()):
+        narrowed = " after narrowing by the given prefixes and tags" if selection.evals or selection.tags else ""
+        raise UsageError(f"no evals selected{narrowed}; `assay agent list` shows the eval ids")
+    # Linked here, before any attempt: a pair without exactly one sandbox template fails the plan.
+    plan = build_plan(experiments, selections, selection.attempts, eval_order=all_evals)
+    return link_plan(plan, selection.keep_sandbox, selection.sandbox)
+
+
+def _check_prefixes(prefixes: Sequence[str], evals: Sequence[EvalEntry]) -> None:
+    """An eval prefix no eval id starts with is a typo, not a narrower selection: name it."""
+    from assay.core.format import did_you_mean
+
+    for prefix in prefixes:
+        if not any(entry.id.startswith(prefix) for entry in evals):
+            hint = did_you_mean(prefix, (entry.id for entry in evals))
+            raise UsageError(f"no eval id starts with {prefix!r}{hint} (`assay agent list` shows the eval ids)")

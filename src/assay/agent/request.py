@@ -1,0 +1,117 @@
+"""What `assay agent run` is asked (`AgentRunRequest`: the checkpoint's invocation, what `--resume`
+restores), and the command line's checks of its options, in the order it has always made them.
+
+The request is frozen and declared once with `option(...)`, each field with its command-line option
+(`assay.cli.options` builds the command from them); where output goes is the shared `Outputs`, where
+attempts run the shared `Execution` — neither is part of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from assay.agent.project import MAX_ATTEMPTS, MAX_CONCURRENCY
+from assay.core.run.request import Execution, option
+from assay.errors import UsageError
+
+__all__ = ["AgentRunRequest", "check_run_options"]
+
+
+@dataclass(frozen=True)
+class AgentRunRequest:
+    """Everything `assay agent run` was asked to do but where its output goes (the `Outputs`). The
+    selection is the checkpoint's invocation (what `--resume` restores); how wide to run is given
+    afresh each time."""
+
+    kind: ClassVar[str] = "agent"
+
+    project: Path = option(stored=False, flag="--project")
+    experiment: str | None = option(None, flag="EXPERIMENT")
+    evals: tuple[str, ...] = option((), flag="EVALS")
+    tags: tuple[str, ...] = option((), flag="--tag", help="Only evals with this tag (repeatable: any of).")
+    attempts: int | None = option(None, flag="--attempts", help="Attempts per eval (overrides experiments).")
+    timeout: float | None = option(None, flag="--timeout", help="Seconds per attempt (wins over every file).")
+    budget: float | None = option(None, flag="--budget", help="USD of estimated cost per experiment.")
+    # Only stored when given: unsharded checkpoints keep their plan.
+    shard: str | None = option(
+        None, omit_when_none=True, flag="--shard", help="Run only shard i of n (e.g. 2/4); combine with `assay runs merge`."
+    )
+    rerun: str | None = option(  # failed | all: what is not carried
+        None, omit_when_none=True, flag="--rerun", metavar="[failed|all]",
+        help="Run again what earlier runs published: bare or `failed` reruns failed (and errored) attempts, "
+             "carrying only passed ones; `all` carries nothing. Default: passed and failed attempts whose "
+             "execution identity is unchanged are carried, not sent to the agent.",
+    )
+    early_exit: bool | None = option(
+        None, omit_when_none=True, flag="--early-exit", names=("--early-exit/--no-early-exit",),
+        help="Stop dispatching an eval's attempts once one passes (the rest are not dispatched); wins over "
+             "the experiment and the eval.",
+    )
+    concurrency: int | None = option(
+        None, stored=False, flag="--concurrency", names=("--concurrency", "--max-concurrency"),
+        help="Attempts in flight overall (default: config, else 10).",
+    )
+    journal: bool = option(True, stored=False)  # off: nothing to resume (the Python API may choose)
+    record: bool = option(True, stored=False)  # off: not put in the results store
+    sigint: bool = option(True, stored=False)  # Ctrl-C ends the run cleanly (not inside a caller's loop)
+    keep_sandbox: str | None = option(  # failed | all
+        None, stored=False, flag="--keep-sandbox",
+        help="Keep sandboxes after their attempts: all, or failed (failed and errored ones).",
+    )
+    # --sandbox local | docker:IMAGE: the provider of every sandbox pair's template (stored: a resume keeps it).
+    sandbox: str | None = option(
+        None, omit_when_none=True, flag="--sandbox", metavar="[local|docker:IMAGE]",
+        help="Run every sandbox eval in this provider instead of the one its eval or experiment names "
+             "(prepare steps and hooks stay); part of each attempt's execution identity.",
+    )
+    telemetry_host: str | None = option(  # where the OTLP receiver binds
+        None, stored=False, flag="--telemetry-host",
+        help="Address the OTLP trace receiver listens on (default 127.0.0.1; another one exposes it, with a "
+             "warning). Starts the receiver even without [tool.assay.telemetry].",
+    )
+
+
+def _positive(option: str, value: float | None, *, allow_zero: bool = False, maximum: int | None = None) -> None:
+    if value is None:
+        return
+    if value < 0 or (value == 0 and not allow_zero):
+        raise UsageError(f"{option} must be {'>= 0' if allow_zero else '> 0'}", option)
+    if maximum is not None and value > maximum:
+        raise UsageError(f"{option} must be at most {maximum:,}", option)
+
+
+def check_run_options(
+    *, agent: str | None = None, model: str | None = None, attempts: int | None = None,
+    concurrency: int | None = None, timeout: float | None = None, budget: float | None = None,
+    executor: str = "local", ray_address: str | None = None, shard: str | None = None, rerun: str | None = None,
+    sandbox: str | None = None, dry: bool = False, resume: str | None = None,
+) -> Execution:
+    """Refuse what `assay agent run` cannot be asked (each a `UsageError` naming its option), before
+    anything is planned; returns where its attempts run. `agent` and `model` are options an
+    experiment file binds, refused with the way to compare configurations."""
+    if agent is not None or model is not None:
+        flag = "--agent" if agent is not None else "--model"
+        raise UsageError(
+            f"{flag} is not an option: an experiment file binds the agent and model. To compare "
+            "configurations, add a new file under experiments/ that differs in that one line.", flag,
+        )
+    _positive("--attempts", attempts, maximum=MAX_ATTEMPTS)
+    _positive("--concurrency", concurrency, maximum=MAX_CONCURRENCY)
+    _positive("--timeout", timeout)
+    _positive("--budget", budget, allow_zero=True)
+    execution = Execution(executor, ray_address)
+    if shard is not None:
+        from assay.core.shard import parse_shard
+
+        parse_shard(shard)
+    from assay.agent.carry import check_rerun
+
+    check_rerun(rerun)
+    from assay.agent.sandbox.linking import sandbox_override
+
+    sandbox_override(sandbox)  # a misspelt --sandbox is a usage error before anything is planned
+    if dry and resume is not None:
+        raise UsageError("--dry plans a new invocation; a --resume continues its checkpoint's plan", "--dry")
+    return execution

@@ -1,0 +1,187 @@
+"""What an agent run comes to (`RunOutcome`): every slot's result in plan order, with what the console,
+the receipt, the manifest and the checkpoint read of each — a small `AttemptSummary` once a journaled
+attempt's unit is spooled, its transcript read back from the spool only when asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, overload
+
+from assay.agent.evidence import sum_counts
+from assay.agent.plan import PlannedAttempt
+from assay.agent.record import NOT_DISPATCHED, AttemptResult, attempt_locator
+from assay.agent.report import shown_in_failure_lines
+from assay.agent.slot_result import SlotResult, is_early_exit
+from assay.core.record import UnitSpool
+
+
+_NONE_SHOWN: tuple[dict[str, Any], ...] = ()
+
+
+class _Rare(NamedTuple):
+    """What most attempts leave empty, kept together (an `AttemptSummary` holds None when it all is)."""
+
+    score: float | None
+    score_state: str | None
+    error: dict[str, Any] | None
+    usage: dict[str, Any] | None
+    estimated_cost_usd: float | None
+    retries: dict[str, int] | None
+    carried_from: dict[str, str] | None  # the adopted attempt of a carried slot
+    attempt_id: str | None  # when it is not the run's own (a carried slot's)
+
+
+_NO_RARE = _Rare(None, None, None, None, None, None, None, None)
+
+
+class AttemptSummary:
+    """What a run keeps of an attempt once it is journaled and its unit spooled: what the console
+    summary, the receipt, the manifest and the checkpoint read (verdict, title, usage, the
+    assertions a failure shows), never its transcript. Read by attribute, like an `AttemptResult`.
+
+    A 50,000-eval run keeps 50,000 of these, so they are small: what most attempts leave empty is
+    one `_Rare` (None when it is all empty), the slot's ids are read from its planned attempt, and
+    the run's own attempt ids are made again when asked for (~5 MiB at 50,000)."""
+
+    __slots__ = ("_slot", "run_id", "outcome", "verdict", "agent", "model", "duration_seconds", "assertions",
+                 "position", "decision", "_rare")
+
+    def __init__(self, result: AttemptResult, slot: PlannedAttempt, run_id: str) -> None:
+        self._slot = slot
+        self.run_id = run_id  # shared by every summary of the run
+        self.outcome = result.outcome
+        self.verdict = result.verdict
+        self.agent = result.agent
+        self.model = result.model
+        self.duration_seconds = result.duration_seconds
+        shown = [assertion for assertion in result.assertions if shown_in_failure_lines(assertion)]
+        self.assertions: Sequence[dict[str, Any]] = shown or _NONE_SHOWN  # only the ones `failure_lines` shows
+        self.position = result.position
+        self.decision: dict[str, str] | None = getattr(result, "decision", None)  # why the slot is what it is
+        own = result.attempt_id
+        rare = _Rare(result.score, result.score_state, result.error, result.usage or None, result.estimated_cost_usd,
+                     result.retries, getattr(result, "carried_from", None),
+                     None if own == slot.attempt_id(run_id) else own)
+        self._rare = None if rare == _NO_RARE else rare
+
+    score = property(lambda self: (self._rare or _NO_RARE).score)
+    score_state = property(lambda self: (self._rare or _NO_RARE).score_state)
+    error = property(lambda self: (self._rare or _NO_RARE).error)
+    usage = property(lambda self: (self._rare or _NO_RARE).usage)
+    estimated_cost_usd = property(lambda self: (self._rare or _NO_RARE).estimated_cost_usd)
+    retries = property(lambda self: (self._rare or _NO_RARE).retries)
+    carried_from = property(lambda self: (self._rare or _NO_RARE).carried_from)
+    experiment_id = property(lambda self: self._slot.experiment.id)
+    eval_id = property(lambda self: self._slot.eval.id)
+    ordinal = property(lambda self: self._slot.ordinal)
+
+    @property
+    def attempt_id(self) -> str:
+        own = (self._rare or _NO_RARE).attempt_id
+        return own if own is not None else self._slot.attempt_id(self.run_id)
+
+    @property
+    def locator(self) -> str:
+        return attempt_locator(self.attempt_id)
+
+    @property
+    def key(self) -> str:
+        return self._slot.key
+
+
+class SpooledAttempts(Sequence[AttemptResult]):
+    """A journaled run's attempts in plan order, each read back whole from the run's unit spool
+    when it is asked for, so the run never holds every transcript at once."""
+
+    def __init__(self, spool: UnitSpool, summaries: Sequence[AttemptSummary]) -> None:
+        self._spool = spool
+        self._summaries = summaries
+
+    def __len__(self) -> int:
+        return len(self._summaries)
+
+    @overload
+    def __getitem__(self, index: int) -> AttemptResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[AttemptResult]: ...
+
+    def __getitem__(self, index: int | slice) -> AttemptResult | list[AttemptResult]:
+        if isinstance(index, slice):
+            return [self[position] for position in range(len(self))[index]]
+        return _read_back(self._spool[index], self._summaries[index])
+
+    def __iter__(self) -> Iterator[AttemptResult]:
+        for unit, summary in zip(self._spool, self._summaries):
+            yield _read_back(unit, summary)
+
+    def replace(self, position: int, result: AttemptResult) -> None:
+        """Write an updated attempt (late spans) back to its slot: reads return fresh copies."""
+        from assay.agent.units import agent_unit
+
+        self._spool.add(position, agent_unit(result))
+
+
+def _read_back(unit: Any, summary: AttemptSummary) -> AttemptResult:
+    result = SlotResult.from_json(unit.detail or {})
+    result.duration_seconds = summary.duration_seconds  # the spooled copy is rounded to the microsecond
+    return result
+
+
+@dataclass
+class RunOutcome:
+    results: Sequence[AttemptResult]  # plan order; a journaled run's are read back from its spool
+    interrupted: bool
+    budget_exhausted: list[str]
+    duration_seconds: float
+    judge_retries: dict[str, int] = field(default_factory=dict)
+    # What the console, the receipt, the manifest and the checkpoint read, in plan order: the
+    # run's `AttemptSummary`s when its results are spooled, else the results themselves.
+    summaries: Sequence[Any] = None  # type: ignore[assignment]
+    spool: UnitSpool | None = None  # the units of the run record, when they were spooled as they became durable
+
+    def __post_init__(self) -> None:
+        if self.summaries is None:
+            self.summaries = self.results
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """Token and provider-cost fields summed over every attempt that reported usage."""
+        return sum_counts(result.usage for result in self.summaries)
+
+    @property
+    def estimated_cost_usd(self) -> float | None:
+        """The price-table estimate summed over attempts that have one (never the provider's cost)."""
+        costs = [result.estimated_cost_usd for result in self.summaries if result.estimated_cost_usd is not None]
+        return sum(costs) if costs else None
+
+    @property
+    def retries(self) -> dict[str, int]:
+        return sum_counts(result.retries for result in self.summaries)
+
+    def count(self, verdict: str) -> int:
+        return sum(1 for result in self.summaries if result.verdict == verdict)
+
+    @property
+    def not_dispatched(self) -> int:
+        """Slots never dispatched for want of budget or a failure of the run (an early exit is neither)."""
+        return sum(1 for result in self.summaries if result.outcome == NOT_DISPATCHED and not is_early_exit(result))
+
+    @property
+    def carried(self) -> int:
+        return sum(1 for result in self.summaries if getattr(result, "carried_from", None) is not None)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        if self.budget_exhausted or self.not_dispatched:
+            return 1
+        if any(result.verdict in ("failed", "errored") for result in self.summaries):
+            return 1
+        return 0
+
+
+__all__ = ["AttemptSummary", "RunOutcome", "SpooledAttempts"]

@@ -1,0 +1,173 @@
+"""The sandboxes runs left on this machine — kept, still active or orphaned — as `assay agent sandbox`
+lists, diffs, enters, stops and prunes them.
+
+Each command here yields the lines it prints as it goes, so what was done before a refusal is said;
+every refusal is a `SandboxError` whose message is the one line the command line shows (exit 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from assay.agent.sandbox.commands import SandboxError
+from assay.agent.sandbox.registry import SandboxEntry, find_entry, list_entries
+
+__all__ = ["AFTER", "diff_text", "enter_kept", "listed", "pruned", "sandbox_base", "stopped"]
+
+AFTER = "after"  # the window of changes made after the run, in `sandbox enter`
+
+
+def sandbox_base() -> Path:
+    from assay.agent.sandbox.local import sandbox_base_dir
+
+    return sandbox_base_dir()
+
+
+def _entry(prefix: str) -> SandboxEntry:
+    try:
+        return find_entry(sandbox_base(), prefix)
+    except LookupError as error:
+        raise SandboxError(str(error)) from None
+
+
+def listed(*, orphans: bool = False, as_json: bool = False) -> Iterator[str]:
+    """Every sandbox recorded here (only orphans, with `orphans`), one line each (a JSON object each)."""
+    entries = [entry for entry in list_entries(sandbox_base()) if not orphans or entry.orphaned]
+    if as_json:
+        for entry in entries:
+            yield json.dumps({**asdict(entry), "status": entry.status})
+        return
+    if not entries:
+        yield f"No sandboxes under {sandbox_base()}."
+        return
+    for entry in entries:
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.created))
+        where = "/".join(entry.labels.get(name, "?") for name in ("experiment", "eval"))
+        verdict = f" {entry.verdict}" if entry.verdict else ""
+        place = f"container {entry.container[:12]} {entry.workdir}" if entry.container else entry.workdir
+        yield f"{entry.sandbox_id}  {entry.status:<8} {entry.provider:<6} {created}  {where}{verdict}  {place}"
+
+
+def diff_text(prefix: str, window: str | None = None, path: str | None = None) -> Iterator[str]:
+    """What the agent changed in the sandbox, send window by send window (only `window`, when given),
+    then what changed in its workdir after the run (`after`), as unified diffs (only of `path`), each
+    under its `== window ==` line. Yields text to write as it is."""
+    entry = _entry(prefix)
+    names = [item["window"] for item in entry.windows]
+    if window is not None and window not in (*names, AFTER):
+        raise SandboxError(f"sandbox {entry.sandbox_id} has no window {window!r} (windows: {', '.join([*names, AFTER])})")
+    windows = [item for item in entry.windows if window is None or item["window"] == window]
+    with _ledger_git(entry) as git:
+        if window in (None, AFTER):
+            after = _after_the_run(entry, git)
+            if after is not None:
+                windows.append(after)
+        if not windows:
+            yield (f"Sandbox {entry.sandbox_id} recorded no send windows." if window is None else "(no changes)") + "\n"
+            return
+        for item in windows:
+            # The ledger stores every blob as "big" (see ledger.py), which `git diff` would show as binary.
+            arguments = ["-c", "core.bigFileThreshold=1g", "diff", "--no-color", "--no-ext-diff", item["start"], item["end"]]
+            if path is not None:
+                arguments += ["--", path]
+            code, out, err = asyncio.run(git(arguments))
+            yield f"== {item['window']} ==\n"
+            if code != 0:
+                raise SandboxError(f"git diff failed: {err.decode('utf-8', 'replace').strip()}")
+            yield out.decode("utf-8", "replace") or "(no changes)\n"
+
+
+def _after_the_run(entry: SandboxEntry, git: Any) -> dict[str, str] | None:
+    """A window from the last recorded snapshot to the workdir now, with the run's diff rules; None when
+    nothing changed or the run recorded no snapshot."""
+    from assay.agent.sandbox.ledger import ChangeLedger, DiffRules, LedgerError
+
+    last = entry.windows[-1]["end"] if entry.windows else (entry.diff.get("baseline") or [None])[0]
+    if last is None:
+        return None
+    rules = DiffRules(tuple(entry.diff.get("include") or ()), tuple(entry.diff.get("ignore") or ()))
+    try:
+        now = asyncio.run(ChangeLedger(git, rules).snapshot())
+    except LedgerError as error:
+        raise SandboxError(f"the workdir of sandbox {entry.sandbox_id} could not be read: {error}") from None
+    return None if now == last else {"window": AFTER, "start": last, "end": now}
+
+
+@contextlib.contextmanager
+def _ledger_git(entry: SandboxEntry) -> Iterator[Any]:
+    """The sandbox's ledger git: on the host for a local sandbox, in its container for Docker (a container
+    `sandbox enter` stopped is started for it, and stopped again after)."""
+    if entry.provider == "docker" and entry.container:
+        from assay.agent.sandbox.docker import DockerSandbox, docker_client
+        from assay.agent.sandbox.ledger import ExecGit
+
+        try:
+            client = docker_client()
+            container = client.containers.get(entry.container)
+            stopped = container.status != "running"
+            if stopped:
+                container.start()
+        except Exception as error:  # noqa: BLE001
+            raise SandboxError(f"the sandbox's container is not reachable: {error}") from None
+        backend = DockerSandbox(client, container, entry.sandbox_id, entry.workdir, {}, sandbox_base() / entry.sandbox_id)
+        try:
+            yield ExecGit(backend, DockerSandbox.ledger_dir)
+        finally:
+            if stopped:
+                container.stop(timeout=5)
+            client.close()
+        return
+    if not entry.ledger:
+        raise SandboxError(f"sandbox {entry.sandbox_id} has no change ledger on this machine")
+    from assay.agent.sandbox.ledger import HostGit
+
+    yield HostGit(entry.ledger, entry.workdir)
+
+
+def _refuse_active(entry: SandboxEntry, then: str = "") -> None:
+    if entry.state == "active" and not entry.orphaned:
+        raise SandboxError(f"sandbox {entry.sandbox_id} belongs to a running attempt (pid {entry.owner_pid}){then}")
+
+
+def enter_kept(prefix: str, *, leave_running: bool = False) -> int:
+    """A shell in the sandbox until it exits (`assay.agent.sandbox.enter`); its exit code."""
+    from assay.agent.sandbox.enter import enter
+
+    entry = _entry(prefix)
+    _refuse_active(entry, "; enter it once the run is over (keep it with --keep-sandbox)")
+    return enter(entry, leave_running=leave_running)
+
+
+def stopped(prefixes: Sequence[str] = (), *, every_kept: bool = False) -> Iterator[str]:
+    """Stop the sandboxes `prefixes` name (or every kept one) for good: processes, container, folder."""
+    from assay.agent.sandbox.retention import destroy
+
+    if every_kept == bool(prefixes):
+        raise SandboxError("give sandbox ids or --all (not both)")
+    if every_kept:
+        entries = [entry for entry in list_entries(sandbox_base()) if entry.state == "kept"]
+    else:
+        entries = [_entry(prefix) for prefix in prefixes]
+    for entry in entries:
+        _refuse_active(entry)
+        yield f"{entry.sandbox_id}: {destroy(entry)}"
+    if not entries:
+        yield "No kept sandboxes."
+
+
+def pruned(*, force: bool = False) -> Iterator[str]:
+    """Remove the sandboxes whose run died without stopping them (and, with `force`, the kept ones)."""
+    from assay.agent.sandbox.retention import prune
+
+    done = prune(sandbox_base(), force=force)
+    for entry, what in done:
+        yield f"{entry.sandbox_id} ({entry.status}): {what}"
+    if not done:
+        yield "Nothing to prune."

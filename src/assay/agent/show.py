@@ -1,0 +1,163 @@
+"""`assay agent show`: the attempts of a recorded run (the latest, or the one `--run` names) as a table
+with their failures, or one attempt — found by its locator in any run of the project — in detail: its
+assertions, conversation, evidence coverage, usage and diagnostics, or its phase tree (`--timing`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.agent.record import AttemptResult
+from assay.errors import UsageError
+
+__all__ = ["ShownRun", "find_shown"]
+
+
+@dataclass(frozen=True)
+class ShownRun:
+    """What `show` shows: the run's checkpoint folder and its attempts (one, when a locator was given)."""
+
+    path: Path
+    attempts: list[AttemptResult]
+    one: bool  # a locator named the attempt
+
+    def document(self) -> dict[str, Any]:
+        documents = []
+        for result in self.attempts:
+            document = result.to_json()
+            document["locator"] = result.locator
+            documents.append(document)
+        return {"run": self.path.name, "attempts": documents}
+
+    def lines(self) -> list[str]:
+        if self.one:
+            return attempt_lines(self.attempts[0])
+        from assay.agent.report import attempt_title, experiment_rows, failure_lines, verdict_label
+        from assay.core.report.table import render_table
+
+        results = self.attempts
+        lines = [f"Run {self.path.name}"]
+        rows = [[result.locator, verdict_label(result), attempt_title(result)] for result in results]
+        lines.append(render_table(None, ["locator", "verdict", "attempt"], rows))
+        for result in results:
+            if result.verdict in ("failed", "errored"):
+                lines.append(f"{result.locator} {verdict_label(result).upper()}  {attempt_title(result)}")
+                lines.extend(f"    {line}" for line in failure_lines(result))
+        headers = ["experiment", "agent/model", "passed", "failed", "errored", "skipped", "not run", "mean", "tokens"]
+        lines.append(render_table(None, headers, experiment_rows(results)))
+        return lines
+
+    def timing_document(self) -> dict[str, Any]:
+        result = self.attempts[0]
+        return {"locator": result.locator, "attempt_id": result.attempt_id, "timing": result.timing or []}
+
+    def timing_lines(self) -> list[str]:
+        from assay.agent.timing import timing_lines
+
+        result = self.attempts[0]
+        lines = [f"{result.locator}  timing of {result.experiment_id}/{result.eval_id} attempt {result.ordinal + 1}"]
+        if not result.timing:
+            lines.append("  no timing recorded (an attempt from before assay recorded its phases, or one never run)")
+            return lines
+        return lines + [f"  {line}" for line in timing_lines(result.timing)]
+
+
+def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool = False) -> ShownRun:
+    """The attempts `show` is asked for; a UsageError when there is no such run or attempt. A locator
+    printed by an earlier run (a carried line names its origin's) is looked for in the newest other
+    run that holds it, and a carried attempt is shown as the published attempt it adopts."""
+    from assay.agent.checkpoint import list_checkpoints, read_results
+    from assay.agent.project import checkpoints_base
+    from assay.core.journal import resolve_checkpoint_ref
+
+    found: list[tuple[Path, Any]] = []
+    if run is not None:
+        path = resolve_checkpoint_ref(run, checkpoints_base(root), Path.cwd())
+        if not path.is_dir():
+            raise UsageError(f"no run {run!r} in {root}", "--run")
+    else:
+        found = list_checkpoints(root)
+        if not found:
+            raise UsageError(f"no agent runs recorded in {root}; run `assay agent run` first")
+        path = found[-1][0]
+    if timing and locator is None:
+        raise UsageError("--timing shows one attempt: give its locator (assay agent show @XXXX --timing)", "--timing")
+    results = read_results(path)
+    if locator is None:
+        return ShownRun(path, results, one=False)
+    wanted = (locator if locator.startswith("@") else "@" + locator).upper()
+    matching = [result for result in results if result.locator.startswith(wanted)]
+    if not matching and run is None:
+        for other, _ in reversed(found[:-1]):
+            matching = [result for result in read_results(other) if result.locator.startswith(wanted)]
+            if matching:
+                path = other
+                break
+    if not matching:
+        where = f"run {path.name}" if run is not None else f"any run of {root}"
+        raise UsageError(f"no attempt {locator} in {where}")
+    if len(matching) > 1:
+        raise UsageError(f"attempt locator {locator} is ambiguous ({len(matching)} attempts); give more characters")
+    from assay.agent.carry import adopted_attempt
+
+    return ShownRun(path, [adopted_attempt(root, matching[0])], one=True)
+
+
+def attempt_lines(result: Any) -> list[str]:
+    """One attempt in detail, as `show @LOCATOR` prints it."""
+    from assay.agent.report import attempt_title, failure_lines, verdict_label
+
+    lines = [
+        f"{result.locator}  {verdict_label(result).upper()}  {attempt_title(result)}",
+        f"experiment {result.experiment_id} · attempt {result.ordinal + 1} · {result.duration_seconds:.3f}s",
+    ]
+    origin = getattr(result, "carried_from", None)
+    if origin:
+        lines.append(f"carried from run {origin['run_id']} (unit {origin['unit_id']}): not sent to the agent in this run")
+    decision = getattr(result, "decision", None)
+    if decision and decision.get("action") == "execute":
+        lines.append(f"executed: {decision.get('message')}")
+    lines.extend(f"  {line}" for line in failure_lines(result))
+    if result.assertions:
+        lines.append("Assertions:")
+        for assertion in result.assertions:
+            reason = f" — {assertion['reason']}" if assertion.get("reason") else ""
+            lines.append(f"  {assertion['status']:<11} {assertion['description']} [{assertion['scope']}]{reason}")
+    if result.turns:
+        lines.append("Conversation:")
+        for turn in result.turns:
+            prefix = "" if turn["session"] == 0 else f"session {turn['session']} "
+            lines.append(f"  {prefix}turn {turn['turn']} ({turn['status']}) user: {turn['input']}")
+            lines.extend(f"    {event_line(event)}" for event in turn["events"])
+    if result.coverage:
+        partial = {k: v for k, v in result.coverage.items() if v != "complete"}
+        if partial:
+            lines.append(f"Evidence coverage: {json.dumps(partial)}")
+    if result.usage:
+        lines.append(f"Usage: {json.dumps(result.usage)}")
+    lines.extend(f"{diagnostic['level']} [{diagnostic['code']}]: {diagnostic['message']}" for diagnostic in result.diagnostics)
+    if result.error and result.error.get("traceback"):
+        lines.append("Traceback:")
+        lines.append(result.error["traceback"].rstrip())
+    return lines
+
+
+def event_line(event: dict[str, Any]) -> str:
+    """One recorded event of a turn, on one line."""
+    kind = event["type"]
+    if kind == "message":
+        return f"{event['role']}: {event['text']}"
+    if kind == "operation.started":
+        operation = event["operation"]
+        return f"→ {operation['kind']} {operation['name']} #{event['operation_id']} {json.dumps(operation.get('input'))}"
+    if kind == "operation.finished":
+        output = f" {json.dumps(event['output'])}" if "output" in event else ""
+        return f"← #{event['operation_id']} {event['status']}{output}"
+    if kind == "input.requested":
+        request = event["request"]
+        options = ", ".join(option["id"] for option in request.get("options", []))
+        return f"? input requested {request.get('id', '')}: {request.get('prompt', '')} [{options}]"
+    return json.dumps(event, ensure_ascii=False)
