@@ -128,10 +128,16 @@ _SUBJECT = (
 # A carried unit (agent carry: nothing it depends on changed) is an earlier observation again, not a new
 # one, so it adds nothing to its history; its row says so with no trials.
 _CARRIED = "instr(body, '\"carried_from\"') > 0"
+# One run's rows in the order they were inserted: `seq >= 0` has SQLite walk the primary key (run_id,
+# seq), whose rows lie on consecutive pages, instead of `units_by_id`, whose order (the unit ids')
+# sends each row it reads to another page (100,000 rows: 0.05 s against 0.55 s of CPU).
+_RUN_ROWS = "run_id = ?1 AND seq >= 0"
+# The subquery's LIMIT keeps SQLite from merging it into the GROUP BY, which would carry each row's
+# body through the sort to test it there (a third of the statement's time).
 _TALLY_HISTORY = (
     "INSERT INTO unit_history SELECT run_id, subject, MIN(grp), SUM(verdict = 'passed' AND NOT carried), "
     "SUM(verdict IN ('failed', 'errored') AND NOT carried) FROM (SELECT run_id, " + _SUBJECT + " AS subject, grp, "
-    "verdict, " + _CARRIED + " AS carried FROM units WHERE run_id = ?) GROUP BY subject"
+    "verdict, " + _CARRIED + " AS carried FROM units WHERE " + _RUN_ROWS + " LIMIT -1) GROUP BY subject"
 )
 _HISTORY_VERSION = 2  # PRAGMA user_version once every run's history rows exist (2: carried units count none)
 
@@ -216,7 +222,7 @@ def _tally_sql() -> tuple[str, str]:
     groups = (
         f"INSERT INTO run_groups (run_id, pos, grp, {columns}) "
         f"SELECT ?1, row_number() OVER (ORDER BY first) - 1, grp, {columns} FROM "
-        f"(SELECT grp, min(seq) AS first, {sums} FROM units WHERE run_id = ?1 GROUP BY grp)"
+        f"(SELECT grp, min(seq) AS first, {sums} FROM units WHERE {_RUN_ROWS} GROUP BY grp)"
     )
     totals = ", ".join(f"'{verdict}', coalesce(sum({verdict}), 0)" for verdict in VERDICTS)
     counts = f"SELECT coalesce(sum({' + '.join(VERDICTS)}), 0), json_object({totals}) FROM run_groups WHERE run_id = ?"
