@@ -6,12 +6,15 @@ import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from assay.core.interop.formats import detect_format
 from assay.core.interop.importing import import_log, plan_imports
+from assay.core.interop.zipstream import iter_members
 from assay.core.record import store_path
 from assay.core.results_store import SqliteRunStore
 
@@ -70,6 +73,54 @@ def test_inspect_eval_and_json_logs_equal_inspects_own_summary(inspect_logs):
         assert france.usage == {"input_tokens": 3, "output_tokens": 3, "total_tokens": 6}
         assert france.detail["model"] and france.detail["evaluation"] == own["scorer"]
         assert "no such country" in units["atlantis#1"].reason
+
+
+def _rewritten(source: Path, target: Path, change: Callable[[str, bytes], bytes | None]) -> Path:
+    """A copy of an Inspect .eval log with each member's content changed (None leaves it out), deflated."""
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, content in iter_members(source, lambda name: True):
+            changed = change(name, content)
+            if changed is not None:
+                archive.writestr(name, changed)
+    return target
+
+
+def _equals_inspects_summary(imported, own) -> None:
+    counts = imported.counts
+    assert imported.unit_count == own["total_samples"] == 8
+    assert imported.unit_count - counts["errored"] == own["completed_samples"]
+    assert counts["errored"] == own["errors"] == 2
+    assert counts["passed"] / (counts["passed"] + counts["failed"]) == own["accuracy"]
+
+
+def test_an_eval_log_is_read_from_inspects_sample_summaries_not_its_samples(inspect_logs, tmp_path):
+    # Every unit comes from summaries.json (~0.5 KB a sample); the sample members (~7 KB: messages,
+    # events) are never decoded, so here they are made unreadable.
+    log = inspect_logs["eval"]
+    probe = _rewritten(log.path, tmp_path / "summaries.eval",
+                       lambda name, content: b"{not json" if name.startswith("samples/") else content)
+    imported = _import(probe)
+    _equals_inspects_summary(imported, log.summary)
+    units = _units(imported.run_id)
+    france = units["france#2"]
+    assert france.verdict == "passed" and france.expected == "Paris" and france.observed == {"score": "C", "answer": "paris"}
+    assert france.usage == {"input_tokens": 3, "output_tokens": 3, "total_tokens": 6}
+    assert france.detail["model"] == log.summary["model"] and france.detail["evaluation"] == log.summary["scorer"]
+    assert "output" not in france.detail  # the model's text is in the sample only
+    assert units["atlantis#1"].verdict == "errored" and "no such country" in units["atlantis#1"].reason
+    # an input of chat messages holds `},{"id":` inside its summary, as between two summaries
+    assert [message["role"] for message in units["peru#1"].detail["input"]] == ["system", "user"]
+
+
+def test_an_eval_log_without_summaries_is_read_from_its_samples(inspect_logs, tmp_path):
+    log = inspect_logs["eval"]
+    samples_only = _rewritten(log.path, tmp_path / "samples.eval", lambda name, content: None if "summaries" in name else content)
+    imported = _import(samples_only)
+    _equals_inspects_summary(imported, log.summary)
+    units = _units(imported.run_id)
+    # from the sample itself, a unit also keeps the model's output and an error's traceback
+    assert units["france#1"].detail["output"] == "Paris"
+    assert units["atlantis#1"].detail["traceback"].lstrip(" +").startswith("Exception Group Traceback")
 
 
 def test_pydantic_evals_report_equals_its_own_averages(pydantic_evals_report):

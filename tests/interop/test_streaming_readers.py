@@ -8,11 +8,11 @@ import zipfile
 
 import pytest
 
-from assay.core.interop import jsonstream
+from assay.core.interop import inspect_log, jsonstream
 from assay.core.interop.jsonstream import JsonStream, JsonStreamError, top_level_keys
 from assay.core.interop.junit_xml import read as read_junit
 from assay.core.interop.unit_map import UnitIdMap
-from assay.core.interop.zipstream import iter_members, member_names, read_members
+from assay.core.interop.zipstream import find_members, iter_members, member_chunks, member_names, read_members
 from assay.errors import UsageError
 
 
@@ -87,6 +87,47 @@ def test_zstd_members_are_read(tmp_path):
     path.write_bytes(header + packed + directory + end)
     assert local == 0 and central > 0
     assert json.loads(read_members(path, {"header.json"})["header.json"]) == {"eval": {"task": "z"}}
+
+
+def test_a_member_is_inflated_a_piece_at_a_time_however_well_it_packed(tmp_path):
+    path = tmp_path / "packed.zip"
+    content = b"\0" * (8 << 20) + b"end"  # deflates to ~8 KB
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("big", content)
+    member = find_members(path, {"big"})["big"]
+    pieces = [len(piece) for piece in member_chunks(path, member, 1 << 16)]
+    assert max(pieces) <= 1 << 16 and sum(pieces) == len(content)
+
+
+def test_sample_summaries_are_decoded_one_at_a_time_as_the_member_is_inflated(tmp_path, monkeypatch):
+    monkeypatch.setattr(inspect_log, "_SUMMARY_CHUNK", 7)  # summaries cross many piece boundaries
+    # Odd summaries have chat messages as input: each an object whose first key is "id", one of them
+    # holding the separator's text in a string too.
+    summaries = [{"id": index, "epoch": 1, "input": [{"id": f"m{index}", "content": '},{"id":'}, {"id": "u", "role": "user"}]
+                  if index % 2 else "question", "scores": {"s": {"value": "C"}}} for index in range(60)]
+    for layout, text in (("compact", json.dumps(summaries, separators=(",", ":"))), ("indented", json.dumps(summaries, indent=2)),
+                         ("empty", "[]")):
+        path = tmp_path / f"{layout}.eval"
+        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("summaries.json", text)
+        member = find_members(path, {"summaries.json"})["summaries.json"]
+        items = inspect_log._summary_items(path, member)
+        read, held = [], 0
+        for item in items:
+            read.append(item)
+            held = max(held, len(items.gi_frame.f_locals["pending"]))
+        assert read == (summaries if layout != "empty" else []), layout
+        if layout == "compact":  # Inspect's own layout: one summary at a time is held, never the list
+            assert held < 2 * max(len(json.dumps(summary)) for summary in summaries)
+
+
+def test_summaries_that_are_not_a_list_are_an_error_naming_the_member(tmp_path):
+    path = tmp_path / "odd.eval"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("summaries.json", '{"id": 1}')
+    member = find_members(path, {"summaries.json"})["summaries.json"]
+    with pytest.raises(UsageError, match=r"odd.eval: member summaries.json is not a list of sample summaries"):
+        list(inspect_log._summary_items(path, member))
 
 
 def test_junit_testcases_are_let_go_of_as_they_are_read(tmp_path):

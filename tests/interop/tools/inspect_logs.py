@@ -7,7 +7,7 @@ from pathlib import Path
 
 from inspect_ai import Task, eval as inspect_eval
 from inspect_ai.dataset import Sample
-from inspect_ai.model import ModelOutput, ModelUsage, get_model
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import includes, match
 from inspect_ai.solver import generate
 
@@ -26,7 +26,10 @@ task = Task(
     name="capitals",
     dataset=[
         Sample(input="Capital of France?", target="Paris", id="france"),
-        Sample(input="Capital of Peru?", target="Lima", id="peru"),
+        # An input of chat messages: in the log's summaries each message is an object whose first key
+        # is its id, as a summary's is (`},{"id":` inside a summary as well as between two).
+        Sample(input=[ChatMessageSystem(content="Answer in one word."), ChatMessageUser(content="Capital of Peru?")],
+               target="Lima", id="peru"),
         Sample(input="Capital of Atlantis?", target="?", id="atlantis"),
         Sample(input="Capital of Spain?", target="Madrid", id=3),
     ],

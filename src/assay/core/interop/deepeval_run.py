@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from assay.core.interop.log import ImportFormatError, ImportedLog, Sniff, UnitIds, bounded, file_time, number, unit_line
-from assay.core.record import UnitLine, UnitResult
+from assay.core.record import UnitLine
 
 __all__ = ["detect", "read"]
 
@@ -61,13 +61,13 @@ def _case(case: Mapping[str, Any], index: int, group: str, ids: UnitIds) -> Unit
     usage = {key: case[source] for source, key in (("inputTokenCount", "input_tokens"), ("outputTokenCount", "output_tokens"))
              if isinstance(case.get(source), int)}
     name = str(case.get("name") or f"test_case_{case.get('order', index)}")
-    return unit_line(UnitResult(
+    return unit_line(
         unit_id=ids.unique(name), verdict=verdict, group=group, title=name,
         expected=bounded(case.get("expectedOutput") if "expectedOutput" in case else case.get("expectedOutcome")),
         observed=bounded(observed), reason=bounded(reason, 1_000),
         duration_seconds=number(case.get("runDuration")), usage=usage or None, cost_usd=number(case.get("tokenCost")),
         detail=bounded(detail),
-    ))
+    )
 
 
 def read(path: Path) -> ImportedLog:

@@ -18,7 +18,7 @@ from typing import Any
 from assay.core.interop.log import (
     ImportFormatError, ImportedLog, Sniff, UnitIds, bounded, file_time, iso_time, number, unit_line,
 )
-from assay.core.record import UnitLine, UnitResult
+from assay.core.record import UnitLine
 
 __all__ = ["detect", "read"]
 
@@ -145,10 +145,10 @@ class _Reading:
             if outcome.get("type"):
                 detail["type"] = outcome.get("type")
         group = "/".join([*self.suites, classname] if classname else self.suites)
-        return unit_line(UnitResult(
+        return unit_line(
             unit_id=unit_id, verdict=verdict, group=group, title=name, details=details, reason=reason,
             duration_seconds=number(_float(element.get("time"))), detail=detail,
-        ))
+        )
 
 
 def _float(value: str | None) -> float | None:

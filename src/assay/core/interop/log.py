@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.core.record import UnitLine, UnitResult, dumps_if_plain, jsonable
+from assay.core.record import UnitLine, UnitResult, dumps_if_plain, jsonable, unit_document
 from assay.errors import UsageError
 
 __all__ = [
@@ -95,21 +95,27 @@ class UnitIds:
                 return candidate
 
 
-def unit_line(unit: UnitResult) -> UnitLine:
-    """The unit as its record line, encoded once (orjson when nothing needs converting)."""
-    document = unit.to_json()
+def unit_line(unit_id: str, verdict: str, group: str = "", **fields: Any) -> UnitLine:
+    """The unit with these fields (those a `UnitResult` takes) as its record line, encoded once
+    (orjson when nothing needs converting), without making the `UnitResult` (`unit_document`)."""
+    document = unit_document(unit_id, verdict, group, **fields)
     text = dumps_if_plain(document)
     if text is None:
         return UnitLine.of(UnitResult.from_json(jsonable(document, non_finite_as_null=True)))
-    return UnitLine(unit.unit_id, unit.group, unit.verdict, text)
+    return UnitLine(unit_id, group, verdict, text)
+
+
+_SCALARS = frozenset({type(None), bool, int, float})
 
 
 def bounded(value: Any, limit: int = TEXT_LIMIT) -> Any:
     """Texts cut to `limit` characters (with a mark), anywhere in a JSON-like value: a log may hold
     whole transcripts, and a unit keeps what a person reads in the viewer, not a copy of the log."""
+    if type(value) in _SCALARS:  # most values: answered before any isinstance (a Mapping check is an ABC's)
+        return value
     if isinstance(value, str):
         return value if len(value) <= limit else value[:limit] + f"… [{len(value) - limit} more characters]"
-    if isinstance(value, Mapping):
+    if isinstance(value, (dict, Mapping)):
         return {str(key): bounded(item, limit) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         items = [bounded(item, limit) for item in value[:100]]
@@ -164,6 +170,6 @@ def usage_total(parts: Iterator[Mapping[str, Any]] | list[Mapping[str, Any]]) ->
     for part in parts:
         for key in _USAGE_KEYS:
             value = part.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
+            if type(value) is int or isinstance(value, int) and not isinstance(value, bool):
                 total[key] = total.get(key, 0) + value
     return total or None

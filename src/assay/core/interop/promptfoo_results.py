@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from assay.core.interop.log import ImportFormatError, ImportedLog, Sniff, UnitIds, bounded, file_time, iso_time, number, unit_line
-from assay.core.record import UnitLine, UnitResult
+from assay.core.record import UnitLine
 
 __all__ = ["detect", "read"]
 
@@ -84,14 +84,14 @@ def _unit(result: Mapping[str, Any], ids: UnitIds) -> UnitLine:
     if result.get("id"):
         detail["result_id"] = result["id"]
     latency = number(result.get("latencyMs"))
-    return unit_line(UnitResult(
+    return unit_line(
         unit_id=ids.unique(f"{group}/{_test_name(result)}"), verdict=verdict, group=group, title=_test_name(result),
         expected=bounded(case.get("assert")), observed=bounded(observed),
         reason=bounded(str(grading.get("reason") or result.get("error") or "") if verdict != "passed" else "", 1_000),
         duration_seconds=latency / 1000 if latency is not None else None,
         usage=_usage(result.get("tokenUsage") or response.get("tokenUsage")), cost_usd=number(result.get("cost")),
         detail=bounded(detail),
-    ))
+    )
 
 
 def read(path: Path) -> ImportedLog:

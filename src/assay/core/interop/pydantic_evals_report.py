@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from assay.core.interop.log import ImportFormatError, ImportedLog, Sniff, UnitIds, bounded, file_time, number, unit_line
-from assay.core.record import UnitLine, UnitResult
+from assay.core.record import UnitLine
 
 __all__ = ["detect", "read"]
 
@@ -80,11 +80,11 @@ def _case(case: Mapping[str, Any], group: str, ids: UnitIds) -> UnitLine:
                                         for item in failures]
     if case.get("trace_id"):
         detail["trace"] = {"trace_id": case.get("trace_id"), "span_id": case.get("span_id")}
-    return unit_line(UnitResult(
+    return unit_line(
         unit_id=_unit_id(case, ids), verdict=verdict, group=group, title=str(case.get("name") or ""),
         expected=bounded(case.get("expected_output")), observed=bounded(observed), reason=bounded(reason, 1_000),
         duration_seconds=number(case.get("task_duration")), detail=bounded(detail),
-    ))
+    )
 
 
 def _failure(case: Mapping[str, Any], group: str, ids: UnitIds) -> UnitLine:
@@ -92,11 +92,11 @@ def _failure(case: Mapping[str, Any], group: str, ids: UnitIds) -> UnitLine:
                               "traceback": case.get("error_stacktrace")}
     if case.get("trace_id"):
         detail["trace"] = {"trace_id": case.get("trace_id"), "span_id": case.get("span_id")}
-    return unit_line(UnitResult(
+    return unit_line(
         unit_id=_unit_id(case, ids), verdict="errored", group=group, title=str(case.get("name") or ""),
         expected=bounded(case.get("expected_output")), reason=bounded(str(case.get("error_message") or ""), 1_000),
         detail=bounded(detail),
-    ))
+    )
 
 
 def read(path: Path) -> ImportedLog:
