@@ -254,3 +254,58 @@ def test_a_failed_export_after_a_run_is_one_warning_and_keeps_the_exit_code(tmp_
     assert len(warnings) == 1 and warnings[0].startswith(f"Warning: run not exported to {url}: exporting doc-")
     assert received.requests >= 1
     assert store_path().exists()
+
+
+def _many_units(count: int) -> list[UnitResult]:
+    return [UnitResult(f"case-{index}", "failed" if index % 7 == 0 else "passed", group=f"suite/{index % 10}",
+                       reason="wrong" if index % 7 == 0 else "") for index in range(count)]
+
+
+def test_a_large_run_arrives_whole_and_in_order_in_batches_of_2000():
+    from assay.core.interop.otlp_export import export_run
+
+    manifest = RunManifest(run_id="imported-20261203T100003-0a1b2f", kind="imported", created_at=utc_timestamp())
+    with receiver() as (url, received):
+        exported = export_run(manifest, iter(_many_units(4_500)), url)
+    assert exported.events == 4_500 and received.requests == 4  # the run's span, then 2,000 + 2,000 + 500 events
+    assert [event["attributes"]["assay.unit.id"] for event in received.events] == [f"case-{index}" for index in range(4_500)]
+    assert sum(event["attributes"]["gen_ai.evaluation.score.label"] == "failed" for event in received.events) == 643
+
+
+def test_an_event_costs_no_sdk_attribute_checks_and_no_resource_hash(monkeypatch):
+    # The SDK's logger makes and checks each record's attributes (BoundedAttributes), and its exporter's
+    # encoder hashed each record's resource (as JSON): the two per-event costs an export no longer pays.
+    from opentelemetry.attributes import BoundedAttributes
+    from opentelemetry.sdk.resources import Resource
+
+    from assay.core.interop.otlp_export import export_run
+
+    calls = {"attributes": 0, "hash": 0}
+    checked, hashed = BoundedAttributes.__init__, Resource.__hash__
+
+    def counting_attributes(self: Any, *arguments: Any, **options: Any) -> None:
+        calls["attributes"] += 1
+        checked(self, *arguments, **options)
+
+    def counting_hash(self: Any) -> int:
+        calls["hash"] += 1
+        return hashed(self)
+
+    monkeypatch.setattr(BoundedAttributes, "__init__", counting_attributes)
+    monkeypatch.setattr(Resource, "__hash__", counting_hash)
+    manifest = RunManifest(run_id="imported-20261203T100004-0a1b30", kind="imported", created_at=utc_timestamp())
+    with receiver() as (url, received):
+        export_run(manifest, iter(_many_units(3_000)), url)
+    assert len(received.events) == 3_000
+    assert calls["attributes"] < 50 and calls["hash"] < 10, calls
+
+
+def test_the_sdks_attribute_limits_still_apply_when_the_environment_sets_them(monkeypatch):
+    from assay.core.interop.otlp_export import export_run
+
+    monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "4")
+    manifest = RunManifest(run_id="imported-20261203T100005-0a1b31", kind="imported", created_at=utc_timestamp())
+    with receiver() as (url, received):
+        export_run(manifest, iter(_many_units(3)), url)
+    assert [event["attributes"]["assay.unit.id"] for event in received.events] == ["case"] * 3
+    assert received.events[1]["attributes"]["gen_ai.evaluation.score.label"] == "pass"
