@@ -319,6 +319,22 @@ def test_structured_output_is_lowered_validated_and_typed():
     assert received[0][0].output_schema["properties"]["currency"] == {"title": "Currency", "type": "string"}
 
 
+def test_a_models_non_finite_number_in_turn_data_is_sealed_as_null_as_the_record_stores_it():
+    """The sealed turn is strict JSON, so the NDJSON stream's attempt line says what the journal and
+    the record say (`null`), never the `NaN` no JSON reader accepts."""
+    import json
+    import math
+
+    agent, _ = scripted_agent([Turn([message("ok")], data=Invoice(amount=math.nan, currency="EUR"))])
+
+    async def test(t):
+        await t.send("total?", output=Invoice)
+
+    result = run_one(agent, test)
+    assert result.turns[0]["data"] == {"amount": None, "currency": "EUR"}
+    json.dumps(result.to_json(), allow_nan=False)
+
+
 def test_structured_output_mismatch_fails_the_turn_with_the_difference():
     agent, _ = scripted_agent([Turn([message("ok")], data={"amount": "lots"})])
 

@@ -89,6 +89,9 @@ class Matcher:
 
 
 def _as_jsonish(value: Any) -> Any:
+    """A pydantic model as its JSON, anything else as it is. Not `core.jsonvalue.jsonable`: that
+    converts deeply, so an `Unavailable` or MISSING inside the value would become text and read as
+    mismatched instead of unavailable, and predicates would be handed text instead of their values."""
     dump = getattr(value, "model_dump", None)
     if dump is not None and callable(dump) and not isinstance(value, type):
         return dump(mode="json")

@@ -15,6 +15,7 @@ from assay.agent.pricing import estimate_cost
 from assay.agent.record import EXECUTED, INTERRUPTED, AttemptResult
 from assay.agent.slot_result import SlotResult
 from assay.agent.verdict import fold_verdict
+from assay.core.jsonvalue import jsonable
 
 if TYPE_CHECKING:
     from assay.agent.attempt_state import AttemptRuntime
@@ -76,16 +77,12 @@ def turns_json(runtime: AttemptRuntime) -> list[dict[str, Any]]:
             if turn.output_error is not None:
                 row["output_error"] = turn.output_error
             if turn.data is not MISSING:
-                row["data"] = _jsonable(turn.data)
+                # JSON-like (checked when the turn arrived) or a pydantic model; as the record stores it.
+                row["data"] = jsonable(turn.data, non_finite_as_null=True)
             if turn.coverage is not runtime.default_coverage:
                 row["coverage"] = turn.coverage.to_json()
             rows.append(row)
     return rows
-
-
-def _jsonable(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    return dump(mode="json") if callable(dump) else value
 
 
 __all__ = ["seal_attempt", "turns_json"]
