@@ -1,14 +1,15 @@
 """`assay agent …`: init a project, list evals and experiments, run them, show recorded results.
 
 Exit codes: 0 all passed (or scored/skipped), 1 a failed or errored attempt or an incomplete run,
-2 a usage, config or internal error, 130 interrupted.
+2 a usage, config or internal error, 130 interrupted. An error is one line on stderr (results alone go
+to stdout). What each command does lives in assay.agent; here are its options and the call.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, List, NoReturn, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -18,7 +19,7 @@ from assay.cli.agent_sandbox import sandbox_app
 from assay.cli.options import (
     EXECUTOR, JSON, JUNIT_PATH, PROJECT, QUIET, RAY_ADDRESS, RESUME, VERBOSE, Given, argument, command, option, params,
 )
-from assay.errors import AssayError, UsageError
+from assay.errors import UsageError
 
 agent_app = typer.Typer(
     rich_markup_mode=None,  # plain help: flags shown as flags, options as `--name <type>`
@@ -27,17 +28,6 @@ agent_app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
-def _fail(error: BaseException) -> NoReturn:
-    """One line on stderr (results alone go to stdout), the error's exit code."""
-    common.fail("Error", error, stderr=True, internal="internal error: ")
-
-
-def _only_reads() -> None:
-    from assay.cli.stdout_guard import nothing_to_keep
-
-    nothing_to_keep()  # a closed reader leaves no finished results to speak of
 
 
 @command(agent_app, "init", argument("directory", Path, Path("."), help="Folder to set up (created if missing)."))
@@ -50,11 +40,8 @@ def init_command(given: Given) -> None:
     """
     from assay.agent.starter import init_project
 
-    try:
-        lines = init_project(given.directory)
-    except AssayError as error:
-        _fail(error)
-    common.say(*lines)
+    with common.failing():
+        common.say(*init_project(given.directory))
 
 
 @command(agent_app, "list", *params(
@@ -62,18 +49,13 @@ def init_command(given: Given) -> None:
 ))
 def list_command(given: Given) -> None:
     """List evals (id, tags, description) and experiments; runs nothing."""
-    _only_reads()
     from assay.agent.listing import list_project
     from assay.agent.project import project_folder
 
-    try:
+    common.only_reads()
+    with common.failing():
         listing = list_project(project_folder(given.project), given.tags or ())
-    except AssayError as error:
-        _fail(error)
-    if given.json:
-        print(json.dumps(listing.document(), indent=2))
-    else:
-        common.say(*listing.tables())
+    common.show(given.json, listing.document(), listing.tables(), ensure_ascii=True)
 
 
 class _RunCommand(typer.core.TyperCommand):
@@ -95,7 +77,7 @@ def _with_rerun_value(args: list[str]) -> list[str]:
         if token == "--rerun" and following not in ("failed", "all"):
             hint = did_you_mean(following or "", ("failed", "all"))
             if hint:  # `--rerun faild`: a misspelt value, not an experiment named like one
-                _fail(UsageError(f"--rerun takes failed or all, got {following!r}{hint}", "--rerun"))
+                common.fail("Error", UsageError(f"--rerun takes failed or all, got {following!r}{hint}", "--rerun"), stderr=True)
             given.append("failed")
     return given + list(args[cut:])
 
@@ -119,7 +101,7 @@ def run_command(given: Given) -> None:
     from assay.agent.request import check_run_options
     from assay.agent.run_kind import AGENT, dry_run
 
-    try:
+    with common.failing():
         execution = check_run_options(**given.pick(
             "agent", "model", "attempts", "concurrency", "timeout", "budget", "executor", "ray_address", "shard", "rerun",
             "sandbox", "dry", "resume",
@@ -142,8 +124,6 @@ def run_command(given: Given) -> None:
                 for line in planned.lines():
                     console.print(line, markup=False, highlight=False, soft_wrap=True)
             return
-    except AssayError as error:
-        _fail(error)
     common.run_and_exit(AGENT, request, outputs, resume=resumed, execution=execution)
 
 
@@ -155,18 +135,16 @@ def run_command(given: Given) -> None:
 )
 def show_command(given: Given) -> None:
     """Show the results of the latest (or a given) run, or one attempt in detail."""
-    _only_reads()
     from assay.agent.project import project_folder
     from assay.agent.show import find_shown
 
-    try:
+    common.only_reads()
+    with common.failing():
         shown = find_shown(project_folder(given.project), given.locator, given.run, timing=given.timing)
-    except AssayError as error:
-        _fail(error)
-    if given.json:
-        print(json.dumps(shown.timing_document() if given.timing else shown.document(), indent=2, ensure_ascii=False))
+    if given.timing:
+        common.show(given.json, shown.timing_document(), shown.timing_lines())
     else:
-        common.say(*(shown.timing_lines() if given.timing else shown.lines()))
+        common.show(given.json, shown.document(), shown.lines())
 
 
 agent_app.add_typer(sandbox_app, name="sandbox")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import List, NoReturn, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -33,19 +33,18 @@ def _examples(*lines: str) -> str:
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
-def _fail(error: BaseException) -> NoReturn:
-    common.fail("Error", error, stderr=True)
+def _refusing() -> Any:
+    """A `SandboxError` (a refusal) is one `Error:` line on stderr, exit 2."""
+    from assay.agent.sandbox.commands import SandboxError
+
+    return common.failing(catch=SandboxError, internal=None)
 
 
 def _write(chunks: Iterable[str], *, lines: bool = True) -> None:
-    """What a command yields, written as it comes; a refusal part-way is one line on stderr, exit 2."""
-    from assay.agent.sandbox.commands import SandboxError
-
-    try:
+    """What a command yields, written as it comes; a refusal part-way ends it (what was done is said)."""
+    with _refusing():
         for chunk in chunks:
             sys.stdout.write(chunk + "\n" if lines else chunk)
-    except SandboxError as error:
-        _fail(error)
 
 
 @command(
@@ -92,13 +91,10 @@ def enter_command(given: Given) -> None:
     with it), or in its container. When the shell exits, the container is stopped (kept: `enter` starts it
     again, `stop` removes it) and a local sandbox's processes are killed, unless --leave-running. Exits
     with the shell's exit code."""
-    from assay.agent.sandbox.commands import SandboxError
     from assay.agent.sandbox.kept import enter_kept
 
-    try:
+    with _refusing():
         code = enter_kept(given.sandbox, leave_running=given.leave_running)
-    except SandboxError as error:
-        _fail(error)
     raise typer.Exit(code)
 
 
