@@ -166,6 +166,7 @@ def test_a_batch_larger_than_the_segment_sends_the_rest_as_png(tmp_path, monkeyp
 
     results = asyncio.run(scenario())
     assert [result["sha256"] for result in results] == [sha256(pixels) for pixels in frames]
+    assert [result["pngSha256"] for result in results] == [sha256(pixels) for pixels in frames]  # deflated by the kit
     assert len(frame_writes) == 2
     nothing_left_by_this_process()
 

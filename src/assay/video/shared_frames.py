@@ -14,6 +14,7 @@ of the frame the slot holds, then the pixels. A request names a frame by `offset
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import re
 import secrets
@@ -81,6 +82,8 @@ class _Slot:
     number: int
     start: int  # the slot's first byte in the file
     capacity: int  # pixel bytes it holds
+    memory: mmap.mmap  # the slot, mapped: a copy into it costs a third of a pwrite (no per-page lookups)
+    bytes: np.ndarray | None  # `memory` as uint8
     generation: int = 0  # of the frame written there last
 
 
@@ -161,6 +164,9 @@ class SharedFrameSegment:
                 return
             self.closed = True
             self._lock.wait_for(lambda: self._writers == 0)
+        for slot in self._slots:
+            slot.bytes = None  # the last view of the mapping, so it can be unmapped
+            slot.memory.close()
         self.remove_name()
         os.close(self._fd)
 
@@ -169,7 +175,7 @@ class SharedFrameSegment:
     def share(self, sample: Any) -> SharedFrame | None:
         """Write `sample`'s frame to a free slot (or find it there already, written for another
         target); None when there is no room, and the frame goes as PNG instead. Runs in an
-        encoder thread: the copy into the segment is a `pwrite`, which releases the GIL."""
+        encoder thread: the copy into the mapped slot is numpy's, which releases the GIL."""
         lease: _FrameLease = sample._shared(("shared-frame", self.token), _FrameLease)
         with lease.lock:
             pixels = sample.pixels()
@@ -208,9 +214,6 @@ class SharedFrameSegment:
             return False
         try:
             lease.generation = self._write(slot, pixels)
-        except OSError:
-            self._give_back(slot)
-            return False
         finally:
             with self._lock:
                 self._writers -= 1
@@ -233,12 +236,16 @@ class SharedFrameSegment:
                 if not self._can_grow or self._end + span > self._limit:
                     return None
                 try:
-                    # Reserve the pages now: a full /dev/shm is ENOSPC here, never a failed write later.
+                    # Reserve the pages now: a full /dev/shm is ENOSPC here, never a SIGBUS on a
+                    # write to the mapping later.
                     os.posix_fallocate(self._fd, self._end, span)
+                    memory = mmap.mmap(self._fd, span, offset=self._end)
                 except OSError:
                     self._can_grow = False
                     return None
-                slot = _Slot(len(self._slots), self._end, span - SLOT_HEADER_BYTES)
+                slot = _Slot(
+                    len(self._slots), self._end, span - SLOT_HEADER_BYTES, memory, np.frombuffer(memory, dtype=np.uint8)
+                )
                 self._slots.append(slot)
                 self._end += span
             self._writers += 1
@@ -254,13 +261,11 @@ class SharedFrameSegment:
             generation = self._generation
         # The generation is cleared first and set last, so a reader that comes too late (its
         # request answered, the slot reused) sees a change and never takes a torn frame.
-        stamp = slot.start + SLOT_HEADER_BYTES - _GENERATION.size
-        os.pwrite(self._fd, _GENERATION.pack(WRITING), stamp)
-        view = memoryview(pixels).cast("B")
-        written = 0
-        while written < len(view):
-            written += os.pwrite(self._fd, view[written:], slot.start + SLOT_HEADER_BYTES + written)
-        os.pwrite(self._fd, _GENERATION.pack(generation), stamp)
+        assert slot.bytes is not None
+        stamp = slot.bytes[SLOT_HEADER_BYTES - _GENERATION.size : SLOT_HEADER_BYTES].view("<u8")
+        stamp[0] = WRITING
+        np.copyto(slot.bytes[SLOT_HEADER_BYTES : SLOT_HEADER_BYTES + pixels.nbytes], pixels.reshape(-1))
+        stamp[0] = generation
         slot.generation = generation
         return generation
 
