@@ -14,14 +14,19 @@ from typing import NoReturn
 import typer
 
 from assay import __version__
+from assay.cli.agent import agent_app
+from assay.cli.doc import doc_app
+from assay.cli.examples import add_examples
+from assay.cli.judge import judge_app
+from assay.cli.labels import labels_app
+from assay.cli.runs import runs_app
+from assay.cli.video import video_app
+from assay.cli.view import view_command
 
 app = typer.Typer(
     rich_markup_mode=None,  # plain help: flags shown as flags, options as `--name <type>`
-    name="assay",
-    help="Evaluate AI-powered applications against recorded cases, locally and in CI.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+    name="assay", help="Evaluate AI-powered applications against recorded cases, locally and in CI.",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
 )
 
@@ -34,9 +39,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors (for bug reports)."),
 ) -> None:
     from assay.cli import common
@@ -46,34 +49,14 @@ def root(
     show_tracebacks(debug)
 
 
-def _register_groups() -> None:
-    from assay.cli.agent import agent_app
-    from assay.cli.doc import doc_app
-    from assay.cli.judge import judge_app
-    from assay.cli.labels import labels_app
-    from assay.cli.runs import runs_app
-    from assay.cli.video import video_app
-    from assay.cli.view import view_command
-
-    app.add_typer(video_app, name="video", help="Video evals: GlassKit Eval-compatible eval directories.")
-    app.add_typer(agent_app, name="agent", help="Agent evals: drive conversations, assert on what the agent did.")
-    app.add_typer(doc_app, name="doc", help="Document evals: eval-kit-compatible suites.")
-    app.add_typer(runs_app, name="runs", help="Run history: list, show, compare, reindex.")
-    app.add_typer(labels_app, name="labels", help="Human labels of units: export and import them as JSONL.")
-    app.add_typer(judge_app, name="judge", help="Model judges: agreement with human labels, the judge cache.")
-    app.command("view", help="Open the local results viewer (or export it as a static site).")(view_command)
-
-
-_register_groups()
-
-
-def _add_examples() -> None:
-    from assay.cli.examples import add_examples
-
-    add_examples(app)
-
-
-_add_examples()
+app.add_typer(video_app, name="video", help="Video evals: GlassKit Eval-compatible eval directories.")
+app.add_typer(agent_app, name="agent", help="Agent evals: drive conversations, assert on what the agent did.")
+app.add_typer(doc_app, name="doc", help="Document evals: eval-kit-compatible suites.")
+app.add_typer(runs_app, name="runs", help="Run history: list, show, compare, reindex.")
+app.add_typer(labels_app, name="labels", help="Human labels of units: export and import them as JSONL.")
+app.add_typer(judge_app, name="judge", help="Model judges: agreement with human labels, the judge cache.")
+app.command("view", help="Open the local results viewer (or export it as a static site).")(view_command)
+add_examples(app)
 
 
 def main() -> None:

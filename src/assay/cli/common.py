@@ -13,7 +13,6 @@ from typing import Any, NoReturn
 import typer
 
 from assay.core.console import stdout_console
-from assay.core.run.request import MAX_CONCURRENCY, MAX_REPEAT  # noqa: F401 - where the count limits were
 from assay.errors import AssayError, UsageError
 
 DEBUG = False
@@ -33,6 +32,14 @@ def show(as_json: bool, document: Any, lines: Iterable[str], **dumps: Any) -> No
         say(*lines)
 
 
+def only_reads() -> None:
+    """Said by a command that only reads or checks (or `command(..., only_reads=True)`): when its reader
+    goes (`assay … | head`), there are no finished results to speak of."""
+    from assay.cli.stdout_guard import nothing_to_keep
+
+    nothing_to_keep()
+
+
 @contextlib.contextmanager
 def store(*, read_only: bool = True) -> Iterator[Any]:
     """The results store, open for the block; a store error (or any `AssayError` inside) is one `Error:` line."""
@@ -42,18 +49,11 @@ def store(*, read_only: bool = True) -> Iterator[Any]:
         yield opened
 
 
-def only_reads() -> None:
-    """Said by a command that only reads or checks: a closed reader leaves no finished results to speak of."""
-    from assay.cli.stdout_guard import nothing_to_keep
-
-    nothing_to_keep()
-
-
 def fail(
     prefix: str, error: BaseException | str, *, stderr: bool = False, exit_code: int | None = None,
-    internal: str | None = None, after: Sequence[str] = (),
+    internal: str | None = None,
 ) -> NoReturn:
-    """The one way a command fails: `<prefix>: <message>` (then the error's notes and `after`), and exit.
+    """The one way a command fails: `<prefix>: <message>` (then the error's notes), and exit.
 
     On stdout by default (GlassKit prints errors there), on stderr with `stderr`. A bug (not an
     `AssayError`) is named by its type after `internal` when given, else by its message alone
@@ -63,7 +63,7 @@ def fail(
     message = str(error)
     if internal is not None and isinstance(error, BaseException) and not isinstance(error, AssayError):
         message = f"{internal}{type(error).__name__}: {error}"
-    lines = [f"{prefix}: {message}", *(getattr(error, "__notes__", None) or []), *after]
+    lines = [f"{prefix}: {message}", *(getattr(error, "__notes__", None) or [])]
     for line in lines:
         if stderr:
             print(line, file=sys.stderr)

@@ -102,8 +102,8 @@ def _echo(lines: Iterable[str]) -> None:
         typer.echo(line)
 
 
-def _command(name: str, help_text: str, *items: str | Param) -> Any:
-    return command(doc_app, name, *params(DocOptions, *items), help=help_text, cls=EvalKitCommand)
+def _command(name: str, help_text: str, *items: str | Param, only_reads: bool = False) -> Any:
+    return command(doc_app, name, *params(DocOptions, *items), help=help_text, cls=EvalKitCommand, only_reads=only_reads)
 
 
 def _method(name: str, help_text: str, *items: str | Param) -> None:
@@ -148,12 +148,12 @@ def scaffold_case_command(given: Given) -> None:
         _echo(write_planned(plan_case(suite, given.case), dry_run=given.dry_run, force=given.force))
 
 
-@_command("doctor", "Check the suite: config, roots, adapter, manifests, fixtures, model setup.", "config hook_timeout")
+@_command("doctor", "Check the suite: config, roots, adapter, manifests, fixtures, model setup.", "config hook_timeout",
+          only_reads=True)
 def doctor_command(given: Given) -> None:
     from assay.doc.command_line import hook_timeout_seconds
     from assay.doc.doctor import run_doctor
 
-    common.only_reads()
     with _failing():
         seconds = hook_timeout_seconds(given.hook_timeout)
 
@@ -167,11 +167,10 @@ def doctor_command(given: Given) -> None:
     typer.echo(f"Doctor passed ({_run(go())} checks).")
 
 
-@_command("list-cases", "Print the suite's case ids, sorted.", "config")
+@_command("list-cases", "Print the suite's case ids, sorted.", "config", only_reads=True)
 def list_cases_command(given: Given) -> None:
     from assay.doc.cases import discover_case_ids
 
-    common.only_reads()
     suite = _suite(given, prefix="Execution failed")
     with _failing():
         case_ids = discover_case_ids(suite)
@@ -179,11 +178,10 @@ def list_cases_command(given: Given) -> None:
 
 
 @_command("validate-fixtures", "Check every case manifest against its schema, then the adapter's validate_fixtures.",
-          "config hook_timeout")
+          "config hook_timeout", only_reads=True)
 def validate_fixtures_command(given: Given) -> None:
     from assay.doc.fixtures import validate_fixtures
 
-    common.only_reads()
     typer.echo(f"Fixtures valid ({_run(validate_fixtures(_suite(given)))} case manifest(s)).")
 
 

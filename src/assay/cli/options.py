@@ -6,8 +6,8 @@ check), so `params(...)` makes their params; options many commands share are dec
 `command(...)` registers a body taking one `Given` (every option by name, and the request and
 `Outputs` built from them) with exactly these params, in their order, as its `--help` shows them:
 
-    @command(video_app, "seed", *params(SeedRequest, "adapter adapter_command", EVAL_DIR, "case targets",
-                                        RESUME, VERBOSE.but(help="Print each seeded value."), "adapter_timeout"))
+    @command(video_app, "seed", *params(SeedRequest, "adapter adapter_command case targets", RESUME,
+                                        VERBOSE.but(help="Print each seeded value."), "adapter_timeout"))
     def seed_command(given: Given) -> None:
         # (its docstring is the command's help)
         request, outputs = given.request(SeedRequest), given.outputs(quiet=True)
@@ -30,7 +30,7 @@ import typer
 from assay.core.run.request import Outputs, at_least, between
 
 __all__ = [
-    "EVAL_DIR", "EXECUTOR", "JSON", "JUNIT", "JUNIT_PATH", "LIMIT", "NO_OPEN", "OUTPUT_JSON", "PORT", "PRINT_JSON",
+    "EXECUTOR", "JSON", "JUNIT", "JUNIT_PATH", "LIMIT", "NO_OPEN", "OUTPUT_JSON", "PORT", "PRINT_JSON",
     "PROJECT", "QUIET", "RAY_ADDRESS", "RESUME", "VERBOSE", "Given", "Param", "argument", "command", "option", "params",
 ]
 
@@ -135,13 +135,20 @@ def _as(value: Any, hint: Any) -> Any:
     return value
 
 
-def command(group: typer.Typer | None, name: str, *params: Param, **settings: Any) -> Callable[[Callable[[Given], Any]], Any]:
+def command(
+    group: typer.Typer | None, name: str, *params: Param, only_reads: bool = False, **settings: Any
+) -> Callable[[Callable[[Given], Any]], Any]:
     """Register `body(given)` as the command `name` of `group` (None: nowhere yet) with `params`
-    (typer's `settings`: `cls`, `help`, `hidden`). Returns the typer callback: a function of the
-    options by name, which an app can register as it is."""
+    (typer's `settings`: `cls`, `help`, `hidden`). A command that `only_reads` (or checks) leaves no
+    finished results to speak of when its reader goes (`assay … | head`). Returns the typer callback:
+    a function of the options by name, which an app can register as it is."""
 
     def register(body: Callable[[Given], Any]) -> Any:
         def callback(**values: Any) -> Any:
+            if only_reads:
+                from assay.cli.common import only_reads as said
+
+                said()
             return body(Given(**values))
 
         callback.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
@@ -165,7 +172,6 @@ LIMIT = option("limit", int, 20, "--limit", check=at_least(0), help="How many to
 RESUME = option("resume", str | None, None, "--resume", help="Checkpoint directory or id to resume.")
 EXECUTOR = option("executor", str, "local", "--executor", help="Where cases run: local (default) or ray.")
 RAY_ADDRESS = option("ray_address", str | None, None, "--ray-address", help="Ray cluster to join (default: start a local one).")
-EVAL_DIR = option("eval_dir", Path, Path("eval"), "--eval-dir", help="Eval directory holding cases/, config.yaml and adapter files.")
 PROJECT = option("project", Path | None, None, "--project",
                  help="Project folder (holds evals/, experiments/, pyproject.toml); default: the current folder.")
 PORT = option("port", int, 0, "--port", check=between(0, 65535), help="Port on 127.0.0.1 (0 picks a free one).")

@@ -29,8 +29,8 @@ runs_app = typer.Typer(
 KIND = params(RunsOptions, "kind")[0]
 
 
-def _command(name: str, *items: str | Param) -> Any:
-    return command(runs_app, name, *params(RunsOptions, *items))
+def _command(name: str, *items: str | Param, only_reads: bool = True) -> Any:
+    return command(runs_app, name, *params(RunsOptions, *items), only_reads=only_reads)
 
 
 @_command("list", "kind search", LIMIT.but(check=at_least(1), help="How many runs, newest first."),
@@ -40,7 +40,6 @@ def list_command(given: Given) -> None:
     from assay.core.history.shown import runs_listed
     from assay.core.run.kinds import kind_names
 
-    common.only_reads()
     if given.kind is not None and given.kind not in kind_names():
         common.refuse("--kind", f"must be one of {', '.join(kind_names())}")
     with common.store() as store:
@@ -52,7 +51,6 @@ def show_command(given: Given) -> None:
     """Show one run: identity, gates, per-target / per-eval table and its failing units."""
     from assay.core.history.shown import run_shown
 
-    common.only_reads()
     with common.store() as store:
         common.show(given.json, *run_shown(store, given.run, given.limit), default=str)
 
@@ -65,7 +63,6 @@ def compare_command(given: Given) -> None:
     from assay.core.history.verdict import VerdictSettings
     from assay.core.interop.unit_map import UnitIdMap
 
-    common.only_reads()
     with common.failing():
         id_map = UnitIdMap.parse(list(given.maps or ()))
     with common.store() as store:
@@ -83,7 +80,6 @@ def flaky_command(given: Given) -> None:
     """Units whose verdicts disagree over the last runs of each series, with pass rate and a Wilson interval."""
     from assay.core.history.shown import flaky_shown
 
-    common.only_reads()
     with common.store() as store:
         common.show(given.json, *flaky_shown(store, given.kind, given.last, given.limit))
 
@@ -93,12 +89,11 @@ def trend_command(given: Given) -> None:
     """The pass rate over the last runs of a series (with its interval), flaky units marked."""
     from assay.core.history.shown import trend_shown
 
-    common.only_reads()
     with common.store() as store:
         common.show(given.json, *trend_shown(store, given.group, given.kind, given.last))
 
 
-@_command("merge", "runs", OUTPUT_JSON.but(help="Write the merged run's JSON report here (video)."))
+@_command("merge", "runs", OUTPUT_JSON.but(help="Write the merged run's JSON report here (video)."), only_reads=False)
 def merge_command(given: Given) -> None:
     """Combine `--shard i/n` runs into one run, with the gates and summary of the unsharded run."""
     from assay.core.history.shown import shard_record
@@ -111,7 +106,7 @@ def merge_command(given: Given) -> None:
     raise typer.Exit(result.exit_code)
 
 
-@_command("import", "files format_name", PRINT_JSON)
+@_command("import", "files format_name", PRINT_JSON, only_reads=False)
 def import_command(given: Given) -> None:
     """Import other tools' results as runs: JUnit XML, Inspect AI logs, pydantic-evals reports, DeepEval test runs,
     promptfoo results."""
@@ -138,14 +133,13 @@ def export_command(given: Given) -> None:
     from assay.core.history.shown import exported
     from assay.core.interop.otlp_export import check_endpoint
 
-    common.only_reads()
     with common.failing():
         endpoint = check_endpoint(given.otlp)
     with common.store() as store:
         common.show(given.json, *exported(store, given.run, endpoint, given.timeout), ensure_ascii=True)
 
 
-@_command("reindex")
+@_command("reindex", only_reads=False)
 def reindex_command(given: Given) -> None:
     """Rebuild the store's index from the run records beside it."""
     from assay.core.history.shown import reindex_lines

@@ -21,13 +21,13 @@ __all__ = ["view_command"]
 @command(None, "view", PORT, NO_OPEN,
          option("export", Path | None, None, "--export", help="Write a static site of the viewer to this folder and exit."),
          option("label", bool, False, "--label", help="Label mode: record pass/fail or a score for units (writes labels to the store)."),
-         option("labeller", str | None, None, "--as", help="Label as this name (default: git config user.name, else the OS user)."))
+         option("labeller", str | None, None, "--as", help="Label as this name (default: git config user.name, else the OS user)."),
+         only_reads=True)
 def view_command(given: Given) -> None:
     """Browse runs, drill into units and compare two runs in a local web viewer; with --label, label units."""
     from assay.core.results_store import open_store
     from assay.view.data import ViewData
 
-    common.only_reads()
     if given.label and given.export is not None:
         common.refuse("--label", "cannot be combined with --export (labels are recorded in the live viewer)")
     if given.labeller is not None and not given.label:

@@ -1,4 +1,5 @@
-"""What `assay video run` and `assay video seed` are asked, and the invocation GlassKit's checkpoints store.
+"""What `assay video run` and `assay video seed` are asked, and the invocation GlassKit's checkpoints store;
+the options of the other video commands (`VideoOptions`) and GlassKit's command-line checks.
 
 Each request is frozen and declared once with `option(...)` in GlassKit's key names. A GlassKit
 checkpoint's `invocation` also holds some of the run's outputs (`verbose`, and for a run
@@ -8,11 +9,12 @@ place GlassKit's key order gives them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from assay.core.run.request import (
     MAX_CONCURRENCY, MAX_REPEAT, Outputs, above, at_least, between, from_invocation, option, option_of, to_invocation,
@@ -20,11 +22,12 @@ from assay.core.run.request import (
 from assay.errors import UsageError
 
 __all__ = [
-    "PROGRAM", "SeedRequest", "VideoRunRequest", "check_run_options", "check_seed_options", "check_time_filters",
-    "check_times", "invocation_with_outputs", "outputs_from_invocation",
+    "PROGRAM", "SeedRequest", "VideoOptions", "VideoRunRequest", "check_run_options", "check_seed_options",
+    "check_time_filters", "check_times", "invocation_with_outputs", "one_adapter", "outputs_from_invocation", "planned",
 ]
 
 PROGRAM = "assay video"
+Planned = TypeVar("Planned", "VideoRunRequest", "SeedRequest")
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,49 @@ def check_time_filters(case: str | None, at: Sequence[float], from_s: float | No
         check_times(option, values)
     if from_s is not None and until_s is not None and from_s >= until_s:
         raise UsageError("--until must be greater than --from", "--until")
+
+
+def one_adapter(adapter: str | None, adapter_command: str | None) -> None:
+    if adapter and adapter_command:
+        raise UsageError("--adapter-command cannot be used with --adapter", "--adapter-command")
+
+
+def planned(request: Planned, adapter_config_file: Path | None) -> Planned:
+    """A new run's or seed's request as GlassKit plans it: one adapter (`<eval-dir>/adapter.py:create_evaluator`
+    when none is given) and the adapter config (discovered, or `--adapter-config`); UsageError naming the option."""
+    from assay.video.loading import load_adapter_config
+
+    one_adapter(request.adapter, request.adapter_command)
+    adapter = request.adapter
+    if adapter is None and request.adapter_command is None:
+        adapter = request.eval_dir.as_posix() + "/adapter.py:create_evaluator"
+    config = load_adapter_config(request.eval_dir.expanduser(), adapter_config_file)
+    return dataclasses.replace(request, adapter=adapter, adapter_config=config)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VideoOptions:
+    """The options of the other `assay video` commands, declared once (a run's and a seed's are their
+    requests' fields; a command that shares one of those takes it from there)."""
+
+    eval_dir: Path = option(Path("eval"), flag="--eval-dir", help="Eval directory holding cases/, config.yaml and adapter files.")
+    adapter_config_file: Path | None = option(None, flag="--adapter-config", help="Adapter config file (YAML, or JSON by suffix).")
+    frame_case: str = option(flag="--case", help="Case file name or stem.")
+    frame_times: tuple[float, ...] = option(flag="--at", help="Time to export (repeatable).")
+    output_dir: Path | None = option(None, flag="--output-dir", help="Default: <eval-dir>/runs/frames/<case>/.")
+    review_case: str | None = option(None, flag="--case", help="Open this case (file name or stem).")
+    target: str | None = option(None, flag="--target", help="Select this target (needs --case).")
+    time: float | None = option(None, flag="--time", help="Start at this time in seconds (needs --case).")
+    results: Path | None = option(None, flag="--results", help="JSON report or run checkpoint whose pass/fail marks to "
+                                  "show (default: the newest under <eval-dir>/runs).")
+    directory: Path = option(Path("eval"), argument=True, help="Eval directory to write (default: eval, where `run` looks).")
+    language: str = option("python", flag="--adapter", help="The starter adapter's language: python (default) or js (node).")
+    force: bool = option(False, flag="--force", help="Overwrite starter files that already exist.")
+    pull_case: str | None = option(None, flag="--case", help="Only download one case by file name or stem.")
+    file: Path = option(argument=True, metavar="FILE", help="Local video file to upload.")
+    store: str = option(flag="--store", help="Named video store from <eval-dir>/config.yaml.")
+    key: str | None = option(None, flag="--key", help="Object key. Defaults to an immutable key derived from the SHA-256.")
+    all_files: bool = option(False, flag="--all", help="Remove verified videos too; they will be downloaded again when used.")
 
 
 def refusal(options: str, flags: Sequence[str]) -> str:
