@@ -78,3 +78,11 @@ def test_agent_list_cut_short_by_its_reader_speaks_of_no_results(tmp_path: Path)
                                                  store=tmp_path / "store.db")
     assert code == 130, stderr
     assert stderr.splitlines()[-1] == STOPPED, stderr
+
+
+def test_help_read_by_a_reader_that_leaves_early_is_not_a_stopped_command(tmp_path: Path) -> None:
+    """`assay judge --help | head -1`: help is printed before any command starts, so a reader that
+    leaves early only drops the rest of it: exit 0, nothing on stderr (it used to say results were kept)."""
+    for args in (("judge", "--help"), ("runs", "--help"), ("--help",)):
+        code, stderr = _reader_leaves_after_one_line(*args, cwd=tmp_path, store=tmp_path / "assay.db")
+        assert (code, stderr) == (0, ""), (args, code, stderr)

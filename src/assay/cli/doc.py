@@ -18,7 +18,7 @@ import typer
 from typer.core import TyperCommand
 
 from assay.cli import common
-from assay.cli.options import JSON, JUNIT, Given, Param, command, params
+from assay.cli.options import JSON, JUNIT, Given, Param, command, group, params
 from assay.doc.command_line import DocOptions
 from assay.errors import EXIT_ERROR
 
@@ -29,10 +29,7 @@ except ImportError:  # pragma: no cover - typer releases that use click itself
 
 __all__ = ["doc_app"]
 
-doc_app = typer.Typer(
-    rich_markup_mode=None, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-    help="Document evals: eval-kit suites (config, cases, adapters, deterministic grading, model judges).",
-)
+doc_app = group("Document evals: eval-kit suites (config, cases, adapters, deterministic grading, model judges).")
 DOC_JSON = JSON.but(help="Print NDJSON events (run_started, unit, run_finished) instead of lines.")
 MODEL = "model provider effort"
 

@@ -7,21 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
 
 from assay.cli import common
-from assay.cli.options import JSON, Given, command, option
+from assay.cli.options import JSON, Given, command, group, option
 
 __all__ = ["judge_app"]
 
-judge_app = typer.Typer(
-    rich_markup_mode=None, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-    help="Model judges: agreement with human labels (κ, α, Spearman), clearing the judge cache.",
-)
-cache_app = typer.Typer(
-    rich_markup_mode=None, help="The judge's call cache.", no_args_is_help=True, add_completion=False,
-    pretty_exceptions_enable=False,
-)
+judge_app = group("Model judges: agreement with human labels (κ, α, Spearman), clearing the judge cache.")
+cache_app = group("The judge's call cache.")
 judge_app.add_typer(cache_app, name="cache")
 
 

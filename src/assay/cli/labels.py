@@ -9,17 +9,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import typer
 
 from assay.cli import common
-from assay.cli.options import Given, argument, command, option
+from assay.cli.options import Given, argument, command, group, option
 
 __all__ = ["labels_app"]
 
-labels_app = typer.Typer(
-    rich_markup_mode=None, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-    help="Human labels of units: export them as JSONL (a golden dataset), import them into a store.",
-)
+labels_app = group("Human labels of units: export them as JSONL (a golden dataset), import them into a store.")
 
 
 @command(labels_app, "export", option("output", Path | None, None, "--output", "-o", help="Write to this file instead of stdout."),

@@ -31,7 +31,8 @@ from assay.core.run.request import Outputs, at_least, between
 
 __all__ = [
     "EXECUTOR", "JSON", "JUNIT", "JUNIT_PATH", "LIMIT", "NO_OPEN", "OUTPUT_JSON", "PORT", "PRINT_JSON",
-    "PROJECT", "QUIET", "RAY_ADDRESS", "RESUME", "VERBOSE", "Given", "Param", "argument", "command", "option", "params",
+    "PROJECT", "QUIET", "RAY_ADDRESS", "RESUME", "VERBOSE", "Given", "Param", "argument", "command", "group", "option",
+    "params",
 ]
 
 
@@ -135,6 +136,12 @@ def _as(value: Any, hint: Any) -> Any:
     return value
 
 
+def group(help_text: str) -> typer.Typer:
+    """A command group: plain help (flags shown as flags, options as `--name <type>`), its help when called bare."""
+    return typer.Typer(rich_markup_mode=None, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                       help=help_text)
+
+
 def command(
     group: typer.Typer | None, name: str, *params: Param, only_reads: bool = False, **settings: Any
 ) -> Callable[[Callable[[Given], Any]], Any]:
@@ -145,10 +152,9 @@ def command(
 
     def register(body: Callable[[Given], Any]) -> Any:
         def callback(**values: Any) -> Any:
-            if only_reads:
-                from assay.cli.common import only_reads as said
+            from assay.cli.stdout_guard import nothing_to_keep, results_kept
 
-                said()
+            nothing_to_keep() if only_reads else results_kept()
             return body(Given(**values))
 
         callback.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

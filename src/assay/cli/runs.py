@@ -15,17 +15,14 @@ from typing import Any
 import typer
 
 from assay.cli import common
-from assay.cli.options import LIMIT, OUTPUT_JSON, PRINT_JSON, Given, Param, command, params
+from assay.cli.options import LIMIT, OUTPUT_JSON, PRINT_JSON, Given, Param, command, group, params
 from assay.core.history.shown import RunsOptions
 from assay.core.run.request import at_least
 from assay.errors import AssayError
 
 __all__ = ["runs_app"]
 
-runs_app = typer.Typer(
-    rich_markup_mode=None, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-    help="Run history across kinds: list, show, compare two runs (paired statistics), reindex.",
-)
+runs_app = group("Run history across kinds: list, show, compare two runs (paired statistics), reindex.")
 KIND = params(RunsOptions, "kind")[0]
 
 

@@ -36,9 +36,13 @@ class StdoutGuard:
         self._stream = stream
         self._lock = threading.Lock()
         self.closed_by_reader = False
-        self.interrupts = True
+        # Only a command's own body is stopped: help and usage errors, printed before it starts, just
+        # lose their output when the reader goes early (`assay --help | head`), as any tool's would.
+        self.interrupts = False
         self.resume_lines: list[str] = []  # how to continue the run, said on stderr when stdout is gone
-        self.keeps_results = True  # False for a command that only reads or checks (see `nothing_to_keep`)
+        # True once a command that makes results has started (see `results_kept`); help, usage errors and
+        # commands that only read or check leave nothing to speak of.
+        self.keeps_results = False
 
     def write(self, text: str) -> int:
         if self.closed_by_reader:
@@ -138,11 +142,31 @@ def install() -> StdoutGuard:
     return guard
 
 
+def results_kept() -> None:
+    """Said as a command that makes results (a run, a merge, an import) starts: when its reader goes,
+    the closed-stdout line says its finished results are kept."""
+    _command_starts(keeps_results=True)
+
+
 def nothing_to_keep() -> None:
     """Said by a command that only reads or checks (`runs compare`, `doc doctor`): when its reader
     goes, there are no finished results to speak of in the closed-stdout line."""
-    if isinstance(sys.stdout, StdoutGuard):
-        sys.stdout.keeps_results = False
+    _command_starts(keeps_results=False)
+
+
+def _command_starts(*, keeps_results: bool) -> None:
+    """From here on the reader going stops the command (at once if it has gone already)."""
+    guard = sys.stdout
+    if not isinstance(guard, StdoutGuard):
+        return
+    with guard._lock:
+        guard.keeps_results = keeps_results
+        if guard.interrupts or threading.current_thread() is not threading.main_thread():
+            return
+        guard.interrupts = True
+        gone = guard.closed_by_reader
+    if gone:
+        raise KeyboardInterrupt
 
 
 def keep_resume_lines(lines: Sequence[str]) -> None:

@@ -14,7 +14,8 @@ import typer
 
 from assay.cli import common
 from assay.cli.options import (
-    EXECUTOR, JSON, JUNIT_PATH, NO_OPEN, OUTPUT_JSON, PORT, QUIET, RAY_ADDRESS, RESUME, VERBOSE, Given, Param, command, params,
+    EXECUTOR, JSON, JUNIT_PATH, NO_OPEN, OUTPUT_JSON, PORT, QUIET, RAY_ADDRESS, RESUME, VERBOSE, Given, Param, command, group,
+    params,
 )
 from assay.core.run.request import Execution, Outputs
 from assay.errors import AssayError
@@ -23,11 +24,8 @@ from assay.video.request import (
 )
 from assay.video.store_commands import materialize
 
-video_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True, add_completion=False, help="Video evals (GlassKit Eval compatible).")
-store_app = typer.Typer(
-    rich_markup_mode=None, no_args_is_help=True,
-    help="Download, upload and cache videos kept in cloud video stores (config.yaml video_stores).",
-)
+video_app = group("Video evals (GlassKit Eval compatible).")
+store_app = group("Download, upload and cache videos kept in cloud video stores (config.yaml video_stores).")
 ONLY = [param.but(help=text) for param, text in zip(params(VideoRunRequest, "case targets"), (
     "Only this case (file name or stem).", "Only this target id (repeatable)."))]
 STORE_EVAL_DIR = params(VideoOptions, "eval_dir")[0].but(help="Eval directory holding cases/ and config.yaml.")
