@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from assay.agent.traces.active import ACTIVE
 from assay.view.waterfall import KIND_ATTRIBUTE, MODEL, OTHER, SUBAGENT, TOOL, span_category
 
 SpanMapper = Callable[[list[dict[str, Any]]], Any]
@@ -138,8 +139,6 @@ class MappedSend:
         self.__wrapped__ = body
 
     async def __call__(self, input: Any, ctx: Any) -> Any:
-        from assay.agent.traces.tracing import ACTIVE
-
         tracing = ACTIVE.get()
         attempt_id = getattr(getattr(ctx, "settings", None), "attempt_id", None)
         if tracing is not None and attempt_id:

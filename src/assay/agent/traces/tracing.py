@@ -12,10 +12,10 @@ import asyncio
 import importlib.util
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar
 from typing import Any
 
 from assay.agent.context import Telemetry
+from assay.agent.traces.active import ACTIVE
 from assay.agent.traces.attribution import Notice, TraceHub, TurnTrace
 from assay.agent.traces.config import TelemetryConfig
 from assay.agent.traces.mapping import map_document
@@ -24,7 +24,6 @@ from assay.agent.traces.receiver import ATTEMPT_PREFIX, TRACES_PATH, TraceReceiv
 
 __all__ = ["ACTIVE", "AttemptTracing", "RunTracing", "no_spans_message", "sdk_installed", "telemetry_env"]
 
-ACTIVE: ContextVar[RunTracing | None] = ContextVar("assay_run_tracing", default=None)
 BATCH_DELAY_MS = 100  # OTEL_BSP_SCHEDULE_DELAY handed to child processes
 SETTLE_QUIET_S = 0.25  # nothing for this long after the last turn and the last export: the late spans are in
 SETTLE_LIMIT_S = 2.0
