@@ -215,7 +215,11 @@ def test_a_daemon_that_cannot_see_this_machines_folders_gets_the_workdir_in_the_
     environment = {**os.environ, "ASSAY_SANDBOX_DIR": private}
     if _daemon_socket().startswith("/tmp/"):
         pytest.skip("the daemon's socket is under /tmp, which this test hides")
-    argv = ["bwrap", "--bind", "/", "/", "--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc", "--die-with-parent", "--"]
+    argv = ["bwrap", "--bind", "/", "/", "--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc", "--die-with-parent"]
+    for kept in {sys.prefix, str(ROOT)}:  # a checkout or a virtual environment under /tmp stays visible
+        if kept.startswith("/tmp/"):
+            argv += ["--bind", kept, kept]
+    argv.append("--")
     created, stopped = _child("elsewhere", environment, argv)
     assert created["placement"] == {"kind": "container", "reason": "the Docker daemon could not mount a folder of "
                                                                    "this machine (it runs on another machine)"}
