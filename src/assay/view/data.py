@@ -1,5 +1,5 @@
-"""What the results viewer shows, as JSON documents: run lists, run pages, unit pages (with a sandbox
-attempt's File Changes and an agent attempt's waterfall and timing), units, traces, compares.
+"""What the results viewer shows, as JSON documents: run lists, run pages, unit pages (with what the unit's
+kind adds: a video frame, an agent attempt's File Changes, waterfall and timing), units, traces, compares.
 
 One function per API endpoint, over a `RunStore`; the live server and the static export both use
 them, so an exported page shows exactly what the live page showed.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,10 +18,10 @@ from assay.core.record import UnitResult, jsonable
 from assay.core.history.compare import compare_stored_runs
 from assay.core.run_diff import CHANGE_KINDS, RunComparison
 from assay.core.results_store import SqliteRunStore
+from assay.core.run.kinds import kind_view
 from assay.errors import UsageError
-from assay.view.waterfall import timing_view, waterfall_view
 
-__all__ = ["MAX_PAGE", "PAGE_SIZE", "ViewData", "api_key", "sandbox_view", "trace_summary"]
+__all__ = ["MAX_PAGE", "PAGE_SIZE", "ViewData", "api_key"]
 
 PAGE_SIZE = 100
 MAX_PAGE = 1000
@@ -42,86 +42,11 @@ def _preview(value: Any) -> str:
 
 
 def _shown_expected_and_observed(unit: UnitResult, kind: str) -> tuple[str, str]:
-    """The expected / observed previews of a unit row.
-
-    An agent unit records neither (expected is null; observed only holds a score): what it was
-    held to is its assertions, so the row shows their descriptions and how they came out.
-    """
-    if kind != "agent":
-        return _preview(unit.expected), _preview(unit.observed)
-    assertions = [item for item in (unit.detail or {}).get("assertions") or () if isinstance(item, Mapping)]
-    expected = "; ".join(str(item.get("description") or item.get("kind") or "") for item in assertions)
-    statuses: dict[str, int] = {}
-    for item in assertions:
-        status = str(item.get("status") or "unknown")
-        statuses[status] = statuses.get(status, 0) + 1
-    outcome = [f"{count} {status}" for status, count in statuses.items()]
-    if isinstance(unit.observed, Mapping) and unit.observed.get("score") is not None:
-        outcome.insert(0, f"score {unit.observed['score']}")
-    return _preview(expected), _preview(", ".join(outcome))
-
-
-def _diff_lines(diff: str) -> list[dict[str, str]]:
-    """A unified diff as classified lines (hunk header, added, removed, context) for the page to colour."""
-    lines = []
-    for line in diff.splitlines():
-        if line.startswith(("+++", "---")):
-            continue
-        kind = "hunk" if line.startswith("@@") else "add" if line.startswith("+") else "del" if line.startswith("-") else "ctx"
-        lines.append({"kind": kind, "text": line})
-    return lines
-
-
-def sandbox_view(sandbox: Mapping[str, Any]) -> dict[str, Any]:
-    """A sandbox attempt's File Changes (per send window) and the commands it ran, as the unit page shows them.
-
-    Everything here was redacted and bounded when the attempt was sealed; this only reshapes it."""
-    changes = sandbox.get("file_changes") if isinstance(sandbox.get("file_changes"), Mapping) else {}
-    windows = []
-    for window in changes.get("windows") or ():
-        if not isinstance(window, Mapping):
-            continue
-        rows = []
-        for change in window.get("changes") or ():
-            if not isinstance(change, Mapping):
-                continue
-            row: dict[str, Any] = {"path": str(change.get("path", "")), "status": str(change.get("status", ""))}
-            if change.get("elided"):
-                row["note"] = f"content elided ({change['elided']})"
-            elif isinstance(change.get("diff"), str):
-                row["lines"] = _diff_lines(change["diff"])
-                if change.get("diff_cut"):
-                    row["note"] = "diff cut at 64 KiB"
-            elif change.get("diff_omitted"):
-                row["note"] = str(change["diff_omitted"])
-            rows.append(row)
-        windows.append({"window": str(window.get("window", "")), "changes": rows})
-    commands = [
-        {name: command.get(name) for name in ("phase", "window", "command", "exit_code", "duration_seconds", "timed_out",
-                                               "stdout_tail", "stderr_tail") if command.get(name) is not None}
-        for command in sandbox.get("commands") or () if isinstance(command, Mapping)
-    ]
-    return {
-        "provider": sandbox.get("provider"), "isolation": sandbox.get("isolation"), "kept": bool(sandbox.get("kept")),
-        "sandbox_id": sandbox.get("sandbox_id"), "complete": changes.get("complete", True),
-        "reason": changes.get("reason"), "windows": windows, "commands": commands,
-        "files_changed": len({change["path"] for window in windows for change in window["changes"]}),
-    }
-
-
-def trace_summary(unit: UnitResult, waterfall: Mapping[str, Any]) -> dict[str, Any]:
-    """One row of the Traces page: an attempt's spans over all its turns."""
-    turns = waterfall["turns"]
-    counts = {name: sum(turn["counts"][name] for turn in turns) for name in ("model", "tool", "subagent", "other")}
-    windowed = sum(turn["attributed_by_window"] for turn in turns)
-    spans = sum(turn["span_count"] for turn in turns)
-    return {
-        "unit_id": unit.unit_id, "verdict": unit.verdict, "turns": len(turns),
-        "turns_with_spans": sum(1 for turn in turns if turn["span_count"]), "span_count": spans,
-        "counts": counts, "errors": sum(turn["errors"] for turn in turns),
-        "duration_ms": round(sum(turn["duration_ms"] for turn in turns), 3), "dropped": waterfall["dropped"],
-        "attributed_by": "time window" if windowed and windowed == spans else "mixed" if windowed else "traceparent",
-    }
+    """The expected / observed previews of a unit row: what the kind shows (an agent, its assertions), else
+    the unit's own expected and observed."""
+    previews = kind_view(kind).previews
+    expected, observed = previews(unit) if previews is not None else (unit.expected, unit.observed)
+    return _preview(expected), _preview(observed)
 
 
 def _integer(params: Mapping[str, Any], name: str, default: int, maximum: int) -> int:
@@ -199,17 +124,10 @@ class ViewData:
         document = jsonable(unit.to_json())
         document["run_id"] = run_id
         document["kind"] = kind
-        document["has_frame"] = kind == "video" and bool((unit.artifacts or {}).get("video"))
-        sandbox = (unit.detail or {}).get("sandbox") if kind == "agent" else None
-        if isinstance(sandbox, Mapping) and sandbox.get("file_changes") is not None:
-            document["file_changes"] = sandbox_view(sandbox)
-        if kind == "agent" and isinstance(unit.detail, Mapping):
-            waterfall = waterfall_view(unit.detail)
-            if waterfall is not None:
-                document["waterfall"] = waterfall
-            timing = timing_view(unit.detail.get("timing"))
-            if timing is not None:
-                document["timing"] = timing
+        document["has_frame"] = False
+        extras = kind_view(kind).unit_extras
+        if extras is not None:  # a video frame, an agent attempt's File Changes, waterfall and timing
+            document.update(extras(unit))
         return document
 
     def traces(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -218,11 +136,12 @@ class ViewData:
         kind = self.store.get_run(run_id).manifest.kind
         offset = _integer(params, "offset", 0, 10**9)
         limit = _integer(params, "limit", PAGE_SIZE, MAX_PAGE)
-        rows = self._traced_attempts(run_id) if kind == "agent" else []
+        trace_row = kind_view(kind).trace_row
+        rows = self._traced_attempts(run_id, trace_row) if trace_row is not None else []
         return {"run_id": run_id, "kind": kind, "traces": rows[offset : offset + limit], "total": len(rows),
                 "offset": offset, "limit": limit}
 
-    def _traced_attempts(self, run_id: str) -> list[dict[str, Any]]:
+    def _traced_attempts(self, run_id: str, trace_row: Callable[[UnitResult], Any]) -> list[dict[str, Any]]:
         """Every attempt of a run with spans, summarised (a published run never changes, so once per run)."""
         found = self._trace_lists.get(run_id)
         if found is not None:
@@ -233,9 +152,9 @@ class ViewData:
         while True:
             page = self.store.unit_page(run_id, offset=offset, limit=MAX_PAGE)
             for unit in page.units:
-                waterfall = waterfall_view(unit.detail) if isinstance(unit.detail, Mapping) else None
-                if waterfall is not None:
-                    rows.append(trace_summary(unit, waterfall))
+                row = trace_row(unit)
+                if row is not None:
+                    rows.append(row)
             offset += MAX_PAGE
             if offset >= page.total or not page.units:
                 break

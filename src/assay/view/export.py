@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.core.run.kinds import kind_view
 from assay.core.run_diff import CHANGE_KINDS
 from assay.view.data import PAGE_SIZE, ViewData, api_key
 from assay.view.labelling import agreement
@@ -93,7 +94,7 @@ def export_site(data: ViewData, directory: Path, *, limits: ExportLimits = Expor
                 offset += PAGE_SIZE
                 if offset >= page["total"]:
                     break
-        if run["kind"] == "agent":
+        if kind_view(run["kind"]).trace_row is not None:  # the kind has a Traces page
             offset = 0
             while offset < limits.units_per_run:
                 page = writer.answer("traces", {"run": run_id, "offset": str(offset), "limit": str(PAGE_SIZE)}, data.traces)

@@ -8,6 +8,7 @@ name and imported only when used (like Inspect's providers), so `core/` imports 
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,8 +21,8 @@ from assay.core.run_events import RunEvents, RunFinished, RunListener
 from assay.errors import AssayError, UsageError
 
 __all__ = [
-    "KINDS", "KindOutput", "OpenedRun", "Resumable", "Resumed", "RunKind", "ShardMerge", "ShardRecord", "WorkerSpec",
-    "kind_named", "kind_names",
+    "KINDS", "VIEWS", "KindOutput", "KindView", "OpenedRun", "Resumable", "Resumed", "RunKind", "ShardMerge", "ShardRecord", "WorkerSpec",
+    "kind_named", "kind_names", "kind_view",
 ]
 
 Request = TypeVar("Request")
@@ -34,6 +35,40 @@ KINDS: Mapping[str, str | None] = {
     "doc": "assay.doc.run_kind:DOC",
     "imported": None,
 }
+
+
+# What the results viewer shows of a kind's units beyond the shared columns: name -> "module:attribute" of
+# its KindView, imported on first use (the viewer never imports a kind's engine). Absent: nothing more.
+VIEWS: Mapping[str, str] = {
+    "video": "assay.video.view_extras:VIEW",
+    "agent": "assay.agent.view_extras:VIEW",
+}
+
+
+@dataclass(frozen=True)
+class KindView:
+    """What the viewer shows of a kind's units beyond what every unit has; each part optional."""
+
+    # A unit row's expected and observed, before the viewer cuts them to a preview.
+    previews: Callable[[UnitResult], tuple[Any, Any]] | None = None
+    # Added to a unit page's document (a video frame, an agent attempt's File Changes and waterfall).
+    unit_extras: Callable[[UnitResult], Mapping[str, Any]] | None = None
+    # The unit's row on the Traces page, None for a unit without spans; absent: the kind has no traces.
+    trace_row: Callable[[UnitResult], Mapping[str, Any] | None] | None = None
+
+
+_PLAIN_VIEW = KindView()
+
+
+@functools.cache
+def kind_view(name: str) -> KindView:
+    """What the viewer shows of units of the kind `name` (plain for a kind that adds nothing)."""
+    target = VIEWS.get(name)
+    if target is None:
+        return _PLAIN_VIEW
+    module_name, attribute = target.split(":")
+    view: KindView = getattr(importlib.import_module(module_name), attribute)
+    return view
 
 
 def kind_names() -> tuple[str, ...]:
