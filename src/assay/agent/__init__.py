@@ -8,7 +8,7 @@ from assay.agent.adapter import Agent, DefinedAgent, SendFailure, define_agent
 from assay.agent.assertions import command_succeeded
 from assay.agent.authoring import Answer, EvalContext, SessionHandle, TurnHandle, at_least
 from assay.agent.context import AgentContext, CancelSignal, HookContext, SandboxAgentContext, Telemetry
-from assay.agent.definition import Eval, EvalDescriptor, define_eval, define_score_eval
+from assay.agent.definition import Eval, EvalDescriptor, EvalGroup, define_eval, define_eval_group, define_score_eval
 from assay.agent.experiment import Experiment
 from assay.agent.judging import Judge, JudgeRequest, JudgeScore
 from assay.agent.matchers import (
@@ -40,12 +40,12 @@ __all__ = [
     "AgentEnsure", "CommandResult", "Sandbox", "SandboxAgent", "SandboxAgentContext", "command_succeeded",
     "define_sandbox", "define_sandbox_agent", "docker_sandbox", "local_sandbox", "sandbox_layer",
     "COMPLETE", "MISSING", "Agent", "AgentContext", "AgentSession", "Answer", "CancelSignal", "Compaction",
-    "ContextInjected", "Coverage", "DefinedAgent", "ErrorEvent", "Eval", "EvalContext", "EvalDescriptor",
+    "ContextInjected", "Coverage", "DefinedAgent", "ErrorEvent", "Eval", "EvalContext", "EvalDescriptor", "EvalGroup",
     "EvidenceCoverage", "Experiment", "HookContext", "InputFile", "InputOption", "InputRequest", "InputRequested",
     "InputResponse", "Judge", "JudgeRequest", "JudgeScore", "Matcher", "Message", "OperationFinished",
     "OperationStarted", "Outcome", "SendFailure", "SessionHandle", "SessionSlot", "SkillLoaded", "SubagentOperation",
     "Telemetry", "Thinking", "ToolOperation", "Turn", "TurnHandle", "TurnInput", "Unavailable", "Usage", "and_",
-    "at_least", "complete_evidence_coverage", "create_session_slot", "define_agent", "define_eval",
+    "at_least", "complete_evidence_coverage", "create_session_slot", "define_agent", "define_eval", "define_eval_group",
     "define_score_eval", "equals", "event_match", "excludes", "includes", "is_defined", "is_false", "is_true",
     "json_match", "matches", "message", "not_", "or_", "partial", "pattern", "satisfies", "similarity", "tool_call",
     "tool_match", "tool_result", "unavailable",

@@ -22,6 +22,7 @@ from assay.agent.control import AuthoringError, SkipEval, StopEval
 from assay.agent.record import AttemptResult
 from assay.agent.sandbox.lifecycle import SandboxStage, SandboxStageError
 from assay.agent.sandbox.linking import SandboxBinding
+from assay.agent.sandbox.reuse import SandboxPool
 from assay.agent.sealing import seal_attempt
 from assay.agent.session import AgentSession
 from assay.agent.timing import Timeline
@@ -102,10 +103,11 @@ def _keep_sandbox(keep: str | None, verdict: str | None) -> bool:
 
 async def run_attempt(
     settings: AttemptSettings, test: Callable[[Any], Awaitable[None]], in_flight: InFlight, position: int, *,
-    surface: EvalSurface, sandbox: SandboxBinding | None = None,
+    surface: EvalSurface, sandbox: SandboxBinding | None = None, pool: SandboxPool | None = None,
 ) -> AttemptResult:
     """Run `test(t)` within the attempt's deadline, between the agent's setup and teardown (in the
-    sandbox its pair is linked to, when it is), and seal it; `surface` makes `t`.
+    sandbox its pair is linked to, when it is; taken from and given back to `pool` when attempts share
+    sandboxes), and seal it; `surface` makes `t`.
 
     An interrupted attempt keeps what it did so far but gets no verdict; pending judge calls are dropped."""
     started = time.perf_counter()
@@ -118,7 +120,7 @@ async def run_attempt(
             settings = settings._replace(telemetry=tracing.telemetry)
     timeline = Timeline(started)
     runtime = AttemptRuntime(settings, timeline, tracing)
-    stage = runtime.sandbox_stage = SandboxStage(sandbox, settings, tracing) if sandbox is not None else None
+    stage = runtime.sandbox_stage = SandboxStage(sandbox, settings, tracing, pool) if sandbox is not None else None
     signal = settings.signal
     timeout = settings.timeout
     error: dict[str, Any] | None = None

@@ -180,6 +180,7 @@ class AttemptSettings(NamedTuple):
     judge_declared: bool = False
     retry_base_seconds: float = 5.0  # backoff before resending a send the agent provably rejected
     silence: Any = None  # the run's `SilenceWatch` (a warning when a send with no deadline stays silent)
+    eval_group: Any = None  # the eval's `GroupRef` (id, definition_hash) when it runs in an eval group
 
 
 class AgentContext:
@@ -212,6 +213,9 @@ class AgentContext:
     experiment_id = property(attrgetter("settings.experiment_id"))
     eval_id = property(attrgetter("settings.eval_id"))
     attempt = property(attrgetter("settings.attempt"))
+    eval_group = property(
+        attrgetter("settings.eval_group"), doc="The eval group (`.id`, `.definition_hash`) the eval runs in, or None.",
+    )
 
     @property
     def telemetry(self) -> Telemetry | None:

@@ -129,4 +129,34 @@ def define_score_eval(
     return _build(test, "score", description, tags, timeout, metadata, judge, sandbox, diff)
 
 
-__all__ = ["Eval", "EvalDescriptor", "define_eval", "define_score_eval"]
+@dataclass(frozen=True, slots=True)
+class EvalGroup:
+    """An explicit set of evals (by id) that run one after another in one sandbox, reset between them.
+
+    A group is not a dependency graph: a member that fails does not stop the next one."""
+
+    evals: tuple[str, ...]
+    description: str | None = None
+
+
+def define_eval_group(evals: Sequence[str], *, description: str | None = None) -> EvalGroup:
+    """`group = define_eval_group(["repo/add_flag", "repo/fix_bug"])` in `evals/**/*_group.py`.
+
+    Members are named by eval id (what `assay agent list` shows): an eval gets its id from its file's
+    path when it is discovered, so an eval object has none to refer to. The group's id is its file's path
+    without `_group.py`; members run in id order whatever order they are listed in."""
+    if isinstance(evals, str) or not isinstance(evals, Sequence) or not all(
+        isinstance(member, str) and member for member in evals
+    ):
+        raise ConfigError("define_eval_group takes a list of eval ids (as `assay agent list` shows them)")
+    if not evals:
+        raise ConfigError("an eval group needs at least one member eval id")
+    if len(set(evals)) != len(evals):
+        twice = sorted({member for member in evals if list(evals).count(member) > 1})
+        raise ConfigError(f"an eval group lists {', '.join(twice)} more than once")
+    if description is not None and not isinstance(description, str):
+        raise ConfigError("eval group description must be a string")
+    return EvalGroup(tuple(sorted(evals)), description)
+
+
+__all__ = ["Eval", "EvalDescriptor", "EvalGroup", "define_eval", "define_eval_group", "define_score_eval"]

@@ -1,14 +1,16 @@
 """Finding evals and experiments in a project, and selecting which (experiment, eval) pairs run.
 
 Evals: `evals/**/*_eval.py` (id = path without `_eval.py`) and `evals/<dir>/eval.py` (id = dir);
-experiments: `experiments/**/*.py` (id = path without `.py`); `_`-prefixed files and folders are shared code.
+eval groups: `evals/**/*_group.py` (id = path without `_group.py`), each naming its member evals; experiments: `experiments/**/*.py` (id = path without `.py`); `_`-prefixed files and folders are shared code.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import hashlib
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from assay.adapters.loading import exec_module_file
-from assay.agent.definition import Eval, EvalDescriptor
+from assay.agent.definition import Eval, EvalDescriptor, EvalGroup
 from assay.agent.experiment import Experiment
 from assay.agent.project import EVALS_DIR, EXPERIMENTS_DIR
 from assay.errors import AssayError, ConfigError, UsageError
 
 EVAL_SUFFIX = "_eval.py"
+GROUP_SUFFIX = "_group.py"
 EVAL_ENTRY = "eval.py"
 EVAL_FILE_PATTERNS = f"{EVALS_DIR}/**/*{EVAL_SUFFIX} or {EVALS_DIR}/<folder>/{EVAL_ENTRY}"
 _DEFINERS = ("define_eval", "define_score_eval")
@@ -36,11 +39,24 @@ def _folder_of(path: Path) -> Path:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupRef:
+    """The eval group an eval belongs to: its id and a hash of its membership (part of carry identity)."""
+
+    id: str
+    definition_hash: str
+    path: Path | None = None
+
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.id, "definition_hash": self.definition_hash}
+
+
+@dataclass(frozen=True, slots=True)
 class EvalEntry:
     id: str
     eval: Eval
     path: Path | None = None
     digest: str = ""  # SHA-256 of the defining file: part of a checkpoint's identity
+    group: GroupRef | None = None  # the eval group it runs in (serially, sharing one sandbox)
 
     @property
     def directory(self) -> Path | None:
@@ -228,7 +244,51 @@ def discover_evals(project: Path) -> list[EvalEntry]:
             if eval_id in entries:
                 raise ConfigError(f"eval id {eval_id!r} is defined twice: {entries[eval_id].path} and {path}")
             entries[eval_id] = EvalEntry(eval_id, definition, path, digest)
+    _with_groups(project, root, entries)
     return [entries[key] for key in sorted(entries)]
+
+
+def _group_of(module: Any, path: Path) -> EvalGroup:
+    found = [value for name, value in vars(module).items() if not name.startswith("_") and isinstance(value, EvalGroup)]
+    if len(found) != 1:
+        raise ConfigError(
+            f"{path} must define exactly one eval group (group = define_eval_group([...eval ids])), found {len(found)}"
+        )
+    return found[0]
+
+
+def _group_files(root: Path) -> list[tuple[str, Path]]:
+    return [
+        (path.relative_to(root).as_posix()[: -len(GROUP_SUFFIX)], path)
+        for path in sorted(root.rglob(f"*{GROUP_SUFFIX}"))
+        if not _skipped(path.relative_to(root)) and len(path.name) > len(GROUP_SUFFIX)
+    ]
+
+
+def _with_groups(project: Path, root: Path, entries: dict[str, EvalEntry]) -> None:
+    """Each group's members get its `GroupRef`; an unknown member or an eval in two groups fails discovery,
+    naming the group and its file."""
+    from assay.core.format import did_you_mean
+
+    owner: dict[str, tuple[str, Path]] = {}
+    for group_id, path in _group_files(root):
+        group = _group_of(_import(path, project, "group"), path)
+        where = f"eval group {group_id!r} ({path})"
+        for member in group.evals:
+            if member not in entries:
+                hint = did_you_mean(member, entries)
+                raise ConfigError(f"{where} names eval {member!r}, which does not exist{hint} (`assay agent list` shows the eval ids)")
+            if member in owner:
+                other, other_path = owner[member]
+                raise ConfigError(
+                    f"{where} names eval {member!r}, which is already in eval group {other!r} ({other_path}); "
+                    "an eval runs in one group at most"
+                )
+            owner[member] = (group_id, path)
+        definition = json.dumps({"id": group_id, "evals": list(group.evals)}, separators=(",", ":"))
+        ref = GroupRef(group_id, hashlib.sha256(definition.encode()).hexdigest()[:16], path)
+        for member in group.evals:
+            entries[member] = dataclasses.replace(entries[member], group=ref)
 
 
 def discover_experiments(project: Path) -> list[ExperimentEntry]:
@@ -301,7 +361,7 @@ def select_evals(
 
 
 __all__ = [
-    "EVAL_ENTRY", "EVAL_FILE_PATTERNS", "EVAL_SUFFIX", "EvalEntry", "ExperimentEntry", "discover_evals",
+    "EVAL_ENTRY", "EVAL_FILE_PATTERNS", "EVAL_SUFFIX", "GROUP_SUFFIX", "EvalEntry", "GroupRef", "ExperimentEntry", "discover_evals",
     "discover_experiments", "select_evals", "select_experiments", "unmatched_eval_files",
     "warn_about_unmatched_eval_files",
 ]

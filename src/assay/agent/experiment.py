@@ -68,9 +68,12 @@ class Experiment:
     judge: Mapping[str, Any] | None = None
     sandbox: Any = None  # a SandboxLayer: the template (or command-only steps) this experiment contributes
     early_exit: bool | None = None  # stop an eval's undispatched attempts once one passes (None: the eval's own)
+    sandbox_reuse: bool = False  # attempts share sandboxes serially, the workdir reset between them
+    lifetime: float | None = None  # seconds a reused sandbox may serve attempts; required with sandbox_reuse
 
     def __post_init__(self) -> None:
         check_agent(self.agent, "Experiment")
+        self._check_reuse()
         if self.sandbox is not None:
             from assay.agent.sandbox.layers import check_layer
 
@@ -108,6 +111,18 @@ class Experiment:
             hook = getattr(self, name)
             if hook is not None and not callable(hook):
                 raise ConfigError(f"Experiment {name} must be callable")
+
+    def _check_reuse(self) -> None:
+        if not isinstance(self.sandbox_reuse, bool):
+            raise ConfigError("Experiment sandbox_reuse must be True or False")
+        _positive_number(self.lifetime, "lifetime")
+        if self.sandbox_reuse and self.lifetime is None:
+            raise ConfigError(
+                "Experiment sandbox_reuse=True needs lifetime=<seconds>: how long one sandbox may serve attempts "
+                "before a fresh one is made (e.g. lifetime=1800)"
+            )
+        if self.lifetime is not None and not self.sandbox_reuse:
+            raise ConfigError("Experiment lifetime is the life of a reused sandbox: set it with sandbox_reuse=True")
 
     def selects(self, descriptor: EvalDescriptor) -> bool:
         evals = self.evals

@@ -2,7 +2,8 @@
 
 Components: the eval's source closure (its module and the project modules it imports), the text it
 loads (loaders, `send_file` literals, uploaded fixtures), the agent (name and the experiment's source
-closure), model, reasoning effort, flags, judge config, sandbox layers and the timeout. Comparing two
+closure), model, reasoning effort, flags, judge config, sandbox layers, the timeout and the eval group
+(its id and membership, for a member of one). Comparing two
 identities names each component that changed, so a rerun always has a reason a person can read.
 """
 
@@ -25,7 +26,8 @@ __all__ = [
 ]
 
 IDENTITY_VERSION = 2  # bumped when what a component covers changes: old results then rerun, named as such
-COMPONENTS = ("source", "loaded", "agent", "model", "effort", "flags", "judge", "sandbox", "timeout")
+COMPONENTS = ("source", "loaded", "agent", "model", "effort", "flags", "judge", "sandbox", "timeout",
+              "group")  # `group` only for a member of an eval group: other evals keep their identity
 _FIXTURE_SKIPPED = frozenset({".git", "__pycache__", "node_modules", ".venv"})
 
 
@@ -131,7 +133,9 @@ class IdentityBuilder:
         sandbox_digest = self._shared_digest(None) if sandbox is None else _digest(sandbox)
         # Every eval of one file, run by one experiment with the same judge, sandbox and timeout, has
         # the same identity: it is built once and shared (a 50,000-eval file holds one, not 50,000).
-        key = (source_digest, loaded_digest, experiment_entry.id, judge_digest, sandbox_digest, timeout, eval_file)
+        group = entry.group
+        key = (source_digest, loaded_digest, experiment_entry.id, judge_digest, sandbox_digest, timeout, eval_file,
+               group)
         shared = self._identities.get(key)
         if shared is not None:
             return shared
@@ -142,12 +146,14 @@ class IdentityBuilder:
             "judge": judge_digest,
             "sandbox": sandbox_digest,
             "timeout": self._shared_digest(timeout),
+            **({"group": _digest(group.to_json())} if group is not None else {}),
         }
         values = {
             "eval_file": eval_file,
             "experiment_file": self.closures.relative(experiment_entry.path) if experiment_entry.path is not None else None,
             "agent": experiment.agent.name, "model": experiment.model, "effort": experiment.reasoning_effort,
             "timeout": timeout,
+            **({"group": group.id} if group is not None else {}),
         }
         identity = self._identities[key] = ExecutionIdentity(
             _digest(components), components, {"source": source, "loaded": loaded, "agent": self._agent(experiment_entry)[0]},
@@ -312,6 +318,10 @@ def identity_changes(old: ExecutionIdentity, new: ExecutionIdentity) -> list[Rea
         reasons.append(Reason("judge-changed", "judge changed"))
     if "sandbox" in changed:
         reasons.append(Reason("sandbox-changed", "sandbox changed"))
+    if "group" in changed:
+        old_group, new_group = old.values.get("group"), new.values.get("group")
+        reasons.append(Reason("eval-group-changed", f"eval group changed ({old_group or 'none'} → {new_group or 'none'})"
+                              if old_group != new_group else f"eval group {new_group} changed its members"))
     if "agent" in changed:
         if old.values.get("agent") != new.values.get("agent"):
             reasons.append(Reason("agent-changed", f"agent changed ({old.values.get('agent')} → {new.values.get('agent')})"))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from assay.agent.discovery import EvalEntry, ExperimentEntry
 from assay.agent.record import slot_key
 from assay.agent.sandbox.linking import SandboxBinding, check_keep, link_pair, sandbox_override
-from assay.errors import UsageError
+from assay.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
     from assay.agent.request import AgentRunRequest
@@ -107,17 +107,46 @@ def link_plan(plan: Sequence[PlannedAttempt], keep: str | None = None, sandbox: 
                 planned.experiment.id, planned.experiment.experiment, planned.eval.id, planned.eval.eval, keep, override,
             )
         binding = bindings[pair]
+        if binding is not None:
+            _check_reuse(planned, keep)
         linked.append(planned if binding is None else dataclasses.replace(planned, sandbox=binding))
     return linked
 
 
+def _check_reuse(planned: PlannedAttempt, keep: str | None) -> None:
+    """`sandbox_reuse` shares one sandbox between many attempts: none can be kept as its attempt left it,
+    and an eval group already shares its own. Refused here, before anything is created."""
+    experiment = planned.experiment.experiment
+    if not getattr(experiment, "sandbox_reuse", False):
+        return
+    where = f"experiment {planned.experiment.id} ({planned.experiment.path or 'not from a file'})"
+    if keep is not None:
+        raise ConfigError(
+            f"{where} sets sandbox_reuse=True, which cannot be combined with --keep-sandbox: a shared sandbox "
+            "serves many attempts, so none is left as one attempt had it. Run without --keep-sandbox, or set "
+            "sandbox_reuse=False in the experiment to keep sandboxes"
+        )
+    group = planned.eval.group
+    if group is not None:
+        raise ConfigError(
+            f"{where} sets sandbox_reuse=True, but eval {planned.eval.id} is in eval group {group.id!r} "
+            f"({group.path}), whose members share one sandbox of their own. Leave the group's evals out of this "
+            "experiment (evals=...), or set sandbox_reuse=False"
+        )
+
+
 def shard_plan(plan: list[PlannedAttempt], shard_text: str | None) -> list[PlannedAttempt]:
-    """The plan narrowed to one shard: all attempts of an (experiment, eval) stay together."""
+    """The plan narrowed to one shard: all attempts of an (experiment, eval) stay together, and all of an
+    eval group's under an experiment (its members share one sandbox)."""
     if shard_text is None:
         return plan
     from assay.core.shard import parse_shard, shard_members
 
-    keys = [f"{planned.experiment.id}/{planned.eval.id}" for planned in plan]
+    keys = [
+        f"{planned.experiment.id}/{planned.eval.id}" if planned.eval.group is None
+        else f"{planned.experiment.id}/group:{planned.eval.group.id}"
+        for planned in plan
+    ]
     members = shard_members(keys, [1] * len(keys), parse_shard(shard_text))
     kept = [planned for planned, key in zip(plan, keys) if key in members]
     return [dataclasses.replace(planned, index=index) for index, planned in enumerate(kept)]

@@ -29,6 +29,8 @@ from assay.agent.plan import AttemptRequest, PlannedAttempt, RunPlan, early_exit
 from assay.agent.record import ATTEMPT_RECORD, EXECUTED, INTERRUPTED, NOT_DISPATCHED, AttemptResult
 from assay.agent.run_options import RunOptions
 from assay.agent.run_outcome import AttemptSummary, RunOutcome, SpooledAttempts
+from assay.agent.sandbox.lifecycle import retire_sandbox
+from assay.agent.sandbox.reuse import SandboxPool, pool_key
 from assay.agent.silence import SilenceWatch
 from assay.agent.slot_result import EARLY_EXIT, slot_result
 from assay.agent.units import agent_unit, agent_unit_text, plain_text
@@ -51,7 +53,7 @@ class _Lane:
 
     __slots__ = (
         "entry", "items", "cap", "in_flight", "budget", "spent", "exhausted", "stopped", "cost_unknown_warned",
-        "setup_task", "setup_error", "setup_reached", "signal", "feedback",
+        "setup_task", "setup_error", "setup_reached", "signal", "feedback", "held",
     )
 
     def __init__(self, entry: ExperimentEntry, budget: float | None) -> None:
@@ -69,6 +71,36 @@ class _Lane:
         self.setup_reached = False
         self.signal = CancelSignal()
         self.feedback = Feedback()
+        # Eval groups run one member at a time: a group's key is here while a member is queued or running,
+        # with the members waiting behind it (each goes to the front of `items` when the one before ends).
+        self.held: dict[str, deque[PlannedAttempt]] = {}
+
+    def queue(self, planned: PlannedAttempt) -> None:
+        group = planned.eval.group
+        if group is None:
+            self.items.append(planned)
+        elif group.id in self.held:
+            self.held[group.id].append(planned)
+        else:
+            self.held[group.id] = deque()
+            self.items.append(planned)
+
+    def release_next(self, planned: PlannedAttempt) -> None:
+        """`planned` has ended: the next member of its eval group (if any) may be dispatched."""
+        group = planned.eval.group
+        if group is None:
+            return
+        waiting = self.held.get(group.id)
+        if waiting:
+            self.items.appendleft(waiting.popleft())
+        else:
+            self.held.pop(group.id, None)
+
+    def pending(self) -> bool:
+        return bool(self.items) or any(self.held.values())
+
+    def queued(self) -> list[PlannedAttempt]:
+        return [*self.items, *(planned for waiting in self.held.values() for planned in waiting)]
 
 
 class AgentRun:
@@ -110,6 +142,7 @@ class AgentRun:
         self._preflight: tuple[dict[str, Any], dict[str, str]] | None = None  # (endpoints, unreachable)
         self._identity_documents: dict[int, dict[str, Any]] = {}
         self._resolved_settings: dict[tuple[str, float | None, int], tuple[Any, Any, Any]] = {}
+        self._pools: dict[str, SandboxPool] = {}  # sandboxes shared serially, by pool name (reuse.pool_key)
         silence = options.silence_warning_seconds
         self._silence = SilenceWatch(silence, self._warn) if silence else None
 
@@ -145,7 +178,7 @@ class AgentRun:
                     cursor = (cursor + step + 1) % count
                     break
             if picked is None:
-                if not any(lane.items and not lane.exhausted for lane in lanes):
+                if not any(lane.pending() and not lane.exhausted for lane in lanes):
                     return
                 wake.clear()
                 await wake.wait()
@@ -153,6 +186,7 @@ class AgentRun:
             planned = picked.items.popleft()
             if self._stopped_early(planned):
                 self._publish(self._early_exited(planned), planned.index, notify=False)
+                picked.release_next(planned)
                 continue
             picked.in_flight += 1
             yield planned
@@ -254,7 +288,7 @@ class AgentRun:
             planned.experiment.id, planned.eval.id, planned.ordinal, None, experiment.agent, definition.kind,
             planned.eval.directory, planned.attempt_id(options.run_id), definition.tags, timeout,
             options.pricing or {}, self._judge, judge_config, bool(definition.judge), options.retry_base_seconds,
-            self._silence,
+            self._silence, planned.eval.group,
         )
 
     def _unrun(self, planned: PlannedAttempt, outcome: str, error: dict[str, Any] | None = None,
@@ -300,8 +334,29 @@ class AgentRun:
             return None
         return await run_attempt(
             self._settings(planned), planned.eval.eval.test, self._in_flight, planned.index, surface=EvalContext,
-            sandbox=planned.sandbox,
+            sandbox=planned.sandbox, pool=self._pool_for(planned),
         )
+
+    def _pool_for(self, planned: PlannedAttempt) -> SandboxPool | None:
+        """The pool of sandboxes the attempt shares (its eval group's, or its experiment's sandbox_reuse)."""
+        found = pool_key(planned)
+        if found is None:
+            return None
+        name, lifetime = found
+        pool = self._pools.get(name)
+        if pool is None:
+            pool = self._pools[name] = SandboxPool(name, lifetime)
+        return pool
+
+    async def _retire_pools(self) -> None:
+        """Every shared sandbox left idle is retired (teardowns, stop) before the experiments' teardowns."""
+        pools, self._pools = self._pools, {}
+        for pool in pools.values():
+            for warm in pool.drain():
+                def report(code: str, level: str, message: str, *_: Any, pool: str = pool.name, **__: Any) -> None:
+                    self._warn(code, f"{pool}: {message}", level=level)
+
+                await retire_sandbox(warm, report)
 
     async def _work(self, planned: PlannedAttempt) -> None:
         lane = self._lanes[planned.experiment.id]
@@ -317,6 +372,7 @@ class AgentRun:
                 )
         finally:
             lane.in_flight -= 1
+            lane.release_next(planned)
             assert self._wake is not None
             self._wake.set()
         if result is None:
@@ -358,7 +414,7 @@ class AgentRun:
 
     def _stop_for_budget(self, lane: _Lane) -> None:
         """An exhausted budget stops the lane only if it still holds attempts to dispatch (once, with a warning)."""
-        if not lane.exhausted or lane.stopped or not lane.items:
+        if not lane.exhausted or lane.stopped or not lane.pending():
             return
         lane.stopped = True
         self._warn(
@@ -422,6 +478,7 @@ class AgentRun:
     async def close(self) -> None:
         """A remote worker's end: experiment teardowns, agents closed, the judge's client closed."""
         try:
+            await self._retire_pools()
             await self._teardown_all()
             await self._close_agents()
         finally:
@@ -455,10 +512,10 @@ class AgentRun:
                 self._note_verdict(planned, decision.carried)
                 carried.append((planned, decision.carried))
             else:
-                lane.items.append(planned)
+                lane.queue(planned)
         for lane in self._lanes.values():
             self._check_budget(lane)
-        reused_count = len(self.plan) - len(carried) - sum(len(lane.items) for lane in self._lanes.values())
+        reused_count = len(self.plan) - len(carried) - sum(len(lane.queued()) for lane in self._lanes.values())
         self.events.run_started(RunStarted(
             "agent", self.options.run_id, len(self.plan), reused_count, RunPlan(self.plan, len(carried), reused_count),
         ))
@@ -469,7 +526,7 @@ class AgentRun:
             sigint_installed = self._install_sigint()
         # More workers than slots to run would only wait, each costing memory: a huge --concurrency
         # or `[tool.assay] concurrency` costs no more than the work.
-        pending = sum(len(lane.items) for lane in self._lanes.values())
+        pending = sum(len(lane.queued()) for lane in self._lanes.values())
         concurrency = max(1, min(self.options.concurrency, pending))
         try:
             await self._judge_preflight()
@@ -478,7 +535,7 @@ class AgentRun:
             )
             # Slots never started are settled too, so a readback of the run counts every slot.
             for lane in self._lanes.values():
-                for planned in lane.items:
+                for planned in lane.queued():
                     if self.interrupted:
                         result = self._unrun(planned, INTERRUPTED)
                     elif self._stopped_early(planned):
@@ -490,11 +547,13 @@ class AgentRun:
                         } if lane.stopped else None)
                     self._publish(result, planned.index, notify=False)
                 lane.items.clear()
+                lane.held.clear()
             if self.journal is not None:
                 await self.journal.drain()
         finally:
             if sigint_installed:
                 self._loop.remove_signal_handler(signals.SIGINT)
+            await self._retire_pools()
             await self._teardown_all()
             await self._close_agents()
             if self._own_judge is not None:
@@ -527,7 +586,7 @@ class AgentRun:
         options = self.options
         configs = [
             merged_judge_config(options.project_judge, planned.experiment.experiment.judge, planned.eval.eval.judge)
-            for lane in self._lanes.values() for planned in lane.items
+            for lane in self._lanes.values() for planned in lane.queued()
         ]
         endpoints = planned_endpoints(configs)
         if not endpoints:

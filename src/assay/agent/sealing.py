@@ -61,6 +61,7 @@ def seal_attempt(
         tags=list(settings.tags),
         retries=dict(settings.feedback.retries) or None,
         position=position,
+        eval_group=settings.eval_group.to_json() if settings.eval_group is not None else None,
     )
 
 

@@ -321,10 +321,11 @@ class ChangeLedger:
         # per file) would only repeat its work.
         return (await self._run("write-tree", "--missing-ok")).decode().strip()
 
-    async def start(self) -> str | None:
-        """Create the ledger and take the baseline: everything written so far is not the agent's."""
+    async def start(self, *, prepared: bool = False) -> str | None:
+        """Create the ledger and take the baseline: everything written so far is not the agent's.
+        `prepared`: the repository exists already (a sandbox shared between attempts keeps its ledger)."""
         try:
-            if await self._git.prepare(self._run):
+            if not prepared and await self._git.prepare(self._run):
                 # The uploaded blobs are stored already: with git's usual threshold `add` looks each one
                 # up and writes nothing, where streaming it into a pack would compress it all again.
                 self._add = ["-c", "core.bigFileThreshold=512m", *self._add]
@@ -332,6 +333,17 @@ class ChangeLedger:
         except LedgerError as error:
             self.failure = str(error)
         return self.baseline
+
+    async def restore(self, tree: str) -> None:
+        """Make the workdir `tree` again, as `git reset --hard` and `git clean -fdx` would: what changed is
+        written back, what was added is removed (empty folders too). Paths these rules exclude (`.git`,
+        dependency folders, caches) are neither counted nor restored. LedgerError when git fails."""
+        excluded = self._add[self._add.index(".") + 1:]  # the exclude pathspecs after "."
+        await self._run("read-tree", tree)  # so the add below sees every path changed since `tree`
+        await self._run(*self._add, tolerate="adding files failed")
+        await self._run("read-tree", "-u", "--reset", tree)
+        await self._run("clean", "-f", "-d", "-x", "-q", "--", ".", *excluded)
+        self._last = None
 
     async def open_window(self, label: str, session: int, turn: int) -> None:
         if self.failure is not None:

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from assay.agent.context import HookContext
+from assay.agent.context import CancelSignal, Feedback, HookContext
 from assay.agent.sandbox.changes import FileChangesView, changes_json
 from assay.agent.sandbox.commands import Redactor, SandboxError
 from assay.agent.sandbox.handle import Sandbox, SandboxCore
 from assay.agent.sandbox.interface import CreateRequest
 from assay.agent.sandbox.layers import ensure_installed
-from assay.agent.sandbox.ledger import ChangeLedger, ExecGit
+from assay.agent.sandbox.ledger import ChangeLedger, DiffRules, ExecGit, LedgerError
 from assay.agent.sandbox.linking import SandboxBinding
+from assay.agent.sandbox.reuse import SandboxPool, WarmSandbox
 from assay.agent.sandbox.registry import read_entry, write_entry
 from assay.core.asyncutil import call_user_code
 from assay.core.jsonvalue import check_json_like
@@ -51,8 +53,12 @@ def _redacted_json(value: Any, redact: Any) -> Any:
 class SandboxStage:
     """The sandbox side of one attempt; `run_attempt` calls its steps in the spec's order."""
 
-    def __init__(self, binding: SandboxBinding, settings: Any, tracing: Any = None) -> None:
+    def __init__(self, binding: SandboxBinding, settings: Any, tracing: Any = None, pool: SandboxPool | None = None) -> None:
         self.binding = binding
+        self.pool = pool  # sandboxes shared serially (an eval group, sandbox_reuse): taken from and given back
+        self.warm: WarmSandbox | None = None  # this attempt's sandbox as the pool keeps it
+        self.opened = False  # every open step succeeded: only such a sandbox is given back
+        self._git: Any = None  # the ledger's git, once a shared sandbox's ledger repository exists
         self.settings = settings  # the contexts' settings: `telemetry` becomes the in-sandbox receiver's
         self.tracing = tracing  # the attempt's AttemptTracing, when the run receives spans
         self.spooled_spans = False  # spans come through a receiver inside the sandbox (telemetry.py)
@@ -61,6 +67,7 @@ class SandboxStage:
         self.backend: Any = None
         self.core: SandboxCore | None = None
         self.handle: Sandbox | None = None
+        self.setup_handle: Sandbox | None = None  # the handle the setups ran with (teardowns get it too)
         self.ledger: ChangeLedger | None = None
         self.view: FileChangesView | None = None
         self.setup_reached = False
@@ -77,6 +84,77 @@ class SandboxStage:
         return HookContext(settings.experiment_id or "", settings.signal, settings.feedback, phase)
 
     async def open(self, deadline: float | None) -> None:
+        if self.pool is not None:
+            warm, retiring = self.pool.take(self.binding.layers)
+            for old in retiring:
+                await retire_sandbox(old, self.settings.feedback.diagnostic)
+            if warm is not None and await self._adopt(warm, deadline):
+                return
+        await self._create(deadline)
+        if self.pool is not None:
+            await self._keep_for_reuse()
+        await self._start_attempt()
+
+    async def _adopt(self, warm: WarmSandbox, deadline: float | None) -> bool:
+        """Take over a pooled sandbox, its workdir reset to the post-preparation tree; False (and the
+        sandbox retired) when it cannot be reset or was retired by its provider."""
+        problem = getattr(warm.backend, "retired", None)
+        if not problem:
+            try:
+                await warm.reset.restore(warm.baseline)
+            except LedgerError as error:
+                problem = f"its workdir could not be reset: {error}"
+        if problem:
+            self.settings.feedback.diagnostic(
+                "sandbox-reuse-retired", "warning", f"a shared sandbox was replaced by a fresh one: {problem}",
+                phase="sandbox.open",
+            )
+            await retire_sandbox(warm, self.settings.feedback.diagnostic)
+            return False
+        self.warm = warm
+        self._git = warm.git
+        self.backend = warm.backend
+        self.sandbox_id = getattr(warm.backend, "sandbox_id", self.sandbox_id)
+        self._new_core(deadline)
+        self.setup_handle = warm.handle
+        self.setup_reached = True
+        await self._start_attempt()
+        return True
+
+    def _new_core(self, deadline: float | None) -> Sandbox:
+        settings = self.settings
+        core = self.core = SandboxCore(
+            self.backend, redactor=self.redactor, signal=settings.signal, progress=settings.feedback.progress,
+        )
+        core.deadline = deadline
+        self.handle = Sandbox(core)
+        return self.handle
+
+    async def _keep_for_reuse(self) -> None:
+        """Take the post-preparation tree the next tasks start from (the default diff rules: paths no eval
+        counts, like dependency folders, are not reset)."""
+        git = self._git = self._ledger_git()
+        reset = ChangeLedger(git, DiffRules())
+        baseline = await reset.start()
+        if baseline is None:
+            self.settings.feedback.diagnostic(
+                "sandbox-reuse-unavailable", "warning",
+                f"this sandbox cannot be shared (its workdir cannot be reset): {reset.failure}", phase="sandbox.baseline",
+            )
+            return
+        assert self.setup_handle is not None
+        self.warm = WarmSandbox(
+            self.backend, self.setup_handle, self.core, self.binding.layers, git, reset, baseline, time.monotonic(),
+            self.settings.experiment_id or "",
+        )
+
+    def _ledger_git(self) -> Any:
+        make_git = getattr(self.backend, "ledger_git", None)
+        if make_git is not None:
+            return make_git()
+        return ExecGit(self.backend, getattr(self.backend, "ledger_dir", _CONTAINER_LEDGER))
+
+    async def _create(self, deadline: float | None) -> None:
         settings = self.settings
         provider = self.binding.provider
         labels = {
@@ -97,11 +175,9 @@ class SandboxStage:
                 "sandbox-create-failed", f"{provider.name} sandbox lacks {', '.join(missing)} (see define_sandbox)"
             )
         self.sandbox_id = getattr(backend, "sandbox_id", self.sandbox_id)
-        core = self.core = SandboxCore(
-            backend, redactor=self.redactor, signal=settings.signal, progress=settings.feedback.progress,
-        )
-        core.deadline = deadline
-        handle = self.handle = Sandbox(core)
+        handle = self.setup_handle = self._new_core(deadline)
+        core = self.core
+        assert core is not None
         core.phase = "sandbox.prepare"
         for layer in self.binding.layers:
             for step in layer.prepares:
@@ -121,14 +197,19 @@ class SandboxStage:
                     raise SandboxStageError(
                         "sandbox-setup-failed", f"sandbox setup failed: {type(error).__name__}: {error}"
                     ) from error
+
+    async def _start_attempt(self) -> None:
+        """Steps 5 to 7 for this attempt: the ledger's baseline, agent.ensure, the telemetry receiver."""
+        core, backend, handle = self.core, self.backend, self.handle
+        assert core is not None and handle is not None
         core.phase = "sandbox.baseline"
-        make_git = getattr(backend, "ledger_git", None)
-        git = make_git() if make_git is not None else ExecGit(backend, getattr(backend, "ledger_dir", _CONTAINER_LEDGER))
+        git = self._git if self._git is not None else self._ledger_git()
         # A container's workdir changes only through the sandbox: a window opening with nothing done
         # since the last snapshot reuses it (see ChangeLedger); a local one the host can write directly.
         touches = (lambda: core.touches) if getattr(backend, "workdir_private", False) else None
         self.ledger = ChangeLedger(git, self.binding.diff, touches)
-        await self.ledger.start()
+        settings = self.settings
+        await self.ledger.start(prepared=self._git is not None)  # a shared sandbox's ledger exists already
         if self.ledger.failure is not None:
             settings.feedback.diagnostic(
                 "sandbox-ledger-unavailable", "warning",
@@ -137,6 +218,7 @@ class SandboxStage:
         await self._ensure_agent(handle)
         await self._connect_telemetry()
         core.phase = "agent.setup"
+        self.opened = True
 
     async def _connect_telemetry(self) -> None:
         """A sandbox that cannot reach the run's receiver (a container without the host's network) gets
@@ -273,20 +355,13 @@ class SandboxStage:
         await self.collect_spans()  # what the agent exported after its last send, or in its teardown
         if core is not None:
             core.phase = "sandbox.teardown"
-        if self.setup_reached and self.handle is not None:
-            for layer in reversed(self.binding.layers):
-                for function in reversed(layer.teardowns):
-                    try:
-                        await asyncio.wait_for(
-                            call_user_code(function, self.handle, self._hook_context("sandbox.teardown")),
-                            TEARDOWN_SECONDS,
-                        )
-                    except Exception as error:  # noqa: BLE001 - a diagnostic, never a verdict change
-                        feedback.diagnostic(
-                            "sandbox-teardown-failed", "warning",
-                            f"sandbox teardown failed: {type(error).__name__}: {self.redactor(str(error))}",
-                            phase="sandbox.teardown",
-                        )
+        if await self._give_back():
+            return
+        if self.setup_reached and self.setup_handle is not None:
+            await _teardowns(
+                self.setup_handle, self.binding.layers, self._hook_context("sandbox.teardown"), feedback.diagnostic,
+                self.redactor,
+            )
         keeper = getattr(backend, "keep", None)
         try:
             if keep and keeper is not None:
@@ -307,6 +382,18 @@ class SandboxStage:
                 "sandbox-stop-unconfirmed", "error",
                 "the sandbox's processes could not all be confirmed gone", phase="sandbox.stop",
             )
+
+    async def _give_back(self) -> bool:
+        """A shared sandbox whose attempt opened it fully goes back to its pool (no teardowns, no stop)
+        once nothing the attempt started still runs in it; True when it did."""
+        if self.pool is None or self.warm is None or not self.opened or getattr(self.backend, "retired", None):
+            return False
+        stop_processes = getattr(self.backend, "stop_processes", None)
+        if stop_processes is not None and not await asyncio.wait_for(stop_processes(), TEARDOWN_SECONDS):
+            return False
+        self.pool.give_back(self.warm)
+        self.stopped = None
+        return True
 
     async def abandon(self) -> None:
         """Stop the sandbox without its teardowns (the attempt's task is being torn down itself)."""
@@ -348,6 +435,9 @@ class SandboxStage:
             "template": self.binding.template_owner, "kept": self.kept,
             "file_changes": changes_json(view, self.redactor),
         }
+        if self.warm is not None and self.pool is not None:
+            # Which task of its shared sandbox this attempt was (1: it made the sandbox), and whose pool.
+            document["shared"] = {"pool": self.pool.name, "task": self.warm.tasks}
         placement = getattr(self.backend, "placement", None)
         if placement is not None:
             document["workspace"] = placement.to_json()  # where a container's workdir was, and why
@@ -364,4 +454,44 @@ class SandboxStage:
         return document
 
 
-__all__ = ["SandboxStage", "SandboxStageError", "TEARDOWN_SECONDS"]
+async def _teardowns(
+    handle: Sandbox, layers: tuple[Any, ...], context: HookContext, diagnostic: Callable[..., None], redactor: Redactor,
+) -> None:
+    """Every layer's teardowns, last layer first and each in reverse; a failure is a diagnostic."""
+    for layer in reversed(layers):
+        for function in reversed(layer.teardowns):
+            try:
+                await asyncio.wait_for(call_user_code(function, handle, context), TEARDOWN_SECONDS)
+            except Exception as error:  # noqa: BLE001 - a diagnostic, never a verdict change
+                diagnostic(
+                    "sandbox-teardown-failed", "warning",
+                    f"sandbox teardown failed: {type(error).__name__}: {redactor(str(error))}",
+                    phase="sandbox.teardown",
+                )
+
+
+async def retire_sandbox(warm: WarmSandbox, diagnostic: Callable[..., None]) -> None:
+    """A shared sandbox's end: its teardowns (with the handle its setups had, fresh time, no cancel
+    signal), then its stop. Failures go to `diagnostic(code, level, message, phase=...)`."""
+    core = warm.core
+    core.log, core.omitted_commands = [], 0  # the log it had is the sealed record of its first task
+    core.signal = None
+    core.deadline = asyncio.get_running_loop().time() + TEARDOWN_SECONDS
+    core.phase = "sandbox.teardown"
+    feedback = Feedback()
+    context = HookContext(warm.experiment_id, CancelSignal(), feedback, "sandbox.teardown")
+    await _teardowns(warm.handle, warm.layers, context, diagnostic, core.redactor)
+    for note in feedback.diagnostics:  # what the teardown hooks reported themselves
+        diagnostic(note.code, note.level, note.message, phase=note.phase)
+    try:
+        stopped = await asyncio.wait_for(warm.backend.stop(), TEARDOWN_SECONDS)
+    except Exception as error:  # noqa: BLE001
+        diagnostic("sandbox-stop-failed", "error", f"a shared sandbox could not be stopped: {type(error).__name__}: "
+                   f"{error}", phase="sandbox.stop")
+        return
+    if not stopped:
+        diagnostic("sandbox-stop-unconfirmed", "error",
+                   "a shared sandbox's processes could not all be confirmed gone", phase="sandbox.stop")
+
+
+__all__ = ["SandboxStage", "SandboxStageError", "TEARDOWN_SECONDS", "retire_sandbox"]
