@@ -12,6 +12,7 @@ from typing import Any
 from assay.agent.adapter import check_agent
 from assay.agent.definition import EvalDescriptor
 from assay.agent.project import MAX_ATTEMPTS, MAX_CONCURRENCY, is_finite_number
+from assay.agent.shared_state import check_shared_state
 from assay.core.bounded_input import check_values
 from assay.core.jsonvalue import check_json_like
 from assay.errors import ConfigError, JsonValueError
@@ -68,6 +69,7 @@ class Experiment:
     judge: Mapping[str, Any] | None = None
     sandbox: Any = None  # a SandboxLayer: the template (or command-only steps) this experiment contributes
     early_exit: bool | None = None  # stop an eval's undispatched attempts once one passes (None: the eval's own)
+    shared_state: str | None = None  # a lease key: runs naming it never overlap (agent.shared_state)
     sandbox_reuse: bool = False  # attempts share sandboxes serially, the workdir reset between them
     lifetime: float | None = None  # seconds a reused sandbox may serve attempts; required with sandbox_reuse
 
@@ -92,6 +94,7 @@ class Experiment:
         except JsonValueError as error:
             raise ConfigError(str(error)) from None
         _positive_int(self.attempts, "attempts", MAX_ATTEMPTS)
+        check_shared_state(self.shared_state)
         if self.early_exit is not None and not isinstance(self.early_exit, bool):
             raise ConfigError("Experiment early_exit must be True or False")
         if self.concurrency is not None:
@@ -144,6 +147,7 @@ class Experiment:
             # the template only (prepare steps name host paths, which differ between machines).
             **({"sandbox": self.sandbox.provider.describe() if self.sandbox.has_template else "command-only"}
                if self.sandbox is not None else {}),
+            **({"shared_state": self.shared_state} if self.shared_state is not None else {}),
         }
 
 

@@ -2,8 +2,8 @@
 
 Components: the eval's source closure (its module and the project modules it imports), the text it
 loads (loaders, `send_file` literals, uploaded fixtures), the agent (name and the experiment's source
-closure), model, reasoning effort, flags, judge config, sandbox layers, the timeout and the eval group
-(its id and membership, for a member of one). Comparing two
+closure), model, reasoning effort, flags, judge config, sandbox layers, the shared-state key, the timeout
+and the eval group (its id and membership, for a member of one). Comparing two
 identities names each component that changed, so a rerun always has a reason a person can read.
 """
 
@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 IDENTITY_VERSION = 2  # bumped when what a component covers changes: old results then rerun, named as such
-COMPONENTS = ("source", "loaded", "agent", "model", "effort", "flags", "judge", "sandbox", "timeout",
+COMPONENTS = ("source", "loaded", "agent", "model", "effort", "flags", "judge", "sandbox", "shared_state", "timeout",
               "group")  # `group` only for a member of an eval group: other evals keep their identity
 _FIXTURE_SKIPPED = frozenset({".git", "__pycache__", "node_modules", ".venv"})
 
@@ -190,6 +190,8 @@ class IdentityBuilder:
             components = self._experiments[entry.id] = {
                 "agent": self._agent(entry)[1], "model": _digest(experiment.model),
                 "effort": _digest(experiment.reasoning_effort), "flags": _digest(dict(experiment.flags)),
+                # Only when set: identities recorded before shared state existed stay equal.
+                **({"shared_state": _digest(experiment.shared_state)} if experiment.shared_state is not None else {}),
             }
         return components
 
@@ -322,6 +324,8 @@ def identity_changes(old: ExecutionIdentity, new: ExecutionIdentity) -> list[Rea
         old_group, new_group = old.values.get("group"), new.values.get("group")
         reasons.append(Reason("eval-group-changed", f"eval group changed ({old_group or 'none'} → {new_group or 'none'})"
                               if old_group != new_group else f"eval group {new_group} changed its members"))
+    if "shared_state" in changed:
+        reasons.append(Reason("shared-state-changed", "shared state key changed"))
     if "agent" in changed:
         if old.values.get("agent") != new.values.get("agent"):
             reasons.append(Reason("agent-changed", f"agent changed ({old.values.get('agent')} → {new.values.get('agent')})"))

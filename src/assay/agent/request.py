@@ -66,6 +66,11 @@ class AgentRunRequest:
         help="Run every sandbox eval in this provider instead of the one its eval or experiment names "
              "(prepare steps and hooks stay); part of each attempt's execution identity.",
     )
+    shared_state_wait: float | None = option(  # how long to wait for another run's shared-state lease
+        None, stored=False, flag="--shared-state-wait", metavar="SECONDS",
+        help="Wait at most this long for a shared-state lease another run holds (0: fail at once). Default: "
+             "as long as that run runs; a lease whose owner died fails at once with how to recover it.",
+    )
     telemetry_host: str | None = option(  # where the OTLP receiver binds
         None, stored=False, flag="--telemetry-host",
         help="Address the OTLP trace receiver listens on (default 127.0.0.1; another one exposes it, with a "
@@ -86,7 +91,7 @@ def check_run_options(
     *, agent: str | None = None, model: str | None = None, attempts: int | None = None,
     concurrency: int | None = None, timeout: float | None = None, budget: float | None = None,
     executor: str = "local", ray_address: str | None = None, shard: str | None = None, rerun: str | None = None,
-    sandbox: str | None = None, dry: bool = False, resume: str | None = None,
+    sandbox: str | None = None, dry: bool = False, resume: str | None = None, shared_state_wait: float | None = None,
 ) -> Execution:
     """Refuse what `assay agent run` cannot be asked (each a `UsageError` naming its option), before
     anything is planned; returns where its attempts run. `agent` and `model` are options an
@@ -101,6 +106,7 @@ def check_run_options(
     _positive("--concurrency", concurrency, maximum=MAX_CONCURRENCY)
     _positive("--timeout", timeout)
     _positive("--budget", budget, allow_zero=True)
+    _positive("--shared-state-wait", shared_state_wait, allow_zero=True)
     execution = Execution(executor, ray_address)
     if shard is not None:
         from assay.core.shard import parse_shard

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from assay.agent.record import AttemptResult
     from assay.agent.run_options import RunOptions
     from assay.agent.run_outcome import RunOutcome
+    from assay.agent.shared_state import HeldLeases
     from assay.agent.traces.config import TelemetryConfig
     from assay.agent.traces.tracing import RunTracing
     from assay.core.executor import Executor
@@ -64,6 +65,29 @@ def _warn_of_a_resumable_run(carry: CarryPlan, request: AgentRunRequest, plan: l
     warning = resumable_warning(request.project, to_invocation(request), plan, carry)
     if warning is not None:
         carry.warnings.append(warning)
+
+
+def _take_leases(
+    request: AgentRunRequest, plan: list[PlannedAttempt], carry: CarryPlan, settled: Mapping[str, AttemptResult],
+) -> HeldLeases:
+    """The shared-state leases of the experiments with a slot to run (a carried or resumed slot touches
+    nothing), taken before anything is created: held until the run is sealed, after every teardown."""
+    import sys
+
+    from assay.agent.shared_state import acquire_leases
+
+    experiments: dict[str, set[str]] = {}
+    for index, planned in enumerate(plan):
+        key = planned.experiment.experiment.shared_state
+        if key is not None and planned.key not in settled and carry.at(index).carried is None:
+            experiments.setdefault(key, set()).add(planned.experiment.id)
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    return acquire_leases(
+        request.project, {key: sorted(ids) for key, ids in experiments.items()}, wait_s=request.shared_state_wait, say=say,
+    )
 
 
 @dataclass(frozen=True)
@@ -163,7 +187,7 @@ class _OpenedAgentRun:
 
     def __init__(
         self, request: AgentRunRequest, plan: list[PlannedAttempt], checkpoint: AgentCheckpoint | _NoCheckpoint,
-        options: RunOptions, carry: CarryPlan, telemetry: TelemetryConfig | None,
+        options: RunOptions, carry: CarryPlan, telemetry: TelemetryConfig | None, leases: HeldLeases | None = None,
     ) -> None:
         self.request = request
         self.plan = plan
@@ -172,6 +196,7 @@ class _OpenedAgentRun:
         self.carry = carry  # each slot's identity and decision
         self.telemetry = telemetry  # set when the run starts an OTLP receiver
         self.run_id = checkpoint.id
+        self.leases = leases  # shared state, released once the run is sealed (every path ends there)
         self._outcome: RunOutcome | None = None
 
     def worker(self) -> WorkerSpec:
@@ -273,9 +298,13 @@ class _OpenedAgentRun:
         return RunFinished("agent", self.run_id, error.exit_code, error=error, checkpoint=self.checkpoint.path if kept else None)
 
     def seal(self, finished: RunFinished) -> None:
-        if self._outcome is not None:
-            outcome, self._outcome = self._outcome, None
-            self.checkpoint.finish(outcome)
+        try:
+            if self._outcome is not None:
+                outcome, self._outcome = self._outcome, None
+                self.checkpoint.finish(outcome)
+        finally:
+            if self.leases is not None:
+                self.leases.release()
 
 
 class AgentResume:
@@ -405,13 +434,19 @@ class AgentKind:
             checkpoint: AgentCheckpoint | _NoCheckpoint = AgentCheckpoint.resume(resume.path, resume.manifest, plan)
             try:
                 carry = _carry_plan(request, plan, config, checkpoint.reused)  # resume wins within its checkpoint
+                leases = _take_leases(request, plan, carry, checkpoint.reused)
             except BaseException:
                 checkpoint.release()
                 raise
         else:
             carry = _carry_plan(request, plan, config)  # before a checkpoint exists: a failure leaves none
             _warn_of_a_resumable_run(carry, request, plan)
-            checkpoint = AgentCheckpoint.start(root, to_invocation(request), plan) if request.journal else _NoCheckpoint()
+            leases = _take_leases(request, plan, carry, {})  # waited for before anything is created
+            try:
+                checkpoint = AgentCheckpoint.start(root, to_invocation(request), plan) if request.journal else _NoCheckpoint()
+            except BaseException:
+                leases.release()
+                raise
         from assay.core.run_events import RunWarning
 
         for warning in carry.warnings:
@@ -428,7 +463,7 @@ class AgentKind:
             handle_sigint=request.sigint,
             early_exit=request.early_exit,
         )
-        return _OpenedAgentRun(request, plan, checkpoint, options, carry, telemetry)
+        return _OpenedAgentRun(request, plan, checkpoint, options, carry, telemetry, leases)
 
     def open_failed(self, request: AgentRunRequest, error: AssayError) -> RunFinished:
         return RunFinished("agent", "", error.exit_code, error=error)

@@ -16,6 +16,7 @@ import typer
 from assay.agent.request import AgentRunRequest
 from assay.cli import common
 from assay.cli.agent_sandbox import sandbox_app
+from assay.cli.agent_shared_state import shared_state_app
 from assay.cli.options import (
     EXECUTOR, JSON, JUNIT_PATH, PROJECT, QUIET, RAY_ADDRESS, RESUME, VERBOSE, Given, argument, command, option, params,
 )
@@ -90,7 +91,7 @@ def _with_rerun_value(args: list[str]) -> list[str]:
     JUNIT_PATH, RESUME.but(help="Checkpoint folder or id to resume."),
     VERBOSE.but(param_decls=("--verbose", "-v"), help="List every attempt in the results."), QUIET, "shard",
     EXECUTOR.but(help="Where attempts run: local (default) or ray."), RAY_ADDRESS,
-    "keep_sandbox sandbox telemetry_host rerun early_exit",
+    "keep_sandbox sandbox telemetry_host rerun early_exit shared_state_wait",
     option("dry", bool, False, "--dry", help="Print the plan (every slot carried or run, with the reason) and run or write nothing."),
     option("agent", Optional[str], None, "--agent", hidden=True),
     option("model", Optional[str], None, "--model", hidden=True),
@@ -104,7 +105,7 @@ def run_command(given: Given) -> None:
     with common.failing():
         execution = check_run_options(**given.pick(
             "agent", "model", "attempts", "concurrency", "timeout", "budget", "executor", "ray_address", "shard", "rerun",
-            "sandbox", "dry", "resume",
+            "sandbox", "dry", "resume", "shared_state_wait",
         ))
         # NDJSON: stderr carries only errors from before the invocation exists (NiceEval).
         outputs = given.outputs()
@@ -148,5 +149,6 @@ def show_command(given: Given) -> None:
 
 
 agent_app.add_typer(sandbox_app, name="sandbox")
+agent_app.add_typer(shared_state_app, name="shared-state")
 
 __all__ = ["agent_app"]

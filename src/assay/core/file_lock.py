@@ -1,7 +1,7 @@
 """Lock files: one file created exclusively per resource, naming its owner, broken only once the owner is gone.
 
-Used by the checkpoint journal (`active.lock`, refused at once while live) and the cloud video cache
-(download locks, waited for). The caller decides what the file says and how long an unreadable one is respected.
+Used by the checkpoint journal (`active.lock`, refused at once while live), the cloud video cache
+(download locks, waited for) and agent shared-state leases (never broken: `LockFile.create`). The caller decides what the file says and how long an unreadable one is respected.
 """
 
 from __future__ import annotations
@@ -77,6 +77,11 @@ class LockFile:
             if time.monotonic() >= deadline:
                 raise LockHeld(str(self.path))
             time.sleep(poll_s)
+
+    def create(self, content: bytes) -> HeldLock | None:
+        """Create the lock holding `content` if nobody has it (None if someone does); never breaks one,
+        for a lock whose abandoned owner a person must release (agent shared-state leases)."""
+        return self._create(content)
 
     def _create(self, content: bytes) -> HeldLock | None:
         try:
