@@ -6,27 +6,65 @@ Groups import their machinery lazily so `assay --version` and `assay video list-
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import sys
 import threading
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 
 from assay import __version__
-from assay.cli.agent import agent_app
-from assay.cli.doc import doc_app
 from assay.cli.examples import add_examples
-from assay.cli.judge import judge_app
-from assay.cli.labels import labels_app
-from assay.cli.runs import runs_app
-from assay.cli.video import video_app
 from assay.cli.view import view_command
+
+try:  # recent typer ships its own copy of click
+    from typer.core import TyperGroup
+except ImportError:  # pragma: no cover
+    from typer.main import TyperGroup
+
+# The command groups, imported only when named (`assay --version` imports none of them): name ->
+# (module, attribute, the help shown in `assay --help` and atop the group's own help).
+GROUPS: dict[str, tuple[str, str, str]] = {
+    "video": ("assay.cli.video", "video_app", "Video evals: GlassKit Eval-compatible eval directories."),
+    "agent": ("assay.cli.agent", "agent_app", "Agent evals: drive conversations, assert on what the agent did."),
+    "doc": ("assay.cli.doc", "doc_app", "Document evals: eval-kit-compatible suites."),
+    "runs": ("assay.cli.runs", "runs_app", "Run history: list, show, compare, reindex."),
+    "labels": ("assay.cli.labels", "labels_app", "Human labels of units: export and import them as JSONL."),
+    "judge": ("assay.cli.judge", "judge_app", "Model judges: agreement with human labels, the judge cache."),
+}
+
+
+class _LazyGroups(TyperGroup):
+    """The root group: its command groups are built from their module on first use."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*GROUPS, *super().list_commands(ctx)]
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        if name not in GROUPS:
+            return super().get_command(ctx, name)
+        module, attribute, help_text = GROUPS[name]
+        group = getattr(importlib.import_module(module), attribute)
+        add_examples(group, f"{name} ")
+        command = typer.main.get_command(group)
+        command.name, command.help = name, help_text
+        return command
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """A mistyped group is suggested too (typer suggests only the commands it has built)."""
+        built = self.commands
+        self.commands = {**dict.fromkeys(GROUPS), **built}  # names only, for the suggestion
+        try:
+            return super().resolve_command(ctx, args)
+        finally:
+            self.commands = built
+
 
 app = typer.Typer(
     rich_markup_mode=None,  # plain help: flags shown as flags, options as `--name <type>`
     name="assay", help="Evaluate AI-powered applications against recorded cases, locally and in CI.",
-    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, cls=_LazyGroups,
     context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command
 )
 
@@ -49,12 +87,6 @@ def root(
     show_tracebacks(debug)
 
 
-app.add_typer(video_app, name="video", help="Video evals: GlassKit Eval-compatible eval directories.")
-app.add_typer(agent_app, name="agent", help="Agent evals: drive conversations, assert on what the agent did.")
-app.add_typer(doc_app, name="doc", help="Document evals: eval-kit-compatible suites.")
-app.add_typer(runs_app, name="runs", help="Run history: list, show, compare, reindex.")
-app.add_typer(labels_app, name="labels", help="Human labels of units: export and import them as JSONL.")
-app.add_typer(judge_app, name="judge", help="Model judges: agreement with human labels, the judge cache.")
 app.command("view", help="Open the local results viewer (or export it as a static site).")(view_command)
 add_examples(app)
 
