@@ -330,7 +330,7 @@ def listed(root: Path, *, as_json: bool) -> list[str]:
     if as_json:
         return [json.dumps(status.document(), ensure_ascii=False) for status in statuses]
     if not statuses:
-        return [f"no shared-state lease is held in {root}"]
+        return ["no shared-state lease is held in this project"]
     lines = []
     for status in statuses:
         owner = status.owner
