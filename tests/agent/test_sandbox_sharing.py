@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 from assay.agent import Experiment, Turn, define_eval, docker_sandbox, equals, local_sandbox, message
 from assay.agent.discovery import EvalEntry, ExperimentEntry, GroupRef
 from assay.agent.plan import build_plan, link_plan, shard_plan
+from assay.agent.record import attempt_locator
 from assay.agent.run_options import RunOptions
 from assay.agent.runner import AgentRun
 from assay.agent.sandbox import shell
@@ -26,7 +28,7 @@ from assay.errors import ConfigError
 from containers import BASE_IMAGE, PROVIDERS, docker_containers, docker_image, provider  # noqa: F401 (fixtures)
 from sandbox_helpers import no_sandbox_left, sandbox_agent, sandbox_dir  # noqa: F401
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent" / "shared_sandbox"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "shared_sandbox"
 
 # What the agent found when it started, then what it leaves: a note in $HOME and in the temporary folder,
 # a new file in the workdir, the prepared file changed and the other prepared file deleted.
@@ -252,3 +254,65 @@ def test_a_shard_keeps_an_eval_group_whole():
     holding = [shard for shard in shards if any(p.eval.group is not None for p in shard)]
     assert len(holding) == 1 and sum(p.eval.group is not None for p in holding[0]) == 6
     assert sorted(p.eval.id for shard in shards for p in shard) == sorted(e.id for e in evals)
+
+
+def test_a_group_is_shown_by_list_show_and_junit(tmp_path, sandbox_dir):
+    project = _copy_example(tmp_path)
+    listed = _cli(project, "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    groups = {entry["id"]: entry.get("group") for entry in json.loads(listed.stdout)["evals"]}
+    assert groups == {"flow/checkout": "flow", "flow/login": "flow", "tasks/notes/one": None, "tasks/notes/three": None,
+                      "tasks/notes/two": None}
+    table = _cli(project, "list")
+    assert "group" in table.stdout and "flow" in table.stdout
+    junit = tmp_path / "junit.xml"
+    done = _cli(project, "run", "grouped", "--json", "--quiet", "--junit", str(junit))
+    assert done.returncode == 0, done.stderr
+    assert junit.read_text().count('<property name="eval_group" value="flow"/>') == 2
+    locator = _attempts(done)[1]["attempt_id"]
+    shown = _cli(project, "show", attempt_locator(locator))
+    assert shown.returncode == 0, shown.stderr
+    assert "eval group flow (definition " in shown.stdout and "shared sandbox: task 2 of grouped: eval group flow" in shown.stdout
+
+
+@pytest.mark.parametrize(("group_file", "message"), [
+    ('flow = define_eval_group(["flow/login", "flow/chekout"])',
+     r"eval group 'flow' \(.*flow_group.py\) names eval 'flow/chekout', which does not exist; did you mean 'flow/checkout'"),
+    ("flow = define_eval_group([])", r"flow_group.py: an eval group needs at least one member eval id"),
+])
+def test_a_group_naming_no_eval_or_an_unknown_one_is_a_clear_error(tmp_path, group_file, message):
+    project = _copy_example(tmp_path)
+    (project / "evals" / "flow_group.py").write_text(f"from assay.agent import define_eval_group\n\n{group_file}\n")
+    done = _cli(project, "list")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert re.search(message, done.stderr), done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_eval_in_two_groups_names_both_groups_and_files(tmp_path):
+    project = _copy_example(tmp_path)
+    (project / "evals" / "again_group.py").write_text(
+        'from assay.agent import define_eval_group\n\nagain = define_eval_group(["flow/login"])\n'
+    )
+    done = _cli(project, "list")
+    assert done.returncode == 2
+    assert "names eval 'flow/login', which is already in eval group 'again'" in done.stderr or (
+        "names eval 'flow/login', which is already in eval group 'flow'" in done.stderr
+    ), done.stderr
+    assert "again_group.py" in done.stderr and "flow_group.py" in done.stderr
+
+
+def test_changing_a_groups_members_reruns_them(tmp_path, sandbox_dir):
+    project = _copy_example(tmp_path)
+    first = _cli(project, "run", "grouped", "--json", "--quiet")
+    assert first.returncode == 0, first.stderr
+    carried = _cli(project, "run", "grouped", "--json", "--quiet")
+    assert all(a.get("carried_from") for a in _attempts(carried)), carried.stdout[-2000:]
+    (project / "evals" / "flow_group.py").write_text(
+        'from assay.agent import define_eval_group\n\nflow = define_eval_group(["flow/login", "flow/checkout", '
+        '"tasks/notes/one"])\n'
+    )
+    rerun = _cli(project, "run", "grouped", "--json", "--quiet")
+    attempts = _attempts(rerun)
+    assert attempts and not any(a.get("carried_from") for a in attempts)
+    assert {a["decision"]["code"] for a in attempts if a["eval_id"].startswith("flow/")} == {"eval-group-changed"}

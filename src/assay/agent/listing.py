@@ -23,7 +23,8 @@ class ProjectListing:
     def document(self) -> dict[str, Any]:
         return {
             "evals": [
-                {"id": e.id, "kind": e.eval.kind, "tags": list(e.eval.tags), "description": e.eval.description}
+                {"id": e.id, "kind": e.eval.kind, "tags": list(e.eval.tags), "description": e.eval.description,
+                 **({"group": e.group.id} if e.group is not None else {})}
                 for e in self.evals
             ],
             "experiments": [
@@ -40,8 +41,10 @@ class ProjectListing:
         """The evals table, then the experiments table when the project has experiments."""
         from assay.core.report.table import render_table
 
-        rows = [[e.id, e.eval.kind, ", ".join(e.eval.tags), e.eval.description or ""] for e in self.evals]
-        tables = [render_table("Evals", ["eval", "kind", "tags", "description"], rows)]
+        rows = [[e.id, e.eval.kind, e.group.id if e.group is not None else "", ", ".join(e.eval.tags),
+                 e.eval.description or ""] for e in self.evals]
+        # An eval group's members run one after another in one sandbox: the group column says which run so.
+        tables = [render_table("Evals", ["eval", "kind", "group", "tags", "description"], rows)]
         if self.experiments:
             rows = [
                 [x.id, x.experiment.agent.name, x.experiment.model or "-", str(x.experiment.attempts),

@@ -114,6 +114,12 @@ def attempt_lines(result: Any) -> list[str]:
         f"{result.locator}  {verdict_label(result).upper()}  {attempt_title(result)}",
         f"experiment {result.experiment_id} · attempt {result.ordinal + 1} · {result.duration_seconds:.3f}s",
     ]
+    group = getattr(result, "eval_group", None)
+    shared = (result.sandbox or {}).get("shared") if isinstance(getattr(result, "sandbox", None), dict) else None
+    if group:
+        lines.append(f"eval group {group['id']} (definition {group['definition_hash']})")
+    if shared:
+        lines.append(f"shared sandbox: task {shared['task']} of {shared['pool']}")
     origin = getattr(result, "carried_from", None)
     if origin:
         lines.append(f"carried from run {origin['run_id']} (unit {origin['unit_id']}): not sent to the agent in this run")

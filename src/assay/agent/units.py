@@ -87,7 +87,9 @@ def _unit(result: Any, detail: dict[str, Any], usage: Any, locator: str) -> Unit
         duration_seconds=result.duration_seconds,
         usage=usage,
         cost_usd=result.estimated_cost_usd,
-        artifacts={"locator": locator},
+        # An eval group's member says its group, which JUnit shows as the case's `eval_group` property.
+        artifacts={"locator": locator, "properties": {"eval_group": result.eval_group["id"]}}
+        if getattr(result, "eval_group", None) else {"locator": locator},
         detail=detail,
         carried_from={"run_id": carried_from["run_id"], "unit_id": carried_from["unit_id"]} if carried_from else None,
     )

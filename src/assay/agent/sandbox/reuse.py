@@ -70,8 +70,8 @@ class SandboxPool:
 def pool_key(planned: Any) -> tuple[str, float | None] | None:
     """The pool a planned attempt shares sandboxes in, with its lifetime: its eval group's under its
     experiment, or its experiment's with `sandbox_reuse`; None for a sandbox of its own."""
-    if planned.sandbox is None:
-        return None
+    if planned.sandbox is None or planned.sandbox.keep is not None:
+        return None  # --keep-sandbox: each attempt keeps a sandbox of its own (sandbox_reuse refuses it)
     group = planned.eval.group
     if group is not None:
         return f"{planned.experiment.id}: eval group {group.id}", None

@@ -140,9 +140,18 @@ def junit_case(unit: UnitResult) -> JUnitCase:
         error=message if unit.verdict == "errored" else None,
         skipped=message if skipped else None,
         details=(unit.details or None) if unit.verdict in ("failed", "errored") else None,
-        properties=(("score", format(score, "g") if isinstance(score, float) else str(score)),)
-        if score is not None else (),
+        properties=((("score", format(score, "g") if isinstance(score, float) else str(score)),)
+                    if score is not None else ()) + _reported_properties(unit),
     )
+
+
+def _reported_properties(unit: UnitResult) -> tuple[tuple[str, str], ...]:
+    """What a kind asks reports to show beside a unit (`artifacts["properties"]`, e.g. an agent attempt's
+    eval group), as JUnit properties."""
+    named = (unit.artifacts or {}).get("properties")
+    if not isinstance(named, dict):
+        return ()
+    return tuple((str(name), str(value)) for name, value in sorted(named.items()))
 
 
 def junit_suites(units: Iterable[UnitResult]) -> list[JUnitSuite]:

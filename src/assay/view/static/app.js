@@ -304,6 +304,8 @@ function agentDetail(unit) {
         ? el("table", { id: "assertions" }, el("thead", {}, el("tr", {}, ["status", "assertion", "scope", "reason"].map((h) => el("th", {}, h)))), el("tbody", {}, assertions))
         : el("p", { class: "muted", id: "assertions" }, "This attempt checked no assertions.")),
     score !== null ? el("div", { class: "panel" }, el("h2", {}, "Score"), el("pre", { id: "unit-score" }, pretty(score))) : null,
+    // An eval group's member ran in the sandbox its group shares (after the members before it, by id).
+    detail.eval_group ? el("p", { id: "eval-group" }, `Eval group ${detail.eval_group.id}${detail.sandbox && detail.sandbox.shared ? ` · task ${detail.sandbox.shared.task} in its shared sandbox` : ""}`) : null,
     el("div", { class: "panel" }, el("h2", {}, `Transcript (${detail.agent || ""}${detail.model ? " · " + detail.model : ""}, ${detail.locator || ""})`),
       el("div", { id: "transcript" }, turns.length ? turns : el("p", { class: "muted" }, "No turns recorded."))),
     waterfallPanel(unit.waterfall, (detail.turns || []).length),
