@@ -629,9 +629,8 @@ agents = {
     "chat-stream": openai_chat_agent(base_url=base_url, api_key="k", model="m", stream=True),
     "responses-stream": openai_responses_agent(base_url=base_url, api_key="k", model="m", stream=True),
 }
-# defined agents are ready to send: what their requests need is loaded before anything is dispatched
-assert "aiohttp" in sys.modules and "assay.judge.openai_http" in sys.modules
-loaded_before_dispatch = set(sys.modules)
+# defining the agents loads no HTTP stack (discovery never needs one); the run loads it before it dispatches
+assert "aiohttp" not in sys.modules and "assay.judge.openai_http" not in sys.modules
 
 @define_eval(judge={"model": "judge-1", "base_url": base_url, "api_key_env": ""})
 async def single_turn(t):
@@ -641,7 +640,16 @@ async def single_turn(t):
 
 experiments = [ExperimentEntry(name, Experiment(agent=agent)) for name, agent in agents.items()]
 plan = build_plan(experiments, {name: [EvalEntry(f"e{i}", single_turn) for i in range(3)] for name in agents})
-outcome = asyncio.run(AgentRun(plan, RunOptions(concurrency=4)).run())
+run = AgentRun(plan, RunOptions(concurrency=4))
+first_sends = []
+original = run._prepare
+def prepared():  # the moment before the first attempt is dispatched
+    first_sends.append(set(sys.modules))
+    original()
+run._prepare = prepared
+outcome = asyncio.run(run.run())
+loaded_before_dispatch = first_sends[0]
+assert "aiohttp" in loaded_before_dispatch and "assay.judge.openai_http" in loaded_before_dispatch
 assert [result.verdict for result in outcome.results] == ["passed"] * 9, [r.verdict for r in outcome.results]
 assert [a["status"] for result in outcome.results for a in result.assertions] == ["matched"] * 18
 loaded_late = sorted(name for name in set(sys.modules) - loaded_before_dispatch

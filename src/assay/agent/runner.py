@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import signal as signals
+import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -487,6 +488,10 @@ class AgentRun:
 
     async def run(self) -> RunOutcome:
         started = time.perf_counter()
+        if "assay.agent.adapters.endpoint" in sys.modules:
+            # An endpoint agent was defined: its HTTP transport (aiohttp) loads now, before the first attempt's
+            # clock starts, rather than during discovery (`assay agent list` never needs it) or inside an attempt.
+            import assay.judge.openai_http  # noqa: F401
         self._prepare()
         if self.journal is not None:
             self._spool = UnitSpool(len(self.plan))

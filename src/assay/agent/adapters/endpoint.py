@@ -44,11 +44,6 @@ class OpenAIEndpoint:
     sdk_client: Any = field(default=None, repr=False, compare=False)
     _clients: Any = field(default_factory=weakref.WeakKeyDictionary, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        # The transport and aiohttp load now, while the agent is defined: the run's first attempts
-        # would otherwise all wait on the import.
-        import assay.judge.openai_http  # noqa: F401
-
     @property
     def resolved_base_url(self) -> str:
         if self.sdk_client is not None and not self.base_url:
