@@ -12,13 +12,13 @@ from typing import Any
 from assay.agent.adapter import check_agent
 from assay.agent.definition import EvalDescriptor
 from assay.agent.project import MAX_ATTEMPTS, MAX_CONCURRENCY, is_finite_number
-from assay.agent.shared_state import check_shared_state
 from assay.core.bounded_input import check_values
 from assay.core.jsonvalue import check_json_like
 from assay.errors import ConfigError, JsonValueError
 
 EvalSelection = str | Sequence[str] | Callable[[EvalDescriptor], bool]
 MAX_TEXT_CHARS = 10_000  # model, reasoning_effort, description, each label
+MAX_SHARED_STATE_CHARS = 200  # a lease key: named in file names, messages and the recover command
 
 
 def _positive_number(value: Any, name: str, *, allow_zero: bool = False) -> float | None:
@@ -49,6 +49,19 @@ def _check_text(value: Any, name: str) -> None:
     except UnicodeEncodeError:
         # A lone surrogate cannot be printed, journaled or sent to an endpoint.
         raise ConfigError(f"Experiment {name} must be valid Unicode text (it holds a lone surrogate)") from None
+
+
+def _check_shared_state(value: Any) -> None:
+    """One key, a line of text (NiceEval's `sharedState: {key}` is written as the key itself)."""
+    if value is None:
+        return
+    if isinstance(value, Mapping):
+        raise ConfigError(f'Experiment shared_state takes the key itself: write shared_state="{value.get("key", "…")}" '
+                          "(NiceEval's sharedState: {key: …})")
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError("Experiment shared_state must be a non-empty string naming the external state (a key)")
+    if len(value) > MAX_SHARED_STATE_CHARS or any(ord(character) < 32 or ord(character) == 127 for character in value):
+        raise ConfigError(f"Experiment shared_state must be one line of at most {MAX_SHARED_STATE_CHARS} characters")
 
 
 @dataclass(frozen=True)
@@ -94,7 +107,7 @@ class Experiment:
         except JsonValueError as error:
             raise ConfigError(str(error)) from None
         _positive_int(self.attempts, "attempts", MAX_ATTEMPTS)
-        check_shared_state(self.shared_state)
+        _check_shared_state(self.shared_state)
         if self.early_exit is not None and not isinstance(self.early_exit, bool):
             raise ConfigError("Experiment early_exit must be True or False")
         if self.concurrency is not None:

@@ -25,15 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.file_lock import HeldLock, LockFile
-from assay.errors import AssayError, ConfigError, UsageError
+from assay.errors import AssayError, UsageError
 
 __all__ = [
-    "LeaseOwner", "LeaseStatus", "SharedStateError", "acquire_leases", "check_shared_state", "experiment_teardowns",
+    "LeaseOwner", "LeaseStatus", "SharedStateError", "acquire_leases", "experiment_teardowns",
     "lease_statuses", "listed", "recover_lease",
 ]
 
 LEASE_FOLDER = "shared-state"
-MAX_KEY_CHARS = 200
 UNKNOWN_TOKEN = "unknown"  # the token of a lease its owner was killed while writing
 _UNREADABLE_AFTER_S = 10.0  # an unreadable lease older than this (and not flocked) was never finished
 _POLL_S = 0.2
@@ -41,19 +40,6 @@ _POLL_S = 0.2
 
 class SharedStateError(AssayError):
     """A lease that cannot be taken (its owner died, or the wait ran out) or released (exit 2)."""
-
-
-def check_shared_state(value: Any, where: str = "Experiment") -> None:
-    """`shared_state` is one key: a non-empty line of text (NiceEval's `{key}` is written as the key itself)."""
-    if value is None:
-        return
-    if isinstance(value, Mapping):
-        raise ConfigError(f'{where} shared_state takes the key itself: write shared_state="{value.get("key", "…")}" '
-                          "(NiceEval's sharedState: {key: …})")
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{where} shared_state must be a non-empty string naming the external state (a key)")
-    if len(value) > MAX_KEY_CHARS or any(ord(character) < 32 or ord(character) == 127 for character in value):
-        raise ConfigError(f"{where} shared_state must be one line of at most {MAX_KEY_CHARS} characters")
 
 
 def lease_folder(root: Path) -> Path:
