@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.agent.project import checkpoints_base
 from assay.core.file_lock import HeldLock, LockFile
 from assay.errors import AssayError, UsageError
 
@@ -43,8 +44,6 @@ class SharedStateError(AssayError):
 
 
 def lease_folder(root: Path) -> Path:
-    from assay.agent.project import checkpoints_base
-
     return checkpoints_base(root) / LEASE_FOLDER
 
 
