@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from assay.core.file_lock import pid_is_alive
+
 try:
     import fcntl
 except ImportError:  # Windows: no /dev/shm either
@@ -333,7 +335,7 @@ def remove_stale_segments(directory: Path | None = None) -> list[Path]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 continue  # its owner is alive
-            owner_gone = not _process_exists(int(match.group(1)))
+            owner_gone = not pid_is_alive(int(match.group(1)))
             if owner_gone or time.time() - status.st_mtime > STALE_AFTER_S:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
@@ -341,16 +343,6 @@ def remove_stale_segments(directory: Path | None = None) -> list[Path]:
         finally:
             os.close(fd)
     return removed
-
-
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class SharedFrameReader:

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from assay.core.file_lock import pid_is_alive as process_alive
+
 ENTRY_FILE = "sandbox.json"
 
 
@@ -46,18 +48,6 @@ class SandboxEntry:
     @property
     def status(self) -> str:
         return "orphaned" if self.orphaned else self.state
-
-
-def process_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def write_entry(root: Path, entry: SandboxEntry) -> None:
@@ -124,4 +114,4 @@ def find_entry(base: Path, prefix: str) -> SandboxEntry:
     return matches[0]
 
 
-__all__ = ["ENTRY_FILE", "SandboxEntry", "find_entry", "list_entries", "process_alive", "read_entry", "write_entry"]
+__all__ = ["ENTRY_FILE", "SandboxEntry", "find_entry", "list_entries", "read_entry", "write_entry"]

@@ -110,7 +110,8 @@ def unrecorded_containers() -> list[tuple[SandboxEntry, str]]:
     import socket
 
     from assay.agent.sandbox.docker import OWNER_LABEL, ROOT_LABEL
-    from assay.agent.sandbox.registry import ENTRY_FILE, process_alive
+    from assay.agent.sandbox.registry import ENTRY_FILE
+    from assay.core.file_lock import pid_is_alive as process_alive
 
     try:
         import docker  # noqa: F401  (only where the SDK is installed)

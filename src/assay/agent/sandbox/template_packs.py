@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from assay.agent.sandbox.ledger import ChangeLedger, DiffRules, HostGit
-from assay.agent.sandbox.registry import process_alive
+from assay.core.file_lock import pid_is_alive as process_alive
 
 _PREFIX = ".ledger-packs-"
 _built: dict[tuple[str, str, tuple[str, ...]], tuple[str, ...]] = {}
