@@ -21,3 +21,29 @@ def test_version_imports_no_kind_and_no_command_group():
 def test_a_mistyped_group_is_suggested():
     done = subprocess.run([sys.executable, "-m", "assay", "vido"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "No such command 'vido'. Did you mean 'video'?" in done.stderr, done
+
+
+EXPERIMENT = """
+from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message
+
+async def send(turn_input, ctx):
+    return Turn(events=[message("hello")])
+
+base = Experiment(agent=define_agent(name="echo", send=send, evidence_coverage=complete_evidence_coverage))
+"""
+
+
+def test_a_local_one_eval_agent_run_imports_only_what_it_needs(tmp_path):
+    """Ray's worker module, and pydantic (which typer uses to coerce options), are not needed by a local run."""
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "base.py").write_text(EXPERIMENT)
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "one_eval.py").write_text("from assay.agent import define_eval\n\n"
+                                                    "async def test(t):\n    await t.send('hi')\n\n"
+                                                    "one = define_eval(test)\n")
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "assay", "agent", "run", "--project", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "1 passed" in done.stderr + done.stdout, done
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    unneeded = ("pydantic", "ray", "assay.agent.remote_worker", "assay.core.ray_executor")
+    assert sorted(imported & set(unneeded)) == []

@@ -16,12 +16,15 @@ import typer
 
 from assay import __version__
 from assay.cli.examples import add_examples
+from assay.cli.plain_params import coerce_plain_values_without_pydantic
 from assay.cli.view import view_command
 
 try:  # recent typer ships its own copy of click
     from typer.core import TyperGroup
 except ImportError:  # pragma: no cover
     from typer.main import TyperGroup
+
+coerce_plain_values_without_pydantic()  # pydantic is imported only for a value that needs it
 
 # The command groups, imported only when named (`assay --version` imports none of them): name ->
 # (module, attribute, the help shown in `assay --help` and atop the group's own help).

@@ -27,8 +27,11 @@ __all__ = ["RunResult", "merge", "record", "reporters_for", "run", "run_async"]
 Request = TypeVar("Request")
 
 
-def _connect_executor(execution: Execution, worker: WorkerSpec | None) -> Any:
-    if execution.executor == "local" or worker is None:
+def _connect_executor(execution: Execution, opened: OpenedRun) -> Any:
+    if execution.executor == "local":
+        return None  # without asking for the worker: its module (Ray's side of a kind) stays unimported
+    worker: WorkerSpec | None = opened.worker()
+    if worker is None:
         return None
     from assay.core.ray_executor import RayExecutor
 
@@ -50,7 +53,7 @@ def _open(run_kind: RunKind[Request], request: Request, outputs: Outputs, resume
 async def _execute(opened: OpenedRun, events: RunEvents, execution: Execution) -> object:
     from assay.core.gcpolicy import collection_sized_for_runs
 
-    executor = _connect_executor(execution, opened.worker())
+    executor = _connect_executor(execution, opened)
     try:
         with collection_sized_for_runs():
             return await opened.execute(events, executor)

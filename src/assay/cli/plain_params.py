@@ -1,0 +1,56 @@
+"""Command-line values coerced without pydantic when they are plain: an absent option, a str, a list of str, a Path.
+
+typer coerces every parameter a command has (given or not) through a pydantic TypeAdapter, and importing
+pydantic alone costs ~0.1 s of CPU: a third of a one-eval `assay agent run`. The plain cases give exactly
+what typer's adapter gives; any other value (a number typed on the command line, a choice, a parser) is
+still coerced by typer's own adapter, built when that value arrives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+from typer import core
+from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
+from typer._param_types import coerce_cli_path
+
+__all__ = ["coerce_plain_values_without_pydantic"]
+
+
+@dataclass(frozen=True)
+class _PlainRuntimeParam(RuntimeParam):
+    """typer's runtime coercion of one parameter, with the plain values done here (None is typer's own: `coerce`)."""
+
+    def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+        info, annotation = self.parameter_info, self.annotation
+        if info.parser is None:
+            if annotation is str and type(value) is str:
+                return value
+            if _is_list_of_str(annotation) and isinstance(value, (list, tuple)) and all(type(item) is str for item in value):
+                return list(value)
+            if annotation is Path and info.path_type in (None, Path) and not info.allow_dash and type(value) is str:
+                # typer's adapter makes `Path(value)` first (its error messages still name `value` as typed)
+                return Path(coerce_cli_path(value, info, path_type=None, param=param, ctx=ctx))
+        typer_own = build_runtime_param(TypeDescriptor(annotation, info, file_annotation=None))
+        return typer_own._coerce_value(value, param=param, ctx=ctx)
+
+
+def _is_list_of_str(annotation: Any) -> bool:
+    return get_origin(annotation) is list and get_args(annotation) == (str,)
+
+
+def _plain_first(descriptor: TypeDescriptor) -> RuntimeParam:
+    """What typer builds when a parameter is first coerced: ours, but typer's own for files it opens."""
+    if descriptor.file_annotation is not None:
+        return build_runtime_param(descriptor)
+    return _PlainRuntimeParam(descriptor.parameter_info, descriptor.annotation)
+
+
+def coerce_plain_values_without_pydantic() -> None:
+    """Every typer parameter of this process (help options included) coerces plain values here.
+
+    A typer without the hook this relies on (`typer.core.build_runtime_param`) keeps its own coercion."""
+    if getattr(core, "build_runtime_param", None) is build_runtime_param:
+        core.build_runtime_param = _plain_first
