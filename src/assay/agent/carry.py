@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.agent.identity import ExecutionIdentity, IdentityBuilder, Reason, identity_changes
+from assay.agent.identity import IDENTITY_VERSION, ExecutionIdentity, IdentityBuilder, Reason, identity_changes
 from assay.agent.record import INTERRUPTED, NOT_DISPATCHED
 from assay.agent.slot_result import CARRIED, EARLY_EXIT, SlotResult
 from assay.errors import UsageError
@@ -68,13 +68,25 @@ class CarryPlan:
         return sum(1 for decision in self.decisions if decision.action == action)
 
 
+# What deciding and recording a carry never reads of the published attempt: its transcript and the
+# other per-attempt evidence (most of a unit's body). The store leaves them out before decoding, so
+# planning a carried run holds no previous transcript (`adopted_attempt` reads the whole unit).
+_NOT_READ_BY_CARRY = tuple(f"$.detail.{name}" for name in (
+    "turns", "spans", "timing", "sandbox", "coverage", "usage", "diagnostics", "error", "retries", "tags",
+))
+# Nor, while its identity's digest is the slot's, the identity's parts (a third of what is left):
+# only a slot whose identity changed reads them, to say what changed.
+_IDENTITY_PARTS = ("$.detail.identity.components", "$.detail.identity.files", "$.detail.identity.values")
+
+
 def unit_id_of(experiment_id: str, eval_id: str, ordinal: int) -> str:
     return f"{experiment_id}/{eval_id}#{ordinal + 1}"
 
 
-def _latest_published(root: Path, unit_ids: Sequence[str]) -> tuple[dict[str, tuple[str, Any]], set[str], Reason | None]:
-    """The store's latest unit per slot of this project, the runs they adopt that still exist, and a
-    warning when the store cannot be read (then nothing carries)."""
+def _latest_published(root: Path, digests: Mapping[str, str]) -> tuple[dict[str, tuple[str, Any]], set[str], Reason | None]:
+    """The store's latest unit per slot of this project (unit id -> the slot's identity digest now),
+    without what carry never reads, the runs they adopt that still exist, and a warning when the store
+    cannot be read (then nothing carries)."""
     from assay.core.record import store_path
     from assay.core.results_store import SqliteRunStore, StoreError
 
@@ -83,7 +95,9 @@ def _latest_published(root: Path, unit_ids: Sequence[str]) -> tuple[dict[str, tu
         return {}, set(), None
     try:
         with SqliteRunStore(database, read_only=True) as store:
-            latest = store.latest_units(unit_ids, kind="agent", identity={"project": str(root)})
+            latest = store.latest_units(digests, kind="agent", identity={"project": str(root)},
+                                        leaving_out=(*_NOT_READ_BY_CARRY, *_IDENTITY_PARTS))
+            _read_changed_identities(store, latest, digests)
             origins = {
                 str(reference["run_id"]) for _, unit in latest.values()
                 if isinstance(reference := unit.carried_from, Mapping) and reference.get("run_id")
@@ -92,6 +106,18 @@ def _latest_published(root: Path, unit_ids: Sequence[str]) -> tuple[dict[str, tu
     except (StoreError, OSError) as error:
         return {}, set(), Reason("carry-store-unreadable", f"nothing is carried: {error}")
     return latest, present, None
+
+
+def _read_changed_identities(store: Any, latest: dict[str, tuple[str, Any]], digests: Mapping[str, str]) -> None:
+    """The units whose identity is not the slot's now are read again with their identity whole."""
+    changed: dict[str, list[str]] = {}
+    for unit_id, (run_id, unit) in latest.items():
+        identity = (unit.detail or {}).get("identity")
+        if not isinstance(identity, Mapping) or identity.get("digest") != digests[unit_id]:
+            changed.setdefault(run_id, []).append(unit_id)
+    for run_id, unit_ids in changed.items():
+        for unit_id, unit in store.units_by_id(run_id, unit_ids, adopted=False, leaving_out=_NOT_READ_BY_CARRY).items():
+            latest[unit_id] = (run_id, unit)
 
 
 def _has_sandbox(planned: Any) -> bool:
@@ -130,7 +156,7 @@ def _timeout_reason(old: ExecutionIdentity, new: ExecutionIdentity, duration: fl
     return Reason("timeout-changed", f"timeout changed (the attempt took {duration:.1f}s; the timeout is now {timeout:g}s)")
 
 
-def _carried_record(planned: Any, previous: SlotResult, origin: dict[str, str], identity: ExecutionIdentity,
+def _carried_record(planned: Any, previous: SlotResult, origin: dict[str, str], identity: dict[str, Any],
                     reason: Reason) -> SlotResult:
     """The slot's record in the new run: the adopted attempt's verdict and what its failure shows,
     the reference, never its transcript."""
@@ -142,7 +168,7 @@ def _carried_record(planned: Any, previous: SlotResult, origin: dict[str, str], 
         model=previous.model, duration_seconds=previous.duration_seconds, failing=list(previous.failing),
         unavailable=list(previous.unavailable), score=previous.score, score_state=previous.score_state,
         assertions=[assertion for assertion in previous.assertions if shown_in_failure_lines(assertion)],
-        tags=list(planned.eval.eval.tags), position=planned.index, identity=identity.to_json(),
+        tags=list(planned.eval.eval.tags), position=planned.index, identity=identity,
         decision={"action": CARRY, **reason.to_json()}, carried_from=origin,
     )
 
@@ -152,7 +178,7 @@ _RERUN_ALL = Reason("rerun-all", "--rerun all")
 
 
 def _shared_decision(action: str, reason: Reason, identity: ExecutionIdentity,
-                     shared: dict[tuple[str, Reason, int], SlotDecision]) -> SlotDecision:
+                     shared: dict[tuple[Any, ...], Any]) -> SlotDecision:
     """The one decision (in this plan's `shared`) of every slot executed for `reason` under `identity`
     (identities are shared by a file's evals): a 50,000-eval first run holds a handful, not 50,000."""
     key = (action, reason, id(identity))
@@ -174,7 +200,7 @@ def _decision_document(action: str, reason: Reason) -> dict[str, str]:
 
 def _decide(planned: Any, identity: ExecutionIdentity, found: tuple[str, Any] | None, present: set[str],
             rerun: str | None, keep_sandbox: str | None, pair_published: bool,
-            shared: dict[tuple[str, Reason, int], SlotDecision]) -> SlotDecision:
+            shared: dict[tuple[Any, ...], Any]) -> SlotDecision:
     if rerun == "all":
         return _shared_decision(EXECUTE, _RERUN_ALL, identity, shared)
     if found is None:
@@ -186,15 +212,7 @@ def _decide(planned: Any, identity: ExecutionIdentity, found: tuple[str, Any] | 
     except (KeyError, TypeError, ValueError, AttributeError):
         return SlotDecision(EXECUTE, Reason("unreadable", f"the published attempt in run {run_id} is unreadable"),
                             identity)
-    reasons: list[Reason] = []
-    old = ExecutionIdentity.from_json(previous.identity)
-    if old is None:
-        reasons.append(Reason("no-identity", "the published attempt has no execution identity (recorded before carry)"))
-    elif old.digest != identity.digest:
-        reasons.extend(identity_changes(old, identity))
-        late = _timeout_reason(old, identity, previous.duration_seconds)
-        if late is not None:
-            reasons.append(late)
+    reasons: list[Reason] = [] if _same_identity(previous.identity, identity) else _identity_reasons(previous, identity)
     outcome = _outcome_reason(previous, rerun)
     if outcome is not None:
         reasons.append(outcome)
@@ -209,7 +227,34 @@ def _decide(planned: Any, identity: ExecutionIdentity, found: tuple[str, Any] | 
         return SlotDecision(EXECUTE, reasons[0], identity, tuple(reasons))
     reason = Reason("carried", f"carried from run {origin['run_id']} ({previous.verdict})")
     return SlotDecision(CARRY, reason, identity, (reason,),
-                        _carried_record(planned, previous, origin, identity, reason))
+                        _carried_record(planned, previous, origin, _identity_document(identity, shared), reason))
+
+
+def _same_identity(document: Any, identity: ExecutionIdentity) -> bool:
+    """The published attempt ran under exactly `identity` (the common case): told by its digest, so its
+    parts are never read (`_latest_published` leaves them out)."""
+    return isinstance(document, Mapping) and document.get("version") == IDENTITY_VERSION \
+        and document.get("digest") == identity.digest
+
+
+def _identity_reasons(previous: SlotResult, identity: ExecutionIdentity) -> list[Reason]:
+    old = ExecutionIdentity.from_json(previous.identity)
+    if old is None:
+        return [Reason("no-identity", "the published attempt has no execution identity (recorded before carry)")]
+    if old.digest == identity.digest:
+        return []
+    reasons = identity_changes(old, identity)
+    late = _timeout_reason(old, identity, previous.duration_seconds)
+    return [*reasons, late] if late is not None else list(reasons)
+
+
+def _identity_document(identity: ExecutionIdentity, shared: dict[tuple[Any, ...], Any]) -> dict[str, Any]:
+    """One (read-only) document per identity for every slot carried under it: a file's evals share one."""
+    key = ("identity", id(identity))
+    document = shared.get(key)
+    if document is None:
+        document = shared[key] = identity.to_json()
+    return document
 
 
 def plan_carry(
@@ -225,16 +270,20 @@ def plan_carry(
     warnings: list[Reason] = []
     latest: dict[str, tuple[str, Any]] = {}
     present: set[str] = set()
+    slot_identities = [identities.of(planned) for planned in plan]  # built once: the lookup needs their digests
     if rerun != "all" and pending:
-        unit_ids = [unit_id_of(planned.experiment.id, planned.eval.id, planned.ordinal) for planned in pending]
-        latest, present, warning = _latest_published(root.resolve(), unit_ids)
+        digests = {
+            unit_id_of(planned.experiment.id, planned.eval.id, planned.ordinal): slot_identities[position].digest
+            for position, planned in enumerate(plan) if planned.key not in settled
+        }
+        latest, present, warning = _latest_published(root.resolve(), digests)
         if warning is not None:
             warnings.append(warning)
     published_pairs = {unit_id.rpartition("#")[0] for unit_id in latest}
     decisions: list[SlotDecision] = []
-    shared: dict[tuple[str, Reason, int], SlotDecision] = {}  # identities live as long as the plan does
-    for planned in plan:
-        identity = identities.of(planned)
+    # Decisions and identity documents slots share, keyed by id(identity): identities live as long as the plan.
+    shared: dict[tuple[Any, ...], Any] = {}
+    for planned, identity in zip(plan, slot_identities):
         if planned.key in settled:
             reason = Reason("resumed", "kept from the checkpoint being resumed")
             decisions.append(SlotDecision("resumed", reason, identity, (reason,)))

@@ -625,23 +625,29 @@ class SqliteRunStore:
         return dict(rows.fetchall())
 
     @_speaks_for_the_file
-    def units_by_id(self, run_id: str, unit_ids: Iterable[str], *, adopted: bool = True) -> dict[str, UnitResult]:
-        """The run's units with these ids; carried ones read through their reference unless `adopted` is False."""
-        found = self._units_by_id(run_id, unit_ids)
+    def units_by_id(self, run_id: str, unit_ids: Iterable[str], *, adopted: bool = True,
+                    leaving_out: Sequence[str] = ()) -> dict[str, UnitResult]:
+        """The run's units with these ids; carried ones read through their reference unless `adopted` is False
+        (`leaving_out`: JSON paths of the bodies not to decode, as in `latest_units`; only as recorded)."""
+        found = self._units_by_id(run_id, unit_ids, leaving_out)
         if not adopted:
             return found
         return dict(zip(found, self._adopted(list(found.values()))))
 
-    def _units_by_id(self, run_id: str, unit_ids: Iterable[str]) -> dict[str, UnitResult]:
+    def _units_by_id(self, run_id: str, unit_ids: Iterable[str], leaving_out: Sequence[str] = ()) -> dict[str, UnitResult]:
         found: dict[str, UnitResult] = {}
         wanted = list(unit_ids)
+        body = f"json_remove(body, {', '.join('?' * len(leaving_out))})" if leaving_out else "body"
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
-            rows = self._connection.execute(
-                f"SELECT unit_id, body FROM units WHERE run_id = ? AND unit_id IN ({','.join('?' * len(chunk))})",
-                (run_id, *chunk),
-            ).fetchall()
-            found.update((unit_id, UnitResult.from_json(json.loads(body))) for unit_id, body in rows)
+            query = f"SELECT unit_id, {body} FROM units WHERE run_id = ? AND unit_id IN ({','.join('?' * len(chunk))})"
+            try:
+                rows = self._connection.execute(query, (*leaving_out, run_id, *chunk)).fetchall()
+            except sqlite3.OperationalError as error:
+                if not leaving_out or "json_remove" not in str(error):
+                    raise
+                return self._units_by_id(run_id, wanted)  # an SQLite without JSON functions: whole bodies
+            found.update((unit_id, UnitResult.from_json(json.loads(text))) for unit_id, text in rows)
         return found
 
     # -- carried units -------------------------------------------------------------------
@@ -678,16 +684,19 @@ class SqliteRunStore:
 
     @_speaks_for_the_file
     def latest_units(
-        self, unit_ids: Iterable[str], *, kind: str, identity: Mapping[str, Any] | None = None
+        self, unit_ids: Iterable[str], *, kind: str, identity: Mapping[str, Any] | None = None,
+        leaving_out: Sequence[str] = (),
     ) -> dict[str, tuple[str, UnitResult]]:
         """For each unit id, the newest run of `kind` that holds it (and whose manifest identity has
-        every `identity` item), with that unit as recorded: a carried one keeps its reference."""
+        every `identity` item), with that unit as recorded: a carried one keeps its reference.
+        `leaving_out` are JSON paths of the body the caller never reads (an agent unit's transcript):
+        SQLite drops them before the body is decoded, so they cost neither decoding nor memory here."""
         wanted = set(unit_ids)
         found: dict[str, tuple[str, UnitResult]] = {}
         if not wanted:
             return found
         for run_id in self._run_ids_newest_first(kind, identity or {}):
-            for unit_id, unit in self._units_by_id(run_id, wanted).items():
+            for unit_id, unit in self._units_by_id(run_id, wanted, leaving_out).items():
                 found[unit_id] = (run_id, unit)
             wanted.difference_update(found)
             if not wanted:
