@@ -34,7 +34,8 @@ base = Experiment(agent=define_agent(name="echo", send=send, evidence_coverage=c
 
 
 def test_a_local_one_eval_agent_run_imports_only_what_it_needs(tmp_path):
-    """Ray's worker module, and pydantic (which typer uses to coerce options), are not needed by a local run."""
+    """Ray's worker module, pydantic (which typer uses to coerce options), PyYAML and the JUnit reporter are not
+    needed by a local run of a project without YAML files or --junit."""
     (tmp_path / "experiments").mkdir()
     (tmp_path / "experiments" / "base.py").write_text(EXPERIMENT)
     (tmp_path / "evals").mkdir()
@@ -45,5 +46,6 @@ def test_a_local_one_eval_agent_run_imports_only_what_it_needs(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "1 passed" in done.stderr + done.stdout, done
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
-    unneeded = ("pydantic", "ray", "assay.agent.remote_worker", "assay.core.ray_executor")
+    unneeded = ("pydantic", "ray", "assay.agent.remote_worker", "assay.core.ray_executor", "yaml",
+                "assay.core.report.junit")
     assert sorted(imported & set(unneeded)) == []

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import inspect
 import typing
 from collections.abc import Callable
@@ -93,8 +94,14 @@ def params(*items: type | str | Param) -> list[Param]:
     return made
 
 
+@functools.cache
+def _type_hints(request_type: type) -> dict[str, Any]:
+    """A request type's field types, evaluated once: every field's option and every given request read them."""
+    return typing.get_type_hints(request_type)
+
+
 def _field_param(spec: dataclasses.Field[Any], request_type: type) -> Param:
-    hint = typing.get_type_hints(request_type)[spec.name]
+    hint = _type_hints(request_type)[spec.name]
     if typing.get_origin(hint) is tuple:
         hint = list[typing.get_args(hint)[0]] | None  # type: ignore[misc] - typer's help shows <list[str]>
     if spec.default is not dataclasses.MISSING:
@@ -117,7 +124,7 @@ class Given(SimpleNamespace):
     def request(self, request_type: type, **changes: Any) -> Any:
         """`request_type` from the given values named like its fields (lists as tuples, paths as
         strings where the field is a string), then `changes`."""
-        hints = typing.get_type_hints(request_type)
+        hints = _type_hints(request_type)
         values = {}
         for spec in dataclasses.fields(request_type):
             if spec.init and spec.name not in changes and hasattr(self, spec.name):

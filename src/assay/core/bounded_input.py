@@ -10,6 +10,7 @@ A plain syntax error stays the parser's own exception (`yaml.YAMLError`, `json.J
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import math
 import os
@@ -17,12 +18,12 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
-
-import yaml
-from yaml.constructor import ConstructorError
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import AssayError
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = [
     "MAX_ALIAS_NODES",
@@ -240,16 +241,13 @@ def check_values(
 
 # --- YAML ------------------------------------------------------------------------------------------
 
-_PURE_LOADER = yaml.SafeLoader
-_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _refusing_unreadable_scalars(base: type) -> type:
     """A safe loader whose scalar conversions fail as YAML errors at the value's line.
 
     PyYAML's own constructors raise bare ValueError/KeyError for `2026-13-45`, `!!bool maybe` or a
     4,301-digit integer, which would escape as tracebacks.
     """
+    from yaml.constructor import ConstructorError
 
     class Loader(base):  # type: ignore[misc, valid-type]
         def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
@@ -272,11 +270,16 @@ def _refusing_unreadable_scalars(base: type) -> type:
     return Loader
 
 
-_BOUNDED_FAST = _refusing_unreadable_scalars(_FAST_LOADER)
-_BOUNDED_PURE = _refusing_unreadable_scalars(_PURE_LOADER) if _FAST_LOADER is not _PURE_LOADER else _BOUNDED_FAST
+@functools.cache
+def _loaders() -> tuple[type, type, type]:
+    """(libyaml's safe loader, the same bounded, pure PyYAML's bounded), made on the first YAML read: importing
+    PyYAML costs ~15 ms of CPU that a command reading no YAML (a one-eval agent run) need not pay."""
+    import yaml
 
-_COLLECTION_START = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
-_COLLECTION_END = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+    pure = yaml.SafeLoader
+    fast = getattr(yaml, "CSafeLoader", pure)
+    bounded_fast = _refusing_unreadable_scalars(fast)
+    return fast, bounded_fast, _refusing_unreadable_scalars(pure) if fast is not pure else bounded_fast
 
 
 def check_yaml_bounds(text: str, *, source: str, error: ErrorFactory) -> None:
@@ -285,11 +288,15 @@ def check_yaml_bounds(text: str, *, source: str, error: ErrorFactory) -> None:
     Reads the event stream (a flat loop, libyaml when installed) before anything recursive runs. A syntax
     error ends the check early: the real load reports it in the parser's words.
     """
+    import yaml
+
+    collection_start = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+    collection_end = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
     stack: list[list[Any]] = []  # [anchor, nodes counted so far] per open collection
     sizes: dict[str, int] = {}  # expanded node count of each closed anchor
     open_anchors: set[str] = set()
     through_aliases = 0
-    events = yaml.parse(text, Loader=_FAST_LOADER)
+    events = yaml.parse(text, Loader=_loaders()[0])
     try:
         for event in events:
             if isinstance(event, yaml.ScalarEvent):
@@ -297,7 +304,7 @@ def check_yaml_bounds(text: str, *, source: str, error: ErrorFactory) -> None:
                     sizes[event.anchor] = 1
                 if stack:
                     stack[-1][1] += 1
-            elif isinstance(event, _COLLECTION_START):
+            elif isinstance(event, collection_start):
                 if len(stack) >= MAX_DEPTH:
                     raise error(
                         f"{source}: {_mark(event)}: nested more than {MAX_DEPTH} levels deep; "
@@ -306,7 +313,7 @@ def check_yaml_bounds(text: str, *, source: str, error: ErrorFactory) -> None:
                 stack.append([event.anchor, 1])
                 if event.anchor is not None:
                     open_anchors.add(event.anchor)
-            elif isinstance(event, _COLLECTION_END):
+            elif isinstance(event, collection_end):
                 anchor, size = stack.pop()
                 if anchor is not None:
                     sizes[anchor] = size
@@ -360,14 +367,17 @@ def load_yaml(text: str, *, source: str, error: ErrorFactory) -> Any:
     libyaml is used for speed, but its error texts differ from pure PyYAML's, which GlassKit users see;
     on a syntax error the pure loader reruns (for files of moderate size) so the message is the familiar one.
     """
+    import yaml
+
     check_yaml_bounds(text, source=source, error=error)
+    _, bounded_fast, bounded_pure = _loaders()
     try:
         try:
-            return yaml.load(text, Loader=_BOUNDED_FAST)  # a safe loader
+            return yaml.load(text, Loader=bounded_fast)  # a safe loader
         except yaml.YAMLError:
-            if _BOUNDED_FAST is _BOUNDED_PURE or len(text) > _FRIENDLY_YAML_ERROR_BYTES:
+            if bounded_fast is bounded_pure or len(text) > _FRIENDLY_YAML_ERROR_BYTES:
                 raise
-        return yaml.load(text, Loader=_BOUNDED_PURE)  # a safe loader
+        return yaml.load(text, Loader=bounded_pure)  # a safe loader
     except RecursionError:
         # The event check keeps nesting shallow; this is the last line should a parser disagree with it.
         raise error(_too_deep_message(source, None)) from None

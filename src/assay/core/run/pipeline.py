@@ -94,8 +94,6 @@ def reporters_for(run_kind: RunKind[Any], outputs: Outputs) -> list[RunListener]
     """The reporters `outputs` asks for, in the order they hear each event: progress first (its closing
     line comes before the summary), the kind's own files, JUnit, and last the console or the NDJSON
     stream (whose last line carries the exit code JUnit may have raised)."""
-    from assay.core.report.junit import JUnitReport
-
     native = run_kind.output(outputs)
     chosen: list[RunListener] = []
     if outputs.shows_progress:
@@ -104,6 +102,8 @@ def reporters_for(run_kind: RunKind[Any], outputs: Outputs) -> list[RunListener]
         chosen.append(ProgressReporter())
     chosen.extend(native.files)
     if outputs.junit is not None:
+        from assay.core.report.junit import JUnitReport
+
         chosen.append(JUnitReport(outputs.junit))
     if not outputs.json:
         chosen.append(native.console)
