@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import time
 import weakref
 from collections import deque
@@ -182,6 +181,8 @@ def retry_after_seconds(headers: Mapping[str, str] | Any, cap: float = 60.0) -> 
         return min(cap, max(0.0, float(text)))
     except ValueError:
         pass
+    import email.utils  # an HTTP date is rare; the email package is not imported for every run
+
     try:
         when = email.utils.parsedate_to_datetime(text)
     except (TypeError, ValueError):
