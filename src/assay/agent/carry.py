@@ -77,16 +77,21 @@ _NOT_READ_BY_CARRY = tuple(f"$.detail.{name}" for name in (
 # Nor, while its identity's digest is the slot's, the identity's parts (a third of what is left):
 # only a slot whose identity changed reads them, to say what changed.
 _IDENTITY_PARTS = ("$.detail.identity.components", "$.detail.identity.files", "$.detail.identity.values")
+# Units decoded at a time: each is made a `Published` (what carry keeps of it) before the next are read,
+# so a big suite's previous units are never all decoded at once.
+_LOOKUP_CHUNK = 500
+# (run id, unit id, the published attempt as carry keeps it; None when it cannot be read)
+Published = tuple[str, str, SlotResult | None]
 
 
 def unit_id_of(experiment_id: str, eval_id: str, ordinal: int) -> str:
     return f"{experiment_id}/{eval_id}#{ordinal + 1}"
 
 
-def _latest_published(root: Path, digests: Mapping[str, str]) -> tuple[dict[str, tuple[str, Any]], set[str], Reason | None]:
+def _latest_published(root: Path, digests: Mapping[str, str]) -> tuple[dict[str, Published], set[str], Reason | None]:
     """The store's latest unit per slot of this project (unit id -> the slot's identity digest now),
-    without what carry never reads, the runs they adopt that still exist, and a warning when the store
-    cannot be read (then nothing carries)."""
+    as carry keeps it, the runs they adopt that still exist, and a warning when the store cannot be
+    read (then nothing carries)."""
     from assay.core.record import store_path
     from assay.core.results_store import SqliteRunStore, StoreError
 
@@ -95,14 +100,20 @@ def _latest_published(root: Path, digests: Mapping[str, str]) -> tuple[dict[str,
         return {}, set(), None
     try:
         with SqliteRunStore(database, read_only=True) as store:
-            latest = store.latest_units(digests, kind="agent", identity={"project": str(root)},
-                                        leaving_out=(*_NOT_READ_BY_CARRY, *_IDENTITY_PARTS))
-            _read_changed_identities(store, latest, digests)
+            latest: dict[str, Published] = {}
+            wanted = list(digests)
+            for start in range(0, len(wanted), _LOOKUP_CHUNK):
+                chunk = {unit_id: digests[unit_id] for unit_id in wanted[start : start + _LOOKUP_CHUNK]}
+                found = store.latest_units(chunk, kind="agent", identity={"project": str(root)},
+                                           leaving_out=(*_NOT_READ_BY_CARRY, *_IDENTITY_PARTS))
+                _read_changed_identities(store, found, chunk)
+                for unit_id, (run_id, unit) in found.items():
+                    latest[unit_id] = (run_id, unit_id, _as_published(unit))
             origins = {
-                str(reference["run_id"]) for _, unit in latest.values()
-                if isinstance(reference := unit.carried_from, Mapping) and reference.get("run_id")
+                str(previous.carried_from["run_id"]) for _, _, previous in latest.values()
+                if previous is not None and previous.carried_from and previous.carried_from.get("run_id")
             }
-            present = store.existing_runs(origins) | {run_id for run_id, _ in latest.values()}
+            present = store.existing_runs(origins) | {run_id for run_id, _, _ in latest.values()}
     except (StoreError, OSError) as error:
         return {}, set(), Reason("carry-store-unreadable", f"nothing is carried: {error}")
     return latest, present, None
@@ -118,6 +129,20 @@ def _read_changed_identities(store: Any, latest: dict[str, tuple[str, Any]], dig
     for run_id, unit_ids in changed.items():
         for unit_id, unit in store.units_by_id(run_id, unit_ids, adopted=False, leaving_out=_NOT_READ_BY_CARRY).items():
             latest[unit_id] = (run_id, unit)
+
+
+def _as_published(unit: Any) -> SlotResult | None:
+    """What deciding and recording a carry reads of a published unit: its attempt with only the
+    assertions a carried record keeps (those its failure lines show), without the plan's old decision."""
+    from assay.agent.report import shown_in_failure_lines
+
+    try:
+        previous = SlotResult.from_json(unit.detail or {})
+        previous.assertions = [assertion for assertion in previous.assertions if shown_in_failure_lines(assertion)]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    previous.decision = None
+    return previous
 
 
 def _has_sandbox(planned: Any) -> bool:
@@ -159,15 +184,13 @@ def _timeout_reason(old: ExecutionIdentity, new: ExecutionIdentity, duration: fl
 def _carried_record(planned: Any, previous: SlotResult, origin: dict[str, str], identity: dict[str, Any],
                     reason: Reason) -> SlotResult:
     """The slot's record in the new run: the adopted attempt's verdict and what its failure shows,
-    the reference, never its transcript."""
-    from assay.agent.report import shown_in_failure_lines
-
+    the reference, never its transcript (`previous` holds only the assertions its failure lines show)."""
     return SlotResult(
         experiment_id=planned.experiment.id, eval_id=planned.eval.id, ordinal=planned.ordinal,
         attempt_id=previous.attempt_id, outcome=CARRIED, verdict=previous.verdict, agent=previous.agent,
         model=previous.model, duration_seconds=previous.duration_seconds, failing=list(previous.failing),
         unavailable=list(previous.unavailable), score=previous.score, score_state=previous.score_state,
-        assertions=[assertion for assertion in previous.assertions if shown_in_failure_lines(assertion)],
+        assertions=list(previous.assertions),
         tags=list(planned.eval.eval.tags), position=planned.index, identity=identity,
         decision={"action": CARRY, **reason.to_json()}, carried_from=origin,
     )
@@ -198,7 +221,7 @@ def _decision_document(action: str, reason: Reason) -> dict[str, str]:
     return {"action": action, **reason.to_json()}
 
 
-def _decide(planned: Any, identity: ExecutionIdentity, found: tuple[str, Any] | None, present: set[str],
+def _decide(planned: Any, identity: ExecutionIdentity, found: Published | None, present: set[str],
             rerun: str | None, keep_sandbox: str | None, pair_published: bool,
             shared: dict[tuple[Any, ...], Any]) -> SlotDecision:
     if rerun == "all":
@@ -206,10 +229,8 @@ def _decide(planned: Any, identity: ExecutionIdentity, found: tuple[str, Any] | 
     if found is None:
         return _shared_decision(EXECUTE, _new_attempt(planned.ordinal + 1) if pair_published else _NEW_EVAL, identity,
                                 shared)
-    run_id, unit = found
-    try:
-        previous = SlotResult.from_json(unit.detail or {})
-    except (KeyError, TypeError, ValueError, AttributeError):
+    run_id, unit_id, previous = found
+    if previous is None:
         return SlotDecision(EXECUTE, Reason("unreadable", f"the published attempt in run {run_id} is unreadable"),
                             identity)
     reasons: list[Reason] = [] if _same_identity(previous.identity, identity) else _identity_reasons(previous, identity)
@@ -217,7 +238,7 @@ def _decide(planned: Any, identity: ExecutionIdentity, found: tuple[str, Any] | 
     if outcome is not None:
         reasons.append(outcome)
     origin = dict(previous.carried_from) if previous.carried_from else {
-        "run_id": run_id, "unit_id": unit.unit_id, "attempt_id": previous.attempt_id,
+        "run_id": run_id, "unit_id": unit_id, "attempt_id": previous.attempt_id,
     }
     if not reasons and origin.get("run_id") not in present:
         reasons.append(Reason("carried-run-missing", f"the adopted attempt's run {origin.get('run_id')} is no longer in the store"))
@@ -268,7 +289,7 @@ def plan_carry(
     settled = settled or {}
     pending = [planned for planned in plan if planned.key not in settled]
     warnings: list[Reason] = []
-    latest: dict[str, tuple[str, Any]] = {}
+    latest: dict[str, Published] = {}
     present: set[str] = set()
     slot_identities = [identities.of(planned) for planned in plan]  # built once: the lookup needs their digests
     if rerun != "all" and pending:

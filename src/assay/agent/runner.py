@@ -525,7 +525,11 @@ class AgentRun:
             "agent", self.options.run_id, len(self.plan), reused_count, RunPlan(self.plan, len(carried), reused_count),
         ))
         for planned, result in carried:  # never dispatched: journaled as references, reported as they are
-            self._publish(result, planned.index)
+            durable = self._publish(result, planned.index)
+            if durable is not None and self._awaiting_journal > JOURNAL_BACKLOG:
+                # As `_work` does: a 50,000-slot carry never holds every line at once (a failed write
+                # is raised where it always was, by the journal's drain below).
+                await asyncio.wait((durable,))
         sigint_installed = False
         if self.options.handle_sigint:
             sigint_installed = self._install_sigint()

@@ -53,10 +53,14 @@ def agent_unit_text(result: Any, document: dict[str, Any], document_text: str | 
     line is encoded straight from the attempt, with no copy made first. `document_text` is
     `plain_text(document)`, made for the journal: the detail is then spliced in, not encoded again."""
     locator = result.locator
-    if document_text not in (None, "{}") and getattr(result, "carried_from", None) is None:
-        head = dumps_if_plain(_unit(result, None, result.usage or None, locator).to_json())
-        if head is not None:  # the detail is the last key of a unit without a carry reference
-            return f'{head[:-1]},"detail":{document_text[:-1]},"locator":{json.dumps(locator)}}}}}'
+    if document_text not in (None, "{}"):
+        head = _unit(result, None, result.usage or None, locator).to_json()
+        reference = head.pop("carried_from", None)  # a carried unit's reference follows its detail
+        head_text = dumps_if_plain(head)
+        tail = dumps_if_plain(reference) if reference is not None else ""
+        if head_text is not None and tail is not None:
+            tail = f',"carried_from":{tail}' if tail else ""
+            return f'{head_text[:-1]},"detail":{document_text[:-1]},"locator":{json.dumps(locator)}}}{tail}}}'
     document["locator"] = locator
     text = dumps_if_plain(_unit(result, document, result.usage or None, locator).to_json())
     return text if text is not None else dumps_storable(agent_unit(result).to_json())
