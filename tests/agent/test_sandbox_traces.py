@@ -69,8 +69,9 @@ def _sdk_folder(target: Path) -> Path:
     owners = importlib.metadata.packages_distributions()
     wanted = {distribution for top in tops for distribution in owners.get(top.split("/")[0].removesuffix(".py"), [])}
     for distribution in importlib.metadata.distributions():
-        if distribution.metadata["Name"] in wanted:
-            folder = Path(distribution._path)  # noqa: SLF001 - the dist-info folder itself
+        folder = Path(distribution._path)  # noqa: SLF001 - the dist-info folder itself
+        # A distribution found on two sys.path entries is listed twice: the first one found is the one imported.
+        if distribution.metadata["Name"] in wanted and not (target / folder.name).exists():
             shutil.copytree(folder, target / folder.name, ignore=shutil.ignore_patterns("RECORD"))
     return target
 
