@@ -11,10 +11,10 @@ A carried slot is recorded as a reference to the adopted attempt (its run and un
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from assay.agent.identity import IDENTITY_VERSION, ExecutionIdentity, IdentityBuilder, Reason, identity_changes
 from assay.agent.record import INTERRUPTED, NOT_DISPATCHED
@@ -77,9 +77,9 @@ _NOT_READ_BY_CARRY = tuple(f"$.detail.{name}" for name in (
 # Nor, while its identity's digest is the slot's, the identity's parts (a third of what is left):
 # only a slot whose identity changed reads them, to say what changed.
 _IDENTITY_PARTS = ("$.detail.identity.components", "$.detail.identity.files", "$.detail.identity.values")
-# Units decoded at a time: each is made a `Published` (what carry keeps of it) before the next are read,
-# so a big suite's previous units are never all decoded at once.
-_LOOKUP_CHUNK = 500
+# Slots looked up at a time: their units are decoded, made a `Published` (what carry keeps of one) and
+# decided before the next are read, so a big suite's previous units are never all held at once.
+_LOOKUP_CHUNK = 250
 # (run id, unit id, the published attempt as carry keeps it; None when it cannot be read)
 Published = tuple[str, str, SlotResult | None]
 
@@ -88,35 +88,30 @@ def unit_id_of(experiment_id: str, eval_id: str, ordinal: int) -> str:
     return f"{experiment_id}/{eval_id}#{ordinal + 1}"
 
 
-def _latest_published(root: Path, digests: Mapping[str, str]) -> tuple[dict[str, Published], set[str], Reason | None]:
-    """The store's latest unit per slot of this project (unit id -> the slot's identity digest now),
-    as carry keeps it, the runs they adopt that still exist, and a warning when the store cannot be
-    read (then nothing carries)."""
+def _published_chunks(root: Path, digests: Mapping[str, str]) -> Iterator[tuple[dict[str, Published], set[str]]]:
+    """The store's latest unit of each slot of this project (unit id -> the slot's identity digest now)
+    as carry keeps it, with the runs they adopt that still exist, a chunk of slots at a time: the
+    caller decides a chunk's slots before the next is read, so it never holds every previous unit.
+    Raises StoreError or OSError when the store cannot be read."""
     from assay.core.record import store_path
-    from assay.core.results_store import SqliteRunStore, StoreError
+    from assay.core.results_store import SqliteRunStore
 
     database = store_path(root)
     if not database.is_file():
-        return {}, set(), None
-    try:
-        with SqliteRunStore(database, read_only=True) as store:
-            latest: dict[str, Published] = {}
-            wanted = list(digests)
-            for start in range(0, len(wanted), _LOOKUP_CHUNK):
-                chunk = {unit_id: digests[unit_id] for unit_id in wanted[start : start + _LOOKUP_CHUNK]}
-                found = store.latest_units(chunk, kind="agent", identity={"project": str(root)},
-                                           leaving_out=(*_NOT_READ_BY_CARRY, *_IDENTITY_PARTS))
-                _read_changed_identities(store, found, chunk)
-                for unit_id, (run_id, unit) in found.items():
-                    latest[unit_id] = (run_id, unit_id, _as_published(unit))
+        return
+    with SqliteRunStore(database, read_only=True) as store:
+        wanted = list(digests)
+        for start in range(0, len(wanted), _LOOKUP_CHUNK):
+            chunk = {unit_id: digests[unit_id] for unit_id in wanted[start : start + _LOOKUP_CHUNK]}
+            found = store.latest_units(chunk, kind="agent", identity={"project": str(root)},
+                                       leaving_out=(*_NOT_READ_BY_CARRY, *_IDENTITY_PARTS))
+            _read_changed_identities(store, found, chunk)
+            latest = {unit_id: (run_id, unit_id, _as_published(unit)) for unit_id, (run_id, unit) in found.items()}
             origins = {
                 str(previous.carried_from["run_id"]) for _, _, previous in latest.values()
                 if previous is not None and previous.carried_from and previous.carried_from.get("run_id")
             }
-            present = store.existing_runs(origins) | {run_id for run_id, _, _ in latest.values()}
-    except (StoreError, OSError) as error:
-        return {}, set(), Reason("carry-store-unreadable", f"nothing is carried: {error}")
-    return latest, present, None
+            yield latest, store.existing_runs(origins) | {run_id for run_id, _, _ in latest.values()}
 
 
 def _read_changed_identities(store: Any, latest: dict[str, tuple[str, Any]], digests: Mapping[str, str]) -> None:
@@ -192,7 +187,7 @@ def _carried_record(planned: Any, previous: SlotResult, origin: dict[str, str], 
         unavailable=list(previous.unavailable), score=previous.score, score_state=previous.score_state,
         assertions=list(previous.assertions),
         tags=list(planned.eval.eval.tags), position=planned.index, identity=identity,
-        decision={"action": CARRY, **reason.to_json()}, carried_from=origin,
+        decision=_decision_document(CARRY, reason), carried_from=origin,
     )
 
 
@@ -214,6 +209,12 @@ def _shared_decision(action: str, reason: Reason, identity: ExecutionIdentity,
 @functools.lru_cache(maxsize=256)
 def _new_attempt(number: int) -> Reason:
     return Reason("new-attempt", f"new attempt #{number}")
+
+
+@functools.lru_cache(maxsize=256)
+def _carried_reason(run_id: str, verdict: str | None) -> Reason:
+    """Slots carried from one run with one verdict share their reason (and so their decision document)."""
+    return Reason("carried", f"carried from run {run_id} ({verdict})")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -246,7 +247,7 @@ def _decide(planned: Any, identity: ExecutionIdentity, found: Published | None, 
         reasons.append(Reason("keep-sandbox", "--keep-sandbox: a kept sandbox needs a fresh attempt"))
     if reasons:
         return SlotDecision(EXECUTE, reasons[0], identity, tuple(reasons))
-    reason = Reason("carried", f"carried from run {origin['run_id']} ({previous.verdict})")
+    reason = _carried_reason(str(origin["run_id"]), previous.verdict)
     return SlotDecision(CARRY, reason, identity, (reason,),
                         _carried_record(planned, previous, origin, _identity_document(identity, shared), reason))
 
@@ -287,36 +288,46 @@ def plan_carry(
     (they are not looked up: resume wins within its checkpoint); `early_exit(planned)` says whether
     the slot's eval stops once an attempt passes."""
     settled = settled or {}
-    pending = [planned for planned in plan if planned.key not in settled]
-    warnings: list[Reason] = []
-    latest: dict[str, Published] = {}
-    present: set[str] = set()
     slot_identities = [identities.of(planned) for planned in plan]  # built once: the lookup needs their digests
-    if rerun != "all" and pending:
-        digests = {
-            unit_id_of(planned.experiment.id, planned.eval.id, planned.ordinal): slot_identities[position].digest
-            for position, planned in enumerate(plan) if planned.key not in settled
-        }
-        latest, present, warning = _latest_published(root.resolve(), digests)
-        if warning is not None:
-            warnings.append(warning)
-    published_pairs = {unit_id.rpartition("#")[0] for unit_id in latest}
-    decisions: list[SlotDecision] = []
+    unit_ids = [unit_id_of(planned.experiment.id, planned.eval.id, planned.ordinal) for planned in plan]
+    pending = [position for position, planned in enumerate(plan) if planned.key not in settled]
     # Decisions and identity documents slots share, keyed by id(identity): identities live as long as the plan.
     shared: dict[tuple[Any, ...], Any] = {}
-    for planned, identity in zip(plan, slot_identities):
+    decisions: list[SlotDecision | None] = [None] * len(plan)
+    warnings: list[Reason] = []
+
+    def decide(position: int, found: Published | None, present: set[str], pair_published: bool) -> None:
+        decisions[position] = _decide(plan[position], slot_identities[position], found, present, rerun, keep_sandbox,
+                                      pair_published, shared)
+
+    published_pairs: set[str] = set()
+    if rerun != "all" and pending:
+        from assay.core.results_store import StoreError
+
+        at = {unit_ids[position]: position for position in pending}
+        try:
+            for latest, present in _published_chunks(root.resolve(), {
+                unit_ids[position]: slot_identities[position].digest for position in pending
+            }):
+                for unit_id, found in latest.items():
+                    published_pairs.add(unit_id.rpartition("#")[0])
+                    decide(at[unit_id], found, present, True)
+        except (StoreError, OSError) as error:
+            warnings.append(Reason("carry-store-unreadable", f"nothing is carried: {error}"))
+            published_pairs.clear()
+            for position in pending:
+                decisions[position] = None
+    for position in pending:  # not published (as a new eval, or a new attempt of one): decided alike
+        if decisions[position] is None:
+            decide(position, None, set(), unit_ids[position].rpartition("#")[0] in published_pairs)
+    for position, planned in enumerate(plan):
         if planned.key in settled:
             reason = Reason("resumed", "kept from the checkpoint being resumed")
-            decisions.append(SlotDecision("resumed", reason, identity, (reason,)))
-            continue
-        unit_id = unit_id_of(planned.experiment.id, planned.eval.id, planned.ordinal)
-        decisions.append(_decide(
-            planned, identity, latest.get(unit_id), present, rerun, keep_sandbox,
-            unit_id.rpartition("#")[0] in published_pairs, shared,
-        ))
+            decisions[position] = SlotDecision("resumed", reason, slot_identities[position], (reason,))
+    decided = cast("list[SlotDecision]", decisions)
     if early_exit is not None:
-        _mark_early_exits(plan, decisions, settled, early_exit)
-    return CarryPlan(decisions, warnings)
+        _mark_early_exits(plan, decided, settled, early_exit)
+    return CarryPlan(decided, warnings)
 
 
 def _mark_early_exits(plan: Sequence[Any], decisions: list[SlotDecision], settled: Mapping[str, Any],
