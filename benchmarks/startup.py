@@ -4,7 +4,8 @@ Each round runs, interleaved so all share the machine's mood: bare Python starti
 `python -c "import asyncio; asyncio.run(asyncio.sleep(0))"`), `assay --version`, `assay agent list` and
 `assay agent run` of a one-eval project (an echo agent, journal and run record on, stdout a pipe as in
 CI) in a fresh copy of the project, so every run is a first run that calls its agent. The figure is each
-child's user+sys CPU (os.wait4); medians over the rounds, and the run's ratio to the floor.
+child's user+sys CPU (os.wait4); medians over the rounds, and the ratio to the floor. Bytecode is cached
+as an installed package has it (a first, uncounted round writes it).
 Run: python benchmarks/startup.py [--rounds 15] [--baseline-src DIR]
 
 `--baseline-src` (another version's `src`, e.g. `git archive HEAD~3 src | tar -x -C /tmp/base`)
@@ -52,6 +53,9 @@ def make_project(root: Path) -> Path:
 def cpu_of(command: list[str], source: str | None = None, cwd: Path | None = None) -> float:
     """User+sys CPU seconds of one child, its stdout read through a pipe; `source`: a `src` to import assay from."""
     environment = dict(os.environ)
+    # As installed: bytecode cached. With PYTHONDONTWRITEBYTECODE (set on the project's VM) every module
+    # edited since its .pyc was written is compiled again by every run: ~0.1 s more for a run.
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
     if source is not None:
         environment["PYTHONPATH"] = os.pathsep.join([source, *filter(None, [os.environ.get("PYTHONPATH")])])
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment, cwd=cwd)
@@ -74,7 +78,7 @@ def main() -> None:
     figures: dict[str, list[float]] = {"bare asyncio": []}
     with tempfile.TemporaryDirectory() as folder:
         template = make_project(Path(folder) / "template")
-        for round_number in range(args.rounds):
+        for round_number in range(-1, args.rounds):  # round -1 writes the bytecode caches; not counted
             figures["bare asyncio"].append(cpu_of(FLOOR))
             for name, source in versions.items():
                 project = Path(folder) / f"{name}-{round_number}"
@@ -85,6 +89,9 @@ def main() -> None:
                     ("one-eval assay agent run", [*assay, "agent", "run", "--project", str(project)]),
                 ):
                     figures.setdefault(f"{label} ({name})", []).append(cpu_of(command, source))
+            if round_number < 0:
+                figures = {label: [] for label in figures}
+                continue
             print(f"round {round_number + 1}: " + ", ".join(f"{label} {values[-1]:.3f}" for label, values in
                                                             figures.items()), flush=True)
     floor = statistics.median(figures["bare asyncio"])
