@@ -7,10 +7,13 @@ from typing import Any
 
 import pytest
 import typer
-from typer._click.exceptions import BadParameter
-from typer._coercion import build_runtime_param
 
-from assay.cli.plain_params import _plain_first
+pytest.importorskip("typer._coercion", reason="this typer coerces with click's types, not pydantic adapters")
+
+from typer._click.exceptions import BadParameter  # noqa: E402
+from typer._coercion import build_runtime_param  # noqa: E402
+
+from assay.cli.plain_params import _plain_first  # noqa: E402
 
 
 def _command() -> Any:

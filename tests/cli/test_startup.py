@@ -42,10 +42,10 @@ def test_a_local_one_eval_agent_run_imports_only_what_it_needs(tmp_path):
     (tmp_path / "evals" / "one_eval.py").write_text("from assay.agent import define_eval\n\n"
                                                     "async def test(t):\n    await t.send('hi')\n\n"
                                                     "one = define_eval(test)\n")
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "assay", "agent", "run", "--project", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    command = [sys.executable, "-X", "importtime", "-m", "assay", "agent", "run", "--project", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "1 passed" in done.stderr + done.stdout, done
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     unneeded = ("pydantic", "ray", "assay.agent.remote_worker", "assay.core.ray_executor", "yaml",
-                "assay.core.report.junit", "email.utils")
+                "assay.core.report.junit", "email.utils", "rich.markdown")
     assert sorted(imported & set(unneeded)) == []

@@ -16,7 +16,6 @@ import typer
 
 from assay import __version__
 from assay.cli.examples import add_examples
-from assay.cli.plain_params import coerce_plain_values_without_pydantic
 from assay.cli.view import view_command
 
 try:  # recent typer ships its own copy of click
@@ -24,7 +23,12 @@ try:  # recent typer ships its own copy of click
 except ImportError:  # pragma: no cover
     from typer.main import TyperGroup
 
-coerce_plain_values_without_pydantic()  # pydantic is imported only for a value that needs it
+try:  # pydantic is imported only for a value that needs it
+    from assay.cli.plain_params import coerce_plain_values_without_pydantic
+except ImportError:  # pragma: no cover - a typer before its pydantic adapters coerces with click's own types
+    pass
+else:
+    coerce_plain_values_without_pydantic()
 
 # The command groups, imported only when named (`assay --version` imports none of them): name ->
 # (module, attribute, the help shown in `assay --help` and atop the group's own help).

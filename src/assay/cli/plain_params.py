@@ -28,7 +28,7 @@ class _PlainRuntimeParam(RuntimeParam):
         if info.parser is None:
             if annotation is str and type(value) is str:
                 return value
-            if _is_list_of_str(annotation) and isinstance(value, (list, tuple)) and all(type(item) is str for item in value):
+            if _is_list_of_str(annotation) and isinstance(value, (list, tuple)) and all(type(v) is str for v in value):
                 return list(value)
             if annotation is Path and info.path_type in (None, Path) and not info.allow_dash and type(value) is str:
                 # typer's adapter makes `Path(value)` first (its error messages still name `value` as typed)
