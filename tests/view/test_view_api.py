@@ -33,6 +33,7 @@ def client(filled_store: FilledStore) -> Iterator[TestClient]:
 def test_runs_route_lists_and_filters(client: TestClient, filled_store: FilledStore) -> None:
     everything = client.get("/api/runs").json()
     assert everything["total"] == 5
+    assert everything["kinds"] == ["video", "agent", "doc", "imported"]  # the filter's choices, from the registry
     videos = client.get("/api/runs", params={"kind": "video"}).json()
     assert [run["run_id"] for run in videos["runs"]] == [filled_store.video_after, filled_store.video_before]
 
@@ -68,6 +69,19 @@ def test_agent_unit_rows_show_assertions_where_other_kinds_show_expected_and_obs
     compare = client.get("/api/compare", params={"a": filled_store.doc_after, "b": filled_store.agent, "change": "new", "limit": "1"}).json()
     assert compare["rows"][0]["expected"] == "succeeded(); used_no_tools(); check(includes(\"Hello\"))"
     assert compare["rows"][0]["after"]["observed"] == "3 matched"
+
+
+def test_what_a_kind_shows_is_declared_by_the_kind_not_branched_on_its_name(client: TestClient, filled_store: FilledStore) -> None:
+    """The page reads `has_traces` and `plain_expected` (from the kind's KindView), never a kind's name."""
+    agent_run = client.get("/api/run", params={"run": filled_store.agent}).json()
+    video_run = client.get("/api/run", params={"run": filled_store.video_after}).json()
+    assert (agent_run["has_traces"], video_run["has_traces"]) == (True, False)
+    agent_unit = client.get("/api/unit", params={"run": filled_store.agent, "unit": "baseline/orders/status#1"}).json()
+    video_unit = client.get("/api/unit", params={"run": filled_store.video_after, "unit": "numbers/number/5@0.5s#1"}).json()
+    assert (agent_unit["plain_expected"], agent_unit["has_frame"]) == (False, False)
+    assert (video_unit["plain_expected"], video_unit["has_frame"]) == (True, True)
+    traces = client.get("/api/traces", params={"run": filled_store.video_after}).json()
+    assert (traces["has_traces"], traces["traces"]) == (False, [])
 
 
 def test_frame_route_serves_the_exact_frame_of_a_video_unit(client: TestClient, filled_store: FilledStore) -> None:

@@ -18,7 +18,7 @@ from assay.core.record import UnitResult, jsonable
 from assay.core.history.compare import compare_stored_runs
 from assay.core.run_diff import CHANGE_KINDS, RunComparison
 from assay.core.results_store import SqliteRunStore
-from assay.core.run.kinds import kind_view
+from assay.core.run.kinds import kind_names, kind_view
 from assay.errors import UsageError
 
 __all__ = ["MAX_PAGE", "PAGE_SIZE", "ViewData", "api_key"]
@@ -75,6 +75,7 @@ class ViewData:
         runs = self.store.list_runs(kind=kind, search=search, limit=limit, offset=offset)
         return {
             "runs": [run.to_json(with_groups=False) for run in runs],
+            "kinds": list(kind_names()),  # the kind filter's choices: the registry's, not a list of the page's own
             "total": self.store.count_runs(kind=kind, search=search),
             "offset": offset,
             "limit": limit,
@@ -86,6 +87,7 @@ class ViewData:
         groups = document.pop("groups")
         document["groups"] = groups[:GROUP_LIMIT]
         document["groups_total"] = len(groups)
+        document["has_traces"] = kind_view(stored.manifest.kind).trace_row is not None  # a Traces page
         return jsonable(document)
 
     def units(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -125,6 +127,8 @@ class ViewData:
         document["run_id"] = run_id
         document["kind"] = kind
         document["has_frame"] = False
+        # A kind with its own previews (an agent: its assertions) shows them in its drill-down instead.
+        document["plain_expected"] = kind_view(kind).previews is None
         extras = kind_view(kind).unit_extras
         if extras is not None:  # a video frame, an agent attempt's File Changes, waterfall and timing
             document.update(extras(unit))
@@ -138,7 +142,7 @@ class ViewData:
         limit = _integer(params, "limit", PAGE_SIZE, MAX_PAGE)
         trace_row = kind_view(kind).trace_row
         rows = self._traced_attempts(run_id, trace_row) if trace_row is not None else []
-        return {"run_id": run_id, "kind": kind, "traces": rows[offset : offset + limit], "total": len(rows),
+        return {"run_id": run_id, "kind": kind, "has_traces": trace_row is not None, "traces": rows[offset : offset + limit], "total": len(rows),
                 "offset": offset, "limit": limit}
 
     def _traced_attempts(self, run_id: str, trace_row: Callable[[UnitResult], Any]) -> list[dict[str, Any]]:

@@ -5,7 +5,6 @@
 
 const STATIC = document.querySelector('meta[name="assay-mode"]').content === "static";
 const PAGE = 100;
-const KINDS = ["video", "agent", "doc", "imported"];
 // What a run's groups are and how a unit's detail is drawn, by kind: looked up, not branched on; a kind
 // without an entry (an imported run) gets the generic view of whatever its units recorded.
 const GROUP_HEADINGS = { video: "Per target", agent: "Per eval", doc: "Per case" };
@@ -134,7 +133,7 @@ async function renderRuns(params) {
       && (!params.search || run.run_id.includes(params.search) || (run.title || "").includes(params.search)));
   }
   const kind = el("select", { id: "kind-filter", "aria-label": "Kind" }, el("option", { value: "" }, "all kinds"),
-    KINDS.map((name) => el("option", { value: name, selected: params.kind === name }, name)));
+    (listing.kinds || []).map((name) => el("option", { value: name, selected: params.kind === name }, name)));
   const search = el("input", { id: "run-search", type: "search", placeholder: "Search run id or title", value: params.search || "" });
   const apply = () => go([], { kind: kind.value, search: search.value });
   kind.addEventListener("change", apply);
@@ -232,7 +231,7 @@ async function renderRun(runId, params) {
       el("div", { class: "stat" }, el("b", {}, run.unit_count), "units"),
       run.cost_usd !== null && run.cost_usd !== undefined ? el("div", { class: "stat" }, el("b", {}, `$${run.cost_usd.toFixed(4)}`), "cost") : null,
       run.duration_seconds !== null && run.duration_seconds !== undefined ? el("div", { class: "stat" }, el("b", {}, `${run.duration_seconds.toFixed(2)}s`), "duration") : null),
-    run.kind === "agent" ? el("p", {}, el("a", { id: "traces-link", href: `#/traces/${encodeURIComponent(run.run_id)}` }, "Traces (the attempts whose app sent spans)")) : null,
+    run.has_traces ? el("p", {}, el("a", { id: "traces-link", href: `#/traces/${encodeURIComponent(run.run_id)}` }, "Traces (the attempts whose app sent spans)")) : null,
     el("p", {}, el("a", { id: "trend-link", href: `#/trend/${encodeURIComponent(run.run_id)}` }, "Trend (each group's pass rate over the last runs, flaky units marked)")),
     el("h2", {}, "Gates"), gates,
     el("h2", {}, GROUP_HEADINGS[run.kind] || "Per group"), groups,
@@ -484,7 +483,7 @@ const DETAIL_VIEWS = { video: videoDetail, agent: agentDetail, doc: docDetail };
 // artifacts (the label page shows the same, with the verdicts hidden until the person has answered).
 function unitBody(unit) {
   const kindParts = (DETAIL_VIEWS[unit.kind] || genericDetail)(unit);
-  const expectedAndObserved = unit.kind === "agent" ? null : el("div", { class: "grid" },
+  const expectedAndObserved = unit.plain_expected === false ? null : el("div", { class: "grid" },
     el("div", { class: "panel" }, el("h2", {}, "Expected"), el("pre", { id: "unit-expected" }, pretty(unit.expected === undefined ? null : unit.expected))),
     el("div", { class: "panel" }, el("h2", {}, "Observed"), el("pre", { id: "unit-observed" }, pretty(unit.observed === undefined ? null : unit.observed))));
   return [
@@ -528,7 +527,7 @@ async function renderTraces(runId, params) {
   const navigate = (to) => go(["traces", page.run_id], { offset: String(to) });
   show(
     el("h1", {}, `Traces of ${page.run_id}`),
-    page.kind !== "agent" ? el("p", { class: "muted" }, "Only agent runs have traces.") : null,
+    !page.has_traces ? el("p", { class: "muted" }, `Runs of kind ${page.kind} have no traces.`) : null,
     rows.length
       ? el("table", { id: "traces-table" }, el("thead", {}, el("tr", {}, ["attempt", "verdict", "turns", "spans", "model calls", "tools", "errors", "duration", "attributed by"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
       : el("p", { class: "muted", id: "traces-table" }, "No attempt of this run received spans (see docs/agent/traces.md)."),
