@@ -34,8 +34,9 @@ base = Experiment(agent=define_agent(name="echo", send=send, evidence_coverage=c
 
 
 def test_a_local_one_eval_agent_run_imports_only_what_it_needs(tmp_path):
-    """Ray's worker module, pydantic (which typer uses to coerce options), PyYAML, the JUnit reporter and the
-    email package (an HTTP date in Retry-After) are not needed by a local run of a project without YAML or --junit."""
+    """Ray's worker module, pydantic (which typer uses to coerce options), PyYAML, the JUnit reporter, the
+    email package (an HTTP date in Retry-After) and rich's emoji codes (no `:code:` printed) are not needed by
+    a local run of a project without YAML or --junit."""
     (tmp_path / "experiments").mkdir()
     (tmp_path / "experiments" / "base.py").write_text(EXPERIMENT)
     (tmp_path / "evals").mkdir()
@@ -47,5 +48,5 @@ def test_a_local_one_eval_agent_run_imports_only_what_it_needs(tmp_path):
     assert done.returncode == 0 and "1 passed" in done.stderr + done.stdout, done
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     unneeded = ("pydantic", "ray", "assay.agent.remote_worker", "assay.core.ray_executor", "yaml",
-                "assay.core.report.junit", "email.utils", "rich.markdown")
+                "assay.core.report.junit", "email.utils", "rich.markdown", "rich._emoji_codes")
     assert sorted(imported & set(unneeded)) == []

@@ -43,3 +43,17 @@ def test_the_stdout_guard_writes_what_the_stream_cannot_encode_as_escapes() -> N
     guard.write("café \ud800 ok\n")
     guard.flush()
     assert stream.raw_bytes.getvalue() == b"caf\\xe9 \\ud800 ok\n"
+
+
+def test_emoji_codes_are_still_replaced_and_text_without_a_colon_is_unchanged() -> None:
+    from assay.core.console import printable_console
+
+    def shown(text: str, **options: object) -> str:
+        stream = io.StringIO()
+        printable_console(file=stream, width=80).print(text, **options)
+        return stream.getvalue()
+
+    assert shown("a :smile: b") == "a \U0001f604 b\n"
+    assert shown("a :smile: b", emoji=False) == "a :smile: b\n"
+    assert shown("[bold]x[/bold] y, 12:30") == "x y, 12:30\n"
+    assert shown("plain text") == "plain text\n"
