@@ -2,13 +2,23 @@
 
 Synthetic video-shaped units (ids, group, expected/observed, reason, detail); run with
 `python benchmarks/store_figures.py [--units N]`. Targets: index ≤ 5 s, compare ≤ 2 s, page ≤ 1.5 s.
+
+`--agent-units` measures on real agent units instead (issue 35): it runs examples/agent once with
+`assay agent run` (offline, ~3 KB bodies with transcripts) and replicates its unit bodies under new ids
+into two runs of one series (the second with 0.5 % of its units flipped), then times, in interleaved
+rounds (medians), `assay runs compare A B` as a process against a bare SQL join of the two runs' unit
+verdicts in a bare Python process (wall, CPU, peak RSS), and the viewer's run page in Chromium.
+Targets: compare ≤ 1.5× the join, first rows of the run page ≤ 0.3 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,11 +84,116 @@ def measure_page(database: Path, run_id: str, repeats: int = 3) -> list[float]:
     return timings
 
 
+ROOT = Path(__file__).resolve().parent.parent
+BARE_JOIN = """
+import sqlite3, sys
+connection = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+rows = connection.execute(
+    "SELECT a.unit_id, a.verdict, b.verdict FROM units a JOIN units b ON b.run_id = ?2 AND b.unit_id = a.unit_id "
+    "WHERE a.run_id = ?1", sys.argv[2:4]).fetchall()
+print(len(rows), sum(1 for _, old, new in rows if old != new))
+"""
+
+
+def real_agent_lines(folder: Path) -> tuple[dict, list[dict]]:
+    """One real `assay agent run` of examples/agent (its telemetry off, as most projects run):
+    its manifest and its units' JSON, as the store holds them."""
+    project = folder / "project"
+    shutil.copytree(ROOT / "examples" / "agent", project, ignore=shutil.ignore_patterns("sandbox", "__pycache__"))
+    config = project / "pyproject.toml"
+    config.write_text(config.read_text().replace("[tool.assay.telemetry]", ""))
+    environment = {**os.environ, "ASSAY_STORE": str(folder / "seed.db")}
+    subprocess.run([sys.executable, "-m", "assay", "agent", "run"], cwd=project, env=environment,
+                   capture_output=True, check=False, timeout=300)
+    [record] = (folder / "records").iterdir()
+    manifest = json.loads((record / "manifest.json").read_text())
+    units = [json.loads(line) for line in (record / "units.jsonl").read_text().splitlines() if line.strip()]
+    return manifest, units
+
+
+def agent_run_lines(templates: list[dict], count: int, run_id: str, *, flip_every: int = 0):
+    """`count` agent units replicated from the real ones under new eval ids; every `flip_every`-th
+    unit's verdict turned over (a regression or a fix)."""
+    from assay.core.record import UnitLine
+
+    for index in range(count):
+        unit = json.loads(json.dumps(templates[index % len(templates)]))
+        detail = unit["detail"]
+        eval_id = f"{detail['eval_id']}-{index}"
+        verdict = unit["verdict"]
+        if flip_every and index % flip_every == flip_every // 2:
+            verdict = "failed" if verdict == "passed" else "passed"
+        unit_id = f"{detail['experiment_id']}/{eval_id}#1"
+        unit.update(unit_id=unit_id, verdict=verdict, group=f"{detail['experiment_id']}/{eval_id}")
+        detail.update(eval_id=eval_id, verdict=verdict, attempt_id=f"{run_id}/{detail['experiment_id']}/{eval_id}/1")
+        yield UnitLine(unit_id, unit["group"], verdict, json.dumps(unit, separators=(",", ":")))
+
+
+def timed_process(command: list[str], environment: dict[str, str]) -> tuple[float, float, float, str]:
+    """wall seconds, CPU seconds, peak RSS (MiB) and stdout of one process, as GNU time (a small C
+    program) sees it: a child forked from this big Python process would count its memory too."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as figures:
+        started = time.perf_counter()
+        done = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", figures.name, *command], env=environment,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
+        wall = time.perf_counter() - started
+        _, user, system, kilobytes = figures.read().split()[-4:]
+    return wall, float(user) + float(system), int(kilobytes) / 1024, done.stdout.decode()
+
+
+def agent_figures(arguments: argparse.Namespace) -> dict:
+    from assay.core.record import RunManifest
+
+    folder = Path(tempfile.mkdtemp(prefix="assay-agent-store-figures-"))
+    database = folder / "assay.db"
+    results: dict = {"units": arguments.units, "load_before": os.getloadavg()[0]}
+    try:
+        manifest, templates = real_agent_lines(folder)
+        results["template_units"] = len(templates)
+        runs = ("agent-20261203T000000Z-before00", "agent-20261203T010000Z-after000")
+        bytes_total = 0
+        with SqliteRunStore(database) as store:
+            for position, run_id in enumerate(runs):
+                lines = list(agent_run_lines(templates, arguments.units, run_id, flip_every=200 if position else 0))
+                bytes_total += sum(len(line.text) for line in lines)
+                run_manifest = RunManifest.from_json({**manifest, "run_id": run_id, "created_at": f"2026-12-03T0{position}:00:00Z"})
+                store.add_run(run_manifest, lines)
+        results["mean_body_bytes"] = round(bytes_total / (2 * arguments.units))
+        environment = {**os.environ, "ASSAY_STORE": str(database)}
+        compare = [sys.executable, "-m", "assay", "runs", "compare", *runs]
+        join = [sys.executable, "-c", BARE_JOIN, str(database), *runs]
+        figures: dict[str, list[tuple[float, float, float]]] = {"compare": [], "compare_json": [], "join": []}
+        for _ in range(arguments.rounds):
+            for name, command in (("join", join), ("compare", compare), ("compare_json", [*compare, "--json"])):
+                wall, cpu, rss, output = timed_process(command, environment)
+                figures[name].append((wall, cpu, rss))
+        results["compare_verdict"] = json.loads(output)["verdict"]
+        for name, rows in figures.items():
+            results[name] = {
+                "wall_median": statistics.median(row[0] for row in rows), "cpu_median": statistics.median(row[1] for row in rows),
+                "peak_rss_mib": max(row[2] for row in rows), "walls": [round(row[0], 3) for row in rows],
+            }
+        for name in ("compare", "compare_json"):
+            results[f"{name}_over_join_wall"] = results[name]["wall_median"] / results["join"]["wall_median"]
+            results[f"{name}_over_join_cpu"] = results[name]["cpu_median"] / results["join"]["cpu_median"]
+        if not arguments.no_browser:
+            results["run_page_seconds"] = measure_page(database, runs[0], repeats=arguments.rounds)
+        results["load_after"] = os.getloadavg()[0]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--units", type=int, default=100_000)
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--agent-units", action="store_true", help="Real agent units (issue 35), compare against a bare join.")
+    parser.add_argument("--rounds", type=int, default=5)
     arguments = parser.parse_args()
+    if arguments.agent_units:
+        print(json.dumps(agent_figures(arguments), indent=2))
+        return
     folder = Path(tempfile.mkdtemp(prefix="assay-store-figures-"))
     database = folder / "assay.db"
     results: dict[str, float | list[float] | int] = {"units": arguments.units}

@@ -196,7 +196,7 @@ class RunStore(Protocol):
 
     def list_runs(self, *, kind: str | None = None, search: str | None = None, limit: int = 50, offset: int = 0) -> list[StoredRun]: ...
 
-    def get_run(self, ref: str) -> StoredRun: ...
+    def get_run(self, ref: str, *, with_groups: bool = True) -> StoredRun: ...
 
     def unit_page(
         self, run_id: str, *, offset: int = 0, limit: int = 100, verdict: str | None = None,
@@ -565,13 +565,16 @@ class SqliteRunStore:
         return f"; its index is empty, but {hint}" if hint else ""
 
     @_speaks_for_the_file
-    def get_run(self, ref: str) -> StoredRun:
+    def get_run(self, ref: str, *, with_groups: bool = True) -> StoredRun:
+        """One run; without its per-group counts (`with_groups=False`) when the caller does not show
+        them: a run of 100,000 agent evals has as many groups, and reading them took 0.3 s."""
         run_id = self.resolve(ref)
+        groups_column = "groups" if with_groups else "'{}'"
         row = self._connection.execute(
-            "SELECT unit_count, counts, groups, record_path, manifest FROM runs WHERE run_id = ?", (run_id,)
+            f"SELECT unit_count, counts, {groups_column}, record_path, manifest FROM runs WHERE run_id = ?", (run_id,)
         ).fetchone()
         stored = self._stored(row)
-        groups = self._groups(run_id)
+        groups = self._groups(run_id) if with_groups else {}
         return dataclasses.replace(stored, groups=groups) if groups else stored
 
     def _groups(self, run_id: str) -> dict[str, dict[str, int]]:
@@ -625,6 +628,26 @@ class SqliteRunStore:
         """unit id -> verdict, in run order: all compare needs, without decoding unit bodies."""
         rows = self._connection.execute("SELECT unit_id, verdict FROM units WHERE run_id = ? ORDER BY seq", (run_id,))
         return dict(rows.fetchall())
+
+    @_speaks_for_the_file
+    def changed_pairs(self, before: str, after: str) -> list[tuple[str, str, str | None]]:
+        """(unit id, verdict before, verdict after or None when `after` lacks it) for every unit of
+        `before` (in its order) except those that passed in both: what a comparison lists, paired by
+        SQLite in one join as it reads the rows, so the units that did not change cost no Python."""
+        return self._connection.execute(
+            "SELECT a.unit_id, a.verdict, b.verdict FROM units a LEFT JOIN units b ON b.run_id = ?2 AND b.unit_id = a.unit_id "
+            "WHERE a.run_id = ?1 AND a.seq >= 0 AND (b.verdict IS NULL OR a.verdict <> 'passed' OR b.verdict <> 'passed') "
+            "ORDER BY a.seq", (before, after),
+        ).fetchall()
+
+    @_speaks_for_the_file
+    def units_only_in(self, run_id: str, other: str) -> list[str]:
+        """The ids of `run_id`'s units that `other` lacks, in `run_id`'s order."""
+        rows = self._connection.execute(
+            "SELECT b.unit_id FROM units b WHERE b.run_id = ?1 AND b.seq >= 0 AND NOT EXISTS "
+            "(SELECT 1 FROM units a WHERE a.run_id = ?2 AND a.unit_id = b.unit_id) ORDER BY b.seq", (run_id, other),
+        )
+        return [unit_id for (unit_id,) in rows]
 
     @_speaks_for_the_file
     def units_by_id(self, run_id: str, unit_ids: Iterable[str], *, adopted: bool = True,
@@ -748,7 +771,7 @@ class SqliteRunStore:
             raise store_error(self.path, error) from error
 
     @_speaks_for_the_file
-    def previous_run(self, run: StoredRun) -> StoredRun | None:
+    def previous_run(self, run: StoredRun, *, with_groups: bool = True) -> StoredRun | None:
         """The run of the same kind and project recorded just before `run`, or None."""
         identity = project_identity(run.manifest)
         ids = self._run_ids_newest_first(run.manifest.kind, identity)
@@ -756,7 +779,7 @@ class SqliteRunStore:
             position = ids.index(run.run_id)
         except ValueError:
             return None
-        return self.get_run(ids[position + 1]) if position + 1 < len(ids) else None
+        return self.get_run(ids[position + 1], with_groups=with_groups) if position + 1 < len(ids) else None
 
     @_speaks_for_the_file
     def existing_runs(self, run_ids: Iterable[str]) -> set[str]:

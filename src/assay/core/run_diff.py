@@ -6,7 +6,7 @@ units are listed but take no part in the pass rates, the tests or the gate.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,8 @@ from assay.core.record import FAILING_VERDICTS
 from assay.core.stats import PairedCounts, PairedTest, paired_test
 
 __all__ = [
-    "CHANGE_KINDS", "RunComparison", "compare_verdicts", "group_at", "pass_rate_of", "trial_subject", "unit_evidence",
+    "CHANGE_KINDS", "EVERY_SUBJECT", "RunComparison", "cohorts_of_rows", "compare_verdicts", "group_at", "judged_comparison",
+    "pair_changes", "pass_rate_of", "trial_subject", "unit_evidence",
 ]
 
 CHANGE_KINDS = ("regressions", "fixes", "still_failing", "new", "removed", "changed_other")
@@ -78,18 +79,37 @@ def unit_evidence(
     """What the verdict weighs for each unit of either run — its trials in both, and its history
     (subject -> (trials, failed, runs) over the earlier runs; the earlier run alone when there is none)
     — with units of the same evidence gathered into one cohort."""
-    cut: dict[str, str] = {}
-    grouped: dict[tuple[Any, ...], list[str]] = {}
-    no_history = (0, 0, 0)
+    rows = []
     for subject in dict.fromkeys([*before, *after]):
         old, new = before.get(subject), after.get(subject)
-        group = (new or old)[0]  # type: ignore[index]
+        past = history.get(subject, (0, 0, 0)) if history is not None else None
+        rows.append((subject, (new or old)[0], old[1:] if old else None, new[1:] if new else None,  # type: ignore[index]
+                     past[:2] if past is not None else None))
+    return cohorts_of_rows(rows, group_depth=group_depth, deterministic=deterministic)
+
+
+class _Everything:
+    """A container of every subject: the runs of a kind whose verdicts cannot vary by chance."""
+
+    def __contains__(self, _: object) -> bool:
+        return True
+
+
+EVERY_SUBJECT: Any = _Everything()
+
+Evidence = tuple[str, str, "tuple[int, int] | None", "tuple[int, int] | None", "tuple[int, int] | None"]
+
+
+def cohorts_of_rows(rows: Iterable[Evidence], *, group_depth: int = 1, deterministic: Container[str] = frozenset()) -> list[Cohort]:
+    """Cohorts from (subject, group, (passed, failed) before or None, the same after, (trials, failed)
+    of its history or None), in the order given: units of the same evidence gathered into one."""
+    cut: dict[str, str] = {}
+    grouped: dict[tuple[Any, ...], list[str]] = {}
+    for subject, group, old, new, past in rows:
         shown = cut.get(group)
         if shown is None:
             shown = cut[group] = group_at(group, group_depth)
-        past = history.get(subject, no_history) if history is not None else None
-        key = (shown, old[1:] if old else None, new[1:] if new else None, past[:2] if past is not None else None,
-               subject in deterministic)
+        key = (shown, old, new, past, subject in deterministic)
         members = grouped.get(key)
         if members is None:
             grouped[key] = [subject]
@@ -185,20 +205,36 @@ def compare_verdicts(
     whatever history there is (`history`: subject -> its trials over the earlier runs, the before run
     included: (trials, failed, runs); without it the before run is the only history). `tallies`, each
     run's per-subject (group, passed, failed) when the store has them, saves recounting the verdicts."""
-    units: dict[str, list[str]] = {kind: [] for kind in CHANGE_KINDS}
-    regressions, fixes, still_failing, changed_other = (
-        units["regressions"], units["fixes"], units["still_failing"], units["changed_other"],
+    units, counts = pair_changes(((unit_id, old, after.get(unit_id)) for unit_id, old in before.items()),
+                                 [unit_id for unit_id in after if unit_id not in before])
+    cohorts = unit_evidence(*(tallies or (tallies_of(before, groups), tallies_of(after, groups))), history=history,
+                            group_depth=group_depth, deterministic=deterministic)
+    return judged_comparison(
+        before_id, after_id, units, counts, (pass_rate_of(before), pass_rate_of(after)), cohorts,
+        settings or VerdictSettings(alpha=alpha, confidence=confidence, seed=seed), alpha=alpha, confidence=confidence,
+        seed=seed, history_runs=history_runs if history is not None else 1,
     )
-    both_passed: list[str] = []
-    for unit_id, old in before.items():
-        new = after.get(unit_id)
+
+
+def pair_changes(pairs: Iterable[tuple[str, str, str | None]], new_units: list[str], *,
+                 paired_total: int | None = None) -> tuple[dict[str, list[str]], PairedCounts]:
+    """Each unit of the earlier run by what happened to it — (unit id, verdict before, verdict after or
+    None), in run order — with the later run's new units. `pairs` may leave out units that passed in
+    both: `paired_total`, how many units both runs have, counts them."""
+    units: dict[str, list[str]] = {kind: [] for kind in CHANGE_KINDS}
+    regressions, fixes, still_failing, changed_other, removed = (
+        units["regressions"], units["fixes"], units["still_failing"], units["changed_other"], units["removed"],
+    )
+    both_passed = paired = 0
+    for unit_id, old, new in pairs:
         if new is None:
-            units["removed"].append(unit_id)
+            removed.append(unit_id)
             continue
+        paired += 1
         old_passing, new_passing = old == "passed", new == "passed"
         old_failing, new_failing = old in FAILING_VERDICTS, new in FAILING_VERDICTS
         if old_passing and new_passing:
-            both_passed.append(unit_id)
+            both_passed += 1
         elif old_passing and new_failing:
             regressions.append(unit_id)
         elif old_failing and new_passing:
@@ -207,24 +243,28 @@ def compare_verdicts(
             still_failing.append(unit_id)
         elif old != new:  # to or from skipped/ignored: shown, not tested
             changed_other.append(unit_id)
-    units["new"] = [unit_id for unit_id in after if unit_id not in before]
-    counts = PairedCounts(len(both_passed), len(regressions), len(fixes), len(still_failing))
+    units["new"] = new_units
+    if paired_total is not None:
+        both_passed += paired_total - paired
+    return units, PairedCounts(both_passed, len(regressions), len(fixes), len(still_failing))
+
+
+def judged_comparison(
+    before_id: str, after_id: str, units: dict[str, list[str]], counts: PairedCounts,
+    pass_rates: tuple[float | None, float | None], cohorts: list[Cohort], settings: VerdictSettings, *,
+    alpha: float, confidence: float, seed: int = 0, history_runs: int = 1,
+) -> RunComparison:
+    """The comparison of two paired runs: the paired test of their counts and the verdict on the cohorts."""
     return RunComparison(
         before=before_id,
         after=after_id,
         counts=counts,
         test=paired_test(counts, confidence=confidence, seed=seed),
-        before_pass_rate=pass_rate_of(before),
-        after_pass_rate=pass_rate_of(after),
+        before_pass_rate=pass_rates[0],
+        after_pass_rate=pass_rates[1],
         alpha=alpha,
-        judgement=judge_comparison(
-            unit_evidence(
-                *(tallies or (tallies_of(before, groups), tallies_of(after, groups))), history=history,
-                group_depth=group_depth, deterministic=deterministic,
-            ),
-            settings or VerdictSettings(alpha=alpha, confidence=confidence, seed=seed),
-        ),
+        judgement=judge_comparison(cohorts, settings),
         units=units,
-        unchanged_passing=len(both_passed),
-        history_runs=history_runs if history is not None else 1,
+        unchanged_passing=counts.both_passed,
+        history_runs=history_runs,
     )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.core.history.store import DEFAULT_HISTORY, history_tallies, run_tallies, series_before
+from assay.core.history.store import DEFAULT_HISTORY, compared_evidence, series_before
 from assay.core.history.verdict import VerdictSettings
-from assay.core.run_diff import RunComparison, compare_verdicts
+from assay.core.run_diff import EVERY_SUBJECT, RunComparison, cohorts_of_rows, judged_comparison, pair_changes
 
 __all__ = ["compare_stored_runs"]
 
@@ -20,14 +20,19 @@ def compare_stored_runs(
     history_ids = series_before(store, first, max(1, history))
     if first.run_id not in history_ids:
         history_ids = [first.run_id]
-    past = history_tallies(store, history_ids)
-    before, after = run_tallies(store, first.run_id), run_tallies(store, second.run_id)
     # A kind says when its verdicts cannot vary by chance (doc's deterministic grading of a given file).
-    deterministic = frozenset(before) | frozenset(after) if all(
+    deterministic = EVERY_SUBJECT if all(
         (run.manifest.summary or {}).get("deterministic") is True for run in (first, second)
     ) else frozenset()
-    return compare_verdicts(
-        first.run_id, store.verdicts(first.run_id), second.run_id, store.verdicts(second.run_id),
-        alpha=settings.alpha, confidence=settings.confidence, settings=settings, history=past,
-        history_runs=len(history_ids), group_depth=group_depth, deterministic=deterministic, tallies=(before, after),
+    cohorts = cohorts_of_rows(compared_evidence(store, first.run_id, second.run_id, history_ids),
+                              group_depth=group_depth, deterministic=deterministic)
+    # SQLite pairs the units; only those that did not pass in both come to Python.
+    changed = store.changed_pairs(first.run_id, second.run_id)
+    removed = sum(1 for _, _, new in changed if new is None)
+    paired = first.unit_count - removed
+    new_units = store.units_only_in(second.run_id, first.run_id) if second.unit_count > paired else []
+    units, counts = pair_changes(changed, new_units, paired_total=paired)
+    return judged_comparison(
+        first.run_id, second.run_id, units, counts, (first.pass_rate, second.pass_rate), cohorts, settings,
+        alpha=settings.alpha, confidence=settings.confidence, history_runs=len(history_ids),
     )

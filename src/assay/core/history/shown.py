@@ -181,14 +181,14 @@ def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
 
     One reference that names the latest run itself (`compare latest`) would compare that run with
     itself; the baseline is then the run of the same kind and project before it."""
-    first = store.get_run(before)
-    second = store.get_run(after or "latest")
+    first = store.get_run(before, with_groups=False)  # a comparison reads its groups from the units
+    second = store.get_run(after or "latest", with_groups=False)
     if first.run_id != second.run_id:
         return first, second, ""
     if after is not None:
         raise UsageError(f"both references name the run {first.run_id}; a run compared with itself has no changes: "
                          "give two different runs")
-    previous = store.previous_run(second)
+    previous = store.previous_run(second, with_groups=False)
     kind = second.manifest.kind
     if previous is None:
         raise UsageError(f"{second.run_id} is the only {kind} run of its project in the store, so there is no run "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["DEFAULT_HISTORY", "history_tallies", "run_tallies", "series_before", "series_rows"]
+__all__ = ["DEFAULT_HISTORY", "compared_evidence", "history_tallies", "run_tallies", "series_before", "series_rows"]
 
 DEFAULT_HISTORY = 10  # runs of history a comparison reads (the earlier run included)
 
@@ -54,6 +54,33 @@ def history_tallies(store: Any, run_ids: Sequence[str]) -> dict[str, tuple[int, 
         f"WHERE run_id IN ({marks}) GROUP BY subject", list(run_ids),
     )
     return {subject: (trials, failed, runs) for subject, trials, failed, runs in rows}
+
+
+def compared_evidence(store: Any, before: str, after: str, history: Sequence[str]) -> list[tuple[Any, ...]]:
+    """Per subject of either run, in one query: (subject, its group (the later run's), (passed, failed)
+    before or None, the same after, (trials, failed) over the `history` runs) — `before`'s subjects
+    first, then the later run's new ones, each in subject order (as `run_tallies` reads them)."""
+    marks = ",".join(f"?{number}" for number in range(3, 3 + len(history)))
+    in_history = f"run_id IN ({marks})" if history else "0"
+    rows = store.read(
+        "SELECT subject, COALESCE(MAX(CASE WHEN run_id = ?2 THEN grp END), MAX(CASE WHEN run_id = ?1 THEN grp END)), "
+        "SUM(CASE WHEN run_id = ?1 THEN passed END), SUM(CASE WHEN run_id = ?1 THEN failed END), "
+        "SUM(CASE WHEN run_id = ?2 THEN passed END), SUM(CASE WHEN run_id = ?2 THEN failed END), "
+        f"SUM(CASE WHEN {in_history} THEN passed + failed ELSE 0 END), "
+        f"SUM(CASE WHEN {in_history} THEN failed ELSE 0 END) "
+        f"FROM {_source(store)} WHERE run_id = ?1 OR run_id = ?2 OR {in_history} GROUP BY subject",
+        [before, after, *history],
+    )
+    first: list[tuple[Any, ...]] = []
+    new: list[tuple[Any, ...]] = []
+    for subject, group, old_passed, old_failed, new_passed, new_failed, trials, failed in rows:
+        if old_passed is not None:
+            first.append((subject, group, (old_passed, old_failed),
+                          None if new_passed is None else (new_passed, new_failed), (trials, failed)))
+        elif new_passed is not None:
+            new.append((subject, group, None, (new_passed, new_failed), (trials, failed)))
+    first += new
+    return first
 
 
 def series_rows(store: Any, run_ids: Sequence[str], *, group: str | None = None) -> Iterable[tuple[str, str, str, int, int]]:
