@@ -58,7 +58,7 @@ def group_at(group: str, depth: int) -> str:
     """A group path cut to its first `depth` parts (0: the whole run is one group)."""
     if depth <= 0:
         return ""
-    return "/".join(group.split("/")[:depth])
+    return "/".join(group.split("/", depth)[:depth])
 
 
 Tallies = Mapping[str, tuple[str, int, int]]  # subject -> (group, trials passed, trials failed or errored)

@@ -115,7 +115,7 @@ def bootstrap_difference_interval(
     Resampling units is a multinomial draw over the four paired outcomes, so the cost does not
     grow with the run; the seed makes the figure reproducible.
     """
-    if counts.total == 0:
+    if counts.regressions == 0 and counts.fixes == 0:  # every resample's difference is 0: nothing to draw
         return 0.0, 0.0
     import numpy
 
@@ -247,6 +247,9 @@ def cluster_bootstrap_interval(
     the cost follows how many values differ (a few, for pass fractions), not the run's size."""
     if not differences.values:
         return 0.0, 0.0
+    first = differences.values[0]
+    if all(value == first for value in differences.values):  # one value (as when nothing changed): no draws
+        return float(first), float(first)
     import numpy
 
     values, counts = numpy.unique(numpy.asarray(differences.values, dtype=float), return_counts=True)

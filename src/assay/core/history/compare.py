@@ -24,15 +24,16 @@ def compare_stored_runs(
     deterministic = EVERY_SUBJECT if all(
         (run.manifest.summary or {}).get("deterministic") is True for run in (first, second)
     ) else frozenset()
-    cohorts = cohorts_of_rows(compared_evidence(store, first.run_id, second.run_id, history_ids),
-                              group_depth=group_depth, deterministic=deterministic)
     # SQLite pairs the units; only those that did not pass in both come to Python.
     changed = store.changed_pairs(first.run_id, second.run_id)
     removed = sum(1 for _, _, new in changed if new is None)
     paired = first.unit_count - removed
     new_units = store.units_only_in(second.run_id, first.run_id) if second.unit_count > paired else []
     units, counts = pair_changes(changed, new_units, paired_total=paired)
+    # A subject the earlier run lacks has a unit id it lacks.
+    evidence = compared_evidence(store, first.run_id, second.run_id, history_ids, new_subjects=bool(new_units))
     return judged_comparison(
-        first.run_id, second.run_id, units, counts, (first.pass_rate, second.pass_rate), cohorts, settings,
+        first.run_id, second.run_id, units, counts, (first.pass_rate, second.pass_rate),
+        cohorts_of_rows(evidence, group_depth=group_depth, deterministic=deterministic), settings,
         alpha=settings.alpha, confidence=settings.confidence, history_runs=len(history_ids),
     )

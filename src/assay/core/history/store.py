@@ -56,31 +56,35 @@ def history_tallies(store: Any, run_ids: Sequence[str]) -> dict[str, tuple[int, 
     return {subject: (trials, failed, runs) for subject, trials, failed, runs in rows}
 
 
-def compared_evidence(store: Any, before: str, after: str, history: Sequence[str]) -> list[tuple[Any, ...]]:
-    """Per subject of either run, in one query: (subject, its group (the later run's), (passed, failed)
-    before or None, the same after, (trials, failed) over the `history` runs) — `before`'s subjects
-    first, then the later run's new ones, each in subject order (as `run_tallies` reads them)."""
-    marks = ",".join(f"?{number}" for number in range(3, 3 + len(history)))
-    in_history = f"run_id IN ({marks})" if history else "0"
+def compared_evidence(store: Any, before: str, after: str, history: Sequence[str], *,
+                      new_subjects: bool = True) -> list[tuple[Any, ...]]:
+    """Per subject of either run: (subject, its group (the later run's), (passed, failed) before or
+    None, the same after, (trials, failed) over the `history` runs) — `before`'s subjects first, then
+    the later run's new ones (`new_subjects`: whether to look for any), each in subject order.
+
+    SQLite pairs the two runs' rows by their key; the history is one more grouped query only when it
+    is more than the earlier run (whose trials then are the whole history)."""
+    source = _source(store)
     rows = store.read(
-        "SELECT subject, COALESCE(MAX(CASE WHEN run_id = ?2 THEN grp END), MAX(CASE WHEN run_id = ?1 THEN grp END)), "
-        "SUM(CASE WHEN run_id = ?1 THEN passed END), SUM(CASE WHEN run_id = ?1 THEN failed END), "
-        "SUM(CASE WHEN run_id = ?2 THEN passed END), SUM(CASE WHEN run_id = ?2 THEN failed END), "
-        f"SUM(CASE WHEN {in_history} THEN passed + failed ELSE 0 END), "
-        f"SUM(CASE WHEN {in_history} THEN failed ELSE 0 END) "
-        f"FROM {_source(store)} WHERE run_id = ?1 OR run_id = ?2 OR {in_history} GROUP BY subject",
-        [before, after, *history],
-    )
-    first: list[tuple[Any, ...]] = []
-    new: list[tuple[Any, ...]] = []
-    for subject, group, old_passed, old_failed, new_passed, new_failed, trials, failed in rows:
-        if old_passed is not None:
-            first.append((subject, group, (old_passed, old_failed),
-                          None if new_passed is None else (new_passed, new_failed), (trials, failed)))
-        elif new_passed is not None:
-            new.append((subject, group, None, (new_passed, new_failed), (trials, failed)))
-    first += new
-    return first
+        f"SELECT o.subject, COALESCE(n.grp, o.grp), o.passed, o.failed, n.passed, n.failed FROM {source} o "
+        f"LEFT JOIN {source} n ON n.run_id = ?2 AND n.subject = o.subject WHERE o.run_id = ?1 ORDER BY o.subject",
+        (before, after),
+    ).fetchall()
+    if new_subjects:
+        rows += store.read(
+            f"SELECT n.subject, n.grp, NULL, NULL, n.passed, n.failed FROM {source} n WHERE n.run_id = ?2 AND NOT EXISTS "
+            f"(SELECT 1 FROM {source} o WHERE o.run_id = ?1 AND o.subject = n.subject) ORDER BY n.subject", (before, after),
+        ).fetchall()
+    if list(history) == [before]:
+        return [(subject, group, None if old_passed is None else (old_passed, old_failed),
+                 None if new_passed is None else (new_passed, new_failed),
+                 (0, 0) if old_passed is None else (old_passed + old_failed, old_failed))
+                for subject, group, old_passed, old_failed, new_passed, new_failed in rows]
+    past = history_tallies(store, history)
+    none = (0, 0, 0)
+    return [(subject, group, None if old_passed is None else (old_passed, old_failed),
+             None if new_passed is None else (new_passed, new_failed), past.get(subject, none)[:2])
+            for subject, group, old_passed, old_failed, new_passed, new_failed in rows]
 
 
 def series_rows(store: Any, run_ids: Sequence[str], *, group: str | None = None) -> Iterable[tuple[str, str, str, int, int]]:
