@@ -87,3 +87,61 @@ def test_evals_and_experiments_built_in_code(tmp_path):
         ("hello", 0, "passed"), ("hello", 1, "passed"), ("quiet", 0, "failed"), ("quiet", 1, "failed"),
     ]
     assert results.exit_code == 1
+
+
+def _instant_evals(count):
+    """`count` instant evals (every third one failing) and the experiment that runs them."""
+
+    async def send(turn_input, ctx):
+        return Turn([message(f"echo {turn_input.text}")])
+
+    def make(index):
+        async def test(t):
+            await t.send(f"q{index}")
+            t.check(t.reply, equals(f"echo q{index}" if index % 3 else "something else"))
+        return define_eval(test)
+
+    agent = define_agent(name="echo", send=send, evidence_coverage=complete_evidence_coverage)
+    return {f"e{index:04d}": make(index) for index in range(count)}, Experiment(agent=agent)
+
+
+def test_run_evals_keeps_summaries_and_reads_each_attempt_back_when_asked():
+    import gc
+
+    from assay.agent.record import AttemptResult
+
+    evals, experiment = _instant_evals(300)
+    results = run_evals(evals, experiment, concurrency=20)
+    gc.collect()
+    alive = sum(1 for thing in gc.get_objects() if isinstance(thing, AttemptResult))
+    assert alive < 5, f"{alive} attempt results kept alive by a 300-eval run"  # not one per attempt
+    # What a caller reads still works: len, indexing (negative too), iteration, slices and the helpers.
+    assert len(results.attempts) == 300 and results.exit_code == 1
+    assert (results.attempts[7].eval_id, results.attempts[7].verdict) == ("e0007", "passed")
+    assert results.attempts[-1].eval_id == "e0299" and [a.eval_id for a in results.attempts[1:3]] == ["e0001", "e0002"]
+    assert [a.eval_id for a in results.attempts] == sorted(evals)
+    assert [a.eval_id for a in results.failures()] == [f"e{index:04d}" for index in range(0, 300, 3)]
+    assert results.failures()[0].failing and results.attempt("e0150").verdict == "failed"
+    assert results.attempt("e0151").eval_id == "e0151" and not results.attempt("e0151").failing
+    with pytest.raises(KeyError):
+        results.attempt("e0151", attempt=2)
+
+
+def test_run_evals_of_instant_agents_leaves_no_timer_per_send_on_the_loop():
+    # An instant agent never yields to the loop, which is what prunes cancelled timers: one timer per
+    # send (the silence warning's) stayed in the loop's heap for the whole run.
+    import gc
+
+    counted = []
+    evals, experiment = _instant_evals(400)
+    seen = []
+
+    class Probe:
+        def unit_durable(self, event):
+            seen.append(event)
+            if len(seen) == 400:  # the last send has settled; the run is still on its loop
+                counted.append(sum(1 for thing in gc.get_objects() if isinstance(thing, asyncio.TimerHandle)))
+            seen[-1] = None
+
+    run_evals(evals, experiment, concurrency=20, reporters=[Probe()])
+    assert counted and counted[0] <= 2, f"{counted} timers on the loop after 400 sends"

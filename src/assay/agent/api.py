@@ -21,34 +21,45 @@ __all__ = ["AgentResults", "plan", "run", "run_async", "run_evals"]
 
 @dataclass(frozen=True)
 class AgentResults:
-    """Every attempt of a run, in discovery order (eval, experiment, attempt), and what they come to."""
+    """Every attempt of a run, in discovery order (eval, experiment, attempt), and what they come to.
+
+    A run that spooled its units (one with a journal, and every `run_evals`) gives `attempts` as a
+    read-only sequence view: each attempt is read back from the spool when indexed or iterated, so
+    100,000 attempts are never in memory at once; `summaries` (one small record per attempt: ids,
+    verdict, outcome, usage) is what `failures`, `carried` and `attempt` search before reading back."""
 
     exit_code: int  # 0 all passed (or scored, skipped), 1 a failed or errored attempt, 2 an error, 130 interrupted
-    attempts: tuple[AttemptResult, ...] = ()
+    attempts: Sequence[AttemptResult] = ()
     interrupted: bool = False
     error: str | None = None  # why the run could not run, when it could not
     run_id: str = ""
     checkpoint: Path | None = None
     usage: Mapping[str, Any] = field(default_factory=dict)
     estimated_cost_usd: float | None = None
+    summaries: Sequence[Any] = field(default=(), repr=False, compare=False)  # `attempts` without transcripts
 
     @property
     def passed(self) -> bool:
         return self.exit_code == 0
 
+    def _where(self, keep: Any) -> list[AttemptResult]:
+        """The attempts whose summary `keep` accepts, read back only those."""
+        summaries = self.summaries or self.attempts
+        return [self.attempts[index] for index, summary in enumerate(summaries) if keep(summary)]
+
     def failures(self) -> list[AttemptResult]:
         """Attempts that failed or errored, with their `failing` assertions and `error`."""
-        return [attempt for attempt in self.attempts if attempt.verdict in ("failed", "errored")]
+        return self._where(lambda attempt: attempt.verdict in ("failed", "errored"))
 
     def carried(self) -> list[AttemptResult]:
         """Slots that adopted a published attempt of an earlier run (`carried_from` names it)."""
-        return [attempt for attempt in self.attempts if getattr(attempt, "carried_from", None) is not None]
+        return self._where(lambda attempt: getattr(attempt, "carried_from", None) is not None)
 
     def attempt(self, eval_id: str, experiment_id: str | None = None, attempt: int = 1) -> AttemptResult:
         """One attempt by eval id (and experiment, when several ran it), numbered from 1."""
-        for result in self.attempts:
+        for index, result in enumerate(self.summaries or self.attempts):
             if result.eval_id == eval_id and result.ordinal == attempt - 1 and experiment_id in (None, result.experiment_id):
-                return result
+                return self.attempts[index]
         raise KeyError(f"no attempt {attempt} of {eval_id!r}" + (f" in {experiment_id!r}" if experiment_id else ""))
 
 
@@ -56,9 +67,11 @@ def _results(outcome: Any, exit_code: int, *, run_id: str = "", checkpoint: Path
              error: str | None = None) -> AgentResults:
     if outcome is None:
         return AgentResults(exit_code, error=error, run_id=run_id, checkpoint=checkpoint)
+    # A spooled run's results are a view reading each attempt back when asked: kept as they are, not copied.
+    attempts = outcome.results if getattr(outcome, "spool", None) is not None else tuple(outcome.results)
     return AgentResults(
-        exit_code, tuple(outcome.results), outcome.interrupted, error, run_id, checkpoint, dict(outcome.usage),
-        outcome.estimated_cost_usd,
+        exit_code, attempts, outcome.interrupted, error, run_id, checkpoint, dict(outcome.usage),
+        outcome.estimated_cost_usd, getattr(outcome, "summaries", ()),
     )
 
 
@@ -176,5 +189,6 @@ def run_evals(
     plan = link_plan(build_plan(runs, {entry.id: entries for entry in runs}, attempts))  # sandbox evals get theirs
     options = RunOptions(concurrency=concurrency, timeout=timeout)
     with collection_sized_for_runs():
-        outcome = asyncio.run(AgentRun(plan, options, RunEvents(list(reporters))).run())
+        # Spooled: each attempt is kept as a summary once reporters have heard of it, its transcript on disk.
+        outcome = asyncio.run(AgentRun(plan, options, RunEvents(list(reporters)), spool=True).run())
     return _results(outcome, outcome.exit_code)

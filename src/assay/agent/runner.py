@@ -108,7 +108,8 @@ class AgentRun:
     """One invocation's attempts; `run()` returns every slot's result in plan order.
 
     With a journal, each attempt's unit of the run record is spooled once the attempt is durable
-    and the attempt is kept only as an `AttemptSummary`, so memory does not grow with its transcript.
+    and the attempt is kept only as an `AttemptSummary`, so memory does not grow with its transcript;
+    `spool=True` does the same without a journal (at once, as each attempt settles).
     """
 
     def __init__(
@@ -121,6 +122,7 @@ class AgentRun:
         journal: JournalWriter | None = None,
         executor: Executor | None = None,  # running attempts elsewhere; None: here
         carry: CarryPlan | None = None,  # each slot's identity and decision
+        spool: bool = False,  # keep summaries and spool units even without a journal (the Python API)
     ) -> None:
         self.plan = list(plan)
         self.options = options
@@ -130,6 +132,7 @@ class AgentRun:
         self.journal = journal
         self.results: list[AttemptResult | AttemptSummary | None] = [None] * len(self.plan)
         self._spool: UnitSpool | None = None
+        self._spooled = spool or journal is not None
         self._awaiting_journal = 0  # results handed to the journal, not yet durable
         self._in_flight = InFlight()
         self._lanes: dict[str, _Lane] = {}
@@ -435,6 +438,8 @@ class AgentRun:
         if self.journal is None:
             if notify:
                 self.events.unit_durable(UnitDurable(result, lambda: agent_unit(result)))
+            if self._spool is not None:  # nothing to wait for: the unit is spooled at once
+                self._keep(result, index, lambda: agent_unit_text(result, result.to_json()))
             return None
         payload = result.to_json()
         payload_text = plain_text(payload)  # encoded once: the journal line and the record line share it
@@ -493,7 +498,7 @@ class AgentRun:
             # clock starts, rather than during discovery (`assay agent list` never needs it) or inside an attempt.
             import assay.judge.openai_http  # noqa: F401
         self._prepare()
-        if self.journal is not None:
+        if self._spooled:
             self._spool = UnitSpool(len(self.plan))
         carried: list[tuple[PlannedAttempt, AttemptResult]] = []
         for planned in self.plan:
