@@ -577,6 +577,20 @@ class SqliteRunStore:
         groups = self._groups(run_id) if with_groups else {}
         return dataclasses.replace(stored, groups=groups) if groups else stored
 
+    @_speaks_for_the_file
+    def group_page(self, run_id: str, limit: int) -> tuple[dict[str, dict[str, int]], int]:
+        """A run's first `limit` groups' counts (in first-seen order) and how many groups it has: what
+        the viewer's run page shows of a run whose every eval is a group, without reading them all."""
+        total = self._connection.execute("SELECT count(*) FROM run_groups WHERE run_id = ?", (run_id,)).fetchone()[0] \
+            if self._group_rows else 0
+        if not total:  # indexed before `run_groups` existed (or no units): the counts are in `runs.groups`
+            groups = self.get_run(run_id).groups
+            return dict(list(groups.items())[:limit]), len(groups)
+        rows = self._connection.execute(
+            f"SELECT grp, {', '.join(VERDICTS)} FROM run_groups WHERE run_id = ? ORDER BY pos LIMIT ?", (run_id, limit)
+        )
+        return {row[0]: dict(zip(VERDICTS, row[1:])) for row in rows}, total
+
     def _groups(self, run_id: str) -> dict[str, dict[str, int]]:
         """A run's per-group counts from `run_groups`, in first-seen order ({} for a run indexed
         before the table existed, whose counts are in `runs.groups`)."""
