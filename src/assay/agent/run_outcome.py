@@ -130,7 +130,7 @@ def _read_back(unit: Any, summary: AttemptSummary) -> AttemptResult:
     return result
 
 
-@dataclass
+@dataclass(repr=False)  # its repr is formatted by asyncio.run (see core.run.pipeline._Held): never the results
 class RunOutcome:
     results: Sequence[AttemptResult]  # plan order; a journaled run's are read back from its spool
     interrupted: bool
@@ -145,6 +145,9 @@ class RunOutcome:
     def __post_init__(self) -> None:
         if self.summaries is None:
             self.summaries = self.results
+
+    def __repr__(self) -> str:
+        return f"<RunOutcome: {len(self.summaries)} attempts{', interrupted' if self.interrupted else ''}>"
 
     @property
     def usage(self) -> dict[str, Any]:
