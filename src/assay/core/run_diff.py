@@ -80,11 +80,11 @@ def unit_evidence(
     (subject -> (trials, failed, runs) over the earlier runs; the earlier run alone when there is none)
     — with units of the same evidence gathered into one cohort."""
     rows = []
+    none, absent = (0, 0, 0), (None, None)
     for subject in dict.fromkeys([*before, *after]):
         old, new = before.get(subject), after.get(subject)
-        past = history.get(subject, (0, 0, 0)) if history is not None else None
-        rows.append((subject, (new or old)[0], old[1:] if old else None, new[1:] if new else None,  # type: ignore[index]
-                     past[:2] if past is not None else None))
+        past = history.get(subject, none)[:2] if history is not None else absent
+        rows.append((subject, (new or old)[0], *(old[1:] if old else absent), *(new[1:] if new else absent), *past))  # type: ignore[index]
     return cohorts_of_rows(rows, group_depth=group_depth, deterministic=deterministic)
 
 
@@ -97,29 +97,32 @@ class _Everything:
 
 EVERY_SUBJECT: Any = _Everything()
 
-Evidence = tuple[str, str, "tuple[int, int] | None", "tuple[int, int] | None", "tuple[int, int] | None"]
+# subject, group, passed and failed before (None, None: not in the earlier run), the same after, trials
+# and failed in its history (None, None: no history but the earlier run)
+Evidence = tuple[Any, ...]
 
 
 def cohorts_of_rows(rows: Iterable[Evidence], *, group_depth: int = 1, deterministic: Container[str] = frozenset()) -> list[Cohort]:
-    """Cohorts from (subject, group, (passed, failed) before or None, the same after, (trials, failed)
-    of its history or None), in the order given: units of the same evidence gathered into one."""
+    """Cohorts from flat evidence rows (see `Evidence`), in the order given: units of the same
+    evidence gathered into one."""
     cut: dict[str, str] = {}
     grouped: dict[tuple[Any, ...], list[str]] = {}
-    for subject, group, old, new, past in rows:
+    for row in rows:
+        subject, group = row[0], row[1]
         shown = cut.get(group)
         if shown is None:
             shown = cut[group] = group_at(group, group_depth)
-        key = (shown, old, new, past, subject in deterministic)
+        key = (shown, row[2:], subject in deterministic)
         members = grouped.get(key)
         if members is None:
             grouped[key] = [subject]
         else:
             members.append(subject)
     cohorts = []
-    for (group, old, new, past, fixed), members in grouped.items():
-        old_tally = Tally(old[0] + old[1], old[1]) if old else None
-        new_tally = Tally(new[0] + new[1], new[1]) if new else None
-        history_tally = Tally(*past) if past is not None else (old_tally or Tally(0, 0))
+    for (group, (old_passed, old_failed, new_passed, new_failed, trials, failed), fixed), members in grouped.items():
+        old_tally = Tally(old_passed + old_failed, old_failed) if old_passed is not None else None
+        new_tally = Tally(new_passed + new_failed, new_failed) if new_passed is not None else None
+        history_tally = Tally(trials, failed) if trials is not None else (old_tally or Tally(0, 0))
         cohorts.append(Cohort(tuple(members), group, old_tally, new_tally, history_tally, fixed))
     return cohorts
 

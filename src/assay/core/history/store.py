@@ -58,33 +58,33 @@ def history_tallies(store: Any, run_ids: Sequence[str]) -> dict[str, tuple[int, 
 
 def compared_evidence(store: Any, before: str, after: str, history: Sequence[str], *,
                       new_subjects: bool = True) -> list[tuple[Any, ...]]:
-    """Per subject of either run: (subject, its group (the later run's), (passed, failed) before or
-    None, the same after, (trials, failed) over the `history` runs) — `before`'s subjects first, then
-    the later run's new ones (`new_subjects`: whether to look for any), each in subject order.
-
-    SQLite pairs the two runs' rows by their key; the history is one more grouped query only when it
-    is more than the earlier run (whose trials then are the whole history)."""
+    """Per subject of either run, as flat rows: (subject, its group (the later run's), passed and
+    failed before (None, None when `before` lacks it), the same after, trials and failed over the
+    `history` runs) — `before`'s subjects first, then the later run's new ones (`new_subjects`:
+    whether to look for any), each in subject order. SQLite pairs the runs' rows by their key, and
+    groups the history only when it is more than the earlier run (whose trials are then all of it)."""
     source = _source(store)
+    parameters: list[Any] = [before, after]
+    if list(history) == [before]:
+        joined, past, new_past = "", "o.passed + o.failed, o.failed", "0, 0"
+    else:
+        marks = ",".join(f"?{number}" for number in range(3, 3 + len(history)))
+        joined = (f" LEFT JOIN (SELECT subject, SUM(passed) + SUM(failed) AS trials, SUM(failed) AS failed FROM {source} "
+                  f"WHERE run_id IN ({marks}) GROUP BY subject) h ON h.subject = {{0}}.subject")
+        past = new_past = "COALESCE(h.trials, 0), COALESCE(h.failed, 0)"
+        parameters += history
     rows = store.read(
-        f"SELECT o.subject, COALESCE(n.grp, o.grp), o.passed, o.failed, n.passed, n.failed FROM {source} o "
-        f"LEFT JOIN {source} n ON n.run_id = ?2 AND n.subject = o.subject WHERE o.run_id = ?1 ORDER BY o.subject",
-        (before, after),
+        f"SELECT o.subject, COALESCE(n.grp, o.grp), o.passed, o.failed, n.passed, n.failed, {past} FROM {source} o "
+        f"LEFT JOIN {source} n ON n.run_id = ?2 AND n.subject = o.subject{joined.format('o')} WHERE o.run_id = ?1 "
+        "ORDER BY o.subject", parameters,
     ).fetchall()
     if new_subjects:
         rows += store.read(
-            f"SELECT n.subject, n.grp, NULL, NULL, n.passed, n.failed FROM {source} n WHERE n.run_id = ?2 AND NOT EXISTS "
-            f"(SELECT 1 FROM {source} o WHERE o.run_id = ?1 AND o.subject = n.subject) ORDER BY n.subject", (before, after),
+            f"SELECT n.subject, n.grp, NULL, NULL, n.passed, n.failed, {new_past} FROM {source} n{joined.format('n')} "
+            f"WHERE n.run_id = ?2 AND NOT EXISTS (SELECT 1 FROM {source} o WHERE o.run_id = ?1 AND o.subject = n.subject) "
+            "ORDER BY n.subject", parameters,
         ).fetchall()
-    if list(history) == [before]:
-        return [(subject, group, None if old_passed is None else (old_passed, old_failed),
-                 None if new_passed is None else (new_passed, new_failed),
-                 (0, 0) if old_passed is None else (old_passed + old_failed, old_failed))
-                for subject, group, old_passed, old_failed, new_passed, new_failed in rows]
-    past = history_tallies(store, history)
-    none = (0, 0, 0)
-    return [(subject, group, None if old_passed is None else (old_passed, old_failed),
-             None if new_passed is None else (new_passed, new_failed), past.get(subject, none)[:2])
-            for subject, group, old_passed, old_failed, new_passed, new_failed in rows]
+    return rows
 
 
 def series_rows(store: Any, run_ids: Sequence[str], *, group: str | None = None) -> Iterable[tuple[str, str, str, int, int]]:

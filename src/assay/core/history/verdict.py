@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.core.history.model import FailureRates, Tally, estimate_failure_rates
+from assay.core.history.model import FailureRates, Tally, estimate_failure_rates_counted
 from assay.core.stats import (
     PairedDifferences,
     cluster_bootstrap_interval,
@@ -443,10 +443,8 @@ def judge_comparison(units: Iterable[UnitEvidence | Cohort], settings: VerdictSe
 
 
 def _prior(cohorts: Sequence[Cohort]) -> FailureRates:
-    """The suite's failure-rate prior from every unit's history (one tally per unit, so cohorts repeat)."""
-    return estimate_failure_rates(
-        cohort.history for cohort in cohorts if cohort.history.trials for _ in range(cohort.count)
-    )
+    """The suite's failure-rate prior from every unit's history (one tally per unit: a cohort's counts as many)."""
+    return estimate_failure_rates_counted((cohort.history, cohort.count) for cohort in cohorts if cohort.history.trials)
 
 
 def _adjust(tests: list[FamilyTest]) -> None:
