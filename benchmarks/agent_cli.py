@@ -6,6 +6,10 @@ harness CPU per case is (CPU of the N-eval run − CPU of a 1-eval run) / (N −
 start-up and imports are left out; peak RSS is the child's maximum resident set.
 Run: python benchmarks/agent_cli.py [--evals 10000] [--rounds 3] [--memory 50000] [--baseline-src DIR]
 
+`--sizes 10000,100000,1000000` (issue 35) runs each size once instead, in a fresh store, and prints its
+CPU per case over the 1-eval run, the marginal CPU per case from the size before (creep shows as a
+marginal that grows with N), and its peak RSS. A 1,000,000-eval run takes minutes and gigabytes.
+
 `--baseline-src` (another checkout's `src`, e.g. from `git worktree add`) measures that version in
 the same rounds, interleaved with this one, so both share the machine's mood; medians of each.
 """
@@ -76,13 +80,32 @@ def run_once(project: Path, store: Path, source: str | None = None) -> tuple[flo
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
+def measure_sizes(root: Path, sizes: list[int], source: str | None) -> None:
+    """One run per size (smallest first), each with its own store: CPU per case over the 1-eval run,
+    the marginal from the size before, peak RSS."""
+    _, cpu_one, _ = run_once(make_project(root / "one", 1), root / "store-one" / "assay.db", source)
+    before = (1, cpu_one)
+    for size in sorted(sizes):
+        wall, cpu, rss = run_once(make_project(root / f"n{size}", size), root / f"store-{size}" / "assay.db", source)
+        marginal = (cpu - before[1]) / (size - before[0]) * 1000
+        print(f"{size} evals: {wall:.2f} s, CPU {cpu:.2f} s (1 eval: {cpu_one:.2f} s) -> "
+              f"{(cpu - cpu_one) / (size - 1) * 1000:.3f} ms/case, marginal from {before[0]}: {marginal:.3f} ms/case, "
+              f"peak RSS {rss:.0f} MiB", flush=True)
+        before = (size, cpu)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evals", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memory", type=int, default=50_000, help="evals of the peak-memory run (0: skip)")
     parser.add_argument("--baseline-src", help="a `src` folder of another version, measured in the same rounds")
+    parser.add_argument("--sizes", help="comma-separated eval counts, one run each: CPU per case, marginal, peak RSS")
     args = parser.parse_args()
+    if args.sizes:
+        with tempfile.TemporaryDirectory() as folder:
+            measure_sizes(Path(folder), [int(size) for size in args.sizes.split(",")], args.baseline_src)
+        return
     versions = {"this": None} if args.baseline_src is None else {"baseline": args.baseline_src, "this": None}
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
