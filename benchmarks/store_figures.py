@@ -159,6 +159,18 @@ def timed_process(command: list[str], environment: dict[str, str]) -> tuple[floa
     return wall, float(user) + float(system), int(kilobytes) / 1024, done.stdout.decode()
 
 
+def baseline_page(source: str, database: Path, run_id: str, rounds: int) -> dict:
+    """The run page served by another checkout's viewer (`measure_page` in a child that imports it)."""
+    script = ("import json, sys; from pathlib import Path; import store_figures; in_page = []; "
+              f"walls = store_figures.measure_page(Path({str(database)!r}), {run_id!r}, {rounds + 1}, in_page=in_page)[1:]; "
+              "print(json.dumps([walls, in_page[1:]]))")
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([source, str(ROOT / "benchmarks")])}
+    done = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True, check=True)
+    walls, in_page = json.loads(done.stdout.splitlines()[-1])
+    return {"first_rows_in_page_median": statistics.median(in_page), "wall_to_100th_row_median": statistics.median(walls),
+            "first_rows_in_page": [round(value, 3) for value in in_page], "walls": [round(value, 3) for value in walls]}
+
+
 def agent_figures(arguments: argparse.Namespace) -> dict:
     from assay.core.record import RunManifest
 
@@ -178,25 +190,35 @@ def agent_figures(arguments: argparse.Namespace) -> dict:
                 store.add_run(run_manifest, lines)
         results["mean_body_bytes"] = round(bytes_total / (2 * arguments.units))
         environment = {**os.environ, "ASSAY_STORE": str(database)}
+        environment.pop("PYTHONDONTWRITEBYTECODE", None)  # as an installed package runs: bytecode cached
         compare = [sys.executable, "-m", "assay", "runs", "compare", *runs]
         join = [sys.executable, "-c", BARE_JOIN, str(database), *runs]
-        figures: dict[str, list[tuple[float, float, float]]] = {"compare": [], "compare_json": [], "join": []}
+        commands = {"join": join, "compare": compare, "compare_json": [*compare, "--json"]}
+        if arguments.baseline_src:  # the same command from another checkout, in the same rounds
+            commands["baseline_compare"] = ["env", f"PYTHONPATH={arguments.baseline_src}", *compare]
+        timed_process(compare, environment)  # (uncounted: writes the bytecode)
+        figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
+        outputs = {}
         for _ in range(arguments.rounds):
-            for name, command in (("join", join), ("compare", compare), ("compare_json", [*compare, "--json"])):
-                wall, cpu, rss, output = timed_process(command, environment)
+            for name, command in commands.items():
+                wall, cpu, rss, outputs[name] = timed_process(command, environment)
                 figures[name].append((wall, cpu, rss))
-        results["compare_verdict"] = json.loads(output)["verdict"]
+        results["compare_verdict"] = json.loads(outputs["compare_json"])["verdict"]
+        if arguments.baseline_src:
+            results["baseline_output_identical"] = outputs["baseline_compare"] == outputs["compare"]
         for name, rows in figures.items():
             results[name] = {
                 "wall_median": statistics.median(row[0] for row in rows), "cpu_median": statistics.median(row[1] for row in rows),
                 "peak_rss_mib": max(row[2] for row in rows), "walls": [round(row[0], 3) for row in rows],
             }
-        for name in ("compare", "compare_json"):
+        for name in [name for name in commands if name != "join"]:
             results[f"{name}_over_join_wall"] = results[name]["wall_median"] / results["join"]["wall_median"]
             results[f"{name}_over_join_cpu"] = results[name]["cpu_median"] / results["join"]["cpu_median"]
         if not arguments.no_browser:
             in_page: list[float] = []
             walls = measure_page(database, runs[0], repeats=arguments.rounds + 1, in_page=in_page)[1:]  # (the first: cold)
+            if arguments.baseline_src:
+                results["baseline_run_page"] = baseline_page(arguments.baseline_src, database, runs[0], arguments.rounds)
             results["run_page"] = {"first_rows_in_page_median": statistics.median(in_page[1:]),
                                    "wall_to_100th_row_median": statistics.median(walls),
                                    "first_rows_in_page": [round(value, 3) for value in in_page[1:]], "walls": [round(value, 3) for value in walls]}
@@ -212,6 +234,7 @@ def main() -> None:
     parser.add_argument("--no-browser", action="store_true")
     parser.add_argument("--agent-units", action="store_true", help="Real agent units (issue 35), compare against a bare join.")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--baseline-src", help="With --agent-units: also time compare and the run page from this checkout's src/.")
     arguments = parser.parse_args()
     if arguments.agent_units:
         print(json.dumps(agent_figures(arguments), indent=2))
