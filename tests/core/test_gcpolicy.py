@@ -122,11 +122,17 @@ def test_a_pipeline_run_works_under_the_run_settings_and_restores_them_when_it_f
         def seal(self, finished):
             pass
 
+    finishing = []
+
+    class Console:
+        def run_finished(self, finished):  # the record and the store read every unit back here
+            finishing.append((gc.get_threshold()[0], gc.get_freeze_count() > 0))
+
     class Kind:
         name = "test"
 
         def output(self, outputs):
-            return KindOutput(console=object())
+            return KindOutput(console=Console())
 
         def open(self, request, outputs, resume, events):
             return Opened(request)
@@ -137,6 +143,7 @@ def test_a_pipeline_run_works_under_the_run_settings_and_restores_them_when_it_f
     assert pipeline.run(Kind(), False).exit_code == 0
     assert pipeline.run(Kind(), True).exit_code == 2  # a bug in a kind is one error, and the settings come back
     assert seen == [YOUNG_GENERATION_THRESHOLD] * 2
+    assert finishing == [(YOUNG_GENERATION_THRESHOLD, True)] * 2  # reporting the run: the run's settings too
     assert gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
 
 

@@ -100,7 +100,13 @@ class RunResult:
 
 
 def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) -> RunResult:
-    events.run_finished(finished)  # the store publisher, registered last, records the run
+    """Report and record the run with the run's collection settings too: the record and the store read
+    every unit back, and with the defaults each full collection walked every object the run still holds
+    (its plan, summaries and a project's eval definitions: a growing share of the CPU at 1,000,000 evals)."""
+    from assay.core.gcpolicy import collection_sized_for_runs
+
+    with collection_sized_for_runs():
+        events.run_finished(finished)  # the store publisher, registered last, records the run
     if opened is not None:
         opened.seal(finished)
     return RunResult(finished.exit_code, finished)
