@@ -10,6 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import page_lines
+from page_lines import shown_in_order
+
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "agent" / "carry.md"
 BLOCK = re.compile(r'^```(\w+)(?: title="([^"]+)")?\n(.*?)^```$', re.MULTILINE | re.DOTALL)
 VARYING = [
@@ -20,21 +23,7 @@ VARYING = [
 
 
 def normalized(line: str) -> str:
-    line = line.rstrip()
-    for pattern, replacement in VARYING:
-        line = pattern.sub(replacement, line)
-    return line
-
-
-def shown_in_order(expected: list[str], printed: list[str]) -> list[str]:
-    """The expected lines missing from `printed` (each must come after the one before)."""
-    position, missing = 0, []
-    for line in expected:
-        try:
-            position = printed.index(line, position) + 1
-        except ValueError:
-            missing.append(line)
-    return missing
+    return page_lines.normalized(line, VARYING)
 
 
 def test_the_carry_page_runs_as_written(tmp_path):

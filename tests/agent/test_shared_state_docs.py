@@ -13,6 +13,9 @@ import sys
 import time
 from pathlib import Path
 
+import page_lines
+from page_lines import shown_in_order
+
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "agent" / "shared-state.md"
 BLOCK = re.compile(r'^```(\w+)(?: title="([^"]+)")?\n(.*?)^```$', re.MULTILINE | re.DOTALL)
 VARYING = [
@@ -24,20 +27,7 @@ PAGE_TOKEN = re.compile(r"\b[0-9a-f]{16}\b")
 
 
 def normalized(line: str) -> str:
-    line = line.rstrip()
-    for pattern, replacement in VARYING:
-        line = pattern.sub(replacement, line)
-    return line
-
-
-def shown_in_order(expected: list[str], printed: list[str]) -> list[str]:
-    position, missing = 0, []
-    for line in expected:
-        try:
-            position = printed.index(line, position) + 1
-        except ValueError:
-            missing.append(line)
-    return missing
+    return page_lines.normalized(line, VARYING)
 
 
 def _lease_files(project: Path) -> list[Path]:
