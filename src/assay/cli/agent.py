@@ -47,13 +47,12 @@ def init_command(given: Given) -> None:
 
 @command(agent_app, "list", *params(
     AgentRunRequest, PROJECT, "tags", JSON.but(help="Print a JSON document instead of tables."),
-))
+), only_reads=True)
 def list_command(given: Given) -> None:
     """List evals (id, tags, description) and experiments; runs nothing."""
     from assay.agent.listing import list_project
     from assay.agent.project import project_folder
 
-    common.only_reads()
     with common.failing():
         listing = list_project(project_folder(given.project), given.tags or ())
     common.show(given.json, listing.document(), listing.tables(), ensure_ascii=True)
@@ -133,13 +132,13 @@ def run_command(given: Given) -> None:
     PROJECT, option("run", Optional[str], None, "--run", help="Checkpoint id or folder; default: the latest run."),
     JSON.but(help="Print JSON instead of text."),
     option("timing", bool, False, "--timing", help="The attempt's phase tree (eval.run, agent.setup, each agent.send, judge calls)."),
+    only_reads=True,
 )
 def show_command(given: Given) -> None:
     """Show the results of the latest (or a given) run, or one attempt in detail."""
     from assay.agent.project import project_folder
     from assay.agent.show import find_shown
 
-    common.only_reads()
     with common.failing():
         shown = find_shown(project_folder(given.project), given.locator, given.run, timing=given.timing)
     if given.timing:

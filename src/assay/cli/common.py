@@ -32,14 +32,6 @@ def show(as_json: bool, document: Any, lines: Iterable[str], **dumps: Any) -> No
         say(*lines)
 
 
-def only_reads() -> None:
-    """Said by a command that only reads or checks (or `command(..., only_reads=True)`): when its reader
-    goes (`assay … | head`), there are no finished results to speak of."""
-    from assay.cli.stdout_guard import nothing_to_keep
-
-    nothing_to_keep()
-
-
 @contextlib.contextmanager
 def store(*, read_only: bool = True) -> Iterator[Any]:
     """The results store, open for the block; a store error (or any `AssayError` inside) is one `Error:` line."""
