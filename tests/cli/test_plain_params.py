@@ -27,6 +27,9 @@ def _command() -> Any:
         existing: Path = typer.Option(None, exists=True, dir_okay=False, resolve_path=True),
         count: int = typer.Option(None),
         share: float = typer.Option(None),
+        alpha: float = typer.Option(0.05),
+        limit: int = typer.Option(20),
+        quiet: bool = typer.Option(False, "--quiet"),
         evals: list[str] = typer.Argument(None),
     ) -> None:
         pass
@@ -46,6 +49,8 @@ def _coerced(build: Any, param: Any, ctx: Any, value: Any) -> tuple[str, Any]:
     ("evals", None), ("evals", ("one", "two")), ("evals", "one"), ("project", None), ("project", "."),
     ("project", "a/b/"), ("project", ""), ("existing", "/nonexistent/x"), ("existing", "/tmp"),
     ("existing", __file__), ("count", "7"), ("count", "seven"), ("count", 4), ("share", "0.5"), ("share", "1e3"),
+    ("alpha", 0.05), ("alpha", 1.0), ("alpha", 1), ("alpha", "0.01"), ("limit", 20), ("limit", True), ("limit", 2.0),
+    ("limit", "3"), ("quiet", False), ("quiet", True), ("count", 4.0), ("share", 3),
 ])
 def test_plain_values_coerce_as_typer_own_adapter_does(name, value):
     command = _command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -50,3 +51,19 @@ def test_a_local_one_eval_agent_run_imports_only_what_it_needs(tmp_path):
     unneeded = ("pydantic", "ray", "assay.agent.remote_worker", "assay.core.ray_executor", "yaml",
                 "assay.core.report.junit", "email.utils", "rich.markdown", "rich._emoji_codes")
     assert sorted(imported & set(unneeded)) == []
+
+
+def test_runs_compare_with_default_numbers_imports_no_pydantic(tmp_path):
+    """Options left at a number or flag default (`--alpha 0.05`, `--limit 20`) are taken as they are."""
+    from assay.core.record import RunManifest, UnitResult
+    from assay.core.results_store import publish_run
+
+    store = tmp_path / "assay.db"
+    units = [UnitResult(f"eval/unit-{index}", "passed") for index in range(5)]
+    publish_run(RunManifest("agent-before", "agent", "2026-01-01T00:00:00Z"), units, database=store)
+    publish_run(RunManifest("agent-after", "agent", "2026-01-02T00:00:00Z"), units, database=store)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "assay", "runs", "compare", "agent-before", "agent-after"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path, env={**os.environ, "ASSAY_STORE": str(store)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "pydantic" not in imported

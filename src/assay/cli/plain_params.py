@@ -1,4 +1,5 @@
-"""Command-line values coerced without pydantic when they are plain: an absent option, a str, a list of str, a Path.
+"""Command-line values coerced without pydantic when they are plain: an absent option, a str, a list of str, a Path,
+an int, float or bool that already is one (a default).
 
 typer coerces every parameter a command has (given or not) through a pydantic TypeAdapter, and importing
 pydantic alone costs ~0.1 s of CPU: a third of a one-eval `assay agent run`. The plain cases give exactly
@@ -28,6 +29,8 @@ class _PlainRuntimeParam(RuntimeParam):
         if info.parser is None:
             if annotation is str and type(value) is str:
                 return value
+            if annotation in (int, float, bool) and type(value) is annotation:
+                return value  # a default declared as what it is (`--alpha` 0.05, `--limit` 20, a flag's False)
             if _is_list_of_str(annotation) and isinstance(value, (list, tuple)) and all(type(v) is str for v in value):
                 return list(value)
             if annotation is Path and info.path_type in (None, Path) and not info.allow_dash and type(value) is str:
