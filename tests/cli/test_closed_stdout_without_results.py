@@ -17,14 +17,15 @@ from doc_suites import make_suite  # noqa: E402
 STOPPED = "assay: standard output was closed, so the command stopped as on Ctrl-C."
 
 
-def _reader_leaves_after_one_line(*args: object, cwd: Path, store: Path) -> tuple[int, str]:
-    """`assay ARGS | head -1`: read one line, close the pipe, and let the command find out."""
+def _reader_leaves_after_one_line(*args: object, cwd: Path, store: Path, lines: int = 1) -> tuple[int, str]:
+    """`assay ARGS | head -1`: read one line (or `lines`), close the pipe, and let the command find out."""
     process = subprocess.Popen(
         [sys.executable, "-m", "assay", *map(str, args)], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**os.environ, "ASSAY_STORE": str(store)},
     )  # fmt: skip
     assert process.stdout is not None and process.stderr is not None
-    assert process.stdout.readline()
+    for _ in range(lines):
+        assert process.stdout.readline()
     process.stdout.close()
     try:
         code = process.wait(timeout=60)
@@ -76,18 +77,9 @@ def test_agent_list_whose_reader_is_gone_speaks_of_no_results(tmp_path: Path) ->
         "from assay.agent import define_eval\n\n\nasync def test(t):\n    pass\n\n\n"
         "evals = {f'eval-number-{index:05d}': define_eval(test, description='x' * 20) for index in range(200)}\n"
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "assay", "agent", "list", "--project", str(project)], cwd=tmp_path,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")},
-    )  # fmt: skip
-    assert process.stdout is not None and process.stderr is not None
-    process.stdout.close()  # gone before the command writes anything
-    try:
-        code = process.wait(timeout=60)
-    finally:
-        process.kill()
-    stderr = process.stderr.read().decode()
-    process.stderr.close()
+    # gone before the command writes anything
+    code, stderr = _reader_leaves_after_one_line("agent", "list", "--project", project, cwd=tmp_path,
+                                                 store=tmp_path / "store.db", lines=0)
     assert code == 130, stderr
     assert stderr.splitlines()[-1] == STOPPED, stderr
 
