@@ -25,7 +25,6 @@ import re
 import shutil
 import socket
 import stat
-import subprocess
 import tarfile
 import threading
 import time
@@ -479,27 +478,12 @@ class _LedgerGit:
 def _copy_into(source: Path, folder: Path, ignore: Sequence[str]) -> bool:
     """Copy `source`'s contents into the host folder `folder` (modes, times and links kept, owned by this
     process's user); False, having written nothing, when a file or folder it would write through is a link."""
-    from assay.agent.sandbox.handle import ignored
-    from assay.agent.sandbox.local import counterparts
+    from assay.agent.sandbox.local import copy_tree, counterparts
 
     if folder.exists() and any((folder / relative).is_symlink() for relative in counterparts(source, str(folder), ignore)):
         return False
-    if not ignore and shutil.which("cp"):
-        folder.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(["cp", "-dR", "--preserve=mode,timestamps", "--", f"{source}/.", str(folder)],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        if done.returncode != 0:
-            raise SandboxError(f"could not upload {source}: {done.stderr.decode('utf-8', 'replace').strip()}")
-        return True
-
-    def skip(current: str, names: list[str]) -> set[str]:
-        relative = Path(current).relative_to(source)
-        return {name for name in names if ignored(relative / name, ignore)}
-
-    try:
-        shutil.copytree(source, folder, symlinks=True, dirs_exist_ok=True, ignore=skip if ignore else None)
-    except (OSError, shutil.Error) as error:
-        raise SandboxError(f"could not upload {source}: {error}") from None
+    # Owned by this process's user: modes and times kept, not ownership.
+    copy_tree(source, folder, ignore, keep=("-dR", "--preserve=mode,timestamps"), failure=f"could not upload {source}")
     return True
 
 
