@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from reader_pipes import reader_leaves
 from cli_examples import AGENT_RUN, DOC_CONFIG, DOC_RUN, VIDEO_RUN, assay, environment
 CLOSED_MESSAGE = "assay: standard output was closed, so the command stopped as on Ctrl-C"
 
@@ -43,19 +44,7 @@ COMMANDS = {
 # Servers print their address and then write nothing: they stop because the pipe is watched.
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_a_command_whose_reader_leaves_after_one_line_ends_without_a_traceback(workspace: Path, name: str) -> None:
-    process = subprocess.Popen(
-        assay(*COMMANDS[name]), cwd=workspace, env=environment(workspace),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    assert process.stdout is not None and process.stderr is not None
-    first = process.stdout.readline()
-    process.stdout.close()
-    try:
-        code = process.wait(timeout=30)
-    finally:
-        process.kill()
-    stderr = process.stderr.read().decode()
-    process.stderr.close()
+    [first], code, stderr = reader_leaves(assay(*COMMANDS[name]), cwd=workspace, env=environment(workspace), timeout=30)
     assert first, stderr
     assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
     assert code in (0, 1, 130), stderr

@@ -4,7 +4,6 @@ still writing: its closed-stdout line says it stopped, and nothing about results
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,26 +12,16 @@ if str(TESTS / "doc") not in sys.path:
     sys.path.insert(0, str(TESTS / "doc"))
 
 from doc_suites import make_suite  # noqa: E402
+from reader_pipes import reader_leaves  # noqa: E402
 
 STOPPED = "assay: standard output was closed, so the command stopped as on Ctrl-C."
 
 
 def _reader_leaves_after_one_line(*args: object, cwd: Path, store: Path, lines: int = 1) -> tuple[int, str]:
     """`assay ARGS | head -1`: read one line (or `lines`), close the pipe, and let the command find out."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "assay", *map(str, args)], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env={**os.environ, "ASSAY_STORE": str(store)},
-    )  # fmt: skip
-    assert process.stdout is not None and process.stderr is not None
-    for _ in range(lines):
-        assert process.stdout.readline()
-    process.stdout.close()
-    try:
-        code = process.wait(timeout=60)
-    finally:
-        process.kill()
-    stderr = process.stderr.read().decode()
-    process.stderr.close()
+    read, code, stderr = reader_leaves([sys.executable, "-m", "assay", *map(str, args)], lines=lines, cwd=cwd,
+                                       env={**os.environ, "ASSAY_STORE": str(store)})
+    assert all(read)
     return code, stderr
 
 

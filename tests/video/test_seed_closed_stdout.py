@@ -3,10 +3,10 @@ line on stderr names the command that resumes it (its resume lines went to the s
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
+from reader_pipes import reader_leaves
 from test_seed import KILL_CASE, checkpoints, make_eval, video_file  # noqa: F401 - `video_file` is a fixture
 
 CLOSED = "assay: standard output was closed, so the command stopped as on Ctrl-C; finished results are kept."
@@ -14,19 +14,10 @@ CLOSED = "assay: standard output was closed, so the command stopped as on Ctrl-C
 
 def test_a_seed_whose_reader_leaves_names_the_resume_command_on_stderr(tmp_path: Path, video_file: Path) -> None:
     eval_dir = make_eval(tmp_path, video_file, {"door": KILL_CASE}, delay=0.05)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "assay", "video", "seed", "--eval-dir", str(eval_dir), "--verbose"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    assert process.stdout is not None and process.stderr is not None
-    assert process.stdout.readline().startswith(b"    SEEDED ")  # one value is durable
-    process.stdout.close()
-    try:
-        code = process.wait(timeout=60)
-    finally:
-        process.kill()
-    stderr = process.stderr.read().decode()
-    process.stderr.close()
+    [first], code, stderr = reader_leaves(
+        [sys.executable, "-m", "assay", "video", "seed", "--eval-dir", str(eval_dir), "--verbose"]
+    )
+    assert first.startswith(b"    SEEDED ")  # one value is durable
     [checkpoint] = checkpoints(eval_dir)
     assert code == 130, stderr
     assert stderr.splitlines()[-1] == f"{CLOSED} Resume with `assay video seed --resume {checkpoint}`.", stderr
