@@ -8,7 +8,7 @@ import io
 from rich.table import Table
 from rich.text import Text
 
-from assay.cli.stdout_guard import StdoutGuard
+from assay.core.stdout_guard import StdoutGuard
 from assay.core.console import printable, stdout_console
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from xml.etree import ElementTree
 
 from filled_store import FilledStore, invoke_runs
@@ -165,6 +166,15 @@ def test_view_without_a_store_says_so(tmp_path, monkeypatch) -> None:
     result = invoke_runs("view", "--no-open")
     assert result.exit_code == 2
     assert "Could not open the results store: no results store at" in result.output
+
+
+def test_a_port_in_use_is_one_line_naming_why_and_exit_2(store_env: FilledStore) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = invoke_runs("view", "--no-open", "--port", str(taken.getsockname()[1]))
+    assert result.exit_code == 2
+    assert result.output.splitlines() == ["Could not start the viewer: [Errno 98] Address already in use"]
 
 
 def test_reindex_rebuilds_from_records(store_env: FilledStore, tmp_path, monkeypatch) -> None:

@@ -18,17 +18,11 @@ from assay.cli import common
 from assay.cli.agent_sandbox import sandbox_app
 from assay.cli.agent_shared_state import shared_state_app
 from assay.cli.options import (
-    EXECUTOR, JSON, JUNIT_PATH, PROJECT, QUIET, RAY_ADDRESS, RESUME, VERBOSE, Given, argument, command, option, params,
+    EXECUTOR, JSON, JUNIT_PATH, PROJECT, QUIET, RAY_ADDRESS, RESUME, VERBOSE, Given, argument, command, group, option, params,
 )
 from assay.errors import UsageError
 
-agent_app = typer.Typer(
-    rich_markup_mode=None,  # plain help: flags shown as flags, options as `--name <type>`
-    help="Agent evals (NiceEval's model): evals drive an agent and assert on its event stream.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+agent_app = group("Agent evals (NiceEval's model): evals drive an agent and assert on its event stream.")
 
 
 @command(agent_app, "init", argument("directory", Path, Path("."), help="Folder to set up (created if missing)."))

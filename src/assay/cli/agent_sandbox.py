@@ -15,22 +15,11 @@ from typing import Any, List, Optional
 import typer
 
 from assay.cli import common
-from assay.cli.options import Given, argument, command, option
+from assay.cli.options import Given, argument, command, group, option
 
-sandbox_app = typer.Typer(
-    rich_markup_mode=None,
-    help="Kept and leftover sandboxes: list, diff, enter, stop, prune.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+sandbox_app = group("Kept and leftover sandboxes: list, diff, enter, stop, prune.")
 
 SANDBOX = argument("sandbox", str, ..., help="Sandbox id (a unique prefix is enough).")
-
-
-def _examples(*lines: str) -> str:
-    # The format of cli/examples.py (`\b` keeps click from rewrapping the block).
-    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
 def _refusing() -> Any:
@@ -47,11 +36,8 @@ def _write(chunks: Iterable[str], *, lines: bool = True) -> None:
             sys.stdout.write(chunk + "\n" if lines else chunk)
 
 
-@command(
-    sandbox_app, "list", option("orphans", bool, False, "--orphans", help="Only sandboxes a dead run left behind."),
-    option("json", bool, False, "--json", help="One JSON object per line."),
-    epilog=_examples("assay agent sandbox list", "assay agent sandbox list --orphans --json"),
-)
+@command(sandbox_app, "list", option("orphans", bool, False, "--orphans", help="Only sandboxes a dead run left behind."),
+         option("json", bool, False, "--json", help="One JSON object per line."))
 def list_command(given: Given) -> None:
     """Every sandbox recorded on this machine: kept, still active, or orphaned (its run died)."""
     from assay.agent.sandbox.kept import listed
@@ -64,10 +50,6 @@ def list_command(given: Given) -> None:
     option("window", Optional[str], None, "--window",
            help="One send window: turn2, session1/turn1, or `after` (changes made since the run)."),
     option("path", Optional[str], None, "--path", help="Only this path (relative to the workdir)."),
-    epilog=_examples(
-        "assay agent sandbox diff 3f9a", "assay agent sandbox diff 3f9a --window turn2 --path src/app.py",
-        "assay agent sandbox diff 3f9a --window after",
-    ),
 )
 def diff_command(given: Given) -> None:
     """What the agent changed, send window by send window, as a unified diff; then what changed in the
@@ -81,10 +63,6 @@ def diff_command(given: Given) -> None:
     sandbox_app, "enter", SANDBOX,
     option("leave_running", bool, False, "--leave-running",
            help="Leave the container running (and a local sandbox's processes) after the shell exits."),
-    epilog=_examples(
-        "assay agent sandbox enter 3f9a", "assay agent sandbox enter 3f9a --leave-running",
-        "echo 'python -m pytest -q' | assay agent sandbox enter 3f9a",
-    ),
 )
 def enter_command(given: Given) -> None:
     """A shell in a kept sandbox: in its workdir with its environment (bubblewrap's view when it was made
@@ -98,11 +76,8 @@ def enter_command(given: Given) -> None:
     raise typer.Exit(code)
 
 
-@command(
-    sandbox_app, "stop", argument("sandboxes", Optional[List[str]], None, help="Sandbox ids (unique prefixes are enough)."),
-    option("stop_all", bool, False, "--all", help="Every kept sandbox."),
-    epilog=_examples("assay agent sandbox stop 3f9a", "assay agent sandbox stop --all"),
-)
+@command(sandbox_app, "stop", argument("sandboxes", Optional[List[str]], None, help="Sandbox ids (unique prefixes are enough)."),
+         option("stop_all", bool, False, "--all", help="Every kept sandbox."))
 def stop_command(given: Given) -> None:
     """Stop kept sandboxes for good: their processes, container and folder."""
     from assay.agent.sandbox.kept import stopped
@@ -110,10 +85,7 @@ def stop_command(given: Given) -> None:
     _write(stopped(given.sandboxes or (), every_kept=given.stop_all))
 
 
-@command(
-    sandbox_app, "prune", option("force", bool, False, "--force", help="Also remove kept sandboxes."),
-    epilog=_examples("assay agent sandbox prune", "assay agent sandbox prune --force"),
-)
+@command(sandbox_app, "prune", option("force", bool, False, "--force", help="Also remove kept sandboxes."))
 def prune_command(given: Given) -> None:
     """Remove sandboxes whose run died without stopping them (and, with --force, kept ones)."""
     from assay.agent.sandbox.kept import pruned

@@ -9,29 +9,13 @@ from __future__ import annotations
 import sys
 from typing import Optional
 
-import typer
-
 from assay.cli import common
-from assay.cli.options import JSON, PROJECT, Given, argument, command, option
+from assay.cli.options import JSON, PROJECT, Given, argument, command, group, option
 
-shared_state_app = typer.Typer(
-    rich_markup_mode=None,
-    help="Shared-state leases (Experiment shared_state=): list them, recover one whose owner died.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+shared_state_app = group("Shared-state leases (Experiment shared_state=): list them, recover one whose owner died.")
 
 
-def _examples(*lines: str) -> str:
-    # The format of cli/examples.py (`\b` keeps click from rewrapping the block).
-    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
-
-
-@command(
-    shared_state_app, "list", PROJECT, JSON.but(help="One JSON object per line."), only_reads=True,
-    epilog=_examples("assay agent shared-state list", "assay agent shared-state list --json"),
-)
+@command(shared_state_app, "list", PROJECT, JSON.but(help="One JSON object per line."), only_reads=True)
 def list_command(given: Given) -> None:
     """Every lease held in the project: its key, owner token, owner (pid, host, since, experiments) and
     whether that owner still runs."""
@@ -54,10 +38,6 @@ def list_command(given: Given) -> None:
     option("teardown", bool, False, "--teardown",
            help="First run the teardown of each experiment the lease names; the lease is kept if one fails."),
     PROJECT,
-    epilog=_examples(
-        "assay agent shared-state recover staging-db --owner-token 3f9a0c1d2e4b5a69 --confirm-owner-terminated "
-        "--confirm-remote-quiesced",
-    ),
 )
 def recover_command(given: Given) -> None:
     """Release the lease of KEY whose owner died. Refused unless the token is the lease's and both

@@ -5,12 +5,8 @@ Groups import their machinery lazily so `assay --version` and `assay video list-
 
 from __future__ import annotations
 
-import atexit
 import importlib
-import os
-import sys
-import threading
-from typing import Any, NoReturn
+from typing import Any
 
 import typer
 
@@ -100,69 +96,6 @@ add_examples(app)
 
 def main() -> None:
     """The console script (and `python -m assay`). Tests drive `app` in-process instead."""
-    from assay.cli import stdout_guard
+    from assay.core.process import run_as_process
 
-    guard = stdout_guard.install()
-    _terminate_as_interrupt()
-    try:
-        with guard.watching():  # a reader that leaves stops the command, even one that writes nothing
-            app()
-    except KeyboardInterrupt:  # pragma: no cover - commands handle their own interrupts
-        code: object = 130
-    except SystemExit as leaving:
-        code = leaving.code
-    else:  # pragma: no cover - Typer's standalone mode always raises SystemExit
-        code = 0
-    guard.interrupts = False  # leaving already: a failed final flush only drops the output
-    if guard.closed_by_reader and code == 130:
-        print(stdout_guard.closed_message(guard.resume_lines, keeps_results=guard.keeps_results), file=sys.stderr)
-    _leave(code)
-
-
-def _terminate_as_interrupt() -> None:
-    """SIGTERM (a CI job cancelled, `kill`, a container stopping) ends a command the way Ctrl-C
-    does: progress kept, adapters and their descendants stopped. A second SIGTERM ends it at once."""
-    import signal
-
-    def interrupt(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        # A background job of a non-interactive shell (`cmd &` in a CI script) starts with SIGINT
-        # ignored, which would drop the SIGINT sent above. Python's own handler is put back before
-        # any run starts, so asyncio installs its orderly one: an interrupt raised anywhere else
-        # could leave a run's threads and tasks waiting on each other.
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, interrupt)
-
-
-def _leave(code: object) -> NoReturn:
-    """Exit without tearing the interpreter down.
-
-    Everything a command writes is closed (and fsynced where it must be durable) before it
-    returns, so what normal shutdown adds after that is module teardown and a final collection
-    over numpy, PyAV and pydantic: ~0.1 s per command, a tenth of a short video run. Shutdown's
-    observable steps still run, in CPython's order: non-daemon threads are joined (with the
-    thread-pool exit hooks), then atexit handlers, then the standard streams are flushed."""
-    if code is None:
-        status = 0
-    elif isinstance(code, int):
-        status = code
-    else:  # sys.exit("message"): printed to stderr, status 1, as Python does
-        print(code, file=sys.stderr)
-        status = 1
-    try:
-        shutdown_threads = getattr(threading, "_shutdown", None)
-        if shutdown_threads is not None:
-            shutdown_threads()
-        run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
-        if run_exit_functions is not None:
-            run_exit_functions()
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-    except BrokenPipeError:  # the reader went away (`assay … | head`): nothing left to tell it
-        pass
-    except BaseException:  # noqa: BLE001 - anything unusual: fall back to the normal shutdown
-        sys.exit(status)
-    os._exit(status)
+    run_as_process(app)

@@ -100,7 +100,7 @@ def checked(check: Callable[..., Any], *arguments: Any, quoted: bool = True) -> 
 def run_and_exit(kind: Any, request: Any, outputs: Any, *, resume: Any = None, execution: Any = None) -> NoReturn:
     """Hand the request to the pipeline and leave with its exit code; a run that kept its checkpoint
     leaves its resume lines with the stdout guard (said on stderr if stdout was closed)."""
-    from assay.cli.stdout_guard import keep_resume_lines
+    from assay.core.stdout_guard import keep_resume_lines
     from assay.core.run import pipeline
     from assay.core.run.request import Execution
 
@@ -111,36 +111,11 @@ def run_and_exit(kind: Any, request: Any, outputs: Any, *, resume: Any = None, e
 
 def serve_locally(port: int, make_app: Callable[[Any], Any], url: Callable[[int], str], *, title: str, failure: str,
                   no_open: bool, lines: Sequence[str] = ()) -> NoReturn:
-    """Bind 127.0.0.1:`port`, say `<title>: <url>` (and `lines`), open a browser unless `no_open`, serve
-    `make_app(binding)` until Ctrl-C, exit 0. A port that cannot be bound is `<failure>: …` (exit 2)."""
-    from assay.web.app import Binding, bind_loopback_socket, serve
+    """Serve `make_app(binding)` on 127.0.0.1:`port` until Ctrl-C, saying `<title>: <url>` (and `lines`) first,
+    then exit 0; a port that cannot be bound is `<failure>: …` (exit 2)."""
+    from assay.web.app import serve_locally
 
-    try:
-        sock = bind_loopback_socket(port)
-    except OSError as error:
-        fail(failure, error)
-    binding = Binding(port=sock.getsockname()[1])
-    app = make_app(binding)
-    address = url(binding.port or 0)
-    say(f"{title}: {address}", *lines)
-    if not no_open:
-        _open_browser(address)
-    try:
-        serve(app, sock)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sock.close()
+    with failing(failure, on_stdout=True):
+        serve_locally(port, make_app, url, started=lambda address: say(f"{title}: {address}", *lines), say=say,
+                      open_browser=not no_open)
     raise typer.Exit(0)
-
-
-def _open_browser(url: str) -> None:
-    import webbrowser
-
-    try:
-        opened = webbrowser.open(url)
-    except Exception as error:  # noqa: BLE001 - any browser failure is reported, never fatal
-        say(f"Could not open browser: {error}")
-        return
-    if not opened:
-        say("Could not open browser automatically; use the URL above.")

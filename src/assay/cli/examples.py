@@ -27,6 +27,22 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "assay agent run baseline orders/ --attempts 3 --junit junit.xml",
         "assay agent run --json > events.ndjson",
     ),
+    "agent sandbox list": ("assay agent sandbox list", "assay agent sandbox list --orphans --json"),
+    "agent sandbox diff": (
+        "assay agent sandbox diff 3f9a", "assay agent sandbox diff 3f9a --window turn2 --path src/app.py",
+        "assay agent sandbox diff 3f9a --window after",
+    ),
+    "agent sandbox enter": (
+        "assay agent sandbox enter 3f9a", "assay agent sandbox enter 3f9a --leave-running",
+        "echo 'python -m pytest -q' | assay agent sandbox enter 3f9a",
+    ),
+    "agent sandbox stop": ("assay agent sandbox stop 3f9a", "assay agent sandbox stop --all"),
+    "agent sandbox prune": ("assay agent sandbox prune", "assay agent sandbox prune --force"),
+    "agent shared-state list": ("assay agent shared-state list", "assay agent shared-state list --json"),
+    "agent shared-state recover": (
+        "assay agent shared-state recover staging-db --owner-token 3f9a0c1d2e4b5a69 --confirm-owner-terminated "
+        "--confirm-remote-quiesced",
+    ),
     "agent show": ("assay agent show", "assay agent show @1A2B3C4D5E6F --json"),
     "doc init": ("assay doc init --adapter-language python",),
     "doc scaffold-case": ("assay doc scaffold-case --case release-notes-v2",),

@@ -159,7 +159,7 @@ def command(
 
     def register(body: Callable[[Given], Any]) -> Any:
         def callback(**values: Any) -> Any:
-            from assay.cli.stdout_guard import nothing_to_keep, results_kept
+            from assay.core.stdout_guard import nothing_to_keep, results_kept
 
             nothing_to_keep() if only_reads else results_kept()
             return body(Given(**values))

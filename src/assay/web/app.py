@@ -393,3 +393,40 @@ def serve(app: ASGIApp, sock: socket.socket) -> None:
     )
     server = uvicorn.Server(config)
     server.run(sockets=[sock])
+
+
+def serve_locally(port: int, make_app: Callable[[Binding], ASGIApp], url: Callable[[int], str], *,
+                  started: Callable[[str], None], say: Callable[[str], None], open_browser: bool) -> None:
+    """Bind 127.0.0.1:`port`, call `started(url(port))`, open a browser when asked (one that cannot be
+    opened is said, never fatal) and serve `make_app(binding)` until Ctrl-C. A port that cannot be bound
+    is an `AssayError` naming why."""
+    from assay.errors import AssayError
+
+    try:
+        sock = bind_loopback_socket(port)
+    except OSError as error:
+        raise AssayError(str(error)) from error
+    try:
+        binding = Binding(port=sock.getsockname()[1])
+        app = make_app(binding)
+        address = url(binding.port or 0)
+        started(address)
+        if open_browser:
+            _open_browser(address, say)
+        serve(app, sock)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+
+
+def _open_browser(url: str, say: Callable[[str], None]) -> None:
+    import webbrowser
+
+    try:
+        opened = webbrowser.open(url)
+    except Exception as error:  # noqa: BLE001 - any browser failure is reported, never fatal
+        say(f"Could not open browser: {error}")
+        return
+    if not opened:
+        say("Could not open browser automatically; use the URL above.")

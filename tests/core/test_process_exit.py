@@ -11,7 +11,7 @@ SCRIPT = textwrap.dedent(
     """
     import atexit, sys, threading, time
     from pathlib import Path
-    from assay.cli.app import _leave
+    from assay.core.process import _leave
 
     out = Path(sys.argv[1])
 
