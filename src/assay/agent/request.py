@@ -87,6 +87,25 @@ def _positive(option: str, value: float | None, *, allow_zero: bool = False, max
         raise UsageError(f"{option} must be at most {maximum:,}", option)
 
 
+def with_rerun_value(args: list[str]) -> list[str]:
+    """`--rerun` takes an optional value (NiceEval's bare `--rerun` means failed), which click cannot parse
+    on its own: a bare one is given its default. A misspelt value (`--rerun faild`) is a `UsageError`, not
+    an experiment named like one."""
+    from assay.core.format import did_you_mean
+
+    cut = args.index("--") if "--" in args else len(args)  # after `--` everything is an argument
+    head, given = args[:cut], []
+    for position, token in enumerate(head):
+        given.append(token)
+        following = head[position + 1] if position + 1 < len(head) else None
+        if token == "--rerun" and following not in ("failed", "all"):
+            hint = did_you_mean(following or "", ("failed", "all"))
+            if hint:
+                raise UsageError(f"--rerun takes failed or all, got {following!r}{hint}", "--rerun")
+            given.append("failed")
+    return given + list(args[cut:])
+
+
 def check_run_options(
     *, agent: str | None = None, model: str | None = None, attempts: int | None = None,
     concurrency: int | None = None, timeout: float | None = None, budget: float | None = None,

@@ -107,6 +107,19 @@ class DryRun:
 
         return dry_plan_document(self.plan, self.carry)
 
+    def write(self, as_json: bool) -> None:
+        """On stdout: the plan as one JSON line, or its lines for a person (never rewrapped)."""
+        if as_json:
+            import json
+
+            print(json.dumps(self.document(), ensure_ascii=False, separators=(",", ":")))
+            return
+        from assay.core.console import stdout_console
+
+        console = stdout_console()
+        for line in self.lines():
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+
 
 def dry_run(request: AgentRunRequest) -> DryRun:
     """The invocation planned as `assay agent run` would plan it, without a checkpoint, a record or

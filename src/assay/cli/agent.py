@@ -7,7 +7,6 @@ to stdout). What each command does lives in assay.agent; here are its options an
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -20,7 +19,6 @@ from assay.cli.agent_shared_state import shared_state_app
 from assay.cli.options import (
     EXECUTOR, JSON, JUNIT_PATH, PROJECT, QUIET, RAY_ADDRESS, RESUME, VERBOSE, Given, argument, command, group, option, params,
 )
-from assay.errors import UsageError
 
 agent_app = group("Agent evals (NiceEval's model): evals drive an agent and assert on its event stream.")
 
@@ -53,27 +51,14 @@ def list_command(given: Given) -> None:
 
 
 class _RunCommand(typer.core.TyperCommand):
-    """`--rerun` takes an optional value (NiceEval's bare `--rerun` means failed), which click cannot
-    parse on its own: a bare one is given its default before parsing."""
+    """`agent run`'s arguments with NiceEval's bare `--rerun` (see `with_rerun_value`)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, _with_rerun_value(args))
+        from assay.agent.request import with_rerun_value
 
-
-def _with_rerun_value(args: list[str]) -> list[str]:
-    from assay.core.format import did_you_mean
-
-    cut = args.index("--") if "--" in args else len(args)  # after `--` everything is an argument
-    head, given = args[:cut], []
-    for position, token in enumerate(head):
-        given.append(token)
-        following = head[position + 1] if position + 1 < len(head) else None
-        if token == "--rerun" and following not in ("failed", "all"):
-            hint = did_you_mean(following or "", ("failed", "all"))
-            if hint:  # `--rerun faild`: a misspelt value, not an experiment named like one
-                common.fail("Error", UsageError(f"--rerun takes failed or all, got {following!r}{hint}", "--rerun"), stderr=True)
-            given.append("failed")
-    return given + list(args[cut:])
+        with common.failing():
+            args = with_rerun_value(args)
+        return super().parse_args(ctx, args)
 
 
 @command(agent_app, "run", *params(
@@ -110,14 +95,7 @@ def run_command(given: Given) -> None:
             restored = restore(AGENT, given.resume, request, outputs)
             request, outputs, resumed = restored.request, restored.outputs, restored.resume
         if given.dry:
-            planned = dry_run(request)
-            if outputs.json:
-                print(json.dumps(planned.document(), ensure_ascii=False, separators=(",", ":")))
-            else:
-                console = common.stdout_console()
-                for line in planned.lines():
-                    console.print(line, markup=False, highlight=False, soft_wrap=True)
-            return
+            return dry_run(request).write(outputs.json)
     common.run_and_exit(AGENT, request, outputs, resume=resumed, execution=execution)
 
 

@@ -42,20 +42,7 @@ def agreement_command(given: Given) -> None:
          option("cache_dir", Path | None, None, "--cache-dir", help="A cache folder given to a doc command's --cache-dir instead."))
 def cache_clear_command(given: Given) -> None:
     """Remove every cached judge answer (only the cache's own entries), so each judge is asked again."""
-    from assay.core.record import state_folder
-    from assay.errors import AssayError, UsageError
-    from assay.judge.cache import clear_directory_cache
+    from assay.judge.cache import clear_cache_line
 
-    try:
-        if given.cache_dir is None and not given.project.is_dir():
-            raise UsageError(f"--project {given.project}: no such folder")
-        folder = given.cache_dir.expanduser() if given.cache_dir else state_folder(given.project.expanduser()) / "cache" / "judge"
-        if not folder.is_dir():
-            common.say(f"No judge cache at {folder}; nothing to clear.")
-            return
-        cleared = clear_directory_cache(folder)
-    except AssayError as error:
-        common.fail("Error", error, stderr=True)
-    except OSError as error:
-        common.fail("Error", OSError(f"could not clear the judge cache: {error}"), stderr=True, internal="")
-    common.say(f"Removed {cleared.entries} cached judge answer(s) ({cleared.bytes / 1024:.1f} KiB) from {folder}.")
+    with common.failing():
+        common.say(clear_cache_line(given.project, given.cache_dir))

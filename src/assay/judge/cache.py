@@ -116,3 +116,21 @@ def clear_directory_cache(root: Path | str) -> CacheCleared:
         except OSError:
             pass  # something else lives there: it stays
     return CacheCleared(entries, size)
+
+
+def clear_cache_line(project: Path, cache_dir: Path | None) -> str:
+    """`assay judge cache clear`: clear `cache_dir`, or the project's `.assay/cache/judge`; what was done, in
+    one line. A missing project is a `UsageError`; a cache that cannot be cleared an `AssayError`."""
+    from assay.core.record import state_folder
+    from assay.errors import AssayError, UsageError
+
+    if cache_dir is None and not project.is_dir():
+        raise UsageError(f"--project {project}: no such folder")
+    folder = cache_dir.expanduser() if cache_dir else state_folder(project.expanduser()) / "cache" / "judge"
+    if not folder.is_dir():
+        return f"No judge cache at {folder}; nothing to clear."
+    try:
+        cleared = clear_directory_cache(folder)
+    except OSError as error:
+        raise AssayError(f"could not clear the judge cache: {error}") from error
+    return f"Removed {cleared.entries} cached judge answer(s) ({cleared.bytes / 1024:.1f} KiB) from {folder}."
