@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import inspect
 import typing
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from typing import Any
 
 import typer
 
-from assay.core.run.request import Outputs, at_least, between
+from assay.core.run.request import Outputs, at_least, between, field_types, from_options
 
 __all__ = [
     "EXECUTOR", "JSON", "JUNIT", "JUNIT_PATH", "LIMIT", "NO_OPEN", "OUTPUT_JSON", "PORT", "PRINT_JSON",
@@ -94,14 +93,8 @@ def params(*items: type | str | Param) -> list[Param]:
     return made
 
 
-@functools.cache
-def _type_hints(request_type: type) -> dict[str, Any]:
-    """A request type's field types, evaluated once: every field's option and every given request read them."""
-    return typing.get_type_hints(request_type)
-
-
 def _field_param(spec: dataclasses.Field[Any], request_type: type) -> Param:
-    hint = _type_hints(request_type)[spec.name]
+    hint = field_types(request_type)[spec.name]
     if typing.get_origin(hint) is tuple:
         hint = list[typing.get_args(hint)[0]] | None  # type: ignore[misc] - typer's help shows <list[str]>
     if spec.default is not dataclasses.MISSING:
@@ -122,25 +115,11 @@ class Given(SimpleNamespace):
         return {name: getattr(self, name) for name in names}
 
     def request(self, request_type: type, **changes: Any) -> Any:
-        """`request_type` from the given values named like its fields (lists as tuples, paths as
-        strings where the field is a string), then `changes`."""
-        hints = _type_hints(request_type)
-        values = {}
-        for spec in dataclasses.fields(request_type):
-            if spec.init and spec.name not in changes and hasattr(self, spec.name):
-                values[spec.name] = _as(getattr(self, spec.name), hints[spec.name])
-        return request_type(**values, **changes)
+        """`request_type` from the given values named like its fields, then `changes` (`from_options`)."""
+        return from_options(request_type, vars(self), **changes)
 
     def outputs(self, **changes: Any) -> Outputs:
         return self.request(Outputs, **changes)  # type: ignore[no-any-return]
-
-
-def _as(value: Any, hint: Any) -> Any:
-    if typing.get_origin(hint) is tuple:
-        return tuple(value or ())
-    if isinstance(value, Path) and str in typing.get_args(hint):
-        return str(value)
-    return value
 
 
 def group(help_text: str) -> typer.Typer:

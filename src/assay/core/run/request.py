@@ -13,6 +13,7 @@ line builds its parameters from these declarations (`assay.cli.options.params`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -24,8 +25,8 @@ from typing import Any, TypeVar
 from assay.errors import CheckpointError, UsageError
 
 __all__ = [
-    "MAX_CONCURRENCY", "MAX_REPEAT", "Execution", "Outputs", "above", "at_least", "between", "flag_of", "from_invocation",
-    "option", "option_of", "to_invocation", "with_defaults",
+    "MAX_CONCURRENCY", "MAX_REPEAT", "Execution", "Outputs", "above", "at_least", "between", "field_types", "flag_of",
+    "from_invocation", "from_options", "option", "option_of", "to_invocation", "with_defaults",
 ]
 
 Request = TypeVar("Request")
@@ -183,6 +184,27 @@ def _describe(annotation: Any) -> str:
     return " or ".join(choices) + (" or null" if type(None) in typing.get_args(annotation) else "")
 
 
+@functools.cache
+def field_types(request_type: type) -> dict[str, Any]:
+    """A request type's field types, evaluated once (every option built from it and every request read them)."""
+    return typing.get_type_hints(request_type)
+
+
+def from_options(request_type: type[Request], given: Mapping[str, Any], **changes: Any) -> Request:
+    """`request_type` from the command line's values named like its fields (a list as a tuple, a path as a
+    string where the field is a string), then `changes`."""
+    hints, values = field_types(request_type), {}
+    for spec in dataclasses.fields(request_type):  # type: ignore[arg-type]
+        if spec.init and spec.name not in changes and spec.name in given:
+            value, hint = given[spec.name], hints[spec.name]
+            if typing.get_origin(hint) is tuple:
+                value = tuple(value or ())
+            elif isinstance(value, Path) and str in typing.get_args(hint):
+                value = str(value)
+            values[spec.name] = value
+    return request_type(**values, **changes)
+
+
 def from_invocation(request_type: type[Request], invocation: Any, manifest_path: Path, **given: Any) -> Request:
     """The request a checkpoint was made with (fields that are not stored come from `given`); a
     malformed invocation is a bad checkpoint."""
@@ -192,7 +214,7 @@ def from_invocation(request_type: type[Request], invocation: Any, manifest_path:
 
     if not isinstance(invocation, dict):
         raise bad("invocation must be an object")
-    hints = typing.get_type_hints(request_type)
+    hints = field_types(request_type)
     values: dict[str, Any] = {}
     for spec in dataclasses.fields(request_type):  # type: ignore[arg-type]
         if not spec.init:
