@@ -106,9 +106,10 @@ ROOT = Path(__file__).resolve().parent.parent
 BARE_JOIN = """
 import sqlite3, sys
 connection = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+units = sys.argv[4] if len(sys.argv) > 4 else "units"
 rows = connection.execute(
-    "SELECT a.unit_id, a.verdict, b.verdict FROM units a JOIN units b ON b.run_id = ?2 AND b.unit_id = a.unit_id "
-    "WHERE a.run_id = ?1", sys.argv[2:4]).fetchall()
+    f"SELECT a.unit_id, a.verdict, b.verdict FROM {units.replace('units', 'units a', 1)} JOIN {units.replace('units', 'units b', 1)} "
+    "ON b.run_id = ?2 AND b.unit_id = a.unit_id WHERE a.run_id = ?1", sys.argv[2:4]).fetchall()
 print(len(rows), sum(1 for _, old, new in rows if old != new))
 """
 
@@ -193,7 +194,10 @@ def agent_figures(arguments: argparse.Namespace) -> dict:
         environment.pop("PYTHONDONTWRITEBYTECODE", None)  # as an installed package runs: bytecode cached
         compare = [sys.executable, "-m", "assay", "runs", "compare", *runs]
         join = [sys.executable, "-c", BARE_JOIN, str(database), *runs]
-        commands = {"join": join, "compare": compare, "compare_json": [*compare, "--json"]}
+        # The floor reads the store as it is: SQLite takes one run's ids and verdicts from `units_verdicts`.
+        # "join_by_id" is the same join as a store made before that index reads it (every unit row).
+        commands = {"join": join, "join_by_id": [*join, "units INDEXED BY units_by_id"], "compare": compare,
+                    "compare_json": [*compare, "--json"]}
         if arguments.baseline_src:  # the same command from another checkout, in the same rounds
             commands["baseline_compare"] = ["env", f"PYTHONPATH={arguments.baseline_src}", *compare]
         timed_process(compare, environment)  # (uncounted: writes the bytecode)
@@ -211,9 +215,10 @@ def agent_figures(arguments: argparse.Namespace) -> dict:
                 "wall_median": statistics.median(row[0] for row in rows), "cpu_median": statistics.median(row[1] for row in rows),
                 "peak_rss_mib": max(row[2] for row in rows), "walls": [round(row[0], 3) for row in rows],
             }
-        for name in [name for name in commands if name != "join"]:
+        for name in [name for name in commands if not name.startswith("join")]:
             results[f"{name}_over_join_wall"] = results[name]["wall_median"] / results["join"]["wall_median"]
             results[f"{name}_over_join_cpu"] = results[name]["cpu_median"] / results["join"]["cpu_median"]
+            results[f"{name}_over_join_by_id_wall"] = results[name]["wall_median"] / results["join_by_id"]["wall_median"]
         if not arguments.no_browser:
             in_page: list[float] = []
             walls = measure_page(database, runs[0], repeats=arguments.rounds + 1, in_page=in_page)[1:]  # (the first: cold)

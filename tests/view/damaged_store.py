@@ -51,13 +51,15 @@ def _truncated(database: Path) -> None:
 
 
 def _damaged_units_page(database: Path) -> None:
-    """Garbage over the units table's root page: the file opens and lists runs, then fails on units."""
+    """Garbage over the root pages of the units table and its indexes (`runs compare` reads only
+    `units_verdicts`): the file opens and lists runs, then fails on units."""
     with contextlib.closing(sqlite3.connect(database)) as connection:
-        root = connection.execute("SELECT rootpage FROM sqlite_master WHERE name = 'units'").fetchone()[0]
+        roots = [row[0] for row in connection.execute("SELECT rootpage FROM sqlite_master WHERE tbl_name = 'units'")]
         page_size = connection.execute("PRAGMA page_size").fetchone()[0]
     with open(database, "r+b") as handle:
-        handle.seek((root - 1) * page_size)
-        handle.write(random.Random(18).randbytes(page_size))
+        for root in roots:
+            handle.seek((root - 1) * page_size)
+            handle.write(random.Random(18).randbytes(page_size))
 
 
 # Damage that stops the store from opening at all.

@@ -88,6 +88,7 @@ CREATE TABLE IF NOT EXISTS units (
     PRIMARY KEY (run_id, seq)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS units_by_id ON units (run_id, unit_id);
+CREATE INDEX IF NOT EXISTS units_verdicts ON units (run_id, unit_id, verdict, seq);
 CREATE TABLE IF NOT EXISTS run_groups (
     run_id TEXT NOT NULL,
     pos INTEGER NOT NULL,
@@ -121,6 +122,12 @@ CREATE TABLE IF NOT EXISTS labels (
 CREATE INDEX IF NOT EXISTS labels_by_unit ON labels (run_id, unit_id);
 """
 
+# `units_verdicts` holds what pairing two runs reads (`changed_pairs`, `units_only_in`, `verdicts`), so
+# it reads no unit row: a row is a page of body (~3 KB) for a few bytes of verdict (two 100,000-unit
+# runs paired in 0.07 s of CPU against 0.43). `units_by_id` stays as it is: it keeps a run's unit ids
+# unique, and the planner, which prefers a unique index, keeps using it for lookups by id. A store
+# made before gets the index when first opened for writing; one opened read-only pairs without it.
+_VERDICTS_INDEX = "units_verdicts"
 # A unit's trials are one subject: its id without a trailing `#<n>` (core.run_diff.trial_subject, in SQL).
 _SUBJECT = (
     "CASE WHEN rtrim(unit_id, '0123456789') LIKE '_%#' AND rtrim(unit_id, '0123456789') <> unit_id "
@@ -398,6 +405,7 @@ class SqliteRunStore:
     @_speaks_for_the_file
     def _prepare(self) -> None:
         self._group_rows = True
+        self._verdicts_indexed = True
         marked = _refuse_a_foreign_database(self._connection, self.path)
         if self.read_only:
             # Reading the schema and the first page of runs now makes a file that is no store at
@@ -408,6 +416,10 @@ class SqliteRunStore:
             self._group_rows = self._connection.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run_groups'"
             ).fetchone() is not None
+            if self._connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (_VERDICTS_INDEX,)
+            ).fetchone() is None:
+                self._verdicts_indexed = False  # nor `units_verdicts`: pairing reads the unit rows
         else:
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute("PRAGMA synchronous=NORMAL")
@@ -435,6 +447,10 @@ class SqliteRunStore:
             return self._connection.execute("PRAGMA user_version").fetchone()[0] >= _HISTORY_VERSION
         except sqlite3.Error:
             return False
+
+    def _verdict_rows(self, alias: str) -> str:
+        """`units <alias>`, read through `units_verdicts` where the store has it (see `_VERDICTS_INDEX`)."""
+        return f"units {alias} INDEXED BY {_VERDICTS_INDEX}" if self._verdicts_indexed else f"units {alias}"
 
     def close(self) -> None:
         self._connection.close()
@@ -640,7 +656,7 @@ class SqliteRunStore:
     @_speaks_for_the_file
     def verdicts(self, run_id: str) -> dict[str, str]:
         """unit id -> verdict, in run order: all compare needs, without decoding unit bodies."""
-        rows = self._connection.execute("SELECT unit_id, verdict FROM units WHERE run_id = ? ORDER BY seq", (run_id,))
+        rows = self._connection.execute(f"SELECT unit_id, verdict FROM {self._verdict_rows('u')} WHERE run_id = ? ORDER BY seq", (run_id,))
         return dict(rows.fetchall())
 
     @_speaks_for_the_file
@@ -649,7 +665,8 @@ class SqliteRunStore:
         `before` (in its order) except those that passed in both: what a comparison lists, paired by
         SQLite in one join as it reads the rows, so the units that did not change cost no Python."""
         return self._connection.execute(
-            "SELECT a.unit_id, a.verdict, b.verdict FROM units a LEFT JOIN units b ON b.run_id = ?2 AND b.unit_id = a.unit_id "
+            f"SELECT a.unit_id, a.verdict, b.verdict FROM {self._verdict_rows('a')} LEFT JOIN {self._verdict_rows('b')} "
+            "ON b.run_id = ?2 AND b.unit_id = a.unit_id "
             "WHERE a.run_id = ?1 AND a.seq >= 0 AND (b.verdict IS NULL OR a.verdict <> 'passed' OR b.verdict <> 'passed') "
             "ORDER BY a.seq", (before, after),
         ).fetchall()
@@ -658,7 +675,7 @@ class SqliteRunStore:
     def units_only_in(self, run_id: str, other: str) -> list[str]:
         """The ids of `run_id`'s units that `other` lacks, in `run_id`'s order."""
         rows = self._connection.execute(
-            "SELECT b.unit_id FROM units b WHERE b.run_id = ?1 AND b.seq >= 0 AND NOT EXISTS "
+            f"SELECT b.unit_id FROM {self._verdict_rows('b')} WHERE b.run_id = ?1 AND b.seq >= 0 AND NOT EXISTS "
             "(SELECT 1 FROM units a WHERE a.run_id = ?2 AND a.unit_id = b.unit_id) ORDER BY b.seq", (run_id, other),
         )
         return [unit_id for (unit_id,) in rows]
