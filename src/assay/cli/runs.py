@@ -8,7 +8,6 @@ are declared in `assay.core.history.shown.RunsOptions`, the read-backs are that 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -107,20 +106,13 @@ def merge_command(given: Given) -> None:
 def import_command(given: Given) -> None:
     """Import other tools' results as runs: JUnit XML, Inspect AI logs, pydantic-evals reports, DeepEval test runs,
     promptfoo results."""
-    from assay.core.history.shown import import_line
-    from assay.core.interop.importing import import_log, plan_imports
+    from assay.core.history.shown import imported
+    from assay.core.interop.importing import plan_imports
 
     with common.failing():
         planned = plan_imports([Path(name).expanduser() for name in given.files], given.format_name)
-    outcomes, failures = [], 0
-    for path, log_format in planned:
-        try:
-            outcomes.append(import_log(path, log_format))
-        except (AssayError, OSError, ValueError) as error:
-            failures += 1
-            print(f"Error: {error}" if isinstance(error, AssayError) else f"Error: {path}: {type(error).__name__}: {error}",
-                  file=sys.stderr)
-    common.show(given.json, {"imported": [outcome.to_json() for outcome in outcomes]}, map(import_line, outcomes))
+    shown, failures = imported(planned)
+    common.show(given.json, *shown)
     raise typer.Exit(2 if failures else 0)
 
 

@@ -17,7 +17,7 @@ from assay.core.run.request import at_least, between, option
 from assay.errors import UsageError
 
 __all__ = [
-    "RunsOptions", "Shown", "compared", "exported", "flaky_shown", "import_line", "reindex_lines", "run_shown", "runs_listed",
+    "RunsOptions", "Shown", "compared", "exported", "flaky_shown", "import_line", "imported", "reindex_lines", "run_shown", "runs_listed",
     "shard_record", "trend_shown",
 ]
 
@@ -243,6 +243,25 @@ def shard_record(reference: str, open_store: Callable[[], Any]) -> tuple[Any, li
         if stored.record_path and (Path(stored.record_path) / "manifest.json").is_file():
             return read_record(Path(stored.record_path))
         return stored.manifest, store.unit_page(stored.run_id, limit=stored.unit_count + 1).units
+
+
+def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int]:
+    """`assay runs import`: each planned file imported as a run; one that cannot be is an `Error:` line on
+    stderr as it fails, and the rest still go in. What was imported, and how many files failed."""
+    import sys
+
+    from assay.core.interop.importing import import_log
+    from assay.errors import AssayError
+
+    outcomes, failures = [], 0
+    for path, log_format in planned:
+        try:
+            outcomes.append(import_log(path, log_format))
+        except (AssayError, OSError, ValueError) as error:
+            failures += 1
+            print(f"Error: {error}" if isinstance(error, AssayError) else f"Error: {path}: {type(error).__name__}: {error}",
+                  file=sys.stderr)
+    return Shown({"imported": [outcome.to_json() for outcome in outcomes]}, [import_line(outcome) for outcome in outcomes]), failures
 
 
 def import_line(outcome: Any) -> str:
