@@ -34,23 +34,66 @@ base = Experiment(agent=define_agent(name="echo", send=send, evidence_coverage=c
 """
 
 
+def _one_eval_project(folder):
+    (folder / "experiments").mkdir()
+    (folder / "experiments" / "base.py").write_text(EXPERIMENT)
+    (folder / "evals").mkdir()
+    (folder / "evals" / "one_eval.py").write_text("from assay.agent import define_eval\n\n"
+                                                  "async def test(t):\n    await t.send('hi')\n\n"
+                                                  "one = define_eval(test)\n")
+    return folder
+
+
+def _imported_by(*args: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "assay", *args], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done
+    return {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+
+
 def test_a_local_one_eval_agent_run_imports_only_what_it_needs(tmp_path):
     """Ray's worker module, pydantic (which typer uses to coerce options), PyYAML, the JUnit reporter, the
-    email package (an HTTP date in Retry-After) and rich's emoji codes (no `:code:` printed) are not needed by
-    a local run of a project without YAML or --junit."""
-    (tmp_path / "experiments").mkdir()
-    (tmp_path / "experiments" / "base.py").write_text(EXPERIMENT)
-    (tmp_path / "evals").mkdir()
-    (tmp_path / "evals" / "one_eval.py").write_text("from assay.agent import define_eval\n\n"
-                                                    "async def test(t):\n    await t.send('hi')\n\n"
-                                                    "one = define_eval(test)\n")
-    command = [sys.executable, "-X", "importtime", "-m", "assay", "agent", "run", "--project", str(tmp_path)]
+    email package (an HTTP date in Retry-After), rich's emoji codes (no `:code:` printed) and the local
+    sandbox provider (with its process tree and ctypes) are not needed by a local run of a project without
+    YAML, --junit or a sandbox."""
+    command = [sys.executable, "-X", "importtime", "-m", "assay", "agent", "run", "--project", str(_one_eval_project(tmp_path))]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "1 passed" in done.stderr + done.stdout, done
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     unneeded = ("pydantic", "ray", "assay.agent.remote_worker", "assay.core.ray_executor", "yaml",
-                "assay.core.report.junit", "email.utils", "rich.markdown", "rich._emoji_codes")
+                "assay.core.report.junit", "email.utils", "rich.markdown", "rich._emoji_codes",
+                "assay.agent.sandbox.local", "assay.agent.sandbox.custom", "assay.adapters.process_tree", "ctypes")
     assert sorted(imported & set(unneeded)) == []
+
+
+def test_agent_list_imports_only_the_authoring_names_the_project_uses(tmp_path):
+    """`from assay.agent import define_eval` imports `assay.agent.definition`, not the whole authoring surface:
+    listing evals runs none, so it needs no `t`, assertion, judge or sandbox."""
+    imported = _imported_by("agent", "list", "--project", str(_one_eval_project(tmp_path)))
+    assert "assay.agent.definition" in imported
+    unneeded = {"assay.agent.authoring", "assay.agent.assertions", "assay.agent.judging", "assay.agent.matchers",
+                "assay.agent.sandbox.agent", "assay.agent.sandbox.layers", "assay.agent.sandbox.local", "tarfile"}
+    assert sorted(imported & unneeded) == []
+
+
+def test_every_public_agent_name_is_imported_on_first_use_as_the_object_its_module_defines():
+    script = (
+        "import importlib, sys\n"
+        "import assay.agent, assay.agent.sandbox\n"
+        "print(sorted(name for name in sys.modules if name.startswith('assay.agent.') and name != 'assay.agent.sandbox'))\n"
+        "for package in (assay.agent, assay.agent.sandbox):\n"
+        "    for name in package.__all__:\n"
+        "        value = getattr(package, name)\n"
+        "        home = importlib.import_module(getattr(value, '__module__', None) or package.__name__)\n"
+        "        assert name in dir(package) and (getattr(home, name, value) is value), (package.__name__, name)\n"
+        "from assay.agent import define_eval, docker_sandbox, local_sandbox, Sandbox\n"
+        "from assay.agent.sandbox import SandboxError\n"
+        "assert Sandbox is assay.agent.sandbox.Sandbox is assay.agent.sandbox.handle.Sandbox\n"
+        "try:\n    assay.agent.no_such_name\nexcept AttributeError as error:\n    print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "module 'assay.agent' has no attribute 'no_such_name'"]
 
 
 def test_runs_compare_with_default_numbers_imports_no_pydantic(tmp_path):

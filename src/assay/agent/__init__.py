@@ -4,36 +4,63 @@ Authoring names live here: `define_eval`, `Experiment`, `define_agent`, `define_
 sandbox providers, the event and turn model, and the matchers. The runner and CLI import their own modules.
 """
 
-from assay.agent.adapter import Agent, DefinedAgent, SendFailure, define_agent
-from assay.agent.assertions import command_succeeded
-from assay.agent.authoring import Answer, EvalContext, SessionHandle, TurnHandle, at_least
-from assay.agent.context import AgentContext, CancelSignal, HookContext, SandboxAgentContext, Telemetry
-from assay.agent.definition import Eval, EvalDescriptor, EvalGroup, define_eval, define_eval_group, define_score_eval
-from assay.agent.experiment import Experiment
-from assay.agent.judging import Judge, JudgeRequest, JudgeScore
-from assay.agent.matchers import (
-    Matcher, Outcome, Unavailable, and_, equals, event_match, excludes, includes, is_defined, is_false, is_true,
-    json_match, matches, not_, or_, pattern, satisfies, similarity, tool_match,
-)
-from assay.agent.model import (
-    COMPLETE, MISSING, Compaction, ContextInjected, Coverage, ErrorEvent, EvidenceCoverage, InputFile, InputOption,
-    InputRequest, InputRequested, InputResponse, Message, OperationFinished, OperationStarted, SkillLoaded,
-    SubagentOperation, Thinking, ToolOperation, Turn, TurnInput, Usage, complete_evidence_coverage, message, partial,
-    tool_call, tool_result, unavailable,
-)
-from assay.agent.sandbox import (
-    AgentEnsure, CommandResult, Sandbox, SandboxAgent, define_sandbox, define_sandbox_agent, local_sandbox,
-    sandbox_layer,
-)
-from assay.agent.session import AgentSession, SessionSlot, create_session_slot
+from typing import TYPE_CHECKING
 
+from assay.core.lazy_names import lazy_names
 
-def __getattr__(name: str):  # `docker_sandbox` is imported on first use (see assay.agent.sandbox)
-    if name == "docker_sandbox":
-        from assay.agent import sandbox
+if TYPE_CHECKING:  # what type checkers see; at run time each name is imported from its module on first use
+    from assay.agent.adapter import Agent, DefinedAgent, SendFailure, define_agent
+    from assay.agent.assertions import command_succeeded
+    from assay.agent.authoring import Answer, EvalContext, SessionHandle, TurnHandle, at_least
+    from assay.agent.context import AgentContext, CancelSignal, HookContext, SandboxAgentContext, Telemetry
+    from assay.agent.definition import Eval, EvalDescriptor, EvalGroup, define_eval, define_eval_group, define_score_eval
+    from assay.agent.experiment import Experiment
+    from assay.agent.judging import Judge, JudgeRequest, JudgeScore
+    from assay.agent.matchers import (
+        Matcher, Outcome, Unavailable, and_, equals, event_match, excludes, includes, is_defined, is_false, is_true,
+        json_match, matches, not_, or_, pattern, satisfies, similarity, tool_match,
+    )
+    from assay.agent.model import (
+        COMPLETE, MISSING, Compaction, ContextInjected, Coverage, ErrorEvent, EvidenceCoverage, InputFile, InputOption,
+        InputRequest, InputRequested, InputResponse, Message, OperationFinished, OperationStarted, SkillLoaded,
+        SubagentOperation, Thinking, ToolOperation, Turn, TurnInput, Usage, complete_evidence_coverage, message, partial,
+        tool_call, tool_result, unavailable,
+    )
+    from assay.agent.sandbox import (
+        AgentEnsure, CommandResult, Sandbox, SandboxAgent, define_sandbox, define_sandbox_agent, local_sandbox,
+        sandbox_layer,
+    )
+    from assay.agent.session import AgentSession, SessionSlot, create_session_slot
 
-        return sandbox.docker_sandbox
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_names(globals(), {
+    "assay.agent.adapter": ("Agent", "DefinedAgent", "SendFailure", "define_agent"),
+    "assay.agent.assertions": ("command_succeeded",),
+    "assay.agent.authoring": ("Answer", "EvalContext", "SessionHandle", "TurnHandle", "at_least"),
+    "assay.agent.context": ("AgentContext", "CancelSignal", "HookContext", "SandboxAgentContext", "Telemetry"),
+    "assay.agent.definition": (
+        "Eval", "EvalDescriptor", "EvalGroup", "define_eval", "define_eval_group", "define_score_eval",
+    ),
+    "assay.agent.experiment": ("Experiment",),
+    "assay.agent.judging": ("Judge", "JudgeRequest", "JudgeScore"),
+    "assay.agent.matchers": (
+        "Matcher", "Outcome", "Unavailable", "and_", "equals", "event_match", "excludes", "includes", "is_defined",
+        "is_false", "is_true", "json_match", "matches", "not_", "or_", "pattern", "satisfies", "similarity",
+        "tool_match",
+    ),
+    "assay.agent.model": (
+        "COMPLETE", "MISSING", "Compaction", "ContextInjected", "Coverage", "ErrorEvent", "EvidenceCoverage",
+        "InputFile", "InputOption", "InputRequest", "InputRequested", "InputResponse", "Message",
+        "OperationFinished", "OperationStarted", "SkillLoaded", "SubagentOperation", "Thinking", "ToolOperation",
+        "Turn", "TurnInput", "Usage", "complete_evidence_coverage", "message", "partial", "tool_call", "tool_result",
+        "unavailable",
+    ),
+    "assay.agent.sandbox": (
+        "AgentEnsure", "CommandResult", "Sandbox", "SandboxAgent", "define_sandbox", "define_sandbox_agent",
+        "local_sandbox", "sandbox_layer",
+    ),
+    "assay.agent.session": ("AgentSession", "SessionSlot", "create_session_slot"),
+    "assay.agent.sandbox.docker": ("docker_sandbox",),
+})
 
 
 __all__ = [
