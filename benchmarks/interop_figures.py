@@ -164,15 +164,15 @@ def child(mode: str, path: str, database: str) -> None:
 
 
 def export_child(url: str, database: Path) -> None:
-    from assay.core.interop.otlp_export import export_run
-    from assay.core.record import iter_units
+    """`assay runs export RUN --otlp URL`'s path: the run's units read from its record and sent."""
+    from assay.core.history.shown import exported
     from assay.core.results_store import SqliteRunStore
 
     with SqliteRunStore(database, read_only=True) as store:
-        stored = store.get_run(store.list_runs(limit=1)[0].run_id)
-    started, cpu = time.perf_counter(), time.process_time()
-    exported = export_run(stored.manifest, iter_units(Path(stored.record_path)), url)
-    print(json.dumps({"units": exported.events, "seconds": time.perf_counter() - started,
+        run_id = store.list_runs(limit=1)[0].run_id
+        started, cpu = time.perf_counter(), time.process_time()
+        done = exported(store, run_id, url, 10.0)
+    print(json.dumps({"units": done.document["events"], "seconds": time.perf_counter() - started,
                       "cpu_seconds": time.process_time() - cpu}))
 
 

@@ -16,6 +16,7 @@ from assay.core.record import (
     count_verdicts,
     git_state,
     group_counts,
+    iter_units,
     jsonable,
     new_run_id,
     project_root,
@@ -166,3 +167,19 @@ def test_a_lone_surrogate_in_a_unit_is_stored_escaped_not_lost(tmp_path: Path) -
     with SqliteRunStore(tmp_path / "assay.db") as store:
         store.add_run(manifest, [unit], str(record))
         assert store.get_unit(manifest.run_id, "u").reason == "adapter said \udcff"
+
+
+def test_a_record_line_orjson_refuses_is_read_by_the_json_module(tmp_path: Path) -> None:
+    # Units are read back with orjson; a line written with what it refuses (NaN, an integer past 64
+    # bits, a lone surrogate's escape) is still read, as the json module reads it.
+    record = tmp_path / "run"
+    record.mkdir()
+    lines = ['{"unit_id":"a","verdict":"failed","group":"g","expected":NaN,"observed":null}',
+             '{"unit_id":"b","verdict":"passed","group":"g","expected":123456789012345678901234567890,"observed":null}',
+             '{"unit_id":"c","verdict":"failed","group":"g","expected":null,"observed":null,"reason":"bad \\udcff"}',
+             '{"unit_id":"d","verdict":"passed","group":"g","expected":1,"observed":1}', "  "]
+    (record / "units.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    units = list(iter_units(record))
+    assert [unit.unit_id for unit in units] == ["a", "b", "c", "d"]
+    assert math.isnan(units[0].expected) and units[1].expected == 123456789012345678901234567890
+    assert units[2].reason == "bad \udcff" and units[3].expected == 1

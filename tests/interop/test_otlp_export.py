@@ -309,3 +309,28 @@ def test_the_sdks_attribute_limits_still_apply_when_the_environment_sets_them(mo
         export_run(manifest, iter(_many_units(3)), url)
     assert [event["attributes"]["assay.unit.id"] for event in received.events] == ["case"] * 3
     assert received.events[1]["attributes"]["gen_ai.evaluation.score.label"] == "pass"
+
+
+def test_a_record_is_exported_from_its_lines_without_making_its_units_and_sends_what_its_units_would(tmp_path, monkeypatch):
+    # `assay runs export` hands the record's decoded lines to the export: making each UnitResult cost
+    # twice what decoding its line does. The events are the same as from the units themselves.
+    from assay.core.interop.otlp_export import export_run
+    from assay.core.record import iter_unit_documents, write_record
+
+    units = [*_many_units(20), UnitResult(
+        "traced", "errored", "suite/t", details="Traceback …", observed={"score": 0.25},
+        detail={"evaluation": "judge", "trace": {"trace_id": "ab" * 16, "span_id": "cd" * 8}},
+    )]
+    manifest = RunManifest(run_id="imported-20261203T100006-0a1b32", kind="imported", created_at=utc_timestamp())
+    record = write_record(tmp_path / "records", manifest, units)
+    with receiver() as (url, from_units):
+        export_run(manifest, iter(units), url)
+    made = []
+    monkeypatch.setattr(UnitResult, "from_json", classmethod(lambda cls, document: made.append(document)))
+    with receiver() as (url, from_lines):
+        exported = export_run(manifest, iter_unit_documents(record), url)
+    assert made == [] and exported.events == 21 and exported.linked == 1
+    assert from_lines.events == from_units.events and from_lines.spans == from_units.spans
+    assert from_lines.events[-1]["trace_id"] == "ab" * 16
+    assert from_lines.events[-1]["attributes"]["gen_ai.evaluation.score.value"] == 0.25
+    assert from_lines.events[-1]["attributes"]["gen_ai.evaluation.explanation"] == "Traceback …"

@@ -39,8 +39,10 @@ __all__ = [
     "check_store_location",
     "checkpointed_run_id",
     "count_verdicts",
+    "decode_json",
     "git_state",
     "group_counts",
+    "iter_unit_documents",
     "jsonable",
     "new_run_id",
     "project_root",
@@ -563,11 +565,35 @@ def iter_readable_unit_lines(record: Path, problems: list[str]) -> Iterator[Unit
             yield line
 
 
-def iter_units(record: Path) -> Iterator[UnitResult]:
-    with open(record / UNITS_FILE, encoding="utf-8") as handle:
+# orjson turns an integer past 64 bits into a float where the json module keeps it whole; such a literal
+# has at least 19 digits, so a text without 19 digits in a row is decoded the same by both.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19
+
+
+def decode_json(text: bytes) -> Any:
+    """A record line, decoded by orjson (a fifth of the json module's CPU); by the json module, as
+    always, when orjson would decode it otherwise (an integer past 64 bits, ~1 ns a byte to find) or
+    refuses it (NaN, a lone surrogate's escape)."""
+    if _LONG_NUMBER in text.translate(_DIGITS_AS_ZERO):
+        return json.loads(text)
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def iter_unit_documents(record: Path) -> Iterator[dict[str, Any]]:
+    """The record's units as their decoded documents (`UnitResult.to_json`), for a reader that needs
+    a few fields of each: making the `UnitResult` costs twice what decoding the line does."""
+    with open(record / UNITS_FILE, "rb") as handle:  # (orjson reads UTF-8 bytes as they are)
         for line in handle:
-            if line.strip():
-                yield UnitResult.from_json(json.loads(line))
+            if not line.isspace():  # (`strip()` would copy each line only to test it)
+                yield decode_json(line)
+
+
+def iter_units(record: Path) -> Iterator[UnitResult]:
+    return map(UnitResult.from_json, iter_unit_documents(record))
 
 
 class UnitSpool:

@@ -278,12 +278,12 @@ def import_line(outcome: Any) -> str:
 def exported(store: Any, ref: str, endpoint: str, timeout: float) -> Shown:
     """`assay runs export`: the run sent to an OTLP collector (its units streamed from its record)."""
     from assay.core.interop.otlp_export import export_run
-    from assay.core.record import iter_units
+    from assay.core.record import iter_unit_documents
 
     stored = store.get_run(ref)
     record = Path(stored.record_path) if stored.record_path else None
     if record is not None and (record / "manifest.json").is_file():
-        units: Any = iter_units(record)
+        units: Any = iter_unit_documents(record)
     else:
         units = (unit for offset in range(0, stored.unit_count, 1000)
                  for unit in store.unit_page(stored.run_id, offset=offset, limit=1000).units)
