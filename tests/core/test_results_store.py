@@ -388,3 +388,13 @@ def test_another_programs_database_is_refused_and_left_as_it_was(tmp_path: Path,
     with pytest.raises(StoreError, match="is not an assay results store"):
         reindex(database)
     assert database.read_bytes() == before
+
+
+def test_a_stored_integer_past_64_bits_reads_back_whole_not_as_a_float(store: SqliteRunStore) -> None:
+    # orjson, which reads stored bodies, turns such an integer into a float without an error.
+    big = 123456789012345678901234567890
+    store.add_run(_manifest("video-1", "2026-01-01T00:00:00Z"),
+                  [UnitResult("a/1", "passed", "a", expected=big, observed=[big, 1.5]), UnitResult("a/2", "passed", "a", expected=1, observed=2)])
+    found = store.units_by_id("video-1", ["a/1", "a/2"])
+    assert found["a/1"].expected == big and isinstance(found["a/1"].expected, int)
+    assert found["a/1"].observed == [big, 1.5] and found["a/2"].expected == 1
