@@ -334,3 +334,60 @@ def test_a_record_is_exported_from_its_lines_without_making_its_units_and_sends_
     assert from_lines.events[-1]["trace_id"] == "ab" * 16
     assert from_lines.events[-1]["attributes"]["gen_ai.evaluation.score.value"] == 0.25
     assert from_lines.events[-1]["attributes"]["gen_ai.evaluation.explanation"] == "Traceback …"
+
+
+def _record_of(tmp_path: Path, count: int) -> tuple[RunManifest, Path]:
+    from assay.core.record import write_record
+
+    units = [*_many_units(count), UnitResult("traced", "errored", "suite/t", details="Traceback …", observed={"score": 0.25},
+                                             detail={"evaluation": "judge", "trace": {"trace_id": "ab" * 16, "span_id": "cd" * 8}})]
+    manifest = RunManifest(run_id="imported-20261203T100007-0a1b33", kind="imported", created_at=utc_timestamp(),
+                           success=False, duration_seconds=3.0)
+    return manifest, write_record(tmp_path / "records", manifest, units)
+
+
+def _sorted(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(events, key=lambda event: event["attributes"]["assay.unit.id"])
+
+
+def test_a_big_record_sent_by_worker_processes_arrives_as_one_process_sends_it(tmp_path):
+    # Workers read their own part of the record's lines and send its events; the run's span (with every
+    # worker's verdicts counted) is sent once, and the events sit in the same traces as before.
+    from assay.core.interop.otlp_export import export_record
+
+    manifest, record = _record_of(tmp_path, 4_099)
+    with receiver() as (url, alone):
+        one = export_record(manifest, record, url, workers=1)
+    with receiver() as (url, shared):
+        three = export_record(manifest, record, url, workers=3)
+    assert (three.events, three.linked, three.trace_id) == (one.events, one.linked, one.trace_id) == (4_100, 1, one.trace_id)
+    assert len(shared.events) == 4_100 and _sorted(shared.events) == _sorted(alone.events)
+    assert shared.spans == alone.spans and len(shared.spans) == 1
+    assert shared.spans[0]["attributes"]["assay.run.failed"] == 586 and shared.spans[0]["status"] == 2  # ERROR: gates failed
+    assert all(resource == shared.resources[0] for resource in shared.resources)  # the span's and every worker's events'
+    assert shared.resources[0]["assay.run.id"] == manifest.run_id and "service.instance.id" in shared.resources[0]
+
+
+def test_a_worker_that_cannot_send_is_one_error_naming_the_endpoint(tmp_path):
+    from assay.core.interop.otlp_export import ExportError, export_record
+
+    manifest, record = _record_of(tmp_path, 50)
+    with receiver(status=400) as (url, _), pytest.raises(ExportError) as raised:
+        export_record(manifest, record, url, workers=2)
+    assert str(raised.value).startswith(f"exporting {manifest.run_id} to {url} failed: the endpoint did not accept the export")
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7])
+def test_a_record_split_for_workers_holds_every_line_once(tmp_path, count):
+    from assay.core.interop.otlp_export import _documents_in, _parts
+
+    lines = tmp_path / "units.jsonl"
+    documents = [{"unit_id": f"u{index}", "text": "x" * (index * 37 % 300)} for index in range(40)]
+    lines.write_text("".join(__import__("json").dumps(document) + "\n" + ("\n" if index % 9 == 0 else "")
+                             for index, document in enumerate(documents)), encoding="utf-8")
+    parts = _parts(lines, count)
+    assert len(parts) == count and parts[0][0] == 0 and parts[-1][1] == lines.stat().st_size
+    assert [document for start, end in parts for document in _documents_in(lines, start, end)] == documents
+    tiny = tmp_path / "one.jsonl"
+    tiny.write_text('{"unit_id": "only"}\n', encoding="utf-8")
+    assert [document for start, end in _parts(tiny, count) for document in _documents_in(tiny, start, end)] == [{"unit_id": "only"}]

@@ -277,17 +277,16 @@ def import_line(outcome: Any) -> str:
 
 def exported(store: Any, ref: str, endpoint: str, timeout: float) -> Shown:
     """`assay runs export`: the run sent to an OTLP collector (its units streamed from its record)."""
-    from assay.core.interop.otlp_export import export_run
-    from assay.core.record import iter_unit_documents
+    from assay.core.interop.otlp_export import export_record, export_run
 
     stored = store.get_run(ref)
     record = Path(stored.record_path) if stored.record_path else None
     if record is not None and (record / "manifest.json").is_file():
-        units: Any = iter_unit_documents(record)
+        done = export_record(stored.manifest, record, endpoint, timeout=timeout)
     else:
         units = (unit for offset in range(0, stored.unit_count, 1000)
                  for unit in store.unit_page(stored.run_id, offset=offset, limit=1000).units)
-    done = export_run(stored.manifest, units, endpoint, timeout=timeout)
+        done = export_run(stored.manifest, units, endpoint, timeout=timeout)
     return Shown(done.to_json(), [
         f"Exported {done.run_id} to {done.endpoint}: 1 span (trace {done.trace_id}) and "
         f"{done.events} gen_ai.evaluation.result event(s), {done.linked} in the unit's own trace"

@@ -28,7 +28,7 @@ import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,7 +37,8 @@ from assay.core.record import RunManifest, UnitResult
 from assay.errors import AssayError, UsageError
 
 __all__ = [
-    "ENVIRONMENT", "ExportError", "Exported", "configured_endpoint", "export_after_run", "export_run", "unit_trace",
+    "ENVIRONMENT", "ExportError", "Exported", "configured_endpoint", "export_after_run", "export_record", "export_run",
+    "unit_trace",
 ]
 
 ENVIRONMENT = "ASSAY_OTLP_EXPORT"
@@ -376,15 +377,66 @@ def export_run(
     missing or the endpoint did not take them. A unit is a `UnitResult` or its record document (as
     `iter_unit_documents` reads it: an export needs a few fields, and making each `UnitResult` cost
     twice what decoding its line does)."""
+    return _export(manifest, endpoint, timeout, lambda sdk, resource: _send_events(sdk, manifest, units, endpoint, timeout, resource))
+
+
+def export_record(manifest: RunManifest, record: Path, endpoint: str, *, timeout: float = 10.0,
+                  workers: int | None = None) -> Exported:
+    """`export_run` of a run record's units, read from its lines. A big record is sent by `workers`
+    processes at once (by default one per core, up to four, each with at least `_UNITS_PER_WORKER`
+    units), each reading its own part of the file: making and encoding the events is Python work the
+    GIL keeps to one core, and each event stands alone."""
+    from assay.core.record import UNITS_FILE, iter_unit_documents
+
+    lines = record / UNITS_FILE
+    if workers is None:
+        workers = _worker_count(lines)
+    if workers < 2:
+        return export_run(manifest, iter_unit_documents(record), endpoint, timeout=timeout)
+    return _export(manifest, endpoint, timeout,
+                   lambda sdk, resource: _events_in_workers(manifest, lines, workers, endpoint, timeout, resource))
+
+
+_UNITS_PER_WORKER = 25_000  # below this a worker's start (~0.3 s of imports) costs more than it saves
+_MAX_WORKERS = 4
+
+
+def _worker_count(lines: Path) -> int:
+    """One worker per core (up to `_MAX_WORKERS`) while each gets `_UNITS_PER_WORKER` units; 1: no workers."""
+    cores = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, _MAX_WORKERS)
+    try:
+        if cores < 2 or lines.stat().st_size < _UNITS_PER_WORKER * 2 * 100:  # (a unit's line is over 100 bytes)
+            return 1
+        with open(lines, "rb") as handle:
+            units = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+    except OSError:
+        return 1
+    return max(1, min(cores, units // _UNITS_PER_WORKER))
+
+
+@dataclass
+class _Events:
+    """What one sender of events did: how many it sent (linked to a unit's own trace), the verdicts it
+    counted, the first thing that went wrong, and what the SDK logged meanwhile."""
+
+    count: int = 0
+    linked: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("passed", "failed", "errored", "skipped", "ignored"), 0))
+    failure: str | None = None
+    messages: list[str] = field(default_factory=list)
+
+    def add(self, other: _Events) -> None:
+        self.count, self.linked = self.count + other.count, self.linked + other.linked
+        for verdict, number in other.counts.items():
+            self.counts[verdict] = self.counts.get(verdict, 0) + number
+        self.failure = self.failure or other.failure
+        self.messages += other.messages
+
+
+def _export(manifest: RunManifest, endpoint: str, timeout: float, send_events: Callable[[Any, Any], _Events]) -> Exported:
+    """The run's span, after `send_events(sdk, resource)` has sent the events (in this process or in workers)."""
     from assay.core.gcpolicy import collection_sized_for_runs
 
-    with collection_sized_for_runs():  # the SDK makes several objects per event
-        return _export(manifest, units, endpoint, timeout)
-
-
-def _export(
-    manifest: RunManifest, units: Iterable[UnitResult] | Iterable[Mapping[str, Any]], endpoint: str, timeout: float,
-) -> Exported:
     sdk = _sdk()
     endpoint = check_endpoint(endpoint)
     trace_id, span_id = _ids(manifest.run_id)
@@ -396,59 +448,161 @@ def _export(
         def generate_span_id(self) -> int:
             return span_id
 
-    resource = sdk["Resource"].create({"service.name": "assay", "assay.run.id": manifest.run_id, "assay.run.kind": manifest.kind})
     spans = _Sending(sdk["OTLPSpanExporter"](endpoint=f"{endpoint}/v1/traces", timeout=timeout), 1)
-    events = _Sending(sdk["OTLPLogExporter"](endpoint=f"{endpoint}/v1/logs", timeout=timeout), _BATCH, background=True)
+    resource = sdk["Resource"].create({"service.name": "assay", "assay.run.id": manifest.run_id, "assay.run.kind": manifest.kind})
     tracer_provider = sdk["TracerProvider"](resource=resource, id_generator=RunIds(), shutdown_on_exit=False)
     tracer_provider.add_span_processor(sdk["SimpleSpanProcessor"](spans))
     start = _nanoseconds(manifest.created_at)
     end = _nanoseconds(manifest.created_at, manifest.duration_seconds or 0.0)
-    trace_module, log_record, readable = sdk["trace"], sdk["LogRecord"], sdk["ReadableLogRecord"]
-    event_resource, scope = _hashed_once(sdk["Resource"], resource), sdk["InstrumentationScope"]("assay")
-    limited = _limited(sdk)
-    with _sdk_messages() as messages:
+    with _sdk_messages() as messages, collection_sized_for_runs():  # the SDK makes several objects per event
         span = tracer_provider.get_tracer("assay").start_span("assay.run", kind=sdk["SpanKind"].INTERNAL, start_time=start)
-        run_context = trace_module.set_span_in_context(span)
-        counts = dict.fromkeys(("passed", "failed", "errored", "skipped", "ignored"), 0)
-        count = linked = 0
-        contexts: dict[tuple[str, str], Any] = {}
-        observed = time.time_ns()
-        sent = False
-        try:
-            for unit in units:
-                if type(unit) is not dict:
-                    unit = unit.to_json() if isinstance(unit, UnitResult) else dict(unit)
-                context = run_context
-                own = unit_trace(unit)
-                if own is not None:
-                    context = contexts.get(own)
-                    if context is None:
-                        context = contexts[own] = trace_module.set_span_in_context(sdk["NonRecordingSpan"](sdk["SpanContext"](
-                            int(own[0], 16), int(own[1], 16), is_remote=True,
-                            trace_flags=sdk["TraceFlags"](sdk["TraceFlags"].SAMPLED),
-                        )))
-                    linked += 1
-                events.add(readable(log_record(
-                    timestamp=end, observed_timestamp=observed, context=context, event_name=EVENT_NAME,
-                    attributes=limited(event_attributes(unit, manifest)),
-                ), event_resource, scope))
-                count += 1
-                counts[unit["verdict"]] = counts.get(unit["verdict"], 0) + 1
-                if events.failure is not None:
-                    break
-            sent = True
-        finally:
-            events.shutdown(send_pending=sent)  # a unit that could not be read stops the export
-        span.set_attributes(_run_attributes(manifest, counts))
+        events = send_events(sdk, resource)
+        span.set_attributes(_run_attributes(manifest, events.counts))
         if manifest.success is False:
             span.set_status(sdk["Status"](sdk["StatusCode"].ERROR, "the run's gates failed"))
         span.end(end_time=end)
         tracer_provider.shutdown()
     failure = spans.failure or events.failure
     if failure is not None:
-        why = "; ".join(dict.fromkeys(message.strip() for message in messages if message.strip()))[:500]
+        logged = [*events.messages, *messages]
+        why = "; ".join(dict.fromkeys(message.strip() for message in logged if message.strip()))[:500]
         raise ExportError(f"exporting {manifest.run_id} to {endpoint} failed: {failure}" + (f" ({why})" if why else ""))
-    return Exported(endpoint, manifest.run_id, f"{trace_id:032x}", f"{span_id:016x}", count, linked)
+    return Exported(endpoint, manifest.run_id, f"{trace_id:032x}", f"{span_id:016x}", events.count, events.linked)
+
+
+def _send_events(sdk: Any, manifest: RunManifest, units: Iterable[Any], endpoint: str, timeout: float, resource: Any) -> _Events:
+    """One event per unit (of the run's `resource`), in the run span's trace or the unit's own, sent in
+    batches; a unit that cannot be read stops the export (what was made before it is not sent)."""
+    trace_module, log_record, readable = sdk["trace"], sdk["LogRecord"], sdk["ReadableLogRecord"]
+
+    def context_of(trace_id: int, span_id: int, *, remote: bool) -> Any:
+        span_context = sdk["SpanContext"](trace_id, span_id, is_remote=remote, trace_flags=sdk["TraceFlags"](sdk["TraceFlags"].SAMPLED))
+        return trace_module.set_span_in_context(sdk["NonRecordingSpan"](span_context))
+
+    run_context = context_of(*_ids(manifest.run_id), remote=False)  # the run span's, wherever it is sent from
+    event_resource, scope = _hashed_once(sdk["Resource"], resource), sdk["InstrumentationScope"]("assay")
+    limited = _limited(sdk)
+    end = _nanoseconds(manifest.created_at, manifest.duration_seconds or 0.0)
+    sending = _Sending(sdk["OTLPLogExporter"](endpoint=f"{endpoint}/v1/logs", timeout=timeout), _BATCH, background=True)
+    done = _Events()
+    counts = done.counts
+    contexts: dict[tuple[str, str], Any] = {}
+    observed = time.time_ns()
+    sent = False
+    try:
+        for unit in units:
+            if type(unit) is not dict:
+                unit = unit.to_json() if isinstance(unit, UnitResult) else dict(unit)
+            context = run_context
+            own = unit_trace(unit)
+            if own is not None:
+                context = contexts.get(own)
+                if context is None:
+                    context = contexts[own] = context_of(int(own[0], 16), int(own[1], 16), remote=True)
+                done.linked += 1
+            sending.add(readable(log_record(
+                timestamp=end, observed_timestamp=observed, context=context, event_name=EVENT_NAME,
+                attributes=limited(event_attributes(unit, manifest)),
+            ), event_resource, scope))
+            done.count += 1
+            counts[unit["verdict"]] = counts.get(unit["verdict"], 0) + 1
+            if sending.failure is not None:
+                break
+        sent = True
+    finally:
+        sending.shutdown(send_pending=sent)  # a unit that could not be read stops the export
+    done.failure = sending.failure
+    return done
+
+
+def _parts(lines: Path, count: int) -> list[tuple[int, int]]:
+    """`count` byte ranges of the file that together hold every line once, each starting at a line."""
+    size = lines.stat().st_size
+    starts = [0]
+    with open(lines, "rb") as handle:
+        for number in range(1, count):
+            handle.seek(max(size * number // count - 1, starts[-1]))
+            handle.readline()  # to the start of the next line
+            starts.append(max(handle.tell(), starts[-1]))
+    return list(zip(starts, [*starts[1:], size]))
+
+
+def _documents_in(lines: Path, start: int, end: int) -> Iterator[dict[str, Any]]:
+    """The unit documents of the lines in bytes `start`..`end` of a record's `units.jsonl`."""
+    from assay.core.record import decode_json
+
+    with open(lines, "rb") as handle:
+        handle.seek(start)
+        position = start
+        for line in handle:
+            if position >= end:
+                return
+            position += len(line)
+            if not line.isspace():
+                yield decode_json(line)
+
+
+def _events_in_workers(manifest: RunManifest, lines: Path, workers: int, endpoint: str, timeout: float, resource: Any) -> _Events:
+    """The events sent by `workers` processes at once, each given one part of the record's lines (an
+    interrupt or a failure here stops them all)."""
+    import subprocess
+    import tempfile
+
+    import assay
+
+    environment = dict(os.environ)
+    source = str(Path(assay.__file__).resolve().parents[1])  # the workers import this copy of assay
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [source, environment.get("PYTHONPATH")]))
+    command = [sys.executable, "-c", "from assay.core.interop.otlp_export import worker_main; worker_main()"]
+    started: list[tuple[subprocess.Popen[bytes], Any]] = []
+    done = _Events()
+    try:
+        for start, end in _parts(lines, workers):
+            job = {"manifest": manifest.to_json(), "lines": str(lines), "start": start, "end": end, "endpoint": endpoint,
+                   "timeout": timeout, "resource": [dict(resource.attributes), resource.schema_url]}
+            errors = tempfile.TemporaryFile()  # (a pipe nobody reads while the others run could fill)
+            worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=environment)
+            started.append((worker, errors))
+            assert worker.stdin is not None
+            with worker.stdin:
+                worker.stdin.write(json.dumps(job).encode())
+        for worker, errors in started:
+            assert worker.stdout is not None
+            output = worker.stdout.read()
+            worker.wait()
+            try:
+                report = json.loads(output)
+            except ValueError:
+                errors.seek(0)
+                said = errors.read().decode(errors="replace").strip().splitlines()
+                raise ExportError(f"exporting {manifest.run_id}: an export worker failed: "
+                                  f"{said[-1] if said else f'exit status {worker.returncode}'}") from None
+            done.add(_Events(**report))
+    finally:
+        for worker, errors in started:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+            if worker.stdout is not None:
+                worker.stdout.close()
+            errors.close()
+    return done
+
+
+def worker_main() -> None:
+    """An export worker (see `_events_in_workers`): the job as JSON on stdin, what it did as JSON on stdout."""
+    from dataclasses import asdict
+
+    from assay.core.gcpolicy import collection_sized_for_runs
+
+    job = json.loads(sys.stdin.buffer.read())
+    manifest = RunManifest.from_json(job["manifest"])
+    units = _documents_in(Path(job["lines"]), job["start"], job["end"])
+    sdk = _sdk()
+    with _sdk_messages() as messages, collection_sized_for_runs():  # (the run's resource as its span has it)
+        done = _send_events(sdk, manifest, units, job["endpoint"], job["timeout"], sdk["Resource"](*job["resource"]))
+    done.messages = messages
+    print(json.dumps(asdict(done)))
 
 
 def export_after_run(record: Path, home: Path | None) -> None:
@@ -459,10 +613,10 @@ def export_after_run(record: Path, home: Path | None) -> None:
         endpoint = configured_endpoint(home)
         if endpoint is None:
             return
-        from assay.core.record import MANIFEST_FILE, iter_unit_documents
+        from assay.core.record import MANIFEST_FILE
 
         manifest = RunManifest.from_json(json.loads((record / MANIFEST_FILE).read_text(encoding="utf-8")))
-        export_run(manifest, iter_unit_documents(record), endpoint, timeout=5.0)
+        export_record(manifest, record, endpoint, timeout=5.0)
     except AssayError as error:
         print(f"Warning: run not exported{f' to {endpoint}' if endpoint else ''}: {error}", file=sys.stderr)
     except Exception as error:  # noqa: BLE001 - an export must never change a run's outcome
