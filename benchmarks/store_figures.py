@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import statistics
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -190,6 +191,9 @@ def agent_figures(arguments: argparse.Namespace) -> dict:
                 run_manifest = RunManifest.from_json({**manifest, "run_id": run_id, "created_at": f"2026-12-03T0{position}:00:00Z"})
                 store.add_run(run_manifest, lines)
         results["mean_body_bytes"] = round(bytes_total / (2 * arguments.units))
+        with sqlite3.connect(database) as connection:  # for "join_by_id" (below): the index stores made before had
+            connection.execute("CREATE UNIQUE INDEX IF NOT EXISTS units_by_id ON units (run_id, unit_id)")
+        connection.close()
         environment = {**os.environ, "ASSAY_STORE": str(database)}
         environment.pop("PYTHONDONTWRITEBYTECODE", None)  # as an installed package runs: bytecode cached
         compare = [sys.executable, "-m", "assay", "runs", "compare", *runs]

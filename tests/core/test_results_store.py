@@ -398,3 +398,20 @@ def test_a_stored_integer_past_64_bits_reads_back_whole_not_as_a_float(store: Sq
     found = store.units_by_id("video-1", ["a/1", "a/2"])
     assert found["a/1"].expected == big and isinstance(found["a/1"].expected, int)
     assert found["a/1"].observed == [big, 1.5] and found["a/2"].expected == 1
+
+
+def test_a_unit_id_given_twice_is_refused_and_the_run_is_not_indexed(store: SqliteRunStore) -> None:
+    # No unique index keeps a run's unit ids apart (units_verdicts replaced it): indexing refuses them itself.
+    store.add_run(_manifest("video-1", "2026-01-01T00:00:00Z"), _units({"a/1": "passed"}))
+    with pytest.raises(ValueError, match="unit id 'a/2' appears twice in run video-2"):
+        store.add_run(_manifest("video-2", "2026-01-02T00:00:00Z"), _units({"a/1": "passed", "a/2": "failed"}) + _units({"a/2": "passed"}))
+    assert [run.run_id for run in store.list_runs()] == ["video-1"]
+    assert store.read("SELECT count(*) FROM units").fetchone()[0] == 1
+
+
+def test_a_unit_is_found_by_its_id_through_the_verdicts_index(store: SqliteRunStore) -> None:
+    store.add_run(_manifest("video-1", "2026-01-01T00:00:00Z"), _units({f"a/{index}": "passed" for index in range(50)}))
+    plan = [row[3] for row in store.read("EXPLAIN QUERY PLAN SELECT unit_id, body FROM units WHERE run_id = ? AND unit_id IN (?, ?)",
+                                         ("video-1", "a/3", "a/7"))]
+    assert any("USING INDEX units_verdicts (run_id=? AND unit_id=?)" in step for step in plan), plan
+    assert sorted(store.units_by_id("video-1", ["a/3", "a/7"])) == ["a/3", "a/7"]

@@ -146,7 +146,7 @@ def test_pairing_two_runs_reads_ids_and_verdicts_from_the_covering_index_not_the
 
 
 def _without_the_verdicts_index(store_path, database) -> None:
-    """A copy of the store as the schema before `units_verdicts` made it (the same statements without it)."""
+    """A copy of the store as the schema before `units_verdicts` made it (the unique `units_by_id` instead)."""
     import shutil
     import sqlite3
 
@@ -154,16 +154,19 @@ def _without_the_verdicts_index(store_path, database) -> None:
     shutil.copy(store_path, database)
     with sqlite3.connect(database) as connection:
         connection.execute("DROP INDEX units_verdicts")
+        connection.execute("CREATE UNIQUE INDEX units_by_id ON units (run_id, unit_id)")
     connection.close()
 
 
 def _has_the_verdicts_index(database) -> bool:
+    """Whether the store has `units_verdicts`, which then replaces the old unique `units_by_id` (one index, not two, to write)."""
     import sqlite3
 
     with sqlite3.connect(database) as connection:
-        found = connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'units_verdicts'").fetchone() is not None
+        indexes = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     connection.close()
-    return found
+    assert ("units_verdicts" in indexes) != ("units_by_id" in indexes), indexes
+    return "units_verdicts" in indexes
 
 
 def test_a_store_made_before_the_verdicts_index_compares_the_same_and_gets_it_when_opened_for_writing(store_path, tmp_path) -> None:
