@@ -164,16 +164,25 @@ def child(mode: str, path: str, database: str) -> None:
 
 
 def export_child(url: str, database: Path) -> None:
-    """`assay runs export RUN --otlp URL`'s path: the run's units read from its record and sent."""
+    """`assay runs export RUN --otlp URL`'s path: the run's units read from its record and sent. Its CPU
+    includes the export's worker processes (a big record is sent by several); `worker_peak_mib` is the
+    largest worker's peak RSS (0 when none ran)."""
+    import resource
+
     from assay.core.history.shown import exported
     from assay.core.results_store import SqliteRunStore
 
+    def workers_cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
     with SqliteRunStore(database, read_only=True) as store:
         run_id = store.list_runs(limit=1)[0].run_id
-        started, cpu = time.perf_counter(), time.process_time()
+        started, cpu, before = time.perf_counter(), time.process_time(), workers_cpu()
         done = exported(store, run_id, url, 10.0)
     print(json.dumps({"units": done.document["events"], "seconds": time.perf_counter() - started,
-                      "cpu_seconds": time.process_time() - cpu}))
+                      "cpu_seconds": time.process_time() - cpu + workers_cpu() - before,
+                      "worker_peak_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 
 
 def measure(mode: str, path: str, database: Path, source: str | None) -> dict:
@@ -210,8 +219,9 @@ server.serve_forever()
 
 def _line(name: str, figures: dict) -> str:
     return (f"{name}: {figures['seconds']:.2f} s wall, {figures['rate']:,.0f} units/s; {figures['cpu_seconds']:.2f} s CPU, "
-            f"{figures['cpu_rate']:,.0f} units per CPU second; peak RSS {figures['peak_mib']:.0f} MiB; "
-            f"load average {os.getloadavg()[0]:.1f}")
+            f"{figures['cpu_rate']:,.0f} units per CPU second; peak RSS {figures['peak_mib']:.0f} MiB"
+            + (f" (workers {figures['worker_peak_mib']:.0f} MiB)" if figures.get("worker_peak_mib") else "")
+            + f"; load average {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:
@@ -222,6 +232,8 @@ def main() -> None:
                         help="Also measure with the assay in this folder (another checkout's src), interleaved round by round.")
     parser.add_argument("--logs", type=Path, help="Keep the logs in this folder and reuse them when they are there.")
     parser.add_argument("--skip-json", action="store_true", help="Leave out the Inspect .json log (1.3 GB at 100,000 samples).")
+    parser.add_argument("--export-only", action="store_true",
+                        help="Measure the export alone (each round still imports the JUnit log it exports, unmeasured).")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.child:
@@ -236,7 +248,7 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
         logs = {"JUnit XML": folder / f"junit-{count}.xml", "Inspect .eval": folder / f"log-{count}.eval",
                 "Inspect .json": folder / f"log-{count}.json"}
-        if arguments.skip_json:
+        if arguments.skip_json or arguments.export_only:
             del logs["Inspect .json"]
         if not all(path.exists() for path in logs.values()):
             source = real_inspect_log(folder / "source")
@@ -255,11 +267,15 @@ def main() -> None:
                 if round_number % 2:
                     order.reverse()
                 for name, path in logs.items():
-                    for mode in ("read", "import"):
+                    if arguments.export_only and name != "JUnit XML":
+                        continue
+                    for mode in ("import",) if arguments.export_only else ("read", "import"):
                         for variant, src in order:
                             # a folder each: a store keeps its records beside it
                             database = Path(scratch) / f"{variant}-{path.stem}-{mode}-{round_number}" / "assay.db"
                             figures = measure(mode, str(path), database, src)
+                            if arguments.export_only:
+                                continue
                             results.setdefault((variant, f"{name} {mode}"), []).append(figures)
                             print(f"round {round_number + 1} {variant:8} " + _line(f"{name} {mode}", figures), flush=True)
                 for variant, src in order:
