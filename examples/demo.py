@@ -65,11 +65,12 @@ def main() -> int:
             print(gate_summary(report), flush=True)
     codes += [
         run("agent eval (`wrong_on_purpose` fails by design)", "agent", "run", "--project", "examples/agent"),
-        run(
-            "document eval",
+        *(run(
+            title,
             "doc", "run-case", "--config", "examples/doc/evals/eval-kit.config.json",
-            "--case", "release-notes-v1", "--candidate", "examples/doc/candidates/good.md",
-        ),
+            "--case", "release-notes-v1", "--candidate", f"examples/doc/candidates/{candidate}.md",
+        ) for title, candidate in (("document eval, a weak draft (red on purpose)", "weak"),
+                                   ("document eval, the finished draft", "good"))),
     ]
     ran = all(code in (0, 1) for code in codes)
     if not ran:
@@ -78,7 +79,7 @@ def main() -> int:
     assay = assay_command()
     suggestions = [
         ("runs list", "every run, newest first"),
-        ("runs compare latest~1 latest", "what changed between two runs"),
+        ("runs compare latest", "what changed since the run before it (the weak draft → the finished one)"),
         ("view", "the results viewer in your browser"),
         ("video init my-eval", "a starter eval of your own (also: agent init)"),
     ]

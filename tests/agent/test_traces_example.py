@@ -87,3 +87,11 @@ def test_without_the_sdk_the_demo_runs_the_same_and_says_so_in_one_line(tmp_path
     listed = subprocess.run(command, shell=True, cwd=root, capture_output=True, text=True, timeout=60,
                             env={**_environment(tmp_path, sdk=True), "PATH": bare_path})
     assert listed.returncode == 0 and "release-notes-v1" in listed.stdout, listed.stdout + listed.stderr
+    # The suggested comparison has a change to show: the weak draft, then the finished one.
+    command = suggested[1].rsplit("   ", 1)[0].strip()
+    assert command.endswith(" runs compare latest"), suggested
+    compared = subprocess.run(command, shell=True, cwd=root, capture_output=True, text=True, timeout=60,
+                              env={**_environment(tmp_path, sdk=True), "PATH": bare_path})
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert "Improved: 1 unit that failed every trial of its history passes now" in compared.stdout
+    assert "Fixes (1):\n  release-notes-v1/deterministic" in compared.stdout

@@ -119,6 +119,16 @@ def test_compare_reports_new_and_removed_units_across_different_runs(store_env: 
     assert document["paired"]["units"] == 0
 
 
+def test_runs_of_two_kinds_are_said_to_never_pair_with_the_command_that_compares_one_kind(store_env: FilledStore) -> None:
+    # (`runs compare latest~1 latest` after runs of several kinds pairs nothing: --map is no help there.)
+    output = invoke_runs("runs", "compare", store_env.agent, store_env.doc_after).output
+    assert output.splitlines()[0] == (
+        "0 unit(s) paired; 8 of the baseline and 1 of the candidate have no partner. These are runs of two kinds "
+        "(agent, then doc), whose units never pair: compare two runs of one kind (`assay runs compare latest` takes "
+        "the run of the latest's kind and project before it).")
+    assert "--map" not in output
+
+
 def test_unknown_run_is_a_usage_error(store_env: FilledStore) -> None:
     result = invoke_runs("runs", "show", "no-such-run")
     assert result.exit_code == 2

@@ -156,8 +156,12 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
         document["baseline_chosen"] = baseline_note
     document["pairing"] = pairing.to_json()
     lines = [baseline_note] if baseline_note else []
-    if id_map or first.manifest.kind != second.manifest.kind or (pairing.paired == 0 and first.unit_count):
+    kinds = (first.manifest.kind, second.manifest.kind)
+    if id_map or kinds[0] != kinds[1] or (pairing.paired == 0 and first.unit_count):
         hint = "" if id_map or pairing.paired else " The runs name their units differently: --map renames the baseline's ids."
+        if not id_map and kinds[0] != kinds[1] and "imported" not in kinds:
+            hint = (f" These are runs of two kinds ({kinds[0]}, then {kinds[1]}), whose units never pair: compare two runs of"
+                    " one kind (`assay runs compare latest` takes the run of the latest's kind and project before it).")
         lines.append(pairing.sentence() + hint)
     return Shown(document, [*lines, *comparison_lines(comparison, limit)]), comparison.verdict
 
