@@ -570,9 +570,9 @@ def _events_in_workers(manifest: RunManifest, lines: Path, workers: int, endpoin
             assert worker.stdout is not None
             output = worker.stdout.read()
             worker.wait()
-            try:
-                report = json.loads(output)
-            except ValueError:
+            try:  # (its last line: anything a library printed before it is not the report)
+                report = json.loads(output.splitlines()[-1])
+            except (ValueError, IndexError):
                 errors.seek(0)
                 said = errors.read().decode(errors="replace").strip().splitlines()
                 raise ExportError(f"exporting {manifest.run_id}: an export worker failed: "
