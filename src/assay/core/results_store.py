@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, Protocol, Self, TypeVar
 
-
 from assay.core.gates import pass_rate
 from assay.core.record import (
     dumps_storable,
