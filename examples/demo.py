@@ -87,7 +87,7 @@ def main() -> int:
     print(
         "\nAll demos ran: a video eval (GlassKit-compatible), an agent eval (NiceEval's model) and a document "
         "eval (eval-kit's).\n"
-        "Exit code 0 means every gate passed, 1 that a gate or verdict failed (as the agent eval does on purpose).\n"
+        "Exit code 0 means every gate passed, 1 that a gate or verdict failed (as the agent eval and the weak draft do on purpose).\n"
         f"Each run was recorded. Try next, from {ROOT}:\n"
         + "\n".join(f"  {f'{assay} {command}':<{width}}{why}" for command, why in suggestions),
         flush=True,
