@@ -191,16 +191,22 @@ def agent_figures(arguments: argparse.Namespace) -> dict:
                 run_manifest = RunManifest.from_json({**manifest, "run_id": run_id, "created_at": f"2026-12-03T0{position}:00:00Z"})
                 store.add_run(run_manifest, lines)
         results["mean_body_bytes"] = round(bytes_total / (2 * arguments.units))
-        with sqlite3.connect(database) as connection:  # for "join_by_id" (below): the index stores made before had
+        # "join_by_id" (below) reads a copy of the store with the index stores made before had, never the
+        # store itself: with that index there, SQLite would read the floor's join through it too.
+        by_id = folder / "by-id" / "assay.db"
+        by_id.parent.mkdir()
+        shutil.copy(database, by_id)
+        with sqlite3.connect(by_id) as connection:
             connection.execute("CREATE UNIQUE INDEX IF NOT EXISTS units_by_id ON units (run_id, unit_id)")
         connection.close()
         environment = {**os.environ, "ASSAY_STORE": str(database)}
         environment.pop("PYTHONDONTWRITEBYTECODE", None)  # as an installed package runs: bytecode cached
         compare = [sys.executable, "-m", "assay", "runs", "compare", *runs]
         join = [sys.executable, "-c", BARE_JOIN, str(database), *runs]
-        # The floor reads the store as it is: SQLite takes one run's ids and verdicts from `units_verdicts`.
+        # The floor reads the store as it is: SQLite joins the two runs from `units_verdicts` alone (no unit row).
         # "join_by_id" is the same join as a store made before that index reads it (every unit row).
-        commands = {"join": join, "join_by_id": [*join, "units INDEXED BY units_by_id"], "compare": compare,
+        join_by_id = [sys.executable, "-c", BARE_JOIN, str(by_id), *runs, "units INDEXED BY units_by_id"]
+        commands = {"join": join, "join_by_id": join_by_id, "compare": compare,
                     "compare_json": [*compare, "--json"]}
         if arguments.baseline_src:  # the same command from another checkout, in the same rounds
             commands["baseline_compare"] = ["env", f"PYTHONPATH={arguments.baseline_src}", *compare]
