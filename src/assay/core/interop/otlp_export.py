@@ -550,10 +550,12 @@ def _events_in_workers(manifest: RunManifest, lines: Path, workers: int, endpoin
 
     import assay
 
-    environment = dict(os.environ)
-    source = str(Path(assay.__file__).resolve().parents[1])  # the workers import this copy of assay
-    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [source, environment.get("PYTHONPATH")]))
-    command = [sys.executable, "-c", "from assay.core.interop.otlp_export import worker_main; worker_main()"]
+    # The workers import this copy of assay: its folder goes first on their path unless it is there already
+    # (site-packages is: put first, it would shadow the standard library with any backport installed there).
+    source = str(Path(assay.__file__).resolve().parents[1])
+    command = [sys.executable, "-c", "import os, sys; source = sys.argv[1]; "
+               "sys.path[:0] = [] if any(os.path.realpath(entry or '.') == source for entry in sys.path) else [source]; "
+               "from assay.core.interop.otlp_export import worker_main; worker_main()", source]
     started: list[tuple[subprocess.Popen[bytes], Any]] = []
     done = _Events()
     try:
@@ -561,7 +563,7 @@ def _events_in_workers(manifest: RunManifest, lines: Path, workers: int, endpoin
             job = {"manifest": manifest.to_json(), "lines": str(lines), "start": start, "end": end, "endpoint": endpoint,
                    "timeout": timeout, "resource": [dict(resource.attributes), resource.schema_url]}
             errors = tempfile.TemporaryFile()  # (a pipe nobody reads while the others run could fill)
-            worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=environment)
+            worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors)
             started.append((worker, errors))
             assert worker.stdin is not None
             with worker.stdin:
