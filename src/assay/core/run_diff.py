@@ -214,8 +214,8 @@ def compare_verdicts(
                             group_depth=group_depth, deterministic=deterministic)
     return judged_comparison(
         before_id, after_id, units, counts, (pass_rate_of(before), pass_rate_of(after)), cohorts,
-        settings or VerdictSettings(alpha=alpha, confidence=confidence, seed=seed), alpha=alpha, confidence=confidence,
-        seed=seed, history_runs=history_runs if history is not None else 1,
+        settings or VerdictSettings(alpha=alpha, confidence=confidence, seed=seed),
+        history_runs=history_runs if history is not None else 1,
     )
 
 
@@ -255,17 +255,18 @@ def pair_changes(pairs: Iterable[tuple[str, str, str | None]], new_units: list[s
 def judged_comparison(
     before_id: str, after_id: str, units: dict[str, list[str]], counts: PairedCounts,
     pass_rates: tuple[float | None, float | None], cohorts: list[Cohort], settings: VerdictSettings, *,
-    alpha: float, confidence: float, seed: int = 0, history_runs: int = 1,
+    history_runs: int = 1,
 ) -> RunComparison:
-    """The comparison of two paired runs: the paired test of their counts and the verdict on the cohorts."""
+    """The comparison of two paired runs: the paired test of their counts (at `settings`' confidence and
+    seed) and the verdict on the cohorts."""
     return RunComparison(
         before=before_id,
         after=after_id,
         counts=counts,
-        test=paired_test(counts, confidence=confidence, seed=seed),
+        test=paired_test(counts, confidence=settings.confidence, seed=settings.seed),
         before_pass_rate=pass_rates[0],
         after_pass_rate=pass_rates[1],
-        alpha=alpha,
+        alpha=settings.alpha,
         judgement=judge_comparison(cohorts, settings),
         units=units,
         unchanged_passing=counts.both_passed,

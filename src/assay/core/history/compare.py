@@ -35,5 +35,5 @@ def compare_stored_runs(
     return judged_comparison(
         first.run_id, second.run_id, units, counts, (first.pass_rate, second.pass_rate),
         cohorts_of_rows(evidence, group_depth=group_depth, deterministic=deterministic), settings,
-        alpha=settings.alpha, confidence=settings.confidence, history_runs=len(history_ids),
+        history_runs=len(history_ids),
     )

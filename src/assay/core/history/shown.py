@@ -176,7 +176,7 @@ def _compare_mapped(store: Any, first: Any, second: Any, id_map: Any, settings: 
     groups = {subject: group for subject, (group, _, _) in run_tallies(store, second.run_id).items()}
     return compare_verdicts(
         first.run_id, id_map.map_verdicts(store.verdicts(first.run_id)), second.run_id, store.verdicts(second.run_id),
-        alpha=settings.alpha, confidence=settings.confidence, settings=settings, groups=groups, group_depth=group_depth,
+        settings=settings, groups=groups, group_depth=group_depth,
     )
 
 
