@@ -41,7 +41,7 @@ def test_runs_list_newest_first_and_filter_by_kind_and_text(store: SqliteRunStor
     assert [run.run_id for run in store.list_runs(kind="video")] == ["video-3", "video-1"]
     assert [run.run_id for run in store.list_runs(search="agent")] == ["agent-2"]
     assert store.count_runs(kind="video") == 2
-    latest = store.get_run("latest")
+    latest = store.get_run("latest", with_groups=True)
     assert latest.run_id == "video-3"
     assert latest.counts["errored"] == 1 and latest.pass_rate == 0.5
     assert latest.groups == {"a": {"passed": 1, "failed": 0, "errored": 0, "skipped": 0, "ignored": 0},
@@ -89,7 +89,7 @@ def test_reindexing_a_run_replaces_it_whole(store: SqliteRunStore) -> None:
     store.add_run(_manifest("video-1", "2026-01-01T00:00:00Z"), _units({"a/1": "failed"}))
     assert store.verdicts("video-1") == {"a/1": "failed"}
     assert store.get_run("video-1").unit_count == 1
-    assert store.get_run("video-1").groups == {"a": {"passed": 0, "failed": 1, "errored": 0, "skipped": 0, "ignored": 0}}
+    assert store.get_run("video-1", with_groups=True).groups == {"a": {"passed": 0, "failed": 1, "errored": 0, "skipped": 0, "ignored": 0}}
     store.delete_run("video-1")
     assert sqlite3.connect(store.path).execute("SELECT count(*) FROM run_groups").fetchone() == (0,)
 
@@ -99,7 +99,7 @@ def test_groups_are_rows_of_their_own_in_first_seen_order(store: SqliteRunStore)
     # 50,000-eval run; each group is a row instead, and the run's JSON column stays empty.
     store.add_run(_manifest("agent-1", "2026-01-01T00:00:00Z", "agent"),
                   _units({"b/1": "passed", "a/1": "failed", "b/2": "skipped", "c/1": "passed"}))
-    stored = store.get_run("agent-1")
+    stored = store.get_run("agent-1", with_groups=True)
     assert list(stored.groups) == ["b", "a", "c"]
     assert stored.groups["b"] == {"passed": 1, "failed": 0, "errored": 0, "skipped": 1, "ignored": 0}
     assert stored.counts == {"passed": 2, "failed": 1, "errored": 0, "skipped": 1, "ignored": 0}
@@ -130,12 +130,12 @@ def test_a_store_indexed_by_an_earlier_assay_keeps_its_groups_and_takes_new_runs
     earlier.commit()
     earlier.close()
     with SqliteRunStore(database, read_only=True) as reader:  # no `run_groups` table, and none made
-        assert list(reader.get_run("video-0").groups) == ["old"]
+        assert list(reader.get_run("video-0", with_groups=True).groups) == ["old"]
     with SqliteRunStore(database) as store:
-        assert list(store.get_run("video-0").groups) == ["old"]
+        assert list(store.get_run("video-0", with_groups=True).groups) == ["old"]
         store.add_run(_manifest("video-1", "2026-01-02T00:00:00Z"), _units({"new/1": "passed"}))
-        assert list(store.get_run("video-1").groups) == ["new"]
-        assert list(store.get_run("video-0").groups) == ["old"]
+        assert list(store.get_run("video-1", with_groups=True).groups) == ["new"]
+        assert list(store.get_run("video-0", with_groups=True).groups) == ["old"]
 
 
 def test_read_only_store_refuses_a_missing_database(tmp_path: Path) -> None:

@@ -136,7 +136,7 @@ def test_the_store_indexes_a_run_from_its_lines_in_one_pass_with_groups_in_first
     record = write_record(tmp_path / "records", _manifest(), units)
     with SqliteRunStore(tmp_path / "assay.db") as store:
         store.add_run(_manifest(), iter_unit_lines(record), str(record))
-        stored = store.get_run("agent-1")
+        stored = store.get_run("agent-1", with_groups=True)
         assert store.verdicts("agent-1")["exp/e4#1"] == "errored"
         assert stored.unit_count == 4
         assert stored.counts == {"passed": 2, "failed": 1, "errored": 1, "skipped": 0, "ignored": 0}

@@ -203,7 +203,7 @@ class RunStore(Protocol):
 
     def list_runs(self, *, kind: str | None = None, search: str | None = None, limit: int = 50, offset: int = 0) -> list[StoredRun]: ...
 
-    def get_run(self, ref: str, *, with_groups: bool = True) -> StoredRun: ...
+    def get_run(self, ref: str, *, with_groups: bool = False) -> StoredRun: ...
 
     def unit_page(
         self, run_id: str, *, offset: int = 0, limit: int = 100, verdict: str | None = None,
@@ -585,9 +585,9 @@ class SqliteRunStore:
         return f"; its index is empty, but {hint}" if hint else ""
 
     @_speaks_for_the_file
-    def get_run(self, ref: str, *, with_groups: bool = True) -> StoredRun:
-        """One run; without its per-group counts (`with_groups=False`) when the caller does not show
-        them: a run of 100,000 agent evals has as many groups, and reading them took 0.3 s."""
+    def get_run(self, ref: str, *, with_groups: bool = False) -> StoredRun:
+        """One run, with its per-group counts only when asked (`with_groups=True`, to show them): a run
+        of 100,000 agent evals has as many groups, and reading them took 0.3 s."""
         run_id = self.resolve(ref)
         groups_column = "groups" if with_groups else "'{}'"
         row = self._connection.execute(
@@ -604,7 +604,7 @@ class SqliteRunStore:
         total = self._connection.execute("SELECT count(*) FROM run_groups WHERE run_id = ?", (run_id,)).fetchone()[0] \
             if self._group_rows else 0
         if not total:  # indexed before `run_groups` existed (or no units): the counts are in `runs.groups`
-            groups = self.get_run(run_id).groups
+            groups = self.get_run(run_id, with_groups=True).groups
             return dict(list(groups.items())[:limit]), len(groups)
         rows = self._connection.execute(
             f"SELECT grp, {', '.join(VERDICTS)} FROM run_groups WHERE run_id = ? ORDER BY pos LIMIT ?", (run_id, limit)
@@ -806,7 +806,7 @@ class SqliteRunStore:
             raise store_error(self.path, error) from error
 
     @_speaks_for_the_file
-    def previous_run(self, run: StoredRun, *, with_groups: bool = True) -> StoredRun | None:
+    def previous_run(self, run: StoredRun) -> StoredRun | None:
         """The run of the same kind and project recorded just before `run`, or None."""
         identity = project_identity(run.manifest)
         ids = self._run_ids_newest_first(run.manifest.kind, identity)
@@ -814,7 +814,7 @@ class SqliteRunStore:
             position = ids.index(run.run_id)
         except ValueError:
             return None
-        return self.get_run(ids[position + 1], with_groups=with_groups) if position + 1 < len(ids) else None
+        return self.get_run(ids[position + 1]) if position + 1 < len(ids) else None
 
     @_speaks_for_the_file
     def existing_runs(self, run_ids: Iterable[str]) -> set[str]:

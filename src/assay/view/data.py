@@ -82,7 +82,7 @@ class ViewData:
         }
 
     def run(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        stored = self.store.get_run(str(params.get("run") or "latest"), with_groups=False)
+        stored = self.store.get_run(str(params.get("run") or "latest"))
         document = stored.to_json(with_groups=False)
         groups, total = self.store.group_page(stored.run_id, GROUP_LIMIT)  # a page of them: a run may have 100,000
         document["groups"] = [{"group": name, "counts": counts} for name, counts in groups.items()]
@@ -92,7 +92,7 @@ class ViewData:
 
     def units(self, params: Mapping[str, Any]) -> dict[str, Any]:
         run_id = self.store.resolve(str(params.get("run") or "latest"))
-        kind = self.store.get_run(run_id, with_groups=False).manifest.kind
+        kind = self.store.get_run(run_id).manifest.kind
         page = self.store.unit_page(
             run_id,
             offset=_integer(params, "offset", 0, 10**9),
@@ -137,7 +137,7 @@ class ViewData:
     def traces(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """The Traces page: a page of the agent run's attempts that received spans, one row each."""
         run_id = self.store.resolve(str(params.get("run") or "latest"))
-        kind = self.store.get_run(run_id, with_groups=False).manifest.kind
+        kind = self.store.get_run(run_id).manifest.kind
         offset = _integer(params, "offset", 0, 10**9)
         limit = _integer(params, "limit", PAGE_SIZE, MAX_PAGE)
         trace_row = kind_view(kind).trace_row
@@ -187,10 +187,10 @@ class ViewData:
         from assay.core.history.store import series_before, series_rows
         from assay.core.stats import wilson_interval
 
-        stored = self.store.get_run(str(params.get("run") or "latest"), with_groups=False)
+        stored = self.store.get_run(str(params.get("run") or "latest"))
         last = _integer(params, "last", 10, 100)
         ids = list(reversed(series_before(self.store, stored, last)))
-        created = {run_id: self.store.get_run(run_id, with_groups=False).manifest.created_at for run_id in ids}
+        created = {run_id: self.store.get_run(run_id).manifest.created_at for run_id in ids}
         tallies: dict[str, dict[str, list[int]]] = {}
         for run_id, _, group, passed, failed in series_rows(self.store, ids):
             counts = tallies.setdefault(group, {}).setdefault(run_id, [0, 0])
@@ -223,7 +223,7 @@ class ViewData:
         key = (self.store.resolve(before), self.store.resolve(after))
         found = self._comparisons.get(key)
         if found is None:
-            found = compare_stored_runs(self.store, *(self.store.get_run(run_id, with_groups=False) for run_id in key))
+            found = compare_stored_runs(self.store, *(self.store.get_run(run_id) for run_id in key))
             self._comparisons[key] = found
             while len(self._comparisons) > 8:
                 self._comparisons.popitem(last=False)
@@ -239,8 +239,8 @@ class ViewData:
         ids = comparison.units[change][offset : offset + limit]
         before = self.store.units_by_id(comparison.before, ids)
         after = self.store.units_by_id(comparison.after, ids)
-        before_run = self.store.get_run(comparison.before, with_groups=False)
-        after_run = self.store.get_run(comparison.after, with_groups=False)
+        before_run = self.store.get_run(comparison.before)
+        after_run = self.store.get_run(comparison.after)
 
         def side(unit: UnitResult | None, kind: str) -> dict[str, Any] | None:
             if unit is None:

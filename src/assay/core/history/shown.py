@@ -101,7 +101,7 @@ def _list_lines(store: Any, runs: Sequence[Any], kind: str | None, search: str |
 
 def run_shown(store: Any, ref: str, limit: int) -> Shown:
     """`assay runs show`: one run's identity, gates, groups and failing units."""
-    stored = store.get_run(ref)
+    stored = store.get_run(ref, with_groups=True)
     failing = store.unit_page(stored.run_id, verdict="failed,errored", limit=limit)
     document = stored.to_json()
     document["failing_units"] = [unit.to_json() for unit in failing.units]
@@ -185,14 +185,14 @@ def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
 
     One reference that names the latest run itself (`compare latest`) would compare that run with
     itself; the baseline is then the run of the same kind and project before it."""
-    first = store.get_run(before, with_groups=False)  # a comparison reads its groups from the units
-    second = store.get_run(after or "latest", with_groups=False)
+    first = store.get_run(before)  # (without its groups: a comparison reads them from the units)
+    second = store.get_run(after or "latest")
     if first.run_id != second.run_id:
         return first, second, ""
     if after is not None:
         raise UsageError(f"both references name the run {first.run_id}; a run compared with itself has no changes: "
                          "give two different runs")
-    previous = store.previous_run(second, with_groups=False)
+    previous = store.previous_run(second)
     kind = second.manifest.kind
     if previous is None:
         raise UsageError(f"{second.run_id} is the only {kind} run of its project in the store, so there is no run "
