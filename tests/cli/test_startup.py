@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 
 def test_version_imports_no_kind_and_no_command_group():
@@ -110,3 +113,21 @@ def test_runs_compare_with_default_numbers_imports_no_pydantic(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "pydantic" not in imported
+
+
+@pytest.mark.parametrize("package", ["src/assay/agent/__init__.py", "src/assay/agent/sandbox/__init__.py"])
+def test_a_lazy_package_names_each_public_name_alike_for_type_checkers_at_run_time_and_in_all(package):
+    # Its names are written three times: imports type checkers read, the run-time map, and `__all__` (which
+    # type checkers need as a literal). A name missing from one is invisible to that reader.
+    import ast
+
+    tree = ast.parse((Path(__file__).resolve().parents[2] / package).read_text(encoding="utf-8"))
+    checked = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.If)
+               and getattr(node.test, "id", None) == "TYPE_CHECKING"
+               for statement in node.body for alias in statement.names}
+    call = next(node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_names")
+    mapped = {name for names in ast.literal_eval(call.args[1]).values() for name in names}
+    exported = next(ast.literal_eval(node.value) for node in tree.body
+                    if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "__all__")
+    assert len(exported) == len(set(exported))
+    assert checked == mapped == set(exported), (checked ^ mapped, mapped ^ set(exported))

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported f
         AgentEnsure, CommandResult, Sandbox, SandboxAgent, define_sandbox, define_sandbox_agent, local_sandbox,
         sandbox_layer,
     )
+    from assay.agent.sandbox.docker import docker_sandbox
     from assay.agent.session import AgentSession, SessionSlot, create_session_slot
 
 __getattr__, __dir__ = lazy_names(globals(), {

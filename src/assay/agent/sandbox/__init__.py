@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported f
         SandboxRetired,
     )
     from assay.agent.sandbox.custom import define_sandbox
+    from assay.agent.sandbox.docker import docker_sandbox
     from assay.agent.sandbox.handle import Sandbox
     from assay.agent.sandbox.interface import (
         CreateRequest,
