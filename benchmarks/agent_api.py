@@ -14,25 +14,14 @@ import subprocess
 import sys
 import time
 
-CHILD = """
-import sys
-from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, define_eval, includes, message
+from agent_cli import EVALS, EXPERIMENT
+
+# The project of benchmarks/agent_cli.py (its experiment `bench` and `EVALS`), defined in the child itself.
+CHILD = "import sys\n" + EXPERIMENT + EVALS.replace("range(COUNT)", "range(int(sys.argv[1]))") + """
 from assay.agent.api import run_evals
 
-async def send(turn_input, ctx):
-    return Turn([message("The answer is 42.")])
-
-def make(index):
-    async def test(t):
-        await t.send(f"question {index}")
-        t.succeeded()
-        t.check(t.reply, includes("42"))
-    return define_eval(test)
-
 count = int(sys.argv[1])
-experiment = Experiment(agent=define_agent(name="instant", send=send, evidence_coverage=complete_evidence_coverage),
-                        model="bench-model")
-results = run_evals({f"e{index:06d}": make(index) for index in range(count)}, experiment, concurrency=100)
+results = run_evals(EVALS, bench, concurrency=100)
 passed = sum(1 for attempt in results.attempts if attempt.verdict == "passed")
 assert results.exit_code == 0 and passed == count and not results.failures(), (results.exit_code, passed)
 """
