@@ -60,6 +60,10 @@ def test_run_references_resolve_ids_prefixes_and_latest(store: SqliteRunStore) -
         store.resolve("nope")
     with pytest.raises(UsageError, match="no run 'latest~5'"):
         store.resolve("latest~5")
+    with pytest.raises(UsageError, match=r"no run 'latst' in the store .*; did you mean 'latest'\?$"):
+        store.resolve("latst")
+    with pytest.raises(UsageError, match=r"did you mean 'latest~1'\?$"):
+        store.resolve("lastest~1")
 
 
 def test_prefix_wildcards_are_literal(store: SqliteRunStore) -> None:

@@ -572,7 +572,11 @@ class SqliteRunStore:
             "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 3", (escaped + "%",)
         ).fetchall()
         if not rows:
-            hint = self._empty_index_hint() or "; `assay runs list` shows the run ids"
+            from assay.core.format import did_you_mean
+
+            word, _, back = ref.partition("~")  # `latst`, `lastest~1`: a misspelt `latest`
+            hint = did_you_mean(word, ["latest"], shown=lambda near: repr(near + ("~" + back if back else ""))) \
+                or self._empty_index_hint() or "; `assay runs list` shows the run ids"
             raise UsageError(f"no run {ref!r} in the store {self.path}{hint}")
         if len(rows) > 1:
             raise UsageError(f"run reference {ref!r} is ambiguous; give more characters")
