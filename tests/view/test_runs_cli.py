@@ -6,6 +6,8 @@ import json
 import socket
 from xml.etree import ElementTree
 
+import pytest
+
 from filled_store import FilledStore, invoke_runs
 
 
@@ -127,6 +129,17 @@ def test_runs_of_two_kinds_are_said_to_never_pair_with_the_command_that_compares
         "(agent, then doc), whose units never pair: compare two runs of one kind (`assay runs compare latest` takes "
         "the run of the latest's kind and project before it).")
     assert "--map" not in output
+
+
+@pytest.mark.parametrize("command", ["list", "flaky", "trend"])
+def test_a_misspelt_kind_is_refused_alike_by_every_runs_command_with_the_kind_meant(store_env: FilledStore, command: str) -> None:
+    from typer.testing import CliRunner
+
+    from assay.cli.app import app
+
+    result = CliRunner().invoke(app, ["runs", command, "--kind", "vidoe"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--kind': must be one of video, agent, doc, imported; did you mean 'video'?" in result.output
 
 
 def test_unknown_run_is_a_usage_error(store_env: FilledStore) -> None:

@@ -22,6 +22,17 @@ __all__ = [
 ]
 
 
+def _known_kind(kind: str | None) -> None:
+    """`--kind`'s check: a kind the store records (every `runs` command refuses another alike)."""
+    if kind is None:
+        return
+    from assay.core.format import did_you_mean
+    from assay.core.run.kinds import kind_names
+
+    if kind not in kind_names():
+        raise ValueError(f"must be one of {', '.join(kind_names())}{did_you_mean(kind, kind_names())}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunsOptions:
     """Every `assay runs` option and argument, declared once (`assay.cli.options.params` makes them)."""
@@ -33,7 +44,7 @@ class RunsOptions:
     group: str | None = option(None, argument=True, help="A group (its units and its subgroups'); default: the whole run.")
     runs: tuple[str, ...] = option(argument=True, help="Every shard run of one invocation: run ids (or prefixes) or record folders.")
     files: tuple[str, ...] = option(argument=True, help="Log files another tool wrote (each becomes one run of kind imported).")
-    kind: str | None = option(None, flag="--kind", help="Only runs of this kind: video, agent, doc or imported.")
+    kind: str | None = option(None, flag="--kind", check=_known_kind, help="Only runs of this kind: video, agent, doc or imported.")
     search: str | None = option(None, flag="--search", help="Only runs whose id or title contains this.")
     alpha: float = option(0.05, flag="--alpha", check=between(0, 1), help="Significance level of every test (Holm-corrected together).")
     margin: float = option(0.05, flag="--margin", check=between(0, 1), help="A pass-rate change within ± this (a fraction: "
