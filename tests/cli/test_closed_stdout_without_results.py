@@ -73,6 +73,26 @@ def test_agent_list_whose_reader_is_gone_speaks_of_no_results(tmp_path: Path) ->
     assert stderr.splitlines()[-1] == STOPPED, stderr
 
 
+def test_a_dry_agent_run_whose_reader_is_gone_speaks_of_no_results(tmp_path: Path) -> None:
+    """`assay agent run --dry | head -1` runs and writes nothing, so it keeps no results to speak of."""
+    project = tmp_path / "agent"
+    (project / "evals").mkdir(parents=True)
+    (project / "experiments").mkdir()
+    (project / "pyproject.toml").write_text("[tool.assay]\n")
+    (project / "experiments" / "echo.py").write_text(
+        "from assay.agent import Experiment, Turn, define_agent, message\n\n\nasync def send(turn_input, ctx):\n"
+        "    return Turn([message('ok')])\n\n\necho = Experiment(agent=define_agent(name='echo', send=send))\n"
+    )
+    (project / "evals" / "many_eval.py").write_text(
+        "from assay.agent import define_eval\n\n\nasync def test(t):\n    pass\n\n\n"
+        "evals = {f'eval-number-{index:05d}': define_eval(test) for index in range(200)}\n"
+    )
+    code, stderr = _reader_leaves_after_one_line("agent", "run", "--dry", "--project", project, cwd=tmp_path,
+                                                 store=tmp_path / "store.db", lines=0)
+    assert code == 130, stderr
+    assert stderr.splitlines()[-1] == STOPPED, stderr
+
+
 def test_help_read_by_a_reader_that_leaves_early_is_not_a_stopped_command(tmp_path: Path) -> None:
     """`assay judge --help | head -1`: help is printed before any command starts, so a reader that
     leaves early only drops the rest of it: exit 0, nothing on stderr (it used to say results were kept)."""

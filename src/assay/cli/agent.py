@@ -73,7 +73,7 @@ class _RunCommand(typer.core.TyperCommand):
     option("dry", bool, False, "--dry", help="Print the plan (every slot carried or run, with the reason) and run or write nothing."),
     option("agent", Optional[str], None, "--agent", hidden=True),
     option("model", Optional[str], None, "--model", hidden=True),
-), cls=_RunCommand)
+), cls=_RunCommand, only_reads=lambda given: given.dry)  # --dry reads a plan, runs and writes nothing
 def run_command(given: Given) -> None:
     """Run experiments × evals × attempts, journaled so an interrupted run can be resumed."""
     from assay.agent.project import project_folder

@@ -129,19 +129,22 @@ def group(help_text: str) -> typer.Typer:
 
 
 def command(
-    group: typer.Typer | None, name: str, *params: Param, only_reads: bool = False, **settings: Any
+    group: typer.Typer | None, name: str, *params: Param, only_reads: bool | Callable[[Given], bool] = False,
+    **settings: Any
 ) -> Callable[[Callable[[Given], Any]], Any]:
     """Register `body(given)` as the command `name` of `group` (None: nowhere yet) with `params`
-    (typer's `settings`: `cls`, `help`, `hidden`). A command that `only_reads` (or checks) leaves no
-    finished results to speak of when its reader goes (`assay … | head`). Returns the typer callback:
+    (typer's `settings`: `cls`, `help`, `hidden`). A command that `only_reads` (or checks; a function of
+    what it was given when that depends on its options) leaves no finished results to speak of when its
+    reader goes (`assay … | head`). Returns the typer callback:
     a function of the options by name, which an app can register as it is."""
 
     def register(body: Callable[[Given], Any]) -> Any:
         def callback(**values: Any) -> Any:
             from assay.core.stdout_guard import nothing_to_keep, results_kept
 
-            nothing_to_keep() if only_reads else results_kept()
-            return body(Given(**values))
+            given = Given(**values)
+            nothing_to_keep() if (only_reads(given) if callable(only_reads) else only_reads) else results_kept()
+            return body(given)
 
         callback.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=p.info, annotation=p.annotation) for p in params]
