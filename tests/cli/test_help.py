@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from assay.cli.app import app
+from assay.command_examples import EXAMPLES
+
+try:  # recent typer ships its own copy of click
+    from typer import _click as click
+except ImportError:  # pragma: no cover
+    import click
 
 
 def commands(command, path=()):
@@ -48,3 +55,39 @@ def test_the_root_help_lists_the_groups_and_takes_minus_h():
     shown = CliRunner().invoke(app, ["-h"])
     assert shown.exit_code == 0
     assert all(group in shown.output for group in ("video", "agent", "doc", "runs", "view"))
+
+
+def _example_commands(example: str) -> list[list[str]]:
+    """The `assay …` command lines of one example, split as a shell would (pipes, `&&`, a redirect)."""
+    lines = []
+    for part in re.split(r"\s*(?:\|\||&&|\|)\s*", example):
+        words = shlex.split(part.split(" > ")[0])
+        if words and words[0] == "assay":
+            lines.append(words[1:])
+    return lines
+
+
+EXAMPLE_LINES = [(command, line) for command, examples in EXAMPLES.items() for example in examples
+                 for line in _example_commands(example)]
+
+
+def test_every_command_has_examples_in_the_table_and_every_entry_names_a_command():
+    assert {" ".join(path) for path, _ in ALL} == set(EXAMPLES)
+
+
+@pytest.mark.parametrize("command,words", EXAMPLE_LINES, ids=[" ".join(words) for _, words in EXAMPLE_LINES])
+def test_every_example_parses_with_the_options_of_the_command_it_shows(command, words):
+    """Options and values as the command takes them (each option's own check included); nothing runs."""
+    group = typer.main.get_command(app)
+    context = click.Context(group, info_name="assay")
+    rest = list(words)
+    while hasattr(group, "get_command") and rest and group.get_command(context, rest[0]) is not None:
+        name = rest.pop(0)
+        group = group.get_command(context, name)
+        context = click.Context(group, info_name=name, parent=context)
+    path = context.command_path.split()[1:]
+    assert " ".join(path) == command, f"an example of `assay {command}` runs `assay {' '.join(path)}`"
+    try:
+        group.make_context(path[-1], rest, parent=context.parent)
+    except (click.exceptions.UsageError, click.exceptions.Exit) as error:
+        pytest.fail(f"`assay {' '.join(words)}` does not parse: {error}")

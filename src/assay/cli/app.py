@@ -11,8 +11,8 @@ from typing import Any
 import typer
 
 from assay import __version__
-from assay.cli.examples import add_examples
 from assay.cli.view import view_command
+from assay.command_examples import epilog
 
 try:  # recent typer ships its own copy of click
     from typer.core import TyperGroup
@@ -36,6 +36,14 @@ GROUPS: dict[str, tuple[str, str, str]] = {
     "labels": ("assay.cli.labels", "labels_app", "Human labels of units: export and import them as JSONL."),
     "judge": ("assay.cli.judge", "judge_app", "Model judges: agreement with human labels, the judge cache."),
 }
+
+
+def add_examples(app: Any, prefix: str = "") -> None:
+    """Every registered command of `app` (and of its groups) ends its help with its examples."""
+    for info in app.registered_commands:
+        info.epilog = info.epilog or epilog(f"{prefix}{info.name or info.callback.__name__}".strip())
+    for group in app.registered_groups:
+        add_examples(group.typer_instance, f"{prefix}{group.name} ")
 
 
 class _LazyGroups(TyperGroup):

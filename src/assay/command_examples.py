@@ -1,8 +1,10 @@
-"""Examples at the end of every command's help, kept in one place so they read as one product."""
+"""The examples at the end of every command's help (`assay video run -h`), kept in one table so they read as
+one product. Text only: `assay.cli.app` puts each command's examples under its help, and
+tests/cli/test_help.py parses every example with the command it shows, so an example cannot outlive an option."""
 
 from __future__ import annotations
 
-from typing import Any
+__all__ = ["EXAMPLES", "epilog"]
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "video run": (
@@ -77,17 +79,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _epilog(lines: tuple[str, ...]) -> str:
+def epilog(command: str) -> str | None:
+    """The examples of `command` (its path without `assay`: "runs compare") as help shows them, if it has any."""
+    lines = EXAMPLES.get(command)
     # `\b` keeps click from rewrapping the block.
-    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
-
-
-def add_examples(app: Any, prefix: str = "") -> None:
-    """Set the epilog of every registered command of `app` (and of its groups) from EXAMPLES."""
-    for info in app.registered_commands:
-        name = info.name or (info.callback.__name__ if info.callback else "")
-        lines = EXAMPLES.get(f"{prefix}{name}".strip())
-        if lines and not info.epilog:
-            info.epilog = _epilog(lines)
-    for group in app.registered_groups:
-        add_examples(group.typer_instance, f"{prefix}{group.name} ")
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines) if lines else None
