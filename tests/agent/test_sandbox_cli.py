@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from assay.agent import Turn, define_eval, local_sandbox, message
 from assay.agent.sandbox.registry import SandboxEntry, list_entries, write_entry
-from assay.cli.agent_sandbox import sandbox_app
+from assay.cli.agent import sandbox_app
 from containers import BASE_IMAGE, docker_containers, docker_image, sandbox_template  # noqa: F401  (fixture)
 
 

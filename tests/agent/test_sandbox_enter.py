@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from assay.agent import Turn, define_eval, message
 from assay.agent.sandbox.registry import SandboxEntry, list_entries, write_entry
-from assay.cli.agent_sandbox import sandbox_app
+from assay.cli.agent import sandbox_app
 from containers import docker_containers, docker_image, provider, sandbox_template  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]

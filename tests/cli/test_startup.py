@@ -18,7 +18,7 @@ def test_version_imports_no_kind_and_no_command_group():
     heavy = sorted(name for name in imported if name.split(".")[:2] in (
         ["assay", "agent"], ["assay", "video"], ["assay", "doc"]) or name in ("aiohttp", "rich", "yaml", "numpy", "av"))
     assert heavy == []
-    groups = {f"assay.cli.{name}" for name in ("video", "agent", "agent_sandbox", "doc", "runs", "labels", "judge")}
+    groups = {f"assay.cli.{name}" for name in ("video", "agent", "doc", "runs", "labels", "judge")}
     assert sorted(groups & imported) == []
 
 

@@ -1,29 +1,43 @@
-"""`assay agent …`: init a project, list evals and experiments, run them, show recorded results.
+"""`assay agent …`: init a project, list evals and experiments, run them, show recorded results; the kept
+sandboxes (`agent sandbox …`) and the shared-state leases (`agent shared-state …`).
 
 Exit codes: 0 all passed (or scored/skipped), 1 a failed or errored attempt or an incomplete run,
-2 a usage, config or internal error, 130 interrupted. An error is one line on stderr (results alone go
-to stdout). What each command does lives in assay.agent; here are its options and the call.
+2 a usage, config or internal error (or a refusal), 130 interrupted; `sandbox enter` exits with its shell's code.
+An error is one line on stderr (results alone go to stdout). What each command does lives in assay.agent;
+here are its options (`AgentRunRequest`, `AgentOptions`) and the call.
+
+Sandboxes are kept by `assay agent run --keep-sandbox[=failed|all]`; they are recorded under ASSAY_SANDBOX_DIR
+(default: a per-user folder in the temporary folder), a Docker sandbox with its container's id, so every
+sandbox command reaches containers too. Leases live under `<project>/.assay/shared-state/`; one whose owner
+died is released only explicitly (the confirmations say the owner and what it started are gone).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import sys
+from collections.abc import Iterable
 from typing import Any, List, Optional
 
 import typer
 
+from assay.agent.command_options import AgentOptions
 from assay.agent.request import AgentRunRequest
 from assay.cli import common
-from assay.cli.agent_sandbox import sandbox_app
-from assay.cli.agent_shared_state import shared_state_app
 from assay.cli.options import (
-    EXECUTOR, JSON, JUNIT_PATH, PROJECT, QUIET, RAY_ADDRESS, RESUME, VERBOSE, Given, argument, command, group, option, params,
+    EXECUTOR, JSON, JUNIT_PATH, PROJECT, QUIET, RAY_ADDRESS, RESUME, VERBOSE, Given, Param, argument, command, group, option,
+    params,
 )
 
 agent_app = group("Agent evals (NiceEval's model): evals drive an agent and assert on its event stream.")
+sandbox_app = group("Kept and leftover sandboxes: list, diff, enter, stop, prune.")
+shared_state_app = group("Shared-state leases (Experiment shared_state=): list them, recover one whose owner died.")
 
 
-@command(agent_app, "init", argument("directory", Path, Path("."), help="Folder to set up (created if missing)."))
+def _command(group: typer.Typer, name: str, *items: str | Param, only_reads: bool = False) -> Any:
+    return command(group, name, *params(AgentOptions, *items), only_reads=only_reads)
+
+
+@_command(agent_app, "init", "directory")
 def init_command(given: Given) -> None:
     """Set up a project: evals/, experiments/, a [tool.assay] table in pyproject.toml and, in a new
     project, a starter agent, eval and experiment that run offline. Existing files are never changed
@@ -99,13 +113,7 @@ def run_command(given: Given) -> None:
     common.run_and_exit(AGENT, request, outputs, resume=resumed, execution=execution)
 
 
-@command(
-    agent_app, "show", argument("locator", Optional[str], None, help="An attempt locator (@XXXX…, a unique prefix is enough)."),
-    PROJECT, option("run", Optional[str], None, "--run", help="Checkpoint id or folder; default: the latest run."),
-    JSON.but(help="Print JSON instead of text."),
-    option("timing", bool, False, "--timing", help="The attempt's phase tree (eval.run, agent.setup, each agent.send, judge calls)."),
-    only_reads=True,
-)
+@_command(agent_app, "show", "locator", PROJECT, "run", JSON.but(help="Print JSON instead of text."), "timing", only_reads=True)
 def show_command(given: Given) -> None:
     """Show the results of the latest (or a given) run, or one attempt in detail."""
     from assay.agent.project import project_folder
@@ -119,7 +127,96 @@ def show_command(given: Given) -> None:
         common.show(given.json, shown.document(), shown.lines())
 
 
+def _refusing() -> Any:
+    """A `SandboxError` (a refusal) is one `Error:` line on stderr, exit 2."""
+    from assay.agent.sandbox.commands import SandboxError
+
+    return common.failing(catch=SandboxError, internal=None)
+
+
+def _write(chunks: Iterable[str], *, lines: bool = True) -> None:
+    """What a command yields, written as it comes; a refusal part-way ends it (what was done is said)."""
+    with _refusing():
+        for chunk in chunks:
+            sys.stdout.write(chunk + "\n" if lines else chunk)
+
+
+@_command(sandbox_app, "list", "orphans", JSON.but(help="One JSON object per line."))
+def sandbox_list_command(given: Given) -> None:
+    """Every sandbox recorded on this machine: kept, still active, or orphaned (its run died)."""
+    from assay.agent.sandbox.kept import listed
+
+    _write(listed(orphans=given.orphans, as_json=given.json))
+
+
+@_command(sandbox_app, "diff", "sandbox window path")
+def sandbox_diff_command(given: Given) -> None:
+    """What the agent changed, send window by send window, as a unified diff; then what changed in the
+    workdir after the run (in `sandbox enter`), as `after`."""
+    from assay.agent.sandbox.kept import diff_text
+
+    _write(diff_text(given.sandbox, given.window, given.path), lines=False)
+
+
+@_command(sandbox_app, "enter", "sandbox leave_running")
+def sandbox_enter_command(given: Given) -> None:
+    """A shell in a kept sandbox: in its workdir with its environment (bubblewrap's view when it was made
+    with it), or in its container. When the shell exits, the container is stopped (kept: `enter` starts it
+    again, `stop` removes it) and a local sandbox's processes are killed, unless --leave-running. Exits
+    with the shell's exit code."""
+    from assay.agent.sandbox.kept import enter_kept
+
+    with _refusing():
+        code = enter_kept(given.sandbox, leave_running=given.leave_running)
+    raise typer.Exit(code)
+
+
+@_command(sandbox_app, "stop", "sandboxes stop_all")
+def sandbox_stop_command(given: Given) -> None:
+    """Stop kept sandboxes for good: their processes, container and folder."""
+    from assay.agent.sandbox.kept import stopped
+
+    _write(stopped(given.sandboxes or (), every_kept=given.stop_all))
+
+
+@_command(sandbox_app, "prune", "force")
+def sandbox_prune_command(given: Given) -> None:
+    """Remove sandboxes whose run died without stopping them (and, with --force, kept ones)."""
+    from assay.agent.sandbox.kept import pruned
+
+    _write(pruned(force=given.force))
+
+
+@_command(shared_state_app, "list", PROJECT, JSON.but(help="One JSON object per line."), only_reads=True)
+def shared_state_list_command(given: Given) -> None:
+    """Every lease held in the project: its key, owner token, owner (pid, host, since, experiments) and
+    whether that owner still runs."""
+    from assay.agent.project import project_folder
+    from assay.agent.shared_state import listed
+
+    with common.failing():
+        lines = listed(project_folder(given.project), as_json=given.json)
+    for line in lines:
+        sys.stdout.write(line + "\n")
+
+
+@_command(shared_state_app, "recover", "key owner_token owner_terminated remote_quiesced teardown", PROJECT)
+def shared_state_recover_command(given: Given) -> None:
+    """Release the lease of KEY whose owner died. Refused unless the token is the lease's and both
+    confirmations are given, and while its owner still runs on this machine."""
+    from assay.agent.project import project_folder
+    from assay.agent.shared_state import experiment_teardowns, recover_lease
+
+    with common.failing():
+        root = project_folder(given.project)
+        for line in recover_lease(
+            root, given.key, owner_token=given.owner_token, owner_terminated=given.owner_terminated,
+            remote_quiesced=given.remote_quiesced, teardown=experiment_teardowns(root) if given.teardown else None,
+        ):
+            sys.stdout.write(line + "\n")
+
+
 agent_app.add_typer(sandbox_app, name="sandbox")
 agent_app.add_typer(shared_state_app, name="shared-state")
 
-__all__ = ["agent_app"]
+__all__ = ["agent_app", "sandbox_app", "shared_state_app"]
