@@ -7,20 +7,17 @@ Exit codes: 0 ok; 2 a usage error, an unreadable label file or a store error.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-
 
 from assay.cli import common
-from assay.cli.options import Given, argument, command, group, option
+from assay.cli.options import Given, command, group, params
+from assay.core.labels.options import LabelOptions
 
 __all__ = ["labels_app"]
 
 labels_app = group("Human labels of units: export them as JSONL (a golden dataset), import them into a store.")
 
 
-@command(labels_app, "export", option("output", Path | None, None, "--output", "-o", help="Write to this file instead of stdout."),
-         option("labeller", str | None, None, "--labeller", help="Only this labeller's labels."),
-         option("run", str | None, None, "--run", help="Only labels of units of this run (id, prefix, latest, latest~N)."))
+@command(labels_app, "export", *params(LabelOptions, "output labeller run"))
 def export_command(given: Given) -> None:
     """Every label in the order it was made, one JSON object per line (the format `import` reads)."""
     from assay.core.labels.jsonl import labels_text, write_labels
@@ -36,8 +33,7 @@ def export_command(given: Given) -> None:
     print(f"Exported {len(labels)} label(s) to {given.output}", file=sys.stderr)
 
 
-@command(labels_app, "import", argument(
-    "source", str, ..., help="A JSONL file of labels (as `assay labels export` writes), or - for stdin."))
+@command(labels_app, "import", *params(LabelOptions, "source"))
 def import_command(given: Given) -> None:
     """Add the labels of a file to this store; a label already there is not added again."""
     from assay.core.labels.jsonl import read_labels

@@ -1,0 +1,26 @@
+"""The options of `assay labels …` and `assay judge …`, declared once with `option(...)` as every command's are
+(`assay.cli.options.params` makes them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from assay.core.run.request import option
+
+__all__ = ["LabelOptions"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelOptions:
+    """Every option and argument of `labels export|import`, `judge agreement` and `judge cache clear`."""
+
+    output: Path | None = option(None, flag="--output", names=("--output", "-o"), help="Write to this file instead of stdout.")
+    labeller: str | None = option(None, flag="--labeller", help="Only this labeller's labels.")
+    run: str | None = option(None, flag="--run", help="Only labels of units of this run (id, prefix, latest, latest~N).")
+    source: str = option(argument=True, help="A JSONL file of labels (as `assay labels export` writes), or - for stdin.")
+    judge: str | None = option(None, flag="--judge", help="Only this judge model (or text of the judge's name).")
+    rubric: str | None = option(None, flag="--rubric", help="Only judgements whose rubric contains this text.")
+    by_rubric: bool = option(False, flag="--by-rubric", help="One row per judge and rubric, not per judge.")
+    project: Path = option(Path("."), flag="--project", help="The project whose cache to clear: <project>/.assay/cache/judge.")
+    cache_dir: Path | None = option(None, flag="--cache-dir", help="A cache folder given to a doc command's --cache-dir instead.")
