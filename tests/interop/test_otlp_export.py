@@ -170,10 +170,41 @@ def test_an_endpoint_that_refuses_is_one_error_naming_it():
     assert len(done.stderr.strip().splitlines()) == 1
 
 
-def test_a_bad_url_is_a_usage_error():
-    done = _assay("runs", "export", "latest", "--otlp", "localhost:4318")
+def _closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, then let go)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_an_endpoint_nothing_listens_on_fails_at_once_naming_the_address():
+    """Not after the SDK's retries (13 s for `runs export`, ~5 s added to a run's exit): the refused connection
+    is the answer."""
+    _agent_like_run("agent-20261203T100001-0a1b2e")
+    port = _closed_port()
+    done = _assay("runs", "export", "agent-20261203T100001-0a1b2e", "--otlp", f"http://127.0.0.1:{port}")
     assert done.returncode == 2
-    assert "Error: --otlp 'localhost:4318': give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318" in done.stderr
+    assert done.stderr == (f"Error: exporting agent-20261203T100001-0a1b2e to http://127.0.0.1:{port} failed: cannot "
+                           f"connect to 127.0.0.1:{port} (Connection refused); is the collector running?\n")
+
+
+def test_a_dead_collector_after_a_run_is_one_warning_naming_the_address(tmp_path, monkeypatch, capsys):
+    port = _closed_port()
+    monkeypatch.setenv("ASSAY_OTLP_EXPORT", f"http://127.0.0.1:{port}")
+    result = pipeline.run(_Kind(tmp_path), None, reporters=[])
+    assert result.exit_code == 1
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(warnings) == 1 and warnings[0].endswith(f"cannot connect to 127.0.0.1:{port} (Connection refused); "
+                                                        "is the collector running?")
+
+
+@pytest.mark.parametrize("url", ["localhost:4318", "http://127.0.0.1:99999", "http://127.0.0.1:port", "http://:4318"])
+def test_a_bad_url_is_a_usage_error(url):
+    done = _assay("runs", "export", "latest", "--otlp", url)
+    assert done.returncode == 2
+    assert f"Error: --otlp '{url}': give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318" in done.stderr
 
 
 def test_export_without_the_sdk_says_how_to_install_it():
