@@ -108,9 +108,9 @@ def import_command(given: Given) -> None:
 
     with common.failing():
         planned = plan_imports([Path(name).expanduser() for name in given.files], given.format_name)
-    shown, failures = imported(planned)
+    shown, failures, interrupted = imported(planned)
     common.show(given.json, *shown)
-    raise typer.Exit(2 if failures else 0)
+    raise typer.Exit(130 if interrupted else 2 if failures else 0)
 
 
 @_command("export", "run otlp timeout", PRINT_JSON)

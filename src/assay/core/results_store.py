@@ -883,12 +883,13 @@ def open_store(path: Path | None = None, *, read_only: bool = False) -> SqliteRu
 
 
 def publish_run(
-    manifest: RunManifest, units: Iterable[UnitResult], *, database: Path | None = None
+    manifest: RunManifest, units: Iterable[UnitResult], *, database: Path | None = None, replace: bool = False
 ) -> Path:
-    """Write the run record, then index it; returns the record folder. `units` is read once."""
+    """Write the run record, then index it; returns the record folder. `units` is read once. With
+    `replace`, a record of the same run id is replaced (see `write_record`)."""
     database = database or store_path()
     check_store_location(database)
-    record = write_record(records_dir(database), manifest, units)
+    record = write_record(records_dir(database), manifest, units, replace=replace)
     _index(database, manifest, record)
     return record
 

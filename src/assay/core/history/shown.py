@@ -260,15 +260,16 @@ def shard_record(reference: str, open_store: Callable[[], Any]) -> tuple[Any, li
         return stored.manifest, store.unit_page(stored.run_id, limit=stored.unit_count + 1).units
 
 
-def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int]:
+def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:
     """`assay runs import`: each planned file imported as a run; one that cannot be is an `Error:` line on
-    stderr as it fails, and the rest still go in. What was imported, and how many files failed."""
+    stderr as it fails, and the rest still go in. What was imported, how many files failed, and whether
+    Ctrl-C stopped it (said on stderr: the files before were imported, and importing again resumes)."""
     import sys
 
     from assay.core.interop.importing import import_log
     from assay.errors import AssayError
 
-    outcomes, failures = [], 0
+    outcomes, failures, interrupted = [], 0, False
     for path, log_format in planned:
         try:
             outcomes.append(import_log(path, log_format))
@@ -276,7 +277,13 @@ def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int]:
             failures += 1
             print(f"Error: {error}" if isinstance(error, AssayError) else f"Error: {path}: {type(error).__name__}: {error}",
                   file=sys.stderr)
-    return Shown({"imported": [outcome.to_json() for outcome in outcomes]}, [import_line(outcome) for outcome in outcomes]), failures
+        except KeyboardInterrupt:
+            interrupted = True
+            print(f"Interrupted while importing {path}: run the same command again to finish (a file already "
+                  "imported is recognised, not imported twice)", file=sys.stderr)
+            break
+    shown = Shown({"imported": [outcome.to_json() for outcome in outcomes]}, [import_line(outcome) for outcome in outcomes])
+    return shown, failures, interrupted
 
 
 def import_line(outcome: Any) -> str:

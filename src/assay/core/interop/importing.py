@@ -98,7 +98,9 @@ def _import(path: Path, log_format: LogFormat, database: Path) -> Imported:
         options={"file": str(path), "format": log_format.name, "imported_at": utc_timestamp()},
         summary=log.summary,  # filled as the units stream; written with the manifest, after them
     )
-    publish_run(manifest, log.units, database=database)
+    # The run id is the file's: a record of it that the index lacks is this import's, cut short between
+    # writing the record and indexing it (Ctrl-C), so it is written again rather than refused.
+    publish_run(manifest, log.units, database=database, replace=True)
     return _outcome(database, path, log_format.name, run_id, already=False)
 
 
