@@ -124,3 +124,19 @@ def test_ctrl_c_of_an_agent_run_is_exit_130_with_a_message(workspace, tmp_path):
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stdout + stderr
     assert "interrupted" in (stdout + stderr).lower()
+
+
+def test_ctrl_c_of_any_other_command_says_interrupted_and_exits_130(tmp_path, monkeypatch):
+    """typer's own handling of Ctrl-C exits 130 without a word (`runs reindex`, `labels import`, `view --export` …)."""
+    from typer.testing import CliRunner
+
+    from assay.cli.app import app
+    from assay.core import results_store
+
+    def reindex(*arguments, **options):
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
+    monkeypatch.setattr(results_store, "reindex", reindex)
+    done = CliRunner().invoke(app, ["runs", "reindex"])
+    assert (done.exit_code, done.stdout, done.stderr) == (130, "", "Interrupted.\n")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import sys
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -135,7 +136,8 @@ def command(
     """Register `body(given)` as the command `name` of `group` (None: nowhere yet) with `params`
     (typer's `settings`: `cls`, `help`, `hidden`). A command that `only_reads` (or checks; a function of
     what it was given when that depends on its options) leaves no finished results to speak of when its
-    reader goes (`assay … | head`). Returns the typer callback:
+    reader goes (`assay … | head`). Ctrl-C that reaches the body's caller is `Interrupted.` and exit 130
+    (typer's own is silent). Returns the typer callback:
     a function of the options by name, which an app can register as it is."""
 
     def register(body: Callable[[Given], Any]) -> Any:
@@ -144,7 +146,12 @@ def command(
 
             given = Given(**values)
             nothing_to_keep() if (only_reads(given) if callable(only_reads) else only_reads) else results_kept()
-            return body(given)
+            try:
+                return body(given)
+            except KeyboardInterrupt:  # a command with more to say (a run: how to resume) says it and exits itself
+                if not getattr(sys.stdout, "closed_by_reader", False):  # else the closed-stdout line says it
+                    print("Interrupted.", file=sys.stderr)
+                raise typer.Exit(130) from None
 
         callback.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=p.info, annotation=p.annotation) for p in params]
