@@ -99,3 +99,15 @@ def test_help_read_by_a_reader_that_leaves_early_is_not_a_stopped_command(tmp_pa
     for args in (("judge", "--help"), ("runs", "--help"), ("--help",)):
         code, stderr = _reader_leaves_after_one_line(*args, cwd=tmp_path, store=tmp_path / "assay.db")
         assert (code, stderr) == (0, ""), (args, code, stderr)
+
+
+def test_judge_agreement_whose_reader_is_gone_speaks_of_no_results(tmp_path: Path) -> None:
+    """It only reads the store: it used to add "finished results are kept", as a run does."""
+    from assay.core.record import RunManifest, UnitResult
+    from assay.core.results_store import publish_run
+
+    store = tmp_path / "store" / "assay.db"
+    publish_run(RunManifest("video-one", "video", "2026-01-01T00:00:00Z"), [UnitResult("case/unit", "passed")], database=store)
+    code, stderr = _reader_leaves_after_one_line("judge", "agreement", "--json", cwd=tmp_path, store=store, lines=0)
+    assert code == 130, stderr
+    assert stderr.splitlines()[-1] == STOPPED, stderr

@@ -113,6 +113,13 @@ def test_export_then_import_into_another_store_is_idempotent(database, tmp_path,
     assert len(labels_file(other).read_text().splitlines()) == 2
 
 
+def test_export_into_a_folder_that_is_not_there_is_one_error_naming_the_file(database, tmp_path):
+    target = tmp_path / "missing" / "golden.jsonl"
+    result = CliRunner().invoke(app, ["labels", "export", "-o", str(target)])
+    assert (result.exit_code, result.stderr) == (2, f"Error: could not write {target}: No such file or directory\n")
+    assert not target.parent.exists()
+
+
 def test_import_names_the_line_and_field_that_is_wrong_and_exits_2(database, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"schema": "assay.label.v1", "labeller": "ann"}\n', encoding="utf-8")

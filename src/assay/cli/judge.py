@@ -17,7 +17,7 @@ judge_app.add_typer(cache_app, name="cache")
 
 
 @command(judge_app, "agreement", *params(LabelOptions, "judge rubric labeller by_rubric",
-                                         JSON.but(help="Print the figures as JSON.")))
+                                         JSON.but(help="Print the figures as JSON.")), only_reads=True)
 def agreement_command(given: Given) -> None:
     """How often each judge (model + prompt) agrees with the human labels: raw agreement, Cohen's κ with a
     bootstrap interval, the confusion matrix, and for scores Spearman's ρ and Krippendorff's α; between

@@ -17,7 +17,7 @@ __all__ = ["labels_app"]
 labels_app = group("Human labels of units: export them as JSONL (a golden dataset), import them into a store.")
 
 
-@command(labels_app, "export", *params(LabelOptions, "output labeller run"))
+@command(labels_app, "export", *params(LabelOptions, "output labeller run"), only_reads=True)
 def export_command(given: Given) -> None:
     """Every label in the order it was made, one JSON object per line (the format `import` reads)."""
     from assay.core.labels.jsonl import labels_text, write_labels
@@ -28,7 +28,7 @@ def export_command(given: Given) -> None:
     if given.output is None:
         sys.stdout.write(labels_text(labels))
         return
-    with common.failing(catch=OSError):
+    with common.failing():
         write_labels(given.output, labels)
     print(f"Exported {len(labels)} label(s) to {given.output}", file=sys.stderr)
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from assay.core.labels.model import Label, LabelError, parse_label
-from assay.errors import UsageError
+from assay.errors import AssayError, UsageError
 
 __all__ = ["labels_text", "read_labels", "write_labels"]
 
@@ -20,13 +20,13 @@ def labels_text(labels: Sequence[Label]) -> str:
 
 
 def write_labels(path: Path, labels: Sequence[Label]) -> None:
-    """The file written whole or not at all; OSError naming it."""
+    """The file written whole or not at all; an `AssayError` naming it when it cannot be."""
     from assay.core.fsutil import write_atomically
 
     try:
         write_atomically(path, labels_text(labels).encode("utf-8"))
     except OSError as error:
-        raise OSError(f"could not write {path}: {error.strerror or error}") from None
+        raise AssayError(f"could not write {path}: {error.strerror or error}") from None
 
 
 def read_labels(source: str) -> list[Label]:
