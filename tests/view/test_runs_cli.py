@@ -131,6 +131,33 @@ def test_runs_of_two_kinds_are_said_to_never_pair_with_the_command_that_compares
     assert "--map" not in output
 
 
+def test_a_candidate_that_carried_every_unit_is_inconclusive_and_says_why(tmp_path, monkeypatch) -> None:
+    """`compare latest` right after an agent run that changed nothing: every unit pairs, none was judged again."""
+    from assay.core.record import RunManifest, UnitResult
+    from assay.core.results_store import publish_run
+
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "assay.db"))
+    ids = [f"baseline/eval{index}#1" for index in range(5)]
+    publish_run(RunManifest("agent-20261203T100000Z-00000001", "agent", "2026-12-03T10:00:00Z"),
+                [UnitResult(unit_id, "passed") for unit_id in ids])
+    carried = [UnitResult(unit_id, "passed", carried_from={"run_id": "agent-20261203T100000Z-00000001", "unit_id": unit_id})
+               for unit_id in ids]
+    publish_run(RunManifest("agent-20261203T110000Z-00000002", "agent", "2026-12-03T11:00:00Z"), carried)
+    lines = invoke_runs("runs", "compare", "agent-20261203T100000Z-00000001", "agent-20261203T110000Z-00000002").output.splitlines()
+    verdict = lines.index("Inconclusive: no unit was judged in both runs.")
+    assert lines[verdict + 1] == (
+        "Why: agent-20261203T110000Z-00000002 carried 5 of its units from earlier runs, and a carried unit repeats an "
+        "earlier verdict, it is not judged again. Run them again to compare (`assay agent run --rerun all`).")
+    document = json.loads(invoke_runs("runs", "compare", "agent-20261203T100000Z-00000001", "latest", "--json").output)
+    assert document["carried"] == {"agent-20261203T100000Z-00000001": 0, "agent-20261203T110000Z-00000002": 5}
+
+
+def test_runs_that_carried_nothing_have_no_why_line(store_env: FilledStore) -> None:
+    output = invoke_runs("runs", "compare", store_env.video_before, store_env.video_after).output
+    assert "Why:" not in output and '"carried"' not in invoke_runs(
+        "runs", "compare", store_env.video_before, store_env.video_after, "--json").output
+
+
 @pytest.mark.parametrize("command", ["list", "flaky", "trend"])
 def test_a_misspelt_kind_is_refused_alike_by_every_runs_command_with_the_kind_meant(store_env: FilledStore, command: str) -> None:
     from typer.testing import CliRunner

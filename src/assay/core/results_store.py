@@ -668,6 +668,11 @@ class SqliteRunStore:
         return dict(rows.fetchall())
 
     @_speaks_for_the_file
+    def carried_units(self, run_id: str) -> int:
+        """How many of the run's units were carried from an earlier run (earlier verdicts, not observations)."""
+        return int(self._connection.execute(f"SELECT count(*) FROM units WHERE {_RUN_ROWS} AND {_CARRIED}", (run_id,)).fetchone()[0])
+
+    @_speaks_for_the_file
     def changed_pairs(self, before: str, after: str) -> list[tuple[str, str, str | None]]:
         """(unit id, verdict before, verdict after or None when `after` lacks it) for every unit of
         `before` (in its order) except those that passed in both: what a comparison lists, paired by

@@ -15,8 +15,9 @@ def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
-def comparison_lines(comparison: Any, limit: int) -> Iterator[str]:
-    """The text of `assay runs compare`: what changed, the verdict with its evidence, the groups."""
+def comparison_lines(comparison: Any, limit: int, *, why: str = "") -> Iterator[str]:
+    """The text of `assay runs compare`: what changed, the verdict with its evidence (and `why`, when the
+    verdict needs a reason said), the groups."""
     test = comparison.test
     difference = comparison.pass_rate_difference
     yield f"Compare {comparison.before} → {comparison.after}"
@@ -42,6 +43,8 @@ def comparison_lines(comparison: Any, limit: int) -> Iterator[str]:
         after_hat = run.pass_k["after_pass_hat_k"][-1]["value"]
         yield f"  pass@{k} {_percent(before)} → {_percent(after)}; pass^{k} {_percent(before_hat)} → {_percent(after_hat)}"
     yield run.sentence()
+    if why:
+        yield why
     moved = {name: group for name, group in judgement.groups.items() if group.verdict in ("regressed", "improved")}
     if len(judgement.groups) > 1:
         tally = ", ".join(f"{count} {name}" for name, count in judgement.to_json(group_limit=0)["group_counts"].items() if count)
