@@ -150,6 +150,8 @@ def test_a_candidate_that_carried_every_unit_is_inconclusive_and_says_why(tmp_pa
         "earlier verdict, it is not judged again. Run them again to compare (`assay agent run --rerun all`).")
     document = json.loads(invoke_runs("runs", "compare", "agent-20261203T100000Z-00000001", "latest", "--json").output)
     assert document["carried"] == {"agent-20261203T100000Z-00000001": 0, "agent-20261203T110000Z-00000002": 5}
+    trend = invoke_runs("runs", "trend", "--kind", "agent").output.splitlines()
+    assert trend[-1] == "  agent-20261203T110000Z-00000002     n/a  no unit judged (each was carried from an earlier run, skipped or ignored)"
 
 
 def test_runs_that_carried_nothing_have_no_why_line(store_env: FilledStore) -> None:

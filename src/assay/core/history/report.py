@@ -122,6 +122,9 @@ def trend_lines(title: str, points: Sequence[TrendPoint], flaky: Mapping[str, Fl
     yield f"{title}: pass rate over {len(points)} run(s), oldest first (95% Wilson interval)"
     for point in points:
         judged = point.passed + point.failed
+        if not judged:  # no interval to show: it would be [0, 100] over 0/0
+            yield f"  {point.run_id}     n/a  no unit judged (each was carried from an earlier run, skipped or ignored)"
+            continue
         low, high = wilson_interval(point.passed, judged)
         bar = "█" * round((point.rate or 0) * 20)
         yield (f"  {point.run_id}  {_percent(point.rate):>6} [{low * 100:5.1f}, {high * 100:5.1f}]  {bar:<20} "
