@@ -432,3 +432,33 @@ def test_an_authoring_error_names_the_eval_line_that_made_it_not_assays_own_code
     assert result.verdict == "errored"
     line = inspect.getsourcelines(asks_for_a_missing_request)[1] + 2
     assert result.error["where"] == f"{__file__}:{line}"
+
+
+def test_the_line_of_an_error_raised_in_the_standard_library_or_an_installed_library_is_the_authors_call():
+    """Not `json/decoder.py` nor a thread pool's `concurrent/futures/thread.py` (a sandbox the provider could not
+    create was shown with the latter): the eval's own line that called it."""
+    import concurrent.futures
+    import inspect
+    import json
+
+    import yaml
+
+    from assay.agent.attempt import attempt_error
+
+    def parses():
+        json.loads("{")  # raises inside the standard library's decoder
+
+    def loads_yaml():
+        yaml.safe_load("a: [")  # raises inside an installed library
+
+    def in_a_thread():
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(parses).result()
+
+    # (from a thread, the deepest of the author's frames is still `parses`' call, the worker's frames in between)
+    for author, error_type, line_of in ((parses, ValueError, parses), (loads_yaml, yaml.YAMLError, loads_yaml),
+                                        (in_a_thread, ValueError, parses)):
+        with pytest.raises(error_type) as raised:
+            author()
+        where = attempt_error("agent-error", str(raised.value), raised.value)["where"]
+        assert where == f"{__file__}:{inspect.getsourcelines(line_of)[1] + 1}", (author, where)

@@ -73,19 +73,29 @@ def attempt_error(code: str, message: str, error: BaseException | None = None) -
         frames = traceback.extract_tb(error.__traceback__)
         # The author's line, not assay's: when an authoring call (`t.require_input_request`) raises,
         # the last frame is inside assay, and the useful one is the eval's call of it.
-        # With no frame of theirs (a failure assay's own adapter explains, such as a refused
-        # connection), a line inside assay would only send them looking there: the message says it.
-        theirs = [frame for frame in frames if not _is_assay_code(frame.filename)]
+        # Nor is a frame of the standard library or an installed library (a thread pool's worker, a
+        # JSON decoder, an SDK's client): the useful line is the author's call into it. With no frame
+        # of theirs (a failure assay's own adapter explains, such as a refused connection), a line
+        # elsewhere would only send them looking there: the message says it.
+        theirs = [frame for frame in frames if not _is_not_the_authors(frame.filename)]
         if theirs:
             document["where"] = f"{theirs[-1].filename}:{theirs[-1].lineno}"
     return document
 
 
-_ASSAY_PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
+def _not_authors_folders() -> tuple[str, ...]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    libraries = {str(Path(paths[name]).resolve()) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(folder + os.sep for folder in {str(Path(__file__).resolve().parents[1]), *libraries})
 
 
-def _is_assay_code(filename: str) -> bool:
-    return filename.startswith(_ASSAY_PACKAGE)
+_NOT_AUTHORS = _not_authors_folders()  # assay's package, the standard library and site-packages
+
+
+def _is_not_the_authors(filename: str) -> bool:
+    return filename.startswith("<") or os.path.realpath(filename).startswith(_NOT_AUTHORS)
 
 
 class _AgentSetupFailed(Exception):
