@@ -490,3 +490,19 @@ def test_an_agent_with_no_time_limit_that_stays_silent_gets_one_warning_naming_i
     wrong = run_cli("run", "--project", str(root), env={**environment, "ASSAY_SILENCE_WARNING_SECONDS": "soon"})
     assert wrong.returncode == 2
     assert "ASSAY_SILENCE_WARNING_SECONDS must be a number of seconds (0: never warn), got 'soon'" in wrong.stderr
+
+
+def test_a_bare_keep_sandbox_means_failed_as_niceevals_does(tmp_path):
+    """`--keep-sandbox[=failed|all]`: click alone refused the bare flag ("requires an argument")."""
+    from assay.agent.request import with_bare_values
+    from assay.errors import UsageError
+
+    assert with_bare_values(["--keep-sandbox"]) == ["--keep-sandbox", "failed"]
+    assert with_bare_values(["--keep-sandbox", "fixer", "--rerun"]) == ["--keep-sandbox", "failed", "fixer", "--rerun", "failed"]
+    assert with_bare_values(["--keep-sandbox", "all", "--", "--keep-sandbox"]) == ["--keep-sandbox", "all", "--", "--keep-sandbox"]
+    with pytest.raises(UsageError, match=r"--keep-sandbox takes failed or all, got 'al'; did you mean 'all'\?"):
+        with_bare_values(["--keep-sandbox", "al"])
+    bare = run_cli("run", "--project", str(tmp_path), "--keep-sandbox", "--dry")
+    spelt = run_cli("run", "--project", str(tmp_path), "--keep-sandbox=failed", "--dry")
+    assert "requires an argument" not in bare.stderr
+    assert (bare.returncode, bare.stdout, bare.stderr) == (spelt.returncode, spelt.stdout, spelt.stderr)

@@ -58,7 +58,7 @@ class AgentRunRequest:
     sigint: bool = option(True, stored=False)  # Ctrl-C ends the run cleanly (not inside a caller's loop)
     keep_sandbox: str | None = option(  # failed | all
         None, stored=False, flag="--keep-sandbox",
-        help="Keep sandboxes after their attempts: all, or failed (failed and errored ones).",
+        help="Keep sandboxes after their attempts: all, or failed (failed and errored ones; a bare --keep-sandbox).",
     )
     # --sandbox local | docker:IMAGE: the provider of every sandbox pair's template (stored: a resume keeps it).
     sandbox: str | None = option(
@@ -87,10 +87,15 @@ def _positive(option: str, value: float | None, *, allow_zero: bool = False, max
         raise UsageError(f"{option} must be at most {maximum:,}", option)
 
 
-def with_rerun_value(args: list[str]) -> list[str]:
-    """`--rerun` takes an optional value (NiceEval's bare `--rerun` means failed), which click cannot parse
-    on its own: a bare one is given its default. A misspelt value (`--rerun faild`) is a `UsageError`, not
-    an experiment named like one."""
+# NiceEval's options whose value may be left out (`--rerun`, `--keep-sandbox`): the value a bare one means.
+BARE_VALUES = {"--rerun": "failed", "--keep-sandbox": "failed"}
+_CHOICES = ("failed", "all")
+
+
+def with_bare_values(args: list[str]) -> list[str]:
+    """`--rerun` and `--keep-sandbox` take an optional value (a bare one means failed, `BARE_VALUES`), which
+    click cannot parse on its own: a bare one is given its value. A misspelt value (`--rerun faild`) is a
+    `UsageError`, not an experiment named like one."""
     from assay.core.format import did_you_mean
 
     cut = args.index("--") if "--" in args else len(args)  # after `--` everything is an argument
@@ -98,11 +103,11 @@ def with_rerun_value(args: list[str]) -> list[str]:
     for position, token in enumerate(head):
         given.append(token)
         following = head[position + 1] if position + 1 < len(head) else None
-        if token == "--rerun" and following not in ("failed", "all"):
-            hint = did_you_mean(following or "", ("failed", "all"))
+        if token in BARE_VALUES and following not in _CHOICES:
+            hint = did_you_mean(following or "", _CHOICES)
             if hint:
-                raise UsageError(f"--rerun takes failed or all, got {following!r}{hint}", "--rerun")
-            given.append("failed")
+                raise UsageError(f"{token} takes failed or all, got {following!r}{hint}", token)
+            given.append(BARE_VALUES[token])
     return given + list(args[cut:])
 
 

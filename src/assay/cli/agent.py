@@ -65,13 +65,13 @@ def list_command(given: Given) -> None:
 
 
 class _RunCommand(typer.core.TyperCommand):
-    """`agent run`'s arguments with NiceEval's bare `--rerun` (see `with_rerun_value`)."""
+    """`agent run`'s arguments with NiceEval's bare `--rerun` and `--keep-sandbox` (see `with_bare_values`)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        from assay.agent.request import with_rerun_value
+        from assay.agent.request import with_bare_values
 
         with common.failing():
-            args = with_rerun_value(args)
+            args = with_bare_values(args)
         return super().parse_args(ctx, args)
 
 
