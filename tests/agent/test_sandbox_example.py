@@ -155,3 +155,14 @@ def test_the_example_runs_unchanged_in_a_container_and_carry_knows_the_provider_
     assert docker["decision"]["code"] == "sandbox-changed"  # not carried from the local run
     assert [(a["kind"], a["status"]) for a in docker["assertions"]] == [(a["kind"], a["status"]) for a in local["assertions"]]
     assert list(sandbox_dir.iterdir()) == [] and docker_containers() == []
+
+
+@pytest.mark.parametrize("given,meant", [("local:bubblwrap", "local:bubblewrap"), ("locl", "local"), ("local:nne", "local:none"),
+                                         ("dokcer:python:3.12", "docker:python:3.12"), ("dockr", "docker:IMAGE")])
+def test_a_misspelt_sandbox_is_named_back_with_the_form_meant(given, meant):
+    from assay.agent.sandbox.linking import sandbox_override
+    from assay.errors import UsageError
+
+    with pytest.raises(UsageError) as raised:
+        sandbox_override(given)
+    assert str(raised.value).endswith(f"got {given!r}; did you mean {meant!r}?")

@@ -51,7 +51,13 @@ def sandbox_override(text: str | None) -> Any | None:
         from assay.agent.sandbox.docker import DockerProvider
 
         return DockerProvider(image=rest.strip())
-    hint = " (name the image: docker:python:3.12)" if kind == "docker" else ""
+    if kind == "docker":
+        hint = " (name the image: docker:python:3.12)"
+    else:  # a misspelt local form (`local:bubblwrap`, `locl`); `dokcer:img` is docker:img meant
+        from assay.core.format import did_you_mean
+
+        hint = did_you_mean(text.strip(), ("local", "local:bubblewrap", "local:none")) or did_you_mean(
+            kind, ("docker",), shown=lambda _: repr(f"docker:{rest}") if rest else "'docker:IMAGE'")
     raise UsageError(f"--sandbox takes {SANDBOX_CHOICES}, got {text!r}{hint}", "--sandbox")
 
 
