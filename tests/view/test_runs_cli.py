@@ -213,6 +213,15 @@ def test_view_export_writes_a_static_site(store_env: FilledStore, tmp_path) -> N
     assert len(list((site / "frames").glob("*.png"))) == 8  # the failing video units' frames
 
 
+def test_view_export_onto_a_file_says_it_takes_a_folder(store_env: FilledStore, tmp_path) -> None:
+    target = tmp_path / "site.html"
+    target.write_text("mine", encoding="utf-8")
+    result = invoke_runs("view", "--export", str(target))
+    assert (result.exit_code, result.output) == (
+        2, f"Could not export the viewer: {target} is a file; --export takes a folder to write the site into\n")
+    assert target.read_text(encoding="utf-8") == "mine"
+
+
 def test_view_without_a_store_says_so(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "missing.db"))
     result = invoke_runs("view", "--no-open")

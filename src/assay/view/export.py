@@ -15,6 +15,7 @@ from typing import Any
 
 from assay.core.run.kinds import kind_view
 from assay.core.run_diff import CHANGE_KINDS
+from assay.errors import AssayError
 from assay.view.data import PAGE_SIZE, ViewData, api_key
 from assay.view.labelling import agreement
 
@@ -67,6 +68,8 @@ def export_site(data: ViewData, directory: Path, *, limits: ExportLimits = Expor
     from assay.view.server import STATIC_DIR, render_frame_png
 
     static = static_dir or STATIC_DIR
+    if directory.exists() and not directory.is_dir():
+        raise AssayError(f"{directory} is a file; --export takes a folder to write the site into")
     directory.mkdir(parents=True, exist_ok=True)
     for name in ("app.js", "labels.js", "app.css"):
         shutil.copyfile(static / name, directory / name)
