@@ -71,6 +71,19 @@ def test_json_streams_ndjson_on_stdout_with_the_exit_code_last(workspace, kind):
 
 
 @pytest.mark.parametrize("kind", list(RESULTS))
+def test_the_run_id_machine_output_names_finds_the_run_in_the_store(workspace, kind):
+    """GlassKit's checkpoint id (`run-…`) and eval-kit's bundle id are what a video or doc run's --json (and its
+    console) names; `runs show` did not know them ("no run 'run-…'")."""
+    last = json.loads(run(workspace, *RESULTS[kind], "--json").stdout.splitlines()[-1])
+    named = last["receipt"]["invocation_id"] if kind == "agent" else last["run_id"]
+    shown = run(workspace, "runs", "show", named, "--json")
+    assert shown.returncode == 0, shown.stderr
+    stored = json.loads(shown.stdout)
+    assert stored["kind"] == kind and stored["run_id"].startswith(f"{kind}-")
+    assert named == stored["run_id"] or named in stored["aliases"]
+
+
+@pytest.mark.parametrize("kind", list(RESULTS))
 def test_junit_file_for_every_kind(workspace, tmp_path, kind):
     report = tmp_path / kind / "junit.xml"
     done = run(workspace, *RESULTS[kind], "--junit", str(report))

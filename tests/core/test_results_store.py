@@ -419,3 +419,25 @@ def test_a_unit_is_found_by_its_id_through_the_verdicts_index(store: SqliteRunSt
                                          ("video-1", "a/3", "a/7"))]
     assert any("USING INDEX units_verdicts (run_id=? AND unit_id=?)" in step for step in plan), plan
     assert sorted(store.units_by_id("video-1", ["a/3", "a/7"])) == ["a/3", "a/7"]
+
+
+def test_a_run_is_found_by_another_id_its_kind_shows(tmp_path):
+    """An alias its manifest lists (an eval-kit bundle id), and the checkpoint id of a journaled run recorded
+    before manifests listed aliases (GlassKit's `run-<time>-<hex>` for `video-<time>-<hex>`)."""
+    from assay.core.record import RunManifest, UnitResult
+    from assay.core.results_store import SqliteRunStore, publish_run
+    from assay.errors import UsageError
+
+    database = tmp_path / "assay.db"
+    publish_run(RunManifest("doc-20261203T100000Z-0a1b2c3d", "doc", "2026-12-03T10:00:00Z",
+                            aliases=("deterministic-2026-12-03T10-00-00-000Z",)), [UnitResult("c/deterministic", "passed")],
+                database=database)
+    publish_run(RunManifest("video-20261203T110000Z-5e6f7a8b", "video", "2026-12-03T11:00:00Z"), [UnitResult("u", "passed")],
+                database=database)
+    with SqliteRunStore(database, read_only=True) as store:
+        assert store.resolve("deterministic-2026-12-03T10-00-00-000Z") == "doc-20261203T100000Z-0a1b2c3d"
+        assert store.resolve("run-20261203T110000Z-5e6f7a8b") == "video-20261203T110000Z-5e6f7a8b"
+        assert store.get_run("deterministic-2026-12-03T10-00-00-000Z").manifest.aliases == ("deterministic-2026-12-03T10-00-00-000Z",)
+        for unknown in ("run-20261203T110000Z-00000000", "deterministic-2026", "run-20261203T2"):
+            with pytest.raises(UsageError, match="no run"):
+                store.resolve(unknown)

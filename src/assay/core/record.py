@@ -187,6 +187,9 @@ class RunManifest:
     success: bool | None = None
     exit_code: int | None = None
     duration_seconds: float | None = None
+    # Other ids its kind shows for the run (GlassKit's checkpoint id `run-…`, an eval-kit bundle id): what a
+    # console line, an NDJSON event or a report names, which `assay runs show` and compare accept too.
+    aliases: Sequence[str] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -205,6 +208,7 @@ class RunManifest:
             "success": self.success,
             "exit_code": self.exit_code,
             "duration_seconds": self.duration_seconds,
+            **({"aliases": list(self.aliases)} if self.aliases else {}),
         }
 
     @classmethod
@@ -236,6 +240,7 @@ class RunManifest:
             success=document.get("success"),
             exit_code=document.get("exit_code"),
             duration_seconds=document.get("duration_seconds"),
+            aliases=tuple(alias for alias in document.get("aliases") or () if isinstance(alias, str)),
         )
 
 

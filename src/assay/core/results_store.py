@@ -13,6 +13,7 @@ import datetime as _dt
 import functools
 import json
 import os
+import re
 import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -128,6 +129,7 @@ CREATE INDEX IF NOT EXISTS labels_by_unit ON labels (run_id, unit_id);
 # 3.6 s against 2.9), and `add_run` refuses a unit id given twice itself. A store made before gets
 # the new index (and loses the old) when first opened for writing; one opened read-only pairs without it.
 _VERDICTS_INDEX = "units_verdicts"
+_CHECKPOINTED = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")  # a journaled run's id after its kind
 # A unit's trials are one subject: its id without a trailing `#<n>` (core.run_diff.trial_subject, in SQL).
 _SUBJECT = (
     "CASE WHEN rtrim(unit_id, '0123456789') LIKE '_%#' AND rtrim(unit_id, '0123456789') <> unit_id "
@@ -570,7 +572,7 @@ class SqliteRunStore:
         escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = self._connection.execute(
             "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 3", (escaped + "%",)
-        ).fetchall()
+        ).fetchall() or self._aliased(ref)
         if not rows:
             from assay.core.format import did_you_mean
 
@@ -581,6 +583,19 @@ class SqliteRunStore:
         if len(rows) > 1:
             raise UsageError(f"run reference {ref!r} is ambiguous; give more characters")
         return rows[0][0]
+
+    def _aliased(self, ref: str) -> list[tuple[str]]:
+        """The run another of its ids names: one its manifest lists as an alias (the checkpoint id GlassKit's
+        lines show, an eval-kit bundle id), or, for a journaled run recorded before aliases were, its
+        checkpoint id (`run-<time>-<hex>`, the record `<kind>-<time>-<hex>`)."""
+        rows = self._connection.execute(
+            "SELECT run_id, manifest FROM runs WHERE instr(manifest, ?) > 0", (json.dumps(ref, ensure_ascii=False),)
+        ).fetchall()
+        named = [(run_id,) for run_id, manifest in rows if ref in (json.loads(manifest).get("aliases") or ())]
+        _, separator, rest = ref.partition("-")
+        if named or not separator or not _CHECKPOINTED.fullmatch(rest):
+            return named
+        return self._connection.execute("SELECT run_id FROM runs WHERE run_id LIKE ? LIMIT 3", ("%-" + rest,)).fetchall()
 
     def _empty_index_hint(self) -> str:
         if self.count_runs():

@@ -54,6 +54,8 @@ def _manifest(
         success=success,
         exit_code=0 if success or method != "deterministic" else 1,
         duration_seconds=duration_ms / 1000 if isinstance(duration_ms, (int, float)) else None,
+        # the bundle's id, which eval-kit's lines and --json show
+        aliases=(bundle_manifest["run_id"],) if isinstance(bundle_manifest.get("run_id"), str) else (),
     )
 
 

@@ -129,6 +129,7 @@ def _manifest(
     manifest = video_run_manifest(
         outcome, summary, to_invocation(request), exit_code, run_id=checkpointed_run_id("video", checkpoint_id)
     )
+    manifest = dataclasses.replace(manifest, aliases=(checkpoint_id,))  # the id GlassKit's lines and --json show
     if request.shard:
         manifest = dataclasses.replace(manifest, options={**manifest.options, "shard": request.shard})
     return manifest
