@@ -438,6 +438,8 @@ def test_a_run_is_found_by_another_id_its_kind_shows(tmp_path):
         assert store.resolve("deterministic-2026-12-03T10-00-00-000Z") == "doc-20261203T100000Z-0a1b2c3d"
         assert store.resolve("run-20261203T110000Z-5e6f7a8b") == "video-20261203T110000Z-5e6f7a8b"
         assert store.get_run("deterministic-2026-12-03T10-00-00-000Z").manifest.aliases == ("deterministic-2026-12-03T10-00-00-000Z",)
+    assert RunManifest.from_json({"run_id": "r", "kind": "doc", "created_at": "t", "aliases": "run-x"}).aliases == ()  # not a list
+    with SqliteRunStore(database, read_only=True) as store:
         for unknown in ("run-20261203T110000Z-00000000", "deterministic-2026", "run-20261203T2"):
             with pytest.raises(UsageError, match="no run"):
                 store.resolve(unknown)

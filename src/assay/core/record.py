@@ -240,8 +240,13 @@ class RunManifest:
             success=document.get("success"),
             exit_code=document.get("exit_code"),
             duration_seconds=document.get("duration_seconds"),
-            aliases=tuple(alias for alias in document.get("aliases") or () if isinstance(alias, str)),
+            aliases=tuple(alias for alias in _listed(document.get("aliases")) if isinstance(alias, str)),
         )
+
+
+def _listed(value: Any) -> list[Any]:
+    """A manifest field meant as a list, as one (anything else, as a hand-edited record may hold, as none)."""
+    return value if isinstance(value, list) else []
 
 
 # ---------------------------------------------------------------------------------------------
