@@ -591,7 +591,7 @@ class SqliteRunStore:
         rows = self._connection.execute(
             "SELECT run_id, manifest FROM runs WHERE instr(manifest, ?) > 0", (json.dumps(ref, ensure_ascii=False),)
         ).fetchall()
-        named = [(run_id,) for run_id, manifest in rows if ref in (json.loads(manifest).get("aliases") or ())]
+        named = [(run_id,) for run_id, manifest in rows if ref in RunManifest.from_json(json.loads(manifest)).aliases]
         _, separator, rest = ref.partition("-")
         if named or not separator or not _CHECKPOINTED.fullmatch(rest):
             return named
