@@ -23,7 +23,7 @@ from containers import docker_containers, docker_image, provider, sandbox_templa
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _kept(provider_name: str) -> dict:
+def _kept(provider_name: str, **options: str) -> dict:
     async def send(turn_input, ctx):
         await ctx.sandbox.write_text("notes.txt", "by the agent\n")
         return Turn([message("done")])
@@ -31,7 +31,7 @@ def _kept(provider_name: str) -> dict:
     async def test(t):
         await t.send("write notes")
 
-    [result] = run_linked(sandbox_agent(send), {"e": define_eval(test, sandbox=sandbox_template(provider_name))},
+    [result] = run_linked(sandbox_agent(send), {"e": define_eval(test, sandbox=sandbox_template(provider_name, **options))},
                           keep="all").results
     assert result.verdict == "passed" and result.sandbox["kept"], result.error
     return result.sandbox
@@ -116,3 +116,46 @@ def test_the_pages_example_runs_as_written(tmp_path, sandbox_dir):
     assert diff.output.startswith("== after ==\ndiff --git a/calc.py b/calc.py") and "+# checked\n" in diff.output
     assert "== after ==\ndiff --git a/calc.py b/calc.py" in page and "+# checked" in page
     assert CliRunner().invoke(sandbox_app, ["stop", entry.sandbox_id[:4]]).exit_code == 0
+
+
+# An interactive shell's way with Ctrl-C: the command running in it stops, the shell goes on.
+FAKE_SHELL = """#!/bin/sh
+trap 'echo "shell: command interrupted"' INT
+echo "shell: ready"
+sleep 3
+echo "shell: still here"
+exit 7
+"""
+
+
+def test_ctrl_c_typed_into_the_shell_is_the_shells_and_sigterm_still_ends_it(sandbox_dir, tmp_path):
+    """A terminal's Ctrl-C reaches its whole foreground process group, assay included: it used to end the
+    command (exit 130), killing the shell the person was typing into. (A process-group sandbox: under
+    bubblewrap, bwrap's own process is in that group too and dies of Ctrl-C, taking the shell with it.)"""
+    import signal
+
+    kept = _kept("local", isolation="none")
+    sandbox_id = kept["sandbox_id"]
+    shell = Path(kept["workdir"]) / "fake-shell"
+    shell.write_text(FAKE_SHELL)
+    shell.chmod(0o755)
+    environment = {**os.environ, "SHELL": str(shell)}
+    command = [sys.executable, "-m", "assay", "agent", "sandbox", "enter", sandbox_id]
+
+    def started() -> subprocess.Popen:
+        process = subprocess.Popen(command, cwd=ROOT, env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)  # a group of its own
+        first = process.stdout.readline()
+        assert first == "shell: ready\n", first + process.communicate(timeout=60)[1]
+        return process
+
+    typed_into = started()
+    os.killpg(typed_into.pid, signal.SIGINT)  # Ctrl-C at the terminal: every process of the foreground group
+    stdout, stderr = typed_into.communicate(timeout=60)
+    assert typed_into.returncode == 7, stderr
+    assert stdout == "shell: command interrupted\nshell: still here\n"
+
+    cancelled = started()
+    os.kill(cancelled.pid, signal.SIGTERM)  # a job cancelled: assay alone is told
+    stdout, stderr = cancelled.communicate(timeout=60)
+    assert cancelled.returncode == 130 and stderr.strip() == "Interrupted." and "still here" not in stdout

@@ -50,10 +50,37 @@ def _enter_local(entry: SandboxEntry, leave_running: bool) -> int:
     shell = os.environ.get("SHELL") if os.path.isfile(os.environ.get("SHELL") or "") else shutil.which("bash") or "/bin/sh"
     environment = {**sandbox.environment, "TERM": os.environ.get("TERM", "dumb")}
     try:
-        return subprocess.call(sandbox.wrapped_argv([shell], sandbox.workdir), cwd=sandbox.workdir, env=environment)
+        return _shell_until_it_exits(sandbox.wrapped_argv([shell], sandbox.workdir), cwd=sandbox.workdir, env=environment)
     finally:
         if not leave_running:
             kill_marked(entry.sandbox_id)
+
+
+def _shell_until_it_exits(argv: list[str], **options: Any) -> int:
+    """The shell's exit code, once it exits. Ctrl-C typed into it (to stop a command in it) reaches every
+    process of the terminal's foreground group, assay's too: it is the shell's to act on, so here it does
+    nothing, as under `ssh` (it used to end this command, which killed the shell). A handler rather than
+    SIG_IGN, so the shell and its commands start with Ctrl-C's default (exec resets a handled signal).
+    SIGTERM (a job cancelled) still ends it as Ctrl-C ends other commands: the shell is killed (an interactive
+    shell ignores SIGTERM), then KeyboardInterrupt."""
+    process = subprocess.Popen(argv, **options)
+    if threading.current_thread() is not threading.main_thread():
+        return process.wait()
+    terminated: list[int] = []
+
+    def terminate(number: int, frame: Any) -> None:
+        terminated.append(number)
+        process.kill()
+
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: None), signal.SIGTERM: signal.signal(signal.SIGTERM, terminate)}
+    try:
+        code = process.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if terminated:
+        raise KeyboardInterrupt
+    return code
 
 
 def _enter_container(entry: SandboxEntry, leave_running: bool) -> int:
