@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from agent_helpers import forget_modules_under
+from agent_projects import agent_project
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -53,9 +54,8 @@ def eval_source(prompt: str, *, helper: bool = False) -> str:
 @pytest.fixture
 def carry_project(tmp_path, monkeypatch):
     root = tmp_path / "proj"
-    (root / "evals" / "_lib").mkdir(parents=True)
-    (root / "experiments").mkdir()
-    (root / "pyproject.toml").write_text("[tool.assay]\n")
+    agent_project(root)
+    (root / "evals" / "_lib").mkdir()
     (root / "experiments" / "main.py").write_text(EXPERIMENT.replace(", ATTEMPTS", ""))
     (root / "evals" / "_lib" / "prompts.py").write_text("def polite(text):\n    return f'please, {text}'\n")
     (root / "evals" / "greet_eval.py").write_text(eval_source("greet me", helper=True))

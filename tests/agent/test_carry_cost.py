@@ -7,6 +7,7 @@ import tracemalloc
 from pathlib import Path
 
 from agent_helpers import forget_modules_under
+from agent_projects import agent_project
 import typer
 from typer.testing import CliRunner
 
@@ -39,9 +40,7 @@ EVALS = {f"e{index:03d}": make(index) for index in range(40)}
 
 
 def project_with_replies(root: Path, reply_bytes: int) -> Path:
-    (root / "evals").mkdir(parents=True)
-    (root / "experiments").mkdir()
-    (root / "pyproject.toml").write_text("[tool.assay]\n")
+    agent_project(root)
     (root / "experiments" / "main.py").write_text(EXPERIMENT.replace("REPLY_BYTES", str(reply_bytes)))
     (root / "evals" / "many_eval.py").write_text(EVALS)
     return root

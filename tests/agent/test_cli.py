@@ -12,6 +12,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from agent_projects import agent_project
+
 from assay.cli.agent import agent_app
 
 app = typer.Typer()
@@ -452,9 +454,7 @@ def test_a_misspelt_rerun_value_is_named_not_taken_for_an_experiment(tmp_path):
 
 def write_quiet_agent_project(root: Path) -> None:
     """Two experiments over one agent that stays silent for 2 s: `bounded` has a time limit, `open` none."""
-    (root / "evals").mkdir(parents=True)
-    (root / "experiments").mkdir()
-    (root / "pyproject.toml").write_text("[tool.assay]\n")
+    agent_project(root)
     agent = textwrap.dedent("""
         import asyncio
         from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message

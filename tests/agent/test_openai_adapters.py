@@ -8,6 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from agent_helpers import run_evals, run_one, statuses
+from agent_projects import agent_project
 from assay.agent import Turn, define_eval, includes, tool_match
 from assay.agent.adapters import (
     openai_chat_agent, openai_responses_agent, tool, turn_from_chat_completion, turn_from_responses,
@@ -301,9 +302,7 @@ def test_a_run_against_a_dead_endpoint_fails_in_seconds_naming_it_and_waits_for_
 
     base_url = f"http://127.0.0.1:{free_port()}/v1"
     project = tmp_path / "project"
-    (project / "evals").mkdir(parents=True)
-    (project / "experiments").mkdir()
-    (project / "pyproject.toml").write_text("[tool.assay]\n")
+    agent_project(project)
     (project / "experiments" / "dead.py").write_text(textwrap.dedent(f"""
         from assay.agent import Experiment
         from assay.agent.adapters import openai_chat_agent

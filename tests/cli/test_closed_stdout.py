@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from agent_projects import agent_project
 from reader_pipes import reader_leaves
 from cli_examples import AGENT_RUN, DOC_CONFIG, DOC_RUN, VIDEO_RUN, assay, environment
 CLOSED_MESSAGE = "assay: standard output was closed, so the command stopped as on Ctrl-C"
@@ -55,9 +56,7 @@ def test_a_command_whose_reader_leaves_after_one_line_ends_without_a_traceback(w
 
 def test_an_agent_run_that_writes_nothing_more_stops_promptly_once_its_reader_leaves(tmp_path: Path) -> None:
     project = tmp_path / "slow"
-    (project / "evals").mkdir(parents=True)
-    (project / "experiments").mkdir()
-    (project / "pyproject.toml").write_text("[tool.assay]\n")
+    agent_project(project)
     (project / "experiments" / "slow.py").write_text(
         "import asyncio\n"
         "from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message\n\n"

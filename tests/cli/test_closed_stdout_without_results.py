@@ -11,6 +11,7 @@ TESTS = Path(__file__).resolve().parents[1]
 if str(TESTS / "doc") not in sys.path:
     sys.path.insert(0, str(TESTS / "doc"))
 
+from agent_projects import agent_project  # noqa: E402
 from doc_suites import make_suite  # noqa: E402
 from reader_pipes import reader_leaves  # noqa: E402
 
@@ -60,8 +61,7 @@ def test_agent_list_whose_reader_is_gone_speaks_of_no_results(tmp_path: Path) ->
     this here: the list is one write, and on this kernel a write blocked on a full pipe can complete when
     its reader leaves, so the command rightly ends 0 having said nothing.)"""
     project = tmp_path / "agent"
-    (project / "evals").mkdir(parents=True)
-    (project / "pyproject.toml").write_text("[tool.assay]\n")
+    agent_project(project)
     (project / "evals" / "many_eval.py").write_text(
         "from assay.agent import define_eval\n\n\nasync def test(t):\n    pass\n\n\n"
         "evals = {f'eval-number-{index:05d}': define_eval(test, description='x' * 20) for index in range(200)}\n"
@@ -76,9 +76,7 @@ def test_agent_list_whose_reader_is_gone_speaks_of_no_results(tmp_path: Path) ->
 def test_a_dry_agent_run_whose_reader_is_gone_speaks_of_no_results(tmp_path: Path) -> None:
     """`assay agent run --dry | head -1` runs and writes nothing, so it keeps no results to speak of."""
     project = tmp_path / "agent"
-    (project / "evals").mkdir(parents=True)
-    (project / "experiments").mkdir()
-    (project / "pyproject.toml").write_text("[tool.assay]\n")
+    agent_project(project)
     (project / "experiments" / "echo.py").write_text(
         "from assay.agent import Experiment, Turn, define_agent, message\n\n\nasync def send(turn_input, ctx):\n"
         "    return Turn([message('ok')])\n\n\necho = Experiment(agent=define_agent(name='echo', send=send))\n"

@@ -23,6 +23,7 @@ import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "doc"))
+from agent_projects import agent_project
 from doc_suites import make_suite
 
 from assay.core.fsutil import STALE_TEMPORARY_AGE_S
@@ -150,9 +151,7 @@ def test_an_agent_run_killed_between_its_last_result_and_its_seal_is_reported_by
     tmp_path: Path, assay: Any
 ) -> None:
     project, sends = tmp_path / "project", tmp_path / "sends.txt"
-    (project / "experiments").mkdir(parents=True)
-    (project / "evals").mkdir()
-    (project / "pyproject.toml").write_text("[tool.assay]\n")
+    agent_project(project)
     (project / "experiments" / "crash.py").write_text(AGENT_EXPERIMENT.format(sends=str(sends)))
     (project / "evals" / "crash_eval.py").write_text(AGENT_EVALS)
     junit = project / "junit.xml"

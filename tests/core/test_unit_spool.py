@@ -8,10 +8,10 @@ import enum
 import json
 import math
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_projects import agent_project
 
 from assay.core.record import (
     RunManifest,
@@ -166,9 +166,7 @@ def test_a_journaled_agent_run_keeps_summaries_and_its_record_matches_the_attemp
     from assay.core.record import records_dir
 
     project = tmp_path / "p"
-    (project / "experiments").mkdir(parents=True)
-    (project / "evals").mkdir()
-    (project / "pyproject.toml").write_text("[tool.assay]\n")
+    agent_project(project)
     (project / "experiments" / "x.py").write_text(
         "from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message\n"
         "async def send(turn_input, ctx):\n"
