@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from assay.core.record import RunManifest, UnitResult
+from assay.core.record import VERDICTS, RunManifest, UnitResult
 from assay.errors import AssayError, UsageError
 
 __all__ = [
@@ -134,9 +134,6 @@ def configured_endpoint(home: Path | None) -> str | None:
 # What a unit says
 
 
-_LABELS = {"passed": "passed", "failed": "failed", "errored": "errored", "skipped": "skipped", "ignored": "ignored"}
-
-
 def _is_mapping(value: Any) -> bool:
     # A unit read from its record holds dicts: a type check answers first, where `Mapping` is an
     # ABC's check (0.4 µs, five times an event, mostly on None).
@@ -195,7 +192,7 @@ def event_attributes(unit: Mapping[str, Any], manifest: RunManifest) -> dict[str
     verdict, group = unit["verdict"], unit.get("group")
     attributes: dict[str, Any] = {
         "gen_ai.evaluation.name": _evaluation_name(unit, manifest),
-        "gen_ai.evaluation.score.label": _LABELS.get(verdict, verdict),
+        "gen_ai.evaluation.score.label": verdict,  # passed, failed, errored, skipped or ignored
         "assay.unit.id": unit["unit_id"],
     }
     score = _score(unit)
@@ -444,7 +441,7 @@ class _Events:
 
     count: int = 0
     linked: int = 0
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("passed", "failed", "errored", "skipped", "ignored"), 0))
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(VERDICTS, 0))
     failure: str | None = None
     messages: list[str] = field(default_factory=list)
 
