@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import secrets
 import subprocess
 import tempfile
@@ -37,6 +38,7 @@ __all__ = [
     "UnitResult",
     "UnitSpool",
     "check_store_location",
+    "checkpoint_time_and_suffix",
     "checkpointed_run_id",
     "count_verdicts",
     "decode_json",
@@ -266,6 +268,16 @@ def checkpointed_run_id(kind: str, checkpoint_id: str) -> str:
     same id, so it replaces itself instead of being listed twice."""
     _, separator, rest = checkpoint_id.partition("-")
     return f"{kind}-{rest}" if separator and rest else f"{kind}-{checkpoint_id}"
+
+
+_TIME_AND_SUFFIX = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")
+
+
+def checkpoint_time_and_suffix(checkpoint_id: str) -> str | None:
+    """What a checkpoint id shares with its run's record id (`checkpointed_run_id`): the part after its
+    kind (`run-20261202T041909Z-785031e3` -> `20261202T041909Z-785031e3`); None for another shape."""
+    _, separator, rest = checkpoint_id.partition("-")
+    return rest if separator and _TIME_AND_SUFFIX.fullmatch(rest) else None
 
 
 def project_root(start: Path | None = None) -> Path:

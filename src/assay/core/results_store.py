@@ -13,7 +13,6 @@ import datetime as _dt
 import functools
 import json
 import os
-import re
 import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -31,6 +30,7 @@ from assay.core.record import (
     UnitLine,
     UnitResult,
     check_store_location,
+    checkpoint_time_and_suffix,
     decode_json,
     iter_readable_unit_lines,
     iter_unit_lines,
@@ -129,7 +129,6 @@ CREATE INDEX IF NOT EXISTS labels_by_unit ON labels (run_id, unit_id);
 # 3.6 s against 2.9), and `add_run` refuses a unit id given twice itself. A store made before gets
 # the new index (and loses the old) when first opened for writing; one opened read-only pairs without it.
 _VERDICTS_INDEX = "units_verdicts"
-_CHECKPOINTED = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")  # a journaled run's id after its kind
 # A unit's trials are one subject: its id without a trailing `#<n>` (core.run_diff.trial_subject, in SQL).
 _SUBJECT = (
     "CASE WHEN rtrim(unit_id, '0123456789') LIKE '_%#' AND rtrim(unit_id, '0123456789') <> unit_id "
@@ -592,10 +591,10 @@ class SqliteRunStore:
             "SELECT run_id, manifest FROM runs WHERE instr(manifest, ?) > 0", (json.dumps(ref, ensure_ascii=False),)
         ).fetchall()
         named = [(run_id,) for run_id, manifest in rows if ref in RunManifest.from_json(json.loads(manifest)).aliases]
-        _, separator, rest = ref.partition("-")
-        if named or not separator or not _CHECKPOINTED.fullmatch(rest):
+        shared = checkpoint_time_and_suffix(ref)
+        if named or shared is None:
             return named
-        return self._connection.execute("SELECT run_id FROM runs WHERE run_id LIKE ? LIMIT 3", ("%-" + rest,)).fetchall()
+        return self._connection.execute("SELECT run_id FROM runs WHERE run_id LIKE ? LIMIT 3", ("%-" + shared,)).fetchall()
 
     def _empty_index_hint(self) -> str:
         if self.count_runs():
