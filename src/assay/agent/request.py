@@ -89,24 +89,26 @@ def _positive(option: str, value: float | None, *, allow_zero: bool = False, max
 
 # NiceEval's options whose value may be left out (`--rerun`, `--keep-sandbox`): the value a bare one means.
 BARE_VALUES = {"--rerun": "failed", "--keep-sandbox": "failed"}
-_CHOICES = ("failed", "all")
 
 
 def with_bare_values(args: list[str]) -> list[str]:
     """`--rerun` and `--keep-sandbox` take an optional value (a bare one means failed, `BARE_VALUES`), which
     click cannot parse on its own: a bare one is given its value. A misspelt value (`--rerun faild`) is a
     `UsageError`, not an experiment named like one."""
+    from assay.agent.carry import RERUN_CHOICES
+    from assay.agent.sandbox.linking import KEEP_CHOICES
     from assay.core.format import did_you_mean
 
+    choices = {"--rerun": RERUN_CHOICES, "--keep-sandbox": KEEP_CHOICES}
     cut = args.index("--") if "--" in args else len(args)  # after `--` everything is an argument
     head, given = args[:cut], []
     for position, token in enumerate(head):
         given.append(token)
         following = head[position + 1] if position + 1 < len(head) else None
-        if token in BARE_VALUES and following not in _CHOICES:
-            hint = did_you_mean(following or "", _CHOICES)
+        if token in BARE_VALUES and following not in choices[token]:
+            hint = did_you_mean(following or "", choices[token])
             if hint:
-                raise UsageError(f"{token} takes failed or all, got {following!r}{hint}", token)
+                raise UsageError(f"{token} takes {' or '.join(choices[token])}, got {following!r}{hint}", token)
             given.append(BARE_VALUES[token])
     return given + list(args[cut:])
 
