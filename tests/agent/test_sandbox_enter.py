@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from sandbox_helpers import processes_carrying, run_linked, sandbox_agent, sandbox_dir  # noqa: F401
 from typer.testing import CliRunner
 
@@ -128,13 +130,15 @@ exit 7
 """
 
 
-def test_ctrl_c_typed_into_the_shell_is_the_shells_and_sigterm_still_ends_it(sandbox_dir, tmp_path):
+@pytest.mark.parametrize("isolation", ["none", "bubblewrap"])
+def test_ctrl_c_typed_into_the_shell_is_the_shells_and_sigterm_still_ends_it(sandbox_dir, tmp_path, isolation):
     """A terminal's Ctrl-C reaches its whole foreground process group, assay included: it used to end the
-    command (exit 130), killing the shell the person was typing into. (A process-group sandbox: under
-    bubblewrap, bwrap's own process is in that group too and dies of Ctrl-C, taking the shell with it.)"""
+    command (exit 130), killing the shell the person was typing into. Under bubblewrap, bwrap's own process
+    is in that group too: it used to die of Ctrl-C and take the shell with it."""
     import signal
 
-    kept = _kept("local", isolation="none")
+    kept = _kept("local", isolation=isolation)
+    assert kept["isolation"] == ("process-group" if isolation == "none" else "bubblewrap"), kept
     sandbox_id = kept["sandbox_id"]
     shell = Path(kept["workdir"]) / "fake-shell"
     shell.write_text(FAKE_SHELL)

@@ -49,31 +49,51 @@ def _enter_local(entry: SandboxEntry, leave_running: bool) -> int:
                            f"{bubblewrap_problem()}")
     shell = os.environ.get("SHELL") if os.path.isfile(os.environ.get("SHELL") or "") else shutil.which("bash") or "/bin/sh"
     environment = {**sandbox.environment, "TERM": os.environ.get("TERM", "dumb")}
+    bubblewrapped = sandbox.isolation == BUBBLEWRAP
+    argv = [*_WITH_DEFAULT_CTRL_C, shell] if bubblewrapped else [shell]
     try:
-        return _shell_until_it_exits(sandbox.wrapped_argv([shell], sandbox.workdir), cwd=sandbox.workdir, env=environment)
+        return _shell_until_it_exits(sandbox.wrapped_argv(argv, sandbox.workdir), cwd=sandbox.workdir, env=environment,
+                                     starter_ignores_ctrl_c=bubblewrapped)
     finally:
         if not leave_running:
             kill_marked(entry.sandbox_id)
 
 
-def _shell_until_it_exits(argv: list[str], **options: Any) -> int:
+# Under bubblewrap the shell is started by `bwrap`, which is in the terminal's foreground group too and would
+# die of Ctrl-C (taking the shell with it): bwrap starts with Ctrl-C ignored, and this, inside the sandbox,
+# gives the shell Ctrl-C's default back before it runs (an ignored signal stays ignored across exec, and a
+# shell cannot `trap` a signal ignored when it started). The host's Python, which bwrap's view of the host shows.
+_WITH_DEFAULT_CTRL_C = [
+    sys.executable, "-I", "-S", "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])",
+]
+
+
+def _shell_until_it_exits(argv: list[str], *, starter_ignores_ctrl_c: bool = False, **options: Any) -> int:
     """The shell's exit code, once it exits. Ctrl-C typed into it (to stop a command in it) reaches every
     process of the terminal's foreground group, assay's too: it is the shell's to act on, so here it does
     nothing, as under `ssh` (it used to end this command, which killed the shell). A handler rather than
-    SIG_IGN, so the shell and its commands start with Ctrl-C's default (exec resets a handled signal).
+    SIG_IGN, so the shell and its commands start with Ctrl-C's default (exec resets a handled signal); with
+    `starter_ignores_ctrl_c`, `argv[0]` starts with it ignored (bwrap; see `_WITH_DEFAULT_CTRL_C`).
     SIGTERM (a job cancelled) still ends it as Ctrl-C ends other commands: the shell is killed (an interactive
     shell ignores SIGTERM), then KeyboardInterrupt."""
-    process = subprocess.Popen(argv, **options)
     if threading.current_thread() is not threading.main_thread():
-        return process.wait()
+        return subprocess.Popen(argv, **options).wait()
     terminated: list[int] = []
+    process: subprocess.Popen | None = None
 
     def terminate(number: int, frame: Any) -> None:
         terminated.append(number)
-        process.kill()
+        if process is not None:
+            process.kill()
 
-    previous = {signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: None), signal.SIGTERM: signal.signal(signal.SIGTERM, terminate)}
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.SIG_IGN if starter_ignores_ctrl_c else lambda *_: None),
+                signal.SIGTERM: signal.signal(signal.SIGTERM, terminate)}
     try:
+        process = subprocess.Popen(argv, **options)
+        signal.signal(signal.SIGINT, lambda *_: None)
+        if terminated:  # SIGTERM while it was being started
+            process.kill()
         code = process.wait()
     finally:
         for number, handler in previous.items():
