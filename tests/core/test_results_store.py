@@ -439,6 +439,22 @@ def test_a_run_is_found_by_another_id_its_kind_shows(tmp_path):
         assert store.resolve("run-20261203T110000Z-5e6f7a8b") == "video-20261203T110000Z-5e6f7a8b"
         assert store.get_run("deterministic-2026-12-03T10-00-00-000Z").manifest.aliases == ("deterministic-2026-12-03T10-00-00-000Z",)
     assert RunManifest.from_json({"run_id": "r", "kind": "doc", "created_at": "t", "aliases": "run-x"}).aliases == ()  # not a list
+    # A doc run recorded before manifests listed aliases kept its bundle id in its identity, and is found by it.
+    earlier = RunManifest("doc-20261203T120000Z-9c8d7e6f", "doc", "2026-12-03T12:00:00Z",
+                          identity={"method": "deterministic", "bundle_run_id": "deterministic-2026-12-03T12-00-00-000Z"})
+    document = earlier.to_json()
+    assert "aliases" not in document
+    record = tmp_path / "records" / earlier.run_id
+    record.mkdir(parents=True)
+    (record / "manifest.json").write_text(json.dumps(document))
+    (record / "units.jsonl").write_text(json.dumps(UnitResult("c/deterministic", "passed").to_json()) + "\n")
+    with SqliteRunStore(database) as store:
+        store.add_run(RunManifest.from_json(document), [UnitResult("c/deterministic", "passed")], str(record))
+        store.write("UPDATE runs SET manifest = ? WHERE run_id = ?", [(json.dumps(document), earlier.run_id)])  # as indexed then
+    with SqliteRunStore(database, read_only=True) as store:
+        assert store.resolve("deterministic-2026-12-03T12-00-00-000Z") == earlier.run_id
+    # Only a doc run's identity says so: another kind's field of that name is no alias.
+    assert RunManifest.from_json({**document, "kind": "agent"}).aliases == ()
     with SqliteRunStore(database, read_only=True) as store:
         for unknown in ("run-20261203T110000Z-00000000", "deterministic-2026", "run-20261203T2"):
             with pytest.raises(UsageError, match="no run"):

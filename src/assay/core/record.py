@@ -242,8 +242,16 @@ class RunManifest:
             success=document.get("success"),
             exit_code=document.get("exit_code"),
             duration_seconds=document.get("duration_seconds"),
-            aliases=tuple(alias for alias in _listed(document.get("aliases")) if isinstance(alias, str)),
+            aliases=tuple(alias for alias in _listed(document.get("aliases", _earlier_aliases(document)))
+                          if isinstance(alias, str)),
         )
+
+
+def _earlier_aliases(document: Mapping[str, Any]) -> list[Any]:
+    """The other id a record written before manifests listed `aliases` already kept: a doc run's eval-kit
+    bundle id, as `identity.bundle_run_id` (a video run's checkpoint id is found by its time and suffix)."""
+    identity = document.get("identity")
+    return [identity.get("bundle_run_id")] if isinstance(identity, Mapping) and document.get("kind") == "doc" else []
 
 
 def _listed(value: Any) -> list[Any]:
