@@ -194,15 +194,13 @@ def test_ctrl_c_ends_cleanly_with_130_and_the_run_resumes(tmp_path):
 def test_the_console_reporter_draws_a_progress_bar_on_a_terminal():
     import io
 
-    from rich.console import Console
-
     from agent_helpers import run_evals, scripted_agent
     from assay.agent import Turn, equals, message
     from assay.agent.report import ConsoleReporter
+    from assay.core.console import LineWriter
 
     stream = io.StringIO()
-    console = Console(file=stream, force_terminal=True, width=120)
-    reporter = ConsoleReporter(console)
+    reporter = ConsoleReporter(LineWriter(stream))
     agent, _ = scripted_agent(lambda i, c: Turn([message("ok")]))
 
     async def failing(t):

@@ -56,16 +56,21 @@ def _imported_by(*args: str) -> set[str]:
 
 def test_a_local_one_eval_agent_run_imports_only_what_it_needs(tmp_path):
     """Ray's worker module, pydantic (which typer uses to coerce options), PyYAML, the JUnit reporter, the
-    email package (an HTTP date in Retry-After), rich's emoji codes (no `:code:` printed) and the local
-    sandbox provider (with its process tree and ctypes) are not needed by a local run of a project without
-    YAML, --junit or a sandbox."""
+    email package (an HTTP date in Retry-After), rich's emoji codes (no `:code:` printed), the sandbox
+    stack (providers, lifecycle, layers, change ledger, `tarfile`), the assertion and matcher classes, the
+    judge preflight and the OpenTelemetry exporter are not needed by a local run of a project without YAML,
+    --junit, a sandbox, an assertion, a judge or an export endpoint."""
     command = [sys.executable, "-X", "importtime", "-m", "assay", "agent", "run", "--project", str(_one_eval_project(tmp_path))]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "1 passed" in done.stderr + done.stdout, done
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     unneeded = ("pydantic", "ray", "assay.agent.remote_worker", "assay.core.ray_executor", "yaml",
                 "assay.core.report.junit", "email.utils", "rich.markdown", "rich._emoji_codes",
-                "assay.agent.sandbox.local", "assay.agent.sandbox.custom", "assay.adapters.process_tree", "ctypes")
+                "assay.agent.sandbox.local", "assay.agent.sandbox.custom", "assay.adapters.process_tree", "ctypes",
+                "assay.agent.sandbox.lifecycle", "assay.agent.sandbox.layers", "assay.agent.sandbox.ledger",
+                "assay.agent.sandbox.handle", "assay.agent.sandbox.agent", "tarfile", "assay.agent.assertions",
+                "assay.agent.matchers", "assay.agent.eval_sandbox", "assay.agent.judge_preflight",
+                "assay.core.interop.otlp_export")
     assert sorted(imported & set(unneeded)) == []
 
 

@@ -1,4 +1,5 @@
-"""One registered assertion as the attempt records it: its status, reason, configuration and JSON form.
+"""One registered assertion as the attempt records it (its status, reason, configuration and JSON form), and
+the handle an eval configures it through.
 
 Entries are created at the call site, configured through their handle, settled (now or once a pending
 judge or async predicate resolves) and read by the verdict fold and the attempt's record.
@@ -9,9 +10,11 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Awaitable
+from operator import attrgetter
 from typing import Any
 
-from assay.agent.matchers import Matcher, Outcome
+from assay.agent.control import AuthoringError, StopEval
+from assay.agent.outcome import MATCHED, Matcher, Outcome
 
 PENDING = "pending"
 ERRORED = "errored"
@@ -127,4 +130,73 @@ def evaluate_matcher(entry: AssertionEntry, matcher: Matcher, value: Any) -> Non
         entry.settle(outcome)
 
 
-__all__ = ["AssertionEntry", "ERRORED", "PENDING", "evaluate_matcher"]
+class AssertionHandle:
+    """Configures the one entry it was returned for; `await handle.or_stop()` is the only barrier."""
+
+    __slots__ = ("_entry", "_score_eval")
+
+    def __init__(self, entry: AssertionEntry, score_eval: bool) -> None:
+        self._entry = entry
+        self._score_eval = score_eval
+
+    status = property(attrgetter("_entry.status"), doc="matched | mismatched | unavailable | errored | pending")
+    reason = property(attrgetter("_entry.reason"))
+
+    def key(self, key: str) -> AssertionHandle:
+        if self._entry.key is not None:
+            raise AuthoringError(f"key is already set on {self._entry.text}")
+        self._entry.key = key
+        return self
+
+    def label(self, label: str) -> AssertionHandle:
+        if self._entry.label is not None:
+            raise AuthoringError(f"label is already set on {self._entry.text}")
+        self._entry.label = label
+        return self
+
+    def group(self, title: str) -> AssertionHandle:
+        self._entry.group = title
+        return self
+
+    def optional(self) -> AssertionHandle:
+        """Unavailable stays visible but does not affect the verdict."""
+        if self._score_eval:
+            raise AuthoringError("optional() is for pass evals")
+        self._entry.optional = True
+        return self
+
+    def gate(self, threshold: float | None = None) -> AssertionHandle:
+        """A boolean enters the verdict; a measurement enters it with `threshold`."""
+        entry = self._entry
+        if threshold is None and entry.measurement:
+            raise AuthoringError(f"gate() on the measurement {entry.text} needs a threshold")
+        if threshold is not None and not (math.isfinite(threshold) and 0 <= threshold <= 1):
+            raise AuthoringError("gate threshold must be a number in [0, 1]")
+        entry.gated = True
+        entry.threshold = threshold
+        return self
+
+    def at_least(self, threshold: float) -> AssertionHandle:
+        """A local threshold shown as met or below; it never enters the verdict."""
+        self._entry.at_least = threshold
+        return self
+
+    def score(self, points: float) -> AssertionHandle:
+        if not self._score_eval:
+            raise AuthoringError("score(points) is for score evals (define_score_eval)")
+        if isinstance(points, bool) or not isinstance(points, (int, float)) or not math.isfinite(points) or points <= 0:
+            raise AuthoringError("score points must be a finite number greater than 0")
+        self._entry.points = float(points)
+        return self
+
+    async def or_stop(self) -> Any:
+        """End the test here unless the assertion held; returns the checked value when it did."""
+        entry = self._entry
+        await entry.resolve()
+        if entry.status != MATCHED or entry.below_threshold:
+            entry.stop = True
+            raise StopEval(entry.text)
+        return entry.subject
+
+
+__all__ = ["AssertionEntry", "AssertionHandle", "ERRORED", "PENDING", "evaluate_matcher"]

@@ -14,21 +14,22 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.agent.attempt_state import AgentCallError, AttemptRuntime, SessionLine
 from assay.agent.context import AttemptSettings, CancelSignal
 from assay.agent.control import AuthoringError, SkipEval, StopEval
 from assay.agent.record import AttemptResult
-from assay.agent.sandbox.lifecycle import SandboxStage, SandboxStageError
-from assay.agent.sandbox.linking import SandboxBinding
-from assay.agent.sandbox.reuse import SandboxPool
+from assay.agent.sandbox.linking import SandboxBinding, SandboxStageError
 from assay.agent.sealing import seal_attempt
 from assay.agent.session import AgentSession
 from assay.agent.timing import Timeline
 from assay.agent.traces.tracing import ACTIVE as ACTIVE_TRACING
 from assay.agent.verdict import fold_verdict
 from assay.core.asyncutil import call_user_code
+
+if TYPE_CHECKING:
+    from assay.agent.sandbox.reuse import SandboxPool
 
 _TRACEBACK_LIMIT = 8000
 
@@ -130,7 +131,12 @@ async def run_attempt(
             settings = settings._replace(telemetry=tracing.telemetry)
     timeline = Timeline(started)
     runtime = AttemptRuntime(settings, timeline, tracing)
-    stage = runtime.sandbox_stage = SandboxStage(sandbox, settings, tracing, pool) if sandbox is not None else None
+    stage = None
+    if sandbox is not None:  # the sandbox lifecycle (its providers, ledger, registry) is imported by a sandbox's first attempt
+        from assay.agent.sandbox.lifecycle import SandboxStage
+
+        stage = SandboxStage(sandbox, settings, tracing, pool)
+    runtime.sandbox_stage = stage
     signal = settings.signal
     timeout = settings.timeout
     error: dict[str, Any] | None = None

@@ -15,7 +15,7 @@ from assay.agent.adapter import SendFailure, send_location
 from assay.agent.assertion_entry import AssertionEntry
 from assay.agent.context import AgentContext, AttemptSettings, SandboxAgentContext
 from assay.agent.evidence import OccurrenceLedger, ScopeView, TurnRecord
-from assay.agent.matchers import Outcome
+from assay.agent.outcome import Outcome
 from assay.agent.model import (
     MISSING, EvidenceCoverage, InputRequest, Message, Turn, TurnFormatError, TurnInput, check_turn,
 )

@@ -9,33 +9,30 @@ handed `EvalContext` as the `EvalSurface` that makes `t` (`assay.agent.attempt.r
 from __future__ import annotations
 
 import base64
-import math
+import functools
 import mimetypes
-import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.agent import assertions
-from assay.agent.assertion_entry import AssertionEntry, evaluate_matcher
+from assay.agent.assertion_entry import AssertionEntry, AssertionHandle, evaluate_matcher
 from assay.agent.context import CancelSignal
-from assay.agent.control import AuthoringError, SkipEval, StopEval
+from assay.agent.control import AuthoringError, SkipEval
 from assay.agent.evidence import ScopeView, ToolOccurrence, TurnRecord, last_assistant_text, sum_usage
 from assay.agent.judging import Judge, JudgeRequest, grade_with_details, render_value
-from assay.agent.matchers import (
-    MATCHED, UNAVAILABLE, EventMatch, Matcher, Outcome, ToolMatch, Unavailable, _json_match, as_tool_match,
-)
 from assay.agent.model import (
     MISSING, EvidenceCoverage, InputFile, InputRequest, InputResponse, StreamEvent, TurnInput, Usage,
 )
-from assay.agent.sandbox.handle import Sandbox
+from assay.agent.outcome import MATCHED, UNAVAILABLE, Matcher, Outcome, Unavailable
 from assay.agent.structured import lower_schema
 
 if TYPE_CHECKING:
+    from assay.agent import assertions
     from assay.agent.attempt_state import AttemptRuntime, SessionLine
+    from assay.agent.eval_sandbox import EvalSandbox
+    from assay.agent.matchers import EventMatch, ToolMatch
     from assay.agent.timing import Timeline
 
 
@@ -53,73 +50,24 @@ def at_least(count: int) -> dict[str, int]:
     return {"at_least": count}
 
 
-class AssertionHandle:
-    """Configures the one entry it was returned for; `await handle.or_stop()` is the only barrier."""
+# The assertion and matcher classes are imported with the first assertion an eval makes (an eval that only
+# sends needs neither: ~25 ms of a one-eval run's start-up).
+def _assertions() -> Any:
+    from assay.agent import assertions
 
-    __slots__ = ("_entry", "_score_eval")
+    return assertions
 
-    def __init__(self, entry: AssertionEntry, score_eval: bool) -> None:
-        self._entry = entry
-        self._score_eval = score_eval
 
-    status = property(attrgetter("_entry.status"), doc="matched | mismatched | unavailable | errored | pending")
-    reason = property(attrgetter("_entry.reason"))
+def _matchers() -> Any:
+    from assay.agent import matchers
 
-    def key(self, key: str) -> AssertionHandle:
-        if self._entry.key is not None:
-            raise AuthoringError(f"key is already set on {self._entry.text}")
-        self._entry.key = key
-        return self
+    return matchers
 
-    def label(self, label: str) -> AssertionHandle:
-        if self._entry.label is not None:
-            raise AuthoringError(f"label is already set on {self._entry.text}")
-        self._entry.label = label
-        return self
 
-    def group(self, title: str) -> AssertionHandle:
-        self._entry.group = title
-        return self
-
-    def optional(self) -> AssertionHandle:
-        """Unavailable stays visible but does not affect the verdict."""
-        if self._score_eval:
-            raise AuthoringError("optional() is for pass evals")
-        self._entry.optional = True
-        return self
-
-    def gate(self, threshold: float | None = None) -> AssertionHandle:
-        """A boolean enters the verdict; a measurement enters it with `threshold`."""
-        entry = self._entry
-        if threshold is None and entry.measurement:
-            raise AuthoringError(f"gate() on the measurement {entry.text} needs a threshold")
-        if threshold is not None and not (math.isfinite(threshold) and 0 <= threshold <= 1):
-            raise AuthoringError("gate threshold must be a number in [0, 1]")
-        entry.gated = True
-        entry.threshold = threshold
-        return self
-
-    def at_least(self, threshold: float) -> AssertionHandle:
-        """A local threshold shown as met or below; it never enters the verdict."""
-        self._entry.at_least = threshold
-        return self
-
-    def score(self, points: float) -> AssertionHandle:
-        if not self._score_eval:
-            raise AuthoringError("score(points) is for score evals (define_score_eval)")
-        if isinstance(points, bool) or not isinstance(points, (int, float)) or not math.isfinite(points) or points <= 0:
-            raise AuthoringError("score points must be a finite number greater than 0")
-        self._entry.points = float(points)
-        return self
-
-    async def or_stop(self) -> Any:
-        """End the test here unless the assertion held; returns the checked value when it did."""
-        entry = self._entry
-        await entry.resolve()
-        if entry.status != MATCHED or entry.below_threshold:
-            entry.stop = True
-            raise StopEval(entry.text)
-        return entry.subject
+@functools.cache
+def _shared_assertion(name: str) -> Any:
+    """An assertion without arguments: one shared value each."""
+    return getattr(_assertions(), name)()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,68 +97,64 @@ class _Scoped:
 
     def succeeded(self) -> AssertionHandle:
         """Every turn completed and no input request is left unanswered."""
-        return self._assert(_SUCCEEDED)
+        return self._assert(_shared_assertion("Succeeded"))
 
     def called_tool(self, tool: str | ToolMatch, *, count: int | Mapping[str, int] | None = None) -> AssertionHandle:
         """At least once by default; `count=n` exactly n, `count=at_least(n)` n or more."""
-        return self._assert(assertions.CalledTool(as_tool_match(tool), count))
+        return self._assert(_assertions().CalledTool(_matchers().as_tool_match(tool), count))
 
     def not_called_tool(self, tool: str | ToolMatch) -> AssertionHandle:
-        return self._assert(assertions.NotCalledTool(as_tool_match(tool)))
+        return self._assert(_assertions().NotCalledTool(_matchers().as_tool_match(tool)))
 
     def tool_order(self, tools: Sequence[str | ToolMatch]) -> AssertionHandle:
         if len(tools) < 2:
             raise AuthoringError("tool_order needs at least two tools")
-        return self._assert(assertions.ToolOrder(tuple(as_tool_match(tool) for tool in tools)))
+        return self._assert(_assertions().ToolOrder(tuple(_matchers().as_tool_match(tool) for tool in tools)))
 
     def used_no_tools(self) -> AssertionHandle:
-        return self._assert(_USED_NO_TOOLS)
+        return self._assert(_shared_assertion("UsedNoTools"))
 
     def max_tool_calls(self, maximum: int) -> AssertionHandle:
         if isinstance(maximum, bool) or not isinstance(maximum, int) or maximum < 0:
             raise AuthoringError("max_tool_calls needs a non-negative integer")
-        return self._assert(assertions.MaxToolCalls(maximum))
+        return self._assert(_assertions().MaxToolCalls(maximum))
 
     def no_failed_actions(self) -> AssertionHandle:
         """No tool or subagent finished failed; a human rejection is not a failure."""
-        return self._assert(_NO_FAILED_ACTIONS)
+        return self._assert(_shared_assertion("NoFailedActions"))
 
     def event(self, match: EventMatch, *, count: int | Mapping[str, int] | None = None) -> AssertionHandle:
         _require_event_match(match)
-        return self._assert(assertions.EventOccurred(match, count))
+        return self._assert(_assertions().EventOccurred(match, count))
 
     def not_event(self, match: EventMatch) -> AssertionHandle:
         _require_event_match(match)
-        return self._assert(assertions.NoEvent(match))
+        return self._assert(_assertions().NoEvent(match))
 
     def event_order(self, matches: Sequence[EventMatch]) -> AssertionHandle:
         if len(matches) < 2:
             raise AuthoringError("event_order needs at least two event matches")
         for match in matches:
             _require_event_match(match)
-        return self._assert(assertions.EventOrder(tuple(matches)))
+        return self._assert(_assertions().EventOrder(tuple(matches)))
 
     def max_tokens(self, maximum: int) -> AssertionHandle:
         if isinstance(maximum, bool) or not isinstance(maximum, int) or maximum < 0:
             raise AuthoringError("max_tokens needs a non-negative integer")
-        return self._assert(assertions.MaxTokens(maximum))
+        return self._assert(_assertions().MaxTokens(maximum))
 
     def max_cost(self, usd: float) -> AssertionHandle:
         """Compared with the runner's estimate from the price table, never the provider-reported cost."""
         if isinstance(usd, bool) or not isinstance(usd, (int, float)) or usd < 0:
             raise AuthoringError("max_cost needs a non-negative number of USD")
         settings = self._runtime().settings
-        return self._assert(assertions.MaxCost(usd, settings.model, settings.pricing))
+        return self._assert(_assertions().MaxCost(usd, settings.model, settings.pricing))
 
 
-# The assertions without arguments are one shared value each.
-_SUCCEEDED = assertions.Succeeded()
-_USED_NO_TOOLS = assertions.UsedNoTools()
-_NO_FAILED_ACTIONS = assertions.NoFailedActions()
 
 
 def _require_event_match(match: Any) -> None:
-    if not isinstance(match, EventMatch):
+    if not isinstance(match, _matchers().EventMatch):
         raise AuthoringError(f"expected event_match(...), got {type(match).__name__}")
 
 
@@ -441,7 +385,7 @@ class SessionHandle(_Scoped):
                 if not ok:
                     break
             if ok and input is not MISSING:
-                ok = _json_match(input, request.input, "$").status == MATCHED
+                ok = _matchers()._json_match(input, request.input, "$").status == MATCHED
             if ok and option_ids is not None:
                 ok = set(option_ids) == set(request.option_ids) and len(option_ids) == len(request.option_ids)
             if ok:
@@ -643,6 +587,8 @@ class EvalContext(SessionHandle):
         if stage.core is None:
             raise AuthoringError("t.sandbox is not ready: the sandbox was not created")
         if runtime.eval_sandbox is None:
+            from assay.agent.eval_sandbox import EvalSandbox
+
             runtime.eval_sandbox = EvalSandbox(stage.core, runtime)
         return runtime.eval_sandbox
 
@@ -656,97 +602,6 @@ class EvalContext(SessionHandle):
         self._line.runtime.settings.feedback.diagnostic(code, level, message, data, phase="eval.run")
 
 
-class SandboxAssertionHandle(AssertionHandle):
-    """A sandbox assertion's handle: decided after the test, so it has no `or_stop`."""
-
-    __slots__ = ()
-
-    async def or_stop(self) -> Any:
-        raise AuthoringError(
-            "sandbox assertions are decided after the test ends, so they have no or_stop(); to stop on a "
-            "workspace condition, read the file with t.sandbox.read_text(...) and check it with t.check(...)"
-        )
-
-
-_CONTENT_SIDES = ("added", "removed", "both")
-
-
-def _as_matcher(value: Any, name: str) -> Matcher | None:
-    if value is None or isinstance(value, Matcher):
-        return value
-    if isinstance(value, str):
-        from assay.agent.matchers import equals
-
-        return equals(value)
-    raise AuthoringError(f"file_changed {name}= takes a matcher or the exact text, got {type(value).__name__}")
-
-
-class EvalSandbox(Sandbox):
-    """`t.sandbox`: the attempt's sandbox, plus the post-run assertions over what the agent changed."""
-
-    __slots__ = ("_attempt",)
-
-    def __init__(self, core: Any, runtime: AttemptRuntime) -> None:
-        super().__init__(core)
-        self._attempt = runtime
-
-    def _relative(self, path: str) -> str:
-        text = str(path)
-        workdir = self.workdir.rstrip("/") + "/"
-        if text.startswith(workdir):
-            text = text[len(workdir):]
-        text = posixpath.normpath(text)
-        if text.startswith("../") or text == "..":
-            raise AuthoringError(f"{path!r} is outside the sandbox workdir")
-        return text
-
-    def _post_run(self, assertion: assertions.Assertion) -> SandboxAssertionHandle:
-        runtime = self._attempt
-        entry = AssertionEntry(len(runtime.entries), assertion.kind, "t.sandbox", assertion.describe())
-        entry.pending = runtime.sandbox_stage.evaluate_later(assertion)
-        runtime.entries.append(entry)
-        return SandboxAssertionHandle(entry, runtime.score_eval)
-
-    def changed_paths(self, paths: Sequence[str]) -> SandboxAssertionHandle:
-        """The agent changed exactly these paths (relative to the workdir), in any send window."""
-        if isinstance(paths, str):
-            raise AuthoringError("changed_paths takes a list of paths")
-        return self._post_run(assertions.ChangedPaths(tuple(self._relative(path) for path in paths)))
-
-    def no_changes(self) -> SandboxAssertionHandle:
-        return self._post_run(assertions.NoChanges())
-
-    def file_changed(
-        self, path: str, *, status: str | None = None, before: Matcher | str | None = None,
-        after: Matcher | str | None = None,
-    ) -> SandboxAssertionHandle:
-        """Some send window changed `path` with this `status` (added, modified, deleted) and content
-        matching `before` / `after` (matchers, or exact text); elided content makes it unavailable."""
-        from assay.agent.sandbox.changes import STATUSES
-
-        if status is not None and status not in STATUSES:
-            raise AuthoringError(f"file_changed status must be one of {', '.join(STATUSES)}, got {status!r}")
-        return self._post_run(assertions.FileChanged(
-            self._relative(path), status, _as_matcher(before, "before"), _as_matcher(after, "after"),
-        ))
-
-    def file_deleted(self, path: str) -> SandboxAssertionHandle:
-        return self._post_run(assertions.FileDeleted(self._relative(path)))
-
-    def not_in_diff(self, pattern: str | re.Pattern[str], *, content: str = "both") -> SandboxAssertionHandle:
-        """`pattern` (a regular expression) is in no changed path and no added/removed line."""
-        if content not in _CONTENT_SIDES:
-            raise AuthoringError(f"not_in_diff content must be one of {', '.join(_CONTENT_SIDES)}, got {content!r}")
-        try:
-            compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
-        except re.error as error:
-            raise AuthoringError(f"not_in_diff: invalid regular expression {pattern!r}: {error}") from None
-        if not isinstance(compiled, re.Pattern):
-            raise AuthoringError("not_in_diff takes a regular expression")
-        return self._post_run(assertions.NotInDiff(compiled, content))
-
-
 __all__ = [
-    "Answer", "AssertionHandle", "EvalContext", "EvalSandbox", "JudgeRecipes", "SandboxAssertionHandle",
-    "SessionHandle", "TurnHandle", "at_least",
+    "Answer", "AssertionHandle", "EvalContext", "JudgeRecipes", "SessionHandle", "TurnHandle", "at_least",
 ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.agent.judging import Judge, JudgeRequest, JudgeScore, JudgeUnavailable, resolve_judge_config
+from assay.agent.run_options import PREFLIGHT_TIMEOUT_S
 
 __all__ = [
     "EndpointUse", "PRECHECK_FAILED", "PREFLIGHT_TIMEOUT_S", "PreflightedJudge", "affected_counts",
@@ -20,7 +21,6 @@ __all__ = [
 ]
 
 PRECHECK_FAILED = "judge-precheck-failed"
-PREFLIGHT_TIMEOUT_S = 3.0  # a judge that cannot answer a model list this fast is not worth waiting on
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from assay.agent.evidence import sum_counts
-from assay.agent.matchers import MATCHED, UNAVAILABLE, Outcome
+from assay.agent.outcome import MATCHED, UNAVAILABLE, Outcome
 from assay.core.endpoint_defaults import AGENT_MODEL_DEFAULTS, OPENAI_API_KEY_VARIABLE
 
 RECIPES = ("closed_qa", "factuality", "summarizes", "rubric")

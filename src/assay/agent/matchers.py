@@ -14,42 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.agent.model import MISSING
+from assay.agent.outcome import MATCHED, MATCHED_OUTCOME, MISMATCHED, UNAVAILABLE, Matcher, Outcome, Unavailable
 
-MATCHED = "matched"
-MISMATCHED = "mismatched"
-UNAVAILABLE = "unavailable"
 TOOL_STATUSES = frozenset({"pending", "completed", "failed", "rejected"})
 _REPR_LIMIT = 200
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What evaluating a matcher or an assertion found: matched, mismatched or unavailable, and why.
-
-    Unavailable is its own status, never a falsy pass: code reads `status`, not truthiness."""
-
-    status: str
-    reason: str = ""
-    score: float | None = None  # measurements only, in [0, 1]
-    candidates: tuple[str, ...] = ()  # assertions: where the evidence items it counted started
-    channel: str | None = None  # assertions: the incomplete evidence channel that made it unavailable
-
-
-MATCHED_OUTCOME = Outcome(MATCHED)
-
-
-@dataclass(frozen=True, slots=True)
-class Unavailable:
-    """A value that was not observed (the evidence is incomplete); every matcher reads it as unavailable."""
-
-    reason: str
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"Unavailable({self.reason!r})"
-
 
 _show_encoder = json.JSONEncoder(ensure_ascii=False, default=repr).encode
 
@@ -71,21 +39,6 @@ def _unobserved(value: Any) -> Outcome | None:
     if value is MISSING:
         return Outcome(UNAVAILABLE, "value was not reported")
     return None
-
-
-class Matcher:
-    """Base of every matcher: `evaluate(value)` returns an Outcome (or an awaitable of one)."""
-
-    __slots__ = ()
-
-    def evaluate(self, value: Any) -> Outcome | Awaitable[Outcome]:
-        raise NotImplementedError
-
-    def describe(self) -> str:
-        return type(self).__name__
-
-    def __str__(self) -> str:
-        return self.describe()
 
 
 def _as_jsonish(value: Any) -> Any:

@@ -147,13 +147,13 @@ class ConsoleReporter:
     name = "console"
 
     def __init__(self, console: Any, *, verbose: bool = False) -> None:
-        self.console = console
+        self.console = console  # a core.console.LineWriter: `print(line)` as written
         self.verbose = verbose
         self._done = 0
         self._total = 0
 
     def _say(self, text: str) -> None:
-        self.console.print(text, markup=False, highlight=False)
+        self.console.print(text)
 
     def run_started(self, event: Any) -> None:
         plan, reused = event.native, event.reused

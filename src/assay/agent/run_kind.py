@@ -114,11 +114,11 @@ class DryRun:
 
             print(json.dumps(self.document(), ensure_ascii=False, separators=(",", ":")))
             return
-        from assay.core.console import stdout_console
+        from assay.core.console import stdout_lines
 
-        console = stdout_console()
+        console = stdout_lines()
         for line in self.lines():
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+            console.print(line)
 
 
 def dry_run(request: AgentRunRequest) -> DryRun:
@@ -421,9 +421,9 @@ class AgentKind:
 
     def output(self, outputs: Outputs) -> KindOutput:
         from assay.agent.report import ConsoleReporter, NdjsonReporter
-        from assay.core.console import stdout_console
+        from assay.core.console import stdout_lines
 
-        return KindOutput(ConsoleReporter(stdout_console(), verbose=outputs.verbose), machine=NdjsonReporter())
+        return KindOutput(ConsoleReporter(stdout_lines(), verbose=outputs.verbose), machine=NdjsonReporter())
 
     def open(
         self, request: AgentRunRequest, outputs: Outputs, resume: Resumed | None, events: RunEvents

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from assay.agent.judge_preflight import PREFLIGHT_TIMEOUT_S
-from assay.agent.judging import Judge
 from assay.agent.silence import silence_warning_seconds
 
+if TYPE_CHECKING:
+    from assay.agent.judging import Judge
+
 DEFAULT_CONCURRENCY = 10
+PREFLIGHT_TIMEOUT_S = 3.0  # a judge that cannot answer a model list this fast is not worth waiting on
 
 
 @dataclass(frozen=True)
@@ -35,4 +37,4 @@ class RunOptions:
     silence_warning_seconds: float | None = field(default_factory=silence_warning_seconds)
 
 
-__all__ = ["DEFAULT_CONCURRENCY", "RunOptions"]
+__all__ = ["DEFAULT_CONCURRENCY", "PREFLIGHT_TIMEOUT_S", "RunOptions"]

@@ -30,7 +30,6 @@ from assay.agent.plan import AttemptRequest, PlannedAttempt, RunPlan, early_exit
 from assay.agent.record import ATTEMPT_RECORD, EXECUTED, INTERRUPTED, NOT_DISPATCHED, AttemptResult
 from assay.agent.run_options import RunOptions
 from assay.agent.run_outcome import AttemptSummary, RunOutcome, SpooledAttempts
-from assay.agent.sandbox.lifecycle import retire_sandbox
 from assay.agent.sandbox.reuse import SandboxPool, pool_key
 from assay.agent.silence import SilenceWatch
 from assay.agent.slot_result import EARLY_EXIT, slot_result
@@ -355,6 +354,8 @@ class AgentRun:
     async def _retire_pools(self) -> None:
         """Every shared sandbox left idle is retired (teardowns, stop) before the experiments' teardowns."""
         pools, self._pools = self._pools, {}
+        if pools:
+            from assay.agent.sandbox.lifecycle import retire_sandbox
         for pool in pools.values():
             for warm in pool.drain():
                 def report(code: str, level: str, message: str, *_: Any, pool: str = pool.name, **__: Any) -> None:
@@ -595,13 +596,15 @@ class AgentRun:
         assertions unavailable at once. Only the built-in judge here (workers build their own)."""
         if self._own_judge is None or self._unit_executor is not None:
             return
-        from assay.agent.judge_preflight import PreflightedJudge, planned_endpoints, unreachable_endpoints
-
         options = self.options
         configs = [
             merged_judge_config(options.project_judge, planned.experiment.experiment.judge, planned.eval.eval.judge)
             for lane in self._lanes.values() for planned in lane.queued()
         ]
+        if not any(config is not None for config in configs):
+            return  # no eval declares a judge
+        from assay.agent.judge_preflight import PreflightedJudge, planned_endpoints, unreachable_endpoints
+
         endpoints = planned_endpoints(configs)
         if not endpoints:
             return

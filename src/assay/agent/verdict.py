@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from assay.agent.assertion_entry import ERRORED, AssertionEntry
-from assay.agent.matchers import MATCHED, MISMATCHED, UNAVAILABLE
+from assay.agent.outcome import MATCHED, MISMATCHED, UNAVAILABLE
 
 VERDICTS = ("errored", "failed", "skipped", "passed", "scored")
 

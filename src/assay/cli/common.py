@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from assay.core.console import stdout_console
+from assay.core.console import stdout_lines
 from assay.errors import AssayError, UsageError
 
 DEBUG = False
@@ -20,8 +20,9 @@ DEBUG = False
 
 def say(*lines: str) -> None:
     """Lines for a person on stdout, as written (no markup, no highlighting)."""
+    writer = stdout_lines()
     for line in lines:
-        stdout_console().print(line, markup=False, highlight=False)
+        writer.print(line)
 
 
 def show(as_json: bool, document: Any, lines: Iterable[str], **dumps: Any) -> None:

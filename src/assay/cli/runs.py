@@ -117,7 +117,7 @@ def import_command(given: Given) -> None:
 def export_command(given: Given) -> None:
     """Send a run to an OpenTelemetry collector: one span, and one gen_ai.evaluation.result event per unit."""
     from assay.core.history.shown import exported
-    from assay.core.interop.otlp_export import check_endpoint
+    from assay.core.interop.export_endpoint import check_endpoint
 
     with common.failing():
         endpoint = check_endpoint(given.otlp)

@@ -11,7 +11,7 @@ import re
 import sys
 from typing import Any, TextIO
 
-__all__ = ["printable", "printable_console", "stdout_console", "write_escaped"]
+__all__ = ["LineWriter", "printable", "printable_console", "stdout_console", "stdout_lines", "write_escaped"]
 
 # C0 controls except tab and newline, DEL, C1 controls (ESC and CSI start terminal sequences; CR and
 # BS overwrite what was printed), and lone surrogates, which no strict codec can encode.
@@ -103,3 +103,26 @@ def printable_console(**options: Any) -> Any:
 def stdout_console() -> Any:
     """A console on stdout that never wraps lines (a terminal or not, lines stay whole for grep)."""
     return printable_console(soft_wrap=True, file=_CurrentStdout())
+
+
+class LineWriter:
+    """Lines for a person, printed as written: no markup, highlighting, emoji codes, tab expansion or
+    wrapping (what a rich console adds to a string), each escaped as `printable` says and flushed at once,
+    so a CI log shows it as it happens. On `stream`, else on whatever `sys.stdout` is at each write (the
+    CLI's guard, a test's capture). Commands that only print lines need no rich (~20 ms to import)."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+
+    def print(self, text: str = "") -> None:
+        stream = self._stream or sys.stdout
+        write_escaped(stream, printable(text) + "\n")
+        stream.flush()
+
+
+def stdout_lines() -> LineWriter:
+    """Plain lines on stdout (see `LineWriter`)."""
+    return LineWriter()
+

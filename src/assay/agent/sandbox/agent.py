@@ -14,6 +14,7 @@ from typing import Any
 from assay.agent.adapter import check_agent
 from assay.agent.model import EvidenceCoverage, Turn, TurnInput
 from assay.agent.sandbox.layers import PrepareStep, SandboxLayer, check_layer
+from assay.agent.sandbox.linking import is_sandbox_agent  # noqa: F401 - part of this module's names
 from assay.errors import ConfigError
 
 
@@ -70,10 +71,6 @@ def define_sandbox_agent(
                          ensure, layer, span_mapper=mapper)
     check_agent(agent, "define_sandbox_agent")
     return agent
-
-
-def is_sandbox_agent(agent: Any) -> bool:
-    return getattr(agent, "kind", "direct") == "sandbox"
 
 
 __all__ = ["AgentEnsure", "SandboxAgent", "define_sandbox_agent", "is_sandbox_agent"]

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from assay.agent.sandbox.changes import (
@@ -24,12 +23,8 @@ from assay.agent.sandbox.changes import (
     FileChangesView,
     WindowDelta,
 )
+from assay.agent.sandbox.diff_rules import DEFAULT_EXCLUDES, DiffRules
 
-# Version control, dependencies, build output and tool caches are not the agent's work (spec §1.2).
-DEFAULT_EXCLUDES = (
-    ".git", "node_modules", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".venv",
-    ".cache", ".npm", ".pnpm-store", ".yarn", ".gradle", "dist", "build", "target", ".next",
-)
 _GIT_SETTINGS = {
     "core.autocrlf": "false", "core.fsmonitor": "false", "core.untrackedCache": "false", "core.quotepath": "off",
     "core.symlinks": "true", "core.filemode": "true", "core.hooksPath": "/dev/null", "gc.auto": "0",
@@ -43,26 +38,6 @@ _GIT_SETTINGS = {
 # of brk calls, which on some virtual machines made a 1,000-file baseline three times slower.
 _MALLOC_TUNING = "glibc.malloc.trim_threshold=134217728:glibc.malloc.top_pad=16777216"
 _NULL_BLOB = "0" * 40
-
-
-@dataclass(frozen=True, slots=True)
-class DiffRules:
-    """The eval's `diff={"include": [...], "ignore": [...]}`: counted = (default ∪ ignore) − include."""
-
-    include: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any] | None) -> DiffRules:
-        if not config:
-            return cls()
-        return cls(tuple(config.get("include") or ()), tuple(config.get("ignore") or ()))
-
-    def excluded(self) -> list[str]:
-        return [pattern for pattern in (*DEFAULT_EXCLUDES, *self.ignore) if pattern not in self.include]
-
-    def reincluded(self) -> list[str]:
-        return [pattern for pattern in self.include if pattern not in (*DEFAULT_EXCLUDES, *self.ignore)]
 
 
 def _pathspecs(pattern: str, magic: str) -> list[str]:

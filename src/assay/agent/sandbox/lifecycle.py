@@ -21,7 +21,7 @@ from assay.agent.sandbox.handle import Sandbox, SandboxCore
 from assay.agent.sandbox.interface import CreateRequest
 from assay.agent.sandbox.layers import ensure_installed
 from assay.agent.sandbox.ledger import ChangeLedger, DiffRules, ExecGit, LedgerError
-from assay.agent.sandbox.linking import SandboxBinding
+from assay.agent.sandbox.linking import SandboxBinding, SandboxStageError
 from assay.agent.sandbox.reuse import SandboxPool, WarmSandbox
 from assay.agent.sandbox.registry import read_entry, write_entry
 from assay.core.asyncutil import call_user_code
@@ -30,14 +30,6 @@ from assay.core.jsonvalue import check_json_like
 TEARDOWN_SECONDS = 60.0  # each teardown hook, and the provider's stop: they run after the deadline
 _REQUIRED = ("workdir", "exec", "read_bytes", "write_bytes", "stop")
 _CONTAINER_LEDGER = "/tmp/.assay-ledger"  # outside the workdir; a dot folder nobody mistakes for theirs
-
-
-class SandboxStageError(Exception):
-    """A lifecycle step failed; `code` becomes the attempt's error code (the attempt is errored)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def _redacted_json(value: Any, redact: Any) -> Any:

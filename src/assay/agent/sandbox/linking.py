@@ -13,15 +13,28 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from assay.agent.sandbox.agent import is_sandbox_agent
-from assay.agent.sandbox.layers import SandboxLayer
-from assay.agent.sandbox.ledger import DiffRules
+from assay.agent.sandbox.diff_rules import DiffRules
 from assay.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from assay.agent.sandbox.layers import SandboxLayer
 
 KEEP_CHOICES = ("failed", "all")
 SANDBOX_CHOICES = "local, local:bubblewrap, local:none or docker:IMAGE"
+
+
+class SandboxStageError(Exception):
+    """A lifecycle step failed; `code` becomes the attempt's error code (the attempt is errored)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def is_sandbox_agent(agent: Any) -> bool:
+    return getattr(agent, "kind", "direct") == "sandbox"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,4 +119,7 @@ def check_keep(keep: str | None) -> str | None:
     return keep
 
 
-__all__ = ["KEEP_CHOICES", "SANDBOX_CHOICES", "SandboxBinding", "check_keep", "link_pair", "sandbox_override"]
+__all__ = [
+    "KEEP_CHOICES", "SANDBOX_CHOICES", "SandboxBinding", "SandboxStageError", "check_keep", "is_sandbox_agent", "link_pair",
+    "sandbox_override",
+]

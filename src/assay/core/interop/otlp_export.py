@@ -25,7 +25,6 @@ import os
 import socket
 import sys
 import time
-import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -34,15 +33,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from assay.core.interop.export_endpoint import ENVIRONMENT, check_endpoint, configured_endpoint
 from assay.core.record import VERDICTS, RunManifest, UnitResult
-from assay.errors import AssayError, UsageError
+from assay.errors import AssayError
 
 __all__ = [
     "ENVIRONMENT", "ExportError", "Exported", "configured_endpoint", "export_after_run", "export_record", "export_run",
     "unit_trace",
 ]
 
-ENVIRONMENT = "ASSAY_OTLP_EXPORT"
 EVENT_NAME = "gen_ai.evaluation.result"
 _BATCH = 2_000  # events per request: a request stays far below a collector's body limit
 _EXPLANATION_LIMIT = 1_000
@@ -71,18 +70,6 @@ class Exported:
 # Where to export
 
 
-def check_endpoint(url: str, option: str = "--otlp") -> str:
-    """The collector's base URL (`http://host:4318`): signals go to `<url>/v1/traces` and `/v1/logs`."""
-    parts = urlsplit(url.strip())
-    try:
-        parts.port  # noqa: B018 - a port past 65535 or not a number raises here
-    except ValueError:
-        parts = parts._replace(netloc="")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"{option} {url!r}: give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318", option)
-    return url.strip().rstrip("/")
-
-
 def _check_connects(endpoint: str, run_id: str, timeout: float) -> None:
     """Fail at once when nothing accepts a connection at the collector's address. The SDK retries a refused
     connection with backoff until its timeout, only to fail: a run's exit waited ~5 s for it, `runs export`
@@ -99,35 +86,6 @@ def _check_connects(endpoint: str, run_id: str, timeout: float) -> None:
         why = error.strerror or str(error) or type(error).__name__
         raise ExportError(f"exporting {run_id} to {endpoint} failed: cannot connect to {host}:{port} ({why}); "
                           "is the collector running?") from None
-
-
-def configured_endpoint(home: Path | None) -> str | None:
-    """Where every run is exported, if anywhere: `$ASSAY_OTLP_EXPORT`, else `otlp` of
-    `[tool.assay.export]` in the pyproject.toml of the run's folder (an agent project)."""
-    value = os.environ.get(ENVIRONMENT, "").strip()
-    if value:
-        return check_endpoint(value, ENVIRONMENT)
-    if home is None:
-        return None
-    path = Path(home) / "pyproject.toml"
-    if not path.is_file():
-        return None
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None  # the project's own loader reports a broken file
-    table = ((document.get("tool") or {}).get("assay") or {}).get("export") if isinstance(document.get("tool"), dict) else None
-    if table is None:
-        return None
-    where = f"{path} [tool.assay.export]"
-    if not isinstance(table, dict) or set(table) - {"otlp"}:
-        raise UsageError(f"{where}: the table holds one key, otlp = \"http://host:4318\"")
-    value = table.get("otlp")
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise UsageError(f"{where}: otlp must be a URL string")
-    return check_endpoint(value, f"{where} otlp")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -57,7 +57,11 @@ class StorePublisher:
         record = publish_run_quietly(
             lambda: (build_manifest(event.exit_code), event.units()), database=store_path(event.home), replace=True,
         )
-        if record is not None:  # and to the project's OTLP endpoint, when it names one (a failure is one warning)
+        if record is None:
+            return
+        from assay.core.interop.export_endpoint import exports_anywhere
+
+        if exports_anywhere(event.home):  # and to the project's OTLP endpoint, when it names one (a failure is one warning)
             from assay.core.interop.otlp_export import export_after_run
 
             export_after_run(record, event.home)

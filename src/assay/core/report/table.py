@@ -8,21 +8,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.cells import cell_len
+
+def _cells(text: str) -> int:
+    """The terminal columns `text` takes (rich's measure, imported only for text beyond ASCII)."""
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
 
 
 def render_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [cell_len(header) for header in headers]
+    widths = [_cells(header) for header in headers]
     for row in rows:
         for column, cell in enumerate(row):
-            length = cell_len(cell) if not cell.isascii() else len(cell)
+            length = _cells(cell)
             if length > widths[column]:
                 widths[column] = length
 
     def line(cells: Sequence[str], left: str, middle: str, right: str) -> str:
         padded = []
         for cell, width in zip(cells, widths):
-            length = cell_len(cell) if not cell.isascii() else len(cell)
+            length = _cells(cell)
             padded.append(f" {cell}{' ' * (width - length)} ")
         return left + middle.join(padded) + right
 

@@ -1,0 +1,65 @@
+"""Where runs are exported as OpenTelemetry: `$ASSAY_OTLP_EXPORT` or a project's `[tool.assay.export]`, and
+`--otlp`'s URL checked. Apart from the exporter (`otlp_export`, the SDK's side) so that a run whose
+project exports nowhere imports none of it."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from assay.errors import AssayError, UsageError
+
+__all__ = ["ENVIRONMENT", "check_endpoint", "configured_endpoint", "exports_anywhere"]
+
+ENVIRONMENT = "ASSAY_OTLP_EXPORT"
+
+
+def check_endpoint(url: str, option: str = "--otlp") -> str:
+    """The collector's base URL (`http://host:4318`): signals go to `<url>/v1/traces` and `/v1/logs`."""
+    parts = urlsplit(url.strip())
+    try:
+        parts.port  # noqa: B018 - a port past 65535 or not a number raises here
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{option} {url!r}: give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318", option)
+    return url.strip().rstrip("/")
+
+
+def configured_endpoint(home: Path | None) -> str | None:
+    """Where every run is exported, if anywhere: `$ASSAY_OTLP_EXPORT`, else `otlp` of
+    `[tool.assay.export]` in the pyproject.toml of the run's folder (an agent project)."""
+    value = os.environ.get(ENVIRONMENT, "").strip()
+    if value:
+        return check_endpoint(value, ENVIRONMENT)
+    if home is None:
+        return None
+    path = Path(home) / "pyproject.toml"
+    if not path.is_file():
+        return None
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None  # the project's own loader reports a broken file
+    table = ((document.get("tool") or {}).get("assay") or {}).get("export") if isinstance(document.get("tool"), dict) else None
+    if table is None:
+        return None
+    where = f"{path} [tool.assay.export]"
+    if not isinstance(table, dict) or set(table) - {"otlp"}:
+        raise UsageError(f"{where}: the table holds one key, otlp = \"http://host:4318\"")
+    value = table.get("otlp")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{where}: otlp must be a URL string")
+    return check_endpoint(value, f"{where} otlp")
+
+
+def exports_anywhere(home: Path | None) -> bool:
+    """Whether runs of `home` are exported (a misconfigured endpoint counts: the export says what is wrong)."""
+    try:
+        return configured_endpoint(home) is not None
+    except AssayError:
+        return True
