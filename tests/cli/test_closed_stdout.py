@@ -105,6 +105,20 @@ def test_a_command_whose_reader_is_gone_before_it_writes_ends_without_a_tracebac
     assert done.returncode in (0, 1, 130), stderr
 
 
+@pytest.mark.parametrize("name", ["runs compare", "runs list", "agent run", "doc run-case", "video validate", "help"])
+def test_a_command_whose_stdout_and_stderr_share_the_closed_pipe_exits_130_not_1(workspace: Path, name: str) -> None:
+    """`assay runs compare latest 2>&1 | head -1`: the closed-stdout line then fails on stderr too. That failed
+    write used to escape as an exception, exit 1, which `runs compare` uses for "a regression was found"."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(assay(*COMMANDS[name]), cwd=workspace, env=environment(workspace), stdout=write_end,
+                              stderr=write_end, timeout=60)
+    finally:
+        os.close(write_end)
+    assert done.returncode == (0 if name == "help" else 130)
+
+
 def test_the_demo_whose_reader_leaves_after_one_line_ends_without_a_traceback(workspace: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, str(workspace / "examples" / "demo.py")], cwd=workspace, env=environment(workspace),

@@ -16,6 +16,7 @@ check), so `params(...)` makes their params; options many commands share are dec
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -150,7 +151,8 @@ def command(
                 return body(given)
             except KeyboardInterrupt:  # a command with more to say (a run: how to resume) says it and exits itself
                 if not getattr(sys.stdout, "closed_by_reader", False):  # else the closed-stdout line says it
-                    print("Interrupted.", file=sys.stderr)
+                    with contextlib.suppress(OSError):  # stderr may be a closed pipe too
+                        print("Interrupted.", file=sys.stderr, flush=True)
                 raise typer.Exit(130) from None
 
         callback.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

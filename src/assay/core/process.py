@@ -29,8 +29,17 @@ def run_as_process(command: Callable[[], object]) -> NoReturn:
         code = 0
     guard.interrupts = False  # leaving already: a failed final flush only drops the output
     if guard.closed_by_reader and code == 130:
-        print(stdout_guard.closed_message(guard.resume_lines, keeps_results=guard.keeps_results), file=sys.stderr)
+        _say_on_stderr(stdout_guard.closed_message(guard.resume_lines, keeps_results=guard.keeps_results))
     _leave(code)
+
+
+def _say_on_stderr(line: str) -> None:
+    """A last line on stderr, which may be the closed pipe itself (`assay … 2>&1 | head`): then it is lost,
+    and the exit code stays the command's (a failed write must not turn 130 into 1, a regression's code)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
 def _terminate_as_interrupt() -> None:
