@@ -80,6 +80,21 @@ def test_compare_finds_significant_regressions_and_gates_ci(store_env: FilledSto
     assert backwards.exit_code == 0 and "Improved" in backwards.output  # fixes never gate
 
 
+@pytest.mark.parametrize("option, value, words", [
+    ("--alpha", "0", "greater than or equal to 1e-06"), ("--alpha", "1e-300", "greater than or equal to 1e-06"),
+    ("--alpha", "nan", "a number from 1e-06 to 0.5"), ("--alpha", "1", "less than or equal to 0.5"),
+    ("--margin", "nan", "a number from 0 to 1"), ("--power", "nan", "a number from 0.5 to 0.99"),
+])
+def test_a_statistical_option_no_test_can_use_is_a_usage_error(store_env: FilledStore, option: str, value: str,
+                                                                words: str) -> None:
+    """They used to end in a traceback (exit 1, the code of a regression found), or, at --alpha 1, in a verdict
+    that contradicts itself ("TOST p = 0.587 < alpha 1")."""
+    result = invoke_runs("runs", "compare", store_env.video_before, store_env.video_after, option, value)
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}': Input should be {words}" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_a_single_deterministic_regression_fails_the_gate(store_env: FilledStore) -> None:
     result = invoke_runs("runs", "compare", store_env.doc_before, store_env.doc_after, "--fail-on-regression")
     assert result.exit_code == 1, result.output

@@ -46,7 +46,10 @@ class RunsOptions:
     files: tuple[str, ...] = option(argument=True, help="Log files another tool wrote (each becomes one run of kind imported).")
     kind: str | None = option(None, flag="--kind", check=_known_kind, help="Only runs of this kind: video, agent, doc or imported.")
     search: str | None = option(None, flag="--search", help="Only runs whose id or title contains this.")
-    alpha: float = option(0.05, flag="--alpha", check=between(0, 1), help="Significance level of every test (Holm-corrected together).")
+    # Above 0.5 a test would call most noise a change (and TOST's verdict reads backwards); below 1e-6 the
+    # Holm-corrected levels leave the normal quantiles' domain.
+    alpha: float = option(0.05, flag="--alpha", check=between(1e-6, 0.5),
+                          help="Significance level of every test (Holm-corrected together), from 1e-6 to 0.5.")
     margin: float = option(0.05, flag="--margin", check=between(0, 1), help="A pass-rate change within ± this (a fraction: "
                            "0.05 is 5 points) counts as none, when shown by TOST.")
     history: int = option(10, flag="--history", check=at_least(1, maximum=1000), help="Runs of history (the baseline's and the "

@@ -91,9 +91,11 @@ def above(minimum: float) -> Callable[[Any], None]:
 
 
 def between(low: float, high: float) -> Callable[[Any], None]:
-    """An option `check`: a number from `low` to `high`."""
+    """An option `check`: a number from `low` to `high` (never NaN, which no comparison would refuse)."""
 
     def check(value: Any) -> None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"Input should be a number from {low:g} to {high:g}")
         if value is not None and value < low:
             raise ValueError(f"Input should be greater than or equal to {low:g}")
         if value is not None and value > high:
