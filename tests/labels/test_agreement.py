@@ -148,3 +148,35 @@ def test_a_judge_that_could_not_judge_is_not_counted(tmp_path, monkeypatch):
         LabelBook(store).add([make_label(read_unit(store, "agent-e", f"main/eval{i}#1"), "ann", verdict="pass") for i in (0, 1)])
     judges = [row for row in _agreement()["judges"] if row["kind"] == "judge"]
     assert [(row["judge"], row["units"]) for row in judges] == [("judge-1 · assay-agent-judge/1:rubric", 1)]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--labeller", "ANN"], "--labeller 'ANN': no labels by 'ANN'; did you mean 'ann'? (labellers here: ann, bo)"),
+    (["--labeller", "nobody"], "--labeller 'nobody': no labels by 'nobody' (labellers here: ann, bo)"),
+    (["--judge", "nosuch"], "--judge 'nosuch': no judge of the labelled units matches (--judge takes a model name or part "
+                            "of a judge's, --rubric part of a rubric); their judges: judge-1 · assay-agent-judge/1:rubric; "
+                            "judge-2 · assay-agent-judge/1:rubric"),
+    (["--rubric", "nomatch"], "their judges · rubrics: judge-1 · assay-agent-judge/1:rubric · judge('names a city'"),
+])
+def test_a_filter_that_matches_nothing_is_a_usage_error_naming_what_would(database, arguments, message):
+    """A misspelt labeller said "No labels yet" (false: the store holds 36), and a misspelt judge or rubric printed
+    the header alone; both exited 0."""
+    result = CliRunner().invoke(app, ["judge", "agreement", *arguments])
+    assert result.exit_code == 2 and message in " ".join(result.output.split()), result.output
+    exported = CliRunner().invoke(app, ["labels", "export", "--labeller", "nobody"])
+    assert exported.exit_code == 2 and "no labels by 'nobody'" in exported.output
+
+
+def test_an_undefined_kappa_says_why_and_a_row_without_rubric_ends_with_its_judge(tmp_path, monkeypatch):
+    """κ is 0/0 when both sides gave one and the same answer; it read "Cohen's κ - (95% bootstrap)". By rubric,
+    the deterministic checks (no rubric) read "deterministic checks (agent) · : …"."""
+    path = tmp_path / "same" / "assay.db"
+    monkeypatch.setenv("ASSAY_STORE", str(path))
+    publish(path, "agent", [agent_unit(i, 0.9) for i in range(3)], run_id="agent-s")
+    with SqliteRunStore(path) as store:
+        LabelBook(store).add([make_label(read_unit(store, "agent-s", f"main/eval{i}#1"), "ann", verdict="pass") for i in range(3)])
+    result = CliRunner().invoke(app, ["judge", "agreement", "--by-rubric"])
+    assert result.exit_code == 0, result.output
+    assert "Cohen's κ undefined (both gave the same one answer throughout)" in result.output
+    assert "(95% bootstrap)" not in result.output and " · :" not in result.output
+    assert "\ndeterministic checks (agent): 3 labelled unit(s)" in result.output

@@ -22,13 +22,13 @@ def agreement_command(given: Given) -> None:
     """How often each judge (model + prompt) agrees with the human labels: raw agreement, Cohen's κ with a
     bootstrap interval, the confusion matrix, and for scores Spearman's ρ and Krippendorff's α; between
     labellers too; and per judge model over time (drift)."""
-    from assay.core.labels.agreement import AgreementFilter, agreement_report
+    from assay.core.labels.agreement import AgreementFilter, checked_agreement_report
     from assay.core.labels.report import agreement_lines
     from assay.core.labels.store import LabelBook
 
     with common.store() as store:
-        labels = LabelBook(store).labels()
-        report = agreement_report(store, labels, AgreementFilter(given.judge, given.rubric, given.labeller, given.by_rubric))
+        selection = AgreementFilter(given.judge, given.rubric, given.labeller, given.by_rubric)
+        report = checked_agreement_report(store, LabelBook(store), selection)
     common.show(given.json, report, agreement_lines(report))
 
 

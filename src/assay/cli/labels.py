@@ -24,7 +24,9 @@ def export_command(given: Given) -> None:
     from assay.core.labels.store import LabelBook
 
     with common.store() as store:
-        labels = LabelBook(store).labels(labeller=given.labeller, run_id=store.resolve(given.run) if given.run else None)
+        book = LabelBook(store)
+        book.check_labeller(given.labeller)
+        labels = book.labels(labeller=given.labeller, run_id=store.resolve(given.run) if given.run else None)
     if given.output is None:
         sys.stdout.write(labels_text(labels))
         return

@@ -17,7 +17,7 @@ from assay.core.labels.model import ANSWERS, SCORES, Judgement, Label, latest_la
 from assay.core.labels.statistics import confusion_matrix, kappa_from_matrix, kappa_interval, krippendorff_alpha, spearman
 from assay.core.labels.units import stored_unit
 
-__all__ = ["AgreementFilter", "agreement_report"]
+__all__ = ["AgreementFilter", "agreement_report", "checked_agreement_report"]
 
 Item = tuple[str, str, str]  # (kind, subject, content digest)
 CHECKS_PROMPT = "deterministic checks"
@@ -67,7 +67,7 @@ def _items(labels: Iterable[Label]) -> dict[Item, _Item]:
 
 
 def _row_key(judgement: Judgement, by_rubric: bool) -> str:
-    return f"{judgement.judge} · {judgement.rubric}" if by_rubric else judgement.judge
+    return f"{judgement.judge} · {judgement.rubric}" if by_rubric and judgement.rubric else judgement.judge
 
 
 def _wanted(judgement: Judgement, selection: AgreementFilter) -> bool:
@@ -252,3 +252,27 @@ def agreement_report(store: Any, labels: Iterable[Label], selection: AgreementFi
                    "by_rubric": selection.by_rubric},
         "judges": rows, "labellers": _labellers(items), "drift": _drift(rows),
     }
+
+
+def checked_agreement_report(store: Any, book: Any, selection: AgreementFilter) -> dict[str, Any]:
+    """`assay judge agreement`'s report (see `agreement_report`), with `--labeller`, `--judge` or `--rubric`
+    that match nothing in a store that has labels refused (a typo, not an empty result), naming what would.
+    `book` is the store's `LabelBook`."""
+    from assay.core.format import join_first
+    from assay.errors import UsageError
+
+    book.check_labeller(selection.labeller)
+    labels = book.labels()
+    report = agreement_report(store, labels, selection)
+    if report["judges"] or not report["items"] or not (selection.judge or selection.rubric):
+        return report
+    by_rubric = selection.rubric is not None
+    everyone = agreement_report(store, labels, AgreementFilter(labeller=selection.labeller, by_rubric=by_rubric))
+    judged_by = sorted({row["judge"] for row in everyone["judges"] if not row["judge"].startswith(CHECKS_PROMPT)})
+    asked = " and ".join(f"{flag} {value!r}" for flag, value in (("--judge", selection.judge), ("--rubric", selection.rubric))
+                         if value)
+    shown = join_first(judged_by, separator="; ") if judged_by else "none"
+    raise UsageError(f"{asked}: no judge of the labelled units matches (--judge takes a model name or part of a judge's, "
+                     f"--rubric part of a rubric); their judges{' · rubrics' if by_rubric else ''}: {shown}",
+                     "--judge" if selection.judge else "--rubric")
+

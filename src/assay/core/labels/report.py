@@ -20,11 +20,14 @@ def _binary_lines(binary: dict[str, Any] | None) -> list[str]:
     if not binary:
         return ["  pass/fail: no unit with both a human and a judge verdict"]
     interval = binary["kappa_interval"]
-    shown = f" [{_number(interval[0])}, {_number(interval[1])}]" if interval else ""
+    if binary["kappa"] is None:  # every answer on one side: chance agreement is total, κ is 0/0
+        kappa = "Cohen's κ undefined (both gave the same one answer throughout)"
+    else:
+        shown = f" [{_number(interval[0])}, {_number(interval[1])}] (95% bootstrap)" if interval else ""
+        kappa = f"Cohen's κ {_number(binary['kappa'])}{shown}"
     (pp, pf), (fp, ff) = binary["confusion"]["matrix"]
     return [
-        f"  pass/fail: {binary['units']} unit(s), agreement {_percent(binary['agreement'])}, "
-        f"Cohen's κ {_number(binary['kappa'])}{shown} (95% bootstrap)",
+        f"  pass/fail: {binary['units']} unit(s), agreement {_percent(binary['agreement'])}, {kappa}",
         "    human \\ judge   pass   fail",
         f"    pass           {pp:>5}  {pf:>5}",
         f"    fail           {fp:>5}  {ff:>5}",

@@ -153,6 +153,26 @@ class LabelBook:
         rows = self.store.read(f"SELECT body FROM labels{where} ORDER BY rowid", parameters)
         return [parse_label(json.loads(row[0])) for row in rows]
 
+    def labellers(self) -> set[str]:
+        """Everyone who has labelled anything in this store."""
+        if not self._indexed:
+            return {label.labeller for label in read_label_lines(self.path)}
+        return {row[0] for row in self.store.read("SELECT DISTINCT labeller FROM labels")}
+
+    def check_labeller(self, labeller: str | None) -> None:
+        """`--labeller NAME` names someone who labelled here (when anyone has): a name with no labels is a
+        typo far more often than a person yet to start, and an empty answer would not say which."""
+        known = self.labellers() if labeller is not None else set()
+        if not known or labeller in known:
+            return
+        from assay.core.format import did_you_mean, join_first
+        from assay.errors import UsageError
+
+        same = next((name for name in sorted(known) if name.casefold() == labeller.casefold()), None)
+        hint = f"; did you mean {same!r}?" if same else did_you_mean(labeller, known)
+        raise UsageError(f"--labeller {labeller!r}: no labels by {labeller!r}{hint} (labellers here: "
+                         f"{join_first(sorted(known), separator=', ')})", "--labeller")
+
     def labels_of_unit(self, run_id: str, unit_id: str) -> list[Label]:
         if not self._indexed:
             return [label for label in read_label_lines(self.path) if (label.run_id, label.unit_id) == (run_id, unit_id)]
