@@ -187,6 +187,20 @@ def test_a_file_no_format_claims_is_a_usage_error_naming_it(tmp_path):
     assert "promptfoo" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_an_eval_log_cut_short_is_inspects_and_a_wrong_format_names_the_right_one(inspect_logs, junit_log, tmp_path):
+    """A `.eval` archive cut short has no member list to detect it by: it read as "cannot tell which tool wrote
+    this file" instead of saying what is wrong with it. A --format the file is not said only where parsing failed."""
+    cut = tmp_path / "cut.eval"
+    cut.write_bytes(inspect_logs["eval"].path.read_bytes()[:3000])
+    done = _assay("runs", "import", str(cut))
+    assert done.returncode == 2 and done.stderr == f"Error: {cut}: not a complete zip archive (no end of central directory; " \
+        "a log still being written?)\n"
+    forced = _assay("runs", "import", "--format", "inspect", str(junit_log.path))
+    assert forced.returncode == 2, forced.stderr
+    assert forced.stderr.rstrip().endswith("(the file looks like junit output, not inspect: leave out --format, or give "
+                                           "--format junit)")
+
+
 def test_a_malformed_log_names_file_and_place_and_records_nothing(tmp_path):
     broken = tmp_path / "junit.xml"
     broken.write_text('<testsuites><testsuite name="s"><testcase name="a"></testsuite>')

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.interop.formats import LogFormat, detect_format, format_named
+from assay.core.interop.log import ImportFormatError
 from assay.core.record import RunManifest, store_path, utc_timestamp
+from assay.errors import UsageError
 
 __all__ = ["IMPORTED_KIND", "Imported", "import_log", "plan_imports"]
 
@@ -74,7 +76,22 @@ def import_log(path: Path, log_format: LogFormat, *, database: Path | None = Non
     # Decoding a sample allocates hundreds of short-lived containers: at the default collection
     # settings the collector cost twice what decoding did (Inspect's 7 KB samples: 55 µs against 17).
     with collection_sized_for_runs():
-        return _import(path, log_format, database or store_path())
+        try:
+            return _import(path, log_format, database or store_path())
+        except ImportFormatError as error:
+            actual = _format_of(path)
+            if actual is None or actual.name == log_format.name:
+                raise
+            raise ImportFormatError(f"{error} (the file looks like {actual.name} output, not {log_format.name}: leave "
+                                    f"out --format, or give --format {actual.name})", "--format") from None
+
+
+def _format_of(path: Path) -> LogFormat | None:
+    """The format `path` is detected as, when a `--format` given for it did not read it."""
+    try:
+        return detect_format(path)
+    except UsageError:
+        return None
 
 
 def _import(path: Path, log_format: LogFormat, database: Path) -> Imported:

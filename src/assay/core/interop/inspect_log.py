@@ -46,7 +46,10 @@ _FAILING = frozenset({"I", "N", "P", "no", "false", "0", "0.0"})
 def detect(sniff: Sniff) -> bool:
     if is_zip(sniff.head):
         names = sniff.zip_names
-        return "_journal/start.json" in names or "header.json" in names or any(name.startswith("samples/") for name in names)
+        # A `.eval` archive cut short (still being written, a partial copy) has no member list at its end to
+        # read: it is still Inspect's, so that reading it says what is wrong with it.
+        return ("_journal/start.json" in names or "header.json" in names or any(name.startswith("samples/") for name in names)
+                or (not names and sniff.path.suffix == ".eval"))
     return _HEADER_KEYS <= sniff.json_keys
 
 
