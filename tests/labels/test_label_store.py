@@ -79,6 +79,18 @@ def test_reindex_indexes_a_label_appended_before_a_crash_and_names_a_torn_line(d
     assert lines[1] == '{"label_id": "abc' and json.loads(lines[2])["unit_id"] == "main/eval2#1"
 
 
+def test_runs_reindex_says_how_many_labels_it_restored_and_names_a_torn_line(database, monkeypatch):
+    """docs/labels.md: a torn line "is skipped and named"; `runs reindex` skipped it without a word."""
+    monkeypatch.setenv("ASSAY_STORE", str(database))
+    with SqliteRunStore(database) as store:
+        label = _label(store, "main/eval1#1", verdict="pass")
+    labels_file(database).write_text(json.dumps(label.to_json()) + "\n" + '{"torn": ', encoding="utf-8")
+    result = CliRunner().invoke(app, ["runs", "reindex"])
+    assert result.exit_code == 0, result.output
+    assert f"and 1 label(s) into {database}" in result.output
+    assert f"Skipped an unreadable label line: {labels_file(database)}:2: JSONDecodeError" in result.output
+
+
 def test_an_edited_label_is_refused_on_import(database):
     with SqliteRunStore(database) as store:
         document = _label(store, "main/eval1#1", verdict="pass").to_json()
