@@ -504,3 +504,25 @@ def test_a_bare_keep_sandbox_means_failed_as_niceevals_does(tmp_path):
     spelt = run_cli("run", "--project", str(tmp_path), "--keep-sandbox=failed", "--dry")
     assert "requires an argument" not in bare.stderr
     assert (bare.returncode, bare.stdout, bare.stderr) == (spelt.returncode, spelt.stdout, spelt.stderr)
+
+
+def test_the_attempts_gate_says_what_it_found_so_a_failed_gate_does_not_read_as_its_rule(tmp_path, monkeypatch):
+    """`runs show` printed "FAIL attempts: no failed or errored attempts" for a run with failed attempts: the
+    message was the rule. Every other gate's message is what it found."""
+    project = agent_project(tmp_path / "gate")
+    (project / "experiments" / "base.py").write_text(
+        "from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message\n\n"
+        "async def send(turn_input, ctx):\n    return Turn(events=[message('hello')])\n\n"
+        "base = Experiment(agent=define_agent(name='echo', send=send, evidence_coverage=complete_evidence_coverage))\n")
+    (project / "evals" / "two_eval.py").write_text(
+        "from assay.agent import define_eval, equals\n\n"
+        "async def good(t):\n    await t.send('hi')\n\n"
+        "async def bad(t):\n    await t.send('hi')\n    t.check(t.reply, equals('bye'))\n\n"
+        "evals = {'good': define_eval(good), 'bad': define_eval(bad)}\n")
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
+    ran = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project)], capture_output=True,
+                         text=True, timeout=120, env=os.environ)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    shown = subprocess.run([sys.executable, "-m", "assay", "runs", "show", "latest"], capture_output=True, text=True,
+                           timeout=60, env=os.environ)
+    assert "FAIL attempts: 1 failed and 0 errored attempt(s)" in shown.stdout.splitlines(), shown.stdout

@@ -89,3 +89,14 @@ def test_an_imported_runs_series_is_its_tool_and_task(inspect_logs, junit_log):
         series = store.series(store.get_run(first).manifest)
         assert {first, second} <= set(series) and other not in series
         assert store.get_run(first).manifest.identity["project"] == "inspect:Inspect capitals (mockllm/model)"
+
+
+def test_show_keeps_each_failing_unit_to_one_line_when_its_message_runs_to_several(junit_log):
+    """pytest's message for `assert "Paris" == "Lima", "wrong capital"` is the assertion's whole diff; `runs show`
+    printed it as it is, so the list of failing units was no longer one unit per line."""
+    shown = _assay("runs", "show", _imported(junit_log.path))
+    assert shown.returncode == 0, shown.stderr
+    failing = shown.stdout.split("Failing units (", 1)[1].splitlines()[1:]
+    assert failing and all(line.startswith(("  FAILED ", "  ERRORED ")) for line in failing), shown.stdout
+    [fails] = [line for line in failing if "test_fails " in line + " "]
+    assert fails.endswith("AssertionError: wrong capital …"), fails

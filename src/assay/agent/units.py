@@ -126,8 +126,11 @@ def agent_run_manifest(
     agents: dict[str, dict[str, Any]] = {}
     for result in results:
         agents.setdefault(result.experiment_id, {"agent": result.agent, "model": result.model})
-    passed = not any(result.verdict in ("failed", "errored") for result in results)
-    gates = [Gate("attempts", passed, "no failed or errored attempts")]
+    failed = sum(result.verdict == "failed" for result in results)
+    errored = sum(result.verdict == "errored" for result in results)
+    # What was found, as every gate's message says it (not the rule, which a FAIL line would contradict).
+    found = f"{failed} failed and {errored} errored attempt(s)" if failed or errored else "no failed or errored attempts"
+    gates = [Gate("attempts", not (failed or errored), found)]
     gates += [Gate(f"budget {experiment}", False, "budget exhausted") for experiment in outcome.budget_exhausted]
     counts: dict[str, int] = {}
     for result in results:

@@ -48,7 +48,8 @@ def _manifest(
             **(identity or {}),
         },
         options=jsonable(dict(options)),
-        gates=[Gate(method, success, "verdict is not red" if method == "deterministic" else "advisory").to_json()],
+        gates=[Gate(method, success, ("verdict is not red" if success else "verdict is red") if method == "deterministic"
+                    else "advisory").to_json()],
         # A deterministic grade of a given candidate never varies by chance: a flip between two runs is a change.
         summary={"bundle": str(result_dir), **({"deterministic": True} if method == "deterministic" else {})},
         success=success,

@@ -145,9 +145,15 @@ def _show_lines(stored: Any, failing: Any) -> Iterator[str]:
         yield f"Failing units ({failing.total}):"
         for unit in failing.units:
             yield (f"  {unit.verdict.upper()} {unit.unit_id} expected={json.dumps(unit.expected, default=str)} "
-                   f"observed={json.dumps(unit.observed, default=str)} {unit.reason}").rstrip()
+                   f"observed={json.dumps(unit.observed, default=str)} {_first_line(unit.reason)}").rstrip()
         if failing.total > len(failing.units):
             yield f"  … {failing.total - len(failing.units)} more (--limit, or `assay view`)"
+
+
+def _first_line(text: str | None) -> str:
+    """A reason kept to its unit's one line (a JUnit failure message can run to a whole assertion diff)."""
+    head, _, rest = (text or "").strip().partition("\n")
+    return f"{head.rstrip()} …" if rest.strip() else head
 
 
 def compared(store: Any, before: str, after: str | None, id_map: Any, settings: Any, *, history: int,
