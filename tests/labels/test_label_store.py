@@ -150,3 +150,26 @@ def test_a_store_an_earlier_assay_left_unmarked_is_still_ours_with_its_labels_ta
     assert "labels" in tables
     with SqliteRunStore(database, read_only=True) as store:
         assert store.resolve("latest") == "agent-run-1"
+
+
+def test_a_labels_file_that_is_a_folder_is_one_error_naming_it(database, monkeypatch, tmp_path):
+    """It was a traceback (IsADirectoryError) from `labels import`, and `Error: IsADirectoryError: …` elsewhere."""
+    monkeypatch.setenv("ASSAY_STORE", str(database))
+    labels_file(database).unlink(missing_ok=True)
+    labels_file(database).mkdir()
+    source = tmp_path / "in.jsonl"
+    source.write_text("")
+    for arguments in (["labels", "import", str(source)], ["runs", "reindex"], ["judge", "agreement"], ["labels", "export"]):
+        result = CliRunner().invoke(app, arguments)
+        assert result.exit_code == 2, (arguments, result.output)
+        assert result.output.strip() == (f"Error: {labels_file(database)} is a folder; the store keeps its labels in a file "
+                                         "of that name: move the folder away"), (arguments, result.output)
+
+
+def test_assay_store_naming_a_folder_is_one_error_with_the_file_meant(tmp_path, monkeypatch):
+    """`ASSAY_STORE=.assay` (the folder, not the database in it) read as "disk I/O error" from SQLite."""
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path))
+    result = CliRunner().invoke(app, ["runs", "list"])
+    assert result.exit_code == 2
+    assert result.output.strip() == (f"Error: ASSAY_STORE={tmp_path} is a folder; it names the store's database file "
+                                     f"(e.g. ASSAY_STORE={tmp_path / 'assay.db'})")

@@ -304,7 +304,11 @@ def store_path(start: Path | None = None) -> Path:
     """`$ASSAY_STORE` when set, else `<project root>/.assay/assay.db` (see `check_store_location`)."""
     override = os.environ.get(STORE_ENVIRONMENT)
     if override:
-        return Path(override).expanduser().resolve()
+        chosen = Path(override).expanduser().resolve()
+        if chosen.is_dir():  # `ASSAY_STORE=.assay`: SQLite would only say "disk I/O error"
+            raise ConfigError(f"{STORE_ENVIRONMENT}={override} is a folder; it names the store's database file "
+                              f"(e.g. {STORE_ENVIRONMENT}={Path(override) / 'assay.db'})")
+        return chosen
     return project_root(start) / STATE_FOLDER / "assay.db"
 
 

@@ -29,6 +29,8 @@ def labels_file(database: Path) -> Path:
 
 
 def _check_location(path: Path) -> None:
+    if path.is_dir():
+        raise LabelError(f"{path} is a folder; the store keeps its labels in a file of that name: move the folder away")
     # As for the store itself: a link planted in a checkout's `.assay` would carry labels elsewhere.
     if path.is_symlink() and not os.environ.get(STORE_ENVIRONMENT) and path.parent.name == STATE_FOLDER:
         raise LabelError(
@@ -69,6 +71,7 @@ def restore_labels(store: Any) -> tuple[int, tuple[str, ...]]:
     all, unreadable lines). `assay runs reindex` calls it after rebuilding the runs."""
     skipped: list[str] = []
     path = labels_file(store.path)
+    _check_location(path)
     store.write(_INSERT, (_row(label) for label in read_label_lines(path, skipped)))
     total = store.read("SELECT count(*) FROM labels").fetchone()[0]
     return int(total), tuple(skipped)
