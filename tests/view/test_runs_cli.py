@@ -62,6 +62,9 @@ def test_compare_finds_significant_regressions_and_gates_ci(store_env: FilledSto
     assert result.exit_code == 0  # without --fail-on-regression compare only reports
     document = json.loads(result.output)
     assert document["counts"]["regressions"] == 8 and document["counts"]["fixes"] == 0
+    assert list(document["counts"]) == ["regressions", "fixes", "still_failing", "still_passing", "new", "removed",
+                                        "changed_other"]  # as the text's "paired units" line, still passing too
+    assert document["counts"]["still_passing"] == document["paired"]["both_passed"]
     assert document["pass_rate_difference"] == -1.0
     assert document["test"]["p_value"] == 2 / 256
     assert document["regression"] is True and document["verdict"] == "regressed"

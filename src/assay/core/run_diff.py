@@ -182,7 +182,10 @@ class RunComparison:
             "sentence": self.sentence(),
             "history_runs": self.history_runs,
             "judgement": self.judgement.to_json(group_limit=unit_limit),
-            "counts": {kind: len(self.units.get(kind, [])) for kind in CHANGE_KINDS},
+            # What the text's "paired units" line counts, still passing included (it lists no units).
+            "counts": {**{kind: len(self.units.get(kind, [])) for kind in CHANGE_KINDS[:3]},
+                       "still_passing": self.counts.both_passed,
+                       **{kind: len(self.units.get(kind, [])) for kind in CHANGE_KINDS[3:]}},
             "units": {kind: ids[:unit_limit] if unit_limit is not None else ids for kind, ids in self.units.items()},
         }
 
