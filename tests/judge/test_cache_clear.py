@@ -74,3 +74,6 @@ def test_only_the_caches_own_entries_are_removed_from_a_cache_dir(tmp_path):
 def test_a_missing_project_is_a_usage_error(tmp_path):
     result = CliRunner().invoke(app, ["judge", "cache", "clear", "--project", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "--project" in result.output and "no such folder" in result.output
+    (tmp_path / "notes.txt").write_text("")
+    a_file = CliRunner().invoke(app, ["judge", "cache", "clear", "--project", str(tmp_path / "notes.txt")])
+    assert a_file.exit_code == 2 and a_file.output.strip() == f"Error: --project {tmp_path / 'notes.txt'}: not a folder"

@@ -205,6 +205,9 @@ def test_view_label_options_are_checked_before_anything_starts(database: Path, m
     assert without_label.exit_code == 2 and "--as" in without_label.output and "needs --label" in without_label.output
     exported = CliRunner().invoke(app, ["view", "--label", "--export", str(database.parent / "site")])
     assert exported.exit_code == 2 and "cannot be combined with --export" in exported.output
+    for empty in ("", "   "):  # it used to label as the git user, silently
+        unnamed = CliRunner().invoke(app, ["view", "--label", "--as", empty, "--no-open"])
+        assert unnamed.exit_code == 2 and "Invalid value for '--as': needs a name" in unnamed.output, unnamed.output
 
 
 def test_assay_view_label_serves_label_mode_as_the_named_labeller(database: Path, mixed: MixedStore, tmp_path: Path) -> None:

@@ -32,6 +32,8 @@ def view_command(given: Given) -> None:
         common.refuse("--label", "cannot be combined with --export (labels are recorded in the live viewer)")
     if given.labeller is not None and not given.label:
         common.refuse("--as", "needs --label")
+    if given.labeller is not None and not given.labeller.strip():
+        common.refuse("--as", "needs a name (leave it out to label as the git user)")
     with common.failing("Could not open the results store", on_stdout=True):
         store = open_store(read_only=not given.label)
     try:
@@ -40,7 +42,7 @@ def view_command(given: Given) -> None:
             from assay.view.labelling import LabelSession, default_labeller
 
             with common.failing("Could not start label mode", on_stdout=True):
-                labelling = LabelSession(data, (given.labeller or default_labeller()).strip() or default_labeller())
+                labelling = LabelSession(data, given.labeller.strip() if given.labeller else default_labeller())
             lines = [f"Labelling as {labelling.labeller}; labels are appended to {labelling.book.path}"]
         if given.export is not None:
             from assay.view.export import export_site

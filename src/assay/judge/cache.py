@@ -125,7 +125,7 @@ def clear_cache_line(project: Path, cache_dir: Path | None) -> str:
     from assay.errors import AssayError, UsageError
 
     if cache_dir is None and not project.is_dir():
-        raise UsageError(f"--project {project}: no such folder")
+        raise UsageError(f"--project {project}: {'not a folder' if project.exists() else 'no such folder'}")
     folder = cache_dir.expanduser() if cache_dir else state_folder(project.expanduser()) / "cache" / "judge"
     if not folder.is_dir():
         return f"No judge cache at {folder}; nothing to clear."
