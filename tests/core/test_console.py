@@ -57,3 +57,16 @@ def test_emoji_codes_are_still_replaced_and_text_without_a_colon_is_unchanged() 
     assert shown("a :smile: b", emoji=False) == "a :smile: b\n"
     assert shown("[bold]x[/bold] y, 12:30") == "x y, 12:30\n"
     assert shown("plain text") == "plain text\n"
+
+
+def test_lines_for_a_person_are_printed_as_written_and_escaped(capsys) -> None:
+    """`say` (and an agent run's console) printed through a rich console: `:x:` in a unit id became an emoji,
+    a tab became spaces. A `LineWriter` line is the text itself, escaped as `printable` says, flushed at once."""
+    from assay.cli.common import say
+    from assay.core.console import LineWriter
+
+    say("tests::test_a[:x:]\tfailed", "red \x1b[31m:warning:")
+    assert capsys.readouterr().out == "tests::test_a[:x:]\tfailed\nred \\x1b[31m:warning:\n"
+    stream = io.StringIO()
+    LineWriter(stream).print("one")
+    assert stream.getvalue() == "one\n"
