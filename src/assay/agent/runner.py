@@ -354,8 +354,10 @@ class AgentRun:
     async def _retire_pools(self) -> None:
         """Every shared sandbox left idle is retired (teardowns, stop) before the experiments' teardowns."""
         pools, self._pools = self._pools, {}
-        if pools:
-            from assay.agent.sandbox.lifecycle import retire_sandbox
+        if not pools:
+            return
+        from assay.agent.sandbox.lifecycle import retire_sandbox  # a run that shares no sandbox never imports it
+
         for pool in pools.values():
             for warm in pool.drain():
                 def report(code: str, level: str, message: str, *_: Any, pool: str = pool.name, **__: Any) -> None:
