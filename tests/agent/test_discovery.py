@@ -1,5 +1,6 @@
 import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -227,6 +228,15 @@ def test_dotenv_is_loaded_without_overriding_the_environment(tmp_path):
     assert environ == {"ALREADY": "environment", "API_KEY": "from file", "PLAIN": "value", "QUOTED": "a # b"}
     assert sorted(loaded) == ["API_KEY", "PLAIN", "QUOTED"]
     assert parse_dotenv('MULTI="a\\nb"') == {"MULTI": "a\nb"}
+
+
+def test_a_quoted_dotenv_value_may_be_followed_by_a_comment_as_the_docs_write_it():
+    """docs/agent/projects.md's own line kept its quotes (`"http://…"`, a URL no client can use)."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "agent" / "projects.md").read_text(encoding="utf-8")
+    line = next(line for line in page.splitlines() if line.startswith("SHOP_API_URL="))
+    assert parse_dotenv(line) == {"SHOP_API_URL": "http://127.0.0.1:8080"}
+    assert parse_dotenv('A="x \\" y"  # why\nB=\'a # b\'   # c\nC="a"b\nD="open') == {
+        "A": 'x " y', "B": "a # b", "C": '"a"b', "D": '"open'}
 
 
 # --- hostile and damaged project files -----------------------------------------------------------

@@ -152,23 +152,37 @@ def parse_dotenv(text: str, source: str = ".env") -> dict[str, str]:
         if "\x00" in value:
             raise ConfigError(f"{source}: line {number}: the value of {key} contains a NUL character, "
                               "which environment variables cannot hold; remove it")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            quote = value[0]
-            value = value[1:-1]
-            if quote == '"':
-                value = value.replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
-        else:
-            hash_at = value.find(" #")
-            if hash_at >= 0:
-                value = value[:hash_at].rstrip()
-        values[key] = value
+        values[key] = _dotenv_value(value.strip())
         if len(values) > MAX_DOTENV_VARIABLES:
             raise ConfigError(
                 f"{source}: more than {MAX_DOTENV_VARIABLES:,} variables; assay loads at most that many "
                 "(each is copied into every process it starts): keep only what the project needs"
             )
     return values
+
+
+def _dotenv_value(value: str) -> str:
+    """A value as written after `=`: quoted (a comment may follow the closing quote: `A="x y"  # why`; in
+    double quotes `\\n`, `\\"` and `\\\\` are escapes), or bare, up to a ` #` comment."""
+    quote = value[:1]
+    if quote in ("'", '"'):
+        end = value.find(quote, 1)
+        while quote == '"' and end > 0 and _escaped(value, end):
+            end = value.find(quote, end + 1)
+        rest = value[end + 1:].lstrip() if end > 0 else "x"
+        if not rest or rest.startswith("#"):
+            inner = value[1:end]
+            return inner.replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\") if quote == '"' else inner
+    hash_at = value.find(" #")
+    return value[:hash_at].rstrip() if hash_at >= 0 else value
+
+
+def _escaped(text: str, at: int) -> bool:
+    """Whether `text[at]` follows an odd number of backslashes."""
+    count = 0
+    while at - count - 1 >= 0 and text[at - count - 1] == "\\":
+        count += 1
+    return count % 2 == 1
 
 
 def load_dotenv(directory: Path, environ: MutableMapping[str, str] | None = None) -> list[str]:
