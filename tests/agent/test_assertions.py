@@ -491,3 +491,15 @@ def test_a_configured_judge_gets_the_turn_material_and_its_score_is_a_measuremen
     assert (judge.requests[0].input, judge.requests[0].output) == ("What is 2+2?", "4")
     assert judge.requests[0].config == {"model": "judge-1"}
     assert (judge.requests[1].recipe, judge.requests[1].output) == ("factuality", "four")
+
+
+def test_a_test_defined_without_async_is_an_authoring_error_that_says_so():
+    """`def test(t)` where `async def` was meant ran and errored with "TypeError: object NoneType can't be used in
+    'await' expression", which names neither the eval's mistake nor its fix."""
+
+    def test(t):
+        t.called_tool("get_weather")
+
+    result = one_turn(test)
+    assert result.verdict == "errored" and result.error["code"] == "authoring-error"
+    assert result.error["message"].startswith("the eval's test returned NoneType, not an awaitable: define it with `async def`")

@@ -9,6 +9,7 @@ surface drives the attempt's state (`assay.agent.attempt_state`).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import time
 import traceback
@@ -170,7 +171,11 @@ async def run_attempt(
                 stage.enter("eval.run")
             with timeline.phase("eval.run", signal=signal) as phase:
                 timeline.current = phase  # sends and awaited judge calls nest under the eval's run
-                await test(t)
+                running = test(t)
+                if not inspect.isawaitable(running):  # `def test(t)` where `async def` was meant
+                    raise AuthoringError(f"the eval's test returned {type(running).__name__}, not an awaitable: define it "
+                                         "with `async def` (async def test(t): await t.send(...))")
+                await running
     except StopEval:
         pass
     except SkipEval:
