@@ -48,3 +48,26 @@ def test_the_starter_is_all_or_nothing_next_to_a_file_of_the_same_name(tmp_path)
     assert made.returncode == 0, made.stdout + made.stderr
     assert (tmp_path / "agents" / "weather.py").read_text() == "# the user's own\n"
     assert list((tmp_path / "evals").iterdir()) == [] and list((tmp_path / "experiments").iterdir()) == []
+
+
+def test_a_pyproject_run_would_refuse_is_refused_before_anything_is_written(tmp_path):
+    """The starter files were written first, then the error came: fixing the file and running `init` again then
+    said "nothing to do (already set up)"."""
+    for body, words in (("[tool.assay]\nconcurency = 3\n", "unknown key 'concurency' (did you mean 'concurrency'?)"),
+                        ("[tool.assay\n", "Expected ']' at the end of a table declaration")):
+        project = tmp_path / f"p{len(words)}"
+        project.mkdir()
+        (project / "pyproject.toml").write_text(body)
+        made = assay("agent", "init", str(project), cwd=tmp_path)
+        assert made.returncode == 2 and words in made.stderr, made.stdout + made.stderr
+        assert [path.name for path in project.iterdir()] == ["pyproject.toml"]
+        assert (project / "pyproject.toml").read_text() == body
+
+
+def test_a_file_given_as_the_project_is_said_to_be_a_file(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.assay]\n")
+    for arguments in (("agent", "init", "pyproject.toml"), ("agent", "run", "--project", "pyproject.toml"),
+                      ("agent", "list", "--project", "pyproject.toml")):
+        done = assay(*arguments, cwd=tmp_path)
+        assert done.returncode == 2, (arguments, done.stdout + done.stderr)
+        assert f"{tmp_path / 'pyproject.toml'} is a file, not a folder; give the project's folder" in done.stderr, done.stderr

@@ -209,6 +209,8 @@ def project_folder(given: str | Path | None, option: str = "--project") -> Path:
     """The project folder `given` names (default: the current folder), resolved; a folder that does
     not exist is a usage error on `option`."""
     path = Path(given if given is not None else Path.cwd()).expanduser().resolve()
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{path} is a file, not a folder; give the project's folder", option)
     if not path.is_dir():
         raise UsageError(f"project folder does not exist: {path}", option)
     return path

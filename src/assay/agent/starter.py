@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from assay.errors import ConfigError
+from assay.errors import ConfigError, UsageError
 
 __all__ = ["STARTER_FILES", "init_project", "write_starter_files"]
 
@@ -105,8 +105,14 @@ def init_project(directory: Path) -> list[str]:
     next. Existing files are never changed: only the [tool.assay] table is appended to a
     pyproject.toml that lacks one. A project `run` would refuse is refused here (ConfigError)."""
     root = directory.expanduser().resolve()
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"{root} is a file, not a folder; give the project's folder")
     made = []
     try:
+        from assay.agent.project import load_project_config
+
+        if (root / "pyproject.toml").exists():  # one `run` would refuse: said before anything is written
+            load_project_config(root)
         # The starter goes only into a project that has neither folder yet: an example eval added
         # to a suite that exists would run against its experiments.
         is_new = not (root / "evals").exists() and not (root / "experiments").exists()
@@ -129,9 +135,7 @@ def init_project(directory: Path) -> list[str]:
                 separator = "" if text.endswith("\n") or not text else "\n"
                 write_atomically(pyproject, text + separator + "\n" + _MINIMAL_CONFIG)  # the user's file: never half-written
                 made.append("[tool.assay] in pyproject.toml")
-        from assay.agent.project import load_project_config
-
-        load_project_config(root)  # a [tool.assay] already there that `run` would refuse: say so now
+        load_project_config(root)
     except OSError as error:
         raise ConfigError(f"could not set up {root}: {error}") from None
     run = "assay agent run" if root == Path.cwd().resolve() else f"assay agent run --project {shlex.quote(str(directory))}"
