@@ -102,7 +102,9 @@ def test_agent_and_model_options_are_rejected_with_guidance(project):
     (["nope"], "no experiment matches 'nope'"),
     (["baseline", "zzz"], "no eval id starts with 'zzz' (`assay agent list` shows the eval ids)"),
     (["baseline", "orders/status", "ordres/refund"], "no eval id starts with 'ordres/refund'; did you mean 'orders/refund'?"),
-    (["baseline", "--tag", "no-such-tag"], "no evals selected after narrowing"),
+    (["baseline", "--tag", "no-such-tag"], "--tag 'no-such-tag': no eval has this tag (the evals' tags: "),
+    (["baseline", "--tag", "hitll"], "--tag 'hitll': no eval has this tag; did you mean 'hitl'?"),
+    (["baseline", "orders/status", "--tag", "hitl"], "no evals selected after narrowing"),
     (["--rerun=faild"], "got 'faild'; did you mean 'failed'?"),
     (["--concurrency", "0"], "--concurrency must be > 0"),
 ])
@@ -110,6 +112,12 @@ def test_usage_errors_exit_2(project, args, message):
     result = invoke("run", "--project", str(project), *args)
     assert result.exit_code == 2
     assert message in result.output
+
+
+def test_a_tag_no_eval_has_is_a_usage_error_for_list_too(project):
+    """`agent list --tag hitll` printed empty tables and exited 0 where `run` refused."""
+    result = invoke("list", "--project", str(project), "--tag", "hitll")
+    assert result.exit_code == 2 and "--tag 'hitll': no eval has this tag; did you mean 'hitl'?" in result.output
 
 
 def test_show_lists_the_latest_run_and_one_attempt_in_detail(project):

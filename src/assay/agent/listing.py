@@ -60,11 +60,14 @@ def list_project(root: Path, tags: Sequence[str] = ()) -> ProjectListing:
     """The project's evals (only those with one of `tags`, when given) and experiments; a project
     `run` would refuse is refused here too."""
     from assay.agent.discovery import discover_evals, discover_experiments, select_evals
+    from assay.agent.plan import check_tags
     from assay.agent.project import EXPERIMENTS_DIR, load_dotenv, load_project_config
 
     load_project_config(root)
     load_dotenv(root)
-    evals = [entry for entry in discover_evals(root) if not tags or any(t in entry.eval.tags for t in tags)]
+    every = discover_evals(root)
+    check_tags(tags, every)
+    evals = [entry for entry in every if not tags or any(t in entry.eval.tags for t in tags)]
     experiments = discover_experiments(root) if (root / EXPERIMENTS_DIR).is_dir() else []
     selected = {entry.id: [e.id for e in select_evals(entry, evals)] for entry in experiments}
     return ProjectListing(evals, experiments, selected)

@@ -180,6 +180,7 @@ def plan_for(root: Path, selection: AgentRunRequest) -> list[PlannedAttempt]:
             raise UsageError(f"{error}. Did you mean `assay agent {selection.experiment}`?") from None
         raise
     _check_prefixes(selection.evals, all_evals)
+    check_tags(selection.tags, all_evals)
     selections = {
         entry.id: select_evals(entry, all_evals, list(selection.evals), list(selection.tags)) for entry in experiments
     }
@@ -199,3 +200,15 @@ def _check_prefixes(prefixes: Sequence[str], evals: Sequence[EvalEntry]) -> None
         if not any(entry.id.startswith(prefix) for entry in evals):
             hint = did_you_mean(prefix, (entry.id for entry in evals))
             raise UsageError(f"no eval id starts with {prefix!r}{hint} (`assay agent list` shows the eval ids)")
+
+
+def check_tags(tags: Sequence[str], evals: Sequence[EvalEntry]) -> None:
+    """A `--tag` no eval carries is a typo, not a narrower selection: name it, and the tags there are."""
+    from assay.core.format import did_you_mean, join_first
+
+    known = sorted({tag for entry in evals for tag in entry.eval.tags})
+    for tag in tags:
+        if tag not in known:
+            hint = did_you_mean(tag, known)
+            there = f"the evals' tags: {join_first(known, separator=', ')}" if known else "no eval has a tag"
+            raise UsageError(f"--tag {tag!r}: no eval has this tag{hint} ({there})", "--tag")
