@@ -204,7 +204,14 @@ def test_project_config_reads_tool_assay(tmp_path):
 
 
 @pytest.mark.parametrize("body, message", [
-    ("concurency = 3", r"unknown key 'concurency' \(did you mean 'concurrency'\?\); agent evals read .* and the telemetry table"),
+    ("concurency = 3", r"unknown key 'concurency' \(did you mean 'concurrency'\?\); agent evals read .* and the telemetry and "
+                       "export tables"),
+    # The telemetry and export tables are checked with the rest, so `list` and `run --dry` refuse them as `run` does.
+    ("[tool.assay.telemetry]\nprot = 4318", r"\[tool.assay.telemetry\]: unknown key 'prot' \(did you mean 'port'\?\)"),
+    ("[tool.assay.telemetry]\nscope = 'attempts'", r"\[tool.assay.telemetry\]: scope must be one of run, attempt"),
+    ("telemetry = 5", r"\[tool.assay.telemetry\] must be a table"),
+    ("[tool.assay.telemtry]\nport = 1", r"unknown key 'telemtry' \(did you mean 'telemetry'\?\)"),
+    ("[tool.assay.export]\notlp = 5", r"\[tool.assay.export\]: otlp must be a URL string"),
     ("[tool.assay.judge]\nmodle = 'm'", r"\[tool.assay.judge\]: unknown setting 'modle' \(did you mean 'model'\?\)"),
     ("concurrency = 0", "concurrency must be an integer >= 1"),
     ("[tool.assay.pricing]\nm = { inputs = 1 }", "m.inputs is unknown"),

@@ -30,6 +30,7 @@ EVALS_DIR = "evals"
 EXPERIMENTS_DIR = "experiments"
 STATE_DIR = ".assay"  # checkpoints live in .assay/runs/checkpoints
 _KNOWN_KEYS = ("name", "concurrency", "timeout", "pricing", "judge")
+_KNOWN_TABLES = ("telemetry", "export")  # read where they are used (the run's receiver, the export after a run)
 # Sane maximums: more attempts in flight, or per eval, than any machine runs would only allocate the
 # plan and the workers for them (10**9 of them exhaust memory before anything runs).
 MAX_CONCURRENCY = 10_000
@@ -102,10 +103,13 @@ def load_project_config(project: Path) -> ProjectConfig:
     if table is None:
         return ProjectConfig()
     where = f"{path} [tool.assay]"
+    known = (*_KNOWN_KEYS, *_KNOWN_TABLES)
     for key, value in table.items():
-        if key not in _KNOWN_KEYS and not isinstance(value, dict):
-            raise ConfigError(f"{where}: unknown key {key!r}{_did_you_mean(key, _KNOWN_KEYS)}; agent evals read "
-                              f"{', '.join(_KNOWN_KEYS)} and the telemetry table")
+        # Another table may be another kind's (`[tool.assay.video]`); one spelt nearly as ours is a typo.
+        if key not in known and (not isinstance(value, dict) or _did_you_mean(key, known)):
+            raise ConfigError(f"{where}: unknown key {key!r}{_did_you_mean(key, known)}; agent evals read "
+                              f"{', '.join(_KNOWN_KEYS)} and the {' and '.join(_KNOWN_TABLES)} tables")
+    _check_tables(table, path)
     name = table.get("name")
     if name is not None and not isinstance(name, str):
         raise ConfigError(f"{where}: name must be a string{_got(name)}")
@@ -183,6 +187,22 @@ def _escaped(text: str, at: int) -> bool:
     while at - count - 1 >= 0 and text[at - count - 1] == "\\":
         count += 1
     return count % 2 == 1
+
+
+def _check_tables(table: Mapping[str, Any], path: Path) -> None:
+    """`[tool.assay.telemetry]` and `[tool.assay.export]` as a run reads them, checked with the rest, so `list`
+    and `run --dry` refuse what `run` would (after its evals, for the export)."""
+    if "telemetry" in table:
+        from assay.agent.traces.config import telemetry_config
+
+        telemetry_config(table["telemetry"], f"{path} [tool.assay.telemetry]")
+    if "export" in table:
+        from assay.core.interop.export_endpoint import table_endpoint
+
+        try:
+            table_endpoint(table["export"], f"{path} [tool.assay.export]")
+        except UsageError as error:
+            raise ConfigError(str(error)) from None
 
 
 def load_dotenv(directory: Path, environ: MutableMapping[str, str] | None = None) -> list[str]:

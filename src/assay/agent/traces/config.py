@@ -15,7 +15,7 @@ from typing import Any
 
 from assay.errors import ConfigError
 
-__all__ = ["SCOPES", "TelemetryConfig", "load_telemetry_config"]
+__all__ = ["SCOPES", "TelemetryConfig", "load_telemetry_config", "telemetry_config"]
 
 SCOPES = ("run", "attempt")
 _KEYS = ("enabled", "port", "host", "scope")
@@ -47,21 +47,22 @@ def _table(project: Path) -> dict[str, Any] | None:
         return None  # the project config loader has already reported an unreadable file
     from assay.agent.project import tool_assay_table
 
-    table = (tool_assay_table(document, path) or {}).get("telemetry")
-    if table is None:
-        return None
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path} [tool.assay.telemetry] must be a table")
-    return table
+    return (tool_assay_table(document, path) or {}).get("telemetry")
 
 
 def load_telemetry_config(project: Path, bind: str | None = None) -> TelemetryConfig | None:
     """The run's telemetry settings, or None when the project has none and `--telemetry-host` was not given."""
-    table = _table(project)
+    return telemetry_config(_table(project), f"{project / 'pyproject.toml'} [tool.assay.telemetry]", bind)
+
+
+def telemetry_config(table: Any, where: str, bind: str | None = None) -> TelemetryConfig | None:
+    """The settings a `[tool.assay.telemetry]` table (None: absent) holds; a `ConfigError` naming `where` for a
+    table a run would refuse (the project loader checks it too, so `list` and `--dry` refuse it as well)."""
     if table is None and bind is None:
         return None
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
     table = table or {}
-    where = f"{project / 'pyproject.toml'} [tool.assay.telemetry]"
     unknown = [key for key in table if key not in _KEYS]
     if unknown:
         from assay.core.format import did_you_mean

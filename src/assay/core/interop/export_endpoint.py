@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from assay.errors import AssayError, UsageError
 
-__all__ = ["ENVIRONMENT", "check_endpoint", "configured_endpoint", "exports_anywhere"]
+__all__ = ["ENVIRONMENT", "check_endpoint", "configured_endpoint", "exports_anywhere", "table_endpoint"]
 
 ENVIRONMENT = "ASSAY_OTLP_EXPORT"
 
@@ -44,9 +44,12 @@ def configured_endpoint(home: Path | None) -> str | None:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None  # the project's own loader reports a broken file
     table = ((document.get("tool") or {}).get("assay") or {}).get("export") if isinstance(document.get("tool"), dict) else None
-    if table is None:
-        return None
-    where = f"{path} [tool.assay.export]"
+    return None if table is None else table_endpoint(table, f"{path} [tool.assay.export]")
+
+
+def table_endpoint(table: object, where: str) -> str | None:
+    """The endpoint a `[tool.assay.export]` table names (None: none); a table that is not one is a `UsageError`
+    naming `where`. An agent project's loader checks it too, so `list` and `--dry` refuse what a run would."""
     if not isinstance(table, dict) or set(table) - {"otlp"}:
         raise UsageError(f"{where}: the table holds one key, otlp = \"http://host:4318\"")
     value = table.get("otlp")
