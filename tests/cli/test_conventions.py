@@ -93,18 +93,21 @@ def test_junit_file_for_every_kind(workspace, tmp_path, kind):
     assert int(root.get("failures")) == {"video": 1, "agent": 1, "doc": 1}[kind]
 
 
-def test_a_report_path_that_cannot_be_written_is_exit_2_and_refused_before_the_run_where_it_can_be(workspace, tmp_path):
+def test_a_report_path_that_cannot_be_written_is_exit_2_and_refused_before_the_run(workspace, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
+    folder = tmp_path / "reports"
+    folder.mkdir()
     for kind, arguments in RESULTS.items():
-        done = run(workspace, *arguments, "--junit", str(blocker / "junit.xml"))
-        assert done.returncode == 2, done.stdout + done.stderr
-        output = done.stdout + done.stderr
-        if kind == "agent":  # known only once the run is planned: the writer says so
-            assert "could not write JUnit report" in done.stderr
-        else:  # refused before any unit ran
-            assert f"--junit {blocker / 'junit.xml'} cannot be created: {blocker} is a file, not a folder" in output
-            assert "Verdict" not in output and "Case traffic-light" not in output
+        for given, reason in ((blocker / "junit.xml", f"cannot be created: {blocker} is a file, not a folder"),
+                              (folder, "is a folder")):
+            done = run(workspace, *arguments, "--junit", str(given))
+            output = done.stdout + done.stderr
+            assert done.returncode == 2, output
+            # Refused before any unit ran (an agent run used to run every eval and then fail writing it).
+            assert f"--junit {given} {reason}" in output
+            assert "Verdict" not in output and "Case traffic-light" not in output and "PLAN" not in output, output
+            assert ".tmp" not in output
 
 
 SLOW_AGENT = '''

@@ -104,9 +104,6 @@ class DocKind:
         return KindOutput(DocConsole())
 
     def open(self, request: DocRequest, outputs: Outputs, resume: Resumed | None, events: RunEvents) -> _OpenedDocRun:
-        from assay.core.fsutil import check_report_path
-
-        check_report_path("--junit", outputs.junit)
         return _OpenedDocRun(request, METHODS[request.method])
 
     def open_failed(self, request: DocRequest, error: AssayError) -> RunFinished:

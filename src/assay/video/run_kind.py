@@ -180,7 +180,6 @@ class VideoKind:
         self, request: VideoRunRequest, outputs: Outputs, resume: Resumed | None, events: RunEvents
     ) -> _OpenedVideoRun:
         """Load and check the selection, then start the checkpoint (or resume `resume`)."""
-        from assay.core.fsutil import check_report_path
         from assay.core.memory import tune_allocator_for_frames
         from assay.video.checkpoint import RunCheckpoint
         from assay.video.cloud_store import materialize
@@ -189,8 +188,6 @@ class VideoKind:
         from assay.video.run import check_sample_times
 
         check_run_options(request)
-        check_report_path("--output-json", outputs.output_json)  # before any work: GlassKit found out after
-        check_report_path("--junit", outputs.junit)
         tune_allocator_for_frames()
         directory = load_eval_directory(
             request.eval_dir, case=request.case, targets=request.targets, at=request.at, from_s=request.from_s,

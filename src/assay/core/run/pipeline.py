@@ -43,8 +43,13 @@ def _connect_executor(execution: Execution, opened: OpenedRun) -> Any:
 
 def _open(run_kind: RunKind[Request], request: Request, outputs: Outputs, resume: Resumed | None, events: RunEvents) -> OpenedRun:
     """Plan the run (discovery, the plan, carry) with the run's collection settings too: planning
-    50,000 evals allocates that many long-lived objects, and the default settings walked them all."""
+    50,000 evals allocates that many long-lived objects, and the default settings walked them all.
+    The report paths are checked first, for every kind: hours of work never end in a report that fails."""
+    from assay.core.fsutil import check_report_path
     from assay.core.gcpolicy import collection_sized_for_runs
+
+    check_report_path("--output-json", outputs.output_json)
+    check_report_path("--junit", outputs.junit)
 
     with collection_sized_for_runs():
         return run_kind.open(request, outputs, resume, events)
