@@ -51,6 +51,45 @@ def test_a_user_error_is_a_result_not_an_exception(project):
     assert results.exit_code == 2 and "no-such-experiment" in results.error and results.attempts == ()
 
 
+@pytest.mark.parametrize("options, message", [
+    ({"attempts": 0}, "attempts must be > 0"),
+    ({"concurrency": 0}, "concurrency must be > 0"),
+    ({"timeout": -1}, "timeout must be > 0"),
+    ({"budget": -1}, "budget must be >= 0"),
+    ({"attempts": 10**9}, "attempts must be at most"),
+    ({"rerun": "faild"}, "rerun"),
+    ({"evals": [3]}, "evals must be a string or a sequence of strings"),
+])
+def test_options_the_cli_refuses_are_refused_by_the_api_naming_the_argument(project, options, message):
+    # Before, the API skipped the CLI's checks: attempts=0 ran nothing and passed, a negative budget or
+    # timeout reached the run.
+    results = run(project, journal=False, record=False, **options)
+    assert (results.exit_code, results.attempts) == (2, ()), results
+    assert message in results.error and "--" not in results.error
+    assert asyncio.run(run_async(project, journal=False, record=False, **options)).error == results.error
+    if "concurrency" not in options and "budget" not in options:
+        from assay.agent.api import plan
+        from assay.errors import UsageError
+
+        with pytest.raises(UsageError, match=message):
+            plan(project, **options)
+
+
+def test_one_string_is_one_selector_not_its_characters(project):
+    results = run(project, evals="orders/", tags=(), journal=False, record=False)
+    assert [a.eval_id for a in results.attempts] == ["orders/refund", "orders/refund_denied", "orders/status"]
+
+
+def test_run_evals_refuses_what_the_cli_refuses():
+    from assay.errors import UsageError
+
+    agent = define_agent(name="a", send=lambda turn_input, ctx: Turn([]), evidence_coverage=complete_evidence_coverage)
+    for options, message in (({"attempts": 0}, "attempts must be > 0"), ({"concurrency": 0}, "concurrency must be > 0"),
+                             ({"timeout": 0}, "timeout must be > 0")):
+        with pytest.raises(UsageError, match=message):
+            run_evals({"e": define_eval(lambda t: None)}, Experiment(agent=agent), **options)
+
+
 def test_a_missing_project_folder_is_a_result_with_the_reason_sync_and_async(tmp_path):
     missing = tmp_path / "nope"
     results = run(missing)

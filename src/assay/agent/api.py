@@ -75,12 +75,42 @@ def _results(outcome: Any, exit_code: int, *, run_id: str = "", checkpoint: Path
     )
 
 
-def _request(project: str | Path, experiment: str | None, evals: Sequence[str], **options: Any) -> Any:
-    """The run's request; raises `AssayError` for a user error found before the run exists (`_refused`)."""
+def _checked(**given: Any) -> None:
+    """The checks `assay agent run` makes of its options, made of the keyword arguments of the same names: a
+    `UsageError` naming the argument (`attempts must be > 0`), not the flag, for a value the CLI refuses."""
+    from assay.agent.request import check_run_options
+    from assay.errors import UsageError
+
+    try:
+        check_run_options(**{name: value for name, value in given.items() if value is not None})
+    except UsageError as error:
+        if not error.option:
+            raise
+        name = error.option.lstrip("-").replace("-", "_")
+        raise UsageError(str(error).replace(error.option, name, 1), name) from None
+
+
+def _selectors(name: str, given: str | Sequence[str]) -> tuple[str, ...]:
+    """Eval selectors or tags as given: one string is one selector (`evals="orders/"`), not its characters."""
+    if isinstance(given, str):
+        return (given,)
+    if not all(isinstance(item, str) for item in given):
+        from assay.errors import UsageError
+
+        raise UsageError(f"{name} must be a string or a sequence of strings, got {given!r}", name)
+    return tuple(given)
+
+
+def _request(project: str | Path, experiment: str | None, evals: str | Sequence[str], *,
+             tags: str | Sequence[str] = (), **options: Any) -> Any:
+    """The run's request; raises `AssayError` for a user error found before the run exists (`_refused`):
+    what the CLI refuses of its options is refused here too."""
     from assay.agent.project import project_folder
     from assay.agent.request import AgentRunRequest
 
-    return AgentRunRequest(project=project_folder(project, "project"), experiment=experiment, evals=tuple(evals), **options)
+    _checked(**{name: options.get(name) for name in ("attempts", "concurrency", "timeout", "budget", "rerun", "shard")})
+    return AgentRunRequest(project=project_folder(project, "project"), experiment=experiment,
+                           evals=_selectors("evals", evals), tags=_selectors("tags", tags), **options)
 
 
 def _refused(error: Exception, console: bool = False) -> AgentResults:
@@ -118,7 +148,7 @@ def run(
     from assay.errors import AssayError
 
     try:
-        request = _request(project, experiment, evals, tags=tuple(tags), attempts=attempts,
+        request = _request(project, experiment, evals, tags=tags, attempts=attempts,
                            concurrency=concurrency, timeout=timeout, budget=budget, journal=journal, record=record,
                            rerun=rerun, early_exit=early_exit)
     except AssayError as error:
@@ -140,7 +170,7 @@ async def run_async(
     from assay.errors import AssayError
 
     try:
-        request = _request(project, experiment, evals, tags=tuple(tags), attempts=attempts,
+        request = _request(project, experiment, evals, tags=tags, attempts=attempts,
                            concurrency=concurrency, timeout=timeout, budget=budget, journal=journal, record=record,
                            sigint=False, rerun=rerun, early_exit=early_exit)
     except AssayError as error:
@@ -158,7 +188,7 @@ def plan(
     `.carry.decisions` holds one `SlotDecision` per slot of `.plan`. Raises for a user error."""
     from assay.agent.run_kind import dry_run
 
-    return dry_run(_request(project, experiment, evals, tags=tuple(tags), attempts=attempts, timeout=timeout,
+    return dry_run(_request(project, experiment, evals, tags=tags, attempts=attempts, timeout=timeout,
                             rerun=rerun, early_exit=early_exit, shard=shard))
 
 
@@ -179,6 +209,7 @@ def run_evals(
     from assay.core.gcpolicy import collection_sized_for_runs
     from assay.core.run_events import RunEvents
 
+    _checked(attempts=attempts, concurrency=concurrency, timeout=timeout)
     if isinstance(experiments, Experiment):
         experiments = {"default": experiments}
     entries = [
