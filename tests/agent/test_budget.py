@@ -33,13 +33,15 @@ async def one_send(t):
 class Warnings:
     def __init__(self):
         self.seen = []
+        self.messages = []
 
     def warning(self, event):
         self.seen.append((event.code, dict(event.fields)))
+        self.messages.append(event.message)
 
 
-def run(agent, count, *, budget, concurrency=1, **experiment):
-    warnings = Warnings()
+def run(agent, count, *, budget, concurrency=1, warnings=None, **experiment):
+    warnings = Warnings() if warnings is None else warnings
     entry = ExperimentEntry("exp", Experiment(agent=agent, model="m", **experiment))
     plan = build_plan([entry], {"exp": [EvalEntry(f"e{index}", define_eval(one_send)) for index in range(count)]})
     options = RunOptions(concurrency=concurrency, budget=budget, pricing=PRICES)
@@ -105,6 +107,32 @@ def test_without_a_price_the_budget_cannot_be_enforced_and_says_so():
     assert [code for code, _ in warnings.seen] == ["budget-unenforceable"]
 
 
+@pytest.mark.parametrize("model, usage, prices, reason", [
+    (None, Usage(input_tokens=5, output_tokens=0), PRICES, "its experiment names no model"),
+    ("m", None, PRICES, "its agent reports no token usage (Turn(usage=...))"),
+    ("unpriced", Usage(input_tokens=5, output_tokens=0), PRICES, "[tool.assay.pricing] has no price for 'unpriced'"),
+    ("m", Usage(input_tokens=5, output_tokens=0), {}, "[tool.assay.pricing] has no price for 'm' (the table is empty or missing)"),
+    ("m", Usage(input_tokens=5, output_tokens=0, cache_read_tokens=3), PRICES,
+     "the price of 'm' in [tool.assay.pricing] has no cache_read rate, and cache_read tokens were used"),
+])
+def test_the_unenforceable_budget_warning_names_what_is_missing(model, usage, prices, reason):
+    # It said "(no model, usage or price)" whatever was missing.
+    agent, _ = scripted_agent(lambda i, c: Turn([message("ok")], usage=usage))
+    warnings = Warnings()
+    entry = ExperimentEntry("exp", Experiment(agent=agent, model=model))
+    plan = build_plan([entry], {"exp": [EvalEntry("e", define_eval(one_send))]})
+    asyncio.run(AgentRun(plan, RunOptions(budget=1.0, pricing=prices), RunEvents([warnings])).run())
+    assert warnings.messages == [f"experiment exp: the budget cannot be enforced: {reason}"]
+
+
+def test_a_small_spend_is_not_shown_as_zero_dollars():
+    warnings = Warnings()
+    agent, _ = costing(0.00001)
+    run(agent, 3, budget=0.00002, warnings=warnings)
+    assert warnings.messages == ["experiment exp spent an estimated $0.000020 of its $0.000020 budget; "
+                                 "its remaining attempts were not dispatched"]
+
+
 @pytest.fixture
 def priced_project(tmp_path):
     root = tmp_path / "priced"
@@ -152,7 +180,7 @@ def test_through_the_cli_the_budget_stops_the_run_with_a_diagnostic_and_exit_1(p
     checkpoint = receipt["checkpoint"]
     resumed = cli(priced_project, "--resume", checkpoint, calls=calls)
     assert resumed.returncode == 1 and len(calls.read_text().splitlines()) == 2
-    assert "warning [budget_exhausted]: experiment main spent an estimated $2.0000 of its $2.0000 budget" in resumed.stdout
+    assert "warning [budget_exhausted]: experiment main spent an estimated $2.00 of its $2.00 budget" in resumed.stdout
     assert "INCOMPLETE" in resumed.stdout
 
 

@@ -57,6 +57,22 @@ def estimate_cost(model: str | None, usage: Usage | None, pricing: Mapping[str, 
     return total if math.isfinite(total) else None
 
 
+def unpriced_reason(model: str | None, usage: Mapping[str, Any] | None, pricing: Mapping[str, Mapping[str, float]]) -> str:
+    """Why `estimate_cost` gave no estimate for an attempt of `model` that reported `usage` (its token
+    counts as a result holds them), said so a person knows what to add."""
+    if not model:
+        return "its experiment names no model"
+    if not usage or (usage.get("input_tokens") is None and usage.get("output_tokens") is None):
+        return "its agent reports no token usage (Turn(usage=...))"
+    price = find_price(model, pricing)
+    if price is None:
+        return f"[tool.assay.pricing] has no price for {model!r}" + ("" if pricing else " (the table is empty or missing)")
+    for name in PRICE_FIELDS:
+        if usage.get(f"{name}_tokens") and price.get(name) is None:
+            return f"the price of {model!r} in [tool.assay.pricing] has no {name} rate, and {name} tokens were used"
+    return "its token counts are too large to price"
+
+
 def _price_problem(rate: Any) -> str | None:
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or (isinstance(rate, float) and math.isnan(rate)) or rate < 0:
         return "must be a non-negative number (USD per million tokens)"

@@ -35,6 +35,7 @@ from assay.agent.silence import SilenceWatch
 from assay.agent.slot_result import EARLY_EXIT, slot_result
 from assay.agent.units import agent_unit, agent_unit_text, plain_text
 from assay.core.asyncutil import call_user_code
+from assay.core.format import format_usd
 from assay.core.record import UnitSpool
 from assay.core.run_events import RunEvents, RunStarted, RunWarning, UnitDurable
 from assay.core.schedule import run_bounded
@@ -405,9 +406,12 @@ class AgentRun:
         if result.estimated_cost_usd is None:
             if not lane.cost_unknown_warned and result.turns:
                 lane.cost_unknown_warned = True
+                from assay.agent.pricing import unpriced_reason
+
+                reason = unpriced_reason(lane.entry.experiment.model, result.usage, self.options.pricing or {})
                 self._warn(
                     "budget-unenforceable",
-                    f"experiment {lane.entry.id}: the budget cannot be enforced (no model, usage or price)",
+                    f"experiment {lane.entry.id}: the budget cannot be enforced: {reason}",
                     experiment_id=lane.entry.id,
                 )
             return
@@ -426,7 +430,7 @@ class AgentRun:
         lane.stopped = True
         self._warn(
             "budget_exhausted",
-            f"experiment {lane.entry.id} spent an estimated ${lane.spent:.4f} of its ${lane.budget:.4f} budget; "
+            f"experiment {lane.entry.id} spent an estimated {format_usd(lane.spent)} of its {format_usd(lane.budget)} budget; "
             "its remaining attempts were not dispatched",
             experiment_id=lane.entry.id, spent=round(lane.spent, 6), budget=lane.budget,
         )

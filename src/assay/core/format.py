@@ -3,6 +3,7 @@ lists of problems cut to the first few."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
@@ -43,6 +44,15 @@ def format_latency(seconds: float) -> str:
 
 def format_rate(rate: float) -> str:
     return f"{rate:.1%}"
+
+
+def format_usd(amount: float) -> str:
+    """`$0`, `$0.50`, `$0.0042`, `$0.000012`, `$1,234.50`: cents, or as many places as show two significant
+    digits of a smaller amount, so a small estimated cost never reads as `$0.0000`."""
+    if amount == 0 or not math.isfinite(amount):
+        return "$0" if amount == 0 else f"${amount}"
+    places = min(12, max(2, 1 - math.floor(math.log10(abs(amount)))))
+    return f"${amount:,.{places}f}"
 
 
 def format_bytes(count: int) -> str:
