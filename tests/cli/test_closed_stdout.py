@@ -5,6 +5,7 @@ command writes anything (the harshest case: every write fails)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -87,6 +88,47 @@ def test_an_agent_run_that_writes_nothing_more_stops_promptly_once_its_reader_le
     assert code == 130 and stopped_after < 5, (code, stopped_after, stderr)
     assert stderr.strip().splitlines()[-1].startswith(CLOSED_MESSAGE) and "Resume with" in stderr, stderr
     assert "Traceback" not in stderr and "Interrupted." not in stderr.splitlines(), stderr
+
+
+def test_a_run_whose_reader_leaves_during_its_summary_is_still_recorded_and_exits_with_its_verdict(tmp_path: Path) -> None:
+    """`assay agent run | head -40`: every attempt has finished when the reader leaves in the middle of the
+    results. Stopping then (as on Ctrl-C) used to skip the results store, which hears the run after the
+    console, and leave the finished checkpoint open for a resume; the run is recorded and its verdict kept."""
+    project = agent_project(tmp_path / "many")
+    (project / "experiments" / "echo.py").write_text(
+        "from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message\n\n"
+        "async def send(turn_input, ctx):\n    return Turn([message('no')])\n\n"
+        "echo = Experiment(agent=define_agent(name='echo', send=send, evidence_coverage=complete_evidence_coverage))\n"
+    )
+    # 600 failing evals: their failure lines are far more than a pipe holds, so the summary blocks on the pipe.
+    (project / "evals" / "many_eval.py").write_text(
+        "from assay.agent import define_eval, includes\n\n"
+        "def failing(n):\n"
+        "    async def test(t):\n        await t.send('hi')\n        t.check(t.reply, includes('yes ' + 'x' * 200))\n"
+        "    return define_eval(test)\n\n"
+        "EVALS = {f'case{n:04d}': failing(n) for n in range(600)}\n"
+    )
+    env = {**environment(tmp_path), "ASSAY_STORE": str(tmp_path / "store.db")}
+    process = subprocess.Popen(assay("agent", "run", "--project", str(project)), env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    for line in process.stdout:  # up to the first lines of the results: every attempt has settled
+        if line.startswith(b"  "):
+            break
+    process.stdout.close()
+    try:
+        code = process.wait(timeout=60)
+    finally:
+        process.kill()
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    assert code == 1, (code, stderr)
+    assert "Traceback" not in stderr, stderr
+    listed = subprocess.run(assay("runs", "list", "--json"), env=env, capture_output=True, text=True, timeout=60)
+    [run] = json.loads(listed.stdout)["runs"]
+    assert (run["unit_count"], run["counts"]["failed"], run["exit_code"]) == (600, 600, 1), run
+    [manifest] = (project / ".assay" / "runs" / "checkpoints").glob("*/manifest.json")
+    assert json.loads(manifest.read_text())["status"] == "complete"  # not an interrupted run to resume
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))

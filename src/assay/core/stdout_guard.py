@@ -169,6 +169,24 @@ def _command_starts(*, keeps_results: bool) -> None:
         raise KeyboardInterrupt
 
 
+@contextlib.contextmanager
+def finishing() -> Iterator[None]:
+    """Around a run's report and record, once its units have settled: a reader that leaves now only loses
+    the rest of the output. Stopping here would skip what hears the run after the console (the results
+    store), so the run is recorded and the command ends with its verdict; Ctrl-C still stops it."""
+    guard = sys.stdout
+    if not isinstance(guard, StdoutGuard):
+        yield
+        return
+    with guard._lock:
+        before, guard.interrupts = guard.interrupts, False
+    try:
+        yield
+    finally:
+        with guard._lock:
+            guard.interrupts = before and not guard.closed_by_reader
+
+
 def keep_resume_lines(lines: Sequence[str]) -> None:
     """A run's resume lines (printed on stdout, which may be gone), for `closed_message` to repeat."""
     if isinstance(sys.stdout, StdoutGuard):
