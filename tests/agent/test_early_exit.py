@@ -153,6 +153,11 @@ def test_through_the_cli_the_run_exits_zero_and_shows_the_early_exit(early_proje
     # The next invocation carries the pass and leaves the rest undispatched, calling nobody.
     plan = cli(early_project, "--dry", calls=calls)
     assert "skip  pass_at_3 #2 [a]  early exit: attempt #1 passed" in plan.stdout, plan.stdout
+    # The run's plan line counts as --dry does (it said "2 to run" of the two it would not dispatch).
+    head = "PLAN  3 attempts · 1 evals × 1 experiments · 1 carried"
+    assert plan.stdout.splitlines()[0] == f"{head} · 0 to run · 2 not dispatched"
+    shown_run = cli(early_project, calls=calls)
+    assert shown_run.stdout.splitlines()[0] == f"{head} from earlier runs · 0 to run · 2 not dispatched"
     again = cli(early_project, "--json", calls=calls)
     assert again.returncode == 0 and calls.read_text().splitlines() == ["pass_at_3#1"]
     no_exit = cli(early_project, "--no-early-exit", "--json", calls=calls)

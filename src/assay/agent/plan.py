@@ -64,6 +64,7 @@ class RunPlan:
     slots: Sequence[PlannedAttempt]
     carried: int = 0  # adopted from published attempts of earlier runs
     reused: int = 0  # kept from the checkpoint being resumed
+    skipped: int = 0  # known at the start not to be dispatched (an early exit already earned, a spent budget)
 
     def __len__(self) -> int:
         return len(self.slots)

@@ -157,13 +157,20 @@ class ConsoleReporter:
 
     def run_started(self, event: Any) -> None:
         plan, reused = event.native, event.reused
-        carried = getattr(plan, "carried", 0)
+        carried, skipped = getattr(plan, "carried", 0), getattr(plan, "skipped", 0)
         self._total = len(plan)
         experiments = {planned.experiment.id for planned in plan}
         evals = {planned.eval.id for planned in plan}
-        reuse = f" · {reused} reused from the checkpoint" if reused else ""
-        carry = f" · {carried} carried from earlier runs · {len(plan) - carried - reused} to run" if carried else ""
-        self._say(f"PLAN  {len(plan)} attempts · {len(evals)} evals × {len(experiments)} experiments{reuse}{carry}")
+        line = f"PLAN  {len(plan)} attempts · {len(evals)} evals × {len(experiments)} experiments"
+        if reused:
+            line += f" · {reused} reused from the checkpoint"
+        if carried:
+            line += f" · {carried} carried from earlier runs"
+        if carried or skipped:
+            line += f" · {len(plan) - carried - reused - skipped} to run"
+        if skipped:
+            line += f" · {skipped} not dispatched"  # as `--dry` counts them
+        self._say(line)
         self._done = reused
 
     def unit_durable(self, event: Any) -> None:

@@ -533,8 +533,13 @@ class AgentRun:
         for lane in self._lanes.values():
             self._check_budget(lane)
         reused_count = len(self.plan) - len(carried) - sum(len(lane.queued()) for lane in self._lanes.values())
+        skipped = 0  # what `--dry` calls not dispatched: said in the plan line too, not counted as to run
+        if self._passed or any(lane.stopped for lane in self._lanes.values()):
+            skipped = sum(1 for lane in self._lanes.values() for planned in lane.queued()
+                          if lane.stopped or self._stopped_early(planned))
         self.events.run_started(RunStarted(
-            "agent", self.options.run_id, len(self.plan), reused_count, RunPlan(self.plan, len(carried), reused_count),
+            "agent", self.options.run_id, len(self.plan), reused_count,
+            RunPlan(self.plan, len(carried), reused_count, skipped),
         ))
         for planned, result in carried:  # never dispatched: journaled as references, reported as they are
             durable = self._publish(result, planned.index)
