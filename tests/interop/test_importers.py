@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -230,3 +232,58 @@ def test_a_junit_file_of_no_tests_is_a_run_of_no_units_and_other_xml_is_refused(
     done = _assay("runs", "import", str(page), "--format", "junit")
     assert done.returncode == 2
     assert done.stderr.strip() == f"Error: {page}: the root element is <html>, not <testsuites> or <testsuite>: not a JUnit XML file"
+
+
+
+def test_an_inspect_log_whose_eval_has_not_ended_is_refused_saying_so(inspect_logs, tmp_path):
+    """While an eval runs, its `.eval` log has only `_journal/start.json` and the samples done so far (and a
+    killed eval's log stays so). It was imported as a finished run of part of the samples, exit 0."""
+    finished = inspect_logs["eval"].path
+    running = _rewritten(finished, tmp_path / "running.eval",
+                         lambda name, content: None if name in ("header.json", "summaries.json") else content)
+    done = _assay("runs", "import", str(running))
+    assert done.returncode == 2, done.stdout
+    assert done.stderr == (f"Error: {running}: the Inspect log is not finished (it has no header.json yet): Inspect "
+                           "completes it when its eval ends; import it then\n")
+    [header] = [json.loads(content) for _, content in iter_members(finished, lambda name: name == "header.json")]
+    started_header = json.dumps({**header, "status": "started"}).encode()
+    started = _rewritten(finished, tmp_path / "started.eval",
+                         lambda name, content: started_header if name == "header.json" else content)
+    done = _assay("runs", "import", str(started))
+    assert done.returncode == 2 and "is not finished (its status is started)" in done.stderr, done.stderr
+
+
+def test_a_format_the_file_is_not_is_refused_not_imported_as_an_empty_run(pydantic_evals_report, tmp_path):
+    """`--format inspect` (or deepeval) took any JSON object as an empty run, exit 0, and the right import then
+    said "Already imported" for good."""
+    database = tmp_path / "store.db"
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    for path, format_name, message in (
+        (pydantic_evals_report.path, "inspect", "not an Inspect eval log (its header needs version, status and eval) (the "
+                                                "file looks like pydantic-evals output, not inspect"),
+        (empty, "inspect", "not an Inspect eval log"),
+        (empty, "deepeval", "a DeepEval test run needs a `testCases` list"),
+    ):
+        ((_, chosen),) = plan_imports([path], format_name)
+        with pytest.raises(Exception, match=re.escape(message)):
+            import_log(path, chosen, database=database)
+    ((_, detected),) = plan_imports([pydantic_evals_report.path], None)
+    imported = import_log(pydantic_evals_report.path, detected, database=database)
+    assert not imported.already and imported.unit_count > 0
+
+
+def test_the_same_content_imported_again_is_found_whatever_the_files_time(pydantic_evals_report, tmp_path):
+    """A pydantic-evals report records no time, so its run id takes the file's: a copy with another time (a CI
+    artifact downloaded again) was imported as a twin run."""
+    database = tmp_path / "store.db"
+    copy = tmp_path / "again" / "report.json"
+    copy.parent.mkdir()
+    copy.write_bytes(pydantic_evals_report.path.read_bytes())
+    os.utime(copy, (1_800_000_000, 1_800_000_000))
+    ((_, detected),) = plan_imports([pydantic_evals_report.path], None)
+    first = import_log(pydantic_evals_report.path, detected, database=database)
+    again = import_log(copy, detected, database=database)
+    assert again.already and again.run_id == first.run_id and again.format == "pydantic-evals"
+    with SqliteRunStore(database, read_only=True) as store:
+        assert store.count_runs() == 1

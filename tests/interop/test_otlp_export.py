@@ -4,6 +4,7 @@ official `opentelemetry-proto` messages: one span per run, one gen_ai.evaluation
 from __future__ import annotations
 
 import http.server
+import os
 import subprocess
 import sys
 import threading
@@ -200,11 +201,35 @@ def test_a_dead_collector_after_a_run_is_one_warning_naming_the_address(tmp_path
                                                         "is the collector running?")
 
 
-@pytest.mark.parametrize("url", ["localhost:4318", "http://127.0.0.1:99999", "http://127.0.0.1:port", "http://:4318"])
-def test_a_bad_url_is_a_usage_error(url):
+@pytest.mark.parametrize("url, reason", [
+    ("localhost:4318", "give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318"),
+    ("http://:4318", "give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318"),
+    # A port out of range, or a signal's own path (posted to as <url>/v1/logs, a 404), said as such.
+    ("http://127.0.0.1:99999", "the port must be a number from 1 to 65535"),
+    ("http://127.0.0.1:port", "the port must be a number from 1 to 65535"),
+    ("http://127.0.0.1:4318/v1/traces", "give the collector's base URL (http://127.0.0.1:4318); assay adds /v1/traces and /v1/logs itself"),
+    ("https://otel.example/otlp/v1/logs/", "give the collector's base URL (https://otel.example/otlp); assay adds"),
+])
+def test_a_bad_url_is_a_usage_error(url, reason):
     done = _assay("runs", "export", "latest", "--otlp", url)
     assert done.returncode == 2
-    assert f"Error: --otlp '{url}': give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318" in done.stderr
+    assert f"Error: --otlp '{url}': {reason}" in done.stderr
+
+
+def test_an_import_is_exported_when_the_environment_names_an_endpoint(tmp_path, monkeypatch):
+    """`ASSAY_OTLP_EXPORT` exports every run as it is recorded; `assay runs import` recorded its runs unexported."""
+    log = tmp_path / "junit.xml"
+    log.write_text('<testsuites><testsuite name="s" tests="2"><testcase classname="c" name="a"/>'
+                   '<testcase classname="c" name="b"><failure message="no"/></testcase></testsuite></testsuites>')
+    with receiver() as (url, received):
+        done = subprocess.run([sys.executable, "-m", "assay", "runs", "import", str(log)], capture_output=True, text=True,
+                              timeout=120, env={**os.environ, "ASSAY_OTLP_EXPORT": url, "ASSAY_STORE": str(tmp_path / "s.db")})
+        assert done.returncode == 0, done.stderr
+        again = subprocess.run([sys.executable, "-m", "assay", "runs", "import", str(log)], capture_output=True, text=True,
+                               timeout=120, env={**os.environ, "ASSAY_OTLP_EXPORT": url, "ASSAY_STORE": str(tmp_path / "s.db")})
+        assert again.returncode == 0 and again.stdout.startswith("Already imported")
+    assert len(received.spans) == 1 and received.spans[0]["attributes"]["assay.run.kind"] == "imported"  # not again
+    assert sorted(event["attributes"]["gen_ai.evaluation.score.label"] for event in received.events) == ["failed", "passed"]
 
 
 def test_export_without_the_sdk_says_how_to_install_it():

@@ -840,6 +840,15 @@ class SqliteRunStore:
         return self.get_run(ids[position + 1]) if position + 1 < len(ids) else None
 
     @_speaks_for_the_file
+    def run_with_identity(self, kind: str, key: str, value: str) -> str | None:
+        """The earliest run of `kind` whose manifest identity holds `key` = `value` (an imported file's
+        SHA-256: the same file imported again, whatever its time says), or None."""
+        row = self.read(
+            "SELECT run_id FROM runs WHERE kind = ? AND json_extract(manifest, '$.identity.' || ?) = ? "
+            "ORDER BY created_at, run_id LIMIT 1", (kind, key, value),
+        ).fetchone()
+        return None if row is None else row[0]
+
     def existing_runs(self, run_ids: Iterable[str]) -> set[str]:
         """Which of these run ids the store holds."""
         wanted = list(dict.fromkeys(run_ids))

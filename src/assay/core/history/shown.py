@@ -319,7 +319,7 @@ def import_line(outcome: Any) -> str:
     version = f" {outcome.tool_version}" if outcome.tool_version else ""
     verb = "Already imported as" if outcome.already else "Imported"
     return (f"{verb} {outcome.run_id}: {outcome.path.name} ({outcome.format}{tool}{version}), "
-            f"{outcome.unit_count} units: {counts or 'none'}")
+            f"{outcome.unit_count} unit{'' if outcome.unit_count == 1 else 's'}: {counts or 'none'}")
 
 
 def exported(store: Any, ref: str, endpoint: str, timeout: float) -> Shown:

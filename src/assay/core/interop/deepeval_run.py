@@ -75,7 +75,7 @@ def read(path: Path) -> ImportedLog:
         run = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as error:
         raise ImportFormatError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(run, Mapping) or not isinstance(run.get("testCases", []), list):
+    if not isinstance(run, Mapping) or not isinstance(run.get("testCases"), list):
         raise ImportFormatError(f"{path}: a DeepEval test run needs a `testCases` list")
     cases = [*(run.get("testCases") or []), *(run.get("conversationalTestCases") or [])]
     group = str(run.get("testFile") or run.get("identifier") or run.get("datasetAlias") or "deepeval test run")

@@ -22,9 +22,15 @@ def check_endpoint(url: str, option: str = "--otlp") -> str:
     try:
         parts.port  # noqa: B018 - a port past 65535 or not a number raises here
     except ValueError:
-        parts = parts._replace(netloc="")
+        raise UsageError(f"{option} {url!r}: the port must be a number from 1 to 65535", option) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"{option} {url!r}: give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318", option)
+    path = parts.path.rstrip("/")
+    signal = next((name for name in ("/v1/logs", "/v1/traces", "/v1/metrics") if path.endswith(name)), None)
+    if signal is not None:
+        base = parts._replace(path=path[: -len(signal)], query="", fragment="").geturl()
+        raise UsageError(f"{option} {url!r}: give the collector's base URL ({base}); assay adds /v1/traces and "
+                         "/v1/logs itself", option)
     return url.strip().rstrip("/")
 
 

@@ -1,8 +1,8 @@
 """`assay runs import`: each log file becomes one run of kind `imported` in the results store.
 
 The record is written with `write_record` and indexed by `publish_run`, as every run is. Its id
-is `imported-<the tool's time>-<6 hex of the file's SHA-256>`, so importing the same file again
-finds the run it made instead of adding a twin.
+is `imported-<the tool's time>-<6 hex of the file's SHA-256>`; importing a file whose content the store
+already holds (by its whole SHA-256, whatever the file's time) finds the run it made instead of adding a twin.
 """
 
 from __future__ import annotations
@@ -103,9 +103,12 @@ def _import(path: Path, log_format: LogFormat, database: Path) -> Imported:
     digest = _digest(path)
     run_id = _run_id(created_at, digest)
     if database.exists():
+        # By content, not by run id: a copy of the file (a CI artifact downloaded again) has another
+        # modification time, the run id of a log that records no time of its own.
         with SqliteRunStore(database, read_only=True) as store:
-            if store.existing_runs([run_id]):
-                return _outcome(database, path, log_format.name, run_id, already=True)
+            earlier = store.run_with_identity(IMPORTED_KIND, "sha256", digest)
+        if earlier is not None:
+            return _outcome(database, path, run_id=earlier, already=True)
     manifest = RunManifest(
         run_id=run_id, kind=IMPORTED_KIND, created_at=created_at, title=log.title,
         # `project` names the series a run belongs to (the tool, the task or suite, the model), as an
@@ -117,18 +120,24 @@ def _import(path: Path, log_format: LogFormat, database: Path) -> Imported:
     )
     # The run id is the file's: a record of it that the index lacks is this import's, cut short between
     # writing the record and indexing it (Ctrl-C), so it is written again rather than refused.
-    publish_run(manifest, log.units, database=database, replace=True)
-    return _outcome(database, path, log_format.name, run_id, already=False)
+    record = publish_run(manifest, log.units, database=database, replace=True)
+    from assay.core.interop.export_endpoint import exports_anywhere
+
+    if exports_anywhere(None):  # `$ASSAY_OTLP_EXPORT` exports every run as it is recorded, an imported one too
+        from assay.core.interop.otlp_export import export_after_run
+
+        export_after_run(record, None)
+    return _outcome(database, path, run_id=run_id, already=False)
 
 
-def _outcome(database: Path, path: Path, format_name: str, run_id: str, *, already: bool) -> Imported:
+def _outcome(database: Path, path: Path, *, run_id: str, already: bool) -> Imported:
     from assay.core.results_store import SqliteRunStore
 
     with SqliteRunStore(database, read_only=True) as store:
         stored = store.get_run(run_id)
     identity = stored.manifest.identity
     return Imported(
-        path=path, format=format_name, run_id=run_id, already=already, counts=stored.counts,
+        path=path, format=str(identity.get("format")), run_id=run_id, already=already, counts=stored.counts,
         unit_count=stored.unit_count, tool=str(identity.get("tool")), tool_version=identity.get("tool_version"),
         title=stored.manifest.title,
     )

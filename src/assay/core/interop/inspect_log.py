@@ -1,7 +1,7 @@
 """Inspect AI eval logs (`.eval` and `.json`) as a run: one unit per sample and epoch.
 
-`.eval` is a zip holding, beside the header (`header.json`, or `_journal/start.json` while a run is
-going), one member per sample (`samples/<id>_epoch_<n>.json`, ~7 KB: messages, events, scores) and
+`.eval` is a zip holding, beside the header (`header.json`; while a run is going only
+`_journal/start.json`, and such a log is refused as not finished), one member per sample (`samples/<id>_epoch_<n>.json`, ~7 KB: messages, events, scores) and
 `summaries.json`, Inspect's summary of every sample (~0.5 KB: id, epoch, input, target, scores,
 model usage, error message, times; what Inspect's own log list reads). A unit is made from the
 summary when the log has them (every finished log Inspect writes, and one written with
@@ -185,19 +185,34 @@ def _log(path: Path, header: Mapping[str, Any], units: Iterator[UnitLine]) -> Im
     )
 
 
-_HEADERS = ("header.json", "_journal/start.json")
 _SUMMARIES = "summaries.json"
+# While an eval runs, its `.eval` log has `_journal/start.json` and the samples done so far; Inspect writes
+# `header.json` (status success, error or cancelled) and `summaries.json` when the eval ends. A log whose
+# eval was killed stays that way: importing it would make a finished-looking run of part of the samples.
+_UNFINISHED = ("{path}: the Inspect log is not finished ({why}): Inspect completes it when its eval ends; "
+               "import it then")
+
+
+def _check_header(path: Path, header: Any) -> None:
+    """A log's header as Inspect writes it, of an eval that has ended (`ImportFormatError` otherwise): any other
+    JSON document given `--format inspect` is refused here instead of imported as an empty run."""
+    if not isinstance(header, dict) or not _HEADER_KEYS <= header.keys() or not isinstance(header.get("eval"), dict):
+        raise ImportFormatError(f"{path}: not an Inspect eval log (its header needs version, status and eval)")
+    if header.get("status") == "started":
+        raise ImportFormatError(_UNFINISHED.format(path=path, why="its status is started"))
 
 
 def _read_eval(path: Path) -> ImportedLog:
     try:
-        members = find_members(path, {*_HEADERS, _SUMMARIES})
-        name = next((name for name in _HEADERS if name in members), None)
-        if name is None:
+        members = find_members(path, {"header.json", "_journal/start.json", _SUMMARIES})
+        if "header.json" not in members:
+            if "_journal/start.json" in members:
+                raise ImportFormatError(_UNFINISHED.format(path=path, why="it has no header.json yet"))
             raise ImportFormatError(f"{path}: an Inspect .eval log without header.json or _journal/start.json")
-        header = _decode(path, name, read_member(path, members[name]))
+        header = _decode(path, "header.json", read_member(path, members["header.json"]))
     except ZipStreamError as error:
         raise ImportFormatError(str(error)) from None
+    _check_header(path, header)
     samples = _Samples(path, header)
     summaries = members.get(_SUMMARIES)
 
@@ -317,10 +332,16 @@ def _read_json(path: Path) -> ImportedLog:
             header[key] = stream.value()
         else:
             stream.close()
+            _check_header(path, header)
             return _log(path, header, iter(()))
     except JsonStreamError as error:
         stream.close()
         raise ImportFormatError(str(error)) from None
+    try:
+        _check_header(path, header)
+    except ImportFormatError:
+        stream.close()
+        raise
     samples = _Samples(path, header)
     pretty = _pretty_samples(path, stream.where())
     if pretty is not None:
