@@ -10,6 +10,7 @@ test_sandbox_cli.py.)"""
 from __future__ import annotations
 
 import asyncio
+import runpy
 import sys
 import time
 import uuid
@@ -28,6 +29,7 @@ from assay.agent.sandbox.docker import (
 )
 from assay.agent.sandbox.handle import Sandbox, SandboxCore
 from assay.agent.sandbox.interface import CreateRequest
+from assay.errors import ConfigError
 from containers import BASE_IMAGE, docker_containers, docker_image  # noqa: F401  (the fixture)
 
 
@@ -174,6 +176,36 @@ def test_a_dockerfile_is_built_once_and_a_failing_build_says_why(tmp_path, docke
     assert result.error["code"] == "sandbox-create-failed"
     assert f"building {broken / 'Dockerfile'} failed" in result.error["message"]
     assert "about to fail" in result.error["message"]
+
+
+def test_a_dockerfile_inside_the_context_and_relative_paths_are_the_eval_files(tmp_path, docker_image, monkeypatch):
+    """`dockerfile="sub/Dockerfile"` built the context's own Dockerfile (the folder was dropped), and a relative
+    `context=` was the shell's folder's, so a run from elsewhere (`--project`) built something else or failed."""
+    project = tmp_path / "project"
+    (project / "img" / "sub").mkdir(parents=True)
+    (project / "img" / "Dockerfile").write_text(f"FROM {docker_image}\nRUN echo top > /which.txt\n")
+    (project / "img" / "sub" / "Dockerfile").write_text(f"FROM {docker_image}\nRUN echo sub > /which.txt\n")
+    eval_file = project / "evals" / "which_eval.py"
+    eval_file.parent.mkdir()
+    eval_file.write_text("from assay.agent.sandbox.docker import docker_sandbox\n"
+                         "LAYER = docker_sandbox(context='../img', dockerfile='sub/Dockerfile')\n")
+    monkeypatch.chdir(tmp_path)  # not the eval file's folder
+    namespace = runpy.run_path(str(eval_file))
+
+    async def test(t):
+        t.check(await t.sandbox.read_text("/which.txt"), equals("sub\n"))
+
+    result = run_one_linked(sandbox_agent(), define_eval(test, sandbox=namespace["LAYER"]))
+    assert result.verdict == "passed", result.error
+
+
+def test_a_build_source_that_is_not_there_is_said_when_the_eval_is_defined(tmp_path):
+    with pytest.raises(ConfigError, match=f"docker_sandbox: the build context {tmp_path / 'nope'} does not exist"):
+        docker_sandbox(context=tmp_path / "nope")
+    with pytest.raises(ConfigError, match=f"docker_sandbox: no Dockerfile at {tmp_path / 'Dockerfile.dev'}"):
+        docker_sandbox(context=tmp_path, dockerfile="Dockerfile.dev")
+    with pytest.raises(SandboxError, match=r"needs image=… or a Dockerfile \(context=…, dockerfile=…\)$"):
+        docker_sandbox()
 
 
 def test_no_network_unless_asked(docker_image):

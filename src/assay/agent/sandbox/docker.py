@@ -25,6 +25,7 @@ import re
 import shutil
 import socket
 import stat
+import sys
 import tarfile
 import threading
 import time
@@ -53,6 +54,7 @@ from assay.agent.sandbox.interface import (
 )
 from assay.agent.sandbox.layers import SandboxLayer
 from assay.agent.sandbox.registry import SandboxEntry, write_entry
+from assay.errors import ConfigError
 
 INSTALL_HINT = "pip install docker (assay's `docker` extra)"
 ISOLATION = "docker"
@@ -553,7 +555,9 @@ class DockerProvider:
         cpus: float | None = None, memory: int | str | None = None, pids_limit: int | None = DEFAULT_PIDS_LIMIT,
         tmpfs_workdir: bool = False,
     ) -> None:
-        if (image is None) == (context is None and dockerfile is None):
+        if image is None and context is None and dockerfile is None:
+            raise SandboxError("docker_sandbox needs image=… or a Dockerfile (context=…, dockerfile=…)")
+        if image is not None and (context is not None or dockerfile is not None):
             raise SandboxError("docker_sandbox takes image=… or a Dockerfile (context=…, dockerfile=…), not both")
         if not posixpath.isabs(workdir):
             raise SandboxError("docker_sandbox workdir must be an absolute path in the container")
@@ -568,10 +572,7 @@ class DockerProvider:
         if pids_limit is not None and (isinstance(pids_limit, bool) or not isinstance(pids_limit, int) or pids_limit < 8):
             raise SandboxError(f"docker_sandbox pids_limit must be a whole number of at least 8 (or None), got {pids_limit!r}")
         self.image = image
-        self.context = Path(context).resolve() if context is not None else (
-            Path(dockerfile).resolve().parent if dockerfile is not None else None
-        )
-        self.dockerfile = Path(dockerfile).name if dockerfile is not None else "Dockerfile"
+        self.context, self.dockerfile = _build_source(context, dockerfile) if image is None else (None, "Dockerfile")
         self.build_args = dict(build_args or {})
         self.workdir = workdir
         self.env = environment
@@ -737,6 +738,36 @@ class DockerProvider:
         return sandbox
 
 
+def _build_source(context: str | Path | None, dockerfile: str | Path | None) -> tuple[Path, str]:
+    """(the build context, the Dockerfile's path inside it): `dockerfile` is a path inside `context` (Docker's
+    `-f`), or alone the file whose folder is the context. Either must exist (a `ConfigError` naming it)."""
+    if context is None:
+        assert dockerfile is not None
+        path = Path(dockerfile).resolve()
+        folder, name = path.parent, path.name
+    else:
+        folder = Path(context).resolve()
+        if not folder.is_dir():
+            raise ConfigError(f"docker_sandbox: the build context {folder} " + ("is not a folder" if folder.exists() else "does not exist"))
+        name = Path(dockerfile).as_posix() if dockerfile is not None else "Dockerfile"
+        if Path(name).is_absolute():
+            try:
+                name = Path(name).resolve().relative_to(folder).as_posix()
+            except ValueError:
+                raise ConfigError(f"docker_sandbox: the Dockerfile {name} is not inside the build context {folder}") from None
+    if not (folder / name).is_file():
+        raise ConfigError(f"docker_sandbox: no Dockerfile at {folder / name}")
+    return folder, name
+
+
+def _beside(caller_file: str | None, path: str | Path | None) -> str | Path | None:
+    """A relative path given in an eval or experiment file is that file's folder's, as `upload()`'s is."""
+    if path is None:
+        return None
+    path = Path(path).expanduser()
+    return path if path.is_absolute() or not caller_file else Path(caller_file).resolve().parent / path
+
+
 def docker_sandbox(
     *, image: str | None = None, dockerfile: str | Path | None = None, context: str | Path | None = None,
     build_args: Mapping[str, str] | None = None, workdir: str = "/workspace", env: Mapping[str, str] | None = None,
@@ -745,12 +776,18 @@ def docker_sandbox(
     tmpfs_workdir: bool = False,
 ) -> SandboxLayer:
     """A template-bearing layer: a container per attempt from `image`, or built from a Dockerfile
-    (`context=` the build folder, `dockerfile=` its file). No network unless `network_mode` allows it
+    (`context=` the build folder, `dockerfile=` the file's path inside it; relative paths are the calling
+    file's folder's, as `upload()`'s are). No network unless `network_mode` allows it
     ("bridge", "host" or a network's name); `cpus`, `memory` ("256m") and `pids_limit` bound what its
     commands may take. The workdir is a folder of this machine that the container mounts (Docker copies
     what the image has there into it), or the container's own file system when the daemon is remote
     (docker_workspace.py); `tmpfs_workdir=True` puts it on a memory file system instead, which counts
     against `memory` and hides what the image has at the workdir. Needs the `docker` extra."""
+    caller = sys._getframe(1).f_globals.get("__file__")
+    if context is not None:
+        context = _beside(caller, context)  # `dockerfile` is then a path inside it
+    elif dockerfile is not None:
+        dockerfile = _beside(caller, dockerfile)
     return SandboxLayer(DockerProvider(
         image=image, dockerfile=dockerfile, context=context, build_args=build_args, workdir=workdir, env=env,
         path_prepend=path_prepend, user=user, network_mode=network_mode, cpus=cpus, memory=memory,
