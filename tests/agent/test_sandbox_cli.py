@@ -161,6 +161,18 @@ def test_ctrl_c_of_assay_agent_run_removes_the_container(docker_image, tmp_path,
     assert docker_containers(sandbox_id) == [] and list_entries(sandbox_dir) == []
 
 
+def test_a_second_ctrl_c_still_removes_the_container(docker_image, tmp_path, sandbox_dir):
+    """A second Ctrl-C cancels every task, the attempts' teardowns too: the container was left running, an orphan
+    for `sandbox prune`. What a run's teardown did not finish is destroyed before the run returns."""
+    process, sandbox_id = _start_stalling_run(tmp_path, sandbox_dir, "twice")
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, output
+    assert docker_containers(sandbox_id) == [] and list_entries(sandbox_dir) == [] and no_sandbox_left(sandbox_dir)
+
+
 def test_after_kill_9_of_assay_agent_run_prune_removes_the_container(docker_image, tmp_path, sandbox_dir):
     process, sandbox_id = _start_stalling_run(tmp_path, sandbox_dir, "killed")
     process.kill()

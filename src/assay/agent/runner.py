@@ -577,13 +577,16 @@ class AgentRun:
             if self.journal is not None:
                 await self.journal.drain()
         finally:
-            if sigint_installed:
-                self._loop.remove_signal_handler(signals.SIGINT)
-            await self._retire_pools()
-            await self._teardown_all()
-            await self._close_agents()
-            if self._own_judge is not None:
-                await self._own_judge.aclose()
+            try:
+                if sigint_installed:
+                    self._loop.remove_signal_handler(signals.SIGINT)
+                await self._retire_pools()
+                await self._teardown_all()
+                await self._close_agents()
+                if self._own_judge is not None:
+                    await self._own_judge.aclose()
+            finally:
+                self._destroy_sandboxes_left()
         for done in completed:
             if done.error is not None:
                 raise done.error
@@ -643,6 +646,20 @@ class AgentRun:
                 f"{attempts} of {planned} planned attempt(s) are unavailable, not passed ({errored} errored)",
                 endpoint=base_url, planned=planned, affected=attempts, assertions=assertions, errored=errored,
             )
+
+    def _destroy_sandboxes_left(self) -> None:
+        """Sandboxes a second Ctrl-C left behind (it cancels their teardown) are destroyed before the run
+        returns, not left running for `assay agent sandbox prune`."""
+        if "assay.agent.sandbox.registry" not in sys.modules:
+            return  # no attempt of this run made a sandbox
+        from assay.agent.sandbox.kept import sandbox_base
+        from assay.agent.sandbox.retention import destroy_left_active
+
+        try:
+            destroy_left_active(sandbox_base(), self.options.run_id)
+        except Exception as error:  # noqa: BLE001 - the run's outcome stands; `sandbox prune` is the way left
+            print(f"Warning: sandboxes of this run may be left running ({type(error).__name__}: {error}); "
+                  "`assay agent sandbox prune` removes them", file=sys.stderr)
 
     def _install_sigint(self) -> bool:
         loop = self._loop

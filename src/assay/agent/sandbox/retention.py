@@ -94,6 +94,15 @@ def _remove_container(entry: SandboxEntry) -> str:
         client.close()
 
 
+def destroy_left_active(base: Path, run_id: str) -> list[str]:
+    """Sandboxes this process made for run `run_id` that are still active as the run ends: their attempts'
+    teardown was cut short (a second Ctrl-C cancels every task, teardowns too). Destroyed here, without
+    awaiting anything, so nothing can cancel it; a run whose teardowns all ran finds none."""
+    return [destroy(entry) for entry in list_entries(base)
+            if entry.state == "active" and entry.owner_pid == os.getpid()
+            and entry.labels.get("attempt", "").startswith(f"{run_id}/")]
+
+
 def prune(base: Path, *, force: bool = False) -> list[tuple[SandboxEntry, str]]:
     """Destroy every orphaned sandbox under `base` (and, with `force`, every kept one), then every
     container of this host whose owner died before recording it."""
