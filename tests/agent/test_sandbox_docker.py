@@ -199,6 +199,18 @@ def test_a_dockerfile_inside_the_context_and_relative_paths_are_the_eval_files(t
     assert result.verdict == "passed", result.error
 
 
+@pytest.mark.parametrize("options", [{"network_mode": "no-such-network"}, {"user": "no-such-user"}])
+def test_a_container_that_cannot_start_is_sandbox_create_failed(docker_image, options):
+    """The container starts in the background; its start failing surfaced where it was first used (the ledger's
+    baseline) as the eval's own exception, pointing at the eval's line."""
+    async def test(t):
+        await t.send("echo hi")
+
+    result = run_one_linked(sandbox_agent(), define_eval(test, sandbox=docker_sandbox(image=docker_image, **options)))
+    assert result.verdict == "errored" and result.error["code"] == "sandbox-create-failed", result.error
+    assert result.error["message"].startswith("docker sandbox could not be created: the container could not be started")
+
+
 def test_a_build_source_that_is_not_there_is_said_when_the_eval_is_defined(tmp_path):
     with pytest.raises(ConfigError, match=f"docker_sandbox: the build context {tmp_path / 'nope'} does not exist"):
         docker_sandbox(context=tmp_path / "nope")

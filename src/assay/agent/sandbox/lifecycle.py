@@ -176,6 +176,7 @@ class SandboxStage:
                 try:
                     await step.run(handle)
                 except Exception as error:  # noqa: BLE001
+                    await self._check_started()  # a container that could not start is not the step's failure
                     raise SandboxStageError(
                         "sandbox-prepare-failed", f"sandbox prepare `{step.describe()}` failed: {error}"
                     ) from error
@@ -186,14 +187,30 @@ class SandboxStage:
                 try:
                     await call_user_code(function, handle, self._hook_context("sandbox.setup"))
                 except Exception as error:  # noqa: BLE001
+                    await self._check_started()
                     raise SandboxStageError(
                         "sandbox-setup-failed", f"sandbox setup failed: {type(error).__name__}: {error}"
                     ) from error
+
+    async def _check_started(self) -> None:
+        """A backend started in the background (a container) that could not start is `sandbox-create-failed`,
+        wherever its first use finds out (a prepare step, a setup hook, the ledger's baseline), not the
+        failure of that step or of the eval."""
+        ready = getattr(self.backend, "ready", None)
+        if ready is None:
+            return
+        try:
+            await ready()
+        except SandboxError as error:
+            raise SandboxStageError(
+                "sandbox-create-failed", f"{self.binding.provider.name} sandbox could not be created: {error}"
+            ) from error
 
     async def _start_attempt(self) -> None:
         """Steps 5 to 7 for this attempt: the ledger's baseline, agent.ensure, the telemetry receiver."""
         core, backend, handle = self.core, self.backend, self.handle
         assert core is not None and handle is not None
+        await self._check_started()
         core.phase = "sandbox.baseline"
         git = self._git if self._git is not None else self._ledger_git()
         # A container's workdir changes only through the sandbox: a window opening with nothing done
