@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def assay(*arguments: str, cwd) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -71,3 +73,18 @@ def test_a_file_given_as_the_project_is_said_to_be_a_file(tmp_path):
         done = assay(*arguments, cwd=tmp_path)
         assert done.returncode == 2, (arguments, done.stdout + done.stderr)
         assert f"{tmp_path / 'pyproject.toml'} is a file, not a folder; give the project's folder" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("name", ["evals", "experiments"])
+def test_a_file_where_a_project_folder_goes_is_said_to_be_a_file(tmp_path, name):
+    """`evals` as a file: run said "no evals/ folder …; run `assay agent init` there", and init said "nothing to
+    do (already set up)", exit 0, sending the user round in a loop."""
+    (tmp_path / "pyproject.toml").write_text("[tool.assay]\n")
+    (tmp_path / name).write_text("")
+    (tmp_path / ({"evals", "experiments"} - {name}).pop()).mkdir()
+    ran = assay("agent", "run", cwd=tmp_path)
+    assert ran.returncode == 2 and f"{tmp_path / name} is a file, not a folder" in ran.stderr, ran.stderr
+    made = assay("agent", "init", ".", cwd=tmp_path)
+    assert made.returncode == 2, made.stdout
+    assert made.stderr == (f"Error: {tmp_path / name} is a file, not a folder: move it away and run `assay agent init` "
+                           f"again (the project's {name} live in the {name}/ folder)\n")

@@ -232,6 +232,8 @@ def warn_about_unmatched_eval_files(project: Path) -> None:
 def discover_evals(project: Path) -> list[EvalEntry]:
     project = project.resolve()
     root = project / EVALS_DIR
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"{root} is a file, not a folder: evals live in the {EVALS_DIR}/ folder of {project}")
     if not root.is_dir():
         raise ConfigError(f"no {EVALS_DIR}/ folder in {project}; run `assay agent init` there")
     warn_about_unmatched_eval_files(project)
@@ -294,6 +296,8 @@ def _with_groups(project: Path, root: Path, entries: dict[str, EvalEntry]) -> No
 def discover_experiments(project: Path) -> list[ExperimentEntry]:
     project = project.resolve()
     root = project / EXPERIMENTS_DIR
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"{root} is a file, not a folder: experiments live in the {EXPERIMENTS_DIR}/ folder of {project}")
     if not root.is_dir():
         raise ConfigError(f"no {EXPERIMENTS_DIR}/ folder in {project}; add one with an Experiment(agent=...) file")
     entries = []

@@ -115,6 +115,10 @@ def init_project(directory: Path) -> list[str]:
             load_project_config(root)
         # The starter goes only into a project that has neither folder yet: an example eval added
         # to a suite that exists would run against its experiments.
+        for name in ("evals", "experiments"):
+            if (root / name).exists() and not (root / name).is_dir():
+                raise ConfigError(f"{root / name} is a file, not a folder: move it away and run `assay agent init` "
+                                  f"again (the project's {name} live in the {name}/ folder)")
         is_new = not (root / "evals").exists() and not (root / "experiments").exists()
         for name in ("evals", "experiments"):
             folder = root / name
