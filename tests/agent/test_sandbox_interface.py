@@ -360,3 +360,13 @@ def test_the_bubblewrap_probe_tells_not_installed_from_no_namespace(monkeypatch,
     with pytest.raises(SandboxError, match="isolation='bubblewrap'.*cannot make a namespace"):
         LocalProvider(isolation="bubblewrap")._isolation()
     assert LocalProvider()._isolation() == PROCESS_GROUP  # auto falls back
+
+
+def test_path_prepend_is_a_list_of_folders_not_one_string():
+    """`path_prepend="bin"` put PATH=b:i:n:… in every command."""
+    from assay.agent import docker_sandbox, local_sandbox
+
+    for make_layer, name in ((local_sandbox, "local_sandbox"), (lambda **o: docker_sandbox(image="x", **o), "docker_sandbox")):
+        with pytest.raises(SandboxError, match=rf"{name} path_prepend is a list of folders, like path_prepend=\["):
+            make_layer(path_prepend="bin")
+        assert make_layer(path_prepend=["bin", "tools"]).provider.path_prepend == ("bin", "tools")

@@ -6,6 +6,7 @@ values of one sandbox, so every log line, tail, diff and error message it stores
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -62,6 +63,13 @@ class Redactor:
 
     def __bool__(self) -> bool:
         return bool(self._values)
+
+
+def checked_path_prepend(provider: str, folders: Sequence[str]) -> tuple[str, ...]:
+    """A provider's `path_prepend`, folders put before PATH: one string would be split into its characters."""
+    if isinstance(folders, (str, bytes)) or not all(isinstance(folder, (str, os.PathLike)) for folder in folders):
+        raise SandboxError(f"{provider} path_prepend is a list of folders, like path_prepend=[\"bin\"]; got {folders!r}")
+    return tuple(str(folder) for folder in folders)
 
 
 def bounded_tail(text: str, limit: int = TAIL_CHARACTERS) -> str:

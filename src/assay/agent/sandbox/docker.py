@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from assay.agent.sandbox.commands import SandboxError
+from assay.agent.sandbox.commands import SandboxError, checked_path_prepend
 from assay.agent.sandbox.docker_workspace import (
     CONTAINER,
     Placement,
@@ -576,7 +576,7 @@ class DockerProvider:
         self.build_args = dict(build_args or {})
         self.workdir = workdir
         self.env = environment
-        self.path_prepend = tuple(path_prepend)
+        self.path_prepend = checked_path_prepend("docker_sandbox", path_prepend)
         self.user = user
         self.network_mode = network_mode
         self.cpus = float(cpus) if cpus is not None else None

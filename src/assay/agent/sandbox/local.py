@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.adapters.process_tree import TREE_VARIABLE, ProcessTree, become_subreaper
-from assay.agent.sandbox.commands import SandboxError
+from assay.agent.sandbox.commands import SandboxError, checked_path_prepend
 from assay.agent.sandbox.interface import (
     CommandSignal,
     CreateRequest,
@@ -497,7 +497,7 @@ class LocalProvider:
             raise SandboxError("PATH is managed by the sandbox; use path_prepend")
         self.isolation = isolation
         self.env = environment
-        self.path_prepend = tuple(str(part) for part in path_prepend)
+        self.path_prepend = checked_path_prepend("local_sandbox", path_prepend)
         self.base_dir = Path(base_dir) if base_dir is not None else None
 
     def describe(self) -> dict[str, Any]:
