@@ -392,3 +392,17 @@ def test_a_snapshot_whose_output_the_daemon_lost_is_taken_again(tmp_path):
     assert failure is None and tree and len(tree) == 40
     tree, failure = asyncio.run(baseline(2))
     assert tree is None and failure == "git snapshot: its output was lost or cut (0 bytes)"
+
+
+def test_a_program_that_is_not_there_is_127_and_names_no_wrapper(docker_image):
+    """It said `/tmp/.assay-exec-<token>: 1: exec: NAME: not found`: the pidfile the wrapper shell was given as $0."""
+    async def body():
+        sandbox = await container(docker_image)
+        try:
+            return await sandbox.run_command("no-such-program-here")
+        finally:
+            await sandbox.stop()
+
+    missing = asyncio.run(body())
+    assert missing.exit_code == 127 and "no-such-program-here: not found" in missing.stderr, missing.stderr
+    assert ".assay-exec" not in missing.stderr

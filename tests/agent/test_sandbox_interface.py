@@ -370,3 +370,20 @@ def test_path_prepend_is_a_list_of_folders_not_one_string():
         with pytest.raises(SandboxError, match=rf"{name} path_prepend is a list of folders, like path_prepend=\["):
             make_layer(path_prepend="bin")
         assert make_layer(path_prepend=["bin", "tools"]).provider.path_prepend == ("bin", "tools")
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_program_that_is_not_there_is_127_naming_it_on_every_isolation(isolation):
+    """Under bubblewrap it was exit 1, `bwrap: execvp …` (127 without isolation, as a shell says it)."""
+    async def body():
+        sandbox = await make(isolation)
+        missing = await sandbox.run_command("no-such-program-here")
+        await sandbox.write_text("script.sh", "echo hi\n")  # there, but not executable
+        unrunnable = await sandbox.run_command("./script.sh")
+        await sandbox.stop()
+        return missing, unrunnable
+
+    missing, unrunnable = run(body())
+    assert missing.exit_code == 127 and missing.stderr.startswith("no-such-program-here: "), missing.stderr
+    assert "bwrap" not in missing.stderr
+    assert unrunnable.exit_code == 126 and "bwrap" not in unrunnable.stderr, unrunnable.stderr

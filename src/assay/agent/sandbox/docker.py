@@ -240,7 +240,8 @@ class DockerSandbox:
         mark = f"{_TREE_MARK}={token}"
         # The shell records its pid and then becomes the command: the tree has a known root, which
         # `docker exec` makes the leader of its own session and process group.
-        wrapped = ["sh", "-c", 'echo $$ > "$0"; exec "$@"', pidfile, *argv]
+        # ($0 is `sh`: a program that is not there is "sh: 1: exec: NAME: not found", exit 127, naming no pidfile.)
+        wrapped = ["sh", "-c", 'echo $$ > "$1"; shift; exec "$@"', "sh", pidfile, *argv]
         api = self.client.api
         try:
             created = await _call(

@@ -137,6 +137,14 @@ class _Collector:
         return b"".join(self.chunks)
 
 
+def _as_a_shell_says_it(said: bytes) -> tuple[int, bytes]:
+    """bwrap's own failure to start the command (`bwrap: execvp NAME: REASON`, exit 1) as a shell and the other
+    providers say it: 127 for a program that is not there, 126 for one that cannot run, `NAME: REASON`."""
+    line = said.split(b"\n", 1)[0][len(b"bwrap: execvp "):]
+    name, _, reason = line.rpartition(b": ")
+    return (127 if reason == b"No such file or directory" else 126), name + b": " + reason + b"\n"
+
+
 def _host_paths_under_tmp(root: Path) -> list[str]:
     """`--ro-bind` arguments that keep the host's tools visible when they live under /tmp (a CI
     checkout, a venv): the sandbox's own /tmp hides the host's, and these paths come back read-only."""
@@ -261,9 +269,10 @@ class LocalSandbox:
             stdout.close()
             stderr.close()
         exit_code = None if timed_out or reason is not None else tree.returncode
-        return RawOutput(
-            exit_code, stdout.value(), stderr.value(), time.perf_counter() - started, timed_out, reason,
-        )
+        err = stderr.value()
+        if self.isolation == BUBBLEWRAP and exit_code == 1 and err.startswith(b"bwrap: execvp "):
+            exit_code, err = _as_a_shell_says_it(err)
+        return RawOutput(exit_code, stdout.value(), err, time.perf_counter() - started, timed_out, reason)
 
     async def _settle(self, tree: ProcessTree) -> None:
         """The leader exited: reap it now, unless it left processes running (a server started in setup)."""
