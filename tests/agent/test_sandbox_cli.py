@@ -61,6 +61,11 @@ def test_list_diff_and_stop_kept_sandboxes(sandbox_dir):
     assert invoke("stop", "--all").exit_code == 0
     assert list_entries(sandbox_dir) == [] and list(sandbox_dir.iterdir()) == []
     assert invoke("diff", "nope").exit_code == 2
+    # Neither ids nor --all said "(not both)".
+    neither = invoke("stop")
+    assert neither.exit_code == 2 and "give the ids of the sandboxes to stop" in neither.output, neither.output
+    both = invoke("stop", "abc", "--all")
+    assert both.exit_code == 2 and "give sandbox ids or --all, not both" in both.output, both.output
 
 
 def test_prune_removes_what_a_dead_run_left_behind(sandbox_dir):

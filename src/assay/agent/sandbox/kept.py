@@ -149,8 +149,10 @@ def stopped(prefixes: Sequence[str] = (), *, every_kept: bool = False) -> Iterat
     """Stop the sandboxes `prefixes` name (or every kept one) for good: processes, container, folder."""
     from assay.agent.sandbox.retention import destroy
 
-    if every_kept == bool(prefixes):
-        raise SandboxError("give sandbox ids or --all (not both)")
+    if every_kept and prefixes:
+        raise SandboxError("give sandbox ids or --all, not both")
+    if not every_kept and not prefixes:
+        raise SandboxError("give the ids of the sandboxes to stop (`assay agent sandbox list` shows them), or --all")
     if every_kept:
         entries = [entry for entry in list_entries(sandbox_base()) if entry.state == "kept"]
     else:
