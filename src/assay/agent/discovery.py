@@ -270,7 +270,7 @@ def _group_files(root: Path) -> list[tuple[str, Path]]:
 def _with_groups(project: Path, root: Path, entries: dict[str, EvalEntry]) -> None:
     """Each group's members get its `GroupRef`; an unknown member or an eval in two groups fails discovery,
     naming the group and its file."""
-    from assay.core.format import did_you_mean
+    from assay.core.format import did_you_mean, join_first
 
     owner: dict[str, tuple[str, Path]] = {}
     for group_id, path in _group_files(root):
@@ -279,7 +279,9 @@ def _with_groups(project: Path, root: Path, entries: dict[str, EvalEntry]) -> No
         for member in group.evals:
             if member not in entries:
                 hint = did_you_mean(member, entries)
-                raise ConfigError(f"{where} names eval {member!r}, which does not exist{hint} (`assay agent list` shows the eval ids)")
+                # (Not "`assay agent list` shows the eval ids": listing discovers this group too, and fails the same way.)
+                ids = join_first(sorted(entries), separator=", ")
+                raise ConfigError(f"{where} names eval {member!r}, which does not exist{hint} (the evals: {ids})")
             if member in owner:
                 other, other_path = owner[member]
                 raise ConfigError(
