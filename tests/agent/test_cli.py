@@ -107,6 +107,10 @@ def test_agent_and_model_options_are_rejected_with_guidance(project):
     (["baseline", "orders/status", "--tag", "hitl"], "no evals selected after narrowing"),
     (["--rerun=faild"], "got 'faild'; did you mean 'failed'?"),
     (["--concurrency", "0"], "--concurrency must be > 0"),
+    # NaN passed every range check: --shared-state-wait nan waited forever.
+    (["--shared-state-wait", "nan"], "--shared-state-wait must be a finite number, got nan"),
+    (["--timeout", "inf"], "--timeout must be a finite number, got inf"),
+    (["--budget", "nan"], "--budget must be a finite number, got nan"),
 ])
 def test_usage_errors_exit_2(project, args, message):
     result = invoke("run", "--project", str(project), *args)

@@ -81,6 +81,8 @@ class AgentRunRequest:
 def _positive(option: str, value: float | None, *, allow_zero: bool = False, maximum: int | None = None) -> None:
     if value is None:
         return
+    if value != value or value in (float("inf"), float("-inf")):  # NaN passed every comparison below: a wait forever
+        raise UsageError(f"{option} must be a finite number, got {value}", option)
     if value < 0 or (value == 0 and not allow_zero):
         raise UsageError(f"{option} must be {'>= 0' if allow_zero else '> 0'}", option)
     if maximum is not None and value > maximum:
