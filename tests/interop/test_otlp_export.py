@@ -447,3 +447,18 @@ def test_a_record_split_for_workers_holds_every_line_once(tmp_path, count):
     tiny = tmp_path / "one.jsonl"
     tiny.write_text('{"unit_id": "only"}\n', encoding="utf-8")
     assert [document for start, end in _parts(tiny, count) for document in _documents_in(tiny, start, end)] == [{"unit_id": "only"}]
+
+
+def test_an_export_whose_reader_leaves_after_its_line_exits_0():
+    """`assay runs export RUN --otlp URL | head -1` exited 130 and said it "stopped as on Ctrl-C" after sending
+    everything: the reader left once it had the one line, and the pipe's watcher interrupted the exit."""
+    from reader_pipes import reader_leaves
+
+    _agent_like_run("agent-20261203T100004-0a1b2e")
+    with receiver() as (url, received):
+        for _ in range(3):
+            [line], code, stderr = reader_leaves([sys.executable, "-m", "assay", "runs", "export", "agent-20261203T100004-0a1b2e",
+                                                  "--otlp", url], env=os.environ)
+            assert line.startswith(b"Exported agent-20261203T100004-0a1b2e"), (line, stderr)
+            assert code == 0 and "stopped as on Ctrl-C" not in stderr, (code, stderr)
+    assert len(received.spans) == 3

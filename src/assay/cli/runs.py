@@ -15,6 +15,7 @@ import typer
 
 from assay.cli import common
 from assay.cli.options import LIMIT, OUTPUT_JSON, PRINT_JSON, Given, Param, command, group, params
+from assay.core import stdout_guard
 from assay.core.history.shown import RunsOptions
 from assay.core.run.request import at_least
 from assay.errors import AssayError
@@ -109,6 +110,7 @@ def import_command(given: Given) -> None:
     with common.failing():
         planned = plan_imports([Path(name).expanduser() for name in given.files], given.format_name)
     shown, failures, interrupted = imported(planned)
+    stdout_guard.results_made()
     common.show(given.json, *shown)
     raise typer.Exit(130 if interrupted else 2 if failures else 0)
 
@@ -122,7 +124,9 @@ def export_command(given: Given) -> None:
     with common.failing():
         endpoint = check_endpoint(given.otlp)
     with common.store() as store:
-        common.show(given.json, *exported(store, given.run, endpoint, given.timeout), ensure_ascii=True)
+        shown = exported(store, given.run, endpoint, given.timeout)
+    stdout_guard.results_made()  # sent: a reader leaving now does not make it exit 130
+    common.show(given.json, *shown, ensure_ascii=True)
 
 
 @_command("reindex", only_reads=False)

@@ -169,22 +169,15 @@ def _command_starts(*, keeps_results: bool) -> None:
         raise KeyboardInterrupt
 
 
-@contextlib.contextmanager
-def finishing() -> Iterator[None]:
-    """Around a run's report and record, once its units have settled: a reader that leaves now only loses
-    the rest of the output. Stopping here would skip what hears the run after the console (the results
-    store), so the run is recorded and the command ends with its verdict; Ctrl-C still stops it."""
+def results_made() -> None:
+    """Said once a command's results exist (a run's units settled, an export sent, logs imported): from here
+    on a reader that leaves only loses the rest of the output. Stopping then would skip what still records
+    them (a run's results store hears it after the console) and turn the command's own exit code into 130;
+    Ctrl-C still stops it."""
     guard = sys.stdout
-    if not isinstance(guard, StdoutGuard):
-        yield
-        return
-    with guard._lock:
-        before, guard.interrupts = guard.interrupts, False
-    try:
-        yield
-    finally:
+    if isinstance(guard, StdoutGuard):
         with guard._lock:
-            guard.interrupts = before and not guard.closed_by_reader
+            guard.interrupts = False
 
 
 def keep_resume_lines(lines: Sequence[str]) -> None:

@@ -110,9 +110,10 @@ def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) 
     (its plan, summaries and a project's eval definitions: a growing share of the CPU at 1,000,000 evals)."""
     from assay.core.gcpolicy import collection_sized_for_runs
 
-    from assay.core.stdout_guard import finishing
+    from assay.core.stdout_guard import results_made
 
-    with collection_sized_for_runs(), finishing():
+    results_made()  # a reader leaving the console from here on does not stop the run's recording
+    with collection_sized_for_runs():
         events.run_finished(finished)  # the store publisher, registered last, records the run
     if opened is not None:
         opened.seal(finished)
