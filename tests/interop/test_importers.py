@@ -287,3 +287,18 @@ def test_the_same_content_imported_again_is_found_whatever_the_files_time(pydant
     assert again.already and again.run_id == first.run_id and again.format == "pydantic-evals"
     with SqliteRunStore(database, read_only=True) as store:
         assert store.count_runs() == 1
+
+
+def test_a_cut_or_empty_json_file_says_so_instead_of_no_tool(pydantic_evals_report, tmp_path):
+    """A pydantic-evals report cut short read as "cannot tell which tool wrote this file" (and so did an empty
+    file), though what is wrong with it is known."""
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(pydantic_evals_report.path.read_bytes()[:1500])
+    done = _assay("runs", "import", str(cut))
+    assert done.returncode == 2
+    assert re.match(re.escape(f"Error: {cut}: not valid JSON (unexpected end of data: ") + r"line \d+ column \d+ \(char 1500\)\): "
+                    r"a file cut short\? Which tool wrote it cannot be told; give --format, one of inspect", done.stderr), done.stderr
+    empty = tmp_path / "empty.json"
+    empty.write_text("\n")
+    done = _assay("runs", "import", str(empty))
+    assert done.returncode == 2 and done.stderr == f"Error: {empty}: the file is empty; there is nothing to import\n"

@@ -74,10 +74,30 @@ def detect_format(path: Path) -> LogFormat:
         raise UsageError(f"{path}: no such file") from None
     except OSError as error:
         raise UsageError(f"{path} cannot be read: {error}") from None
+    if not head.strip():
+        raise UsageError(f"{path}: the file is empty; there is nothing to import")
     sniff = Sniff(path, head)
     for item in FORMATS.values():
         if item.detect(sniff):
             return item
-    raise UsageError(
-        f"{path}: cannot tell which tool wrote this file; give --format, one of {formats_text()}", "--format"
-    )
+    raise UsageError(f"{path}: {_why_unknown(path, head)}; give --format, one of {formats_text()}", "--format")
+
+
+_CHECKED_JSON_BYTES = 64 << 20  # a file no format claims is parsed whole to say where it breaks, up to this size
+
+
+def _why_unknown(path: Path, head: bytes) -> str:
+    """Why no format claims the file: JSON that breaks (a report cut short reads as no tool's), or else not one
+    of the formats."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text[:1] in (b"{", b"["):
+        import orjson
+
+        try:
+            if path.stat().st_size <= _CHECKED_JSON_BYTES:
+                orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError as error:
+            return f"not valid JSON ({error}): a file cut short? Which tool wrote it cannot be told"
+        except OSError:
+            pass
+    return "cannot tell which tool wrote this file"
