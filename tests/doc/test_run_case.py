@@ -125,6 +125,21 @@ def test_candidates_must_exist_inside_the_repo(suite, tmp_path, candidate, messa
     assert result.exit_code == 2 and message in result.stderr
 
 
+def test_a_candidate_not_found_says_where_candidate_paths_start(suite, monkeypatch):
+    """Paths are the repository root's (eval-kit's rule), and "candidate not found" said nothing more when the
+    file was right there in the current folder, or when the path was a folder."""
+    monkeypatch.chdir(suite.repo / "candidates")
+    config = ("--config", str(suite.config_path))
+    here = invoke("run-case", "--case", "case-one", "--candidate", "good.md", *config)
+    assert here.exit_code == 2
+    assert (f"candidate not found: good.md (candidate paths are relative to the repository root {suite.repo}, not the "
+            "current folder: give candidates/good.md or an absolute path)") in here.stderr, here.stderr
+    folder = invoke("run-case", "--case", "case-one", "--candidate", ".", *config)
+    assert folder.exit_code == 2 and "candidate not found: . (that is a folder; give the candidate file)" in folder.stderr
+    missing = invoke("run-case", "--case", "case-one", "--candidate", "nope.md", *config)
+    assert f"candidate not found: nope.md (candidate paths are relative to the repository root {suite.repo})" in missing.stderr
+
+
 def test_absolute_candidate_outside_the_repo_and_symlink_escape_are_refused(suite, tmp_path):
     outside = tmp_path / "outside.md"
     outside.write_text("ship the importer, no new services")

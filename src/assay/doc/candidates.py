@@ -26,8 +26,23 @@ def resolve_candidate(suite: DocSuite, value: str, option: str = "--candidate") 
     except OSError as error:  # a name longer than the file system allows, say: no file can be there
         raise UsageError(f"{option} {_shown(value)} cannot be used: {error.strerror or error}") from None
     if not found:
-        raise UsageError(f"candidate not found: {_shown(value)}")
+        raise UsageError(f"candidate not found: {_shown(value)}{_where_it_is(suite.repo_root, value, resolved)}")
     return resolved
+
+
+def _where_it_is(root: Path, value: str, resolved: Path) -> str:
+    """What the user likely meant: a folder named instead of a file, or a path from the current folder (candidate
+    paths are the repository root's, as eval-kit reads them)."""
+    if resolved.is_dir():
+        return " (that is a folder; give the candidate file)"
+    here = Path.cwd() / value
+    if not os.path.isabs(value) and here.is_file():
+        try:
+            return (f" (candidate paths are relative to the repository root {root}, not the current folder: give "
+                    f"{here.resolve().relative_to(root.resolve())} or an absolute path)")
+        except ValueError:
+            pass
+    return f" (candidate paths are relative to the repository root {root})" if not os.path.isabs(value) else ""
 
 
 def _shown(value: str, limit: int = 120) -> str:
