@@ -32,7 +32,7 @@ GROUPS: dict[str, tuple[str, str, str]] = {
     "video": ("assay.cli.video", "video_app", "Video evals: GlassKit Eval-compatible eval directories."),
     "agent": ("assay.cli.agent", "agent_app", "Agent evals: drive conversations, assert on what the agent did."),
     "doc": ("assay.cli.doc", "doc_app", "Document evals: eval-kit-compatible suites."),
-    "runs": ("assay.cli.runs", "runs_app", "Run history: list, show, compare, reindex."),
+    "runs": ("assay.cli.runs", "runs_app", "Run history: list, show, compare, trend, flaky, import, export, merge, reindex."),
     "labels": ("assay.cli.labels", "labels_app", "Human labels of units: export and import them as JSONL."),
     "judge": ("assay.cli.judge", "judge_app", "Model judges: agreement with human labels, the judge cache."),
 }

@@ -22,7 +22,8 @@ from assay.errors import AssayError
 
 __all__ = ["runs_app"]
 
-runs_app = group("Run history across kinds: list, show, compare two runs (paired statistics), reindex.")
+runs_app = group("Run history across kinds: list, show, compare two runs (paired statistics), trend, flaky; import other tools' "
+                 "results, export to OpenTelemetry, merge shards, reindex.")
 KIND = params(RunsOptions, "kind")[0]
 
 
