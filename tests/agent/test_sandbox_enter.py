@@ -103,8 +103,9 @@ def test_the_pages_example_runs_as_written(tmp_path, sandbox_dir):
     import shutil
 
     page = (ROOT / "docs" / "agent" / "sandboxes.md").read_text(encoding="utf-8")
-    typed = "python3 -m pytest -q\necho \"# checked\" >> calc.py\n"
-    assert "$ printf 'python3 -m pytest -q\\necho \"# checked\" >> calc.py\\n' | assay agent sandbox enter" in page
+    # unittest, which the example's repository uses: pytest is not in every image (nor on every host)
+    typed = "python3 -m unittest -q\necho \"# checked\" >> calc.py\n"
+    assert "$ printf 'python3 -m unittest -q\\necho \"# checked\" >> calc.py\\n' | assay agent sandbox enter" in page
     project = tmp_path / "sandbox"
     shutil.copytree(ROOT / "examples" / "agent" / "sandbox", project, ignore=shutil.ignore_patterns(".assay", "__pycache__"))
     environment = {**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")}
@@ -113,7 +114,8 @@ def test_the_pages_example_runs_as_written(tmp_path, sandbox_dir):
     assert ran.returncode == 0, ran.stdout + ran.stderr
     [entry] = list_entries(sandbox_dir)
     shell = enter(entry.sandbox_id[:4], typed)
-    assert shell.returncode == 0 and "2 passed" in shell.stdout, shell.stdout + shell.stderr
+    assert shell.returncode == 0 and "Ran 2 tests" in shell.stdout + shell.stderr, shell.stdout + shell.stderr
+    assert "Ran 2 tests in" in page
     diff = CliRunner().invoke(sandbox_app, ["diff", entry.sandbox_id[:4], "--window", "after"])
     assert diff.output.startswith("== after ==\ndiff --git a/calc.py b/calc.py") and "+# checked\n" in diff.output
     assert "== after ==\ndiff --git a/calc.py b/calc.py" in page and "+# checked" in page

@@ -13,14 +13,15 @@ import sys
 import pytest
 
 from assay.agent.api import run
-from assay.agent.traces.config import TelemetryConfig, load_telemetry_config
+from assay.agent.project import load_project_config, telemetry_for
+from assay.agent.traces.config import TelemetryConfig
 from assay.errors import ConfigError
 from traced_projects import Collected, write_project
 
 
 def _config(tmp_path, table, bind=None):
     (tmp_path / "pyproject.toml").write_text(table, encoding="utf-8")
-    return load_telemetry_config(tmp_path, bind)
+    return telemetry_for(load_project_config(tmp_path), tmp_path, bind)
 
 
 def test_the_table_turns_the_receiver_on_and_each_key_has_its_default(tmp_path):

@@ -47,6 +47,7 @@ class ProjectConfig:
     timeout: float | None = None  # seconds per attempt
     pricing: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     judge: Mapping[str, Any] | None = None
+    telemetry: Mapping[str, Any] | None = None  # [tool.assay.telemetry], checked (traces.config reads it)
 
 
 def is_finite_number(value: Any) -> bool:
@@ -134,7 +135,8 @@ def load_project_config(project: Path) -> ProjectConfig:
                 raise ConfigError(f"{path} [tool.assay.judge]: unknown setting {key!r}{_did_you_mean(key, CONFIG_KEYS)}; "
                                   f"use {', '.join(CONFIG_KEYS)}")
     pricing = check_pricing(table.get("pricing", {}), f"{where} pricing")
-    return ProjectConfig(name, concurrency, float(timeout) if timeout is not None else None, pricing, judge)
+    return ProjectConfig(name, concurrency, float(timeout) if timeout is not None else None, pricing, judge,
+                         table.get("telemetry"))
 
 
 def parse_dotenv(text: str, source: str = ".env") -> dict[str, str]:
@@ -187,6 +189,14 @@ def _escaped(text: str, at: int) -> bool:
     while at - count - 1 >= 0 and text[at - count - 1] == "\\":
         count += 1
     return count % 2 == 1
+
+
+def telemetry_for(config: ProjectConfig, project: Path, bind: str | None = None) -> Any:
+    """The run's `TelemetryConfig` from the project's `[tool.assay.telemetry]` and `--telemetry-host` (None:
+    no receiver)."""
+    from assay.agent.traces.config import telemetry_config
+
+    return telemetry_config(config.telemetry, f"{project / 'pyproject.toml'} [tool.assay.telemetry]", bind)
 
 
 def _check_tables(table: Mapping[str, Any], path: Path) -> None:

@@ -430,15 +430,13 @@ class AgentKind:
     ) -> _OpenedAgentRun:
         from assay.agent.checkpoint import AgentCheckpoint
         from assay.agent.plan import plan_for, shard_plan
-        from assay.agent.project import checkpoints_base, load_dotenv, load_project_config
+        from assay.agent.project import checkpoints_base, load_dotenv, load_project_config, telemetry_for
         from assay.agent.run_options import DEFAULT_CONCURRENCY, RunOptions
 
         root = request.project
         load_dotenv(root)
         config = load_project_config(root)
-        from assay.agent.traces.config import load_telemetry_config
-
-        telemetry = load_telemetry_config(root, request.telemetry_host)  # before the checkpoint: a bad table stops here
+        telemetry = telemetry_for(config, root, request.telemetry_host)  # checked with the config: before the checkpoint
         plan = shard_plan(plan_for(root, request), request.shard)
         from assay.agent.carry import check_rerun
 

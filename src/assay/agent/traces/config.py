@@ -8,14 +8,12 @@ Environment variables are never read for any of these.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
 
-__all__ = ["SCOPES", "TelemetryConfig", "load_telemetry_config", "telemetry_config"]
+__all__ = ["SCOPES", "TelemetryConfig", "telemetry_config"]
 
 SCOPES = ("run", "attempt")
 _KEYS = ("enabled", "port", "host", "scope")
@@ -35,24 +33,6 @@ class TelemetryConfig:
         if self.bind in ("0.0.0.0", "::", ""):
             return "127.0.0.1"
         return f"[{self.bind}]" if ":" in self.bind else self.bind
-
-
-def _table(project: Path) -> dict[str, Any] | None:
-    path = project / "pyproject.toml"
-    if not path.is_file():
-        return None
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None  # the project config loader has already reported an unreadable file
-    from assay.agent.project import tool_assay_table
-
-    return (tool_assay_table(document, path) or {}).get("telemetry")
-
-
-def load_telemetry_config(project: Path, bind: str | None = None) -> TelemetryConfig | None:
-    """The run's telemetry settings, or None when the project has none and `--telemetry-host` was not given."""
-    return telemetry_config(_table(project), f"{project / 'pyproject.toml'} [tool.assay.telemetry]", bind)
 
 
 def telemetry_config(table: Any, where: str, bind: str | None = None) -> TelemetryConfig | None:
