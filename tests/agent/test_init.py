@@ -88,3 +88,12 @@ def test_a_file_where_a_project_folder_goes_is_said_to_be_a_file(tmp_path, name)
     assert made.returncode == 2, made.stdout
     assert made.stderr == (f"Error: {tmp_path / name} is a file, not a folder: move it away and run `assay agent init` "
                            f"again (the project's {name} live in the {name}/ folder)\n")
+
+
+def test_init_takes_the_folder_as_project_too(tmp_path):
+    """Every other agent command names its folder with --project; init said "No such option: --project"."""
+    made = assay("agent", "init", "--project", "shop", cwd=tmp_path)
+    assert made.returncode == 0 and (tmp_path / "shop" / "evals").is_dir(), made.stderr
+    both = assay("agent", "init", "other", "--project", "shop", cwd=tmp_path)
+    assert both.returncode == 2 and "give the folder once: as DIRECTORY or as --project" in both.stderr
+    assert not (tmp_path / "other").exists()

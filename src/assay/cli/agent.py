@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
@@ -37,7 +38,8 @@ def _command(group: typer.Typer, name: str, *items: str | Param, only_reads: boo
     return command(group, name, *params(AgentOptions, *items), only_reads=only_reads)
 
 
-@_command(agent_app, "init", "directory")
+@_command(agent_app, "init", "directory", PROJECT.but(help="The folder to set up, as every other agent command names "
+                                                       "it (or give it as DIRECTORY)."))
 def init_command(given: Given) -> None:
     """Set up a project: evals/, experiments/, a [tool.assay] table in pyproject.toml and, in a new
     project, a starter agent, eval and experiment that run offline. Existing files are never changed
@@ -48,7 +50,14 @@ def init_command(given: Given) -> None:
     from assay.agent.starter import init_project
 
     with common.failing():
-        common.say(*init_project(given.directory))
+        from assay.errors import UsageError
+
+        folder = given.directory
+        if given.project is not None:
+            if folder != Path("."):
+                raise UsageError("give the folder once: as DIRECTORY or as --project", "--project")
+            folder = given.project
+        common.say(*init_project(folder))
 
 
 @command(agent_app, "list", *params(
