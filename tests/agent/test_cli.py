@@ -111,6 +111,8 @@ def test_agent_and_model_options_are_rejected_with_guidance(project):
     (["--shared-state-wait", "nan"], "--shared-state-wait must be a finite number, got nan"),
     (["--timeout", "inf"], "--timeout must be a finite number, got inf"),
     (["--budget", "nan"], "--budget must be a finite number, got nan"),
+    # The `=` form is checked after parsing, where it suggested nothing.
+    (["--keep-sandbox=fialed"], "--keep-sandbox takes failed or all (--keep-sandbox=all), got 'fialed'; did you mean 'failed'?"),
 ])
 def test_usage_errors_exit_2(project, args, message):
     result = invoke("run", "--project", str(project), *args)

@@ -115,7 +115,10 @@ def link_pair(experiment_id: str, experiment: Any, eval_id: str, definition: Any
 
 def check_keep(keep: str | None) -> str | None:
     if keep is not None and keep not in KEEP_CHOICES:
-        raise UsageError(f"--keep-sandbox takes failed or all (--keep-sandbox=all), got {keep!r}", "--keep-sandbox")
+        from assay.core.format import did_you_mean
+
+        hint = did_you_mean(keep, KEEP_CHOICES)
+        raise UsageError(f"--keep-sandbox takes failed or all (--keep-sandbox=all), got {keep!r}{hint}", "--keep-sandbox")
     return keep
 
 
