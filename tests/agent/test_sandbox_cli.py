@@ -53,6 +53,8 @@ def test_list_diff_and_stop_kept_sandboxes(sandbox_dir):
     assert "== turn2 ==" in diff.output and "+goodbye" in diff.output
     one = invoke("diff", ids[0][:6], "--window", "turn2", "--path", "greeting.txt")
     assert "turn1" not in one.output and "+goodbye" in one.output
+    misspelt = invoke("diff", ids[0][:6], "--window", "turn2", "--path", "greting.txt")  # said only "(no changes)"
+    assert misspelt.output == "== turn2 ==\n(no changes to greting.txt; changed: greeting.txt)\n", misspelt.output
     unknown = invoke("diff", ids[0], "--window", "turn9")
     assert unknown.exit_code == 2 and "windows: turn1, turn2" in unknown.output
 

@@ -81,7 +81,14 @@ def diff_text(prefix: str, window: str | None = None, path: str | None = None) -
             yield f"== {item['window']} ==\n"
             if code != 0:
                 raise SandboxError(f"git diff failed: {err.decode('utf-8', 'replace').strip()}")
-            yield out.decode("utf-8", "replace") or "(no changes)\n"
+            text = out.decode("utf-8", "replace")
+            if not text and path is not None:  # say what did change in it: a misspelt --path shows nothing too
+                code, names, _ = asyncio.run(git([*arguments[:-2], "--name-only"]))
+                changed = names.decode("utf-8", "replace").split() if code == 0 else []
+                from assay.core.format import join_first
+
+                text = f"(no changes to {path}" + (f"; changed: {join_first(changed, separator=', ')}" if changed else "") + ")\n"
+            yield text or "(no changes)\n"
 
 
 def _after_the_run(entry: SandboxEntry, git: Any) -> dict[str, str] | None:
