@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent.sandbox.commands import SandboxError
-from assay.agent.sandbox.registry import SandboxEntry
+from assay.agent.sandbox.registry import SandboxEntry, kept_container
 
 # bash when the image or host has it, else sh; `exec` leaves no extra shell behind.
 _CONTAINER_SHELL = ["sh", "-c", "command -v bash >/dev/null 2>&1 && exec bash; exec sh"]
@@ -108,11 +108,7 @@ def _enter_container(entry: SandboxEntry, leave_running: bool) -> int:
 
     client = docker_client()
     try:
-        try:
-            container = client.containers.get(entry.container or "")
-        except Exception as error:  # noqa: BLE001 - NotFound
-            raise SandboxError(f"the container of sandbox {entry.sandbox_id} is gone "
-                               f"({type(error).__name__}); `assay agent sandbox stop {entry.sandbox_id}` forgets it") from None
+        container = kept_container(client, entry)
         if container.status != "running":
             container.start()
         try:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent.sandbox.commands import SandboxError
-from assay.agent.sandbox.registry import SandboxEntry, find_entry, list_entries
+from assay.agent.sandbox.registry import SandboxEntry, find_entry, kept_container, list_entries
 
 __all__ = ["AFTER", "diff_text", "enter_kept", "listed", "pruned", "sandbox_base", "stopped"]
 
@@ -117,7 +117,10 @@ def _ledger_git(entry: SandboxEntry) -> Iterator[Any]:
 
         try:
             client = docker_client()
-            container = client.containers.get(entry.container)
+        except Exception as error:  # noqa: BLE001
+            raise SandboxError(f"the sandbox's container is not reachable: {error}") from None
+        container = kept_container(client, entry)
+        try:
             stopped = container.status != "running"
             if stopped:
                 container.start()

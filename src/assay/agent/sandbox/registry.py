@@ -50,6 +50,18 @@ class SandboxEntry:
         return "orphaned" if self.orphaned else self.state
 
 
+def kept_container(client: Any, entry: SandboxEntry) -> Any:
+    """The container of a recorded Docker sandbox, from the daemon; a `SandboxError` saying it is gone (removed
+    outside assay) and how to forget it, not the daemon's 404."""
+    try:
+        return client.containers.get(entry.container or "")
+    except Exception as error:  # noqa: BLE001 - NotFound, or the daemon's own refusal
+        from assay.agent.sandbox.commands import SandboxError
+
+        raise SandboxError(f"the container of sandbox {entry.sandbox_id} is gone ({type(error).__name__}); "
+                           f"`assay agent sandbox stop {entry.sandbox_id}` forgets it") from None
+
+
 def write_entry(root: Path, entry: SandboxEntry) -> None:
     """Replace `root/sandbox.json` atomically (a listing never reads half an entry)."""
     root.mkdir(parents=True, exist_ok=True)
