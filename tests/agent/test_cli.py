@@ -540,3 +540,29 @@ def test_the_attempts_gate_says_what_it_found_so_a_failed_gate_does_not_read_as_
     shown = subprocess.run([sys.executable, "-m", "assay", "runs", "show", "latest"], capture_output=True, text=True,
                            timeout=60, env=os.environ)
     assert "FAIL attempts: 1 failed and 0 errored attempt(s)" in shown.stdout.splitlines(), shown.stdout
+
+
+def test_the_progress_line_of_a_resumed_run_counts_what_it_reused(tmp_path):
+    """The agent runner tells the progress line the verdicts of the attempts it reuses from the checkpoint."""
+    project = tmp_path / "p"
+    (project / "evals").mkdir(parents=True)
+    (project / "experiments").mkdir()
+    (project / "pyproject.toml").write_text("[tool.assay]\n")
+    (project / "experiments" / "e.py").write_text(
+        "from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message\n\n"
+        "async def send(turn_input, ctx):\n    return Turn([message('no')])\n\n"
+        "e = Experiment(agent=define_agent(name='a', send=send, evidence_coverage=complete_evidence_coverage))\n")
+    (project / "evals" / "two_eval.py").write_text(
+        "from assay.agent import define_eval, includes\n\n"
+        "async def fails(t):\n    await t.send('hi')\n    t.check(t.reply, includes('yes'))\n\n"
+        "async def errs(t):\n    raise RuntimeError('broken')\n\n"
+        "EVALS = {'fails': define_eval(fails), 'errs': define_eval(errs)}\n")
+    environment = {**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")}
+    first = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project)],
+                           capture_output=True, text=True, env=environment, timeout=120)
+    assert first.returncode == 1 and "[2/2] 0 passed · 1 failed · 1 errored" in first.stderr, first.stderr
+    [checkpoint] = (project / ".assay" / "runs" / "checkpoints").iterdir()
+    resumed = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project), "--resume", str(checkpoint)],
+                             capture_output=True, text=True, env=environment, timeout=120)
+    # the failed attempt is reused, the errored one runs again
+    assert "[2/2] 0 passed · 1 failed · 1 errored" in resumed.stderr, resumed.stdout + resumed.stderr

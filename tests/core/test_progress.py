@@ -49,6 +49,18 @@ def test_a_plain_log_gets_a_line_every_interval_while_units_finish_and_one_at_th
     assert "\x1b" not in stream.getvalue()  # no ANSI in a log
 
 
+def test_a_resumed_run_counts_the_units_it_reused():
+    """`[5/5] 0 passed · 0 failed · 3 errored` after a resume that reused 2 failed attempts: the done count
+    took them in, the verdict counts did not."""
+    stream = io.StringIO()
+    progress = ProgressReporter(stream, interval=60, terminal=False)
+    progress.run_started(RunStarted("agent", "r", total=5, reused=2, reused_verdicts={"failed": 2}))
+    for verdict in ("errored",) * 3:
+        progress.unit_durable(durable(verdict))
+    progress.run_finished(RunFinished("agent", "r", 1, outcome="done"))
+    assert stream.getvalue().splitlines()[-1] == "[5/5] 0 passed · 2 failed · 3 errored"
+
+
 def test_score_evals_are_counted_as_scored_not_left_out():
     stream = io.StringIO()
     progress = ProgressReporter(stream, interval=60, terminal=False)

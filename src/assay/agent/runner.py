@@ -508,6 +508,7 @@ class AgentRun:
         if self._spooled:
             self._spool = UnitSpool(len(self.plan))
         carried: list[tuple[PlannedAttempt, AttemptResult]] = []
+        reused_verdicts: dict[str, int] = {}
         for planned in self.plan:
             lane = self._lanes.get(planned.experiment.id)
             if lane is None:
@@ -518,6 +519,8 @@ class AgentRun:
             if reused is not None:
                 reused.position = planned.index
                 self._note_verdict(planned, reused)
+                if reused.verdict:
+                    reused_verdicts[reused.verdict] = reused_verdicts.get(reused.verdict, 0) + 1
                 if reused.estimated_cost_usd is not None and getattr(reused, "carried_from", None) is None:
                     lane.spent += reused.estimated_cost_usd  # a resumed run's budget counts what it spent before
                 if self._spool is not None:
@@ -539,7 +542,7 @@ class AgentRun:
                           if lane.stopped or self._stopped_early(planned))
         self.events.run_started(RunStarted(
             "agent", self.options.run_id, len(self.plan), reused_count,
-            RunPlan(self.plan, len(carried), reused_count, skipped),
+            RunPlan(self.plan, len(carried), reused_count, skipped), reused_verdicts,
         ))
         for planned, result in carried:  # never dispatched: journaled as references, reported as they are
             durable = self._publish(result, planned.index)

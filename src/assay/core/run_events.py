@@ -38,6 +38,7 @@ class RunStarted:
     total: int  # units of work in the plan
     reused: int = 0  # of those, reused from a checkpoint
     native: Any = None  # the kind's own plan, for the kind's reporters
+    reused_verdicts: Mapping[str, int] | None = None  # the reused units by verdict (passed, failed, errored, scored)
 
 
 @dataclass(frozen=True, slots=True)

@@ -485,7 +485,11 @@ class VideoRun:
         trials: list[TrialOutcome] = []
         total = self.eval_directory.sample_count * self.options.repeat
         run_id = self._checkpoint.path.name if self._checkpoint is not None else ""
-        self.events.run_started(RunStarted("video", run_id, total, len(self._completed), self.eval_directory))
+        reused: dict[str, int] = {}
+        for result in self._completed.values():
+            verdict = {"error": "errored"}.get(result.status, result.status)
+            reused[verdict] = reused.get(verdict, 0) + 1
+        self.events.run_started(RunStarted("video", run_id, total, len(self._completed), self.eval_directory, reused))
         self._executor = ThreadPoolExecutor(
             max_workers=usable_concurrency(self.options.concurrency, self.eval_directory.sample_count),
             thread_name_prefix="assay-adapter",

@@ -42,6 +42,11 @@ class ProgressReporter:
     # -- events ----------------------------------------------------------------------------------
     def run_started(self, event: Any) -> None:
         self.total, self.done = event.total, event.reused
+        # A resumed run's counts start from what it reused, as its done count does ([5/5] 0 passed · 0 failed
+        # · 3 errored left out the 2 failed attempts the checkpoint held).
+        reused = getattr(event, "reused_verdicts", None) or {}
+        self.passed, self.failed = reused.get("passed", 0), reused.get("failed", 0)
+        self.errored, self.scored = reused.get("errored", 0), reused.get("scored", 0)
         self._started = self.clock()
         if not self.total:
             return
