@@ -112,6 +112,7 @@ def test_agent_and_model_options_are_rejected_with_guidance(project):
     (["--timeout", "inf"], "--timeout must be a finite number, got inf"),
     (["--budget", "nan"], "--budget must be a finite number, got nan"),
     # The `=` form is checked after parsing, where it suggested nothing.
+    (["--telemetry-host", ""], "--telemetry-host needs an address to listen on, like 127.0.0.1 (the default) or 0.0.0.0"),
     (["--keep-sandbox=fialed"], "--keep-sandbox takes failed or all (--keep-sandbox=all), got 'fialed'; did you mean 'failed'?"),
 ])
 def test_usage_errors_exit_2(project, args, message):
