@@ -567,3 +567,10 @@ def test_the_progress_line_of_a_resumed_run_counts_what_it_reused(tmp_path):
                              capture_output=True, text=True, env=environment, timeout=120)
     # the failed attempt is reused, the errored one runs again
     assert "[2/2] 0 passed · 1 failed · 1 errored" in resumed.stderr, resumed.stdout + resumed.stderr
+
+
+def test_a_sandbox_override_no_eval_can_take_says_it_changes_nothing(project):
+    """`--sandbox docker:IMAGE` on evals that run in no sandbox was taken without a word."""
+    result = invoke("run", "--project", str(project), "--sandbox", "local", "baseline", "orders/")
+    assert ("warning [sandbox-override-unused]: --sandbox local: no selected eval runs in a sandbox, so it changes "
+            "nothing") in result.output, result.output

@@ -462,6 +462,9 @@ class AgentKind:
 
         for warning in carry.warnings:
             events.warning(RunWarning(warning.code, warning.message, {}))
+        if request.sandbox is not None and not any(planned.sandbox is not None for planned in plan):
+            events.warning(RunWarning("sandbox-override-unused", f"--sandbox {request.sandbox}: no selected eval runs in "
+                                      "a sandbox, so it changes nothing", {}))
         options = RunOptions(
             concurrency=request.concurrency or config.concurrency or DEFAULT_CONCURRENCY,
             timeout=request.timeout,
