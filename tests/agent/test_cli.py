@@ -574,3 +574,26 @@ def test_a_sandbox_override_no_eval_can_take_says_it_changes_nothing(project):
     result = invoke("run", "--project", str(project), "--sandbox", "local", "baseline", "orders/")
     assert ("warning [sandbox-override-unused]: --sandbox local: no selected eval runs in a sandbox, so it changes "
             "nothing") in result.output, result.output
+
+
+def test_a_failure_message_of_several_lines_stays_under_its_attempt(tmp_path):
+    """A message holding a command's stderr tail went on at the margin, out of the RESULTS indentation."""
+    root = tmp_path / "p"
+    (root / "evals").mkdir(parents=True)
+    (root / "experiments").mkdir()
+    (root / "pyproject.toml").write_text("[tool.assay]\n")
+    (root / "experiments" / "e.py").write_text(
+        "from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message\n\n"
+        "async def send(turn_input, ctx):\n    return Turn([message('no')])\n\n"
+        "e = Experiment(agent=define_agent(name='a', send=send, evidence_coverage=complete_evidence_coverage))\n")
+    (root / "evals" / "multi_eval.py").write_text(
+        "from assay.agent import define_eval\n\n"
+        "@define_eval\nasync def test(t):\n    raise RuntimeError('first line\\nsecond line\\nthird line')\n")
+    result = invoke("run", "--project", str(root))
+    lines = result.output.splitlines()
+    at = next(index for index, line in enumerate(lines) if "first line" in line)
+    assert lines[at].startswith("      eval-exception: RuntimeError: first line"), lines[at]
+    assert lines[at + 1] == "        second line" and lines[at + 2].startswith("        third line"), lines[at:at + 3]
+    shown = invoke("show", "--project", str(root))
+    continued = [line for line in shown.output.splitlines() if "second line" in line]
+    assert continued == ["      second line"], shown.output

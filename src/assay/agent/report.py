@@ -70,6 +70,17 @@ def failure_lines(result: AttemptResult) -> list[str]:
     return lines
 
 
+def indented(lines: Sequence[str], prefix: str) -> list[str]:
+    """`lines` under `prefix`, a line holding several (a command's stderr tail in a message) continued two
+    spaces further in instead of at the margin."""
+    out = []
+    for line in lines:
+        first, *rest = line.split("\n")
+        out.append(f"{prefix}{first}")
+        out.extend(f"{prefix}  {more}" for more in rest)
+    return out
+
+
 def shown_in_failure_lines(assertion: dict[str, Any]) -> bool:
     """Whether `failure_lines` has a line for this assertion: any not matched, or scored below its threshold."""
     return assertion["status"] != "matched" or _below(assertion)
@@ -203,8 +214,8 @@ class ConsoleReporter:
             for result in problems:
                 mark = _MARKS.get(result.verdict or "", "?")
                 self._say(f"  {mark} {verdict_label(result).upper()}  {attempt_title(result)}")
-                for line in failure_lines(result):
-                    self._say(f"      {line}")
+                for line in indented(failure_lines(result), "      "):
+                    self._say(line)
                 carried = carried_line(result)
                 if carried is not None:
                     self._say(f"      {carried} (assay agent show {result.locator}; --rerun runs it again)")
@@ -382,5 +393,5 @@ def stability(results: Sequence[AttemptResult]) -> dict[str, dict[str, int]]:
 
 __all__ = [
     "ConsoleReporter", "NdjsonReporter", "attempt_title", "carried_line", "dry_plan_document", "dry_plan_lines",
-    "experiment_rows", "failure_lines", "run_title", "shown_in_failure_lines", "stability", "verdict_label",
+    "experiment_rows", "failure_lines", "indented", "run_title", "shown_in_failure_lines", "stability", "verdict_label",
 ]

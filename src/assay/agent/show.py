@@ -35,7 +35,7 @@ class ShownRun:
     def lines(self) -> list[str]:
         if self.one:
             return attempt_lines(self.attempts[0])
-        from assay.agent.report import attempt_title, experiment_rows, failure_lines, verdict_label
+        from assay.agent.report import attempt_title, experiment_rows, failure_lines, indented, verdict_label
         from assay.core.report.table import render_table
 
         results = self.attempts
@@ -45,7 +45,7 @@ class ShownRun:
         for result in results:
             if result.verdict in ("failed", "errored"):
                 lines.append(f"{result.locator} {verdict_label(result).upper()}  {attempt_title(result)}")
-                lines.extend(f"    {line}" for line in failure_lines(result))
+                lines.extend(indented(failure_lines(result), "    "))
         headers = ["experiment", "agent/model", "passed", "failed", "errored", "skipped", "not run", "mean", "tokens"]
         lines.append(render_table(None, headers, experiment_rows(results)))
         return lines
@@ -108,7 +108,7 @@ def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool
 
 def attempt_lines(result: Any) -> list[str]:
     """One attempt in detail, as `show @LOCATOR` prints it."""
-    from assay.agent.report import attempt_title, failure_lines, verdict_label
+    from assay.agent.report import attempt_title, failure_lines, indented, verdict_label
 
     lines = [
         f"{result.locator}  {verdict_label(result).upper()}  {attempt_title(result)}",
@@ -126,7 +126,7 @@ def attempt_lines(result: Any) -> list[str]:
     decision = getattr(result, "decision", None)
     if decision and decision.get("action") == "execute":
         lines.append(f"executed: {decision.get('message')}")
-    lines.extend(f"  {line}" for line in failure_lines(result))
+    lines.extend(indented(failure_lines(result), "  "))
     if result.assertions:
         lines.append("Assertions:")
         for assertion in result.assertions:
