@@ -64,7 +64,8 @@ class AgentRunRequest:
     sandbox: str | None = option(
         None, omit_when_none=True, flag="--sandbox", metavar="[local|docker:IMAGE]",
         help="Run every sandbox eval in this provider instead of the one its eval or experiment names "
-             "(prepare steps and hooks stay); part of each attempt's execution identity.",
+             "(prepare steps and hooks stay): local (bubblewrap where it works), local:bubblewrap, local:none or "
+             "docker:IMAGE; part of each attempt's execution identity.",
     )
     shared_state_wait: float | None = option(  # how long to wait for another run's shared-state lease
         None, stored=False, flag="--shared-state-wait", metavar="SECONDS",
