@@ -109,7 +109,6 @@ def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) 
     every unit back, and with the defaults each full collection walked every object the run still holds
     (its plan, summaries and a project's eval definitions: a growing share of the CPU at 1,000,000 evals)."""
     from assay.core.gcpolicy import collection_sized_for_runs
-
     from assay.core.stdout_guard import results_made
 
     results_made()  # a reader leaving the console from here on does not stop the run's recording
