@@ -430,8 +430,8 @@ class AgentRun:
         lane.stopped = True
         self._warn(
             "budget_exhausted",
-            f"experiment {lane.entry.id} spent an estimated {format_usd(lane.spent)} of its {format_usd(lane.budget)} budget; "
-            "its remaining attempts were not dispatched",
+            f"experiment {lane.entry.id} spent an estimated {format_usd(lane.spent)} of its {format_usd(lane.budget)} "
+            "budget; its remaining attempts were not dispatched",
             experiment_id=lane.entry.id, spent=round(lane.spent, 6), budget=lane.budget,
         )
 

@@ -749,7 +749,8 @@ def _build_source(context: str | Path | None, dockerfile: str | Path | None) -> 
     else:
         folder = Path(context).resolve()
         if not folder.is_dir():
-            raise ConfigError(f"docker_sandbox: the build context {folder} " + ("is not a folder" if folder.exists() else "does not exist"))
+            state = "is not a folder" if folder.exists() else "does not exist"
+            raise ConfigError(f"docker_sandbox: the build context {folder} {state}")
         name = Path(dockerfile).as_posix() if dockerfile is not None else "Dockerfile"
         if Path(name).is_absolute():
             try:

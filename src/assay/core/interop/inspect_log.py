@@ -1,7 +1,8 @@
 """Inspect AI eval logs (`.eval` and `.json`) as a run: one unit per sample and epoch.
 
 `.eval` is a zip holding, beside the header (`header.json`; while a run is going only
-`_journal/start.json`, and such a log is refused as not finished), one member per sample (`samples/<id>_epoch_<n>.json`, ~7 KB: messages, events, scores) and
+`_journal/start.json`, and such a log is refused as not finished), one member per sample
+(`samples/<id>_epoch_<n>.json`, ~7 KB: messages, events, scores) and
 `summaries.json`, Inspect's summary of every sample (~0.5 KB: id, epoch, input, target, scores,
 model usage, error message, times; what Inspect's own log list reads). A unit is made from the
 summary when the log has them (every finished log Inspect writes, and one written with
