@@ -118,3 +118,41 @@ def test_runs_trend_shows_the_pass_rate_over_runs_with_its_interval_and_marks_fl
     assert lines[-1].startswith("flaky units (")
     unknown = assay(database, "runs", "trend", "exp/nope")
     assert unknown.returncode == 2 and "no unit of the group 'exp/nope'" in unknown.stderr
+
+
+def test_shard_runs_are_neither_the_baseline_nor_points_of_a_whole_runs_series(tmp_path) -> None:
+    """After `runs merge`, `compare latest` took shard 2/2 as the merged run's baseline (half the units, the rest
+    "new") and `runs trend` drew each shard as a point of the series; a shard's own series is its shard's."""
+    database = tmp_path / "assay.db"
+    whole = [UnitResult(f"e{index}#1", "passed" if index else "failed", group=f"e{index}") for index in range(4)]
+
+    def publish(run_id, day, units, shard=None):
+        options = {"shard": shard} if shard else {}
+        manifest = RunManifest(run_id, "agent", f"2026-02-0{day}T00:00:00Z", identity={"project": "/repo/p"}, options=options)
+        publish_run(manifest, units, database=database)
+
+    publish("agent-whole", 1, whole)
+    publish("agent-shard1", 2, whole[:2], "1/2")
+    publish("agent-shard2", 3, whole[2:], "2/2")
+    publish("agent-merged", 4, whole)
+    compared = assay(database, "runs", "compare", "latest")
+    assert compared.stdout.startswith("Baseline: agent-whole, the agent run of the same project before agent-merged."), compared.stdout
+    trend = json.loads(assay(database, "runs", "trend", "--json").stdout)
+    assert [point["run_id"] for point in trend["points"]] == ["agent-whole", "agent-merged"], trend
+    publish("agent-shard2-again", 5, whole[2:], "2/2")
+    shard = json.loads(assay(database, "runs", "compare", "latest", "--json").stdout)
+    assert (shard["before"], shard["after"]) == ("agent-shard2", "agent-shard2-again")
+
+
+def test_a_verdict_over_fewer_units_than_the_pass_rates_says_so(tmp_path) -> None:
+    """`pass rate 75.0% → 87.5% (+12.5 points)` above `Unchanged: the pass rate moved +0.0 points`: the verdict
+    pairs units, the pass rates count every unit, and nothing said so."""
+    database = tmp_path / "assay.db"
+    before = [UnitResult(f"e{index}#1", "passed" if index else "failed") for index in range(4)]
+    after = [*before, *(UnitResult(f"n{index}#1", "passed") for index in range(4))]
+    for run_id, day, units in (("agent-a", 1, before), ("agent-b", 2, after)):
+        publish_run(RunManifest(run_id, "agent", f"2026-02-0{day}T00:00:00Z", identity={"project": "/p"}), units,
+                    database=database)
+    compared = json.loads(assay(database, "runs", "compare", "agent-a", "agent-b", "--json").stdout)
+    assert compared["sentence"].endswith(" It covers the 4 paired units only: 4 new units count in the pass rates but "
+                                         "not in it."), compared["sentence"]

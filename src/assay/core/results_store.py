@@ -129,6 +129,13 @@ CREATE INDEX IF NOT EXISTS labels_by_unit ON labels (run_id, unit_id);
 # 3.6 s against 2.9), and `add_run` refuses a unit id given twice itself. A store made before gets
 # the new index (and loses the old) when first opened for writing; one opened read-only pairs without it.
 _VERDICTS_INDEX = "units_verdicts"
+_ANY_SHARD = object()  # `_run_ids_newest_first`: sharded or not
+
+
+def _shard_of(manifest: RunManifest) -> str | None:
+    """The `--shard i/n` a run was made with (None: a whole run, or a merge of shards)."""
+    shard = (manifest.options or {}).get("shard")
+    return shard if isinstance(shard, str) else None
 # A unit's trials are one subject: its id without a trailing `#<n>` (core.run_diff.trial_subject, in SQL).
 _SUBJECT = (
     "CASE WHEN rtrim(unit_id, '0123456789') LIKE '_%#' AND rtrim(unit_id, '0123456789') <> unit_id "
@@ -786,16 +793,22 @@ class SqliteRunStore:
                 break
         return found
 
-    def _run_ids_newest_first(self, kind: str, identity: Mapping[str, Any]) -> list[str]:
+    def _run_ids_newest_first(self, kind: str, identity: Mapping[str, Any], *, shard: Any = _ANY_SHARD) -> list[str]:
+        """Runs of `kind` whose manifest identity has every `identity` item, newest first; with `shard`, only
+        those run with that `--shard` (None: not sharded)."""
         order = " ORDER BY created_at DESC, run_id DESC"
-        if not identity:
+        if not identity and shard is _ANY_SHARD:
             return [row[0] for row in self._connection.execute("SELECT run_id FROM runs WHERE kind = ?" + order, (kind,))]
-        clauses = " AND ".join("json_extract(manifest, ?) = ?" for _ in identity)
+        clauses = ["json_extract(manifest, ?) = ?" for _ in identity]
         parameters: list[Any] = [kind]
         for key, value in identity.items():
             parameters += [f"$.identity.{key}", value]
+        if shard is not _ANY_SHARD:
+            clauses.append("json_extract(manifest, '$.options.shard') IS ?")
+            parameters.append(shard)
         try:
-            rows = self._connection.execute(f"SELECT run_id FROM runs WHERE kind = ? AND {clauses}" + order, parameters)
+            rows = self._connection.execute(f"SELECT run_id FROM runs WHERE kind = ? AND {' AND '.join(clauses)}" + order,
+                                            parameters)
             return [row[0] for row in rows.fetchall()]
         except sqlite3.OperationalError as error:
             if "json_extract" not in str(error):
@@ -805,12 +818,14 @@ class SqliteRunStore:
         return [
             run_id for run_id, manifest in rows.fetchall()
             if all((json.loads(manifest).get("identity") or {}).get(key) == value for key, value in identity.items())
+            and (shard is _ANY_SHARD or (json.loads(manifest).get("options") or {}).get("shard") == shard)
         ]
 
     @_speaks_for_the_file
     def series(self, manifest: RunManifest) -> list[str]:
-        """The ids of every run of this manifest's kind and project, newest first."""
-        return self._run_ids_newest_first(manifest.kind, project_identity(manifest))
+        """The ids of every run of this manifest's kind and project, newest first: of its `--shard` when it is a
+        shard's, else of whole runs (and merged ones), so a shard is never the baseline or a point of a whole run."""
+        return self._run_ids_newest_first(manifest.kind, project_identity(manifest), shard=_shard_of(manifest))
 
     def read(self, query: str, parameters: Sequence[Any] = ()) -> sqlite3.Cursor:
         """A read-only query, for the modules that own reading a table (history: core/history/store.py)."""
@@ -830,9 +845,8 @@ class SqliteRunStore:
 
     @_speaks_for_the_file
     def previous_run(self, run: StoredRun) -> StoredRun | None:
-        """The run of the same kind and project recorded just before `run`, or None."""
-        identity = project_identity(run.manifest)
-        ids = self._run_ids_newest_first(run.manifest.kind, identity)
+        """The run of the same kind and project (and `--shard`, see `series`) recorded just before `run`, or None."""
+        ids = self.series(run.manifest)
         try:
             position = ids.index(run.run_id)
         except ValueError:

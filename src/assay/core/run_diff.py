@@ -158,7 +158,15 @@ class RunComparison:
         return self.verdict == REGRESSED
 
     def sentence(self) -> str:
-        return self.judgement.run.sentence()
+        """The verdict's sentence; when units are new or removed, it says it covers the paired ones only (the
+        pass rates above it count every unit, so the two differences may disagree)."""
+        text = self.judgement.run.sentence()
+        unpaired = [f"{count:,} {kind} unit{'' if count == 1 else 's'}"
+                    for kind in ("new", "removed") if (count := len(self.units.get(kind, [])))]
+        if unpaired:
+            text += (f" It covers the {self.counts.total:,} paired units only: {' and '.join(unpaired)} count in the "
+                     "pass rates but not in it.")
+        return text
 
     def to_json(self, *, unit_limit: int | None = None) -> dict[str, Any]:
         return {

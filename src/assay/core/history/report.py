@@ -42,7 +42,7 @@ def comparison_lines(comparison: Any, limit: int, *, why: str = "") -> Iterator[
         before_hat = run.pass_k["before_pass_hat_k"][-1]["value"]
         after_hat = run.pass_k["after_pass_hat_k"][-1]["value"]
         yield f"  pass@{k} {_percent(before)} → {_percent(after)}; pass^{k} {_percent(before_hat)} → {_percent(after_hat)}"
-    yield run.sentence()
+    yield comparison.sentence()
     if why:
         yield why
     moved = {name: group for name, group in judgement.groups.items() if group.verdict in ("regressed", "improved")}
