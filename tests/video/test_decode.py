@@ -540,3 +540,36 @@ def test_the_feed_converts_ahead_unless_its_consumer_converts_in_its_own_threads
     monkeypatch.undo()
     reference = select_frames(clip_30fps, [0.0, 1.0, 2.0])
     assert all(np.array_equal(got, want.pixels) for got, want in zip(pixels, reference, strict=True))
+
+
+def _cut_short(path: Path) -> Path:
+    """A 4 s clip (red for 2 s, then green) written with its index first (faststart), cut to half its bytes, as
+    an interrupted copy leaves it: its header still says 4 s."""
+    whole = path.with_name("whole.mp4")
+    with av.open(str(whole), "w", options={"movflags": "faststart"}) as container:
+        stream = container.add_stream("libx264", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 160, 120, "yuv420p"
+        rng = np.random.default_rng(1)
+        for index in range(40):
+            pixels = rng.integers(0, 255, (120, 160, 3), dtype=np.uint8)
+            pixels[30:90, 50:110] = (255, 0, 0) if index < 20 else (0, 255, 0)
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(pixels, format="rgb24")))
+        container.mux(stream.encode())
+    data = whole.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+def test_a_video_cut_short_is_an_error_not_its_last_frame_for_every_later_time(tmp_path):
+    """Threaded decoding ends quietly where a cut file's data ends, and every later time got that last frame:
+    samples after the cut were judged on the wrong picture (the app blamed for a broken file)."""
+    cut = _cut_short(tmp_path / "cut.mp4")
+    with FrameCursor(cut) as cursor:
+        assert cursor.frame_at(0.5).media_time == 0.5
+        with pytest.raises(VideoError, match=r"decodes only to \d\.\d\ds but says it lasts 4\.00s: the file looks cut short"):
+            cursor.frame_at(3.5)
+        with pytest.raises(VideoError, match="cut short"):
+            cursor.frame_at(3.9)  # and keeps saying so
+    whole = tmp_path / "whole.mp4"
+    with FrameCursor(whole) as cursor:  # the whole file: past its last frame is its last frame, as before
+        assert cursor.frame_at(4.0).media_time == pytest.approx(3.9)

@@ -226,6 +226,9 @@ class FrameCursor:
         self._previous: _PendingFrame | None = None
         self._current: _PendingFrame | None = None
         self._exhausted = False
+        self._declared_end: float | None = None  # what the video stream says it lasts, when it says
+        self._decoded_end = 0.0  # the media time of the last frame decoded
+        self._cut_short: VideoError | None = None  # said again to every later request
         self._last_request = -math.inf
         self._closed = False
         self._orientation = _OrientationCache()
@@ -267,6 +270,8 @@ class FrameCursor:
                     return previous.decoded()
                 return current.decoded()
             self._previous, self._current = current, None
+        if self._cut_short is not None:
+            raise self._cut_short
         if self._previous is None:
             raise VideoError(f"video contains no frames: {self.path}")
         return self._previous.decoded()
@@ -277,6 +282,8 @@ class FrameCursor:
         self._time_base = stream.time_base
         if stream.average_rate:
             self._frame_rate = float(stream.average_rate)
+        if stream.duration and stream.time_base:
+            self._declared_end = float(stream.duration * stream.time_base)
         self._frames = self._container.decode(stream)
 
     def _decode_next(self) -> _PendingFrame | None:
@@ -285,6 +292,7 @@ class FrameCursor:
             frame = next(self._frames)
         except StopIteration:
             self._exhausted = True
+            self._check_whole()
             return None
         except (av.FFmpegError, OSError) as error:
             raise VideoError(f"could not decode video {self.path}: {error}") from error
@@ -293,7 +301,21 @@ class FrameCursor:
         raw_time = _raw_frame_time(frame, index, self._time_base, self._frame_rate)
         if self._first_raw_time is None:
             self._first_raw_time = raw_time
-        return _PendingFrame(frame, index, max(0.0, raw_time - self._first_raw_time), self._orientation)
+        pending = _PendingFrame(frame, index, max(0.0, raw_time - self._first_raw_time), self._orientation)
+        self._decoded_end = pending.media_time
+        return pending
+
+    def _check_whole(self) -> None:
+        """A file cut short decodes to where its data ends, and threaded decoding ends there quietly (the
+        decoder's error is dropped): every later request would get that last frame, a wrong answer for each
+        sample after the cut. Its video stream's declared duration says how far it should have gone."""
+        declared = self._declared_end
+        if declared is None or self._next_index == 0:
+            return
+        if declared - self._decoded_end > 2.0 / self._frame_rate + 0.1:
+            self._cut_short = VideoError(f"video {self.path} decodes only to {self._decoded_end:.2f}s but says it "
+                                         f"lasts {declared:.2f}s: the file looks cut short (copy or record it again)")
+            raise self._cut_short
 
 
 def select_frames(path: Path | str, times: Sequence[float]) -> list[DecodedFrame]:
