@@ -146,6 +146,13 @@ def test_eval_config_names_are_case_sensitive_and_exclusive(tmp_path: Path) -> N
     assert load_error(eval_dir, ConfigError) == "multiple eval config files found: config.yaml, config.yml; keep one"
 
 
+def test_a_folder_named_like_the_eval_config_is_an_error_not_no_gates(tmp_path: Path) -> None:
+    """GlassKit skips anything but a file, so `config.yaml/` made a run without its gates pass (exit 0)."""
+    eval_dir = make_eval(tmp_path, {"a.yaml": SIMPLE_CASE})
+    (eval_dir / "config.yaml").mkdir()
+    assert load_error(eval_dir, ConfigError) == f"{eval_dir / 'config.yaml'} is a folder, not a file: the eval config (its gates) is a file"
+
+
 def test_invalid_eval_config_is_a_config_error_naming_the_file(tmp_path: Path) -> None:
     eval_dir = make_eval(tmp_path, {"a.yaml": SIMPLE_CASE}, config="thresholds: {min_pass_rate: true}\n")
     assert load_error(eval_dir, ConfigError) == (
