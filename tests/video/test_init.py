@@ -75,3 +75,19 @@ def test_unknown_adapter_kind_is_a_usage_error(tmp_path):
     assert refused.returncode == 2
     assert "--adapter must be one of python, js" in refused.stderr
     assert not (tmp_path / "eval").exists()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_getting_started_steps_run_in_order_in_one_folder(tmp_path):
+    """docs/getting-started/video.md wrote the JS starter into the folder of step 1's, which init refused."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "getting-started" / "video.md").read_text(encoding="utf-8")
+    commands = ["assay video init", "assay video init js-eval --adapter js",
+                "assay video run --eval-dir js-eval --adapter-command 'node js-eval/adapter.mjs'"]
+    assert all(f"\n{command}\n" in page for command in commands)
+    assert assay("video", "init", cwd=tmp_path).returncode == 0
+    made = assay("video", "init", "js-eval", "--adapter", "js", cwd=tmp_path)
+    assert made.returncode == 0, made.stdout + made.stderr
+    ran = assay("video", "run", "--eval-dir", "js-eval", "--adapter-command", "node js-eval/adapter.mjs", cwd=tmp_path)
+    assert ran.returncode == 0 and "10 passed" in ran.stdout, ran.stdout + ran.stderr
