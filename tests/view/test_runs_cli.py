@@ -251,9 +251,11 @@ def test_a_port_in_use_is_one_line_naming_why_and_exit_2(store_env: FilledStore)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        result = invoke_runs("view", "--no-open", "--port", str(taken.getsockname()[1]))
+        port = taken.getsockname()[1]
+        result = invoke_runs("view", "--no-open", "--port", str(port))
     assert result.exit_code == 2
-    assert result.output.splitlines() == ["Could not start the viewer: [Errno 98] Address already in use"]
+    assert result.output.splitlines() == [f"Could not start the viewer: [Errno 98] Address already in use (port {port} on "
+                                          "127.0.0.1; give another --port, or --port 0 for a free one)"]
 
 
 def test_reindex_rebuilds_from_records(store_env: FilledStore, tmp_path, monkeypatch) -> None:

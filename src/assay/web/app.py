@@ -405,6 +405,8 @@ def serve_locally(port: int, make_app: Callable[[Binding], ASGIApp], url: Callab
     try:
         sock = bind_loopback_socket(port)
     except OSError as error:
+        if error.errno == errno.EADDRINUSE:  # the OS's words first (GlassKit's review prints them), then the fix
+            raise AssayError(f"{error} (port {port} on 127.0.0.1; give another --port, or --port 0 for a free one)") from error
         raise AssayError(str(error)) from error
     try:
         binding = Binding(port=sock.getsockname()[1])
@@ -415,7 +417,7 @@ def serve_locally(port: int, make_app: Callable[[Binding], ASGIApp], url: Callab
             _open_browser(address, say)
         serve(app, sock)
     except KeyboardInterrupt:
-        pass
+        pass  # Ctrl-C is how a server is meant to end: exit 0 (GlassKit's review), not an interrupted command's 130
     finally:
         sock.close()
 
