@@ -204,6 +204,10 @@ def test_static_export_opens_from_disk(page: Page, filled_store: FilledStore, tm
     page.goto((site / "index.html").as_uri())
     _ready(page)
     expect(page.locator("#runs-table tbody tr")).to_have_count(5)
+    # The export searches as the live viewer and `runs list --search` do, whatever the case (it found nothing).
+    page.goto((site / "index.html").as_uri() + f"#/?search={filled_store.video_after.upper()}")
+    _ready(page)
+    expect(page.locator("#runs-table tbody tr")).to_have_count(1)
     page.goto((site / "index.html").as_uri() + f"#/run/{filled_store.video_after}")
     _ready(page)
     expect(page.locator("#units-table tbody tr")).to_have_count(8)
@@ -252,3 +256,5 @@ def _check_trend_page(page: Page, run_page: str, expected: list[float]) -> None:
     assert [float(text.split(": ")[1].split("%")[0]) for text in titles] == expected
     expect(page.locator('.trend[data-group="wobbly"] .flaky-units')).to_contain_text("1 flaky: wobbly/flipper")
     expect(steady.locator(".flaky-units")).to_contain_text("3 flaky")
+    # The whole series' panel names them too (it said "no flaky unit" whatever the groups held).
+    expect(page.locator('.trend[data-group="all units"] .flaky-units')).to_contain_text("4 flaky")

@@ -197,7 +197,8 @@ class ViewData:
             counts[0] += passed
             counts[1] += failed
         flaky: dict[str, list[str]] = {}
-        for unit in flaky_units(self.store, ids):
+        every_flaky = flaky_units(self.store, ids)  # flakiest first
+        for unit in every_flaky:
             flaky.setdefault(unit.group, []).append(unit.unit)
         whole = [TrendPoint(run_id, created[run_id], sum(by_run.get(run_id, [0, 0])[0] for by_run in tallies.values()),
                             sum(by_run.get(run_id, [0, 0])[1] for by_run in tallies.values())).to_json() for run_id in ids]
@@ -209,6 +210,7 @@ class ViewData:
         groups = sorted(tallies.items(), key=lambda item: (latest_low(item), item[0]))
         return {
             "run_id": stored.run_id, "kind": stored.manifest.kind, "runs": ids, "whole": whole,
+            "flaky": [unit.unit for unit in every_flaky[:20]], "flaky_count": len(every_flaky),
             "groups": [
                 {"group": group, "flaky": flaky.get(group, [])[:20], "flaky_count": len(flaky.get(group, [])),
                  "points": [TrendPoint(run_id, created[run_id], *by_run.get(run_id, [0, 0])).to_json() for run_id in ids]}

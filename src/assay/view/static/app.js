@@ -130,7 +130,7 @@ async function renderRuns(params) {
   let runs = listing.runs;
   if (STATIC) {
     runs = runs.filter((run) => (!params.kind || run.kind === params.kind)
-      && (!params.search || run.run_id.includes(params.search) || (run.title || "").includes(params.search)));
+      && (!params.search || [run.run_id, run.title || ""].some((text) => text.toLowerCase().includes(params.search.toLowerCase()))));
   }
   const kind = el("select", { id: "kind-filter", "aria-label": "Kind" }, el("option", { value: "" }, "all kinds"),
     (listing.kinds || []).map((name) => el("option", { value: name, selected: params.kind === name }, name)));
@@ -627,7 +627,7 @@ async function renderTrend(runId) {
     el("h1", {}, "Trend"),
     el("p", { class: "muted" }, `${trend.kind} · the last ${trend.runs.length} run(s) of this run's series, oldest first; the band is the 95% Wilson interval; flaky units are units whose verdicts disagree over these runs (assay runs trend, assay runs flaky).`),
     el("div", { class: "grid", id: "trend-charts" },
-      panel("all units", trend.whole, [], 0),
+      panel("all units", trend.whole, trend.flaky || [], trend.flaky_count || 0),
       ...trend.groups.map((group) => panel(group.group || "-", group.points, group.flaky, group.flaky_count))),
     trend.groups_total > trend.groups.length ? el("p", { class: "muted" }, `${trend.groups.length} of ${trend.groups_total} groups shown (the least reliable first)`) : null,
   );
