@@ -109,6 +109,9 @@ def test_export_then_import_into_another_store_is_idempotent(database, tmp_path,
     assert exported.exit_code == 0, exported.output
     lines = exported.stdout.splitlines()
     assert [json.loads(line)["labeller"] for line in lines] == ["ann", "bo"]
+    monkeypatch.chdir(tmp_path)
+    dashed = runner.invoke(app, ["labels", "export", "-o", "-"])  # wrote a file named `-`
+    assert dashed.exit_code == 0 and dashed.stdout == exported.stdout and not (tmp_path / "-").exists()
     shared = tmp_path / "shared.jsonl"
     shared.write_text(exported.stdout, encoding="utf-8")
 

@@ -27,7 +27,7 @@ def export_command(given: Given) -> None:
         book = LabelBook(store)
         book.check_labeller(given.labeller)
         labels = book.labels(labeller=given.labeller, run_id=store.resolve(given.run) if given.run else None)
-    if given.output is None:
+    if given.output is None or str(given.output) == "-":  # `-o -` is stdout, as for every tool that writes a file
         sys.stdout.write(labels_text(labels))
         return
     with common.failing():

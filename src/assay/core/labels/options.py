@@ -15,7 +15,7 @@ __all__ = ["LabelOptions"]
 class LabelOptions:
     """Every option and argument of `labels export|import`, `judge agreement` and `judge cache clear`."""
 
-    output: Path | None = option(None, flag="--output", names=("--output", "-o"), help="Write to this file instead of stdout.")
+    output: Path | None = option(None, flag="--output", names=("--output", "-o"), help="Write to this file instead of stdout (`-`: stdout).")
     labeller: str | None = option(None, flag="--labeller", help="Only this labeller's labels.")
     run: str | None = option(None, flag="--run", help="Only labels of units of this run (id, prefix, latest, latest~N).")
     source: str = option(argument=True, help="A JSONL file of labels (as `assay labels export` writes), or - for stdin.")
