@@ -131,3 +131,19 @@ def test_shard_option_is_checked_and_recorded_for_resume(tmp_path):
     assert "i must be between 1 and n" in bad.flat
     listing = json.loads(invoke("runs", "list", "--json").output)
     assert all(run["options"].get("shard") != "4/3" for run in listing["runs"])
+
+
+def test_a_shard_that_holds_no_case_passes_saying_so_and_still_merges(tmp_path):
+    """More CI jobs than cases: the empty shard failed its job (exit 1, `eval_min_pass_rate 0.0%`) and said
+    nothing about being empty; its record is still one of the set `runs merge` needs."""
+    eval_dir = make_eval(tmp_path, CASE.format(case_rate=0.5, until=1.0, expect=0), case_name="a",
+                         config_yaml="thresholds:\n  min_pass_rate: 0.9\n")
+    runs = []
+    for shard in ("1/2", "2/2"):
+        runs.append(run_eval(eval_dir, "--shard", shard))
+    empty = next(run for run in runs if "Cases: 0" in run.output)
+    assert empty.exit_code == 0, empty.output
+    assert "shard" in empty.stderr and "holds none of the eval's 1 case(s)" in empty.stderr
+    assert "eval_min_pass_rate" not in empty.output
+    merged = invoke("runs", "merge", "latest", "latest~1")
+    assert merged.exit_code in (0, 1), merged.output

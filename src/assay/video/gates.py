@@ -81,6 +81,10 @@ def trial_gates(
     tallies = _TrialTallies.of(results)
     thresholds = eval_dir.config.thresholds
     gates = [errors_gate("adapter_errors", tallies.overall.errors, "adapter/comparison errors")]
+    if not eval_dir.cases:
+        # Only a `--shard` can select no case (an eval without cases is refused before): a CI job whose shard
+        # got nothing has nothing to gate, and a 0.0% pass rate of no sample would fail it.
+        return gates
 
     eval_min_rate = min_pass_rate if min_pass_rate is not None else thresholds.min_pass_rate
     if eval_min_rate is not None:

@@ -193,7 +193,13 @@ class VideoKind:
             request.eval_dir, case=request.case, targets=request.targets, at=request.at, from_s=request.from_s,
             until_s=request.until_s, allow_empty=request.allow_empty, materialize=materialize,
         )
+        whole = len(directory.cases)
         directory = shard_directory(directory, request.shard)
+        if request.shard is not None and not directory.cases:
+            from assay.core.run_events import RunWarning
+
+            events.warning(RunWarning("empty-shard", f"shard {request.shard} holds none of the eval's {whole} case(s) "
+                                      "(a case is never split between shards): nothing to run, no gate to fail", {}))
         check_sample_times(directory)
         if resume is not None:
             checkpoint = RunCheckpoint.resume(resume.path, resume.manifest, directory, request.repeat)
