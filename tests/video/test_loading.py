@@ -166,6 +166,17 @@ def test_invalid_eval_config_is_a_config_error_naming_the_file(tmp_path: Path) -
 # --- YAML ----------------------------------------------------------------------------------------
 
 
+def test_a_key_given_twice_is_read_as_glasskit_reads_it_and_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A second `t:` target replaced the first one's samples without a word (PyYAML keeps the later value)."""
+    twice = SIMPLE_CASE + "  t:\n    samples:\n      - at: [3]\n        expect: false\n"
+    eval_dir = make_eval(tmp_path, {"a.yaml": twice})
+    [case] = load_eval_directory(eval_dir).cases
+    assert [sample.timestamp_s for target in case.targets for sample in target.samples] == [3.0]  # the later, as GlassKit
+    warning = capsys.readouterr().err
+    assert warning == (f"Warning: {eval_dir / 'cases' / 'a.yaml'}: line 8: the key 't' is given again; the later one "
+                       "replaces the earlier, whose content is not read (rename or merge them)\n")
+
+
 def test_invalid_yaml_reports_pyyamls_own_message_with_the_file_named(tmp_path: Path) -> None:
     # GlassKit passes PyYAML's "<unicode string>" through; the file's path is what a person needs.
     eval_dir = make_eval(tmp_path, {"a.yaml": "video: a: b\n"})

@@ -9,6 +9,7 @@ A plain syntax error stays the parser's own exception (`yaml.YAMLError`, `json.J
 
 from __future__ import annotations
 
+import contextvars
 import datetime
 import functools
 import json
@@ -68,6 +69,9 @@ MAX_TEXT_BYTES = 1024 * 1024  # line-based text such as `.env`
 # Above this size a YAML syntax error is reported in libyaml's words: re-reading with the pure-Python
 # parser for PyYAML's familiar wording would take several seconds.
 _FRIENDLY_YAML_ERROR_BYTES = 256 * 1024
+# Keys a YAML load found given twice in one mapping (key, line), while `load_yaml` runs.
+_REPEATED_KEYS: contextvars.ContextVar[list[tuple[str, int]] | None] = contextvars.ContextVar("repeated_keys", default=None)
+PROBLEMS_SHOWN_YAML = 5
 
 
 # --- bytes and text ------------------------------------------------------------------------------
@@ -266,6 +270,20 @@ def _refusing_unreadable_scalars(base: type) -> type:
                 )
             return value
 
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
+            # A key given twice: PyYAML (and so GlassKit) keeps the later value without a word, which drops
+            # what the first one held (a second `brightness:` target takes the first one's samples away).
+            repeated = _REPEATED_KEYS.get()
+            if repeated is not None and isinstance(node.value, list):
+                seen: set[str] = set()
+                for key_node, _ in node.value:
+                    key = getattr(key_node, "value", None)
+                    if isinstance(key, str) and key != "<<":
+                        if key in seen:
+                            repeated.append((key, key_node.start_mark.line + 1))
+                        seen.add(key)
+            return super().construct_mapping(node, deep)
+
     Loader.__name__ = f"Bounded{base.__name__}"
     return Loader
 
@@ -371,16 +389,32 @@ def load_yaml(text: str, *, source: str, error: ErrorFactory) -> Any:
 
     check_yaml_bounds(text, source=source, error=error)
     _, bounded_fast, bounded_pure = _loaders()
+    repeated: list[tuple[str, int]] = []
+    token = _REPEATED_KEYS.set(repeated)
     try:
         try:
-            return yaml.load(text, Loader=bounded_fast)  # a safe loader
+            value = yaml.load(text, Loader=bounded_fast)  # a safe loader
         except yaml.YAMLError:
             if bounded_fast is bounded_pure or len(text) > _FRIENDLY_YAML_ERROR_BYTES:
                 raise
-        return yaml.load(text, Loader=bounded_pure)  # a safe loader
+            value = yaml.load(text, Loader=bounded_pure)  # a safe loader
     except RecursionError:
         # The event check keeps nesting shallow; this is the last line should a parser disagree with it.
         raise error(_too_deep_message(source, None)) from None
+    finally:
+        _REPEATED_KEYS.reset(token)
+    _warn_of_repeated_keys(source, repeated)
+    return value
+
+
+def _warn_of_repeated_keys(source: str, repeated: list[tuple[str, int]]) -> None:
+    """One warning line on stderr per key given twice in a mapping. Read as PyYAML (and GlassKit) reads it, the
+    later value stands: refusing the file would fail suites that run elsewhere, saying nothing loses data."""
+    import sys
+
+    for key, line in repeated[:PROBLEMS_SHOWN_YAML]:
+        sys.stderr.write(f"Warning: {source}: line {line}: the key {key!r} is given again; the later one replaces "
+                         "the earlier, whose content is not read (rename or merge them)\n")
 
 
 # --- JSON ------------------------------------------------------------------------------------------
