@@ -139,6 +139,9 @@ def test_shard_runs_are_neither_the_baseline_nor_points_of_a_whole_runs_series(t
     assert compared.stdout.startswith("Baseline: agent-whole, the agent run of the same project before agent-merged."), compared.stdout
     trend = json.loads(assay(database, "runs", "trend", "--json").stdout)
     assert [point["run_id"] for point in trend["points"]] == ["agent-whole", "agent-merged"], trend
+    for command in ("trend", "flaky"):  # nothing of a kind to show is said alike, exit 0 (trend exited 2)
+        none = assay(database, "runs", command, "--kind", "video")
+        assert (none.returncode, none.stdout.strip()) == (0, "No video runs recorded yet."), (command, none.stdout, none.stderr)
     publish("agent-shard2-again", 5, whole[2:], "2/2")
     shard = json.loads(assay(database, "runs", "compare", "latest", "--json").stdout)
     assert (shard["before"], shard["after"]) == ("agent-shard2", "agent-shard2-again")

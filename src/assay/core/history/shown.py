@@ -256,8 +256,9 @@ def trend_shown(store: Any, group: str | None, kind: str | None, last: int) -> S
     from assay.core.history.series import flaky_units, trend_points
 
     newest = store.list_runs(kind=kind, limit=1)
-    if not newest:
-        raise UsageError("No runs recorded yet." if kind is None else f"no {kind} runs are recorded")
+    if not newest:  # as `runs list` and `runs flaky` say it: nothing to show is not an error (it was exit 2)
+        return Shown({"group": group, "kind": kind, "points": [], "flaky": []},
+                     ["No runs recorded yet." if kind is None else f"No {kind} runs recorded yet."])
     series_kind = newest[0].manifest.kind
     ids = store.series(newest[0].manifest)[:last]
     points = trend_points(store, ids, group=group)
