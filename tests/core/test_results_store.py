@@ -256,6 +256,11 @@ def test_reindex_reports_unreadable_records_and_skips_unfinished_ones(tmp_path: 
     (tmp_path / "records" / "unfinished").mkdir()
     outcome = reindex(database)
     assert outcome.runs == 1 and outcome.unreadable == (broken,) and outcome.set_aside is None
+    # and why: a manifest that is not JSON and a record without its units file read alike before
+    from assay.core.history.shown import reindex_lines
+
+    lines = list(reindex_lines(outcome, database))
+    assert any(line.startswith(f"Skipped an unreadable run record: {broken} (Expecting property name") for line in lines), lines
 
 
 @pytest.mark.parametrize(

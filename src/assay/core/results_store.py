@@ -1050,6 +1050,7 @@ class Reindexed:
     set_aside: Path | None = None  # where a damaged store file was moved before rebuilding
     damage: str = ""  # what was wrong with it
     unreadable: tuple[Path, ...] = ()  # record folders with a manifest that could not be read
+    unreadable_why: tuple[str, ...] = ()  # why, for each of them
     skipped_lines: tuple[str, ...] = ()  # `<units file>:<line>: <why>` of each unit line left out
     labels: int = 0  # labels in the store after reading labels.jsonl back
     skipped_labels: tuple[str, ...] = ()  # `<labels.jsonl>:<line>: <why>` of each label line left out
@@ -1100,6 +1101,7 @@ def reindex(database: Path | None = None) -> Reindexed:
     set_aside = set_damaged_store_aside(database) if damage else None
     count = 0
     unreadable: list[Path] = []
+    why: list[str] = []
     skipped: list[str] = []
     folder = records_dir(database)
     with SqliteRunStore(database) as store:
@@ -1110,11 +1112,12 @@ def reindex(database: Path | None = None) -> Reindexed:
                 manifest = RunManifest.from_json(json.loads((record / MANIFEST_FILE).read_text(encoding="utf-8")))
                 # Read line by line as it is indexed: a line that cannot be read is named and left out.
                 store.add_run(manifest, iter_readable_unit_lines(record, skipped), str(record))
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
                 unreadable.append(record)
+                why.append(f"{type(error).__name__}: {error}" if isinstance(error, KeyError) else str(error) or type(error).__name__)
                 continue
             count += 1
         from assay.core.labels.store import restore_labels  # labels live in labels.jsonl beside the records
 
         labels, skipped_labels = restore_labels(store)
-    return Reindexed(count, set_aside, damage, tuple(unreadable), tuple(skipped), labels, skipped_labels)
+    return Reindexed(count, set_aside, damage, tuple(unreadable), tuple(why), tuple(skipped), labels, skipped_labels)

@@ -347,6 +347,7 @@ def reindex_lines(outcome: Any, index: Path) -> Iterator[str]:
         yield f"The results store was damaged ({outcome.damage}); moved it aside to {outcome.set_aside}"
     labels = f" and {outcome.labels} label(s)" if outcome.labels or outcome.skipped_labels else ""
     yield f"Indexed {outcome.runs} run(s){labels} into {index}"
-    yield from (f"Skipped an unreadable run record: {record}" for record in outcome.unreadable)
+    yield from (f"Skipped an unreadable run record: {record} ({why})"
+                for record, why in zip(outcome.unreadable, outcome.unreadable_why, strict=True))
     yield from (f"Skipped an unreadable unit line (the rest of its run is indexed): {line}" for line in outcome.skipped_lines)
     yield from (f"Skipped an unreadable label line: {line}" for line in outcome.skipped_labels)
