@@ -180,3 +180,14 @@ def test_an_undefined_kappa_says_why_and_a_row_without_rubric_ends_with_its_judg
     assert "Cohen's κ undefined (both gave the same one answer throughout)" in result.output
     assert "(95% bootstrap)" not in result.output and " · :" not in result.output
     assert "\ndeterministic checks (agent): 3 labelled unit(s)" in result.output
+
+
+def test_a_relabelled_unit_counts_once_in_the_label_total(database):
+    """The latest label of each labeller counts, but the total counted every label made: 84 after relabelling
+    the same units (4 were used)."""
+    before = _agreement()["labels"]
+    with SqliteRunStore(database) as store:
+        unit = read_unit(store, "agent-a", "main/eval0#1")
+        LabelBook(store).add([make_label(unit, "ann", verdict="pass", now=T0 + timedelta(days=1, minutes=minute))
+                              for minute in range(3)])
+    assert _agreement()["labels"] == before == 26  # 10 + 10 + 6: ann's three new labels of eval0 replace her first

@@ -247,7 +247,8 @@ def agreement_report(store: Any, labels: Iterable[Label], selection: AgreementFi
     _collect(store, items, selection)
     rows = _judge_rows(items)
     return {
-        "labels": len(labels), "items": len(items),
+        # the labels that count: each labeller's latest of each unit (a relabelling replaces, it is not one more)
+        "labels": sum(len(entry.labels) for entry in items.values()), "items": len(items),
         "filter": {"judge": selection.judge, "rubric": selection.rubric, "labeller": selection.labeller,
                    "by_rubric": selection.by_rubric},
         "judges": rows, "labellers": _labellers(items), "drift": _drift(rows),
