@@ -763,6 +763,9 @@ def test_review_usage_errors_exit_2(eval_dir: Path, args: list[str], message: st
         (["--eval-dir", "/nonexistent/eval"], "Could not start review UI: eval directory does not exist: /nonexistent/eval"),
         (["--case", "nope"], "Could not start review UI: no case files found under"),
         (["--case", "numbers", "--target", "nope"], "Could not start review UI: case 'numbers.yaml' has no target matching 'nope'"),
+        # a --results path that is no run started the editor and showed no results without a word
+        (["--results", "/nonexistent/report.json"], "Could not start review UI: --results /nonexistent/report.json does not exist"),
+        (["--results", "/"], "Could not start review UI: --results / is neither a run's checkpoint folder"),
     ],
 )
 def test_review_refuses_to_start_on_bad_input(eval_dir: Path, args: list[str], message: str) -> None:

@@ -148,6 +148,17 @@ def review_command(given: Given) -> None:
     common.checked(check_times, "--time", given.time)
     with common.failing("Could not start review UI", on_stdout=True):
         root, case_file = prepare_review(given.eval_dir, given.review_case, given.target)
+        if given.results is not None:  # a path that is none of them showed no results, and said nothing
+            from assay.errors import UsageError
+            from assay.video.review.results import load_prior_run
+
+            chosen = given.results.expanduser()
+            if not chosen.exists():
+                raise UsageError(f"--results {given.results} does not exist; give a run's checkpoint folder or its "
+                                 "JSON report (--output-json)", "--results")
+            if load_prior_run(chosen.resolve()) is None:
+                raise UsageError(f"--results {given.results} is neither a run's checkpoint folder (with events.jsonl) "
+                                 "nor a JSON report of a run", "--results")
 
     def make_app(binding: Any) -> Any:
         from assay.video.review.server import ReviewServer, create_review_app
