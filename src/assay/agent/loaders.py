@@ -15,10 +15,20 @@ from typing import Any
 
 from assay.errors import ConfigError
 
-__all__ = ["load_json", "load_text", "load_yaml", "loaded_by"]
+__all__ = ["beside_caller", "load_json", "load_text", "load_yaml", "loaded_by"]
 
 # module file -> the files it loaded, in order (insertion-ordered dict as a set)
 _LOADED: dict[str, dict[str, None]] = {}
+
+
+def beside_caller(path: str | Path) -> Path:
+    """`path` as the eval or experiment file that called the public function calling this wrote it: relative to
+    that file's folder (the current folder without one), so a run started from elsewhere finds the same file."""
+    path = Path(path).expanduser()
+    if path.is_absolute():
+        return path
+    caller = sys._getframe(2).f_globals.get("__file__")  # 0: here, 1: the public function, 2: its caller
+    return (Path(caller).resolve().parent if caller else Path.cwd()) / path
 
 
 def _read(path: str | Path, encoding: str, depth: int) -> tuple[str, Path]:

@@ -25,7 +25,6 @@ import re
 import shutil
 import socket
 import stat
-import sys
 import tarfile
 import threading
 import time
@@ -35,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from assay.agent.loaders import beside_caller
 from assay.agent.sandbox.commands import SandboxError, checked_path_prepend
 from assay.agent.sandbox.docker_workspace import (
     CONTAINER,
@@ -762,14 +762,6 @@ def _build_source(context: str | Path | None, dockerfile: str | Path | None) -> 
     return folder, name
 
 
-def _beside(caller_file: str | None, path: str | Path | None) -> str | Path | None:
-    """A relative path given in an eval or experiment file is that file's folder's, as `upload()`'s is."""
-    if path is None:
-        return None
-    path = Path(path).expanduser()
-    return path if path.is_absolute() or not caller_file else Path(caller_file).resolve().parent / path
-
-
 def docker_sandbox(
     *, image: str | None = None, dockerfile: str | Path | None = None, context: str | Path | None = None,
     build_args: Mapping[str, str] | None = None, workdir: str = "/workspace", env: Mapping[str, str] | None = None,
@@ -785,11 +777,10 @@ def docker_sandbox(
     what the image has there into it), or the container's own file system when the daemon is remote
     (docker_workspace.py); `tmpfs_workdir=True` puts it on a memory file system instead, which counts
     against `memory` and hides what the image has at the workdir. Needs the `docker` extra."""
-    caller = sys._getframe(1).f_globals.get("__file__")
     if context is not None:
-        context = _beside(caller, context)  # `dockerfile` is then a path inside it
+        context = beside_caller(context)  # `dockerfile` is then a path inside it
     elif dockerfile is not None:
-        dockerfile = _beside(caller, dockerfile)
+        dockerfile = beside_caller(dockerfile)
     return SandboxLayer(DockerProvider(
         image=image, dockerfile=dockerfile, context=context, build_args=build_args, workdir=workdir, env=env,
         path_prepend=path_prepend, user=user, network_mode=network_mode, cpus=cpus, memory=memory,

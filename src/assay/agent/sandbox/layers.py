@@ -7,12 +7,12 @@ anything runs; setups and teardowns are functions `fn(sandbox, hook_ctx)`.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from assay.agent.loaders import beside_caller
 from assay.agent.sandbox.commands import SandboxCommandError, display_command
 from assay.agent.sandbox.interface import SandboxProvider
 from assay.errors import ConfigError
@@ -122,10 +122,7 @@ def shell(script: str, *, cwd: str | None = None) -> Shell:
 
 
 def upload(source: str | Path, target: str | None = None, *, ignore: Sequence[str] = ()) -> Upload:
-    path = Path(source).expanduser()
-    if not path.is_absolute():
-        caller = sys._getframe(1).f_globals.get("__file__")
-        path = (Path(caller).resolve().parent if caller else Path.cwd()) / path
+    path = beside_caller(source)
     if not path.exists():
         raise ConfigError(f"upload: {path} does not exist")
     return Upload(path, target, tuple(ignore))
