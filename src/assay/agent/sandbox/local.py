@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import shutil
 import subprocess
@@ -137,12 +138,19 @@ class _Collector:
         return b"".join(self.chunks)
 
 
-def _as_a_shell_says_it(said: bytes) -> tuple[int, bytes]:
-    """bwrap's own failure to start the command (`bwrap: execvp NAME: REASON`, exit 1) as a shell and the other
-    providers say it: 127 for a program that is not there, 126 for one that cannot run, `NAME: REASON`."""
-    line = said.split(b"\n", 1)[0][len(b"bwrap: execvp "):]
-    name, _, reason = line.rpartition(b": ")
-    return (127 if reason == b"No such file or directory" else 126), name + b": " + reason + b"\n"
+_NOT_THERE = os.strerror(errno.ENOENT)
+
+
+def _could_not_run(name: str, reason: str) -> tuple[int, bytes]:
+    """A command that could not be started, as a shell says it: 127 for a program that is not there, 126 for
+    one that cannot run, and `NAME: REASON` on stderr."""
+    return (127 if reason == _NOT_THERE else 126), f"{name}: {reason}\n".encode()
+
+
+def _bwrap_could_not_run(said: bytes) -> tuple[int, bytes]:
+    """bwrap's own failure to start the command (`bwrap: execvp NAME: REASON`, exit 1), said as above."""
+    name, _, reason = said.split(b"\n", 1)[0][len(b"bwrap: execvp "):].decode("utf-8", "replace").rpartition(": ")
+    return _could_not_run(name, reason)
 
 
 def _host_paths_under_tmp(root: Path) -> list[str]:
@@ -234,9 +242,7 @@ class LocalSandbox:
         except OSError as error:
             os.close(out_read)
             os.close(err_read)
-            # As a shell would say it: 127 not found, 126 found but not runnable.
-            code = 127 if isinstance(error, FileNotFoundError) else 126
-            message = f"{argv[0]}: {error.strerror or error}\n".encode()
+            code, message = _could_not_run(argv[0], error.strerror or str(error))
             return RawOutput(code, b"", message, time.perf_counter() - started)
         tree = ProcessTree(popen, token)
         stdout = _Collector(loop, out_read, on_stdout)
@@ -271,7 +277,7 @@ class LocalSandbox:
         exit_code = None if timed_out or reason is not None else tree.returncode
         err = stderr.value()
         if self.isolation == BUBBLEWRAP and exit_code == 1 and err.startswith(b"bwrap: execvp "):
-            exit_code, err = _as_a_shell_says_it(err)
+            exit_code, err = _bwrap_could_not_run(err)
         return RawOutput(exit_code, stdout.value(), err, time.perf_counter() - started, timed_out, reason)
 
     async def _settle(self, tree: ProcessTree) -> None:
