@@ -653,8 +653,8 @@ class AgentRun:
     def _destroy_sandboxes_left(self) -> None:
         """Sandboxes a second Ctrl-C left behind (it cancels their teardown) are destroyed before the run
         returns, not left running for `assay agent sandbox prune`."""
-        if "assay.agent.sandbox.registry" not in sys.modules:
-            return  # no attempt of this run made a sandbox
+        if not self.interrupted or "assay.agent.sandbox.registry" not in sys.modules:
+            return  # only Ctrl-C cuts teardowns short (a second one cancels them), and only a sandbox has one
         from assay.agent.sandbox.kept import sandbox_base
         from assay.agent.sandbox.retention import destroy_left_active
 

@@ -74,21 +74,20 @@ def diff_text(prefix: str, window: str | None = None, path: str | None = None) -
             return
         for item in windows:
             # The ledger stores every blob as "big" (see ledger.py), which `git diff` would show as binary.
-            arguments = ["-c", "core.bigFileThreshold=1g", "diff", "--no-color", "--no-ext-diff", item["start"], item["end"]]
-            if path is not None:
-                arguments += ["--", path]
-            code, out, err = asyncio.run(git(arguments))
+            between = ["-c", "core.bigFileThreshold=1g", "diff", "--no-color", "--no-ext-diff", item["start"], item["end"]]
+            code, out, err = asyncio.run(git(between if path is None else [*between, "--", path]))
             yield f"== {item['window']} ==\n"
             if code != 0:
                 raise SandboxError(f"git diff failed: {err.decode('utf-8', 'replace').strip()}")
-            text = out.decode("utf-8", "replace")
-            if not text and path is not None:  # say what did change in it: a misspelt --path shows nothing too
-                code, names, _ = asyncio.run(git([*arguments[:-2], "--name-only"]))
-                changed = names.decode("utf-8", "replace").split() if code == 0 else []
-                from assay.core.format import join_first
+            if out or path is None:
+                yield out.decode("utf-8", "replace") or "(no changes)\n"
+                continue
+            # Nothing under `path`: say what did change in the window (a misspelt --path shows nothing too).
+            code, names, _ = asyncio.run(git([*between, "--name-only"]))
+            changed = names.decode("utf-8", "replace").split() if code == 0 else []
+            from assay.core.format import join_first
 
-                text = f"(no changes to {path}" + (f"; changed: {join_first(changed, separator=', ')}" if changed else "") + ")\n"
-            yield text or "(no changes)\n"
+            yield f"(no changes to {path}" + (f"; changed: {join_first(changed, separator=', ')}" if changed else "") + ")\n"
 
 
 def _after_the_run(entry: SandboxEntry, git: Any) -> dict[str, str] | None:
