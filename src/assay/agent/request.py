@@ -121,6 +121,7 @@ def check_run_options(
     concurrency: int | None = None, timeout: float | None = None, budget: float | None = None,
     executor: str = "local", ray_address: str | None = None, shard: str | None = None, rerun: str | None = None,
     sandbox: str | None = None, dry: bool = False, resume: str | None = None, shared_state_wait: float | None = None,
+    telemetry_host: str | None = None,
 ) -> Execution:
     """Refuse what `assay agent run` cannot be asked (each a `UsageError` naming its option), before
     anything is planned; returns where its attempts run. `agent` and `model` are options an
@@ -136,6 +137,9 @@ def check_run_options(
     _positive("--timeout", timeout)
     _positive("--budget", budget, allow_zero=True)
     _positive("--shared-state-wait", shared_state_wait, allow_zero=True)
+    if telemetry_host is not None and not telemetry_host.strip():
+        raise UsageError("--telemetry-host needs an address to listen on, like 127.0.0.1 (the default) or 0.0.0.0",
+                         "--telemetry-host")
     execution = Execution(executor, ray_address)
     if shard is not None:
         from assay.core.shard import parse_shard

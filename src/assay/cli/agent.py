@@ -106,7 +106,7 @@ def run_command(given: Given) -> None:
     with common.failing():
         execution = check_run_options(**given.pick(
             "agent", "model", "attempts", "concurrency", "timeout", "budget", "executor", "ray_address", "shard", "rerun",
-            "sandbox", "dry", "resume", "shared_state_wait",
+            "sandbox", "dry", "resume", "shared_state_wait", "telemetry_host",
         ))
         # NDJSON: stderr carries only errors from before the invocation exists (NiceEval).
         outputs = given.outputs()

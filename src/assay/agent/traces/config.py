@@ -38,11 +38,6 @@ class TelemetryConfig:
 def telemetry_config(table: Any, where: str, bind: str | None = None) -> TelemetryConfig | None:
     """The settings a `[tool.assay.telemetry]` table (None: absent) holds; a `ConfigError` naming `where` for a
     table a run would refuse (the project loader checks it too, so `list` and `--dry` refuse it as well)."""
-    if bind is not None and not bind.strip():
-        from assay.errors import UsageError
-
-        raise UsageError("--telemetry-host needs an address to listen on, like 127.0.0.1 (the default) or 0.0.0.0",
-                         "--telemetry-host")
     if table is None and bind is None:
         return None
     if table is not None and not isinstance(table, dict):
