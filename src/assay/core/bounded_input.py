@@ -71,7 +71,6 @@ MAX_TEXT_BYTES = 1024 * 1024  # line-based text such as `.env`
 _FRIENDLY_YAML_ERROR_BYTES = 256 * 1024
 # Keys a YAML load found given twice in one mapping (key, line), while `load_yaml` runs.
 _REPEATED_KEYS: contextvars.ContextVar[list[tuple[str, int]] | None] = contextvars.ContextVar("repeated_keys", default=None)
-PROBLEMS_SHOWN_YAML = 5
 
 
 # --- bytes and text ------------------------------------------------------------------------------
@@ -412,7 +411,9 @@ def _warn_of_repeated_keys(source: str, repeated: list[tuple[str, int]]) -> None
     later value stands: refusing the file would fail suites that run elsewhere, saying nothing loses data."""
     import sys
 
-    for key, line in repeated[:PROBLEMS_SHOWN_YAML]:
+    from assay.core.format import PROBLEMS_SHOWN
+
+    for key, line in repeated[:PROBLEMS_SHOWN]:
         sys.stderr.write(f"Warning: {source}: line {line}: the key {key!r} is given again; the later one replaces "
                          "the earlier, whose content is not read (rename or merge them)\n")
 

@@ -144,15 +144,13 @@ def _thresholds_from_raw(raw: RawThresholds) -> Thresholds:
 
 def load_eval_config(eval_dir: Path) -> EvalConfig:
     """`config.yaml` or `config.yml` (exact, case-sensitive names) of a resolved eval dir; none → empty."""
-    for name in EVAL_CONFIG_FILE_NAMES:
-        # GlassKit skips anything but a file, so its gates vanished without a word: said instead.
-        if (eval_dir / name).is_dir() and name in {child.name for child in eval_dir.iterdir()}:
-            raise ConfigError(f"{eval_dir / name} is a folder, not a file: the eval config (its gates) is a file")
-    paths = [eval_dir / name for name in EVAL_CONFIG_FILE_NAMES if (eval_dir / name).is_file()]
-    # On a case-insensitive file system `CONFIG.YAML` passes is_file(); the listing decides.
-    if paths:
-        present = {child.name for child in eval_dir.iterdir()}
-        paths = [path for path in paths if path.name in present]
+    # The listing decides the names: on a case-insensitive file system `CONFIG.YAML` passes is_file().
+    present = {child.name for child in eval_dir.iterdir()}
+    named = [eval_dir / name for name in EVAL_CONFIG_FILE_NAMES if name in present]
+    for path in named:
+        if path.is_dir():  # GlassKit skips anything but a file, so its gates vanished without a word: said instead
+            raise ConfigError(f"{path} is a folder, not a file: the eval config (its gates) is a file")
+    paths = [path for path in named if path.is_file()]
     if not paths:
         return EvalConfig(path=None)
     if len(paths) > 1:

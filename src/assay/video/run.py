@@ -8,6 +8,7 @@ report in declaration order.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -485,10 +486,7 @@ class VideoRun:
         trials: list[TrialOutcome] = []
         total = self.eval_directory.sample_count * self.options.repeat
         run_id = self._checkpoint.path.name if self._checkpoint is not None else ""
-        reused: dict[str, int] = {}
-        for result in self._completed.values():
-            verdict = {"error": "errored"}.get(result.status, result.status)
-            reused[verdict] = reused.get(verdict, 0) + 1
+        reused = Counter("errored" if result.status == "error" else result.status for result in self._completed.values())
         self.events.run_started(RunStarted("video", run_id, total, len(self._completed), self.eval_directory, reused))
         self._executor = ThreadPoolExecutor(
             max_workers=usable_concurrency(self.options.concurrency, self.eval_directory.sample_count),
