@@ -12,7 +12,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from agent_projects import agent_project
+from agent_projects import agent_project, replying_project
 
 from assay.cli.agent import agent_app
 
@@ -545,14 +545,7 @@ def test_the_attempts_gate_says_what_it_found_so_a_failed_gate_does_not_read_as_
 
 def test_the_progress_line_of_a_resumed_run_counts_what_it_reused(tmp_path):
     """The agent runner tells the progress line the verdicts of the attempts it reuses from the checkpoint."""
-    project = tmp_path / "p"
-    (project / "evals").mkdir(parents=True)
-    (project / "experiments").mkdir()
-    (project / "pyproject.toml").write_text("[tool.assay]\n")
-    (project / "experiments" / "e.py").write_text(
-        "from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message\n\n"
-        "async def send(turn_input, ctx):\n    return Turn([message('no')])\n\n"
-        "e = Experiment(agent=define_agent(name='a', send=send, evidence_coverage=complete_evidence_coverage))\n")
+    project = replying_project(tmp_path / "p")
     (project / "evals" / "two_eval.py").write_text(
         "from assay.agent import define_eval, includes\n\n"
         "async def fails(t):\n    await t.send('hi')\n    t.check(t.reply, includes('yes'))\n\n"
@@ -578,14 +571,7 @@ def test_a_sandbox_override_no_eval_can_take_says_it_changes_nothing(project):
 
 def test_a_failure_message_of_several_lines_stays_under_its_attempt(tmp_path):
     """A message holding a command's stderr tail went on at the margin, out of the RESULTS indentation."""
-    root = tmp_path / "p"
-    (root / "evals").mkdir(parents=True)
-    (root / "experiments").mkdir()
-    (root / "pyproject.toml").write_text("[tool.assay]\n")
-    (root / "experiments" / "e.py").write_text(
-        "from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message\n\n"
-        "async def send(turn_input, ctx):\n    return Turn([message('no')])\n\n"
-        "e = Experiment(agent=define_agent(name='a', send=send, evidence_coverage=complete_evidence_coverage))\n")
+    root = replying_project(tmp_path / "p")
     (root / "evals" / "multi_eval.py").write_text(
         "from assay.agent import define_eval\n\n"
         "@define_eval\nasync def test(t):\n    raise RuntimeError('first line\\nsecond line\\nthird line')\n")

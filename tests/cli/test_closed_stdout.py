@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from agent_projects import agent_project
+from agent_projects import agent_project, replying_project
 from reader_pipes import reader_leaves
 from cli_examples import AGENT_RUN, DOC_CONFIG, DOC_RUN, VIDEO_RUN, assay, environment
 CLOSED_MESSAGE = "assay: standard output was closed, so the command stopped as on Ctrl-C"
@@ -94,12 +94,7 @@ def test_a_run_whose_reader_leaves_during_its_summary_is_still_recorded_and_exit
     """`assay agent run | head -40`: every attempt has finished when the reader leaves in the middle of the
     results. Stopping then (as on Ctrl-C) used to skip the results store, which hears the run after the
     console, and leave the finished checkpoint open for a resume; the run is recorded and its verdict kept."""
-    project = agent_project(tmp_path / "many")
-    (project / "experiments" / "echo.py").write_text(
-        "from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message\n\n"
-        "async def send(turn_input, ctx):\n    return Turn([message('no')])\n\n"
-        "echo = Experiment(agent=define_agent(name='echo', send=send, evidence_coverage=complete_evidence_coverage))\n"
-    )
+    project = replying_project(tmp_path / "many")
     # 600 failing evals: their failure lines are far more than a pipe holds, so the summary blocks on the pipe.
     (project / "evals" / "many_eval.py").write_text(
         "from assay.agent import define_eval, includes\n\n"
@@ -109,19 +104,9 @@ def test_a_run_whose_reader_leaves_during_its_summary_is_still_recorded_and_exit
         "EVALS = {f'case{n:04d}': failing(n) for n in range(600)}\n"
     )
     env = {**environment(tmp_path), "ASSAY_STORE": str(tmp_path / "store.db")}
-    process = subprocess.Popen(assay("agent", "run", "--project", str(project)), env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert process.stdout is not None and process.stderr is not None
-    for line in process.stdout:  # up to the first lines of the results: every attempt has settled
-        if line.startswith(b"  "):
-            break
-    process.stdout.close()
-    try:
-        code = process.wait(timeout=60)
-    finally:
-        process.kill()
-    stderr = process.stderr.read().decode()
-    process.stderr.close()
+    # up to the first lines of the results: every attempt has settled
+    _, code, stderr = reader_leaves(assay("agent", "run", "--project", str(project)), env=env,
+                                    until=lambda line: line.startswith(b"  "))
     assert code == 1, (code, stderr)
     assert "Traceback" not in stderr, stderr
     listed = subprocess.run(assay("runs", "list", "--json"), env=env, capture_output=True, text=True, timeout=60)
