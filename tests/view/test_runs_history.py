@@ -159,3 +159,22 @@ def test_a_verdict_over_fewer_units_than_the_pass_rates_says_so(tmp_path) -> Non
     compared = json.loads(assay(database, "runs", "compare", "agent-a", "agent-b", "--json").stdout)
     assert compared["sentence"].endswith(" It covers the 4 paired units only: 4 new units count in the pass rates but "
                                          "not in it."), compared["sentence"]
+
+
+def test_the_paired_line_counts_trials_and_says_how_many_units_they_are(tmp_path) -> None:
+    """With three trials a unit, `paired units 15` sat above `paired units stable in it 5`: the first counted
+    trials, the second units, and both said units."""
+    database = tmp_path / "assay.db"
+    for run_id, day, broken in (("agent-a", 1, False), ("agent-b", 2, True)):
+        units = [UnitResult(f"case-{unit}#{trial}", "failed" if broken and unit == 0 else "passed")
+                 for unit in range(5) for trial in (1, 2, 3)]
+        publish_run(RunManifest(run_id, "agent", f"2026-02-0{day}T00:00:00Z", identity={"project": "/p"}), units,
+                    database=database)
+    lines = assay(database, "runs", "compare", "agent-a", "agent-b").stdout.splitlines()
+    assert "paired trials 15 (5 units): regressions 3, fixes 0, still failing 0, still passing 12; new 0, removed 0" in lines
+    assert any(line.startswith("evidence: 1 run(s) of history; paired units stable in it 5,") for line in lines)
+    single = [UnitResult(f"case-{unit}#1", "passed") for unit in range(4)]
+    for run_id, day in (("agent-c", 3), ("agent-d", 4)):  # one trial a unit: units, as before
+        publish_run(RunManifest(run_id, "agent", f"2026-02-0{day}T00:00:00Z", identity={"project": "/q"}), single,
+                    database=database)
+    assert "paired units 4: regressions 0" in assay(database, "runs", "compare", "agent-c", "agent-d").stdout

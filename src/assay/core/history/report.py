@@ -24,13 +24,18 @@ def comparison_lines(comparison: Any, limit: int, *, why: str = "") -> Iterator[
     yield (f"pass rate {_percent(comparison.before_pass_rate)} → {_percent(comparison.after_pass_rate)}"
            + (f" ({difference * 100:+.1f} points)" if difference is not None else ""))
     counts = comparison.counts
-    yield (f"paired units {counts.total}: regressions {counts.regressions}, fixes {counts.fixes}, "
+    judgement = comparison.judgement
+    families = judgement.families
+    # With trials, what is paired (and counted as regressions and fixes) is each trial; the evidence line
+    # below counts units (a unit's trials are one), so the head says both when they differ.
+    units = sum(families.values())
+    paired = (f"paired trials {counts.total} ({units} units)" if units and units != counts.total
+              else f"paired units {counts.total}")
+    yield (f"{paired}: regressions {counts.regressions}, fixes {counts.fixes}, "
            f"still failing {counts.both_failed}, still passing {counts.both_passed}; "
            f"new {len(comparison.units['new'])}, removed {len(comparison.units['removed'])}")
     yield (f"all paired trials: McNemar exact p = {test.p_value:.4g} (mid-p {test.mid_p_value:.4g})")
-    judgement = comparison.judgement
     run = judgement.run
-    families = judgement.families
     yield (f"evidence: {comparison.history_runs} run(s) of history; paired units stable in it {families.get('stable', 0)}, "
            f"flaky {families.get('flaky', 0)}, with too little history {families.get('short', 0)}")
     for family_test in run.tests:
