@@ -583,3 +583,32 @@ def test_a_failure_message_of_several_lines_stays_under_its_attempt(tmp_path):
     shown = invoke("show", "--project", str(root))
     continued = [line for line in shown.output.splitlines() if "second line" in line]
     assert continued == ["      second line"], shown.output
+
+
+def test_a_refused_resume_says_what_changed_since_the_checkpoint(tmp_path):
+    """`checkpoint inputs changed; start a new operation …` (GlassKit's words) named nothing: which file, eval or
+    experiment changed was left to guess."""
+    project = replying_project(tmp_path / "p")
+    evals = project / "evals" / "two_eval.py"
+    evals.write_text("from assay.agent import define_eval\n\n"
+                     "async def errs(t):\n    raise RuntimeError('broken')\n\n"
+                     "EVALS = {'errs': define_eval(errs)}\n")
+    environment = {**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")}
+    first = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project)],
+                           capture_output=True, text=True, env=environment, timeout=120)
+    assert first.returncode == 1, first.stdout + first.stderr  # the errored attempt leaves a checkpoint to resume
+    [checkpoint] = (project / ".assay" / "runs" / "checkpoints").iterdir()
+
+    def resume() -> str:
+        resumed = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project), "--resume",
+                                  checkpoint.name], capture_output=True, text=True, env=environment, timeout=120)
+        assert resumed.returncode == 2, resumed.stdout + resumed.stderr
+        return resumed.stderr
+
+    evals.write_text(evals.read_text().replace("'errs': define_eval(errs)", "'errs': define_eval(errs), 'more': define_eval(errs)"))
+    assert (f"checkpoint inputs changed (eval file changed: evals/two_eval.py; eval added: two/more); start a new "
+            f"operation instead of resuming {checkpoint}") in resume()
+    evals.write_text(evals.read_text().replace(", 'more': define_eval(errs)", ""))
+    experiment = project / "experiments" / "e.py"
+    experiment.write_text(experiment.read_text().replace("Experiment(agent=", "Experiment(model='m2', agent="))
+    assert "checkpoint inputs changed (experiment changed: e (model)); start a new operation" in resume()

@@ -35,6 +35,73 @@ def plan_identity(invocation: Mapping[str, Any], plan: Sequence[Any]) -> str:
     return plan_hash({"selection": selection, "experiments": experiments, "evals": evals, "slots": len(plan)})
 
 
+_NAMED_EVALS = 2_000  # a checkpoint lists its evals' ids (to say which were added or removed) up to this many
+
+
+def plan_inputs(project: Path, plan: Sequence[Any]) -> dict[str, Any]:
+    """What `plan_identity` hashes, kept beside the hash so that a refused resume can say what changed:
+    each experiment's identity, each eval file's digest (by its path in the project), the eval ids."""
+    experiments: dict[str, Any] = {}
+    files: dict[str, str] = {}
+    evals: dict[str, None] = {}
+    for planned in plan:
+        experiments.setdefault(planned.experiment.id, planned.experiment.experiment.identity())
+        entry = planned.eval
+        if entry.id not in evals:
+            evals[entry.id] = None
+            if entry.path is not None:
+                files[_in_project(project, entry.path)] = entry.digest
+    inputs: dict[str, Any] = {"root": str(project), "experiments": experiments, "files": files, "slots": len(plan)}
+    if len(evals) <= _NAMED_EVALS:
+        inputs["evals"] = list(evals)
+    return inputs
+
+
+def _in_project(project: Path, path: Path) -> str:
+    try:
+        return Path(path).relative_to(project).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _listed(names: Sequence[str], shown: int = 3) -> str:
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def _changes(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """What differs between the plan inputs a checkpoint recorded and the current ones, in a few words."""
+    changes = []
+    for label, old, new in (("eval file", before.get("files") or {}, now["files"]),
+                            ("experiment", before.get("experiments") or {}, now["experiments"])):
+        edited = [name for name in new if name in old and old[name] != new[name]]
+        if label == "experiment":
+            edited = [f"{name} ({', '.join(key for key in sorted({*old[name], *new[name]}) if old[name].get(key) != new[name].get(key))})"
+                      for name in edited]
+        for what, names in (("changed", edited), ("added", [name for name in new if name not in old]),
+                            ("removed", [name for name in old if name not in new])):
+            if names:
+                changes.append(f"{label}{'s' if len(names) > 1 else ''} {what}: {_listed(names)}")
+    if isinstance(before.get("evals"), list) and "evals" in now:
+        old_ids, new_ids = set(before["evals"]), set(now["evals"])
+        for what, names in (("added", [name for name in now["evals"] if name not in old_ids]),
+                            ("removed", [name for name in before["evals"] if name not in new_ids])):
+            if names:
+                changes.append(f"eval{'s' if len(names) > 1 else ''} {what}: {_listed(names)}")
+    if not changes and before.get("slots") != now["slots"]:
+        changes.append(f"{before.get('slots')} attempts planned then, {now['slots']} now")
+    return changes
+
+
+def _ensure_plan_unchanged(path: Path, manifest: Mapping[str, Any], plan: Sequence[Any]) -> None:
+    """The core check (GlassKit's words), saying what changed when the checkpoint recorded its inputs."""
+    if manifest.get("plan_hash") == plan_identity(manifest["invocation"], plan):
+        return
+    before = manifest.get("plan_inputs")
+    changes = _changes(before, plan_inputs(Path(str(before.get("root"))), plan)) if isinstance(before, Mapping) else []
+    detail = f" ({'; '.join(changes)})" if changes else ""
+    raise CheckpointError(f"checkpoint inputs changed{detail}; start a new operation instead of resuming {path}")
+
+
 def is_reusable(result: AttemptResult) -> bool:
     """Settled for good: a resume keeps it and a run made only of these is complete."""
     if is_early_exit(result):
@@ -60,14 +127,14 @@ class AgentCheckpoint:
     def start(cls, project: Path, invocation: Mapping[str, Any], plan: Sequence[Any]) -> AgentCheckpoint:
         checkpoint = Checkpoint.create(
             checkpoints_base(project), KIND, plan_hash=plan_identity(invocation, plan), total=len(plan),
-            invocation=invocation,
+            invocation=invocation, extra={"plan_inputs": plan_inputs(project, plan)},
         )
         return cls(checkpoint, {}, False)
 
     @classmethod
     def resume(cls, path: Path, manifest: Mapping[str, Any], plan: Sequence[Any]) -> AgentCheckpoint:
         journal_module.ensure_not_complete(path, manifest)
-        journal_module.ensure_plan_unchanged(path, manifest, plan_identity(manifest["invocation"], plan))
+        _ensure_plan_unchanged(path, manifest, plan)
         checkpoint = Checkpoint.resume(path, manifest)
         try:
             records = checkpoint.journal.records()

@@ -372,9 +372,11 @@ class Checkpoint:
 
     @classmethod
     def create(
-        cls, eval_dir: Path, kind: str, *, plan_hash: str, total: int, invocation: Mapping[str, Any]
+        cls, eval_dir: Path, kind: str, *, plan_hash: str, total: int, invocation: Mapping[str, Any],
+        extra: Mapping[str, Any] | None = None,
     ) -> Checkpoint:
-        """A new `in_progress` checkpoint `<kind>-<UTC stamp>-<8 hex>` under `<eval_dir>/runs/checkpoints`."""
+        """A new `in_progress` checkpoint `<kind>-<UTC stamp>-<8 hex>` under `<eval_dir>/runs/checkpoints`;
+        `extra` is more of the kind's own keys for its manifest."""
         eval_dir = Path(os.path.abspath(eval_dir))
         root = checkpoints_root(eval_dir)
         now = datetime.now(UTC)
@@ -398,6 +400,7 @@ class Checkpoint:
             "plan_hash": plan_hash,
             "total": total,
             "invocation": dict(invocation),
+            **(extra or {}),
         }
         try:
             lock = _acquire_lock(directory, token)
