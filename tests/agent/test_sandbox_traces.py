@@ -152,3 +152,19 @@ def test_spans_from_a_container_without_network_reach_the_waterfall(docker_image
     assert told[0] != f"http://127.0.0.1:{port}/v1/traces"
     assert warnings == [] and not [d for d in attempt.diagnostics if d["code"].startswith("telemetry")]
     assert os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") is None
+
+
+def test_a_container_without_python3_is_named_as_why_no_span_arrived(docker_image, sandbox_dir, tmp_path):
+    """The run's `telemetry-no-spans` warning told the user to export to ctx.telemetry.endpoint, when the reason
+    was the receiver inside the sandbox, which could not start (its image has no python3)."""
+    context = tmp_path / "no-python"
+    context.mkdir()
+    (context / "Dockerfile").write_text(f"FROM {docker_image}\nRUN rm -f /usr/bin/python3*\n")
+    attempt, _, _, warnings = _traced_run(docker_sandbox(context=context), "docker", ("true",))
+    assert attempt.verdict == "passed", (attempt.error, attempt.diagnostics)
+    assert [d["code"] for d in attempt.diagnostics if d["code"].startswith("telemetry")] == ["telemetry-sandbox-unavailable"]
+    [(code, text)] = warnings
+    assert code == "telemetry-no-spans"
+    assert text.startswith("no span reached this run: the OTLP receiver inside the sandbox did not start (1 time; "
+                           "the OTLP receiver inside the sandbox did not start: the image has no python3 to run it)"), text
+    assert "ctx.telemetry.endpoint" not in text

@@ -240,10 +240,12 @@ class SandboxStage:
         try:
             base = await start_receiver(self.backend)
         except Exception as error:  # noqa: BLE001 - spans never decide anything: a diagnostic, not an error
+            said = self.redactor(str(error))
             self.settings.feedback.diagnostic(
                 "telemetry-sandbox-unavailable", "warning",
-                f"spans from inside this sandbox are not received: {self.redactor(str(error))}", phase="sandbox.open",
+                f"spans from inside this sandbox are not received: {said}", phase="sandbox.open",
             )
+            tracing.run.sandbox_receivers_failed.append(said)  # the run's "no span" warning names this cause
             return
         tracing.rebase(base)
         self.settings = self.settings._replace(telemetry=tracing.telemetry)

@@ -77,6 +77,7 @@ class RunTracing:
         self.receiver: TraceReceiver | None = None
         self._said: set[str] = set()
         self._mappers: dict[str, Callable[..., Any]] = {}  # attempt id -> its agent's span mapper
+        self.sandbox_receivers_failed: list[str] = []  # why a receiver inside a sandbox did not start, each time
 
     def map_spans_with(self, attempt_id: str, mapper: Callable[..., Any]) -> None:
         """Tag the attempt's spans with its agent's span mapper when they are collected (mapping.py)."""
@@ -166,13 +167,22 @@ class RunTracing:
         if hub.received == 0:
             # A run that sent no turn (every slot carried, skipped or never dispatched) expected no span.
             if hub.turns_opened:
-                self._warn("telemetry-no-spans", no_spans_message(self.base + TRACES_PATH))
+                self._warn("telemetry-no-spans", self._no_spans_message())
         elif hub.unattributed:
             self._warn(
                 "telemetry-unattributed",
                 f"{hub.unattributed} of {hub.received} spans matched no turn (a trace assay did not start, while "
                 "several turns were open); forward ctx.telemetry.headers so each span carries its turn's traceparent",
             )
+
+    def _no_spans_message(self) -> str:
+        failed = self.sandbox_receivers_failed
+        if not failed:
+            return no_spans_message(self.base + TRACES_PATH)
+        # The app had nowhere to export: what to wire up is not the question (the sandbox's own receiver is).
+        return (f"no span reached this run: the OTLP receiver inside the sandbox did not start "
+                f"({len(failed)} time{'s' if len(failed) > 1 else ''}; {failed[0]}), so there is no waterfall; "
+                "give the sandbox a python3, or the host's network (docs/agent/traces.md)")
 
     def stop(self) -> None:
         if self.receiver is not None:
