@@ -153,9 +153,11 @@ def test_going_back_shows_the_label_given_and_the_judge_and_a_second_answer_adds
     page.keyboard.press("ArrowLeft")
     _wait_for(page, "#label-item[data-index='0'][data-revealed='true']")
     expect(page.locator("#your-label")).to_have_attribute("data-verdict", "pass")
-    page.keyboard.press("3")  # a score as well: the new label keeps the verdict
-    _wait_for(page, "#label-item[data-index='1']")
+    page.keyboard.press("3")  # a score as well: the new label keeps the verdict, and the page stays on the unit
     _saved(page, 2)
+    expect(page.locator("#your-label")).to_have_attribute("data-score", "3")
+    expect(page.locator("#your-label")).to_have_attribute("data-verdict", "pass")
+    assert _item(page)["index"] == "0"
     stored = labels_in(database)
     assert [(label["unit_id"], label["verdict"], label["score"]) for label in stored] == [(first, "pass", None), (first, "pass", 3)]
 
@@ -197,3 +199,59 @@ def test_the_static_export_has_the_agreement_page_and_says_labels_need_the_live_
     expect(row.locator("td").nth(3)).to_have_text("66.7%")  # lyon: the judge passed it, ann failed it
     page.click("#label-link")
     expect(page.locator("#label-unavailable")).to_contain_text("assay view --label")
+
+
+def test_reloading_on_a_unit_just_labelled_resumes_at_it_not_at_the_end_of_the_queue(
+    mixed: MixedStore, page: Page, origin: str
+) -> None:
+    """Answered, judge shown, then reloaded before `j`: the unit on screen is now labelled, so the rebuilt
+    queue (unlabelled units first) has it near its end; the page showed that end, `j` went nowhere."""
+    page.goto(origin + "/#/label")
+    _wait_for(page, "#label-item[data-index='0']")
+    for number in range(3):
+        page.keyboard.press("p")
+        _wait_for(page, f"#label-item[data-index='{number}'][data-revealed='true']")
+        page.keyboard.press("j")
+        _wait_for(page, f"#label-item[data-index='{number + 1}']")
+    page.keyboard.press("f")
+    _wait_for(page, "#label-item[data-index='3'][data-revealed='true']")
+    _saved(page, 4)
+    on_screen = _item(page)
+    queue_length = page.locator("#label-status").inner_text().split(" of ")[1].split(" ")[0]
+
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    _wait_for(page, "#label-item[data-revealed='true']")
+    resumed = _item(page)
+    assert (resumed["run"], resumed["unit"], resumed["index"]) == (on_screen["run"], on_screen["unit"], "0")
+    expect(page.locator("#your-label")).to_have_attribute("data-verdict", "fail")
+    expect(page.locator("#label-status")).to_contain_text(f"unit 1 of {queue_length}")
+    # `j` goes on to the units still to label, not past the end of the queue.
+    page.keyboard.press("j")
+    _wait_for(page, "#label-item[data-index='1'][data-revealed='false']")
+    expect(page.locator("#your-label")).to_have_text("not labelled by you yet")
+    # A second reload on an unlabelled unit resumes there, as before.
+    current = _item(page)
+    page.reload()
+    _wait_for(page, "#label-item[data-index='0']")
+    assert (_item(page)["run"], _item(page)["unit"]) == (current["run"], current["unit"])
+
+
+def test_a_second_key_on_an_answered_unit_neither_moves_on_nor_repeats_the_label(
+    mixed: MixedStore, page: Page, origin: str, database: Path
+) -> None:
+    page.goto(origin + "/#/label?filter=judged")
+    _wait_for(page, "#label-item[data-index='0']")
+    first = _item(page)["unit"]
+    page.keyboard.press("p")
+    page.keyboard.press("p")  # pressed twice: the second press comes while the first answer is saved
+    _wait_for(page, "#label-item[data-index='0'][data-revealed='true']")
+    expect(page.locator("#judge-verdicts tbody tr")).to_have_count(1)  # the judge's verdict is on screen
+    _saved(page, 1)
+    page.keyboard.press("p")  # again, with the judge shown: nothing to record, and only `j` moves on
+    expect(page.locator("#your-label")).to_contain_text("j / → for the next unit")
+    page.keyboard.press("j")
+    _wait_for(page, "#label-item[data-index='1']")
+    assert _item(page)["index"] == "1"
+    _saved(page, 1)
+    assert [(label["unit_id"], label["verdict"]) for label in labels_in(database)] == [(first, "pass")]

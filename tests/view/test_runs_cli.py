@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
+from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
@@ -236,8 +238,45 @@ def test_view_export_onto_a_file_says_it_takes_a_folder(store_env: FilledStore, 
     target.write_text("mine", encoding="utf-8")
     result = invoke_runs("view", "--export", str(target))
     assert (result.exit_code, result.output) == (
-        2, f"Could not export the viewer: {target} is a file; --export takes a folder to write the site into\n")
+        2, f"Could not export the viewer: --export {target} is a file, not a folder; give a folder to write the site into\n")
     assert target.read_text(encoding="utf-8") == "mine"
+
+
+# A folder the export cannot write into is one line, as every `assay view` failure (`Could not …:` on
+# stdout), naming --export and the path, exit 2: refused before anything is written when it can be told
+# beforehand (the reasons in the words of an unwritable --junit file), else naming the file that failed.
+EXPORT_FOLDERS = {
+    "under a file": lambda tmp: (tmp / "blocker" / "site", f"cannot be created: {tmp / 'blocker'} is a file, not a folder"),
+    "a folder where a file goes": lambda tmp: (tmp / "site", f"cannot be written: {tmp / 'site' / 'index.html'}: Is a directory"),
+    "an unknown user's home": lambda tmp: (
+        Path("~assay-no-such-user/site"), "cannot be created: there is no user 'assay-no-such-user' whose home folder `~` could name"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(EXPORT_FOLDERS))
+def test_view_export_into_a_folder_it_cannot_write_is_one_line_naming_the_option_and_the_path(
+    store_env: FilledStore, tmp_path, case: str
+) -> None:
+    (tmp_path / "blocker").write_text("a file, not a folder", encoding="utf-8")
+    (tmp_path / "site" / "index.html").mkdir(parents=True)
+    folder, reason = EXPORT_FOLDERS[case](tmp_path)
+    result = invoke_runs("view", "--export", str(folder))
+    assert (result.exit_code, result.output) == (2, f"Could not export the viewer: --export {folder} {reason}\n")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes into any folder")
+def test_view_export_into_a_folder_without_permission_is_refused_before_writing(store_env: FilledStore, tmp_path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        result = invoke_runs("view", "--export", str(locked / "site"))
+    finally:
+        locked.chmod(0o755)
+    assert (result.exit_code, result.output) == (
+        2, f"Could not export the viewer: --export {locked / 'site'} cannot be written: no permission in {locked}\n")
+    assert list(locked.iterdir()) == []
 
 
 def test_view_without_a_store_says_so(tmp_path, monkeypatch) -> None:

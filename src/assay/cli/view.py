@@ -48,7 +48,7 @@ def view_command(given: Given) -> None:
             from assay.view.export import export_site
 
             with common.failing("Could not export the viewer", catch=(OSError, AssayError), on_stdout=True):
-                count = export_site(data, given.export.expanduser())
+                count = export_site(data, given.export)
             common.say(f"Exported {count} page(s) of data to {given.export}; open {given.export / 'index.html'}")
             raise typer.Exit(0)
 

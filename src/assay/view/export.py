@@ -7,6 +7,7 @@ the site also works opened from disk (`file://`), where browsers refuse fetch().
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Any
 
 from assay.core.run.kinds import kind_view
 from assay.core.run_diff import CHANGE_KINDS
-from assay.errors import AssayError
+from assay.errors import AssayError, UsageError
 from assay.view.data import PAGE_SIZE, ViewData, api_key
 from assay.view.labelling import agreement
 
@@ -64,12 +65,51 @@ class _Writer:
 
 
 def export_site(data: ViewData, directory: Path, *, limits: ExportLimits = ExportLimits(), static_dir: Path | None = None) -> int:
-    """Write the site; returns how many data documents were written."""
+    """Write the site into `directory` (`~` expanded); returns how many data documents were written.
+
+    A folder it cannot write into is refused before anything is written (`UsageError`); a write that
+    fails after all is an `AssayError` naming the file. Both messages start `--export <folder>`."""
     from assay.view.server import STATIC_DIR, render_frame_png
 
     static = static_dir or STATIC_DIR
+    try:
+        directory = directory.expanduser()
+    except RuntimeError:  # `~name/…` of a user this machine does not know
+        raise UsageError(f"--export {directory} cannot be created: there is no user {directory.parts[0][1:]!r} "
+                         "whose home folder `~` could name", "--export") from None
+    _check_folder(directory)
+    try:
+        return _write_site(data, directory, limits, static, render_frame_png)
+    except OSError as error:
+        # A write into the folder failed after all (a read-only file system, a full disk, a folder where
+        # the site puts a file): named as the checks above name their reasons. Anything else is not ours.
+        written = [name for name in (error.filename, error.filename2) if name is not None and _under(Path(name), directory)]
+        if not written:
+            raise
+        raise AssayError(f"--export {directory} cannot be written: {written[0]}: {error.strerror or error}") from None
+
+
+def _under(path: Path, directory: Path) -> bool:
+    return path == directory or directory in path.parents
+
+
+def _check_folder(directory: Path) -> None:
+    """Refuse an `--export` folder the site cannot be written into, before anything is written (the same
+    reasons, in the same words, as an unwritable `--junit` file)."""
     if directory.exists() and not directory.is_dir():
-        raise AssayError(f"{directory} is a file; --export takes a folder to write the site into")
+        raise UsageError(f"--export {directory} is a file, not a folder; give a folder to write the site into", "--export")
+    folder = directory
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise UsageError(f"--export {directory} cannot be created: {folder} is a file, not a folder", "--export")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--export {directory} cannot be written: no permission in {folder}", "--export")
+
+
+def _write_site(
+    data: ViewData, directory: Path, limits: ExportLimits, static: Path, render_frame_png: Callable[..., bytes]
+) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     for name in ("app.js", "labels.js", "app.css"):
         shutil.copyfile(static / name, directory / name)

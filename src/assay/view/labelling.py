@@ -96,20 +96,28 @@ class LabelSession:
 
     def queue(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Build the queue a page asks for; it starts at `at_run`/`at_unit` when given (a reload), else at
-        the first unit this labeller has not labelled."""
+        the first unit this labeller has not labelled. A reload on a unit labelled already (answered, then
+        reloaded before moving on) shows that unit first, then the units still to label."""
         request = QueueRequest(
             labeller=self.labeller, scope=str(params.get("scope") or "all"), filter=str(params.get("filter") or "all"),
             seed=_optional_int(params, "seed"), sample=_optional_int(params, "sample"),
             unlabeled_first=params.get("unlabeled_first", "1") not in ("0", "false"),
         )
         queue = build_queue(self.data.store, self.book.labels(labeller=self.labeller), request)
+        start = None
+        if params.get("at_run") and params.get("at_unit"):
+            at = (str(params["at_run"]), str(params["at_unit"]))
+            start = queue.index_of(*at)
+            unlabelled = len(queue.entries) - queue.labelled
+            if start is not None and request.unlabeled_first and 0 < unlabelled <= start:
+                # The unit on screen was labelled before the reload, so the new queue put it behind the
+                # units still to label, near its end: it comes first instead, and `j` goes on to them.
+                queue = LabelQueue([at, *(entry for entry in queue.entries if entry != at)], queue.labelled)
+                start = 0
         key = secrets.token_hex(8)
         self._queues[key] = (request, queue)
         while len(self._queues) > _QUEUES_KEPT:
             self._queues.popitem(last=False)
-        start = None
-        if params.get("at_run") and params.get("at_unit"):
-            start = queue.index_of(str(params["at_run"]), str(params["at_unit"]))
         return {"queue": key, "total": len(queue.entries), "labelled": queue.labelled, "start": start or 0}
 
     def item(self, params: Mapping[str, Any]) -> dict[str, Any]:

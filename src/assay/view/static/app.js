@@ -106,7 +106,9 @@ function show(...nodes) {
 }
 
 function crumbs(...parts) {
-  document.getElementById("crumbs").replaceChildren(...parts.flatMap((part, index) => (index ? [" / ", part] : [part])));
+  const nav = document.getElementById("crumbs");
+  nav.replaceChildren(...parts.flatMap((part, index) => (index ? [" / ", part] : [part])));
+  nav.title = nav.textContent;  // the whole path, when a long id is cut short on screen
 }
 
 function parseHash() {

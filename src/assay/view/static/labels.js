@@ -93,7 +93,8 @@ function answerBar(item) {
       button("skip (s)", "s", false)),
     note,
     el("div", { class: "muted", id: "your-label", "data-verdict": mine.verdict || "", "data-score": mine.score ? String(mine.score) : "" },
-      item.mine ? `your label: ${mine.verdict || "-"}${mine.score ? `, score ${mine.score}` : ""}` : "not labelled by you yet"));
+      item.mine ? `your label: ${mine.verdict || "-"}${mine.score ? `, score ${mine.score}` : ""}${item.revealed ? " · j / → for the next unit" : ""}`
+        : "not labelled by you yet"));
 }
 
 function renderItem(item) {
@@ -163,24 +164,41 @@ async function save(item, answer) {
   }
 }
 
+// A label key records an answer; the judge's verdict shows once the person has answered (`j` then moves
+// on). On a unit the person has answered already, a key never moves on: one that adds to the label or
+// changes it (a score after a verdict) records the new label and stays; one that repeats the label
+// (pressed twice, or pressed to go on) records nothing. A key pressed while an answer of the unit is
+// still being saved is ignored too. With the judge shown from the start, a first answer moves on.
 async function answerWith(key, startedAt) {
   const item = label.item;
   if (!item) return;
   if (key === "s") { await showIndex(label.index + 1, startedAt); return; }
+  if (item.answering) return;
   const mine = item.mine || {};
-  const answer = { verdict: mine.verdict, score: mine.score };
+  const answer = { verdict: mine.verdict || null, score: mine.score || null };
   if (key === "p" || key === "f") answer.verdict = key === "p" ? "pass" : "fail";
   else answer.score = Number(key);
+  if (item.mine && answer.verdict === (mine.verdict || null) && answer.score === (mine.score || null)) return;
+  const first = !item.mine;
   item.mine = { ...mine, ...answer, labeller: label.session.labeller };  // shown at once; the store's copy replaces it
-  const saving = save(item, answer);
-  if (!item.revealed) {
-    // Answered: now the judge's verdict (and the unit's) can be shown; the person moves on with j.
-    await saving;
-    const revealed = await fetchItem(item.index);
-    if (label.index === item.index) renderItem(revealed);
-    return;
+  item.answering = true;
+  try {
+    const saving = save(item, answer);
+    if (!item.revealed) {
+      // Answered: now the judge's verdict (and the unit's) can be shown; the person moves on with j.
+      await saving;
+      const revealed = await fetchItem(item.index);
+      if (label.index === item.index) renderItem(revealed);
+    } else if (first) {
+      await showIndex(label.index + 1, startedAt);
+    } else {
+      if (label.item === item) document.getElementById("answer-bar").replaceWith(answerBar(item));
+      await saving;
+      if (label.item === item) document.getElementById("answer-bar").replaceWith(answerBar(item));
+    }
+  } finally {
+    item.answering = false;
   }
-  await showIndex(label.index + 1, startedAt);
 }
 
 document.addEventListener("keydown", (event) => {
