@@ -509,7 +509,7 @@ def test_drafts_outside_the_selection_do_not_block(tmp_path: Path) -> None:
 def adapter_config_error(eval_dir: Path, explicit: Path | None = None) -> str:
     with pytest.raises(UsageError) as caught:
         load_adapter_config(eval_dir, explicit)
-    assert caught.value.option == "--adapter-config"
+    assert caught.value.option == "--adapter-config"  # GlassKit's option, whose default discovers the file
     return str(caught.value)
 
 
@@ -542,6 +542,19 @@ def test_adapter_config_errors(tmp_path: Path) -> None:
     )
     # `.JSON` is JSON too: YAML would have accepted this flow mapping.
     assert adapter_config_error(tmp_path, write(tmp_path / "d.JSON", "{a: 1}")).startswith("invalid adapter config: ")
+
+
+def test_a_discovered_adapter_config_problem_names_the_file_and_where(tmp_path: Path) -> None:
+    # Nobody passed --adapter-config: the message (GlassKit's words first) names the eval's adapter.yaml, on one line.
+    path = write(tmp_path / "adapter.yaml", "lamp_region: [30, 90\n")
+    assert adapter_config_error(tmp_path) == (
+        f"invalid adapter config: {path}: line 2, column 1: expected ',' or ']', but got '<stream end>' "
+        "(while parsing a flow sequence at line 1, column 14)"
+    )
+    write(tmp_path / "adapter.yaml", "- 1\n")
+    assert adapter_config_error(tmp_path) == f"adapter config must contain an object ({path} holds a list)"
+    # The same file given with --adapter-config keeps GlassKit's words on that option.
+    assert adapter_config_error(tmp_path, path) == "adapter config must contain an object"
 
 
 # --- performance ---------------------------------------------------------------------------------

@@ -200,6 +200,58 @@ def test_resume_retries_only_adapter_errors(tmp_path):
     assert f"Eval failed: checkpoint is already complete: {checkpoint}" in again.flat
 
 
+def test_throughput_after_a_resume_counts_only_the_samples_this_run_evaluated(tmp_path):
+    flag = tmp_path / "still-broken"
+    flag.write_text("x")
+    eval_dir = make_eval(
+        tmp_path,
+        f"""
+        video: clip.mp4
+        targets:
+          number:
+            config: {{fail_at: [1, 3], fail_while_exists: "{flag}"}}
+            samples:
+              - range: [0.0, 0.5]
+                every_s: 0.1
+                expect: 0
+        """,
+    )
+    report_path = tmp_path / "r.json"
+    first = run_eval(eval_dir, "--keep-going", "--output-json", report_path)
+    assert "Throughput: " in first.flat and "reused from the checkpoint" not in first.flat
+    flag.unlink()
+    resumed = invoke("video", "run", "--resume", read_report(report_path)["checkpoint"]["path"])
+    assert resumed.exit_code == 0, resumed.output
+    line = next(line for line in resumed.output.splitlines() if line.startswith("Throughput: "))
+    assert line.endswith(" samples/s (2 evaluated in this run, 3 reused from the checkpoint)")
+    summary = read_report(report_path)["summary"]
+    rate = float(line.split()[1])
+    assert rate == pytest.approx(2 / summary["duration_seconds"], rel=0.01, abs=0.01)
+
+
+def test_a_broken_adapter_yaml_is_named_with_where_it_breaks(tmp_path):
+    eval_dir = make_eval(tmp_path, NUMBERS_CASE, adapter_yaml="lamp_region: [30, 90\n")
+    result = run_eval(eval_dir)
+    assert result.exit_code == 2
+    # The box may wrap the long path: its parts are compared (the exact message: test_loading.py).
+    assert "Invalid value for '--adapter-config': invalid adapter config: " in result.flat  # GlassKit's option
+    assert "adapter.yaml: line 2, column 1: expected ',' or ']', but got '<stream end>'" in result.flat
+    given = run_eval(eval_dir, "--adapter-config", eval_dir / "adapter.yaml")
+    assert given.exit_code == 2
+    assert "Invalid value for '--adapter-config': invalid adapter config: " in given.flat
+
+
+def test_json_errors_keep_the_did_you_mean_hint_of_the_console(tmp_path):
+    eval_dir = make_eval(tmp_path, NUMBERS_CASE)
+    plain = run_eval(eval_dir, "--case", "clpi")
+    assert "did you mean 'clip'?" in plain.flat
+    streamed = run_eval(eval_dir, "--case", "clpi", "--json")
+    assert streamed.exit_code == plain.exit_code == 2
+    finished = json.loads(streamed.stdout.splitlines()[-1])
+    assert finished["type"] == "run_finished"
+    assert finished["error"].endswith("matching case 'clpi'; did you mean 'clip'?")
+
+
 def test_resume_refuses_overrides_and_bad_references(tmp_path):
     result = invoke("video", "run", "--resume", "run-x", "--concurrency", "2")
     assert result.exit_code == 2

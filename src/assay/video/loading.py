@@ -25,6 +25,7 @@ from assay.core.bounded_input import (
     check_size,
     check_values,
     decode_text,
+    describe_value,
     load_json,
     load_yaml,
     read_bounded,
@@ -542,6 +543,8 @@ def load_adapter_config(eval_dir: Path, explicit: Path | None) -> dict[str, Any]
     """The adapter's config: `explicit`, else a discovered `adapter.yaml`/`adapter.yml`, else `{}`.
 
     `.json` files are parsed as JSON, anything else as YAML; environment variables are not expanded.
+    A problem is a UsageError on `--adapter-config` in GlassKit's words (whose discovery is that option's
+    default); a discovered file's problem also names that file and where in it.
     """
     if explicit is not None:
         return _read_adapter_config(Path(explicit))
@@ -553,10 +556,22 @@ def load_adapter_config(eval_dir: Path, explicit: Path | None) -> dict[str, Any]
             f"multiple adapter config files found: {found}; remove one or pass --adapter-config",
             option="--adapter-config",
         )
-    return _read_adapter_config(candidates[0]) if candidates else {}
+    return _read_adapter_config(candidates[0], discovered=True) if candidates else {}
 
 
-def _read_adapter_config(path: Path) -> dict[str, Any]:
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """A PyYAML syntax error on one line: where, what, and the construct it was reading."""
+    if not isinstance(error, yaml.MarkedYAMLError) or error.problem_mark is None:
+        return " ".join(str(error).split())
+    mark = error.problem_mark
+    text = f"line {mark.line + 1}, column {mark.column + 1}: {error.problem}"
+    context = error.context_mark
+    if error.context and context is not None:
+        text += f" ({error.context} at line {context.line + 1}, column {context.column + 1})"
+    return text
+
+
+def _read_adapter_config(path: Path, *, discovered: bool = False) -> dict[str, Any]:
     # `validate` and `run` both read the config here, so a value `run` could not store in its checkpoint
     # (a date, a non-string key, NaN) is refused by both instead of passing one and crashing the other.
     def refuse(message: str) -> UsageError:
@@ -573,11 +588,15 @@ def _read_adapter_config(path: Path) -> dict[str, Any]:
         raw = load_json(text, source=source, error=refuse) if is_json else parse_yaml_text(
             text, source=source, error_type=refuse
         )
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
+    except yaml.YAMLError as error:
+        raise refuse(f"{source}: {_yaml_problem(error)}" if discovered else f"invalid adapter config: {error}") from None
+    except json.JSONDecodeError as error:  # only a file given with --adapter-config is JSON
         raise refuse(f"invalid adapter config: {error}") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
+        if discovered:
+            raise refuse(f"adapter config must contain an object ({path} holds {describe_value(raw)})")
         raise refuse("adapter config must contain an object")
     check_values(raw, source=source, error=refuse, json_like=True)
     return raw

@@ -232,3 +232,4 @@ class RunOutcome:
     gates: list[Gate]  # report-level (stability)
     success: bool
     duration_seconds: float
+    reused_attempts: int = 0  # evaluated attempts a resume took from its checkpoint (not evaluated in this run)

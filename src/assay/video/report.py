@@ -226,7 +226,7 @@ def print_summary(console: Console, outcome: RunOutcome, summary: dict[str, Any]
     if mode is not None and average is not None:
         label = TIMING_LABELS[mode][0]
         out(f"{label}: {format_latency(average)}/sample")
-        out(f"Throughput: {summary['throughput_attempts_per_second']:.2f} samples/s")
+        out(_throughput_line(outcome, summary))
     if repeat > 1:
         by_trial = Table(title="By trial")
         for header in ("Trial", "Result", "Pass rate", "Passed", "Failed", "Errors"):
@@ -254,6 +254,17 @@ def print_summary(console: Console, outcome: RunOutcome, summary: dict[str, Any]
     console.print(_by_target_table([trial.results for trial in outcome.trials], repeat))
     if repeat > 1:
         _print_unstable(console, outcome)
+
+
+def _throughput_line(outcome: RunOutcome, summary: Mapping[str, Any]) -> str:
+    """GlassKit's line; after a resume it counts only the attempts this run evaluated, and says so."""
+    reused = outcome.reused_attempts
+    if not reused:
+        return f"Throughput: {summary['throughput_attempts_per_second']:.2f} samples/s"
+    evaluated = summary["evaluated_attempts"] - reused
+    duration = outcome.duration_seconds
+    rate = evaluated / duration if evaluated and duration > 0 else 0.0
+    return f"Throughput: {rate:.2f} samples/s ({evaluated} evaluated in this run, {reused} reused from the checkpoint)"
 
 
 def _print_unstable(console: Console, outcome: RunOutcome) -> None:

@@ -505,5 +505,6 @@ class VideoRun:
             gates.append(flaky_gate(flaky, self.options.max_flaky_samples))
         success = all(trial.success for trial in trials) and all(gate.passed for gate in gates)
         return RunOutcome(
-            self.eval_directory, self.options.repeat, trials, gates, success, time.perf_counter() - started
+            self.eval_directory, self.options.repeat, trials, gates, success, time.perf_counter() - started,
+            reused_attempts=sum(1 for result in self._completed.values() if result.status != "ignored"),
         )

@@ -181,6 +181,7 @@ class VideoKind:
     ) -> _OpenedVideoRun:
         """Load and check the selection, then start the checkpoint (or resume `resume`)."""
         from assay.core.memory import tune_allocator_for_frames
+        from assay.video.artifacts import check_artifacts_dir
         from assay.video.checkpoint import RunCheckpoint
         from assay.video.cloud_store import materialize
         from assay.video.loading import load_eval_directory
@@ -188,6 +189,11 @@ class VideoKind:
         from assay.video.run import check_sample_times
 
         check_run_options(request)
+        # Before any video is fetched or adapter started: a bad folder is not found at the first failure.
+        check_artifacts_dir(
+            request.artifacts_dir, request.eval_dir.expanduser(), save_failures=request.save_failures,
+            restored=resume is not None,
+        )
         tune_allocator_for_frames()
         directory = load_eval_directory(
             request.eval_dir, case=request.case, targets=request.targets, at=request.at, from_s=request.from_s,
