@@ -156,3 +156,26 @@ def test_ctrl_c_of_any_other_command_says_interrupted_and_exits_130(tmp_path, mo
     monkeypatch.setattr(results_store, "reindex", reindex)
     done = CliRunner().invoke(app, ["runs", "reindex"])
     assert (done.exit_code, done.stdout, done.stderr) == (130, "", "Interrupted.\n")
+
+
+def test_a_usage_error_of_no_one_option_is_shown_plain_not_as_a_value_of_an_empty_option() -> None:
+    """`common.checked` showed a `UsageError` that names no option as `Invalid value for '': …`."""
+    import typer
+
+    from assay.cli import common
+    from assay.errors import UsageError
+
+    plain_error = typer.BadParameter.__mro__[1]  # click's UsageError, as the installed Typer ships it
+
+    def no_option() -> None:
+        raise UsageError("the two files disagree")
+
+    def with_option() -> None:
+        raise UsageError("--at must be a number", "--at")
+
+    with pytest.raises(plain_error) as plain:
+        common.checked(no_option)
+    assert type(plain.value) is plain_error and plain.value.format_message() == "the two files disagree"
+    with pytest.raises(typer.BadParameter) as valued:
+        common.checked(with_option)
+    assert valued.value.format_message() == "Invalid value for '--at': must be a number"

@@ -84,7 +84,9 @@ def refuse(error: UsageError | str | None, message: str = "", *, quoted: bool = 
         raise typer.BadParameter.__mro__[1](message)  # click's UsageError, as the installed Typer ships it
     if isinstance(error, UsageError):
         option, message = error.option or "", str(error)
-        message = message[len(option) + 1:] if option and message.startswith(f"{option} ") else message
+        if not option:  # a usage error of no one option: click's plain one, not "Invalid value for ''"
+            raise typer.BadParameter.__mro__[1](message)
+        message = message[len(option) + 1:] if message.startswith(f"{option} ") else message
     else:
         option = error
     raise typer.BadParameter(message, param_hint=f"'{option}'" if quoted else option)
