@@ -50,3 +50,20 @@ def test_doc_run_case_streams_its_unit_and_a_red_verdict_exits_1(tmp_path):
     assert events[2]["exit_code"] == 1 and events[2]["run_id"].startswith("deterministic-")
     assert events[0]["run_id"] == events[2]["run_id"]  # known from the start, as video's and agent's are
     assert (tmp_path / "doc" / "evals" / "results" / events[0]["run_id"] / "manifest.json").is_file()
+
+
+def test_the_run_finished_error_carries_the_notes_the_console_shows(capsys):
+    """An adapter that failed and then failed to close: the console said both, the NDJSON error only the first."""
+    import io
+
+    from assay.core.report.ndjson import NdjsonEvents
+    from assay.core.run_events import RunFinished
+    from assay.errors import VideoError
+
+    error = VideoError("adapter crashed")
+    error.add_note("adapter close failed while handling previous error: broken pipe")
+    stream = io.StringIO()
+    NdjsonEvents(stream).run_finished(RunFinished("video", "run-1", 2, error=error))
+    finished = json.loads(stream.getvalue())
+    assert finished["error"] == "adapter crashed\nadapter close failed while handling previous error: broken pipe"
+    assert capsys.readouterr().err == f"Error: {finished['error']}\n"

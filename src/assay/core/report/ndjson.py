@@ -55,8 +55,10 @@ class NdjsonEvents:
         else:
             document["counts"] = self._counts
         if event.error is not None:
-            document["error"] = str(event.error)
-            print(f"Error: {event.error}", file=sys.stderr)
+            # Its notes (an adapter that also failed to close, say) are part of what the console shows.
+            said = "\n".join([str(event.error), *(getattr(event.error, "__notes__", None) or [])])
+            document["error"] = said
+            print(f"Error: {said}", file=sys.stderr)
         if event.checkpoint is not None:
             document["checkpoint"] = str(event.checkpoint)
             document["checkpoint_kept"] = event.checkpoint_kept
