@@ -47,15 +47,33 @@ def _coerced(build: Any, param: Any, ctx: Any, value: Any) -> tuple[str, Any]:
 @pytest.mark.parametrize(("name", "value"), [
     ("name", None), ("name", "x y"), ("name", ""), ("tags", None), ("tags", ("a", "b")), ("tags", ()),
     ("evals", None), ("evals", ("one", "two")), ("evals", "one"), ("project", None), ("project", "."),
-    ("project", "a/b/"), ("project", ""), ("existing", "/nonexistent/x"), ("existing", "/tmp"),
+    ("project", "a/b/"), ("existing", "/nonexistent/x"), ("existing", "/tmp"),
     ("existing", __file__), ("count", "7"), ("count", "seven"), ("count", 4), ("share", "0.5"), ("share", "1e3"),
     ("alpha", 0.05), ("alpha", 1.0), ("alpha", 1), ("alpha", "0.01"), ("limit", 20), ("limit", True), ("limit", 2.0),
     ("limit", "3"), ("quiet", False), ("quiet", True), ("count", 4.0), ("share", 3),
 ])
 def test_plain_values_coerce_as_typer_own_adapter_does(name, value):
+    # (An empty path is the one value refused where typer's adapter gives the current folder: see below.)
     command = _command()
     ctx = command.make_context("body", [], resilient_parsing=True)
     param = next(param for param in command.params if param.name == name)
     ours, typer_own = _coerced(_plain_first, param, ctx, value), _coerced(build_runtime_param, param, ctx, value)
     assert ours == typer_own
     assert type(ours[1]) is type(typer_own[1])
+
+
+@pytest.mark.parametrize("arguments", [("view", "--export", ""), ("video", "run", "--eval-dir", ""),
+                                       ("agent", "run", "--junit", "")])
+def test_an_empty_path_is_refused_not_taken_as_the_current_folder(tmp_path, monkeypatch, arguments):
+    """`assay view --export "$SITE"` with SITE unset wrote the viewer's site into the current folder."""
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "assay", *arguments], capture_output=True, text=True, timeout=60,
+                          env={**__import__("os").environ, "ASSAY_STORE": str(tmp_path / "store" / "assay.db")})
+    assert done.returncode == 2, done.stdout + done.stderr
+    option = arguments[-2]
+    assert (f"Invalid value for '{option}': needs a path, and the value given is empty (an unset variable in a "
+            "script?)") in done.stdout + done.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written into the current folder

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
+import typer
 from typer import core
 from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
 from typer._param_types import coerce_cli_path
@@ -26,6 +27,10 @@ class _PlainRuntimeParam(RuntimeParam):
 
     def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
         info, annotation = self.parameter_info, self.annotation
+        if value == "" and type(value) is str and _is_path(annotation):
+            # `--export "$SITE"` with SITE unset: Path("") is the current folder, which nobody meant.
+            raise typer.BadParameter("needs a path, and the value given is empty (an unset variable in a script?)",
+                                     ctx=ctx, param=param)
         if info.parser is None:
             if annotation is str and type(value) is str:
                 return value
@@ -38,6 +43,10 @@ class _PlainRuntimeParam(RuntimeParam):
                 return Path(coerce_cli_path(value, info, path_type=None, param=param, ctx=ctx))
         typer_own = build_runtime_param(TypeDescriptor(annotation, info, file_annotation=None))
         return typer_own._coerce_value(value, param=param, ctx=ctx)
+
+
+def _is_path(annotation: Any) -> bool:
+    return annotation is Path or (Path in get_args(annotation) and type(None) in get_args(annotation))
 
 
 def _is_list_of_str(annotation: Any) -> bool:
