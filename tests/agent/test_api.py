@@ -59,6 +59,13 @@ def test_a_user_error_is_a_result_not_an_exception(project):
     ({"attempts": 10**9}, "attempts must be at most"),
     ({"rerun": "faild"}, "rerun"),
     ({"evals": [3]}, "evals must be a string or a sequence of strings"),
+    # A value of the wrong type was a TypeError traceback (or ran: attempts=True was one attempt).
+    ({"attempts": "3"}, "attempts must be an integer, got '3'"),
+    ({"attempts": 2.5}, "attempts must be an integer, got 2.5"),
+    ({"attempts": True}, "attempts must be an integer, got True"),
+    ({"concurrency": 1.5}, "concurrency must be an integer, got 1.5"),
+    ({"timeout": "5"}, "timeout must be a number, got '5'"),
+    ({"budget": "1"}, "budget must be a number, got '1'"),
 ])
 def test_options_the_cli_refuses_are_refused_by_the_api_naming_the_argument(project, options, message):
     # Before, the API skipped the CLI's checks: attempts=0 ran nothing and passed, a negative budget or

@@ -174,6 +174,12 @@ def test_an_experiment_must_bind_an_agent_with_evidence_coverage(tmp_path):
     ({"flags": {"x": float("nan")}}, "must be finite"),
     ({"timeout": -1}, "timeout must be > 0"),
     ({"evals": "weather"}, 'evals must be "\\*"'),
+    # Judge settings are checked when the file is read, as [tool.assay.judge] is: before, a typo made every judge
+    # assertion unavailable at run time, and judge=3 was an internal error (TypeError) at the first judged attempt.
+    ({"judge": {"modle": "m"}}, r"Experiment judge: unknown setting 'modle' \(did you mean 'model'\?\)"),
+    ({"judge": 3}, "Experiment judge must be a mapping of judge settings"),
+    ({"judge": {"model": 3}}, "Experiment judge: model must be a string, got 3"),
+    ({"judge": {"model": "m", "timeout": "60"}}, "Experiment judge: timeout must be a positive number of seconds"),
 ])
 def test_experiment_fields_are_validated(fields, message):
     from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent
@@ -181,6 +187,37 @@ def test_experiment_fields_are_validated(fields, message):
     agent = define_agent(name="a", send=lambda i, c: Turn(), evidence_coverage=complete_evidence_coverage)
     with pytest.raises(ConfigError, match=message):
         Experiment(agent=agent, **fields)
+
+
+def test_eval_judge_settings_are_checked_when_the_eval_is_defined():
+    from assay.agent import define_eval
+
+    with pytest.raises(ConfigError, match=r"eval judge: unknown setting 'modle' \(did you mean 'model'\?\)"):
+        define_eval(lambda t: None, judge={"modle": "m"})
+    with pytest.raises(ConfigError, match="eval judge: model must be a string, got 3"):
+        define_eval(lambda t: None, judge={"model": 3})
+    assert define_eval(lambda t: None, judge={"model": "m", "reasoning_effort": None}).judge["model"] == "m"
+
+
+def test_an_experiment_evals_prefix_that_matches_no_eval_is_named_with_its_file(tmp_path):
+    # Before, that experiment quietly ran none of the evals it names while the others ran (or, alone,
+    # "no evals selected" without saying which experiment or prefix).
+    from assay.agent.plan import plan_for
+    from assay.agent.request import AgentRunRequest
+
+    root = make_project(tmp_path)
+    write(root, "experiments/models/openai/gpt.py", """
+        from agents.stub import agent
+        from assay.agent import Experiment
+        experiment = Experiment(agent=agent, model="gpt", evals=["wether/"])
+    """)
+    path = root / "experiments" / "models" / "openai" / "gpt.py"
+    with pytest.raises(ConfigError, match=re.escape(
+        f"experiment models/openai/gpt ({path}): evals prefix 'wether/' matches no eval id; did you mean 'weather/brooklyn'?"
+    )):
+        plan_for(root, AgentRunRequest(project=root))
+    assert {planned.experiment.id for planned in plan_for(root, AgentRunRequest(project=root, experiment="baseline"))} == {
+        "baseline"}
 
 
 def test_project_config_reads_tool_assay(tmp_path):
@@ -213,6 +250,9 @@ def test_project_config_reads_tool_assay(tmp_path):
     ("[tool.assay.telemtry]\nport = 1", r"unknown key 'telemtry' \(did you mean 'telemetry'\?\)"),
     ("[tool.assay.export]\notlp = 5", r"\[tool.assay.export\]: otlp must be a URL string"),
     ("[tool.assay.judge]\nmodle = 'm'", r"\[tool.assay.judge\]: unknown setting 'modle' \(did you mean 'model'\?\)"),
+    # A wrong type was accepted and only showed at a judged attempt, as the wrong reason ("no judge model is configured").
+    ("[tool.assay.judge]\nmodel = 3", r"\[tool.assay.judge\]: model must be a string, got 3"),
+    ("[tool.assay.judge]\ntimeout = 'x'", r"\[tool.assay.judge\]: timeout must be a positive number of seconds, got 'x'"),
     ("concurrency = 0", "concurrency must be an integer >= 1"),
     ("[tool.assay.pricing]\nm = { inputs = 1 }", "m.inputs is unknown"),
 ])

@@ -73,6 +73,10 @@ def _build(
         check_json_like(metadata, "eval metadata")
     if judge is not None and not isinstance(judge, (bool, Mapping)):
         raise ConfigError("eval judge must be True or a judge configuration mapping")
+    if isinstance(judge, Mapping):
+        from assay.agent.judging import check_judge_settings
+
+        check_judge_settings(judge, "eval judge")
     if sandbox is not None:
         from assay.agent.sandbox.layers import check_layer
 

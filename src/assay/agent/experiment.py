@@ -127,6 +127,10 @@ class Experiment:
             hook = getattr(self, name)
             if hook is not None and not callable(hook):
                 raise ConfigError(f"Experiment {name} must be callable")
+        if self.judge is not None:
+            from assay.agent.judging import check_judge_settings
+
+            check_judge_settings(self.judge, "Experiment judge")
 
     def _check_reuse(self) -> None:
         if not isinstance(self.sandbox_reuse, bool):

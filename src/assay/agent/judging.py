@@ -24,6 +24,28 @@ CONFIG_KEYS = ("model", "base_url", "api_key_env", "timeout", "reasoning_effort"
 DEFAULT_API_KEY_ENV = OPENAI_API_KEY_VARIABLE
 DEFAULT_TIMEOUT_S = 180.0
 PROMPT_VERSION = "assay-agent-judge/1"
+_TEXT_KEYS = ("model", "base_url", "api_key_env", "reasoning_effort")
+_UNSET_KEYS = ("model", "base_url", "reasoning_effort")  # None is "not set" (from Python; TOML has no None)
+
+
+def check_judge_settings(settings: Any, where: str) -> None:
+    """Judge settings as a file gives them (`[tool.assay.judge]`, an experiment's or an eval's `judge=`),
+    checked when the file is read: a misspelt key or a wrong type would otherwise make every judge
+    assertion unavailable at run time, and a run selecting no judged eval would not notice it at all."""
+    from assay.core.format import did_you_mean
+    from assay.errors import ConfigError
+
+    if not isinstance(settings, Mapping):
+        raise ConfigError(f"{where} must be a mapping of judge settings ({', '.join(CONFIG_KEYS)})")
+    for key, value in settings.items():
+        if key not in CONFIG_KEYS:
+            hint = did_you_mean(str(key), CONFIG_KEYS, form=" (did you mean {}?)")
+            raise ConfigError(f"{where}: unknown setting {key!r}{hint}; use {', '.join(CONFIG_KEYS)}")
+        if key in _TEXT_KEYS and not isinstance(value, str) and not (value is None and key in _UNSET_KEYS):
+            raise ConfigError(f"{where}: {key} must be a string, got {value!r}")
+        if key == "timeout" and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                 or not math.isfinite(value) or value <= 0):
+            raise ConfigError(f"{where}: timeout must be a positive number of seconds, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +172,9 @@ def resolve_judge_config(config: Mapping[str, Any] | None, environ: Mapping[str,
             "judge-config-invalid", f"unknown judge setting(s) {', '.join(unknown)}; use {', '.join(CONFIG_KEYS)}"
         )
     model = settings.get("model")
-    if not isinstance(model, str) or not model:
+    if model is not None and not isinstance(model, str):
+        raise JudgeUnavailable("judge-config-invalid", f"judge model must be a string, got {model!r}")
+    if not model:
         raise JudgeUnavailable("judge-model-unresolved", "no judge model is configured (eval, experiment or project)")
     key_env = settings.get("api_key_env", DEFAULT_API_KEY_ENV)
     if not isinstance(key_env, str):
@@ -234,6 +258,6 @@ def render_value(value: Any) -> str:
 
 __all__ = [
     "CONFIG_KEYS", "Judge", "JudgeRequest", "JudgeScore", "JudgeUnavailable", "LLMJudge", "PROMPT_VERSION",
-    "RECIPES", "grade", "grade_with_details", "judge_messages", "merged_judge_config", "render_value",
+    "RECIPES", "check_judge_settings", "grade", "grade_with_details", "judge_messages", "merged_judge_config", "render_value",
     "resolve_judge_config",
 ]

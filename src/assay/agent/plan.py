@@ -181,6 +181,8 @@ def plan_for(root: Path, selection: AgentRunRequest) -> list[PlannedAttempt]:
             raise UsageError(f"{error}. Did you mean `assay agent {selection.experiment}`?") from None
         raise
     _check_prefixes(selection.evals, all_evals)
+    for entry in experiments:
+        _check_experiment_prefixes(entry, all_evals)
     check_tags(selection.tags, all_evals)
     selections = {
         entry.id: select_evals(entry, all_evals, list(selection.evals), list(selection.tags)) for entry in experiments
@@ -201,6 +203,22 @@ def _check_prefixes(prefixes: Sequence[str], evals: Sequence[EvalEntry]) -> None
         if not any(entry.id.startswith(prefix) for entry in evals):
             hint = did_you_mean(prefix, (entry.id for entry in evals))
             raise UsageError(f"no eval id starts with {prefix!r}{hint} (`assay agent list` shows the eval ids)")
+
+
+def _check_experiment_prefixes(experiment: ExperimentEntry, evals: Sequence[EvalEntry]) -> None:
+    """An experiment's `evals=[...]` prefix that no eval id starts with is a typo too: left alone, that
+    experiment would quietly run none of the evals it names while the others run."""
+    from assay.core.format import did_you_mean
+
+    selection = experiment.experiment.evals
+    if selection == "*" or callable(selection):
+        return
+    for prefix in selection:
+        if not any(entry.id.startswith(prefix) for entry in evals):
+            hint = did_you_mean(prefix, (entry.id for entry in evals))
+            where = f"experiment {experiment.id}" + (f" ({experiment.path})" if experiment.path else "")
+            raise ConfigError(f"{where}: evals prefix {prefix!r} matches no eval id{hint} "
+                              "(`assay agent list` shows the eval ids)")
 
 
 def check_tags(tags: Sequence[str], evals: Sequence[EvalEntry]) -> None:

@@ -126,14 +126,9 @@ def load_project_config(project: Path) -> ProjectConfig:
     if judge is not None and not isinstance(judge, dict):
         raise ConfigError(f"{where}: judge must be a table")
     if judge:
-        from assay.agent.judging import CONFIG_KEYS
+        from assay.agent.judging import check_judge_settings
 
-        # Here, not at the first judged attempt: a misspelt setting would make every judge
-        # assertion "unavailable", and a run selecting no judged eval would not notice it at all.
-        for key in judge:
-            if key not in CONFIG_KEYS:
-                raise ConfigError(f"{path} [tool.assay.judge]: unknown setting {key!r}{_did_you_mean(key, CONFIG_KEYS)}; "
-                                  f"use {', '.join(CONFIG_KEYS)}")
+        check_judge_settings(judge, f"{path} [tool.assay.judge]")
     pricing = check_pricing(table.get("pricing", {}), f"{where} pricing")
     return ProjectConfig(name, concurrency, float(timeout) if timeout is not None else None, pricing, judge,
                          table.get("telemetry"))

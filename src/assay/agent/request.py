@@ -79,9 +79,13 @@ class AgentRunRequest:
     )
 
 
-def _positive(option: str, value: float | None, *, allow_zero: bool = False, maximum: int | None = None) -> None:
+def _positive(option: str, value: float | None, *, allow_zero: bool = False, maximum: int | None = None,
+              integer: bool = False) -> None:
     if value is None:
         return
+    # The CLI parses its flags, but the Python API passes values as given (`run(attempts="3")`).
+    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+        raise UsageError(f"{option} must be {'an integer' if integer else 'a number'}, got {value!r}", option)
     if value != value or value in (float("inf"), float("-inf")):  # NaN passed every comparison below: a wait forever
         raise UsageError(f"{option} must be a finite number, got {value}", option)
     if value < 0 or (value == 0 and not allow_zero):
@@ -132,8 +136,8 @@ def check_run_options(
             f"{flag} is not an option: an experiment file binds the agent and model. To compare "
             "configurations, add a new file under experiments/ that differs in that one line.", flag,
         )
-    _positive("--attempts", attempts, maximum=MAX_ATTEMPTS)
-    _positive("--concurrency", concurrency, maximum=MAX_CONCURRENCY)
+    _positive("--attempts", attempts, maximum=MAX_ATTEMPTS, integer=True)
+    _positive("--concurrency", concurrency, maximum=MAX_CONCURRENCY, integer=True)
     _positive("--timeout", timeout)
     _positive("--budget", budget, allow_zero=True)
     _positive("--shared-state-wait", shared_state_wait, allow_zero=True)
