@@ -299,6 +299,64 @@ def test_coverage_cache_dir_reuses_identical_calls(suite, fake_openai, tmp_path)
     assert response["calls"][0]["cached"] is True
 
 
+
+def test_a_cache_dir_that_is_a_file_is_refused_before_the_model_is_asked(suite, fake_openai, tmp_path):
+    """It was `internal error: NotADirectoryError` after the model had answered (and been billed)."""
+    notes = tmp_path / "notes.md"
+    notes.write_text("not a folder\n")
+    fake_openai.respond_with(judge_responder("pointwise"))
+    result = coverage(fake_openai, "--cache-dir", str(notes))
+    assert result.exit_code == 2 and result.stderr == f"Execution failed: --cache-dir {notes}: not a folder\n"
+    below = coverage(fake_openai, "--cache-dir", str(notes / "cache"))
+    assert below.exit_code == 2 and f"not a folder ({notes} is a file)" in below.stderr
+    assert fake_openai.requests == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "variable", "value", "named"),
+    [
+        ("notaurl", None, None, "--base-url notaurl is not an http(s) URL"),
+        (None, "ASSAY_JUDGE_BASE_URL", "ftp://judge/v1", "ASSAY_JUDGE_BASE_URL ftp://judge/v1 is not an http(s) URL"),
+        (None, "ASSAY_JUDGE_BASE_URL", "localhost:8000/v1", "ASSAY_JUDGE_BASE_URL localhost:8000/v1 is not an http(s) URL"),
+        (None, "ASSAY_JUDGE_BASE_URL", "http://h:99999/v1", "ASSAY_JUDGE_BASE_URL http://h:99999/v1 is not a valid URL"),
+    ],
+)
+def test_a_base_url_that_is_not_an_http_url_is_named_where_it_was_set(suite, flag, variable, value, named):
+    """It read `judge endpoint returned an invalid response` or `the connection failed once it was open`."""
+    extra = ["--base-url", flag] if flag else []
+    env = {"ASSAY_JUDGE_BASE_URL": value if variable else "http://127.0.0.1:9/v1"}
+    result = invoke("judge-coverage", "--case", "case-one", "--candidate", "candidates/good.md", *MODEL_ARGS, *extra,
+                    env=env)
+    assert result.exit_code == 2 and result.stderr.startswith(f"Execution failed: {named}"), result.stderr
+    assert "response" not in result.stderr and "connection" not in result.stderr
+
+
+def test_a_custom_prompt_without_its_version_line_is_named_with_the_line_it_needs(suite, fake_openai):
+    (suite.evals / "bare.md").write_text("Prompt version: `mine-v1`\nJudge {{ candidate }}\n")
+    suite.update_config(prompt_templates={"pointwise_judge": "bare.md"})
+    result = coverage(fake_openai)
+    assert result.stderr == (
+        "Execution failed: Could not find Rubric version in prompt template bare.md; "
+        "add a line like Rubric version: `my-rubric-v1`\n"
+    )
+    assert result.exit_code == 2 and fake_openai.requests == []
+
+
+def test_provider_help_does_not_promise_a_default_the_command_does_not_have(suite):
+    """`--provider` said `openai (default)`, yet a model command without it fails as a missing argument."""
+    from typer.testing import CliRunner
+
+    from assay.cli.app import app
+
+    for command in ("generate", "judge-coverage", "judge-pairwise"):
+        shown = CliRunner().invoke(app, ["doc", command, "-h"])
+        provider_help = shown.output.split("--provider", 1)[1].split("--effort", 1)[0]
+        assert "default" not in provider_help, (command, provider_help)
+    missing = invoke("judge-coverage", "--case", "case-one", "--candidate", "candidates/good.md", "--model", "m",
+                     "--effort", "low")
+    assert missing.exit_code == 2 and "missing required argument --provider" in missing.stderr
+
+
 # ---- judge-pairwise ------------------------------------------------------------------------
 
 

@@ -141,6 +141,23 @@ def test_doctor_reports_missing_artifacts_and_missing_judge_endpoint(suite):
     assert ok.exit_code == 0 and "judge endpoint configured for judge_coverage" in ok.stdout
 
 
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"ASSAY_JUDGE_BASE_URL": "localhost:8000/v1"}, "ASSAY_JUDGE_BASE_URL localhost:8000/v1 is not an http(s) URL"),
+        ({"ASSAY_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "ASSAY_JUDGE_REASONING_EFFORT": "of"},
+         "ASSAY_JUDGE_REASONING_EFFORT must be on or off, got 'of'"),
+    ],
+)
+def test_doctor_checks_the_judge_settings_a_model_command_would_refuse(suite, env, message):
+    """doctor passed a judge endpoint that every model command then failed on."""
+    suite.enable("judge_coverage")
+    result = invoke("doctor", env=env)
+    assert result.exit_code == 2 and f"Execution failed: {message}" in result.stderr, result.stderr
+    assert "Doctor passed" not in result.stdout
+
+
 def test_doctor_passes_for_an_empty_suite(suite):
     import shutil
 
@@ -155,6 +172,22 @@ def test_list_cases_prints_sorted_ids_or_none_found(suite):
     suite.update_config(cases={"root": "nowhere"})
     result = invoke("list-cases")
     assert result.exit_code == 0 and result.stdout.strip() == "No cases found."
+
+
+
+def test_list_cases_names_each_manifest_it_skipped_on_stderr(suite):
+    """A case whose manifest broke vanished from the list without a word (`No cases found.`, exit 0)."""
+    (suite.evals / "cases" / "case-one" / "case-manifest.json").write_text("{not json")
+    (suite.evals / "cases" / "no-id").mkdir()
+    (suite.evals / "cases" / "no-id" / "case-manifest.json").write_text('{"schema_version": "eval-kit.case.v1"}')
+    (suite.evals / "cases" / "no-manifest-yet").mkdir()
+    result = invoke("list-cases")
+    assert (result.exit_code, result.stdout) == (0, "No cases found.\n")  # eval-kit's output and exit code stay
+    assert result.stderr.splitlines() == [
+        "Skipped case manifest cases/case-one/case-manifest.json is not valid JSON: Expecting property name enclosed"
+        " in double quotes: line 1 column 2 (char 1) (`assay doc doctor` checks every manifest).",
+        "Skipped case manifest cases/no-id/case-manifest.json has no case_id (`assay doc doctor` checks every manifest).",
+    ]
 
 
 def test_validate_fixtures_succeeds_then_fails_on_hook_and_missing_manifest(suite):

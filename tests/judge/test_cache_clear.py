@@ -77,3 +77,11 @@ def test_a_missing_project_is_a_usage_error(tmp_path):
     (tmp_path / "notes.txt").write_text("")
     a_file = CliRunner().invoke(app, ["judge", "cache", "clear", "--project", str(tmp_path / "notes.txt")])
     assert a_file.exit_code == 2 and a_file.output.strip() == f"Error: --project {tmp_path / 'notes.txt'}: not a folder"
+
+
+def test_a_cache_dir_that_is_a_file_is_a_usage_error_not_an_empty_cache(tmp_path):
+    """It said `No judge cache at notes.txt; nothing to clear.` and exited 0."""
+    (tmp_path / "notes.txt").write_text("keep me\n")
+    result = CliRunner().invoke(app, ["judge", "cache", "clear", "--cache-dir", str(tmp_path / "notes.txt")])
+    assert result.exit_code == 2 and result.output.strip() == f"Error: --cache-dir {tmp_path / 'notes.txt'}: not a folder"
+    assert (tmp_path / "notes.txt").read_text() == "keep me\n"

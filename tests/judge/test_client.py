@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 
@@ -255,6 +256,42 @@ def test_endpoint_from_environment_prefers_explicit_then_assay_judge_then_openai
     assert (endpoint.base_url, endpoint.api_key) == ("http://judge/v1", "judge-key")
     fallback = JudgeEndpoint.from_environment({"OPENAI_BASE_URL": "http://openai/v1", "ASSAY_JUDGE_BASE_URL": ""})
     assert (fallback.base_url, fallback.api_key, fallback.auth_mode) == ("http://openai/v1", None, "none")
+
+
+
+@pytest.mark.parametrize(
+    ("env", "explicit", "message"),
+    [
+        ({}, "notaurl", "--base-url notaurl is not an http(s) URL"),
+        ({"ASSAY_JUDGE_BASE_URL": "ftp://judge/v1"}, None, "ASSAY_JUDGE_BASE_URL ftp://judge/v1 is not an http(s) URL"),
+        ({"OPENAI_BASE_URL": "127.0.0.1:8000"}, None, "OPENAI_BASE_URL 127.0.0.1:8000 is not an http(s) URL"),
+        ({"OPENAI_BASE_URL": "http://[::1/v1"}, None, "OPENAI_BASE_URL http://[::1/v1 is not a valid URL"),
+        ({"ASSAY_JUDGE_BASE_URL": "http://h:99999/v1"}, None, "ASSAY_JUDGE_BASE_URL http://h:99999/v1 is not a valid URL"),
+    ],
+)
+def test_endpoint_from_environment_refuses_a_base_url_that_is_not_http_naming_where_it_was_set(env, explicit, message):
+    with pytest.raises(JudgeError) as raised:
+        JudgeEndpoint.from_environment(env, base_url=explicit)
+    assert str(raised.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"ASSAY_JUDGE_REASONING_EFFORT": "of"}, "ASSAY_JUDGE_REASONING_EFFORT must be on or off, got 'of'"),
+        ({"ASSAY_JUDGE_MAX_ATTEMPTS": "0.5"}, "ASSAY_JUDGE_MAX_ATTEMPTS must be a whole number of at least 1, got '0.5'"),
+        ({"ASSAY_JUDGE_MAX_ATTEMPTS": "2.5"}, "ASSAY_JUDGE_MAX_ATTEMPTS must be a whole number of at least 1, got '2.5'"),
+    ],
+)
+def test_endpoint_from_environment_refuses_a_misspelt_switch_and_a_fractional_attempt_count(env, message):
+    """`of` kept sending reasoning_effort; `0.5` attempts became 0 and `2.5` became 2, silently."""
+    with pytest.raises(JudgeError, match=f"^{re.escape(message)}$"):
+        JudgeEndpoint.from_environment({"ASSAY_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", **env})
+    for switch, sends in (("on", True), ("OFF", False), ("no", False), ("", True)):
+        endpoint = JudgeEndpoint.from_environment(
+            {"ASSAY_JUDGE_BASE_URL": "https://judge.example/v1", "ASSAY_JUDGE_REASONING_EFFORT": switch}
+        )
+        assert endpoint.send_reasoning_effort is sends
 
 
 def test_retries_are_counted_by_reason_and_share_the_endpoint_limiter(fake_openai):

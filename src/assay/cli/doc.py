@@ -169,9 +169,12 @@ def list_cases_command(given: Given) -> None:
     from assay.doc.cases import discover_case_ids
 
     suite = _suite(given, prefix="Execution failed")
+    skipped: list[str] = []
     with _failing():
-        case_ids = discover_case_ids(suite)
+        case_ids = discover_case_ids(suite, skipped)
     typer.echo("\n".join(case_ids) if case_ids else "No cases found.")
+    for reason in skipped:  # eval-kit skips them silently; a case that vanished over a typo should say so
+        typer.echo(f"Skipped {reason} (`assay doc doctor` checks every manifest).", err=True)
 
 
 @_command("validate-fixtures", "Check every case manifest against its schema, then the adapter's validate_fixtures.",

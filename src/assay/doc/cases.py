@@ -5,6 +5,7 @@ A case is a directory holding `case-manifest.json`; its identity is the manifest
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable
@@ -130,17 +131,34 @@ def read_manifest(path: Path, label: str | None = None) -> Any:
     return read_json_file(path, f"case manifest {label or path}", no_nul=True)
 
 
-def discover_case_ids(suite: DocSuite) -> list[str]:
-    """Case ids of readable manifests, sorted; missing, unreadable or id-less manifests are skipped."""
+def discover_case_ids(suite: DocSuite, skipped: list[str] | None = None) -> list[str]:
+    """Case ids of readable manifests, sorted; missing, unreadable or id-less manifests are skipped, as
+    eval-kit's discovery does. `skipped` collects, for a manifest that is there but was skipped, why."""
     ids = set()
     for path in configured_manifest_paths(suite):
+        relative = _suite_relative(suite, path)
         try:
-            manifest = read_manifest(path)
-        except (OSError, ValueError, CaseError):
+            manifest = read_manifest(path, relative)
+        except FileNotFoundError:
+            continue  # a case folder without a manifest (yet) is not a case
+        except (OSError, ValueError, CaseError) as error:
+            if skipped is not None:
+                skipped.append(_unreadable(relative, error))
             continue
         if isinstance(manifest, dict) and isinstance(manifest.get("case_id"), str) and manifest["case_id"]:
             ids.add(manifest["case_id"])
+        elif skipped is not None:
+            skipped.append(f"case manifest {relative} has no case_id")
     return sorted(ids)
+
+
+def _unreadable(relative: str, error: Exception) -> str:
+    """Why the manifest at `relative` could not be read, as `resolve_case_manifest_path` says it."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"case manifest {relative} is not valid JSON: {error}"
+    if isinstance(error, OSError):
+        return f"case manifest {relative}: {error.strerror or error}"
+    return str(error)
 
 
 def _suite_relative(suite: DocSuite, path: Path) -> str:

@@ -33,7 +33,9 @@ class DocOptions:
     candidate_a: str | None = _text("--candidate-a", "First candidate, relative to the repo root.")
     candidate_b: str | None = _text("--candidate-b", "Second candidate, relative to the repo root.")
     model: str | None = _text("--model", "Model name sent to the endpoint.")
-    provider: str | None = _text("--provider", "openai (default) or openai:<label>.")
+    provider: str | None = _text(
+        "--provider", "openai or openai:<label> (recorded in the results; the endpoint is always OpenAI-compatible)."
+    )
     effort: str | None = _text("--effort", "Reasoning effort: low, medium or high.")
     seed: str | None = _text("--seed", "Integer seed for the display order.")
     run_id: str | None = _text("--run-id", "Result bundle id.")
@@ -98,8 +100,18 @@ def _settings(given: Mapping[str, Any]) -> Any:
     from assay.judge.client import JudgeEndpoint
 
     endpoint = JudgeEndpoint.from_environment(base_url=given["base_url"])
-    cache = DirectoryCallCache(Path(given["cache_dir"])) if given["cache_dir"] else None
+    cache = DirectoryCallCache(_cache_folder(given["cache_dir"])) if given["cache_dir"] else None
     return ModelSettings(given["model"], normalize_provider(given["provider"]), check_effort(given["effort"]), endpoint, cache)
+
+
+def _cache_folder(value: str) -> Path:
+    """`--cache-dir`: a folder, or one that can be made (checked now, not as a crash after the model answered)."""
+    folder = Path(value).expanduser()
+    existing = next((path for path in (folder, *folder.parents) if path.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "" if existing == folder else f" ({existing} is a file)"
+        raise UsageError(f"--cache-dir {value}: not a folder{where}")
+    return folder
 
 
 def _run_case(suite: Any, given: Mapping[str, Any], recorded: dict[str, Any]) -> Any:

@@ -73,8 +73,8 @@ async def judge_coverage(
 ) -> CoverageResult:
     candidate_path, case, run_id = start_candidate_run(suite, case_id, candidate, run_id, "judge-coverage", clock)
     template = load_prompt_template(suite, "pointwise_judge")
-    prompt_version = extract_version(template.text, "Prompt version")
-    rubric_version = extract_version(template.text, "Rubric version")
+    prompt_version = extract_version(template.text, "Prompt version", template.source)
+    rubric_version = extract_version(template.text, "Rubric version", template.source)
     schema = suite.schemas.get(POINTWISE_SCHEMA)
     candidate_text = read_candidate(candidate_path, candidate)
     adapter_path = adapter_module_path(suite)

@@ -66,6 +66,13 @@ async def run_doctor(
                 f"model methods enabled ({', '.join(enabled)}) but no judge endpoint is configured: "
                 "set ASSAY_JUDGE_BASE_URL (or OPENAI_BASE_URL)"
             )
+        from assay.judge.client import JudgeEndpoint
+        from assay.judge.errors import JudgeError
+
+        try:  # the URL's form and every ASSAY_JUDGE_* setting, as a model command reads them
+            JudgeEndpoint.from_environment(env)
+        except JudgeError as error:
+            raise ConfigError(str(error)) from None
         yield f"ok - judge endpoint configured for {', '.join(enabled)}"
     else:
         yield "ok - no model method enabled; a judge endpoint is not required"

@@ -93,8 +93,8 @@ async def judge_pairwise(
     case = resolve_case(suite, case_id)
     suite.resolver.resolve_run_dir(run_id)
     template = load_prompt_template(suite, "pairwise_judge")
-    prompt_version = extract_version(template.text, "Prompt version")
-    rubric_version = extract_version(template.text, "Rubric version")
+    prompt_version = extract_version(template.text, "Prompt version", template.source)
+    rubric_version = extract_version(template.text, "Rubric version", template.source)
     schema = suite.schemas.get(PAIRWISE_SCHEMA)
     texts = {
         "candidate_a": read_candidate(paths["candidate_a"], candidate_a),

@@ -59,9 +59,14 @@ def load_prompt_template(suite: DocSuite, key: str) -> PromptTemplate:
         raise ConfigError(f"could not read {key} prompt template {value}: {error.strerror or error}") from None
 
 
-def extract_version(template: str, label: str) -> str:
-    """The first ``<label>: `value` `` in the template whose value is not itself a placeholder."""
+def extract_version(template: str, label: str, source: str | None = None) -> str:
+    """The first ``<label>: `value` `` in the template whose value is not itself a placeholder.
+
+    `source`, a suite template's path, is named in the error with the line it needs (eval-kit's words first)."""
     for match in re.finditer(re.escape(label) + r":[ \t]*`([^`\n]*)`", template):
         if "{{" not in match.group(1):
             return match.group(1)
+    if source and source != "bundled":
+        example = f"{label}: `my-{label.split()[0].lower()}-v1`"
+        raise ConfigError(f"Could not find {label} in prompt template {source}; add a line like {example}")
     raise ConfigError(f"Could not find {label} in prompt")

@@ -84,24 +84,67 @@ class JudgeEndpoint:
             raise JudgeError(
                 "no judge endpoint configured: set ASSAY_JUDGE_BASE_URL (or OPENAI_BASE_URL) or pass --base-url"
             )
+        _check_base_url(url, _base_url_source(base_url, env))
         response_format = env.get("ASSAY_JUDGE_RESPONSE_FORMAT", "json_schema")
         if response_format not in RESPONSE_FORMATS:
             raise JudgeError(
                 f"ASSAY_JUDGE_RESPONSE_FORMAT must be one of {', '.join(RESPONSE_FORMATS)}, got {response_format!r}"
             )
-        effort_switch = env.get("ASSAY_JUDGE_REASONING_EFFORT", "on").strip().lower()
+        effort_switch = env.get("ASSAY_JUDGE_REASONING_EFFORT", "").strip().lower()
+        if effort_switch not in _EFFORT_ON | _EFFORT_OFF:  # a typo of `off` must not quietly keep sending it
+            raise JudgeError(
+                f"ASSAY_JUDGE_REASONING_EFFORT must be on or off, got {env['ASSAY_JUDGE_REASONING_EFFORT']!r}"
+            )
         return cls(
             base_url=url,
             api_key=JUDGE_CLIENT_DEFAULTS.api_key(api_key, env),
             timeout_s=_positive_float(env, "ASSAY_JUDGE_TIMEOUT", 120.0),
-            max_attempts=int(_positive_float(env, "ASSAY_JUDGE_MAX_ATTEMPTS", 4)),
+            max_attempts=_positive_int(env, "ASSAY_JUDGE_MAX_ATTEMPTS", 4),
             response_format=response_format,  # type: ignore[arg-type]
-            send_reasoning_effort=effort_switch not in {"off", "0", "false", "no"},
+            send_reasoning_effort=effort_switch not in _EFFORT_OFF,
         )
 
     @property
     def auth_mode(self) -> str:
         return "api-key" if self.api_key else "none"
+
+
+_EFFORT_ON = frozenset({"", "on", "1", "true", "yes"})
+_EFFORT_OFF = frozenset({"off", "0", "false", "no"})
+
+
+def _base_url_source(explicit: str | None, env: Mapping[str, str]) -> str:
+    """Where the base URL came from, as the person set it: the flag or the first variable that is set."""
+    if explicit:
+        return "--base-url"
+    return next((name for name in ("ASSAY_JUDGE_BASE_URL", "OPENAI_BASE_URL") if env.get(name)), "the base URL")
+
+
+def _check_base_url(url: str, source: str) -> None:
+    """An http(s) URL with a host and a valid port: anything else would fail later as a misleading
+    "invalid response" or "connection failed once it was open" from a request that never left."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError as error:
+        raise JudgeError(f"{source} {url} is not a valid URL ({error})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise JudgeError(f"{source} {url} is not an http(s) URL; give one like http://127.0.0.1:8000/v1")
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    text = env.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise JudgeError(f"{name} must be a whole number of at least 1, got {text!r}")
+    return value
 
 
 def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
