@@ -84,3 +84,17 @@ def test_an_agent_runs_score_eval_is_a_passing_case_with_its_score_and_only_skip
     assert [(p.get("name"), p.get("value")) for p in graded.find("properties")] == [("score", "2.5")]
     assert cases["echo.later"].find("skipped").get("message") == "skipped"
     assert list(cases["echo.plain"]) == []
+
+
+def test_a_junit_file_that_cannot_be_written_after_the_run_names_the_path_asked_for(tmp_path, capsys):
+    """`--junit /proc/j.xml` said `… No such file or directory: '/proc/.j.xml.<hex>.tmp'`: the temporary file."""
+    from assay.core.record import UnitResult
+    from assay.core.report.junit import JUnitReport
+    from assay.core.run_events import RunFinished
+
+    (tmp_path / "a-file").write_text("x")
+    target = tmp_path / "a-file" / "j.xml"  # its folder became a file by the time the report is written
+    event = RunFinished("agent", "run-1", 0, build_units=lambda: [UnitResult("e#1", "passed")])
+    JUnitReport(target).run_finished(event)
+    assert event.exit_code == 2
+    assert capsys.readouterr().err == f"Error: could not write JUnit report {target}: Not a directory\n"

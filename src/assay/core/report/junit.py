@@ -234,7 +234,8 @@ class JUnitReport:
         try:
             write_junit_units(self.path, event.units())
         except OSError as error:
-            print(f"Error: could not write JUnit report {self.path}: {error}", file=sys.stderr)
+            # The OS names the temporary file the report was written to first: the reason alone, with the path asked for.
+            print(f"Error: could not write JUnit report {self.path}: {error.strerror or error}", file=sys.stderr)
             event.require(EXIT_ERROR)  # a report CI asked for and did not get is a broken run
 
 
