@@ -85,3 +85,14 @@ def test_a_cache_dir_that_is_a_file_is_a_usage_error_not_an_empty_cache(tmp_path
     result = CliRunner().invoke(app, ["judge", "cache", "clear", "--cache-dir", str(tmp_path / "notes.txt")])
     assert result.exit_code == 2 and result.output.strip() == f"Error: --cache-dir {tmp_path / 'notes.txt'}: not a folder"
     assert (tmp_path / "notes.txt").read_text() == "keep me\n"
+
+
+def test_a_reader_that_leaves_does_not_say_finished_results_are_kept(tmp_path):
+    """`assay judge cache clear | head -0` said it "stopped as on Ctrl-C; finished results are kept": a command
+    that only deletes keeps no results. It stops as on Ctrl-C (exit 130), saying only that."""
+    from reader_pipes import reader_leaves
+
+    (tmp_path / "cache").mkdir()
+    read, code, stderr = reader_leaves([sys.executable, "-m", "assay", "judge", "cache", "clear", "--cache-dir",
+                                        str(tmp_path / "cache")], lines=0)
+    assert (code, stderr) == (130, "assay: standard output was closed, so the command stopped as on Ctrl-C.\n")

@@ -32,7 +32,8 @@ def agreement_command(given: Given) -> None:
     common.show(given.json, report, agreement_lines(report))
 
 
-@command(cache_app, "clear", *params(LabelOptions, "project cache_dir"))
+# It keeps no results: a reader that leaves (`| head -0`) stops it as Ctrl-C would, without "finished results are kept".
+@command(cache_app, "clear", *params(LabelOptions, "project cache_dir"), only_reads=True)
 def cache_clear_command(given: Given) -> None:
     """Remove every cached judge answer (only the cache's own entries), so each judge is asked again."""
     from assay.judge.cache import clear_cache_line
