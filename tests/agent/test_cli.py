@@ -612,3 +612,33 @@ def test_a_refused_resume_says_what_changed_since_the_checkpoint(tmp_path):
     experiment = project / "experiments" / "e.py"
     experiment.write_text(experiment.read_text().replace("Experiment(agent=", "Experiment(model='m2', agent="))
     assert "checkpoint inputs changed (experiment changed: e (model)); start a new operation" in resume()
+
+
+def test_after_ctrl_c_attempts_that_never_started_are_counted_and_shown_as_not_started(tmp_path):
+    """`2 attempt(s) interrupted before they finished` counted a slot that never began, and `show` said of it
+    `executed: new eval`."""
+    root = tmp_path / "proj"
+    write_slow_project(root)
+    (root / "evals" / "zlater_eval.py").write_text(
+        "from assay.agent import define_eval\n\n@define_eval\nasync def test(t):\n    await t.send('quick')\n")
+    marker = tmp_path / "marker"
+    environment = {**os.environ, "MARKER": str(marker), "PYTHONUNBUFFERED": "1", "ASSAY_STORE": str(tmp_path / "s.db")}
+    process = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, "agent", "run", "--project", str(root), "--concurrency", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment,
+    )
+    deadline = time.monotonic() + 20
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=20)
+    assert process.returncode == 130, output
+    assert "1 attempt(s) interrupted before they finished; 1 not started" in output.splitlines(), output
+    shown = subprocess.run([sys.executable, "-c", ENTRY, "agent", "show", "--project", str(root), "--json"],
+                           capture_output=True, text=True, env=environment, timeout=60)
+    locator = next(attempt["locator"] for attempt in json.loads(shown.stdout)["attempts"]
+                   if attempt["eval_id"].startswith("zlater"))
+    detail = subprocess.run([sys.executable, "-c", ENTRY, "agent", "show", "--project", str(root), locator],
+                            capture_output=True, text=True, env=environment, timeout=60)
+    assert "not run: the run was interrupted before it started" in detail.stdout.splitlines(), detail.stdout
+    assert "executed:" not in detail.stdout

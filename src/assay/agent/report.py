@@ -223,7 +223,11 @@ class ConsoleReporter:
                     self._say(f"      details: assay agent show {result.locator}")
         interrupted = [r for r in results if r.outcome == INTERRUPTED]
         if interrupted:
-            self._say(f"{len(interrupted)} attempt(s) interrupted before they finished")
+            unstarted = sum(1 for r in interrupted if (getattr(r, "decision", None) or {}).get("code") == "interrupted")
+            said = [f"{len(interrupted) - unstarted} attempt(s) interrupted before they finished"] if len(interrupted) > unstarted else []
+            if unstarted:
+                said.append(f"{unstarted} not started")
+            self._say("; ".join(said))
         self._say("")
         headers = ["experiment", "agent/model", "passed", "failed", "errored", "skipped", "not run", "mean", "tokens"]
         self._say(render_table(None, headers, experiment_rows(results)))

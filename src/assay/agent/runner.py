@@ -104,6 +104,11 @@ class _Lane:
         return [*self.items, *(planned for waiting in self.held.values() for planned in waiting)]
 
 
+# The decision of a slot a Ctrl-C left before it started: it is rerun on resume like an attempt cut short, but
+# the summary and `show` say it never began (its planned decision would say "executed").
+NOT_STARTED = {"action": "not-dispatched", "code": "interrupted", "message": "the run was interrupted before it started"}
+
+
 class AgentRun:
     """One invocation's attempts; `run()` returns every slot's result in plan order.
 
@@ -566,7 +571,7 @@ class AgentRun:
             for lane in self._lanes.values():
                 for planned in lane.queued():
                     if self.interrupted:
-                        result = self._unrun(planned, INTERRUPTED)
+                        result = self._unrun(planned, INTERRUPTED, decision=NOT_STARTED)
                     elif self._stopped_early(planned):
                         result = self._early_exited(planned)
                     else:

@@ -126,6 +126,8 @@ def attempt_lines(result: Any) -> list[str]:
     decision = getattr(result, "decision", None)
     if decision and decision.get("action") == "execute":
         lines.append(f"executed: {decision.get('message')}")
+    elif decision and decision.get("action") == "not-dispatched" and decision.get("message"):
+        lines.append(f"not run: {decision['message']}")  # a budget, an early exit, a Ctrl-C before it started
     lines.extend(indented(failure_lines(result), "  "))
     if result.assertions:
         lines.append("Assertions:")
