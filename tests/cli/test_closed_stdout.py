@@ -162,3 +162,22 @@ def test_the_demo_whose_reader_leaves_after_one_line_ends_without_a_traceback(wo
     process.stderr.close()
     assert code == 130, stderr
     assert "Traceback" not in stderr and stderr.splitlines()[-1] == "demo: standard output was closed, so the demo stopped."
+
+
+def test_a_reader_that_leaves_on_a_warning_after_the_last_attempt_does_not_stop_the_run(tmp_path: Path) -> None:
+    """`assay agent run | head -3` leaving on the judge-preflight warning (printed once every attempt has
+    settled, before the results) made the run exit 130 with a resume line, as if it had been cut short."""
+    project = replying_project(tmp_path / "judged", reply="Paris")
+    with (project / "pyproject.toml").open("a", encoding="utf-8") as config:  # a judge nobody answers for
+        config.write('\n[tool.assay.judge]\nmodel = "j"\nbase_url = "http://127.0.0.1:9/v1"\napi_key_env = ""\n')
+    (project / "evals" / "j_eval.py").write_text(
+        "from assay.agent import define_eval\n\n@define_eval(judge=True)\nasync def test(t):\n"
+        "    await t.send('capital?')\n    t.judge('names a city')\n")
+    env = {**environment(tmp_path), "ASSAY_STORE": str(tmp_path / "store.db")}
+    read, code, stderr = reader_leaves(assay("agent", "run", "--project", str(project)), env=env,
+                                       until=lambda line: line.startswith(b"warning [judge-precheck-failed]"))
+    assert read[-1].startswith(b"warning [judge-precheck-failed]"), read
+    assert code == 1, (code, stderr)  # the run's own verdict: its one attempt errored
+    listed = subprocess.run(assay("runs", "list", "--json"), env=env, capture_output=True, text=True, timeout=60)
+    [run] = json.loads(listed.stdout)["runs"]
+    assert run["counts"]["errored"] == 1, run

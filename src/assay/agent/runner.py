@@ -584,6 +584,12 @@ class AgentRun:
                 lane.held.clear()
             if self.journal is not None:
                 await self.journal.drain()
+            if not self.interrupted:
+                from assay.core.stdout_guard import results_made
+
+                # Every attempt is settled and durable: a reader leaving the console during the teardowns and
+                # the warnings after them (`| head`) loses output, not the run (Ctrl-C still stops it).
+                results_made()
         finally:
             try:
                 if sigint_installed:
