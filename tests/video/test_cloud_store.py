@@ -481,6 +481,29 @@ def test_upload_names_unknown_store_and_configured_ones(moto_server, tmp_path, v
     assert result.output == "Could not upload cloud video: unknown video store 'other'; configured stores: 'team'\n"
 
 
+def test_upload_with_a_missing_eval_dir_names_it_without_a_traceback(moto_server, tmp_path, video_bytes):
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(video_bytes)
+    result = _invoke("upload", str(clip), "--store", "team", "--eval-dir", str(tmp_path / "evl"))
+    assert (result.exit_code, result.output) == (
+        2, f"Could not upload cloud video: eval directory does not exist: {(tmp_path / 'evl').resolve()}\n"
+    )
+
+
+def test_upload_whose_reader_leaves_after_uploading_is_not_stopped(moto_server, credentials, tmp_path, video_bytes,
+                                                                  monkeypatch):
+    from test_tools_reader_leaves import command_read_by_head
+
+    from assay.video.store_commands import upload_lines
+
+    eval_dir = _eval_dir(tmp_path, moto_server, {})
+    clip = tmp_path / "reader.mp4"
+    clip.write_bytes(video_bytes + b"reader")  # a new object: this one is really uploaded
+    with command_read_by_head(monkeypatch) as (print_then_reader_leaves, interrupts):
+        print_then_reader_leaves(upload_lines(clip, "team", eval_dir, None))
+    assert interrupts == []
+
+
 def test_upload_rejects_unsupported_suffix(moto_server, tmp_path):
     eval_dir = _eval_dir(tmp_path, moto_server, {})
     notes = tmp_path / "notes.txt"

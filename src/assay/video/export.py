@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from assay.core.fsutil import make_directories_under, write_atomically
+from assay.core.stdout_guard import results_made
 from assay.errors import UsageError, VideoError
 from assay.video.decode import probe_video, select_frames
 from assay.video.model import Case
@@ -47,6 +48,7 @@ def export_frames(case: Case, times: Sequence[float], output_dir: Path | None, e
         except OSError as error:
             raise VideoError(f"could not write exported frame {path}: {error}") from error
         written.append(path)
+    results_made()  # written: a reader leaving now (`| head -1`) only loses paths, it stops nothing
     return written
 
 
