@@ -584,6 +584,19 @@ def test_prune_removes_only_stale_temporaries_then_everything_with_all(cache, vi
     assert {p.name for p in _files_under(cache)} == {".live.mp4.lock", ".live.mp4.part-1-abc"}
 
 
+def test_prune_all_of_a_cache_dir_set_to_a_folder_of_ones_own_removes_only_the_caches_files(cache):
+    """GLASSKIT_EVAL_CACHE_DIR=$HOME by mistake: GlassKit's `prune-cache --all` removes every file under it."""
+    video = cache / "sha256" / "ab" / ("ab" + "0" * 62 + ".mp4")
+    video.parent.mkdir(parents=True)
+    video.write_bytes(b"v" * 1024)
+    (cache / "notes.txt").write_text("mine")
+    (cache / "project" / "src").mkdir(parents=True)
+    (cache / "project" / "src" / "main.py").write_text("print('mine')")
+    result = _invoke("prune-cache", "--all")
+    assert (result.exit_code, result.output) == (0, f"Removed 1 cached file (1.0 KiB) from {cache.resolve()}\n")
+    assert {path.relative_to(cache).as_posix() for path in _files_under(cache)} == {"notes.txt", "project/src/main.py"}
+
+
 def test_prune_of_missing_cache_reports_zero(tmp_path, monkeypatch):
     monkeypatch.delenv("ASSAY_CACHE_DIR", raising=False)
     monkeypatch.setenv("GLASSKIT_EVAL_CACHE_DIR", str(tmp_path / "nothing"))

@@ -601,14 +601,17 @@ def _should_remove(path: Path, status: os.stat_result, remove_everything: bool) 
 def prune_cache(all: bool = False) -> tuple[int, int, Path]:
     """Remove stale temporaries (and with `all`, every cached video); returns (files, bytes, root).
 
-    Locks and part files of a download in progress are kept even with `all`.
+    Locks and part files of a download in progress are kept even with `all`. Only the cache's own
+    tree (`<root>/sha256/`, where every video, record and temporary lives) is walked: a
+    GLASSKIT_EVAL_CACHE_DIR set by mistake to a folder of one's own (a home folder) loses nothing
+    else, where GlassKit's `--all` removes every file under it.
     """
     root = cache_root()
     if not root.is_dir():
         return 0, 0, root
     removed_files = 0
     removed_bytes = 0
-    for directory, _, names in os.walk(root, topdown=False):
+    for directory, _, names in os.walk(root / "sha256", topdown=False):
         for name in names:
             path = Path(directory) / name
             try:
