@@ -20,10 +20,10 @@ def project(tmp_path):
     return root
 
 
-def pytest_in(project: Path, store: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+def pytest_in(project: Path, store: Path, *arguments: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", *arguments], cwd=project,
-        env={**os.environ, "ASSAY_STORE": str(store)}, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "ASSAY_STORE": str(store), **env}, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 
 
@@ -62,3 +62,66 @@ def test_a_sandbox_eval_runs_under_pytest_too(tmp_path):
     shutil.copytree(EXAMPLE / "sandbox", root, ignore=shutil.ignore_patterns("__pycache__", ".assay"))
     done = pytest_in(root, tmp_path / "store" / "assay.db")
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_short_summary_of_a_failed_eval_gives_its_first_failing_assertion(project, tmp_path):
+    done = pytest_in(project, tmp_path / "store" / "assay.db", COLUMNS="400")
+    assert done.returncode == 1, done.stdout + done.stderr
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("FAILED ")]
+    assert line.startswith(
+        "FAILED evals/wrong_on_purpose_eval.py::wrong_on_purpose[baseline] - mismatched: called_tool('cancel_order')"
+    ), line
+
+
+def test_a_project_that_cannot_load_is_one_line_per_eval_file_not_assay_frames(project, tmp_path):
+    experiment = project / "experiments" / "baseline.py"
+    experiment.write_text(experiment.read_text() + "\nthis is (\n")
+    done = pytest_in(project, tmp_path / "store" / "assay.db")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"assay project {project}: could not import {experiment}: SyntaxError: '(' was never closed" in done.stdout
+    assert "Traceback" not in done.stdout and "pytest_plugin.py" not in done.stdout, done.stdout
+
+
+SLOW_EVAL = """
+import asyncio
+from pathlib import Path
+
+from assay.agent import define_eval
+
+
+@define_eval(timeout=120)
+async def test(t):
+    Path({started!r}).touch()
+    await asyncio.sleep(60)
+"""
+
+
+def test_a_session_stopped_with_ctrl_c_is_not_recorded_as_a_run(tmp_path):
+    """As after Ctrl-C in `assay agent run`: `runs compare latest` must not read a cut-short session as a run."""
+    import json
+    import signal
+    import time
+
+    root = tmp_path / "weather"
+    root.mkdir()
+    made = subprocess.run([sys.executable, "-m", "assay", "agent", "init"], cwd=root, capture_output=True, text=True,
+                          timeout=60)
+    assert made.returncode == 0, made.stderr
+    started = tmp_path / "started"
+    (root / "evals" / "zz_slow_eval.py").write_text(SLOW_EVAL.format(started=str(started)))  # after weather_eval.py
+    store = tmp_path / "store" / "assay.db"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=root,
+        env={**os.environ, "ASSAY_STORE": str(store)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    assert started.exists(), process.communicate()
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 2, output  # pytest's "interrupted"
+    assert f"the session was interrupted, so its 1 finished attempt(s) of {root} are not recorded" in output
+    listed = subprocess.run([sys.executable, "-m", "assay", "runs", "list", "--json"], cwd=root, capture_output=True,
+                            text=True, env={**os.environ, "ASSAY_STORE": str(store)}, timeout=60)
+    assert listed.returncode != 0 or json.loads(listed.stdout) == [], listed.stdout

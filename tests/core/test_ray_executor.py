@@ -309,3 +309,70 @@ def test_a_malformed_ray_address_is_one_line_naming_the_option(tmp_path):
     # Nothing was run, so nothing is left to resume: no checkpoint of either kind.
     for checkpoints in (eval_dir / "runs" / "checkpoints", project / ".assay" / "runs" / "checkpoints"):
         assert not checkpoints.is_dir() or not [path for path in checkpoints.iterdir() if not path.name.startswith(".")]
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed again when the block ends: nothing listens there
+
+
+def test_a_ray_address_where_nothing_listens_is_one_line_at_once(tmp_path):
+    """Ray alone keeps retrying such an address for minutes, a warning every few seconds."""
+    import subprocess
+
+    eval_dir = _three_case_eval(tmp_path, tmp_path / "calls.txt")
+    port = _closed_port()
+    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+        done = subprocess.run(
+            [sys.executable, "-m", "assay", "video", "run", "--eval-dir", str(eval_dir), "--executor", "ray",
+             "--ray-address", address],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        )  # fmt: skip
+        output = done.stdout + done.stderr
+        assert done.returncode == 2, output
+        assert output.strip().splitlines() == [
+            f"Eval failed: --ray-address '{address}': nothing answers at 127.0.0.1:{port}: Connection refused. "
+            "Give the head node of a running cluster as host:port (`ray start --head` prints it), `auto` for the "
+            "cluster on this machine, or leave it out to start a local cluster"
+        ]
+
+
+def test_ray_address_auto_without_a_cluster_names_no_option_assay_lacks():
+    from assay.core.ray_executor import _reason
+
+    ray_says = ConnectionError(
+        "Could not find any running Ray instance. Please specify the one to connect to by setting `--address` flag "
+        "or `RAY_ADDRESS` environment variable."
+    )
+    assert _reason(ray_says, "auto") == "no Ray cluster is running on this machine (start one with `ray start --head`)"
+    assert _reason(ValueError("Invalid address format: x."), "x") == "Invalid address format: x"
+
+
+def test_sigterm_stops_a_ray_run_as_ctrl_c_does_and_ray_says_nothing(tmp_path, ray_cluster):
+    """`ray.init` takes SIGTERM over (a stack dump, exit 15); the driver keeps assay's handling."""
+    import signal
+    import subprocess
+    import time
+
+    calls = tmp_path / "calls.txt"
+    _three_case_eval(tmp_path, calls, SLOW_CASE_A_EXTRA)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", "video", "run", "--eval-dir", "eval", "--executor", "ray", "--ray-address",
+         ray_cluster.get_runtime_context().gcs_address],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and process.poll() is None:
+        if calls.exists() and any(line.startswith("a/") for line in calls.read_text().splitlines()):
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, process.communicate()
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = (stream.decode() for stream in process.communicate(timeout=60))
+    assert process.returncode == 130, stdout + stderr
+    assert "Resume with `assay video run --resume" in stdout, stdout + stderr
+    assert "SIGTERM received" not in stderr and "Traceback" not in stderr, stderr
+    assert not [line for line in stderr.splitlines() if " INFO " in line or " WARNING " in line], stderr

@@ -82,3 +82,21 @@ def test_a_complete_shard_set_is_accepted():
 def test_an_incomplete_or_mixed_shard_set_is_refused(manifests, message):
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         check_shard_set(manifests)
+
+
+def test_shards_of_different_invocations_are_refused_naming_what_differs():
+    with pytest.raises(UsageError) as refused:
+        check_shard_set([_manifest("a", "1/2", repeat=1, jobs=4), _manifest("b", "2/2", repeat=2, jobs=4)])
+    assert str(refused.value) == (
+        "runs a and b are shards of different invocations: repeat is 1 in one and 2 in the other"
+    )
+    here = RunManifest(run_id="a", kind="video", created_at="t", options={"shard": "1/2"}, identity={"eval_dir": "/x"})
+    there = RunManifest(run_id="b", kind="video", created_at="t", options={"shard": "2/2"}, identity={"eval_dir": "/y"})
+    with pytest.raises(UsageError, match="eval_dir is '/x' in one and '/y' in the other"):
+        check_shard_set([here, there], identity_keys=("eval_dir",))
+
+
+def test_one_run_given_twice_is_named_once():
+    with pytest.raises(UsageError) as refused:
+        check_shard_set([_manifest("a", "1/2"), _manifest("a", "1/2"), _manifest("b", "2/2")])
+    assert str(refused.value) == "run a (shard 1/2) is given twice"

@@ -68,10 +68,19 @@ class _Session:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.projects: dict[Path, _Project] = {}
+        self.broken: dict[Path, Exception] = {}  # a project that cannot load fails each of its files the same way
 
     def project(self, root: Path) -> _Project:
+        from assay.errors import AssayError
+
+        if root in self.broken:
+            raise self.broken[root]
         if root not in self.projects:
-            self.projects[root] = _Project(root, self.loop)
+            try:
+                self.projects[root] = _Project(root, self.loop)
+            except AssayError as error:
+                self.broken[root] = error
+                raise
         return self.projects[root]
 
 
@@ -91,10 +100,16 @@ class AssayEvalFile(pytest.File):
 
     def collect(self) -> Any:
         from assay.agent.plan import PlannedAttempt, link_plan
+        from assay.errors import AssayError
 
         root = _project_of(self.path)
         assert root is not None
-        project = self.config.stash[_STATE].project(root)
+        try:
+            project = self.config.stash[_STATE].project(root)
+        except AssayError as error:
+            # The message says what to fix (a file that does not import, a bad [tool.assay] value), as
+            # `assay agent run` says it; assay's own frames above it would only bury it.
+            raise self.CollectError(f"assay project {root}: {error}") from None
         for entry in project.evals_in(self.path):
             for experiment in project.experiments:
                 if entry.id not in project.selected[experiment.id]:
@@ -132,7 +147,8 @@ class AssayEvalItem(pytest.Item):
         result.position = len(self.project.results)
         self.project.results.append(result)
         if result.verdict in ("failed", "errored"):
-            lines = [f"{verdict_label(result)}: {self.name}", *failure_lines(result)]
+            # The first line is what `pytest -q`'s short summary shows after the item's id: the first reason.
+            lines = failure_lines(result) or [f"{verdict_label(result)}: {self.name}"]
             raise AssayEvalFailed("\n".join(lines))
         if result.verdict == "skipped":
             pytest.skip("; ".join(result.failing) or "skipped by the eval")
@@ -156,10 +172,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from assay.core.run import pipeline
     from assay.core.run_events import RunFinished
 
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
     try:
+        # Ctrl-C leaves the attempt it stopped as a pending task: cancel it before its agent is closed.
+        pending = asyncio.all_tasks(state.loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            state.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         for project in state.projects.values():
             state.loop.run_until_complete(project.run.close())
             if not project.results:
+                continue
+            if interrupted:
+                # As `assay agent run` after Ctrl-C: a cut-short session is no run to compare with.
+                _say(session, f"assay: the session was interrupted, so its {len(project.results)} finished "
+                              f"attempt(s) of {project.root} are not recorded in the results store")
                 continue
             outcome = RunOutcome(list(project.results), False, [], sum(r.duration_seconds for r in project.results))
             root = project.root
@@ -169,3 +197,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             ))
     finally:
         state.loop.close()
+
+
+def _say(session: pytest.Session, line: str) -> None:
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()  # after a file's results
+        if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):  # after `-q`'s progress dots
+            reporter.write("\n")
+        reporter.write_line(line)
+    else:
+        import sys
+
+        print(line, file=sys.stderr)

@@ -38,21 +38,89 @@ def ensure_ray(address: str | None = None) -> Any:
     ray = _ray()
     if not ray.is_initialized():
         if address is None and not os.environ.get("RAY_ADDRESS"):
-            ray.init(include_dashboard=False, log_to_driver=False)
+            _quiet_init(ray, include_dashboard=False)
             return ray
         given = address if address is not None else os.environ["RAY_ADDRESS"]
         where = "--ray-address" if address is not None else "RAY_ADDRESS"
+        if not given.strip():
+            raise UsageError(
+                f"{where} needs an address, and the value given is empty (an unset variable in a script?)", where
+            )
         try:
-            ray.init(address=given, log_to_driver=False)
-        except (ValueError, ConnectionError) as error:
+            _check_answers(given)
+            _quiet_init(ray, address=given)
+        except (ValueError, ConnectionError, RuntimeError, TimeoutError, OSError) as error:
             # Ray says "Invalid address format" or that nothing answers; a person needs the fix too.
             raise UsageError(
-                f"{where} {given!r}: {error}. Give the head node of a running cluster as host:port "
+                f"{where} {given!r}: {_reason(error, given)}. Give the head node of a running cluster as host:port "
                 "(`ray start --head` prints it), `auto` for the cluster on this machine, or leave it out "
                 "to start a local cluster",
                 where,
             ) from None
     return ray
+
+
+def _quiet_init(ray: Any, **options: Any) -> None:
+    """`ray.init` without Ray's chatter on the driver's stderr, and with the driver's SIGTERM handling kept.
+
+    Ray's log lines ("Started a local Ray instance", "Connecting to existing Ray cluster") and its
+    client's warnings would land between the run's own lines; its errors reach the person as our one
+    line. `ray.init` also takes SIGTERM over (a stack dump, then exit 15): assay's handler, which stops
+    the run as Ctrl-C does with its progress kept, is put back."""
+    import logging
+    import signal
+    import threading
+    import warnings
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main_thread else None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ray.init(log_to_driver=False, logging_level=logging.ERROR, **options)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+# The port `ray start --head` gives the Ray client (`ray://host`) when none is written.
+_CLIENT_PORT = 10001
+_CONNECT_TIMEOUT_S = 10.0
+
+
+def _check_answers(address: str) -> None:
+    """Refuse at once a host:port where nothing listens: Ray itself keeps retrying such an address for
+    minutes (GCS) or half a minute (client), printing a warning every few seconds."""
+    import socket
+
+    if address in ("auto", "local"):
+        return
+    client = address.startswith("ray://")
+    rest = address.removeprefix("ray://").split("/", 1)[0]
+    host, colon, port_text = rest.rpartition(":")
+    if not colon:
+        host, port_text = rest, str(_CLIENT_PORT) if client else ""
+    host = host.strip("[]")
+    if not host or not port_text.isdigit() or "://" in address.removeprefix("ray://"):
+        return  # not host:port: Ray's own parser says what is wrong with it
+    try:
+        with socket.create_connection((host, int(port_text)), timeout=_CONNECT_TIMEOUT_S):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        if isinstance(error, socket.gaierror):
+            reason = f"no such host ({reason})"
+        elif isinstance(error, TimeoutError):
+            reason = f"no answer within {_CONNECT_TIMEOUT_S:.0f} s"
+        raise ConnectionError(f"nothing answers at {host}:{port_text}: {reason}") from None
+
+
+def _reason(error: BaseException, address: str) -> str:
+    text = str(error).strip()
+    if address == "auto" and "Could not find any running Ray instance" in text:
+        # Ray's own text points at its `--address` flag, which assay does not have.
+        return "no Ray cluster is running on this machine (start one with `ray start --head`)"
+    return " ".join(text.split()).rstrip(".:") if text else type(error).__name__
 
 
 def _death_errors(ray: Any) -> tuple[type[BaseException], ...]:

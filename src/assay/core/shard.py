@@ -91,16 +91,30 @@ def check_shard_set(manifests: Sequence[Any], *, identity_keys: Sequence[str] = 
             raise UsageError(f"run {manifest.run_id} is shard {shard} but {first.run_id} is one of {count}")
         count = shard.count
         if shard.index in seen:
+            if seen[shard.index] == manifest.run_id:
+                raise UsageError(f"run {manifest.run_id} (shard {shard}) is given twice")
             raise UsageError(f"shard {shard} is given twice: {seen[shard.index]} and {manifest.run_id}")
         seen[shard.index] = manifest.run_id
-        options = {key: value for key, value in manifest.options.items() if key != "shard"}
-        first_options = {key: value for key, value in first.options.items() if key != "shard"}
-        if options != first_options or any(
-            manifest.identity.get(key) != first.identity.get(key) for key in identity_keys
-        ):
-            raise UsageError(f"runs {first.run_id} and {manifest.run_id} are shards of different invocations")
+        differing = _first_difference(first, manifest, identity_keys)
+        if differing is not None:
+            name, theirs, ours = differing
+            raise UsageError(
+                f"runs {first.run_id} and {manifest.run_id} are shards of different invocations: "
+                f"{name} is {theirs!r} in one and {ours!r} in the other"
+            )
     assert count is not None and shard is not None
     missing = [str(index) for index in range(1, count + 1) if index not in seen]
     if missing:
         raise UsageError(f"missing shard(s) {', '.join(f'{index}/{count}' for index in missing)} of {count}")
     return shard
+
+
+def _first_difference(first: Any, other: Any, identity_keys: Sequence[str]) -> tuple[str, Any, Any] | None:
+    """The first recorded option (or identity key) two shard runs differ in, so a person sees why."""
+    for key in identity_keys:
+        if other.identity.get(key) != first.identity.get(key):
+            return key, first.identity.get(key), other.identity.get(key)
+    for key in sorted((set(first.options) | set(other.options)) - {"shard"}):
+        if first.options.get(key) != other.options.get(key):
+            return key, first.options.get(key), other.options.get(key)
+    return None
