@@ -374,5 +374,9 @@ def test_sigterm_stops_a_ray_run_as_ctrl_c_does_and_ray_says_nothing(tmp_path, r
     stdout, stderr = (stream.decode() for stream in process.communicate(timeout=60))
     assert process.returncode == 130, stdout + stderr
     assert "Resume with `assay video run --resume" in stdout, stdout + stderr
+    # It resumes where it ran: the executor is not part of a checkpoint, so the resume command names it.
+    [resume] = [line for line in stdout.splitlines() if line.startswith("Resume with `")]
+    address = ray_cluster.get_runtime_context().gcs_address
+    assert resume.endswith(f" --executor ray --ray-address {address}`."), resume
     assert "SIGTERM received" not in stderr and "Traceback" not in stderr, stderr
     assert not [line for line in stderr.splitlines() if " INFO " in line or " WARNING " in line], stderr

@@ -10,6 +10,7 @@ by the same path. This module is the only one that records runs in the store (`S
 from __future__ import annotations
 
 import asyncio
+import shlex
 import sys
 import traceback
 from collections.abc import Iterable, Sequence
@@ -104,7 +105,20 @@ class RunResult:
         return self.finished.units()
 
 
-def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) -> RunResult:
+def _resumed_where_it_ran(finished: RunFinished, execution: Execution) -> None:
+    """A run on Ray resumes on Ray: its resume command names the executor (not part of a checkpoint)."""
+    if execution.executor == "local" or not finished.resume_lines:
+        return
+    extra = ["--executor", execution.executor, *(["--ray-address", execution.ray_address] if execution.ray_address else [])]
+    head, tail = "Resume with `", "`."
+    finished.resume_lines = [
+        f"{line[:-len(tail)]} {shlex.join(extra)}{tail}" if line.startswith(head) and line.endswith(tail) else line
+        for line in finished.resume_lines
+    ]
+
+
+def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None,
+            execution: Execution = Execution()) -> RunResult:
     """Report and record the run with the run's collection settings too: the record and the store read
     every unit back, and with the defaults each full collection walked every object the run still holds
     (its plan, summaries and a project's eval definitions: a growing share of the CPU at 1,000,000 evals)."""
@@ -112,6 +126,7 @@ def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None) 
     from assay.core.stdout_guard import results_made
 
     results_made()  # a reader leaving the console from here on does not stop the run's recording
+    _resumed_where_it_ran(finished, execution)
     with collection_sized_for_runs():
         events.run_finished(finished)  # the store publisher, registered last, records the run
     if opened is not None:
@@ -154,16 +169,18 @@ def _events(run_kind: RunKind[Any], outputs: Outputs, reporters: Sequence[RunLis
     return events
 
 
-def _interrupted(run_kind: RunKind[Any], events: RunEvents, opened: OpenedRun | None) -> RunResult:
+def _interrupted(run_kind: RunKind[Any], events: RunEvents, opened: OpenedRun | None,
+                 execution: Execution = Execution()) -> RunResult:
     events.close()
     finished = opened.interrupted() if opened is not None else RunFinished(
         run_kind.name, "", EXIT_INTERRUPTED, None, interrupted=True
     )
-    return _finish(events, finished, opened)
+    return _finish(events, finished, opened, execution)
 
 
 def _failed(
-    run_kind: RunKind[Request], request: Request, events: RunEvents, opened: OpenedRun | None, error: Exception
+    run_kind: RunKind[Request], request: Request, events: RunEvents, opened: OpenedRun | None, error: Exception,
+    execution: Execution = Execution(),
 ) -> RunResult:
     from assay.errors import show_tracebacks
 
@@ -173,7 +190,7 @@ def _failed(
     if not isinstance(error, AssayError):
         error = AssayError(f"internal error: {type(error).__name__}: {error}")
     finished = opened.failed(error) if opened is not None else run_kind.open_failed(request, error)
-    return _finish(events, finished, opened)
+    return _finish(events, finished, opened, execution)
 
 
 def run(
@@ -190,10 +207,10 @@ def run(
         opened = _open(run_kind, request, outputs, resume, events)
         outcome = asyncio.run(_held(_execute(opened, events, execution))).value
     except (KeyboardInterrupt, asyncio.CancelledError):  # a second Ctrl-C may cancel every task
-        return _interrupted(run_kind, events, opened)
+        return _interrupted(run_kind, events, opened, execution)
     except Exception as error:  # noqa: BLE001 - a bug still ends as one message (traceback with --debug)
-        return _failed(run_kind, request, events, opened, error)
-    return _finish(events, opened.conclude(outcome), opened)
+        return _failed(run_kind, request, events, opened, error, execution)
+    return _finish(events, opened.conclude(outcome), opened, execution)
 
 
 async def run_async(
@@ -209,11 +226,11 @@ async def run_async(
         opened = _open(run_kind, request, outputs, resume, events)
         outcome = await _execute(opened, events, execution)
     except asyncio.CancelledError:
-        _interrupted(run_kind, events, opened)
+        _interrupted(run_kind, events, opened, execution)
         raise
     except Exception as error:  # noqa: BLE001 - as in `run`
-        return _failed(run_kind, request, events, opened, error)
-    return _finish(events, opened.conclude(outcome), opened)
+        return _failed(run_kind, request, events, opened, error, execution)
+    return _finish(events, opened.conclude(outcome), opened, execution)
 
 
 def merge(records: Sequence[ShardRecord], outputs: Outputs = Outputs(quiet=True)) -> RunResult:
