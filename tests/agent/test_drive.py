@@ -140,6 +140,7 @@ def test_several_pending_requests_explicit_answers_and_respond_all():
     ("respond_all_missing_option", "has no option 'approve'"),
     ("respond_unknown_option", "is not an option of request"),
     ("respond_too_many", "3 answers for 2 unanswered request(s)"),
+    ("respond_misspelt_field", "an answer has no field 'option'; did you mean 'option_id'?"),
 ])
 def test_hitl_misuse_is_an_authoring_error_naming_the_problem(body, message_part):
     two = Turn([request("a", "approve"), request("b", "deny")], "waiting")
@@ -155,6 +156,8 @@ def test_hitl_misuse_is_an_authoring_error_naming_the_problem(body, message_part
             await t.respond_all("approve")
         elif body == "respond_unknown_option":
             await t.respond(Answer("a", option_id="aprove"))
+        elif body == "respond_misspelt_field":  # used to say "an Answer needs exactly one of option_id and text"
+            await t.respond({"request": "a", "option": "approve"})
         else:
             await t.respond("x", "y", "z")
 
@@ -462,3 +465,72 @@ def test_the_line_of_an_error_raised_in_the_standard_library_or_an_installed_lib
             author()
         where = attempt_error("agent-error", str(raised.value), raised.value)["where"]
         assert where == f"{__file__}:{inspect.getsourcelines(line_of)[1] + 1}", (author, where)
+
+
+def test_plain_string_options_of_an_input_request_are_option_ids_not_a_crash_of_the_run():
+    # InputRequest(options=("approve", "deny")): recording the turn used to crash the whole run
+    # ("internal error: AttributeError: 'str' object has no attribute 'id'").
+    asked = InputRequested(InputRequest("q1", "Refund?", options=("approve", "deny")))
+    agent, received = scripted_agent([Turn([tool_call("r1", "refund", {}), asked], "waiting"),
+                                      Turn([tool_result("r1", {"ok": True}), message("done")])])
+
+    async def test(t):
+        await t.send("refund please")
+        t.require_input_request(option_ids=["approve", "deny"])
+        await t.respond("approve")
+        t.succeeded()
+
+    result = run_one(agent, test)
+    assert result.verdict == "passed", (result.error, result.assertions)
+    assert received[1][0].responses[0].option_id == "approve"
+    assert result.turns[0]["events"][1]["request"]["options"] == [{"id": "approve"}, {"id": "deny"}]
+
+
+def test_a_misspelt_finish_status_errors_the_attempt_naming_the_agent_not_a_silent_pass():
+    agent, _ = scripted_agent([Turn([tool_call("t1", "refund", {}), tool_result("t1", {"ok": False}, status="complete"),
+                                     message("done")])])
+
+    async def test(t):
+        await t.send("refund please")
+        t.no_failed_actions()
+        t.succeeded()
+
+    result = run_one(agent, test)
+    assert result.verdict == "errored" and result.error["code"] == "agent-send-failed"
+    assert "events[1].status must be one of completed, failed, rejected, got 'complete'" in result.error["message"]
+
+
+def test_a_turn_may_lower_coverage_with_a_whole_evidence_coverage():
+    from assay.agent import COMPLETE, EvidenceCoverage, partial
+
+    lowered = EvidenceCoverage(events=COMPLETE, actions=partial("hidden tools"), messages=COMPLETE, usage=COMPLETE,
+                               status=COMPLETE, data=COMPLETE)
+    agent, _ = scripted_agent([Turn([message("hi")], evidence_coverage=lowered)])
+
+    async def test(t):
+        await t.send("hi")
+        t.not_called_tool("refund")
+
+    result = run_one(agent, test)
+    assert result.verdict == "errored" and result.error is None, result.error  # the assertion, not an exception
+    assert result.assertions[0]["status"] == "unavailable" and "hidden tools" in result.assertions[0]["reason"]
+
+
+def test_show_sets_the_data_that_did_not_match_beside_the_differences_and_names_error_events():
+    from assay.agent import ErrorEvent
+    from assay.agent.show import attempt_lines
+
+    agent, _ = scripted_agent([Turn([message("ok")], data={"amount": "lots"}),
+                               Turn([ErrorEvent("HTTP 500")], "failed")])
+
+    async def test(t):
+        await t.send("total?", output=Invoice)
+        await t.send("again")
+
+    result = run_one(agent, test)
+    # The record used to drop what the agent returned: the differences could not be set beside it.
+    assert result.turns[0]["data"] == {"amount": "lots"}
+    shown = "\n".join(attempt_lines(result))
+    assert '    data (not matching the output schema): {"amount": "lots"}' in shown
+    assert "    output error: turn data does not match the output schema: $.amount" in shown
+    assert "    error: HTTP 500" in shown and '{"type": "error"' not in shown

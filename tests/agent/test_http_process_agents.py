@@ -141,6 +141,24 @@ def test_http_invalid_json_reply_is_a_send_failure(web_server):
     assert result.verdict == "errored" and result.error["code"] == "agent-invalid-response"
 
 
+@pytest.mark.parametrize("reply, message", [
+    # A JSON object that is no turn used to be an empty completed turn: succeeded() passed.
+    ({"detail": "Not Found"}, 'web-agent replied with an invalid turn: it has no events: {"detail": "Not Found"}'),
+    # A misspelt field used to be read as absent: `satus: failed` passed as a completed turn.
+    ({"events": [], "satus": "failed"}, "web-agent replied with an invalid turn: turn has no field 'satus'; did you mean 'status'?"),
+])
+def test_http_reply_that_is_not_a_turn_errors_the_attempt_instead_of_passing(web_server, reply, message):
+    web_server.replies.append((200, reply, {}))
+
+    async def body(t):
+        await t.send("hi")
+        t.succeeded()
+
+    result = run_one(web_agent(web_server), body)
+    assert result.verdict == "errored" and result.error["code"] == "agent-invalid-response", result.error
+    assert message in result.error["message"]
+
+
 def test_http_connection_refused_is_an_errored_attempt():
     agent = http_agent("http://127.0.0.1:9", evidence_coverage=complete_evidence_coverage, backoff=0.001,
                        max_attempts=2)

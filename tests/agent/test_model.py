@@ -62,6 +62,8 @@ def test_turn_from_json_reads_niceeval_field_names():
     ({"events": [{"type": "message", "role": "tool", "text": "x"}]}, "events[0].role must be assistant or user"),
     ({"usage": {"inputTokens": -1}}, "usage.inputTokens must be a non-negative number"),
     ({"evidenceCoverage": {"vibes": "complete"}}, "unknown channel 'vibes'"),
+    ({"events": [], "satus": "failed"}, "turn has no field 'satus'; did you mean 'status'?"),
+    ({"event": [{"type": "message", "text": "hi"}]}, "turn has no field 'event'; did you mean 'events'?"),
 ])
 def test_invalid_turn_documents_are_rejected_with_a_location(document, message):
     with pytest.raises(TurnFormatError, match=message.replace("[", r"\[").replace("]", r"\]")):

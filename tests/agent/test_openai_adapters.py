@@ -15,8 +15,8 @@ from assay.agent.adapters import (
 )
 from assay.agent.run_options import RunOptions
 from servers.fake_openai import (
-    chat_reply, cut_off, error_reply, function_call_item, json_reply, malformed_reply, rate_limited, responses_reply,
-    stream_stops_after, tool_call,
+    chat_reply, cut_off, error_reply, function_call_item, json_body, json_reply, malformed_reply, rate_limited,
+    responses_reply, stream_stops_after, tool_call,
 )
 
 
@@ -428,6 +428,22 @@ def test_chat_malformed_json_body_is_a_send_failure_not_retried(fake_openai):
     result = run_one(chat_agent(fake_openai), body, model="m")
     assert result.verdict == "errored" and result.error["code"] == "agent-invalid-response"
     assert len(fake_openai.chat_requests) == 1
+
+
+@pytest.mark.parametrize("protocol", ["chat", "responses"])
+def test_a_json_reply_that_is_not_a_completion_is_an_invalid_response_not_an_empty_turn(fake_openai, protocol):
+    # A proxy's or error page's own JSON used to become a completed turn with no events: succeeded() passed.
+    fake_openai.enqueue(json_body({"detail": "Not Found"}))
+    agent = chat_agent(fake_openai) if protocol == "chat" else responses_agent(fake_openai)
+
+    async def body(t):
+        await t.send("hi")
+        t.succeeded()
+
+    result = run_one(agent, body, model="m")
+    assert result.verdict == "errored" and result.error["code"] == "agent-invalid-response", result.error
+    assert "not a " in result.error["message"] and '{"detail": "Not Found"}' in result.error["message"]
+    assert len(fake_openai.requests) == 1
 
 
 def test_chat_client_error_is_not_retried(fake_openai):

@@ -115,6 +115,12 @@ def turn_from_reply(document: Any, ctx: AgentContext, *, wrong_shape: str, inval
     if not isinstance(document, Mapping):
         raise SendFailure(wrong_shape.format(type(document).__name__), acceptance="started",
                           code="agent-invalid-response")
+    if "events" not in document:  # an error page's or a proxy's own JSON is no turn, not an empty one
+        import json
+
+        shown = json.dumps(document, ensure_ascii=False, default=str)
+        raise SendFailure(f"{invalid_turn}: it has no events: {shown if len(shown) <= 200 else shown[:200] + '…'}",
+                          acceptance="started", code="agent-invalid-response")
     session_id = document.get("session_id", document.get("sessionId"))
     if isinstance(session_id, str):
         ctx.session.capture(session_id)

@@ -221,8 +221,9 @@ class SessionLine:
                 if problems:
                     output_error = "turn data does not match the output schema: " + "; ".join(problems)
             if output_error is not None:
+                # The turn fails and `turn.data` is None; the record keeps what the agent returned (if
+                # anything), so `show` can set it beside the differences.
                 status = "failed"
-                data = MISSING
                 feedback.diagnostic("output-schema-mismatch", "error", output_error, phase="agent.run")
         elif data is not MISSING:
             feedback.diagnostic(

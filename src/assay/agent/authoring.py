@@ -413,7 +413,7 @@ class SessionHandle(_Scoped):
                 plain.append(answer)
                 continue
             if isinstance(answer, Mapping):
-                answer = Answer(answer.get("request"), answer.get("option_id"), answer.get("text"))  # type: ignore[arg-type]
+                answer = _answer_from_mapping(answer)
             if not isinstance(answer, Answer):
                 raise AuthoringError(f"respond takes strings or Answer(...), got {type(answer).__name__}")
             request_id = answer.request.id if isinstance(answer.request, InputRequest) else answer.request
@@ -484,6 +484,22 @@ class SessionHandle(_Scoped):
     @property
     def usage(self) -> Usage:
         return sum_usage(self._line.turns)[0]
+
+
+_ANSWER_KEYS = {"request": "request", "option_id": "option_id", "optionId": "option_id", "text": "text"}
+
+
+def _answer_from_mapping(answer: Mapping[str, Any]) -> Answer:
+    """`{"request": …, "option_id": …}` (or NiceEval's `optionId`) or `{"request": …, "text": …}`; a misspelt
+    key is named, not read as a missing option."""
+    from assay.core.format import did_you_mean
+
+    for key in answer:
+        if key not in _ANSWER_KEYS:
+            hint = did_you_mean(str(key), ("request", "option_id", "text"))
+            raise AuthoringError(f"respond: an answer has no field {key!r}{hint} (fields: request, option_id, text)")
+    fields = {_ANSWER_KEYS[key]: value for key, value in answer.items()}
+    return Answer(fields.get("request"), fields.get("option_id"), fields.get("text"))  # type: ignore[arg-type]
 
 
 class EvalContext(SessionHandle):

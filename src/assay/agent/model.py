@@ -354,27 +354,68 @@ def check_turn(turn: Any) -> Turn:
             if not isinstance(event, Mapping):
                 raise TurnFormatError(f"events[{position}] is not a stream event: {kind.__name__}")
             needs_parsing = True
+        elif kind is Message:
+            if not isinstance(event.text, str) or event.role not in ("assistant", "user"):
+                raise TurnFormatError(f"events[{position}] must be a message with text and role assistant or user, "
+                                      f"got {event!r}")
         elif kind is OperationStarted and event.operation.kind == "tool":
             _check_json(event.operation.input, f"events[{position}].operation.input")
         elif kind is OperationFinished:
+            # The same rule as a JSON turn's: a misspelt status would be neither completed nor failed.
+            statuses = TOOL_FINISH_STATUSES if event.kind == "tool" else SUBAGENT_FINISH_STATUSES
+            if event.kind not in ("tool", "subagent"):
+                raise TurnFormatError(f"events[{position}].kind must be tool or subagent, got {event.kind!r}")
+            if event.status not in statuses:
+                raise TurnFormatError(
+                    f"events[{position}].status must be one of {', '.join(sorted(statuses))}, got {event.status!r}"
+                )
             _check_json(event.output, f"events[{position}].output")
         elif kind is InputRequested:
             _check_json(event.request.input, f"events[{position}].request.input")
+            if any(not isinstance(option, InputOption) for option in event.request.options):
+                needs_parsing = True  # option ids given as plain strings, as a JSON turn may
+    coverage = turn.evidence_coverage
+    if isinstance(coverage, EvidenceCoverage):  # a whole declaration: it can still only lower channels
+        coverage = {channel: getattr(coverage, channel) for channel in CHANNELS}
     if turn.data is not MISSING and not hasattr(turn.data, "model_dump"):
         _check_json(turn.data, "turn data")
     if usage is not None and not isinstance(usage, (Usage, Mapping)):
         raise TurnFormatError(f"turn usage must be a Usage, got {type(usage).__name__}")
-    if turn.evidence_coverage:
-        for channel, value in turn.evidence_coverage.items():
+    if coverage:
+        if not isinstance(coverage, Mapping):
+            raise TurnFormatError(
+                f"turn evidence_coverage must map channels to coverage ({{'usage': partial(reason)}}) or be an "
+                f"EvidenceCoverage, got {type(coverage).__name__}"
+            )
+        for channel, value in coverage.items():
             if channel not in CHANNELS or not isinstance(value, Coverage):
                 raise TurnFormatError(f"turn evidence_coverage has an invalid entry {channel!r}: {value!r}")
-    if not needs_parsing:
+    if not needs_parsing and coverage is turn.evidence_coverage:
         return turn
     return Turn(
-        [e if type(e) in EVENT_TYPES else event_from_json(e, f"events[{i}]") for i, e in enumerate(events)],
-        turn.status, turn.data, usage_from_json(usage) if isinstance(usage, Mapping) else usage,
-        turn.evidence_coverage,
+        [_checked_event(e, f"events[{i}]") for i, e in enumerate(events)],
+        turn.status, turn.data, usage_from_json(usage) if isinstance(usage, Mapping) else usage, coverage,
     )
+
+
+def _checked_event(event: Any, where: str) -> StreamEvent:
+    """A turn's event as a stream event: a JSON one parsed, an input request's plain-string options made options."""
+    if type(event) not in EVENT_TYPES:
+        return event_from_json(event, where)
+    if type(event) is InputRequested and any(not isinstance(option, InputOption) for option in event.request.options):
+        options = []
+        for position, option in enumerate(event.request.options):
+            if isinstance(option, str):
+                option = InputOption(option)
+            elif not isinstance(option, InputOption):
+                raise TurnFormatError(
+                    f"{where}.request.options[{position}] must be an InputOption or an option id, got {option!r}"
+                )
+            options.append(option)
+        request = event.request
+        return InputRequested(InputRequest(request.id, request.prompt, request.display, request.action, request.input,
+                                           tuple(options)))
+    return event
 
 
 _PLAIN_SCALARS = (str, int, bool, type(None))  # floats still need the finiteness check
@@ -583,7 +624,20 @@ def _coverage_from_json(value: Any, where: str) -> Coverage:
     raise TurnFormatError(f"{where} must be 'complete' or {{state, reason}}")
 
 
+_TURN_FIELDS = ("events", "status", "data", "usage", "evidence_coverage", "evidenceCoverage")  # what decides verdicts
+_OTHER_FIELDS = ("session_id", "sessionId")
+
+
 def turn_from_json(document: Mapping[str, Any]) -> Turn:
+    from assay.core.format import did_you_mean
+
+    for key in document:
+        # Other fields a service adds are its own; one a letter away from a turn's field is a typo
+        # that would otherwise be read as absent (`satus` as a completed turn).
+        known = key in _TURN_FIELDS or key in _OTHER_FIELDS
+        hint = did_you_mean(key, _TURN_FIELDS, cutoff=0.8) if isinstance(key, str) and not known else ""
+        if hint:
+            raise TurnFormatError(f"turn has no field {key!r}{hint}")
     status = document.get("status", "completed")
     if status not in TURN_STATUSES:
         raise TurnFormatError(f"turn status must be completed, failed or waiting, got {status!r}")

@@ -140,6 +140,11 @@ def attempt_lines(result: Any) -> list[str]:
             prefix = "" if turn["session"] == 0 else f"session {turn['session']} "
             lines.append(f"  {prefix}turn {turn['turn']} ({turn['status']}) user: {turn['input']}")
             lines.extend(f"    {event_line(event)}" for event in turn["events"])
+            if "data" in turn:
+                received = "data (not matching the output schema)" if turn.get("output_error") else "data"
+                lines.append(f"    {received}: {json.dumps(turn['data'], ensure_ascii=False)}")
+            if turn.get("output_error"):
+                lines.append(f"    output error: {turn['output_error']}")
     if result.coverage:
         partial = {k: v for k, v in result.coverage.items() if v != "complete"}
         if partial:
@@ -168,4 +173,8 @@ def event_line(event: dict[str, Any]) -> str:
         request = event["request"]
         options = ", ".join(option["id"] for option in request.get("options", []))
         return f"? input requested {request.get('id', '')}: {request.get('prompt', '')} [{options}]"
+    if kind == "error":
+        return f"error: {event['message']}"
+    if kind == "thinking":
+        return f"thinking: {event['text']}"
     return json.dumps(event, ensure_ascii=False)

@@ -33,6 +33,9 @@ class ToolLoopProtocol:
     convert: Callable[[Mapping[str, Any]], Turn]  # one response document -> Turn with pending tool calls
     assistant_history: Callable[[Mapping[str, Any]], Iterable[Any]]  # response document -> history items
     tool_result_history: Callable[[str, str], Any]  # (call id, result text) -> history item
+    # Raises ValueError for a reply that is JSON but not this protocol's response (an error page's
+    # `{"detail": …}`, a proxy's own answer): an invalid response, never an empty completed turn.
+    check_reply: Callable[[Mapping[str, Any]], None] = lambda document: None
 
 
 async def run_tool_loop(
@@ -57,8 +60,14 @@ async def run_tool_loop(
     ran_tools = False
     status = "completed"
     final_text = ""
+
+    async def checked(transport: Any) -> dict[str, Any]:
+        document = await request(transport)
+        protocol.check_reply(document)  # its ValueError is call_endpoint's invalid response
+        return document
+
     for round_number in range(max_tool_rounds + 1):
-        document = await call_endpoint(endpoint, ctx, request, started=ran_tools)
+        document = await call_endpoint(endpoint, ctx, checked, started=ran_tools)
         requests += 1
         converted = protocol.convert(document)
         # usage coverage is decided over the whole turn below; other channels hold per response

@@ -262,7 +262,20 @@ def _tool_result_history(call_id: str, text: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
-_CHAT_LOOP = ToolLoopProtocol(turn_from_chat_completion, _assistant_history, _tool_result_history)
+def _check_completion(document: Mapping[str, Any]) -> None:
+    choices = document.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping) or not isinstance(
+        choices[0].get("message"), Mapping
+    ):
+        raise ValueError(f"the reply is not a chat completion (no choices[0].message): {_shown_json(document)}")
+
+
+def _shown_json(document: Any) -> str:
+    text = json.dumps(document, ensure_ascii=False, default=str)
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+_CHAT_LOOP = ToolLoopProtocol(turn_from_chat_completion, _assistant_history, _tool_result_history, _check_completion)
 
 
 __all__ = [

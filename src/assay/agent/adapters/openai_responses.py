@@ -174,7 +174,14 @@ def _tool_result_history(call_id: str, text: str) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": text}
 
 
-_RESPONSES_LOOP = ToolLoopProtocol(turn_from_responses, _assistant_history, _tool_result_history)
+def _check_response(document: Mapping[str, Any]) -> None:
+    if not isinstance(document.get("output"), list):
+        shown = json.dumps(document, ensure_ascii=False, default=str)
+        shown = shown if len(shown) <= 200 else shown[:200] + "…"
+        raise ValueError(f"the reply is not a Responses object (no output list): {shown}")
+
+
+_RESPONSES_LOOP = ToolLoopProtocol(turn_from_responses, _assistant_history, _tool_result_history, _check_response)
 
 
 def openai_responses_agent(
