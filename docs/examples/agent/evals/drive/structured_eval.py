@@ -12,5 +12,5 @@ class OrderStatus(BaseModel):
 @define_eval(description="ask for structured output and check the typed value", tags=["drive"])
 async def test(t):
     turn = await t.send("What is the status of my order?", output=OrderStatus)
-    t.check(turn.output_error, equals(None))  # the data matched the schema
+    await t.check(turn.output_error, equals(None)).or_stop()  # the data matched the schema (else stop: no data)
     t.check(turn.data.status, equals("shipped"))  # turn.data is an OrderStatus
