@@ -336,6 +336,26 @@ def test_or_stop_ends_the_test_and_returns_the_checked_value():
     assert result.verdict == "failed"
 
 
+def test_or_stop_without_await_still_stops_a_check_decided_at_once():
+    """`t.check(...).or_stop()` with the `await` forgotten made a coroutine nobody ran: the test went on."""
+    import warnings
+
+    seen = []
+
+    async def test(t):
+        await t.send("x")
+        t.check(t.reply, includes("hi")).or_stop()  # held: goes on
+        seen.append("after a check that held")
+        t.check(t.reply, includes("nope")).or_stop()
+        seen.append("not reached")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no "coroutine was never awaited"
+        result = one_turn(test, Turn([message("hi")]))
+    assert seen == ["after a check that held"]
+    assert result.verdict == "failed"
+
+
 def test_verdict_folding_errored_beats_failed_beats_skipped_beats_passed():
     async def errored_and_failed(t):
         await t.send("x")

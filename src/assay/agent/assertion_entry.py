@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Generator
 from operator import attrgetter
 from typing import Any
 
@@ -189,14 +189,40 @@ class AssertionHandle:
         self._entry.points = float(points)
         return self
 
-    async def or_stop(self) -> Any:
-        """End the test here unless the assertion held; returns the checked value when it did."""
+    def or_stop(self) -> Awaitable[Any]:
+        """End the test here unless the assertion held; awaited, the checked value when it did.
+
+        A check decided when it was made (every one but a judge's) stops the test here, at the call: a
+        forgotten `await` would otherwise leave a coroutine nobody runs and the test going on."""
         entry = self._entry
-        await entry.resolve()
-        if entry.status != MATCHED or entry.below_threshold:
-            entry.stop = True
-            raise StopEval(entry.text)
-        return entry.subject
+        if entry.pending is None and entry.status != PENDING:
+            return _Ready(_held_or_stop(entry))
+        return _resolved_or_stop(entry)
+
+
+class _Ready:
+    """An awaitable of a value already known (`or_stop` of a decided check)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self.value
+        yield  # a generator: awaiting it returns the value at once
+
+
+def _held_or_stop(entry: AssertionEntry) -> Any:
+    if entry.status != MATCHED or entry.below_threshold:
+        entry.stop = True
+        raise StopEval(entry.text)
+    return entry.subject
+
+
+async def _resolved_or_stop(entry: AssertionEntry) -> Any:
+    await entry.resolve()
+    return _held_or_stop(entry)
 
 
 __all__ = ["AssertionEntry", "AssertionHandle", "ERRORED", "PENDING", "evaluate_matcher"]

@@ -23,7 +23,7 @@ class SandboxAssertionHandle(AssertionHandle):
 
     __slots__ = ()
 
-    async def or_stop(self) -> Any:
+    def or_stop(self) -> Any:  # raised at the call, awaited or not
         raise AuthoringError(
             "sandbox assertions are decided after the test ends, so they have no or_stop(); to stop on a "
             "workspace condition, read the file with t.sandbox.read_text(...) and check it with t.check(...)"
