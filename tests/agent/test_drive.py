@@ -534,3 +534,15 @@ def test_show_sets_the_data_that_did_not_match_beside_the_differences_and_names_
     assert '    data (not matching the output schema): {"amount": "lots"}' in shown
     assert "    output error: turn data does not match the output schema: $.amount" in shown
     assert "    error: HTTP 500" in shown and '{"type": "error"' not in shown
+
+
+def test_an_output_that_is_no_schema_is_an_authoring_error_not_an_eval_exception():
+    """`t.send(..., output=str)` was reported as `eval-exception: TypeError`, as if the eval had crashed."""
+    agent, _ = scripted_agent([Turn([message("hi")])])
+
+    async def test(t):
+        await t.send("go", output=str)
+
+    result = run_one(agent, test)
+    assert result.error["code"] == "authoring-error", result.error
+    assert "output must be a pydantic model class, a TypeAdapter or a JSON Schema dict, got type" in result.error["message"]

@@ -9,6 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from assay.agent.control import AuthoringError
+
+
+class OutputSchemaError(AuthoringError, TypeError):
+    """An `output=` (or `matches()`) that is no schema: the eval's authoring error, at its line."""
+
 
 def _is_model_class(schema: Any) -> bool:
     return isinstance(schema, type) and hasattr(schema, "model_json_schema") and hasattr(schema, "model_validate")
@@ -30,9 +36,9 @@ def lower_schema(schema: Any) -> dict[str, Any]:
         try:
             jsonschema.validators.validator_for(schema).check_schema(schema)
         except jsonschema.SchemaError as error:
-            raise TypeError(f"output schema is not a valid JSON Schema: {error.message}") from None
+            raise OutputSchemaError(f"output schema is not a valid JSON Schema: {error.message}") from None
         return dict(schema)
-    raise TypeError(
+    raise OutputSchemaError(
         f"output must be a pydantic model class, a TypeAdapter or a JSON Schema dict, got {type(schema).__name__}"
     )
 
