@@ -112,6 +112,9 @@ def test_selection_by_experiment_prefix_eval_prefix_and_tag(tmp_path):
     ("evals/c_eval.py", "from assay.agent import define_eval\nEVALS = {'a/b': define_eval(lambda t: None)}\n",
      "must be one non-empty path segment"),
     ("evals/d_eval.py", "raise ImportError('missing sdk')\n", "could not import"),
+    # the line of the file the error passed through: the misspelt keyword is found without a traceback
+    ("evals/f_eval.py", "from assay.agent import define_eval\n\nasync def t(t):\n    pass\n\nEVALS = {'x': define_eval(t, tag=['a'])}\n",
+     "f_eval.py (line 6): TypeError: define_eval() got an unexpected keyword argument 'tag'"),
     ("evals/eval.py", ONE_EVAL.format(description="x", tags=[]), "must be inside a folder"),
 ])
 def test_bad_eval_files_are_config_errors_naming_the_file(tmp_path, relative, text, message):

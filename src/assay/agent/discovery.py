@@ -91,10 +91,20 @@ def _import(path: Path, project: Path, namespace: str) -> Any:
     except AssayError as error:
         raise ConfigError(f"{path}: {error}") from None
     except (Exception, SystemExit) as error:
-        raise ConfigError(f"could not import {path}: {type(error).__name__}: {error}") from error
+        raise ConfigError(f"could not import {path}{_line_in(path, error)}: {type(error).__name__}: {error}") from error
     if module is None:
         raise ConfigError(f"could not load {path}")
     return module
+
+
+def _line_in(path: Path, error: BaseException) -> str:
+    """` (line N)`: the last line of `path` the error passed through (a SyntaxError names its own line)."""
+    import traceback
+
+    if isinstance(error, SyntaxError):
+        return ""
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == str(path)]
+    return f" (line {lines[-1]})" if lines and lines[-1] else ""
 
 
 def _is_eval_collection(value: Any) -> bool:
