@@ -60,9 +60,24 @@ def test_legacy_manifest_is_converted_and_v2_is_left_alone(tmp_path):
     converted = normalize_legacy_manifest(legacy, tmp_path)
     assert converted["runner"] == {"id": "legacy-deterministic", "version": "legacy"}
     assert converted["git"] == {"commit": "abc"} and converted["command"] == "unknown"
-    report, gone = converted["artifacts"]
+    # eval-kit: one record per output_files entry, manifest.json included
+    manifest, report, gone = converted["artifacts"]
+    assert manifest["path"] == "manifest.json" and manifest["redaction_status"] == "legacy-unknown"
     assert report["role"] == "legacy_output" and report["sha256"] and report["media_type"] == "text/markdown"
-    assert gone["sha256"] is None and gone["size_bytes"] == 0
+    assert report["redaction_status"] == "public-safe"  # a file that is there is an ordinary record
+    assert gone["sha256"] is None and gone["size_bytes"] == 0 and gone["redaction_status"] == "legacy-unknown"
+    assert converted["started_at"] == converted["ended_at"] == "1970-01-01T00:00:00.000Z"
+    (tmp_path / "page.html").write_text("<p>")
+    kept = normalize_legacy_manifest(
+        {"run_type": "judge", "output_files": ["page.html"], "started_at": "2026-07-01T00:00:00.000Z",
+         "ended_at": "2026-07-01T00:00:01.000Z", "duration_ms": 1000, "tool_versions": {"node": "v22"}},
+        tmp_path,
+    )
+    assert kept["artifacts"][0]["media_type"] == "application/octet-stream"  # only .json and .md are guessed
+    assert (kept["started_at"], kept["ended_at"], kept["duration_ms"]) == (
+        "2026-07-01T00:00:00.000Z", "2026-07-01T00:00:01.000Z", 1000
+    )
+    assert kept["tool_versions"] == {"node": "v22"}
     current = {"artifacts": [], "run_id": "new"}
     assert normalize_legacy_manifest(current, tmp_path) == current
 

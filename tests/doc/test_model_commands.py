@@ -129,7 +129,11 @@ def test_generate_writes_the_candidate_and_records_the_call(suite, fake_openai):
     assert set(roles) == {"report", "judge_request", "raw_judge_response", "candidate_markdown"}
     assert roles["raw_judge_response"]["redaction_status"] == "raw-local"
     report = (run_dir / "report.md").read_text()
-    assert report.startswith("# Generation Eval Report: case-one\n") and "- Auth mode: api-key" in report
+    # eval-kit's head, line for line
+    assert report.startswith(
+        "# Generation Eval Report: case-one\n\nModel: judge-model\nProvider: openai\nAuth mode: api-key\n\n## Outputs\n\n"
+        "- Candidate: evals/results/gen-1/cases/case-one/candidate.md\n"
+    )
 
 
 def test_generate_with_empty_output_fails_closed(suite, fake_openai):
@@ -159,7 +163,12 @@ def test_coverage_judges_items_canonicalises_and_summarises(suite, fake_openai):
     sent_vars = json.loads((run_dir / "judge-request.json").read_text())["calls"][0]["vars"]
     assert "_expectedItemsForCanonicalization" not in sent_vars
     report = (run_dir / "report.md").read_text()
-    assert "## Coverage Summary\n\n- covered: 2\n- partial: 0" in report
+    assert report.startswith(  # eval-kit's head, line for line
+        "# Pointwise Judge Report: case-one\n\nModel: judge-model\nProvider: openai\nAuth mode: api-key\n"
+        "Prompt version: assay-pointwise-prompt-v1\nRubric version: assay-pointwise-coverage-rubric-v1\n"
+        "Candidate: candidates/good.md\n\n## Coverage Summary\n\n- covered: 2\n- partial: 0"
+    )
+    assert "Model-judge evidence is manual and advisory. It cannot upgrade deterministic red or yellow results." in report
     assert "## Advisory Pointwise Model-Judge Summary" in report and "- false pass: not reviewed" in report
     assert (
         "- goal (goal, critical): covered [high] evidence=We ship the importer explanation=goal judged covered"
@@ -376,7 +385,12 @@ def test_pairwise_unswapped_seed_shows_the_original_order(suite, fake_openai):
         "candidate_order": ["candidate_a", "candidate_b"],
     }
     report = (suite.results / "pair-1" / "report.md").read_text()
-    assert "- Randomization swapped: false" in report and "- Winner: candidate_a" in report
+    assert report == (  # eval-kit's report, line for line
+        "# Pairwise Judge Report: case-one\n\nModel: judge-model\nProvider: openai\nAuth mode: api-key\n"
+        "Prompt version: assay-pairwise-prompt-v1\nRubric version: assay-judge-rubric-v1\nSeed: 0\n"
+        f"Randomization swapped: false\n\nWinner: candidate_a\nConfidence: {stored['confidence']}\n"
+        f"Explanation: {stored['explanation']}\n"
+    )
 
 
 def test_pairwise_swapped_seed_remaps_the_displayed_winner(suite, fake_openai):
@@ -390,7 +404,7 @@ def test_pairwise_swapped_seed_remaps_the_displayed_winner(suite, fake_openai):
     assert stored["winner"] == "candidate_a"  # the model said candidate_b (displayed), i.e. good.md
     assert stored["candidate_order"] == ["candidate_a", "candidate_b"]
     assert stored["randomization"]["candidate_order"] == ["candidate_b", "candidate_a"]
-    assert "- Randomization swapped: true" in (run_dir / "report.md").read_text()
+    assert "\nRandomization swapped: true\n" in (run_dir / "report.md").read_text()
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["run_type"] == "judge" and "randomization" not in manifest
 
@@ -416,7 +430,8 @@ def test_pairwise_both_orders_disagreeing_is_a_tie(suite, fake_openai):
     run_dir = suite.results / "pair-1"
     assert json.loads((run_dir / "pairwise-result.json").read_text())["winner"] == "tie"
     report = (run_dir / "report.md").read_text()
-    assert "- Position consistent: false" in report and "- Pass 2 (candidate_b, candidate_a): candidate_b" in report
+    assert "\nPosition consistent: false\n" in report and "\nPass 2 (candidate_b, candidate_a): candidate_b\n" in report
+    assert "\n\nWinner: tie\n" in report
 
 
 def _swap_echo_order(answer):

@@ -9,7 +9,8 @@ import pytest
 
 from doc_suites import invoke, make_suite
 
-GITIGNORE = "# Result bundles stay local; only this file and README.md are tracked.\n*\n!README.md\n!.gitignore\n"
+# eval-kit's bootstrap test pins this exact content, comment line included.
+GITIGNORE = "# Keep raw eval result bundles local unless a human curates a summary.\n*\n!README.md\n!.gitignore\n"
 
 
 @pytest.fixture
@@ -28,6 +29,7 @@ def test_init_writes_the_generic_suite_relative_to_the_cwd(tmp_path, monkeypatch
     assert config["adapter"] == "adapter.mjs" and config["methods"]["generate"] == {"enabled": False}
     assert config["cases"] == {"root": "cases", "include": ["*"]}
     assert (tmp_path / "evals" / "results" / ".gitignore").read_text() == GITIGNORE
+    assert "keeps run bundles local by default" in (tmp_path / "evals" / "results" / "README.md").read_text()
     assert "gradeCandidate" in (tmp_path / "evals" / "adapter.mjs").read_text()
 
 
@@ -95,6 +97,13 @@ def test_scaffold_case_checks_the_id_before_loading_the_config(tmp_path, monkeyp
     result = invoke("scaffold-case", "--case", "../x")
     assert result.exit_code == 2
     assert result.stderr.strip() == "Execution failed: case id must be an id, not a path"
+
+
+def test_scaffold_case_needs_cases_root_in_eval_kit_words(suite):
+    suite.update_config(cases=None)
+    result = invoke("scaffold-case", "--case", "new-case")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "Execution failed: config must define cases.root to scaffold cases"
 
 
 def test_scaffold_case_writes_the_starter_files(suite):
@@ -283,3 +292,12 @@ def test_last_occurrence_of_a_repeated_flag_wins(suite):
         "run-case", "--case", "nope", "--case", "case-one", "--candidate", "candidates/good.md", "--run-id", "r"
     )
     assert result.exit_code == 0, result.stderr
+
+
+def test_an_unknown_command_says_unknown_command_and_prints_the_help(suite):
+    result = invoke("nosuch")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "Unknown command: nosuch"
+    assert "run-case" in result.stdout and "judge-pairwise" in result.stdout  # the help, on stdout
+    typo = invoke("run-cas")
+    assert typo.exit_code == 2 and typo.stderr.strip() == "Unknown command: run-cas (did you mean run-case?)"

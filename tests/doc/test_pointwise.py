@@ -43,7 +43,9 @@ def test_counts_reject_unknown_verdicts_and_non_lists():
 def test_calibration_summary_defaults():
     summary = format_pointwise_calibration_summary(counts=count_pointwise_verdicts([]))
     assert summary.splitlines()[0] == "## Advisory Pointwise Model-Judge Summary"
-    assert "cannot upgrade a deterministic red or yellow result" in summary
+    assert summary.splitlines()[2] == (  # eval-kit's sentence
+        "Model-judge evidence is manual and advisory. It cannot upgrade deterministic red or yellow results."
+    )
     assert (
         "### Verdict Counts\n\n- covered: 0\n- partial: 0\n- missing: 0\n- contradicted: 0\n- unknown: 0\n" in summary
     )
@@ -129,12 +131,25 @@ def _broken(change):
         (lambda m: m["output_files"].append("a\\b"), "relative contained path"),
         (lambda m: m["artifacts"][0].update(path="x/./report.md"), "must not contain . or .. path segments"),
         (lambda m: m["output_files"].append("x/.."), "must not contain . or .. path segments"),
+        # eval-kit's own cases: a leading `./` is a `.` segment, not an escape
+        (lambda m: m["output_files"].append("./judge-request.json"), "must not contain . or .. path segments"),
+        (lambda m: m["output_files"].append("judge/./request.json"), "must not contain . or .. path segments"),
         (lambda m: m.update(run_type="judge"), "run_type mismatch"),
     ],
 )
 def test_inconsistent_manifests_fail_with_eval_kit_substrings(change, message):
     with pytest.raises(CaseError, match=message.replace("\\", "\\\\").replace(".", "\\.")):
         validate_pointwise_run_metadata(_broken(change), EXPECTED)
+
+
+def test_values_not_expected_are_only_required_not_compared():
+    """eval-kit's `expected` defaults to {}: what it leaves out must be there (non-blank), at any value."""
+    validate_pointwise_run_metadata(MANIFEST)
+    validate_pointwise_run_metadata(MANIFEST, {"run_id": "r1"})
+    with pytest.raises(CaseError, match="missing model"):
+        validate_pointwise_run_metadata(_broken(lambda m: m.update(model="")))
+    with pytest.raises(CaseError, match="model mismatch"):
+        validate_pointwise_run_metadata(MANIFEST, {"model": "other"})
 
 
 def test_verdict_roll_up_never_yields_great():

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 from assay.cli import common
 from assay.cli.options import JSON, JUNIT, Given, Param, command, group, params
@@ -30,6 +30,25 @@ except ImportError:  # pragma: no cover - typer releases that use click itself
 __all__ = ["doc_app"]
 
 doc_app = group("Document evals: eval-kit suites (config, cases, adapters, deterministic grading, model judges).")
+
+
+class EvalKitGroup(TyperGroup):
+    """A command it does not know is eval-kit's `Unknown command: <name>` on stderr, then the help on
+    stdout (exit 2, a usage error)."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            from assay.core.format import did_you_mean
+
+            hint = did_you_mean(name, self.list_commands(ctx), form=" (did you mean {}?)", shown=str)
+            typer.echo(f"Unknown command: {name}{hint}", err=True)
+            typer.echo(ctx.get_help())
+            raise typer.Exit(EXIT_ERROR)
+        return super().resolve_command(ctx, args)
+
+
+doc_app.info.cls = EvalKitGroup
 DOC_JSON = JSON.but(help="Print NDJSON events (run_started, unit, run_finished) instead of lines.")
 MODEL = "model provider effort"
 

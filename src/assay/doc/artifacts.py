@@ -268,33 +268,44 @@ def _remove_temporaries_made_before(bundle: Path, moment: float) -> None:
         remove_stale_temporary_files(Path(folder), older_than_s=age)
 
 
+def _legacy_media_type(path: str) -> str:
+    """eval-kit's guess for a legacy output: JSON, Markdown, else bytes."""
+    return "application/json" if path.endswith(".json") else "text/markdown" if path.endswith(".md") else (
+        "application/octet-stream"
+    )
+
+
 def normalize_legacy_manifest(manifest: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
-    """A v1 manifest (no `artifacts`) converted to v2 records; v2 manifests come back unchanged."""
+    """A v1 manifest (no `artifacts`) converted to v2 records; v2 manifests come back unchanged.
+
+    As eval-kit: one `legacy_output` record per `output_files` entry (an existing file is hashed and
+    `public-safe`; a missing one is a `legacy-unknown` record with no hash), the v1 times, command and
+    tool versions kept when present (else the epoch, `unknown`, none)."""
     if isinstance(manifest.get("artifacts"), list):
         return dict(manifest)
-    run_type = str(manifest.get("run_type") or "unknown")
+    run_type = manifest.get("run_type")
     git = manifest.get("git")
     commit = manifest.get("git_commit") or (git.get("commit") if isinstance(git, Mapping) else None) or "unknown"
     epoch = "1970-01-01T00:00:00.000Z"
     output_files = [str(path) for path in manifest.get("output_files") or []]
-    artifacts = [
-        artifact_record(run_dir, "legacy_output", path, media_type_for(path), legacy=True)
-        for path in output_files
-        if path != MANIFEST_FILE
-    ]
+    artifacts = []
+    for path in output_files:
+        exists = os.path.lexists(run_dir / path) if not os.path.isabs(path) else False
+        artifacts.append(artifact_record(run_dir, "legacy_output", path, _legacy_media_type(path), legacy=not exists))
+    tool_versions = manifest.get("tool_versions")
     return {
         "schema_version": MANIFEST_VERSION,
         "run_id": str(manifest.get("run_id") or run_dir.name),
-        "run_type": run_type,
-        "runner": {"id": f"legacy-{run_type}", "version": "legacy"},
+        "run_type": str(run_type or "unknown"),
+        "runner": {"id": f"legacy-{run_type or 'unknown'}", "version": "legacy"},
         "case_ids": [str(case_id) for case_id in manifest.get("case_ids") or []],
-        "started_at": epoch,
-        "ended_at": epoch,
-        "duration_ms": 0,
+        "started_at": manifest.get("started_at") or epoch,
+        "ended_at": manifest.get("ended_at") or epoch,
+        "duration_ms": manifest.get("duration_ms") or 0,
         "status": "completed",
         "git": {"commit": str(commit)},
         "command": str(manifest.get("command") or "unknown"),
-        "tool_versions": {},
+        "tool_versions": dict(tool_versions) if isinstance(tool_versions, Mapping) else {},
         "artifacts": artifacts,
         "output_files": output_files,
     }

@@ -29,8 +29,9 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 SUPPORTED_SUITES = ("generic",)
 ADAPTER_LANGUAGES = {"javascript": "adapter.mjs", "python": "adapter.py"}
 MODEL_JUDGE_CONFIG_PATH = "evals/eval-kit.model-judge.config.json"
+# eval-kit's exact file (its bootstrap test pins the content, comment line included).
 RESULTS_GITIGNORE = (
-    "# Result bundles stay local; only this file and README.md are tracked.\n*\n!README.md\n!.gitignore\n"
+    "# Keep raw eval result bundles local unless a human curates a summary.\n*\n!README.md\n!.gitignore\n"
 )
 
 
@@ -82,7 +83,10 @@ def plan_suite(cwd: Path, *, suite: str = "generic", adapter_language: str = "ja
             "`assay doc scaffold-case --case <id>`.\n"
         ),
         "evals/results/README.md": (
-            "# Results\n\nResult bundles (one directory per run) stay local and are not committed.\n"
+            "# Eval Results\n\nGenerated evaluation result bundles (one directory per run) are written here. Keep "
+            "durable summaries, but do not commit raw transient outputs unless your repo policy requires them.\n\n"
+            "The sibling `.gitignore` keeps run bundles local by default while preserving this README and curated "
+            "files a human intentionally adds.\n"
         ),
         "evals/results/.gitignore": RESULTS_GITIGNORE,
     }
@@ -93,7 +97,7 @@ def plan_case(suite: DocSuite, case_id: str) -> list[PlannedFile]:
     assert_safe_id(case_id, "case id")
     cases = suite.raw.get("cases")
     if not isinstance(cases, dict) or not cases.get("root"):
-        raise UsageError("scaffold-case requires cases.root in the config")
+        raise UsageError("config must define cases.root to scaffold cases")
     case_dir = contained_path(
         suite.suite_root, suite.resolver.resolve_suite_path(cases["root"], "cases.root") / case_id, "case directory"
     )

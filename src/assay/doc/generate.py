@@ -65,9 +65,9 @@ async def generate_candidate(
         [
             f"# Generation Eval Report: {case.case_id}",
             "",
-            f"- Model: {settings.model}",
-            f"- Provider: {settings.provider}",
-            f"- Auth mode: {settings.endpoint.auth_mode}",
+            f"Model: {settings.model}",
+            f"Provider: {settings.provider}",
+            f"Auth mode: {settings.endpoint.auth_mode}",
             "",
             "## Outputs",
             "",

@@ -177,10 +177,10 @@ async def judge_pairwise(
         )
         artifacts.append(("pairwise_orders", "pairwise-orders.json"))
         order_lines = [
-            "- Order mode: both-orders",
-            f"- Position consistent: {'true' if consistent else 'false'}",
+            "Order mode: both-orders",
+            f"Position consistent: {'true' if consistent else 'false'}",
             *(
-                f"- Pass {number} ({', '.join(entry['candidate_order'])}): {entry['winner']}"
+                f"Pass {number} ({', '.join(entry['candidate_order'])}): {entry['winner']}"
                 for number, entry in enumerate(passes, 1)
             ),
         ]
@@ -188,17 +188,18 @@ async def judge_pairwise(
         [
             f"# Pairwise Judge Report: {case.case_id}",
             "",
-            f"- Model: {settings.model}",
-            f"- Provider: {settings.provider}",
-            f"- Auth mode: {settings.endpoint.auth_mode}",
-            f"- Prompt version: {prompt_version}",
-            f"- Rubric version: {rubric_version}",
-            f"- Seed: {seed}",
-            f"- Randomization swapped: {'true' if first_order.swapped else 'false'}",
+            f"Model: {settings.model}",
+            f"Provider: {settings.provider}",
+            f"Auth mode: {settings.endpoint.auth_mode}",
+            f"Prompt version: {prompt_version}",
+            f"Rubric version: {rubric_version}",
+            f"Seed: {seed}",
+            f"Randomization swapped: {'true' if first_order.swapped else 'false'}",
             *order_lines,
-            f"- Winner: {winner}",
-            f"- Confidence: {result['confidence']}",
-            f"- Explanation: {result['explanation']}",
+            "",
+            f"Winner: {winner}",
+            f"Confidence: {result['confidence']}",
+            f"Explanation: {result['explanation']}",
             "",
         ]
     )

@@ -26,8 +26,8 @@ POINTWISE_VERDICTS = ("covered", "partial", "missing", "contradicted", "unknown"
 ADVERSE_VERDICTS = ("partial", "missing", "contradicted")
 CALIBRATION_OUTCOMES = ("expected-good", "expected-bad")
 DEFAULT_SUMMARY_TITLE = "Advisory Pointwise Model-Judge Summary"
-ADVISORY_SENTENCE = (
-    "Model-judge evidence is manual and advisory: it cannot upgrade a deterministic red or yellow result."
+ADVISORY_SENTENCE = (  # eval-kit's words
+    "Model-judge evidence is manual and advisory. It cannot upgrade deterministic red or yellow results."
 )
 DEFAULT_REQUIRED_ROLES = ("report", "pointwise_result", "judge_request", "raw_judge_response")
 
@@ -115,24 +115,29 @@ def format_pointwise_calibration_summary(
 
 
 def _check_strict_relative(path: Any, label: str) -> None:
+    """eval-kit's strict rule, its checks in its order (so `./x` is a `.` segment, as eval-kit says)."""
     if not isinstance(path, str) or not path.strip() or path != path.strip():
         raise CaseError(f"{label} must be a relative contained path")
-    if "\\" in path or path.startswith("/") or path.startswith("../") or "//" in path or path.startswith("./"):
+    if "\\" in path or path.startswith("/") or path.startswith("../"):
         raise CaseError(f"{label} must be a relative contained path: {path}")
     if any(segment in {".", ".."} for segment in path.split("/")):
         raise CaseError(f"{label} must not contain . or .. path segments: {path}")
+    if "//" in path:
+        raise CaseError(f"{label} must be a relative contained path (normalized): {path}")
 
 
 def _blank(value: Any) -> bool:
     return not isinstance(value, str) or not value.strip()
 
 
-def validate_pointwise_run_metadata(manifest: Any, expected: Mapping[str, Any]) -> None:
+def validate_pointwise_run_metadata(manifest: Any, expected: Mapping[str, Any] | None = None) -> None:
     """Check a judge-coverage manifest against the run that produced it (eval-kit's order and wording).
 
     `expected` keys: run_id, case_id, model, provider, reasoning_effort, prompt_version,
-    rubric_version, runner_version, and optionally required_roles.
+    rubric_version, runner_version, and optionally required_roles; a key left out (or None) is not
+    compared, only required to be non-blank, as in eval-kit.
     """
+    expected = expected or {}
     if not isinstance(manifest, Mapping):
         raise CaseError("pointwise run manifest must be an object")
     if _blank(manifest.get("run_id")):
@@ -142,8 +147,12 @@ def validate_pointwise_run_metadata(manifest: Any, expected: Mapping[str, Any]) 
     if manifest.get("run_type") != "judge-coverage":
         raise CaseError(f"run_type mismatch: expected judge-coverage, received {manifest.get('run_type')}")
     case_ids = manifest.get("case_ids")
-    if not isinstance(case_ids, list) or len(case_ids) != 1 or case_ids[0] != expected.get("case_id"):
-        raise CaseError(f"case_ids mismatch: expected [{expected.get('case_id')}], received {case_ids}")
+    if not isinstance(case_ids, list) or len(case_ids) != 1:
+        raise CaseError(f"pointwise run manifest must contain exactly one case id, received {case_ids}")
+    if _blank(case_ids[0]):
+        raise CaseError("pointwise run manifest missing case_id")
+    if expected.get("case_id") is not None and case_ids[0] != expected["case_id"]:
+        raise CaseError(f"case_ids mismatch: expected [{expected['case_id']}], received {case_ids}")
     runner = manifest.get("runner") if isinstance(manifest.get("runner"), Mapping) else {}
     actual_values = {
         "model": manifest.get("model"),
@@ -163,7 +172,7 @@ def validate_pointwise_run_metadata(manifest: Any, expected: Mapping[str, Any]) 
             continue
         if _blank(actual):
             raise CaseError(f"pointwise run manifest missing {key}")
-        if actual != wanted:
+        if wanted is not None and actual != wanted:  # as eval-kit: a value not expected is only required
             raise CaseError(f"{key} mismatch: expected {wanted}, received {actual}")
     artifacts = manifest.get("artifacts")
     if not isinstance(artifacts, list) or not artifacts:

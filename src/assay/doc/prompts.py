@@ -47,7 +47,9 @@ def load_prompt_template(suite: DocSuite, key: str) -> PromptTemplate:
         return PromptTemplate(key, BUNDLED_PROMPTS[key].read_text(encoding="utf-8"), "bundled")
     if value.startswith("@eval-kit/"):
         if value not in _ALIASES:
-            raise ConfigError(f"unknown prompt alias {value}; use one of {', '.join(_ALIASES)}")
+            raise ConfigError(  # eval-kit's words, then which aliases exist
+                f"unknown eval-kit prompt alias: {value} (an unknown alias; use one of {', '.join(_ALIASES)})"
+            )
         if _ALIASES[value] != key:
             expected = next(alias for alias, target in _ALIASES.items() if target == key)
             raise ConfigError(f"prompt alias {value} does not fit the {key} prompt; use {expected}")
