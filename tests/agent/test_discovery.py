@@ -221,6 +221,10 @@ def test_an_experiment_evals_prefix_that_matches_no_eval_is_named_with_its_file(
         plan_for(root, AgentRunRequest(project=root))
     assert {planned.experiment.id for planned in plan_for(root, AgentRunRequest(project=root, experiment="baseline"))} == {
         "baseline"}
+    from assay.agent.listing import list_project
+
+    with pytest.raises(ConfigError, match="evals prefix 'wether/' matches no eval id"):  # `list` refuses what `run` does
+        list_project(root)
 
 
 def test_project_config_reads_tool_assay(tmp_path):

@@ -60,7 +60,7 @@ def list_project(root: Path, tags: Sequence[str] = ()) -> ProjectListing:
     """The project's evals (only those with one of `tags`, when given) and experiments; a project
     `run` would refuse is refused here too."""
     from assay.agent.discovery import discover_evals, discover_experiments, select_evals
-    from assay.agent.plan import check_tags
+    from assay.agent.plan import check_experiment_prefixes, check_tags
     from assay.agent.project import EXPERIMENTS_DIR, load_dotenv, load_project_config
 
     load_project_config(root)
@@ -69,5 +69,7 @@ def list_project(root: Path, tags: Sequence[str] = ()) -> ProjectListing:
     check_tags(tags, every)
     evals = [entry for entry in every if not tags or any(t in entry.eval.tags for t in tags)]
     experiments = discover_experiments(root) if (root / EXPERIMENTS_DIR).is_dir() else []
+    for entry in experiments:
+        check_experiment_prefixes(entry, every)
     selected = {entry.id: [e.id for e in select_evals(entry, evals)] for entry in experiments}
     return ProjectListing(evals, experiments, selected)

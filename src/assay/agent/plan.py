@@ -182,7 +182,7 @@ def plan_for(root: Path, selection: AgentRunRequest) -> list[PlannedAttempt]:
         raise
     _check_prefixes(selection.evals, all_evals)
     for entry in experiments:
-        _check_experiment_prefixes(entry, all_evals)
+        check_experiment_prefixes(entry, all_evals)
     check_tags(selection.tags, all_evals)
     selections = {
         entry.id: select_evals(entry, all_evals, list(selection.evals), list(selection.tags)) for entry in experiments
@@ -205,7 +205,7 @@ def _check_prefixes(prefixes: Sequence[str], evals: Sequence[EvalEntry]) -> None
             raise UsageError(f"no eval id starts with {prefix!r}{hint} (`assay agent list` shows the eval ids)")
 
 
-def _check_experiment_prefixes(experiment: ExperimentEntry, evals: Sequence[EvalEntry]) -> None:
+def check_experiment_prefixes(experiment: ExperimentEntry, evals: Sequence[EvalEntry]) -> None:
     """An experiment's `evals=[...]` prefix that no eval id starts with is a typo too: left alone, that
     experiment would quietly run none of the evals it names while the others run."""
     from assay.core.format import did_you_mean
