@@ -94,6 +94,16 @@ def test_unsupported_compare_mode_lists_the_modes_sorted() -> None:
     )
 
 
+@pytest.mark.parametrize("mode", ["", "  "])
+def test_blank_compare_mode_is_an_unsupported_mode(mode: str) -> None:
+    # spec §4.1: `mode` is stripped and must be one of the modes; no separate "must not be empty".
+    message = schema_error(case_with_block(at=1, compare={"mode": mode}))
+    assert message.endswith(
+        "targets.t.samples.0.compare.mode: Value error, unsupported compare mode ''; expected one of: "
+        "exact, json_subset, numeric, set_contains_all, set_contains_any, set_equals"
+    )
+
+
 def test_compare_mode_is_stripped() -> None:
     raw = parse_case_file(case_with_block(at=1, compare={"mode": " numeric "}), label="c.yaml")
     assert raw.targets["t"].samples[0].compare.mode == "numeric"  # type: ignore[union-attr]

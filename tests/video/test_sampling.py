@@ -257,3 +257,13 @@ def test_workflow_metadata_merges_shallowly_under_target_config() -> None:
     assert a.config == {"prompt": "p2", "options": {"x": 3}, "extra": True}
     assert (a.label, b.label, c.label) == ("Workflow A", "Own B", None)
     assert b.config == {} and c.config == {}
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_blank_workflow_label_is_no_label_not_an_error(blank: str) -> None:
+    # spec §4.4: the workflow entry's label counts "stripped, if a non-empty string", else None.
+    (target,) = expand({
+        "workflow": {"targets": [{"id": "a", "label": blank, "prompt": "p"}]},
+        "targets": {"a": {"samples": [{"at": 1, "expect": 1}]}},
+    })
+    assert target.label is None and target.config == {"prompt": "p"}

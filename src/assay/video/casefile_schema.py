@@ -128,7 +128,8 @@ class RawCompare(_Strict):
     @field_validator("mode")
     @classmethod
     def _check_mode(cls, value: str | None) -> str | None:
-        mode = _clean_text(value)
+        # Stripped, then one of the modes: a blank mode is an unsupported one (GlassKit's words), not an empty text.
+        mode = None if value is None else value.strip()
         if mode is not None and mode not in COMPARE_MODES:
             expected = ", ".join(sorted(COMPARE_MODES))
             raise ValueError(f"unsupported compare mode {mode!r}; expected one of: {expected}")
@@ -257,10 +258,19 @@ class RawWorkflowTarget(BaseModel):
     id: str
     label: str | None = None
 
-    @field_validator("id", "label")
+    @field_validator("id")
     @classmethod
-    def _check_text(cls, value: str | None) -> str | None:
+    def _check_id(cls, value: str | None) -> str | None:
         return _clean_text(value)
+
+    @field_validator("label")
+    @classmethod
+    def _check_label(cls, value: str | None) -> str | None:
+        # spec §4.4: the workflow label counts "stripped, if a non-empty string"; a blank one is no label.
+        if value is None or not value.strip():
+            return None
+        _check_unicode(value.strip())
+        return value.strip()
 
     @property
     def extra_metadata(self) -> dict[str, Any]:
