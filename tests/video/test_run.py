@@ -195,6 +195,12 @@ def test_resume_retries_only_adapter_errors(tmp_path):
     assert [r["status"] for r in report["trials"][0]["results"]] == ["passed", "failed", "failed", "failed", "failed"]
     manifest = json.loads((tmp_path / checkpoint / "manifest.json").read_text())
     assert manifest["status"] == "complete"
+    # exactly GlassKit's run invocation keys (spec §14.2): assay's own `junit` only when --junit was given
+    assert sorted(manifest["invocation"]) == sorted([
+        "eval_dir", "adapter", "adapter_command", "case_filter", "target_filter", "at_times_s", "from_time_s",
+        "until_time_s", "adapter_config", "concurrency", "repeat", "min_pass_rate", "min_target_pass_rate",
+        "max_failures", "max_flaky_samples", "keep_going", "verbose", "output_json", "artifacts_dir", "save_failures",
+        "allow_empty"])
     again = invoke("video", "run", "--resume", checkpoint)
     assert again.exit_code == 2
     assert f"Eval failed: checkpoint is already complete: {checkpoint}" in again.flat
