@@ -88,7 +88,8 @@ def test_flaky_units_regressing_together_regress_as_a_group() -> None:
 
 
 def test_an_unmoved_suite_is_unchanged_by_equivalence_and_a_small_noisy_one_is_inconclusive() -> None:
-    runs = _trials({f"u{index}": "PP" for index in range(50)} | {"b": "FF"})
+    # 59 units are the fewest whose not changing at all shows ±5 points at 0.05 (fewer: see test_verdict_statistics)
+    runs = _trials({f"u{index}": "PP" for index in range(58)} | {"b": "FF"})
     same = compare_verdicts("a", runs, "b", runs)
     assert same.verdict == "unchanged"
     assert same.judgement.run.equivalence_p < 0.05
@@ -97,6 +98,22 @@ def test_an_unmoved_suite_is_unchanged_by_equivalence_and_a_small_noisy_one_is_i
     after = {"a": "failed", "b": "passed", "c": "passed", "d": "failed", "e": "passed"}
     noisy = compare_verdicts("a", before, "b", after)
     assert noisy.verdict == "inconclusive" and noisy.judgement.run.units_needed > 5
+
+
+@pytest.mark.parametrize("units", [1, 2, 10, 58])
+def test_a_few_units_that_did_not_change_are_inconclusive_not_unchanged_unless_deterministic(units) -> None:
+    """One unit that passed in both runs was `Unchanged: … within ±5 points (TOST p < 1e-12)`: no spread made the
+    equivalence test's p 0. Had the pass rate moved 5 points, 58 units would all stay put with chance 0.051."""
+    same = {f"u{index}": "passed" for index in range(units)}
+    comparison = compare_verdicts("a", same, "b", same)
+    assert comparison.verdict == "inconclusive"
+    assert comparison.judgement.run.equivalence_p == pytest.approx(0.95**units)
+    assert comparison.judgement.run.units_needed == 59
+    assert "about 59 paired units" in comparison.sentence() and "p < 1e-12" not in comparison.sentence()
+    failing = {unit: "failed" for unit in same}
+    assert compare_verdicts("a", failing, "b", failing).verdict == "inconclusive"
+    deterministic = compare_verdicts("a", same, "b", same, deterministic=frozenset(same))
+    assert deterministic.verdict == "unchanged"  # a kind whose verdicts cannot vary by chance did not change
 
 
 def test_fixes_of_units_that_always_failed_are_an_improvement_and_regressions_outweigh_them() -> None:
@@ -110,7 +127,7 @@ def test_fixes_of_units_that_always_failed_are_an_improvement_and_regressions_ou
 
 
 def test_groups_get_their_own_verdicts_corrected_together() -> None:
-    history = _history({f"g{group}/u{index}": "P" * 10 for group in range(5) for index in range(40)})
+    history = _history({f"g{group}/u{index}": "P" * 10 for group in range(5) for index in range(60)})
     before = {unit: "passed" for unit in history}
     after = before | {f"g2/u{index}": "failed" for index in range(6)}
     comparison = compare_verdicts("a", before, "b", after, history=history, history_runs=10,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy
 import pytest
@@ -30,6 +31,7 @@ from assay.core.stats import (  # noqa: E402
     poisson_binomial_upper_tail,
     sign_test,
     tost_paired,
+    unchanged_units_needed,
     units_needed,
     wilson_interval,
 )
@@ -81,9 +83,34 @@ def test_paired_tests_and_intervals_match_scipy_and_statsmodels(units, trials, r
         assert (lower, upper) == pytest.approx((expected[1][1], expected[2][1]), rel=1e-8)
 
 
-def test_tost_of_a_suite_that_did_not_move_at_all_is_equivalence():
-    assert tost_paired(PairedDifferences((0.0,) * 50), 0.05)[0] == 0.0
+def test_tost_of_a_suite_that_did_not_move_at_all_is_equivalence_only_with_enough_units():
+    """Every difference 0 gave TOST p 0 for any number of units, so one unit that passed twice was `unchanged`
+    within ±5 points. Had the true difference been ±margin each unit would change with chance ≥ margin: no unit
+    changing is the exact one-sided binomial test of that, and 59 units are the fewest that show it at 0.05."""
+    for units in (1, 2, 10, 50, 58, 59, 60, 1000, 100_000):
+        for margin in (0.01, 0.05, 0.2):
+            expected = scipy_stats.binomtest(0, units, margin, alternative="less").pvalue
+            assert tost_paired(PairedDifferences((0.0,) * units), margin) == pytest.approx((expected,) * 3, rel=1e-9,
+                                                                                           abs=1e-300)
+    fewest = tost_paired(PairedDifferences((0.0,) * 59), 0.05)[0]
+    assert tost_paired(PairedDifferences((0.0,) * 58), 0.05)[0] > 0.05 > fewest
+    assert unchanged_units_needed(0.05, alpha=0.05) == 59 and unchanged_units_needed(0.0, alpha=0.05) is None
+    assert tost_paired(PairedDifferences((0.0,)), 0.05, deterministic=True)[0] == 0.0  # nothing could change by chance
     assert tost_paired(PairedDifferences((-0.2,) * 50), 0.05)[0] == 1.0
+    assert tost_paired(PairedDifferences((0.02,)), 0.05)[0] == 1.0  # one unit that moved: no spread to test with
+
+
+def test_a_t_test_of_one_unit_that_moved_is_undefined_not_p_0():
+    """One unit that flipped has no degrees of freedom: scipy's p is NaN; ours was 0 (`t_test_p_value: 0.0`)."""
+    for values in ((-1.0,), (0.25,), (-1.0, -1.0, -1.0), (0.0, 0.0), (0.0,)):
+        with warnings.catch_warnings(), numpy.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            expected = float(scipy_stats.ttest_1samp(values, 0.0).pvalue)
+        ours = paired_t_test(PairedDifferences(values))
+        if math.isnan(expected):
+            assert ours is None or (ours == 1.0 and not any(values)), values  # 0 of 0 units' change: p 1
+        else:
+            assert ours == expected, values
 
 
 @pytest.mark.parametrize("up,down", [(0, 0), (0, 7), (3, 9), (40, 61), (700, 650)])
@@ -138,6 +165,28 @@ def test_poisson_binomial_tail_matches_full_convolution_and_the_binomial():
     for at_least in (30, 50, 70):
         assert poisson_binomial_upper_tail(same, at_least) == pytest.approx(scipy_stats.binom.sf(at_least - 1, 500, 0.1),
                                                                              rel=1e-9)
+
+
+def test_poisson_binomial_tail_of_a_big_suite_is_exact_not_a_normal_approximation():
+    """Past 5,000 expected failures the tail was a normal approximation: 0.5021 for 0.5015 at the mean of
+    100,000 units, 0.0235 for 0.0237 two deviations up, a quarter low six up — enough to move a p-value
+    across alpha."""
+    for units, rate in ((100_000, 0.1), (100_000, 0.5), (20_000, 0.3), (100_000, 0.94)):
+        mean, spread = units * rate, math.sqrt(units * rate * (1 - rate))
+        for deviations in (-3, 0, 1, 2, 3, 6):
+            at_least = int(mean + deviations * spread)
+            expected = scipy_stats.binom.sf(at_least - 1, units, rate)
+            tail = poisson_binomial_upper_tail([[1 - rate, rate]] * units, at_least)
+            assert tail == pytest.approx(expected, rel=1e-9)
+    # two kinds of unit, one trial and three: the sum's distribution is the convolution of two binomials
+    ones = scipy_stats.binom.pmf(numpy.arange(60_001), 60_000, 0.2)
+    threes = scipy_stats.binom.pmf(numpy.arange(4), 3, 0.7)
+    distribution = ones
+    for _ in range(4_000):
+        distribution = numpy.convolve(distribution, threes)
+    units = [[0.8, 0.2]] * 60_000 + [list(threes)] * 4_000
+    for at_least in (20_500, 20_400, 20_600, 20_800):
+        assert poisson_binomial_upper_tail(units, at_least) == pytest.approx(distribution[at_least:].sum(), rel=1e-9)
 
 
 def test_the_failure_rate_prior_is_a_maximum_of_the_likelihood():

@@ -198,28 +198,49 @@ class PairedDifferences:
         return self.standard_deviation / math.sqrt(len(self.values)) if self.values else 0.0
 
 
-def paired_t_test(differences: PairedDifferences) -> float:
-    """Two-sided p of a paired t-test that the mean difference is 0 (1 when every difference is 0)."""
+def paired_t_test(differences: PairedDifferences) -> float | None:
+    """Two-sided p of a paired t-test that the mean difference is 0: 1 when every difference is 0, 0 when
+    several units all moved by the same amount (t is infinite), None for one unit that moved (no degrees
+    of freedom: undefined, scipy's NaN)."""
     from assay.core.distributions import t_sf
 
     n, error = differences.count, differences.standard_error
-    if n < 2 or error == 0.0:
-        return 1.0 if differences.mean == 0.0 else 0.0
+    if differences.mean == 0.0 and error == 0.0:
+        return 1.0
+    if n < 2:
+        return None
+    if error == 0.0:
+        return 0.0
     return min(1.0, 2.0 * t_sf(abs(differences.mean) / error, n - 1))
 
 
-def tost_paired(differences: PairedDifferences, margin: float) -> tuple[float, float, float]:
+def tost_paired(
+    differences: PairedDifferences, margin: float, *, deterministic: bool = False
+) -> tuple[float, float, float]:
     """Two one-sided paired t-tests for equivalence within ±margin: (p, p below, p above).
 
     Equivalence is shown when p < alpha: the mean difference is significantly above −margin and
-    significantly below +margin. With every difference 0 (a deterministic suite that did not change)
-    the data cannot be anything but equivalent."""
+    significantly below +margin. Without spread the t statistics are 0/0, so:
+
+    * every difference 0, of units whose verdicts cannot vary by chance (`deterministic`): nothing
+      changed, and nothing could have by chance — equivalent (p 0);
+    * every difference 0 otherwise: a difference lies in [−1, 1], so had the true mean difference
+      been ±margin each unit would have changed with chance at least margin, and none changing has
+      chance at most (1 − margin)^n — that exact bound is the p-value (at ±5 points and alpha 0.05,
+      59 unchanged units show equivalence; one unit, or ten, does not);
+    * one unit that changed, or several that all changed by the same amount: no test (p 1) for one,
+      the t-tests' limit for several."""
     from assay.core.distributions import t_sf
 
     n, mean, error = differences.count, differences.mean, differences.standard_error
     if n == 0:
         return 1.0, 1.0, 1.0
-    if n < 2 or error == 0.0:
+    if error == 0.0 and mean == 0.0:
+        bound = 0.0 if deterministic else max(0.0, 1.0 - margin) ** n
+        return bound, bound, bound
+    if n < 2:
+        return 1.0, 1.0, 1.0
+    if error == 0.0:
         inside = -margin < mean < margin
         return (0.0, 0.0, 0.0) if inside else (1.0, 1.0, 1.0)
     lower = t_sf((mean + margin) / error, n - 1)  # H0: mean ≤ −margin
@@ -261,6 +282,16 @@ def cluster_bootstrap_interval(
     tail = (1.0 - confidence) / 2.0
     low, high = numpy.quantile(means, [tail, 1.0 - tail])
     return float(low), float(high)
+
+
+def unchanged_units_needed(margin: float, *, alpha: float) -> int | None:
+    """Units that, none of them changing, would show equivalence within ±margin (the bound in
+    `tost_paired`): the fewest n with (1 − margin)^n < alpha. None at margin 0 (no number could)."""
+    if margin <= 0.0:
+        return None
+    if margin >= 1.0:
+        return 1
+    return math.floor(math.log(alpha) / math.log1p(-margin)) + 1
 
 
 def units_needed(standard_deviation: float, effect: float, *, alpha: float, power: float, equivalence_margin: float | None = None) -> int | None:
@@ -306,9 +337,11 @@ def pass_hat_k(trials: int, passes: int, k: int) -> float:
 
 def poisson_binomial_upper_tail(distributions: list[list[float]], at_least: int) -> float:
     """P(S ≥ at_least) where S is the sum of independent integer variables, each given as its
-    probabilities over 0, 1, 2, …. Exact (truncated convolution; a suite's units share a few distinct
-    distributions, each raised to its multiplicity by squaring) up to `_EXACT_TAIL_LIMIT`; past that a
-    normal approximation with continuity correction, whose error there is far below any alpha."""
+    probabilities over 0, 1, 2, …. Exact by convolution (a suite's units share a few distinct
+    distributions, each raised to its multiplicity by squaring): kept below `at_least` up to
+    `_EXACT_TAIL_LIMIT`; past that over the window where the sum has any mass (probabilities below
+    1e-40 of the largest are dropped at each step, so the window is some tens of standard deviations
+    wide and 100,000 units cost milliseconds)."""
     if at_least <= 0:
         return 1.0
     multiplicity: dict[tuple[float, ...], int] = {}
@@ -319,18 +352,9 @@ def poisson_binomial_upper_tail(distributions: list[list[float]], at_least: int)
     maximum = sum((len(key) - 1) * count for key, count in multiplicity.items())
     if at_least > maximum:
         return 0.0
-    import numpy
-
     if at_least > _EXACT_TAIL_LIMIT:
-        from assay.core.distributions import normal_sf
-
-        mean = variance = 0.0
-        for key, count in multiplicity.items():
-            first = math.fsum(value * p for value, p in enumerate(key))
-            second = math.fsum(value * value * p for value, p in enumerate(key))
-            mean += count * first
-            variance += count * (second - first * first)
-        return normal_sf((at_least - 0.5 - mean) / math.sqrt(max(variance, 1e-300)))
+        return _windowed_upper_tail(multiplicity, at_least)
+    import numpy
 
     def times(left, right):  # the distribution of a sum, kept below `at_least`
         return numpy.convolve(left, right)[:at_least]
@@ -347,6 +371,35 @@ def poisson_binomial_upper_tail(distributions: list[list[float]], at_least: int)
                 base = times(base, base)
         below = times(below, power)
     return float(min(1.0, max(0.0, 1.0 - below.sum())))
+
+
+def _windowed_upper_tail(multiplicity: dict[tuple[float, ...], int], at_least: int) -> float:
+    """`poisson_binomial_upper_tail` for large sums: each distribution is (first value, probabilities),
+    trimmed to where its mass is after every convolution."""
+    import numpy
+
+    def trimmed(start: int, probabilities):
+        kept = numpy.nonzero(probabilities >= probabilities.max() * 1e-40)[0]
+        return start + int(kept[0]), probabilities[kept[0] : kept[-1] + 1]
+
+    def times(left, right):
+        return trimmed(left[0] + right[0], numpy.convolve(left[1], right[1]))
+
+    total = (0, numpy.ones(1))
+    for key, count in multiplicity.items():
+        power, base = (0, numpy.ones(1)), trimmed(0, numpy.asarray(key, dtype=float))
+        while count:
+            if count & 1:
+                power = times(power, base)
+            count >>= 1
+            if count:
+                base = times(base, base)
+        total = times(total, power)
+    start, probabilities = total
+    if at_least <= start:
+        return 1.0
+    tail = math.fsum(probabilities[at_least - start :]) / math.fsum(probabilities)
+    return float(min(1.0, max(0.0, tail)))
 
 
 _EXACT_TAIL_LIMIT = 5000

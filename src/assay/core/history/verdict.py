@@ -37,6 +37,7 @@ from assay.core.stats import (
     poisson_binomial_upper_tail,
     sign_test,
     tost_paired,
+    unchanged_units_needed,
     units_needed,
 )
 
@@ -176,7 +177,7 @@ class Verdict:
     paired_units: int
     difference: float  # mean over paired units of (pass fraction after − before)
     interval: tuple[float, float]  # cluster bootstrap over units, at settings.confidence
-    t_test_p: float
+    t_test_p: float | None  # None: undefined (no spread to test a change against)
     equivalence_p: float
     tests: tuple[FamilyTest, ...]
     settings: VerdictSettings
@@ -364,7 +365,8 @@ def _decide(scope: str, cohorts: Sequence[Cohort], tests: list[FamilyTest], sett
     differences = PairedDifferences(_repeated(paired, lambda cohort: _fraction(cohort.after) - _fraction(cohort.before)))
     interval = cluster_bootstrap_interval(differences, confidence=settings.confidence, seed=settings.seed)
     t_p = paired_t_test(differences)
-    equivalence_p = tost_paired(differences, settings.margin)[0] if paired else 1.0
+    deterministic = bool(paired) and all(cohort.deterministic for cohort in paired)
+    equivalence_p = tost_paired(differences, settings.margin, deterministic=deterministic)[0] if paired else 1.0
     significant = [test for test in tests if test.significant(settings.alpha)]
     worse = [test for test in significant if test.direction == WORSE]
     better = [test for test in significant if test.direction == BETTER]
@@ -379,7 +381,8 @@ def _decide(scope: str, cohorts: Sequence[Cohort], tests: list[FamilyTest], sett
     else:
         verdict = INCONCLUSIVE
         spread = differences.standard_deviation or (1.0 / max(1, differences.count)) ** 0.5
-        choices = [
+        nothing_moved = differences.count and differences.standard_deviation == 0.0 and differences.mean == 0.0
+        choices = [unchanged_units_needed(settings.margin, alpha=settings.alpha)] if nothing_moved else [
             units_needed(spread, differences.mean, alpha=settings.alpha, power=settings.power),
             units_needed(spread, differences.mean, alpha=settings.alpha, power=settings.power,
                          equivalence_margin=settings.margin),
