@@ -43,10 +43,10 @@ def install():
 
         original_finish = pipeline._finish
 
-        def _finish(events, finished, opened):
+        def _finish(events, finished, *rest):
             if finished.build_manifest is not None:
                 die()
-            return original_finish(events, finished, opened)
+            return original_finish(events, finished, *rest)
 
         pipeline._finish = _finish
     elif stage == "index-mid":  # reports out, record written, the store's transaction half done

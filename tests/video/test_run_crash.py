@@ -601,6 +601,12 @@ def test_sigterm_stops_the_run_as_ctrl_c_does(tmp_path: Path, video_file: Path, 
     stdout, stderr = root / "stdout.txt", root / "stderr.txt"
     process = start_run(eval_dir, stdout, stderr, ignore_sigint=ignore_sigint)
     wait_for_lines(calls, 4, process)
+    # A result journaled, so there is progress to keep (a run stopped before any has none, and no checkpoint).
+    deadline = time.monotonic() + 30
+    while process.poll() is None and time.monotonic() < deadline and not any(
+        (path / "events.jsonl").exists() and (path / "events.jsonl").read_bytes().count(b"\n") for path in checkpoints(eval_dir)
+    ):
+        time.sleep(0.002)
     process.send_signal(signal.SIGTERM)  # a CI job cancelled
     assert process.wait(timeout=30) == 130, stdout.read_text() + stderr.read_text()
     [checkpoint] = checkpoints(eval_dir)
