@@ -270,7 +270,7 @@ class DockerSandbox:
                     raw.sendall(stdin)
                     with contextlib.suppress(OSError):
                         raw.shutdown(1)
-                    frames = demux_frames(raw)
+                    frames = demux_frames(stream_reader(sock))
                 else:
                     frames = api.exec_start(exec_id, stream=True, demux=True)
                 for stdout_chunk, stderr_chunk in frames:
@@ -530,11 +530,24 @@ def _remove_labelled(client: Any, sandbox_id: str) -> None:
             container.remove(force=True, v=True)
 
 
-def demux_frames(sock: Any) -> Any:
-    """Docker's multiplexed attach stream (8-byte headers) as (stdout, stderr) chunks."""
+def stream_reader(connection: Any) -> Any:
+    """`read(n)` of what an `exec_start(socket=True)` connection sends, the bytes that came with the
+    HTTP response's headers first. Those are in the response's buffered reader, not the socket: read
+    from the raw socket, they were lost whenever the daemon's first output arrived with its headers
+    (as it does through a TCP proxy), and with them a command's first line."""
+    response = getattr(connection, "_response", None)  # docker-py keeps it on the socket it returns
+    buffered = getattr(getattr(getattr(response, "raw", None), "_fp", None), "fp", None)
+    if buffered is not None and hasattr(buffered, "read1"):
+        return buffered.read1
+    return getattr(connection, "_sock", connection).recv
+
+
+def demux_frames(read: Any) -> Any:
+    """Docker's multiplexed attach stream (8-byte headers) as (stdout, stderr) chunks; `read(n)` as
+    `stream_reader` gives it."""
     buffer = b""
     while True:
-        data = sock.recv(65536)
+        data = read(65536)
         if not data:
             return
         buffer += data

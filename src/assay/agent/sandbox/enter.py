@@ -133,7 +133,7 @@ def _docker_cli_exec(cli: str, container: str, workdir: str) -> int:
 
 def _api_exec(client: Any, container: str, workdir: str) -> int:
     """`docker exec -i [-t]` through the Engine API: stdin to the shell, its output to ours."""
-    from assay.agent.sandbox.docker import demux_frames
+    from assay.agent.sandbox.docker import demux_frames, stream_reader
 
     api = client.api
     terminal = sys.stdin.isatty() and sys.stdout.isatty()
@@ -142,13 +142,14 @@ def _api_exec(client: Any, container: str, workdir: str) -> int:
     exec_id = created["Id"]
     connection = api.exec_start(exec_id, socket=True, tty=terminal)
     raw = getattr(connection, "_sock", connection)
+    read = stream_reader(connection)
     threading.Thread(target=_forward_stdin, args=(raw,), daemon=True).start()
     with _raw_terminal(terminal, lambda height, width: api.exec_resize(exec_id, height=height, width=width)):
         if terminal:
-            while data := raw.recv(65536):
+            while data := read(65536):
                 os.write(sys.stdout.fileno(), data)
         else:
-            for out, err in demux_frames(raw):
+            for out, err in demux_frames(read):
                 stream = sys.stdout.buffer if out is not None else sys.stderr.buffer
                 stream.write(out if out is not None else err)
                 stream.flush()
