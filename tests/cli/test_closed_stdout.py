@@ -181,3 +181,27 @@ def test_a_reader_that_leaves_on_a_warning_after_the_last_attempt_does_not_stop_
     listed = subprocess.run(assay("runs", "list", "--json"), env=env, capture_output=True, text=True, timeout=60)
     [run] = json.loads(listed.stdout)["runs"]
     assert run["counts"]["errored"] == 1, run
+
+
+def test_a_run_stopped_before_it_kept_anything_does_not_say_finished_results_are_kept(tmp_path: Path) -> None:
+    """`assay video run | head -1` stops the run while it loads, before its checkpoint exists: the closed-stdout
+    line said "finished results are kept" with nothing kept and nothing to resume."""
+    import shutil
+
+    from cli_examples import EXAMPLES
+
+    shutil.copytree(EXAMPLES / "video", tmp_path / "video", ignore=shutil.ignore_patterns("runs", "__pycache__", "*.mp4"))
+    sys.path.insert(0, str(tmp_path / "video"))
+    try:
+        from make_video import make_demo_video
+    finally:
+        sys.path.pop(0)
+    make_demo_video(tmp_path / "video" / "cases" / "traffic-light.mp4")
+    _, code, stderr = reader_leaves(assay("video", "run", "--eval-dir", "video"), cwd=tmp_path, env=environment(tmp_path))
+    assert code == 130, stderr
+    last = stderr.strip().splitlines()[-1]
+    kept = [path for path in (tmp_path / "video" / "runs" / "checkpoints").glob("run-*") if (path / "manifest.json").exists()]
+    if kept:  # a loaded machine may get as far as a first journaled result: then it is kept, and said
+        assert last.startswith(CLOSED_MESSAGE + "; finished results are kept. Resume with "), stderr
+    else:
+        assert last == CLOSED_MESSAGE + ".", stderr

@@ -103,12 +103,14 @@ def checked(check: Callable[..., Any], *arguments: Any, quoted: bool = True) -> 
 def run_and_exit(kind: Any, request: Any, outputs: Any, *, resume: Any = None, execution: Any = None) -> NoReturn:
     """Hand the request to the pipeline and leave with its exit code; a run that kept its checkpoint
     leaves its resume lines with the stdout guard (said on stderr if stdout was closed)."""
-    from assay.core.stdout_guard import keep_resume_lines
+    from assay.core.stdout_guard import keep_resume_lines, nothing_was_kept
     from assay.core.run import pipeline
     from assay.core.run.request import Execution
 
     result = pipeline.run(kind, request, outputs=outputs, resume=resume, execution=execution or Execution())
     keep_resume_lines(result.resume_lines)
+    if result.finished.interrupted and not result.resume_lines:
+        nothing_was_kept()  # stopped before its checkpoint held anything (or a kind that keeps no partial run)
     raise typer.Exit(result.exit_code)
 
 

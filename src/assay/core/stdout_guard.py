@@ -180,6 +180,15 @@ def results_made() -> None:
             guard.interrupts = False
 
 
+def nothing_was_kept() -> None:
+    """Said by a run that stopped before it had any progress to keep (no checkpoint, no result): the
+    closed-stdout line then does not claim finished results are kept."""
+    guard = sys.stdout
+    if isinstance(guard, StdoutGuard):
+        with guard._lock:
+            guard.keeps_results = False
+
+
 def keep_resume_lines(lines: Sequence[str]) -> None:
     """A run's resume lines (printed on stdout, which may be gone), for `closed_message` to repeat."""
     if isinstance(sys.stdout, StdoutGuard):
