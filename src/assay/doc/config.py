@@ -113,6 +113,10 @@ def _root(config_path: Path, repo_root: Path, value: str, label: str) -> Path:
 
 def load_suite(config: str | Path | None = None, *, cwd: Path | None = None) -> DocSuite:
     """Read, validate and resolve a suite config (`--config`, default `evals/eval-kit.config.json`)."""
+    if config is not None and not isinstance(config, (str, os.PathLike)):
+        raise TypeError(f"load_suite(config=...) must be a str or Path, not {type(config).__name__}")
+    if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
+        raise TypeError(f"load_suite(cwd=...) must be a str or Path, not {type(cwd).__name__}")
     base = Path(cwd) if cwd is not None else Path.cwd()
     config_path = Path(os.path.abspath(base / (config or DEFAULT_CONFIG_PATH)))
     raw = _read_json(config_path, "config")

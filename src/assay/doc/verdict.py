@@ -33,21 +33,35 @@ class VerdictPolicy:
 
 
 def _policy(policy: VerdictPolicy | Mapping[str, Any]) -> VerdictPolicy:
-    return policy if isinstance(policy, VerdictPolicy) else VerdictPolicy.from_mapping(policy)
+    if isinstance(policy, VerdictPolicy):
+        return policy
+    if not isinstance(policy, Mapping):
+        raise TypeError(f"policy must be a VerdictPolicy or a mapping, not {type(policy).__name__}")
+    return VerdictPolicy.from_mapping(policy)
+
+
+def _findings(findings: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    if isinstance(findings, (str, bytes, Mapping)) or not isinstance(findings, Iterable):
+        raise TypeError(f"findings must be a list of mappings, not {type(findings).__name__}")
+    listed = list(findings)
+    for finding in listed:
+        if not isinstance(finding, Mapping):
+            raise TypeError(f"findings must be a list of mappings; it holds a {type(finding).__name__}")
+    return listed
 
 
 def critical_blocker_count(findings: Iterable[Mapping[str, Any]], policy: VerdictPolicy | Mapping[str, Any]) -> int:
     rules = _policy(policy)
     return sum(
         1
-        for finding in findings
+        for finding in _findings(findings)
         if finding.get("severity") in rules.blocking_severities and finding.get("verdict") in rules.blocking_verdicts
     )
 
 
 def aggregate_verdict(findings: Iterable[Mapping[str, Any]], policy: VerdictPolicy | Mapping[str, Any]) -> str:
     rules = _policy(policy)
-    findings = list(findings)
+    findings = _findings(findings)
     if critical_blocker_count(findings, rules):
         return rules.red_verdict
     if any(finding.get("verdict") in rules.non_green_verdicts for finding in findings):
