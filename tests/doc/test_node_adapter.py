@@ -172,7 +172,8 @@ def test_missing_hook_is_named(suite, fake_openai):
         "g",
         env={"ASSAY_JUDGE_BASE_URL": fake_openai.base_url},
     )
-    assert "generate requires the adapter to export resolve_generation_vars or resolveGenerationVars" in result.stderr
+    assert ("adapter module does not export resolveGenerationVars function: generate requires the adapter to export "
+            "resolve_generation_vars or resolveGenerationVars") in result.stderr  # eval-kit's words first
     assert fake_openai.requests == []
 
 

@@ -100,6 +100,17 @@ def test_async_grader_and_camel_case_names_work_in_python(suite):
     assert result.exit_code == 0 and "Verdict: great" in result.stdout
 
 
+def test_an_adapter_without_a_grader_or_reporter_says_so_in_eval_kits_words(suite):
+    (suite.evals / "full_adapter.py").write_text("def renderDeterministicReport(report):\n    return 'ok'\n")
+    result = run_case()
+    assert result.exit_code == 2
+    assert "grader module does not export a grading function" in result.stderr, result.stderr
+    (suite.evals / "full_adapter.py").write_text("def gradeCandidate(grade):\n    return {'verdict': 'great', 'findings': []}\n")
+    result = run_case()
+    assert result.exit_code == 2
+    assert "reporter module does not export a report rendering function" in result.stderr, result.stderr
+
+
 def test_legacy_grader_and_reporter_maps_are_used_without_an_adapter(suite):
     (suite.evals / "grader.py").write_text(
         "def grade_candidate(grade):\n    return {'verdict': 'green', 'findings': []}\n"
@@ -116,7 +127,7 @@ def test_legacy_grader_and_reporter_maps_are_used_without_an_adapter(suite):
     ("candidate", "message"),
     [
         ("../outside.md", "escapes"),
-        ("candidates/missing.md", "candidate not found: candidates/missing.md"),
+        ("candidates/missing.md", "candidate path does not exist: candidates/missing.md"),
     ],
 )
 def test_candidates_must_exist_inside_the_repo(suite, tmp_path, candidate, message):
@@ -132,12 +143,12 @@ def test_a_candidate_not_found_says_where_candidate_paths_start(suite, monkeypat
     config = ("--config", str(suite.config_path))
     here = invoke("run-case", "--case", "case-one", "--candidate", "good.md", *config)
     assert here.exit_code == 2
-    assert (f"candidate not found: good.md (candidate paths are relative to the repository root {suite.repo}, not the "
+    assert (f"candidate path does not exist: good.md (candidate paths are relative to the repository root {suite.repo}, not the "
             "current folder: give candidates/good.md or an absolute path)") in here.stderr, here.stderr
     folder = invoke("run-case", "--case", "case-one", "--candidate", ".", *config)
-    assert folder.exit_code == 2 and "candidate not found: . (that is a folder; give the candidate file)" in folder.stderr
+    assert folder.exit_code == 2 and "candidate path does not exist: . (that is a folder; give the candidate file)" in folder.stderr
     missing = invoke("run-case", "--case", "case-one", "--candidate", "nope.md", *config)
-    assert f"candidate not found: nope.md (candidate paths are relative to the repository root {suite.repo})" in missing.stderr
+    assert f"candidate path does not exist: nope.md (candidate paths are relative to the repository root {suite.repo})" in missing.stderr
 
 
 def test_absolute_candidate_outside_the_repo_and_symlink_escape_are_refused(suite, tmp_path):

@@ -71,7 +71,8 @@ def test_a_judge_command_says_every_missing_flag_and_hook_in_one_line(starter, f
     )  # fmt: skip
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        "Execution failed: missing required arguments --model, --provider, --effort; and judge-coverage requires "
-        "the adapter to export resolve_pointwise_vars or resolvePointwiseVars"
+        "Execution failed: missing required arguments --model, --provider, --effort; and adapter module does not "
+        "export resolvePointwiseVars function: judge-coverage requires the adapter to export resolve_pointwise_vars "
+        "or resolvePointwiseVars"
     ]
     assert fake_openai.requests == []

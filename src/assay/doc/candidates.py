@@ -26,7 +26,8 @@ def resolve_candidate(suite: DocSuite, value: str, option: str = "--candidate") 
     except OSError as error:  # a name longer than the file system allows, say: no file can be there
         raise UsageError(f"{option} {_shown(value)} cannot be used: {error.strerror or error}") from None
     if not found:
-        raise UsageError(f"candidate not found: {_shown(value)}{_where_it_is(suite.repo_root, value, resolved)}")
+        # eval-kit's words, then where the file is when it is not where eval-kit looks
+        raise UsageError(f"candidate path does not exist: {_shown(value)}{_where_it_is(suite.repo_root, value, resolved)}")
     return resolved
 
 

@@ -77,11 +77,13 @@ async def _deterministic_modules(suite: DocSuite) -> AsyncIterator[_Modules]:
                 else await stack.enter_async_context(adapter_session(suite, reporter_path))
             )
         grade_export = grader.export_for("grade")
-        if grade_export is None:
-            raise AdapterError("no grader configured: the adapter exports no grade_candidate/gradeCandidate")
+        if grade_export is None:  # eval-kit's words, then ours
+            raise AdapterError("grader module does not export a grading function: the adapter exports no "
+                               "grade_candidate/gradeCandidate")
         report_export = reporter.export_for("report")
         if report_export is None:
-            raise AdapterError("no reporter configured: the adapter exports no render_report/renderDeterministicReport")
+            raise AdapterError("reporter module does not export a report rendering function: the adapter exports no "
+                               "render_report/renderDeterministicReport")
         yield _Modules(grader, grade_export, reporter, report_export)
 
 

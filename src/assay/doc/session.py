@@ -35,13 +35,21 @@ async def adapter_session(suite: DocSuite, path: Path) -> AsyncIterator[DocAdapt
         await adapter.aclose()
 
 
+# eval-kit's words for a hook the adapter lacks (tested substrings of its own); ours follow them.
+_NOT_EXPORTED = {
+    "grade": "grader module does not export a grading function",
+    "report": "reporter module does not export a report rendering function",
+}
+
+
 def require_hook(adapter: DocAdapter, hook: str, command: str) -> str:
     from assay.doc.hooks import HOOKS
 
     export = adapter.export_for(hook)
     if export is None:
-        names = " or ".join(HOOKS[hook].exports[:2])
-        raise AdapterError(f"{command} requires the adapter to export {names}")
+        exports = HOOKS[hook].exports
+        said = _NOT_EXPORTED.get(hook) or f"adapter module does not export {exports[1]} function"
+        raise AdapterError(f"{said}: {command} requires the adapter to export {' or '.join(exports[:2])}")
     return export
 
 
