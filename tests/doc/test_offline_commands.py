@@ -200,7 +200,8 @@ def test_list_cases_names_each_manifest_it_skipped_on_stderr(suite):
 
 
 def test_validate_fixtures_succeeds_then_fails_on_hook_and_missing_manifest(suite):
-    assert invoke("validate-fixtures").exit_code == 0
+    fixtures = invoke("validate-fixtures")
+    assert fixtures.exit_code == 0 and fixtures.stdout == "Fixtures validation completed successfully.\n"  # eval-kit's line
     manifest_path = suite.evals / "cases" / "case-one" / "case-manifest.json"
     manifest = json.loads(manifest_path.read_text())
     manifest["artifacts"] = [a for a in manifest["artifacts"] if a["role"] != "grader_input"]

@@ -55,6 +55,7 @@ def test_yellow_exits_zero_and_red_exits_one_after_writing_the_bundle(suite):
     assert run_case("candidates/partial.md", "yellow-run").exit_code == 0
     red = run_case("candidates/bad.md", "red-run")
     assert red.exit_code == 1 and "Verdict: red" in red.stdout
+    assert "Deterministic grading failed (verdict red)" in red.stderr  # eval-kit's line, on stderr
     assert (suite.results / "red-run" / "manifest.json").exists()
 
 

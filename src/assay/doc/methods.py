@@ -97,6 +97,7 @@ class DocConclusion:
     exit_code: int
     lines: tuple[str, ...]
     record: Callable[[], Record] | None = None
+    failure: str | None = None  # said on stderr as well (eval-kit's line for a red verdict)
 
 
 Request = TypeVar("Request")
@@ -136,6 +137,7 @@ def _run_case_conclusion(request: RunCaseRequest, result: Any) -> DocConclusion:
         EXIT_GATE_FAILED if result.verdict == "red" else 0,
         (f"Verdict: {result.verdict}", *failed, f"Results: {_relative(request.suite, result.result_dir)}"),
         lambda: units.run_case_record(result, candidate, request.recorded),
+        "Deterministic grading failed (verdict red)" if result.verdict == "red" else None,
     )
 
 

@@ -88,6 +88,8 @@ class DocConsole:
         if event.outcome is not None:
             for line in event.outcome.lines:
                 print(line)
+            if getattr(event.outcome, "failure", None):
+                print(event.outcome.failure, file=sys.stderr)
         elif event.error is not None:
             print(f"Execution failed: {event.error}", file=sys.stderr)
         else:
