@@ -142,16 +142,20 @@ def sandbox_template(provider: str, **options):
     return local_sandbox(**options) if provider == "local" else docker_sandbox(image=BASE_IMAGE, **options)
 
 
-def docker_containers(sandbox_id: str | None = None) -> list:
-    """assay's containers on the daemon (all of them, running or not), or one sandbox's."""
+def docker_containers(sandbox_id: str | None = None, *, root: Path | None = None) -> list:
+    """assay's containers on the daemon (all of them, running or not), one sandbox's, or those whose sandboxes
+    live under `root` (a test's own: another run on the same daemon may have left containers of its own)."""
     from assay.agent.sandbox.docker import docker_client
 
     client = docker_client()
     try:
         label = "assay.sandbox" if sandbox_id is None else f"assay.sandbox={sandbox_id}"
-        return client.containers.list(all=True, filters={"label": label})
+        found = client.containers.list(all=True, filters={"label": label})
     finally:
         client.close()
+    if root is None:
+        return found
+    return [container for container in found if container.labels.get("assay.root", "").startswith(f"{root}/")]
 
 
 with contextlib.suppress(ImportError):

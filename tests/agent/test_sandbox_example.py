@@ -154,7 +154,7 @@ def test_the_example_runs_unchanged_in_a_container_and_carry_knows_the_provider_
         ("passed", "docker", "docker")
     assert docker["decision"]["code"] == "sandbox-changed"  # not carried from the local run
     assert [(a["kind"], a["status"]) for a in docker["assertions"]] == [(a["kind"], a["status"]) for a in local["assertions"]]
-    assert list(sandbox_dir.iterdir()) == [] and docker_containers() == []
+    assert list(sandbox_dir.iterdir()) == [] and docker_containers(root=sandbox_dir) == []
 
 
 @pytest.mark.parametrize("given,meant", [("local:bubblwrap", "local:bubblewrap"), ("locl", "local"), ("local:nne", "local:none"),
