@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "PairedCounts",
@@ -359,18 +360,24 @@ def poisson_binomial_upper_tail(distributions: list[list[float]], at_least: int)
     def times(left, right):  # the distribution of a sum, kept below `at_least`
         return numpy.convolve(left, right)[:at_least]
 
-    below = numpy.zeros(1)  # P(S = s) for s < at_least
-    below[0] = 1.0
+    below = _summed(multiplicity, numpy.ones(1), lambda key: numpy.asarray(key[:at_least], dtype=float), times)
+    return float(min(1.0, max(0.0, 1.0 - below.sum())))  # below: P(S = s) for s < at_least
+
+
+def _summed(multiplicity: dict[tuple[float, ...], int], one: Any, lift: Any, times: Any) -> Any:
+    """The distribution of the sum: each distinct distribution (`lift`ed) raised to its multiplicity by
+    squaring, the powers multiplied together by `times` (`one` is the sum of nothing)."""
+    total = one
     for key, count in multiplicity.items():
-        power, base = numpy.ones(1), numpy.asarray(key[:at_least], dtype=float)
+        power, base = one, lift(key)
         while count:
             if count & 1:
                 power = times(power, base)
             count >>= 1
             if count:
                 base = times(base, base)
-        below = times(below, power)
-    return float(min(1.0, max(0.0, 1.0 - below.sum())))
+        total = times(total, power)
+    return total
 
 
 def _windowed_upper_tail(multiplicity: dict[tuple[float, ...], int], at_least: int) -> float:
@@ -385,17 +392,9 @@ def _windowed_upper_tail(multiplicity: dict[tuple[float, ...], int], at_least: i
     def times(left, right):
         return trimmed(left[0] + right[0], numpy.convolve(left[1], right[1]))
 
-    total = (0, numpy.ones(1))
-    for key, count in multiplicity.items():
-        power, base = (0, numpy.ones(1)), trimmed(0, numpy.asarray(key, dtype=float))
-        while count:
-            if count & 1:
-                power = times(power, base)
-            count >>= 1
-            if count:
-                base = times(base, base)
-        total = times(total, power)
-    start, probabilities = total
+    start, probabilities = _summed(
+        multiplicity, (0, numpy.ones(1)), lambda key: trimmed(0, numpy.asarray(key, dtype=float)), times
+    )
     if at_least <= start:
         return 1.0
     tail = math.fsum(probabilities[at_least - start :]) / math.fsum(probabilities)
