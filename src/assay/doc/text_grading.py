@@ -9,7 +9,7 @@ grader input holds (`must_include_any`, `must_include_all`, `must_not_include_an
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 __all__ = ["assess_coverage", "candidate_segments", "grade_facts", "includes_all", "includes_any", "normalize"]
 
@@ -27,15 +27,9 @@ def _text(value: object, name: str) -> str:
 
 
 def _snippets(value: object, name: str) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a list of strings, not {type(value).__name__}")
-    snippets = list(value)
-    for snippet in snippets:
-        if not isinstance(snippet, str):
-            raise TypeError(f"{name} must be a list of strings; it holds a {type(snippet).__name__}")
-    return snippets
+    from assay.doc.verdict import list_of
+
+    return [] if value is None else list_of(value, name, str, "strings")
 
 
 def normalize(text: str) -> str:

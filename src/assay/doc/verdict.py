@@ -40,14 +40,20 @@ def _policy(policy: VerdictPolicy | Mapping[str, Any]) -> VerdictPolicy:
     return VerdictPolicy.from_mapping(policy)
 
 
-def _findings(findings: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    if isinstance(findings, (str, bytes, Mapping)) or not isinstance(findings, Iterable):
-        raise TypeError(f"findings must be a list of mappings, not {type(findings).__name__}")
-    listed = list(findings)
-    for finding in listed:
-        if not isinstance(finding, Mapping):
-            raise TypeError(f"findings must be a list of mappings; it holds a {type(finding).__name__}")
+def list_of(value: Any, name: str, kind: type | tuple[type, ...], described: str) -> list[Any]:
+    """`value` as a list whose items are all `kind`; a TypeError naming `name` when it is not one (a
+    string or a mapping is never taken for a list of its characters or keys)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a list of {described}, not {type(value).__name__}")
+    listed = list(value)
+    for item in listed:
+        if not isinstance(item, kind):
+            raise TypeError(f"{name} must be a list of {described}; it holds a {type(item).__name__}")
     return listed
+
+
+def _findings(findings: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return list_of(findings, "findings", Mapping, "mappings")
 
 
 def critical_blocker_count(findings: Iterable[Mapping[str, Any]], policy: VerdictPolicy | Mapping[str, Any]) -> int:
