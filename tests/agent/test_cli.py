@@ -179,11 +179,8 @@ def write_slow_project(root: Path) -> None:
     """))
 
 
-def test_ctrl_c_ends_cleanly_with_130_and_the_run_resumes(tmp_path):
-    root = tmp_path / "proj"
-    write_slow_project(root)
-    marker = tmp_path / "marker"
-    environment = {**os.environ, "MARKER": str(marker), "PYTHONUNBUFFERED": "1"}
+def interrupted_while_slow(root: Path, marker: Path, environment: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """`agent run` of `write_slow_project`'s project, Ctrl-C once its slow send has begun; the process and its output."""
     process = subprocess.Popen(
         [sys.executable, "-c", ENTRY, "agent", "run", "--project", str(root), "--concurrency", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment,
@@ -193,6 +190,15 @@ def test_ctrl_c_ends_cleanly_with_130_and_the_run_resumes(tmp_path):
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=20)
+    return process, output
+
+
+def test_ctrl_c_ends_cleanly_with_130_and_the_run_resumes(tmp_path):
+    root = tmp_path / "proj"
+    write_slow_project(root)
+    marker = tmp_path / "marker"
+    environment = {**os.environ, "MARKER": str(marker), "PYTHONUNBUFFERED": "1"}
+    process, output = interrupted_while_slow(root, marker, environment)
     assert process.returncode == 130, output
     assert "INTERRUPTED" in output and "Resume with" in output
     assert "Traceback" not in output
@@ -623,15 +629,7 @@ def test_after_ctrl_c_attempts_that_never_started_are_counted_and_shown_as_not_s
         "from assay.agent import define_eval\n\n@define_eval\nasync def test(t):\n    await t.send('quick')\n")
     marker = tmp_path / "marker"
     environment = {**os.environ, "MARKER": str(marker), "PYTHONUNBUFFERED": "1", "ASSAY_STORE": str(tmp_path / "s.db")}
-    process = subprocess.Popen(
-        [sys.executable, "-c", ENTRY, "agent", "run", "--project", str(root), "--concurrency", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment,
-    )
-    deadline = time.monotonic() + 20
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=20)
+    process, output = interrupted_while_slow(root, marker, environment)
     assert process.returncode == 130, output
     assert "1 attempt(s) interrupted before they finished; 1 not started" in output.splitlines(), output
     shown = subprocess.run([sys.executable, "-c", ENTRY, "agent", "show", "--project", str(root), "--json"],

@@ -163,23 +163,28 @@ def test_keep_going_records_adapter_errors_and_fails_the_error_gate(tmp_path):
     assert "Resume with `assay video run --resume " in result.flat
 
 
-def test_resume_retries_only_adapter_errors(tmp_path):
-    calls = tmp_path / "calls.txt"
-    flag = tmp_path / "still-broken"
+def broken_at_1_and_3(tmp_path, flag, extra: str = ""):
+    """Five samples whose adapter fails at samples 1 and 3 while `flag` exists (so a resume can fix them)."""
     flag.write_text("x")
-    eval_dir = make_eval(
+    return make_eval(
         tmp_path,
         f"""
         video: clip.mp4
         targets:
           number:
-            config: {{fail_at: [1, 3], fail_while_exists: "{flag}", calls_file: "{calls}"}}
+            config: {{fail_at: [1, 3], fail_while_exists: "{flag}"{extra}}}
             samples:
               - range: [0.0, 0.5]
                 every_s: 0.1
                 expect: 0
         """,
     )
+
+
+def test_resume_retries_only_adapter_errors(tmp_path):
+    calls = tmp_path / "calls.txt"
+    flag = tmp_path / "still-broken"
+    eval_dir = broken_at_1_and_3(tmp_path, flag, f', calls_file: "{calls}"')
     report_path = tmp_path / "r.json"
     first = run_eval(eval_dir, "--keep-going", "--output-json", report_path)
     assert first.exit_code == 1
@@ -208,20 +213,7 @@ def test_resume_retries_only_adapter_errors(tmp_path):
 
 def test_throughput_after_a_resume_counts_only_the_samples_this_run_evaluated(tmp_path):
     flag = tmp_path / "still-broken"
-    flag.write_text("x")
-    eval_dir = make_eval(
-        tmp_path,
-        f"""
-        video: clip.mp4
-        targets:
-          number:
-            config: {{fail_at: [1, 3], fail_while_exists: "{flag}"}}
-            samples:
-              - range: [0.0, 0.5]
-                every_s: 0.1
-                expect: 0
-        """,
-    )
+    eval_dir = broken_at_1_and_3(tmp_path, flag)
     report_path = tmp_path / "r.json"
     first = run_eval(eval_dir, "--keep-going", "--output-json", report_path)
     assert "Throughput: " in first.flat and "reused from the checkpoint" not in first.flat
