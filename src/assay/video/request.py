@@ -121,14 +121,9 @@ def invocation_with_outputs(request: VideoRunRequest | SeedRequest, outputs: Out
     for key, value in to_invocation(request).items():
         invocation[key] = value
         for output in placed.get(key, ()):
-            if kept[output] is None and output in _STORED_WHEN_GIVEN:
-                continue
-            invocation[output] = kept[output]
+            if output in kept:  # an output left unset that its option omits (`junit`) is not stored
+                invocation[output] = kept[output]
     return invocation
-
-
-# Not GlassKit's: stored only when given, so a checkpoint's invocation holds exactly GlassKit's keys otherwise.
-_STORED_WHEN_GIVEN = frozenset({"junit"})
 
 
 def outputs_from_invocation(invocation: Any, manifest_path: Path, outputs: Outputs) -> Outputs:

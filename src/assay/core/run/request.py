@@ -270,7 +270,8 @@ class Outputs:
 
     # The help of --json and --verbose is each kind's own (its console and its stream differ).
     json: bool = option(False, stored=False, flag="--json")  # NDJSON on stdout instead of the console
-    junit: str | None = option(None, flag="--junit", help="Also write a JUnit XML report here.")  # as given
+    # as given; not one of GlassKit's checkpoint keys, so a video checkpoint stores it only when given
+    junit: str | None = option(None, omit_when_none=True, flag="--junit", help="Also write a JUnit XML report here.")
     quiet: bool = option(
         False, stored=False, flag="--quiet", names=("--quiet", "-q"), help="No progress on stderr (results and errors still print)."
     )
