@@ -144,7 +144,8 @@ _SUBJECT = (
 # Each run's verdicts per subject (trials passed, trials failed or errored): the narrow rows history reads.
 # A carried unit (agent carry: nothing it depends on changed) is an earlier observation again, not a new
 # one, so it adds nothing to its history; its row says so with no trials.
-_CARRIED = "instr(body, '\"carried_from\"') > 0"
+_CARRIED_KEY = '"carried_from"'
+_CARRIED = f"instr(body, '{_CARRIED_KEY}') > 0"
 # One run's rows in the order they were inserted: `seq >= 0` has SQLite walk the primary key (run_id,
 # seq), whose rows lie on consecutive pages, instead of `units_by_id`, whose order (the unit ids')
 # sends each row it reads to another page (100,000 rows: 0.05 s against 0.55 s of CPU).
@@ -156,6 +157,9 @@ _TALLY_HISTORY = (
     "SUM(verdict IN ('failed', 'errored') AND NOT carried) FROM (SELECT run_id, " + _SUBJECT + " AS subject, grp, "
     "verdict, " + _CARRIED + " AS carried FROM units WHERE " + _RUN_ROWS + " LIMIT -1) GROUP BY subject"
 )
+# The same for a run none of whose units was carried (every imported run, most others), known as its
+# lines are inserted: no body is read to look for a reference (100,000 Inspect units: 0.25 s against 0.33).
+_TALLY_HISTORY_NONE_CARRIED = _TALLY_HISTORY.replace(_CARRIED, "0")
 _HISTORY_VERSION = 2  # PRAGMA user_version once every run's history rows exist (2: carried units count none)
 
 
@@ -479,7 +483,10 @@ class SqliteRunStore:
         already present is replaced whole."""
         run_id = manifest.run_id
 
+        carried = False
+
         def rows() -> Iterator[tuple[str, int, str, str, str, str]]:
+            nonlocal carried
             seen: set[str] = set()
             for seq, line in enumerate(unit_lines(units)):
                 if line.verdict not in _VERDICT_SET:
@@ -487,6 +494,8 @@ class SqliteRunStore:
                 if line.unit_id in seen:
                     raise ValueError(f"unit id {line.unit_id!r} appears twice in run {run_id}")
                 seen.add(line.unit_id)
+                if not carried and _CARRIED_KEY in line.text:  # (as `_CARRIED` tests it; a mention in a text counts too)
+                    carried = True
                 yield run_id, seq, line.unit_id, line.group, line.verdict, line.text
 
         with self._connection:
@@ -495,7 +504,7 @@ class SqliteRunStore:
             # order), so a 50,000-unit run holds no per-group object here, and both commit together.
             self._connection.executemany("INSERT INTO units VALUES (?, ?, ?, ?, ?, ?)", rows())
             self._connection.execute(_TALLY_GROUPS, (run_id,))
-            self._connection.execute(_TALLY_HISTORY, (run_id,))
+            self._connection.execute(_TALLY_HISTORY if carried else _TALLY_HISTORY_NONE_CARRIED, (run_id,))
             unit_count, counts = self._connection.execute(_TALLY_COUNTS, (run_id,)).fetchone()
             self._connection.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

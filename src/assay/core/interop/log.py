@@ -111,11 +111,14 @@ _SCALARS = frozenset({type(None), bool, int, float})
 def bounded(value: Any, limit: int = TEXT_LIMIT) -> Any:
     """Texts cut to `limit` characters (with a mark), anywhere in a JSON-like value: a log may hold
     whole transcripts, and a unit keeps what a person reads in the viewer, not a copy of the log."""
-    if type(value) in _SCALARS:  # most values: answered before any isinstance (a Mapping check is an ABC's)
+    kind = type(value)
+    if kind is str:  # most values, then scalars: answered before any isinstance (a Mapping check is an ABC's)
+        return value if len(value) <= limit else value[:limit] + f"… [{len(value) - limit} more characters]"
+    if kind in _SCALARS:
         return value
     if isinstance(value, str):
         return value if len(value) <= limit else value[:limit] + f"… [{len(value) - limit} more characters]"
-    if isinstance(value, (dict, Mapping)):
+    if kind is dict or isinstance(value, Mapping):
         return {str(key): bounded(item, limit) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         items = [bounded(item, limit) for item in value[:100]]
