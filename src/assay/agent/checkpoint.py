@@ -44,12 +44,14 @@ def plan_inputs(project: Path, plan: Sequence[Any]) -> dict[str, Any]:
     experiments: dict[str, Any] = {}
     files: dict[str, str] = {}
     evals: dict[str, None] = {}
+    seen_paths: set[Any] = set()  # (a file defines many evals: its path is made relative once)
     for planned in plan:
         experiments.setdefault(planned.experiment.id, planned.experiment.experiment.identity())
         entry = planned.eval
         if entry.id not in evals:
             evals[entry.id] = None
-            if entry.path is not None:
+            if entry.path is not None and entry.path not in seen_paths:
+                seen_paths.add(entry.path)
                 files[_in_project(project, entry.path)] = entry.digest
     inputs: dict[str, Any] = {"root": str(project), "experiments": experiments, "files": files, "slots": len(plan)}
     if len(evals) <= _NAMED_EVALS:
