@@ -66,6 +66,20 @@ def test_run_references_resolve_ids_prefixes_and_latest(store: SqliteRunStore) -
         store.resolve("lastest~1")
 
 
+def test_a_reference_or_a_store_path_of_the_wrong_type_is_named_not_a_traceback(store: SqliteRunStore, tmp_path) -> None:
+    """`get_run(None)` raised AttributeError from deep inside, `get_run("")` matched every run as a prefix (the
+    only run of a store was "found"), and `open_store(5)` raised pathlib's TypeError."""
+    from assay.core.results_store import open_store
+
+    store.add_run(_manifest("video-100", "2026-01-01T00:00:00Z"), [])
+    for ref in (None, 5, ""):
+        with pytest.raises(UsageError, match=rf"^a run reference is a run id, .*; got {ref!r}$"):
+            store.get_run(ref)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="^the results store's path must be a path or a string, got 5$"):
+        open_store(5)  # type: ignore[arg-type]
+    assert open_store(str(tmp_path / "other.db")).count_runs() == 0
+
+
 def test_prefix_wildcards_are_literal(store: SqliteRunStore) -> None:
     store.add_run(_manifest("doc-a", "2026-01-01T00:00:00Z", "doc"), [])
     with pytest.raises(UsageError):

@@ -383,6 +383,8 @@ class SqliteRunStore:
     """The embedded store: one SQLite file in WAL mode, safe for a writer and many readers."""
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise UsageError(f"the results store's path must be a path or a string, got {path!r}")
         self.path = Path(path)
         self.read_only = read_only
         check_store_location(self.path)
@@ -573,6 +575,8 @@ class SqliteRunStore:
     @_speaks_for_the_file
     def resolve(self, ref: str, *, kind: str | None = None) -> str:
         """A run id from an id, a unique id prefix, `latest` or `latest~N` (N runs before the latest)."""
+        if not isinstance(ref, str) or not ref:
+            raise UsageError(f"a run reference is a run id, a unique prefix of one, latest or latest~N; got {ref!r}")
         if ref == "latest" or ref.startswith("latest~"):
             back_text = ref[len("latest~"):] if "~" in ref else "0"
             if not back_text.isdigit():
