@@ -191,3 +191,14 @@ def test_a_relabelled_unit_counts_once_in_the_label_total(database):
         LabelBook(store).add([make_label(unit, "ann", verdict="pass", now=T0 + timedelta(days=1, minutes=minute))
                               for minute in range(3)])
     assert _agreement()["labels"] == before == 26  # 10 + 10 + 6: ann's three new labels of eval0 replace her first
+
+
+@pytest.mark.parametrize("arguments", [["judge", "agreement", "--judge", ""], ["judge", "agreement", "--rubric", " "],
+                                       ["judge", "agreement", "--labeller", ""], ["labels", "export", "--labeller", ""],
+                                       ["labels", "export", "--run", ""]])
+def test_an_empty_filter_is_refused_not_read_as_every_judge(database, arguments):
+    """`--judge "$JUDGE"` with the variable unset measured every judge, exit 0, as if no filter had been given."""
+    result = CliRunner().invoke(app, arguments)
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{arguments[-2]}': needs a value, and the value given is empty (an unset variable in a " \
+           "script?); leave the option out for every" in " ".join(result.output.split())

@@ -176,3 +176,14 @@ def test_assay_store_naming_a_folder_is_one_error_with_the_file_meant(tmp_path, 
     assert result.exit_code == 2
     assert result.output.strip() == (f"Error: ASSAY_STORE={tmp_path} is a folder; it names the store's database file "
                                      f"(e.g. ASSAY_STORE={tmp_path / 'assay.db'})")
+
+
+def test_import_of_an_empty_path_or_a_missing_file_is_one_error_naming_it(database, tmp_path):
+    """`assay labels import "$GOLDEN"` with the variable unset read the current folder: `could not read : [Errno 21]
+    Is a directory: '.'`; a missing file said its errno and path twice."""
+    empty = CliRunner().invoke(app, ["labels", "import", ""])
+    assert (empty.exit_code, empty.stderr) == (2, "Error: the label file needs a path (or - for stdin), and the value "
+                                                  "given is empty (an unset variable in a script?)\n")
+    missing = tmp_path / "golden.jsonl"
+    result = CliRunner().invoke(app, ["labels", "import", str(missing)])
+    assert (result.exit_code, result.stderr) == (2, f"Error: could not read {missing}: No such file or directory\n")

@@ -33,6 +33,23 @@ def _known_kind(kind: str | None) -> None:
         raise ValueError(f"must be one of {', '.join(kind_names())}{did_you_mean(kind, kind_names())}")
 
 
+def _fraction(low: float, high: float, example: float, unit: str) -> Callable[[Any], None]:
+    """`between(low, high)` for an option given as a fraction, whose docs speak in points and percent: a value
+    such as 5 or 80 is answered with the fraction it meant (`0.05 is 5 points`)."""
+    within = between(low, high)
+
+    def check(value: Any) -> None:
+        try:
+            within(value)
+        except ValueError as error:
+            if value is not None and value > 1 and low <= value / 100 <= high:
+                raise ValueError(f"{error}; it is a fraction ({example:g} is {example * 100:g}{unit}): for {value:g}{unit}, "
+                                 f"give {value / 100:g}") from None
+            raise
+
+    return check
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunsOptions:
     """Every `assay runs` option and argument, declared once (`assay.cli.options.params` makes them)."""
@@ -50,11 +67,11 @@ class RunsOptions:
     # Holm-corrected levels leave the normal quantiles' domain.
     alpha: float = option(0.05, flag="--alpha", check=between(1e-6, 0.5),
                           help="Significance level of every test (Holm-corrected together), from 1e-6 to 0.5.")
-    margin: float = option(0.05, flag="--margin", check=between(0, 1), help="A pass-rate change within ± this (a fraction: "
+    margin: float = option(0.05, flag="--margin", check=_fraction(0, 1, 0.05, " points"), help="A pass-rate change within ± this (a fraction: "
                            "0.05 is 5 points) counts as none, when shown by TOST.")
     history: int = option(10, flag="--history", check=at_least(1, maximum=1000), help="Runs of history (the baseline's and the "
                           "ones before it in its series) that say how flaky each unit is.")
-    power: float = option(0.8, flag="--power", check=between(0.5, 0.99),
+    power: float = option(0.8, flag="--power", check=_fraction(0.5, 0.99, 0.8, " %"),
                           help="Power at which an inconclusive comparison says how many units would decide it.")
     group_depth: int = option(1, flag="--group-depth", check=at_least(0, maximum=10),
                               help="Group units by the first N parts of their group path (0: no groups).")

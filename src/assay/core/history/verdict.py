@@ -146,14 +146,14 @@ class FamilyTest:
         if self.family == "stable-pass":
             what = (f"{_plural(len(self.flips), 'unit')} that passed every trial of {'its' if one else 'their'} history "
                     f"{'fails' if one else 'fail'} now")
-            chance = f"{self.expected:.2g} expected by chance in this suite"
+            chance = f"{_expected(self.expected)} expected by chance in this suite"
         elif self.family == "stable-fail":
             what = (f"{_plural(len(self.flips), 'unit')} that failed every trial of {'its' if one else 'their'} history "
                     f"{'passes' if one else 'pass'} now")
-            chance = f"{self.expected:.2g} expected by chance"
+            chance = f"{_expected(self.expected)} expected by chance"
         elif self.family == "flaky":
             what = (f"flaky units ({self.units}): {self.observed:g} failing trial{'' if self.observed == 1 else 's'} now, "
-                    f"{self.expected:.1f} expected from their history")
+                    f"{_expected(self.expected)} expected from their history")
             chance = ""
         else:
             what = f"units with too little history ({self.units}): {self.observed:g} changed for the better, {self.expected:g} for the worse"
@@ -233,6 +233,11 @@ class Verdict:
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _expected(value: float) -> str:
+    """An expected count to two significant digits (0.054, 0.9, 4.2), whole from 10 up (12, 310: never 3.1e+02)."""
+    return f"{value:,.0f}" if value >= 9.95 else f"{value:.2g}"
 
 
 def _p(value: float) -> str:

@@ -31,9 +31,13 @@ def write_labels(path: Path, labels: Sequence[Label]) -> None:
 
 def read_labels(source: str) -> list[Label]:
     """Every label of a JSONL file (`-`: stdin); the first bad line is a UsageError naming it."""
+    if not source.strip():  # Path("") is the current folder: a script's unset variable would read "Is a directory"
+        raise UsageError("the label file needs a path (or - for stdin), and the value given is empty (an unset variable in a script?)")
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+    except OSError as error:
+        raise UsageError(f"could not read {source}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
         raise UsageError(f"could not read {source}: {error}") from None
     labels = []
     for number, line in enumerate(text.splitlines(), start=1):
