@@ -77,3 +77,18 @@ def test_an_empty_path_is_refused_not_taken_as_the_current_folder(tmp_path, monk
     assert (f"Invalid value for '{option}': needs a path, and the value given is empty (an unset variable in a "
             "script?)") in done.stdout + done.stderr
     assert list(tmp_path.iterdir()) == []  # nothing written into the current folder
+
+
+@pytest.mark.parametrize("arguments", [("runs", "list", "--limit", ""), ("runs", "compare", "a", "b", "--alpha", " "),
+                                       ("agent", "run", "--concurrency", "")])
+def test_an_empty_number_says_so_not_that_it_cannot_be_parsed(tmp_path, monkeypatch, arguments):
+    """`--limit "$N"` with N unset said "Input should be a valid integer, unable to parse string as an integer"."""
+    from typer.testing import CliRunner
+
+    from assay.cli.app import app
+
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "assay.db"))
+    result = CliRunner().invoke(app, list(arguments))
+    assert result.exit_code == 2, result.output
+    assert (f"Invalid value for '{arguments[-2]}'" in result.output
+            and "needs a number, and the value given is empty (an unset variable in a script?)" in " ".join(result.output.split()))

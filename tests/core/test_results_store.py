@@ -58,8 +58,11 @@ def test_run_references_resolve_ids_prefixes_and_latest(store: SqliteRunStore) -
         store.resolve("video-")
     with pytest.raises(UsageError, match="no run 'nope'"):
         store.resolve("nope")
-    with pytest.raises(UsageError, match="no run 'latest~5'"):
+    with pytest.raises(UsageError, match=r"no run 'latest~5' in the store .*: it holds 2 runs, and latest~1 is the oldest$"):
         store.resolve("latest~5")
+    store.add_run(_manifest("doc-1", "2026-01-03T00:00:00Z", "doc"), [])
+    with pytest.raises(UsageError, match=r"no run 'latest~1' in the store .*: it holds 1 doc run, and latest is the oldest$"):
+        store.resolve("latest~1", kind="doc")
     with pytest.raises(UsageError, match=r"no run 'latst' in the store .*; did you mean 'latest'\?$"):
         store.resolve("latst")
     with pytest.raises(UsageError, match=r"did you mean 'latest~1'\?$"):

@@ -64,8 +64,8 @@ def failure_lines(result: AttemptResult) -> list[str]:
         optional = " (optional)" if assertion.get("optional") else ""
         scope = "" if assertion["scope"] == "t" else f" [{assertion['scope']}]"
         reason = assertion.get("reason") or ""
-        if status == "matched":
-            reason = f"score {assertion['value']:.3f} below {assertion['threshold']:g}"
+        if status == "matched":  # a scored assertion (a judge's) that answered with too low a score: it fails
+            status, reason = "below threshold", f"score {assertion['value']:.3f} below {assertion['threshold']:g}"
         lines.append(f"{status}{optional}: {name}{scope}" + (f": {reason}" if reason else ""))
     return lines
 

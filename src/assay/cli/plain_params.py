@@ -31,6 +31,9 @@ class _PlainRuntimeParam(RuntimeParam):
             # `--export "$SITE"` with SITE unset: Path("") is the current folder, which nobody meant.
             raise typer.BadParameter("needs a path, and the value given is empty (an unset variable in a script?)",
                                      ctx=ctx, param=param)
+        if type(value) is str and not value.strip() and _is_number(annotation):
+            raise typer.BadParameter("needs a number, and the value given is empty (an unset variable in a script?)",
+                                     ctx=ctx, param=param)
         if info.parser is None:
             if annotation is str and type(value) is str:
                 return value
@@ -47,6 +50,11 @@ class _PlainRuntimeParam(RuntimeParam):
 
 def _is_path(annotation: Any) -> bool:
     return annotation is Path or (Path in get_args(annotation) and type(None) in get_args(annotation))
+
+
+def _is_number(annotation: Any) -> bool:
+    return annotation in (int, float) or (type(None) in get_args(annotation) and any(
+        kind in get_args(annotation) for kind in (int, float)))
 
 
 def _is_list_of_str(annotation: Any) -> bool:

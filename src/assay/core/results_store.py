@@ -584,7 +584,11 @@ class SqliteRunStore:
             query = "SELECT run_id FROM runs" + (" WHERE kind = ?" if kind else "") + " ORDER BY created_at DESC, run_id DESC LIMIT 1 OFFSET ?"
             row = self._connection.execute(query, ((kind,) if kind else ()) + (int(back_text),)).fetchone()
             if row is None:
-                raise UsageError(f"no run {ref!r} in the store {self.path}{self._empty_index_hint()}")
+                held = self.count_runs(kind=kind)
+                of_kind = f" {kind}" if kind else ""
+                hint = (f": it holds {held:,}{of_kind} run{'' if held == 1 else 's'}, and "
+                        f"{'latest' if held == 1 else f'latest~{held - 1}'} is the oldest") if held else ""
+                raise UsageError(f"no run {ref!r} in the store {self.path}{hint or self._empty_index_hint()}")
             return row[0]
         if self._connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (ref,)).fetchone():
             return ref
