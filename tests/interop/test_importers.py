@@ -159,6 +159,7 @@ def test_deepeval_test_run_equals_its_pass_and_fail_counts(deepeval_run):
     units = _units(imported.run_id)
     assert units["spain"].observed["scores"] == {"Exact answer": 0.0, "Brevity": pytest.approx(10 / 23)}
     assert "grader down" in units["atlantis"].reason
+    assert "score" not in units["atlantis"].observed  # its other metric's score is not the case's
 
 
 def test_promptfoo_results_equal_its_stats(promptfoo_results):

@@ -44,7 +44,7 @@ def _case(case: Mapping[str, Any], index: int, group: str, ids: UnitIds) -> Unit
         )
     scores = {str(item.get("name")): item.get("score") for item in metrics if item.get("score") is not None}
     observed: dict[str, Any] = {"output": case.get("actualOutput"), "scores": scores}
-    if len(scores) == 1:
+    if len(metrics) == 1 and scores:  # one metric alone: a case whose other metric raised has no single score
         observed["score"] = next(iter(scores.values()))
     detail: dict[str, Any] = {
         "evaluation": ", ".join(str(item.get("name")) for item in metrics) or "deepeval",

@@ -16,7 +16,7 @@ from types import ModuleType
 from assay.core.interop.log import ImportedLog, Sniff
 from assay.errors import UsageError
 
-__all__ = ["FORMATS", "LogFormat", "detect_format", "format_named"]
+__all__ = ["FORMATS", "LogFormat", "detect_format", "format_named", "readable_head"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,17 @@ def formats_text() -> str:
 def detect_format(path: Path) -> LogFormat:
     """The format of the file at `path`, from its content; a `UsageError` naming the file when
     it is none of them (or cannot be read)."""
+    head = readable_head(path)
+    sniff = Sniff(path, head)
+    for item in FORMATS.values():
+        if item.detect(sniff):
+            return item
+    raise UsageError(f"{path}: {_why_unknown(path, head)}; give --format, one of {formats_text()}", "--format")
+
+
+def readable_head(path: Path) -> bytes:
+    """The file's first 64 KB; a `UsageError` naming it when it is missing, a folder, unreadable or empty, which
+    no format can import (checked before any file is imported, also when `--format` names the format)."""
     try:
         with open(path, "rb") as handle:
             head = handle.read(64 * 1024)
@@ -76,11 +87,7 @@ def detect_format(path: Path) -> LogFormat:
         raise UsageError(f"{path} cannot be read: {error}") from None
     if not head.strip():
         raise UsageError(f"{path}: the file is empty; there is nothing to import")
-    sniff = Sniff(path, head)
-    for item in FORMATS.values():
-        if item.detect(sniff):
-            return item
-    raise UsageError(f"{path}: {_why_unknown(path, head)}; give --format, one of {formats_text()}", "--format")
+    return head
 
 
 _CHECKED_JSON_BYTES = 64 << 20  # a file no format claims is parsed whole to say where it breaks, up to this size

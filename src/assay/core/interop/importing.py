@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.core.interop.formats import LogFormat, detect_format, format_named
+from assay.core.interop.formats import LogFormat, detect_format, format_named, readable_head
 from assay.core.interop.log import ImportFormatError
 from assay.core.record import RunManifest, store_path, utc_timestamp
 from assay.errors import UsageError
@@ -49,8 +49,7 @@ def plan_imports(paths: list[Path], format_name: str | None) -> list[tuple[Path,
     if format_name is not None:
         chosen = format_named(format_name)
         for path in paths:
-            if not path.is_file():
-                detect_format(path)  # the same message for a missing file or a folder
+            readable_head(path)  # the same message for a missing, empty or unreadable file or a folder
         return [(path, chosen) for path in paths]
     return [(path, detect_format(path)) for path in paths]
 

@@ -2,10 +2,10 @@
 their units differently (an imported Inspect log and the assay agent eval that replaced it).
 
 A rule is `PATTERN=>REPLACEMENT`: a Python regular expression substituted everywhere in each of the
-baseline's ids (`re.sub`; `\\1` refers to a group; anchor with `^…$`), rules applied in the order
-given. `@FILE` reads id pairs instead: a JSON object `{"baseline id": "candidate id"}`, a JSON list
-of two-item lists, or a CSV file of two columns (a header row `before,after` is skipped); ids the
-file does not list are kept as they are.
+baseline's ids (`re.sub`; `\\1` refers to a group; anchor with `^…$`). `@FILE` reads id pairs instead:
+a JSON object `{"baseline id": "candidate id"}`, a JSON list of two-item lists, or a CSV file of two
+columns (a header row `before,after` is skipped); ids the file does not list are kept as they are.
+Rules and files apply in the order given, each to what the one before made of the id.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import csv
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from assay.errors import UsageError
@@ -26,17 +26,18 @@ _SEPARATOR = "=>"
 
 @dataclass(frozen=True)
 class UnitIdMap:
-    rules: tuple[tuple[re.Pattern[str], str], ...] = ()
-    pairs: Mapping[str, str] = field(default_factory=dict)
+    # Each `--map` in the order given: a rule (a pattern and its replacement) or a file's pairs.
+    steps: tuple[tuple[re.Pattern[str], str] | Mapping[str, str], ...] = ()
     given: tuple[str, ...] = ()  # the options as written, for the output
 
     @classmethod
     def parse(cls, options: Sequence[str]) -> UnitIdMap:
-        rules: list[tuple[re.Pattern[str], str]] = []
-        pairs: dict[str, str] = {}
+        steps: list[tuple[re.Pattern[str], str] | Mapping[str, str]] = []
         for option in options:
             if option.startswith("@"):
-                pairs.update(_pairs_file(Path(option[1:]).expanduser()))
+                if not option[1:]:
+                    raise UsageError("--map '@': name the file of id pairs after the @, e.g. @pairs.csv", "--map")
+                steps.append(_pairs_file(Path(option[1:]).expanduser()))
                 continue
             pattern, separator, replacement = option.partition(_SEPARATOR)
             if not separator or not pattern:
@@ -49,15 +50,19 @@ class UnitIdMap:
                 compiled.sub(replacement, "")  # a bad group reference shows here, not in the middle of a compare
             except re.error as error:
                 raise UsageError(f"--map {option!r}: {error}", "--map") from None
-            rules.append((compiled, replacement))
-        return cls(tuple(rules), pairs, tuple(options))
+            steps.append((compiled, replacement))
+        return cls(tuple(steps), tuple(options))
 
     def __bool__(self) -> bool:
-        return bool(self.rules or self.pairs)
+        return bool(self.steps)
 
     def apply(self, unit_id: str) -> str:
-        mapped = self.pairs.get(unit_id, unit_id)
-        for pattern, replacement in self.rules:
+        mapped = unit_id
+        for step in self.steps:
+            if not isinstance(step, tuple):
+                mapped = step.get(mapped, mapped)
+                continue
+            pattern, replacement = step
             try:
                 mapped = pattern.sub(replacement, mapped)
             except re.error as error:
