@@ -100,3 +100,20 @@ def test_show_keeps_each_failing_unit_to_one_line_when_its_message_runs_to_sever
     assert failing and all(line.startswith(("  FAILED ", "  ERRORED ")) for line in failing), shown.stdout
     [fails] = [line for line in failing if "test_fails " in line + " "]
     assert fails.endswith("AssertionError: wrong capital …"), fails
+
+
+def test_trend_and_flaky_reach_an_older_series_through_run(inspect_logs, junit_log):
+    """Every import is kind `imported`, and `runs trend`/`runs flaky` followed only the newest run's series: with a
+    JUnit log imported after two Inspect logs, the Inspect task's trend could not be reached at all."""
+    first, second = _imported(inspect_logs["eval"].path), _imported(inspect_logs["json"].path)
+    newest = _imported(junit_log.path)
+    trend = json.loads(_assay("runs", "trend", "--run", second, "--json").stdout)
+    assert [point["run_id"] for point in trend["points"]] == [first, second]  # oldest first
+    assert _assay("runs", "trend", "capitals", "--run", second).returncode == 0
+    flaky = json.loads(_assay("runs", "flaky", "--run", second, "--json").stdout)
+    assert [series["runs"] for series in flaky["series"]] == [[second, first]]
+    default = json.loads(_assay("runs", "trend", "--json").stdout)
+    assert [point["run_id"] for point in default["points"]] == [newest]
+    wrong = _assay("runs", "trend", "--run", second, "--kind", "agent")
+    assert (wrong.returncode, wrong.stderr) == (2, f"Error: --run {second!r} is a run of kind imported, not agent: leave "
+                                                   "out --kind, or give a run of kind agent\n")

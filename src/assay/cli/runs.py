@@ -70,22 +70,23 @@ def compare_command(given: Given) -> None:
 
 @_command("flaky", KIND.but(help="Only this kind's series (video, agent, doc, imported)."),
           params(RunsOptions, "last")[0].but(check=at_least(2, maximum=1000), help="Runs of each series to read."),
-          LIMIT.but(default=50, help="Units to list per series."), PRINT_JSON)
+          LIMIT.but(default=50, help="Units to list per series."), "of_run", PRINT_JSON)
 def flaky_command(given: Given) -> None:
     """Units whose verdicts disagree over the last runs of each series, with pass rate and a Wilson interval."""
     from assay.core.history.shown import flaky_shown
 
     with common.store() as store:
-        common.show(given.json, *flaky_shown(store, given.kind, given.last, given.limit))
+        common.show(given.json, *flaky_shown(store, given.kind, given.last, given.limit, given.of_run))
 
 
-@_command("trend", "group", KIND.but(help="The series of the newest run of this kind (default: the newest run's)."), "last", PRINT_JSON)
+@_command("trend", "group", KIND.but(help="The series of the newest run of this kind (default: the newest run's)."), "last",
+          "of_run", PRINT_JSON)
 def trend_command(given: Given) -> None:
     """The pass rate over the last runs of a series (with its interval), flaky units marked."""
     from assay.core.history.shown import trend_shown
 
     with common.store() as store:
-        common.show(given.json, *trend_shown(store, given.group, given.kind, given.last))
+        common.show(given.json, *trend_shown(store, given.group, given.kind, given.last, given.of_run))
 
 
 @_command("merge", "runs", OUTPUT_JSON.but(help="Write the merged run's JSON report here (video)."), only_reads=False)

@@ -82,6 +82,8 @@ class RunsOptions:
                                    "(a regular expression, repeatable, applied in order) or @FILE (JSON or CSV id pairs). "
                                    "For a baseline another tool wrote.")
     last: int = option(10, flag="--last", check=at_least(1, maximum=1000), help="Runs to show.")
+    of_run: str | None = option(None, flag="--run", help="The series this run belongs to, up to it (id, prefix, latest~N; "
+                                "default: the newest run's): for a store holding several projects or imported tools.")
     format_name: str | None = option(None, flag="--format", help="junit, inspect, pydantic-evals, deepeval or promptfoo "
                                      "(default: told from each file's content).")
     otlp: str = option(flag="--otlp", help="The OTLP/HTTP endpoint's base URL, e.g. http://127.0.0.1:4318 (the run's span "
@@ -253,13 +255,28 @@ def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
     return previous, second, f"Baseline: {previous.run_id}, the {kind} run of the same project before {second.run_id}."
 
 
-def flaky_shown(store: Any, kind: str | None, last: int, limit: int) -> Shown:
-    """`assay runs flaky`: per series (the newest run of each kind), the units whose verdicts disagree."""
+def _series_of(store: Any, ref: str, kind: str | None, last: int) -> tuple[Any, list[str]]:
+    """`--run`: the run and the ids of its series' last `last` runs up to it, newest first."""
+    from assay.core.history.store import series_before
+
+    stored = store.get_run(ref)
+    if kind is not None and stored.manifest.kind != kind:
+        raise UsageError(f"--run {ref!r} is a run of kind {stored.manifest.kind}, not {kind}: leave out --kind, or give a "
+                         f"run of kind {kind}")
+    return stored, series_before(store, stored, last)
+
+
+def flaky_shown(store: Any, kind: str | None, last: int, limit: int, of_run: str | None = None) -> Shown:
+    """`assay runs flaky`: per series (the newest run of each kind, or `of_run`'s), the units whose verdicts disagree."""
     from assay.core.history.report import flaky_lines
     from assay.core.history.series import flaky_units, latest_series
 
-    found = [(title, ids, flaky_units(store, ids, kind=title.split(" ")[0]))
-             for title, ids in latest_series(store, kind=kind, last=last)]
+    if of_run is not None:
+        stored, ids = _series_of(store, of_run, kind, last)
+        series = [(f"{stored.manifest.kind} ({stored.manifest.title or stored.run_id})", ids)]
+    else:
+        series = latest_series(store, kind=kind, last=last)
+    found = [(title, ids, flaky_units(store, ids, kind=title.split(" ")[0])) for title, ids in series]
     document = {"series": [{"title": title, "runs": ids, "flaky": [unit.to_json() for unit in units]}
                            for title, ids, units in found]}
     if not found:
@@ -267,17 +284,22 @@ def flaky_shown(store: Any, kind: str | None, last: int, limit: int) -> Shown:
     return Shown(document, flaky_lines(found, limit))
 
 
-def trend_shown(store: Any, group: str | None, kind: str | None, last: int) -> Shown:
-    """`assay runs trend`: the pass rate over the last runs of a series, flaky units marked."""
+def trend_shown(store: Any, group: str | None, kind: str | None, last: int, of_run: str | None = None) -> Shown:
+    """`assay runs trend`: the pass rate over the last runs of a series (the newest run's, or `of_run`'s up to
+    it), flaky units marked."""
     from assay.core.history.report import trend_lines
     from assay.core.history.series import flaky_units, trend_points
 
-    newest = store.list_runs(kind=kind, limit=1)
-    if not newest:  # as `runs list` and `runs flaky` say it: nothing to show is not an error (it was exit 2)
-        return Shown({"group": group, "kind": kind, "points": [], "flaky": []},
-                     ["No runs recorded yet." if kind is None else f"No {kind} runs recorded yet."])
-    series_kind = newest[0].manifest.kind
-    ids = store.series(newest[0].manifest)[:last]
+    if of_run is not None:
+        stored, ids = _series_of(store, of_run, kind, last)
+        series_kind = stored.manifest.kind
+    else:
+        newest = store.list_runs(kind=kind, limit=1)
+        if not newest:  # as `runs list` and `runs flaky` say it: nothing to show is not an error (it was exit 2)
+            return Shown({"group": group, "kind": kind, "points": [], "flaky": []},
+                         ["No runs recorded yet." if kind is None else f"No {kind} runs recorded yet."])
+        series_kind = newest[0].manifest.kind
+        ids = store.series(newest[0].manifest)[:last]
     points = trend_points(store, ids, group=group)
     flaky = {unit.unit: unit for unit in flaky_units(store, ids, group=group)}
     if group and not any(point.passed + point.failed for point in points):
