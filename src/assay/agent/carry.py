@@ -79,7 +79,10 @@ _NOT_READ_BY_CARRY = tuple(f"$.detail.{name}" for name in (
 _IDENTITY_PARTS = ("$.detail.identity.components", "$.detail.identity.files", "$.detail.identity.values")
 # Slots looked up at a time: their units are decoded, made a `Published` (what carry keeps of one) and
 # decided before the next are read, so a big suite's previous units are never all held at once.
-_LOOKUP_CHUNK = 250
+_LOOKUP_CHUNK = 100
+# The page cache of the connection planning reads through: each previous unit is read once, so a big
+# cache (SQLite's default is 2 MB) only adds to the carried run's peak memory.
+_LOOKUP_CACHE_KIB = 256
 # (run id, unit id, the published attempt as carry keeps it; None when it cannot be read)
 Published = tuple[str, str, SlotResult | None]
 
@@ -100,6 +103,7 @@ def _published_chunks(root: Path, digests: Mapping[str, str]) -> Iterator[tuple[
     if not database.is_file():
         return
     with SqliteRunStore(database, read_only=True) as store:
+        store.read(f"PRAGMA cache_size = -{_LOOKUP_CACHE_KIB}")
         wanted = list(digests)
         for start in range(0, len(wanted), _LOOKUP_CHUNK):
             chunk = {unit_id: digests[unit_id] for unit_id in wanted[start : start + _LOOKUP_CHUNK]}
