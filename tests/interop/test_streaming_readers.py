@@ -158,3 +158,10 @@ def test_map_rules_apply_in_order_and_pair_files_read_json_and_csv(tmp_path):
                          (f"@{tmp_path / 'none.json'}", "none.json")):
         with pytest.raises(UsageError, match=message):
             UnitIdMap.parse([bad])
+    # Each regular-expression error also says what to write instead.
+    for bad, message in (("(=>x", r"in the pattern '\(' \(a Python regular expression: write \\\( \\\) "),
+                         (r"a=>\2", r"in the replacement '\\2' \(the pattern has no group to refer to: put the part to keep in \( \)\)$"),
+                         (r"(a)=>\2", r"\(the pattern has one group: \\1 refers to it\)$"),
+                         (r"(a)(b)=>\3", r"\(the pattern has 2 groups: \\1 to \\2 refer to them\)$")):
+        with pytest.raises(UsageError, match=message):
+            UnitIdMap.parse([bad])

@@ -47,9 +47,17 @@ class UnitIdMap:
                 )
             try:
                 compiled = re.compile(pattern)
+            except re.error as error:
+                raise UsageError(f"--map '{option}': {error} in the pattern '{pattern}' (a Python regular expression: "
+                                 "write \\( \\) \\[ \\. \\* \\+ \\? for the characters themselves)", "--map") from None
+            try:
                 compiled.sub(replacement, "")  # a bad group reference shows here, not in the middle of a compare
             except re.error as error:
-                raise UsageError(f"--map {option!r}: {error}", "--map") from None
+                groups = compiled.groups
+                has = ("no group to refer to: put the part to keep in ( )" if not groups else
+                       "one group: \\1 refers to it" if groups == 1 else f"{groups} groups: \\1 to \\{groups} refer to them")
+                raise UsageError(f"--map '{option}': {error} in the replacement '{replacement}' (the pattern has {has})",
+                                 "--map") from None
             steps.append((compiled, replacement))
         return cls(tuple(steps), tuple(options))
 
