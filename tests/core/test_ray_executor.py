@@ -340,6 +340,49 @@ def test_a_ray_address_where_nothing_listens_is_one_line_at_once(tmp_path):
         ]
 
 
+def test_a_ray_address_where_another_service_answers_is_one_line_at_once(tmp_path):
+    """A web server (the dashboard's 8265, say) at the address: Ray retried it for minutes, printing its own
+    warnings. A gRPC server, as Ray's GCS and client server are, answers the HTTP/2 preface with SETTINGS."""
+    import socket
+    import subprocess
+    import threading
+    from http.server import HTTPServer, SimpleHTTPRequestHandler
+
+    from assay.core.ray_executor import _check_answers
+
+    web = HTTPServer(("127.0.0.1", 0), SimpleHTTPRequestHandler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    grpc_like = socket.create_server(("127.0.0.1", 0))
+
+    def answer_settings() -> None:
+        connection, _ = grpc_like.accept()
+        with connection:
+            connection.sendall(b"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64")  # SETTINGS, max streams 100
+            connection.recv(64)
+
+    threading.Thread(target=answer_settings, daemon=True).start()
+    try:
+        _check_answers(f"127.0.0.1:{grpc_like.getsockname()[1]}")  # passes: what Ray itself would talk to
+        eval_dir = _three_case_eval(tmp_path, tmp_path / "calls.txt")
+        port = web.server_address[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "assay", "video", "run", "--eval-dir", str(eval_dir), "--executor", "ray",
+             "--ray-address", f"127.0.0.1:{port}"],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        )  # fmt: skip
+    finally:
+        web.shutdown()
+        grpc_like.close()
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert output.strip().splitlines() == [
+        f"Eval failed: --ray-address '127.0.0.1:{port}': 127.0.0.1:{port} answers, but not as a Ray cluster (Ray's "
+        "default port is 6379, the head node's GCS; the dashboard's 8265 is not it). Give the head node of a running "
+        "cluster as host:port (`ray start --head` prints it), `auto` for the cluster on this machine, or leave it out "
+        "to start a local cluster"
+    ]
+
+
 def test_ray_address_auto_without_a_cluster_names_no_option_assay_lacks():
     from assay.core.ray_executor import _reason
 

@@ -104,8 +104,7 @@ def _check_answers(address: str) -> None:
     if not host or not port_text.isdigit() or "://" in address.removeprefix("ray://"):
         return  # not host:port: Ray's own parser says what is wrong with it
     try:
-        with socket.create_connection((host, int(port_text)), timeout=_CONNECT_TIMEOUT_S):
-            pass
+        connection = socket.create_connection((host, int(port_text)), timeout=_CONNECT_TIMEOUT_S)
     except OSError as error:
         reason = error.strerror or type(error).__name__
         if isinstance(error, socket.gaierror):
@@ -113,6 +112,41 @@ def _check_answers(address: str) -> None:
         elif isinstance(error, TimeoutError):
             reason = f"no answer within {_CONNECT_TIMEOUT_S:.0f} s"
         raise ConnectionError(f"nothing answers at {host}:{port_text}: {reason}") from None
+    with connection:
+        if not _speaks_grpc(connection) and not _tls_configured():
+            default = "10001, the Ray client's" if client else "6379, the head node's GCS"
+            raise ConnectionError(
+                f"{host}:{port_text} answers, but not as a Ray cluster (Ray's default port is {default}; the dashboard's "
+                f"8265 is not it)"
+            )
+
+
+# What an HTTP/2 server (gRPC: Ray's GCS and its client server) answers first: a SETTINGS frame. Another
+# service (a web server, the dashboard, a database) answers otherwise or not at all, and Ray would keep
+# retrying it for minutes, printing a warning every few seconds.
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_SETTINGS_FRAME = 4
+_PROBE_TIMEOUT_S = 5.0
+
+
+def _speaks_grpc(connection: Any) -> bool:
+    try:
+        connection.settimeout(_PROBE_TIMEOUT_S)
+        connection.sendall(_HTTP2_PREFACE)
+        head = b""
+        while len(head) < 9:
+            piece = connection.recv(9 - len(head))
+            if not piece:
+                break
+            head += piece
+    except OSError:
+        return False
+    return len(head) == 9 and head[3] == _SETTINGS_FRAME
+
+
+def _tls_configured() -> bool:
+    """Ray with TLS (`RAY_USE_TLS`) answers a plain HTTP/2 preface with nothing: the probe cannot tell then."""
+    return os.environ.get("RAY_USE_TLS", "").strip().lower() in ("1", "true", "yes")
 
 
 def _reason(error: BaseException, address: str) -> str:
