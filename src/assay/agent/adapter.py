@@ -54,7 +54,7 @@ def define_agent(
     from assay.agent.traces.mapping import MappedSend, check_span_mapper
 
     mapper = check_span_mapper(span_mapper, f"define_agent({name!r})")
-    agent = DefinedAgent(name, evidence_coverage, MappedSend(send, mapper) if mapper else send, setup, teardown,
+    agent = DefinedAgent(name, evidence_coverage, MappedSend(send, mapper, name) if mapper else send, setup, teardown,
                          close, mapper)
     check_agent(agent, "define_agent")
     return agent

@@ -67,7 +67,7 @@ def define_sandbox_agent(
     if ensure is not None and not isinstance(ensure, AgentEnsure):
         raise ConfigError(f"define_sandbox_agent({name!r}): ensure must be an AgentEnsure(probe=..., install=...)")
     mapper = check_span_mapper(span_mapper, f"define_sandbox_agent({name!r})")
-    agent = SandboxAgent(name, evidence_coverage, MappedSend(send, mapper) if mapper else send, setup, teardown, close,
+    agent = SandboxAgent(name, evidence_coverage, MappedSend(send, mapper, name) if mapper else send, setup, teardown, close,
                          ensure, layer, span_mapper=mapper)
     check_agent(agent, "define_sandbox_agent")
     return agent

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 REDACTED = "[redacted]"
 TAIL_CHARACTERS = 2000
@@ -70,6 +71,22 @@ def checked_path_prepend(provider: str, folders: Sequence[str]) -> tuple[str, ..
     if isinstance(folders, (str, bytes)) or not all(isinstance(folder, (str, os.PathLike)) for folder in folders):
         raise SandboxError(f"{provider} path_prepend is a list of folders, like path_prepend=[\"bin\"]; got {folders!r}")
     return tuple(str(folder) for folder in folders)
+
+
+def checked_env(provider: str, env: Any) -> dict[str, str]:
+    """A provider's `env`, names to string values, checked where it is written rather than by the first
+    command (an int value would fail every attempt with a TypeError naming nothing); PATH is managed."""
+    if env is None:
+        return {}
+    if not isinstance(env, Mapping):
+        raise SandboxError(f"{provider} env maps variable names to strings, like env={{\"LANG\": \"C.UTF-8\"}}; got {env!r}")
+    wrong = [f"{name!r}: {value!r}" for name, value in env.items() if not isinstance(name, str) or not name
+             or not isinstance(value, str)]
+    if wrong:
+        raise SandboxError(f"{provider} env maps variable names to strings (write numbers as \"1\"); got {', '.join(wrong)}")
+    if "PATH" in env:
+        raise SandboxError("PATH is managed by the sandbox; use path_prepend")
+    return dict(env)
 
 
 def bounded_tail(text: str, limit: int = TAIL_CHARACTERS) -> str:

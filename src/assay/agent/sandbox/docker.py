@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent.loaders import beside_caller
-from assay.agent.sandbox.commands import SandboxError, checked_path_prepend
+from assay.agent.sandbox.commands import SandboxError, checked_env, checked_path_prepend
 from assay.agent.sandbox.docker_workspace import (
     CONTAINER,
     Placement,
@@ -575,9 +575,7 @@ class DockerProvider:
             raise SandboxError("docker_sandbox takes image=… or a Dockerfile (context=…, dockerfile=…), not both")
         if not posixpath.isabs(workdir):
             raise SandboxError("docker_sandbox workdir must be an absolute path in the container")
-        environment = dict(env or {})
-        if "PATH" in environment:
-            raise SandboxError("PATH is managed by the sandbox; use path_prepend")
+        environment = checked_env("docker_sandbox", env)
         if not isinstance(network_mode, str) or not network_mode:
             raise SandboxError("docker_sandbox network_mode must be a Docker network mode: none (the default), "
                                "bridge, host or a network's name")

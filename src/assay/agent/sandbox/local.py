@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.adapters.process_tree import TREE_VARIABLE, ProcessTree, become_subreaper
-from assay.agent.sandbox.commands import SandboxError, checked_path_prepend
+from assay.agent.sandbox.commands import SandboxError, checked_env, checked_path_prepend
 from assay.agent.sandbox.interface import (
     CommandSignal,
     CreateRequest,
@@ -507,13 +507,14 @@ class LocalProvider:
     ) -> None:
         if isolation not in ISOLATIONS:
             raise SandboxError(f"local_sandbox isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
-        environment = dict(env or {})
-        if "PATH" in environment:
-            raise SandboxError("PATH is managed by the sandbox; use path_prepend")
+        if base_dir is not None and (not isinstance(base_dir, (str, os.PathLike)) or not str(base_dir).strip()):
+            raise SandboxError(f"local_sandbox base_dir is the folder sandboxes are made in, like base_dir=\"/var/tmp/sandboxes\"; "
+                               f"got {base_dir!r}")
         self.isolation = isolation
-        self.env = environment
+        self.env = checked_env("local_sandbox", env)
         self.path_prepend = checked_path_prepend("local_sandbox", path_prepend)
-        self.base_dir = Path(base_dir) if base_dir is not None else None
+        # Absolute, as ASSAY_SANDBOX_DIR is taken: the sandbox's own paths are compared with absolute ones.
+        self.base_dir = Path(base_dir).expanduser().resolve() if base_dir is not None else None
 
     def describe(self) -> dict[str, Any]:
         return {"provider": "local", "isolation": self.isolation}

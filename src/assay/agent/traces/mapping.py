@@ -131,18 +131,19 @@ class MappedSend:
     """The `send` of an agent with a span mapper: it tells the run's tracing which mapper this attempt's spans
     get, then calls the author's `send` (`body`, which carry identity and error locations read)."""
 
-    __slots__ = ("body", "mapper", "__wrapped__")
+    __slots__ = ("body", "mapper", "agent", "__wrapped__")
 
-    def __init__(self, body: Callable[..., Any], mapper: SpanMapper) -> None:
+    def __init__(self, body: Callable[..., Any], mapper: SpanMapper, agent: str = "") -> None:
         self.body = body
         self.mapper = mapper
+        self.agent = agent  # its name, for what a failing mapper's warning says
         self.__wrapped__ = body
 
     async def __call__(self, input: Any, ctx: Any) -> Any:
         tracing = ACTIVE.get()
         attempt_id = getattr(getattr(ctx, "settings", None), "attempt_id", None)
         if tracing is not None and attempt_id:
-            tracing.map_spans_with(attempt_id, self.mapper)
+            tracing.map_spans_with(attempt_id, self.mapper, self.agent)
         return await self.body(input, ctx)
 
 

@@ -76,15 +76,23 @@ class RunTracing:
         self.hub = TraceHub(self._notice)
         self.receiver: TraceReceiver | None = None
         self._said: set[str] = set()
-        self._mappers: dict[str, Callable[..., Any]] = {}  # attempt id -> its agent's span mapper
+        self._mappers: dict[str, tuple[Callable[..., Any], str]] = {}  # attempt id -> its agent's span mapper, the agent
         self.sandbox_receivers_failed: list[str] = []  # why a receiver inside a sandbox did not start, each time
 
-    def map_spans_with(self, attempt_id: str, mapper: Callable[..., Any]) -> None:
+    def map_spans_with(self, attempt_id: str, mapper: Callable[..., Any], agent: str = "") -> None:
         """Tag the attempt's spans with its agent's span mapper when they are collected (mapping.py)."""
-        self._mappers[attempt_id] = mapper
+        self._mappers[attempt_id] = (mapper, agent)
 
     def mapped(self, attempt_id: str, document: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-        return map_document(document, self._mappers.get(attempt_id))
+        mapper, agent = self._mappers.get(attempt_id) or (None, "")
+        mapped = map_document(document, mapper)
+        failure = mapped.get("span_mapper_error") if mapped is not None else None
+        if failure and "telemetry-span-mapper-failed" not in self._said:  # said once a run, on the run's loop
+            self._said.add("telemetry-span-mapper-failed")
+            self._warn("telemetry-span-mapper-failed",
+                       f"the span mapper of agent {agent!r} raised {failure}, so its spans are in the waterfall "
+                       "untagged, as they came (each such attempt's spans document names it: span_mapper_error)")
+        return mapped
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()

@@ -1,0 +1,56 @@
+"""`local_sandbox(...)` / `docker_sandbox(...)` options with a wrong
+type are refused where they are written, naming the option (not a TypeError from the first command, which
+errored every attempt), and a relative `base_dir` makes sandboxes that work."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from assay.agent import docker_sandbox, local_sandbox
+from assay.agent.sandbox.commands import SandboxError
+from assay.agent.sandbox.interface import CreateRequest
+from assay.agent.sandbox.local import LocalProvider
+
+
+@pytest.mark.parametrize("make", [local_sandbox, lambda **options: docker_sandbox(image="python:3.12", **options)])
+@pytest.mark.parametrize(("env", "said"), [
+    ({"RETRIES": 3}, "env maps variable names to strings (write numbers as \"1\"); got 'RETRIES': 3"),
+    ({1: "a"}, "env maps variable names to strings (write numbers as \"1\"); got 1: 'a'"),
+    ("A=1", "env maps variable names to strings, like env={\"LANG\": \"C.UTF-8\"}; got 'A=1'"),
+    (["A=1"], "env maps variable names to strings, like env={\"LANG\": \"C.UTF-8\"}; got ['A=1']"),
+])
+def test_an_env_that_is_not_names_to_strings_is_refused_naming_env(make, env, said):
+    with pytest.raises(SandboxError) as refused:
+        make(env=env)
+    assert str(refused.value).endswith(said)
+    assert str(refused.value).split(" ")[0] in ("local_sandbox", "docker_sandbox")
+
+
+def test_env_still_takes_strings_and_still_refuses_path():
+    assert LocalProvider(env={"LANG": "C.UTF-8"}).env == {"LANG": "C.UTF-8"}
+    with pytest.raises(SandboxError, match="PATH is managed by the sandbox; use path_prepend"):
+        local_sandbox(env={"PATH": "/x"})
+
+
+@pytest.mark.parametrize("base_dir", ["", "  ", 5])
+def test_a_base_dir_that_names_no_folder_is_refused(base_dir):
+    with pytest.raises(SandboxError, match="local_sandbox base_dir is the folder sandboxes are made in"):
+        local_sandbox(base_dir=base_dir)
+
+
+def test_a_relative_base_dir_is_taken_from_the_current_folder_and_its_sandboxes_work(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    provider = LocalProvider(base_dir="sandboxes", isolation="none")
+    assert provider.base_dir == tmp_path / "sandboxes"
+
+    async def write_and_read() -> bytes:
+        sandbox = await provider.create(CreateRequest("a1b2c3d4e5f6"))
+        try:
+            await sandbox.write_bytes(f"{sandbox.workdir}/notes.txt", b"kept")  # refused as "outside" before
+            return await sandbox.read_bytes(f"{sandbox.workdir}/notes.txt")
+        finally:
+            await sandbox.stop()
+
+    assert asyncio.run(write_and_read()) == b"kept"
