@@ -497,6 +497,13 @@ def _format_error_item(item: Any) -> str:
     if item["type"] == "string_type" and isinstance(written, (datetime.date, datetime.time)):
         # YAML reads an unquoted 2026-01-01 as a date: say so, or "a valid string" is a riddle.
         message += f", got {describe_value(written)}{date_hint(written)}"
+    elif item["type"] == "string_type" and item["loc"] and item["loc"][-1] == "[key]" and written is not None:
+        # An unquoted `1:` or `true:` key: YAML reads a number or a boolean, not an id.
+        text = str(written).lower() if isinstance(written, bool) else str(written)
+        message += f", got {describe_value(written)}; quote the key (\"{text}\") to keep it as text"
+    if item["type"] == "model_type":
+        # Pydantic names its class here (`or instance of RawSampleBlock`), which means nothing in a case file.
+        message = f"Input should be a valid dictionary (a mapping of keys), got {describe_value(written)}"
     if item["type"] == "extra_forbidden" and item["loc"] and isinstance(item["loc"][-1], str):
         # GlassKit's wording first, then the key that was probably meant.
         suggestion = nearest_key(item["loc"][-1])

@@ -138,6 +138,7 @@ def check_run_options(options: VideoRunRequest) -> None:
         raise EvalRunError("adapter and adapter command are mutually exclusive")
     if not options.adapter and not options.adapter_command:
         raise EvalRunError(f"{PROGRAM} run requires --adapter or --adapter-command")
+    _check_adapter_timeout(options)
     if options.concurrency < 1:
         raise EvalRunError("concurrency must be greater than 0")
     if options.repeat < 1:
@@ -149,6 +150,17 @@ def check_run_options(options: VideoRunRequest) -> None:
             raise EvalRunError("--max-flaky-samples requires --repeat to be at least 2")
 
 
+def _check_adapter_timeout(options: VideoRunRequest | SeedRequest) -> None:
+    """`--adapter-timeout` bounds process-adapter calls only: with a Python adapter it would do nothing."""
+    from assay.video.observe import EvalRunError
+
+    if options.adapter_timeout and not options.adapter_command:
+        raise EvalRunError(
+            "--adapter-timeout limits the calls of a process adapter (--adapter-command); a Python adapter's "
+            "calls cannot be stopped from outside: bound the slow call in the adapter and drop --adapter-timeout"
+        )
+
+
 def check_seed_options(options: SeedRequest) -> None:
     """§18 step 1, before anything is loaded."""
     from assay.video.observe import EvalRunError
@@ -157,6 +169,7 @@ def check_seed_options(options: SeedRequest) -> None:
         raise EvalRunError("adapter and adapter command are mutually exclusive")
     if not options.adapter and not options.adapter_command:
         raise EvalRunError(f"{PROGRAM} seed requires --adapter or --adapter-command")
+    _check_adapter_timeout(options)
     if options.concurrency < 1:
         raise EvalRunError("concurrency must be greater than 0")
 
