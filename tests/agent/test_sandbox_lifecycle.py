@@ -341,3 +341,69 @@ def test_what_the_agent_did_before_the_deadline_is_still_attributed_to_it(sandbo
     windows = result.sandbox["file_changes"]
     assert windows["complete"] and [c["path"] for c in windows["windows"][0]["changes"]] == ["started.txt"]
     assert no_sandbox_left(sandbox_dir)
+
+
+def test_ctrl_c_the_moment_the_plan_line_is_out_is_the_runs_own_interruption(sandbox_dir):
+    """`assay agent run | head -1` (the reader leaves after the PLAN line: a SIGINT to the run) or a Ctrl-C at that
+    line reached asyncio's own handler, which cancelled the run: half the time a sandbox being made was left."""
+    import asyncio
+    import os
+    import signal
+
+    from assay.agent.run_options import RunOptions
+    from assay.agent.runner import AgentRun
+    from assay.core.run_events import RunEvents
+
+    async def send(turn_input, ctx):
+        return Turn([message("ok")])
+
+    async def test(t):
+        await t.send("go")
+
+    plan = _plan(sandbox_agent(send), define_eval(test, sandbox=local_sandbox()))
+
+    class PressesCtrlCAtThePlanLine:
+        def run_started(self, event):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    async def body():
+        return await AgentRun(plan, RunOptions(handle_sigint=True), RunEvents([PressesCtrlCAtThePlanLine()])).run()
+
+    try:
+        outcome = asyncio.run(body())
+    except KeyboardInterrupt:  # (caught: it would end the whole test session)
+        pytest.fail("the SIGINT reached asyncio's own handler, which cancelled the run")
+    assert outcome.interrupted and [result.outcome for result in outcome.results] == ["interrupted"]
+    assert no_sandbox_left(sandbox_dir)
+
+
+def test_a_cancelled_run_destroys_the_sandbox_an_attempt_was_making(sandbox_dir):
+    """A run cancelled from outside (its task, as asyncio.run's own SIGINT handler does) stops each attempt where it
+    is; a sandbox created before the cancellation reached it was left for `assay agent sandbox prune`."""
+    import asyncio
+
+    from assay.agent.run_options import RunOptions
+    from assay.agent.runner import AgentRun
+
+    entered: list[str] = []
+
+    async def send(turn_input, ctx):
+        entered.append(ctx.sandbox.sandbox_id)
+        await asyncio.sleep(60)
+        return Turn([message("never")])
+
+    async def test(t):
+        await t.send("go")
+
+    plan = _plan(sandbox_agent(send), define_eval(test, sandbox=local_sandbox()))
+
+    async def body():
+        task = asyncio.ensure_future(AgentRun(plan, RunOptions()).run())
+        while not entered:
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(body())
+    assert no_sandbox_left(sandbox_dir)

@@ -545,24 +545,27 @@ class AgentRun:
         if self._passed or any(lane.stopped for lane in self._lanes.values()):
             skipped = sum(1 for lane in self._lanes.values() for planned in lane.queued()
                           if lane.stopped or self._stopped_early(planned))
-        self.events.run_started(RunStarted(
-            "agent", self.options.run_id, len(self.plan), reused_count,
-            RunPlan(self.plan, len(carried), reused_count, skipped), reused_verdicts,
-        ))
-        for planned, result in carried:  # never dispatched: journaled as references, reported as they are
-            durable = self._publish(result, planned.index)
-            if durable is not None and self._awaiting_journal > JOURNAL_BACKLOG:
-                # As `_work` does: a 50,000-slot carry never holds every line at once (a failed write
-                # is raised where it always was, by the journal's drain below).
-                await asyncio.wait((durable,))
-        sigint_installed = False
-        if self.options.handle_sigint:
-            sigint_installed = self._install_sigint()
-        # More workers than slots to run would only wait, each costing memory: a huge --concurrency
-        # or `[tool.assay] concurrency` costs no more than the work.
-        pending = sum(len(lane.queued()) for lane in self._lanes.values())
-        concurrency = max(1, min(self.options.concurrency, pending))
+        # Ctrl-C is the run's own from its plan line on (a reader leaving `| head -1` is one too): before, a
+        # press in the moment after that line cancelled the run's task, and a sandbox being made then was
+        # left behind.
+        sigint_installed = self._install_sigint() if self.options.handle_sigint else False
+        cancelled = False
+        completed: list[Any] = []
         try:
+            self.events.run_started(RunStarted(
+                "agent", self.options.run_id, len(self.plan), reused_count,
+                RunPlan(self.plan, len(carried), reused_count, skipped), reused_verdicts,
+            ))
+            for planned, result in carried:  # never dispatched: journaled as references, reported as they are
+                durable = self._publish(result, planned.index)
+                if durable is not None and self._awaiting_journal > JOURNAL_BACKLOG:
+                    # As `_work` does: a 50,000-slot carry never holds every line at once (a failed write
+                    # is raised where it always was, by the journal's drain below).
+                    await asyncio.wait((durable,))
+            # More workers than slots to run would only wait, each costing memory: a huge --concurrency
+            # or `[tool.assay] concurrency` costs no more than the work.
+            pending = sum(len(lane.queued()) for lane in self._lanes.values())
+            concurrency = max(1, min(self.options.concurrency, pending))
             await self._judge_preflight()
             completed = await run_bounded(
                 self._admit(), self._work, concurrency=concurrency, keep_going=True, collect=False
@@ -590,6 +593,9 @@ class AgentRun:
                 # Every attempt is settled and durable: a reader leaving the console during the teardowns and
                 # the warnings after them (`| head`) loses output, not the run (Ctrl-C still stops it).
                 results_made()
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            cancelled = True
+            raise
         finally:
             try:
                 if sigint_installed:
@@ -600,7 +606,7 @@ class AgentRun:
                 if self._own_judge is not None:
                     await self._own_judge.aclose()
             finally:
-                self._destroy_sandboxes_left()
+                self._destroy_sandboxes_left(cancelled)
         for done in completed:
             if done.error is not None:
                 raise done.error
@@ -661,11 +667,12 @@ class AgentRun:
                 endpoint=base_url, planned=planned, affected=attempts, assertions=assertions, errored=errored,
             )
 
-    def _destroy_sandboxes_left(self) -> None:
-        """Sandboxes a second Ctrl-C left behind (it cancels their teardown) are destroyed before the run
-        returns, not left running for `assay agent sandbox prune`."""
-        if not self.interrupted or "assay.agent.sandbox.registry" not in sys.modules:
-            return  # only Ctrl-C cuts teardowns short (a second one cancels them), and only a sandbox has one
+    def _destroy_sandboxes_left(self, cancelled: bool = False) -> None:
+        """Sandboxes a second Ctrl-C left behind (it cancels their teardown), or a cancelled run's (its attempts
+        stop wherever they are, a sandbox half made), are destroyed before the run returns, not left running
+        for `assay agent sandbox prune`."""
+        if not (self.interrupted or cancelled) or "assay.agent.sandbox.registry" not in sys.modules:
+            return  # only Ctrl-C or a cancellation cuts teardowns short, and only a sandbox has one
         from assay.agent.sandbox.kept import sandbox_base
         from assay.agent.sandbox.retention import destroy_left_active
 
