@@ -54,3 +54,33 @@ def test_a_relative_base_dir_is_taken_from_the_current_folder_and_its_sandboxes_
             await sandbox.stop()
 
     assert asyncio.run(write_and_read()) == b"kept"
+
+
+def test_an_upload_cut_short_by_a_cancellation_leaves_nothing_once_the_sandbox_is_stopped(tmp_path):
+    """The copy runs in a thread (`cp -a`); a cancelled attempt (Ctrl-C, `| head -1`) went on to remove the sandbox
+    while the copy still wrote into it, and part of the workspace was left behind, known to no registry."""
+    import asyncio
+
+    from assay.agent.sandbox.interface import CreateRequest
+    from assay.agent.sandbox.local import LocalProvider
+
+    source = tmp_path / "fixture"
+    for folder in range(40):
+        (source / f"d{folder}").mkdir(parents=True)
+        for number in range(100):
+            (source / f"d{folder}" / f"f{number}.txt").write_text("x" * 200)
+
+    async def body():
+        sandbox = await LocalProvider(isolation="none").create(CreateRequest("cut", base_dir=tmp_path / "base"))
+        upload = asyncio.ensure_future(sandbox.upload_directory(source, sandbox.workdir, ()))
+        await asyncio.sleep(0.03)
+        assert not upload.done(), "the copy should still be running: make the fixture bigger"
+        upload.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await upload
+        assert await sandbox.stop()
+        await asyncio.sleep(0.5)  # anything a copy still running would write
+        return sandbox.root
+
+    root = asyncio.run(body())
+    assert not root.exists(), sorted(str(path) for path in root.rglob("*"))[:5]

@@ -361,7 +361,8 @@ class LocalSandbox:
         self._refuse_links_out(host, counterparts(source, host, ignore), "upload into")
         # `cp -a` keeps modes, links and modification times (old times also spare the ledger git's
         # re-hashing of "racily clean" new files).
-        await asyncio.to_thread(copy_tree, source, host, ignore, keep=("-a",), failure=f"could not upload {source} to {target}")
+        await _to_thread_to_its_end(copy_tree, source, host, ignore, keep=("-a",),
+                                    failure=f"could not upload {source} to {target}")
         await self._add_packs(source, ignore)
 
     async def _add_packs(self, source: Path, ignore: Sequence[str]) -> None:
@@ -547,6 +548,18 @@ class LocalProvider:
         return sandbox
 
 
+
+
+async def _to_thread_to_its_end(function: Any, *args: Any, **kwargs: Any) -> Any:
+    """`asyncio.to_thread`, except that a cancelled caller (Ctrl-C, a timeout) waits for the thread to end before
+    it goes on: a copy into the sandbox still running in its thread would otherwise write into the folder while
+    the sandbox is removed, and leave part of it behind. A second cancellation stops waiting."""
+    work = asyncio.ensure_future(asyncio.to_thread(function, *args, **kwargs))
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        await asyncio.wait((work,))
+        raise
 
 
 def local_sandbox(
