@@ -109,3 +109,13 @@ def test_judge_agreement_whose_reader_is_gone_speaks_of_no_results(tmp_path: Pat
     code, stderr = _reader_leaves_after_one_line("judge", "agreement", "--json", cwd=tmp_path, store=store, lines=0)
     assert code == 130, stderr
     assert stderr.splitlines()[-1] == STOPPED, stderr
+
+
+def test_agent_sandbox_list_whose_reader_is_gone_speaks_of_no_results(tmp_path: Path, monkeypatch) -> None:
+    """`assay agent sandbox list | head -1` only reads the machine's sandbox records: it said "finished results are
+    kept", as a run does."""
+    monkeypatch.setenv("ASSAY_SANDBOX_DIR", str(tmp_path / "sandboxes"))
+    code, stderr = _reader_leaves_after_one_line("agent", "sandbox", "list", cwd=tmp_path, store=tmp_path / "store.db",
+                                                 lines=0)
+    assert code == 130, stderr
+    assert stderr.splitlines()[-1] == STOPPED, stderr

@@ -150,7 +150,7 @@ def _write(chunks: Iterable[str], *, lines: bool = True) -> None:
             sys.stdout.write(chunk + "\n" if lines else chunk)
 
 
-@_command(sandbox_app, "list", "orphans", JSON.but(help="One JSON object per line."))
+@_command(sandbox_app, "list", "orphans", JSON.but(help="One JSON object per line."), only_reads=True)
 def sandbox_list_command(given: Given) -> None:
     """Every sandbox recorded on this machine: kept, still active, or orphaned (its run died)."""
     from assay.agent.sandbox.kept import listed
@@ -158,7 +158,7 @@ def sandbox_list_command(given: Given) -> None:
     _write(listed(orphans=given.orphans, as_json=given.json))
 
 
-@_command(sandbox_app, "diff", "sandbox window path")
+@_command(sandbox_app, "diff", "sandbox window path", only_reads=True)
 def sandbox_diff_command(given: Given) -> None:
     """What the agent changed, send window by send window, as a unified diff; then what changed in the
     workdir after the run (in `sandbox enter`), as `after`."""
