@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 from pathlib import Path
 
@@ -59,6 +60,12 @@ def test_a_user_error_is_a_result_not_an_exception(project):
     ({"attempts": 10**9}, "attempts must be at most"),
     ({"rerun": "faild"}, "rerun"),
     ({"evals": [3]}, "evals must be a string or a sequence of strings"),
+    # Not a sequence at all: a TypeError traceback ("'int' object is not iterable"); an empty selector ran every eval.
+    ({"evals": 5}, "evals must be a string or a sequence of strings, got 5"),
+    ({"tags": 5}, "tags must be a string or a sequence of strings, got 5"),
+    ({"evals": ""}, "evals holds an empty string (an unset variable?): leave it out to run every eval"),
+    ({"evals": ["orders/", " "]}, "evals holds an empty string"),
+    ({"tags": ""}, "tags holds an empty string (an unset variable?): leave it out to run every eval whatever its tags"),
     # A value of the wrong type was a TypeError traceback (or ran: attempts=True was one attempt).
     ({"attempts": "3"}, "attempts must be an integer, got '3'"),
     ({"attempts": 2.5}, "attempts must be an integer, got 2.5"),
@@ -78,13 +85,28 @@ def test_options_the_cli_refuses_are_refused_by_the_api_naming_the_argument(proj
         from assay.agent.api import plan
         from assay.errors import UsageError
 
-        with pytest.raises(UsageError, match=message):
+        with pytest.raises(UsageError, match=re.escape(message)):
             plan(project, **options)
 
 
 def test_one_string_is_one_selector_not_its_characters(project):
     results = run(project, evals="orders/", tags=(), journal=False, record=False)
     assert [a.eval_id for a in results.attempts] == ["orders/refund", "orders/refund_denied", "orders/status"]
+
+
+def test_reporters_or_evals_of_the_wrong_shape_are_named_not_a_traceback(project):
+    from assay.errors import UsageError
+
+    assert run(project, reporters=5, journal=False, record=False).error == \
+        "reporters must be a list of run-event reporters, got 5"
+    assert asyncio.run(run_async(project, reporters="mine", journal=False, record=False)).exit_code == 2
+    agent = define_agent(name="a", send=lambda turn_input, ctx: Turn([]), evidence_coverage=complete_evidence_coverage)
+    with pytest.raises(UsageError, match=r"^evals must map ids to what to run \(define_eval\(...\)\), got 5$"):
+        run_evals(5, Experiment(agent=agent))
+    with pytest.raises(UsageError, match=r"^experiments must map ids to what to run \(an Experiment\), got 5$"):
+        run_evals({}, 5)
+    with pytest.raises(UsageError, match="^reporters must be a list"):
+        run_evals({}, Experiment(agent=agent), reporters=5)
 
 
 def test_run_evals_refuses_what_the_cli_refuses():

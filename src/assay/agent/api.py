@@ -92,13 +92,26 @@ def _checked(**given: Any) -> None:
 
 def _selectors(name: str, given: str | Sequence[str]) -> tuple[str, ...]:
     """Eval selectors or tags as given: one string is one selector (`evals="orders/"`), not its characters."""
-    if isinstance(given, str):
-        return (given,)
-    if not all(isinstance(item, str) for item in given):
+    from assay.errors import UsageError
+
+    chosen = (given,) if isinstance(given, str) else tuple(given) if isinstance(given, (list, tuple, set, frozenset)) else None
+    if chosen is None or not all(isinstance(item, str) for item in chosen):
+        raise UsageError(f"{name} must be a string or a sequence of strings, got {given!r}", name)
+    if any(not item.strip() for item in chosen):
+        # As on the command line: an empty selector (a variable left unset) would select every eval.
+        raise UsageError(f"{name} holds an empty string (an unset variable?): leave it out to run every eval"
+                         + (" whatever its tags" if name == "tags" else ""), name)
+    return chosen
+
+
+def _reporters(given: Any) -> list[Any]:
+    if given is None:
+        return []
+    if isinstance(given, (str, bytes)) or not isinstance(given, (list, tuple)):
         from assay.errors import UsageError
 
-        raise UsageError(f"{name} must be a string or a sequence of strings, got {given!r}", name)
-    return tuple(given)
+        raise UsageError(f"reporters must be a list of run-event reporters, got {given!r}", "reporters")
+    return list(given)
 
 
 def _request(project: str | Path, experiment: str | None, evals: str | Sequence[str], *,
@@ -151,9 +164,9 @@ def run(
         request = _request(project, experiment, evals, tags=tags, attempts=attempts,
                            concurrency=concurrency, timeout=timeout, budget=budget, journal=journal, record=record,
                            rerun=rerun, early_exit=early_exit)
+        chosen = None if console else _reporters(reporters)
     except AssayError as error:
         return _refused(error, console)
-    chosen = None if console else list(reporters or ())
     return _from_result(pipeline.run("agent", request, outputs=Outputs(quiet=True), reporters=chosen))
 
 
@@ -173,9 +186,10 @@ async def run_async(
         request = _request(project, experiment, evals, tags=tags, attempts=attempts,
                            concurrency=concurrency, timeout=timeout, budget=budget, journal=journal, record=record,
                            sigint=False, rerun=rerun, early_exit=early_exit)
+        chosen = _reporters(reporters)
     except AssayError as error:
         return _refused(error)
-    return _from_result(await pipeline.run_async("agent", request, reporters=list(reporters or ())))
+    return _from_result(await pipeline.run_async("agent", request, reporters=chosen))
 
 
 def plan(
@@ -209,9 +223,16 @@ def run_evals(
     from assay.core.gcpolicy import collection_sized_for_runs
     from assay.core.run_events import RunEvents
 
+    from assay.errors import UsageError
+
     _checked(attempts=attempts, concurrency=concurrency, timeout=timeout)
     if isinstance(experiments, Experiment):
         experiments = {"default": experiments}
+    for name, given in (("evals", evals), ("experiments", experiments)):
+        if not isinstance(given, Mapping):
+            raise UsageError(f"{name} must map ids to what to run ({'define_eval(...)' if name == 'evals' else 'an Experiment'}),"
+                             f" got {given!r}", name)
+    reporters = _reporters(reporters)
     entries = [
         EvalEntry(eval_id, definition if hasattr(definition, "kind") else define_eval(definition))
         for eval_id, definition in evals.items()
