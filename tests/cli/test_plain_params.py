@@ -92,3 +92,21 @@ def test_an_empty_number_says_so_not_that_it_cannot_be_parsed(tmp_path, monkeypa
     assert result.exit_code == 2, result.output
     assert (f"Invalid value for '{arguments[-2]}'" in result.output
             and "needs a number, and the value given is empty (an unset variable in a script?)" in " ".join(result.output.split()))
+
+
+@pytest.mark.parametrize("arguments", [("video", "run", "--eval-dir", "{tmp}", "--resume", ""),
+                                       ("agent", "run", "--project", "{tmp}", "--resume", " ")])
+def test_an_empty_resume_value_says_so_not_that_the_current_folder_has_no_checkpoint(tmp_path, monkeypatch, arguments):
+    """`--resume "$CHECKPOINT"` with the variable unset read `<current folder>/manifest.json`: "could not read
+    checkpoint manifest …/manifest.json: [Errno 2] No such file or directory"."""
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("[tool.assay]\n")
+    done = subprocess.run([sys.executable, "-m", "assay", *(item.format(tmp=tmp_path) for item in arguments)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**__import__("os").environ, "ASSAY_STORE": str(tmp_path / "store" / "assay.db")})
+    assert done.returncode == 2, done.stdout + done.stderr
+    output = " ".join((done.stdout + done.stderr).split())
+    assert ("needs a checkpoint id or folder, and the value given is empty (an unset variable in a script?)" in output
+            and "manifest.json" not in output and "Traceback" not in output), output

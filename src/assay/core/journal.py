@@ -477,6 +477,9 @@ class Checkpoint:
 
 def resolve_checkpoint_ref(ref: str, eval_dir: Path, cwd: Path) -> Path:
     """`--resume REF`: a path if absolute or with a directory part, else relative to cwd if it exists, else an id."""
+    if not ref.strip():  # Path("") is the current folder, whose missing manifest.json would be the message
+        raise CheckpointError("needs a checkpoint id or folder, and the value given is empty (an unset variable in a "
+                              "script?)")
     candidate = Path(ref)
     if candidate.is_absolute() or len(candidate.parts) > 1 or os.sep in ref or (os.altsep and os.altsep in ref):
         return Path(cwd) / candidate

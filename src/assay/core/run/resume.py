@@ -51,8 +51,8 @@ def restore(
         raise UsageError(spec.refusal(overrides), "--resume")
     from assay.core.journal import read_manifest
 
-    path = spec.locate(ref, given)
     try:
+        path = spec.locate(ref, given)
         manifest = read_manifest(path, spec.checkpoint_kind)
         request, restored_outputs = spec.restored(manifest.get("invocation"), path / "manifest.json", given, outputs)
     except UsageError:
