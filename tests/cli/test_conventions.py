@@ -101,7 +101,7 @@ def test_a_report_path_that_cannot_be_written_is_exit_2_and_refused_before_the_r
     folder.mkdir()
     for kind, arguments in RESULTS.items():
         for given, reason in ((blocker / "junit.xml", f"cannot be created: {blocker} is a file, not a folder"),
-                              (folder, "is a folder")):
+                              (folder, f"is a folder; give the report's file, e.g. --junit {folder / 'junit.xml'}")):
             done = run(workspace, *arguments, "--junit", str(given))
             output = done.stdout + done.stderr
             assert done.returncode == 2, output

@@ -180,7 +180,12 @@ def check_report_path(flag: str, path: str | Path | None) -> None:
 
     reason = unwritable_file_reason(Path(path))
     if reason is not None:
+        if reason == "is a folder":  # the file meant is most likely one in it
+            reason += f"; give the report's file, e.g. {flag} {Path(path) / _REPORT_NAMES.get(flag, 'report')}"
         raise UsageError(f"{flag} {path} {reason}", flag)
+
+
+_REPORT_NAMES = {"--junit": "junit.xml", "--output-json": "report.json"}
 
 
 def remove_stale_temporary_files(
