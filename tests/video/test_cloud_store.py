@@ -650,3 +650,17 @@ def test_transfer_progress_bar_only_on_a_terminal_and_counts_every_byte(monkeypa
     assert advanced == ["start", 4, 6, "stop"]
     with store_module._Progress("Downloading s:k", 10, False) as disabled:
         assert not disabled.active
+
+
+def test_prune_of_a_cache_setting_that_names_a_file_says_so(tmp_path, monkeypatch):
+    """GLASSKIT_EVAL_CACHE_DIR naming a file (or a path under one) said "Removed 0 cached files … from <file>", exit 0."""
+    blocker = tmp_path / "cache.txt"
+    blocker.write_text("not a folder")
+    monkeypatch.delenv("ASSAY_CACHE_DIR", raising=False)
+    for given in (blocker, blocker / "videos"):
+        monkeypatch.setenv("GLASSKIT_EVAL_CACHE_DIR", str(given))
+        result = CliRunner().invoke(store_app, ["prune-cache"])
+        assert result.exit_code == 2, result.output
+        assert " ".join(result.output.split()) == (f"Could not prune downloaded-video cache: the video cache {given} is not "
+                                                   "a folder ($GLASSKIT_EVAL_CACHE_DIR names it): point it at a folder, "
+                                                   "or unset it for the default")

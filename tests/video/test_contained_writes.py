@@ -203,3 +203,14 @@ def test_a_review_launch_removes_stale_temporaries_of_earlier_saves(eval_dir: Pa
     left = stale(eval_dir / "cases" / ".clip.yaml.0123456789ab.tmp")
     ReviewServer(eval_dir=eval_dir.resolve(), binding=Binding(port=8124))
     assert not left.exists()
+
+
+def test_export_frames_into_a_file_says_it_is_a_file_not_an_errno(eval_dir: Path, tmp_path: Path) -> None:
+    """`--output-dir` naming a file (or a folder under one) said `[Errno 17] File exists` / `[Errno 20] Not a directory`."""
+    blocker = tmp_path / "frames.png"
+    blocker.write_bytes(b"not a folder")
+    for given in (blocker, blocker / "sub"):
+        result = invoke("video", "export-frames", "--eval-dir", eval_dir, "--case", "clip", "--at", "0.5", "--output-dir", given)
+        assert result.exit_code == 2, result.output
+        assert result.flat.strip() == (f"Could not export frames: could not create frame export directory {given}: {blocker} "
+                                       "is a file, not a folder; give --output-dir a folder (it is made when missing)")

@@ -76,6 +76,14 @@ class UploadOutcome:
 # Cache layout
 
 
+def _cache_setting() -> str:
+    """Which setting chose the cache root, for a message about it."""
+    for name in (ASSAY_CACHE_ENV_VAR, GLASSKIT_CACHE_ENV_VAR):
+        if os.environ.get(name):
+            return f"${name}"
+    return "the platform's cache folder"
+
+
 def cache_root() -> Path:
     """The downloaded-video cache: $ASSAY_CACHE_DIR/videos, else $GLASSKIT_EVAL_CACHE_DIR, else per platform.
 
@@ -608,6 +616,9 @@ def prune_cache(all: bool = False) -> tuple[int, int, Path]:
     """
     root = cache_root()
     if not root.is_dir():
+        if root.exists() or any(folder.is_file() for folder in root.parents):
+            raise VideoStoreError(f"the video cache {root} is not a folder ({_cache_setting()} names it): point it at a "
+                                  "folder, or unset it for the default")
         return 0, 0, root
     removed_files = 0
     removed_bytes = 0

@@ -35,6 +35,10 @@ def export_frames(case: Case, times: Sequence[float], output_dir: Path | None, e
     root = destination if output_dir is not None else Path(eval_dir).resolve()
     try:
         make_directories_under(root, destination)
+    except (FileExistsError, NotADirectoryError) as error:  # a file where a folder must be (here or above)
+        blocker = next((folder for folder in (destination, *destination.parents) if folder.is_file()), destination)
+        raise VideoError(f"could not create frame export directory {destination}: {blocker} is a file, not a folder; "
+                         "give --output-dir a folder (it is made when missing)") from error
     except OSError as error:
         raise VideoError(f"could not create frame export directory {destination}: {error}") from error
     written = []
