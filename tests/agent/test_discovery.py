@@ -114,14 +114,22 @@ def test_selection_by_experiment_prefix_eval_prefix_and_tag(tmp_path):
     ("evals/d_eval.py", "raise ImportError('missing sdk')\n", "could not import"),
     # the line of the file the error passed through: the misspelt keyword is found without a traceback
     ("evals/f_eval.py", "from assay.agent import define_eval\n\nasync def t(t):\n    pass\n\nEVALS = {'x': define_eval(t, tag=['a'])}\n",
-     "f_eval.py (line 6): TypeError: define_eval() got an unexpected keyword argument 'tag'"),
+     "f_eval.py (line 6): TypeError: define_eval() got an unexpected keyword argument 'tag'; did you mean 'tags'?"),
+    # a misspelt keyword of any public callable gets the name meant; a stranger's function gets no guess
+    ("evals/g_eval.py", "from assay.agent import define_eval, local_sandbox\n\nasync def t(t):\n    pass\n\n"
+                        "EVALS = {'x': define_eval(t, sandbox=local_sandbox(isolaton='none'))}\n",
+     "TypeError: local_sandbox() got an unexpected keyword argument 'isolaton'; did you mean 'isolation'?"),
+    ("evals/h_eval.py", "def mine(*, limit=1):\n    pass\n\nmine(limt=2)\n",
+     "h_eval.py (line 4): TypeError: mine() got an unexpected keyword argument 'limt'"),
     ("evals/eval.py", ONE_EVAL.format(description="x", tags=[]), "must be inside a folder"),
 ])
 def test_bad_eval_files_are_config_errors_naming_the_file(tmp_path, relative, text, message):
     path = write(tmp_path, relative, text)
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")) as raised:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("?", r"\?")) as raised:
         discover_evals(tmp_path)
     assert str(path.name) in str(raised.value) or "folder" in message
+    if relative == "evals/h_eval.py":
+        assert str(raised.value).endswith("'limt'")
 
 
 def test_an_evals_export_wins_over_the_decorated_functions_it_gathers(tmp_path):

@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -91,10 +92,32 @@ def _import(path: Path, project: Path, namespace: str) -> Any:
     except AssayError as error:
         raise ConfigError(f"{path}: {error}") from None
     except (Exception, SystemExit) as error:
-        raise ConfigError(f"could not import {path}{_line_in(path, error)}: {type(error).__name__}: {error}") from error
+        raise ConfigError(f"could not import {path}{_line_in(path, error)}: {type(error).__name__}: {error}"
+                          f"{_keyword_meant(error)}") from error
     if module is None:
         raise ConfigError(f"could not load {path}")
     return module
+
+
+_UNEXPECTED_KEYWORD = re.compile(r"^(\w+)(?:\.__init__)?\(\) got an unexpected keyword argument '(\w+)'$")
+
+
+def _keyword_meant(error: BaseException) -> str:
+    """`; did you mean 'lifetime'?` for a misspelt keyword of one of assay.agent's public callables
+    (`Experiment(lifetim=…)`, `local_sandbox(isolaton=…)`), else ""."""
+    import inspect
+
+    import assay.agent as public
+    from assay.core.format import did_you_mean
+
+    found = _UNEXPECTED_KEYWORD.match(str(error)) if isinstance(error, TypeError) else None
+    if found is None or found.group(1) not in public.__all__:
+        return ""
+    try:
+        parameters = inspect.signature(getattr(public, found.group(1))).parameters
+    except (TypeError, ValueError, AttributeError):
+        return ""
+    return did_you_mean(found.group(2), [name for name in parameters if not name.startswith("_")])
 
 
 def _line_in(path: Path, error: BaseException) -> str:
