@@ -165,3 +165,13 @@ def test_map_rules_apply_in_order_and_pair_files_read_json_and_csv(tmp_path):
                          (r"(a)(b)=>\3", r"\(the pattern has 2 groups: \\1 to \\2 refer to them\)$")):
         with pytest.raises(UsageError, match=message):
             UnitIdMap.parse([bad])
+
+
+def test_the_pairing_line_counts_map_files_as_files():
+    """`--map @pairs.csv` was reported as "(1 --map rule)"."""
+    from assay.core.interop.unit_map import Pairing
+
+    assert Pairing(3, 0, 1, ("@pairs.csv",)).sentence().startswith("Mapped the baseline's unit ids (1 --map file): 3 unit(s)")
+    assert Pairing(3, 0, 1, ("a=>b", "@p.json", "c=>d")).sentence().startswith(
+        "Mapped the baseline's unit ids (2 --map rules and 1 --map file): ")
+    assert Pairing(3, 0, 1, ()).sentence().startswith("3 unit(s) paired")

@@ -139,7 +139,10 @@ class Pairing:
                 "map": list(self.rules)}
 
     def sentence(self) -> str:
-        mapped = f"Mapped the baseline's unit ids ({len(self.rules)} --map rule{'s' if len(self.rules) != 1 else ''}): " if self.rules else ""
+        files = sum(1 for rule in self.rules if rule.startswith("@"))
+        given = [f"{count} --map {what}{'' if count == 1 else 's'}" for count, what in
+                 ((len(self.rules) - files, "rule"), (files, "file")) if count]
+        mapped = f"Mapped the baseline's unit ids ({' and '.join(given)}): " if self.rules else ""
         return (f"{mapped}{self.paired} unit(s) paired; {self.unpaired_before} of the baseline and "
                 f"{self.unpaired_after} of the candidate have no partner.")
 
