@@ -114,10 +114,11 @@ def test_the_generic_javascript_adapter_names_its_own_line_when_a_fixture_is_wro
     expected.write_text(json.dumps({"items": {"id": "not-a-list"}}))
     (tmp_path / "c.md").write_text("anything")
     result = invoke("run-case", "--case", "first", "--candidate", "c.md", "--run-id", "r")
-    line = _line_of(tmp_path / "evals" / "adapter.mjs", "items.map(")
+    line = _line_of(tmp_path / "evals" / "adapter.mjs", 'needs "items", a list')
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        f"Execution failed: gradeCandidate failed: TypeError: items.map is not a function (adapter.mjs:{line})"
+        'Execution failed: gradeCandidate failed: Error: expected-items.json needs "items", a list of {"id", '
+        f'"required_text"}} (adapter.mjs:{line})'
     )
 
 

@@ -167,20 +167,33 @@ def test_doctor_checks_the_judge_settings_a_model_command_would_refuse(suite, en
     assert "Doctor passed" not in result.stdout
 
 
-def test_doctor_passes_for_an_empty_suite(suite):
+def test_doctor_passes_for_an_empty_suite_and_names_a_cases_root_that_is_missing(suite):
+    """A suite with no case yet passes; a `cases.root` that does not exist fails with eval-kit's words (its
+    `configuredCaseManifestPaths` throws `cases root does not exist: <root>`): a misspelt root was an empty suite."""
     import shutil
 
     shutil.rmtree(suite.evals / "cases")
+    (suite.evals / "cases").mkdir()
     assert invoke("doctor").exit_code == 0
+    shutil.rmtree(suite.evals / "cases")
+    result = invoke("doctor")
+    assert result.exit_code == 2
+    assert "Execution failed: cases root does not exist: cases (cases.root in " in result.stderr
+    (suite.evals / "cases").write_text("a file")
+    assert "Execution failed: cases root is not a directory: cases (" in invoke("doctor").stderr
 
 
 def test_list_cases_prints_sorted_ids_or_none_found(suite):
     suite.add_case("b-case")
     suite.add_case("a-case")
     assert invoke("list-cases").stdout.splitlines() == ["a-case", "b-case", "case-one"]
-    suite.update_config(cases={"root": "nowhere"})
+    (suite.evals / "empty").mkdir()
+    suite.update_config(cases={"root": "empty"})
     result = invoke("list-cases")
     assert result.exit_code == 0 and result.stdout.strip() == "No cases found."
+    suite.update_config(cases={"root": "nowhere"})  # a misspelt root: eval-kit's error, not an empty suite
+    result = invoke("list-cases")
+    assert result.exit_code == 2 and result.stderr.startswith("Execution failed: cases root does not exist: nowhere (")
 
 
 

@@ -230,10 +230,11 @@ def test_an_adapter_exception_names_its_type_message_and_adapter_line(tmp_path, 
     expected.write_text(json.dumps({"items": [{"id": "no-text"}]}))  # the generic adapter needs required_text
     (tmp_path / "c.md").write_text("anything")
     result = invoke("run-case", "--case", "first", "--candidate", "c.md", "--run-id", "r")
-    line = _line_of(tmp_path / "evals" / "adapter.py", 'item["required_text"] in')
+    line = _line_of(tmp_path / "evals" / "adapter.py", "needs required_text, a non-empty string")
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        f"Execution failed: grade_candidate failed: KeyError: 'required_text' (adapter.py:{line})"
+        "Execution failed: grade_candidate failed: ValueError: expected-items.json: expected item no-text needs "
+        f"required_text, a non-empty string (adapter.py:{line})"
     )
 
 

@@ -62,8 +62,11 @@ def _parse_message(error: Any) -> str:
     message = error.format_message()
     if isinstance(error, click_errors.BadOptionUsage) and "requires an argument" in message:
         return f"missing value for {error.option_name}"
-    if isinstance(error, click_errors.NoSuchOption):
-        return f"unknown option {error.option_name}"
+    if isinstance(error, click_errors.NoSuchOption):  # a misspelt flag names the one meant, as a command does
+        from assay.core.format import did_you_mean
+
+        hint = did_you_mean(error.option_name, error.possibilities or (), form=" (did you mean {}?)", shown=str)
+        return f"unknown option {error.option_name}{hint}"
     extra = re.match(r"Got unexpected extra argument(?:s|\(s\))? \((.*)\)", message)
     return f"unexpected positional argument {extra.group(1)}" if extra else message
 

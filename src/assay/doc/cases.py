@@ -98,7 +98,10 @@ def configured_manifest_paths(suite: DocSuite) -> list[Path]:
         return []
     root = suite.resolver.resolve_suite_path(cases["root"], "cases.root")
     if not _is_kind(root, Path.is_dir, f"cases.root {relative_posix(suite.suite_root, root)}"):
-        return []
+        # eval-kit's words (a misspelt root is an error, not an empty suite), then where it is set
+        problem = "is not a directory" if root.exists() else "does not exist"
+        raise CaseError(f"cases root {problem}: {cases['root']} (cases.root in {relative_posix(suite.repo_root, suite.config_path)}"
+                        f", relative to the suite root {relative_posix(suite.repo_root, suite.suite_root) or '.'})")
     include = cases.get("include") or ["*"]
     exclude = cases.get("exclude") or []
     paths = []

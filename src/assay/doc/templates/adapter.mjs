@@ -2,14 +2,30 @@
 // required_text exactly. Replace these hooks with your suite's own semantics.
 
 import { readFileSync } from "node:fs";
+import { basename, dirname, posix, resolve } from "node:path";
+
+// The case's expected items, checked: a misspelt key or an empty value is a broken fixture (exit 2),
+// never a verdict (no items would grade green, a missing required_text red).
+const checkedItems = (expectedItems, where = "expected-items.json") => {
+  if (expectedItems === undefined) {
+    throw new Error(
+      'the case has no expected-items.json: add {"role": "grader_input", "path": "expected-items.json"} to its case-manifest.json artifacts',
+    );
+  }
+  const items = expectedItems?.items;
+  if (!Array.isArray(items)) {
+    throw new Error(`${where} needs "items", a list of {"id", "required_text"}`);
+  }
+  for (const item of items) {
+    if (typeof item?.required_text !== "string" || item.required_text === "") {
+      throw new Error(`${where}: expected item ${item?.id ?? "(no id)"} needs required_text, a non-empty string`);
+    }
+  }
+  return items;
+};
 
 export const gradeCandidate = ({ candidateText, expectedItems }) => {
-  const items = expectedItems?.items ?? [];
-  const findings = items.map((item) => {
-    if (typeof item.required_text !== "string") {
-      // A misspelt key would otherwise grade as "missing" (a red verdict) instead of a broken fixture.
-      throw new Error(`expected item ${item.id ?? "(no id)"} needs required_text, a string`);
-    }
+  const findings = checkedItems(expectedItems).map((item) => {
     const covered = candidateText.includes(item.required_text);
     return {
       id: item.id,
@@ -35,10 +51,20 @@ export const renderDeterministicReport = ({ caseId, grades, findings }) =>
     ),
   ].join("\n");
 
+// `doctor` and `validate-fixtures` run this, so a broken expected-items.json fails there, before any run.
 export const validateFixtures = async ({ manifests }) => {
-  for (const { manifest, relativePath } of manifests) {
-    if (!manifest.artifacts.some((artifact) => artifact.role === "grader_input")) {
-      throw new Error(`${relativePath} needs at least one grader_input artifact`);
+  for (const { manifest, fullPath, relativePath } of manifests) {
+    const expected = manifest.artifacts.filter(
+      (artifact) => artifact.role === "grader_input" && basename(artifact.path) === "expected-items.json",
+    );
+    if (expected.length === 0) {
+      throw new Error(
+        `${relativePath} is missing a grader_input artifact: expected-items.json, the items gradeCandidate checks`,
+      );
+    }
+    for (const artifact of expected) {
+      const items = JSON.parse(readFileSync(resolve(dirname(fullPath), artifact.path), "utf8"));
+      checkedItems(items, posix.join(posix.dirname(relativePath), artifact.path));
     }
   }
 };

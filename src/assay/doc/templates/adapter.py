@@ -6,12 +6,31 @@ Replace these hooks with your suite's own semantics; each receives one typed inp
 from __future__ import annotations
 
 import json
+from pathlib import PurePosixPath
+
+
+def _checked_items(expected_items, where="expected-items.json"):
+    """The case's expected items, checked: a misspelt key or an empty value is a broken fixture (exit 2),
+    never a verdict (no items would grade green, a missing required_text red)."""
+    if expected_items is None:
+        raise ValueError(
+            'the case has no expected-items.json: add {"role": "grader_input", "path": "expected-items.json"}'
+            " to its case-manifest.json artifacts"
+        )
+    items = expected_items.get("items") if isinstance(expected_items, dict) else None
+    if not isinstance(items, list):
+        raise ValueError(f'{where} needs "items", a list of {{"id", "required_text"}}')
+    for item in items:
+        text = item.get("required_text") if isinstance(item, dict) else None
+        if not isinstance(text, str) or not text:
+            item_id = item.get("id", "(no id)") if isinstance(item, dict) else "(no id)"
+            raise ValueError(f"{where}: expected item {item_id} needs required_text, a non-empty string")
+    return items
 
 
 def grade_candidate(grade):
-    items = (grade.grader_inputs.get("expectedItems") or {}).get("items", [])
     findings = []
-    for item in items:
+    for item in _checked_items(grade.grader_inputs.get("expectedItems")):
         covered = item["required_text"] in grade.candidate_text
         findings.append(
             {
@@ -36,9 +55,20 @@ def render_report(report):
 
 
 def validate_fixtures(fixtures):
+    """`doctor` and `validate-fixtures` run this, so a broken expected-items.json fails there, before any run."""
     for entry in fixtures.manifests:
-        if not any(artifact["role"] == "grader_input" for artifact in entry.manifest["artifacts"]):
-            raise ValueError(f"{entry.relative_path} needs at least one grader_input artifact")
+        expected = [
+            artifact["path"]
+            for artifact in entry.manifest["artifacts"]
+            if artifact["role"] == "grader_input" and PurePosixPath(artifact["path"]).name == "expected-items.json"
+        ]
+        if not expected:
+            raise ValueError(
+                f"{entry.relative_path} is missing a grader_input artifact: expected-items.json, the items grade_candidate checks"
+            )
+        for path in expected:
+            items = json.loads((entry.full_path.parent / path).read_text(encoding="utf-8"))
+            _checked_items(items, str(PurePosixPath(entry.relative_path).parent / path))
 
 
 # Model judges (`assay doc judge-coverage`, `judge-pairwise`, `generate` with
