@@ -189,6 +189,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 _say(session, f"assay: the session was interrupted, so its {len(project.results)} finished "
                               f"attempt(s) of {project.root} are not recorded in the results store")
                 continue
+            selected = sum(1 for item in session.items if isinstance(item, AssayEvalItem) and item.project is project)
+            stopped = session.shouldfail or session.shouldstop
+            if stopped and len(project.results) < selected:
+                # `-x` / `--maxfail` stopped it before the rest of what was selected ran: as cut short as Ctrl-C.
+                _say(session, f"assay: the session stopped early ({stopped}), so its {len(project.results)} "
+                              f"finished attempt(s) of {project.root} are not recorded in the results store "
+                              f"({selected - len(project.results)} selected attempt(s) did not run)")
+                continue
             outcome = RunOutcome(list(project.results), False, [], sum(r.duration_seconds for r in project.results))
             root = project.root
             pipeline.record(RunFinished(

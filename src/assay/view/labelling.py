@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.core.labels.agreement import AgreementFilter, agreement_report
+from assay.core.labels.agreement import AgreementFilter, checked_agreement_report
 from assay.core.labels.extract import blind
 from assay.core.labels.model import LabelError, latest_labels
 from assay.core.labels.queue import LabelQueue, QueueRequest, build_queue
@@ -49,12 +49,13 @@ def default_labeller() -> str:
 
 
 def agreement(data: ViewData, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The agreement page: what `assay judge agreement --json` prints."""
+    """The agreement page: what `assay judge agreement --json` prints. A labeller, judge or rubric that
+    matches nothing in a store with labels is refused as the command refuses it (a typo, not "no labels")."""
     selection = AgreementFilter(
         judge=params.get("judge") or None, rubric=params.get("rubric") or None,
         labeller=params.get("labeller") or None, by_rubric=params.get("by_rubric") in ("1", "true"),
     )
-    return agreement_report(data.store, LabelBook(data.store).labels(), selection)
+    return checked_agreement_report(data.store, LabelBook(data.store), selection)
 
 
 def _optional_int(params: Mapping[str, Any], name: str) -> int | None:

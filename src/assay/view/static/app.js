@@ -178,7 +178,7 @@ function keyValueTable(object) {
 
 async function renderRun(runId, params) {
   const offset = Number(params.offset || 0);
-  const unitParams = { run: runId, verdict: params.verdict || "", offset: String(offset), limit: String(PAGE) };
+  const unitParams = { run: runId, verdict: params.verdict || "", offset: params.offset || "0", limit: String(PAGE) };
   if (!STATIC) Object.assign(unitParams, { group: params.group, search: params.search });
   const [run, page] = await Promise.all([api("run", { run: runId }), api("units", unitParams)]);
   crumbs(el("a", { href: "#/" }, "runs"), run.run_id);
@@ -515,7 +515,7 @@ async function renderUnit(runId, unitId, params) {
 
 async function renderTraces(runId, params) {
   const offset = Number(params.offset || 0);
-  const page = await api("traces", { run: runId, offset: String(offset), limit: String(PAGE) });
+  const page = await api("traces", { run: runId, offset: params.offset || "0", limit: String(PAGE) });
   crumbs(el("a", { href: "#/" }, "runs"), el("a", { href: runLink(page.run_id) }, page.run_id), "traces");
   const rows = page.traces.map((trace) => el("tr", { "data-unit": trace.unit_id },
     el("td", { class: "mono" }, el("a", { href: unitLink(page.run_id, trace.unit_id) + "?at=waterfall" }, trace.unit_id)),
@@ -527,9 +527,12 @@ async function renderTraces(runId, params) {
     el("td", {}, trace.attributed_by + (trace.dropped ? ` · ${trace.dropped} dropped` : ""))));
   const last = Math.min(offset + PAGE, page.total);
   const navigate = (to) => go(["traces", page.run_id], { offset: String(to) });
+  if (!page.has_traces) {  // not "no attempt received spans": the kind has no attempts to trace
+    show(el("h1", {}, `Traces of ${page.run_id}`), el("p", { class: "muted", id: "traces-table" }, `Runs of kind ${page.kind} have no traces.`));
+    return;
+  }
   show(
     el("h1", {}, `Traces of ${page.run_id}`),
-    !page.has_traces ? el("p", { class: "muted" }, `Runs of kind ${page.kind} have no traces.`) : null,
     rows.length
       ? el("table", { id: "traces-table" }, el("thead", {}, el("tr", {}, ["attempt", "verdict", "turns", "spans", "model calls", "tools", "errors", "duration", "attributed by"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
       : el("p", { class: "muted", id: "traces-table" }, "No attempt of this run received spans (see docs/agent/traces.md)."),
@@ -548,7 +551,7 @@ const VERDICT_CLASS = { regressed: "bad", improved: "ok", unchanged: "ok", incon
 async function renderCompare(before, after, params) {
   const change = params.change || "regressions";
   const offset = Number(params.offset || 0);
-  const result = await api("compare", { a: before, b: after, change, offset: String(offset), limit: String(PAGE) });
+  const result = await api("compare", { a: before, b: after, change, offset: params.offset || "0", limit: String(PAGE) });
   crumbs(el("a", { href: "#/" }, "runs"), `compare ${result.before} → ${result.after}`);
   const navigate = (changes) => go(["compare", result.before, result.after], { change, ...changes });
   const difference = result.pass_rate_difference;
@@ -649,6 +652,8 @@ async function route() {
     else if (typeof PAGES !== "undefined" && PAGES[parts[0]]) await PAGES[parts[0]](parts.slice(1), params);  // labels.js
     else await renderRuns(params);
   } catch (error) {
+    // The top bar of the page before would name a run or unit this error is not about.
+    crumbs(el("a", { href: "#/" }, "runs"));
     show(el("p", { class: "error", id: "view-error" }, error.message || String(error)));
   }
   document.body.dataset.ready = "true";

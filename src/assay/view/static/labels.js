@@ -288,13 +288,23 @@ function confusionTable(binary) {
 async function renderAgreement(params) {
   label.active = false;
   crumbs(el("a", { href: "#/" }, "runs"), "agreement");
-  const report = await api("agreement", STATIC ? {} : { judge: params.judge, rubric: params.rubric, labeller: params.labeller });
   const input = (id, name, placeholder) => el("input", { id, type: "search", placeholder, value: params[name] || "" });
   const judge = input("agreement-judge", "judge", "judge model");
   const rubric = input("agreement-rubric", "rubric", "rubric contains");
   const labeller = input("agreement-labeller", "labeller", "labeller");
   const apply = () => go(["agreement"], { judge: judge.value, rubric: rubric.value, labeller: labeller.value });
   for (const box of [judge, rubric, labeller]) box.addEventListener("keydown", (event) => { if (event.key === "Enter") apply(); });
+  let report;
+  try {
+    report = await api("agreement", STATIC ? {} : { judge: params.judge, rubric: params.rubric, labeller: params.labeller });
+  } catch (error) {
+    // A filter that matches nothing (a typo) is refused with the names that would match: said above the
+    // filters, so they can be corrected, instead of a page that reads as if nobody had labelled anything.
+    if (STATIC || !(params.judge || params.rubric || params.labeller)) throw error;
+    show(el("h1", {}, "Judge–human agreement"), el("div", { class: "filters" }, judge, rubric, labeller, el("button", { onclick: apply }, "Filter")),
+      el("p", { class: "error", id: "agreement-refused" }, error.message || String(error)));
+    return;
+  }
   const rows = report.judges.map((row) => {
     const binary = row.binary;
     const scores = row.scores;
@@ -324,7 +334,7 @@ async function renderAgreement(params) {
     el("h2", {}, "Between labellers"),
     labellers.labellers.length > 1
       ? el("div", { id: "labeller-agreement" }, el("p", {}, `α pass/fail (nominal) ${fixed(labellers.alpha_verdict)} · α scores (ordinal) ${fixed(labellers.alpha_score)} · ${labellers.units_with_several_labellers} unit(s) with several labellers`), el("ul", {}, pairs))
-      : el("p", { class: "muted" }, "One labeller so far."),
+      : el("p", { class: "muted" }, labellers.labellers.length ? "One labeller so far." : "No labeller yet."),
     el("h2", {}, "Judge drift"),
     drift.length ? el("div", { id: "judge-drift" }, drift) : el("p", { class: "muted" }, "No prompt has been used by more than one judge model yet."),
   );
