@@ -63,3 +63,18 @@ def test_agent_shard_option_is_validated(project):
     result = invoke("agent", "run", "--project", project, "--ray-address", "127.0.0.1:1")
     assert result.exit_code == 2
     assert "--ray-address needs --executor ray" in result.output
+
+
+def test_shards_of_a_project_changed_between_them_say_so(project):
+    """An eval added after the shards ran: the merge said only "was a shard incomplete or interrupted?"."""
+    shard_ids = []
+    for index in (1, 2):
+        assert invoke("agent", "run", "--project", project, "--shard", f"{index}/2", "--rerun", "all").exit_code in (0, 1)
+        shard_ids.append(latest_record()[0].run_id)
+    (project / "evals" / "added_eval.py").write_text(
+        "from assay.agent import define_eval\n\n\nasync def test(t):\n    await t.send('hello')\n\n\n"
+        "added = define_eval(test)\n")
+    merged = invoke("runs", "merge", *shard_ids)
+    assert merged.exit_code == 2
+    flat = " ".join(merged.output.split())
+    assert "which the project's plan holds now: was an eval added since the shards ran, or a shard incomplete" in flat, flat

@@ -88,8 +88,12 @@ def test_shards_of_different_invocations_are_refused_naming_what_differs():
     with pytest.raises(UsageError) as refused:
         check_shard_set([_manifest("a", "1/2", repeat=1, jobs=4), _manifest("b", "2/2", repeat=2, jobs=4)])
     assert str(refused.value) == (
-        "runs a and b are shards of different invocations: repeat is 1 in one and 2 in the other"
+        "runs a and b are shards of different invocations: --repeat is 1 in one and 2 in the other"
     )
+    # An option left out of one shard's command is said so, not shown as Python's None.
+    with pytest.raises(UsageError) as refused:
+        check_shard_set([_manifest("a", "1/2", attempts=None), _manifest("b", "2/2", attempts=2)])
+    assert str(refused.value).endswith(": --attempts is not given in one and 2 in the other")
     here = RunManifest(run_id="a", kind="video", created_at="t", options={"shard": "1/2"}, identity={"eval_dir": "/x"})
     there = RunManifest(run_id="b", kind="video", created_at="t", options={"shard": "2/2"}, identity={"eval_dir": "/y"})
     with pytest.raises(UsageError, match="eval_dir is '/x' in one and '/y' in the other"):

@@ -387,13 +387,15 @@ class AgentMerge:
             key = agent_unit_id(planned.experiment.id, planned.eval.id, planned.ordinal)
             unit = units.pop(key, None)
             if unit is None:
-                raise UsageError(f"the shard records have no result for {key}; was a shard incomplete or interrupted?")
+                raise UsageError(f"the shard records have no result for {key}, which the project's plan holds now: was an "
+                                 "eval added since the shards ran, or a shard incomplete or interrupted?")
             document = {name: value for name, value in dict(unit.detail or {}).items() if name != "locator"}
             result = SlotResult.from_json(document)  # identity and carry reference kept
             result.position = planned.index  # a shard numbered its own slots
             results.append(result)
         if units:
-            raise UsageError(f"the shard records hold attempts outside the run's plan: {', '.join(sorted(units)[:5])}")
+            raise UsageError(f"the shard records hold attempts outside the run's plan: {', '.join(sorted(units)[:5])} (an eval "
+                             "removed or renamed since the shards ran?)")
         exhausted = sorted({
             str(gate["name"]).removeprefix("budget ")
             for manifest in manifests for gate in manifest.gates if str(gate.get("name", "")).startswith("budget ")

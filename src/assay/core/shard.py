@@ -98,9 +98,11 @@ def check_shard_set(manifests: Sequence[Any], *, identity_keys: Sequence[str] = 
         differing = _first_difference(first, manifest, identity_keys)
         if differing is not None:
             name, theirs, ours = differing
+            shown = {None: "not given", True: "given", False: "not given"}
             raise UsageError(
                 f"runs {first.run_id} and {manifest.run_id} are shards of different invocations: "
-                f"{name} is {theirs!r} in one and {ours!r} in the other"
+                f"{name} is {shown.get(theirs, repr(theirs)) if isinstance(theirs, (bool, type(None))) else repr(theirs)} "
+                f"in one and {shown.get(ours, repr(ours)) if isinstance(ours, (bool, type(None))) else repr(ours)} in the other"
             )
     assert count is not None and shard is not None
     missing = [str(index) for index in range(1, count + 1) if index not in seen]
@@ -116,5 +118,5 @@ def _first_difference(first: Any, other: Any, identity_keys: Sequence[str]) -> t
             return key, first.identity.get(key), other.identity.get(key)
     for key in sorted((set(first.options) | set(other.options)) - {"shard"}):
         if first.options.get(key) != other.options.get(key):
-            return key, first.options.get(key), other.options.get(key)
+            return "--" + key.replace("_", "-"), first.options.get(key), other.options.get(key)
     return None
