@@ -288,6 +288,11 @@ def test_view_without_a_store_says_so(tmp_path, monkeypatch) -> None:
     result = invoke_runs("view", "--no-open")
     assert result.exit_code == 2
     assert "Could not open the results store: no results store at" in result.output
+    # Label mode too: it made an empty store there and served a queue of nothing.
+    result = invoke_runs("view", "--label", "--no-open")
+    assert result.exit_code == 2
+    assert "Could not open the results store: no results store at" in result.output
+    assert not (tmp_path / "missing.db").exists()
 
 
 def test_a_port_in_use_is_one_line_naming_why_and_exit_2(store_env: FilledStore) -> None:

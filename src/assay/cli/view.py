@@ -35,6 +35,8 @@ def view_command(given: Given) -> None:
     if given.labeller is not None and not given.labeller.strip():
         common.refuse("--as", "needs a name (leave it out to label as the git user)")
     with common.failing("Could not open the results store", on_stdout=True):
+        if given.label:
+            open_store(read_only=True).close()  # as without --label: no store yet is said, not made empty
         store = open_store(read_only=not given.label)
     try:
         data, labelling, lines = ViewData(store), None, []
