@@ -52,6 +52,11 @@ def test_units_route_pages_and_filters(client: TestClient, filled_store: FilledS
     assert [unit["unit_id"] for unit in failing["units"]] == ["baseline/wrong_on_purpose#1"]
     bad = client.get("/api/units", params={"run": filled_store.agent, "offset": "-1"})
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "bad_request"
+    # A hand-edited verdict filter that is no verdict: refused, not "no units" under "all verdicts".
+    bogus = client.get("/api/units", params={"run": filled_store.agent, "verdict": "failed,faild"})
+    assert bogus.status_code == 400
+    assert "verdict must be one of passed, failed, errored, skipped, ignored, got 'faild'; did you mean 'failed'?" in \
+        bogus.json()["error"]["message"]
 
 
 def test_agent_unit_carries_the_transcript(client: TestClient, filled_store: FilledStore) -> None:

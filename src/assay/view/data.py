@@ -59,6 +59,21 @@ def _integer(params: Mapping[str, Any], name: str, default: int, maximum: int) -
     return min(int(text), maximum)
 
 
+def _verdicts(params: Mapping[str, Any]) -> str | None:
+    """The `verdict` filter (comma-separated), each one a verdict: a hand-edited `?verdict=bogus` showed "no
+    units" under a drop-down that read "all verdicts"."""
+    value = params.get("verdict") or None
+    if value is None:
+        return None
+    from assay.core.format import did_you_mean
+    from assay.core.record import VERDICTS
+
+    for item in (part for part in str(value).split(",") if part):
+        if item not in VERDICTS:
+            raise UsageError(f"verdict must be one of {', '.join(VERDICTS)}, got {item!r}{did_you_mean(item, VERDICTS)}")
+    return str(value)
+
+
 @dataclass
 class ViewData:
     store: SqliteRunStore
@@ -97,7 +112,7 @@ class ViewData:
             run_id,
             offset=_integer(params, "offset", 0, 10**9),
             limit=_integer(params, "limit", PAGE_SIZE, MAX_PAGE),
-            verdict=params.get("verdict") or None,
+            verdict=_verdicts(params),
             group=params.get("group") if params.get("group") not in (None, "") else None,
             search=params.get("search") or None,
         )
