@@ -105,9 +105,11 @@ def _selectors(name: str, given: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def _reporters(given: Any) -> list[Any]:
+    from collections.abc import Iterable
+
     if given is None:
         return []
-    if isinstance(given, (str, bytes)) or not isinstance(given, (list, tuple)):
+    if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable):
         from assay.errors import UsageError
 
         raise UsageError(f"reporters must be a list of run-event reporters, got {given!r}", "reporters")
