@@ -107,6 +107,8 @@ class _Scoped:
         return self._assert(_assertions().NotCalledTool(_matchers().as_tool_match(tool)))
 
     def tool_order(self, tools: Sequence[str | ToolMatch]) -> AssertionHandle:
+        if not isinstance(tools, (list, tuple)):
+            raise AuthoringError(f"tool_order takes a list of tools, got {type(tools).__name__}: tool_order([a, b])")
         if len(tools) < 2:
             raise AuthoringError("tool_order needs at least two tools")
         return self._assert(_assertions().ToolOrder(tuple(_matchers().as_tool_match(tool) for tool in tools)))
@@ -132,6 +134,10 @@ class _Scoped:
         return self._assert(_assertions().NoEvent(match))
 
     def event_order(self, matches: Sequence[EventMatch]) -> AssertionHandle:
+        if not isinstance(matches, (list, tuple)):
+            raise AuthoringError(
+                f"event_order takes a list of event_match(...), got {type(matches).__name__}: event_order([a, b])"
+            )
         if len(matches) < 2:
             raise AuthoringError("event_order needs at least two event matches")
         for match in matches:
@@ -217,6 +223,9 @@ class JudgeRecipes:
         return self._submit(entry, request)
 
     def _register(self, recipe: str, criterion: str, input: str | None, output: str | None) -> AssertionHandle:
+        if not isinstance(criterion, str) or not criterion.strip():
+            what = {"closed_qa": "a question", "factuality": "a reference answer", "summarizes": "the source text"}[recipe]
+            raise AuthoringError(f"judge.{recipe} needs {what}: a non-empty string, got {criterion!r}")
         entry = self._entry(f"judge.{recipe}({criterion!r})")
         if self._material is not None:
             input, output = self._material
@@ -340,8 +349,13 @@ class SessionHandle(_Scoped):
         """One turn; `output=` (a pydantic model, TypeAdapter or JSON Schema) makes `turn.data` typed."""
         if not isinstance(text, str):
             raise AuthoringError(f"send takes text, got {type(text).__name__}")
+        if not isinstance(files, (list, tuple)) or not all(isinstance(file, InputFile) for file in files):
+            raise AuthoringError(
+                "send: files takes a list of InputFile(mime_type, data_base64, filename); "
+                "to send a file from disk, use send_file(path, text)"
+            )
         schema = lower_schema(output) if output is not None else None
-        turn_input = TurnInput(text, tuple(files), (), schema) if (files or schema) else TurnInput(text)
+        turn_input = TurnInput(text, tuple(files), (), schema) if (files or schema is not None) else TurnInput(text)
         record, data = await self._line.send(turn_input, output)
         return TurnHandle(record, self._line.runtime, data)
 
@@ -391,9 +405,15 @@ class SessionHandle(_Scoped):
             if ok:
                 found.append(request)
         if len(found) != 1:
-            pending = len(self._line.pending_requests())
+            pending = self._line.pending_requests()
+            given = {**filters, "input": None if input is MISSING else input, "option_ids": option_ids}
+            asked = ", ".join(f"{name}={value!r}" for name, value in given.items() if value is not None)
+            seen = "; ".join(
+                f"{request.id!r} (action {request.action!r}, options {list(request.option_ids)})" for request in pending
+            )
             raise AuthoringError(
-                f"require_input_request matched {len(found)} of {pending} pending request(s); expected exactly one"
+                f"require_input_request({asked}) matched {len(found)} of {len(pending)} pending request(s); "
+                f"expected exactly one" + (f". Pending: {seen}" if seen else "")
             )
         return found[0]
 
@@ -402,7 +422,7 @@ class SessionHandle(_Scoped):
         equal to one of the request's option ids becomes `option_id`, anything else free `text`."""
         pending = self._line.pending_requests()
         if not pending:
-            raise AuthoringError("respond: no input request is pending on this session line")
+            raise AuthoringError(f"respond: no input request is pending on this session line{self._pending_elsewhere()}")
         if not answers:
             raise AuthoringError("respond needs at least one answer")
         by_id = {request.id: request for request in pending}
@@ -445,11 +465,22 @@ class SessionHandle(_Scoped):
         """Answer every pending request with the same option; raises if any request lacks it."""
         pending = self._line.pending_requests()
         if not pending:
-            raise AuthoringError("respond_all: no input request is pending on this session line")
+            raise AuthoringError(f"respond_all: no input request is pending on this session line{self._pending_elsewhere()}")
         for request in pending:
             if option_id not in request.option_ids:
-                raise AuthoringError(f"respond_all: request {request.id!r} has no option {option_id!r}")
+                raise AuthoringError(
+                    f"respond_all: request {request.id!r} has no option {option_id!r} "
+                    f"(options: {', '.join(request.option_ids) or 'none'})"
+                )
         return await self._respond_with(tuple(InputResponse(r.id, option_id=option_id) for r in pending), output)  # type: ignore[arg-type]
+
+    def _pending_elsewhere(self) -> str:
+        """A hint naming the other session lines that do wait for an answer, if any."""
+        waiting = [line for line in self._line.runtime.lines if line is not self._line and line.pending_requests()]
+        if not waiting:
+            return ""
+        names = ", ".join("the main session" if line.index == 0 else f"session {line.index}" for line in waiting)
+        return f" ({names} has one: call respond on that session's handle)"
 
     async def _respond_with(self, responses: tuple[InputResponse, ...], output: Any) -> TurnHandle:
         text = "\n".join(response.option_id or response.text or "" for response in responses)

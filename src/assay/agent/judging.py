@@ -43,6 +43,8 @@ def check_judge_settings(settings: Any, where: str) -> None:
             raise ConfigError(f"{where}: unknown setting {key!r}{hint}; use {', '.join(CONFIG_KEYS)}")
         if key in _TEXT_KEYS and not isinstance(value, str) and not (value is None and key in _UNSET_KEYS):
             raise ConfigError(f"{where}: {key} must be a string, got {value!r}")
+        if key in ("model", "base_url") and isinstance(value, str) and not value.strip():
+            raise ConfigError(f"{where}: {key} is empty; give the judge's {key.replace('_', ' ')}, or leave the key out")
         if key == "timeout" and (isinstance(value, bool) or not isinstance(value, (int, float))
                                  or not math.isfinite(value) or value <= 0):
             raise ConfigError(f"{where}: timeout must be a positive number of seconds, got {value!r}")

@@ -502,16 +502,29 @@ def equals(expected: Any) -> Equals:
     return Equals(expected)
 
 
+def _require_text(name: str, text: Any) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"{name} takes text (a str), got {type(text).__name__}: {name}({str(text)!r})")
+
+
 def includes(text: str, *, strip_comments: bool = False) -> Includes:
+    _require_text("includes", text)
     return Includes(text, strip_comments)
 
 
 def excludes(text: str, *, strip_comments: bool = False) -> Excludes:
+    _require_text("excludes", text)
     return Excludes(text, strip_comments)
 
 
 def pattern(regex: str | re.Pattern[str], *, strip_comments: bool = False) -> Pattern:
-    return Pattern(re.compile(regex) if isinstance(regex, str) else regex, strip_comments)
+    if isinstance(regex, re.Pattern):
+        return Pattern(regex, strip_comments)
+    _require_text("pattern", regex)
+    try:
+        return Pattern(re.compile(regex), strip_comments)
+    except re.error as error:
+        raise ValueError(f"pattern: {regex!r} is not a valid regular expression: {error}") from None
 
 
 def json_match(expected: Any) -> JsonMatch:
@@ -519,13 +532,19 @@ def json_match(expected: Any) -> JsonMatch:
 
 
 def matches(schema: Any) -> Matches:
-    from assay.agent.structured import lower_schema
+    from assay.agent.structured import OutputSchemaError, lower_schema
 
-    lower_schema(schema)  # a bad schema is an authoring error at the call site
+    try:
+        lower_schema(schema)  # a bad schema is an authoring error at the call site
+    except OutputSchemaError as error:
+        raise OutputSchemaError(str(error).replace("output must be", "matches(schema) takes", 1)) from None
     return Matches(schema)
 
 
 def satisfies(label: str, predicate: Callable[[Any], Any]) -> Satisfies:
+    if not isinstance(label, str) or not callable(predicate):
+        hint = " (the label comes first)" if callable(label) and isinstance(predicate, str) else ""
+        raise TypeError(f"satisfies takes a label and a predicate: satisfies(\"is positive\", lambda v: v > 0){hint}")
     return Satisfies(label, predicate)
 
 
@@ -542,6 +561,7 @@ def is_false() -> Refinement:
 
 
 def similarity(expected: str) -> Similarity:
+    _require_text("similarity", expected)
     return Similarity(expected)
 
 
@@ -590,6 +610,8 @@ def event_match(
         raise ValueError("event_match('message') takes role and text, not tool")
     if type != "message" and (role is not None or text is not None):
         raise ValueError(f"event_match({type!r}) takes tool, not role or text")
+    if role is not None and role not in ("assistant", "user"):
+        raise ValueError(f"event_match role must be 'assistant' or 'user', got {role!r}")
     text_matcher = includes(text) if isinstance(text, str) else text
     return EventMatch(type, role, text_matcher, as_tool_match(tool) if tool is not None else None)
 

@@ -73,6 +73,9 @@ def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool
     from assay.agent.project import checkpoints_base
     from assay.core.journal import resolve_checkpoint_ref
 
+    if locator is not None and not locator.strip().lstrip("@"):
+        raise UsageError(f"attempt locator {locator!r} is empty: give @ and its first characters, "
+                         "or leave it out to list the run's locators")
     found: list[tuple[Path, Any]] = []
     if run is not None:
         path = resolve_checkpoint_ref(run, checkpoints_base(root), Path.cwd())
@@ -98,7 +101,7 @@ def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool
                 break
     if not matching:
         where = f"run {path.name}" if run is not None else f"any run of {root}"
-        raise UsageError(f"no attempt {locator} in {where}")
+        raise UsageError(f"no attempt {locator} in {where}; `assay agent show` lists the latest run's locators")
     if len(matching) > 1:
         raise UsageError(f"attempt locator {locator} is ambiguous ({len(matching)} attempts); give more characters")
     from assay.agent.carry import adopted_attempt
@@ -133,7 +136,18 @@ def attempt_lines(result: Any) -> list[str]:
         lines.append("Assertions:")
         for assertion in result.assertions:
             reason = f" — {assertion['reason']}" if assertion.get("reason") else ""
-            lines.append(f"  {assertion['status']:<11} {assertion['description']} [{assertion['scope']}]{reason}")
+            status, value, threshold = assertion["status"], assertion.get("value"), assertion.get("threshold")
+            score = ""
+            if status == "matched" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                score = f" score {value:.3f}"
+                if isinstance(threshold, (int, float)):
+                    met = value >= threshold
+                    score += f" {'≥' if met else '<'} {threshold:g}"
+                    status = status if met else "below"
+                at_least = assertion.get("at_least")
+                if isinstance(at_least, (int, float)) and not isinstance(at_least, bool):  # shown, never a verdict
+                    score += f" (at least {at_least:g}: {'met' if value >= at_least else 'below'})"
+            lines.append(f"  {status:<11} {assertion['description']} [{assertion['scope']}]{score}{reason}")
     if result.turns:
         lines.append("Conversation:")
         for turn in result.turns:
