@@ -233,6 +233,16 @@ def test_an_experiment_evals_prefix_that_matches_no_eval_is_named_with_its_file(
 
     with pytest.raises(ConfigError, match="evals prefix 'wether/' matches no eval id"):  # `list` refuses what `run` does
         list_project(root)
+    # With no close id, the message names the ids there are (it pointed at `assay agent list`, which refuses too).
+    write(root, "experiments/models/openai/gpt.py", """
+        from agents.stub import agent
+        from assay.agent import Experiment
+        experiment = Experiment(agent=agent, model="gpt", evals=["nosuch/"])
+    """)
+    with pytest.raises(ConfigError) as refused:
+        plan_for(root, AgentRunRequest(project=root))
+    assert str(refused.value).endswith(
+        "evals prefix 'nosuch/' matches no eval id (eval ids start with cities/, foo, langs/, weather/)")
 
 
 def test_project_config_reads_tool_assay(tmp_path):

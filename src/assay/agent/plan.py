@@ -217,8 +217,11 @@ def check_experiment_prefixes(experiment: ExperimentEntry, evals: Sequence[EvalE
         if not any(entry.id.startswith(prefix) for entry in evals):
             hint = did_you_mean(prefix, (entry.id for entry in evals))
             where = f"experiment {experiment.id}" + (f" ({experiment.path})" if experiment.path else "")
+            # (`assay agent list` refuses the same project, so the ids there are named here)
+            starts = sorted({entry.id.split("/", 1)[0] + ("/" if "/" in entry.id else "") for entry in evals})
+            known = ", ".join(starts[:8]) + (f" and {len(starts) - 8} more" if len(starts) > 8 else "")
             raise ConfigError(f"{where}: evals prefix {prefix!r} matches no eval id{hint} "
-                              "(`assay agent list` shows the eval ids)")
+                              f"({f'eval ids start with {known}' if known else 'the project has no evals'})")
 
 
 def check_tags(tags: Sequence[str], evals: Sequence[EvalEntry]) -> None:
