@@ -523,3 +523,16 @@ def test_a_test_defined_without_async_is_an_authoring_error_that_says_so():
     result = one_turn(test)
     assert result.verdict == "errored" and result.error["code"] == "authoring-error"
     assert result.error["message"].startswith("the eval's test returned NoneType, not an awaitable: define it with `async def`")
+
+
+def test_a_measurement_threshold_outside_zero_to_one_is_refused_by_at_least_as_by_gate():
+    """`similarity(...).at_least(2)` was taken, and read "below" for ever; `.gate(1.5)` was refused."""
+    for threshold, call in ((2, "at_least"), (-0.1, "at_least"), ("0.5", "at_least"), (1.5, "gate"), (True, "gate")):
+        async def test(t, threshold=threshold, call=call):
+            await t.send("x")
+            getattr(t.check(t.reply, similarity("hello")), call)(threshold)
+
+        result = one_turn(test, Turn([message("hello")]))
+        assert result.verdict == "errored", (threshold, call)
+        assert f"{call.replace('_', ' ') if call == 'gate' else call} threshold must be a number in [0, 1], got {threshold!r}" \
+            in result.error["message"], result.error

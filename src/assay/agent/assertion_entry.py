@@ -170,14 +170,19 @@ class AssertionHandle:
         entry = self._entry
         if threshold is None and entry.measurement:
             raise AuthoringError(f"gate() on the measurement {entry.text} needs a threshold")
-        if threshold is not None and not (math.isfinite(threshold) and 0 <= threshold <= 1):
-            raise AuthoringError("gate threshold must be a number in [0, 1]")
+        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+                                      or not (math.isfinite(threshold) and 0 <= threshold <= 1)):
+            raise AuthoringError(f"gate threshold must be a number in [0, 1], got {threshold!r}")
         entry.gated = True
         entry.threshold = threshold
         return self
 
     def at_least(self, threshold: float) -> AssertionHandle:
         """A local threshold shown as met or below; it never enters the verdict."""
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
+                math.isfinite(threshold) and 0 <= threshold <= 1):
+            # as gate()'s: a measurement lies in [0, 1], so 2 would read "below" for ever
+            raise AuthoringError(f"at_least threshold must be a number in [0, 1], got {threshold!r}")
         self._entry.at_least = threshold
         return self
 
