@@ -545,4 +545,5 @@ def test_an_output_that_is_no_schema_is_an_authoring_error_not_an_eval_exception
 
     result = run_one(agent, test)
     assert result.error["code"] == "authoring-error", result.error
-    assert "output must be a pydantic model class, a TypeAdapter or a JSON Schema dict, got type" in result.error["message"]
+    assert ("output must be a pydantic model class, a TypeAdapter or a JSON Schema dict, got the class str (for a plain "
+            "type, TypeAdapter(str))") in result.error["message"]

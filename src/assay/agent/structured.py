@@ -39,7 +39,9 @@ def lower_schema(schema: Any) -> dict[str, Any]:
             raise OutputSchemaError(f"output schema is not a valid JSON Schema: {error.message}") from None
         return dict(schema)
     raise OutputSchemaError(
-        f"output must be a pydantic model class, a TypeAdapter or a JSON Schema dict, got {type(schema).__name__}"
+        "output must be a pydantic model class, a TypeAdapter or a JSON Schema dict, got "
+        + (f"the class {schema.__name__} (for a plain type, TypeAdapter({schema.__name__}))" if isinstance(schema, type)
+           else type(schema).__name__)
     )
 
 
