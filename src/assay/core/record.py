@@ -308,7 +308,7 @@ def store_path(start: Path | None = None) -> Path:
         if chosen.is_dir():  # `ASSAY_STORE=.assay`: SQLite would only say "disk I/O error"
             raise ConfigError(f"{STORE_ENVIRONMENT}={override} is a folder; it names the store's database file "
                               f"(e.g. {STORE_ENVIRONMENT}={Path(override) / 'assay.db'})")
-        return chosen
+        return chosen  # a path under a file: see `check_store_location`
     return project_root(start) / STATE_FOLDER / "assay.db"
 
 
@@ -330,8 +330,17 @@ def check_store_location(database: Path) -> None:
     """Refuse a store in its default place (`<root>/.assay/assay.db`) that a link leads elsewhere:
     a linked `.assay`, store file (or its -wal/-shm), `records` or `unpublished`. A location chosen
     with ASSAY_STORE is the user's own choice and is taken as it is, links and all; so is one a
-    caller of the Python API names outside a `.assay` folder."""
-    if os.environ.get(STORE_ENVIRONMENT) or database.parent.name != STATE_FOLDER:
+    caller of the Python API names outside a `.assay` folder. A path under a file is refused too: neither
+    the store nor its records could be made there (`ASSAY_STORE=report.xml/assay.db`)."""
+    override = os.environ.get(STORE_ENVIRONMENT)
+    folder = next(folder for folder in Path(database).absolute().parents if folder.exists())  # (`/` always exists)
+    if not folder.is_dir():
+        raise ConfigError(
+            f"{STORE_ENVIRONMENT}={override} cannot be used: {folder} is a file, not a folder; name a database file in "
+            f"a folder (e.g. {STORE_ENVIRONMENT}={folder.parent / 'assay.db'})" if override else
+            f"the results store {database} cannot be made: {folder} is a file, not a folder"
+        )
+    if override or database.parent.name != STATE_FOLDER:
         return
     state_folder(database.parent.parent)
     for path in (database, Path(f"{database}-wal"), Path(f"{database}-shm"), records_dir(database), unpublished_dir(database)):
@@ -585,6 +594,10 @@ def iter_readable_unit_lines(record: Path, problems: list[str]) -> Iterator[Unit
                 text = raw.decode("utf-8").rstrip("\n")
                 if not text.strip():
                     continue
+                # The whole line must decode: `UnitLine.parse` reads only its first keys, and a torn line
+                # (a run killed mid-write) indexed as it is would read as a damaged store ever after.
+                if not isinstance(decode_json(raw), dict):
+                    raise ValueError("not a JSON object")
                 line = UnitLine.parse(text)
                 if not isinstance(line.unit_id, str) or not isinstance(line.group, str):
                     raise ValueError("unit_id and group must be strings")

@@ -290,6 +290,26 @@ def unindexed_records_hint(database: Path) -> str:
     return f"run records exist in {records}: `assay runs reindex` rebuilds the index from them"
 
 
+_PERMISSION_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM})
+
+
+def _is_permission(error: BaseException) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)
+    return isinstance(error, PermissionError) or (code is not None and (code & 0xFF) in _PERMISSION_CODES)
+
+
+def _unwritable(database: Path) -> str | None:
+    """What this user may not do to the store file (or its -wal/-shm) or folder, if anything:
+    `read <path>` or `write <path>`."""
+    files = (database, Path(f"{database}-wal"), Path(f"{database}-shm"))
+    for access, verb in ((os.R_OK, "read"), (os.W_OK, "write")):
+        for path in files:
+            if path.exists() and not os.access(path, access):
+                return f"{verb} {path}"
+    folder = database.parent
+    return None if not folder.is_dir() or os.access(folder, os.W_OK | os.X_OK) else f"write {folder}"
+
+
 def store_error(database: Path, error: BaseException) -> StoreError:
     """`error` from SQLite as one line for a person: which file, what is wrong, what to do."""
     if _is_damage(error):
@@ -297,6 +317,10 @@ def store_error(database: Path, error: BaseException) -> StoreError:
     elif "no such table" in str(error):  # an SQLite file with no tables (another program's is refused before): reindex fills it
         problem, rebuild = f"is not an assay results store ({error})", "builds the index in it"
     else:
+        unwritable = _unwritable(database) if _is_permission(error) else None
+        if unwritable is not None:
+            return StoreError(f"the results store {database} cannot be used: no permission to {unwritable} ({error}); "
+                              f"give this user {unwritable.split()[0]} access to it, or set ASSAY_STORE to a store this user may write")
         return StoreError(f"the results store {database} cannot be used: {error}")
     records = records_dir(database)
     if _has_records(records):
@@ -389,7 +413,8 @@ class SqliteRunStore:
         self.read_only = read_only
         check_store_location(self.path)
         if read_only and not self.path.exists():
-            raise UsageError(f"no results store at {self.path}; run an eval first (or set ASSAY_STORE)")
+            hint = unindexed_records_hint(self.path)  # a deleted assay.db beside the records of earlier runs
+            raise UsageError(f"no results store at {self.path}" + (f", but {hint}" if hint else "; run an eval first (or set ASSAY_STORE)"))
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -1111,11 +1136,40 @@ def set_damaged_store_aside(database: Path, now: _dt.datetime | None = None) -> 
 
 
 def reindex(database: Path | None = None) -> Reindexed:
-    """Index every complete record beside the database, first moving a damaged store aside."""
+    """Index every complete record beside the database, first moving a damaged store aside.
+
+    A damaged or missing store is rebuilt in a new file beside it that takes its place only when
+    every record is in: a rebuild stopped half-way (Ctrl-C, a kill) leaves the store as it was, not
+    an index that silently lacks the runs it had not reached yet."""
     database = database or store_path()
     check_store_location(database)
     damage = _damage_of(database)
+    if not damage and database.exists() and database.stat().st_size:
+        return _reindex_into(database, set_aside=None, damage="")  # a sound store: each run is replaced whole
+    rebuilt = database.with_name(f"{database.name}.rebuilding")
+    _remove_store_files(rebuilt)  # what an earlier, stopped rebuild left
+    try:
+        outcome = _reindex_into(rebuilt, set_aside=None, damage=damage)
+    except BaseException:
+        _remove_store_files(rebuilt)
+        raise
     set_aside = set_damaged_store_aside(database) if damage else None
+    if database.exists() and database.stat().st_size:  # made meanwhile (a run recorded during the rebuild): index into it
+        _remove_store_files(rebuilt)
+        return dataclasses.replace(_reindex_into(database, set_aside=None, damage=""), set_aside=set_aside, damage=damage)
+    for suffix in ("-wal", "-shm"):  # none after a clean close; never carried over to another file
+        Path(f"{database}{suffix}").unlink(missing_ok=True)
+    rebuilt.replace(database)
+    return dataclasses.replace(outcome, set_aside=set_aside)
+
+
+def _remove_store_files(database: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{database}{suffix}").unlink(missing_ok=True)
+
+
+def _reindex_into(database: Path, *, set_aside: Path | None, damage: str) -> Reindexed:
+    """Index every complete record of `records_dir(database)` (and the labels) into the store at `database`."""
     count = 0
     unreadable: list[Path] = []
     why: list[str] = []
@@ -1126,7 +1180,11 @@ def reindex(database: Path | None = None) -> Reindexed:
             if not (record / MANIFEST_FILE).is_file():
                 continue  # no manifest yet: an unfinished record, not a damaged one
             try:
-                manifest = RunManifest.from_json(json.loads((record / MANIFEST_FILE).read_text(encoding="utf-8")))
+                try:
+                    manifest = RunManifest.from_json(json.loads((record / MANIFEST_FILE).read_text(encoding="utf-8")))
+                except (ValueError, KeyError, TypeError, AttributeError) as error:  # say which file: not units.jsonl
+                    detail = f"KeyError: {error}" if isinstance(error, KeyError) else str(error) or type(error).__name__
+                    raise ValueError(f"{detail} in {MANIFEST_FILE}") from error
                 # Read line by line as it is indexed: a line that cannot be read is named and left out.
                 store.add_run(manifest, iter_readable_unit_lines(record, skipped), str(record))
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
