@@ -303,3 +303,15 @@ def test_a_cut_or_empty_json_file_says_so_instead_of_no_tool(pydantic_evals_repo
     empty.write_text("\n")
     done = _assay("runs", "import", str(empty))
     assert done.returncode == 2 and done.stderr == f"Error: {empty}: the file is empty; there is nothing to import\n"
+
+
+def test_debug_shows_the_traceback_of_a_file_that_cannot_be_imported_and_nothing_else_does(tmp_path):
+    """`assay --debug` promises a traceback for any error; `runs import` printed its one line only."""
+    bad = tmp_path / "bad.xml"
+    bad.write_text("garbage")
+    plain = _assay("runs", "import", str(bad), "--format", "junit")
+    debug = subprocess.run([sys.executable, "-m", "assay", "--debug", "runs", "import", str(bad), "--format", "junit"],
+                           capture_output=True, text=True, timeout=120, check=False)
+    for done in (plain, debug):
+        assert done.returncode == 2 and f"Error: {bad}:1:0: not well-formed XML" in done.stderr, done.stderr
+    assert "Traceback" not in plain.stderr and debug.stderr.startswith("Traceback (most recent call last):")

@@ -332,7 +332,7 @@ def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:
     import sys
 
     from assay.core.interop.importing import import_log
-    from assay.errors import AssayError
+    from assay.errors import AssayError, show_tracebacks
 
     outcomes, failures, interrupted = [], 0, False
     for path, log_format in planned:
@@ -340,6 +340,10 @@ def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:
             outcomes.append(import_log(path, log_format))
         except (AssayError, OSError, ValueError) as error:
             failures += 1
+            if show_tracebacks():  # `assay --debug`: the traceback too, as every other error has it
+                import traceback
+
+                traceback.print_exception(error, file=sys.stderr)
             print(f"Error: {error}" if isinstance(error, AssayError) else f"Error: {path}: {type(error).__name__}: {error}",
                   file=sys.stderr)
         except KeyboardInterrupt:
