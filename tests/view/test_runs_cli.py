@@ -222,6 +222,12 @@ def test_store_failure_does_not_change_the_exit_code(tmp_path, monkeypatch) -> N
     result = run_eval(eval_dir)
     assert result.exit_code == 0
     assert "Warning: run record not stored:" in result.output
+    # ASSAY_STORE naming a folder: the same one warning (it was "the results store reporter failed … it is off").
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path))
+    result = run_eval(eval_dir)
+    assert result.exit_code == 0
+    assert f"Warning: run record not stored: ASSAY_STORE={tmp_path} is a folder" in " ".join(result.output.split())
+    assert "reporter failed" not in result.output
 
 
 def test_view_export_writes_a_static_site(store_env: FilledStore, tmp_path) -> None:

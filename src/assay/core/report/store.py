@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from assay.core.run_events import RecordReady, RunFinished
+from assay.errors import AssayError
 
 __all__ = ["StorePublisher"]
 
@@ -27,7 +28,10 @@ class StorePublisher:
         from assay.core.record import store_path
         from assay.core.results_store import hold_run, publish_held_runs
 
-        database = store_path(event.home)
+        try:
+            database = store_path(event.home)
+        except AssayError:  # (ASSAY_STORE naming a folder): said once, when the run is recorded
+            return
         for run_id in publish_held_runs(database=database):
             print(f"Recorded {run_id}: {event.recovered}.", file=sys.stderr)
         try:
@@ -54,8 +58,13 @@ class StorePublisher:
 
         # A run's record id comes from its checkpoint, so a run killed after it was recorded but
         # before its checkpoint was sealed replaces its record when `--resume` finishes it.
+        try:
+            database = store_path(event.home)
+        except AssayError as error:  # the warning every other store problem gets, not a failed reporter
+            print(f"Warning: run record not stored: {error}", file=sys.stderr)
+            return
         record = publish_run_quietly(
-            lambda: (build_manifest(event.exit_code), event.units()), database=store_path(event.home), replace=True,
+            lambda: (build_manifest(event.exit_code), event.units()), database=database, replace=True,
         )
         if record is None:
             return
