@@ -315,3 +315,28 @@ def test_debug_shows_the_traceback_of_a_file_that_cannot_be_imported_and_nothing
     for done in (plain, debug):
         assert done.returncode == 2 and f"Error: {bad}:1:0: not well-formed XML" in done.stderr, done.stderr
     assert "Traceback" not in plain.stderr and debug.stderr.startswith("Traceback (most recent call last):")
+
+
+def test_a_store_folder_this_user_may_not_write_says_so_and_what_to_do(tmp_path, monkeypatch):
+    """It said `Error: j.xml: PermissionError: [Errno 13] Permission denied: '…/records'`: the path, not the fix."""
+    from assay.core.history.shown import imported
+    from assay.core.interop.formats import format_named
+
+    log = tmp_path / "j.xml"
+    log.write_text('<testsuite name="s" tests="1"><testcase classname="c" name="t"/></testsuite>')
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
+    import assay.core.interop.importing as importing
+
+    def refused(*_args, **_kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "store" / "records"))
+
+    monkeypatch.setattr(importing, "_import", refused)
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        _, failures, _ = imported([(log, format_named("junit"))])
+    assert failures == 1
+    assert err.getvalue() == (f"Error: {log}: no permission to write {tmp_path / 'store' / 'records'}: give this user write "
+                              "access to it, or set ASSAY_STORE to a store this user may write\n")

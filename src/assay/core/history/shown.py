@@ -344,6 +344,10 @@ def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:
                 import traceback
 
                 traceback.print_exception(error, file=sys.stderr)
+            if isinstance(error, PermissionError) and error.filename:
+                print(f"Error: {path}: no permission to write {error.filename}: give this user write access to it, or set "
+                      "ASSAY_STORE to a store this user may write", file=sys.stderr)
+                continue
             print(f"Error: {error}" if isinstance(error, AssayError) else f"Error: {path}: {type(error).__name__}: {error}",
                   file=sys.stderr)
         except KeyboardInterrupt:
