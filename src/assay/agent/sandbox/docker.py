@@ -263,16 +263,18 @@ class DockerSandbox:
 
         def pump() -> None:
             decoders = (codecs.getincrementaldecoder("utf-8")("replace"), codecs.getincrementaldecoder("utf-8")("replace"))
+            sock = None
             try:
+                # Always the hijacked socket, read through the response's buffer (`stream_reader`): docker-py's
+                # own `stream=True, demux=True` reads the raw socket too, and lost the output that arrived with
+                # the headers (a remote daemon's `grep -c` printed nothing, 1 run in 5).
+                sock = api.exec_start(exec_id, socket=True)
                 if stdin is not None:
-                    sock = api.exec_start(exec_id, socket=True)
                     raw = getattr(sock, "_sock", sock)
                     raw.sendall(stdin)
                     with contextlib.suppress(OSError):
                         raw.shutdown(1)
-                    frames = demux_frames(stream_reader(sock))
-                else:
-                    frames = api.exec_start(exec_id, stream=True, demux=True)
+                frames = demux_frames(stream_reader(sock))
                 for stdout_chunk, stderr_chunk in frames:
                     for chunk, sink, callback, decoder in (
                         (stdout_chunk, out, on_stdout, decoders[0]), (stderr_chunk, err, on_stderr, decoders[1]),
@@ -284,6 +286,9 @@ class DockerSandbox:
             except Exception as error:  # noqa: BLE001 - a broken stream ends the command
                 err.append(f"\n[assay] docker exec stream failed: {error}\n".encode())
             finally:
+                if sock is not None:
+                    with contextlib.suppress(Exception):
+                        sock.close()
                 with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody is waiting
                     loop.call_soon_threadsafe(lambda: finished.done() or finished.set_result(None))
 
