@@ -8,26 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from video_evals import invoke, make_eval, read_report, run_eval
+from video_evals import invoke, number_eval, read_report, run_eval
 
 from assay.errors import UsageError
-
-
-def number_eval(tmp_path: Path, config: str = "{}", expect: int = 0) -> Path:
-    """Five samples at 0.0-0.4 s of a numbered video; with `expect: 0` all but the first fail."""
-    return make_eval(
-        tmp_path,
-        f"""
-        video: clip.mp4
-        targets:
-          number:
-            config: {config}
-            samples:
-              - range: [0.0, 0.5]
-                every_s: 0.1
-                expect: {expect}
-        """,
-    )
 
 
 def names(directory: Path) -> list[str]:

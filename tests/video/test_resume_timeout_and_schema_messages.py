@@ -6,31 +6,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from video_evals import invoke, make_eval, read_report, run_eval
-
-
-def _broken_eval(tmp_path: Path, flag: Path) -> Path:
-    flag.write_text("x")
-    return make_eval(
-        tmp_path,
-        f"""
-        video: clip.mp4
-        targets:
-          number:
-            config: {{fail_at: [1], fail_while_exists: "{flag}"}}
-            samples:
-              - range: [0.0, 0.3]
-                every_s: 0.1
-                expect: 0
-        """,
-    )
+from video_evals import invoke, make_eval, number_eval, read_report, run_eval
 
 
 def test_resume_by_bare_id_reports_the_checkpoint_path_absolute(tmp_path, monkeypatch):
     # `--resume <id>` looks the id up under the (relative, default) --eval-dir; the checkpoint path
     # it then prints and writes to the JSON report is absolute, as GlassKit's (spec §2.1, §16).
     flag = tmp_path / "still-broken"
-    eval_dir = _broken_eval(tmp_path, flag)
+    flag.write_text("x")
+    eval_dir = number_eval(tmp_path, config=f'{{fail_at: [1], fail_while_exists: "{flag}"}}', until=0.3)
     monkeypatch.chdir(tmp_path)
     report_path = tmp_path / "r.json"
     first = run_eval(Path("eval"), "--keep-going", "--output-json", report_path)
@@ -76,17 +60,7 @@ def test_a_block_that_is_not_a_mapping_is_named_without_pydantic_class_names(tmp
 def test_adapter_timeout_with_a_python_adapter_is_refused_not_ignored(tmp_path):
     # The limit only applies to process adapters; accepting it silently would promise a limit
     # the run never enforces.
-    eval_dir = make_eval(
-        tmp_path,
-        """
-        video: clip.mp4
-        targets:
-          number:
-            samples:
-              - at: 0
-                expect: 0
-        """,
-    )
+    eval_dir = number_eval(tmp_path)
     result = run_eval(eval_dir, "--adapter-timeout", "5")
     assert result.exit_code == 2, result.output
     assert "Eval failed: --adapter-timeout limits the calls of a process adapter (--adapter-command)" in result.flat

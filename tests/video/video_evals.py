@@ -93,6 +93,24 @@ def make_eval(
     return eval_dir
 
 
+def number_eval(tmp_path: Path, config: str = "{}", expect: int = 0, until: float = 0.5) -> Path:
+    """Samples every 0.1 s from 0 to `until` (excluded) of a numbered video; with `expect: 0` all but the
+    first fail. `config` is the target's adapter config (YAML flow mapping)."""
+    return make_eval(
+        tmp_path,
+        f"""
+        video: clip.mp4
+        targets:
+          number:
+            config: {config}
+            samples:
+              - range: [0.0, {until}]
+                every_s: 0.1
+                expect: {expect}
+        """,
+    )
+
+
 def invoke(*args: str) -> Any:
     result = CliRunner().invoke(app, [str(arg) for arg in args], catch_exceptions=False)
     # Rich wraps long lines (and boxes usage errors); compare text with that layout taken out.
