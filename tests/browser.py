@@ -50,6 +50,33 @@ def browser_fixture() -> Callable[[], Iterator[object]]:
     return browser
 
 
+def page_fixture() -> Callable[..., Iterator[object]]:
+    """A `page` fixture: a fresh 1280×900 browser context per test, on the module's `browser`."""
+
+    @pytest.fixture
+    def page(browser: object) -> Iterator[object]:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+        yield context.new_page()
+        context.close()
+
+    return page
+
+
+@contextlib.contextmanager
+def serving_store(database: Any) -> Iterator[str]:
+    """The results viewer of the store at `database`, opened read-only, served on 127.0.0.1: its origin."""
+    from assay.core.results_store import SqliteRunStore
+    from assay.view.data import ViewData
+    from assay.view.server import create_view_app
+
+    store = SqliteRunStore(database, read_only=True)
+    try:
+        with serving(lambda binding: create_view_app(ViewData(store), binding)) as served:
+            yield served
+    finally:
+        store.close()
+
+
 @contextlib.contextmanager
 def serving(make_app: Callable[[Any], Any]) -> Iterator[str]:
     """`make_app(binding)` served by uvicorn in a thread on a free loopback port; yields its origin."""

@@ -6,16 +6,14 @@ from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
-from browser import Page, browser_fixture, expect, serving, skip_without_browser
+from browser import Page, browser_fixture, expect, page_fixture, serving_store, skip_without_browser
 
 from assay.core.interop.importing import import_log, plan_imports
 from assay.core.record import store_path
-from assay.core.results_store import SqliteRunStore
-from assay.view.data import ViewData
-from assay.view.server import create_view_app
 
 pytestmark = skip_without_browser
 browser = browser_fixture()
+page = page_fixture()
 
 
 @pytest.fixture(scope="module")
@@ -26,20 +24,8 @@ def imported_run(pydantic_evals_report) -> str:
 
 @pytest.fixture(scope="module")
 def origin(imported_run: str) -> Iterator[str]:
-    store = SqliteRunStore(store_path(), read_only=True)
-    try:
-        with serving(lambda binding: create_view_app(ViewData(store), binding)) as served:
-            yield served
-    finally:
-        store.close()
-
-
-@pytest.fixture
-def page(browser: object) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    yield opened
-    context.close()
+    with serving_store(store_path()) as served:
+        yield served
 
 
 def test_an_imported_run_page_shows_its_groups_and_units(page: Page, origin: str, imported_run: str) -> None:

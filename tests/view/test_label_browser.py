@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser import Page, browser_fixture, expect, serving, skip_without_browser
+from browser import Page, browser_fixture, expect, page_fixture, serving, skip_without_browser
 from filled_store import FilledStore
 from mixed_store import MixedStore, build_mixed_store, labels_in
 from typer.testing import CliRunner
@@ -24,6 +24,7 @@ from assay.view.server import create_view_app
 
 pytestmark = skip_without_browser
 browser = browser_fixture()
+page = page_fixture()
 
 ANSWERS = ["p", "f", "4", "p", "2", "f", "5", "p", "1", "f", "3", "p", "f", "p", "4", "f", "p", "5", "f", "p"]
 
@@ -48,14 +49,6 @@ def origin(database: Path) -> Iterator[str]:
             yield served
     finally:
         store.close()
-
-
-@pytest.fixture
-def page(browser: object) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    yield opened
-    context.close()
 
 
 def _item(page: Page) -> dict[str, str]:

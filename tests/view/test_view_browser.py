@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser import Page, browser_fixture, expect, serving, skip_without_browser
+from browser import Page, browser_fixture, expect, page_fixture, serving_store, skip_without_browser
 from damaged_store import AFTER, DAMAGED_UNITS_PAGE, assay, live_viewer, make_store
 from filled_store import FilledStore
 
@@ -15,32 +15,16 @@ from assay.core.record import RunManifest, UnitResult
 from assay.core.results_store import SqliteRunStore, publish_run
 from assay.view.data import ViewData
 from assay.view.export import export_site
-from assay.view.server import create_view_app
 
 pytestmark = skip_without_browser
 browser = browser_fixture()
-
-
-def _serve(database: Path) -> Iterator[str]:
-    store = SqliteRunStore(database, read_only=True)
-    try:
-        with serving(lambda binding: create_view_app(ViewData(store), binding)) as served:
-            yield served
-    finally:
-        store.close()
+page = page_fixture()
 
 
 @pytest.fixture(scope="module")
 def origin(filled_store: FilledStore) -> Iterator[str]:
-    yield from _serve(filled_store.database)
-
-
-@pytest.fixture
-def page(browser: object) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    yield opened
-    context.close()
+    with serving_store(filled_store.database) as served:
+        yield served
 
 
 def _ready(page: Page) -> None:
@@ -148,13 +132,12 @@ def test_compare_page_shows_the_cli_verdict_in_the_same_words(page: Page, tmp_pa
         cli = assay(database, "runs", "compare", *pair, "--fail-on-regression")
         assert cli.returncode == code, cli.stdout + cli.stderr
         shown.append((pair, next(line for line in cli.stdout.splitlines() if line.startswith(start)), css))
-    for origin in _serve(database):
+    with serving_store(database) as origin:
         for (before_id, after_id), verdict, css in shown:
             page.goto(f"{origin}/#/compare/{before_id}/{after_id}")
             _ready(page)
             expect(page.locator("#verdict")).to_have_text(verdict)
             expect(page.locator("#verdict")).to_have_class(css)
-        break
 
 
 def test_live_viewer_on_a_damaged_store_shows_what_is_wrong(page: Page, tmp_path: Path) -> None:
@@ -180,7 +163,7 @@ def test_run_page_paginates_a_large_run(page: Page, tmp_path: Path) -> None:
     database = tmp_path / "assay.db"
     units = [UnitResult(f"g{i % 4}/{i}", "passed" if i % 5 else "failed", f"g{i % 4}") for i in range(2500)]
     publish_run(RunManifest("video-big", "video", "2026-01-01T00:00:00Z", title="big"), units, database=database)
-    for origin in _serve(database):
+    with serving_store(database) as origin:
         started = time.monotonic()
         page.goto(f"{origin}/#/run/video-big")
         _ready(page)
@@ -194,7 +177,6 @@ def test_run_page_paginates_a_large_run(page: Page, tmp_path: Path) -> None:
         page.locator("#unit-search").fill("/25")
         page.locator("#unit-search").press("Enter")
         expect(page.locator("#page-status")).to_have_text("1–3 of 3")  # failing ids containing /25: 25, 250, 255
-        break
 
 
 def test_static_export_opens_from_disk(page: Page, filled_store: FilledStore, tmp_path: Path) -> None:
@@ -236,7 +218,7 @@ def test_the_trend_page_charts_each_groups_pass_rate_with_its_band_live_and_expo
     site = tmp_path / "site"
     with SqliteRunStore(database, read_only=True) as store:
         export_site(ViewData(store), site)
-    for origin in _serve(database):
+    with serving_store(database) as origin:
         _check_trend_page(page, f"{origin}/#/run/video-4", expected)
     _check_trend_page(page, (site / "index.html").as_uri() + "#/run/video-4", expected)
 

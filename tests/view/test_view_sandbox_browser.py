@@ -11,14 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser import Page, browser_fixture, expect, serving, skip_without_browser
+from browser import Page, browser_fixture, expect, page_fixture, serving_store, skip_without_browser
 
 from assay.core.results_store import SqliteRunStore
-from assay.view.data import ViewData
-from assay.view.server import create_view_app
 
 pytestmark = skip_without_browser
 browser = browser_fixture()
+page = page_fixture()
 SECRET = "sk-view-secret-9876"
 
 PROJECT = {
@@ -74,20 +73,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def origin(store: Path) -> Iterator[str]:
-    opened = SqliteRunStore(store, read_only=True)
-    try:
-        with serving(lambda binding: create_view_app(ViewData(opened), binding)) as served:
-            yield served
-    finally:
-        opened.close()
-
-
-@pytest.fixture
-def page(browser: object) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    yield opened
-    context.close()
+    with serving_store(store) as served:
+        yield served
 
 
 def test_the_attempt_page_shows_file_changes_per_window_and_redacted_commands(page: Page, origin: str, store: Path) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
-from browser import Page, browser_fixture, expect, serving, skip_without_browser
+from browser import Page, browser_fixture, expect, page_fixture, serving, serving_store, skip_without_browser
 
 from assay.core.record import RunManifest, UnitResult
 from assay.core.results_store import SqliteRunStore, publish_run
@@ -19,6 +19,7 @@ from assay.view.server import create_view_app
 
 pytestmark = skip_without_browser
 browser = browser_fixture()
+page = page_fixture()
 
 RUN = "video-20260101T000000Z-aaaaaaaa"
 UNIT = "clip/lamp/0@1s#1"
@@ -35,20 +36,8 @@ def database(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def origin(database) -> Iterator[str]:
-    store = SqliteRunStore(database, read_only=True)
-    try:
-        with serving(lambda binding: create_view_app(ViewData(store), binding)) as served:
-            yield served
-    finally:
-        store.close()
-
-
-@pytest.fixture
-def page(browser: object) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    yield opened
-    context.close()
+    with serving_store(database) as served:
+        yield served
 
 
 def _open(page: Page, address: str) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the OTLP/HTTP exporter is in the test extra")
 
-from browser import Page, browser_fixture, expect, serving, skip_without_browser  # noqa: E402
+from browser import Page, browser_fixture, expect, page_fixture, serving, skip_without_browser  # noqa: E402
 from servers.fake_openai import FakeOpenAIServer, json_reply  # noqa: E402
 
 from assay.core.results_store import SqliteRunStore  # noqa: E402
@@ -33,6 +33,7 @@ if str(AGENT_TESTS) not in sys.path:
 from traced_projects import child_span_project  # noqa: E402
 
 browser = browser_fixture()
+page = page_fixture()
 NOISY, TWO_TURNS = "shop/orders/noisy#1", "shop/orders/two_turns#1"
 RED = "rgb(214, 69, 69)"  # --fail
 
@@ -99,14 +100,6 @@ def test_the_attempt_page_carries_its_waterfall_per_turn_and_its_timing(data: Vi
 def origin(data: ViewData) -> Iterator[str]:
     with serving(lambda binding: create_view_app(data, binding)) as served:
         yield served
-
-
-@pytest.fixture
-def page(browser: object) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    yield opened
-    context.close()
 
 
 def _ready(page: Page) -> None:
