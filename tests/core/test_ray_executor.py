@@ -319,18 +319,23 @@ def _closed_port() -> int:
         return probe.getsockname()[1]  # closed again when the block ends: nothing listens there
 
 
-def test_a_ray_address_where_nothing_listens_is_one_line_at_once(tmp_path):
-    """Ray alone keeps retrying such an address for minutes, a warning every few seconds."""
+def _run_on(eval_dir, address: str):
+    """`assay video run --executor ray --ray-address ADDRESS` of `eval_dir`, as a process."""
     import subprocess
 
+    return subprocess.run(
+        [sys.executable, "-m", "assay", "video", "run", "--eval-dir", str(eval_dir), "--executor", "ray",
+         "--ray-address", address],
+        capture_output=True, text=True, timeout=60, cwd=eval_dir.parent,
+    )  # fmt: skip
+
+
+def test_a_ray_address_where_nothing_listens_is_one_line_at_once(tmp_path):
+    """Ray alone keeps retrying such an address for minutes, a warning every few seconds."""
     eval_dir = _three_case_eval(tmp_path, tmp_path / "calls.txt")
     port = _closed_port()
     for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
-        done = subprocess.run(
-            [sys.executable, "-m", "assay", "video", "run", "--eval-dir", str(eval_dir), "--executor", "ray",
-             "--ray-address", address],
-            capture_output=True, text=True, timeout=60, cwd=tmp_path,
-        )  # fmt: skip
+        done = _run_on(eval_dir, address)
         output = done.stdout + done.stderr
         assert done.returncode == 2, output
         assert output.strip().splitlines() == [
@@ -344,7 +349,6 @@ def test_a_ray_address_where_another_service_answers_is_one_line_at_once(tmp_pat
     """A web server (the dashboard's 8265, say) at the address: Ray retried it for minutes, printing its own
     warnings. A gRPC server, as Ray's GCS and client server are, answers the HTTP/2 preface with SETTINGS."""
     import socket
-    import subprocess
     import threading
     from http.server import HTTPServer, SimpleHTTPRequestHandler
 
@@ -365,11 +369,7 @@ def test_a_ray_address_where_another_service_answers_is_one_line_at_once(tmp_pat
         _check_answers(f"127.0.0.1:{grpc_like.getsockname()[1]}")  # passes: what Ray itself would talk to
         eval_dir = _three_case_eval(tmp_path, tmp_path / "calls.txt")
         port = web.server_address[1]
-        done = subprocess.run(
-            [sys.executable, "-m", "assay", "video", "run", "--eval-dir", str(eval_dir), "--executor", "ray",
-             "--ray-address", f"127.0.0.1:{port}"],
-            capture_output=True, text=True, timeout=60, cwd=tmp_path,
-        )  # fmt: skip
+        done = _run_on(eval_dir, f"127.0.0.1:{port}")
     finally:
         web.shutdown()
         grpc_like.close()
