@@ -141,12 +141,9 @@ class VideoResume:
     checkpoint_kind = "run"
 
     def locate(self, ref: str, given: VideoRunRequest) -> Path:
-        import os
-
         from assay.core.run.resume import locate_in
 
-        # Absolute, as GlassKit prints it (`Checkpoint: <abs path>`) and writes it to the report.
-        return Path(os.path.abspath(locate_in(given.eval_dir.expanduser(), ref)))
+        return locate_in(given.eval_dir, ref)
 
     def invocation(self, request: VideoRunRequest, outputs: Outputs) -> dict[str, Any]:
         return invocation_with_outputs(request, outputs)

@@ -63,11 +63,9 @@ class SeedResume:
     checkpoint_kind = SEED_KIND
 
     def locate(self, ref: str, given: SeedRequest) -> Path:
-        import os
-
         from assay.core.run.resume import locate_in
 
-        return Path(os.path.abspath(locate_in(given.eval_dir, ref)))
+        return locate_in(given.eval_dir, ref)
 
     def invocation(self, request: SeedRequest, outputs: Outputs) -> dict[str, Any]:
         return invocation_with_outputs(request, outputs)

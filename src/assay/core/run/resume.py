@@ -63,7 +63,10 @@ def restore(
 
 
 def locate_in(base: Path, ref: str) -> Path:
-    """`--resume REF` as a path, relative to the current folder, or an id under `base`'s checkpoints."""
+    """`--resume REF` as a path, relative to the current folder, or an id under `base`'s checkpoints;
+    absolute, as GlassKit prints a checkpoint's path and writes it to the report (also for a relative `base`)."""
+    import os
+
     from assay.core.journal import resolve_checkpoint_ref
 
-    return resolve_checkpoint_ref(ref, base, Path.cwd())
+    return Path(os.path.abspath(resolve_checkpoint_ref(ref, Path(base).expanduser(), Path.cwd())))
