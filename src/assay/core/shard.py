@@ -98,17 +98,22 @@ def check_shard_set(manifests: Sequence[Any], *, identity_keys: Sequence[str] = 
         differing = _first_difference(first, manifest, identity_keys)
         if differing is not None:
             name, theirs, ours = differing
-            shown = {None: "not given", True: "given", False: "not given"}
             raise UsageError(
                 f"runs {first.run_id} and {manifest.run_id} are shards of different invocations: "
-                f"{name} is {shown.get(theirs, repr(theirs)) if isinstance(theirs, (bool, type(None))) else repr(theirs)} "
-                f"in one and {shown.get(ours, repr(ours)) if isinstance(ours, (bool, type(None))) else repr(ours)} in the other"
+                f"{name} is {_as_given(theirs)} in one and {_as_given(ours)} in the other"
             )
     assert count is not None and shard is not None
     missing = [str(index) for index in range(1, count + 1) if index not in seen]
     if missing:
         raise UsageError(f"missing shard(s) {', '.join(f'{index}/{count}' for index in missing)} of {count}")
     return shard
+
+
+def _as_given(value: Any) -> str:
+    """An option's recorded value as a person gave it: a flag given or not, else its value."""
+    if value is None or value is False:
+        return "not given"
+    return "given" if value is True else repr(value)
 
 
 def _first_difference(first: Any, other: Any, identity_keys: Sequence[str]) -> tuple[str, Any, Any] | None:
