@@ -340,3 +340,19 @@ def test_a_store_folder_this_user_may_not_write_says_so_and_what_to_do(tmp_path,
     assert failures == 1
     assert err.getvalue() == (f"Error: {log}: no permission to write {tmp_path / 'store' / 'records'}: give this user write "
                               "access to it, or set ASSAY_STORE to a store this user may write\n")
+
+
+def test_an_inspect_samples_usage_and_cost_are_summed_over_its_models(tmp_path):
+    from assay.core.interop.inspect_log import _Samples
+
+    samples = _Samples(tmp_path / "log.eval", {"eval": {"task": "capitals", "model": "mockllm/model"}})
+
+    def unit(model_usage):
+        return json.loads(samples.unit({"id": "s1", "scores": {"match": {"value": "C"}}, "model_usage": model_usage}).text)
+
+    one = unit({"m": {"input_tokens": 3, "output_tokens": True, "reasoning_tokens": 2, "total_cost": 0.25}})
+    assert one["usage"] == {"input_tokens": 3, "reasoning_tokens": 2} and one["cost_usd"] == 0.25  # a bool is no count
+    two = unit({"a": {"input_tokens": 1, "total_cost": 0.5}, "b": {"input_tokens": 2, "output_tokens": 4}, "c": "junk"})
+    assert two["usage"] == {"input_tokens": 3, "output_tokens": 4} and two["cost_usd"] == 0.5
+    assert "usage" not in unit({"m": {}}) and "cost_usd" not in unit({"m": {"total_cost": float("nan")}})
+    assert "usage" not in unit(["not", "a", "mapping"]) and unit({"m": {"total_cost": -0.0}})["cost_usd"] == 0.0

@@ -50,11 +50,13 @@ def test_an_import_cut_short_between_its_record_and_its_index_is_imported_again(
     log = tmp_path / "junit.xml"
     _junit(log, 5)
 
-    def interrupted(*arguments):
-        raise KeyboardInterrupt
+    def interrupted(store, manifest, units, record_path=None):
+        for _ in units:  # each line written to the record as its row would be inserted: the record is whole
+            pass
+        raise KeyboardInterrupt  # before the index commits
 
     with monkeypatch.context() as patched:
-        patched.setattr(results_store, "_index", interrupted)
+        patched.setattr(results_store.SqliteRunStore, "add_run", interrupted)
         with pytest.raises(KeyboardInterrupt):
             import_log(log, detect_format(log))
     assert [record.name for record in (store_path().parent / "records").iterdir()]  # the record is there, unindexed

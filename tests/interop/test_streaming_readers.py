@@ -4,6 +4,7 @@ zstd included), the JUnit reader letting go of each testcase, and `--map` rules.
 from __future__ import annotations
 
 import json
+import warnings
 import zipfile
 
 import pytest
@@ -12,7 +13,7 @@ from assay.core.interop import inspect_log, jsonstream
 from assay.core.interop.jsonstream import JsonStream, JsonStreamError, top_level_keys
 from assay.core.interop.junit_xml import read as read_junit
 from assay.core.interop.unit_map import UnitIdMap
-from assay.core.interop.zipstream import find_members, iter_members, member_chunks, member_names, read_members
+from assay.core.interop.zipstream import find_members, iter_members, member_chunks, member_names, read_member, read_members
 from assay.errors import UsageError
 
 
@@ -175,3 +176,30 @@ def test_the_pairing_line_counts_map_files_as_files():
     assert Pairing(3, 0, 1, ("a=>b", "@p.json", "c=>d")).sentence().startswith(
         "Mapped the baseline's unit ids (2 --map rules and 1 --map file): ")
     assert Pairing(3, 0, 1, ()).sentence().startswith("3 unit(s) paired")
+
+
+def test_members_are_found_by_name_in_the_directory_without_walking_it(tmp_path, monkeypatch):
+    from assay.core.interop import zipstream
+
+    path = tmp_path / "log.eval"
+    with zipfile.ZipFile(path, "w") as archive, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a name written twice, as Inspect supersedes a member
+        archive.writestr("samples/header.json", b"not the header")  # ends with a wanted name
+        archive.writestr("header.json", b'{"first": true}')
+        for index in range(2_000):
+            archive.writestr(f"samples/{index}_epoch_1.json", b"{}")
+        archive.writestr("header.json", b'{"first": false}', compress_type=zipfile.ZIP_DEFLATED)
+        archive.writestr("summaries.json", b"[]")
+    wanted = {"header.json", "summaries.json", "_journal/start.json"}
+    walked = {member.name: member for member in zipstream._walk(path, wanted.__contains__)}
+
+    def no_walk(*_):
+        raise AssertionError("the directory was walked entry by entry")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(zipstream, "_entries", no_walk)
+        found = find_members(path, wanted)
+    assert found == walked and set(found) == {"header.json", "summaries.json"}
+    assert read_member(path, found["header.json"]) == b'{"first": false}'  # the last one written
+    monkeypatch.setattr(zipstream, "_DIRECTORY_READ_WHOLE", 1_000)  # a directory too large to read whole is walked
+    assert find_members(path, wanted) == walked

@@ -57,6 +57,7 @@ __all__ = [
     "unit_document",
     "unit_lines",
     "utc_timestamp",
+    "RecordWriter",
     "write_record",
 ]
 
@@ -504,32 +505,65 @@ def write_record(
     record of the same id already there is refused (FileExistsError) unless `replace`: then each of
     its files is replaced atomically, units first, and a failure leaves it as it was.
     """
-    record = folder / manifest.run_id
-    remove_stale_unfinished_records(folder)
-    existing = replace and record.is_dir()
-    record.mkdir(parents=True, exist_ok=existing)
-    units_path = record / (f".{UNITS_FILE}.{secrets.token_hex(6)}.tmp" if existing else UNITS_FILE)
+    writer = RecordWriter(folder, manifest, replace=replace)
     try:
-        seen: set[str] = set()
-        with open(units_path, "w", encoding="utf-8") as handle:
-            for line in unit_lines(units):
-                if line.unit_id in seen:
-                    raise ValueError(f"duplicate unit id in run {manifest.run_id}: {line.unit_id!r}")
-                seen.add(line.unit_id)
-                handle.write(line.text + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        if existing:
-            os.replace(units_path, record / UNITS_FILE)
-        write_atomically(record / MANIFEST_FILE, dumps_storable(manifest.to_json(), indent=2) + "\n")
+        for line in unit_lines(units):
+            writer.write(line)
+        return writer.finish()
     except BaseException:
-        if existing:
-            units_path.unlink(missing_ok=True)
-        else:
-            _remove_unfinished_record(record)
+        writer.abandon()
         raise
-    fsync_directory(record)
-    return record
+
+
+class RecordWriter:
+    """`write_record` a line at a time, for a caller that does something with each line as it is
+    written (`results_store.publish_run_as_read` indexes it): `write` each unit's line, then `finish`
+    (the units made durable, the manifest written last, as it stands then), or `abandon` on any failure."""
+
+    def __init__(self, folder: Path, manifest: RunManifest, *, replace: bool = False) -> None:
+        self.manifest = manifest
+        self.record = folder / manifest.run_id
+        remove_stale_unfinished_records(folder)
+        self._finished = False
+        self._existing = replace and self.record.is_dir()
+        self.record.mkdir(parents=True, exist_ok=self._existing)
+        self._units_path = self.record / (f".{UNITS_FILE}.{secrets.token_hex(6)}.tmp" if self._existing else UNITS_FILE)
+        try:
+            self._handle = open(self._units_path, "w", encoding="utf-8")
+        except BaseException:
+            self.abandon()
+            raise
+        self._seen: set[str] = set()
+
+    def write(self, line: UnitLine) -> None:
+        if line.unit_id in self._seen:
+            raise ValueError(f"duplicate unit id in run {self.manifest.run_id}: {line.unit_id!r}")
+        self._seen.add(line.unit_id)
+        self._handle.write(line.text + "\n")
+
+    def finish(self) -> Path:
+        """The record as `write_record` leaves it; the caller abandons it if this raises."""
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._handle.close()
+        if self._existing:
+            os.replace(self._units_path, self.record / UNITS_FILE)
+        write_atomically(self.record / MANIFEST_FILE, dumps_storable(self.manifest.to_json(), indent=2) + "\n")
+        self._finished = True  # complete: nothing below removes it
+        fsync_directory(self.record)
+        return self.record
+
+    def abandon(self) -> None:
+        """Nothing of this record is left (a record it replaces stays as it was)."""
+        if self._finished:
+            return
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            handle.close()
+        if self._existing:
+            self._units_path.unlink(missing_ok=True)
+        else:
+            _remove_unfinished_record(self.record)
 
 
 def remove_stale_unfinished_records(folder: Path) -> None:

@@ -15,6 +15,7 @@ import json
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from assay.core.record import (
     dumps_storable,
     MANIFEST_FILE,
     VERDICTS,
+    RecordWriter,
     RunManifest,
     UnitLine,
     UnitResult,
@@ -53,6 +55,7 @@ __all__ = [
     "hold_run",
     "publish_held_runs",
     "publish_run",
+    "publish_run_as_read",
     "publish_run_quietly",
     "reindex",
     "set_damaged_store_aside",
@@ -983,6 +986,61 @@ def _index(database: Path, manifest: RunManifest, record: Path) -> None:
     # exactly what `reindex` would rebuild from the same files.
     with SqliteRunStore(database) as store:
         store.add_run(manifest, iter_unit_lines(record), str(record))
+
+
+# How long `publish_run_as_read` may hold the store's write lock while its units are still coming:
+# another process writing the store waits for it up to its busy timeout (10 s).
+_LOCK_WHILE_READING_S = 4.0
+
+
+class _IndexAfterwards(Exception):
+    """The units are coming too slowly to hold the store's write lock until the last: index them afterwards."""
+
+
+def publish_run_as_read(
+    manifest: RunManifest, units: Iterable[UnitResult | UnitLine], *, database: Path | None = None,
+    replace: bool = False, lock_for_at_most_s: float = _LOCK_WHILE_READING_S,
+) -> Path:
+    """`publish_run` in one pass: each unit's row is inserted as its line is written to the record, so
+    that indexing runs while `units` is still being produced (an import's log read in another process),
+    and the index commits only once the record is complete, as `publish_run`'s does. Its transaction
+    holds the store's write lock while `units` is read; when that takes longer than
+    `lock_for_at_most_s`, the rows are rolled back, and the rest of the record is written and indexed
+    afterwards, as `publish_run` does. When only the index fails, the record is still completed."""
+    database = database or store_path()
+    check_store_location(database)
+    lines = iter(unit_lines(units))
+    writer = RecordWriter(records_dir(database), manifest, replace=replace)
+    try:
+        try:
+            with SqliteRunStore(database) as store:
+                store.add_run(manifest, _written(lines, writer, lock_for_at_most_s), str(writer.record))
+            return writer.record
+        except _IndexAfterwards:
+            index_error = None
+        except StoreError as error:
+            index_error = error
+        for line in lines:
+            writer.write(line)
+        record = writer.finish()
+    except BaseException:
+        writer.abandon()
+        raise
+    if index_error is not None:
+        raise index_error
+    _index(database, manifest, record)
+    return record
+
+
+def _written(lines: Iterator[UnitLine], writer: RecordWriter, lock_for_at_most_s: float) -> Iterator[UnitLine]:
+    """`lines`, each written to the record before it is indexed; the record finished after the last."""
+    deadline = time.monotonic() + lock_for_at_most_s
+    for count, line in enumerate(lines, 1):
+        writer.write(line)
+        yield line
+        if not count % 1024 and time.monotonic() > deadline:
+            raise _IndexAfterwards
+    writer.finish()
 
 
 def publish_run_quietly(build: Any, *, database: Path | None = None, replace: bool = False) -> Path | None:

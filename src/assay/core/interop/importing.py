@@ -1,6 +1,8 @@
 """`assay runs import`: each log file becomes one run of kind `imported` in the results store.
 
-The record is written with `write_record` and indexed by `publish_run`, as every run is. Its id
+The record is written and indexed in one pass (`publish_run_as_read`), each unit as the log's reader
+hands it over: where a second core is free, the log is read in a forked process
+(`reader_process`) while this one hashes the file, then writes and indexes each unit. Its id
 is `imported-<the tool's time>-<6 hex of the file's SHA-256>`; importing a file whose content the store
 already holds (by its whole SHA-256, whatever the file's time) finds the run it made instead of adding a twin.
 """
@@ -11,12 +13,17 @@ import datetime as _dt
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.core.interop.formats import LogFormat, detect_format, format_named, readable_head
-from assay.core.interop.log import ImportFormatError
+from assay.core.interop.log import ImportedLog, ImportFormatError
 from assay.core.record import RunManifest, store_path, utc_timestamp
 from assay.errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from assay.core.interop.reader_process import ForkedReader
 
 __all__ = ["IMPORTED_KIND", "Imported", "import_log", "plan_imports"]
 
@@ -54,11 +61,14 @@ def plan_imports(paths: list[Path], format_name: str | None) -> list[tuple[Path,
     return [(path, detect_format(path)) for path in paths]
 
 
-def _digest(path: Path) -> str:
+def _digest(path: Path, between: Callable[[], None] | None = None) -> str:
+    """The file's SHA-256; `between` is called after each MiB (a reader process's pipe drained)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
+            if between is not None:
+                between()
     return digest.hexdigest()
 
 
@@ -94,12 +104,24 @@ def _format_of(path: Path) -> LogFormat | None:
 
 
 def _import(path: Path, log_format: LogFormat, database: Path) -> Imported:
-    from assay.core.results_store import SqliteRunStore, publish_run
+    from assay.core.interop.reader_process import read_beside
 
     path = path.resolve()
-    log = log_format.read(path)
+    log = log_format.read(path)  # its header: the units are a generator, started by whoever reads them
+    reader = read_beside(path, log)
+    try:
+        return _import_read(path, log_format, log, reader, database)
+    finally:
+        if reader is not None:
+            reader.close()
+
+
+def _import_read(path: Path, log_format: LogFormat, log: ImportedLog, reader: ForkedReader | None,
+                 database: Path) -> Imported:
+    from assay.core.results_store import SqliteRunStore, publish_run_as_read
+
     created_at = log.created_at or utc_timestamp()
-    digest = _digest(path)
+    digest = _digest(path, reader.drain if reader is not None else None)
     run_id = _run_id(created_at, digest)
     if database.exists():
         # By content, not by run id: a copy of the file (a CI artifact downloaded again) has another
@@ -119,7 +141,7 @@ def _import(path: Path, log_format: LogFormat, database: Path) -> Imported:
     )
     # The run id is the file's: a record of it that the index lacks is this import's, cut short between
     # writing the record and indexing it (Ctrl-C), so it is written again rather than refused.
-    record = publish_run(manifest, log.units, database=database, replace=True)
+    record = publish_run_as_read(manifest, log.units if reader is None else reader, database=database, replace=True)
     from assay.core.interop.export_endpoint import exports_anywhere
 
     if exports_anywhere(None):  # `$ASSAY_OTLP_EXPORT` exports every run as it is recorded, an imported one too

@@ -32,7 +32,8 @@ import orjson
 
 from assay.core.interop.jsonstream import JsonStream, JsonStreamError
 from assay.core.interop.log import (
-    ImportFormatError, ImportedLog, Sniff, bounded, file_time, iso_time, number, unit_line, usage_total,
+    TEXT_LIMIT, USAGE_KEYS, ImportFormatError, ImportedLog, Sniff, bounded, document_line, file_time, iso_time, number,
+    usage_total,
 )
 from assay.core.interop.zipstream import Member, ZipStreamError, find_members, is_zip, iter_members, member_chunks, read_member
 from assay.core.record import UnitLine
@@ -95,20 +96,27 @@ class _Samples:
         self.scorer, self.score_name = _headline(header)
 
     def unit(self, sample: Any) -> UnitLine:
-        # A sample is decoded JSON, so its objects are dicts: `isinstance(…, dict)` is a type check
-        # where `Mapping` is an ABC's, several times slower (a tenth of the conversion, 100,000 times).
-        if not isinstance(sample, dict) or "id" not in sample:
+        # A sample is decoded JSON, so its objects are dicts and its texts strs: `isinstance(…, dict)` is a type
+        # check where `Mapping` is an ABC's, and a short text is kept as it is without calling `bounded`
+        # (each was a tenth of the conversion, 100,000 times).
+        if type(sample) is not dict and not isinstance(sample, dict) or "id" not in sample:
             raise ImportFormatError(f"{self.path}: a sample without an id")
-        unit_id = f"{sample['id']}#{sample.get('epoch') or 1}"
-        scores = sample.get("scores")
+        get = sample.get
+        sample_id = sample["id"]
+        unit_id = f"{sample_id}#{get('epoch') or 1}"
+        scores = get("scores")
         if not isinstance(scores, dict):
             scores = {}
         scorer = self.scorer if self.scorer in scores else next(iter(scores), None)
         headline = scores.get(scorer) if scorer is not None else None
-        value = headline.get("value") if isinstance(headline, dict) else None
+        if not isinstance(headline, dict):
+            headline_fields: dict[str, Any] = {}
+        else:
+            headline_fields = headline
+        value = headline_fields.get("value")
         if isinstance(value, dict) and self.score_name in value:
             value = value[self.score_name]
-        error = sample.get("error")
+        error = get("error")
         if error:
             verdict = "errored"
             reason = error.get("message") if isinstance(error, dict) else str(error)
@@ -116,39 +124,85 @@ class _Samples:
             verdict, reason = "skipped", "not scored"
         else:
             verdict = score_verdict(value)
-            reason = (headline.get("explanation") or "") if verdict != "passed" else ""
-        usage = sample.get("model_usage")
-        usage_parts = [part for part in usage.values() if isinstance(part, dict)] if isinstance(usage, dict) else []
-        costs = [cost for part in usage_parts if (cost := number(part.get("total_cost"))) is not None]
-        output = sample.get("output")
-        if not isinstance(output, dict):
-            output = {}
+            reason = (headline_fields.get("explanation") or "") if verdict != "passed" else ""
         observed: dict[str, Any] = {"score": value}
-        if isinstance(headline, dict) and headline.get("answer") is not None:
-            observed["answer"] = bounded(headline["answer"])
+        answer = headline_fields.get("answer")
+        if answer is not None:
+            observed["answer"] = _kept(answer)
         # Only what a person reads is bounded (walking the whole sample would cost more than decoding it).
         detail: dict[str, Any] = {
             "evaluation": scorer or "inspect",
-            "scores": {name: {key: bounded(part) for key in ("value", "answer", "explanation")
-                              if (part := score.get(key)) is not None}
-                       for name, score in scores.items() if isinstance(score, dict)},
-            "input": bounded(sample.get("input")),
+            "scores": {name: _score_fields(score) for name, score in scores.items() if isinstance(score, dict)},
+            "input": _kept(get("input")),
         }
-        if output.get("completion") is not None:
-            detail["output"] = bounded(output["completion"])
-        if output.get("model") or self.model:
-            detail["model"] = output.get("model") or self.model
+        output = get("output")
+        if isinstance(output, dict):
+            if output.get("completion") is not None:
+                detail["output"] = _kept(output["completion"])
+            model = output.get("model") or self.model
+        else:
+            model = self.model
+        if model:
+            detail["model"] = model
         for key in ("metadata", "limit"):
-            if sample.get(key):
-                detail[key] = bounded(sample[key])
+            if part := get(key):
+                detail[key] = _kept(part)
         if isinstance(error, dict) and error.get("traceback"):
             detail["traceback"] = bounded(error["traceback"])
-        return unit_line(
-            unit_id=unit_id, verdict=verdict, group=self.task, title=str(sample["id"]),
-            expected=bounded(sample.get("target")), observed=observed, reason=bounded(str(reason or ""), 1_000),
-            duration_seconds=number(sample.get("total_time")), usage=usage_total(usage_parts),
-            cost_usd=sum(costs) if costs else None, detail=detail,
-        )
+        # The record document as `unit_line` would make it (`unit_document`'s keys and order), made here: its
+        # keyword arguments and emptiness tests were a tenth of the conversion.
+        document: dict[str, Any] = {"unit_id": unit_id, "verdict": verdict, "group": self.task,
+                                    "expected": _kept(get("target")), "observed": observed}
+        if title := str(sample_id):
+            document["title"] = title
+        if reason:
+            reason = reason if type(reason) is str else str(reason)
+            document["reason"] = reason if len(reason) <= 1_000 else bounded(reason, 1_000)
+        if (duration := number(get("total_time"))) is not None:
+            document["duration_seconds"] = duration
+        usage, cost = _usage_and_cost(get("model_usage"))
+        if usage:
+            document["usage"] = usage
+        if cost is not None:
+            document["cost_usd"] = cost
+        document["detail"] = detail
+        return document_line(document)
+
+
+_SCORE_FIELDS = ("value", "answer", "explanation")
+
+
+def _kept(value: Any) -> Any:
+    """`bounded(value)`, answered at once for a short text or a scalar."""
+    kind = type(value)
+    if kind is str:
+        return value if len(value) <= TEXT_LIMIT else bounded(value)
+    return value if value is None or kind is int or kind is float or kind is bool else bounded(value)
+
+
+def _score_fields(score: dict[str, Any]) -> dict[str, Any]:
+    fields = {}
+    for key in _SCORE_FIELDS:
+        part = score.get(key)
+        if part is not None:
+            fields[key] = part if type(part) is str and len(part) <= TEXT_LIMIT else _kept(part)
+    return fields
+
+
+def _usage_and_cost(usage: Any) -> tuple[dict[str, int] | None, float | None]:
+    """The tokens summed over a sample's models (`usage_total`) and their total cost, if any says one."""
+    if type(usage) is not dict:
+        return None, None
+    if len(usage) == 1:  # one model, most samples: the same sums, without the lists
+        (part,) = usage.values()
+        if type(part) is not dict:
+            return None, None
+        total = {key: value for key in USAGE_KEYS if type(value := part.get(key)) is int}
+        cost = number(part.get("total_cost"))
+        return total or None, None if cost is None else 0 + cost  # (as `sum` would: -0.0 is 0.0)
+    parts = [part for part in usage.values() if isinstance(part, dict)]
+    costs = [cost for part in parts if (cost := number(part.get("total_cost"))) is not None]
+    return usage_total(parts), sum(costs) if costs else None
 
 
 def _decode(path: Path, name: str, content: bytes) -> Any:

@@ -21,8 +21,8 @@ from assay.core.record import UnitLine, UnitResult, dumps_if_plain, jsonable, un
 from assay.errors import UsageError
 
 __all__ = [
-    "ImportFormatError", "ImportedLog", "Sniff", "UnitIds", "bounded", "file_time", "iso_time", "number", "unit_line",
-    "usage_total",
+    "ImportFormatError", "ImportedLog", "Sniff", "UnitIds", "bounded", "document_line", "file_time", "iso_time", "number", "unit_line",
+    "usage_total", "USAGE_KEYS",
 ]
 
 TEXT_LIMIT = 2_000  # characters of any one text kept in a unit (inputs, outputs, tracebacks)
@@ -98,11 +98,15 @@ class UnitIds:
 def unit_line(unit_id: str, verdict: str, group: str = "", **fields: Any) -> UnitLine:
     """The unit with these fields (those a `UnitResult` takes) as its record line, encoded once
     (orjson when nothing needs converting), without making the `UnitResult` (`unit_document`)."""
-    document = unit_document(unit_id, verdict, group, **fields)
+    return document_line(unit_document(unit_id, verdict, group, **fields))
+
+
+def document_line(document: dict[str, Any]) -> UnitLine:
+    """A unit's record document (`unit_document`'s keys, in its order) as its line."""
     text = dumps_if_plain(document)
     if text is None:
         return UnitLine.of(UnitResult.from_json(jsonable(document, non_finite_as_null=True)))
-    return UnitLine(unit_id, group, verdict, text)
+    return UnitLine(document["unit_id"], document["group"], document["verdict"], text)
 
 
 _SCALARS = frozenset({type(None), bool, int, float})
@@ -164,14 +168,14 @@ def file_time(path: Path) -> str | None:
         return None
 
 
-_USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "cache_read_tokens", "cache_creation_tokens", "reasoning_tokens")
+USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "cache_read_tokens", "cache_creation_tokens", "reasoning_tokens")
 
 
 def usage_total(parts: Iterator[Mapping[str, Any]] | list[Mapping[str, Any]]) -> dict[str, int] | None:
     """Token counts summed over `parts` (assay's usage keys), None when there are none."""
     total: dict[str, int] = {}
     for part in parts:
-        for key in _USAGE_KEYS:
+        for key in USAGE_KEYS:
             value = part.get(key)
             if type(value) is int or isinstance(value, int) and not isinstance(value, bool):
                 total[key] = total.get(key, 0) + value

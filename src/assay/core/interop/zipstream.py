@@ -110,27 +110,38 @@ def _entries(path: Path) -> Iterator[tuple[bytes, int, int, int, int]]:
                 remaining -= len(more)
                 buffer += more
 
-        unpack = _CENTRAL_HEADER.unpack_from  # ~1 µs a member: an Inspect log of 100,000 samples has 110,000
         for _ in range(entries):
             if position > _CHUNK:
                 buffer, position = buffer[position:], 0
             if len(buffer) < position + 46:
                 fill(position + 46)
-            (signature, method, compressed, uncompressed, name_length, extra_length, comment_length, local) = unpack(
-                buffer, position
-            )
-            if signature != _CENTRAL:
-                raise ZipStreamError(f"{path}: the zip central directory is damaged")
-            end = position + 46 + name_length + extra_length + comment_length
+            end = _entry_end(buffer, position, path)
             if len(buffer) < end:
                 fill(end)
-            name = buffer[position + 46 : position + 46 + name_length]
-            if 0xFFFFFFFF in (uncompressed, compressed, local):
-                sizes = [uncompressed, compressed, local]
-                _zip64_extra(buffer[position + 46 + name_length : position + 46 + name_length + extra_length], sizes)
-                uncompressed, compressed, local = sizes
-            yield name, method, compressed, uncompressed, local
+            yield _entry_at(buffer, position)
             position = end
+
+
+_unpack_entry = _CENTRAL_HEADER.unpack_from  # ~1 µs a member: an Inspect log of 100,000 samples has 110,000
+
+
+def _entry_end(buffer: bytes, position: int, path: Path) -> int:
+    """Where the central directory entry at `position` ends (its fixed part must be in `buffer`)."""
+    signature, _, _, _, name_length, extra_length, comment_length, _ = _unpack_entry(buffer, position)
+    if signature != _CENTRAL:
+        raise ZipStreamError(f"{path}: the zip central directory is damaged")
+    return position + 46 + name_length + extra_length + comment_length
+
+
+def _entry_at(buffer: bytes, position: int) -> tuple[bytes, int, int, int, int]:
+    """The entry at `position`, whole in `buffer`, as `_entries` yields it."""
+    (_, method, compressed, uncompressed, name_length, extra_length, _, local) = _unpack_entry(buffer, position)
+    name = buffer[position + 46 : position + 46 + name_length]
+    if 0xFFFFFFFF in (uncompressed, compressed, local):
+        sizes = [uncompressed, compressed, local]
+        _zip64_extra(buffer[position + 46 + name_length : position + 46 + name_length + extra_length], sizes)
+        uncompressed, compressed, local = sizes
+    return name, method, compressed, uncompressed, local
 
 
 _NO_ZSTD = ("the log's members are compressed with zstd (Inspect's default); reading them needs the zstandard "
@@ -303,11 +314,38 @@ def member_names(path: Path, *, limit: int | None = None) -> list[str]:
 
 def find_members(path: Path, names: Collection[str]) -> dict[str, Member]:
     """Each of `names` the archive holds (the last, when a name is there twice: Inspect supersedes a
-    member by writing it again), in one walk of its directory."""
+    member by writing it again). The central directory is read whole and each name searched for in
+    it from its end (a 100,000-sample Inspect log's directory is ~8 MB, 110,000 entries: 0.09 s to
+    walk entry by entry); a match counts only where an entry of that name's length begins 46 bytes
+    before it. An archive whose directory does not fit in memory comfortably is walked."""
     try:
-        return {member.name: member for member in _walk(path, names.__contains__)}
+        with open(path, "rb") as handle:
+            entries, size, offset = _directory(handle, str(path))
+            if size > _DIRECTORY_READ_WHOLE:
+                return {member.name: member for member in _walk(path, names.__contains__)}
+            handle.seek(offset)
+            directory = handle.read(size)
     except OSError as error:
         raise ZipStreamError(f"{path}: {error}") from None
+    if len(directory) < size:
+        raise ZipStreamError(f"{path}: the zip central directory is cut short")
+    if entries and not directory.startswith(_CENTRAL):
+        raise ZipStreamError(f"{path}: the zip central directory is damaged")
+    found: dict[str, Member] = {}
+    for text in names:
+        name = text.encode("utf-8")
+        at = len(directory)
+        while (at := directory.rfind(name, 0, at)) >= 46:
+            start = at - 46
+            if directory.startswith(_CENTRAL, start) and _unpack_entry(directory, start)[4] == len(name):
+                if _entry_end(directory, start, path) <= len(directory):
+                    entry_name, method, compressed, uncompressed, local = _entry_at(directory, start)
+                    found[text] = Member(text, method, compressed, uncompressed, local)
+                    break
+    return found
+
+
+_DIRECTORY_READ_WHOLE = 64 << 20
 
 
 def read_members(path: Path, names: Collection[str]) -> dict[str, bytes]:
