@@ -118,6 +118,25 @@ def test_a_log_that_breaks_part_way_is_the_same_error_either_way_and_leaves_noth
     assert "in its reader process" in "".join(errors[True].__notes__)  # its traceback, for --debug
 
 
+def test_what_is_taken_in_while_the_file_is_hashed_is_bounded(tmp_path, monkeypatch):
+    log = _junit(tmp_path / "junit.xml", 20_000)
+    monkeypatch.setattr(reader_process, "_DRAINED_AT_MOST", 200_000)
+    reader = reader_process.ForkedReader(log, detect_format(log).read(log))
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and sum(map(len, reader._pending)) < 200_000:
+            reader.drain()  # as the hashing does after each MiB: the reader is far ahead of it here
+            time.sleep(0.01)
+        taken = sum(map(len, reader._pending))
+        assert 200_000 <= taken < 200_000 + reader_process._PIPE_BYTES
+        reader.drain()
+        assert sum(map(len, reader._pending)) == taken  # past the bound the reader waits on the pipe
+        here = [line.unit_id for line in detect_format(log).read(log).units]
+        assert [line.unit_id for line in reader] == here and len(here) == 20_000  # and everything still comes, in order
+    finally:
+        reader.close()
+
+
 def test_an_error_in_the_forked_reader_keeps_its_type_message_and_traceback(tmp_path, monkeypatch):
     from assay.core.interop import junit_xml
 

@@ -34,6 +34,7 @@ __all__ = ["ForkedReader", "read_beside"]
 _END = b"\x00"
 _PIPE_BYTES = 1 << 20  # the pipe's capacity asked for (Linux), and what is read from it at a time
 _BATCH = 256  # lines the reader writes at once
+_DRAINED_AT_MOST = 32 << 20  # bytes `drain` holds; past them the reader waits on the pipe, so memory stays flat
 
 
 def _can_fork() -> bool:
@@ -59,13 +60,14 @@ def read_beside(path: Path, log: ImportedLog) -> ForkedReader | None:
 class ForkedReader:
     """The units of `log`, read by a child process; iterate once. When they are exhausted, `log.summary`
     holds what the child's importer put in it. `drain` takes in what the child has written so far
-    without waiting (so that it never waits on a full pipe while this process is busy elsewhere);
-    `close` stops the child wherever it is."""
+    without waiting (so that it does not wait on a full pipe while this process is busy elsewhere), up
+    to `_DRAINED_AT_MOST` bytes in all; `close` stops the child wherever it is."""
 
     def __init__(self, path: Path, log: ImportedLog) -> None:
         self._path = path
         self._log = log
         self._pending: list[bytes] = []
+        self._drained = 0
         read_end, write_end = os.pipe()
         try:
             import fcntl
@@ -84,12 +86,15 @@ class ForkedReader:
 
     def drain(self) -> None:
         fd = self._fd
-        if fd is None or self._exhausted:
+        if fd is None or self._exhausted or self._drained >= _DRAINED_AT_MOST:
             return
         os.set_blocking(fd, False)
         try:
             while chunk := os.read(fd, _PIPE_BYTES):
                 self._pending.append(chunk)
+                self._drained += len(chunk)
+                if self._drained >= _DRAINED_AT_MOST:
+                    return
             self._exhausted = True  # end of file: the child has written everything
         except BlockingIOError:
             pass
@@ -97,8 +102,10 @@ class ForkedReader:
             os.set_blocking(fd, True)
 
     def _chunks(self) -> Iterator[bytes]:
-        while self._pending:
-            yield self._pending.pop(0)
+        pending, self._pending = self._pending, []
+        pending.reverse()
+        while pending:
+            yield pending.pop()  # each let go of once split
         while not self._exhausted and (chunk := os.read(self._fd, _PIPE_BYTES)):
             yield chunk
 
