@@ -238,12 +238,15 @@ def test_the_write_lock_is_held_while_units_come_only_as_long_as_its_bound(tmp_p
     assert (record / "units.jsonl").read_bytes() == (same.parent / "records" / "r1" / "units.jsonl").read_bytes()
 
 
-def test_when_only_the_index_fails_the_record_is_still_finished(tmp_path, monkeypatch):
+@pytest.mark.parametrize("lines_read", [10, 100])  # part-way, or at its commit
+def test_when_only_the_index_fails_the_record_is_still_finished(tmp_path, monkeypatch, lines_read):
     database = tmp_path / "assay.db"
 
     def failing_index(store, manifest, units, record_path=None):
-        for _ in zip(range(10), units):
+        for _ in zip(range(lines_read), units):
             pass
+        if lines_read == 100:
+            next(iter(units), None)  # the last one read: the record is finished before the index commits
         raise StoreError("the results store cannot be used: disk I/O error")
 
     monkeypatch.setattr(results_store.SqliteRunStore, "add_run", failing_index)

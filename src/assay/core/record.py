@@ -542,7 +542,10 @@ class RecordWriter:
         self._handle.write(line.text + "\n")
 
     def finish(self) -> Path:
-        """The record as `write_record` leaves it; the caller abandons it if this raises."""
+        """The record as `write_record` leaves it (once: again, it is only returned); the caller abandons
+        it if this raises."""
+        if self._finished:
+            return self.record
         self._handle.flush()
         os.fsync(self._handle.fileno())
         self._handle.close()
