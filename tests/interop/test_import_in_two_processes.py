@@ -183,6 +183,40 @@ def test_an_import_stopped_in_this_process_stops_its_reader_and_leaves_nothing(t
     assert import_log(log, detect_format(log), database=database).unit_count == 20_000  # and it imports again
 
 
+def test_a_reader_killed_part_way_is_an_error_saying_so_and_leaves_nothing(tmp_path, monkeypatch):
+    log = _junit(tmp_path / "junit.xml", 100_000)
+    forked = _forks(monkeypatch, True)
+    written = 0
+    real_write = results_store.RecordWriter.write
+
+    def write(writer, line):
+        nonlocal written
+        written += 1
+        if written == 100:
+            os.kill(forked[0], signal.SIGKILL)  # as the kernel's OOM killer would
+        real_write(writer, line)
+
+    monkeypatch.setattr(results_store.RecordWriter, "write", write)
+    database = tmp_path / "assay.db"
+    with pytest.raises(ImportFormatError, match=r"junit.xml: the process reading the log ended before its end "
+                                                r"\(killed by signal 9\); import it again"):
+        import_log(log, detect_format(log), database=database)
+    assert _pid_gone(forked[0]) and not any((database.parent / "records").iterdir())
+
+
+def test_where_no_process_can_be_forked_the_log_is_read_here(tmp_path, monkeypatch):
+    log = _junit(tmp_path / "junit.xml", 50)
+    monkeypatch.setattr(reader_process, "_can_fork", lambda: True)
+
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(reader_process.os, "fork", no_fork)
+    open_before = len(os.listdir("/proc/self/fd"))
+    assert import_log(log, detect_format(log), database=tmp_path / "assay.db").unit_count == 50
+    assert len(os.listdir("/proc/self/fd")) == open_before  # the pipe made for it is closed
+
+
 def test_ctrl_c_during_an_import_ends_the_command_and_its_reader(tmp_path):
     log = _junit(tmp_path / "junit.xml", 150_000)
     command = [sys.executable, "-m", "assay", "runs", "import", str(log)]

@@ -54,7 +54,10 @@ def read_beside(path: Path, log: ImportedLog) -> ForkedReader | None:
     """`log`'s units (of the file `path`) read in a forked process, or None where that is not done (`_can_fork`)."""
     if not _can_fork():
         return None
-    return ForkedReader(path, log)
+    try:
+        return ForkedReader(path, log)
+    except OSError:  # no process to be had (a limit on processes or memory): read it here
+        return None
 
 
 class ForkedReader:
@@ -75,7 +78,12 @@ class ForkedReader:
             fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
         except (ImportError, AttributeError, OSError):
             pass  # the default capacity: more switches between the two, nothing else
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_end)
+            os.close(write_end)
+            raise
         if pid == 0:  # the reader: never returns
             os.close(read_end)
             _read_into(log, write_end)
@@ -128,14 +136,17 @@ class ForkedReader:
         self._ended(None, rest)
 
     def _ended(self, frame: bytes | None, rest: bytes) -> None:
+        status = self._wait()  # it has written its last: it is exiting
         self.close()
-        path = self._path
-        if frame is None or rest:
-            raise ImportFormatError(f"{path}: the process reading the log stopped before its end")
         try:
-            how, *what = pickle.loads(frame)
+            how, *what = pickle.loads(frame) if frame is not None and not rest else (None,)
         except Exception:  # noqa: BLE001 - anything a damaged frame may raise
-            raise ImportFormatError(f"{path}: the process reading the log stopped before its end") from None
+            how = None
+        if how is None:
+            ended = (f"killed by signal {-os.waitstatus_to_exitcode(status)}" if os.WIFSIGNALED(status)
+                     else f"exit status {os.waitstatus_to_exitcode(status)}")
+            raise ImportFormatError(f"{self._path}: the process reading the log ended before its end ({ended}); "
+                                    "import it again")
         if how == "summary":
             self._log.summary.clear()
             self._log.summary.update(what[0])
@@ -143,6 +154,10 @@ class ForkedReader:
         error, child_traceback = what
         error.add_note(f"(raised while reading the log, in its reader process:)\n{child_traceback}")
         raise error
+
+    def _wait(self) -> int:
+        pid, self._pid = self._pid, None
+        return os.waitpid(pid, 0)[1] if pid is not None else 0
 
     def close(self) -> None:
         if self._fd is not None:
