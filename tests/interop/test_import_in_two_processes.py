@@ -272,6 +272,22 @@ def test_the_write_lock_is_held_while_units_come_only_as_long_as_its_bound(tmp_p
     assert (record / "units.jsonl").read_bytes() == (same.parent / "records" / "r1" / "units.jsonl").read_bytes()
 
 
+def test_a_store_another_connection_is_writing_is_indexed_after_the_units_not_queued_for(tmp_path):
+    database = tmp_path / "assay.db"
+    publish_run(RunManifest(run_id="earlier", kind="agent", created_at=utc_timestamp()), [UnitResult("x", "passed")],
+                database=database)
+    other = sqlite3.connect(database, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # a run being stored from another terminal
+    manifest = RunManifest(run_id="r1", kind="agent", created_at=utc_timestamp())
+    # The other writer finishes while the units are still coming: had the indexing waited for the lock
+    # before taking them, it would have waited for ever (here: its 10 s busy timeout, then failed).
+    started = time.monotonic()
+    publish_run_as_read(manifest, _units(3_000, pause_at=1_500, then=lambda: other.execute("COMMIT")), database=database)
+    assert time.monotonic() - started < 5
+    other.close()
+    assert _stored(database, "r1")[3][0][0] == 3_000
+
+
 @pytest.mark.parametrize("lines_read", [10, 100])  # part-way, or at its commit
 def test_when_only_the_index_fails_the_record_is_still_finished(tmp_path, monkeypatch, lines_read):
     database = tmp_path / "assay.db"

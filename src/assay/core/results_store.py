@@ -546,6 +546,21 @@ class SqliteRunStore:
             )
 
     @_speaks_for_the_file
+    def write_lock_at_once(self) -> bool:
+        """Begin a write transaction now (the next `add_run` is in it), or False, at once, when another
+        connection is writing: a caller that would hold the lock for long need not queue for it."""
+        self._connection.execute("PRAGMA busy_timeout=0")
+        try:
+            self._connection.execute("BEGIN IMMEDIATE")
+            return True
+        except sqlite3.OperationalError as error:
+            if (getattr(error, "sqlite_errorcode", 0) & 0xFF) != sqlite3.SQLITE_BUSY:
+                raise
+            return False
+        finally:
+            self._connection.execute("PRAGMA busy_timeout=10000")
+
+    @_speaks_for_the_file
     def delete_run(self, run_id: str) -> None:
         with self._connection:
             self._delete(run_id)
@@ -1006,7 +1021,8 @@ def publish_run_as_read(
     and the index commits only once the record is complete, as `publish_run`'s does. Its transaction
     holds the store's write lock while `units` is read; when that takes longer than
     `lock_for_at_most_s`, the rows are rolled back, and the rest of the record is written and indexed
-    afterwards, as `publish_run` does. When only the index fails, the record is still completed."""
+    afterwards, as `publish_run` does; so is a run whose store another connection is writing when it
+    starts (it is not queued for). When only the index fails, the record is still completed."""
     database = database or store_path()
     check_store_location(database)
     lines = iter(unit_lines(units))
@@ -1014,6 +1030,8 @@ def publish_run_as_read(
     try:
         try:
             with SqliteRunStore(database) as store:
+                if not store.write_lock_at_once():  # another writer has it: read them all first, as `publish_run`
+                    raise _IndexAfterwards
                 store.add_run(manifest, _written(lines, writer, lock_for_at_most_s), str(writer.record))
             return writer.record
         except _IndexAfterwards:
