@@ -240,3 +240,33 @@ def _check_trend_page(page: Page, run_page: str, expected: list[float]) -> None:
     expect(steady.locator(".flaky-units")).to_contain_text("3 flaky")
     # The whole series' panel names them too (it said "no flaky unit" whatever the groups held).
     expect(page.locator('.trend[data-group="all units"] .flaky-units')).to_contain_text("4 flaky")
+
+
+def test_a_run_that_judged_nothing_is_marked_on_the_trend_chart_and_says_why(page: Page, tmp_path: Path) -> None:
+    """A run that carried every unit from the one before (an agent run in which nothing changed) has no pass
+    rate: the chart marks it and says why, as `assay runs trend` does, instead of leaving its place blank."""
+    database = tmp_path / "assay.db"
+    publish_run(RunManifest("agent-1", "agent", "2026-04-01T00:00:00Z"),
+                [UnitResult(f"e{unit}#1", "passed" if unit else "failed", group="evals") for unit in range(4)], database=database)
+    carried = [UnitResult(f"e{unit}#1", "passed" if unit else "failed", group="evals",
+                          carried_from={"run_id": "agent-1", "unit_id": f"e{unit}#1"}) for unit in range(4)]
+    publish_run(RunManifest("agent-2", "agent", "2026-04-02T00:00:00Z"), carried, database=database)
+    assert "agent-2     n/a  no unit judged (each was carried" in assay(database, "runs", "trend", "evals").stdout
+    with serving_store(database) as origin:
+        page.goto(f"{origin}/#/trend/agent-2")
+        _ready(page)
+        whole = page.locator('.trend[data-group="all units"]')
+        expect(whole.locator(".trend-point")).to_have_count(1)  # the first run's, judged
+        expect(whole.locator(".trend-none")).to_have_count(1)
+        assert whole.locator(".trend-none").get_attribute("data-run") == "agent-2"
+        assert whole.locator(".trend-none title").text_content() == (
+            "agent-2: no unit judged (each was carried from an earlier run, skipped or ignored)")
+        expect(whole.locator(".trend-empty")).to_have_count(0)
+        page.goto(f"{origin}/#/trend/agent-1")  # a series of one run that judged something: nothing to mark
+        _ready(page)
+        expect(page.locator(".trend-none")).to_have_count(0)
+    publish_run(RunManifest("agent-0", "agent", "2026-03-31T00:00:00Z"), carried, database=tmp_path / "only" / "assay.db")
+    with serving_store(tmp_path / "only" / "assay.db") as origin:
+        page.goto(f"{origin}/#/trend/agent-0")
+        _ready(page)
+        expect(page.locator('.trend[data-group="all units"] .trend-empty')).to_have_text("no unit judged in this run")

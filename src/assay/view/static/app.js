@@ -618,8 +618,21 @@ function trendChart(points, title) {
         svg("title", {}, `${point.run_id}: ${percent(point.pass_rate)} [${percent(point.interval[0])}, ${percent(point.interval[1])}], ${point.passed}/${point.passed + point.failed}`)));
     }
   }
+  // A run that judged none of these units (all carried from earlier runs, skipped or ignored) has no rate:
+  // it is marked where its point would be and said why, as `assay runs trend` says it, not left out silently.
+  points.forEach((point, index) => {
+    if (point.pass_rate !== null) return;
+    chart.append(svg("text", { class: "trend-none", x: x(index), y: height - 4, "text-anchor": "middle", "data-run": point.run_id }, "n/a",
+      svg("title", {}, `${point.run_id}: ${NOT_JUDGED}`)));
+  });
+  if (!judged.length) {
+    chart.append(svg("text", { class: "trend-empty", x: (left + width - right) / 2, y: y(0.5) - 6, "text-anchor": "middle" },
+      points.length === 1 ? "no unit judged in this run" : "no unit judged in these runs"));
+  }
   return chart;
 }
+
+const NOT_JUDGED = "no unit judged (each was carried from an earlier run, skipped or ignored)";
 
 async function renderTrend(runId) {
   const trend = await api("trend", { run: runId });
