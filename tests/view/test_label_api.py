@@ -236,3 +236,27 @@ def test_assay_view_label_serves_label_mode_as_the_named_labeller(database: Path
         process.wait(timeout=20)
         assert process.stdout is not None
         process.stdout.close()
+
+
+def test_a_unit_labelled_as_the_same_content_in_another_run_shows_that_label_and_where(tmp_path: Path) -> None:
+    """The queue counts a unit labelled when its content was labelled in another run; its page said
+    "not labelled by you yet" all the same, and hid the verdicts the labeller had already seen."""
+    from assay.core.record import RunManifest, UnitResult
+    from assay.core.results_store import publish_run
+
+    database = tmp_path / "assay.db"
+    for run_id, day in (("video-1", "01"), ("video-2", "02")):
+        units = [UnitResult(f"case{index}#1", "passed", group="g", expected="cat", observed="cat") for index in range(2)]
+        publish_run(RunManifest(run_id, "video", f"2026-04-{day}T00:00:00Z"), units, database=database)
+    with SqliteRunStore(database) as store:
+        session = LabelSession(ViewData(store), "tester")
+        with TestClient(create_view_app(session.data, Binding(port=PORT), labelling=session),
+                        base_url=f"http://127.0.0.1:{PORT}") as client:
+            assert _put(client, session, {"run_id": "video-1", "unit_id": "case0#1", "verdict": "pass"}).status_code == 200
+            queue = _queue(client, scope="video-2")
+            assert queue["labelled"] == 1
+            by_unit = {item["unit_id"]: item for item in _items(client, queue)}
+            same = by_unit["case0#1"]
+            assert same["mine"]["verdict"] == "pass" and same["revealed"] is True
+            assert same["mine_through"] == {"run_id": "video-1", "unit_id": "case0#1"}
+            assert by_unit["case1#1"]["mine"] is None and by_unit["case1#1"]["mine_through"] is None

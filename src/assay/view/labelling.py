@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.core.labels.agreement import AgreementFilter, checked_agreement_report
-from assay.core.labels.extract import blind
+from assay.core.labels.extract import blind, subject_of
 from assay.core.labels.model import LabelError, latest_labels
 from assay.core.labels.queue import LabelQueue, QueueRequest, build_queue
 from assay.core.labels.store import LabelBook
@@ -138,6 +138,12 @@ class LabelSession:
         labels = self.book.labels_of_unit(run_id, unit_id)
         mine = latest_labels(label for label in labels if label.labeller == self.labeller)
         others = latest_labels(label for label in labels if label.labeller != self.labeller)
+        through = None
+        if not mine:  # labelled as the same content of the same subject in another run: the queue counts it labelled
+            same = [label for label in self.book.labels(labeller=self.labeller)
+                    if (label.kind, label.subject, label.content) == (stored.kind, subject_of(unit_id), stored.content)]
+            mine = latest_labels(same)
+            through = next(iter(mine.values()), None)
         # Verdicts stay hidden until this labeller has answered (unless the page asks to see them first).
         reveal = params.get("reveal") in ("1", "true") or bool(mine)
         return jsonable({
@@ -146,6 +152,8 @@ class LabelSession:
             "rubrics": list(dict.fromkeys(judgement.rubric for judgement in stored.judgements.judgements if judgement.rubric)),
             "unit": document if reveal else blind(document, stored.kind),
             "revealed": reveal, "mine": next(iter(mine.values())).to_json() if mine else None,
+            # where `mine` was given, when it was to the same content in another unit
+            "mine_through": {"run_id": through.run_id, "unit_id": through.unit_id} if through is not None else None,
             **({
                 "verdict": stored.unit.verdict, "reason": stored.unit.reason,
                 "judgements": [judgement.to_json() for judgement in stored.judgements.judgements],

@@ -93,7 +93,9 @@ function answerBar(item) {
       button("skip (s)", "s", false)),
     note,
     el("div", { class: "muted", id: "your-label", "data-verdict": mine.verdict || "", "data-score": mine.score ? String(mine.score) : "" },
-      item.mine ? `your label: ${mine.verdict || "-"}${mine.score ? `, score ${mine.score}` : ""}${item.revealed ? " · j / → for the next unit" : ""}`
+      item.mine ? `your label: ${mine.verdict || "-"}${mine.score ? `, score ${mine.score}` : ""}`
+        + (item.mine_through ? ` (given to the same content: ${item.mine_through.unit_id} in ${item.mine_through.run_id})` : "")
+        + (item.revealed ? " · j / → for the next unit" : "")
         : "not labelled by you yet"));
 }
 
