@@ -120,7 +120,8 @@ def test_runs_compare_with_default_numbers_imports_no_pydantic(tmp_path):
     assert "pydantic" not in imported
 
 
-@pytest.mark.parametrize("package", ["src/assay/agent/__init__.py", "src/assay/agent/sandbox/__init__.py"])
+@pytest.mark.parametrize("package", ["src/assay/agent/__init__.py", "src/assay/agent/sandbox/__init__.py",
+                                     "src/assay/agent/adapters/__init__.py", "src/assay/judge/__init__.py"])
 def test_a_lazy_package_names_each_public_name_alike_for_type_checkers_at_run_time_and_in_all(package):
     # Its names are written three times: imports type checkers read, the run-time map, and `__all__` (which
     # type checkers need as a literal). A name missing from one is invisible to that reader.
@@ -136,3 +137,27 @@ def test_a_lazy_package_names_each_public_name_alike_for_type_checkers_at_run_ti
                     if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "__all__")
     assert len(exported) == len(set(exported))
     assert checked == mapped == set(exported), (checked ^ mapped, mapped ^ set(exported))
+
+
+def test_an_endpoint_agent_imports_no_schema_checks_and_no_other_adapter():
+    """`openai_chat_agent` talks through `judge.openai_http`; importing that imported all of `assay.judge`
+    (jsonschema with it, ~20 ms) and `assay.agent.adapters` imported the Codex and process adapters (ctypes)."""
+    script = (
+        "import sys\n"
+        "from assay.agent.adapters import openai_chat_agent\n"
+        "from assay.agent.runner import AgentRun\n"
+        "import assay.judge.openai_http\n"
+        "openai_chat_agent(base_url='http://127.0.0.1:9/v1', api_key='x', model='m')\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] in ('jsonschema', 'openai', 'ctypes')"
+        " or name.startswith(('assay.agent.adapters.codex', 'assay.agent.adapters.process', 'assay.judge.validation',"
+        " 'assay.judge.client'))))\n"
+        "import assay.judge, assay.agent.adapters\n"
+        "for package in (assay.judge, assay.agent.adapters):\n"
+        "    for name in package.__all__:\n"
+        "        assert name in dir(package) and getattr(package, name) is not None, name\n"
+        "from assay.judge import JudgeError, schema_errors\n"
+        "assert JudgeError is sys.modules['assay.judge.errors'].JudgeError\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]"]

@@ -1,20 +1,26 @@
 """Official agent adapters: OpenAI Chat Completions and Responses (with tool loops), HTTP and process agents, Codex.
 
 Each factory returns a configured agent for an `Experiment`; the converters turn one provider
-response into a `Turn` for adapters you write yourself.
+response into a `Turn` for adapters you write yourself. Each name is imported from its module when first
+read (`core/lazy_names.py`): a project using `openai_chat_agent` does not import the Codex or process adapters.
 """
 
-from assay.agent.adapters.codex import codex_agent, codex_evidence_coverage, turn_from_codex_events
-from assay.agent.adapters.endpoint import OpenAIEndpoint
-from assay.agent.adapters.http_agent import http_agent
-from assay.agent.adapters.openai_chat import (
-    chat_agent_evidence_coverage, chat_completion_evidence_coverage, openai_chat_agent, turn_from_chat_completion,
-)
-from assay.agent.adapters.openai_responses import (
-    openai_responses_agent, responses_agent_evidence_coverage, responses_evidence_coverage, turn_from_responses,
-)
-from assay.agent.adapters.process_agent import process_agent
-from assay.agent.adapters.tools import Tool, ToolResult, as_tools, tool
+from typing import TYPE_CHECKING
+
+from assay.core.lazy_names import lazy_names
+
+if TYPE_CHECKING:  # what type checkers see; at run time each name is imported from its module on first use
+    from assay.agent.adapters.codex import codex_agent, codex_evidence_coverage, turn_from_codex_events
+    from assay.agent.adapters.endpoint import OpenAIEndpoint
+    from assay.agent.adapters.http_agent import http_agent
+    from assay.agent.adapters.openai_chat import (
+        chat_agent_evidence_coverage, chat_completion_evidence_coverage, openai_chat_agent, turn_from_chat_completion,
+    )
+    from assay.agent.adapters.openai_responses import (
+        openai_responses_agent, responses_agent_evidence_coverage, responses_evidence_coverage, turn_from_responses,
+    )
+    from assay.agent.adapters.process_agent import process_agent
+    from assay.agent.adapters.tools import Tool, ToolResult, as_tools, tool
 
 __all__ = [
     "codex_agent", "codex_evidence_coverage", "turn_from_codex_events",
@@ -23,3 +29,17 @@ __all__ = [
     "process_agent", "responses_agent_evidence_coverage", "responses_evidence_coverage", "tool",
     "turn_from_chat_completion", "turn_from_responses",
 ]
+
+__getattr__, __dir__ = lazy_names(globals(), {
+    "assay.agent.adapters.codex": ("codex_agent", "codex_evidence_coverage", "turn_from_codex_events"),
+    "assay.agent.adapters.endpoint": ("OpenAIEndpoint",),
+    "assay.agent.adapters.http_agent": ("http_agent",),
+    "assay.agent.adapters.openai_chat": (
+        "chat_agent_evidence_coverage", "chat_completion_evidence_coverage", "openai_chat_agent", "turn_from_chat_completion",
+    ),
+    "assay.agent.adapters.openai_responses": (
+        "openai_responses_agent", "responses_agent_evidence_coverage", "responses_evidence_coverage", "turn_from_responses",
+    ),
+    "assay.agent.adapters.process_agent": ("process_agent",),
+    "assay.agent.adapters.tools": ("Tool", "ToolResult", "as_tools", "tool"),
+})
