@@ -198,7 +198,7 @@ def test_a_reader_killed_part_way_is_an_error_saying_so_and_leaves_nothing(tmp_p
 
     monkeypatch.setattr(results_store.RecordWriter, "write", write)
     database = tmp_path / "assay.db"
-    with pytest.raises(ImportFormatError, match=r"junit.xml: the process reading the log ended before its end "
+    with pytest.raises(ImportFormatError, match=r"junit.xml: the process reading the log stopped before the log's end "
                                                 r"\(killed by signal 9\); import it again"):
         import_log(log, detect_format(log), database=database)
     assert _pid_gone(forked[0]) and not any((database.parent / "records").iterdir())

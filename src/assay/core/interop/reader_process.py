@@ -5,7 +5,7 @@ it (each line inserted into the results store) are each about half of an import'
 lets go of the GIL for long. Where a second core is free, the reader is forked once the log's header
 has been read (`LogFormat.read` reads it; its units are a generator not yet started) and hands its
 lines over a pipe, while this process hashes the file, writes the record and indexes each line as it
-arrives: 100,000 Inspect samples in ~1.7 s instead of ~2.7 (docs/benchmarks.md).
+arrives: 100,000 Inspect samples in ~1.7 s instead of ~2.9 (docs/benchmarks.md).
 
 What crosses the pipe: each unit's line as the record keeps it, then a NUL (never in a line: JSON
 escapes it) and a pickle of how the reading ended: the log's `summary` as the importer filled it, or
@@ -145,7 +145,7 @@ class ForkedReader:
         if how is None:
             ended = (f"killed by signal {-os.waitstatus_to_exitcode(status)}" if os.WIFSIGNALED(status)
                      else f"exit status {os.waitstatus_to_exitcode(status)}")
-            raise ImportFormatError(f"{self._path}: the process reading the log ended before its end ({ended}); "
+            raise ImportFormatError(f"{self._path}: the process reading the log stopped before the log's end ({ended}); "
                                     "import it again")
         if how == "summary":
             self._log.summary.clear()
