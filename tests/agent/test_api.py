@@ -73,6 +73,8 @@ def test_a_user_error_is_a_result_not_an_exception(project):
     ({"concurrency": 1.5}, "concurrency must be an integer, got 1.5"),
     ({"timeout": "5"}, "timeout must be a number, got '5'"),
     ({"budget": "1"}, "budget must be a number, got '1'"),
+    # Found while planning: the planner's refusal named the command line's `--tag`, not the argument.
+    ({"tags": "order"}, "tags 'order': no eval has this tag; did you mean 'orders'?"),
 ])
 def test_options_the_cli_refuses_are_refused_by_the_api_naming_the_argument(project, options, message):
     # Before, the API skipped the CLI's checks: attempts=0 ran nothing and passed, a negative budget or

@@ -320,6 +320,20 @@ def test_a_misspelt_resume_id_names_where_ids_are_looked_up_and_the_id_meant(pro
     assert f"({where}); the latest is {checkpoint.name}" in " ".join(unrelated.output.split())
 
 
+def test_resuming_a_complete_run_names_the_option_and_says_what_to_do_instead(project):
+    # Before: "checkpoint is already complete: <path>", naming neither --resume nor what to run instead.
+    first = invoke("run", "--project", str(project))
+    assert first.exit_code == 1, first.output  # failed, but every attempt finished: complete
+    [checkpoint] = (project / ".assay" / "runs" / "checkpoints").glob("agent-*")
+    result = invoke("run", "--project", str(project), "--resume", checkpoint.name)
+    assert result.exit_code == 2
+    assert (f"--resume {checkpoint.name}: that run is complete (every attempt finished), so there is nothing to "
+            f"resume; `assay agent show --run {checkpoint.name}` shows its results, and `assay agent run` without "
+            "--resume starts a new run") in " ".join(result.output.split())
+    shown = invoke("show", "--project", str(project), "--run", checkpoint.name)
+    assert shown.exit_code == 0 and checkpoint.name in shown.output, shown.output
+
+
 def test_an_attempt_interrupted_in_flight_is_sealed_shown_and_rerun_on_resume(tmp_path):
     root, environment, receipt = interrupted_in_slow(tmp_path)
     assert receipt["completion"] == "interrupted" and receipt["counts"]["interrupted"] == 1

@@ -136,9 +136,23 @@ def _refused(error: Exception, console: bool = False) -> AgentResults:
     return AgentResults(getattr(error, "exit_code", 2), error=str(error))
 
 
+_ARGUMENT_OF_FLAG = {"--tag": "tags"}  # the planner's own refusals, which name the command line's flag
+
+
+def _in_python_terms(error: BaseException) -> BaseException:
+    """A refusal that names a command-line flag (`--tag 'order': no eval has this tag`), naming the keyword
+    argument instead (`tags 'order': …`), as the checks `_checked` makes do."""
+    from assay.errors import UsageError
+
+    name = _ARGUMENT_OF_FLAG.get(getattr(error, "option", None) or "")
+    if not isinstance(error, UsageError) or name is None:
+        return error
+    return UsageError(str(error).replace(error.option, name, 1), name)
+
+
 def _from_result(result: Any) -> AgentResults:
     finished = result.finished
-    error = str(finished.error) if finished.error is not None else None
+    error = str(_in_python_terms(finished.error)) if finished.error is not None else None
     return _results(finished.outcome, result.exit_code, run_id=finished.run_id, checkpoint=finished.checkpoint,
                     error=error)
 
@@ -203,9 +217,16 @@ def plan(
     reason), nothing run or written. `.lines()` is what the command prints, `.document()` its JSON;
     `.carry.decisions` holds one `SlotDecision` per slot of `.plan`. Raises for a user error."""
     from assay.agent.run_kind import dry_run
+    from assay.errors import UsageError
 
-    return dry_run(_request(project, experiment, evals, tags=tags, attempts=attempts, timeout=timeout,
-                            rerun=rerun, early_exit=early_exit, shard=shard))
+    try:
+        return dry_run(_request(project, experiment, evals, tags=tags, attempts=attempts, timeout=timeout,
+                                rerun=rerun, early_exit=early_exit, shard=shard))
+    except UsageError as error:
+        named = _in_python_terms(error)
+        if named is error:
+            raise
+        raise named from None
 
 
 def run_evals(

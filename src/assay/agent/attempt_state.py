@@ -147,7 +147,11 @@ class SessionLine:
                     return Resend("resend", failure.code, cause=failure)
                 raise AgentCallError(f"agent {agent.name!r} send failed: {failure}", failure.code) from failure
             except Exception as error:
-                raise AgentCallError(f"agent {agent.name!r} send raised {type(error).__name__}: {error}") from error
+                from assay.agent.discovery import keyword_meant
+
+                raise AgentCallError(
+                    f"agent {agent.name!r} send raised {type(error).__name__}: {error}{keyword_meant(error)}"
+                ) from error
 
         def report(attempt: int, resend: Resend, delay: float) -> None:
             settings.feedback.count_retry(resend.reason)

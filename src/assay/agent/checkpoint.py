@@ -94,6 +94,16 @@ def _changes(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
     return changes
 
 
+def _ensure_not_complete(path: Path, manifest: Mapping[str, Any]) -> None:
+    """The core check, saying what to do instead: a finished run's results are read back, not resumed."""
+    if manifest.get("status") == journal_module.STATUS_COMPLETE:
+        raise CheckpointError(
+            f"--resume {path.name}: that run is complete (every attempt finished), so there is nothing to resume; "
+            f"`assay agent show --run {path.name}` shows its results, and `assay agent run` without --resume starts "
+            "a new run"
+        )
+
+
 def _ensure_plan_unchanged(path: Path, manifest: Mapping[str, Any], plan: Sequence[Any]) -> None:
     """The core check (GlassKit's words), saying what changed when the checkpoint recorded its inputs."""
     if manifest.get("plan_hash") == plan_identity(manifest["invocation"], plan):
@@ -135,7 +145,7 @@ class AgentCheckpoint:
 
     @classmethod
     def resume(cls, path: Path, manifest: Mapping[str, Any], plan: Sequence[Any]) -> AgentCheckpoint:
-        journal_module.ensure_not_complete(path, manifest)
+        _ensure_not_complete(path, manifest)
         _ensure_plan_unchanged(path, manifest, plan)
         checkpoint = Checkpoint.resume(path, manifest)
         try:

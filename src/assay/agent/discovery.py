@@ -93,31 +93,61 @@ def _import(path: Path, project: Path, namespace: str) -> Any:
         raise ConfigError(f"{path}: {error}") from None
     except (Exception, SystemExit) as error:
         raise ConfigError(f"could not import {path}{_line_in(path, error)}: {type(error).__name__}: {error}"
-                          f"{_keyword_meant(error)}") from error
+                          f"{keyword_meant(error)}") from error
     if module is None:
         raise ConfigError(f"could not load {path}")
     return module
 
 
-_UNEXPECTED_KEYWORD = re.compile(r"^(\w+)(?:\.__init__)?\(\) got an unexpected keyword argument '(\w+)'$")
+_UNEXPECTED_KEYWORD = re.compile(r"^(?:(\w+)\.)?(\w+)\(\) got an unexpected keyword argument '(\w+)'$")
 
 
-def _keyword_meant(error: BaseException) -> str:
-    """`; did you mean 'lifetime'?` for a misspelt keyword of one of assay.agent's public callables
-    (`Experiment(lifetim=…)`, `local_sandbox(isolaton=…)`), else ""."""
+def keyword_meant(error: BaseException) -> str:
+    """`; did you mean 'lifetime'?` for a misspelt keyword of one of assay.agent's callables (`Experiment(lifetim=…)`,
+    `local_sandbox(isolaton=…)`, `t.send(ouptut=…)`, `tool_match(stauts=…)`) or a misspelt attribute of one of its
+    objects (`handle.or_stp()`), else ""."""
     import inspect
 
-    import assay.agent as public
     from assay.core.format import did_you_mean
 
+    if isinstance(error, AttributeError):
+        owner = getattr(error, "obj", None)
+        if not type(owner).__module__.startswith("assay.agent") or not isinstance(getattr(error, "name", None), str):
+            return ""
+        return did_you_mean(error.name, [name for name in dir(owner) if not name.startswith("_")])
     found = _UNEXPECTED_KEYWORD.match(str(error)) if isinstance(error, TypeError) else None
-    if found is None or found.group(1) not in public.__all__:
+    if found is None:
         return ""
+    owner, name, keyword = found.groups()
+    method = owner is not None and name != "__init__"
+    target = _assay_agent_name(owner or name, classes=owner is not None)
+    if target is not None and method:
+        target = getattr(target, name, None)
     try:
-        parameters = inspect.signature(getattr(public, found.group(1))).parameters
-    except (TypeError, ValueError, AttributeError):
+        parameters = inspect.signature(target).parameters.values() if target is not None else ()
+    except (TypeError, ValueError):
         return ""
-    return did_you_mean(found.group(2), [name for name in parameters if not name.startswith("_")])
+    # A method's required arguments are given by position (`t.check(value, matcher)`): a misspelt keyword is one
+    # of its options, and `lable=` is not `value`.
+    return did_you_mean(keyword, [
+        parameter.name for parameter in parameters if not parameter.name.startswith("_") and parameter.name != "self"
+        and not (method and parameter.kind is not parameter.KEYWORD_ONLY and parameter.default is parameter.empty)
+    ])
+
+
+def _assay_agent_name(name: str, *, classes: bool) -> Any:
+    """The public function or class `name` of assay.agent, or with `classes` a class of one of its loaded
+    modules (`SessionHandle`, whose methods an eval calls on `t`), else None."""
+    import assay.agent as public
+
+    if name in public.__all__:
+        return getattr(public, name, None)
+    for module_name, module in list(sys.modules.items()) if classes else ():
+        if module_name.startswith("assay.agent") and module is not None:
+            value = vars(module).get(name)
+            if isinstance(value, type) and value.__module__ == module_name:
+                return value
+    return None
 
 
 def _line_in(path: Path, error: BaseException) -> str:
