@@ -102,6 +102,16 @@ def test_inter_annotator_agreement_between_labellers(database):
     assert labellers["alpha_verdict"] == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"), abs=1e-12)
 
 
+def test_a_labeller_pairs_confusion_matrix_names_the_two_labellers_not_human_and_judge(database):
+    """It said `"rows": "human", "columns": "judge"` of a matrix of ann's answers (rows) against bo's (columns)."""
+    (pair,) = _agreement()["labellers"]["pairs"]
+    confusion = pair["binary"]["confusion"]
+    assert (confusion["rows"], confusion["columns"]) == ("ann", "bo")
+    assert confusion["matrix"][0][1] == sum(1 for a, b in zip(HUMAN, BO) if (a, b) == ("pass", "fail"))
+    (judge,) = _agreement("--judge", "judge-1")["judges"]
+    assert (judge["binary"]["confusion"]["rows"], judge["binary"]["confusion"]["columns"]) == ("human", "judge")
+
+
 def test_a_new_judge_model_on_the_same_content_is_measured_against_the_same_labels_as_drift(database):
     report = _agreement("--labeller", "ann")
     models = {row["model"]: row for row in report["judges"] if row["kind"] == "judge"}

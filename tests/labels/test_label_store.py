@@ -128,11 +128,25 @@ def test_export_then_import_into_another_store_is_idempotent(database, tmp_path,
     assert len(labels_file(other).read_text().splitlines()) == 2
 
 
-def test_export_into_a_folder_that_is_not_there_is_one_error_naming_the_file(database, tmp_path):
+def test_export_into_a_folder_that_is_not_there_is_one_error_naming_the_option_and_the_fix(database, tmp_path):
+    """It said `could not write …: No such file or directory`: neither the option nor what to do."""
     target = tmp_path / "missing" / "golden.jsonl"
     result = CliRunner().invoke(app, ["labels", "export", "-o", str(target)])
-    assert (result.exit_code, result.stderr) == (2, f"Error: could not write {target}: No such file or directory\n")
+    assert (result.exit_code, result.stderr) == (2, f"Error: --output {target} cannot be written: the folder {target.parent} "
+                                                    "does not exist; make it first, or give a file in a folder that exists\n")
     assert not target.parent.exists()
+
+
+def test_export_to_a_folder_or_under_a_file_is_one_error_naming_the_option_and_the_fix(database, tmp_path):
+    """They said `could not write …: Is a directory` and `…: Not a directory`."""
+    folder = CliRunner().invoke(app, ["labels", "export", "-o", str(tmp_path)])
+    assert (folder.exit_code, folder.stderr) == (2, f"Error: --output {tmp_path} is a folder; give a file to write the labels "
+                                                    f"to (e.g. {tmp_path / 'labels.jsonl'})\n")
+    plain = tmp_path / "notes.txt"
+    plain.write_text("")
+    under = CliRunner().invoke(app, ["labels", "export", "-o", str(plain / "golden.jsonl")])
+    assert (under.exit_code, under.stderr) == (2, f"Error: --output {plain / 'golden.jsonl'} cannot be written: {plain} is a "
+                                                  "file, not a folder; give a file in a folder\n")
 
 
 def test_import_names_the_line_and_field_that_is_wrong_and_exits_2(database, tmp_path):
@@ -186,4 +200,18 @@ def test_import_of_an_empty_path_or_a_missing_file_is_one_error_naming_it(databa
                                                   "given is empty (an unset variable in a script?)\n")
     missing = tmp_path / "golden.jsonl"
     result = CliRunner().invoke(app, ["labels", "import", str(missing)])
-    assert (result.exit_code, result.stderr) == (2, f"Error: could not read {missing}: No such file or directory\n")
+    assert (result.exit_code, result.stderr) == (2, f"Error: the label file {missing} does not exist; give a JSONL file of "
+                                                    "labels (as `assay labels export` writes them), or - for stdin\n")
+
+
+def test_import_of_a_folder_or_a_binary_file_is_one_error_saying_what_to_give(database, tmp_path):
+    """They said `could not read …: Is a directory` and `…: 'utf-8' codec can't decode byte 0xf8 in position 102: …`."""
+    folder = CliRunner().invoke(app, ["labels", "import", str(tmp_path)])
+    assert (folder.exit_code, folder.stderr) == (2, f"Error: the label file {tmp_path} is a folder; give a JSONL file of labels "
+                                                    "(as `assay labels export` writes them), or - for stdin\n")
+    picture = tmp_path / "labels.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n")
+    binary = CliRunner().invoke(app, ["labels", "import", str(picture)])
+    assert (binary.exit_code, binary.stderr) == (2, f"Error: the label file {picture} is not UTF-8 text (invalid start byte at "
+                                                    "byte 0); give a JSONL file of labels (as `assay labels export` writes "
+                                                    "them), or - for stdin\n")

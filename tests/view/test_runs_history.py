@@ -161,6 +161,23 @@ def test_a_verdict_over_fewer_units_than_the_pass_rates_says_so(tmp_path) -> Non
                                          "not in it."), compared["sentence"]
 
 
+def test_new_trials_of_paired_units_are_not_said_to_be_left_out_of_the_verdict(tmp_path) -> None:
+    """After `--attempts 2` following runs of one attempt, the verdict was decided by the new `#2` trials, yet its
+    sentence ended "20 new units count in the pass rates but not in it"."""
+    database = tmp_path / "assay.db"
+    before = [UnitResult(f"e/u{index}#1", "passed") for index in range(20)]
+    after = [UnitResult(f"e/u{index}#{trial}", "failed" if trial == 2 and index < 10 else "passed")
+             for index in range(20) for trial in (1, 2)]
+    after.append(UnitResult("e/brand-new#1", "passed"))
+    for run_id, day, units in (("agent-a", 1, before), ("agent-b", 2, after)):
+        publish_run(RunManifest(run_id, "agent", f"2026-02-0{day}T00:00:00Z", identity={"project": "/p"}), units,
+                    database=database)
+    compared = json.loads(assay(database, "runs", "compare", "agent-a", "agent-b", "--json").stdout)
+    assert compared["verdict"] == "regressed" and compared["counts"]["new"] == 21
+    assert compared["sentence"].endswith(" It covers the 20 paired units only: 1 new unit counts in the pass rates but "
+                                         "not in it."), compared["sentence"]
+
+
 def test_the_paired_line_counts_trials_and_says_how_many_units_they_are(tmp_path) -> None:
     """With three trials a unit, `paired units 15` sat above `paired units stable in it 5`: the first counted
     trials, the second units, and both said units."""

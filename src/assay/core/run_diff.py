@@ -140,6 +140,9 @@ class RunComparison:
     units: dict[str, list[str]] = field(default_factory=dict)  # change kind -> unit ids, in run order
     unchanged_passing: int = 0
     history_runs: int = 1  # runs of history the verdict weighed (the earlier run included)
+    # (new, removed) unit ids the verdict does not weigh: those of a unit (`trial_subject`) judged in one run only.
+    # A new trial of a unit judged in both (`--attempts 2` after 1) is weighed. None: every new and removed id.
+    unweighed: tuple[int, int] | None = None
 
     @property
     def pass_rate_difference(self) -> float | None:
@@ -161,10 +164,12 @@ class RunComparison:
         """The verdict's sentence; when units are new or removed, it says it covers the paired ones only (the
         pass rates above it count every unit, so the two differences may disagree)."""
         text = self.judgement.run.sentence()
+        counts = self.unweighed or (len(self.units.get("new", [])), len(self.units.get("removed", [])))
         unpaired = [f"{count:,} {kind} unit{'' if count == 1 else 's'}"
-                    for kind in ("new", "removed") if (count := len(self.units.get(kind, [])))]
+                    for kind, count in zip(("new", "removed"), counts, strict=True) if count]
         if unpaired:
-            text += (f" It covers the {self.counts.total:,} paired units only: {' and '.join(unpaired)} count in the "
+            verb = "counts" if len(unpaired) == 1 and sum(counts) == 1 else "count"
+            text += (f" It covers the {self.counts.total:,} paired units only: {' and '.join(unpaired)} {verb} in the "
                      "pass rates but not in it.")
         return text
 
@@ -282,4 +287,14 @@ def judged_comparison(
         units=units,
         unchanged_passing=counts.both_passed,
         history_runs=history_runs,
+        unweighed=_unweighed(units, cohorts),
     )
+
+
+def _unweighed(units: Mapping[str, list[str]], cohorts: Iterable[Cohort]) -> tuple[int, int] | None:
+    """How many new and removed unit ids belong to no unit the verdict weighs (one judged in both runs)."""
+    if not units.get("new") and not units.get("removed"):
+        return None
+    weighed = {member for cohort in cohorts if cohort.paired for member in cohort.members}
+    return tuple(sum(trial_subject(unit_id) not in weighed for unit_id in units.get(kind, []))  # type: ignore[return-value]
+                 for kind in ("new", "removed"))

@@ -33,6 +33,29 @@ def _known_kind(kind: str | None) -> None:
         raise ValueError(f"must be one of {', '.join(kind_names())}{did_you_mean(kind, kind_names())}")
 
 
+def _not_empty(everything: str) -> Callable[[str | None], None]:
+    """An option's `check`: an empty value (a script's unset variable) is refused, not read as no value."""
+
+    def check(value: str | None) -> None:
+        if value is not None and not value.strip():
+            raise ValueError(f"needs a value, and the value given is empty (an unset variable in a script?); leave the "
+                             f"option out for {everything}")
+
+    return check
+
+
+def _given(value: str | None, name: str, left_out: str | None,
+           what: str = "a run id, a unique prefix of one, latest or latest~N") -> None:
+    """An argument given empty (`"$RUN"` of an unset variable) is refused, not read as left out."""
+    if value is not None and not value.strip():
+        leave = f", or leave {name} out for {left_out}" if left_out else ""
+        raise UsageError(f"{name} is empty (an unset variable in a script?); give {what}{leave}")
+
+
+# SQLite's integers stop at 2**63 - 1: a `--limit` beyond any store's size means "all of them".
+_ALL = 2**62
+
+
 def _fraction(low: float, high: float, example: float, unit: str) -> Callable[[Any], None]:
     """`between(low, high)` for an option given as a fraction, whose docs speak in points and percent: a value
     such as 5 or 80 is answered with the fraction it meant (`0.05 is 5 points`)."""
@@ -62,7 +85,7 @@ class RunsOptions:
     runs: tuple[str, ...] = option(argument=True, help="Every shard run of one invocation: run ids (or prefixes) or record folders.")
     files: tuple[str, ...] = option(argument=True, help="Log files another tool wrote (each becomes one run of kind imported).")
     kind: str | None = option(None, flag="--kind", check=_known_kind, help="Only runs of this kind: video, agent, doc or imported.")
-    search: str | None = option(None, flag="--search", help="Only runs whose id or title contains this.")
+    search: str | None = option(None, flag="--search", check=_not_empty("every run"), help="Only runs whose id or title contains this.")
     # Above 0.5 a test would call most noise a change (and TOST's verdict reads backwards); below 1e-6 the
     # Holm-corrected levels leave the normal quantiles' domain.
     alpha: float = option(0.05, flag="--alpha", check=between(1e-6, 0.5),
@@ -82,8 +105,9 @@ class RunsOptions:
                                    "(a regular expression, repeatable, applied in order) or @FILE (JSON or CSV id pairs). "
                                    "For a baseline another tool wrote.")
     last: int = option(10, flag="--last", check=at_least(1, maximum=1000), help="Runs to show.")
-    of_run: str | None = option(None, flag="--run", help="The series this run belongs to, up to it (id, prefix, latest~N; "
-                                "default: the newest run's): for a store holding several projects or imported tools.")
+    of_run: str | None = option(None, flag="--run", check=_not_empty("the newest run's series"),
+                                help="The series this run belongs to, up to it (id, prefix, latest~N; default: the newest "
+                                "run's): for a store holding several projects or imported tools.")
     format_name: str | None = option(None, flag="--format", help="junit, inspect, pydantic-evals, deepeval or promptfoo "
                                      "(default: told from each file's content).")
     otlp: str = option(flag="--otlp", help="The OTLP/HTTP endpoint's base URL, e.g. http://127.0.0.1:4318 (the run's span "
@@ -110,7 +134,7 @@ def _git_text(manifest: Any) -> str:
 
 def runs_listed(store: Any, kind: str | None, search: str | None, limit: int) -> Shown:
     """`assay runs list`: the newest runs (of a kind, matching a search) as a table."""
-    runs = store.list_runs(kind=kind, search=search, limit=limit)
+    runs = store.list_runs(kind=kind, search=search, limit=min(limit, _ALL))
     return Shown({"runs": [run.to_json(with_groups=False) for run in runs]}, _list_lines(store, runs, kind, search))
 
 
@@ -134,8 +158,9 @@ def _list_lines(store: Any, runs: Sequence[Any], kind: str | None, search: str |
 
 def run_shown(store: Any, ref: str, limit: int) -> Shown:
     """`assay runs show`: one run's identity, gates, groups and failing units."""
+    _given(ref, "RUN", "the latest run")
     stored = store.get_run(ref, with_groups=True)
-    failing = store.unit_page(stored.run_id, verdict="failed,errored", limit=limit)
+    failing = store.unit_page(stored.run_id, verdict="failed,errored", limit=min(limit, _ALL))
     document = stored.to_json()
     document["failing_units"] = [unit.to_json() for unit in failing.units]
     document["failing_total"] = failing.total
@@ -240,8 +265,10 @@ def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
 
     One reference that names the latest run itself (`compare latest`) would compare that run with
     itself; the baseline is then the run of the same kind and project before it."""
+    _given(before, "BEFORE", None)
+    _given(after, "AFTER", "the latest run")
     first = store.get_run(before)  # (without its groups: a comparison reads them from the units)
-    second = store.get_run(after or "latest")
+    second = store.get_run("latest" if after is None else after)
     if first.run_id != second.run_id:
         return first, second, ""
     if after is not None:
@@ -290,6 +317,7 @@ def trend_shown(store: Any, group: str | None, kind: str | None, last: int, of_r
     from assay.core.history.report import trend_lines
     from assay.core.history.series import flaky_units, trend_points
 
+    _given(group, "GROUP", "the whole run", "a group (`assay runs show latest` lists them)")
     if of_run is not None:
         stored, ids = _series_of(store, of_run, kind, last)
         series_kind = stored.manifest.kind
@@ -301,7 +329,7 @@ def trend_shown(store: Any, group: str | None, kind: str | None, last: int, of_r
         series_kind = newest[0].manifest.kind
         ids = store.series(newest[0].manifest)[:last]
     points = trend_points(store, ids, group=group)
-    flaky = {unit.unit: unit for unit in flaky_units(store, ids, group=group)}
+    flaky = {unit.unit: unit for unit in flaky_units(store, ids, kind=series_kind, group=group)}
     if group and not any(point.passed + point.failed for point in points):
         raise UsageError(f"no unit of the group {group!r} was judged in the last {len(ids)} runs of "
                          f"{series_kind} (`assay runs show latest` lists its groups)")

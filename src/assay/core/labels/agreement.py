@@ -134,7 +134,8 @@ def _run_time(store: Any, run_id: str) -> str | None:
     return rows[0][0] if rows else None
 
 
-def _binary(pairs: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
+def _binary(pairs: Sequence[tuple[str, str]], rows: str = "human", columns: str = "judge") -> dict[str, Any] | None:
+    """Agreement of the pairs' first answers (the matrix's `rows`) with their second (its `columns`)."""
     if not pairs:
         return None
     matrix = confusion_matrix([human for human, _ in pairs], [judge for _, judge in pairs], ANSWERS)
@@ -142,7 +143,7 @@ def _binary(pairs: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
     return {
         "units": len(pairs), "agreement": float(matrix.trace() / matrix.sum()), "kappa": kappa_from_matrix(matrix),
         "kappa_interval": list(interval) if interval else None,
-        "confusion": {"rows": "human", "columns": "judge", "labels": list(ANSWERS), "matrix": matrix.tolist()},
+        "confusion": {"rows": rows, "columns": columns, "labels": list(ANSWERS), "matrix": matrix.tolist()},
     }
 
 
@@ -207,7 +208,7 @@ def _labellers(items: dict[Item, _Item]) -> dict[str, Any]:
                       if first in entry.labels and second in entry.labels
                       and entry.labels[first].score is not None and entry.labels[second].score is not None]
             if both or scored:
-                pairs.append({"labellers": [first, second], "binary": _binary(both),
+                pairs.append({"labellers": [first, second], "binary": _binary(both, first, second),
                               "spearman": spearman([a for a, _ in scored], [b for _, b in scored]) if scored else None,
                               "scored_units": len(scored)})
     verdict_rows = [[entry.labels[name].verdict if name in entry.labels else None for name in names] for entry in items.values()]
