@@ -70,3 +70,35 @@ def test_trend_json_names_the_kind_of_its_flaky_units_as_flaky_does(store) -> No
     trend = json.loads(_runs("trend", "--json").output)
     flaky = json.loads(_runs("flaky", "--json").output)
     assert {unit["kind"] for unit in trend["flaky"]} == {unit["kind"] for unit in flaky["series"][0]["flaky"]} == {"agent"}
+
+
+def test_a_search_is_the_text_given_not_a_pattern(store) -> None:
+    """`--search %` or `--search _` listed every run: the text went into a LIKE pattern unescaped."""
+    publish_run(RunManifest("agent-20260204T000000Z-0000000a", "agent", "2026-02-04T00:00:00Z", title="100% of q_1"),
+                [UnitResult("exp/u0#1", "passed")], database=store)
+    for text in ("%", "_", "0% of q_"):
+        listed = json.loads(_runs("list", "--search", text, "--json").output)["runs"]
+        assert [run["run_id"] for run in listed] == ["agent-20260204T000000Z-0000000a"], text
+    assert json.loads(_runs("list", "--search", "q%1", "--json").output)["runs"] == []
+
+
+@pytest.mark.parametrize("ref, message", [
+    ("latest~99999999999999999999", "no run 'latest~99999999999999999999' in the store"),  # was an OverflowError
+    ("latest~²", "run reference 'latest~²': write latest or latest~N"),  # `isdigit` takes it, `int` does not
+])
+def test_a_run_reference_past_any_store_is_refused_in_one_line(store, ref, message) -> None:
+    for args in (("show", ref), ("compare", ref, "latest"), ("flaky", "--run", ref)):
+        result = _runs(*args)
+        assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output, (args, result.output)
+
+
+def test_a_store_holding_no_run_says_how_to_make_one(tmp_path, monkeypatch) -> None:
+    from assay.core.results_store import SqliteRunStore
+
+    database = tmp_path / "assay.db"
+    SqliteRunStore(database).close()  # made, empty (a store another tool's run left, or a typo'd ASSAY_STORE)
+    monkeypatch.setenv("ASSAY_STORE", str(database))
+    result = _runs("show", "latest")
+    assert result.exit_code == 2
+    assert ("it holds no run yet: run an eval (`assay video run`, `assay agent run`, `assay doc run`) or import another "
+            "tool's log (`assay runs import`), or set ASSAY_STORE to the store that holds your runs") in " ".join(result.output.split())

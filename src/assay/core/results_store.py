@@ -132,7 +132,8 @@ CREATE INDEX IF NOT EXISTS labels_by_unit ON labels (run_id, unit_id);
 # 3.6 s against 2.9), and `add_run` refuses a unit id given twice itself. A store made before gets
 # the new index (and loses the old) when first opened for writing; one opened read-only pairs without it.
 _VERDICTS_INDEX = "units_verdicts"
-_ANY_SHARD = object()  # `_run_ids_newest_first`: sharded or not
+_ANY_SHARD = object()
+_BEYOND_ANY_STORE = 2**62  # a count of runs no store reaches: `latest~N` past it is past the oldest  # `_run_ids_newest_first`: sharded or not
 
 
 def _shard_of(manifest: RunManifest) -> str | None:
@@ -610,9 +611,10 @@ class SqliteRunStore:
         if kind:
             clauses.append("kind = ?")
             parameters.append(kind)
-        if search:
-            clauses.append("(run_id LIKE ? OR title LIKE ?)")
-            parameters += [f"%{search}%", f"%{search}%"]
+        if search:  # the text itself: `%` and `_` are not wildcards here
+            clauses.append("(run_id LIKE ? ESCAPE '\\' OR title LIKE ? ESCAPE '\\')")
+            pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            parameters += [pattern, pattern]
         return clauses, parameters
 
     @_speaks_for_the_file
@@ -622,10 +624,11 @@ class SqliteRunStore:
             raise UsageError(f"a run reference is a run id, a unique prefix of one, latest or latest~N; got {ref!r}")
         if ref == "latest" or ref.startswith("latest~"):
             back_text = ref[len("latest~"):] if "~" in ref else "0"
-            if not back_text.isdigit():
+            if not (back_text.isascii() and back_text.isdigit()):  # (`isdigit` alone takes `²`, which int() refuses)
                 raise UsageError(f"run reference {ref!r}: write latest or latest~N")
             query = "SELECT run_id FROM runs" + (" WHERE kind = ?" if kind else "") + " ORDER BY created_at DESC, run_id DESC LIMIT 1 OFFSET ?"
-            row = self._connection.execute(query, ((kind,) if kind else ()) + (int(back_text),)).fetchone()
+            back = min(int(back_text), _BEYOND_ANY_STORE)  # SQLite's integers stop at 2**63 - 1
+            row = self._connection.execute(query, ((kind,) if kind else ()) + (back,)).fetchone()
             if row is None:
                 held = self.count_runs(kind=kind)
                 of_kind = f" {kind}" if kind else ""
@@ -667,7 +670,10 @@ class SqliteRunStore:
         if self.count_runs():
             return ""
         hint = unindexed_records_hint(self.path)
-        return f"; its index is empty, but {hint}" if hint else ""
+        if hint:
+            return f"; its index is empty, but {hint}"
+        return ("; it holds no run yet: run an eval (`assay video run`, `assay agent run`, `assay doc run`) or import "
+                "another tool's log (`assay runs import`), or set ASSAY_STORE to the store that holds your runs")
 
     @_speaks_for_the_file
     def get_run(self, ref: str, *, with_groups: bool = False) -> StoredRun:
