@@ -203,3 +203,15 @@ def test_members_are_found_by_name_in_the_directory_without_walking_it(tmp_path,
     assert read_member(path, found["header.json"]) == b'{"first": false}'  # the last one written
     monkeypatch.setattr(zipstream, "_DIRECTORY_READ_WHOLE", 1_000)  # a directory too large to read whole is walked
     assert find_members(path, wanted) == walked
+
+
+def test_a_map_file_that_cannot_be_read_says_what_at_file_names(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "latin1.json").write_bytes(b'{"caf\xe9": "x"}')
+    for given, problem in (("@nofile.json", "No such file or directory (a path relative to the current folder)"),
+                           ("@latin1.json", "not UTF-8 text"), (f"@{tmp_path}", "Is a directory")):
+        with pytest.raises(UsageError) as raised:
+            UnitIdMap.parse([given])
+        message = str(raised.value)
+        assert message.startswith(f"--map {given}: {problem}") and "@FILE names a file of id pairs" in message, message
+        assert "--map 'PATTERN=>REPLACEMENT'" in message

@@ -95,11 +95,18 @@ class UnitIdMap:
         return mapped
 
 
+_PAIRS_FILE = ("@FILE names a file of id pairs: a JSON object {\"before id\": \"after id\", …} or a .csv of before,after "
+               "rows; or give the rule itself, --map 'PATTERN=>REPLACEMENT'")
+
+
 def _pairs_file(path: Path) -> dict[str, str]:
     try:
         text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise UsageError(f"--map @{path}: not UTF-8 text ({error.reason}); {_PAIRS_FILE}", "--map") from None
     except OSError as error:
-        raise UsageError(f"--map @{path}: {error.strerror or error}", "--map") from None
+        where = " (a path relative to the current folder)" if not path.is_absolute() else ""
+        raise UsageError(f"--map @{path}: {error.strerror or error}{where}; {_PAIRS_FILE}", "--map") from None
     if path.suffix.lower() == ".csv":
         rows = [row for row in csv.reader(text.splitlines()) if row and any(cell.strip() for cell in row)]
         if rows and [cell.strip().lower() for cell in rows[0][:2]] == ["before", "after"]:
