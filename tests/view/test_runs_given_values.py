@@ -102,3 +102,13 @@ def test_a_store_holding_no_run_says_how_to_make_one(tmp_path, monkeypatch) -> N
     assert result.exit_code == 2
     assert ("it holds no run yet: run an eval (`assay video run`, `assay agent run`, `assay doc run`) or import another "
             "tool's log (`assay runs import`), or set ASSAY_STORE to the store that holds your runs") in " ".join(result.output.split())
+
+
+def test_a_value_in_the_wrong_case_is_answered_with_the_one_meant(store) -> None:
+    """`--kind VIDEO` was refused with the kinds listed but no "did you mean": too far from `video` for difflib."""
+    from assay.core.format import did_you_mean
+
+    result = _runs("list", "--kind", "VIDEO")
+    assert result.exit_code == 2 and "did you mean 'video'?" in result.output
+    assert did_you_mean("Agent", ["video", "agent"]) == "; did you mean 'agent'?"
+    assert did_you_mean("vidoe", ["video", "agent"]) == "; did you mean 'video'?"

@@ -71,10 +71,16 @@ def did_you_mean(
     word: str, choices: Iterable[str], *, cutoff: float = 0.6, form: str = "; did you mean {}?",
     shown: Callable[[str], str] = repr,
 ) -> str:
-    """`form` with the choice closest to a misspelt `word` (as `shown` writes it), or "" when none is close."""
+    """`form` with the choice closest to a misspelt `word` (as `shown` writes it), or "" when none is close. A
+    choice that differs only in case (`VIDEO` for `video`) is the one meant, however short."""
     import difflib
 
-    near = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    choices = list(choices)
+    folded = word.casefold()
+    same = next((choice for choice in choices if choice.casefold() == folded and choice != word), None)
+    if same is not None:
+        return form.format(shown(same))
+    near = difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)
     return form.format(shown(near[0])) if near else ""
 
 
