@@ -206,7 +206,7 @@ async def run_attempt(
     except AuthoringError as failure:
         error = attempt_error("authoring-error", str(failure), failure)
     except Exception as failure:  # noqa: BLE001 - the eval's bug is this attempt's error, not the run's
-        from assay.agent.discovery import keyword_meant
+        from assay.agent.misspelt import keyword_meant
 
         error = attempt_error("eval-exception", f"{type(failure).__name__}: {failure}{keyword_meant(failure)}", failure)
     finally:

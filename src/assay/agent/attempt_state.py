@@ -147,7 +147,7 @@ class SessionLine:
                     return Resend("resend", failure.code, cause=failure)
                 raise AgentCallError(f"agent {agent.name!r} send failed: {failure}", failure.code) from failure
             except Exception as error:
-                from assay.agent.discovery import keyword_meant
+                from assay.agent.misspelt import keyword_meant
 
                 raise AgentCallError(
                     f"agent {agent.name!r} send raised {type(error).__name__}: {error}{keyword_meant(error)}"

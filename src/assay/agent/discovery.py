@@ -11,7 +11,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 from assay.adapters.loading import exec_module_file
 from assay.agent.definition import Eval, EvalDescriptor, EvalGroup
 from assay.agent.experiment import Experiment
+from assay.agent.misspelt import keyword_meant
 from assay.agent.project import EVALS_DIR, EXPERIMENTS_DIR
 from assay.errors import AssayError, ConfigError, UsageError
 
@@ -97,57 +97,6 @@ def _import(path: Path, project: Path, namespace: str) -> Any:
     if module is None:
         raise ConfigError(f"could not load {path}")
     return module
-
-
-_UNEXPECTED_KEYWORD = re.compile(r"^(?:(\w+)\.)?(\w+)\(\) got an unexpected keyword argument '(\w+)'$")
-
-
-def keyword_meant(error: BaseException) -> str:
-    """`; did you mean 'lifetime'?` for a misspelt keyword of one of assay.agent's callables (`Experiment(lifetim=…)`,
-    `local_sandbox(isolaton=…)`, `t.send(ouptut=…)`, `tool_match(stauts=…)`) or a misspelt attribute of one of its
-    objects (`handle.or_stp()`), else ""."""
-    import inspect
-
-    from assay.core.format import did_you_mean
-
-    if isinstance(error, AttributeError):
-        owner = getattr(error, "obj", None)
-        if not type(owner).__module__.startswith("assay.agent") or not isinstance(getattr(error, "name", None), str):
-            return ""
-        return did_you_mean(error.name, [name for name in dir(owner) if not name.startswith("_")])
-    found = _UNEXPECTED_KEYWORD.match(str(error)) if isinstance(error, TypeError) else None
-    if found is None:
-        return ""
-    owner, name, keyword = found.groups()
-    method = owner is not None and name != "__init__"
-    target = _assay_agent_name(owner or name, classes=owner is not None)
-    if target is not None and method:
-        target = getattr(target, name, None)
-    try:
-        parameters = inspect.signature(target).parameters.values() if target is not None else ()
-    except (TypeError, ValueError):
-        return ""
-    # A method's required arguments are given by position (`t.check(value, matcher)`): a misspelt keyword is one
-    # of its options, and `lable=` is not `value`.
-    return did_you_mean(keyword, [
-        parameter.name for parameter in parameters if not parameter.name.startswith("_") and parameter.name != "self"
-        and not (method and parameter.kind is not parameter.KEYWORD_ONLY and parameter.default is parameter.empty)
-    ])
-
-
-def _assay_agent_name(name: str, *, classes: bool) -> Any:
-    """The public function or class `name` of assay.agent, or with `classes` a class of one of its loaded
-    modules (`SessionHandle`, whose methods an eval calls on `t`), else None."""
-    import assay.agent as public
-
-    if name in public.__all__:
-        return getattr(public, name, None)
-    for module_name, module in list(sys.modules.items()) if classes else ():
-        if module_name.startswith("assay.agent") and module is not None:
-            value = vars(module).get(name)
-            if isinstance(value, type) and value.__module__ == module_name:
-                return value
-    return None
 
 
 def _line_in(path: Path, error: BaseException) -> str:

@@ -1,0 +1,63 @@
+"""`; did you mean …?` for a misspelt keyword or attribute of assay.agent's own callables and objects, in the
+error an eval, an agent's `send` or a project file raised. A leaf module: discovery, the attempt and the session
+line all use it, and it reaches the names it checks through `sys.modules` rather than importing them.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+__all__ = ["keyword_meant"]
+
+_UNEXPECTED_KEYWORD = re.compile(r"^(?:(\w+)\.)?(\w+)\(\) got an unexpected keyword argument '(\w+)'$")
+
+
+def keyword_meant(error: BaseException) -> str:
+    """`; did you mean 'lifetime'?` for a misspelt keyword of one of assay.agent's callables (`Experiment(lifetim=…)`,
+    `local_sandbox(isolaton=…)`, `t.send(ouptut=…)`, `tool_match(stauts=…)`) or a misspelt attribute of one of its
+    objects (`handle.or_stp()`), else ""."""
+    import inspect
+
+    from assay.core.format import did_you_mean
+
+    if isinstance(error, AttributeError):
+        owner = getattr(error, "obj", None)
+        if not type(owner).__module__.startswith("assay.agent") or not isinstance(getattr(error, "name", None), str):
+            return ""
+        return did_you_mean(error.name, [name for name in dir(owner) if not name.startswith("_")])
+    found = _UNEXPECTED_KEYWORD.match(str(error)) if isinstance(error, TypeError) else None
+    if found is None:
+        return ""
+    owner, name, keyword = found.groups()
+    method = owner is not None and name != "__init__"
+    target = _assay_agent_name(owner or name, classes=owner is not None)
+    if target is not None and method:
+        target = getattr(target, name, None)
+    try:
+        parameters = inspect.signature(target).parameters.values() if target is not None else ()
+    except (TypeError, ValueError):
+        return ""
+    # A method's required arguments are given by position (`t.check(value, matcher)`): a misspelt keyword is one
+    # of its options, and `lable=` is not `value`.
+    return did_you_mean(keyword, [
+        parameter.name for parameter in parameters if not parameter.name.startswith("_") and parameter.name != "self"
+        and not (method and parameter.kind is not parameter.KEYWORD_ONLY and parameter.default is parameter.empty)
+    ])
+
+
+def _assay_agent_name(name: str, *, classes: bool) -> Any:
+    """The public function or class `name` of assay.agent, or with `classes` a class of one of its loaded
+    modules (`SessionHandle`, whose methods an eval calls on `t`), else None."""
+    public = sys.modules.get("assay.agent")  # loaded whenever an eval or agent of it raised
+    if public is None:
+        return None
+    if name in public.__all__:
+        return getattr(public, name, None)
+    for module_name, module in list(sys.modules.items()) if classes else ():
+        if module_name.startswith("assay.agent") and module is not None:
+            value = vars(module).get(name)
+            if isinstance(value, type) and value.__module__ == module_name:
+                return value
+    return None
