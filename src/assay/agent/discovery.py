@@ -351,8 +351,10 @@ def select_experiments(experiments: Sequence[ExperimentEntry], selector: str | N
         return exact
     chosen = [entry for entry in experiments if _matches_selector(selector, entry.id)]
     if not chosen:
-        known = ", ".join(entry.id for entry in experiments)
-        raise UsageError(f"no experiment matches {selector!r}; experiments: {known}")
+        from assay.core.format import did_you_mean
+
+        ids = [entry.id for entry in experiments]
+        raise UsageError(f"no experiment matches {selector!r}{did_you_mean(selector, ids)}; experiments: {', '.join(ids)}")
     return chosen
 
 
