@@ -172,6 +172,9 @@ def test_recover_refuses_without_each_confirmation_or_with_a_wrong_token_then_re
         refused = _assay(staging, "agent", "shared-state", "recover", "staging-db", *given)
         assert refused.returncode == 2, flag
         assert f"it needs {flag} (" in refused.stderr, refused.stderr
+    misspelt = _assay(staging, "agent", "shared-state", "recover", "stagingdb", *every)
+    assert misspelt.returncode == 2 and 'no lease is held for shared state "stagingdb"' in misspelt.stderr
+    assert 'did you mean "staging-db"?' in misspelt.stderr, misspelt.stderr
     wrong = _assay(staging, "agent", "shared-state", "recover", "staging-db", "--owner-token", "0" * 16, *every[2:])
     assert wrong.returncode == 2 and "--owner-token does not match" in wrong.stderr
     assert len(_leases(staging)) == 1

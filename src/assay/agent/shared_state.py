@@ -248,7 +248,12 @@ def recover_lease(
     path = _lease_path(root, key)
     status = _status(path)
     if status is None:
-        raise UsageError(f'no lease is held for shared state "{key}" in {root} (`assay agent shared-state list` shows them)')
+        from assay.core.format import did_you_mean
+
+        held = [held.key for held in lease_statuses(root) if held.key]
+        meant = did_you_mean(key, held, form='; did you mean {}?', shown=lambda near: f'"{near}"')
+        raise UsageError(f'no lease is held for shared state "{key}" in {root}{meant} (`assay agent shared-state list` shows '
+                         "them)")
     token = status.owner.token if status.owner is not None else UNKNOWN_TOKEN
     if not secrets.compare_digest(str(owner_token), token):
         raise UsageError(f'--owner-token does not match the lease of shared state "{key}" (held by '
