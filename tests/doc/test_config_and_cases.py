@@ -53,6 +53,25 @@ def test_wrong_schema_version_and_missing_fields_are_reported_together(suite):
     assert "/schema_version must be equal to constant" in message
 
 
+def test_a_config_that_fails_its_schema_names_the_file_and_the_key_meant(suite, monkeypatch):
+    config = suite.config()
+    config["suite_idd"] = config.pop("suite_id")
+    config["methods"]["deterministc"] = config["methods"].pop("deterministic")
+    config["judge"] = {}
+    config["schema_version"] = "eval-kit.config.v2"
+    suite.config_path.write_text(json.dumps(config))
+    monkeypatch.chdir(suite.repo)
+    with pytest.raises(ConfigError) as caught:
+        load_suite("evals/eval-kit.config.json")
+    message = str(caught.value)
+    assert message.startswith("eval-kit config failed schema validation: ")  # eval-kit's words first
+    assert "(in evals/eval-kit.config.json;" in message
+    assert "suite_idd should be suite_id" in message
+    assert "methods.deterministc should be methods.deterministic" in message
+    assert "remove judge" in message
+    assert 'schema_version must be "eval-kit.config.v1"' in message
+
+
 def test_missing_repo_marker_is_an_error_not_a_fallback_to_the_filesystem_root(tmp_path, monkeypatch):
     (tmp_path / "evals").mkdir()
     real_exists = Path.exists

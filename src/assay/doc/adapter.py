@@ -5,12 +5,16 @@ Either way a hook is found by export name (snake_case first, then eval-kit's cam
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import itertools
 import os
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
@@ -103,6 +107,27 @@ def hook_timeout(option_s: float | None = None) -> Any:
     return RequestTimeout(seconds or None, HOOK_TIMEOUT_VARIABLE)
 
 
+@contextlib.contextmanager
+def _adapter_code(*, interruptible: bool = True) -> Iterator[None]:
+    """Around the adapter's own Python code: what it prints goes to stderr (as a `.mjs` adapter's
+    does), so it cannot corrupt `--json` or the lines a script reads. While its synchronous code runs,
+    Ctrl-C (and SIGTERM, which assay turns into one) raises in it: asyncio's handler would only cancel
+    the command's task, which a blocking hook never gives a chance to act, so the run went on to the end."""
+    with contextlib.redirect_stdout(sys.stderr):
+        if not interruptible or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.getsignal(signal.SIGINT)
+        if previous in (signal.SIG_IGN, signal.default_int_handler) or previous is None:
+            yield
+            return
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
 class PythonDocAdapter:
     """A Python module; hooks get the typed input objects from `assay.doc.hooks`."""
 
@@ -121,7 +146,8 @@ class PythonDocAdapter:
         if added:
             sys.path.insert(0, str(path.parent))  # lets the adapter import modules beside it
         try:
-            module = exec_module_file(path, name)
+            with _adapter_code():
+                module = exec_module_file(path, name)
         except (Exception, SystemExit) as error:
             raise AdapterError(f"failed to load adapter module from {path}: {error}") from error
         finally:
@@ -139,9 +165,11 @@ class PythonDocAdapter:
 
     async def call(self, export: str, *args: Any) -> Any:
         try:
-            result = getattr(self.module, export)(*args)
+            with _adapter_code():
+                result = getattr(self.module, export)(*args)
             if inspect.isawaitable(result):
-                result = await result
+                with _adapter_code(interruptible=False):  # awaiting: asyncio's own Ctrl-C handling applies
+                    result = await result
         except AssayError:
             raise
         except Exception as error:  # the adapter's own failure, reported with the hook's name
@@ -213,10 +241,29 @@ class NodeDocAdapter:
         await self.bridge.close()
 
 
+def _config_key_of(suite: DocSuite, path: Path) -> str:
+    """The config key that names the module at `path` (`adapter`, `hooks.module`, `graders.<name>`, ...)."""
+    raw = suite.raw
+    named = {"adapter": raw.get("adapter"), "hooks.module": (raw.get("hooks") or {}).get("module")}
+    for table in ("graders", "reporters"):
+        named.update({f"{table}.{name}": value for name, value in (raw.get(table) or {}).items()})
+    for key, value in named.items():
+        if isinstance(value, str) and value:
+            if (Path(value) if os.path.isabs(value) else suite.suite_root / value) == path:
+                return key
+    return "adapter"
+
+
 async def open_adapter(path: Path, suite: DocSuite) -> DocAdapter:
     """Load the module at `path` (already contained by the caller); the file must exist."""
     if not path.is_file():
-        raise AdapterError(f"failed to load adapter module from {path}: file not found")
+        from assay.doc.paths import relative_posix
+
+        key = _config_key_of(suite, path)
+        raise AdapterError(
+            f"failed to load adapter module from {path}: file not found (fix {key} in {suite.relative_config_path()};"
+            f" it is relative to the suite root {relative_posix(suite.repo_root, suite.suite_root) or '.'})"
+        )
     if path.suffix == ".py":
         return PythonDocAdapter.load(path)
     if path.suffix in JAVASCRIPT_SUFFIXES:

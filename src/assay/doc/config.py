@@ -5,6 +5,7 @@ The result, `DocSuite`, is what every doc command and hook works from.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +112,34 @@ def _root(config_path: Path, repo_root: Path, value: str, label: str) -> Path:
     return root
 
 
+def _shown_path(path: Path, base: Path) -> str:
+    """`path` as the user can type it: relative to the current directory when inside it."""
+    relative = os.path.relpath(path, os.path.abspath(base))
+    return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()
+
+
+def _config_fixes(raw: Any) -> str:
+    """What to change in a config that fails its schema: the key a misspelt one was meant to be, the
+    value a constant must have (eval-kit's message names neither)."""
+    from jsonschema import Draft202012Validator
+
+    from assay.core.format import did_you_mean
+
+    registry = bundled_registry()
+    validator = Draft202012Validator(registry.get(CONFIG_SCHEMA), registry=registry.registry)
+    fixes: list[str] = []
+    for error in validator.iter_errors(raw):
+        where = "".join(f"{part}." for part in error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            known = [key for key in error.schema.get("properties", {}) if key not in error.instance]
+            for key in sorted(set(error.instance) - set(error.schema.get("properties", {}))):
+                meant = did_you_mean(key, known, form="{}", shown=str)
+                fixes.append(f"{where}{key} should be {where}{meant}" if meant else f"remove {where}{key}")
+        elif error.validator == "const":
+            fixes.append(f"{where.rstrip('.')} must be {json.dumps(error.validator_value)}")
+    return "; " + "; ".join(fixes) if fixes else ""
+
+
 def load_suite(config: str | Path | None = None, *, cwd: Path | None = None) -> DocSuite:
     """Read, validate and resolve a suite config (`--config`, default `evals/eval-kit.config.json`)."""
     if config is not None and not isinstance(config, (str, os.PathLike)):
@@ -123,7 +152,7 @@ def load_suite(config: str | Path | None = None, *, cwd: Path | None = None) -> 
     try:
         bundled_registry().validate(CONFIG_SCHEMA, raw, "eval-kit config")
     except SchemaValidationError as error:
-        raise ConfigError(str(error)) from None
+        raise ConfigError(f"{error} (in {_shown_path(config_path, base)}{_config_fixes(raw)})") from None
     config_dir = config_path.parent
     repo_root = find_repo_root(config_dir)
     suite_root = _root(config_path, repo_root, raw["suite_root"], "suite root")
