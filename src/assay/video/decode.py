@@ -169,7 +169,11 @@ def probe_video(path: Path | str) -> VideoInfo:
         duration = _stream_duration(container, stream)
         if not math.isfinite(duration) or duration <= 0:
             raise VideoError(f"video has no readable duration: {path}")
-        width, height = stream.codec_context.width, stream.codec_context.height
+        codec = stream.codec_context  # None when the header names no codec (a file cut inside its index)
+        if codec is None:
+            raise VideoError(f"video has no readable dimensions: {path}: its video stream has no codec FFmpeg can "
+                             "decode; the file may be truncated or damaged, so encode or copy it again")
+        width, height = codec.width, codec.height
         if not width or not height or width <= 0 or height <= 0:
             raise VideoError(f"video has no readable dimensions: {path}")
         first_frame = _first_frame(container, stream, path)

@@ -52,6 +52,21 @@ def _factory_arguments(factory: Any, config: AdapterConfig) -> tuple[tuple[Any, 
     return (config,), {}
 
 
+class AdapterExited(Exception):
+    """The adapter's own code called `sys.exit()`: that call failed, assay itself goes on."""
+
+
+async def _call(function: Callable[..., Any], *args: Any, executor: Executor | None) -> Any:
+    try:
+        return await call_user_code(function, *args, executor=executor)
+    except SystemExit as error:  # else it would end assay with its code, no message, the checkpoint locked
+        raise AdapterExited(_exit_message(error)) from None
+
+
+def _exit_message(error: SystemExit) -> str:
+    return f"the adapter called sys.exit({error.code!r}); raise an exception instead to report a failure"
+
+
 class PythonEvaluator:
     """Drives an in-process adapter object or frame function."""
 
@@ -73,15 +88,15 @@ class PythonEvaluator:
 
     async def evaluate(self, sample: FrameSample, target: TargetContext) -> Any:
         assert self._evaluate is not None
-        return await call_user_code(self._evaluate, sample, target, executor=self._executor)
+        return await _call(self._evaluate, sample, target, executor=self._executor)
 
     async def evaluate_many(self, samples: Sequence[FrameSample], target: TargetContext) -> list[Any]:
         assert self._evaluate_many is not None
-        return await call_user_code(self._evaluate_many, list(samples), target, executor=self._executor)
+        return await _call(self._evaluate_many, list(samples), target, executor=self._executor)
 
     async def close(self) -> None:
         if self._close is not None:
-            await call_user_code(self._close, executor=self._executor)
+            await _call(self._close, executor=self._executor)
 
 
 def _frame_function_evaluator(function: Any, style: tuple[str, str], executor: Executor | None) -> PythonEvaluator:
@@ -136,6 +151,8 @@ async def create_python_evaluator(
             product = await product
     except Exception as error:  # noqa: BLE001 - the factory is user code
         raise AdapterError(f"adapter factory '{adapter}' failed: {error}") from error
+    except SystemExit as error:
+        raise AdapterError(f"adapter factory '{adapter}' failed: {_exit_message(error)}") from None
     evaluate_many = getattr(product, "evaluate_many", None)
     evaluate = getattr(product, "evaluate", None)
     evaluate_many = evaluate_many if callable(evaluate_many) else None
