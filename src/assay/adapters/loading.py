@@ -72,6 +72,20 @@ def exec_module_file(path: Path, name: str) -> Any:
     return module
 
 
+def _not_on_the_path(module: str, error: BaseException, cwd: Path | None) -> str:
+    """For a module not found that lies in the current folder: a module target is imported from the Python
+    path, which does not hold the current folder (GlassKit's rule), so say how to reach it."""
+    top = module.split(".")[0]
+    if not isinstance(error, ModuleNotFoundError) or error.name not in (top, module):
+        return ""
+    folder = (cwd or Path.cwd()).resolve()
+    if not ((folder / top).is_dir() or (folder / f"{top}.py").is_file()):
+        return ""
+    as_file = module.replace(".", "/") + ".py"
+    return (f" (a module adapter is imported from the Python path, which does not include the current folder: give "
+            f"the file instead, {as_file}:…, or set PYTHONPATH=.)")
+
+
 def load_adapter_callable(
     text: str, *, extra_search_paths: Sequence[Path] = (), cwd: Path | None = None
 ) -> tuple[Callable[..., Any], AdapterTarget]:
@@ -87,7 +101,8 @@ def load_adapter_callable(
         try:
             owner = importlib.import_module(target.module)
         except Exception as error:  # noqa: BLE001
-            raise AdapterError(f"adapter import failed for module '{target.module}': {error}") from error
+            raise AdapterError(f"adapter import failed for module '{target.module}': {error}"
+                               f"{_not_on_the_path(target.module, error, cwd)}") from error
     value: Any = owner
     for part in target.attribute.split("."):
         try:
