@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from video_evals import invoke, make_eval, read_report, run_eval, write
+from video_evals import invoke, make_eval, number_eval, read_report, run_eval, write
 
 NUMBERS_CASE = """
 video: clip.mp4
@@ -91,19 +91,7 @@ def test_cli_gate_overrides_config_and_suppresses_case_gates(tmp_path):
 
 
 def test_adapter_exception_fails_fast_with_sample_context(tmp_path):
-    eval_dir = make_eval(
-        tmp_path,
-        """
-        video: clip.mp4
-        targets:
-          number:
-            config: {fail_at: [2]}
-            samples:
-              - range: [0.0, 0.5]
-                every_s: 0.1
-                expect: 0
-        """,
-    )
+    eval_dir = number_eval(tmp_path, "{fail_at: [2]}")
     report_path = tmp_path / "r.json"
     result = run_eval(eval_dir, "--output-json", report_path)
     assert result.exit_code == 2
@@ -134,19 +122,7 @@ def test_first_sample_failure_leaves_no_checkpoint_behind(tmp_path):
 
 
 def test_keep_going_records_adapter_errors_and_fails_the_error_gate(tmp_path):
-    eval_dir = make_eval(
-        tmp_path,
-        """
-        video: clip.mp4
-        targets:
-          number:
-            config: {fail_at: [1, 3]}
-            samples:
-              - range: [0.0, 0.5]
-                every_s: 0.1
-                expect: 0
-        """,
-    )
+    eval_dir = number_eval(tmp_path, "{fail_at: [1, 3]}")
     report_path = tmp_path / "r.json"
     result = run_eval(eval_dir, "--keep-going", "--output-json", report_path)
     assert result.exit_code == 1
@@ -166,19 +142,7 @@ def test_keep_going_records_adapter_errors_and_fails_the_error_gate(tmp_path):
 def broken_at_1_and_3(tmp_path, flag, extra: str = ""):
     """Five samples whose adapter fails at samples 1 and 3 while `flag` exists (so a resume can fix them)."""
     flag.write_text("x")
-    return make_eval(
-        tmp_path,
-        f"""
-        video: clip.mp4
-        targets:
-          number:
-            config: {{fail_at: [1, 3], fail_while_exists: "{flag}"{extra}}}
-            samples:
-              - range: [0.0, 0.5]
-                every_s: 0.1
-                expect: 0
-        """,
-    )
+    return number_eval(tmp_path, f'{{fail_at: [1, 3], fail_while_exists: "{flag}"{extra}}}')
 
 
 def test_resume_retries_only_adapter_errors(tmp_path):
@@ -260,19 +224,7 @@ def test_resume_refuses_overrides_and_bad_references(tmp_path):
 
 
 def test_resume_refuses_a_changed_case_file(tmp_path):
-    eval_dir = make_eval(
-        tmp_path,
-        """
-        video: clip.mp4
-        targets:
-          number:
-            config: {fail_at: [1]}
-            samples:
-              - range: [0.0, 0.3]
-                every_s: 0.1
-                expect: 0
-        """,
-    )
+    eval_dir = number_eval(tmp_path, "{fail_at: [1]}", until=0.3)
     report_path = tmp_path / "r.json"
     assert run_eval(eval_dir, "--keep-going", "--output-json", report_path).exit_code == 1
     checkpoint = read_report(report_path)["checkpoint"]["path"]
