@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from assay.core.run.request import at_least, between, option
+from assay.core.run.request import at_least, between, not_empty, option
 from assay.errors import UsageError
 
 __all__ = [
@@ -31,17 +31,6 @@ def _known_kind(kind: str | None) -> None:
 
     if kind not in kind_names():
         raise ValueError(f"must be one of {', '.join(kind_names())}{did_you_mean(kind, kind_names())}")
-
-
-def _not_empty(everything: str) -> Callable[[str | None], None]:
-    """An option's `check`: an empty value (a script's unset variable) is refused, not read as no value."""
-
-    def check(value: str | None) -> None:
-        if value is not None and not value.strip():
-            raise ValueError(f"needs a value, and the value given is empty (an unset variable in a script?); leave the "
-                             f"option out for {everything}")
-
-    return check
 
 
 def _given(value: str | None, name: str, left_out: str | None,
@@ -85,7 +74,7 @@ class RunsOptions:
     runs: tuple[str, ...] = option(argument=True, help="Every shard run of one invocation: run ids (or prefixes) or record folders.")
     files: tuple[str, ...] = option(argument=True, help="Log files another tool wrote (each becomes one run of kind imported).")
     kind: str | None = option(None, flag="--kind", check=_known_kind, help="Only runs of this kind: video, agent, doc or imported.")
-    search: str | None = option(None, flag="--search", check=_not_empty("every run"), help="Only runs whose id or title contains this.")
+    search: str | None = option(None, flag="--search", check=not_empty("every run"), help="Only runs whose id or title contains this.")
     # Above 0.5 a test would call most noise a change (and TOST's verdict reads backwards); below 1e-6 the
     # Holm-corrected levels leave the normal quantiles' domain.
     alpha: float = option(0.05, flag="--alpha", check=between(1e-6, 0.5),
@@ -105,7 +94,7 @@ class RunsOptions:
                                    "(a regular expression, repeatable, applied in order) or @FILE (JSON or CSV id pairs). "
                                    "For a baseline another tool wrote.")
     last: int = option(10, flag="--last", check=at_least(1, maximum=1000), help="Runs to show.")
-    of_run: str | None = option(None, flag="--run", check=_not_empty("the newest run's series"),
+    of_run: str | None = option(None, flag="--run", check=not_empty("the newest run's series"),
                                 help="The series this run belongs to, up to it (id, prefix, latest~N; default: the newest "
                                 "run's): for a store holding several projects or imported tools.")
     format_name: str | None = option(None, flag="--format", help="junit, inspect, pydantic-evals, deepeval or promptfoo "

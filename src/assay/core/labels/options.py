@@ -3,24 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from assay.core.run.request import option
+from assay.core.run.request import not_empty, option
 
 __all__ = ["LabelOptions"]
-
-
-def _given(everything: str) -> Callable[[str | None], None]:
-    """A filter's `check`: an empty value (a script's unset variable) is refused, not read as no filter."""
-
-    def check(value: str | None) -> None:
-        if value is not None and not value.strip():
-            raise ValueError(f"needs a value, and the value given is empty (an unset variable in a script?); leave the "
-                             f"option out for {everything}")
-
-    return check
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,11 +16,11 @@ class LabelOptions:
     """Every option and argument of `labels export|import`, `judge agreement` and `judge cache clear`."""
 
     output: Path | None = option(None, flag="--output", names=("--output", "-o"), help="Write to this file instead of stdout (`-`: stdout).")
-    labeller: str | None = option(None, flag="--labeller", check=_given("every labeller's labels"), help="Only this labeller's labels.")
-    run: str | None = option(None, flag="--run", check=_given("every run's labels"), help="Only labels of units of this run (id, prefix, latest, latest~N).")
+    labeller: str | None = option(None, flag="--labeller", check=not_empty("every labeller's labels"), help="Only this labeller's labels.")
+    run: str | None = option(None, flag="--run", check=not_empty("every run's labels"), help="Only labels of units of this run (id, prefix, latest, latest~N).")
     source: str = option(argument=True, help="A JSONL file of labels (as `assay labels export` writes), or - for stdin.")
-    judge: str | None = option(None, flag="--judge", check=_given("every judge"), help="Only this judge model (or text of the judge's name).")
-    rubric: str | None = option(None, flag="--rubric", check=_given("every rubric"), help="Only judgements whose rubric contains this text.")
+    judge: str | None = option(None, flag="--judge", check=not_empty("every judge"), help="Only this judge model (or text of the judge's name).")
+    rubric: str | None = option(None, flag="--rubric", check=not_empty("every rubric"), help="Only judgements whose rubric contains this text.")
     by_rubric: bool = option(False, flag="--by-rubric", help="One row per judge and rubric, not per judge.")
     project: Path = option(Path("."), flag="--project", help="The project whose cache to clear: <project>/.assay/cache/judge.")
     cache_dir: Path | None = option(None, flag="--cache-dir", help="A cache folder given to a doc command's --cache-dir instead.")

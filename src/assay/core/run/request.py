@@ -26,7 +26,7 @@ from assay.errors import CheckpointError, UsageError
 
 __all__ = [
     "MAX_CONCURRENCY", "MAX_REPEAT", "Execution", "Outputs", "above", "at_least", "between", "field_types", "flag_of",
-    "from_invocation", "from_options", "option", "option_of", "to_invocation", "with_defaults",
+    "from_invocation", "from_options", "not_empty", "option", "option_of", "to_invocation", "with_defaults",
 ]
 
 Request = TypeVar("Request")
@@ -100,6 +100,18 @@ def between(low: float, high: float) -> Callable[[Any], None]:
             raise ValueError(f"Input should be greater than or equal to {low:g}")
         if value is not None and value > high:
             raise ValueError(f"Input should be less than or equal to {high:g}")
+
+    return check
+
+
+def not_empty(everything: str) -> Callable[[str | None], None]:
+    """An option `check`: an empty value (a script's unset variable) is refused, not read as the option left
+    out, which means `everything`."""
+
+    def check(value: str | None) -> None:
+        if value is not None and not value.strip():
+            raise ValueError(f"needs a value, and the value given is empty (an unset variable in a script?); leave the "
+                             f"option out for {everything}")
 
     return check
 
