@@ -84,16 +84,23 @@ def test_agent_list_imports_only_the_authoring_names_the_project_uses(tmp_path):
     assert sorted(imported & unneeded) == []
 
 
+# Every name of a lazily filled package (`core/lazy_names.py`) is the object its module defines, listed by `dir`.
+_EVERY_NAME_IS_ITS_MODULES = (
+    "import importlib\n"
+    "for package in ({packages}):\n"
+    "    for name in package.__all__:\n"
+    "        value = getattr(package, name)\n"
+    "        home = importlib.import_module(getattr(value, '__module__', None) or package.__name__)\n"
+    "        assert name in dir(package) and (getattr(home, name, value) is value), (package.__name__, name)\n"
+)
+
+
 def test_every_public_agent_name_is_imported_on_first_use_as_the_object_its_module_defines():
     script = (
         "import importlib, sys\n"
         "import assay.agent, assay.agent.sandbox\n"
         "print(sorted(name for name in sys.modules if name.startswith('assay.agent.') and name != 'assay.agent.sandbox'))\n"
-        "for package in (assay.agent, assay.agent.sandbox):\n"
-        "    for name in package.__all__:\n"
-        "        value = getattr(package, name)\n"
-        "        home = importlib.import_module(getattr(value, '__module__', None) or package.__name__)\n"
-        "        assert name in dir(package) and (getattr(home, name, value) is value), (package.__name__, name)\n"
+        + _EVERY_NAME_IS_ITS_MODULES.format(packages="assay.agent, assay.agent.sandbox") +
         "from assay.agent import define_eval, docker_sandbox, local_sandbox, Sandbox\n"
         "from assay.agent.sandbox import SandboxError\n"
         "assert Sandbox is assay.agent.sandbox.Sandbox is assay.agent.sandbox.handle.Sandbox\n"
@@ -152,9 +159,7 @@ def test_an_endpoint_agent_imports_no_schema_checks_and_no_other_adapter():
         " or name.startswith(('assay.agent.adapters.codex', 'assay.agent.adapters.process', 'assay.judge.validation',"
         " 'assay.judge.client'))))\n"
         "import assay.judge, assay.agent.adapters\n"
-        "for package in (assay.judge, assay.agent.adapters):\n"
-        "    for name in package.__all__:\n"
-        "        assert name in dir(package) and getattr(package, name) is not None, name\n"
+        + _EVERY_NAME_IS_ITS_MODULES.format(packages="assay.judge, assay.agent.adapters") +
         "from assay.judge import JudgeError, schema_errors\n"
         "assert JudgeError is sys.modules['assay.judge.errors'].JudgeError\n"
     )

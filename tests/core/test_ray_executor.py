@@ -330,15 +330,19 @@ def _run_on(eval_dir, address: str):
     )  # fmt: skip
 
 
+def _refused_in_one_line(done) -> list[str]:
+    """The lines a run refused with exit 2 printed, stdout and stderr together."""
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    return output.strip().splitlines()
+
+
 def test_a_ray_address_where_nothing_listens_is_one_line_at_once(tmp_path):
     """Ray alone keeps retrying such an address for minutes, a warning every few seconds."""
     eval_dir = _three_case_eval(tmp_path, tmp_path / "calls.txt")
     port = _closed_port()
     for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
-        done = _run_on(eval_dir, address)
-        output = done.stdout + done.stderr
-        assert done.returncode == 2, output
-        assert output.strip().splitlines() == [
+        assert _refused_in_one_line(_run_on(eval_dir, address)) == [
             f"Eval failed: --ray-address '{address}': nothing answers at 127.0.0.1:{port}: Connection refused. "
             "Give the head node of a running cluster as host:port (`ray start --head` prints it), `auto` for the "
             "cluster on this machine, or leave it out to start a local cluster"
@@ -373,9 +377,7 @@ def test_a_ray_address_where_another_service_answers_is_one_line_at_once(tmp_pat
     finally:
         web.shutdown()
         grpc_like.close()
-    output = done.stdout + done.stderr
-    assert done.returncode == 2, output
-    assert output.strip().splitlines() == [
+    assert _refused_in_one_line(done) == [
         f"Eval failed: --ray-address '127.0.0.1:{port}': 127.0.0.1:{port} answers, but not as a Ray cluster (Ray's "
         "default port is 6379, the head node's GCS; the dashboard's 8265 is not it). Give the head node of a running "
         "cluster as host:port (`ray start --head` prints it), `auto` for the cluster on this machine, or leave it out "

@@ -56,6 +56,21 @@ def _forks(monkeypatch: pytest.MonkeyPatch, allowed: bool) -> list[int]:
     return forked
 
 
+def _at_line(monkeypatch: pytest.MonkeyPatch, number: int, action) -> None:
+    """`action()` as the record is about to get its `number`th line (this process, mid-import)."""
+    written = 0
+    real_write = results_store.RecordWriter.write
+
+    def write(writer, line):
+        nonlocal written
+        written += 1
+        if written == number:
+            action()
+        real_write(writer, line)
+
+    monkeypatch.setattr(results_store.RecordWriter, "write", write)
+
+
 def _stored(database: Path, run_id: str) -> tuple:
     with sqlite3.connect(database) as connection:
         return tuple(connection.execute(query, (run_id,)).fetchall() for query in (
@@ -162,17 +177,11 @@ def test_an_error_in_the_forked_reader_keeps_its_type_message_and_traceback(tmp_
 
 def test_an_import_stopped_in_this_process_stops_its_reader_and_leaves_nothing(tmp_path, monkeypatch):
     log = _junit(tmp_path / "junit.xml", 20_000)
-    written = 0
-    real_write = results_store.RecordWriter.write
 
-    def write(writer, line):
-        nonlocal written
-        written += 1
-        if written == 500:
-            raise KeyboardInterrupt
-        real_write(writer, line)
+    def interrupt():
+        raise KeyboardInterrupt
 
-    monkeypatch.setattr(results_store.RecordWriter, "write", write)
+    _at_line(monkeypatch, 500, interrupt)
     forked = _forks(monkeypatch, True)
     database = tmp_path / "assay.db"
     with pytest.raises(KeyboardInterrupt):
@@ -186,17 +195,7 @@ def test_an_import_stopped_in_this_process_stops_its_reader_and_leaves_nothing(t
 def test_a_reader_killed_part_way_is_an_error_saying_so_and_leaves_nothing(tmp_path, monkeypatch):
     log = _junit(tmp_path / "junit.xml", 100_000)
     forked = _forks(monkeypatch, True)
-    written = 0
-    real_write = results_store.RecordWriter.write
-
-    def write(writer, line):
-        nonlocal written
-        written += 1
-        if written == 100:
-            os.kill(forked[0], signal.SIGKILL)  # as the kernel's OOM killer would
-        real_write(writer, line)
-
-    monkeypatch.setattr(results_store.RecordWriter, "write", write)
+    _at_line(monkeypatch, 100, lambda: os.kill(forked[0], signal.SIGKILL))  # as the kernel's OOM killer would
     database = tmp_path / "assay.db"
     with pytest.raises(ImportFormatError, match=r"junit.xml: the process reading the log stopped before the log's end "
                                                 r"\(killed by signal 9\); import it again"):
