@@ -32,7 +32,7 @@ import orjson
 
 from assay.core.interop.jsonstream import JsonStream, JsonStreamError
 from assay.core.interop.log import (
-    TEXT_LIMIT, USAGE_KEYS, ImportFormatError, ImportedLog, Sniff, bounded, document_line, file_time, iso_time, number,
+    TEXT_LIMIT, ImportFormatError, ImportedLog, Sniff, bounded, document_line, file_time, iso_time, number,
     usage_total,
 )
 from assay.core.interop.zipstream import Member, ZipStreamError, find_members, is_zip, iter_members, member_chunks, read_member
@@ -197,9 +197,8 @@ def _usage_and_cost(usage: Any) -> tuple[dict[str, int] | None, float | None]:
         (part,) = usage.values()
         if type(part) is not dict:
             return None, None
-        total = {key: value for key in USAGE_KEYS if type(value := part.get(key)) is int}
         cost = number(part.get("total_cost"))
-        return total or None, None if cost is None else 0 + cost  # (as `sum` would: -0.0 is 0.0)
+        return usage_total((part,)), None if cost is None else 0 + cost  # (as `sum` would: -0.0 is 0.0)
     parts = [part for part in usage.values() if isinstance(part, dict)]
     costs = [cost for part in parts if (cost := number(part.get("total_cost"))) is not None]
     return usage_total(parts), sum(costs) if costs else None

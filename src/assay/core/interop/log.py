@@ -12,7 +12,7 @@ import datetime as _dt
 import functools
 import math
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from assay.errors import UsageError
 
 __all__ = [
     "ImportFormatError", "ImportedLog", "Sniff", "UnitIds", "bounded", "document_line", "file_time", "iso_time", "number", "unit_line",
-    "usage_total", "USAGE_KEYS",
+    "usage_total",
 ]
 
 TEXT_LIMIT = 2_000  # characters of any one text kept in a unit (inputs, outputs, tracebacks)
@@ -168,14 +168,14 @@ def file_time(path: Path) -> str | None:
         return None
 
 
-USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "cache_read_tokens", "cache_creation_tokens", "reasoning_tokens")
+_USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "cache_read_tokens", "cache_creation_tokens", "reasoning_tokens")
 
 
-def usage_total(parts: Iterator[Mapping[str, Any]] | list[Mapping[str, Any]]) -> dict[str, int] | None:
+def usage_total(parts: Iterable[Mapping[str, Any]]) -> dict[str, int] | None:
     """Token counts summed over `parts` (assay's usage keys), None when there are none."""
     total: dict[str, int] = {}
     for part in parts:
-        for key in USAGE_KEYS:
+        for key in _USAGE_KEYS:
             value = part.get(key)
             if type(value) is int or isinstance(value, int) and not isinstance(value, bool):
                 total[key] = total.get(key, 0) + value
