@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 __all__ = [
     "Member", "ZipStreamError", "find_members", "is_zip", "iter_members", "member_chunks", "member_names", "read_member",
@@ -115,27 +115,29 @@ def _entries(path: Path) -> Iterator[tuple[bytes, int, int, int, int]]:
                 buffer, position = buffer[position:], 0
             if len(buffer) < position + 46:
                 fill(position + 46)
-            end = _entry_end(buffer, position, path)
+            header = _header(buffer, position, path)
+            end = position + 46 + header[4] + header[5] + header[6]
             if len(buffer) < end:
                 fill(end)
-            yield _entry_at(buffer, position)
+            yield _entry(buffer, position, header)
             position = end
 
 
 _unpack_entry = _CENTRAL_HEADER.unpack_from  # ~1 µs a member: an Inspect log of 100,000 samples has 110,000
 
 
-def _entry_end(buffer: bytes, position: int, path: Path) -> int:
-    """Where the central directory entry at `position` ends (its fixed part must be in `buffer`)."""
-    signature, _, _, _, name_length, extra_length, comment_length, _ = _unpack_entry(buffer, position)
-    if signature != _CENTRAL:
+def _header(buffer: bytes, position: int, path: Path) -> tuple[Any, ...]:
+    """The fixed part of the central directory entry at `position` (signature, method, sizes, the name, extra
+    and comment lengths, local header offset), which must be in `buffer`."""
+    header = _unpack_entry(buffer, position)
+    if header[0] != _CENTRAL:
         raise ZipStreamError(f"{path}: the zip central directory is damaged")
-    return position + 46 + name_length + extra_length + comment_length
+    return header
 
 
-def _entry_at(buffer: bytes, position: int) -> tuple[bytes, int, int, int, int]:
+def _entry(buffer: bytes, position: int, header: tuple[Any, ...]) -> tuple[bytes, int, int, int, int]:
     """The entry at `position`, whole in `buffer`, as `_entries` yields it."""
-    (_, method, compressed, uncompressed, name_length, extra_length, _, local) = _unpack_entry(buffer, position)
+    _, method, compressed, uncompressed, name_length, extra_length, _, local = header
     name = buffer[position + 46 : position + 46 + name_length]
     if 0xFFFFFFFF in (uncompressed, compressed, local):
         sizes = [uncompressed, compressed, local]
@@ -337,11 +339,13 @@ def find_members(path: Path, names: Collection[str]) -> dict[str, Member]:
         at = len(directory)
         while (at := directory.rfind(name, 0, at)) >= 46:
             start = at - 46
-            if directory.startswith(_CENTRAL, start) and _unpack_entry(directory, start)[4] == len(name):
-                if _entry_end(directory, start, path) <= len(directory):
-                    entry_name, method, compressed, uncompressed, local = _entry_at(directory, start)
-                    found[text] = Member(text, method, compressed, uncompressed, local)
-                    break
+            if not directory.startswith(_CENTRAL, start):
+                continue
+            header = _unpack_entry(directory, start)
+            if header[4] == len(name) and start + 46 + header[4] + header[5] + header[6] <= len(directory):
+                _, method, compressed, uncompressed, local = _entry(directory, start, header)
+                found[text] = Member(text, method, compressed, uncompressed, local)
+                break
     return found
 
 
