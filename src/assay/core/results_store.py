@@ -133,7 +133,12 @@ CREATE INDEX IF NOT EXISTS labels_by_unit ON labels (run_id, unit_id);
 # the new index (and loses the old) when first opened for writing; one opened read-only pairs without it.
 _VERDICTS_INDEX = "units_verdicts"
 _ANY_SHARD = object()
-_BEYOND_ANY_STORE = 2**62  # a count of runs no store reaches: `latest~N` past it is past the oldest  # `_run_ids_newest_first`: sharded or not
+_BEYOND_ANY_STORE = 2**62  # a count no store reaches: a limit, offset or `latest~N` past it means "all", "past the end"
+
+
+def _sqlite_count(number: int) -> int:
+    """A limit or offset as SQLite can bind it (its integers stop at 2**63 - 1): `--limit 10**20` means all."""
+    return min(number, _BEYOND_ANY_STORE)  # `_run_ids_newest_first`: sharded or not
 
 
 def _shard_of(manifest: RunManifest) -> str | None:
@@ -595,7 +600,7 @@ class SqliteRunStore:
             + (" WHERE " + " AND ".join(clauses) if clauses else "")
             + " ORDER BY created_at DESC, run_id DESC LIMIT ? OFFSET ?"
         )
-        rows = self._connection.execute(query, (*parameters, limit, offset)).fetchall()
+        rows = self._connection.execute(query, (*parameters, _sqlite_count(limit), _sqlite_count(offset))).fetchall()
         return [self._stored(row) for row in rows]
 
     @_speaks_for_the_file
@@ -627,8 +632,7 @@ class SqliteRunStore:
             if not (back_text.isascii() and back_text.isdigit()):  # (`isdigit` alone takes `²`, which int() refuses)
                 raise UsageError(f"run reference {ref!r}: write latest or latest~N")
             query = "SELECT run_id FROM runs" + (" WHERE kind = ?" if kind else "") + " ORDER BY created_at DESC, run_id DESC LIMIT 1 OFFSET ?"
-            back = min(int(back_text), _BEYOND_ANY_STORE)  # SQLite's integers stop at 2**63 - 1
-            row = self._connection.execute(query, ((kind,) if kind else ()) + (back,)).fetchone()
+            row = self._connection.execute(query, ((kind,) if kind else ()) + (_sqlite_count(int(back_text)),)).fetchone()
             if row is None:
                 held = self.count_runs(kind=kind)
                 of_kind = f" {kind}" if kind else ""
@@ -732,7 +736,8 @@ class SqliteRunStore:
         where = " AND ".join(clauses)
         total = int(self._connection.execute(f"SELECT count(*) FROM units WHERE {where}", parameters).fetchone()[0])
         rows = self._connection.execute(
-            f"SELECT body FROM units WHERE {where} ORDER BY seq LIMIT ? OFFSET ?", (*parameters, limit, offset)
+            f"SELECT body FROM units WHERE {where} ORDER BY seq LIMIT ? OFFSET ?",
+            (*parameters, _sqlite_count(limit), _sqlite_count(offset))
         ).fetchall()
         units = self._adopted([UnitResult.from_json(json.loads(row[0])) for row in rows])
         return UnitPage(units, total, offset, limit)

@@ -41,10 +41,6 @@ def _given(value: str | None, name: str, left_out: str | None,
         raise UsageError(f"{name} is empty (an unset variable in a script?); give {what}{leave}")
 
 
-# SQLite's integers stop at 2**63 - 1: a `--limit` beyond any store's size means "all of them".
-_ALL = 2**62
-
-
 def _fraction(low: float, high: float, example: float, unit: str) -> Callable[[Any], None]:
     """`between(low, high)` for an option given as a fraction, whose docs speak in points and percent: a value
     such as 5 or 80 is answered with the fraction it meant (`0.05 is 5 points`)."""
@@ -123,7 +119,7 @@ def _git_text(manifest: Any) -> str:
 
 def runs_listed(store: Any, kind: str | None, search: str | None, limit: int) -> Shown:
     """`assay runs list`: the newest runs (of a kind, matching a search) as a table."""
-    runs = store.list_runs(kind=kind, search=search, limit=min(limit, _ALL))
+    runs = store.list_runs(kind=kind, search=search, limit=limit)
     return Shown({"runs": [run.to_json(with_groups=False) for run in runs]}, _list_lines(store, runs, kind, search))
 
 
@@ -149,7 +145,7 @@ def run_shown(store: Any, ref: str, limit: int) -> Shown:
     """`assay runs show`: one run's identity, gates, groups and failing units."""
     _given(ref, "RUN", "the latest run")
     stored = store.get_run(ref, with_groups=True)
-    failing = store.unit_page(stored.run_id, verdict="failed,errored", limit=min(limit, _ALL))
+    failing = store.unit_page(stored.run_id, verdict="failed,errored", limit=limit)
     document = stored.to_json()
     document["failing_units"] = [unit.to_json() for unit in failing.units]
     document["failing_total"] = failing.total
