@@ -654,3 +654,26 @@ def test_after_ctrl_c_attempts_that_never_started_are_counted_and_shown_as_not_s
                             capture_output=True, text=True, env=environment, timeout=60)
     assert "not run: the run was interrupted before it started" in detail.stdout.splitlines(), detail.stdout
     assert "executed:" not in detail.stdout
+
+
+def test_what_an_agent_or_eval_prints_goes_to_stderr_and_json_stays_parseable(tmp_path):
+    project = replying_project(tmp_path / "p", reply="yes")
+    experiment = project / "experiments" / "e.py"
+    # The agent prints from its send and from a worker thread; the eval prints too.
+    experiment.write_text(experiment.read_text().replace(
+        "async def send(turn_input, ctx):\n",
+        "import asyncio\n\nasync def send(turn_input, ctx):\n    print('agent says hi')\n"
+        "    await asyncio.to_thread(print, 'thread says hi')\n",
+    ))
+    (project / "evals" / "chatty_eval.py").write_text(
+        "from assay.agent import define_eval\n\n"
+        "async def body(t):\n    print('eval says hi')\n    await t.send('hello')\n\n"
+        "chatty = define_eval(body)\n"
+    )
+    done = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]  # every line is an event
+    assert lines[-1]["type"] == "receipt" and lines[-1]["receipt"]["counts"]["passed"] == 1
+    for said in ("agent says hi", "thread says hi", "eval says hi"):
+        assert said in done.stderr and said not in done.stdout

@@ -214,6 +214,26 @@ def test_json_errors_keep_the_did_you_mean_hint_of_the_console(tmp_path):
     assert finished["error"].endswith("matching case 'clpi'; did you mean 'clip'?")
 
 
+def test_what_a_python_adapter_prints_goes_to_stderr_and_json_stays_parseable(tmp_path):
+    from video_evals import NUMBER_ADAPTER
+
+    chatty = NUMBER_ADAPTER.replace(
+        "def create_evaluator(config):\n", "def create_evaluator(config):\n    print('factory says hi')\n"
+    ).replace(
+        "    async def evaluate(self, sample, target):\n",
+        "    async def evaluate(self, sample, target):\n        print('evaluate says hi')\n"
+        "        import threading\n        worker = threading.Thread(target=print, args=('thread says hi',))\n"
+        "        worker.start()\n        worker.join()\n",
+    )
+    eval_dir = make_eval(tmp_path, NUMBERS_CASE, adapter=chatty)
+    result = run_eval(eval_dir, "--json", "--concurrency", "2")
+    assert result.exit_code == 0, result.output  # no gate: the failed samples are only reported
+    events = [json.loads(line) for line in result.stdout.splitlines()]  # every line is an event
+    assert [event["type"] for event in events].count("unit") == 7 and events[-1]["type"] == "run_finished"
+    for said in ("factory says hi", "evaluate says hi", "thread says hi"):
+        assert said in result.stderr and said not in result.stdout
+
+
 def test_resume_refuses_overrides_and_bad_references(tmp_path):
     result = invoke("video", "run", "--resume", "run-x", "--concurrency", "2")
     assert result.exit_code == 2

@@ -3,7 +3,9 @@
 `run_started`, one `unit` per unit as it becomes durable (the shared unit result), `warning`, and a
 last `run_finished` line with the exit code and the verdict counts. Field names are snake_case. Each
 line is one encoder call and one write; nothing else goes to stdout in this mode (errors also go
-to stderr, for a person reading the log).
+to stderr, for a person reading the log). The stream is the one `sys.stdout` was when the reporter was
+made: during a command-line run `sys.stdout` points at stderr, so what adapters or evals print cannot
+land between these lines.
 """
 
 from __future__ import annotations
@@ -23,12 +25,11 @@ class NdjsonEvents:
     name = "NDJSON"
 
     def __init__(self, stream: TextIO | None = None) -> None:
-        self.stream = stream
+        self.stream = stream if stream is not None else sys.stdout
         self._counts = dict.fromkeys(VERDICTS, 0)
 
     def _line(self, document: dict[str, Any]) -> None:
-        stream = self.stream if self.stream is not None else sys.stdout
-        stream.write(_encode(document) + "\n")
+        self.stream.write(_encode(document) + "\n")
 
     def run_started(self, event: Any) -> None:
         self._line({"type": "run_started", "kind": event.kind, "run_id": event.run_id, "total": event.total,
@@ -63,4 +64,4 @@ class NdjsonEvents:
             document["checkpoint"] = str(event.checkpoint)
             document["checkpoint_kept"] = event.checkpoint_kept
         self._line(document)
-        (self.stream if self.stream is not None else sys.stdout).flush()
+        self.stream.flush()

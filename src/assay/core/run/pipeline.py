@@ -10,12 +10,13 @@ by the same path. This module is the only one that records runs in the store (`S
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
 import sys
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ContextManager, TypeVar
 
 from assay.core.record import UnitResult
 from assay.core.run.kinds import OpenedRun, Resumed, RunKind, ShardRecord, WorkerSpec, kind_named
@@ -202,15 +203,26 @@ def run(
     Never raises for a user error or an interruption: the result's exit code says what happened."""
     run_kind: RunKind[Request] = kind_named(kind) if isinstance(kind, str) else kind
     events = _events(run_kind, outputs, reporters)
-    opened: OpenedRun | None = None
-    try:
-        opened = _open(run_kind, request, outputs, resume, events)
-        outcome = asyncio.run(_held(_execute(opened, events, execution))).value
-    except (KeyboardInterrupt, asyncio.CancelledError):  # a second Ctrl-C may cancel every task
-        return _interrupted(run_kind, events, opened, execution)
-    except Exception as error:  # noqa: BLE001 - a bug still ends as one message (traceback with --debug)
-        return _failed(run_kind, request, events, opened, error, execution)
-    return _finish(events, opened.conclude(outcome), opened, execution)
+    with _only_events_on_stdout(outputs, reporters):
+        opened: OpenedRun | None = None
+        try:
+            opened = _open(run_kind, request, outputs, resume, events)
+            outcome = asyncio.run(_held(_execute(opened, events, execution))).value
+        except (KeyboardInterrupt, asyncio.CancelledError):  # a second Ctrl-C may cancel every task
+            return _interrupted(run_kind, events, opened, execution)
+        except Exception as error:  # noqa: BLE001 - a bug still ends as one message (traceback with --debug)
+            return _failed(run_kind, request, events, opened, error, execution)
+        return _finish(events, opened.conclude(outcome), opened, execution)
+
+
+def _only_events_on_stdout(outputs: Outputs, reporters: Sequence[RunListener] | None) -> ContextManager[Any]:
+    """With `--json`, stdout carries the event lines and nothing else: while the run goes on, `sys.stdout`
+    is stderr, so a Python adapter's or an eval's `print()` (in any thread) goes there, as a process
+    adapter's own output does. The event reporters hold the real stdout, taken when they were made.
+    Only for the command line's reporters: the Python API leaves its caller's `sys.stdout` alone."""
+    if not outputs.json or reporters is not None:
+        return contextlib.nullcontext()
+    return contextlib.redirect_stdout(sys.stderr)
 
 
 async def run_async(
