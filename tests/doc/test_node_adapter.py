@@ -240,6 +240,23 @@ def test_bridge_start_fails_for_a_missing_module(tmp_path):
     assert issubclass(NodeHookError, AdapterError)
 
 
+def test_a_syntax_error_in_the_module_names_its_line_and_column_and_one_in_an_import_keeps_nodes_words(tmp_path):
+    broken = tmp_path / "adapter.mjs"
+    broken.write_text("export function gradeCandidate(grade) {\n  const x = {;\n  return x;\n}\n")
+    with pytest.raises(AdapterError) as caught:
+        asyncio.run(NodeModuleBridge.start(broken))
+    assert str(caught.value) == (
+        f"failed to load adapter module from {broken}: Unexpected token ';' (line 2, column 14: const x = {{;)"
+    )
+    # The module is fine; what it imports is not: node's own message, nothing made up.
+    (tmp_path / "helper.mjs").write_text("export const y = );\n")
+    importer = tmp_path / "importer.mjs"
+    importer.write_text("import { y } from './helper.mjs';\nexport const f = () => y;\n")
+    with pytest.raises(AdapterError) as caught:
+        asyncio.run(NodeModuleBridge.start(importer))
+    assert str(caught.value) == f"failed to load adapter module from {importer}: Unexpected token ')'"
+
+
 # ---- modules that hang: a start limit, and Ctrl-C that leaves no node behind -----------------------
 
 

@@ -1,6 +1,7 @@
 // Serve one JavaScript ES module over assay's NDJSON process protocol: the host calls exports by name.
 // Requests: load {module, helpers?, helperConfig?} -> {exports}; call {export, args} -> {ok, value} or
 // {ok: false, error, name, stack, location}; close.
+import { spawnSync } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -50,6 +51,19 @@ const failure = (error) => {
   return { ok: false, error: describe(error), name, stack, location: locate(stack) };
 };
 
+// Node's module loader reports a syntax error without saying where it is (node 20 and 22); `node --check`
+// of the file does: "<file>:<line>", the line's text, then a caret under the column. Nothing is added
+// when the error is in a module the file imports (the check of the file itself passes).
+const whereSyntaxFails = (file) => {
+  const checked = spawnSync(process.execPath, ["--check", file], { encoding: "utf8", timeout: 15000 });
+  const [first = "", text = "", caret = ""] = String(checked.stderr ?? "").split("\n");
+  const place = /:(\d+)$/.exec(first);
+  if (checked.status === 0 || !place || !first.startsWith(file)) return "";
+  const column = caret.indexOf("^");
+  const shown = text.trim().length > 120 ? `${text.trim().slice(0, 117)}...` : text.trim();
+  return ` (line ${place[1]}${column >= 0 ? `, column ${column + 1}` : ""}: ${shown})`;
+};
+
 // Replace marker strings (e.g. the doc resolver) with live helper objects, anywhere in the arguments.
 const withHelpers = (value) => {
   if (typeof value === "string") return markers.has(value) ? markers.get(value) : value;
@@ -66,7 +80,12 @@ const load = async ({ module, helpers, helperConfig }) => {
     markers = new Map(Object.entries(await helperModule.createHelpers(helperConfig ?? {})));
   }
   const href = pathToFileURL(module).href;
-  userModule = await import(href);
+  try {
+    userModule = await import(href);
+  } catch (error) {
+    if (error instanceof SyntaxError) error.message += whereSyntaxFails(module);
+    throw error;
+  }
   // Node reports a symlinked module's frames under its real path.
   let realHref = href;
   try {
