@@ -57,3 +57,43 @@ def test_console_script_keeps_exit_codes_and_output() -> None:
     )
     assert missing.returncode == 2
     assert "eval directory does not exist: /nonexistent/evals" in missing.stdout + missing.stderr
+
+
+STOPPING = textwrap.dedent(
+    """
+    import sys, time
+    from assay.core.process import _terminate_as_interrupt
+
+    _terminate_as_interrupt()
+    try:
+        print("ready", flush=True)
+        time.sleep(30)
+    except KeyboardInterrupt:  # the orderly stop a command makes: it takes a while
+        print("stopping", flush=True)
+        deadline = time.monotonic() + float(sys.argv[1])
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+        sys.exit(130)
+    """
+)
+
+
+def _stopped_by(sigterm_gaps: list[float], stopping_s: float) -> tuple[int, str]:
+    import signal
+    import time
+
+    process = subprocess.Popen([sys.executable, "-c", STOPPING, str(stopping_s)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline() == "ready\n"
+    process.send_signal(signal.SIGTERM)
+    assert process.stdout.readline() == "stopping\n"  # the first SIGTERM's handler has run
+    for gap in sigterm_gaps:
+        time.sleep(gap)
+        process.send_signal(signal.SIGTERM)
+    return process.wait(timeout=30), process.stdout.read()
+
+
+def test_a_sigterm_right_after_the_first_is_the_same_request_and_a_later_one_ends_at_once() -> None:
+    # `timeout` sends SIGTERM to the command and again to its process group: one orderly stop, exit 130.
+    assert _stopped_by([0.05], stopping_s=0.6)[0] == 130
+    # A second SIGTERM well after the first (a job runner losing patience) ends the command at once.
+    assert _stopped_by([1.2], stopping_s=5)[0] == -15

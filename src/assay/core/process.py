@@ -42,14 +42,26 @@ def _say_on_stderr(line: str) -> None:
         pass
 
 
+_SAME_SIGTERM_S = 1.0  # SIGTERMs this close to the first are the first one again
+
+
 def _terminate_as_interrupt() -> None:
     """SIGTERM (a CI job cancelled, `kill`, a container stopping) ends a command the way Ctrl-C
-    does: progress kept, adapters and their descendants stopped. A second SIGTERM ends it at once."""
+    does: progress kept, adapters and their descendants stopped. A second SIGTERM ends it at once,
+    unless it comes within `_SAME_SIGTERM_S` of the first: `timeout` (and some job runners) send one to
+    the command and one more to its whole process group, which is the same request, not a second one."""
     import signal
+    import time
+
+    first: list[float] = []
 
     def interrupt(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        if not first:
+            first.append(time.monotonic())
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        elif time.monotonic() - first[0] >= _SAME_SIGTERM_S:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
 
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         # A background job of a non-interactive shell (`cmd &` in a CI script) starts with SIGINT
