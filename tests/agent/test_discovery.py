@@ -121,6 +121,10 @@ def test_selection_by_experiment_prefix_eval_prefix_and_tag(tmp_path):
     ("evals/g_eval.py", "from assay.agent import define_eval, local_sandbox\n\nasync def t(t):\n    pass\n\n"
                         "EVALS = {'x': define_eval(t, sandbox=local_sandbox(isolaton='none'))}\n",
      "TypeError: local_sandbox() got an unexpected keyword argument 'isolaton'; did you mean 'isolation'?"),
+    # other tools name an eval by hand: assay takes the id from the file, and says so
+    ("evals/i_eval.py", "from assay.agent import define_eval\n\nasync def t(t):\n    pass\n\nrefund = define_eval(t, id='refund')\n",
+     "TypeError: define_eval() got an unexpected keyword argument 'id'; an eval's id is not given but comes from its "
+     "file's path: `evals/orders/refund_eval.py` is 'orders/refund' (rename the file"),
     ("evals/h_eval.py", "def mine(*, limit=1):\n    pass\n\nmine(limt=2)\n",
      "h_eval.py (line 4): TypeError: mine() got an unexpected keyword argument 'limt'"),
     ("evals/eval.py", ONE_EVAL.format(description="x", tags=[]), "must be inside a folder"),

@@ -11,6 +11,8 @@ from typing import Any
 
 __all__ = ["keyword_meant"]
 
+_ID_KEYWORDS = ("id", "name", "eval_id")  # how other tools name an eval, which assay takes from where it is
+
 _UNEXPECTED_KEYWORD = re.compile(r"^(?:(\w+)\.)?(\w+)\(\) got an unexpected keyword argument '(\w+)'$")
 
 
@@ -31,6 +33,9 @@ def keyword_meant(error: BaseException) -> str:
     if found is None:
         return ""
     owner, name, keyword = found.groups()
+    if owner is None and name in ("define_eval", "define_eval_group") and keyword in _ID_KEYWORDS:
+        return ("; an eval's id is not given but comes from its file's path: `evals/orders/refund_eval.py` is "
+                "'orders/refund' (rename the file to change it; `assay agent list` shows the ids)")
     method = owner is not None and name != "__init__"
     target = _assay_agent_name(owner or name, classes=owner is not None)
     if target is not None and method:
