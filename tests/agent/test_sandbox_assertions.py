@@ -159,3 +159,21 @@ def test_paths_are_relative_to_the_workdir_and_bad_arguments_are_authoring_error
     result = run_one_linked(sandbox_agent(send), define_eval(test, sandbox=sandbox_template(provider)))
     assert result.assertions[0]["status"] == "matched"
     assert result.error["code"] == "authoring-error" and "status must be one of" in result.error["message"]
+
+
+@pytest.mark.parametrize(("assertion", "said"), [
+    (lambda t: t.sandbox.file_changed("main.py", status="modifed"),
+     "file_changed status must be one of added, modified, deleted, got 'modifed'; did you mean 'modified'?"),
+    (lambda t: t.sandbox.not_in_diff("secret", content="bth"),
+     "not_in_diff content must be one of added, removed, both, got 'bth'; did you mean 'both'?"),
+    # An absolute path outside the workdir was an assertion that just failed ("/etc/passwd was not deleted").
+    (lambda t: t.sandbox.file_deleted("/etc/passwd"), "'/etc/passwd' is outside the sandbox workdir ("),
+])
+def test_a_misspelt_status_or_side_and_a_path_outside_the_workdir_say_what_was_meant(assertion, said):
+    async def test(t):
+        await t.send("x")
+        assertion(t)
+
+    result = run_one_linked(sandbox_agent(), define_eval(test, sandbox=sandbox_template("local")))
+    assert result.verdict == "errored" and result.error["code"] == "authoring-error", result.error
+    assert said in result.error["message"], result.error["message"]

@@ -70,6 +70,30 @@ def test_list_diff_and_stop_kept_sandboxes(sandbox_dir):
     assert both.exit_code == 2 and "give sandbox ids or --all, not both" in both.output, both.output
 
 
+def test_a_misspelt_window_path_or_id_prefix_is_one_error_saying_what_was_meant(sandbox_dir):
+    """`--window trun1` named the windows but not the one meant; `--path` outside the workdir printed the first
+    window's heading and then git's own fatal error; a misspelt prefix ('2c9e' for '2c9d…') was close to no id."""
+    outcome = _keep_two_sandboxes()
+    first, second = (result.sandbox for result in outcome.results)
+    window = invoke("diff", first["sandbox_id"], "--window", "trun2")
+    assert window.exit_code == 2 and "no window 'trun2'; did you mean 'turn2'?" in window.output, window.output
+    for outside in ("/etc/passwd", "../ledger", f"{first['workdir']}/../home/x"):
+        refused = invoke("diff", first["sandbox_id"], "--path", outside)
+        assert refused.exit_code == 2 and refused.output.startswith("Error: "), refused.output
+        assert f"--path {outside} is outside the workdir of sandbox {first['sandbox_id']}" in refused.output
+        assert "git" not in refused.output and "==" not in refused.output
+    absolute = invoke("diff", first["sandbox_id"], "--window", "turn2", "--path", f"{first['workdir']}/greeting.txt")
+    assert absolute.exit_code == 0 and "+goodbye" in absolute.output, absolute.output
+    assert invoke("stop", "--all").exit_code == 0
+    for name in ("2c9dc35072e1", "77aa00bb11cc"):
+        root = sandbox_dir / name
+        (root / "workspace").mkdir(parents=True)
+        write_entry(root, SandboxEntry(sandbox_id=name, provider="local", state="kept", workdir=str(root / "workspace"),
+                                       root=str(root), owner_pid=0, created=time.time()))
+    unknown = invoke("diff", "2c9e")
+    assert unknown.exit_code == 2 and "'2c9e'; did you mean '2c9dc35072e1'?" in unknown.output, unknown.output
+    assert invoke("stop", "--all").exit_code == 0
+
 def test_prune_removes_what_a_dead_run_left_behind(sandbox_dir):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -118,6 +142,15 @@ def test_kept_containers_are_listed_diffed_and_stopped(docker_image, sandbox_dir
     stopped = invoke("stop", sandbox_id)
     assert stopped.exit_code == 0, stopped.output
     assert docker_containers(sandbox_id) == [] and list_entries(sandbox_dir) == []
+    # The container went without its workspace volume (`docker rm -f`, no -v): stop removes that too.
+    assert "its container left behind" in stopped.output
+    from assay.agent.sandbox.docker import docker_client
+
+    client = docker_client()
+    try:
+        assert client.volumes.list(filters={"label": f"assay.sandbox={sandbox_id}"}) == []
+    finally:
+        client.close()
 
 
 PROJECT = {

@@ -211,6 +211,19 @@ def test_a_container_that_cannot_start_is_sandbox_create_failed(docker_image, op
     assert result.error["message"].startswith("docker sandbox could not be created: the container could not be started")
 
 
+def test_a_misspelt_network_mode_says_what_it_takes_and_which_was_meant(docker_image):
+    """`network_mode="nnone"` said only the daemon's "network nnone not found"."""
+    async def test(t):
+        await t.send("echo hi")
+
+    layer = docker_sandbox(image=docker_image, network_mode="nnone")
+    result = run_one_linked(sandbox_agent(), define_eval(test, sandbox=layer))
+    assert result.verdict == "errored" and result.error["code"] == "sandbox-create-failed", result.error
+    assert result.error["message"].endswith(
+        "network nnone not found; network_mode takes none, bridge, host or the name of a network `docker network ls` "
+        "shows; did you mean 'none'?"), result.error["message"]
+
+
 def test_a_build_source_that_is_not_there_is_said_when_the_eval_is_defined(tmp_path):
     with pytest.raises(ConfigError, match=f"docker_sandbox: the build context {tmp_path / 'nope'} does not exist"):
         docker_sandbox(context=tmp_path / "nope")
@@ -406,3 +419,24 @@ def test_a_program_that_is_not_there_is_127_and_names_no_wrapper(docker_image):
     missing = asyncio.run(body())
     assert missing.exit_code == 127 and "no-such-program-here: not found" in missing.stderr, missing.stderr
     assert ".assay-exec" not in missing.stderr
+
+
+def test_a_command_that_prints_a_lot_keeps_only_the_output_limit_as_locally(docker_image):
+    """A container's command kept every byte it printed (a 2 GB log held in assay's memory), where a local
+    one keeps the first OUTPUT_LIMIT_BYTES of each stream; the callbacks still see all of it."""
+    from assay.agent.sandbox.interface import OUTPUT_LIMIT_BYTES
+
+    seen = [0]
+
+    async def body():
+        sandbox = await container(docker_image)
+        try:
+            return await sandbox.run_shell(f"head -c {OUTPUT_LIMIT_BYTES + 5_000_000} /dev/zero | tr '\\0' x; "
+                                           "head -c 100 /dev/zero >&2; echo done",
+                                           on_stdout=lambda text: seen.__setitem__(0, seen[0] + len(text)))
+        finally:
+            await sandbox.stop()
+
+    printed = asyncio.run(body())
+    assert printed.exit_code == 0 and len(printed.stdout) == OUTPUT_LIMIT_BYTES and set(printed.stdout) == {"x"}
+    assert len(printed.stderr) == 100 and seen[0] == OUTPUT_LIMIT_BYTES + 5_000_000 + len("done\n")

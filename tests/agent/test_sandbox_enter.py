@@ -165,3 +165,17 @@ def test_ctrl_c_typed_into_the_shell_is_the_shells_and_sigterm_still_ends_it(san
     os.kill(cancelled.pid, signal.SIGTERM)  # a job cancelled: assay alone is told
     stdout, stderr = cancelled.communicate(timeout=60)
     assert cancelled.returncode == 130 and stderr.strip() == "Interrupted." and "still here" not in stdout
+
+
+@pytest.mark.parametrize("isolation", ["none", "bubblewrap"])
+def test_the_shell_has_default_signals_and_dying_of_one_exits_as_a_shell_says(sandbox_dir, isolation):
+    """Under bubblewrap the shell used to start with SIGPIPE ignored (left so by the Python that gives it Ctrl-C
+    back), so `seq … | head -1` in it said "write error: Broken pipe"; and a shell killed by a signal made
+    `enter` exit 247 (-9 as a byte) instead of 137."""
+    sandbox_id = _kept("local", isolation=isolation)["sandbox_id"]
+    shell = enter(sandbox_id, "seq 1 1000000 | head -1\ngrep SigIgn /proc/self/status\nkill -KILL $$\n")
+    assert shell.returncode == 137, shell.stderr
+    assert shell.stdout.splitlines()[0] == "1" and "Broken pipe" not in shell.stdout + shell.stderr
+    ignored = int(shell.stdout.split("SigIgn:")[1].split()[0], 16)
+    assert not ignored & (1 << (13 - 1)), shell.stdout  # SIGPIPE
+    assert CliRunner().invoke(sandbox_app, ["stop", sandbox_id]).exit_code == 0

@@ -40,6 +40,17 @@ def test_a_base_dir_that_names_no_folder_is_refused(base_dir):
         local_sandbox(base_dir=base_dir)
 
 
+@pytest.mark.parametrize(("isolation", "said"), [
+    ("bubblewrapp", "got 'bubblewrapp'; did you mean 'bubblewrap'?"),
+    ("None", "got 'None'; did you mean 'none'?"),
+    (True, "got True"),
+])
+def test_a_misspelt_isolation_says_which_was_meant(isolation, said):
+    with pytest.raises(SandboxError) as refused:
+        local_sandbox(isolation=isolation)
+    assert str(refused.value) == f"local_sandbox isolation must be one of auto, bubblewrap, none, {said}"
+
+
 def test_a_relative_base_dir_is_taken_from_the_current_folder_and_its_sandboxes_work(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     provider = LocalProvider(base_dir="sandboxes", isolation="none")

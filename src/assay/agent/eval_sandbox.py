@@ -33,6 +33,12 @@ class SandboxAssertionHandle(AssertionHandle):
 _CONTENT_SIDES = ("added", "removed", "both")
 
 
+def _meant(word: Any, choices: Sequence[str]) -> str:
+    from assay.core.format import did_you_mean
+
+    return did_you_mean(word, choices) if isinstance(word, str) else ""
+
+
 def _as_matcher(value: Any, name: str) -> Matcher | None:
     if value is None or isinstance(value, Matcher):
         return value
@@ -58,8 +64,9 @@ class EvalSandbox(Sandbox):
         if text.startswith(workdir):
             text = text[len(workdir):]
         text = posixpath.normpath(text)
-        if text.startswith("../") or text == "..":
-            raise AuthoringError(f"{path!r} is outside the sandbox workdir")
+        if text.startswith("../") or text == ".." or text.startswith("/"):
+            # An absolute path elsewhere (/etc/passwd) used to be an assertion that simply failed.
+            raise AuthoringError(f"{path!r} is outside the sandbox workdir ({self.workdir}); give a path relative to it")
         return text
 
     def _post_run(self, assertion: assertions.Assertion) -> SandboxAssertionHandle:
@@ -87,7 +94,8 @@ class EvalSandbox(Sandbox):
         from assay.agent.sandbox.changes import STATUSES
 
         if status is not None and status not in STATUSES:
-            raise AuthoringError(f"file_changed status must be one of {', '.join(STATUSES)}, got {status!r}")
+            raise AuthoringError(f"file_changed status must be one of {', '.join(STATUSES)}, got {status!r}"
+                                 + _meant(status, STATUSES))
         return self._post_run(assertions.FileChanged(
             self._relative(path), status, _as_matcher(before, "before"), _as_matcher(after, "after"),
         ))
@@ -98,7 +106,8 @@ class EvalSandbox(Sandbox):
     def not_in_diff(self, pattern: str | re.Pattern[str], *, content: str = "both") -> SandboxAssertionHandle:
         """`pattern` (a regular expression) is in no changed path and no added/removed line."""
         if content not in _CONTENT_SIDES:
-            raise AuthoringError(f"not_in_diff content must be one of {', '.join(_CONTENT_SIDES)}, got {content!r}")
+            raise AuthoringError(f"not_in_diff content must be one of {', '.join(_CONTENT_SIDES)}, got {content!r}"
+                                 + _meant(content, _CONTENT_SIDES))
         try:
             compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
         except re.error as error:

@@ -47,6 +47,7 @@ from assay.agent.sandbox.docker_workspace import (
     unseen,
 )
 from assay.agent.sandbox.interface import (
+    OUTPUT_LIMIT_BYTES,
     CommandSignal,
     CreateRequest,
     OutputCallback,
@@ -59,6 +60,7 @@ from assay.errors import ConfigError
 INSTALL_HINT = "pip install docker (assay's `docker` extra)"
 ISOLATION = "docker"
 NETWORK_NONE = "none"
+_NETWORK_MODES = (NETWORK_NONE, "bridge", "host")
 DEFAULT_PIDS_LIMIT = 4096  # a fork bomb stops here, not at the host's pid_max
 OWNER_LABEL = "assay.owner"  # host:pid of the process that made the container (prune finds orphans by it)
 ROOT_LABEL = "assay.root"  # the sandbox's registry folder on that host
@@ -213,7 +215,13 @@ class DockerSandbox:
         try:
             await asyncio.shield(self._started)  # an exec cancelled meanwhile does not cancel the start
         except Exception as error:  # noqa: BLE001 - the runtime refused: a bad user, a missing command, …
-            raise SandboxError(f"the container could not be started: {_short_error(error)}") from None
+            said = _short_error(error)
+            if f"network {self.network_mode} not found" in said:  # a misspelt network_mode
+                from assay.core.format import did_you_mean
+
+                said += (f"; network_mode takes none, bridge, host or the name of a network `docker network ls` shows"
+                         f"{did_you_mean(self.network_mode, _NETWORK_MODES)}")
+            raise SandboxError(f"the container could not be started: {said}") from None
 
     @property
     def host_loopback(self) -> bool:
@@ -253,6 +261,7 @@ class DockerSandbox:
         exec_id = created["Id"]
         out: list[bytes] = []
         err: list[bytes] = []
+        kept = {id(out): 0, id(err): 0}  # bytes kept per stream: as locally, no more than the output limit
         finished = loop.create_future()
 
         def deliver(callback: OutputCallback, decoder: Any, chunk: bytes) -> None:
@@ -280,7 +289,9 @@ class DockerSandbox:
                         (stdout_chunk, out, on_stdout, decoders[0]), (stderr_chunk, err, on_stderr, decoders[1]),
                     ):
                         if chunk:
-                            sink.append(chunk)
+                            if kept[id(sink)] < OUTPUT_LIMIT_BYTES:
+                                sink.append(chunk[: OUTPUT_LIMIT_BYTES - kept[id(sink)]])
+                                kept[id(sink)] += len(sink[-1])
                             if callback is not None:
                                 loop.call_soon_threadsafe(deliver, callback, decoder, chunk)
             except Exception as error:  # noqa: BLE001 - a broken stream ends the command

@@ -63,9 +63,14 @@ def _enter_local(entry: SandboxEntry, leave_running: bool) -> int:
 # die of Ctrl-C (taking the shell with it): bwrap starts with Ctrl-C ignored, and this, inside the sandbox,
 # gives the shell Ctrl-C's default back before it runs (an ignored signal stays ignored across exec, and a
 # shell cannot `trap` a signal ignored when it started). The host's Python, which bwrap's view of the host shows.
+# Python itself starts with SIGPIPE and SIGXFSZ ignored: they get their defaults back too, or every command in
+# the shell would inherit them (`seq 1 100000 | head -1` saying "write error: Broken pipe").
 _WITH_DEFAULT_CTRL_C = [
     sys.executable, "-I", "-S", "-c",
-    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])",
+    "import os, signal, sys\n"
+    "for name in ('SIGINT', 'SIGPIPE', 'SIGXFSZ'):\n"
+    "    signal.signal(getattr(signal, name), signal.SIG_DFL)\n"
+    "os.execvp(sys.argv[1], sys.argv[1:])",
 ]
 
 
@@ -78,7 +83,8 @@ def _shell_until_it_exits(argv: list[str], *, starter_ignores_ctrl_c: bool = Fal
     SIGTERM (a job cancelled) still ends it as Ctrl-C ends other commands: the shell is killed (an interactive
     shell ignores SIGTERM), then KeyboardInterrupt."""
     if threading.current_thread() is not threading.main_thread():
-        return subprocess.Popen(argv, **options).wait()
+        code = subprocess.Popen(argv, **options).wait()
+        return 128 - code if code < 0 else code
     terminated: list[int] = []
     process: subprocess.Popen | None = None
 
@@ -100,7 +106,8 @@ def _shell_until_it_exits(argv: list[str], *, starter_ignores_ctrl_c: bool = Fal
             signal.signal(number, handler)
     if terminated:
         raise KeyboardInterrupt
-    return code
+    # A shell killed by a signal exits as shells say it, 128 + the signal (`kill -9 $$`: 137), not -9.
+    return 128 - code if code < 0 else code
 
 
 def _enter_container(entry: SandboxEntry, leave_running: bool) -> int:

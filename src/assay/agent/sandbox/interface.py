@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 OutputCallback = Callable[[str], Any]
+OUTPUT_LIMIT_BYTES = 32 * 1024 * 1024  # per stream, in every provider; a command printing more is cut (callbacks still see it)
 
 
 @dataclass(frozen=True, slots=True)

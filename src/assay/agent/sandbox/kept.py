@@ -59,10 +59,15 @@ def diff_text(prefix: str, window: str | None = None, path: str | None = None) -
     """What the agent changed in the sandbox, send window by send window (only `window`, when given),
     then what changed in its workdir after the run (`after`), as unified diffs (only of `path`), each
     under its `== window ==` line. Yields text to write as it is."""
+    from assay.core.format import did_you_mean
+
     entry = _entry(prefix)
     names = [item["window"] for item in entry.windows]
     if window is not None and window not in (*names, AFTER):
-        raise SandboxError(f"sandbox {entry.sandbox_id} has no window {window!r} (windows: {', '.join([*names, AFTER])})")
+        raise SandboxError(f"sandbox {entry.sandbox_id} has no window {window!r}{did_you_mean(window, [*names, AFTER])} "
+                           f"(windows: {', '.join([*names, AFTER])})")
+    if path is not None:
+        path = _in_workdir(entry, path)
     windows = [item for item in entry.windows if window is None or item["window"] == window]
     with _ledger_git(entry) as git:
         if window in (None, AFTER):
@@ -88,6 +93,21 @@ def diff_text(prefix: str, window: str | None = None, path: str | None = None) -
             from assay.core.format import join_first
 
             yield f"(no changes to {path}" + (f"; changed: {join_first(changed, separator=', ')}" if changed else "") + ")\n"
+
+
+def _in_workdir(entry: SandboxEntry, path: str) -> str:
+    """`--path` relative to the sandbox's workdir (an absolute path in it is made so); `SandboxError` for one
+    outside it, which `git diff` would only answer with a fatal error after the first window's heading."""
+    import posixpath
+
+    workdir = entry.workdir.rstrip("/") or "/"
+    resolved = posixpath.normpath(posixpath.join(workdir, path))
+    if resolved == workdir:
+        return "."
+    if not resolved.startswith(workdir.rstrip("/") + "/"):
+        raise SandboxError(f"--path {path} is outside the workdir of sandbox {entry.sandbox_id} ({workdir}): give a "
+                           "path in it, relative to it (like --path calc.py)")
+    return posixpath.relpath(resolved, workdir)
 
 
 def _after_the_run(entry: SandboxEntry, git: Any) -> dict[str, str] | None:

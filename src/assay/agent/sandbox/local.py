@@ -24,6 +24,7 @@ from typing import Any
 from assay.adapters.process_tree import TREE_VARIABLE, ProcessTree, become_subreaper
 from assay.agent.sandbox.commands import SandboxError, checked_env, checked_path_prepend
 from assay.agent.sandbox.interface import (
+    OUTPUT_LIMIT_BYTES,
     CommandSignal,
     CreateRequest,
     OutputCallback,
@@ -35,7 +36,6 @@ from assay.core.fsutil import is_contained
 BUBBLEWRAP = "bubblewrap"
 PROCESS_GROUP = "process-group"
 ISOLATIONS = ("auto", BUBBLEWRAP, "none")
-OUTPUT_LIMIT_BYTES = 32 * 1024 * 1024  # per stream; a command printing more is cut (callbacks still see it)
 _DRAIN_SECONDS = 0.5  # after the leader exits, how long a descendant may keep its pipes open
 _TERMINATE_GRACE_SECONDS = 1.0
 _KILL_GRACE_SECONDS = 3.0
@@ -281,11 +281,15 @@ class LocalSandbox:
         return RawOutput(exit_code, stdout.value(), err, time.perf_counter() - started, timed_out, reason)
 
     async def _settle(self, tree: ProcessTree) -> None:
-        """The leader exited: reap it now, unless it left processes running (a server started in setup)."""
-        if any(not member.gone for member in tree.members()):
-            self._lingering.append(tree)
-            return
-        await tree.stop(terminate_grace_s=0.0, kill_grace_s=_KILL_GRACE_SECONDS)
+        """The leader exited: reap it now, unless it left processes running (a server started in setup).
+        Earlier trees whose last process has ended since are reaped too: under bubblewrap the leader often
+        exits a moment before bwrap's inner process, and each such tree used to stay, with its zombies,
+        until the sandbox stopped (two per command, thousands in a long attempt)."""
+        self._lingering.append(tree)
+        ended = [earlier for earlier in self._lingering if all(member.gone for member in earlier.members())]
+        self._lingering = [earlier for earlier in self._lingering if earlier not in ended]
+        for earlier in ended:
+            await earlier.stop(terminate_grace_s=0.0, kill_grace_s=_KILL_GRACE_SECONDS)
 
     async def _kill(self, tree: ProcessTree, why: str) -> bool:
         gone = await tree.stop(terminate_grace_s=_TERMINATE_GRACE_SECONDS, kill_grace_s=_KILL_GRACE_SECONDS)
@@ -507,7 +511,10 @@ class LocalProvider:
         base_dir: str | Path | None = None,
     ) -> None:
         if isolation not in ISOLATIONS:
-            raise SandboxError(f"local_sandbox isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
+            from assay.core.format import did_you_mean
+
+            meant = did_you_mean(isolation, ISOLATIONS) if isinstance(isolation, str) else ""
+            raise SandboxError(f"local_sandbox isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}{meant}")
         if base_dir is not None and (not isinstance(base_dir, (str, os.PathLike)) or not str(base_dir).strip()):
             raise SandboxError(f"local_sandbox base_dir is the folder sandboxes are made in, like base_dir=\"/var/tmp/sandboxes\"; "
                                f"got {base_dir!r}")

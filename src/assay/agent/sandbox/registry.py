@@ -121,7 +121,10 @@ def find_entry(base: Path, prefix: str) -> SandboxEntry:
     if not matches:
         ids = [entry.sandbox_id for entry in entries]
         there = f"the sandboxes there: {join_first(ids, separator=', ')}" if ids else "there are none"
-        raise LookupError(f"no sandbox under {base} has an id starting with {prefix!r}{did_you_mean(prefix, ids)} "
+        # A prefix is compared with the ids' prefixes of its length: '2c9e' is close to '2c9d', not to '2c9dc35072e1'.
+        heads = {sandbox_id[:len(prefix)]: sandbox_id for sandbox_id in reversed(ids)}
+        meant = did_you_mean(prefix, heads, shown=lambda head: repr(heads[head]))
+        raise LookupError(f"no sandbox under {base} has an id starting with {prefix!r}{meant} "
                           f"({there}; `assay agent sandbox list` shows them)")
     return matches[0]
 

@@ -12,6 +12,7 @@ import shutil
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 from assay.agent.sandbox.registry import SandboxEntry, list_entries
 
@@ -89,9 +90,27 @@ def _remove_container(entry: SandboxEntry) -> str:
                 said.append(f"removed container {container.id[:12]}")
             except Exception as error:  # noqa: BLE001
                 said.append(f"container {container.id[:12]} not removed ({type(error).__name__}: {error})")
+        said.extend(_remove_left_volumes(client, entry.sandbox_id))
         return "; ".join(said) or f"container {(entry.container or '?')[:12]} was gone already"
     finally:
         client.close()
+
+
+def _remove_left_volumes(client: Any, sandbox_id: str) -> list[str]:
+    """The workspace volume of a container removed without its volumes (`docker rm -f` outside assay): the
+    container's own removal takes it along, so one found here was left behind."""
+    said = []
+    try:
+        volumes = client.volumes.list(filters={"label": f"assay.sandbox={sandbox_id}"})
+    except Exception:  # noqa: BLE001 - a daemon that cannot list them: the container's removal said enough
+        return said
+    for volume in volumes:
+        try:
+            volume.remove(force=True)
+            said.append(f"removed volume {volume.name[:12]} its container left behind")
+        except Exception as error:  # noqa: BLE001
+            said.append(f"volume {volume.name[:12]} not removed ({type(error).__name__}: {error})")
+    return said
 
 
 def destroy_left_active(base: Path, run_id: str) -> list[str]:
