@@ -451,3 +451,20 @@ def test_agent_list_and_run_warn_about_an_unmatched_eval_file(tmp_path):
             "warning: evals/checkout.py defines an eval but is skipped: eval files are evals/**/*_eval.py or "
             "evals/<folder>/eval.py (rename it checkout_eval.py)"
         ], (command, completed.stdout, completed.stderr)
+
+
+@pytest.mark.parametrize("diff, message", [
+    ({"ignroe": ["logs/**"]}, "eval diff has an unknown key 'ignroe'; did you mean 'ignore'? (it takes \"include\" and/or "
+                              "\"ignore\" lists of glob patterns)"),
+    (["logs/**"], 'eval diff must be a mapping with "include" and/or "ignore" lists of glob patterns'),
+    ({"ignore": "logs/**"}, "eval diff 'ignore' must be a list of non-empty glob patterns"),
+])
+def test_a_bad_diff_rule_says_what_is_wrong_and_which_key_was_meant(diff, message):
+    from assay.agent import define_eval
+
+    async def test(t):
+        pass
+
+    with pytest.raises(ConfigError) as raised:
+        define_eval(test, diff=diff)
+    assert str(raised.value) == message

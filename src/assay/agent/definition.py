@@ -43,8 +43,15 @@ class EvalDescriptor:
 def _check_diff(diff: Any) -> dict[str, tuple[str, ...]] | None:
     if diff is None:
         return None
-    if not isinstance(diff, Mapping) or not set(diff) <= {"include", "ignore"}:
+    if not isinstance(diff, Mapping):
         raise ConfigError('eval diff must be a mapping with "include" and/or "ignore" lists of glob patterns')
+    unknown = [key for key in diff if key not in ("include", "ignore")]
+    if unknown:
+        from assay.core.format import did_you_mean
+
+        meant = did_you_mean(unknown[0], ("include", "ignore")) if isinstance(unknown[0], str) else ""
+        raise ConfigError(f'eval diff has an unknown key {unknown[0]!r}{meant} (it takes "include" and/or "ignore" '
+                          "lists of glob patterns)")
     checked = {}
     for name, patterns in diff.items():
         if isinstance(patterns, str) or not isinstance(patterns, Sequence) or not all(
