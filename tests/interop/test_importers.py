@@ -356,3 +356,55 @@ def test_an_inspect_samples_usage_and_cost_are_summed_over_its_models(tmp_path):
     assert two["usage"] == {"input_tokens": 3, "output_tokens": 4} and two["cost_usd"] == 0.5
     assert "usage" not in unit({"m": {}}) and "cost_usd" not in unit({"m": {"total_cost": float("nan")}})
     assert "usage" not in unit(["not", "a", "mapping"]) and unit({"m": {"total_cost": -0.0}})["cost_usd"] == 0.0
+
+
+def test_an_empty_file_name_is_refused_not_read_as_the_current_folder(junit_log):
+    """`assay runs import "$LOG"` with LOG unset said ". is a folder", naming no file the user wrote."""
+    done = _assay("runs", "import", str(junit_log.path), "")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "Error: a file name given is empty (an unset variable in a script?); name the log files to import\n"
+
+
+def test_an_inspect_json_log_cut_between_two_samples_is_refused_not_imported_in_part(inspect_logs, tmp_path):
+    """A `.json` log cut just after a sample (a partial copy) was imported as a finished run of its first samples,
+    exit 0; cut in the reductions after its samples, as a whole one."""
+    whole = inspect_logs["json"].path.read_bytes()
+    samples = whole.index(b'\n  "samples": [')
+    third = whole.index(b"\n    }", whole.index(b"\n    }", whole.index(b"\n    }", samples) + 1) + 1) + len(b"\n    }")
+    cuts = {"after-a-sample.json": whole[:third], "after-its-comma.json": whole[:third + 1],
+            "in-the-reductions.json": whole[:-20], "after-the-samples.json": whole[:whole.index(b"\n  ]", third) + 4]}
+    for name, content in cuts.items():
+        cut = tmp_path / name
+        cut.write_bytes(content)
+        done = _assay("runs", "import", str(cut))
+        assert done.returncode == 2, (name, done.stdout)
+        assert done.stderr == (f"Error: {cut}: the log is cut short after its last whole sample (a log still being written, "
+                               "or a partial copy?)\n"), done.stderr
+    assert _import(inspect_logs["json"].path).unit_count == inspect_logs["json"].summary["total_samples"]
+
+
+def test_a_pipe_or_a_device_is_refused_instead_of_waited_on(tmp_path):
+    """`assay runs import <(curl …)` or a FIFO read the pipe for the format, then waited for ever to read it again;
+    `/dev/zero --format junit` hashed it for ever."""
+    fifo = tmp_path / "log.xml"
+    os.mkfifo(fifo)
+    for path, format_options in ((fifo, ()), (Path("/dev/zero"), ("--format", "junit"))):
+        done = _assay("runs", "import", str(path), *format_options)
+        assert done.returncode == 2
+        assert done.stderr == (f"Error: {path} is not a regular file (a pipe or a device); save the log to a file and "
+                               "import that\n")
+
+
+def test_a_value_of_a_type_its_tool_never_writes_is_one_error_naming_the_file(pydantic_evals_report, tmp_path):
+    """A report whose `failures` was a number (a log edited by hand) ended the import in a TypeError's traceback, exit 1."""
+    document = json.loads(pydantic_evals_report.path.read_text())
+    document["failures"] = 5
+    edited = tmp_path / "report.json"
+    edited.write_text(json.dumps(document))
+    records = store_path().parent / "records"
+    before = set(records.iterdir()) if records.is_dir() else set()
+    done = _assay("runs", "import", str(edited))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr == (f"Error: {edited}: cannot be read as pydantic-evals: a value in it is not of the type pydantic-evals "
+                           "writes there (TypeError: 'int' object is not iterable); `assay --debug runs import …` shows where\n")
+    assert (set(records.iterdir()) if records.is_dir() else set()) == before  # nothing half-written left

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -44,8 +45,8 @@ class Received:
 
 
 @contextmanager
-def receiver(status: int = 200) -> Iterator[tuple[str, Received]]:
-    """An OTLP/HTTP endpoint on a free loopback port that keeps what it decodes."""
+def receiver(status: int = 200, delay: float = 0.0) -> Iterator[tuple[str, Received]]:
+    """An OTLP/HTTP endpoint on a free loopback port that keeps what it decodes (answering after `delay` seconds)."""
     received = Received()
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -69,6 +70,8 @@ def receiver(status: int = 200) -> Iterator[tuple[str, Received]]:
                         received.events += [{"name": record.event_name, "trace_id": record.trace_id.hex(),
                                              "span_id": record.span_id.hex(), "attributes": _attributes(record.attributes)}
                                             for record in scope.log_records]
+            if delay:
+                time.sleep(delay)
             self.send_response(status)
             self.send_header("Content-Type", "application/x-protobuf")
             self.send_header("Content-Length", "0")
@@ -209,6 +212,11 @@ def test_a_dead_collector_after_a_run_is_one_warning_naming_the_address(tmp_path
     ("http://127.0.0.1:port", "the port must be a number from 1 to 65535"),
     ("http://127.0.0.1:4318/v1/traces", "give the collector's base URL (http://127.0.0.1:4318); assay adds /v1/traces and /v1/logs itself"),
     ("https://otel.example/otlp/v1/logs/", "give the collector's base URL (https://otel.example/otlp); assay adds"),
+    # A query or fragment was kept, and the signals posted to `<url>?key=…/v1/logs`.
+    ("http://127.0.0.1:4318?api_key=1", "give the collector's base URL without a ?query or #fragment (http://127.0.0.1:4318): "
+                                        "assay adds /v1/traces and /v1/logs to it (headers such as an API key go in "
+                                        "OTEL_EXPORTER_OTLP_HEADERS)"),
+    ("https://otel.example/otlp/#logs", "give the collector's base URL without a ?query or #fragment (https://otel.example/otlp)"),
 ])
 def test_a_bad_url_is_a_usage_error(url, reason):
     done = _assay("runs", "export", "latest", "--otlp", url)
@@ -462,3 +470,26 @@ def test_an_export_whose_reader_leaves_after_its_line_exits_0():
             assert line.startswith(b"Exported agent-20261203T100004-0a1b2e"), (line, stderr)
             assert code == 0 and "stopped as on Ctrl-C" not in stderr, (code, stderr)
     assert len(received.spans) == 3
+
+
+@pytest.mark.parametrize("units", [3, 5_000])
+def test_ctrl_c_during_an_export_to_a_slow_collector_stops_at_once(tmp_path, units):
+    """The events' batch in flight was waited for on Ctrl-C: the command exited 130 only once the collector had
+    answered or `--timeout` had passed (up to 600 s)."""
+    import signal
+
+    run_id = f"agent-20261203T100005-{units:06d}"
+    publish_run(RunManifest(run_id=run_id, kind="agent", created_at=utc_timestamp(), title="slow"), _many_units(units))
+    with receiver(delay=30) as (url, received):
+        command = subprocess.Popen([sys.executable, "-m", "assay", "runs", "export", run_id, "--otlp", url, "--timeout", "60"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while not received.requests and time.monotonic() < deadline:  # a batch of events is in flight
+            time.sleep(0.05)
+        assert received.requests, "nothing reached the collector"
+        command.send_signal(signal.SIGINT)
+        start = time.monotonic()
+        out, err = command.communicate(timeout=60)
+        took = time.monotonic() - start
+    assert command.returncode == 130 and out == "" and err == "Interrupted.\n", (command.returncode, out, err)
+    assert took < 5, took

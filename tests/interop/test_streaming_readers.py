@@ -215,3 +215,42 @@ def test_a_map_file_that_cannot_be_read_says_what_at_file_names(tmp_path, monkey
         message = str(raised.value)
         assert message.startswith(f"--map {given}: {problem}") and "@FILE names a file of id pairs" in message, message
         assert "--map 'PATTERN=>REPLACEMENT'" in message
+
+
+def test_a_replacement_naming_a_group_the_pattern_lacks_is_one_usage_error(tmp_path):
+    """`--map '(?P<x>a)=>\\g<y>'` ended `runs compare` in a traceback, exit 1 (re raises IndexError for it)."""
+    for bad, message in ((r"(?P<x>a)=>\g<y>", r"unknown group name 'y' in the replacement '\\g<y>' \(the pattern has one group: "
+                                              r"\\1 refers to it; named x\)$"),
+                         (r"(a)=>\g<y>", r"unknown group name 'y' .*\(the pattern has one group: \\1 refers to it\)$")):
+        with pytest.raises(UsageError, match=message):
+            UnitIdMap.parse([bad])
+
+
+def test_a_pairs_file_giving_an_id_twice_or_no_pair_at_all_is_refused(tmp_path):
+    """A baseline id listed twice with two partners kept the last one silently, and an empty file mapped nothing
+    while the output said a --map file was applied."""
+    twice_csv = tmp_path / "twice.csv"
+    twice_csv.write_text("before,after\nfrance#1,capitals/france#1\nfrance#1,capitals/peru#1\n")
+    twice_json = tmp_path / "twice.json"
+    twice_json.write_text('{"france#1": "capitals/france#1", "france#1": "capitals/peru#1"}')
+    for path in (twice_csv, twice_json):
+        with pytest.raises(UsageError, match=rf"^--map @{path}: pair 2 maps 'france#1' to 'capitals/peru#1', and an earlier "
+                                             r"pair maps it to 'capitals/france#1'; give each baseline id once$"):
+            UnitIdMap.parse([f"@{path}"])
+    same = tmp_path / "same.csv"
+    same.write_text("a,x\na,x\n")  # the same pair twice is no contradiction
+    assert UnitIdMap.parse([f"@{same}"]).apply("a") == "x"
+    for name, text in (("empty.csv", ""), ("header.csv", "before,after\n"), ("empty.json", "{}"), ("list.json", "[]")):
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(UsageError, match=rf"^--map @{path}: the file holds no id pairs; @FILE names"):
+            UnitIdMap.parse([f"@{path}"])
+
+
+def test_a_binary_file_read_as_json_says_it_is_not_json_text(tmp_path):
+    """`runs import --format inspect` of a binary file printed Python's `UnicodeDecodeError: 'utf-8' codec can't …`."""
+    binary = tmp_path / "log.json"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xd5\xff" * 100)
+    with pytest.raises(JsonStreamError, match=rf"^{binary}: not JSON text: its bytes are not UTF-8 \(invalid start byte\)"):
+        with JsonStream.open(binary) as stream:
+            stream.peek()

@@ -108,8 +108,11 @@ def import_command(given: Given) -> None:
     promptfoo results."""
     from assay.core.history.shown import imported
     from assay.core.interop.importing import plan_imports
+    from assay.errors import UsageError
 
     with common.failing():
+        if any(not name.strip() for name in given.files):  # Path("") would be the current folder
+            raise UsageError("a file name given is empty (an unset variable in a script?); name the log files to import")
         planned = plan_imports([Path(name).expanduser() for name in given.files], given.format_name)
     shown, failures, interrupted = imported(planned)
     stdout_guard.results_made()

@@ -25,6 +25,11 @@ def check_endpoint(url: str, option: str = "--otlp") -> str:
         raise UsageError(f"{option} {url!r}: the port must be a number from 1 to 65535", option) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"{option} {url!r}: give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318", option)
+    if parts.query or parts.fragment or url.strip().endswith(("?", "#")):
+        base = parts._replace(query="", fragment="").geturl().rstrip("/")
+        raise UsageError(f"{option} {url!r}: give the collector's base URL without a ?query or #fragment ({base}): assay "
+                         "adds /v1/traces and /v1/logs to it (headers such as an API key go in OTEL_EXPORTER_OTLP_HEADERS)",
+                         option)
     path = parts.path.rstrip("/")
     signal = next((name for name in ("/v1/logs", "/v1/traces", "/v1/metrics") if path.endswith(name)), None)
     if signal is not None:

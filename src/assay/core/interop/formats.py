@@ -9,6 +9,7 @@ file wins, and a file none claims is a usage error naming it and the formats.
 from __future__ import annotations
 
 import importlib
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -77,6 +78,10 @@ def readable_head(path: Path) -> bytes:
     """The file's first 64 KB; a `UsageError` naming it when it is missing, a folder, unreadable or empty, which
     no format can import (checked before any file is imported, also when `--format` names the format)."""
     try:
+        # A log is read more than once (its head here, then its content and its hash): a pipe (`<(…)`, a FIFO) or
+        # a device would be read once, then waited on for ever.
+        if not stat.S_ISREG(path.stat().st_mode) and not path.is_dir():
+            raise UsageError(f"{path} is not a regular file (a pipe or a device); save the log to a file and import that")
         with open(path, "rb") as handle:
             head = handle.read(64 * 1024)
     except IsADirectoryError:

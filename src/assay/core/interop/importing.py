@@ -86,7 +86,15 @@ def import_log(path: Path, log_format: LogFormat, *, database: Path | None = Non
     # settings the collector cost twice what decoding did (Inspect's 7 KB samples: 55 µs against 17).
     with collection_sized_for_runs():
         try:
-            return _import(path, log_format, database or store_path())
+            try:
+                return _import(path, log_format, database or store_path())
+            except (TypeError, AttributeError, KeyError, IndexError) as error:
+                # A value of a type the tool does not write there (a log edited by hand, or made by another
+                # version or tool) that a reader did not check: one message naming the file, not a traceback.
+                raise ImportFormatError(
+                    f"{path}: cannot be read as {log_format.name}: a value in it is not of the type {log_format.name} "
+                    f"writes there ({type(error).__name__}: {error}); `assay --debug runs import …` shows where",
+                ) from error
         except ImportFormatError as error:
             actual = _format_of(path)
             if actual is None or actual.name == log_format.name:

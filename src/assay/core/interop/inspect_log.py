@@ -369,10 +369,22 @@ def _pretty_samples(path: Path, header_characters: int) -> Iterator[Any] | None:
                 position = end + 1 if buffer[end : end + 1] == b"," else end
                 if len(buffer) - position < len(_SAMPLE_START):
                     buffer, position = buffer[position:] + handle.read(_CHUNK), 0
+            # No further sample: the list must close here, and the document end as Inspect ends it (its last line `}`,
+            # at no indent). A log cut between two samples would otherwise be imported as a run of the first ones.
+            if not buffer[position:].lstrip().startswith(b"]") or not _ends_document(handle):
+                raise ImportFormatError(f"{path}: the log is cut short after its last whole sample (a log still being "
+                                        "written, or a partial copy?)")
         finally:
             handle.close()
 
     return samples()
+
+
+def _ends_document(handle: Any) -> bool:
+    """Whether the file ends as a document Inspect wrote does: with a `}` at the start of its last line."""
+    size = handle.seek(0, 2)
+    handle.seek(max(0, size - 64))
+    return handle.read().rstrip().endswith(b"\n}")
 
 
 def _read_json(path: Path) -> ImportedLog:

@@ -55,7 +55,11 @@ class JsonStream:
     def _more(self) -> bool:
         if self._ended:
             return False
-        chunk = self._handle.read(CHUNK)
+        try:
+            chunk = self._handle.read(CHUNK)
+        except UnicodeDecodeError as error:
+            raise JsonStreamError(f"{self._name}: not JSON text: its bytes are not UTF-8 ({error.reason}), as in a binary "
+                                  "file or one another tool wrote") from None
         if not chunk:
             self._ended = True
             return False

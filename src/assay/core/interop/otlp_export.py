@@ -24,9 +24,9 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -223,7 +223,8 @@ class _Sending:
     The SDK's processors swallow an exporter's failure (it is logged, not returned); a command
     must report it, so every export's result is looked at here. With `background`, a full batch is
     sent from a thread while the caller makes the next (the exporter's encoding holds the GIL, its
-    request and the collector's decoding do not); at most one batch is in flight."""
+    request and the collector's decoding do not); at most one batch is in flight. That thread is a
+    daemon: an export stopped by Ctrl-C leaves at once, not once a slow collector has answered."""
 
     def __init__(self, exporter: Any, batch: int, *, background: bool = False) -> None:
         self.exporter = exporter
@@ -232,8 +233,9 @@ class _Sending:
         self.sent = 0
         self.failure: str | None = None
         self.success = _success(exporter)
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assay-otlp") if background else None
-        self._in_flight: Future[None] | None = None
+        self._background = background
+        self._in_flight: threading.Thread | None = None
+        self._raised: BaseException | None = None  # what the batch in flight raised, raised again when waited for
 
     def export(self, records: Any) -> Any:
         self.pending.extend(records)
@@ -252,10 +254,11 @@ class _Sending:
             self.pending.clear()
             return
         records, self.pending = self.pending, []
-        if self._pool is None:
+        if not self._background:
             self._send(records)
         else:
-            self._in_flight = self._pool.submit(self._send, records)
+            self._in_flight = threading.Thread(target=self._send_beside, args=(records,), name="assay-otlp", daemon=True)
+            self._in_flight.start()
 
     def _send(self, records: list[Any]) -> None:
         result = self.exporter.export(records)
@@ -264,10 +267,19 @@ class _Sending:
         else:
             self.sent += len(records)
 
+    def _send_beside(self, records: list[Any]) -> None:
+        try:
+            self._send(records)
+        except BaseException as error:  # noqa: BLE001 - handed to the thread that waits for the batch
+            self._raised = error
+
     def _wait(self) -> None:
         if self._in_flight is not None:
             in_flight, self._in_flight = self._in_flight, None
-            in_flight.result()
+            in_flight.join()
+            raised, self._raised = self._raised, None
+            if raised is not None:
+                raise raised
 
     def force_flush(self, timeout_millis: int = 0) -> bool:
         self.flush()
@@ -275,14 +287,15 @@ class _Sending:
         return True
 
     def shutdown(self, *, send_pending: bool = True) -> None:
-        """Send what is pending (unless the export is being abandoned), wait for it, and close."""
-        if not send_pending:
-            self.pending.clear()
+        """Send what is pending and wait for it, and close; an export being abandoned (Ctrl-C, a unit that could
+        not be read) sends nothing more and does not wait for a batch in flight."""
         try:
-            self.force_flush()
+            if send_pending:
+                self.force_flush()
+            else:
+                self.pending.clear()
+                self._in_flight = None
         finally:
-            if self._pool is not None:
-                self._pool.shutdown()
             self.exporter.shutdown()
 
 

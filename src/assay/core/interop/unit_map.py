@@ -52,10 +52,12 @@ class UnitIdMap:
                                  "write \\( \\) \\[ \\. \\* \\+ \\? for the characters themselves)", "--map") from None
             try:
                 compiled.sub(replacement, "")  # a bad group reference shows here, not in the middle of a compare
-            except re.error as error:
+            except (re.error, IndexError) as error:  # (IndexError: a \g<name> the pattern does not name)
                 groups = compiled.groups
                 has = ("no group to refer to: put the part to keep in ( )" if not groups else
                        "one group: \\1 refers to it" if groups == 1 else f"{groups} groups: \\1 to \\{groups} refer to them")
+                if compiled.groupindex:
+                    has += f"; named {', '.join(compiled.groupindex)}"
                 raise UsageError(f"--map '{option}': {error} in the replacement '{replacement}' (the pattern has {has})",
                                  "--map") from None
             steps.append((compiled, replacement))
@@ -73,7 +75,7 @@ class UnitIdMap:
             pattern, replacement = step
             try:
                 mapped = pattern.sub(replacement, mapped)
-            except re.error as error:
+            except (re.error, IndexError) as error:
                 raise UsageError(f"--map {pattern.pattern!r}=>{replacement!r} on {unit_id!r}: {error}", "--map") from None
         return mapped
 
@@ -113,14 +115,22 @@ def _pairs_file(path: Path) -> dict[str, str]:
             rows = rows[1:]
         return _checked(path, rows)
     try:
-        document = json.loads(text)
+        # (an object as its list of pairs, so that a baseline id written twice is seen)
+        document = json.loads(text, object_pairs_hook=lambda pairs: _Pairs(pairs))
     except json.JSONDecodeError as error:
         raise UsageError(f"--map @{path}: not valid JSON ({error}); give a JSON object or a .csv file", "--map") from None
-    if isinstance(document, Mapping):
-        return _checked(path, list(document.items()))
+    if isinstance(document, _Pairs):
+        return _checked(path, document)
     if isinstance(document, list):
         return _checked(path, document)
     raise UsageError(f"--map @{path}: give a JSON object {{\"baseline id\": \"candidate id\"}} or a list of pairs", "--map")
+
+
+class _Pairs(list):  # type: ignore[type-arg]
+    """A JSON object of the pairs file, as its (key, value) pairs in the order written."""
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 def _checked(path: Path, rows: Iterable[object]) -> dict[str, str]:
@@ -128,7 +138,12 @@ def _checked(path: Path, rows: Iterable[object]) -> dict[str, str]:
     for number, row in enumerate(rows, 1):
         if not isinstance(row, (list, tuple)) or len(row) != 2 or not all(isinstance(item, str) for item in row):
             raise UsageError(f"--map @{path}: pair {number} is not two ids ({row!r})", "--map")
+        if pairs.get(row[0], row[1]) != row[1]:
+            raise UsageError(f"--map @{path}: pair {number} maps {row[0]!r} to {row[1]!r}, and an earlier pair maps it to "
+                             f"{pairs[row[0]]!r}; give each baseline id once", "--map")
         pairs[row[0]] = row[1]
+    if not pairs:
+        raise UsageError(f"--map @{path}: the file holds no id pairs; {_PAIRS_FILE}", "--map")
     return pairs
 
 
