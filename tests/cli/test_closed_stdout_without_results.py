@@ -119,3 +119,13 @@ def test_agent_sandbox_list_whose_reader_is_gone_speaks_of_no_results(tmp_path: 
                                                  lines=0)
     assert code == 130, stderr
     assert stderr.splitlines()[-1] == STOPPED, stderr
+
+
+def test_sandbox_commands_whose_reader_is_gone_speak_of_no_results(tmp_path: Path, monkeypatch) -> None:
+    """`assay agent sandbox prune | head -1` removes sandboxes; it makes no results, so it keeps none."""
+    monkeypatch.setenv("ASSAY_SANDBOX_DIR", str(tmp_path / "sandboxes"))  # never the machine's own sandboxes
+    for command in (("prune",), ("stop", "--all")):
+        code, stderr = _reader_leaves_after_one_line("agent", "sandbox", *command, cwd=tmp_path,
+                                                     store=tmp_path / "store.db", lines=0)
+        assert code == 130, (command, stderr)
+        assert stderr.splitlines()[-1] == STOPPED, (command, stderr)

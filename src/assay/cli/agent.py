@@ -167,7 +167,7 @@ def sandbox_diff_command(given: Given) -> None:
     _write(diff_text(given.sandbox, given.window, given.path), lines=False)
 
 
-@_command(sandbox_app, "enter", "sandbox leave_running")
+@_command(sandbox_app, "enter", "sandbox leave_running", only_reads=True)  # (it makes no results to keep)
 def sandbox_enter_command(given: Given) -> None:
     """A shell in a kept sandbox: in its workdir with its environment (bubblewrap's view when it was made
     with it), or in its container. When the shell exits, the container is stopped (kept: `enter` starts it
@@ -180,7 +180,7 @@ def sandbox_enter_command(given: Given) -> None:
     raise typer.Exit(code)
 
 
-@_command(sandbox_app, "stop", "sandboxes stop_all")
+@_command(sandbox_app, "stop", "sandboxes stop_all", only_reads=True)  # (it makes no results to keep)
 def sandbox_stop_command(given: Given) -> None:
     """Stop kept sandboxes for good: their processes, container and folder."""
     from assay.agent.sandbox.kept import stopped
@@ -188,7 +188,7 @@ def sandbox_stop_command(given: Given) -> None:
     _write(stopped(given.sandboxes or (), every_kept=given.stop_all))
 
 
-@_command(sandbox_app, "prune", "force")
+@_command(sandbox_app, "prune", "force", only_reads=True)  # (it makes no results to keep)
 def sandbox_prune_command(given: Given) -> None:
     """Remove sandboxes whose run died without stopping them (and, with --force, kept ones)."""
     from assay.agent.sandbox.kept import pruned
