@@ -612,7 +612,11 @@ def export_after_run(record: Path, home: Path | None) -> None:
         manifest = RunManifest.from_json(json.loads((record / MANIFEST_FILE).read_text(encoding="utf-8")))
         export_record(manifest, record, endpoint, timeout=5.0)
     except AssayError as error:
-        print(f"Warning: run not exported{f' to {endpoint}' if endpoint else ''}: {error}", file=sys.stderr)
+        print(f"Warning: run not exported{_to(endpoint, str(error))}: {error}", file=sys.stderr)
     except Exception as error:  # noqa: BLE001 - an export must never change a run's outcome
-        print(f"Warning: run not exported{f' to {endpoint}' if endpoint else ''}: {type(error).__name__}: {error}",
-              file=sys.stderr)
+        print(f"Warning: run not exported{_to(endpoint, str(error))}: {type(error).__name__}: {error}", file=sys.stderr)
+
+
+def _to(endpoint: str | None, said: str) -> str:
+    """` to <endpoint>` for the warning, unless what went wrong names it already."""
+    return f" to {endpoint}" if endpoint and endpoint not in said else ""
