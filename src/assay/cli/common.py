@@ -117,16 +117,10 @@ def run_and_exit(kind: Any, request: Any, outputs: Any, *, resume: Any = None, e
 def serve_locally(port: int, make_app: Callable[[Any], Any], url: Callable[[int], str], *, title: str, failure: str,
                   no_open: bool, lines: Sequence[str] = ()) -> NoReturn:
     """Serve `make_app(binding)` on 127.0.0.1:`port` until Ctrl-C, saying `<title>: <url>` (and `lines`) first,
-    then exit 0; a port that cannot be bound is `<failure>: …` (exit 2). Once the address is said, a reader
-    of stdout that leaves (`assay view --no-open | head -1`, a script taking the URL) leaves the server
-    running, as any server's log reader would."""
-    from assay.core.stdout_guard import results_made
+    then exit 0; a port that cannot be bound is `<failure>: …` (exit 2)."""
     from assay.web.app import serve_locally
 
-    def started(address: str) -> None:
-        say(f"{title}: {address}", *lines)
-        results_made()
-
     with failing(failure, on_stdout=True):
-        serve_locally(port, make_app, url, started=started, say=say, open_browser=not no_open)
+        serve_locally(port, make_app, url, started=lambda address: say(f"{title}: {address}", *lines), say=say,
+                      open_browser=not no_open)
     raise typer.Exit(0)
