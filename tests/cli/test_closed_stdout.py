@@ -116,6 +116,19 @@ def test_a_run_whose_reader_leaves_during_its_summary_is_still_recorded_and_exit
     assert json.loads(manifest.read_text())["status"] == "complete"  # not an interrupted run to resume
 
 
+def test_a_doc_run_whose_reader_leaves_at_its_first_line_is_recorded_with_its_own_exit_code(workspace: Path) -> None:
+    """`assay doc run-case --json | head -1`: the reader leaves at `run_started`, and the run finds out as it
+    shows its verdict, its bundle finished. That bundle used to be left unrecorded, its held record dropped."""
+    env = {**environment(workspace), "ASSAY_STORE": str(workspace / "doc-store" / "assay.db")}
+    [first], code, stderr = reader_leaves(assay(*DOC_RUN, "--json"), cwd=workspace, env=env, timeout=60)
+    assert json.loads(first)["type"] == "run_started"
+    assert code == 0 and "Traceback" not in stderr, (code, stderr)
+    listed = subprocess.run(assay("runs", "list", "--json"), cwd=workspace, env=env, capture_output=True, text=True,
+                            timeout=60)
+    [run] = json.loads(listed.stdout)["runs"]
+    assert (run["kind"], run["exit_code"], run["counts"]["passed"]) == ("doc", 0, 1), run
+
+
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_a_command_whose_reader_is_gone_before_it_writes_ends_without_a_traceback(workspace: Path, name: str) -> None:
     read_end, write_end = os.pipe()

@@ -33,6 +33,7 @@ class _OpenedDocRun:
         self.method = method
         self.run_id = request.run_id or ""
         self._record: list[Record] = []
+        self._concluded: DocConclusion | None = None  # once the method's bundle is finished
 
     def worker(self) -> None:
         return None  # one unit: nothing to spread over workers
@@ -52,6 +53,7 @@ class _OpenedDocRun:
         result = await self.method.run(self.request)
         self.run_id = result.result_dir.name  # the bundle's id, chosen by the method when not given
         conclusion = self.method.conclude(self.request, result)
+        self._concluded = conclusion
         if conclusion.record is not None:  # the bundle's manifest is on disk: so is the run's record
             events.record_ready(RecordReady(
                 lambda: self._recorded(conclusion), self.request.suite.repo_root,
@@ -70,6 +72,11 @@ class _OpenedDocRun:
         )
 
     def interrupted(self) -> RunFinished:
+        """Stopped before the bundle was finished: nothing to record. Stopped after (its manifest is written,
+        so the run is done: Ctrl-C a moment late, or the reader of `--json | head -1` leaving as the verdict
+        is shown), the run is concluded and recorded as it would have been, with its own exit code."""
+        if self._concluded is not None and self._concluded.record is not None:
+            return self.conclude(self._concluded)
         return RunFinished("doc", self.run_id, 130, interrupted=True)
 
     def failed(self, error: AssayError) -> RunFinished:
