@@ -216,3 +216,20 @@ def test_collect_then_late_returns_the_document_again_only_when_spans_came_after
     assert [len(entry["spans"]) for entry in document["turns"]] == [1] and hub.late("a1") is None
     hub.ingest([_span(turn.trace_id, turn.start, "second")])
     assert [len(entry["spans"]) for entry in hub.late("a1")["turns"]] == [2]
+
+
+@pytest.mark.parametrize("variable", ["OTEL_SDK_DISABLED=true", "OTEL_TRACES_SAMPLER=always_off"])
+def test_no_spans_names_the_variable_that_switched_the_apps_tracing_off(tmp_path, monkeypatch, variable):
+    # The app inherits the run's environment: the warning told the user to wire up an export that was wired.
+    from traced_projects import child_span_project
+
+    name, value = variable.split("=")
+    monkeypatch.setenv(name, value)
+    collected = Collected()
+    results = run(child_span_project(tmp_path / "project"), "shop", ["orders/two_turns"], reporters=[collected],
+                  record=False)
+    assert results.error is None and len(results.attempts) == 1
+    assert collected.codes() == ["telemetry-no-spans"]
+    message = collected.warnings[0].message
+    assert f"{variable} is set in the run's environment, and an app that inherits it exports no span" in message
+    assert "forward ctx.telemetry.headers" not in message

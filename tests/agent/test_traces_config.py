@@ -146,3 +146,57 @@ def test_telemetry_host_binds_there_warns_once_and_still_tells_apps_loopback(tmp
     assert told.startswith("http://127.0.0.1:") and told.endswith("/v1/traces")
     [turn] = attempt["spans"]["turns"]
     assert [span["name"] for span in turn["spans"]] == ["chat"]
+
+
+@pytest.mark.parametrize(("host", "message"), [
+    ("http://127.0.0.1", "host 'http://127.0.0.1' is a URL, not a host; give the host name alone, like host = \"127.0.0.1\""),
+    ("127.0.0.1:4318", "host '127.0.0.1:4318' holds a port; the receiver's port is `port`"),
+    ("my host", "host 'my host' is not a host name or an IP address"),
+    ("otel.example/v1", "host 'otel.example/v1' is not a host name or an IP address"),
+])
+def test_a_host_that_would_break_the_endpoint_apps_are_told_is_a_config_error(tmp_path, host, message):
+    # Apps are told http://HOST:PORT/v1/traces: with a URL there, the SDK kept retrying a host named "http".
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        _config(tmp_path, f'[tool.assay.telemetry]\nhost = "{host}"\n')
+
+
+def test_an_ipv6_host_is_put_in_brackets_in_the_endpoint(tmp_path):
+    assert _config(tmp_path, '[tool.assay.telemetry]\nhost = "::1"\n').advertised_host == "[::1]"
+    assert _config(tmp_path, '[tool.assay.telemetry]\nhost = "[::1]"\n').advertised_host == "[::1]"
+    assert _config(tmp_path, "[tool.assay]\n", bind="[::1]").bind == "::1"
+
+
+def test_a_misspelt_scope_is_named_with_the_one_meant(tmp_path):
+    with pytest.raises(ConfigError, match=re.escape("scope must be one of run, attempt, got 'attmpt' (did you mean 'attempt'?)")):
+        _config(tmp_path, '[tool.assay.telemetry]\nscope = "attmpt"\n')
+
+
+@pytest.mark.parametrize(("bind", "message"), [
+    ("http://0.0.0.0", "--telemetry-host http://0.0.0.0 is a URL, not a host; give the address alone, like 127.0.0.1"),
+    ("0.0.0.0:4318", "--telemetry-host 0.0.0.0:4318 holds a port; the port is [tool.assay.telemetry] port"),
+])
+def test_a_telemetry_host_that_is_no_address_is_a_usage_error_naming_the_option(tmp_path, bind, message):
+    from assay.errors import UsageError
+
+    with pytest.raises(UsageError, match=re.escape(message)) as caught:
+        _config(tmp_path, "[tool.assay]\n", bind=bind)
+    assert caught.value.option == "--telemetry-host"
+
+
+def test_a_telemetry_host_that_cannot_be_bound_says_so_without_a_made_up_port(tmp_path):
+    # Nothing is set up for a name that does not resolve: the run stops before its first attempt, exit 2.
+    project = write_project(tmp_path / "project", {"pyproject.toml": "[tool.assay]\n", "experiments/quiet.py": SENDER,
+                                                   "evals/one_eval.py": """
+            from assay.agent import define_eval
+
+            @define_eval()
+            async def test(t):
+                await t.send("a")
+        """})
+    env = {**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")}
+    done = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project),
+                           "--telemetry-host", "nosuchhost.invalid"], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "cannot listen on nosuchhost.invalid: " in done.stderr and "nosuchhost.invalid:0" not in done.stderr
+    assert "Traceback" not in done.stderr

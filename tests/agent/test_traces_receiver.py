@@ -242,3 +242,54 @@ def test_a_fixed_port_in_use_is_a_config_error():
             TraceReceiver(lambda spans, token: None, "127.0.0.1", taken.getsockname()[1])
     finally:
         taken.close()
+
+
+def _gzip_cut(data: bytes) -> bytes:
+    return gzip.compress(data)[:-8]  # its trailer (CRC and length) cut off: the stream never ends
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    (_gzip_cut(ExportTraceServiceRequest().SerializeToString() + b"\x0a\x00" * 64), "cut short or is not gzip"),
+    (b"\x1f\x8bjunk", "cut short or is not gzip"),
+    (gzip.compress(b"") + b"trailing junk", "bytes that are not gzip follow its stream"),
+], ids=["cut-off", "bad-method", "trailing-junk"])
+def test_a_gzip_body_that_does_not_end_is_refused_not_read_as_the_export_it_begins(hub_and_receiver, body, said):
+    # isal inflates a cut-off stream (and a bad method byte) without a word: its first spans used to be taken in.
+    hub, receiver = hub_and_receiver
+    reply = httpx.post(_endpoint(receiver), content=body,
+                       headers={"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"})
+    assert reply.status_code == 400, reply.text
+    assert reply.text.startswith("the gzip body does not inflate: ") and said in reply.text
+    assert hub.received == 0 and receiver.refused == 1
+
+
+def test_every_member_of_a_multi_member_gzip_body_is_read(hub_and_receiver):
+    hub, receiver = hub_and_receiver
+    request = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331", "name": "split",
+         "startTimeUnixNano": "1", "endTimeUnixNano": "2"}]}]}]}).encode()
+    body = gzip.compress(request[:40]) + gzip.compress(request[40:]) + b"\0\0"
+    reply = httpx.post(_endpoint(receiver), content=body,
+                       headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    assert reply.status_code == 200, reply.text
+    assert hub.received == 1
+
+
+def test_a_request_that_is_not_valid_http_is_one_warning_never_a_traceback(capfd):
+    # aiohttp answers it 400 itself and logged it with a traceback, in the middle of the run's output.
+    warnings = []
+    receiver = TraceReceiver(lambda spans, token: None, warn=lambda code, message: warnings.append((code, message)))
+    receiver.start()
+    try:
+        with socket.create_connection(("127.0.0.1", receiver.port), timeout=10) as client:
+            client.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                           b"Content-Length: abc\r\n\r\n{}")
+            answer = client.recv(4096)
+    finally:
+        receiver.stop()
+    assert answer.split(b" ", 2)[1] == b"400"
+    assert [code for code, _ in warnings] == ["telemetry-export-refused"]
+    assert "the request is not valid HTTP: Invalid character in Content-Length" in warnings[0][1]
+    assert "\n" not in warnings[0][1] and receiver.refused == 1
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Error handling request" not in err

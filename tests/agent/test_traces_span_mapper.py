@@ -8,6 +8,8 @@ configured by nothing but `ctx.telemetry.env`."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the OTLP/HTTP exporter is in the test extra")
@@ -25,7 +27,7 @@ PRIVATE_SPANS = Path(__file__).resolve().parent / "otel_apps" / "private_spans.p
 AGENT = f"""
     import asyncio, os, sys
     from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message
-    from assay.agent.traces import heuristic_spans, tag_span
+    from assay.agent.traces import heuristic_spans, heuristic_tag, tag_span
 
     def agent(name, names, span_mapper=None):
         async def send(turn_input, ctx):
@@ -48,6 +50,9 @@ AGENT = f"""
 
     def raising(spans):
         raise RuntimeError("the mapper broke")
+
+    def generated(spans):  # a generator expression, not a list: the spans all the same
+        return (heuristic_tag(span) for span in spans)
 """
 EXPERIMENTS = {
     "heuristic": "agent('heuristic', 'named', heuristic_spans)",
@@ -55,6 +60,7 @@ EXPERIMENTS = {
     "none": "agent('none', 'named')",
     "tampering": "agent('tampering', 'opaque', tampering)",
     "raising": "agent('raising', 'named', raising)",
+    "generated": "agent('generated', 'named', generated)",
 }
 
 
@@ -166,3 +172,55 @@ def test_span_mapper_must_be_a_function_and_a_sandbox_agent_takes_one_too():
     agent = define_sandbox_agent(name="b", send=send, evidence_coverage=complete_evidence_coverage,
                                  span_mapper=heuristic_spans)
     assert agent.span_mapper is heuristic_spans and agent.send.body is send
+
+
+def test_a_mapper_may_return_any_iterable_of_spans(mapped):
+    # A generator expression was refused as "not a list", and the whole turn went untagged.
+    assert "span_mapper_error" not in mapped["generated", "passes"].spans
+    assert _categories(mapped["generated", "passes"]) == _categories(mapped["heuristic", "passes"])
+
+
+def test_a_misspelt_kind_is_named_with_the_kind_meant():
+    with pytest.raises(ValueError, match=r"got 'modle' \(did you mean 'model'\?\)$"):
+        tag_span({"name": "x", "attributes": {}}, kind="modle")
+
+
+async def _tag_later(spans):
+    return spans
+
+
+class _AsyncMapper:
+    async def __call__(self, spans):
+        return spans
+
+
+@pytest.mark.parametrize(("mapper", "said"), [
+    (_tag_later, "span_mapper must be a plain function (def), not async def"),
+    (_AsyncMapper(), "span_mapper must be a plain function (def), not async def"),
+    (heuristic_tag, "span_mapper=heuristic_tag tags one span, and the mapper is given the turn's list of spans: "
+                    "use span_mapper=heuristic_spans"),
+    (tag_span, "span_mapper=tag_span tags one span"),
+], ids=["async-def", "async-call", "heuristic_tag", "tag_span"])
+def test_a_mapper_that_could_never_tag_a_span_is_refused_where_the_agent_is_defined(mapper, said):
+    # Each was taken, then failed at every turn with a run warning (and, for an async one, Python's
+    # "coroutine was never awaited" on stderr).
+    async def send(turn_input, ctx):
+        raise AssertionError("not sent")
+
+    for define in (define_agent, define_sandbox_agent):
+        with pytest.raises(ConfigError, match=r"\('a'\): " + re.escape(said)):
+            define(name="a", send=send, evidence_coverage=complete_evidence_coverage, span_mapper=mapper)
+
+
+def test_a_mapper_that_hands_back_an_awaitable_is_a_failure_without_pythons_warning(recwarn):
+    from assay.agent.traces.mapping import map_document
+
+    class Sneaky:  # a plain __call__ that returns a coroutine: no definition-time check can see it
+        def __call__(self, spans):
+            return _tag_later(spans)
+
+    document = {"turns": [{"spans": [{"name": "callLLM", "span_id": "1", "attributes": {}}]}]}
+    mapped_document = map_document(document, Sneaky())
+    assert mapped_document["span_mapper_error"].startswith("TypeError: the span mapper returned an awaitable")
+    assert mapped_document["turns"] == document["turns"]
+    assert not [warning for warning in recwarn if "never awaited" in str(warning.message)]

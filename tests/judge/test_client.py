@@ -357,3 +357,39 @@ def test_an_invalid_body_names_what_arrived(fake_openai):
     fake_openai.enqueue(malformed_reply("<html>maintenance</html>"))
     with pytest.raises(JudgeError, match=r"^judge endpoint returned an invalid response: the body is not JSON \(.*\): <html>maintenance</html>$"):
         run(ask(fake_openai))
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ({"choices": [None]}, "its first choice is null, not an object"),
+        ({"choices": ["a judgement"]}, "its first choice is a string, not an object"),
+        ({"choices": [{"index": 0, "finish_reason": "stop"}]}, "its first choice's message is null, not an object"),
+        ({"choices": [{"index": 0, "message": [1]}]}, "its first choice's message is a list, not an object"),
+    ],
+)
+def test_a_choice_that_is_no_object_is_an_invalid_response_and_no_repair_is_paid_for(fake_openai, body, said):
+    # Read as an empty answer, it would be sent back to the model for repair: a second call that cannot help.
+    from servers.fake_openai import json_body
+
+    fake_openai.enqueue(json_body(body), json_reply({"verdict": "fail"}))
+
+    async def checked():
+        async with client_for(fake_openai) as client:
+            return await client.complete_checked(ChatRequest.from_prompt("judge-1", "grade this"), str, repair=True)
+
+    with pytest.raises(JudgeError) as caught:
+        run(checked())
+    assert str(caught.value) == f"judge endpoint returned an invalid response: {said}"
+    assert len(fake_openai.chat_requests) == 1
+
+
+def test_a_refusal_is_named_with_the_models_words_not_called_empty(fake_openai):
+    refused = {"choices": [{"index": 0, "message": {"role": "assistant", "content": None,
+                                                    "refusal": "I can't grade this content."}}]}
+    from servers.fake_openai import json_body
+
+    fake_openai.enqueue(json_body(refused))
+    with pytest.raises(JudgeError, match=r"^the judge model refused to answer: I can't grade this content\.$"):
+        run(ask(fake_openai))
+    assert len(fake_openai.chat_requests) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 
@@ -69,3 +70,27 @@ def test_headers_carry_the_key_and_the_organization_and_project_from_the_environ
     assert headers["Authorization"] == "Bearer k" and headers["OpenAI-Organization"] == "org"
     assert "OpenAI-Project" not in headers and headers["Content-Type"] == headers["Accept"] == "application/json"
     assert "Authorization" not in request_headers(None, {})
+
+
+@pytest.mark.parametrize(
+    ("base_url", "said"),
+    [
+        ("http://127.0.0.1:187310/v1", "the base URL is not a valid URL (Port out of range 0-65535)"),
+        ("http://[::1/v1", "the base URL is not a valid URL"),
+        ("htp://127.0.0.1:8000/v1", "the base URL is not an http(s) URL; give one like http://127.0.0.1:8000/v1"),
+        ("127.0.0.1:8000/v1", "the base URL is not an http(s) URL; give one like http://127.0.0.1:8000/v1"),
+    ],
+)
+def test_the_preflight_probe_says_why_a_base_url_is_no_url_and_never_raises(base_url, said):
+    # A judge's base_url with a typo once stopped the whole run as "internal error: ValueError".
+    from assay.judge.openai_http import probe_endpoint
+
+    reason = asyncio.run(probe_endpoint(base_url, api_key=None, timeout=2))
+    assert reason is not None and reason.startswith(said)
+
+
+def test_the_preflight_probe_passes_an_endpoint_that_answers(fake_openai):
+    from assay.judge.openai_http import probe_endpoint
+
+    assert asyncio.run(probe_endpoint(fake_openai.base_url, api_key=None, timeout=5)) is None
+    assert [request.path for request in fake_openai.requests] == ["/v1/models"]

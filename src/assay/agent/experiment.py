@@ -115,6 +115,9 @@ class Experiment:
         _positive_number(self.timeout, "timeout")
         _positive_number(self.budget, "budget", allow_zero=True)
         evals = self.evals
+        if isinstance(evals, str) and evals != "*":  # one prefix where the list goes
+            raise ConfigError(f'Experiment evals must be "*", a list of eval id prefixes, or a predicate, got the '
+                              f'string {evals!r}: for one prefix write evals=[{evals!r}]')
         if not (evals == "*" or callable(evals) or (
             isinstance(evals, Sequence) and not isinstance(evals, str) and all(isinstance(p, str) for p in evals)
         )):

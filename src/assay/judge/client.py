@@ -24,7 +24,7 @@ from assay.core.transport_failure import transport_failure
 from assay.judge.cache import CallCache, call_cache_key
 from assay.judge.errors import JudgeAnswerError, JudgeError
 from assay.judge.extract import parse_json_output
-from assay.judge.openai_http import HTTPStatusError, OpenAIHTTP, SDKTransport
+from assay.judge.openai_http import HTTPStatusError, OpenAIHTTP, SDKTransport, excerpt, url_problem
 from assay.judge.validation import schema_errors, strip_all_of, validation_message
 
 __all__ = [
@@ -123,15 +123,9 @@ def _base_url_source(explicit: str | None, env: Mapping[str, str]) -> str:
 def _check_base_url(url: str, source: str) -> None:
     """An http(s) URL with a host and a valid port: anything else would fail later as a misleading
     "invalid response" or "connection failed once it was open" from a request that never left."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
-    except ValueError as error:
-        raise JudgeError(f"{source} {url} is not a valid URL ({error})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise JudgeError(f"{source} {url} is not an http(s) URL; give one like http://127.0.0.1:8000/v1")
+    problem = url_problem(url)
+    if problem is not None:
+        raise JudgeError(f"{source} {url} {problem}")
 
 
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -417,10 +411,32 @@ def _first_choice_text(raw: Mapping[str, Any]) -> str:
     choices = raw.get("choices")
     if not isinstance(choices, list) or not choices:
         raise JudgeError("judge endpoint returned an invalid response: no choices")
-    message = choices[0].get("message") if isinstance(choices[0], dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
+    # A choice or message that is no object is the server's fault, not an empty answer: asking the model
+    # to repair it would pay for another call that cannot help.
+    if not isinstance(choices[0], dict):
+        raise JudgeError(
+            f"judge endpoint returned an invalid response: its first choice is {_json_type(choices[0])}, not an object"
+        )
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise JudgeError(
+            f"judge endpoint returned an invalid response: its first choice's message is {_json_type(message)}, "
+            "not an object"
+        )
+    content = message.get("content")
     if content is None:
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal.strip():  # OpenAI's structured-output refusal
+            raise JudgeError(f"the judge model refused to answer: {excerpt(refusal)}")
         return ""
     if isinstance(content, list):  # some servers return content parts
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return str(content)
+
+
+def _json_type(value: Any) -> str:
+    """What a JSON value is, as a person says it: null, a string, a list, …"""
+    if value is None:
+        return "null"
+    names = {bool: "a boolean", str: "a string", list: "a list", int: "a number", float: "a number"}
+    return names.get(type(value), type(value).__name__)

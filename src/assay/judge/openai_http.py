@@ -31,6 +31,7 @@ __all__ = [
     "request_headers",
     "sdk_url",
     "status_detail",
+    "url_problem",
 ]
 
 EXCERPT_CHARS = 200
@@ -117,6 +118,21 @@ def request_headers(api_key: str | None, environ: Mapping[str, str] | None = Non
         if env.get(variable):
             headers[header] = env[variable]
     return headers
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be an endpoint's base URL (not http(s), no host, a port that is no port), for a
+    person; None for a usable one."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError as error:
+        return f"is not a valid URL ({error})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "is not an http(s) URL; give one like http://127.0.0.1:8000/v1"
+    return None
 
 
 def endpoint_url(base_url: str, path: str) -> yarl.URL:
@@ -265,8 +281,14 @@ class OpenAIHTTP:
 async def probe_endpoint(base_url: str, *, api_key: str | None, timeout: float) -> str | None:
     """One cheap `GET models` within `timeout` seconds, as a judge preflight: None when the endpoint
     answers (any status but a refused key: some servers have no model list), else why it cannot be
-    used, for a person. Never raises for the endpoint's sake."""
-    url = endpoint_url(base_url, "models")
+    used, for a person. Never raises for the endpoint's sake, a base URL that is no URL included."""
+    problem = url_problem(base_url)
+    if problem is not None:
+        return f"the base URL {problem}"
+    try:
+        url = endpoint_url(base_url, "models")
+    except ValueError as error:  # what urlsplit lets through and yarl does not
+        return f"the base URL is not a valid URL ({error})"
     proxy, proxy_auth = _proxy_for(url)
     headers = {key: value for key, value in request_headers(api_key).items() if key != "Content-Type"}
     try:

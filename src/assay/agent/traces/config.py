@@ -8,10 +8,12 @@ Environment variables are never read for any of these.
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from assay.errors import ConfigError
+from assay.errors import ConfigError, UsageError
 
 __all__ = ["SCOPES", "TelemetryConfig", "telemetry_config"]
 
@@ -29,10 +31,33 @@ class TelemetryConfig:
     @property
     def advertised_host(self) -> str:
         if self.host:
-            return self.host
+            return _url_host(self.host)
         if self.bind in ("0.0.0.0", "::", ""):
             return "127.0.0.1"
-        return f"[{self.bind}]" if ":" in self.bind else self.bind
+        return _url_host(self.bind)
+
+
+def _url_host(host: str) -> str:
+    """`host` as it goes between `http://` and `:PORT`: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _ipv6(text: str) -> bool:
+    try:
+        return isinstance(ipaddress.ip_address(text.strip("[]")), ipaddress.IPv6Address)
+    except ValueError:
+        return False
+
+
+def host_problem(host: str) -> str | None:
+    """Why `host` is no host name or address (a URL, a port with it, characters no name has); None when it is one."""
+    if "://" in host:
+        return "is a URL, not a host"
+    if ":" in host and not _ipv6(host):
+        return "holds a port"
+    if not re.fullmatch(r"\[?[A-Za-z0-9._:%-]+\]?", host):
+        return "is not a host name or an IP address"
+    return None
 
 
 def telemetry_config(table: Any, where: str, bind: str | None = None) -> TelemetryConfig | None:
@@ -60,9 +85,28 @@ def telemetry_config(table: Any, where: str, bind: str | None = None) -> Telemet
     host = table.get("host")
     if host is not None and (not isinstance(host, str) or not host.strip()):
         raise ConfigError(f"{where}: host must be a non-empty string")
+    if host is not None and (problem := host_problem(host)) is not None:
+        # It goes into the endpoint apps are told, http://HOST:PORT/v1/traces, where anything else breaks it.
+        fix = "the receiver's port is `port`" if problem == "holds a port" else "give the host name alone"
+        raise ConfigError(f"{where}: host {host!r} {problem}; {fix}, like host = \"127.0.0.1\" or host = "
+                          "\"otel.tunnel.example\"")
     scope = table.get("scope", "run")
     if scope not in SCOPES:
-        raise ConfigError(f"{where}: scope must be one of {', '.join(SCOPES)}")
+        from assay.core.format import did_you_mean
+
+        hint = did_you_mean(str(scope), SCOPES, form=" (did you mean {}?)")
+        raise ConfigError(f"{where}: scope must be one of {', '.join(SCOPES)}, got {scope!r}{hint}")
     if port and scope == "attempt":
         raise ConfigError(f"{where}: a fixed port is for a service that reads its endpoint once: use scope = \"run\"")
-    return TelemetryConfig(bind=bind or "127.0.0.1", port=port, host=host, scope=scope)
+    return TelemetryConfig(bind=_bind_address(bind) if bind else "127.0.0.1", port=port, host=host, scope=scope)
+
+
+def _bind_address(bind: str) -> str:
+    """`--telemetry-host` as the socket takes it (an IPv6 address without brackets), or a `UsageError`
+    for a URL or an address with a port, which the socket would refuse as an unknown name."""
+    problem = host_problem(bind)
+    if problem is not None:
+        fix = "the port is [tool.assay.telemetry] port" if problem == "holds a port" else "give the address alone"
+        raise UsageError(f"--telemetry-host {bind} {problem}; {fix}, like 127.0.0.1 (the default) or 0.0.0.0",
+                         "--telemetry-host")
+    return bind.strip("[]")

@@ -12,8 +12,9 @@ Spans only shape the waterfall; no assertion, verdict or error ever reads them.
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from assay.agent.traces.active import ACTIVE
@@ -35,7 +36,10 @@ def tag_span(span: Mapping[str, Any], *, op: str | None = None, kind: str | None
     """`span` with `gen_ai.operation.name` = `op` and `assay.span.kind` = `kind` (model, tool, subagent,
     other) added where it has no such attribute yet; nothing it has is changed. Returns a new span."""
     if kind is not None and kind not in KINDS:
-        raise ValueError(f"tag_span: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        from assay.core.format import did_you_mean
+
+        hint = did_you_mean(str(kind), KINDS, form=" (did you mean {}?)")
+        raise ValueError(f"tag_span: kind must be one of {', '.join(KINDS)}, got {kind!r}{hint}")
     if op is not None and (not isinstance(op, str) or not op):
         raise ValueError(f"tag_span: op must be an operation name such as 'chat' or 'execute_tool', got {op!r}")
     attributes = dict(span.get("attributes") or {})
@@ -73,12 +77,25 @@ def heuristic_spans(spans: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def check_span_mapper(mapper: Any, where: str) -> SpanMapper | None:
+    """The mapper an agent definition names, refused at definition when it could never tag a span: no
+    function, an `async def` (it is called, not awaited, when the attempt's spans are collected), or the
+    one-span `heuristic_tag` where the turn's list goes."""
     from assay.errors import ConfigError
 
     if mapper is not None and not callable(mapper):
         raise ConfigError(f"{where}: span_mapper must be a function spans -> spans (e.g. heuristic_spans), "
                           f"got {type(mapper).__name__}")
+    if mapper is heuristic_tag or mapper is tag_span:
+        raise ConfigError(f"{where}: span_mapper={mapper.__name__} tags one span, and the mapper is given the "
+                          "turn's list of spans: use span_mapper=heuristic_spans, or a function that maps the list")
+    if mapper is not None and _is_async(mapper):
+        raise ConfigError(f"{where}: span_mapper must be a plain function (def), not async def: it is called, "
+                          "not awaited, when the attempt's spans are collected")
     return mapper
+
+
+def _is_async(function: Any) -> bool:
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(getattr(function, "__call__", None))
 
 
 def map_document(document: Mapping[str, Any] | None, mapper: SpanMapper | None) -> Mapping[str, Any] | None:
@@ -103,10 +120,13 @@ def map_document(document: Mapping[str, Any] | None, mapper: SpanMapper | None) 
 
 def _merged(spans: list[Mapping[str, Any]], returned: Any) -> list[Mapping[str, Any]]:
     """The received spans, each with the attributes the mapper's span of the same id added (and no other change)."""
-    if not isinstance(returned, (list, tuple)):
+    if inspect.isawaitable(returned):
+        getattr(returned, "close", lambda: None)()  # never awaited: without this Python warns on stderr
+        raise TypeError("the span mapper returned an awaitable (an async function?), not a list of spans")
+    if isinstance(returned, (str, bytes, Mapping)) or not isinstance(returned, Iterable):
         raise TypeError(f"the span mapper returned {type(returned).__name__}, not a list of spans")
     added: dict[Any, dict[str, Any]] = {}
-    for span in returned:
+    for span in returned:  # a list, or any iterable of spans (a generator expression)
         if not isinstance(span, Mapping):
             raise TypeError(f"the span mapper returned a {type(span).__name__} among its spans, not a span")
         attributes = span.get("attributes") or {}

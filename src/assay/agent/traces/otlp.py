@@ -50,18 +50,35 @@ def encoding_of(content_type: str | None) -> str:
 
 
 def _gunzip(body: bytes) -> bytes:
+    """The inflated body, every gzip member of it; one that does not end (cut short, or no gzip past its
+    magic bytes: isal reports neither) is refused, not read as the export it begins."""
     try:
         from isal import isal_zlib as zlib  # a dependency already, and several times faster than zlib
     except ImportError:  # pragma: no cover - isal ships wheels for every platform assay supports
         import zlib  # type: ignore[no-redef]
-    inflater = zlib.decompressobj(31)
-    try:
-        data = inflater.decompress(body, MAX_BODY_BYTES + 1)
-    except zlib.error as error:
-        raise OtlpError(400, f"the gzip body does not inflate: {error}") from None
-    if len(data) > MAX_BODY_BYTES:
-        raise OtlpError(413, f"the export inflates to more than {MAX_BODY_BYTES // 1024 // 1024} MiB")
-    return data
+    if not body:
+        return body
+    pieces: list[bytes] = []
+    size = 0
+    rest = body
+    while rest:
+        inflater = zlib.decompressobj(31)
+        try:
+            data = inflater.decompress(rest, MAX_BODY_BYTES + 1 - size)
+        except zlib.error as error:
+            raise OtlpError(400, f"the gzip body does not inflate: {error}") from None
+        size += len(data)
+        if size > MAX_BODY_BYTES:
+            raise OtlpError(413, f"the export inflates to more than {MAX_BODY_BYTES // 1024 // 1024} MiB")
+        if not inflater.eof:
+            raise OtlpError(400, "the gzip body does not inflate: its stream is cut short or is not gzip")
+        pieces.append(data)
+        rest = inflater.unused_data
+        if rest and not rest.startswith(_GZIP_MAGIC):
+            if rest.strip(b"\0"):  # zero padding after the last member is allowed, as gzip(1) allows it
+                raise OtlpError(400, "the gzip body does not inflate: bytes that are not gzip follow its stream")
+            break
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
 def decode_export(body: bytes, content_type: str | None, content_encoding: str | None = None) -> tuple[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import ipaddress
+import logging
 import socket
 import threading
 import time
@@ -46,12 +47,13 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.listen(1024)
     except OSError as error:
         sock.close()
+        where = f"{host}:{port}" if port else host  # port 0 is no port anyone chose
         if error.errno == errno.EADDRINUSE:
             raise ConfigError(
-                f"the OTLP trace receiver cannot listen on {host}:{port}: the port is in use "
+                f"the OTLP trace receiver cannot listen on {where}: the port is in use "
                 "([tool.assay.telemetry] port); stop what holds it or remove the fixed port"
             ) from None
-        raise ConfigError(f"the OTLP trace receiver cannot listen on {host}:{port}: {error.strerror or error}") from None
+        raise ConfigError(f"the OTLP trace receiver cannot listen on {where}: {error.strerror or error}") from None
     sock.setblocking(False)
     return sock
 
@@ -116,8 +118,9 @@ class TraceReceiver:
         from aiohttp import web
 
         self._stopped = asyncio.Event()
-        # auto_decompress off: the body is inflated here, with a size cap, whatever its header says.
-        server = web.Server(self._handle, auto_decompress=False, access_log=None)
+        # auto_decompress off: the body is inflated here, with a size cap, whatever its header says. A request
+        # aiohttp cannot parse as HTTP never reaches `_handle`: its logger says so, as one warning of the run's.
+        server = web.Server(self._handle, auto_decompress=False, access_log=None, logger=_warning_logger(self))
         runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         site = web.SockSite(runner, self._sock)
@@ -186,12 +189,39 @@ class TraceReceiver:
     def _refuse(self, status: int, reason: str) -> Any:
         from aiohttp import web
 
+        self._refused(status, reason)
+        return web.Response(status=status, text=f"{reason}\n")
+
+    def _refused(self, status: int, reason: str) -> None:
         self.refused += 1
         if self._warn is not None:
             code = "telemetry-export-too-large" if status == 413 else "telemetry-export-refused"
             self._warn(code, f"the OTLP trace receiver refused an export ({status}): {reason}; its spans are not "
                              "in the waterfall (docs/limits.md)")
-        return web.Response(status=status, text=f"{reason}\n")
+
+
+class _RefusedRequests(logging.Handler):
+    """aiohttp's report of a request it could not parse (a bad Content-Length, a broken header), which it
+    logs with a traceback and answers 400 itself: one refused export of the receiver's instead."""
+
+    def __init__(self, receiver: TraceReceiver) -> None:
+        super().__init__(logging.WARNING)  # aiohttp says a non-HTTP client's bytes at debug level: not an export
+        self._receiver = receiver
+
+    def emit(self, record: logging.LogRecord) -> None:
+        error = record.exc_info[1] if record.exc_info else None
+        said = getattr(error, "message", None) or (str(error) if error is not None else record.getMessage())
+        reason = " ".join(str(said).split()).rstrip(" ^")
+        self._receiver._refused(400, f"the request is not valid HTTP: {reason}")
+
+
+def _warning_logger(receiver: TraceReceiver) -> logging.Logger:
+    # A logger of its own, outside logging's tree: nothing reaches the root logger's (or Python's last-resort)
+    # handler, which would print a traceback in the middle of a run's output.
+    logger = logging.Logger("assay.otlp-receiver")
+    logger.propagate = False
+    logger.addHandler(_RefusedRequests(receiver))
+    return logger
 
 
 async def _read_body(request: Any) -> bytes:

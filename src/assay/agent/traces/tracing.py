@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -55,12 +56,28 @@ def sdk_installed() -> bool:
         return False
 
 
-def no_spans_message(endpoint: str) -> str:
+def tracing_switched_off(environ: Mapping[str, str] | None = None) -> str | None:
+    """The variable of the run's environment (which its apps inherit) that keeps the OpenTelemetry SDK from
+    exporting any span, as `NAME=value`; None when none does."""
+    env = os.environ if environ is None else environ
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return f"OTEL_SDK_DISABLED={env['OTEL_SDK_DISABLED']}"
+    if env.get("OTEL_TRACES_SAMPLER", "").strip().lower() == "always_off":
+        return f"OTEL_TRACES_SAMPLER={env['OTEL_TRACES_SAMPLER']}"
+    return None
+
+
+def no_spans_message(endpoint: str, environ: Mapping[str, str] | None = None) -> str:
     """One line for a run that received no span: what is missing, and where the wiring goes."""
     head = f"no span reached the OTLP trace receiver at {endpoint} in this run, so there is no waterfall: "
     if not sdk_installed():
         return head + ("the OpenTelemetry SDK is not installed in this environment (assay's `otel` extra: pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http), and an "
                        "app outside it must export to ctx.telemetry.endpoint and forward ctx.telemetry.headers "
+                       "(docs/agent/traces.md)")
+    switched_off = tracing_switched_off(environ)
+    if switched_off is not None:
+        return head + (f"{switched_off} is set in the run's environment, and an app that inherits it exports no "
+                       "span: unset it for the run, or override it in the env the app is started with "
                        "(docs/agent/traces.md)")
     return head + ("export the app's spans to ctx.telemetry.endpoint (a child process: OTEL_EXPORTER_OTLP_ENDPOINT in "
                    "ctx.telemetry.env) and forward ctx.telemetry.headers with each request (docs/agent/traces.md)")
