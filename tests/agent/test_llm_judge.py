@@ -260,3 +260,45 @@ def test_llm_judge_parses_the_score_and_reasons(fake_openai):
     score = asyncio.run(go())
     assert (score.score, score.explanation, score.model, score.cached) == (0.5, "half right", "j", False)
     assert json.loads(fake_openai.chat_requests[0].raw)["messages"][0]["role"] == "system"
+
+
+def test_ctrl_c_while_an_attempts_judge_calls_are_answered_stops_at_once_and_offers_the_resume(fake_openai, tmp_path):
+    """The eval's body is done and its judge calls are being answered (slowly) when Ctrl-C comes: the run
+    stopped only once every call had its answer, each up to the judge's timeout (minutes for a few calls)."""
+    import dataclasses
+    import os
+    import signal
+    import time
+
+    from agent_projects import replying_project
+
+    project = replying_project(tmp_path / "judged", reply="Your order ships Monday.")
+    (project / "evals" / "polite_eval.py").write_text(
+        "from assay.agent import define_eval\n\n"
+        "async def test(t):\n"
+        "    await t.send('When does my order ship?')\n"
+        "    t.judge('The answer gives a shipping day.', threshold=0.5)\n"
+        "    t.judge('The answer is polite.', threshold=0.5)\n\n"
+        f"polite = define_eval(test, judge={{'model': 'judge-1', 'base_url': {fake_openai.base_url!r}}})\n"
+    )
+    slow = {"reasons": "fine", "score": 0.9}
+    fake_openai.enqueue(*[dataclasses.replace(json_reply(slow), delay_s=20) for _ in range(4)])
+    run = subprocess.Popen([sys.executable, "-m", "assay", "agent", "run", "--project", str(project)],
+                           cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True, env={**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")})
+    try:
+        deadline = time.monotonic() + 60
+        while not fake_openai.chat_requests and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.05)
+        assert fake_openai.chat_requests, run.communicate(timeout=30)
+        asked = time.monotonic()
+        os.killpg(run.pid, signal.SIGINT)
+        stdout, stderr = run.communicate(timeout=60)
+        stopped_after = time.monotonic() - asked
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    assert run.returncode == 130 and stopped_after < 10, (run.returncode, stopped_after, stdout, stderr)
+    assert "Traceback" not in stderr
+    assert "Resume with" in stdout and len(fake_openai.chat_requests) == 1  # the second call was never made

@@ -44,14 +44,18 @@ class EvalSurface(Protocol):
 class InFlight:
     """The run's attempts inside their timeout scope, so an interrupt reaches each: its signal, then its scope."""
 
-    __slots__ = ("interrupted", "_scopes")
+    __slots__ = ("interrupted", "_scopes", "_waiters")
 
     def __init__(self) -> None:
         self.interrupted = False
         self._scopes: dict[int, tuple[Any, CancelSignal]] = {}
+        self._waiters: set[asyncio.Future[None]] = set()
 
     def interrupt(self, loop: asyncio.AbstractEventLoop | None) -> None:
         self.interrupted = True
+        for waiter in list(self._waiters):
+            if not waiter.done():
+                waiter.set_result(None)
         for scope, signal in list(self._scopes.values()):
             signal.cancel("interrupted")
             if loop is not None:
@@ -64,6 +68,28 @@ class InFlight:
 
     def leave(self, index: int) -> None:
         self._scopes.pop(index, None)
+
+    async def unless_interrupted(self, work: Any) -> bool:
+        """Await the coroutine `work` unless the run is interrupted first, which cancels it: True when it
+        finished. (Out of its timeout scope, an attempt's judge calls would otherwise keep Ctrl-C waiting
+        for every one of them, each up to the judge's timeout.)"""
+        if self.interrupted:
+            work.close()
+            return False
+        task = asyncio.ensure_future(work)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
+        try:
+            await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._waiters.discard(waiter)
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        if task.cancelled():
+            return False
+        task.result()  # (its own failure, raised here)
+        return True
 
 
 def attempt_error(code: str, message: str, error: BaseException | None = None) -> dict[str, Any]:
@@ -223,18 +249,17 @@ async def run_attempt(
             error = attempt_error("timeout", f"attempt timed out after {timeout:g}s")
     if stage is not None:
         result = await _finish_sandbox_attempt(
-            runtime, stage, started, error, skipped, interrupted, position, setup_reached, main_session,
+            runtime, stage, started, error, skipped, interrupted, position, setup_reached, main_session, in_flight,
         )
     else:
         if setup_reached and teardown is not None:
             await _agent_teardown(runtime, main_session)
+        if not interrupted and not await in_flight.unless_interrupted(_resolve_pending(runtime)):
+            interrupted = True  # Ctrl-C while its judge calls were answered: the attempt is interrupted
         if interrupted:
             _drop_pending(runtime)
             result = seal_attempt(runtime, time.perf_counter() - started, None, False, position, interrupted=True)
         else:
-            for entry in runtime.entries:
-                if entry.pending is not None:
-                    await entry.resolve()
             result = seal_attempt(runtime, time.perf_counter() - started, error, skipped, position)
     result.timing = timeline.to_json(started + result.duration_seconds)
     if tracing is not None:
@@ -258,6 +283,13 @@ async def _agent_teardown(runtime: AttemptRuntime, session: AgentSession) -> Non
         runtime.timeline.end(phase)
 
 
+async def _resolve_pending(runtime: AttemptRuntime) -> None:
+    """Each assertion still to decide (a judge call the eval did not await), in the order they were made."""
+    for entry in runtime.entries:
+        if entry.pending is not None:
+            await entry.resolve()
+
+
 def _drop_pending(runtime: AttemptRuntime) -> None:
     for entry in runtime.entries:
         close = getattr(entry.pending, "close", None)  # a judge call or sandbox check never awaited now
@@ -268,7 +300,7 @@ def _drop_pending(runtime: AttemptRuntime) -> None:
 
 async def _finish_sandbox_attempt(
     runtime: AttemptRuntime, stage: Any, started: float, error: dict[str, Any] | None, skipped: bool,
-    interrupted: bool, position: int, setup_reached: bool, session: AgentSession,
+    interrupted: bool, position: int, setup_reached: bool, session: AgentSession, in_flight: InFlight,
 ) -> AttemptResult:
     """Spec §5.3 steps 9 to 13: the workspace diff, every assertion decided, the agent's teardown, the
     sandbox's teardowns (LIFO) and its stop, unless --keep-sandbox keeps it."""
@@ -276,12 +308,10 @@ async def _finish_sandbox_attempt(
     closed = False
     try:
         stage.finish()
+        if not interrupted and not await in_flight.unless_interrupted(_resolve_pending(runtime)):
+            interrupted = True  # as in `run_attempt`
         if interrupted:
             _drop_pending(runtime)
-        else:
-            for entry in runtime.entries:
-                if entry.pending is not None:
-                    await entry.resolve()
         stage.begin_teardown()
         if setup_reached:
             stage.enter("agent.teardown")
