@@ -197,6 +197,11 @@ def test_an_experiment_must_bind_an_agent_with_evidence_coverage(tmp_path):
     ({"judge": 3}, "Experiment judge must be a mapping of judge settings"),
     ({"judge": {"model": 3}}, "Experiment judge: model must be a string, got 3"),
     ({"judge": {"model": "m", "timeout": "60"}}, "Experiment judge: timeout must be a positive number of seconds"),
+    # a base URL that is no URL errored every judged attempt at run time (exit 1) instead of exit 2 here
+    ({"judge": {"model": "m", "base_url": "htp://127.0.0.1:8000/v1"}},
+     "Experiment judge: base_url htp://127.0.0.1:8000/v1 is not an http\\(s\\) URL; give one like http://127.0.0.1:8000/v1"),
+    ({"judge": {"model": "m", "base_url": "http://127.0.0.1:187310/v1"}},
+     "Experiment judge: base_url http://127.0.0.1:187310/v1 is not a valid URL \\(Port out of range 0-65535\\)"),
 ])
 def test_experiment_fields_are_validated(fields, message):
     from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent

@@ -45,6 +45,12 @@ def check_judge_settings(settings: Any, where: str) -> None:
             raise ConfigError(f"{where}: {key} must be a string, got {value!r}")
         if key in ("model", "base_url") and isinstance(value, str) and not value.strip():
             raise ConfigError(f"{where}: {key} is empty; give the judge's {key.replace('_', ' ')}, or leave the key out")
+        if key == "base_url" and isinstance(value, str):
+            from assay.judge.openai_http import url_problem
+
+            problem = url_problem(value)
+            if problem is not None:  # (a typo such as htp:// made every judged attempt error at run time)
+                raise ConfigError(f"{where}: base_url {value} {problem}")
         if key == "timeout" and (isinstance(value, bool) or not isinstance(value, (int, float))
                                  or not math.isfinite(value) or value <= 0):
             raise ConfigError(f"{where}: timeout must be a positive number of seconds, got {value!r}")
