@@ -91,6 +91,45 @@ def test_options_the_cli_refuses_are_refused_by_the_api_naming_the_argument(proj
             plan(project, **options)
 
 
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda project: run(project, tag="orders"),
+     "run() got an unexpected keyword argument 'tag'; did you mean 'tags'?"),
+    (lambda project: run(project, recrod=False),
+     "run() got an unexpected keyword argument 'recrod'; did you mean 'record'?"),
+    (lambda project: asyncio.run(run_async(project, experimnt="baseline")),
+     "run_async() got an unexpected keyword argument 'experimnt'; did you mean 'experiment'?"),
+    (lambda project: run_evals({}, {}, attempt=2),
+     "run_evals() got an unexpected keyword argument 'attempt'; did you mean 'attempts'?"),
+    (lambda project: run(project, executor="ray"),
+     "run() got an unexpected keyword argument 'executor'; it takes project, experiment, evals, tags, attempts"),
+])
+def test_a_misspelt_keyword_names_the_one_meant(project, call, message):
+    # Python's own TypeError said only that the keyword was unexpected; `tag=` is the CLI's `--tag`.
+    with pytest.raises(TypeError) as refused:
+        call(project)
+    assert str(refused.value).startswith(message)
+    assert not (project / ".assay").exists()  # refused before anything ran
+
+
+def test_plan_names_a_misspelt_keyword_too(project):
+    from assay.agent.api import plan
+
+    meant = "plan() got an unexpected keyword argument 'tag'; did you mean 'tags'?"
+    with pytest.raises(TypeError, match=re.escape(meant)):
+        plan(project, tag="orders")
+    assert asyncio.iscoroutinefunction(run_async)
+
+
+def test_run_takes_a_shard_as_plan_and_the_cli_do(project):
+    """`plan(shard=…)` showed a shard that `run` could not run."""
+    first, second = run(project, shard="1/2"), run(project, shard="2/2")
+    assert len(first.attempts) + len(second.attempts) == 8 and first.attempts and second.attempts
+    assert {a.eval_id for a in first.attempts}.isdisjoint(a.eval_id for a in second.attempts)
+    refused = run(project, shard="3/2", journal=False, record=False)
+    assert refused.exit_code == 2 and refused.error == "shard 3/2: i must be between 1 and n, here 1 to 2"
+    assert asyncio.run(run_async(project, shard="x")).error == "shard must look like i/n (for example 1/4), got 'x'"
+
+
 def test_one_string_is_one_selector_not_its_characters(project):
     results = run(project, evals="orders/", tags=(), journal=False, record=False)
     assert [a.eval_id for a in results.attempts] == ["orders/refund", "orders/refund_denied", "orders/status"]

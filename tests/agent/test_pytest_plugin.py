@@ -43,6 +43,22 @@ def test_k_and_tag_markers_select_evals(project, tmp_path):
     assert by_tag.returncode == 0 and "deselected" in by_tag.stdout and "passed" in by_tag.stdout, by_tag.stdout
 
 
+def test_a_misspelt_tag_in_m_names_the_tag_meant(project, tmp_path):
+    # `-m ordrs` deselected all eight evals and said nothing; `-m "orders and not hitll"` kept the hitl ones.
+    typo = pytest_in(project, tmp_path / "a" / "assay.db", "-m", "ordrs")
+    assert typo.returncode == 5, typo.stdout + typo.stderr
+    assert ("assay: -m 'ordrs': no eval has the tag 'ordrs'; did you mean 'orders'? "
+            "(the evals' tags: hitl, memory, orders, smalltalk)") in typo.stdout
+    inside = pytest_in(project, tmp_path / "b" / "assay.db", "-m", "orders and not hitll")
+    assert "no eval has the tag 'hitll'; did you mean 'hitl'?" in inside.stdout, inside.stdout
+    # Tags that exist, pytest's own markers and a marker of another test are no typo.
+    (project / "evals" / "test_plain.py").write_text(
+        "import pytest\n\n\n@pytest.mark.slowish\ndef test_plain():\n    pass\n", encoding="utf-8"
+    )
+    fine = pytest_in(project, tmp_path / "c" / "assay.db", "-m", "(hitl or slowish) and not skip")
+    assert fine.returncode == 0 and "no eval has the tag" not in fine.stdout, fine.stdout
+
+
 def test_the_session_is_recorded_in_the_results_store(project, tmp_path):
     store = tmp_path / "store" / "assay.db"
     pytest_in(project, store)

@@ -425,3 +425,123 @@ def test_sigterm_stops_a_ray_run_as_ctrl_c_does_and_ray_says_nothing(tmp_path, r
     assert resume.endswith(f" --executor ray --ray-address {address}`."), resume
     assert "SIGTERM received" not in stderr and "Traceback" not in stderr, stderr
     assert not [line for line in stderr.splitlines() if " INFO " in line or " WARNING " in line], stderr
+
+
+@pytest.fixture
+def ray_client_address(ray_cluster):
+    """`ray://…` of a Ray client server in front of the session's cluster (one server for every client: its
+    "proxy" mode, which `ray start --head` runs, starts a server per client, which failed here after other tests)."""
+    import socket
+    import subprocess
+    import time
+
+    def started() -> tuple[subprocess.Popen, int] | None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]  # (free a moment ago: another process may take it first)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "ray.util.client.server", "--address", ray_cluster.get_runtime_context().gcs_address,
+             "--host", "127.0.0.1", "--port", str(port), "--mode", "legacy"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while server.poll() is None and time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return server, port
+            except OSError:
+                time.sleep(0.1)
+        server.kill()
+        server.wait(timeout=30)
+        return None
+
+    # The server now and then fails to start on a loaded machine (its port taken, its start slow): a few tries.
+    running = next((found for found in (started() for _ in range(3)) if found is not None), None)
+    if running is None:
+        pytest.fail("the Ray client server did not start in three tries")
+    server, port = running
+    try:
+        yield f"ray://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_a_video_run_through_the_ray_client_streams_its_results_like_a_local_run(tmp_path, ray_client_address):
+    """The Ray client (`--ray-address ray://head:10001`) has no streaming actor calls: the results of a case are
+    taken from its worker in batches instead, the same results in the same order; Ctrl-C leaves no traceback."""
+    import signal
+    import subprocess
+    import time
+
+    calls = tmp_path / "calls.txt"
+    eval_dir = _three_case_eval(tmp_path, calls)
+    local = run_eval(eval_dir, "--output-json", tmp_path / "local.json", "--concurrency", "2")
+    command = [sys.executable, "-m", "assay", "video", "run", "--eval-dir", "eval", "--concurrency", "2",
+               "--executor", "ray", "--ray-address", ray_client_address]
+    done = subprocess.run([*command, "--output-json", str(tmp_path / "client.json")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == local.exit_code == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert _trial_results(read_report(tmp_path / "client.json")) == _trial_results(read_report(tmp_path / "local.json"))
+    assert _case_lines(done.stdout) == _case_lines(local.output)
+
+    # Interrupted while its workers are busy: exit 130, a resume line, and none of the Ray client's tracebacks for
+    # the answers that arrived after the driver stopped waiting.
+    _three_case_eval(tmp_path / "slow", tmp_path / "slow-calls.txt", SLOW_CASE_A_EXTRA)
+    process = subprocess.Popen(command, cwd=tmp_path / "slow", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + 90
+    slow_calls = tmp_path / "slow-calls.txt"
+    while time.monotonic() < deadline and process.poll() is None:
+        if slow_calls.exists() and any(line.startswith("a/") for line in slow_calls.read_text().splitlines()):
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, process.communicate()
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = (stream.decode() for stream in process.communicate(timeout=60))
+    assert process.returncode == 130, stdout + stderr
+    assert "Resume with `assay video run --resume" in stdout
+    assert "Traceback" not in stderr and "never retrieved" not in stderr, stderr
+
+
+def test_a_cluster_that_wants_a_token_is_one_line_saying_how_to_give_it(monkeypatch, capfd):
+    """`ray start --head` starts a cluster with token authentication, and Ray sends no token to an address it is
+    given (only to `auto`): it retried for 20 s printing its core's warnings, then said "Failed to connect"."""
+    from assay.core import ray_executor
+    from assay.errors import UsageError
+
+    def refused(*args, **options):
+        os.write(2, b"[W gcs_client.cc:210] Failed to get cluster ID from GCS server: Unauthenticated\n")
+        try:
+            raise RuntimeError("Failed to connect to GCS. RpcError: InvalidAuthToken: Authentication token is missing")
+        except RuntimeError as error:
+            raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.5:6379") from error
+
+    class FakeRay:
+        init = staticmethod(refused)
+
+        @staticmethod
+        def is_initialized():
+            return False
+
+    monkeypatch.setattr(ray_executor, "_ray", lambda: FakeRay)
+    monkeypatch.setattr(ray_executor, "_check_answers", lambda address: None)  # it answers, as Ray's GCS
+    with pytest.raises(UsageError) as refusal:
+        ray_executor.ensure_ray("10.0.0.5:6379")
+    message = str(refusal.value)
+    assert message.startswith("--ray-address '10.0.0.5:6379': the cluster wants an authentication token")
+    assert "RAY_AUTH_MODE=token" in message and "~/.ray/auth_token" in message
+    assert "Give the head node" not in message  # the address was right
+    assert "gcs_client" not in capfd.readouterr().err  # Ray's core wrote that to the process's stderr
+
+
+def test_a_ray_client_timeout_without_a_token_says_a_token_may_be_wanted(monkeypatch):
+    from assay.core.ray_executor import _token_advice
+
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    advice = _token_advice(ConnectionError("ray client connection timeout"))
+    assert advice is not None and "RAY_AUTH_MODE=token" in advice and "client port is reachable" in advice
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # given one: the timeout is something else
+    assert _token_advice(ConnectionError("ray client connection timeout")) is None
+    assert _token_advice(ConnectionError("nothing answers at h:1: Connection refused")) is None

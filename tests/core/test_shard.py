@@ -32,6 +32,48 @@ def test_shard_rejects_what_is_not_i_of_n(text):
         parse_shard(text)
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("3/2", "--shard 3/2: i must be between 1 and n, here 1 to 2"),
+    ("0/4", "--shard 0/4: i must be between 1 and n, here 1 to 4"),
+    ("1/0", "--shard 1/0: n, the number of shards, must be at least 1 (for example 1/4)"),
+])
+def test_a_shard_out_of_range_says_which_numbers_would_do(text, message):
+    with pytest.raises(UsageError) as refused:
+        parse_shard(text)
+    assert str(refused.value) == message
+
+
+def _greedy_over_every_shard(weights, count):
+    """The split as first written: every shard's load looked at for every unit."""
+    loads = [0] * count
+    assignment = {}
+    for key in sorted(weights, key=lambda key: (-weights[key], stable_hash(key), key)):
+        lightest = min(range(count), key=lambda shard: (loads[shard], shard))
+        loads[lightest] += max(0, weights[key])
+        assignment[key] = lightest + 1
+    return assignment
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_split_is_the_greedy_one_over_every_shard(seed):
+    rng = random.Random(seed)
+    weights = {f"unit{i}": rng.choice([0, 1, 1, 2, 3, 8]) for i in range(rng.randint(0, 40))}
+    for count in (1, 2, 3, 7, 50):
+        assert assign_shards(weights, count) == _greedy_over_every_shard(weights, count)
+
+
+def test_a_huge_shard_count_costs_no_more_than_the_units():
+    """`--shard 1/40000000` (for 1/4): every unit gets a shard of its own, at once and in little memory."""
+    import time
+
+    weights = {f"case{i}": 1 + i % 3 for i in range(200)}
+    started = time.monotonic()
+    assignment = assign_shards(weights, 10**12)
+    assert time.monotonic() - started < 1.0
+    assert sorted(assignment.values()) == list(range(1, 201))
+    assert shard_members(list(weights), list(weights.values()), Shard(10**12, 10**12)) == set()
+
+
 def test_every_unit_lands_in_exactly_one_shard():
     keys = [f"case{i}" for i in range(23)]
     weights = [1 + i % 5 for i in range(23)]
@@ -88,15 +130,15 @@ def test_shards_of_different_invocations_are_refused_naming_what_differs():
     with pytest.raises(UsageError) as refused:
         check_shard_set([_manifest("a", "1/2", repeat=1, jobs=4), _manifest("b", "2/2", repeat=2, jobs=4)])
     assert str(refused.value) == (
-        "runs a and b are shards of different invocations: --repeat is 1 in one and 2 in the other"
+        "runs a and b are shards of different invocations: --repeat is 1 in a and 2 in b"
     )
     # An option left out of one shard's command is said so, not shown as Python's None.
     with pytest.raises(UsageError) as refused:
         check_shard_set([_manifest("a", "1/2", attempts=None), _manifest("b", "2/2", attempts=2)])
-    assert str(refused.value).endswith(": --attempts is not given in one and 2 in the other")
+    assert str(refused.value).endswith(": --attempts is not given in a and 2 in b")
     here = RunManifest(run_id="a", kind="video", created_at="t", options={"shard": "1/2"}, identity={"eval_dir": "/x"})
     there = RunManifest(run_id="b", kind="video", created_at="t", options={"shard": "2/2"}, identity={"eval_dir": "/y"})
-    with pytest.raises(UsageError, match="eval_dir is '/x' in one and '/y' in the other"):
+    with pytest.raises(UsageError, match="eval_dir is '/x' in a and '/y' in b"):
         check_shard_set([here, there], identity_keys=("eval_dir",))
 
 

@@ -150,6 +150,38 @@ def _in_python_terms(error: BaseException) -> BaseException:
     return UsageError(str(error).replace(error.option, name, 1), name)
 
 
+def _keywords_checked(function: Any) -> Any:
+    """`function` whose misspelt keyword (`tag=`, `recrod=`) is a `TypeError` naming the one meant, or the ones it
+    takes when none is close (`executor=`), where Python's own says only that it was unexpected."""
+    import functools
+    import inspect
+
+    names = [name for name in inspect.signature(function).parameters]
+
+    def refused(given: dict[str, Any]) -> None:
+        from assay.core.format import did_you_mean
+
+        unknown = next((name for name in given if name not in names), None)
+        if unknown is not None:
+            hint = did_you_mean(unknown, names) or f"; it takes {', '.join(names)}"
+            raise TypeError(f"{function.__name__}() got an unexpected keyword argument {unknown!r}{hint}")
+
+    if inspect.iscoroutinefunction(function):
+        @functools.wraps(function)
+        async def checked_async(*args: Any, **given: Any) -> Any:
+            refused(given)
+            return await function(*args, **given)
+
+        return checked_async
+
+    @functools.wraps(function)
+    def checked(*args: Any, **given: Any) -> Any:
+        refused(given)
+        return function(*args, **given)
+
+    return checked
+
+
 def _from_result(result: Any) -> AgentResults:
     finished = result.finished
     error = str(_in_python_terms(finished.error)) if finished.error is not None else None
@@ -157,12 +189,13 @@ def _from_result(result: Any) -> AgentResults:
                     error=error)
 
 
+@_keywords_checked
 def run(
     project: str | Path = ".", experiment: str | None = None, evals: Sequence[str] = (), *,
     tags: Sequence[str] = (), attempts: int | None = None, concurrency: int | None = None,
     timeout: float | None = None, budget: float | None = None, journal: bool = True, record: bool = True,
     console: bool = False, reporters: Sequence[Any] | None = None, rerun: str | None = None,
-    early_exit: bool | None = None,
+    early_exit: bool | None = None, shard: str | None = None,
 ) -> AgentResults:
     """Run a project's evals as `assay agent run` does and return the results (never raises for a
     failing eval or a user error: look at `exit_code` and `error`).
@@ -170,7 +203,8 @@ def run(
     Published attempts whose execution identity is unchanged are carried, as on the command line:
     `rerun="failed"` carries only passed ones, `rerun="all"` none. `journal=False` keeps no checkpoint
     (nothing to resume); `record=False` keeps the run out of the results store; `console=True` prints
-    what the CLI prints; `reporters` are your own run-event reporters (see `assay.core.run_events`)."""
+    what the CLI prints; `reporters` are your own run-event reporters (see `assay.core.run_events`);
+    `shard="2/4"` runs one shard, as `--shard` does (`assay runs merge` joins the shards' runs)."""
     from assay.core.run import pipeline
     from assay.core.run.request import Outputs
 
@@ -179,18 +213,20 @@ def run(
     try:
         request = _request(project, experiment, evals, tags=tags, attempts=attempts,
                            concurrency=concurrency, timeout=timeout, budget=budget, journal=journal, record=record,
-                           rerun=rerun, early_exit=early_exit)
+                           rerun=rerun, early_exit=early_exit, shard=shard)
         chosen = None if console else _reporters(reporters)
     except AssayError as error:
         return _refused(error, console)
     return _from_result(pipeline.run("agent", request, outputs=Outputs(quiet=True), reporters=chosen))
 
 
+@_keywords_checked
 async def run_async(
     project: str | Path = ".", experiment: str | None = None, evals: Sequence[str] = (), *,
     tags: Sequence[str] = (), attempts: int | None = None, concurrency: int | None = None,
     timeout: float | None = None, budget: float | None = None, journal: bool = True, record: bool = True,
     reporters: Sequence[Any] | None = None, rerun: str | None = None, early_exit: bool | None = None,
+    shard: str | None = None,
 ) -> AgentResults:
     """`run` inside your own event loop (Ctrl-C is then yours to handle: cancel the task); a user error is a
     result with `error`, as with `run`."""
@@ -201,13 +237,14 @@ async def run_async(
     try:
         request = _request(project, experiment, evals, tags=tags, attempts=attempts,
                            concurrency=concurrency, timeout=timeout, budget=budget, journal=journal, record=record,
-                           sigint=False, rerun=rerun, early_exit=early_exit)
+                           sigint=False, rerun=rerun, early_exit=early_exit, shard=shard)
         chosen = _reporters(reporters)
     except AssayError as error:
         return _refused(error)
     return _from_result(await pipeline.run_async("agent", request, reporters=chosen))
 
 
+@_keywords_checked
 def plan(
     project: str | Path = ".", experiment: str | None = None, evals: Sequence[str] = (), *,
     tags: Sequence[str] = (), attempts: int | None = None, timeout: float | None = None, rerun: str | None = None,
@@ -229,6 +266,7 @@ def plan(
         raise named from None
 
 
+@_keywords_checked
 def run_evals(
     evals: Mapping[str, Any], experiments: Mapping[str, Any] | Any, *, attempts: int | None = None,
     concurrency: int = 10, timeout: float | None = None, reporters: Sequence[Any] = (),

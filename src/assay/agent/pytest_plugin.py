@@ -69,6 +69,8 @@ class _Session:
         self.loop = asyncio.new_event_loop()
         self.projects: dict[Path, _Project] = {}
         self.broken: dict[Path, Exception] = {}  # a project that cannot load fails each of its files the same way
+        self.tags: set[str] = set()  # the markers the collected evals' tags became
+        self.marked: set[str] = set()  # every marker of every collected item, selected or not
 
     def project(self, root: Path) -> _Project:
         from assay.errors import AssayError
@@ -121,9 +123,36 @@ class AssayEvalFile(pytest.File):
                     item = AssayEvalItem.from_parent(self, name=name, project=project, planned=planned)
                     for tag in entry.eval.tags:
                         marker = _MARKER.sub("_", tag)
+                        self.config.stash[_STATE].tags.add(marker)
                         self.config.addinivalue_line("markers", f"{marker}: assay eval tag {tag!r}")
                         item.add_marker(marker)
                     yield item
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Note every marker of what was collected, before `-m` deselects any of it."""
+    state: _Session | None = config.stash.get(_STATE, None)
+    if state is not None:
+        state.marked.update(marker.name for item in items for marker in item.iter_markers())
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """`-m ordrs` deselected every eval in silence: a word of `-m` that is no marker of anything collected, where
+    evals were, names the tag meant (as `assay agent run --tag ordrs` does)."""
+    state: _Session | None = session.config.stash.get(_STATE, None)
+    expression = session.config.getoption("markexpr", "") or ""
+    if state is None or not state.tags or not expression:
+        return
+    from assay.core.format import did_you_mean
+
+    registered = {line.split(":")[0].split("(")[0].strip() for line in session.config.getini("markers")}
+    for word in dict.fromkeys(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expression)):
+        if word in ("and", "or", "not") or word in state.marked or word in registered:
+            continue
+        known = ", ".join(sorted(state.tags))
+        _say(session, f"assay: -m {expression!r}: no eval has the tag {word!r}"
+                      f"{did_you_mean(word, sorted(state.tags))} (the evals' tags: {known})")
 
 
 class AssayEvalFailed(Exception):

@@ -51,12 +51,12 @@ def ensure_ray(address: str | None = None) -> Any:
             _quiet_init(ray, address=given)
         except (ValueError, ConnectionError, RuntimeError, TimeoutError, OSError) as error:
             # Ray says "Invalid address format" or that nothing answers; a person needs the fix too.
-            raise UsageError(
-                f"{where} {given!r}: {_reason(error, given)}. Give the head node of a running cluster as host:port "
+            advice = _token_advice(error) or (
+                f"{_reason(error, given)}. Give the head node of a running cluster as host:port "
                 "(`ray start --head` prints it), `auto` for the cluster on this machine, or leave it out "
-                "to start a local cluster",
-                where,
-            ) from None
+                "to start a local cluster"
+            )
+            raise UsageError(f"{where} {given!r}: {advice}", where) from None
     return ray
 
 
@@ -74,13 +74,40 @@ def _quiet_init(ray: Any, **options: Any) -> None:
 
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGTERM) if main_thread else None
+    # Joining a cluster, Ray's core writes its retries straight to the process's stderr ("Failed to get cluster
+    # ID from GCS server", once a second): they are held back too, and a failure is told in our one line.
+    held = _stderr_held() if "address" in options else contextlib.nullcontext()
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), held:
             warnings.simplefilter("ignore")
             ray.init(log_to_driver=False, logging_level=logging.ERROR, **options)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _stderr_held() -> Any:
+    """File descriptor 2 pointed at a scratch file for the block (what native code writes goes there), then back."""
+    import sys
+    import tempfile
+
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to hold back
+        yield
+        return
+    try:
+        with tempfile.TemporaryFile() as scratch:
+            os.dup2(scratch.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
 
 
 # The port `ray start --head` gives the Ray client (`ray://host`) when none is written.
@@ -157,6 +184,58 @@ def _reason(error: BaseException, address: str) -> str:
     return " ".join(text.split()).rstrip(".:") if text else type(error).__name__
 
 
+_TOKEN = "with the cluster's token in ~/.ray/auth_token or RAY_AUTH_TOKEN"
+
+
+def _token_advice(error: BaseException) -> str | None:
+    """What to do when a cluster with token authentication (what `ray start` starts) was joined without a token:
+    Ray sends none to an address it is given unless RAY_AUTH_MODE=token, and says so only deep in its error."""
+    said = []
+    cause: BaseException | None = error
+    while cause is not None and len(said) < 10:
+        said.append(str(cause))
+        cause = cause.__cause__ or cause.__context__
+    if any("InvalidAuthToken" in text or "Unauthenticated" in text for text in said):
+        return (f"the cluster wants an authentication token, and Ray sends one to an address it is given only with "
+                f"RAY_AUTH_MODE=token: set it, {_TOKEN}")
+    if "client connection timeout" in said[0] and os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+        # A cluster waiting for a token the client does not send makes it time out, with nothing more said.
+        return (f"the Ray client got no answer. A cluster that `ray start` started wants an authentication token: "
+                f"set RAY_AUTH_MODE=token, {_TOKEN}; else check that its client port is reachable from here")
+    return None
+
+
+def _through_client(ray: Any) -> bool:
+    """Whether this process joined its cluster through the Ray client (`ray://host:10001`)."""
+    try:
+        return bool(ray.util.client.ray.is_connected())
+    except AttributeError:  # pragma: no cover - a Ray without the client
+        return False
+
+
+async def _taken(actor: Any, group: Any) -> AsyncIterator[Any]:
+    """A group's results from `actor`, taken in batches as they arrive (the Ray client's way to stream)."""
+    key = await _uncancelled(actor.open_stream.remote(group))
+    done = False
+    try:
+        while not done:
+            items, done = await _uncancelled(actor.take.remote(key))
+            for item in items:
+                yield item
+    finally:
+        if not done:  # the reader stopped early, or the worker failed: stop what still runs there
+            with contextlib.suppress(Exception):
+                actor.drop_stream.remote(key)
+
+
+async def _uncancelled(reference: Any) -> Any:
+    """`await reference`, except that a cancelled wait (Ctrl-C) leaves the reference's future alone: the Ray client
+    sets the result of the future it made even when it was cancelled, and logs a traceback for each."""
+    future = asyncio.wrap_future(reference.future())
+    future.add_done_callback(lambda done: done.cancelled() or done.exception())  # read, so never "never retrieved"
+    return await asyncio.shield(future)
+
+
 def _death_errors(ray: Any) -> tuple[type[BaseException], ...]:
     exceptions = ray.exceptions
     names = ("RayActorError", "ActorDiedError", "ActorUnavailableError", "WorkerCrashedError", "NodeDiedError")
@@ -188,10 +267,35 @@ def _worker_actor_class(ray: Any) -> Any:
             # Every worker of the cluster shares one limiter per endpoint (429s slow them all).
             set_limiter_factory(lambda endpoint, maximum: shared_limiter(endpoint, maximum))
             self._worker = factory(*arguments)
+            self._pumps: dict[int, _Pump] = {}  # the streams the driver takes in batches (`open_stream`)
+            self._opened = 0
 
         async def stream(self, group: Any) -> AsyncIterator[Any]:
             async for item in self._worker.stream(group):
                 yield item
+
+        # The Ray client (`ray://`) cannot stream an actor method's results: through it the driver starts the
+        # stream here and takes what has arrived, as often as it needs to.
+        async def open_stream(self, group: Any) -> int:
+            self._opened += 1
+            self._pumps[self._opened] = _Pump(self._worker.stream(group))
+            return self._opened
+
+        async def take(self, key: int) -> tuple[list[Any], bool]:
+            pump = self._pumps[key]
+            try:
+                items, done = await pump.take()
+            except BaseException:
+                self._pumps.pop(key, None)
+                raise
+            if done:
+                self._pumps.pop(key, None)  # (or dropped meanwhile)
+            return items, done
+
+        def drop_stream(self, key: int) -> None:
+            pump = self._pumps.pop(key, None)
+            if pump is not None:
+                pump.task.cancel()
 
         async def call(self, group: Any) -> Any:
             return await self._worker.call(group)
@@ -203,6 +307,40 @@ def _worker_actor_class(ray: Any) -> Any:
             return os.getpid()
 
     return ray.remote(num_cpus=1, max_restarts=0)(UnitWorkerActor)
+
+
+class _Pump:
+    """A worker's stream read ahead into a buffer, so the driver can take its items in batches."""
+
+    def __init__(self, items: AsyncIterator[Any]) -> None:
+        self.buffer: list[Any] = []
+        self.finished = False
+        self.error: BaseException | None = None
+        self.changed = asyncio.Event()
+        self.task = asyncio.ensure_future(self._run(items))
+
+    async def _run(self, items: AsyncIterator[Any]) -> None:
+        try:
+            async for item in items:
+                self.buffer.append(item)
+                self.changed.set()
+        except Exception as error:
+            self.error = error
+        finally:
+            self.finished = True
+            self.changed.set()
+
+    async def take(self) -> tuple[list[Any], bool]:
+        """What arrived since the last take (waiting for one item at least), and whether the stream ended.
+
+        The items before an error are taken first; the take after them raises it."""
+        while not self.buffer and not self.finished:
+            self.changed.clear()
+            await self.changed.wait()
+        items, self.buffer = self.buffer, []
+        if not items and self.error is not None:
+            raise self.error
+        return items, self.finished and self.error is None
 
 
 class _Pool:
@@ -262,8 +400,11 @@ class RayExecutor:
         groups_per_worker: int = 1,
         remainder: Callable[[Any, list[Any]], Any] | None = None,
         reschedules: int = DEFAULT_RESCHEDULES,
+        polled: bool | None = None,
     ) -> None:
         self._ray = ray
+        # Through the Ray client a group's results are taken in batches: it has no streaming actor calls.
+        self._polled = _through_client(ray) if polled is None else polled
         actor_class = _worker_actor_class(ray)
         arguments = list(factory_arguments)
         driver_cwd = os.getcwd()
@@ -306,13 +447,20 @@ class RayExecutor:
             slot, actor = await self._pool.acquire()
             received: list[Any] = []
             generator = None
+            polled: AsyncIterator[Any] | None = None
             settled = False  # ran to its end or its worker died: nothing left to cancel
             try:
-                generator = actor.stream.options(num_returns="streaming").remote(group)
-                async for reference in generator:
-                    item = await reference
-                    received.append(item)
-                    yield item
+                if self._polled:
+                    polled = _taken(actor, group)
+                    async for item in polled:
+                        received.append(item)
+                        yield item
+                else:
+                    generator = actor.stream.options(num_returns="streaming").remote(group)
+                    async for reference in generator:
+                        item = await reference
+                        received.append(item)
+                        yield item
                 settled = True
                 return
             except self._deaths as error:
@@ -331,6 +479,9 @@ class RayExecutor:
                     # The reader stopped early (an abort elsewhere): stop the worker's calls too.
                     with contextlib.suppress(Exception):
                         ray.cancel(generator)
+                if polled is not None and not settled:
+                    with contextlib.suppress(Exception):
+                        await polled.aclose()
                 await self._pool.release(slot)
 
     async def call(self, group: Any) -> Any:

@@ -7,6 +7,7 @@ Kubernetes indexed jobs, Slurm arrays) cover the plan exactly once without talki
 from __future__ import annotations
 
 import hashlib
+import heapq
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,8 +34,10 @@ def parse_shard(text: str, option: str = "--shard") -> Shard:
     if match is None:
         raise UsageError(f"{option} must look like i/n (for example 1/4), got {text!r}", option)
     index, count = int(match.group(1)), int(match.group(2))
-    if count < 1 or not 1 <= index <= count:
-        raise UsageError(f"{option} {text}: i must be between 1 and n (n >= 1)", option)
+    if count < 1:
+        raise UsageError(f"{option} {text}: n, the number of shards, must be at least 1 (for example 1/4)", option)
+    if not 1 <= index <= count:
+        raise UsageError(f"{option} {text}: i must be between 1 and n, here 1 to {count}", option)
     return Shard(index, count)
 
 
@@ -48,13 +51,19 @@ def assign_shards(weights: Mapping[str, int], count: int) -> dict[str, int]:
 
     Greedy longest-first keeps shards within one unit's weight of each other; hashing only breaks
     ties, so the split depends on the unit set and weights, never on input order.
+
+    Only the shards that received a unit are kept (in a heap, by load and number): the lowest-numbered
+    empty one is the next after them, so a huge n (a typo for 4) costs no more than n = the unit count.
     """
-    loads = [0] * count
+    used: list[tuple[int, int]] = []  # (load, 0-based shard) of the shards that received a unit
     assignment: dict[str, int] = {}
     for key in sorted(weights, key=lambda key: (-weights[key], stable_hash(key), key)):
-        lightest = min(range(count), key=lambda shard: (loads[shard], shard))
-        loads[lightest] += max(0, weights[key])
-        assignment[key] = lightest + 1
+        empty = (0, len(used)) if len(used) < count else None  # every shard below it was used
+        lightest = heapq.heappop(used) if used and (empty is None or used[0] < empty) else empty
+        assert lightest is not None
+        load, shard = lightest
+        heapq.heappush(used, (load + max(0, weights[key]), shard))
+        assignment[key] = shard + 1
     return assignment
 
 
@@ -100,7 +109,7 @@ def check_shard_set(manifests: Sequence[Any], *, identity_keys: Sequence[str] = 
             name, theirs, ours = differing
             raise UsageError(
                 f"runs {first.run_id} and {manifest.run_id} are shards of different invocations: "
-                f"{name} is {_as_given(theirs)} in one and {_as_given(ours)} in the other"
+                f"{name} is {_as_given(theirs)} in {first.run_id} and {_as_given(ours)} in {manifest.run_id}"
             )
     assert count is not None and shard is not None
     missing = [str(index) for index in range(1, count + 1) if index not in seen]
