@@ -545,3 +545,15 @@ def test_a_ray_client_timeout_without_a_token_says_a_token_may_be_wanted(monkeyp
     monkeypatch.setenv("RAY_AUTH_MODE", "token")  # given one: the timeout is something else
     assert _token_advice(ConnectionError("ray client connection timeout")) is None
     assert _token_advice(ConnectionError("nothing answers at h:1: Connection refused")) is None
+
+
+def test_a_misspelt_executor_names_the_one_meant():
+    from assay.core.run.request import Execution
+    from assay.errors import UsageError
+
+    with pytest.raises(UsageError) as refused:
+        Execution(executor="rya")
+    assert str(refused.value) == "--executor must be local or ray; did you mean 'ray'?"
+    with pytest.raises(UsageError) as refused:
+        Execution(executor="kubernetes")
+    assert str(refused.value) == "--executor must be local or ray"

@@ -97,6 +97,13 @@ def test_merge_accepts_record_folders_as_ci_jobs_upload_them(tmp_path):
         run_eval(eval_dir, "--shard", f"{index}/2")
         with open_store(read_only=True) as store:
             folders.append(store.get_run("latest").record_path)
+    # The folder they are in, or one that is not there: said as such, not as a run missing from the store.
+    parent = str(Path(folders[0]).parent)
+    whole_folder = invoke("runs", "merge", parent)
+    assert whole_folder.exit_code == 2 and f"{parent} holds run records rather than being one" in whole_folder.flat
+    assert f"({parent}/*)" in whole_folder.flat
+    gone = invoke("runs", "merge", f"{parent}/nope", folders[1])
+    assert gone.exit_code == 2 and f"no run record folder {parent}/nope: it does not exist" in gone.flat
     merged = invoke("runs", "merge", *folders)
     manifest, units = latest_record()
     assert merged.exit_code == 1, merged.output

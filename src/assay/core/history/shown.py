@@ -331,6 +331,14 @@ def shard_record(reference: str, open_store: Callable[[], Any]) -> tuple[Any, li
     folder = Path(reference).expanduser()
     if (folder / "manifest.json").is_file():
         return read_record(folder)
+    if folder.is_dir():  # a folder, but no record: the folder the records are in, most likely
+        if any((child / "manifest.json").is_file() for child in folder.iterdir()):
+            raise UsageError(f"{reference} holds run records rather than being one: give each shard's record "
+                             f"({reference.rstrip('/')}/*)")
+        raise UsageError(f"{reference} is a folder but no run record (a run record folder holds manifest.json)")
+    if "/" in reference:  # no run id, prefix or latest~N has one: a record folder that is not there
+        raise UsageError(f"no run record folder {reference}: it does not exist (the shards' records are the folders "
+                         "their runs wrote, or give their run ids: `assay runs list` shows them)")
     with open_store() as store:
         stored = store.get_run(reference)
         if stored.record_path and (Path(stored.record_path) / "manifest.json").is_file():

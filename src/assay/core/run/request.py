@@ -305,6 +305,9 @@ class Execution:
 
     def __post_init__(self) -> None:
         if self.executor not in ("local", "ray"):
-            raise UsageError("--executor must be local or ray", "--executor")
+            from assay.core.format import did_you_mean
+
+            meant = did_you_mean(self.executor, ("local", "ray")) if isinstance(self.executor, str) else ""
+            raise UsageError(f"--executor must be local or ray{meant}", "--executor")
         if self.ray_address is not None and self.executor != "ray":
             raise UsageError("--ray-address needs --executor ray", "--ray-address")
