@@ -119,6 +119,8 @@ def test_merge_refuses_an_incomplete_or_mixed_shard_set(tmp_path):
         run_eval(eval_dir, "--shard", shard)
         with open_store(read_only=True) as store:
             ids.append(store.get_run("latest").run_id)
+    listed = invoke("runs", "list")
+    assert "[shard 1/3]" in listed.output and "[shard 2/3]" in listed.output  # told apart from whole runs
     missing = invoke("runs", "merge", *ids)
     assert missing.exit_code == 2
     assert "missing shard(s) 3/3 of 3" in missing.output

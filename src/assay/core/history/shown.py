@@ -117,6 +117,13 @@ def _git_text(manifest: Any) -> str:
     return manifest.git_commit[:10] + ("+dirty" if manifest.git_dirty else "")
 
 
+def _title(manifest: Any) -> str:
+    """A run's title, with the shard it is (`--shard 2/4`): a shard looks like a whole run otherwise, and
+    `assay runs merge` is given them by id."""
+    shard = (manifest.options or {}).get("shard")
+    return f"{manifest.title} [shard {shard}]" if isinstance(shard, str) and shard else manifest.title
+
+
 def runs_listed(store: Any, kind: str | None, search: str | None, limit: int) -> Shown:
     """`assay runs list`: the newest runs (of a kind, matching a search) as a table."""
     runs = store.list_runs(kind=kind, search=search, limit=limit)
@@ -136,7 +143,7 @@ def _list_lines(store: Any, runs: Sequence[Any], kind: str | None, search: str |
         yield f"No runs {narrowing}; `assay runs list` shows them all."
     else:
         rows = [[run.run_id, run.manifest.kind, run.manifest.created_at, _git_text(run.manifest), str(run.unit_count),
-                 _percent(run.pass_rate), {True: "pass", False: "FAIL", None: "-"}[run.manifest.success], run.manifest.title]
+                 _percent(run.pass_rate), {True: "pass", False: "FAIL", None: "-"}[run.manifest.success], _title(run.manifest)]
                 for run in runs]
         yield render_table(None, ["run", "kind", "created", "git", "units", "pass rate", "gates", "title"], rows)
 
