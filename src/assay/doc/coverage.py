@@ -97,7 +97,7 @@ async def judge_coverage(
             settings.provider,
             suite.resolver,
         )
-        variables = check_vars(await adapter.call(export, hook_input), export, POINTWISE_VARS)
+        variables = check_vars(await adapter.call(export, hook_input), export, POINTWISE_VARS, template)
         log = JudgeCallLog(bundle, template.source, template.text)
         try:
             async with settings.client() as client:

@@ -49,7 +49,7 @@ async def generate_candidate(
         variables = await adapter.call(
             export, GenerationInput(case.case_id, case.case_dir, case.artifacts, suite.resolver)
         )
-    check_vars(variables, export, GENERATION_VARS)
+    check_vars(variables, export, GENERATION_VARS, template, supplied=("case_id",))
     log = JudgeCallLog(bundle, template.source, template.text)
     try:
         async with settings.client() as client:

@@ -137,7 +137,9 @@ async def judge_pairwise(
                         order,
                         suite.resolver,
                     )
-                    variables = check_vars(await adapter.call(export, hook_input), export, PAIRWISE_VARS)
+                    variables = check_vars(
+                        await adapter.call(export, hook_input), export, PAIRWISE_VARS, template
+                    )
                     output = await log.ask(client, settings, variables, schema=schema, label="pairwise judge output")
                     _check_echo(output, expected, order)
                     outputs.append(output)

@@ -5,6 +5,7 @@ Each call is kept (variables, request body, raw response) so a bundle shows exac
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -75,13 +76,58 @@ def public_vars(variables: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in variables.items() if not name.startswith("_")}
 
 
-def check_vars(variables: Any, hook: str, required: tuple[str, ...]) -> dict[str, Any]:
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")  # as assay.judge.templates renders them
+
+
+def check_vars(
+    variables: Any,
+    hook: str,
+    required: tuple[str, ...],
+    template: Any = None,
+    supplied: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """The hook's variables, refused when a required one is absent or empty, or when `template` (a
+    `PromptTemplate`) has a placeholder they do not fill (`supplied`: names the kit adds itself).
+
+    An unfilled placeholder renders empty, as in promptfoo, so a misspelt key in the hook's answer or in
+    a suite's template would send the model a prompt without, say, its source material, and bill for it."""
     if not isinstance(variables, dict):
         raise AdapterError(f"{hook} must return an object of template variables")
-    missing = [name for name in required if variables.get(name) in (None, "")]
-    if missing:
-        raise AdapterError(f"{hook} did not return {', '.join(missing)}")
+    absent = [name for name in required if variables.get(name) is None]
+    empty = [name for name in required if variables.get(name) == ""]
+    if absent or empty:
+        said = [f"did not return {', '.join(absent)}"] if absent else []
+        said += [f"returned an empty {', '.join(empty)}"] if empty else []
+        raise AdapterError(f"{hook} {' and '.join(said)}")
+    if template is not None:
+        _check_placeholders(variables, hook, template, supplied)
     return variables
+
+
+def _check_placeholders(variables: Mapping[str, Any], hook: str, template: Any, supplied: tuple[str, ...]) -> None:
+    from assay.core.format import did_you_mean
+
+    filled = {*public_vars(variables), *supplied}
+    unfilled = list(dict.fromkeys(
+        name for name in _PLACEHOLDER.findall(template.text) if not name.startswith("_") and name not in filled
+    ))
+    if not unfilled:
+        return
+    which = f"the bundled {template.key}" if template.source == "bundled" else f"the {template.key}"
+    named = "" if template.source == "bundled" else f" {template.source}"
+    extra = sorted(set(public_vars(variables)) - set(_PLACEHOLDER.findall(template.text)))
+    for name in unfilled:
+        hint = did_you_mean(name, extra, form=" (it returned {}: one of the two is misspelt)", shown=str)
+        said = f"{hook} did not return {name}, which {which} prompt template{named} uses as {{{{ {name} }}}}"
+        if hint:  # a key and a placeholder one typo apart: the prompt would surely go out without it
+            raise AdapterError(f"{said}{hint}; return it from {hook} or fix the placeholder, so the model is not "
+                               "sent an empty value")
+    # A placeholder nothing resembles renders empty, as it does in eval-kit (promptfoo), where a suite may rely
+    # on it: said once, not refused.
+    import sys
+
+    print(f"Warning: {hook} did not return {', '.join(unfilled)}, which {which} prompt template{named} uses: "
+          "rendered empty", file=sys.stderr)
 
 
 @dataclass

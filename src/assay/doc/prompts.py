@@ -27,6 +27,8 @@ _ALIASES = {
     "@eval-kit/pairwise": "pairwise_judge",
 }
 
+_ALIAS_NAMES = {target: alias.removeprefix("@eval-kit/") for alias, target in _ALIASES.items()}
+
 
 @dataclass(frozen=True, slots=True)
 class PromptTemplate:
@@ -43,6 +45,9 @@ def load_prompt_template(suite: DocSuite, key: str) -> PromptTemplate:
     """
     method = suite.method(_METHOD_FOR_KEY[key]) or {}
     value = (suite.raw.get("prompt_templates") or {}).get(key) or method.get("prompt")
+    setting = f"prompt_templates.{key}" if (suite.raw.get("prompt_templates") or {}).get(key) else (
+        f"methods.{_METHOD_FOR_KEY[key]}.prompt"
+    )
     if not value:
         return PromptTemplate(key, BUNDLED_PROMPTS[key].read_text(encoding="utf-8"), "bundled")
     if value.startswith("@eval-kit/"):
@@ -57,8 +62,16 @@ def load_prompt_template(suite: DocSuite, key: str) -> PromptTemplate:
     path = suite.resolver.resolve_suite_path(value, f"{key} prompt template")
     try:
         return PromptTemplate(key, path.read_text(encoding="utf-8"), value)
-    except OSError as error:
-        raise ConfigError(f"could not read {key} prompt template {value}: {error.strerror or error}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        from assay.doc.paths import relative_posix
+
+        reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else (error.strerror or str(error))
+        root = relative_posix(suite.repo_root, suite.suite_root) or "."
+        # eval-kit's words first; then which setting named the file, and what it is relative to.
+        raise ConfigError(
+            f"could not read {key} prompt template {value}: {reason} (fix {setting} in {suite.relative_config_path()};"
+            f" it is relative to the suite root {root}, or use @eval-kit/{_ALIAS_NAMES[key]} for the bundled prompt)"
+        ) from None
 
 
 def extract_version(template: str, label: str, source: str | None = None) -> str:
