@@ -257,6 +257,26 @@ def test_a_syntax_error_in_the_module_names_its_line_and_column_and_one_in_an_im
     assert str(caught.value) == f"failed to load adapter module from {importer}: Unexpected token ')'"
 
 
+def test_a_hook_returning_what_json_cannot_carry_is_that_hooks_error_and_the_bridge_lives_on(tmp_path):
+    module = tmp_path / "adapter.mjs"
+    module.write_text("export const big = () => ({ extra: 10n });\n"
+                      "export const loop = () => { const o = {}; o.self = o; return o; };\n"
+                      "export const fine = () => 42;\n")
+
+    async def go():
+        bridge = await NodeModuleBridge.start(module)
+        try:
+            for name, said in (("big", "BigInt"), ("loop", "circular")):
+                with pytest.raises(NodeHookError) as caught:
+                    await bridge.call(name, [])
+                assert "it returned a value JSON cannot carry: " in str(caught.value) and said in str(caught.value)
+            assert await bridge.call("fine", []) == 42  # node did not die of it
+        finally:
+            await bridge.close()
+
+    asyncio.run(go())
+
+
 # ---- modules that hang: a start limit, and Ctrl-C that leaves no node behind -----------------------
 
 

@@ -102,6 +102,11 @@ const call = async ({ export: name, args }) => {
   if (typeof target !== "function") throw new Error(`module has no exported function ${name}`);
   try {
     const value = await target(...withHelpers(args ?? []));
+    try {
+      JSON.stringify(value); // a BigInt or a cycle would otherwise fail the reply, and node with it
+    } catch (error) {
+      return { ok: false, error: `it returned a value JSON cannot carry: ${describe(error)}`, name: "TypeError", stack: "", location: null };
+    }
     return { ok: true, value: value === undefined ? null : value };
   } catch (error) {
     return failure(error);
