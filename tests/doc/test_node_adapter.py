@@ -101,6 +101,17 @@ def test_a_throwing_hook_reports_its_error_name_message_and_adapter_line(suite):
     assert result.stderr.strip() == "Execution failed: gradeCandidate failed: Error: boom from js (full_adapter.mjs:1)"
 
 
+def test_a_hook_that_ends_node_is_named_with_its_adapter(suite):
+    """`process.exit(3)` in a hook read as the bridge failing: neither the hook nor the adapter file was named."""
+    adapter = suite.evals / "full_adapter.mjs"
+    adapter.write_text("export const gradeCandidate = () => { process.exit(3); };\nexport const renderReport = () => 'x';\n")
+    result = invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md", "--run-id", "r")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Execution failed: gradeCandidate ended node while it ran ({adapter}): adapter "
+                                    "command "), result.stderr
+    assert "exited unexpectedly (exit code 3)" in result.stderr and result.stderr.count("exited unexpectedly") == 1
+
+
 def _line_of(path, text):
     return next(number for number, line in enumerate(path.read_text().splitlines(), 1) if text in line)
 

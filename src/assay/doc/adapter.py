@@ -190,6 +190,7 @@ class NodeDocAdapter:
     def __init__(self, path: Path, bridge: Any) -> None:
         self.path = path
         self.bridge = bridge
+        self._node_ended = False  # node went while a hook ran: said by that hook's error, not again on close
 
     @property
     def node_version(self) -> str | None:
@@ -221,6 +222,7 @@ class NodeDocAdapter:
     async def call(self, export: str, *args: Any) -> Any:
         from assay.adapters.ndjson import RequestTimedOut
         from assay.adapters.node_bridge import NodeHookError
+        from assay.errors import AdapterRuntimeError
 
         payload = [arg.to_js() if hasattr(arg, "to_js") else arg for arg in args]
         try:
@@ -236,8 +238,14 @@ class NodeDocAdapter:
             location = error.location or {}
             described = describe_hook_failure(error.name, str(error), location.get("file"), location.get("line"))
             raise AdapterError(f"{export} failed: {described}") from error
+        except AdapterRuntimeError as error:  # node itself went while the hook ran: `process.exit()`, a crash
+            self._node_ended = True
+            raise AdapterError(f"{export} ended node while it ran ({self.bridge.module_path}): {error}") from None
 
     async def aclose(self) -> None:
+        if self._node_ended:  # closing would raise the exit again, in place of the hook's error
+            await self.bridge.force_stop()
+            return
         await self.bridge.close()
 
 
