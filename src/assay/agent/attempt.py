@@ -254,7 +254,7 @@ async def run_attempt(
     else:
         if setup_reached and teardown is not None:
             await _agent_teardown(runtime, main_session)
-        if not interrupted and not await in_flight.unless_interrupted(_resolve_pending(runtime)):
+        if not interrupted and _any_pending(runtime) and not await in_flight.unless_interrupted(_resolve_pending(runtime)):
             interrupted = True  # Ctrl-C while its judge calls were answered: the attempt is interrupted
         if interrupted:
             _drop_pending(runtime)
@@ -283,6 +283,11 @@ async def _agent_teardown(runtime: AttemptRuntime, session: AgentSession) -> Non
         runtime.timeline.end(phase)
 
 
+def _any_pending(runtime: AttemptRuntime) -> bool:
+    """Whether an assertion is still to decide (most attempts have none: no task is made for them)."""
+    return any(entry.pending is not None for entry in runtime.entries)
+
+
 async def _resolve_pending(runtime: AttemptRuntime) -> None:
     """Each assertion still to decide (a judge call the eval did not await), in the order they were made."""
     for entry in runtime.entries:
@@ -308,7 +313,7 @@ async def _finish_sandbox_attempt(
     closed = False
     try:
         stage.finish()
-        if not interrupted and not await in_flight.unless_interrupted(_resolve_pending(runtime)):
+        if not interrupted and _any_pending(runtime) and not await in_flight.unless_interrupted(_resolve_pending(runtime)):
             interrupted = True  # as in `run_attempt`
         if interrupted:
             _drop_pending(runtime)
