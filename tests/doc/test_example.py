@@ -58,3 +58,21 @@ def test_example_model_judge_config_runs_against_an_openai_compatible_server(rep
     assert result.exit_code == 0, result.stderr
     stored = json.loads((repo / "examples/doc/evals/results/cov/pointwise-result.json").read_text())
     assert [item["kind"] for item in stored["items"]] == ["breaking-change", "migration", "support"]
+
+
+@pytest.mark.parametrize("broken, said", [
+    (lambda items: items["items"][1].pop("kind"), "expected-items.json: item migration-flag needs kind, a non-empty string"),
+    (lambda items: items.update(itemz=items.pop("items")), 'expected-items.json needs "items", a non-empty list'),
+    (lambda items: items["items"][0].update(must_include_all="parquet"),
+     "expected-items.json: item breaking-default needs must_include_all"),
+])
+def test_a_broken_expected_item_fails_doctor_naming_the_file_and_field(repo, broken, said):
+    """The judge hooks read every item's kind and severity: a typo there was a KeyError in judge-coverage, after
+    doctor had passed."""
+    path = repo / "examples" / "doc" / "evals" / "cases" / "release-notes-v1" / "expected-items.json"
+    items = json.loads(path.read_text())
+    broken(items)
+    path.write_text(json.dumps(items))
+    result = invoke("doctor", "--config", CONFIG)
+    assert result.exit_code == 2
+    assert f"validate_fixtures failed: ValueError: cases/release-notes-v1/{said}" in result.stderr, result.stderr

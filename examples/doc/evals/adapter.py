@@ -23,7 +23,7 @@ def _missing_phrases(text: str, phrases: list[str]) -> list[str]:
 
 def grade_candidate(grade):
     findings = []
-    for item in grade.grader_inputs["expectedItems"]["items"]:
+    for item in _checked_items(grade.grader_inputs["expectedItems"], "expected-items.json"):
         missing = _missing_phrases(grade.candidate_text, item["must_include_all"])
         findings.append(
             {
@@ -46,11 +46,38 @@ def render_report(report):
     return "\n".join(lines)
 
 
+_ITEM_KEYS = ("id", "kind", "severity")
+
+
+def _checked_items(document, where):
+    """The expected items, each with its id, kind, severity and must_include_all phrases: a misspelt key is a
+    broken fixture that `doctor` names, not a KeyError in a judge hook after the run has started."""
+    items = document.get("items") if isinstance(document, dict) else None
+    if not isinstance(items, list) or not items:
+        raise ValueError(f'{where} needs "items", a non-empty list of {{"id", "kind", "severity", "must_include_all"}}')
+    for number, item in enumerate(items, 1):
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}: item {number} is not an object")
+        for key in _ITEM_KEYS:
+            if not isinstance(item.get(key), str) or not item[key]:
+                raise ValueError(f"{where}: item {item.get('id', number)} needs {key}, a non-empty string")
+        phrases = item.get("must_include_all")
+        if not isinstance(phrases, list) or not phrases or not all(isinstance(p, str) and p for p in phrases):
+            raise ValueError(f"{where}: item {item['id']} needs must_include_all, a non-empty list of phrases")
+    return items
+
+
 def validate_fixtures(fixtures):
+    """`doctor` and `validate-fixtures` run this: a broken case fails there, before any run or model call."""
     for entry in fixtures.manifests:
         roles = {artifact["role"] for artifact in entry.manifest["artifacts"]}
         if not {"grader_input", "generation_visible", "rubric"} <= roles:
             raise ValueError(f"{entry.relative_path} needs grader_input, generation_visible and rubric artifacts")
+        for artifact in entry.manifest["artifacts"]:
+            if artifact["role"] == "grader_input":
+                path = entry.full_path.parent / artifact["path"]
+                where = f"{entry.relative_path.rsplit('/', 1)[0]}/{artifact['path']}"
+                _checked_items(json.loads(path.read_text(encoding="utf-8")), where)
 
 
 def _artifact_text(artifacts, role):
