@@ -156,3 +156,18 @@ def test_a_shard_that_holds_no_case_passes_saying_so_and_still_merges(tmp_path):
     assert "eval_min_pass_rate" not in empty.output
     merged = invoke("runs", "merge", "latest", "latest~1")
     assert merged.exit_code in (0, 1), merged.output
+
+
+def test_merge_after_a_case_was_added_says_so(tmp_path):
+    """It asked only "was a shard incomplete?" about a unit of a case written after the shards ran."""
+    eval_dir = _eval(tmp_path)
+    ids = []
+    for shard in ("1/2", "2/2"):
+        run_eval(eval_dir, "--shard", shard)
+        with open_store(read_only=True) as store:
+            ids.append(store.get_run("latest").run_id)
+    write(eval_dir / "cases" / "f.yaml", CASE.format(case_rate=0.0, until=0.4, expect=0))
+    merged = invoke("runs", "merge", *ids)
+    assert merged.exit_code == 2
+    assert "the shard records have no result for unit f/number/0@0s#1, which the eval directory's cases hold now: " \
+           "was a case or sample added since the shards ran, or a shard incomplete?" in merged.flat, merged.flat

@@ -101,7 +101,9 @@ def _merged_outcome(records: Sequence[ShardRecord], options: Mapping[str, Any], 
                     key = sample_unit_id(case.name, target.id, sample.sample_index, sample.timestamp_s, trial)
                     unit = units.get(key)
                     if unit is None:
-                        raise UsageError(f"the shard records have no result for unit {key}; was a shard incomplete?")
+                        raise UsageError(f"the shard records have no result for unit {key}, which the eval directory's "
+                                         "cases hold now: was a case or sample added since the shards ran, or a "
+                                         "shard incomplete?")
                     results.append(_sample_result(unit, sample))
                     used.add(key)
         gates = trial_gates(
