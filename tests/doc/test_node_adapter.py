@@ -417,3 +417,15 @@ def test_the_default_hook_limit_is_ten_minutes():
 
     assert DEFAULT_HOOK_TIMEOUT_S == 600 and hook_timeout().seconds == 600
     assert hook_timeout(0).seconds is None  # 0: no limit
+
+
+def test_a_hook_limit_that_is_no_number_is_refused_for_a_python_adapter_too(tmp_path, monkeypatch):
+    """A Python hook runs in-process with no limit, and a typo in the variable was ignored without a word."""
+    python_suite = make_suite(tmp_path)  # full_adapter.py
+    monkeypatch.chdir(python_suite.repo)
+    monkeypatch.setenv("ASSAY_DOC_HOOK_TIMEOUT", "abc")
+    refused = invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md")
+    assert refused.exit_code == 2
+    assert "ASSAY_DOC_HOOK_TIMEOUT must be a number of seconds (0 for no limit), got 'abc'" in refused.stderr
+    monkeypatch.setenv("ASSAY_DOC_HOOK_TIMEOUT", "30")
+    assert invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md").exit_code == 0

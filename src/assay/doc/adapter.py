@@ -273,6 +273,7 @@ async def open_adapter(path: Path, suite: DocSuite) -> DocAdapter:
             f" it is relative to the suite root {relative_posix(suite.repo_root, suite.suite_root) or '.'})"
         )
     if path.suffix == ".py":
+        hook_timeout(suite.hook_timeout_s)  # no limit applies in-process, but a typo in it is still said
         return PythonDocAdapter.load(path)
     if path.suffix in JAVASCRIPT_SUFFIXES:
         return await NodeDocAdapter.start(path, suite)
