@@ -113,7 +113,10 @@ function crumbs(...parts) {
 
 function parseHash() {
   const [path, query] = location.hash.replace(/^#/, "").split("?");
-  const parts = (path || "/").split("/").filter(Boolean).map(decodeURIComponent);
+  // A hand-edited address may hold a `%` that starts no escape: that part is read as it was typed, where
+  // decodeURIComponent would throw and leave the page of the address before (or "Loading…") on screen.
+  const decode = (part) => { try { return decodeURIComponent(part); } catch { return part; } };
+  const parts = (path || "/").split("/").filter(Boolean).map(decode);
   return { parts, params: Object.fromEntries(new URLSearchParams(query || "")) };
 }
 
@@ -163,7 +166,9 @@ async function renderRuns(params) {
       el("span", { class: "muted" }, `${runs.length} of ${listing.total} runs`)),
     runs.length
       ? el("table", { id: "runs-table" }, el("thead", {}, el("tr", {}, ["", "run", "kind", "created", "git", "units", "pass rate", "gates", "title"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
-      : el("p", { class: "muted" }, "No runs recorded yet."),
+      : el("p", { class: "muted", id: "no-runs" }, listing.total || params.kind || params.search
+        ? "No run matches this kind and search: clear the filter to see every run."
+        : "No runs recorded yet."),
   );
 }
 

@@ -9,6 +9,11 @@ const PAGES = { label: (parts, params) => renderLabel(params), agreement: (parts
 // Label mode: one unit at a time from a queue; the keyboard does everything
 
 const LABEL_HELP = "j / → next · k / ← previous · p pass · f fail · 1–5 score · n note (Enter saves) · s skip";
+// A note written on a unit not answered yet waits here (by run and unit) until an answer saves it with the
+// label, so moving on and coming back does not lose it.
+const noteDrafts = new Map();
+const draftKey = (item) => `${item.run_id}\n${item.unit_id}`;
+
 const label = {
   active: false,
   session: null,
@@ -77,12 +82,14 @@ function answerBar(item) {
   const button = (text, answer, pressed) => el("button", { class: `answer${pressed ? " chosen" : ""}`, "data-answer": answer,
     onclick: () => answerWith(answer) }, text);
   const note = el("textarea", { id: "label-note", rows: "2", placeholder: "Note (n to write, Enter to save, Esc to leave)", "aria-label": "Note" });
-  note.value = mine.note || "";
+  note.value = noteDrafts.has(draftKey(item)) ? noteDrafts.get(draftKey(item)) : mine.note || "";
+  note.addEventListener("input", () => noteDrafts.set(draftKey(item), note.value));
   note.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey) {
       event.preventDefault();
       note.blur();
       if (item.mine) save(item, { verdict: item.mine.verdict, score: item.mine.score });
+      else document.getElementById("your-label").textContent = "note kept: answer (p, f or 1–5) to save it with your label";
     } else if (event.key === "Escape") {
       note.blur();
     }
@@ -119,8 +126,16 @@ function renderItem(item) {
   labelStatus();
 }
 
+// A note edited on an answered unit and left without Enter is saved with that label as the person moves on.
+function keepNote() {
+  const item = label.item;
+  const box = document.getElementById("label-note");
+  if (item && item.mine && box && box.value !== (item.mine.note || "")) save(item, { verdict: item.mine.verdict, score: item.mine.score });
+}
+
 async function showIndex(index, startedAt) {
   if (!label.queue.total) return;
+  keepNote();
   index = Math.max(0, Math.min(label.queue.total - 1, index));
   label.index = index;
   let item;
@@ -156,6 +171,7 @@ async function save(item, answer) {
     const document_ = await response.json();
     if (!response.ok) throw new Error(document_ && document_.error ? document_.error.message : `HTTP ${response.status}`);
     item.mine = document_;
+    if (noteDrafts.get(draftKey(item)) === body.note) noteDrafts.delete(draftKey(item));
     label.saved += 1;
   } catch (error) {
     const errors = document.getElementById("label-errors");
