@@ -239,6 +239,27 @@ def test_view_export_writes_a_static_site(store_env: FilledStore, tmp_path) -> N
     assert len(list((site / "frames").glob("*.png"))) == 8  # the failing video units' frames
 
 
+def test_view_export_never_writes_over_a_folder_of_other_files_and_replaces_an_earlier_export(
+    store_env: FilledStore, tmp_path
+) -> None:
+    """`assay view --export .` in a project overwrote its own index.html; an earlier export kept stale data files."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "index.html").write_text("mine", encoding="utf-8")
+    refused = invoke_runs("view", "--export", str(project))
+    assert (refused.exit_code, refused.output) == (2, f"Could not export the viewer: --export {project} already holds "
+                                                      "files that are not an assay export (index.html); give a new or "
+                                                      "empty folder (an earlier export is replaced)\n")
+    assert (project / "index.html").read_text(encoding="utf-8") == "mine" and sorted(project.iterdir()) == [project / "index.html"]
+    site = tmp_path / "site"
+    assert invoke_runs("view", "--export", str(site)).exit_code == 0
+    stale = site / "data" / "stale.js"
+    stale.write_text("// a run exported before and deleted since", encoding="utf-8")
+    again = invoke_runs("view", "--export", str(site))
+    assert again.exit_code == 0, again.output
+    assert not stale.exists() and len(list((site / "data").glob("*.js"))) > 10
+
+
 def test_view_export_onto_a_file_says_it_takes_a_folder(store_env: FilledStore, tmp_path) -> None:
     target = tmp_path / "site.html"
     target.write_text("mine", encoding="utf-8")
@@ -253,7 +274,7 @@ def test_view_export_onto_a_file_says_it_takes_a_folder(store_env: FilledStore, 
 # beforehand (the reasons in the words of an unwritable --junit file), else naming the file that failed.
 EXPORT_FOLDERS = {
     "under a file": lambda tmp: (tmp / "blocker" / "site", f"cannot be created: {tmp / 'blocker'} is a file, not a folder"),
-    "a folder where a file goes": lambda tmp: (tmp / "site", f"cannot be written: {tmp / 'site' / 'index.html'}: Is a directory"),
+    "a folder where a file goes": lambda tmp: (tmp / "site", f"cannot be written: {tmp / 'site' / 'app.js'}: Is a directory"),
     "an unknown user's home": lambda tmp: (
         Path("~assay-no-such-user/site"), "cannot be created: there is no user 'assay-no-such-user' whose home folder `~` could name"
     ),
@@ -265,7 +286,8 @@ def test_view_export_into_a_folder_it_cannot_write_is_one_line_naming_the_option
     store_env: FilledStore, tmp_path, case: str
 ) -> None:
     (tmp_path / "blocker").write_text("a file, not a folder", encoding="utf-8")
-    (tmp_path / "site" / "index.html").mkdir(parents=True)
+    (tmp_path / "site" / "app.js").mkdir(parents=True)  # in an earlier export, which is written over
+    (tmp_path / "site" / "index.html").write_text('<meta name="assay-mode" content="static">', encoding="utf-8")
     folder, reason = EXPORT_FOLDERS[case](tmp_path)
     result = invoke_runs("view", "--export", str(folder))
     assert (result.exit_code, result.output) == (2, f"Could not export the viewer: --export {folder} {reason}\n")

@@ -105,17 +105,36 @@ def _check_folder(directory: Path) -> None:
         raise UsageError(f"--export {directory} cannot be created: {folder} is a file, not a folder", "--export")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"--export {directory} cannot be written: no permission in {folder}", "--export")
+    if directory.is_dir() and not _an_earlier_export(directory):
+        present = sorted(child.name for child in directory.iterdir())
+        if present:  # the site writes index.html, app.js, … over whatever is there: a project's own files
+            shown = ", ".join(present[:5]) + (f" and {len(present) - 5} more" if len(present) > 5 else "")
+            raise UsageError(f"--export {directory} already holds files that are not an assay export ({shown}); give "
+                             "a new or empty folder (an earlier export is replaced)", "--export")
+
+
+def _an_earlier_export(directory: Path) -> bool:
+    """Whether `directory` is a site `--export` wrote: its index.html is the viewer's, in static mode."""
+    try:
+        return _STATIC_MARK in (directory / "index.html").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+_STATIC_MARK = '<meta name="assay-mode" content="static">'
 
 
 def _write_site(
     data: ViewData, directory: Path, limits: ExportLimits, static: Path, render_frame_png: Callable[..., bytes]
 ) -> int:
     directory.mkdir(parents=True, exist_ok=True)
+    for stale in ("data", "frames"):  # an earlier export's documents: runs it held may be gone since
+        shutil.rmtree(directory / stale, ignore_errors=True)
     for name in ("app.js", "labels.js", "app.css"):
         shutil.copyfile(static / name, directory / name)
     index = (static / "index.html").read_text(encoding="utf-8")
     (directory / "index.html").write_text(
-        index.replace('<meta name="assay-mode" content="live">', '<meta name="assay-mode" content="static">'),
+        index.replace('<meta name="assay-mode" content="live">', _STATIC_MARK),
         encoding="utf-8",
     )
     writer = _Writer(directory)
