@@ -140,6 +140,24 @@ def test_compare_page_shows_the_cli_verdict_in_the_same_words(page: Page, tmp_pa
             expect(page.locator("#verdict")).to_have_class(css)
 
 
+def test_compare_page_says_why_nothing_was_judged_in_both_as_the_cli_does(page: Page, tmp_path: Path) -> None:
+    """A candidate that carried every unit: the page said only "Inconclusive", without the CLI's "Why: …" line."""
+    database = tmp_path / "assay.db"
+    ids = [f"baseline/eval{index}#1" for index in range(3)]
+    publish_run(RunManifest("agent-20261203T100000Z-00000001", "agent", "2026-12-03T10:00:00Z"),
+                [UnitResult(unit_id, "passed") for unit_id in ids], database=database)
+    carried = [UnitResult(unit_id, "passed", carried_from={"run_id": "agent-20261203T100000Z-00000001", "unit_id": unit_id})
+               for unit_id in ids]
+    publish_run(RunManifest("agent-20261203T110000Z-00000002", "agent", "2026-12-03T11:00:00Z"), carried, database=database)
+    cli = assay(database, "runs", "compare", "agent-20261203T100000Z-00000001", "agent-20261203T110000Z-00000002")
+    why = next(line for line in cli.stdout.splitlines() if line.startswith("Why: "))
+    with serving_store(database) as origin:
+        page.goto(f"{origin}/#/compare/agent-20261203T100000Z-00000001/agent-20261203T110000Z-00000002")
+        _ready(page)
+        expect(page.locator("#verdict")).to_have_text("Inconclusive: no unit was judged in both runs.")
+        expect(page.locator("#verdict-why")).to_have_text(why)
+
+
 def test_live_viewer_on_a_damaged_store_shows_what_is_wrong(page: Page, tmp_path: Path) -> None:
     database = make_store(tmp_path)
     DAMAGED_UNITS_PAGE(database)

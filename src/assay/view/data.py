@@ -279,6 +279,12 @@ class ViewData:
             })
         document = comparison.to_json(unit_limit=0)
         document.pop("units")
+        from assay.core.history.shown import nothing_judged_in_both
+
+        # (the "Why: … carried …" line `assay runs compare` prints under an inconclusive verdict)
+        why = nothing_judged_in_both(self.store, comparison, document, (comparison.before, comparison.after))
+        if why:
+            document["why"] = why
         document["runs"] = {"before": before_run.to_json(with_groups=False), "after": after_run.to_json(with_groups=False)}
         document.update({"change": change, "rows": rows, "total": len(comparison.units[change]), "offset": offset, "limit": limit})
         return jsonable(document)

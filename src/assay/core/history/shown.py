@@ -219,11 +219,11 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
             hint = (f" These are runs of two kinds ({kinds[0]}, then {kinds[1]}), whose units never pair: compare two runs of"
                     " one kind (`assay runs compare latest` takes the run of the latest's kind and project before it).")
         lines.append(pairing.sentence() + hint)
-    why = _nothing_judged_in_both(store, comparison, document, (first.run_id, second.run_id))
+    why = nothing_judged_in_both(store, comparison, document, (first.run_id, second.run_id))
     return Shown(document, [*lines, *comparison_lines(comparison, limit, why=why)]), comparison.verdict
 
 
-def _nothing_judged_in_both(store: Any, comparison: Any, document: dict[str, Any], run_ids: tuple[str, str]) -> str:
+def nothing_judged_in_both(store: Any, comparison: Any, document: dict[str, Any], run_ids: tuple[str, str]) -> str:
     """Why units that pair were judged in both runs none of the time, when the reason is carry: a carried unit
     repeats an earlier verdict, it is no new observation (`compare latest` right after an agent run that
     changed nothing). Said in one line and as `carried` (run id -> units) in the document."""

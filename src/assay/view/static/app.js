@@ -583,6 +583,7 @@ async function renderCompare(before, after, params) {
       el("div", { class: "stat" }, el("b", {}, `[${(test.interval[0] * 100).toFixed(1)}, ${(test.interval[1] * 100).toFixed(1)}]`), `${Math.round(test.confidence * 100)}% bootstrap interval (pts)`)),
     // The verdict sentence comes from the same Python function `assay runs compare` prints.
     el("p", { id: "verdict", class: `panel sig ${VERDICT_CLASS[result.verdict] || ""}`, "data-verdict": result.verdict, "data-regression": String(result.regression) }, result.sentence),
+    result.why ? el("p", { id: "verdict-why", class: "muted" }, result.why) : null,
     tabs,
     el("table", { id: "compare-table" }, el("thead", {}, el("tr", {}, ["unit", "expected", "before", "after"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
     el("div", { class: "pager" },
