@@ -56,6 +56,18 @@ def test_an_address_with_a_stray_percent_sign_is_answered_not_left_loading(page:
     assert errors == []
 
 
+def test_an_address_with_no_page_says_so_instead_of_showing_the_runs_list(page: Page, origin: str) -> None:
+    """`#/compare/<one id>` (a link cut short) and `#/nosuchpage` showed the runs list without a word."""
+    _open(page, f"{origin}/#/compare/{RUN}")
+    expect(page.locator("#view-error")).to_have_text(
+        f"#/compare/{RUN} is not a whole address: this page's is #/compare/BEFORE/AFTER. The runs list links to every page.")
+    _open(page, f"{origin}/#/nosuchpage")
+    expect(page.locator("#view-error")).to_have_text(
+        "this viewer has no page #/nosuchpage. The runs list links to every page.")
+    _open(page, f"{origin}/#/")
+    expect(page.locator("#runs-table tbody tr")).to_have_count(1)
+
+
 def test_a_runs_filter_that_matches_nothing_does_not_say_no_runs_were_recorded(page: Page, origin: str) -> None:
     _open(page, f"{origin}/#/?search=no-such-run")
     expect(page.locator("#no-runs")).to_have_text("No run matches this kind and search: clear the filter to see every run.")

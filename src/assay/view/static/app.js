@@ -669,7 +669,15 @@ async function route() {
     else if (parts[0] === "traces" && parts[1]) await renderTraces(parts[1], params);
     else if (parts[0] === "trend" && parts[1]) await renderTrend(parts[1]);
     else if (typeof PAGES !== "undefined" && PAGES[parts[0]]) await PAGES[parts[0]](parts.slice(1), params);  // labels.js
-    else await renderRuns(params);
+    else if (parts.length === 0) await renderRuns(params);
+    else {
+      // An address this viewer has no page for (a link cut short, a typo): said, with where to go instead.
+      const pages = { run: "#/run/RUN", unit: "#/unit/RUN/UNIT", compare: "#/compare/BEFORE/AFTER", traces: "#/traces/RUN", trend: "#/trend/RUN" };
+      const expected = pages[parts[0]];
+      throw new Error(expected
+        ? `#/${parts.join("/")} is not a whole address: this page's is ${expected}. The runs list links to every page.`
+        : `this viewer has no page #/${parts.join("/")}. The runs list links to every page.`);
+    }
   } catch (error) {
     // The top bar of the page before would name a run or unit this error is not about.
     crumbs(el("a", { href: "#/" }, "runs"));
