@@ -60,6 +60,21 @@ SENDER = """
     quiet = Experiment(agent=define_agent(name="quiet", send=send, evidence_coverage=complete_evidence_coverage))
 """
 
+ONE_SEND = """
+    from assay.agent import define_eval
+
+    @define_eval()
+    async def test(t):
+        await t.send("a")
+"""
+
+
+def _assay(tmp_path, *arguments):
+    """`assay ARGUMENTS…` in its own process, with a store of the test's own."""
+    env = {**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")}
+    return subprocess.run([sys.executable, "-m", "assay", *map(str, arguments)], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+
 
 def test_a_fixed_port_that_is_taken_stops_the_run_before_any_attempt(tmp_path):
     taken = socket.socket()
@@ -69,13 +84,7 @@ def test_a_fixed_port_that_is_taken_stops_the_run_before_any_attempt(tmp_path):
         project = write_project(tmp_path / "project", {
             "pyproject.toml": f"[tool.assay.telemetry]\nport = {taken.getsockname()[1]}\n",
             "experiments/quiet.py": SENDER,
-            "evals/one_eval.py": """
-                from assay.agent import define_eval
-
-                @define_eval()
-                async def test(t):
-                    await t.send("a")
-            """,
+            "evals/one_eval.py": ONE_SEND,
         })
         results = run(project, record=False)
     finally:
@@ -122,25 +131,15 @@ def test_telemetry_host_binds_there_warns_once_and_still_tells_apps_loopback(tmp
 
             poster = Experiment(agent=define_agent(name="poster", send=send, evidence_coverage=complete_evidence_coverage))
         """,
-        "evals/one_eval.py": """
-            from assay.agent import define_eval
-
-            @define_eval()
-            async def test(t):
-                await t.send("a")
-        """,
+        "evals/one_eval.py": ONE_SEND,
     })
-    env = {**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")}
-    done = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project),
-                           "--telemetry-host", "0.0.0.0"], capture_output=True, text=True, env=env, timeout=120,
-                          check=False)
+    done = _assay(tmp_path, "agent", "run", "--project", project, "--telemetry-host", "0.0.0.0")
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     warnings = [line for line in output.splitlines() if line.startswith("warning")]
     assert len(warnings) == 1 and warnings[0].startswith("warning [telemetry-exposed]: the OTLP trace receiver listens on 0.0.0.0:")
     assert "without authentication" in warnings[0]
-    shown = subprocess.run([sys.executable, "-m", "assay", "agent", "show", "--json", "--project", str(project)],
-                           capture_output=True, text=True, env=env, timeout=60, check=False)
+    shown = _assay(tmp_path, "agent", "show", "--json", "--project", project)
     [attempt] = json.loads(shown.stdout)["attempts"]
     told = attempt["turns"][0]["events"][0]["text"]
     assert told.startswith("http://127.0.0.1:") and told.endswith("/v1/traces")
@@ -186,17 +185,8 @@ def test_a_telemetry_host_that_is_no_address_is_a_usage_error_naming_the_option(
 def test_a_telemetry_host_that_cannot_be_bound_says_so_without_a_made_up_port(tmp_path):
     # Nothing is set up for a name that does not resolve: the run stops before its first attempt, exit 2.
     project = write_project(tmp_path / "project", {"pyproject.toml": "[tool.assay]\n", "experiments/quiet.py": SENDER,
-                                                   "evals/one_eval.py": """
-            from assay.agent import define_eval
-
-            @define_eval()
-            async def test(t):
-                await t.send("a")
-        """})
-    env = {**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")}
-    done = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project),
-                           "--telemetry-host", "nosuchhost.invalid"], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
+                                                   "evals/one_eval.py": ONE_SEND})
+    done = _assay(tmp_path, "agent", "run", "--project", project, "--telemetry-host", "nosuchhost.invalid")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "cannot listen on nosuchhost.invalid: " in done.stderr and "nosuchhost.invalid:0" not in done.stderr
     assert "Traceback" not in done.stderr

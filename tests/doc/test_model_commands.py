@@ -10,21 +10,15 @@ import json
 import pytest
 
 from doc_judges import judge_responder
-from doc_suites import invoke, make_suite
+from doc_suites import invoke
 from servers.fake_openai import chat_reply, error_reply
 
 MODEL_ARGS = ["--model", "judge-model", "--provider", "openai", "--effort", "low"]
 
 
 @pytest.fixture
-def suite(tmp_path, monkeypatch):
-    built = make_suite(tmp_path)
-    built.enable("generate", "judge_coverage", "judge_pairwise")
-    monkeypatch.chdir(built.repo)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setenv("ASSAY_JUDGE_MAX_ATTEMPTS", "2")
-    return built
+def suite(model_suite):
+    return model_suite  # (conftest.py)
 
 
 def env_for(server):

@@ -16,12 +16,8 @@ MODEL_ARGS = ["--model", "judge-model", "--provider", "openai", "--effort", "low
 
 
 @pytest.fixture
-def suite(tmp_path, monkeypatch):
-    built = make_suite(tmp_path)
-    built.enable("generate", "judge_coverage", "judge_pairwise")
-    monkeypatch.chdir(built.repo)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    return built
+def suite(model_suite):
+    return model_suite  # (conftest.py)
 
 
 def _env(server):
@@ -31,6 +27,13 @@ def _env(server):
 def _coverage(server):
     return invoke("judge-coverage", "--case", "case-one", "--candidate", "candidates/good.md", *MODEL_ARGS,
                   "--run-id", "cov-1", env=_env(server))
+
+
+def _refused_before_asking(result, server, start):
+    """Exit 2 with stderr starting `start`, and no request sent to the model."""
+    assert result.exit_code == 2
+    assert result.stderr.startswith(start), result.stderr
+    assert server.requests == []
 
 
 def _pairwise(server, *extra):
@@ -67,12 +70,10 @@ def test_a_key_a_javascript_pairwise_hook_misspells_is_named(tmp_path, monkeypat
     path.write_text(head + "export const resolvePairwiseVars" + pairwise.replace("source_material:", "sourceMaterial:"))
     fake_openai.respond_with(judge_responder("pairwise"))
     result = _pairwise(fake_openai)
-    assert result.exit_code == 2
-    assert result.stderr.startswith(
+    _refused_before_asking(result, fake_openai, (
         "Execution failed: resolvePairwiseVars did not return source_material, which the bundled pairwise_judge"
         " prompt template uses as {{ source_material }} (it returned sourceMaterial: one of the two is misspelt)"
-    ), result.stderr
-    assert fake_openai.requests == []
+    ))
 
 
 def test_a_placeholder_a_suite_template_misspells_is_named_with_the_template(suite, fake_openai):
@@ -83,13 +84,11 @@ def test_a_placeholder_a_suite_template_misspells_is_named_with_the_template(sui
     suite.update_config(prompt_templates={"pointwise_judge": "judge.md"})
     fake_openai.respond_with(judge_responder("pointwise"))
     result = _coverage(fake_openai)
-    assert result.exit_code == 2
-    assert result.stderr.startswith(
+    _refused_before_asking(result, fake_openai, (
         "Execution failed: resolve_pointwise_vars did not return source_materal, which the"
         " pointwise_judge prompt template judge.md uses as {{ source_materal }} (it returned source_material: one of"
         " the two is misspelt)"
-    ), result.stderr
-    assert fake_openai.requests == []
+    ))
 
 
 def test_a_placeholder_no_returned_key_resembles_renders_empty_with_a_warning_as_in_eval_kit(suite, fake_openai):

@@ -45,6 +45,16 @@ def _eval(tmp_path):
 
 
 
+def _shard_run_ids(eval_dir, *shards):
+    """Run each `--shard` of the eval; the ids the store recorded them under, in that order."""
+    ids = []
+    for shard in shards:
+        run_eval(eval_dir, "--shard", shard)
+        with open_store(read_only=True) as store:
+            ids.append(store.get_run("latest").run_id)
+    return ids
+
+
 def _comparable_units(units):
     return [(unit.unit_id, unit.verdict, unit.group, unit.expected, unit.observed, unit.reason) for unit in units]
 
@@ -114,11 +124,7 @@ def test_merge_accepts_record_folders_as_ci_jobs_upload_them(tmp_path):
 
 def test_merge_refuses_an_incomplete_or_mixed_shard_set(tmp_path):
     eval_dir = _eval(tmp_path)
-    ids = []
-    for shard in ("1/3", "2/3"):
-        run_eval(eval_dir, "--shard", shard)
-        with open_store(read_only=True) as store:
-            ids.append(store.get_run("latest").run_id)
+    ids = _shard_run_ids(eval_dir, "1/3", "2/3")
     listed = invoke("runs", "list")
     assert "[shard 1/3]" in listed.output and "[shard 2/3]" in listed.output  # told apart from whole runs
     missing = invoke("runs", "merge", *ids)
@@ -161,11 +167,7 @@ def test_a_shard_that_holds_no_case_passes_saying_so_and_still_merges(tmp_path):
 def test_merge_after_a_case_was_added_says_so(tmp_path):
     """It asked only "was a shard incomplete?" about a unit of a case written after the shards ran."""
     eval_dir = _eval(tmp_path)
-    ids = []
-    for shard in ("1/2", "2/2"):
-        run_eval(eval_dir, "--shard", shard)
-        with open_store(read_only=True) as store:
-            ids.append(store.get_run("latest").run_id)
+    ids = _shard_run_ids(eval_dir, "1/2", "2/2")
     write(eval_dir / "cases" / "f.yaml", CASE.format(case_rate=0.0, until=0.4, expect=0))
     merged = invoke("runs", "merge", *ids)
     assert merged.exit_code == 2
