@@ -49,7 +49,7 @@ def _check_diff(diff: Any) -> dict[str, tuple[str, ...]] | None:
     if unknown:
         from assay.core.format import did_you_mean
 
-        meant = did_you_mean(unknown[0], ("include", "ignore")) if isinstance(unknown[0], str) else ""
+        meant = did_you_mean(unknown[0], ("include", "ignore"))
         raise ConfigError(f'eval diff has an unknown key {unknown[0]!r}{meant} (it takes "include" and/or "ignore" '
                           "lists of glob patterns)")
     checked = {}

@@ -13,6 +13,7 @@ from assay.agent.assertion_entry import AssertionEntry, AssertionHandle
 from assay.agent.control import AuthoringError
 from assay.agent.outcome import Matcher
 from assay.agent.sandbox.handle import Sandbox
+from assay.core.format import did_you_mean
 
 if TYPE_CHECKING:
     from assay.agent.attempt_state import AttemptRuntime
@@ -31,12 +32,6 @@ class SandboxAssertionHandle(AssertionHandle):
 
 
 _CONTENT_SIDES = ("added", "removed", "both")
-
-
-def _meant(word: Any, choices: Sequence[str]) -> str:
-    from assay.core.format import did_you_mean
-
-    return did_you_mean(word, choices) if isinstance(word, str) else ""
 
 
 def _as_matcher(value: Any, name: str) -> Matcher | None:
@@ -95,7 +90,7 @@ class EvalSandbox(Sandbox):
 
         if status is not None and status not in STATUSES:
             raise AuthoringError(f"file_changed status must be one of {', '.join(STATUSES)}, got {status!r}"
-                                 + _meant(status, STATUSES))
+                                 + did_you_mean(status, STATUSES))
         return self._post_run(assertions.FileChanged(
             self._relative(path), status, _as_matcher(before, "before"), _as_matcher(after, "after"),
         ))
@@ -107,7 +102,7 @@ class EvalSandbox(Sandbox):
         """`pattern` (a regular expression) is in no changed path and no added/removed line."""
         if content not in _CONTENT_SIDES:
             raise AuthoringError(f"not_in_diff content must be one of {', '.join(_CONTENT_SIDES)}, got {content!r}"
-                                 + _meant(content, _CONTENT_SIDES))
+                                 + did_you_mean(content, _CONTENT_SIDES))
         try:
             compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
         except re.error as error:

@@ -68,12 +68,16 @@ def format_bytes(count: int) -> str:
 
 
 def did_you_mean(
-    word: str, choices: Iterable[str], *, cutoff: float = 0.6, form: str = "; did you mean {}?",
+    word: object, choices: Iterable[str], *, cutoff: float = 0.6, form: str = "; did you mean {}?",
     shown: Callable[[str], str] = repr,
 ) -> str:
     """`form` with the choice closest to a misspelt `word` (as `shown` writes it), or "" when none is close. A
-    choice that differs only in case (`VIDEO` for `video`) is the one meant, however short."""
+    choice that differs only in case (`VIDEO` for `video`) is the one meant, however short. A `word` that is
+    no string (a number or list where a name goes, as config files give them) is close to nothing."""
     import difflib
+
+    if not isinstance(word, str):
+        return ""
 
     choices = list(choices)
     folded = word.casefold()

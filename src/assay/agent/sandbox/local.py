@@ -513,7 +513,7 @@ class LocalProvider:
         if isolation not in ISOLATIONS:
             from assay.core.format import did_you_mean
 
-            meant = did_you_mean(isolation, ISOLATIONS) if isinstance(isolation, str) else ""
+            meant = did_you_mean(isolation, ISOLATIONS)
             raise SandboxError(f"local_sandbox isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}{meant}")
         if base_dir is not None and (not isinstance(base_dir, (str, os.PathLike)) or not str(base_dir).strip()):
             raise SandboxError(f"local_sandbox base_dir is the folder sandboxes are made in, like base_dir=\"/var/tmp/sandboxes\"; "

@@ -307,7 +307,7 @@ class Execution:
         if self.executor not in ("local", "ray"):
             from assay.core.format import did_you_mean
 
-            meant = did_you_mean(self.executor, ("local", "ray")) if isinstance(self.executor, str) else ""
+            meant = did_you_mean(self.executor, ("local", "ray"))
             raise UsageError(f"--executor must be local or ray{meant}", "--executor")
         if self.ray_address is not None and self.executor != "ray":
             raise UsageError("--ray-address needs --executor ray", "--ray-address")
