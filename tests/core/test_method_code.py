@@ -1,0 +1,126 @@
+"""The kept code of assay's dataclass methods: used for assay's classes only, identical in behaviour, safely kept."""
+
+from __future__ import annotations
+
+import dataclasses
+import marshal
+import sys
+import types
+
+import pytest
+
+from assay import _method_code
+
+CLASS = """
+from dataclasses import dataclass, field
+
+@dataclass(frozen=True)
+class Point:
+    x: int
+    y: int = 0
+    tags: tuple = field(default_factory=tuple)
+"""
+
+
+@pytest.fixture
+def cache(monkeypatch):
+    """An empty cache in place of the one this process loaded; what the test compiles stays out of it."""
+    known: dict[str, bytes] = {}
+    added: dict[str, bytes] = {}
+    used: set[str] = set()
+    monkeypatch.setattr(_method_code, "_known", known)
+    monkeypatch.setattr(_method_code, "_added", added)
+    monkeypatch.setattr(_method_code, "_used", used)
+    return types.SimpleNamespace(known=known, added=added, used=used)
+
+
+def define(module_name: str, monkeypatch) -> type:
+    module = types.ModuleType(module_name)
+    monkeypatch.setitem(sys.modules, module_name, module)
+    exec(compile(CLASS, f"<{module_name}>", "exec", dont_inherit=True), module.__dict__)
+    return module.Point
+
+
+def test_importing_assay_serves_dataclass_methods_from_the_kept_code():
+    assert dataclasses.exec is _method_code._exec  # type: ignore[attr-defined]
+
+
+def test_an_assay_class_is_compiled_once_then_made_from_the_kept_code_and_behaves_the_same(cache, monkeypatch):
+    first = define("assay.probe_methods", monkeypatch)
+    compiled = dict(cache.added)
+    for method in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"):
+        assert any(f"def {method}(" in text for text in compiled), method
+    cache.known.update(compiled)
+    cache.added.clear()
+
+    second = define("assay.probe_methods", monkeypatch)
+    assert cache.added == {}, "nothing is compiled again for the same class"
+    assert cache.used == set(compiled)
+    for made in (first, second):
+        point = made(1, y=2)
+        assert point == made(1, 2) and point != made(2, 2)
+        assert hash(point) == hash(made(1, 2))
+        assert repr(point) == "Point(x=1, y=2, tags=())"
+        assert made(3).tags == ()
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            point.x = 5  # type: ignore[misc]
+        # Compiled as the builtin compiles a string: annotations are objects, not this module's strings.
+        assert made.__init__.__annotations__["x"] is int
+
+
+def test_a_class_outside_assay_is_made_as_before_and_never_kept(cache, monkeypatch):
+    made = define("someone_elses.models", monkeypatch)
+    assert made(1) == made(1)
+    assert cache.added == {} and cache.used == set()
+
+
+def test_kept_code_round_trips_through_its_file(cache, monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    define("assay.probe_methods", monkeypatch)
+    path = tmp_path / "__pycache__" / "kept.marshal"
+    texts = set(cache.added)
+    _method_code._write(str(path))
+    assert cache.added == {} and set(cache.known) == texts
+    assert set(_method_code._read(str(path))) == texts
+    assert list(tmp_path.rglob("*.tmp")) == []
+
+
+def test_a_file_cut_short_or_from_another_interpreter_is_not_used(tmp_path):
+    path = tmp_path / "kept.marshal"
+    path.write_bytes(marshal.dumps((_method_code._frozen_importlib_external.MAGIC_NUMBER, {"a": b"b"}))[:-3])
+    assert _method_code._read(str(path)) == {}
+    path.write_bytes(marshal.dumps((b"\x00\x00\r\n", {"a": b"b"})))
+    assert _method_code._read(str(path)) == {}
+    path.write_bytes(b"not marshal at all")
+    assert _method_code._read(str(path)) == {}
+    assert _method_code._read(str(tmp_path / "missing")) == {}
+
+
+def test_a_broken_entry_is_compiled_again(cache, monkeypatch):
+    define("assay.probe_methods", monkeypatch)
+    cache.known.update({text: b"\x00broken" for text in cache.added})
+    cache.added.clear()
+    made = define("assay.probe_methods", monkeypatch)
+    assert made(1) == made(1)
+    assert len(cache.added) >= 5
+
+
+def test_nothing_is_written_when_python_is_told_not_to_write_bytecode(cache, monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    define("assay.probe_methods", monkeypatch)
+    _method_code._write(str(tmp_path / "kept.marshal"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_grown_past_its_bound_keeps_only_what_this_process_used(cache, monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(_method_code, "KEPT_AT_MOST", 10)
+    define("assay.probe_methods", monkeypatch)
+    cache.known.update(cache.added)
+    cache.added.clear()
+    cache.known.update({f"stale {number}": b"" for number in range(20)})
+    define("assay.probe_methods", monkeypatch)  # uses the kept texts
+    cache.added["new"] = b""
+    path = tmp_path / "kept.marshal"
+    _method_code._write(str(path))
+    assert set(_method_code._read(str(path))) == cache.used | {"new"}
