@@ -6,8 +6,8 @@ defines ~100 dataclasses, so that is ~550 compilations and ~34 ms of CPU at ever
 command: a quarter of a one-eval run.
 
 The text depends only on the class's fields and options, so its compiled code can be kept the way Python
-keeps a module's bytecode: in this package's `__pycache__`, keyed by the exact text (a class whose fields
-change writes a different text and is compiled afresh) and stamped with the interpreter's bytecode magic
+keeps a module's bytecode: in this package's `__pycache__`, keyed by a digest of the exact text (a class whose
+fields change writes a different text and is compiled afresh) and stamped with the interpreter's bytecode magic
 number. `dataclasses` looks `exec` up in its own module before the builtins; `install()` puts one there
 that serves texts written for this package's modules from the cache and hands every other call to the
 builtin unchanged, so classes outside assay are made exactly as before. Nothing is written when Python
@@ -25,15 +25,21 @@ import sys
 
 import _frozen_importlib_external
 
+try:  # what hashlib's blake2b is, without hashlib's OpenSSL import (~2.5 ms) in `assay --version`
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - a Python built without it
+    from hashlib import blake2b
+
 # Past this many texts (several versions' worth of every class) the file keeps only what this process used.
 KEPT_AT_MOST = 4000
 
 _path = os.path.join(
     os.path.dirname(__file__), "__pycache__", f"dataclass-methods.{sys.implementation.cache_tag}.marshal"
 )
-_known: dict[str, bytes] = {}
-_used: set[str] = set()
-_added: dict[str, bytes] = {}
+# Keyed by a digest of the text; an entry is dropped once used, so what stays in memory is what is not needed yet.
+_known: dict[bytes, bytes] = {}
+_used: set[bytes] = set()
+_added: dict[bytes, bytes] = {}
 
 
 def _ours(namespace: object) -> bool:
@@ -47,7 +53,8 @@ def _exec(source, globals=None, locals=None, /):  # noqa: A002 - the builtin's o
     """`exec` as `dataclasses` calls it: the kept code for a text written for an assay class."""
     if type(source) is not str or not _ours(globals):
         return builtins.exec(source, globals, locals)
-    blob = _known.get(source)
+    key = blake2b(source.encode(), digest_size=16).digest()
+    blob = _known.pop(key, None)
     code = None
     if blob is not None:
         try:
@@ -57,13 +64,14 @@ def _exec(source, globals=None, locals=None, /):  # noqa: A002 - the builtin's o
     if code is None:
         # As the builtin compiles a string: no `from __future__` flag of this module leaks into the methods.
         code = builtins.compile(source, "<string>", "exec", dont_inherit=True)
-        _added[source] = marshal.dumps(code)
+        if key not in _used:  # a second class with the same text as one already served: the file has it
+            _added[key] = marshal.dumps(code)
     else:
-        _used.add(source)
+        _used.add(key)
     return builtins.exec(code, globals, locals)
 
 
-def _read(path: str) -> dict[str, bytes]:
+def _read(path: str) -> dict[bytes, bytes]:
     try:
         with open(path, "rb") as file:
             stamp, entries = marshal.load(file)
@@ -75,13 +83,13 @@ def _read(path: str) -> dict[str, bytes]:
 
 
 def _write(path: str) -> None:
-    """Keep what this process compiled, replacing the file whole so that a reader never sees half of it."""
+    """Keep what this process compiled, beside what the file holds now (another process may have added to it
+    since), replacing the file whole so that a reader never sees half of it."""
     if not _added or sys.dont_write_bytecode:
         return
-    if len(_known) + len(_added) > KEPT_AT_MOST:
-        entries = {text: _known[text] for text in _used}
-    else:
-        entries = dict(_known)
+    entries = _read(path)
+    if len(entries) + len(_added) > KEPT_AT_MOST:
+        entries = {key: entries[key] for key in _used if key in entries}
     entries.update(_added)
     temporary = f"{path}.{os.getpid()}.tmp"
     try:
@@ -95,7 +103,7 @@ def _write(path: str) -> None:
         except OSError:
             pass
         return
-    _known.update(_added)
+    _used.update(_added)
     _added.clear()
 
 

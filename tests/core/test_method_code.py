@@ -25,9 +25,9 @@ class Point:
 @pytest.fixture
 def cache(monkeypatch):
     """An empty cache in place of the one this process loaded; what the test compiles stays out of it."""
-    known: dict[str, bytes] = {}
-    added: dict[str, bytes] = {}
-    used: set[str] = set()
+    known: dict[bytes, bytes] = {}
+    added: dict[bytes, bytes] = {}
+    used: set[bytes] = set()
     monkeypatch.setattr(_method_code, "_known", known)
     monkeypatch.setattr(_method_code, "_added", added)
     monkeypatch.setattr(_method_code, "_used", used)
@@ -41,6 +41,16 @@ def define(module_name: str, monkeypatch) -> type:
     return module.Point
 
 
+def methods(entries: dict[bytes, bytes]) -> set[str]:
+    """The names of the methods whose code `entries` keeps (each text defines one inside `__create_fn__`)."""
+    names = set()
+    for blob in entries.values():
+        for maker in marshal.loads(blob).co_consts:
+            if isinstance(maker, types.CodeType):
+                names |= {const.co_name for const in maker.co_consts if isinstance(const, types.CodeType)}
+    return names
+
+
 def test_importing_assay_serves_dataclass_methods_from_the_kept_code():
     assert dataclasses.exec is _method_code._exec  # type: ignore[attr-defined]
 
@@ -48,14 +58,18 @@ def test_importing_assay_serves_dataclass_methods_from_the_kept_code():
 def test_an_assay_class_is_compiled_once_then_made_from_the_kept_code_and_behaves_the_same(cache, monkeypatch):
     first = define("assay.probe_methods", monkeypatch)
     compiled = dict(cache.added)
-    for method in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"):
-        assert any(f"def {method}(" in text for text in compiled), method
+    assert methods(compiled) == {"__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"}
     cache.known.update(compiled)
     cache.added.clear()
 
     second = define("assay.probe_methods", monkeypatch)
     assert cache.added == {}, "nothing is compiled again for the same class"
     assert cache.used == set(compiled)
+    assert cache.known == {}, "what was used is not held any longer"
+
+    third = define("assay.probe_methods", monkeypatch)  # served before in this process: compiled, not kept twice
+    assert cache.added == {}
+    assert third(1) == third(1)
     for made in (first, second):
         point = made(1, y=2)
         assert point == made(1, 2) and point != made(2, 2)
@@ -78,18 +92,18 @@ def test_kept_code_round_trips_through_its_file(cache, monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     define("assay.probe_methods", monkeypatch)
     path = tmp_path / "__pycache__" / "kept.marshal"
-    texts = set(cache.added)
+    keys = set(cache.added)
     _method_code._write(str(path))
-    assert cache.added == {} and set(cache.known) == texts
-    assert set(_method_code._read(str(path))) == texts
+    assert cache.added == {} and cache.used == keys
+    assert set(_method_code._read(str(path))) == keys
     assert list(tmp_path.rglob("*.tmp")) == []
 
 
 def test_a_file_cut_short_or_from_another_interpreter_is_not_used(tmp_path):
     path = tmp_path / "kept.marshal"
-    path.write_bytes(marshal.dumps((_method_code._frozen_importlib_external.MAGIC_NUMBER, {"a": b"b"}))[:-3])
+    path.write_bytes(marshal.dumps((_method_code._frozen_importlib_external.MAGIC_NUMBER, {b"a": b"b"}))[:-3])
     assert _method_code._read(str(path)) == {}
-    path.write_bytes(marshal.dumps((b"\x00\x00\r\n", {"a": b"b"})))
+    path.write_bytes(marshal.dumps((b"\x00\x00\r\n", {b"a": b"b"})))
     assert _method_code._read(str(path)) == {}
     path.write_bytes(b"not marshal at all")
     assert _method_code._read(str(path)) == {}
@@ -98,7 +112,7 @@ def test_a_file_cut_short_or_from_another_interpreter_is_not_used(tmp_path):
 
 def test_a_broken_entry_is_compiled_again(cache, monkeypatch):
     define("assay.probe_methods", monkeypatch)
-    cache.known.update({text: b"\x00broken" for text in cache.added})
+    cache.known.update({key: b"\x00broken" for key in cache.added})
     cache.added.clear()
     made = define("assay.probe_methods", monkeypatch)
     assert made(1) == made(1)
@@ -115,12 +129,26 @@ def test_nothing_is_written_when_python_is_told_not_to_write_bytecode(cache, mon
 def test_a_file_grown_past_its_bound_keeps_only_what_this_process_used(cache, monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     monkeypatch.setattr(_method_code, "KEPT_AT_MOST", 10)
-    define("assay.probe_methods", monkeypatch)
-    cache.known.update(cache.added)
-    cache.added.clear()
-    cache.known.update({f"stale {number}": b"" for number in range(20)})
-    define("assay.probe_methods", monkeypatch)  # uses the kept texts
-    cache.added["new"] = b""
     path = tmp_path / "kept.marshal"
+    define("assay.probe_methods", monkeypatch)
     _method_code._write(str(path))
-    assert set(_method_code._read(str(path))) == cache.used | {"new"}
+    class_entries = _method_code._read(str(path))
+    stale = {bytes([number]) * 16: b"" for number in range(20)}
+    path.write_bytes(marshal.dumps((_method_code._frozen_importlib_external.MAGIC_NUMBER, {**stale, **class_entries})))
+    cache.used.clear()
+    cache.known.update(_method_code._read(str(path)))
+
+    define("assay.probe_methods", monkeypatch)  # served from the file
+    cache.added[b"n" * 16] = b"new"
+    _method_code._write(str(path))
+    assert set(_method_code._read(str(path))) == set(class_entries) | {b"n" * 16}
+
+
+def test_what_another_process_kept_meanwhile_is_kept_too(cache, monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    path = tmp_path / "kept.marshal"
+    path.write_bytes(marshal.dumps((_method_code._frozen_importlib_external.MAGIC_NUMBER, {b"o" * 16: b"other"})))
+    define("assay.probe_methods", monkeypatch)
+    keys = set(cache.added)
+    _method_code._write(str(path))
+    assert set(_method_code._read(str(path))) == keys | {b"o" * 16}
