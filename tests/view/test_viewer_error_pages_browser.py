@@ -68,8 +68,20 @@ def test_an_exported_page_that_is_not_included_does_not_keep_the_top_bar_of_the_
     _open(page, f"{index}#/unit/{RUN}/{quote(UNIT, safe='')}")
     expect(page.locator("#crumbs")).to_contain_text(UNIT)
     _open(page, f"{index}#/run/{MISSING}")
-    expect(page.locator("#view-error")).to_have_text("This view is not included in the export.")
+    # A run the export does not hold is named as such, not as a view left out.
+    expect(page.locator("#view-error")).to_have_text(
+        f"No run '{MISSING}' in this export: it holds the 1 run(s) listed on its first page.")
     expect(page.locator("#crumbs")).to_have_text("runs")
+    _open(page, f"{index}#/compare/{RUN}/{MISSING}")
+    expect(page.locator("#view-error")).to_contain_text(f"No run '{MISSING}' in this export")
+    _open(page, f"{index}#/unit/{RUN}/no-such-unit")  # the run is there; this page of it is not
+    expect(page.locator("#view-error")).to_have_text("This view is not included in the export.")
+
+
+def test_a_run_that_set_no_gate_says_so_under_its_gates_heading(page: Page, origin: str) -> None:
+    _open(page, f"{origin}/#/run/{RUN}")
+    expect(page.locator("#no-gates")).to_have_text("No gate was set for this run.")
+    expect(page.locator("#gates")).to_have_count(0)
 
 
 def test_a_hand_edited_offset_is_named_as_it_was_given(page: Page, origin: str) -> None:

@@ -42,6 +42,12 @@ window.assayData = (key, document_) => {
   if (entry) entry.resolve(document_);
 };
 
+function notExported() {
+  const error = new Error("This view is not included in the export.");
+  error.notExported = true;
+  return error;
+}
+
 function loadStatic(key) {
   return new Promise((resolve, reject) => {
     waiting.set(key, { resolve });
@@ -49,9 +55,9 @@ function loadStatic(key) {
     script.src = `data/${keyHash(key)}.js`;
     script.onload = () => {
       script.remove();
-      if (waiting.has(key)) { waiting.delete(key); reject(new Error("This view is not included in the export.")); }
+      if (waiting.has(key)) { waiting.delete(key); reject(notExported()); }
     };
-    script.onerror = () => { script.remove(); waiting.delete(key); reject(new Error("This view is not included in the export.")); };
+    script.onerror = () => { script.remove(); waiting.delete(key); reject(notExported()); };
     const resolveAndForget = waiting.get(key).resolve;
     waiting.get(key).resolve = (value) => { waiting.delete(key); resolveAndForget(value); };
     document.head.appendChild(script);
@@ -189,8 +195,11 @@ async function renderRun(runId, params) {
   crumbs(el("a", { href: "#/" }, "runs"), run.run_id);
   const navigate = (changes) => go(["run", run.run_id], { ...params, offset: "", ...changes });
 
-  const gates = el("ul", { id: "gates" }, (run.gates || []).map((gate) => el("li", {},
-    verdictBadge(gate.passed ? "pass" : "fail"), " ", el("b", {}, gate.name), gate.trial !== undefined && gate.trial !== null ? ` [trial ${gate.trial}]` : "", ": ", gate.message || "")));
+  // A run that set no gate (an imported log, a run without thresholds) says so under the heading.
+  const gates = (run.gates || []).length
+    ? el("ul", { id: "gates" }, run.gates.map((gate) => el("li", {},
+      verdictBadge(gate.passed ? "pass" : "fail"), " ", el("b", {}, gate.name), gate.trial !== undefined && gate.trial !== null ? ` [trial ${gate.trial}]` : "", ": ", gate.message || "")))
+    : el("p", { class: "muted", id: "no-gates" }, "No gate was set for this run.");
   const groups = el("table", { id: "groups-table" },
     el("thead", {}, el("tr", {}, ["group", "passed", "failed", "errored", "skipped", "ignored", "pass rate"].map((h) => el("th", {}, h)))),
     el("tbody", {}, run.groups.map(({ group, counts }) => {
@@ -660,6 +669,19 @@ async function renderTrend(runId) {
 // ---------------------------------------------------------------------------------------------
 // Router
 
+async function runsNotExported(parts) {
+  // A static export holds the runs on its first page: a run id it lacks (a typo, a run exported elsewhere)
+  // is named as such rather than as a view left out of the export.
+  const named = parts[0] === "compare" ? parts.slice(1, 3) : ["run", "unit", "traces", "trend"].includes(parts[0]) ? parts.slice(1, 2) : [];
+  if (!named.length) return null;
+  let listing;
+  try { listing = await loadStatic(apiKey("runs", { limit: "500" })); } catch { return null; }
+  const held = new Set(listing.runs.map((run) => run.run_id));
+  const missing = named.filter((id) => !held.has(id));
+  if (!missing.length) return null;
+  return `No run ${missing.map((id) => `'${id}'`).join(" or ")} in this export: it holds the ${held.size} run(s) listed on its first page.`;
+}
+
 async function route() {
   const { parts, params } = parseHash();
   try {
@@ -681,7 +703,8 @@ async function route() {
   } catch (error) {
     // The top bar of the page before would name a run or unit this error is not about.
     crumbs(el("a", { href: "#/" }, "runs"));
-    show(el("p", { class: "error", id: "view-error" }, error.message || String(error)));
+    const message = (error.notExported && await runsNotExported(parts)) || error.message || String(error);
+    show(el("p", { class: "error", id: "view-error" }, message));
   }
   document.body.dataset.ready = "true";
 }
