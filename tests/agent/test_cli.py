@@ -102,6 +102,11 @@ def test_agent_and_model_options_are_rejected_with_guidance(project):
     (["nope"], "no experiment matches 'nope'"),
     (["baseline", "zzz"], "no eval id starts with 'zzz' (`assay agent list` shows the eval ids)"),
     (["baseline", "orders/status", "ordres/refund"], "no eval id starts with 'ordres/refund'; did you mean 'orders/refund'?"),
+    # A misspelt folder is suggested as the folder, not as one eval in it.
+    (["baseline", "ordrs/"], "no eval id starts with 'ordrs/'; did you mean 'orders/'?"),
+    (["baseline", "greetngs"], "no eval id starts with 'greetngs'; did you mean 'greetings'?"),
+    # An eval prefix given where the experiment goes.
+    (["orders/"], "'orders/' starts eval ids, and evals are named after the experiment: `assay agent run baseline orders/`"),
     (["baseline", "--tag", "no-such-tag"], "--tag 'no-such-tag': no eval has this tag (the evals' tags: "),
     (["baseline", "--tag", "hitll"], "--tag 'hitll': no eval has this tag; did you mean 'hitl'?"),
     (["baseline", "orders/status", "--tag", "hitl"], "no evals selected after narrowing"),

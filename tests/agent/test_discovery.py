@@ -235,7 +235,7 @@ def test_an_experiment_evals_prefix_that_matches_no_eval_is_named_with_its_file(
     """)
     path = root / "experiments" / "models" / "openai" / "gpt.py"
     with pytest.raises(ConfigError, match=re.escape(
-        f"experiment models/openai/gpt ({path}): evals prefix 'wether/' matches no eval id; did you mean 'weather/brooklyn'?"
+        f"experiment models/openai/gpt ({path}): evals prefix 'wether/' matches no eval id; did you mean 'weather/'?"
     )):
         plan_for(root, AgentRunRequest(project=root))
     assert {planned.experiment.id for planned in plan_for(root, AgentRunRequest(project=root, experiment="baseline"))} == {

@@ -173,12 +173,18 @@ def plan_for(root: Path, selection: AgentRunRequest) -> list[PlannedAttempt]:
     from assay.agent.discovery import discover_evals, discover_experiments, select_evals, select_experiments
 
     all_evals = discover_evals(root)
+    found = discover_experiments(root)
     try:
-        experiments = select_experiments(discover_experiments(root), selection.experiment)
+        experiments = select_experiments(found, selection.experiment)
     except UsageError as error:
         if selection.experiment in AGENT_COMMANDS:
             # `assay agent run show`: the command was given to `run` as an experiment name
             raise UsageError(f"{error}. Did you mean `assay agent {selection.experiment}`?") from None
+        if selection.experiment and any(entry.id.startswith(selection.experiment) for entry in all_evals):
+            # `assay agent run orders/`: the first argument is the experiment, the evals come after it
+            experiment = found[0].id if len(found) == 1 else "EXPERIMENT"
+            raise UsageError(f"{error}. {selection.experiment!r} starts eval ids, and evals are named after the "
+                             f"experiment: `assay agent run {experiment} {selection.experiment}`") from None
         raise
     _check_prefixes(selection.evals, all_evals)
     for entry in experiments:
@@ -195,13 +201,24 @@ def plan_for(root: Path, selection: AgentRunRequest) -> list[PlannedAttempt]:
     return link_plan(plan, selection.keep_sandbox, selection.sandbox)
 
 
+def _prefix_choices(prefix: str, evals: Sequence[EvalEntry]) -> list[str]:
+    """What a misspelt prefix may have meant: the eval ids and their folders (`orders` or `orders/`, as typed),
+    so `ordrs/` is read as `orders/` rather than as one eval in it."""
+    slash = "/" if prefix.endswith("/") else ""
+    choices = {entry.id for entry in evals}
+    for entry in evals:
+        parts = entry.id.split("/")
+        choices.update("/".join(parts[:end]) + slash for end in range(1, len(parts)))
+    return sorted(choices)
+
+
 def _check_prefixes(prefixes: Sequence[str], evals: Sequence[EvalEntry]) -> None:
     """An eval prefix no eval id starts with is a typo, not a narrower selection: name it."""
     from assay.core.format import did_you_mean
 
     for prefix in prefixes:
         if not any(entry.id.startswith(prefix) for entry in evals):
-            hint = did_you_mean(prefix, (entry.id for entry in evals))
+            hint = did_you_mean(prefix, _prefix_choices(prefix, evals))
             raise UsageError(f"no eval id starts with {prefix!r}{hint} (`assay agent list` shows the eval ids)")
 
 
@@ -215,7 +232,7 @@ def check_experiment_prefixes(experiment: ExperimentEntry, evals: Sequence[EvalE
         return
     for prefix in selection:
         if not any(entry.id.startswith(prefix) for entry in evals):
-            hint = did_you_mean(prefix, (entry.id for entry in evals))
+            hint = did_you_mean(prefix, _prefix_choices(prefix, evals))
             where = f"experiment {experiment.id}" + (f" ({experiment.path})" if experiment.path else "")
             # (`assay agent list` refuses the same project, so the ids there are named here)
             starts = sorted({entry.id.split("/", 1)[0] + ("/" if "/" in entry.id else "") for entry in evals})
