@@ -152,3 +152,12 @@ def test_what_another_process_kept_meanwhile_is_kept_too(cache, monkeypatch, tmp
     keys = set(cache.added)
     _method_code._write(str(path))
     assert set(_method_code._read(str(path))) == keys | {b"o" * 16}
+
+
+def test_a_folder_it_cannot_write_leaves_the_run_alone(cache, monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    (tmp_path / "__pycache__").write_text("a file where the folder would be")
+    define("assay.probe_methods", monkeypatch)
+    _method_code._write(str(tmp_path / "__pycache__" / "kept.marshal"))  # no error
+    assert cache.added, "kept for a later attempt, not dropped as if written"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["__pycache__"]
