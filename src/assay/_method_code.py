@@ -5,14 +5,14 @@ On Python 3.11 and 3.12, `@dataclass` writes each class's `__init__`, `__repr__`
 defines ~100 dataclasses, so that is ~550 compilations and ~34 ms of CPU at every start of the `assay`
 command: a quarter of a one-eval run.
 
-The text depends only on the class's fields and options, so its compiled code can be kept the way Python
-keeps a module's bytecode: in this package's `__pycache__`, keyed by a digest of the exact text (a class whose
-fields change writes a different text and is compiled afresh) and stamped with the interpreter's bytecode magic
-number. `dataclasses` looks `exec` up in its own module before the builtins; `install()` puts one there
-that serves texts written for this package's modules from the cache and hands every other call to the
-builtin unchanged, so classes outside assay are made exactly as before. Nothing is written when Python
-is told not to write bytecode (`PYTHONDONTWRITEBYTECODE`, `-B`), and a cache that cannot be read or
-written is simply not used.
+The text depends only on the class's fields and options, so its compiled code can be kept the way Python keeps
+a module's bytecode: in `~/.cache/assay/` (`$XDG_CACHE_HOME`, or under `PYTHONPYCACHEPREFIX` when set), keyed
+by a digest of the exact text (a class whose fields change writes a different text and is compiled afresh) and
+stamped with the interpreter's bytecode magic number. `dataclasses` looks `exec` up in its own module before
+the builtins; `install()` puts one there that serves texts written for this package's modules from the cache
+and hands every other call to the builtin unchanged, so classes outside assay are made exactly as before.
+Nothing is written when Python is told not to write bytecode (`PYTHONDONTWRITEBYTECODE`, `-B`), and a cache
+that cannot be read or written is simply not used.
 """
 
 from __future__ import annotations
@@ -33,9 +33,20 @@ except ImportError:  # pragma: no cover - a Python built without it
 # Past this many texts (several versions' worth of every class) the file keeps only what this process used.
 KEPT_AT_MOST = 4000
 
-_path = os.path.join(
-    os.path.dirname(__file__), "__pycache__", f"dataclass-methods.{sys.implementation.cache_tag}.marshal"
-)
+
+
+def _cache_path() -> str | None:
+    """Where the kept code lives: beside the user's other caches, not in the package, since a file pip did
+    not install would be left behind by `pip uninstall` and make the leftover folder a namespace package."""
+    name = f"dataclass-methods.{sys.implementation.cache_tag}.marshal"
+    if sys.pycache_prefix:  # PYTHONPYCACHEPREFIX: where this Python keeps all its bytecode
+        return os.path.join(sys.pycache_prefix, "assay", name)
+    folder = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    # A home that cannot be found leaves "~" as it is: a relative folder would be the working directory.
+    return os.path.join(folder, "assay", name) if os.path.isabs(folder) else None
+
+
+_path = _cache_path()
 # Keyed by a digest of the text; an entry is dropped once used, so what stays in memory is what is not needed yet.
 _known: dict[bytes, bytes] = {}
 _used: set[bytes] = set()
@@ -108,7 +119,8 @@ def _write(path: str) -> None:
 
 
 def _save() -> None:
-    _write(_path)
+    if _path is not None:
+        _write(_path)
 
 
 def install() -> None:
@@ -117,6 +129,8 @@ def install() -> None:
 
     if getattr(dataclasses, "exec", None) is _exec or sys.version_info >= (3, 13):
         # 3.13 compiles all of a class's methods in one `exec` already; the gain left is small.
+        return
+    if _path is None:
         return
     _known.update(_read(_path))
     dataclasses.exec = _exec  # type: ignore[attr-defined]

@@ -161,3 +161,21 @@ def test_a_folder_it_cannot_write_leaves_the_run_alone(cache, monkeypatch, tmp_p
     _method_code._write(str(tmp_path / "__pycache__" / "kept.marshal"))  # no error
     assert cache.added, "kept for a later attempt, not dropped as if written"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["__pycache__"]
+
+
+def test_the_kept_code_lives_with_the_users_caches_not_in_the_package(monkeypatch, tmp_path):
+    # A file pip did not install stays behind after `pip uninstall`, and the folder left holding it would
+    # import as an empty namespace package called assay.
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "caches"))
+    path = _method_code._cache_path()
+    assert path == str(tmp_path / "caches" / "assay" / f"dataclass-methods.{sys.implementation.cache_tag}.marshal")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert _method_code._cache_path().startswith(str(tmp_path / "home" / ".cache" / "assay") + "/")
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "bytecode"))
+    assert _method_code._cache_path().startswith(str(tmp_path / "bytecode" / "assay") + "/")
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/caches")
+    monkeypatch.setenv("HOME", "~")  # a home that cannot be found: nothing kept rather than the working directory
+    assert _method_code._cache_path() is None
