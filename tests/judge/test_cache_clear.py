@@ -96,3 +96,14 @@ def test_a_reader_that_leaves_does_not_say_finished_results_are_kept(tmp_path):
     read, code, stderr = reader_leaves([sys.executable, "-m", "assay", "judge", "cache", "clear", "--cache-dir",
                                         str(tmp_path / "cache")], lines=0)
     assert (code, stderr) == (130, "assay: standard output was closed, so the command stopped as on Ctrl-C.\n")
+
+
+def test_a_project_given_with_a_tilde_is_the_home_folders_as_for_cache_dir(tmp_path, monkeypatch):
+    """`--project=~/shop` (the shell leaves that `~` alone) was `no such folder`, while `--cache-dir=~/…` was expanded."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cache = tmp_path / "shop" / ".assay" / "cache" / "judge"
+    (cache / "ab").mkdir(parents=True)
+    (cache / "ab" / ("ab" + "0" * 62)).write_text("{}", encoding="utf-8")
+    result = CliRunner().invoke(app, ["judge", "cache", "clear", "--project", "~/shop"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"Removed 1 cached judge answer(s) (0.0 KiB) from {cache}."

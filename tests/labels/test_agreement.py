@@ -212,3 +212,43 @@ def test_an_empty_filter_is_refused_not_read_as_every_judge(database, arguments)
     assert result.exit_code == 2, result.output
     assert f"Invalid value for '{arguments[-2]}': needs a value, and the value given is empty (an unset variable in a " \
            "script?); leave the option out for every" in " ".join(result.output.split())
+
+
+def _two_rubrics(index: int, first: float, second: float) -> UnitResult:
+    """An attempt graded by one judge against two rubrics (two `t.judge` calls), as `assay agent run` records it."""
+    unit = agent_unit(index, first, rubric="names a city")
+    extra = agent_unit(index, second, rubric="sounds friendly").detail["assertions"][1]
+    return UnitResult(unit_id=unit.unit_id, verdict=unit.verdict, group=unit.group,
+                      detail={**unit.detail, "assertions": [*unit.detail["assertions"], extra]})
+
+
+def test_a_judge_graded_on_several_rubrics_passes_a_unit_only_when_it_passed_every_rubric(tmp_path, monkeypatch):
+    """The judge's row counted its first rubric of each unit only: a judge that failed the reply on its second
+    rubric, as the person did, read as 0% agreement, and the second rubric was nowhere but `--by-rubric`."""
+    path = tmp_path / "rubrics" / "assay.db"
+    monkeypatch.setenv("ASSAY_STORE", str(path))
+    publish(path, "agent", [_two_rubrics(0, 0.9, 0.2), _two_rubrics(1, 0.8, 0.6)], run_id="agent-r")
+    with SqliteRunStore(path) as store:
+        LabelBook(store).add([make_label(read_unit(store, "agent-r", "main/eval0#1"), "ann", verdict="fail", score=2),
+                              make_label(read_unit(store, "agent-r", "main/eval1#1"), "ann", verdict="pass", score=4)])
+    (row,) = [row for row in _agreement()["judges"] if row["kind"] == "judge"]
+    assert row["units"] == 2 and row["binary"]["agreement"] == 1.0
+    assert row["binary"]["confusion"]["matrix"] == [[1, 0], [0, 1]]
+    assert row["scores"]["spearman"] == pytest.approx(1.0)  # the mean scores 0.55 and 0.7 rank as the person's 2 and 4
+    by_rubric = {row["judge"]: row["binary"]["agreement"] for row in _agreement("--by-rubric")["judges"] if row["kind"] == "judge"}
+    assert by_rubric == {"judge-1 · assay-agent-judge/1:rubric · judge('names a city', threshold=0.5)": 0.5,
+                         "judge-1 · assay-agent-judge/1:rubric · judge('sounds friendly', threshold=0.5)": 1.0}
+
+
+def test_a_figure_that_rounds_to_zero_is_not_shown_negative():
+    """Chance agreement read `Cohen's κ -0.00 [-0.04, 0.04]` when κ was -0.004."""
+    from assay.core.labels.report import agreement_lines
+
+    binary = {"units": 2450, "agreement": 0.499, "kappa": -0.004, "kappa_interval": [-0.04, 0.04],
+              "confusion": {"matrix": [[591, 626], [601, 632]]}}
+    report = {"labels": 2, "items": 1, "labellers": {"labellers": ["ann"]}, "drift": [],
+              "judges": [{"judge": "judge-2 · p", "units": 1, "runs": 1, "first_run_at": "2026-12-05", "last_run_at": "2026-12-05",
+                          "binary": binary, "scores": {"units": 3, "spearman": -0.001, "alpha": -0.0049, "alpha_level": "interval"}}]}
+    lines = agreement_lines(report)
+    assert "  pass/fail: 2450 unit(s), agreement 49.9%, Cohen's κ 0.00 [-0.04, 0.04] (95% bootstrap)" in lines
+    assert "  scores: 3 unit(s), Spearman ρ 0.00, Krippendorff's α (interval) 0.00" in lines

@@ -215,3 +215,84 @@ def test_import_of_a_folder_or_a_binary_file_is_one_error_saying_what_to_give(da
     assert (binary.exit_code, binary.stderr) == (2, f"Error: the label file {picture} is not UTF-8 text (invalid start byte at "
                                                     "byte 0); give a JSONL file of labels (as `assay labels export` writes "
                                                     "them), or - for stdin\n")
+
+
+def test_labels_appended_but_not_yet_indexed_are_exported_and_counted_from_a_read_only_store(database):
+    """An import stopped by Ctrl-C (or killed) after appending to labels.jsonl but before indexing left labels that
+    `labels export` and `judge agreement` did not show ("No labels yet") until some write command synced them."""
+    with SqliteRunStore(database) as store:
+        indexed = _label(store, "main/eval1#1", verdict="pass")
+        LabelBook(store).add([indexed])
+        pending = _label(store, "main/eval2#1", "bo", verdict="fail")
+    with labels_file(database).open("a", encoding="utf-8") as stream:
+        stream.write(json.dumps(pending.to_json()) + "\n")
+    exported = CliRunner().invoke(app, ["labels", "export"])
+    assert exported.exit_code == 0, exported.output
+    assert [json.loads(line)["label_id"] for line in exported.stdout.splitlines()] == [indexed.label_id, pending.label_id]
+    by_bo = CliRunner().invoke(app, ["labels", "export", "--labeller", "bo"])
+    assert by_bo.exit_code == 0 and [json.loads(line)["unit_id"] for line in by_bo.stdout.splitlines()] == ["main/eval2#1"]
+    agreement = CliRunner().invoke(app, ["judge", "agreement"])
+    assert agreement.exit_code == 0 and "Agreement with 2 human label(s) of 2 unit(s) (labellers: ann, bo)" in agreement.output
+    with SqliteRunStore(database, read_only=True) as store:
+        assert LabelBook(store).labels_of_unit("agent-run-1", "main/eval2#1") == [pending]
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda label: label.update(created_at="yesterday"),
+     "label.created_at must be an ISO 8601 UTC time such as 2026-12-01T09:00:00.000Z, got 'yesterday'"),
+    (lambda label: label.update(created_at="2026-02-30T09:00:00.000Z"),
+     "label.created_at '2026-02-30T09:00:00.000Z' is no date and time of the calendar"),
+    (lambda label: label["judgements"][0].update(score_range=[1.0, 0.0]),
+     "judgements[0].score_range must be [low, high] with low < high, or null; got [1.0, 0.0]"),
+    (lambda label: label["judgements"][0].update(score=9),
+     "judgements[0].score 9 is outside its score_range [0.0, 1.0]"),
+], ids=["not-a-time", "no-such-date", "range-upside-down", "score-outside-its-range"])
+def test_import_refuses_a_time_or_a_judge_scale_the_agreement_would_read_wrongly(database, tmp_path, edit, message):
+    """They were imported: "yesterday" sorts after every real time, so that label outranked each later one of its
+    labeller, and an upside-down range (or a score outside it) mapped the judge's score off the 1–5 scale."""
+    with SqliteRunStore(database) as store:
+        document = _label(store, "main/eval1#1", verdict="pass").to_json()
+    del document["label_id"]
+    edit(document)
+    source = tmp_path / "golden.jsonl"
+    source.write_text(json.dumps(document) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["labels", "import", str(source)])
+    assert result.exit_code == 2 and result.stderr.startswith(f"Error: {source}:1: {message}"), result.output
+    assert not labels_file(database).exists()
+
+
+def test_import_refuses_a_misspelt_judgement_field_that_would_be_dropped_unnoticed(database, tmp_path):
+    """The label's id hashes the judgement's known fields only, so `"modle"` kept the id valid and vanished."""
+    with SqliteRunStore(database) as store:
+        document = _label(store, "main/eval1#1", verdict="pass").to_json()
+    document["judgements"][0]["modle"] = "judge-2"
+    source = tmp_path / "golden.jsonl"
+    source.write_text(json.dumps(document) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["labels", "import", str(source)])
+    assert result.exit_code == 2
+    assert result.stderr == (f"Error: {source}:1: judgements[0]: unknown field(s) modle; a judgement has judge, model, "
+                             "prompt, reason, rubric, score, score_range, verdict\n")
+
+
+def test_a_label_file_saved_with_a_byte_order_mark_imports(database, tmp_path):
+    """A file saved by a Windows editor was `not JSON: Unexpected UTF-8 BOM (decode using utf-8-sig)`."""
+    with SqliteRunStore(database) as store:
+        label = _label(store, "main/eval1#1", verdict="pass")
+    source = tmp_path / "golden.jsonl"
+    source.write_bytes(b"\xef\xbb\xbf" + json.dumps(label.to_json()).encode("utf-8") + b"\n")
+    result = CliRunner().invoke(app, ["labels", "import", str(source)])
+    assert result.exit_code == 0, result.output
+    assert "Imported 1 label(s); 0 already present." in result.output
+
+
+def test_a_label_stored_before_times_were_checked_is_still_read(database):
+    """The stricter checks are for files being imported: a store holding an older label stays readable."""
+    with SqliteRunStore(database) as store:
+        document = _label(store, "main/eval1#1", verdict="pass").to_json()
+    del document["label_id"]
+    document["created_at"] = "yesterday"
+    label = parse_label(document)
+    with SqliteRunStore(database) as store:
+        LabelBook(store).add([label])
+    result = CliRunner().invoke(app, ["labels", "export"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["created_at"] == "yesterday"

@@ -124,9 +124,10 @@ def clear_cache_line(project: Path, cache_dir: Path | None) -> str:
     from assay.core.record import state_folder
     from assay.errors import AssayError, UsageError
 
+    project = project.expanduser()  # `--project=~/shop` reaches us unexpanded; --cache-dir was expanded, this was refused
     if cache_dir is None and not project.is_dir():
         raise UsageError(f"--project {project}: {'not a folder' if project.exists() else 'no such folder'}")
-    folder = cache_dir.expanduser() if cache_dir else state_folder(project.expanduser()) / "cache" / "judge"
+    folder = cache_dir.expanduser() if cache_dir else state_folder(project) / "cache" / "judge"
     if cache_dir is not None and folder.exists() and not folder.is_dir():
         raise UsageError(f"--cache-dir {cache_dir}: not a folder")
     if not folder.is_dir():

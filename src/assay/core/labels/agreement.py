@@ -82,19 +82,45 @@ def _checks(kind: str, verdict: str | None) -> Judgement | None:
     return Judgement(f"{CHECKS_PROMPT} ({kind})", None, CHECKS_PROMPT, "", verdict)
 
 
-def _offer(entry: _Item, judgement: Judgement, found: _Found, selection: AgreementFilter) -> None:
-    if judgement.verdict is None and judgement.score is None:
-        return  # a judge that could not judge (judge-error, unavailable) graded nothing
-    if judgement.prompt == CHECKS_PROMPT:
-        if selection.judge or selection.rubric:  # a judge or rubric was asked for: the checks are not one
-            return
-    elif not _wanted(judgement, selection):
-        return
-    key = _row_key(judgement, selection.by_rubric)
-    current = entry.found.get(key)
-    # An answer from a labelled run beats any other; then the newest run.
-    if current is None or (found.labelled_run, found.run_created_at) > (current.labelled_run, current.run_created_at):
-        entry.found[key] = found
+def _combined(judgements: list[Judgement]) -> Judgement:
+    """One judge's answer about a unit it graded against several rubrics (two `t.judge` calls, say): it passes the
+    unit when it passed every rubric, which is what the labeller is asked ("does the reply meet each rubric?"),
+    and scores it with the mean of its scores (when they share one scale)."""
+    if len(judgements) == 1:
+        return judgements[0]
+    verdicts = {judgement.verdict for judgement in judgements} - {None}
+    scored = [judgement for judgement in judgements if judgement.score is not None]
+    scales = {judgement.score_range for judgement in scored}
+    score = sum(judgement.score for judgement in scored) / len(scored) if scored and len(scales) == 1 else None
+    first = judgements[0]
+    return Judgement(
+        first.judge, first.model, first.prompt, "; ".join(dict.fromkeys(item.rubric for item in judgements if item.rubric)),
+        "fail" if "fail" in verdicts else "pass" if verdicts else None, score,
+        next(iter(scales)) if score is not None else None, "; ".join(item.reason for item in judgements if item.reason),
+    )
+
+
+def _offer(entry: _Item, judgements: Iterable[Judgement | None], source: tuple[str, str, bool],
+           selection: AgreementFilter) -> None:
+    """What one run (or one label's record of it) says about an item, one answer per row: every judgement of
+    a row's judge counts, not only its first (a unit's second rubric was dropped without a word). `source` is
+    the run's id and time, and whether a person labelled the item in it."""
+    by_row: dict[str, list[Judgement]] = {}
+    for judgement in judgements:
+        if judgement is None or (judgement.verdict is None and judgement.score is None):
+            continue  # a judge that could not judge (judge-error, unavailable) graded nothing
+        if judgement.prompt == CHECKS_PROMPT:
+            if selection.judge or selection.rubric:  # a judge or rubric was asked for: the checks are not one
+                continue
+        elif not _wanted(judgement, selection):
+            continue
+        by_row.setdefault(_row_key(judgement, selection.by_rubric), []).append(judgement)
+    for key, graded in by_row.items():
+        answer = _Found(_combined(graded), *source)
+        current = entry.found.get(key)
+        # An answer from a labelled run beats any other; then the newest run.
+        if current is None or (answer.labelled_run, answer.run_created_at) > (current.labelled_run, current.run_created_at):
+            entry.found[key] = answer
 
 
 def _collect(store: Any, items: dict[Item, _Item], selection: AgreementFilter) -> None:
@@ -105,9 +131,8 @@ def _collect(store: Any, items: dict[Item, _Item], selection: AgreementFilter) -
         for label in entry.labels.values():
             when = run_times.get(label.run_id) or _run_time(store, label.run_id) or label.created_at
             run_times[label.run_id] = when
-            for judgement in (*label.judgements, _checks(label.kind, label.checks)):
-                if judgement is not None:
-                    _offer(entry, judgement, _Found(judgement, label.run_id, when, True), selection)
+            _offer(entry, (*label.judgements, _checks(label.kind, label.checks)),
+                   (label.run_id, when, True), selection)
     labelled_runs = {(label.run_id, label.unit_id) for entry in items.values() for label in entry.labels.values()}
     unit_ids = sorted({unit_id for _, unit_id in labelled_runs})
     by_run: dict[str, list[str]] = {}
@@ -124,9 +149,8 @@ def _collect(store: Any, items: dict[Item, _Item], selection: AgreementFilter) -
             entry = items.get(stored.item)
             if entry is None:
                 continue
-            for judgement in (*stored.judgements.judgements, _checks(stored.kind, stored.judgements.checks)):
-                if judgement is not None:
-                    _offer(entry, judgement, _Found(judgement, run_id, run.manifest.created_at, False), selection)
+            _offer(entry, (*stored.judgements.judgements, _checks(stored.kind, stored.judgements.checks)),
+                   (run_id, run.manifest.created_at, False), selection)
 
 
 def _run_time(store: Any, run_id: str) -> str | None:

@@ -45,7 +45,8 @@ def read_labels(source: str) -> list[Label]:
         raise UsageError("the label file needs a path (or - for stdin), and the value given is empty (an unset variable in a script?)")
     wanted = "give a JSONL file of labels (as `assay labels export` writes them), or - for stdin"
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+        # utf-8-sig: an editor on Windows starts the file with a byte-order mark, which is no part of the first label
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise UsageError(f"the label file {source} does not exist; {wanted}") from None
     except IsADirectoryError:
@@ -55,11 +56,11 @@ def read_labels(source: str) -> list[Label]:
     except UnicodeDecodeError as error:
         raise UsageError(f"the label file {source} is not UTF-8 text ({error.reason} at byte {error.start}); {wanted}") from None
     labels = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            labels.append(parse_label(json.loads(line)))
+            labels.append(parse_label(json.loads(line), strict=True))
         except ValueError as error:
             raise UsageError(f"{source}:{number}: not JSON: {error}") from None
         except LabelError as error:

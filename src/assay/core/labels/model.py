@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from assay.errors import UsageError
@@ -31,6 +33,7 @@ LABEL_SCHEMA = "assay.label.v1"
 ANSWERS = ("pass", "fail")
 SCORES = (1, 2, 3, 4, 5)
 MAX_NOTE_CHARACTERS = 10_000
+_UTC_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z")
 
 
 class LabelError(UsageError):
@@ -61,16 +64,24 @@ class Judgement:
         }
 
     @classmethod
-    def from_json(cls, document: Mapping[str, Any], where: str = "judgement") -> Judgement:
+    def from_json(cls, document: Mapping[str, Any], where: str = "judgement", *, strict: bool = False) -> Judgement:
         _require_mapping(document, where)
+        unknown = sorted(set(document) - _JUDGEMENT_FIELDS)
+        if strict and unknown:  # a misspelt field would be dropped, and the label's id still match the unedited one
+            raise LabelError(f"{where}: unknown field(s) {', '.join(unknown)}; a judgement has "
+                             f"{', '.join(sorted(_JUDGEMENT_FIELDS))}")
         score_range = document.get("score_range")
         if score_range is not None and not (
             isinstance(score_range, list) and len(score_range) == 2 and all(_is_number(item) for item in score_range)
+            and (not strict or score_range[0] < score_range[1])
         ):
-            raise LabelError(f"{where}.score_range must be [low, high] or null")
+            raise LabelError(f"{where}.score_range must be [low, high] with low < high, or null; got {score_range!r}")
         score = document.get("score")
         if score is not None and not _is_number(score):
             raise LabelError(f"{where}.score must be a number or null")
+        if strict and score is not None and score_range is not None and not score_range[0] <= score <= score_range[1]:
+            # mapped onto the labels' 1–5 scale it would land outside it and skew α
+            raise LabelError(f"{where}.score {score!r} is outside its score_range {score_range!r}")
         verdict = document.get("verdict")
         if verdict is not None and verdict not in ANSWERS:
             raise LabelError(f"{where}.verdict must be pass, fail or null, got {verdict!r}")
@@ -143,14 +154,19 @@ def _label_id(document: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+_JUDGEMENT_FIELDS = frozenset({"judge", "model", "prompt", "rubric", "verdict", "score", "score_range", "reason"})
 _FIELDS = frozenset({
     "label_id", "schema", "labeller", "created_at", "run_id", "unit_id", "kind", "subject", "content", "verdict",
     "score", "note", "judgements", "checks",
 })
 
 
-def parse_label(document: Any) -> Label:
-    """A label from its JSON form, every field checked; its id must be the hash of its content."""
+def parse_label(document: Any, *, strict: bool = False) -> Label:
+    """A label from its JSON form, every field checked; its id must be the hash of its content.
+
+    `strict` (a file being imported) also refuses what assay never writes and would read wrongly: a
+    `created_at` that is no UTC time, a misspelt judgement field, a score range upside down or a score outside
+    it. Labels already in a store are read as they were accepted, so an older one never makes the store unreadable."""
     _require_mapping(document, "label")
     unknown = sorted(set(document) - _FIELDS)
     if unknown:
@@ -167,12 +183,14 @@ def parse_label(document: Any) -> Label:
     if score is not None and (isinstance(score, bool) or not isinstance(score, int)):
         raise LabelError(f"score must be an integer from 1 to 5, got {score!r}")
     label = Label(
-        labeller=_text(document, "labeller", "label"), created_at=_text(document, "created_at", "label"),
+        labeller=_text(document, "labeller", "label"),
+        created_at=_utc_time(document) if strict else _text(document, "created_at", "label"),
         run_id=_text(document, "run_id", "label"), unit_id=_text(document, "unit_id", "label"),
         kind=_text(document, "kind", "label"), subject=_text(document, "subject", "label"),
         content=_text(document, "content", "label"), verdict=document.get("verdict"), score=score,
         note=_text(document, "note", "label", allow_empty=True, default=""),
-        judgements=tuple(Judgement.from_json(item, f"judgements[{index}]") for index, item in enumerate(judgements)),
+        judgements=tuple(Judgement.from_json(item, f"judgements[{index}]", strict=strict)
+                         for index, item in enumerate(judgements)),
         checks=checks,
     )
     given = document.get("label_id")
@@ -194,6 +212,20 @@ def _text(document: Mapping[str, Any], name: str, where: str, *, allow_empty: bo
     value = document.get(name, default)
     if not isinstance(value, str) or (not allow_empty and not value):
         raise LabelError(f"{where}.{name} must be a{'' if allow_empty else ' non-empty'} string")
+    return value
+
+
+def _utc_time(document: Mapping[str, Any]) -> str:
+    """`created_at` as labels write it: which label of a labeller is the latest is decided by comparing these
+    texts, so one that is no UTC time ("yesterday", a local time) would silently outrank every other."""
+    value = _text(document, "created_at", "label")
+    wanted = "an ISO 8601 UTC time such as 2026-12-01T09:00:00.000Z"
+    if not _UTC_TIME.fullmatch(value):
+        raise LabelError(f"label.created_at must be {wanted}, got {value!r}")
+    try:
+        datetime.fromisoformat(value[:-1])
+    except ValueError:
+        raise LabelError(f"label.created_at {value!r} is no date and time of the calendar; give {wanted}") from None
     return value
 
 

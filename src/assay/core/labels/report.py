@@ -9,7 +9,11 @@ __all__ = ["agreement_lines"]
 
 
 def _number(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    if value is None:
+        return "-"
+    text = f"{value:.{digits}f}"
+    # κ -0.004 is no agreement, not a hint of disagreement: "-0.00" read as one
+    return text[1:] if text.startswith("-") and not float(text) else text
 
 
 def _percent(value: float | None) -> str:

@@ -88,6 +88,25 @@ class LabelBook:
         self.path = labels_file(store.path)
         _check_location(self.path)
         self._indexed = _has_table(store)
+        self._pending: list[Label] | None = None
+
+    def _unindexed(self) -> list[Label]:
+        """The labels `labels.jsonl` holds and the table lacks, read on a store opened read-only (which cannot
+        index them): an import stopped by Ctrl-C, or a process killed, between appending and indexing left them,
+        and `labels export` or `judge agreement` would otherwise not see them until a write synced them.
+        Counting the file's lines first keeps this to one cheap read when nothing is missing."""
+        if self._pending is None:
+            self._pending = []
+            if self.store.read_only and self._indexed:
+                try:
+                    data = self.path.read_bytes()
+                except OSError:  # none yet, or unreadable here: the table is all there is to show
+                    data = b""
+                lines = data.count(b"\n") + (not data.endswith(b"\n") if data else 0)
+                if lines > self.store.read("SELECT count(*) FROM labels").fetchone()[0]:
+                    present = {row[0] for row in self.store.read("SELECT label_id FROM labels")}
+                    self._pending = [label for label in read_label_lines(self.path) if label.label_id not in present]
+        return self._pending
 
     def sync(self) -> list[str]:
         """Index what `labels.jsonl` holds and the table does not (another process's labels, or a
@@ -154,13 +173,16 @@ class LabelBook:
             parameters.append(run_id)
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         rows = self.store.read(f"SELECT body FROM labels{where} ORDER BY rowid", parameters)
-        return [parse_label(json.loads(row[0])) for row in rows]
+        return [parse_label(json.loads(row[0])) for row in rows] + [
+            label for label in self._unindexed()
+            if (labeller is None or label.labeller == labeller) and (run_id is None or label.run_id == run_id)]
 
     def labellers(self) -> set[str]:
         """Everyone who has labelled anything in this store."""
         if not self._indexed:
             return {label.labeller for label in read_label_lines(self.path)}
-        return {row[0] for row in self.store.read("SELECT DISTINCT labeller FROM labels")}
+        return {row[0] for row in self.store.read("SELECT DISTINCT labeller FROM labels")} | {
+            label.labeller for label in self._unindexed()}
 
     def check_labeller(self, labeller: str | None) -> None:
         """`--labeller NAME` names someone who labelled here (when anyone has): a name with no labels is a
@@ -180,4 +202,5 @@ class LabelBook:
         if not self._indexed:
             return [label for label in read_label_lines(self.path) if (label.run_id, label.unit_id) == (run_id, unit_id)]
         rows = self.store.read("SELECT body FROM labels WHERE run_id = ? AND unit_id = ? ORDER BY rowid", (run_id, unit_id))
-        return [parse_label(json.loads(row[0])) for row in rows]
+        return [parse_label(json.loads(row[0])) for row in rows] + [
+            label for label in self._unindexed() if (label.run_id, label.unit_id) == (run_id, unit_id)]
