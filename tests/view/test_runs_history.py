@@ -118,6 +118,10 @@ def test_runs_trend_shows_the_pass_rate_over_runs_with_its_interval_and_marks_fl
     assert lines[-1].startswith("flaky units (")
     unknown = assay(database, "runs", "trend", "exp/nope")
     assert unknown.returncode == 2 and "no unit of the group 'exp/nope'" in unknown.stderr
+    misspelt = assay(database, "runs", "trend", "exp/stedy")  # the group a typo most likely meant is named
+    assert misspelt.returncode == 2 and "no unit of the group 'exp/stedy'" in misspelt.stderr
+    assert "did you mean 'exp/steady'?" in misspelt.stderr
+    assert "did you mean 'exp'?" in assay(database, "runs", "trend", "epx").stderr
 
 
 def test_shard_runs_are_neither_the_baseline_nor_points_of_a_whole_runs_series(tmp_path) -> None:

@@ -323,8 +323,13 @@ def trend_shown(store: Any, group: str | None, kind: str | None, last: int, of_r
     points = trend_points(store, ids, group=group)
     flaky = {unit.unit: unit for unit in flaky_units(store, ids, kind=series_kind, group=group)}
     if group and not any(point.passed + point.failed for point in points):
+        from assay.core.format import did_you_mean
+
+        # A misspelt group is the usual cause: the newest run's groups and the folders above them are the choices.
+        known = {part for name in store.get_run(ids[0], with_groups=True).groups if name
+                 for part in ("/".join(name.split("/")[:end]) for end in range(1, name.count("/") + 2))} if ids else set()
         raise UsageError(f"no unit of the group {group!r} was judged in the last {len(ids)} runs of "
-                         f"{series_kind} (`assay runs show latest` lists its groups)")
+                         f"{series_kind}{did_you_mean(group, sorted(known))} (`assay runs show latest` lists its groups)")
     document = {"group": group, "kind": series_kind, "points": [point.to_json() for point in points],
                 "flaky": [unit.to_json() for unit in flaky.values()]}
     return Shown(document, trend_lines(f"{series_kind} {group or '(all units)'}", points, flaky))
