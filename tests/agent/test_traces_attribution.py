@@ -15,6 +15,7 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the OTLP/H
 
 from assay.agent.api import run  # noqa: E402
 from assay.agent.traces.attribution import TraceHub  # noqa: E402
+from assay.agent.traces.tracing import unattributed_message  # noqa: E402
 from traced_projects import Collected, free_port, span_messages, web_app, web_project, write_project  # noqa: E402
 
 
@@ -174,6 +175,51 @@ def test_without_telemetry_config_ctx_telemetry_is_none(tmp_path):
     assert results.exit_code == 0 and collected.codes() == [] and results.attempts[0].spans is None
 
 
+def test_a_span_sent_while_no_turn_was_open_is_not_blamed_on_overlapping_turns(tmp_path):
+    """A span from the agent's setup (one attempt, one turn at a time) was said to have matched no turn "while
+    several turns were open", with forwarding the traceparent as the fix."""
+    project = write_project(tmp_path / "project", {
+        "pyproject.toml": "[tool.assay.telemetry]\n",
+        "experiments/boot.py": """
+            import json
+            import os
+            import time
+            import urllib.request
+
+            from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message
+
+            def setup(ctx):
+                now = time.time_ns()
+                span = {"traceId": os.urandom(16).hex(), "spanId": os.urandom(8).hex(), "name": "connect",
+                        "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 1000)}
+                body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+                request = urllib.request.Request(ctx.telemetry.endpoint, body, {"Content-Type": "application/json"})
+                urllib.request.urlopen(request, timeout=10).read()
+
+            async def send(turn_input, ctx):
+                return Turn([message("ok")])
+
+            boot = Experiment(agent=define_agent(name="boot", send=send, setup=setup,
+                                                 evidence_coverage=complete_evidence_coverage))
+        """,
+        "evals/one_eval.py": """
+            from assay.agent import define_eval
+
+            @define_eval()
+            async def test(t):
+                await t.send("a")
+                t.succeeded()
+        """,
+    })
+    collected = Collected()
+    results = run(project, reporters=[collected], record=False)
+    assert results.exit_code == 0, results.error
+    assert collected.codes() == ["telemetry-unattributed"]
+    message = collected.warnings[0].message
+    assert message.startswith("1 of 1 spans matched no turn") and "1 started while no turn was open" in message
+    assert "several turns" not in message and "forward ctx.telemetry.headers" not in message
+
+
 # -- the hub on its own ----------------------------------------------------------------------------
 
 def _span(trace_id: str, start: int, name: str = "s", parent: str = "") -> dict:
@@ -187,7 +233,12 @@ def test_a_span_two_open_turns_could_own_is_left_unattributed_and_both_agents_se
     first = hub.open_turn("a1", "alpha", 0, 1)
     second = hub.open_turn("a2", "beta", 0, 1)
     hub.ingest([_span("f" * 32, second.start + 1)])
-    assert first.spans == [] and second.spans == [] and hub.unattributed == 1
+    assert first.spans == [] and second.spans == [] and hub.unattributed == 1 and hub.ambiguous == 1
+    hub.ingest([_span("d" * 32, first.start - 1)])  # before any turn: left out too, but not as ambiguous
+    assert hub.unattributed == 2 and hub.ambiguous == 1
+    message = unattributed_message(hub.unattributed, hub.ambiguous, hub.received)
+    assert "1 started while several turns were open (forward ctx.telemetry.headers" in message
+    assert "1 started while no turn was open" in message
     assert [notice.code for notice in notices] == ["telemetry-turns-serialized", "telemetry-turns-serialized"]
     assert isinstance(hub.serializes("alpha"), asyncio.Lock) and isinstance(hub.serializes("beta"), asyncio.Lock)
 

@@ -182,11 +182,15 @@ def test_a_telemetry_host_that_is_no_address_is_a_usage_error_naming_the_option(
     assert caught.value.option == "--telemetry-host"
 
 
-def test_a_telemetry_host_that_cannot_be_bound_says_so_without_a_made_up_port(tmp_path):
-    # Nothing is set up for a name that does not resolve: the run stops before its first attempt, exit 2.
+@pytest.mark.parametrize("bind", ["nosuchhost.invalid", "192.0.2.1"])  # a name that does not resolve; not our address
+def test_a_telemetry_host_that_cannot_be_bound_says_so_without_a_made_up_port(tmp_path, bind):
+    # Nothing is set up: the run stops before its first attempt, exit 2, naming the option (the message named the
+    # address alone, and neither where it came from nor what to give instead).
     project = write_project(tmp_path / "project", {"pyproject.toml": "[tool.assay]\n", "experiments/quiet.py": SENDER,
                                                    "evals/one_eval.py": ONE_SEND})
-    done = _assay(tmp_path, "agent", "run", "--project", project, "--telemetry-host", "nosuchhost.invalid")
+    done = _assay(tmp_path, "agent", "run", "--project", project, "--telemetry-host", bind)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "cannot listen on nosuchhost.invalid: " in done.stderr and "nosuchhost.invalid:0" not in done.stderr
+    assert f"cannot listen on {bind} (--telemetry-host): " in done.stderr and f"{bind}:0" not in done.stderr
+    assert done.stderr.rstrip().endswith("give an address of this machine, like 127.0.0.1 (the default) or 0.0.0.0 "
+                                         "(every interface)"), done.stderr
     assert "Traceback" not in done.stderr

@@ -254,6 +254,29 @@ def test_an_inspect_log_whose_eval_has_not_ended_is_refused_saying_so(inspect_lo
     assert done.returncode == 2 and "is not finished (its status is started)" in done.stderr, done.stderr
 
 
+def test_an_inspect_log_written_without_its_samples_is_refused_not_imported_as_an_empty_run(inspect_logs, tmp_path):
+    """`log_samples=False` keeps only the totals (an empty summaries.json, no samples key in .json): such a
+    log was imported as a run of 0 units, exit 0, and importing a log of the same eval with samples still
+    found nothing wrong."""
+    without = _rewritten(inspect_logs["eval"].path, tmp_path / "no-samples.eval",
+                         lambda name, content: b"[]" if name == "summaries.json" else
+                         None if name.startswith(("samples/", "_journal/summaries")) else content)
+    document = json.loads(inspect_logs["json"].path.read_text())
+    del document["samples"]
+    totals_only = tmp_path / "no-samples.json"
+    totals_only.write_text(json.dumps(document, indent=2))
+    store = tmp_path / "store.db"
+    done = subprocess.run([sys.executable, "-m", "assay", "runs", "import", str(without), str(totals_only)],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "ASSAY_STORE": str(store)})
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    for path in (without, totals_only):
+        assert (f"Error: {path}: the log holds none of the 8 samples its results count (Inspect wrote it with "
+                "log_samples=False") in done.stderr, done.stderr
+    if store.exists():  # nothing recorded
+        with SqliteRunStore(store, read_only=True) as runs:
+            assert runs.list_runs() == []
+
+
 def test_a_format_the_file_is_not_is_refused_not_imported_as_an_empty_run(pydantic_evals_report, tmp_path):
     """`--format inspect` (or deepeval) took any JSON object as an empty run, exit 0, and the right import then
     said "Already imported" for good."""

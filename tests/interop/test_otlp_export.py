@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -240,6 +241,34 @@ def test_an_import_is_exported_when_the_environment_names_an_endpoint(tmp_path, 
     assert sorted(event["attributes"]["gen_ai.evaluation.score.label"] for event in received.events) == ["failed", "passed"]
 
 
+def test_ctrl_c_during_the_export_after_an_import_says_how_to_send_the_recorded_run(tmp_path):
+    """The run was recorded before the export began, so the command run again said "Already imported" and sent
+    nothing: Ctrl-C during the export lost it, with only "run the same command again" to go by."""
+    import signal
+
+    log = tmp_path / "junit.xml"
+    log.write_text('<testsuites><testsuite name="s" tests="1"><testcase classname="c" name="a"/></testsuite></testsuites>')
+    environment = {**os.environ, "ASSAY_STORE": str(tmp_path / "s.db")}
+    with receiver(delay=30) as (slow, received):
+        command = subprocess.Popen([sys.executable, "-m", "assay", "runs", "import", str(log)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env={**environment, "ASSAY_OTLP_EXPORT": slow})
+        deadline = time.monotonic() + 30
+        while not received.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert received.requests, "nothing reached the collector"
+        command.send_signal(signal.SIGINT)
+        _, err = command.communicate(timeout=60)
+    assert command.returncode == 130, err
+    said = re.search(r"Warning: run not exported to (\S+): interrupted \(Ctrl-C\); send it with: "
+                     r"assay runs export (imported-\S+) --otlp (\S+)\n", err)
+    assert said is not None and said[1] == said[3] == slow, err
+    with receiver() as (url, received):
+        done = subprocess.run([sys.executable, "-m", "assay", "runs", "export", said[2], "--otlp", url],
+                              capture_output=True, text=True, timeout=120, env=environment)
+    assert done.returncode == 0 and done.stdout.startswith(f"Exported {said[2]}"), done.stderr
+    assert len(received.spans) == 1 and len(received.events) == 1
+
+
 def test_export_without_the_sdk_says_how_to_install_it():
     script = ("import sys; sys.modules['opentelemetry.sdk'] = None; sys.argv = ['assay', 'runs', 'export', 'latest', "
               "'--otlp', 'http://127.0.0.1:9']; from assay.cli.app import main; main()")
@@ -307,6 +336,20 @@ def test_a_project_names_its_endpoint_in_pyproject(tmp_path, monkeypatch):
         (tmp_path / "pyproject.toml").write_text(f'[tool.assay.export]\notlp = "{url}"\n')
         pipeline.run(_Kind(tmp_path), None, reporters=[])
     assert len(received.spans) == 1 and len(received.events) == 2
+
+
+@pytest.mark.parametrize("key, hint", [("otpl", " (did you mean 'otlp'?)"), ("endpoint", "")])
+def test_a_misspelt_key_of_the_export_table_is_named(tmp_path, monkeypatch, key, hint):
+    """Only "the table holds one key" was said, leaving the reader to find which key was wrong."""
+    from assay.core.interop.export_endpoint import configured_endpoint
+    from assay.errors import UsageError
+
+    monkeypatch.delenv("ASSAY_OTLP_EXPORT", raising=False)
+    (tmp_path / "pyproject.toml").write_text(f'[tool.assay.export]\n{key} = "http://127.0.0.1:4318"\n')
+    with pytest.raises(UsageError) as raised:
+        configured_endpoint(tmp_path)
+    assert str(raised.value) == (f"{tmp_path / 'pyproject.toml'} [tool.assay.export]: unknown key '{key}'{hint}; the table "
+                                 'holds one key, otlp = "http://host:4318"')
 
 
 def test_a_failed_export_after_a_run_is_one_warning_and_keeps_the_exit_code(tmp_path, monkeypatch, capsys):

@@ -79,6 +79,28 @@ def test_a_map_file_of_id_pairs_and_a_bad_rule(tmp_path, inspect_logs):
     assert "--map sends two baseline units to" in folded.stderr and "Traceback" not in folded.stderr
 
 
+def test_a_map_that_applies_to_no_baseline_id_is_said_and_a_rule_is_echoed_as_written(tmp_path, inspect_logs):
+    """A misspelt rule or file of ids renamed nothing, and the output still began "Mapped the baseline's unit ids
+    (1 --map rule)"; a rule without => was echoed with its backslashes doubled (Python's repr)."""
+    baseline = _imported(inspect_logs["json"].path)
+    _agent_run("agent-20261203T120002-cafe03", {"capitals/france#1": "failed"})
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("frnace#1,capitals/france#1\n")
+    rule, kept = r"^(.+)#(\d+)$=>capitls/\1#\2", r"^(.+)#(\d+)$=>capitals/\1#\2"
+    done = _assay("runs", "compare", baseline, "agent-20261203T120002-cafe03", "--map", r"^frnace#=>capitals/france#",
+                  "--map", f"@{pairs}", "--map", kept, "--map", rule)
+    assert done.returncode == 0, done.stderr
+    warnings = done.stderr.splitlines()
+    assert warnings == [
+        "Warning: --map '^frnace#=>capitals/france#' applied to no unit id: its pattern matches no id in the baseline "
+        "(8 unit(s), such as '3#1')",
+        f"Warning: --map '@{pairs}' applied to no unit id: none of the ids it lists is in the baseline (8 unit(s), such "
+        "as '3#1')",
+    ], done.stderr  # the last rule applies to what the one before made of each id: it matches, so it is not named
+    bad = _assay("runs", "compare", baseline, "agent-20261203T120002-cafe03", "--map", r"^(.+)#(\d+)$->x/\1")
+    assert bad.returncode == 2 and bad.stderr.startswith(r"Error: --map '^(.+)#(\d+)$->x/\1': write PATTERN=>REPLACEMENT")
+
+
 def test_an_imported_runs_series_is_its_tool_and_task(inspect_logs, junit_log):
     """History (compare latest, flaky, trend) follows one tool's runs of one task, not every import."""
     from assay.core.record import store_path

@@ -107,6 +107,7 @@ class TraceHub:
         self._notify = notify or (lambda notice: None)
         self.received = 0
         self.unattributed = 0
+        self.ambiguous = 0  # of the unattributed: spans several open turns could own (the rest started in none)
         self.last_closed = 0.0  # time.monotonic() when the latest turn closed (0: none yet)
 
     # -- the run's side ---------------------------------------------------------------------------
@@ -244,7 +245,7 @@ class TraceHub:
         if scoped is not None:
             # An attempt-scoped endpoint names the attempt: only its own (serial) turns compete.
             owners = [turn for turn in scoped.turns if turn.contains(moment)]
-            return owners[0] if len(owners) == 1 else None
+            return self._only(owners)
         owners = [turn for turn in self._open if turn.contains(moment)]
         position = bisect.bisect_right(self._starts, moment)
         earliest = moment - self._longest
@@ -267,4 +268,11 @@ class TraceHub:
                     "ctx.telemetry.headers' traceparent), so they are attributed by each turn's time window; "
                     "this agent's turns are serialized from now on",
                 ))
+        return self._only(owners)
+
+    def _only(self, owners: list[TurnTrace]) -> TurnTrace | None:
+        """The one turn that owns a span, else None, counting a span that several could own apart from one
+        that started in no turn's window (the end-of-run warning says why each was left out)."""
+        if len(owners) > 1:
+            self.ambiguous += 1
         return owners[0] if len(owners) == 1 else None

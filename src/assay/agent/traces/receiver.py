@@ -53,6 +53,10 @@ def bind_socket(host: str, port: int) -> socket.socket:
                 f"the OTLP trace receiver cannot listen on {where}: the port is in use "
                 "([tool.assay.telemetry] port); stop what holds it or remove the fixed port"
             ) from None
+        if host != "127.0.0.1":  # an address only `--telemetry-host` gives: one this machine may not have
+            raise ConfigError(f"the OTLP trace receiver cannot listen on {where} (--telemetry-host): "
+                              f"{error.strerror or error}; give an address of this machine, like 127.0.0.1 (the "
+                              "default) or 0.0.0.0 (every interface)") from None
         raise ConfigError(f"the OTLP trace receiver cannot listen on {where}: {error.strerror or error}") from None
     sock.setblocking(False)
     return sock

@@ -23,7 +23,10 @@ from assay.agent.traces.mapping import map_document
 from assay.agent.traces.otlp import OtlpError, decode_export, spans_of_request
 from assay.agent.traces.receiver import ATTEMPT_PREFIX, TRACES_PATH, TraceReceiver, is_loopback
 
-__all__ = ["ACTIVE", "AttemptTracing", "RunTracing", "no_spans_message", "sdk_installed", "telemetry_env"]
+__all__ = [
+    "ACTIVE", "AttemptTracing", "RunTracing", "no_spans_message", "sdk_installed", "telemetry_env",
+    "unattributed_message",
+]
 
 BATCH_DELAY_MS = 100  # OTEL_BSP_SCHEDULE_DELAY handed to child processes
 SETTLE_QUIET_S = 0.25  # nothing for this long after the last turn and the last export: the late spans are in
@@ -194,11 +197,7 @@ class RunTracing:
             if hub.turns_opened:
                 self._warn("telemetry-no-spans", self._no_spans_message())
         elif hub.unattributed:
-            self._warn(
-                "telemetry-unattributed",
-                f"{hub.unattributed} of {hub.received} spans matched no turn (a trace assay did not start, while "
-                "several turns were open); forward ctx.telemetry.headers so each span carries its turn's traceparent",
-            )
+            self._warn("telemetry-unattributed", unattributed_message(hub.unattributed, hub.ambiguous, hub.received))
 
     def _no_spans_message(self) -> str:
         failed = self.sandbox_receivers_failed
@@ -212,6 +211,21 @@ class RunTracing:
     def stop(self) -> None:
         if self.receiver is not None:
             self.receiver.stop()
+
+
+def unattributed_message(unattributed: int, ambiguous: int, received: int) -> str:
+    """Why spans in traces assay did not start found no turn: several open turns could own them (the app does not
+    forward the traceparent), or none was open when they started (setup, teardown, between turns, another program)."""
+    outside = unattributed - ambiguous
+    why = []
+    if ambiguous:
+        why.append(f"{ambiguous} started while several turns were open (forward ctx.telemetry.headers so each span "
+                   "carries its turn's traceparent)")
+    if outside:
+        why.append(f"{outside} started while no turn was open (in setup or teardown, between turns, or sent by another "
+                   "program exporting to this receiver: a waterfall holds its turns' spans only)")
+    return (f"{unattributed} of {received} spans matched no turn, in traces assay did not start, and are not in the "
+            f"waterfall: {'; '.join(why)}")
 
 
 class AttemptTracing:

@@ -61,8 +61,14 @@ def configured_endpoint(home: Path | None) -> str | None:
 def table_endpoint(table: object, where: str) -> str | None:
     """The endpoint a `[tool.assay.export]` table names (None: none); a table that is not one is a `UsageError`
     naming `where`. An agent project's loader checks it too, so `list` and `--dry` refuse what a run would."""
-    if not isinstance(table, dict) or set(table) - {"otlp"}:
+    if not isinstance(table, dict):
         raise UsageError(f"{where}: the table holds one key, otlp = \"http://host:4318\"")
+    unknown = sorted(str(key) for key in set(table) - {"otlp"})
+    if unknown:
+        from assay.core.format import did_you_mean
+
+        hint = did_you_mean(unknown[0], ("otlp",), form=" (did you mean {}?)")
+        raise UsageError(f"{where}: unknown key {unknown[0]!r}{hint}; the table holds one key, otlp = \"http://host:4318\"")
     value = table.get("otlp")
     if value is None:
         return None

@@ -5,8 +5,9 @@
 (`samples/<id>_epoch_<n>.json`, ~7 KB: messages, events, scores) and
 `summaries.json`, Inspect's summary of every sample (~0.5 KB: id, epoch, input, target, scores,
 model usage, error message, times; what Inspect's own log list reads). A unit is made from the
-summary when the log has them (every finished log Inspect writes, and one written with
-`log_samples=False`), which is about ten times less to decode, and from the sample member otherwise;
+summary when the log has them (every finished log Inspect writes), which is about ten times less
+to decode, and from the sample member otherwise (a log written with `log_samples=False` has neither,
+only the totals: it is refused, as there is no unit in it);
 from a summary it has no model output text and no error traceback (Inspect keeps those in the
 sample only). `summaries.json` is inflated and decoded a summary at a time, sample members one at a
 time. `.json` is one document whose header keys precede `samples`; each sample is decoded on its own
@@ -211,6 +212,22 @@ def _decode(path: Path, name: str, content: bytes) -> Any:
         raise ImportFormatError(f"{path}: member {name} is not valid JSON ({error})") from None
 
 
+def _holding_samples(path: Path, results: Mapping[str, Any], units: Iterator[UnitLine]) -> Iterator[UnitLine]:
+    """`units`, refused at their end when there were none although the results count samples: Inspect's
+    `log_samples=False` keeps only the totals (its summaries.json is an empty list), and an empty run
+    in their place would read as an eval of nothing, and be "already imported" for good."""
+    count = 0
+    for line in units:
+        count += 1
+        yield line
+    total = results.get("total_samples")
+    if count == 0 and isinstance(total, int) and not isinstance(total, bool) and total > 0:
+        raise ImportFormatError(
+            f"{path}: the log holds none of the {total} samples its results count (Inspect wrote it with "
+            "log_samples=False, which keeps only the totals); there is no unit to import: run the eval again "
+            "with its samples logged (the default) and import that log")
+
+
 def _log(path: Path, header: Mapping[str, Any], units: Iterator[UnitLine]) -> ImportedLog:
     spec = header.get("eval") or {}
     results = header.get("results") if isinstance(header.get("results"), Mapping) else {}
@@ -230,7 +247,7 @@ def _log(path: Path, header: Mapping[str, Any], units: Iterator[UnitLine]) -> Im
         format="inspect", tool="inspect-ai", tool_version=(spec.get("packages") or {}).get("inspect_ai"),
         title=f"Inspect {task}" + (f" ({model})" if model else "") + f": {path.name}",
         created_at=iso_time(spec.get("created")) or file_time(path),
-        units=units,
+        units=_holding_samples(path, results, units),
         identity={key: value for key, value in {
             "task": task, "model": model, "eval_id": spec.get("eval_id"), "run_id": spec.get("run_id"),
             "task_version": spec.get("task_version"), "epochs": (spec.get("config") or {}).get("epochs"),

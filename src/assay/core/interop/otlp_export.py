@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import os
+import shlex
 import socket
 import sys
 import threading
@@ -611,6 +612,13 @@ def export_after_run(record: Path, home: Path | None) -> None:
 
         manifest = RunManifest.from_json(json.loads((record / MANIFEST_FILE).read_text(encoding="utf-8")))
         export_record(manifest, record, endpoint, timeout=5.0)
+    except KeyboardInterrupt:
+        # The run is recorded; running the command again finds it done (an import: "Already imported") and
+        # exports nothing, so the way to send it is said here, then Ctrl-C goes on as it would.
+        if endpoint is not None:
+            print(f"Warning: run not exported to {endpoint}: interrupted (Ctrl-C); send it with: assay runs export "
+                  f"{record.name} --otlp {shlex.quote(endpoint)}", file=sys.stderr)
+        raise
     except AssayError as error:
         print(f"Warning: run not exported{_to(endpoint, str(error))}: {error}", file=sys.stderr)
     except Exception as error:  # noqa: BLE001 - an export must never change a run's outcome

@@ -42,7 +42,7 @@ class UnitIdMap:
             pattern, separator, replacement = option.partition(_SEPARATOR)
             if not separator or not pattern:
                 raise UsageError(
-                    f"--map {option!r}: write PATTERN=>REPLACEMENT (a regular expression and what replaces it, "
+                    f"--map '{option}': write PATTERN=>REPLACEMENT (a regular expression and what replaces it, "
                     f"e.g. '^(.*)#(\\d+)$=>evals/\\1#\\2') or @FILE (a JSON or CSV file of id pairs)", "--map"
                 )
             try:
@@ -66,17 +66,22 @@ class UnitIdMap:
     def __bool__(self) -> bool:
         return bool(self.steps)
 
-    def apply(self, unit_id: str) -> str:
+    def apply(self, unit_id: str, used: list[bool] | None = None) -> str:
+        """`unit_id` renamed by every step in turn; `used[i]` is set when step i applied to it."""
         mapped = unit_id
-        for step in self.steps:
+        for index, step in enumerate(self.steps):
             if not isinstance(step, tuple):
+                matched = mapped in step
                 mapped = step.get(mapped, mapped)
-                continue
-            pattern, replacement = step
-            try:
-                mapped = pattern.sub(replacement, mapped)
-            except (re.error, IndexError) as error:
-                raise UsageError(f"--map {pattern.pattern!r}=>{replacement!r} on {unit_id!r}: {error}", "--map") from None
+            else:
+                pattern, replacement = step
+                matched = pattern.search(mapped) is not None
+                try:
+                    mapped = pattern.sub(replacement, mapped)
+                except (re.error, IndexError) as error:
+                    raise UsageError(f"--map '{pattern.pattern}=>{replacement}' on {unit_id!r}: {error}", "--map") from None
+            if matched and used is not None:
+                used[index] = True
         return mapped
 
     def map_verdicts(self, verdicts: Mapping[str, str]) -> dict[str, str]:
@@ -85,8 +90,9 @@ class UnitIdMap:
             return dict(verdicts)
         mapped: dict[str, str] = {}
         origin: dict[str, str] = {}
+        used = [False] * len(self.steps)
         for unit_id, verdict in verdicts.items():
-            target = self.apply(unit_id)
+            target = self.apply(unit_id, used)
             if target in mapped:
                 raise UsageError(
                     f"--map sends two baseline units to {target!r} ({origin[target]!r} and {unit_id!r}); a unit pairs "
@@ -94,7 +100,23 @@ class UnitIdMap:
                 )
             mapped[target] = verdict
             origin[target] = unit_id
+        self._say_unused(used, verdicts)
         return mapped
+
+    def _say_unused(self, used: list[bool], verdicts: Mapping[str, str]) -> None:
+        """A warning for each `--map` that applied to no baseline id (a misspelt pattern or file of ids): the
+        comparison still runs, but "Mapped the baseline's unit ids" would otherwise hide that it did nothing."""
+        import sys
+
+        if not verdicts or len(self.given) != len(self.steps):  # (a map made in code, not from `--map` options)
+            return
+        example = min(verdicts)
+        for given, step, applied in zip(self.given, self.steps, used, strict=True):
+            if applied:
+                continue
+            what = "none of the ids it lists is" if not isinstance(step, tuple) else "its pattern matches no id"
+            print(f"Warning: --map '{given}' applied to no unit id: {what} in the baseline ({len(verdicts)} unit(s), such as "
+                  f"{example!r})", file=sys.stderr)
 
 
 _PAIRS_FILE = ("@FILE names a file of id pairs: a JSON object {\"before id\": \"after id\", …} or a .csv of before,after "
