@@ -431,3 +431,16 @@ def test_a_value_of_a_type_its_tool_never_writes_is_one_error_naming_the_file(py
     assert done.stderr == (f"Error: {edited}: cannot be read as pydantic-evals: a value in it is not of the type pydantic-evals "
                            "writes there (TypeError: 'int' object is not iterable); `assay --debug runs import …` shows where\n")
     assert (set(records.iterdir()) if records.is_dir() else set()) == before  # nothing half-written left
+
+
+def test_a_junit_total_that_is_no_number_is_unknown_not_zero(tmp_path):
+    # A hand-edited `tests="four"` was read as 0: the run's summary said "tests: 0" beside its four units.
+    log = tmp_path / "report.xml"
+    log.write_text('<testsuites><testsuite name="s" tests="four" failures="1" errors="0" skipped="0">'
+                   '<testcase classname="a" name="t1"/><testcase classname="a" name="t2"><failure message="x"/></testcase>'
+                   '<testcase classname="a" name="t3"/><testcase classname="a" name="t4"/></testsuite></testsuites>')
+    imported = _import(log)
+    assert imported.unit_count == 4 and imported.counts["failed"] == 1
+    with SqliteRunStore(store_path(), read_only=True) as store:
+        summary = store.get_run(imported.run_id).manifest.summary
+    assert summary["tests"] is None and summary["failures"] == 1 and summary["suites"] == 1

@@ -34,11 +34,12 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]  # a namespaced tag: {uri}testcase
 
 
-def _integer(value: str | None) -> int:
+def _integer(value: str | None) -> int | None:
+    """A suite's count as written (absent: 0); None when it is no number (`tests="four"`, hand-edited)."""
     try:
         return int(float(value)) if value else 0
-    except ValueError:
-        return 0
+    except (ValueError, OverflowError):
+        return None
 
 
 class _Reading:
@@ -60,11 +61,17 @@ class _Reading:
         # Only outermost suites count: a suite's totals include the suites nested in it.
         if len(self.suites) == 1:
             for name in _TOTALS:
-                self.summary[name] += _integer(attributes.get(name))
+                self._add(name, _integer(attributes.get(name)))
             self.summary["suites"] += 1
             self.summary["time"] = round(self.summary["time"] + (number(_float(attributes.get("time"))) or 0.0), 6)
             if "disabled" in attributes:
-                self.summary["disabled"] = self.summary.get("disabled", 0) + _integer(attributes.get("disabled"))
+                self._add("disabled", _integer(attributes.get("disabled")))
+
+    def _add(self, name: str, amount: int | None) -> None:
+        """One more suite's (or loose testcase's) share of a file total. A share that is no number makes the
+        total unknown (null) rather than read as 0: "tests: 0" beside four imported units would be believed."""
+        total = self.summary.get(name, 0)
+        self.summary[name] = None if total is None or amount is None else total + amount
 
     def header(self) -> None:
         """Read up to the first testsuite (or testcase): the file's name and time come from there."""
@@ -130,10 +137,10 @@ class _Reading:
             elif kind == "skipped" and verdict == "passed":
                 verdict, outcome = "skipped", child
         if len(self.suites) == 0:  # a testcase outside any suite counts towards the file's totals itself
-            self.summary["tests"] += 1
+            self._add("tests", 1)
             key = {"failed": "failures", "errored": "errors", "skipped": "skipped"}.get(verdict)
             if key:
-                self.summary[key] += 1
+                self._add(key, 1)
         detail: dict[str, Any] = {"evaluation": classname or (self.suites[-1] if self.suites else "junit")}
         for attribute in ("file", "line"):
             if element.get(attribute):
