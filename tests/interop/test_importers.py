@@ -381,6 +381,22 @@ def test_an_inspect_samples_usage_and_cost_are_summed_over_its_models(tmp_path):
     assert "usage" not in unit(["not", "a", "mapping"]) and unit({"m": {"total_cost": -0.0}})["cost_usd"] == 0.0
 
 
+def test_an_inspect_sample_id_or_epoch_of_the_wrong_type_is_refused_not_made_a_unit_id(tmp_path):
+    """A hand-edited `"id": null` became the unit `None#1`, and `"epoch": "one"` the unit `3#one`."""
+    from assay.core.interop.inspect_log import _Samples
+    from assay.core.interop.log import ImportFormatError
+
+    samples = _Samples(tmp_path / "log.eval", {"eval": {"task": "capitals", "model": "mockllm/model"}})
+    assert json.loads(samples.unit({"id": 3, "epoch": 2, "scores": {}}).text)["unit_id"] == "3#2"
+    assert json.loads(samples.unit({"id": "q", "scores": {}}).text)["unit_id"] == "q#1"
+    for sample, message in (({"id": None}, "a sample's id must be a text or an integer, got None"),
+                            ({"id": ""}, "a sample's id must be a text or an integer, got ''"),
+                            ({"id": 3, "epoch": "one"}, "a sample's epoch must be an integer from 1, got 'one' (sample id 3)"),
+                            ({"id": 3, "epoch": True}, "a sample's epoch must be an integer from 1, got True")):
+        with pytest.raises(ImportFormatError, match=re.escape(message)):
+            samples.unit(sample)
+
+
 def test_an_empty_file_name_is_refused_not_read_as_the_current_folder(junit_log):
     """`assay runs import "$LOG"` with LOG unset said ". is a folder", naming no file the user wrote."""
     done = _assay("runs", "import", str(junit_log.path), "")

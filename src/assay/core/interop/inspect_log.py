@@ -104,7 +104,15 @@ class _Samples:
             raise ImportFormatError(f"{self.path}: a sample without an id")
         get = sample.get
         sample_id = sample["id"]
-        unit_id = f"{sample_id}#{get('epoch') or 1}"
+        epoch = get("epoch") or 1
+        if type(sample_id) not in (str, int) or sample_id == "" or type(epoch) is not int or epoch < 1:
+            # Inspect writes a text or integer id and an epoch from 1: anything else (`null`, "one") was made
+            # into a unit id like `None#1` or `3#one` that pairs with nothing.
+            which = "id" if type(sample_id) not in (str, int) or sample_id == "" else "epoch"
+            wanted = "a text or an integer" if which == "id" else "an integer from 1"
+            raise ImportFormatError(f"{self.path}: a sample's {which} must be {wanted}, got {sample.get(which)!r} "
+                                    f"(sample id {sample_id!r})")
+        unit_id = f"{sample_id}#{epoch}"
         scores = get("scores")
         if not isinstance(scores, dict):
             scores = {}
