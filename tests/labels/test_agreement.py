@@ -122,6 +122,12 @@ def test_a_new_judge_model_on_the_same_content_is_measured_against_the_same_labe
     assert drift["prompt"] == "assay-agent-judge/1:rubric"
     assert [model["model"] for model in drift["models"]] == ["judge-1", "judge-2"]
     assert drift["models"][1]["kappa"] == pytest.approx(cohen_kappa_score(HUMAN, judge_2), abs=1e-12)
+    # Per rubric, drift is told per rubric: the heading named no rubric, and each model came once per rubric.
+    (by_rubric,) = _agreement("--labeller", "ann", "--by-rubric")["drift"]
+    assert "names a city" in by_rubric["rubric"] and drift["rubric"] is None
+    assert [model["model"] for model in by_rubric["models"]] == ["judge-1", "judge-2"]
+    result = CliRunner().invoke(app, ["judge", "agreement", "--labeller", "ann", "--by-rubric"])
+    assert f"Judge drift (assay-agent-judge/1:rubric, rubric {by_rubric['rubric']}), models in" in result.output
 
 
 def test_deterministic_checks_are_measured_too(database):

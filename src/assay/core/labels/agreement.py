@@ -199,7 +199,10 @@ def _judge_rows(items: dict[Item, _Item]) -> list[dict[str, Any]]:
         for key, found in entry.found.items():
             row = rows.setdefault(key, {
                 "judge": key, "kind": "checks" if found.judgement.prompt == CHECKS_PROMPT else "judge",
-                "model": found.judgement.model, "prompt": found.judgement.prompt, "units": 0, "binary": [], "scores": [],
+                "model": found.judgement.model, "prompt": found.judgement.prompt,
+                # `--by-rubric`: a row per judge and rubric (its key names both), and drift is told per rubric
+                "rubric": found.judgement.rubric if key != found.judgement.judge else None,
+                "units": 0, "binary": [], "scores": [],
                 "first_run_at": found.run_created_at, "last_run_at": found.run_created_at, "runs": set(),
             })
             row["units"] += 1
@@ -247,16 +250,17 @@ def _labellers(items: dict[Item, _Item]) -> dict[str, Any]:
 
 
 def _drift(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per prompt, the judge models that used it, in the order they first judged: agreement per model."""
-    by_prompt: dict[str, list[dict[str, Any]]] = {}
+    """Per prompt (and rubric, with `--by-rubric`), the judge models that used it, in the order they first
+    judged: agreement per model."""
+    by_prompt: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
     for row in rows:
         if row["kind"] == "judge":
-            by_prompt.setdefault(row["prompt"], []).append(row)
+            by_prompt.setdefault((row["prompt"], row.get("rubric")), []).append(row)
     drift = []
-    for prompt, models in by_prompt.items():
+    for (prompt, rubric), models in by_prompt.items():
         if len({row["model"] for row in models}) < 2:
             continue
-        drift.append({"prompt": prompt, "models": [
+        drift.append({"prompt": prompt, "rubric": rubric, "models": [
             {"model": row["model"], "judge": row["judge"], "first_run_at": row["first_run_at"], "last_run_at": row["last_run_at"],
              "units": (row["binary"] or {}).get("units", 0), "agreement": (row["binary"] or {}).get("agreement"),
              "kappa": (row["binary"] or {}).get("kappa")}

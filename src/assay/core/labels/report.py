@@ -66,7 +66,8 @@ def agreement_lines(report: dict[str, Any]) -> list[str]:
                 lines.append(f"  {' – '.join(pair['labellers'])}: {binary['units']} unit(s), agreement "
                              f"{_percent(binary['agreement'])}, κ {_number(binary['kappa'])}{shown}")
     for drift in report["drift"]:
-        lines += ["", f"Judge drift ({drift['prompt']}), models in the order they first judged:"]
+        rubric = f", rubric {drift['rubric']}" if drift.get("rubric") else ""
+        lines += ["", f"Judge drift ({drift['prompt']}{rubric}), models in the order they first judged:"]
         for model in drift["models"]:
             lines.append(f"  {model['model']} (from {model['first_run_at'][:10]}): {model['units']} unit(s), "
                          f"agreement {_percent(model['agreement'])}, κ {_number(model['kappa'])}")
