@@ -315,8 +315,10 @@ def test_remote_video_key_needs_a_supported_suffix(tmp_path: Path) -> None:
     eval_dir = make_eval(
         tmp_path, {"a.yaml": REMOTE_CASE.replace("clips/a.MP4", "clips/a.gif")}, config="video_stores: {media: {bucket: b}}"
     )
+    # The key alone does not say which case holds it: the case file is named, as for an unknown store.
     assert load_error(eval_dir, materialize_videos=False) == (
-        "unsupported video file type for clips/a.gif; supported suffixes: .m4v, .mkv, .mov, .mp4, .webm"
+        f"{eval_dir / 'cases' / 'a.yaml'}: unsupported video file type for clips/a.gif; "
+        "supported suffixes: .m4v, .mkv, .mov, .mp4, .webm; fix the video key"
     )
 
 
@@ -555,6 +557,15 @@ def test_a_discovered_adapter_config_problem_names_the_file_and_where(tmp_path: 
     assert adapter_config_error(tmp_path) == f"adapter config must contain an object ({path} holds a list)"
     # The same file given with --adapter-config keeps GlassKit's words on that option.
     assert adapter_config_error(tmp_path, path) == "adapter config must contain an object"
+
+
+def test_a_given_adapter_config_with_bad_yaml_is_named_on_one_line(tmp_path: Path) -> None:
+    # PyYAML's own text spans five lines and calls the file "<unicode string>".
+    given = write(tmp_path / "local.yaml", "lamp_region: [30, 90\n")
+    assert adapter_config_error(tmp_path, given) == (
+        f"invalid adapter config: {given}: line 2, column 1: expected ',' or ']', but got '<stream end>' "
+        "(while parsing a flow sequence at line 1, column 14)"
+    )
 
 
 # --- performance ---------------------------------------------------------------------------------

@@ -585,6 +585,20 @@ def test_validate_list_samples_and_export_frames(tmp_path):
     assert "- adapter validation failed: adapter file does not exist:" in broken.flat
 
 
+@pytest.mark.parametrize("command", ["run", "validate", "seed"])
+def test_an_empty_adapter_option_is_refused_not_read_as_absent(tmp_path, command):
+    # `--adapter "$ADAPTER"` with the variable unset: `run` used to ask for an adapter option it was given,
+    # and `validate` passed without checking any adapter.
+    eval_dir = make_eval(tmp_path, NUMBERS_CASE)
+    empty = invoke("video", command, "--eval-dir", eval_dir, "--adapter", "")
+    assert empty.exit_code == 2, empty.output
+    assert "Invalid value for '--adapter': adapter must be '<module-or-file>:<callable>', got ''" in empty.flat
+    empty_command = invoke("video", command, "--eval-dir", eval_dir, "--adapter-command", "")
+    assert empty_command.exit_code == 2, empty_command.output
+    assert "Invalid value for '--adapter-command': adapter command must not be empty" in empty_command.flat
+    assert "Validation passed" not in empty.flat + empty_command.flat
+
+
 def test_the_journal_lets_the_runs_concurrent_results_share_an_fsync(tmp_path, monkeypatch):
     """Up to --concurrency results wait a few milliseconds for each other and are fsynced together."""
     from assay.core import journal as journal_module

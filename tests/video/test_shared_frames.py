@@ -187,6 +187,22 @@ def test_the_kit_accepts_the_offer_unless_assay_is_told_not_to_make_it(tmp_path,
     assert asyncio.run(transport()) is False
 
 
+def test_a_misspelt_shared_frames_switch_is_refused_before_the_adapter_starts(tmp_path, monkeypatch):
+    # "of" or "nope" used to leave shared memory on without a word; the usual words for off are read as off.
+    started = tmp_path / "started"
+    script = write(tmp_path / "adapter.py", f"open({str(started)!r}, 'w').close()\n")
+    monkeypatch.setenv("ASSAY_SHARED_FRAMES", "of")
+    with pytest.raises(AdapterRuntimeError, match=r"^ASSAY_SHARED_FRAMES must be 0 .* got 'of'$"):
+        asyncio.run(start_command_evaluator(shlex.join([sys.executable, str(script)]), AdapterConfig(tmp_path, {}, None, False)))
+    assert not started.exists()
+    for off in ("off", "False", " no "):
+        monkeypatch.setenv("ASSAY_SHARED_FRAMES", off)
+        assert shared_frames.shared_frames_enabled() is False
+    for on in ("", "1", "on", "TRUE"):
+        monkeypatch.setenv("ASSAY_SHARED_FRAMES", on)
+        assert shared_frames.shared_frames_enabled() is True
+
+
 def test_an_adapter_that_cannot_open_the_segment_gets_png_frames(tmp_path):
     """A kit in a container or on another host declares the capability but cannot open the file."""
     log = tmp_path / "received.ndjson"

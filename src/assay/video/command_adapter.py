@@ -272,11 +272,12 @@ async def _offer_shared_frames(
     process: NdjsonProcess, result: dict[str, Any], timeout: RequestTimeout
 ) -> SharedFrameSegment | None:
     """The segment the adapter accepted, if it declared assay's shared-frames capability; else None.
+    Called only when ASSAY_SHARED_FRAMES allows the offer.
 
     An adapter that only speaks GlassKit's protocol never declares it and never sees the offer.
     One that declares it but cannot open the segment (it runs in a container, on another host, as
     another user) answers the offer with an error and gets PNG frames, as any other adapter."""
-    if result["capabilities"].get(SHARED_FRAMES_CAPABILITY) is not True or not shared_frames_enabled():
+    if result["capabilities"].get(SHARED_FRAMES_CAPABILITY) is not True:
         return None
     segment = create_segment()
     if segment is None:
@@ -324,6 +325,10 @@ async def start_command_evaluator(
     The adapter's stderr is mirrored once it has initialized: before that (up to a few seconds) it
     is held, so an adapter that dies at start shows its stderr once, in the error, not twice."""
     initialize_limit = initialize_timeout or start_timeout()
+    try:
+        offer_shared_frames = shared_frames_enabled()  # before the process starts: a bad value stops nothing
+    except ValueError as error:
+        raise AdapterRuntimeError(str(error)) from None
     process = await start_ndjson_process(command, hold_stderr_s=START_STDERR_HOLD_S, **process_options)
     try:
         try:
@@ -334,7 +339,7 @@ async def start_command_evaluator(
             ) from None
         supports_evaluate, supports_evaluate_many = _capabilities(result)
         try:
-            frames = await _offer_shared_frames(process, result, initialize_limit)
+            frames = await _offer_shared_frames(process, result, initialize_limit) if offer_shared_frames else None
         except AdapterRuntimeError as error:
             raise AdapterRuntimeError(
                 f"adapter command '{process.display_command}' failed to initialize: {error}"

@@ -288,7 +288,8 @@ def _remote_video(case_path: Path, store: str, key: str, sha256: str, config: Ev
         configured = ", ".join(repr(name) for name in sorted(config.video_stores)) or "none"
         raise CaseError(f"{case_path}: video references unknown store {store!r}; configured stores: {configured}")
     if Path(key).suffix.lower() not in SUPPORTED_VIDEO_SUFFIXES:
-        raise _unsupported_suffix(key)
+        # The key alone does not say which of the cases holds it: name the case file, as for an unknown store.
+        raise CaseError(f"{case_path}: {_unsupported_suffix(key)}; fix the video key")
     return RemoteVideo(store=store, key=key, sha256=sha256)
 
 
@@ -544,7 +545,7 @@ def load_adapter_config(eval_dir: Path, explicit: Path | None) -> dict[str, Any]
 
     `.json` files are parsed as JSON, anything else as YAML; environment variables are not expanded.
     A problem is a UsageError on `--adapter-config` in GlassKit's words (whose discovery is that option's
-    default); a discovered file's problem also names that file and where in it.
+    default); a YAML error names the file and where in it, as does a discovered file's every problem.
     """
     if explicit is not None:
         return _read_adapter_config(Path(explicit))
@@ -589,7 +590,9 @@ def _read_adapter_config(path: Path, *, discovered: bool = False) -> dict[str, A
             text, source=source, error_type=refuse
         )
     except yaml.YAMLError as error:
-        raise refuse(f"{source}: {_yaml_problem(error)}" if discovered else f"invalid adapter config: {error}") from None
+        # One line naming the file, also for a file given with --adapter-config: PyYAML's own text spans
+        # several lines and calls the file "<unicode string>".
+        raise refuse(f"{source}: {_yaml_problem(error)}") from None
     except json.JSONDecodeError as error:  # only a file given with --adapter-config is JSON
         raise refuse(f"invalid adapter config: {error}") from None
     if raw is None:

@@ -194,8 +194,15 @@ def check_time_filters(case: str | None, at: Sequence[float], from_s: float | No
 
 
 def one_adapter(adapter: str | None, adapter_command: str | None) -> None:
+    """One adapter option at most, and a given one is not blank: `--adapter ''` (an unset variable in a
+    script) would otherwise read as no option at all, so `run` asked for one and `validate` passed
+    without checking any adapter."""
     if adapter and adapter_command:
         raise UsageError("--adapter-command cannot be used with --adapter", "--adapter-command")
+    if adapter is not None and not adapter.strip():
+        raise UsageError(f"adapter must be '<module-or-file>:<callable>', got {adapter!r}", "--adapter")
+    if adapter_command is not None and not adapter_command.strip():
+        raise UsageError("adapter command must not be empty", "--adapter-command")
 
 
 def planned(request: Planned, adapter_config_file: Path | None) -> Planned:

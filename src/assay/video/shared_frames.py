@@ -71,8 +71,19 @@ MAX_SEGMENT_BYTES = 256 * 1024 * 1024
 STALE_AFTER_S = 60.0
 
 
+_OFF = ("0", "false", "no", "off")
+_ON = ("", "1", "true", "yes", "on")
+
+
 def shared_frames_enabled() -> bool:
-    return os.environ.get(ENABLE_VARIABLE, "").strip() != "0"
+    """Whether to offer the extension (ASSAY_SHARED_FRAMES, on unless "0"). ValueError for any other
+    value: a misspelt "0" would otherwise leave shared memory on without a word."""
+    text = os.environ.get(ENABLE_VARIABLE, "").strip()
+    if text.lower() in _OFF:
+        return False
+    if text.lower() in _ON:
+        return True
+    raise ValueError(f"{ENABLE_VARIABLE} must be 0 (send PNG frames) or 1 (offer shared memory, the default), got {text!r}")
 
 
 class StaleFrameError(RuntimeError):
