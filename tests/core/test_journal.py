@@ -359,6 +359,28 @@ def test_lock_of_a_dead_process_is_replaced(tmp_path: Path) -> None:
     assert not lock.exists()
 
 
+def test_lock_of_a_killed_process_its_parent_has_not_collected_yet_is_replaced(tmp_path: Path) -> None:
+    """Right after `kill -9` of a run that a script started and has not waited for, its pid is a zombie: it exists
+    for `kill(pid, 0)`, so `--resume` said "already active in another process" of a run that had ended."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        child.kill()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # until the kernel has ended it (left for us to collect)
+            with open(f"/proc/{child.pid}/stat", "rb") as stat:
+                if stat.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    break
+            time.sleep(0.01)
+        checkpoint = new_checkpoint(tmp_path)
+        checkpoint.journal.close()
+        lock = checkpoint.path / "active.lock"
+        lock.write_text(json.dumps({"pid": child.pid, "started_at": "2026-01-01T00:00:00.000000Z", "token": "old"}))
+        with Checkpoint.resume(checkpoint.path, read_manifest(checkpoint.path, "run")) as resumed:
+            assert json.loads(lock.read_text())["token"] == resumed.token != "old"
+    finally:
+        child.wait()
+
+
 def test_unreadable_lock_is_respected_while_fresh_and_replaced_once_older_than_five_seconds(tmp_path: Path) -> None:
     checkpoint = new_checkpoint(tmp_path)
     checkpoint.journal.close()

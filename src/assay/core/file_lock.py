@@ -43,7 +43,19 @@ def pid_is_alive(pid: int) -> bool:
         return False
     except OSError:
         return True
-    return True
+    return not _exited(pid)
+
+
+def _exited(pid: int) -> bool:
+    """A zombie: the process has ended (and let go of everything) but its parent has not collected it yet, as
+    right after `kill -9` of a child its parent has not waited for. Linux says so in /proc; elsewhere, no."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            # `pid (command) state …`: the command may hold spaces and parentheses, so read after the last ")"
+            state = stat.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in (b"Z", b"X")
 
 
 @dataclass(frozen=True, slots=True)
