@@ -535,8 +535,9 @@ def test_adapter_config_empty_file_is_an_empty_object(tmp_path: Path) -> None:
 
 def test_adapter_config_errors(tmp_path: Path) -> None:
     assert adapter_config_error(tmp_path, tmp_path / "missing.yaml").startswith("could not read adapter config: ")
-    assert adapter_config_error(tmp_path, write(tmp_path / "a.json", "{'a': 1}")).startswith(
-        "invalid adapter config: Expecting property name enclosed in double quotes"
+    assert adapter_config_error(tmp_path, write(tmp_path / "a.json", "{'a': 1}")) == (
+        f"invalid adapter config: {tmp_path / 'a.json'}: Expecting property name enclosed in double quotes: "
+        "line 1 column 2 (char 1)"
     )
     assert adapter_config_error(tmp_path, write(tmp_path / "b.yaml", "a: [")).startswith("invalid adapter config: ")
     assert adapter_config_error(tmp_path, write(tmp_path / "c.yaml", "- 1\n")) == (

@@ -593,8 +593,8 @@ def _read_adapter_config(path: Path, *, discovered: bool = False) -> dict[str, A
         # One line naming the file, also for a file given with --adapter-config: PyYAML's own text spans
         # several lines and calls the file "<unicode string>".
         raise refuse(f"{source}: {_yaml_problem(error)}") from None
-    except json.JSONDecodeError as error:  # only a file given with --adapter-config is JSON
-        raise refuse(f"invalid adapter config: {error}") from None
+    except json.JSONDecodeError as error:  # only a file given with --adapter-config is JSON; named, as YAML's are
+        raise refuse(f"{source}: {error}") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
