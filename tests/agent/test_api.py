@@ -149,6 +149,15 @@ def test_reporters_or_evals_of_the_wrong_shape_are_named_not_a_traceback(project
     with pytest.raises(UsageError, match="^reporters must be a list"):
         run_evals({}, Experiment(agent=agent), reporters=5)
 
+    # An agent where an experiment goes failed in the plan ("'DefinedAgent' object has no attribute 'attempts'"),
+    # or printed the agent's whole dataclass repr.
+    bind = r"got the agent 'a': bind it to an experiment, Experiment\(agent=...\)$"
+    with pytest.raises(UsageError, match=r"^experiments\['main'\] must be an Experiment, " + bind):
+        run_evals({"e": define_eval(lambda t: None)}, {"main": agent})
+    with pytest.raises(UsageError, match=r"^experiments must map ids to what to run \(an Experiment\), " + bind):
+        run_evals({"e": define_eval(lambda t: None)}, agent)
+    with pytest.raises(UsageError, match=r"^eval ids must be non-empty strings, got 3$"):
+        run_evals({3: define_eval(lambda t: None)}, Experiment(agent=agent))
 
 def test_run_evals_refuses_what_the_cli_refuses():
     from assay.errors import UsageError
@@ -196,6 +205,15 @@ def test_evals_and_experiments_built_in_code(tmp_path):
         ("hello", 0, "passed"), ("hello", 1, "passed"), ("quiet", 0, "failed"), ("quiet", 1, "failed"),
     ]
     assert results.exit_code == 1
+    # attempt="1" was "unsupported operand type(s) for -: 'str' and 'int'"; a missing one named nothing that exists.
+    with pytest.raises(ValueError, match=r"attempt is a number from 1 \(the first attempt\), got '1'"):
+        results.attempt("hello", attempt="1")
+    with pytest.raises(ValueError, match="got 0"):
+        results.attempt("hello", attempt=0)
+    with pytest.raises(KeyError, match="no attempt 3 of 'hello'; its attempts: 1, 2"):
+        results.attempt("hello", attempt=3)
+    with pytest.raises(KeyError, match=r"no attempt of 'helo'; did you mean 'hello'\? \(eval ids: hello, quiet\)"):
+        results.attempt("helo")
 
 
 def _instant_evals(count):

@@ -186,6 +186,42 @@ def test_an_experiment_must_bind_an_agent_with_evidence_coverage(tmp_path):
         discover_experiments(tmp_path)
 
 
+@pytest.mark.parametrize("agent, message", [
+    # A factory passed uncalled was "the agent must have a non-empty string `name`", which a function has not
+    # and the author never wrote.
+    ("make_agent", r"agent=make_agent is the function, not an agent: call it \(agent=make_agent\(...\)\)"),
+    ("'shop'", r"the agent must be one made by define_agent\(...\) or an official factory .* got str 'shop'"),
+    ("None", r"the agent must be one made by define_agent\(...\) .* got None$"),
+])
+def test_an_experiment_given_no_agent_says_what_to_write(tmp_path, agent, message):
+    write(tmp_path, "experiments/bad.py", f"""
+        from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent
+
+
+        def make_agent():
+            async def send(turn_input, ctx):
+                return Turn()
+            return define_agent(name="shop", send=send, evidence_coverage=complete_evidence_coverage)
+
+
+        experiment = Experiment(agent={agent})
+    """)
+    with pytest.raises(ConfigError, match=message):
+        discover_experiments(tmp_path)
+
+
+@pytest.mark.parametrize("hook", ["setup", "teardown", "close"])
+def test_define_agent_refuses_a_hook_that_is_no_function(hook):
+    # setup=3 was accepted, then errored every attempt with "TypeError: the first argument must be callable".
+    from assay.agent import Turn, complete_evidence_coverage, define_agent
+
+    async def send(turn_input, ctx):
+        return Turn()
+
+    with pytest.raises(ConfigError, match=f"define_agent: agent 'shop' {hook} must be a function \\(or None\\), got int"):
+        define_agent(name="shop", send=send, evidence_coverage=complete_evidence_coverage, **{hook: 3})
+
+
 @pytest.mark.parametrize("fields, message", [
     ({"attempts": 0}, "attempts must be an integer >= 1"),
     ({"flags": {"x": float("nan")}}, "must be finite"),

@@ -407,6 +407,25 @@ def test_an_agent_that_raises_or_returns_garbage_errors_the_attempt():
     assert "turn status must be completed, failed or waiting" in result.error["message"]
 
 
+def test_a_send_that_is_not_async_names_the_fix_and_its_file():
+    # A plain `def send` errored the attempt with "object Turn can't be used in 'await' expression".
+    from assay.agent import complete_evidence_coverage, define_agent
+
+    def send(turn_input, ctx):
+        return Turn([message("hi")])
+
+    agent = define_agent(name="plain", send=send, evidence_coverage=complete_evidence_coverage)
+
+    async def test(t):
+        await t.send("x")
+
+    result = run_one(agent, test)
+    assert result.verdict == "errored" and result.error["code"] == "agent-send-failed"
+    assert ("agent 'plain' send returned Turn, not an awaitable: define it with `async def send(input, ctx)`"
+            in result.error["message"]), result.error
+    assert __file__ in result.error["message"] or __file__ in str(result.error.get("where")), result.error
+
+
 def test_an_orphan_finish_is_a_diagnostic_not_an_occurrence():
     agent, _ = scripted_agent([Turn([tool_result("ghost", 1), message("hi")])])
 

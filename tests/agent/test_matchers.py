@@ -156,3 +156,11 @@ def test_event_match_selects_messages_and_operations_only():
         event_match("message", tool="x")
     with pytest.raises(ValueError):
         tool_match("x", status="done")
+
+
+def test_a_misspelt_status_or_event_type_is_named_with_the_one_meant():
+    # Both said only what they take, not what they got, so `status="complete"` read as a bug in the matcher.
+    with pytest.raises(ValueError, match="rejected, got 'complete'; did you mean 'completed'\\?$"):
+        tool_match("x", status="complete")
+    with pytest.raises(ValueError, match="operation.finished, got 'mesage'; did you mean 'message'\\?$"):
+        event_match("mesage")

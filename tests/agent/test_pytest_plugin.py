@@ -73,6 +73,24 @@ def test_the_session_is_recorded_in_the_results_store(project, tmp_path):
     assert run["kind"] == "agent" and run["unit_count"] == 8 and run["counts"]["failed"] == 1
 
 
+
+def test_a_later_cli_run_carries_what_the_session_ran(project, tmp_path):
+    """The session's attempts carry their execution identity: `assay agent run` after `pytest -k refund`
+    carried nothing and reran both refund evals, saying they were "recorded before carry"."""
+    import json
+
+    store = tmp_path / "store" / "assay.db"
+    done = pytest_in(project, store, "-k", "refund")
+    assert done.returncode == 0, done.stdout + done.stderr
+    dry = subprocess.run(
+        [sys.executable, "-m", "assay", "agent", "run", "--dry", "--json"], cwd=project,
+        env={**os.environ, "ASSAY_STORE": str(store)}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    actions = {slot["eval_id"]: (slot["action"], slot["code"]) for slot in json.loads(dry.stdout)["slots"]}
+    assert actions["orders/refund"][0] == "carry" and actions["orders/refund_denied"][0] == "carry", actions
+    assert actions["orders/status"] == ("execute", "new-eval"), actions
+
 def test_a_sandbox_eval_runs_under_pytest_too(tmp_path):
     root = tmp_path / "coder"
     shutil.copytree(EXAMPLE / "sandbox", root, ignore=shutil.ignore_patterns("__pycache__", ".assay"))

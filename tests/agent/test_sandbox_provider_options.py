@@ -51,6 +51,19 @@ def test_a_misspelt_isolation_says_which_was_meant(isolation, said):
     assert str(refused.value) == f"local_sandbox isolation must be one of auto, bubblewrap, none, {said}"
 
 
+@pytest.mark.parametrize(("options", "said"), [
+    # bool("no") is True: a quoted value put the workspace on a memory file system without a word.
+    ({"tmpfs_workdir": "no"}, "docker_sandbox tmpfs_workdir must be True or False, got 'no'"),
+    # a number reached the daemon at the first attempt's build, erroring every attempt of the run
+    ({"build_args": {"PYTHON": 3.12}}, "docker_sandbox build_args maps build argument names to strings"),
+    ({"build_args": ["PYTHON=3.12"]}, "got ['PYTHON=3.12']"),
+])
+def test_docker_options_of_the_wrong_type_are_refused_where_they_are_written(options, said):
+    with pytest.raises(SandboxError) as refused:
+        docker_sandbox(image="python:3.12", **options)
+    assert said in str(refused.value)
+    assert docker_sandbox(image="python:3.12", tmpfs_workdir=True, build_args={"PYTHON": "3.12"}) is not None
+
 def test_a_relative_base_dir_is_taken_from_the_current_folder_and_its_sandboxes_work(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     provider = LocalProvider(base_dir="sandboxes", isolation="none")

@@ -63,7 +63,7 @@ def define_agent(
 def check_agent(agent: Any, where: str) -> None:
     name = getattr(agent, "name", None)
     if not isinstance(name, str) or not name:
-        raise ConfigError(f"{where}: the agent must have a non-empty string `name`")
+        raise ConfigError(f"{where}: {_not_an_agent(agent)}")
     if not isinstance(getattr(agent, "evidence_coverage", None), EvidenceCoverage):
         raise ConfigError(
             f"{where}: agent {name!r} must declare `evidence_coverage` (an EvidenceCoverage; "
@@ -71,6 +71,24 @@ def check_agent(agent: Any, where: str) -> None:
         )
     if not callable(getattr(agent, "send", None)):
         raise ConfigError(f"{where}: agent {name!r} must have an async `send(input, ctx)`")
+    for hook in ("setup", "teardown", "close"):
+        # A hook that is no function would only fail inside every attempt, as "the first argument must be callable".
+        value = getattr(agent, hook, None)
+        if value is not None and not callable(value):
+            raise ConfigError(f"{where}: agent {name!r} {hook} must be a function (or None), got {type(value).__name__}")
+
+
+def _not_an_agent(agent: Any) -> str:
+    """Why `agent` is no agent, saying what to write: a factory passed uncalled is the likeliest slip."""
+    if inspect.isfunction(agent) or inspect.ismethod(agent) or inspect.isclass(agent):
+        label = getattr(agent, "__qualname__", None) or getattr(agent, "__name__", "it")
+        kind = "class" if inspect.isclass(agent) else "function"
+        return f"agent={label} is the {kind}, not an agent: call it (agent={label}(...))"
+    if callable(getattr(agent, "send", None)):
+        return "the agent must have a non-empty string `name`"
+    given = "None" if agent is None else f"{type(agent).__name__} {agent!r:.60}"
+    return ("the agent must be one made by define_agent(...) or an official factory (openai_chat_agent(...), "
+            f"http_agent(...), process_agent(...)), got {given}")
 
 
 def send_location(agent: Any) -> str | None:

@@ -57,10 +57,23 @@ class AgentResults:
 
     def attempt(self, eval_id: str, experiment_id: str | None = None, attempt: int = 1) -> AttemptResult:
         """One attempt by eval id (and experiment, when several ran it), numbered from 1."""
-        for index, result in enumerate(self.summaries or self.attempts):
+        if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+            # `ordinal` counts from 0, so attempt=0 and attempt="1" are likely slips: say how attempts are numbered.
+            raise ValueError(f"attempt is a number from 1 (the first attempt), got {attempt!r}")
+        summaries = self.summaries or self.attempts
+        for index, result in enumerate(summaries):
             if result.eval_id == eval_id and result.ordinal == attempt - 1 and experiment_id in (None, result.experiment_id):
                 return self.attempts[index]
-        raise KeyError(f"no attempt {attempt} of {eval_id!r}" + (f" in {experiment_id!r}" if experiment_id else ""))
+        where = f" in {experiment_id!r}" if experiment_id else ""
+        numbers = sorted({r.ordinal + 1 for r in summaries
+                          if r.eval_id == eval_id and experiment_id in (None, r.experiment_id)})
+        if numbers:
+            raise KeyError(f"no attempt {attempt} of {eval_id!r}{where}; its attempts: {', '.join(map(str, numbers))}")
+        ids = sorted({r.eval_id for r in summaries})
+        from assay.core.format import did_you_mean
+
+        raise KeyError(f"no attempt of {eval_id!r}{where}{did_you_mean(eval_id, ids)} (eval ids: "
+                       f"{', '.join(ids[:10])}{', …' if len(ids) > 10 else ''})")
 
 
 def _results(outcome: Any, exit_code: int, *, run_id: str = "", checkpoint: Path | None = None,
@@ -73,6 +86,14 @@ def _results(outcome: Any, exit_code: int, *, run_id: str = "", checkpoint: Path
         exit_code, attempts, outcome.interrupted, error, run_id, checkpoint, dict(outcome.usage),
         outcome.estimated_cost_usd, getattr(outcome, "summaries", ()),
     )
+
+
+def _given(value: Any) -> str:
+    """A wrong argument named by its type (and an agent by its name), not by a repr that can run to pages."""
+    name = getattr(value, "name", None)
+    if isinstance(name, str) and hasattr(value, "evidence_coverage"):
+        return f"the agent {name!r}: bind it to an experiment, Experiment(agent=...)"
+    return f"{value!r:.80}"
 
 
 def _checked(**given: Any) -> None:
@@ -292,7 +313,14 @@ def run_evals(
     for name, given in (("evals", evals), ("experiments", experiments)):
         if not isinstance(given, Mapping):
             raise UsageError(f"{name} must map ids to what to run ({'define_eval(...)' if name == 'evals' else 'an Experiment'}),"
-                             f" got {given!r}", name)
+                             f" got {_given(given)}", name)
+        for key, value in given.items():
+            if not isinstance(key, str) or not key:
+                raise UsageError(f"{name[:-1]} ids must be non-empty strings, got {key!r}", name)
+            if name == "experiments" and not isinstance(value, Experiment):
+                # An agent (or anything else) here failed deep in the plan, as "'DefinedAgent' object has no
+                # attribute 'attempts'".
+                raise UsageError(f"experiments[{key!r}] must be an Experiment, got {_given(value)}", name)
     reporters = _reporters(reporters)
     entries = [
         EvalEntry(eval_id, definition if hasattr(definition, "kind") else define_eval(definition))

@@ -8,6 +8,7 @@ imports either.
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any
 
@@ -139,7 +140,9 @@ class SessionLine:
 
         async def once(attempt: int) -> Any:
             try:
-                return await agent.send(turn_input, self.context)
+                sent = agent.send(turn_input, self.context)
+                if inspect.isawaitable(sent):
+                    return await sent
             except SendFailure as failure:
                 # Only a request that provably never reached the agent is safe to send again, and
                 # one the adapter already resent has had its resends.
@@ -152,6 +155,12 @@ class SessionLine:
                 raise AgentCallError(
                     f"agent {agent.name!r} send raised {type(error).__name__}: {error}{keyword_meant(error)}"
                 ) from error
+            # A plain `def send` returned its turn (or None) unawaited: awaiting it would only say "object Turn
+            # can't be used in 'await' expression", naming neither the agent's code nor the fix.
+            raise AgentCallError(
+                f"agent {agent.name!r} send returned {type(sent).__name__}, not an awaitable: define it with "
+                "`async def send(input, ctx)`", where=send_location(agent),
+            )
 
         def report(attempt: int, resend: Resend, delay: float) -> None:
             settings.feedback.count_retry(resend.reason)

@@ -589,7 +589,10 @@ def not_(child: Matcher) -> Not:
 
 def tool_match(name: str | None = None, *, input: Any = MISSING, output: Any = MISSING, status: str | None = None) -> ToolMatch:
     if status is not None and status not in TOOL_STATUSES:
-        raise ValueError(f"tool_match status must be one of {', '.join(sorted(TOOL_STATUSES))}")
+        from assay.core.format import did_you_mean
+
+        raise ValueError(f"tool_match status must be one of {', '.join(sorted(TOOL_STATUSES))}, got {status!r}"
+                         f"{did_you_mean(status, sorted(TOOL_STATUSES))}")
     return ToolMatch(name, input, output, status)
 
 
@@ -605,7 +608,10 @@ def event_match(
     type: str, *, role: str | None = None, text: str | Matcher | None = None, tool: str | ToolMatch | None = None
 ) -> EventMatch:
     if type not in EVENT_MATCH_TYPES:
-        raise ValueError(f"event_match type must be one of {', '.join(EVENT_MATCH_TYPES)}")
+        from assay.core.format import did_you_mean
+
+        raise ValueError(f"event_match type must be one of {', '.join(EVENT_MATCH_TYPES)}, got {type!r}"
+                         f"{did_you_mean(type, EVENT_MATCH_TYPES)}")
     if type == "message" and tool is not None:
         raise ValueError("event_match('message') takes role and text, not tool")
     if type != "message" and (role is not None or text is not None):

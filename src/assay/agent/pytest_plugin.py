@@ -43,6 +43,7 @@ class _Project:
 
     def __init__(self, root: Path, loop: asyncio.AbstractEventLoop) -> None:
         from assay.agent.discovery import discover_evals, discover_experiments, select_evals
+        from assay.agent.identity import IdentityBuilder
         from assay.agent.project import load_dotenv, load_project_config
         from assay.agent.run_options import RunOptions
         from assay.agent.runner import AgentRun
@@ -57,6 +58,9 @@ class _Project:
             concurrency=1, config_timeout=config.timeout, pricing=config.pricing, project_judge=config.judge,
         )
         self.run = AgentRun([], options)
+        # Each attempt is recorded with the execution identity `assay agent run` gives it, so the next run
+        # carries what the session ran instead of running it again as if recorded before carry existed.
+        self.identities = IdentityBuilder(root, project_judge=config.judge, config_timeout=config.timeout)
         self.loop = loop
         self.results: list[Any] = []
 
@@ -169,10 +173,12 @@ class AssayEvalItem(pytest.Item):
 
     def runtest(self) -> None:
         from assay.agent.report import failure_lines, verdict_label
+        from assay.agent.slot_result import slot_result
 
         result = self.project.loop.run_until_complete(self.project.run.run_one(self.planned))
         if result is None:
             pytest.skip("interrupted before it started")
+        result = slot_result(result, identity=self.project.identities.of(self.planned).to_json())
         result.position = len(self.project.results)
         self.project.results.append(result)
         if result.verdict in ("failed", "errored"):

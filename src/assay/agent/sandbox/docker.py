@@ -599,6 +599,13 @@ class DockerProvider:
             raise SandboxError(f"docker_sandbox cpus must be a positive number (e.g. 1.5), got {cpus!r}")
         if pids_limit is not None and (isinstance(pids_limit, bool) or not isinstance(pids_limit, int) or pids_limit < 8):
             raise SandboxError(f"docker_sandbox pids_limit must be a whole number of at least 8 (or None), got {pids_limit!r}")
+        if not isinstance(tmpfs_workdir, bool):
+            # bool("false") is True: a quoted value put the workspace on a memory file system, hiding the image's.
+            raise SandboxError(f"docker_sandbox tmpfs_workdir must be True or False, got {tmpfs_workdir!r}")
+        if build_args is not None and (not isinstance(build_args, Mapping) or not all(
+                isinstance(key, str) and isinstance(value, str) for key, value in build_args.items())):
+            raise SandboxError("docker_sandbox build_args maps build argument names to strings (write numbers as "
+                               f"\"1\"), like build_args={{\"PYTHON\": \"3.12\"}}; got {build_args!r:.80}")
         self.image = image
         self.context, self.dockerfile = _build_source(context, dockerfile) if image is None else (None, "Dockerfile")
         self.build_args = dict(build_args or {})
