@@ -98,7 +98,7 @@ def test_selection_by_experiment_prefix_eval_prefix_and_tag(tmp_path):
     assert [e.id for e in select_experiments(experiments, "experiments/baseline.py")] == ["baseline"]
     with pytest.raises(UsageError, match="no experiment matches 'nope'; experiments: baseline, models/openai/gpt"):
         select_experiments(experiments, "nope")
-    with pytest.raises(UsageError, match="no experiment matches 'basline'; did you mean 'baseline'[?]; experiments: "):
+    with pytest.raises(UsageError, match="no experiment matches 'basline' [(]did you mean 'baseline'[?][)]; experiments: "):
         select_experiments(experiments, "basline")
     baseline, gpt = experiments
     assert [e.id for e in select_evals(gpt, evals)] == ["weather/brooklyn"]

@@ -354,7 +354,8 @@ def select_experiments(experiments: Sequence[ExperimentEntry], selector: str | N
         from assay.core.format import did_you_mean
 
         ids = [entry.id for entry in experiments]
-        raise UsageError(f"no experiment matches {selector!r}{did_you_mean(selector, ids)}; experiments: {', '.join(ids)}")
+        hint = did_you_mean(selector, ids, form=" (did you mean {}?)")
+        raise UsageError(f"no experiment matches {selector!r}{hint}; experiments: {', '.join(ids)}")
     return chosen
 
 
