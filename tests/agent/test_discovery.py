@@ -325,7 +325,10 @@ def test_project_config_reads_tool_assay(tmp_path):
     # A wrong type was accepted and only showed at a judged attempt, as the wrong reason ("no judge model is configured").
     ("[tool.assay.judge]\nmodel = 3", r"\[tool.assay.judge\]: model must be a string, got 3"),
     ("[tool.assay.judge]\ntimeout = 'x'", r"\[tool.assay.judge\]: timeout must be a positive number of seconds, got 'x'"),
-    ("concurrency = 0", "concurrency must be an integer >= 1"),
+    ("concurrency = 0", "concurrency must be an integer >= 1, got the number 0"),
+    # A quoted number is named as given: "must be an integer" beside `"4"` looked like a bug in assay.
+    ("concurrency = '4'", "concurrency must be an integer >= 1, got the text '4'"),
+    ("timeout = '30'", "timeout must be a positive number of seconds, got the text '30'"),
     ("[tool.assay.pricing]\nm = { inputs = 1 }", "m.inputs is unknown"),
 ])
 def test_bad_project_config_is_a_config_error(tmp_path, body, message):

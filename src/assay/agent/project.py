@@ -116,12 +116,12 @@ def load_project_config(project: Path) -> ProjectConfig:
         raise ConfigError(f"{where}: name must be a string{_got(name)}")
     concurrency = table.get("concurrency")
     if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1):
-        raise ConfigError(f"{where}: concurrency must be an integer >= 1")
+        raise ConfigError(f"{where}: concurrency must be an integer >= 1{_got(concurrency)}")
     if concurrency is not None and concurrency > MAX_CONCURRENCY:
         raise ConfigError(f"{where}: concurrency must be at most {MAX_CONCURRENCY:,} (attempts in flight at once)")
     timeout = table.get("timeout")
     if timeout is not None and (not is_finite_number(timeout) or timeout <= 0):
-        raise ConfigError(f"{where}: timeout must be a positive number of seconds")
+        raise ConfigError(f"{where}: timeout must be a positive number of seconds{_got(timeout)}")
     judge = table.get("judge")
     if judge is not None and not isinstance(judge, dict):
         raise ConfigError(f"{where}: judge must be a table")
