@@ -108,3 +108,17 @@ def test_an_upload_cut_short_by_a_cancellation_leaves_nothing_once_the_sandbox_i
 
     root = asyncio.run(body())
     assert not root.exists(), sorted(str(path) for path in root.rglob("*"))[:5]
+
+
+def test_a_sandbox_factory_passed_uncalled_says_to_call_it():
+    from assay.agent import Experiment, complete_evidence_coverage, define_agent
+    from assay.errors import ConfigError
+
+    async def send(turn_input, ctx):  # pragma: no cover - never sent
+        raise AssertionError
+
+    agent = define_agent(name="a", send=send, evidence_coverage=complete_evidence_coverage)
+    with pytest.raises(ConfigError, match=r"got the function local_sandbox: call it, sandbox=local_sandbox\(\.\.\.\)"):
+        Experiment(agent=agent, sandbox=local_sandbox)
+    with pytest.raises(ConfigError, match=r"\), got int$"):
+        Experiment(agent=agent, sandbox=3)

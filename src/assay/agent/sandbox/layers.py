@@ -182,9 +182,12 @@ def check_layer(value: Any, where: str) -> SandboxLayer | None:
     if value is None:
         return None
     if not isinstance(value, SandboxLayer):
+        name = getattr(value, "__name__", None)
+        # `sandbox=local_sandbox`: the factory, uncalled, is the likeliest slip
+        got = f"the function {name}: call it, sandbox={name}(...)" if callable(value) and name else type(value).__name__
         raise ConfigError(
             f"{where} sandbox must be a sandbox layer (local_sandbox(), docker_sandbox(...), define_sandbox(...) "
-            f"or sandbox_layer()), got {type(value).__name__}"
+            f"or sandbox_layer()), got {got}"
         )
     return value
 
