@@ -65,6 +65,13 @@ def test_agent_shard_option_is_validated(project):
     assert "--ray-address needs --executor ray" in result.output
 
 
+def test_a_shard_with_nothing_to_run_says_so(project):
+    """A CI matrix wider than the plan: `--shard 40/40` printed an empty table and COMPLETED with no word of why."""
+    result = invoke("agent", "run", "--project", project, "--shard", "40/40")
+    assert result.exit_code == 0, result.output
+    assert "empty-shard" in result.output and "shard 40/40 holds none of the plan's " in result.output
+
+
 def test_shards_of_a_project_changed_between_them_say_so(project):
     """An eval added after the shards ran: the merge said only "was a shard incomplete or interrupted?"."""
     shard_ids = []

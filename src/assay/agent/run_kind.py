@@ -439,7 +439,8 @@ class AgentKind:
         load_dotenv(root)
         config = load_project_config(root)
         telemetry = telemetry_for(config, root, request.telemetry_host)  # checked with the config: before the checkpoint
-        plan = shard_plan(plan_for(root, request), request.shard)
+        whole = plan_for(root, request)
+        plan = shard_plan(whole, request.shard)
         from assay.agent.carry import check_rerun
 
         check_rerun(request.rerun)
@@ -464,6 +465,10 @@ class AgentKind:
 
         for warning in carry.warnings:
             events.warning(RunWarning(warning.code, warning.message, {}))
+        if request.shard is not None and not plan:  # a CI matrix wider than the plan: said, as video says it
+            events.warning(RunWarning("empty-shard", f"shard {request.shard} holds none of the plan's {len(whole)} "
+                                      "attempt(s) (an eval's attempts are never split between shards): nothing to run, "
+                                      "no gate to fail", {}))
         if request.sandbox is not None and not any(planned.sandbox is not None for planned in plan):
             events.warning(RunWarning("sandbox-override-unused", f"--sandbox {request.sandbox}: no selected eval runs in "
                                       "a sandbox, so it changes nothing", {}))
