@@ -152,6 +152,19 @@ def test_show_lists_the_latest_run_and_one_attempt_in_detail(project):
     assert again.exit_code == 0 and "user: Where is my order 1002?" in again.output, again.output
 
 
+def test_show_takes_the_start_of_a_run_id_and_names_the_runs_for_one_it_does_not_know(project):
+    """`--run` took only a whole id, and a wrong one was "no run 'x'" with nothing to choose from."""
+    for _ in range(2):
+        assert invoke("run", "baseline", "orders/status", "--project", str(project), "--rerun", "all").exit_code == 0
+    newest = json.loads(invoke("show", "--project", str(project), "--json").output)["run"]
+    shown = invoke("show", "--project", str(project), "--run", newest[:-3])
+    assert shown.exit_code == 0 and f"Run {newest}" in shown.output, shown.output
+    several = invoke("show", "--project", str(project), "--run", "agent-")
+    assert several.exit_code == 2 and "--run 'agent-' starts 2 runs' ids" in " ".join(several.output.split())
+    typo = invoke("show", "--project", str(project), "--run", newest + "x")
+    assert typo.exit_code == 2 and f"did you mean '{newest}'?" in " ".join(typo.output.split())
+
+
 def write_slow_project(root: Path) -> None:
     (root / "evals").mkdir(parents=True)
     (root / "experiments").mkdir()

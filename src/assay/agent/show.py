@@ -65,6 +65,25 @@ class ShownRun:
         return lines + [f"  {line}" for line in timing_lines(result.timing)]
 
 
+def _run_by_prefix(root: Path, run: str) -> Path:
+    """`--run` given as the start of a run id (as `assay runs show` takes one), or a typo: the one run it
+    names, else a message listing the runs there are."""
+    from assay.agent.checkpoint import list_checkpoints
+    from assay.core.format import did_you_mean
+
+    folders = {path.name: path for path, _ in list_checkpoints(root)}  # oldest first
+    ids = list(folders)
+    starting = [name for name in ids if name.startswith(run)] if "/" not in run else []
+    if len(starting) == 1:
+        return folders[starting[0]]
+    if starting:
+        raise UsageError(f"--run {run!r} starts {len(starting)} runs' ids in {root}: give more of it (the newest: "
+                         f"{', '.join(reversed(starting[-3:]))})", "--run")
+    newest = ", ".join(reversed(ids[-3:]))
+    there = f"the newest: {newest}" if ids else "no agent run is recorded there yet"
+    raise UsageError(f"no run {run!r} in {root}{did_you_mean(run, ids)} ({there})", "--run")
+
+
 def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool = False) -> ShownRun:
     """The attempts `show` is asked for; a UsageError when there is no such run or attempt. A locator
     printed by an earlier run (a carried line names its origin's) is looked for in the newest other
@@ -80,7 +99,7 @@ def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool
     if run is not None:
         path = resolve_checkpoint_ref(run, checkpoints_base(root), Path.cwd())
         if not path.is_dir():
-            raise UsageError(f"no run {run!r} in {root}", "--run")
+            path = _run_by_prefix(root, run)
     else:
         found = list_checkpoints(root)
         if not found:
