@@ -18,7 +18,7 @@ class AgentOptions:
 
     directory: Path = option(Path("."), argument=True, help="Folder to set up (created if missing).")
     locator: str | None = option(None, argument=True, help="An attempt locator (@XXXX…, a unique prefix is enough).")
-    run: str | None = option(None, flag="--run", help="Checkpoint id or folder; default: the latest run.")
+    run: str | None = option(None, flag="--run", help="Run (checkpoint) id, the start of one, or its folder; default: the latest run.")
     timing: bool = option(False, flag="--timing", help="The attempt's phase tree (eval.run, agent.setup, each agent.send, "
                           "judge calls).")
     sandbox: str = option(argument=True, help="Sandbox id (a unique prefix is enough).")
