@@ -100,6 +100,10 @@ def test_every_coverage_channel_must_be_declared_and_incomplete_ones_need_a_reas
         EvidenceCoverage(COMPLETE, COMPLETE, COMPLETE, COMPLETE, COMPLETE)  # data missing
     with pytest.raises(ValueError, match="needs a reason"):
         EvidenceCoverage(COMPLETE, COMPLETE, COMPLETE, COMPLETE, COMPLETE, partial(""))
+    with pytest.raises(TypeError, match=r"partial\(reason\) takes the reason the evidence is partial, as text; got 3"):
+        partial(3)  # was accepted, and shown as the reason "3"
+    with pytest.raises(TypeError, match="unavailable"):
+        unavailable(None)
 
 
 def test_a_turn_can_downgrade_coverage_but_never_upgrade_it():

@@ -254,12 +254,19 @@ class Coverage:
 COMPLETE = Coverage()
 
 
+def _reason(state: str, reason: Any) -> Coverage:
+    # The reason is text a reader of the evidence is told (an empty one is refused where coverage is declared).
+    if not isinstance(reason, str):
+        raise TypeError(f"{state}(reason) takes the reason the evidence is {state}, as text; got {reason!r}")
+    return Coverage(state, reason)
+
+
 def partial(reason: str) -> Coverage:
-    return Coverage("partial", reason)
+    return _reason("partial", reason)
 
 
 def unavailable(reason: str) -> Coverage:
-    return Coverage("unavailable", reason)
+    return _reason("unavailable", reason)
 
 
 def worst(first: Coverage, second: Coverage) -> Coverage:
