@@ -146,3 +146,25 @@ def test_one_run_given_twice_is_named_once():
     with pytest.raises(UsageError) as refused:
         check_shard_set([_manifest("a", "1/2"), _manifest("a", "1/2"), _manifest("b", "2/2")])
     assert str(refused.value) == "run a (shard 1/2) is given twice"
+
+
+@pytest.mark.parametrize("text", ["١/3", "1/٣", "１/3"])
+def test_a_shard_in_digits_of_another_script_is_refused(text):
+    """`\\d` took them: `--shard ١/3` ran and recorded shard `١/3`, which no other spelling of 1/3 matched."""
+    with pytest.raises(UsageError, match="must look like i/n"):
+        parse_shard(text)
+
+
+def test_shards_made_at_two_git_commits_are_two_runs_halves():
+    """Shard records of two CI pipelines (same options, another commit) were merged into one run."""
+    here = RunManifest(run_id="a", kind="video", created_at="t", options={"shard": "1/2"}, git_commit="abc")
+    there = RunManifest(run_id="b", kind="video", created_at="t", options={"shard": "2/2"}, git_commit="def")
+    with pytest.raises(UsageError) as refused:
+        check_shard_set([here, there])
+    assert str(refused.value) == (
+        "runs a and b are shards of different invocations: the git commit is 'abc' in a and 'def' in b"
+    )
+    # The same commit, or one a job could not tell (no git there), is one invocation still.
+    same = RunManifest(run_id="c", kind="video", created_at="t", options={"shard": "2/2"}, git_commit="abc")
+    unknown = RunManifest(run_id="d", kind="video", created_at="t", options={"shard": "2/2"})
+    assert check_shard_set([here, same]).count == check_shard_set([here, unknown]).count == 2

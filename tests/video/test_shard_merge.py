@@ -173,3 +173,45 @@ def test_merge_after_a_case_was_added_says_so(tmp_path):
     assert merged.exit_code == 2
     assert "the shard records have no result for unit f/number/0@0s#1, which the eval directory's cases hold now: " \
            "was a case or sample added since the shards ran, or a shard incomplete?" in merged.flat, merged.flat
+
+
+def test_a_shard_spelled_with_spaces_or_zeros_is_recorded_as_the_shard_it_is(tmp_path):
+    """`--shard " 2/2"` (a CI matrix's template) recorded " 2/2": listed as `[shard  2/2]`, and a series of
+    its own in the store, so `2/2` of the next pipeline had no baseline."""
+    eval_dir = _eval(tmp_path)
+    first, second = _shard_run_ids(eval_dir, " 2/2", "02/2")
+    with open_store(read_only=True) as store:
+        latest = store.get_run(second)
+        assert latest.manifest.options["shard"] == store.get_run(first).manifest.options["shard"] == "2/2"
+        assert store.previous_run(latest).run_id == first
+    assert "[shard 2/2]" in invoke("runs", "list").output
+
+
+def test_merge_names_the_record_file_and_line_it_cannot_read(tmp_path):
+    """A shard record torn or copied in part was `Error: JSONDecodeError: Unterminated string …`, naming
+    no file; an empty reference was read as the current folder, a manifest's path as no record at all."""
+    eval_dir = _eval(tmp_path)
+    folders = []
+    for index in (1, 2):
+        run_eval(eval_dir, "--shard", f"{index}/2")
+        with open_store(read_only=True) as store:
+            folders.append(store.get_run("latest").record_path)
+    units = Path(folders[0], "units.jsonl")
+    whole = units.read_bytes()
+    units.write_bytes(whole[:-30])
+    torn = invoke("runs", "merge", *folders)
+    assert torn.exit_code == 2
+    lines = whole.count(b"\n")
+    assert f"the run record {folders[0]} cannot be read ({units}:{lines}: JSONDecodeError: " in torn.flat, torn.flat
+    assert "copy it again from the shard's job, or run that shard again" in torn.flat
+    units.unlink()
+    gone = invoke("runs", "merge", *folders)
+    assert gone.exit_code == 2 and f"({units}: No such file or directory)" in gone.flat, gone.flat
+    units.write_bytes(whole)
+
+    empty = invoke("runs", "merge", "", folders[1])
+    assert empty.exit_code == 2 and "a shard run given is empty (an unset variable in a script?)" in empty.flat
+    a_file = invoke("runs", "merge", str(units), folders[1])
+    assert a_file.exit_code == 2 and f"{units} is a file, not a run record folder" in a_file.flat, a_file.flat
+    manifests = invoke("runs", "merge", *(str(Path(folder, "manifest.json")) for folder in folders))
+    assert manifests.exit_code == 1, manifests.output  # `records/*/manifest.json` names the records

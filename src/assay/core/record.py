@@ -37,6 +37,7 @@ __all__ = [
     "UnitLine",
     "UnitResult",
     "UnitSpool",
+    "UnreadableRecord",
     "check_store_location",
     "checkpoint_time_and_suffix",
     "checkpointed_run_id",
@@ -752,7 +753,39 @@ class UnitSpool:
         self._closer()
 
 
+class UnreadableRecord(ValueError):
+    """A record file that cannot be read; its message names the file (and line): `<file>:<line>: <why>`."""
+
+
+_UNREADABLE = (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError)
+
+
+def _why(error: BaseException) -> str:
+    if isinstance(error, OSError):
+        return error.strerror or str(error)
+    return f"{type(error).__name__}: {error}"
+
+
 def read_record(record: Path) -> tuple[RunManifest, list[UnitResult]]:
-    """A complete record; FileNotFoundError when the manifest (written last) is missing."""
-    manifest = RunManifest.from_json(json.loads((record / MANIFEST_FILE).read_text(encoding="utf-8")))
-    return manifest, list(iter_units(record))
+    """A complete record; FileNotFoundError when the manifest (written last) is missing, UnreadableRecord
+    naming the file and line when a file of it cannot be read (a torn line, a record copied in part)."""
+    path = record / MANIFEST_FILE
+    try:
+        manifest = RunManifest.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise
+    except (OSError, *_UNREADABLE) as error:
+        raise UnreadableRecord(f"{path}: {_why(error)}") from error
+    path, units = record / UNITS_FILE, []
+    try:
+        with open(path, "rb") as handle:
+            for number, line in enumerate(handle, 1):
+                if line.isspace():
+                    continue
+                try:
+                    units.append(UnitResult.from_json(decode_json(line)))
+                except _UNREADABLE as error:
+                    raise UnreadableRecord(f"{path}:{number}: {_why(error)}") from error
+    except OSError as error:
+        raise UnreadableRecord(f"{path}: {_why(error)}") from error
+    return manifest, units

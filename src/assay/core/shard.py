@@ -17,7 +17,7 @@ from assay.errors import UsageError
 
 __all__ = ["Shard", "assign_shards", "check_shard_set", "parse_shard", "shard_members", "stable_hash"]
 
-_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+_SHARD = re.compile(r"^\s*([0-9]+)\s*/\s*([0-9]+)\s*$")  # not `\d`: it takes any script's digits
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +79,7 @@ def shard_members(keys: Sequence[str], weights: Sequence[int], shard: Shard | No
 
 
 def check_shard_set(manifests: Sequence[Any], *, identity_keys: Sequence[str] = ()) -> Shard:
-    """Refuse anything but shards 1..n of one invocation (same kind, identity and options), each once.
+    """Refuse anything but shards 1..n of one invocation (same kind, identity, options and git commit), each once.
 
     `manifests` are run-record manifests whose options carry `shard: "i/n"`; returns the last shard."""
     if not manifests:
@@ -130,6 +130,10 @@ def _first_difference(first: Any, other: Any, identity_keys: Sequence[str]) -> t
     for key in identity_keys:
         if other.identity.get(key) != first.identity.get(key):
             return key, first.identity.get(key), other.identity.get(key)
+    # Jobs of one CI pipeline check out one commit: shards of two pipelines' runs are two runs' halves.
+    commits = getattr(first, "git_commit", None), getattr(other, "git_commit", None)
+    if None not in commits and commits[0] != commits[1]:
+        return "the git commit", *commits
     for key in sorted((set(first.options) | set(other.options)) - {"shard"}):
         if first.options.get(key) != other.options.get(key):
             return "--" + key.replace("_", "-"), first.options.get(key), other.options.get(key)

@@ -338,11 +338,18 @@ def trend_shown(store: Any, group: str | None, kind: str | None, last: int, of_r
 def shard_record(reference: str, open_store: Callable[[], Any]) -> tuple[Any, list[Any]]:
     """A shard's record for `assay runs merge`: a record folder (as CI jobs upload them) or a run in
     the store (id, prefix, latest~N; the store is opened only then)."""
-    from assay.core.record import read_record
+    from assay.core.record import MANIFEST_FILE
 
+    if not reference.strip():  # Path("") would be the current folder
+        raise UsageError("a shard run given is empty (an unset variable in a script?); give the shards' run ids or "
+                         "record folders")
     folder = Path(reference).expanduser()
-    if (folder / "manifest.json").is_file():
-        return read_record(folder)
+    if folder.name == MANIFEST_FILE and folder.is_file():  # `records/*/manifest.json`: the record it is the manifest of
+        folder = folder.parent
+    if (folder / MANIFEST_FILE).is_file():
+        return _shard_record_read(folder)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{reference} is a file, not a run record folder: give the folder a record's {MANIFEST_FILE} is in")
     if folder.is_dir():  # a folder, but no record: the folder the records are in, most likely
         if any((child / "manifest.json").is_file() for child in folder.iterdir()):
             raise UsageError(f"{reference} holds run records rather than being one: give each shard's record "
@@ -353,9 +360,20 @@ def shard_record(reference: str, open_store: Callable[[], Any]) -> tuple[Any, li
                          "their runs wrote, or give their run ids: `assay runs list` shows them)")
     with open_store() as store:
         stored = store.get_run(reference)
-        if stored.record_path and (Path(stored.record_path) / "manifest.json").is_file():
-            return read_record(Path(stored.record_path))
+        if stored.record_path and (Path(stored.record_path) / MANIFEST_FILE).is_file():
+            return _shard_record_read(Path(stored.record_path))
         return stored.manifest, store.unit_page(stored.run_id, limit=stored.unit_count + 1).units
+
+
+def _shard_record_read(folder: Path) -> tuple[Any, list[Any]]:
+    """A shard's record folder, read whole: a file of it that cannot be read is named, line and all."""
+    from assay.core.record import UnreadableRecord, read_record
+
+    try:
+        return read_record(folder)
+    except UnreadableRecord as error:
+        raise UsageError(f"the run record {folder} cannot be read ({error}): copy it again from the shard's job, "
+                         "or run that shard again") from None
 
 
 def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:

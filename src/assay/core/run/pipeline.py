@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import shlex
 import sys
 import traceback
@@ -52,9 +53,23 @@ def _open(run_kind: RunKind[Request], request: Request, outputs: Outputs, resume
 
     check_report_path("--output-json", outputs.output_json)
     check_report_path("--junit", outputs.junit)
+    if resume is None:  # a checkpoint keeps the shard as it was written: its plan was made with it
+        request = _canonical_shard(request)
 
     with collection_sized_for_runs():
         return run_kind.open(request, outputs, resume, events)
+
+
+def _canonical_shard(request: Request) -> Request:
+    """A request's `--shard` as the shard it names (`1/3` for ` 1/3` or `01/03`): the run records and
+    lists it, and the store keeps a shard's runs as one series, so one shard is one spelling."""
+    shard = getattr(request, "shard", None)
+    if not isinstance(shard, str) or not dataclasses.is_dataclass(request) or isinstance(request, type):
+        return request
+    from assay.core.shard import parse_shard
+
+    canonical = str(parse_shard(shard))
+    return request if canonical == shard else dataclasses.replace(request, shard=canonical)
 
 
 async def _execute(opened: OpenedRun, events: RunEvents, execution: Execution) -> object:
