@@ -74,6 +74,19 @@ def _verdicts(params: Mapping[str, Any]) -> str | None:
     return str(value)
 
 
+def _kind(params: Mapping[str, Any]) -> str | None:
+    """The runs list's `kind` filter, one of the kinds: a hand-edited `?kind=vidoe` listed no run under a
+    drop-down that read "all kinds"."""
+    value = params.get("kind") or None
+    if value is None:
+        return None
+    from assay.core.format import did_you_mean
+
+    if value not in kind_names():
+        raise UsageError(f"kind must be one of {', '.join(kind_names())}, got {value!r}{did_you_mean(value, kind_names())}")
+    return str(value)
+
+
 @dataclass
 class ViewData:
     store: SqliteRunStore
@@ -83,7 +96,7 @@ class ViewData:
     # -- runs ------------------------------------------------------------------------------
 
     def runs(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        kind = params.get("kind") or None
+        kind = _kind(params)
         search = params.get("search") or None
         limit = _integer(params, "limit", 50, 500)
         offset = _integer(params, "offset", 0, 10**9)
@@ -238,6 +251,9 @@ class ViewData:
 
     def comparison(self, before: str, after: str) -> RunComparison:
         key = (self.store.resolve(before), self.store.resolve(after))
+        if key[0] == key[1]:  # as `assay runs compare` refuses it, rather than a verdict about no change
+            raise UsageError(f"both references name the run {key[0]}; a run compared with itself has no changes: "
+                             "give two different runs")
         found = self._comparisons.get(key)
         if found is None:
             found = compare_stored_runs(self.store, *(self.store.get_run(run_id) for run_id in key))
@@ -285,6 +301,10 @@ class ViewData:
         why = nothing_judged_in_both(self.store, comparison, document, (comparison.before, comparison.after))
         if why:
             document["why"] = why
+        kinds = (before_run.manifest.kind, after_run.manifest.kind)
+        if kinds[0] != kinds[1] and "imported" not in kinds:  # the line `assay runs compare` adds for such a pair
+            document["kinds_differ"] = (f"These are runs of two kinds ({kinds[0]}, then {kinds[1]}), whose units never pair: "
+                                        "compare two runs of one kind.")
         document["runs"] = {"before": before_run.to_json(with_groups=False), "after": after_run.to_json(with_groups=False)}
         document.update({"change": change, "rows": rows, "total": len(comparison.units[change]), "offset": offset, "limit": limit})
         return jsonable(document)

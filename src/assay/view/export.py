@@ -23,6 +23,8 @@ from assay.view.labelling import agreement
 __all__ = ["ExportLimits", "export_site", "key_hash"]
 
 RUN_LIST_LIMIT = 500
+FRAMES_LEFT_OUT = ("Frame not in this export: it holds the frames of failing units only (up to {limit} per run); "
+                   "`assay view` shows any unit's frame.")
 
 
 @dataclass(frozen=True)
@@ -165,16 +167,28 @@ def _write_site(
                     break
         frames = 0
         for unit_id in dict.fromkeys(exported_units):
-            unit = writer.answer("unit", {"run": run_id, "unit": unit_id}, data.unit)
-            if unit and unit.get("has_frame") and unit["verdict"] in ("failed", "errored") and frames < limits.frames_per_run:
-                try:
-                    video, time_s = data.frame_source({"run": run_id, "unit": unit_id})
-                    png = render_frame_png(video, time_s)
-                except Exception:  # noqa: BLE001, S112 - a missing or unreadable video leaves the frame out
-                    continue
-                key = api_key("frame", {"run": run_id, "unit": unit_id})
-                (directory / "frames" / f"{key_hash(key)}.png").write_bytes(png)
-                frames += 1
+            params = {"run": run_id, "unit": unit_id}
+            try:
+                unit = data.unit(params)
+            except LookupError:
+                continue
+            if unit.get("has_frame"):
+                # A unit page whose frame the site leaves out says so, instead of asking for a file that is not
+                # there (an error in the browser's console, and "video moved, or not exported" on the page).
+                if unit["verdict"] not in ("failed", "errored") or frames >= limits.frames_per_run:
+                    unit.update(has_frame=False, frame_left_out=FRAMES_LEFT_OUT.format(limit=limits.frames_per_run))
+                else:
+                    try:
+                        video, time_s = data.frame_source(params)
+                        png = render_frame_png(video, time_s)
+                    except Exception as error:  # noqa: BLE001 - a missing or unreadable video leaves the frame out
+                        unit.update(has_frame=False, frame_left_out=f"Frame not in this export: the recorded video could not be "
+                                                                    f"read when the site was written ({error}).")
+                    else:
+                        key = api_key("frame", params)
+                        (directory / "frames" / f"{key_hash(key)}.png").write_bytes(png)
+                        frames += 1
+            writer.answer("unit", params, lambda _, unit=unit: unit)
     # Compare pages for each run against the previous run of the same kind.
     previous: dict[str, str] = {}
     for run in reversed(runs):

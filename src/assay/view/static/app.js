@@ -126,6 +126,20 @@ function parseHash() {
   return { parts, params: Object.fromEntries(new URLSearchParams(query || "")) };
 }
 
+// Where a page of rows stands, and where "previous" goes. A hand-edited offset past the last row says so
+// (it read "501–20 of 20", and the Traces page said no attempt had received spans), and "previous" goes
+// to the last page that has rows rather than to another page past the end.
+function pageStatus(offset, total, noun, none) {
+  if (!total) return none;
+  if (offset >= total) return `past the end: ${total} ${noun} in all`;
+  return `${offset + 1}–${Math.min(offset + PAGE, total)} of ${total}${noun === "unit(s)" ? "" : ` ${noun}`}`;
+}
+
+function previousOffset(offset, total) {
+  const lastPage = total ? Math.floor((total - 1) / PAGE) * PAGE : 0;
+  return String(Math.max(0, Math.min(offset - PAGE, lastPage)));
+}
+
 function go(parts, params) {
   const query = new URLSearchParams(Object.entries(params || {}).filter(([, value]) => value !== "" && value !== undefined && value !== null));
   location.hash = "#/" + parts.map(encodeURIComponent).join("/") + (query.toString() ? "?" + query : "");
@@ -139,6 +153,9 @@ async function renderRuns(params) {
   const request = STATIC ? { limit: "500" } : { kind: params.kind, search: params.search, limit: "500" };
   const listing = await api("runs", request);
   let runs = listing.runs;
+  if (STATIC && params.kind && !(listing.kinds || []).includes(params.kind)) {  // the live viewer's server refuses it so
+    throw new Error(`kind must be one of ${(listing.kinds || []).join(", ")}, got '${params.kind}'`);
+  }
   if (STATIC) {
     runs = runs.filter((run) => (!params.kind || run.kind === params.kind)
       && (!params.search || [run.run_id, run.title || ""].some((text) => text.toLowerCase().includes(params.search.toLowerCase()))));
@@ -222,6 +239,11 @@ async function renderRun(runId, params) {
     if (params.group !== undefined && params.group !== "") {
       filters.append(el("span", { class: "muted" }, `group ${params.group} `), el("button", { onclick: () => navigate({ group: "" }) }, "all groups"));
     }
+  } else if (params.group || params.search) {
+    // An address of the live viewer opened in an export: its group or text filter is not applied here.
+    filters.append(el("span", { class: "error", id: "filter-not-exported" },
+      `The ${params.group ? "group" : "text"} filter of this address needs the live viewer (\`assay view\`): the export lists every unit.`),
+    el("button", { onclick: () => navigate({ group: "", search: "" }) }, "clear it"));
   }
   const table = el("table", { id: "units-table" },
     el("thead", {}, el("tr", {}, ["unit", "verdict", "expected", "observed", "reason", "seconds"].map((h) => el("th", {}, h)))),
@@ -234,8 +256,8 @@ async function renderRun(runId, params) {
       el("td", { class: "num" }, unit.duration_seconds === null || unit.duration_seconds === undefined ? "" : unit.duration_seconds.toFixed(3))))));
   const last = Math.min(offset + PAGE, page.total);
   const pager = el("div", { class: "pager" },
-    el("button", { id: "previous-page", disabled: offset === 0, onclick: () => navigate({ offset: String(Math.max(0, offset - PAGE)), verdict: params.verdict, group: params.group, search: params.search }) }, "← previous"),
-    el("span", { id: "page-status" }, page.total ? `${offset + 1}–${last} of ${page.total}` : "no units"),
+    el("button", { id: "previous-page", disabled: offset === 0, onclick: () => navigate({ offset: previousOffset(offset, page.total), verdict: params.verdict, group: params.group, search: params.search }) }, "← previous"),
+    el("span", { id: "page-status" }, pageStatus(offset, page.total, "unit(s)", "no units")),
     el("button", { id: "next-page", disabled: last >= page.total, onclick: () => navigate({ offset: String(offset + PAGE), verdict: params.verdict, group: params.group, search: params.search }) }, "next →"));
 
   show(
@@ -265,12 +287,27 @@ async function renderRun(runId, params) {
 // ---------------------------------------------------------------------------------------------
 // Unit drill-down
 
+// A frame that does not load: the live server says why (the video moved, cannot be decoded); an export
+// names only the frames it wrote, so there the file went missing after the site was written.
+async function frameFailed(image) {
+  let why = "its file is missing from this export's frames folder.";
+  if (!STATIC) {
+    try {
+      const body = await (await fetch(image.src, { headers: { accept: "application/json" } })).json();
+      why = body && body.error ? body.error.message : "the server did not say why.";
+    } catch {
+      why = "the viewer did not answer (was `assay view` stopped?).";
+    }
+  }
+  image.replaceWith(el("p", { class: "muted", id: "no-frame" }, `Frame not available: ${why}`));
+}
+
 function videoDetail(unit) {
   const detail = unit.detail || {};
   const frame = unit.has_frame
     ? el("img", { id: "unit-frame", alt: `frame at ${detail.timestamp_s}s`, src: frameUrl(unit.run_id, unit.unit_id),
-      onerror: (event) => event.target.replaceWith(el("p", { class: "muted" }, "Frame not available (video moved, or not exported).")) })
-    : el("p", { class: "muted" }, "No video recorded for this unit.");
+      onerror: (event) => frameFailed(event.target) })
+    : el("p", { class: "muted", id: "no-frame" }, unit.frame_left_out || "No video recorded for this unit.");
   return [
     el("div", { class: "panel frame" }, el("h2", {}, `Frame sent at ${detail.timestamp_s}s (${detail.case} / ${detail.target_label || detail.target}, trial ${detail.trial})`), frame),
     el("div", { class: "panel" }, el("h2", {}, "Comparison"), keyValueTable({ compare_mode: detail.compare_mode, field: detail.field, source: detail.source, raw_observation: detail.observed_raw })),
@@ -547,12 +584,12 @@ async function renderTraces(runId, params) {
   }
   show(
     el("h1", {}, `Traces of ${page.run_id}`),
-    rows.length
+    page.total
       ? el("table", { id: "traces-table" }, el("thead", {}, el("tr", {}, ["attempt", "verdict", "turns", "spans", "model calls", "tools", "errors", "duration", "attributed by"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
       : el("p", { class: "muted", id: "traces-table" }, "No attempt of this run received spans (see docs/agent/traces.md)."),
     el("div", { class: "pager" },
-      el("button", { disabled: offset === 0, onclick: () => navigate(Math.max(0, offset - PAGE)) }, "← previous"),
-      el("span", { id: "traces-status" }, page.total ? `${offset + 1}–${last} of ${page.total} traced attempt(s)` : "no traced attempts"),
+      el("button", { disabled: offset === 0, onclick: () => navigate(previousOffset(offset, page.total)) }, "← previous"),
+      el("span", { id: "traces-status" }, pageStatus(offset, page.total, "traced attempt(s)", "no traced attempts")),
       el("button", { disabled: last >= page.total, onclick: () => navigate(offset + PAGE) }, "next →")),
   );
 }
@@ -590,14 +627,15 @@ async function renderCompare(before, after, params) {
       el("div", { class: "stat" }, el("b", {}, `${result.paired.regressions} / ${result.paired.fixes}`), "regressions / fixes"),
       el("div", { class: "stat" }, el("b", { id: "p-value" }, test.p_value.toPrecision(3)), "McNemar exact p, all paired units"),
       el("div", { class: "stat" }, el("b", {}, `[${(test.interval[0] * 100).toFixed(1)}, ${(test.interval[1] * 100).toFixed(1)}]`), `${Math.round(test.confidence * 100)}% bootstrap interval (pts)`)),
+    result.kinds_differ ? el("p", { id: "kinds-differ", class: "error" }, result.kinds_differ) : null,
     // The verdict sentence comes from the same Python function `assay runs compare` prints.
     el("p", { id: "verdict", class: `panel sig ${VERDICT_CLASS[result.verdict] || ""}`, "data-verdict": result.verdict, "data-regression": String(result.regression) }, result.sentence),
     result.why ? el("p", { id: "verdict-why", class: "muted" }, result.why) : null,
     tabs,
     el("table", { id: "compare-table" }, el("thead", {}, el("tr", {}, ["unit", "expected", "before", "after"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
     el("div", { class: "pager" },
-      el("button", { disabled: offset === 0, onclick: () => navigate({ offset: String(Math.max(0, offset - PAGE)) }) }, "← previous"),
-      el("span", {}, result.total ? `${offset + 1}–${last} of ${result.total}` : "no units"),
+      el("button", { disabled: offset === 0, onclick: () => navigate({ offset: previousOffset(offset, result.total) }) }, "← previous"),
+      el("span", { id: "compare-status" }, pageStatus(offset, result.total, "unit(s)", "no units")),
       el("button", { disabled: last >= result.total, onclick: () => navigate({ offset: String(offset + PAGE) }) }, "next →")),
   );
 }
