@@ -167,3 +167,24 @@ def test_an_export_opened_at_a_filtered_address_says_the_filter_is_not_applied(p
     assert page.locator("#filter-not-exported").count() == 0
     assert "group=" not in page.url and "search=" not in page.url
     expect(page.locator("#units-table tbody tr")).to_have_count(3)
+
+
+def test_compare_opens_on_the_first_tab_with_rows_when_nothing_regressed(page: Page, origin: str) -> None:
+    """It opened on an empty Regressions table while the Fixes tab held the unit that changed."""
+    _open(page, f"{origin}/#/compare/{AFTER}/{BEFORE}")
+    expect(page.locator('#change-tabs a.active')).to_have_attribute("data-change", "fixes")
+    expect(page.locator(f'#compare-table tr[data-unit="{FAILED}"]')).to_have_count(1)
+    _open(page, f"{origin}/#/compare/{AFTER}/{BEFORE}?change=regressions")  # a tab asked for is kept, empty or not
+    expect(page.locator('#change-tabs a.active')).to_have_attribute("data-change", "regressions")
+    _open(page, f"{origin}/#/compare/{BEFORE}/{AFTER}")
+    expect(page.locator('#change-tabs a.active')).to_have_attribute("data-change", "regressions")
+
+
+def test_the_export_takes_the_start_of_a_run_id_as_the_live_viewer_does(page: Page, site: str) -> None:
+    """`#/run/video-20260102` opened the run live, and was "not in this export" in the export."""
+    _open(page, f"{site}#/run/{AFTER[:-6]}")
+    page.wait_for_function("() => decodeURIComponent(location.hash) === '#/run/" + AFTER + "'")
+    page.wait_for_selector("body[data-ready=true]")
+    expect(page.locator("#run-title")).to_have_text(AFTER)
+    _open(page, f"{site}#/run/video-2026")  # the start of two: named as missing, not guessed
+    expect(page.locator("#view-error")).to_contain_text("No run 'video-2026' in this export")

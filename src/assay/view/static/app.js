@@ -603,6 +603,11 @@ async function renderCompare(before, after, params) {
   const change = params.change || "regressions";
   const offset = Number(params.offset || 0);
   const result = await api("compare", { a: before, b: after, change, offset: params.offset || "0", limit: String(PAGE) });
+  if (!params.change && !result.counts[change]) {
+    // Opened without a tab and no regression: the first tab that has rows (fixes, say), not an empty table.
+    const first = CHANGES.find(([name]) => result.counts[name]);
+    if (first) return renderCompare(before, after, { ...params, change: first[0] });
+  }
   crumbs(el("a", { href: "#/" }, "runs"), `compare ${result.before} → ${result.after}`);
   const navigate = (changes) => go(["compare", result.before, result.after], { change, ...changes });
   const difference = result.pass_rate_difference;
@@ -717,6 +722,13 @@ async function runsNotExported(parts) {
   const held = new Set(listing.runs.map((run) => run.run_id));
   const missing = named.filter((id) => !held.has(id));
   if (!missing.length) return null;
+  // The start of one run's id (as the live viewer and `assay runs show` take one): the page of that run.
+  const full = new Map(missing.map((id) => [id, [...held].filter((runId) => runId.startsWith(id))]));
+  if ([...full.values()].every((matches) => matches.length === 1)) {
+    const runParts = parts[0] === "compare" ? [1, 2] : [1];
+    const whole = parts.map((part, index) => (runParts.includes(index) && full.has(part) ? full.get(part)[0] : part));
+    return { address: "#/" + whole.map(encodeURIComponent).join("/") };
+  }
   return `No run ${missing.map((id) => `'${id}'`).join(" or ")} in this export: it holds the ${held.size} run(s) listed on its first page.`;
 }
 
@@ -741,8 +753,12 @@ async function route() {
   } catch (error) {
     // The top bar of the page before would name a run or unit this error is not about.
     crumbs(el("a", { href: "#/" }, "runs"));
-    const message = (error.notExported && await runsNotExported(parts)) || error.message || String(error);
-    show(el("p", { class: "error", id: "view-error" }, message));
+    const found = error.notExported ? await runsNotExported(parts) : null;
+    if (found && found.address) {
+      location.replace(found.address + (location.hash.includes("?") ? location.hash.slice(location.hash.indexOf("?")) : ""));
+      return;  // the hash change renders the whole id's page
+    }
+    show(el("p", { class: "error", id: "view-error" }, found || error.message || String(error)));
   }
   document.body.dataset.ready = "true";
 }
