@@ -149,7 +149,10 @@ def test_unlabeled_units_come_first_and_a_queue_resumes_at_its_unit(labelling, m
     assert again["labelled"] == 2 and again["start"] == 0
     assert [item["unit_id"] for item in _items(client, again)] == order[2:] + order[:2]
     resumed = _queue(client, scope=mixed.agent_judged, at_run=mixed.agent_judged, at_unit=order[4])
-    assert resumed["start"] == 2
+    assert resumed["start"] == 2 and "not_found" not in resumed
+    # A unit the queue does not hold (a typo in the address) is said, rather than the queue starting silently.
+    missing = _queue(client, scope=mixed.agent_judged, at_run=mixed.agent_judged, at_unit="no-such-unit#1")
+    assert missing["start"] == 0 and missing["not_found"] == {"run": mixed.agent_judged, "unit": "no-such-unit#1"}
     kept = _queue(client, scope=mixed.agent_judged, unlabeled_first="0")
     assert [item["unit_id"] for item in _items(client, kept)] == order
 

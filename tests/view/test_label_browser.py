@@ -248,3 +248,10 @@ def test_a_second_key_on_an_answered_unit_neither_moves_on_nor_repeats_the_label
     assert _item(page)["index"] == "1"
     _saved(page, 1)
     assert [(label["unit_id"], label["verdict"]) for label in labels_in(database)] == [(first, "pass")]
+
+
+def test_an_address_naming_a_unit_the_queue_lacks_says_so(mixed: MixedStore, page: Page, origin: str) -> None:
+    """`#/label?run=…&unit=<typo>` started at the head of the queue without a word."""
+    page.goto(origin + f"/#/label?run={mixed.agent_judged}&unit=no-such-unit%231")
+    _wait_for(page, "#label-item[data-index='0']")
+    expect(page.locator("#label-not-found")).to_contain_text(f"Unit no-such-unit#1 of run {mixed.agent_judged} is not in this queue")

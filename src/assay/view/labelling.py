@@ -119,7 +119,11 @@ class LabelSession:
         self._queues[key] = (request, queue)
         while len(self._queues) > _QUEUES_KEPT:
             self._queues.popitem(last=False)
-        return {"queue": key, "total": len(queue.entries), "labelled": queue.labelled, "start": start or 0}
+        answer = {"queue": key, "total": len(queue.entries), "labelled": queue.labelled, "start": start or 0}
+        if params.get("at_run") and params.get("at_unit") and start is None:
+            # An address naming a unit this queue does not hold (a typo, another filter): said, not silently skipped.
+            answer["not_found"] = {"run": str(params["at_run"]), "unit": str(params["at_unit"])}
+        return answer
 
     def item(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """The queue's unit at `index`: its unit page (verdicts hidden unless `reveal`), what its judges

@@ -279,6 +279,9 @@ async function renderLabel(params) {
     el("h1", {}, `Label as ${label.session.labeller}`),
     queueForm(params, runs.runs),
     el("p", { class: "muted", id: "label-help" }, LABEL_HELP),
+    queue.not_found ? el("p", { class: "error", id: "label-not-found" },
+      `Unit ${queue.not_found.unit} of run ${queue.not_found.run} is not in this queue (a typo in the address, or `
+      + "another scope or filter): starting at the first unit to label.") : null,
     el("p", { id: "label-status" }),
     el("ul", { class: "error", id: "label-errors" }),
     queue.total ? el("div", { id: "label-item" }) : el("p", { class: "muted", id: "label-empty" }, "No unit matches this queue."),
