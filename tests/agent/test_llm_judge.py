@@ -180,6 +180,44 @@ def test_an_unparsable_judge_answer_is_not_cached_so_a_fixed_judge_is_asked_agai
     assert cached.returncode == 0 and len(fake_openai.chat_requests) == 3  # the good answer is cached
 
 
+def judged_project(root, judge_table):
+    """A project whose one eval is judged, with `judge_table` as its [tool.assay.judge]."""
+    (root / "evals").mkdir(parents=True)
+    (root / "agents").mkdir()
+    (root / "experiments").mkdir()
+    (root / "pyproject.toml").write_text(f"[tool.assay.judge]\n{judge_table}")
+    (root / "agents" / "echo.py").write_text(
+        "from assay.agent import Turn, complete_evidence_coverage, define_agent, message\n\n"
+        "async def send(turn_input, ctx):\n    return Turn([message('Paris, 21 C')])\n\n"
+        "echo = define_agent(name='echo', send=send, evidence_coverage=complete_evidence_coverage)\n"
+    )
+    (root / "experiments" / "main.py").write_text(
+        "from agents.echo import echo\nfrom assay.agent import Experiment\n\nmain = Experiment(agent=echo)\n"
+    )
+    (root / "evals" / "judged_eval.py").write_text(
+        "from assay.agent import define_eval\n\n"
+        "@define_eval(judge=True)\nasync def test(t):\n    await t.send('weather?')\n    t.judge('names a city')\n"
+    )
+    return root
+
+
+def test_a_misspelt_reasoning_effort_stops_the_run_before_any_judge_is_asked(fake_openai, tmp_path):
+    """It was sent with every judge call, which a real server refuses: every judged attempt errored."""
+    table = f'model = "judge-1"\nbase_url = "{fake_openai.base_url}"\napi_key_env = ""\nreasoning_effort = "hihg"\n'
+    project = judged_project(tmp_path / "p", table)
+    fake_openai.respond_with(lambda request: json_reply({"reasons": "names Paris", "score": 1}))
+    result = run_assay("agent", "run", "--quiet", cwd=project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    said = " ".join((result.stdout + result.stderr).split())
+    assert "[tool.assay.judge]: reasoning_effort 'hihg' looks misspelt (did you mean 'high'?)" in said
+    assert fake_openai.chat_requests == []
+    # An effort that is near none of OpenAI's is another server's to judge: sent as it is.
+    (project / "pyproject.toml").write_text(f"[tool.assay.judge]\n{table.replace('hihg', 'turbo')}")
+    sent = run_assay("agent", "run", "--quiet", cwd=project)
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    assert fake_openai.chat_requests[0].body["reasoning_effort"] == "turbo"
+
+
 def test_identical_judgements_are_cached_by_content(fake_openai):
     fake_openai.respond_with(lambda request: json_reply({"reasons": "fine", "score": 1}))
     agent, _ = scripted_agent(lambda turn_input, ctx: Turn([message("same answer")]))

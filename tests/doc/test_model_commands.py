@@ -130,10 +130,16 @@ def test_generate_writes_the_candidate_and_records_the_call(suite, fake_openai):
     )
 
 
-def test_generate_with_empty_output_fails_closed(suite, fake_openai):
-    fake_openai.enqueue(chat_reply("   "))
+def test_generate_with_empty_output_fails_closed_and_keeps_the_reply(suite, fake_openai):
+    fake_openai.enqueue(chat_reply("   ", finish_reason="length"))
     result = invoke("generate", "--case", "case-one", *MODEL_ARGS, "--run-id", "gen-1", env=env_for(fake_openai))
-    assert result.exit_code == 2 and "output was empty" in result.stderr
+    assert result.exit_code == 2
+    # The reply was dropped (`"calls": []`): a judge's bad answer was kept and pointed at, generate's was not.
+    assert result.stderr == (
+        "Execution failed: model output was empty; the raw reply is saved in evals/results/gen-1/judge-response.json\n"
+    )
+    saved = json.loads((suite.results / "gen-1" / "judge-response.json").read_text())
+    assert [call["response"]["choices"][0]["finish_reason"] for call in saved["calls"]] == ["length"]
     assert not (suite.results / "gen-1" / "manifest.json").exists()
 
 
@@ -263,6 +269,30 @@ def test_a_reply_that_is_not_json_says_where_the_raw_reply_was_saved(suite, fake
     assert saved["calls"][-1]["text"] == reply
 
 
+@pytest.mark.parametrize(
+    ("variable", "meant"),
+    [("ASSAY_JUDGE_TIMOUT", "ASSAY_JUDGE_TIMEOUT"), ("ASSAY_JUDGE_MAX_ATTEMPT", "ASSAY_JUDGE_MAX_ATTEMPTS"),
+     ("ASSAY_JUDGE_RESPONSE_FORMT", "ASSAY_JUDGE_RESPONSE_FORMAT")],
+)
+def test_a_misspelt_judge_variable_is_refused_naming_the_one_meant(suite, fake_openai, variable, meant):
+    """It was ignored: the judge ran with the default it was set to change, and nothing said so."""
+    fake_openai.respond_with(judge_responder("pointwise"))
+    result = invoke(
+        "judge-coverage", "--case", "case-one", "--candidate", "candidates/good.md", *MODEL_ARGS,
+        env={**env_for(fake_openai), variable: "5"},
+    )
+    assert result.exit_code == 2
+    said = f"{variable} is no judge setting (did you mean {meant}?); rename it, or unset it"
+    assert result.stderr == f"Execution failed: {said}\n"
+    assert fake_openai.requests == []
+    # A name near none of them is someone else's variable.
+    other = invoke(
+        "judge-coverage", "--case", "case-one", "--candidate", "candidates/good.md", *MODEL_ARGS,
+        env={**env_for(fake_openai), "ASSAY_JUDGE_MODEL": "x"},
+    )
+    assert other.exit_code == 0, other.stderr
+
+
 def test_coverage_http_500_is_reported_at_once_and_fails_closed(suite, fake_openai):
     # The server got the request: resending could bill it twice, so a 5xx is reported as it was.
     fake_openai.enqueue(error_reply(500, "upstream down"), error_reply(500, "upstream down"))
@@ -301,6 +331,21 @@ def test_coverage_cache_dir_reuses_identical_calls(suite, fake_openai, tmp_path)
     response = json.loads((suite.results / "c2" / "judge-response.json").read_text())
     assert response["calls"][0]["cached"] is True
 
+
+@pytest.mark.parametrize("command", ["judge-coverage", "judge-pairwise"])
+def test_an_answer_echoing_another_case_is_not_cached_so_the_fixed_judge_is_asked_again(
+    suite, fake_openai, tmp_path, command
+):
+    kind, run = ("pointwise", coverage) if command == "judge-coverage" else ("pairwise", pairwise)
+    cache = str(tmp_path / "cache")
+    fake_openai.respond_with(judge_responder(kind, tweak=lambda answer: answer.update(case_id="other")))
+    first = run(fake_openai, "--cache-dir", cache, run_id="echo-1")
+    assert first.exit_code == 2 and "case_id mismatch" in first.stderr, first.stderr
+    assert "the raw reply is saved in evals/results/echo-1/judge-response.json" in first.stderr
+    fake_openai.respond_with(judge_responder(kind))  # the judge is fixed: it must be asked, not the cache
+    second = run(fake_openai, "--cache-dir", cache, run_id="echo-2")
+    assert second.exit_code == 0, second.stderr
+    assert len(fake_openai.chat_requests) == 2
 
 
 def test_a_cache_dir_that_is_a_file_is_refused_before_the_model_is_asked(suite, fake_openai, tmp_path):

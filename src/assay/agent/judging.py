@@ -26,6 +26,8 @@ DEFAULT_TIMEOUT_S = 180.0
 PROMPT_VERSION = "assay-agent-judge/1"
 _TEXT_KEYS = ("model", "base_url", "api_key_env", "reasoning_effort")
 _UNSET_KEYS = ("model", "base_url", "reasoning_effort")  # None is "not set" (from Python; TOML has no None)
+# The efforts OpenAI's API takes. Another server may take others, so only a near miss of one is refused.
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 
 def check_judge_settings(settings: Any, where: str) -> None:
@@ -51,6 +53,13 @@ def check_judge_settings(settings: Any, where: str) -> None:
             problem = url_problem(value)
             if problem is not None:  # (a typo such as htp:// made every judged attempt error at run time)
                 raise ConfigError(f"{where}: base_url {value} {problem}")
+        if key == "reasoning_effort" and isinstance(value, str) and value not in REASONING_EFFORTS:
+            # (a typo such as "hihg" went out with every judge call, which a server refuses: every judged attempt
+            # errored at run time)
+            hint = did_you_mean(value, REASONING_EFFORTS, form="{}")
+            if hint:
+                raise ConfigError(f"{where}: reasoning_effort {value!r} looks misspelt (did you mean {hint}?); "
+                                  f"OpenAI's efforts are {', '.join(REASONING_EFFORTS)}")
         if key == "timeout" and (isinstance(value, bool) or not isinstance(value, (int, float))
                                  or not math.isfinite(value) or value <= 0):
             raise ConfigError(f"{where}: timeout must be a positive number of seconds, got {value!r}")

@@ -98,12 +98,6 @@ async def judge_coverage(
             suite.resolver,
         )
         variables = check_vars(await adapter.call(export, hook_input), export, POINTWISE_VARS, template)
-        log = JudgeCallLog(bundle, template.source, template.text)
-        try:
-            async with settings.client() as client:
-                result = await log.ask(client, settings, variables, schema=schema, label="pointwise judge output")
-        finally:
-            log_artifacts = log.write()
         expected = {
             "case_id": case.case_id,
             "model": settings.model,
@@ -111,9 +105,21 @@ async def judge_coverage(
             "prompt_version": prompt_version,
             "rubric_version": rubric_version,
         }
-        for name in ECHO_FIELDS:
-            if result[name] != expected[name]:
-                raise JudgeError(f"{name} mismatch in result: expected {expected[name]}, received {result[name]}")
+
+        def check_echo(output: Mapping[str, Any]) -> None:
+            # Inside the call's check, so an answer that echoes the wrong case or model is never cached.
+            for name in ECHO_FIELDS:
+                if output[name] != expected[name]:
+                    raise JudgeError(f"{name} mismatch in result: expected {expected[name]}, received {output[name]}")
+
+        log = JudgeCallLog(bundle, template.source, template.text)
+        try:
+            async with settings.client() as client:
+                result = await log.ask(
+                    client, settings, variables, schema=schema, label="pointwise judge output", check=check_echo
+                )
+        finally:
+            log_artifacts = log.write()
         canonicalize = adapter.export_for("canonicalize")
         expected_items = _expected_items_for_canonicalization(variables)
         if canonicalize is not None and expected_items is not None:

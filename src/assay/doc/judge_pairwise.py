@@ -5,6 +5,7 @@ Echoed metadata is checked, winners are mapped back to the original candidates, 
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,8 +141,11 @@ async def judge_pairwise(
                     variables = check_vars(
                         await adapter.call(export, hook_input), export, PAIRWISE_VARS, template
                     )
-                    output = await log.ask(client, settings, variables, schema=schema, label="pairwise judge output")
-                    _check_echo(output, expected, order)
+                    # The echo is checked inside the call's check: an answer for another case or order is never cached.
+                    output = await log.ask(
+                        client, settings, variables, schema=schema, label="pairwise judge output",
+                        check=functools.partial(_check_echo, expected=expected, order=order),
+                    )
                     outputs.append(output)
         finally:
             log_artifacts = log.write()

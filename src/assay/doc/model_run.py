@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from assay.doc.artifacts import RunBundle
 from assay.errors import AdapterError, UsageError
@@ -130,6 +130,17 @@ def _check_placeholders(variables: Mapping[str, Any], hook: str, template: Any, 
           "rendered empty", file=sys.stderr)
 
 
+def _checked_by(answer: Callable[[str], Any], check: Callable[[Any], None]) -> Callable[[str], Any]:
+    """`answer`'s check, then `check` on the value it gives: one check, so the cache sees both."""
+
+    def checked(text: str) -> Any:
+        value = answer(text)
+        check(value)
+        return value
+
+    return checked
+
+
 @dataclass
 class JudgeCallLog:
     """Requests and raw responses of one run, written as `judge-request.json` and `judge-response.json`.
@@ -151,23 +162,27 @@ class JudgeCallLog:
         *,
         schema: Mapping[str, Any] | None = None,
         label: str = "model output",
+        check: Callable[[Any], None] | None = None,
     ) -> Any:
-        """Render, call, record; with `schema`, return the parsed and fully validated JSON, else the text.
+        """Render, call, record; with `schema`, return the parsed and fully validated JSON, else the (non-empty) text.
 
-        Only an answer that parses and validates is cached; the raw reply is logged either way."""
-        from assay.judge.client import ChatRequest, json_answer
+        `check(value)` raises `JudgeError` for a valid answer the command still cannot use (echoed
+        metadata that does not match). Only an answer that parses, validates and passes `check` is
+        cached, so a bad answer is never served again once the model is fixed; the raw reply is logged
+        either way."""
+        from assay.judge.client import ChatRequest, json_answer, text_answer
         from assay.judge.errors import JudgeAnswerError, JudgeError
 
         sent_vars = public_vars(variables)
         prompt = render_template(self.template, sent_vars)
         request = ChatRequest.from_prompt(settings.model, prompt, json_schema=schema, reasoning_effort=settings.effort)
         self.requests.append({"vars": sent_vars, "request": client.request_body(request)})
-        if schema is None:
-            completion = await client.complete(request)
-            self._log(completion)
-            return completion.text
+        # Text (generate) goes through the same path as JSON: an empty reply is logged and pointed at too.
+        answer = text_answer() if schema is None else json_answer(schema, label)
+        if check is not None:
+            answer = _checked_by(answer, check)
         try:
-            completion, value = await client.complete_checked(request, json_answer(schema, label))
+            completion, value = await client.complete_checked(request, answer)
         except JudgeAnswerError as error:
             self._log(error.completion)
             # The message alone cannot show what the model said; point at the kept reply.

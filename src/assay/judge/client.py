@@ -37,6 +37,7 @@ __all__ = [
     "openai_sdk_client",
     "json_answer",
     "parse_json_answer",
+    "text_answer",
 ]
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
@@ -78,6 +79,7 @@ class JudgeEndpoint:
         cls, environ: Mapping[str, str] | None = None, *, base_url: str | None = None, api_key: str | None = None
     ) -> "JudgeEndpoint":
         env = os.environ if environ is None else environ
+        _check_variable_names(env)
         url = JUDGE_CLIENT_DEFAULTS.base_url(base_url, env)
         if url is None:
             # No default endpoint on purpose: a judge run must say which server receives the documents.
@@ -107,6 +109,25 @@ class JudgeEndpoint:
     @property
     def auth_mode(self) -> str:
         return "api-key" if self.api_key else "none"
+
+
+_PREFIX = "ASSAY_JUDGE_"
+# Every ASSAY_JUDGE_* variable a judge reads, without the prefix.
+_SETTINGS = ("BASE_URL", "API_KEY", "RESPONSE_FORMAT", "REASONING_EFFORT", "TIMEOUT", "MAX_ATTEMPTS")
+
+
+def _check_variable_names(env: Mapping[str, str]) -> None:
+    """A misspelt ASSAY_JUDGE_* variable is refused, naming the one meant: it was ignored, so the judge ran
+    with the default it was set to change (a 120 s timeout, four attempts, structured output) and nothing
+    said so. Names are compared without the shared prefix, which would make any two of them look alike."""
+    from assay.core.format import did_you_mean
+
+    for name in env:
+        if not name.startswith(_PREFIX) or name[len(_PREFIX):] in _SETTINGS:
+            continue
+        near = did_you_mean(name[len(_PREFIX):], _SETTINGS, form="{}", shown=str)
+        if near:
+            raise JudgeError(f"{name} is no judge setting (did you mean {_PREFIX}{near}?); rename it, or unset it")
 
 
 _EFFORT_ON = frozenset({"", "on", "1", "true", "yes"})
@@ -399,6 +420,11 @@ def parse_json_answer(text: str, schema: Mapping[str, Any] | None, label: str = 
 def json_answer(schema: Mapping[str, Any] | None, label: str = "model output") -> Callable[[str], Any]:
     """The check for an answer that must be non-empty JSON valid against `schema`."""
     return lambda text: parse_json_answer(_non_empty(text), schema, label)
+
+
+def text_answer() -> Callable[[str], str]:
+    """The check for an answer that must be non-empty text (what `complete` asks of one)."""
+    return _non_empty
 
 
 def _non_empty(text: str) -> str:
