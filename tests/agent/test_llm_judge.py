@@ -172,6 +172,7 @@ def test_an_unparsable_judge_answer_is_not_cached_so_a_fixed_judge_is_asked_agai
     broken = run_assay("agent", "run", "--quiet", cwd=project)
     assert broken.returncode == 1, broken.stdout + broken.stderr
     assert "judge-error" in broken.stdout and len(fake_openai.chat_requests) == 2  # the answer and its one repair
+    assert "judge retries: repair 1" in broken.stdout  # the docs' "counted in the run's judge retries", shown
     fake_openai.respond_with(lambda request: json_reply({"reasons": "names Paris", "score": 1}))
     fixed = run_assay("agent", "run", "--quiet", "--rerun", "all", cwd=project)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr

@@ -220,6 +220,7 @@ class LLMJudge:
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
         self._clients: dict[tuple[Any, ...], Any] = {}
+        self._closed_retries: dict[str, int] = {}  # of clients closed already: the run reads them after closing
         self._lock = asyncio.Lock()
 
     async def _client(self, settings: Mapping[str, Any]) -> Any:
@@ -252,9 +253,11 @@ class LLMJudge:
 
     @property
     def retries(self) -> dict[str, int]:
-        return sum_counts(client.retries for client in self._clients.values())
+        return sum_counts([self._closed_retries, *(client.retries for client in self._clients.values())])
 
     async def aclose(self) -> None:
+        # The run closes its judge before it reads the judge's retries for the summary: keep them.
+        self._closed_retries = self.retries
         for client in self._clients.values():
             await client.aclose()
         self._clients.clear()

@@ -237,6 +237,9 @@ class ConsoleReporter:
                 f"{experiment}: pass@{k} {row['pass_at_k']}/{row['evals']} evals · pass^{k} {row['pass_all_k']}/"
                 f"{row['evals']} · flaky {row['flaky']}"
             )
+        retries = {reason: count for reason, count in (getattr(outcome, "judge_retries", None) or {}).items() if count}
+        if retries:  # requests the judges sent again: a repair of a badly formed answer, a rate limit waited out
+            self._say("judge retries: " + ", ".join(f"{reason} {count}" for reason, count in sorted(retries.items())))
         carried = sum(1 for r in results if r.outcome == CARRIED)
         if carried:
             self._say(f"{carried} of {len(results)} attempt(s) carried from earlier runs, not sent to the agent "
@@ -313,6 +316,7 @@ class NdjsonReporter:
             "exit_code": exit_code,
             "checkpoint": checkpoint,
             "stability": stability(results),
+            "judge_retries": dict(getattr(outcome, "judge_retries", None) or {}),
         }})
         self.stream.flush()
 
