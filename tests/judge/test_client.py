@@ -267,6 +267,9 @@ def test_endpoint_from_environment_prefers_explicit_then_assay_judge_then_openai
         ({"OPENAI_BASE_URL": "127.0.0.1:8000"}, None, "OPENAI_BASE_URL 127.0.0.1:8000 is not an http(s) URL"),
         ({"OPENAI_BASE_URL": "http://[::1/v1"}, None, "OPENAI_BASE_URL http://[::1/v1 is not a valid URL"),
         ({"ASSAY_JUDGE_BASE_URL": "http://h:99999/v1"}, None, "ASSAY_JUDGE_BASE_URL http://h:99999/v1 is not a valid URL"),
+        # The endpoint's own URL, copied from its docs: requests went to …/chat/completions/chat/completions.
+        ({}, "http://judge:8000/v1/chat/completions", "--base-url http://judge:8000/v1/chat/completions is an endpoint's "
+                                                      "URL, not its base URL: leave out /chat/completions (http://judge:8000/v1)"),
     ],
 )
 def test_endpoint_from_environment_refuses_a_base_url_that_is_not_http_naming_where_it_was_set(env, explicit, message):

@@ -132,6 +132,12 @@ def url_problem(url: str) -> str | None:
         return f"is not a valid URL ({error})"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "is not an http(s) URL; give one like http://127.0.0.1:8000/v1"
+    path = parts.path.rstrip("/")
+    for endpoint in ("/chat/completions", "/completions"):
+        # An endpoint's own URL copied from its docs: every request would go to …/chat/completions/chat/completions.
+        if path.endswith(endpoint):
+            base = parts._replace(path=path[: -len(endpoint)], query="", fragment="").geturl()
+            return f"is an endpoint's URL, not its base URL: leave out {endpoint} ({base})"
     return None
 
 
