@@ -94,6 +94,20 @@ def test_a_misspelt_window_path_or_id_prefix_is_one_error_saying_what_was_meant(
     assert unknown.exit_code == 2 and "'2c9e'; did you mean '2c9dc35072e1'?" in unknown.output, unknown.output
     assert invoke("stop", "--all").exit_code == 0
 
+def test_a_kept_sandbox_whose_workdir_was_removed_is_one_error_saying_how_to_forget_it(sandbox_dir):
+    """`sandbox diff` printed a FileNotFoundError traceback (exit 1) when the workdir was removed by hand."""
+    import shutil
+
+    first = _keep_two_sandboxes().results[0].sandbox
+    shutil.rmtree(first["workdir"])
+    said = (f"Error: sandbox {first['sandbox_id']} has no workdir any more ({first['workdir']}); "
+            f"`assay agent sandbox stop {first['sandbox_id']}` forgets it\n")
+    for args in (("diff", first["sandbox_id"]), ("enter", first["sandbox_id"])):
+        refused = invoke(*args)
+        assert (refused.exit_code, refused.output) == (2, said), refused.output
+    assert invoke("stop", "--all").exit_code == 0 and list_entries(sandbox_dir) == []
+
+
 def test_prune_removes_what_a_dead_run_left_behind(sandbox_dir):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

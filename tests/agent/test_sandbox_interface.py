@@ -292,6 +292,22 @@ def test_the_timeout_defaults_to_what_is_left_of_the_attempts_deadline():
     assert passed.timed_out and "deadline" in passed.stderr
 
 
+def test_a_timeout_that_is_not_seconds_is_refused_naming_it():
+    """`timeout="5"` failed with "TypeError: '<=' not supported between instances of 'str' and 'int'"."""
+    async def body():
+        sandbox = await make()
+        try:
+            for value in ("5", True, 0):
+                with pytest.raises(SandboxError, match=f"timeout must be a positive number of seconds, like timeout=30; "
+                                                       f"got {value!r}"):
+                    await sandbox.run_command("true", timeout=value)
+            return await sandbox.run_command("true", timeout=5)
+        finally:
+            await sandbox.stop()
+
+    assert run(body()).ok
+
+
 @pytest.mark.skipif(bubblewrap_problem() is not None, reason=str(bubblewrap_problem()))
 def test_bubblewrap_leaves_only_the_sandbox_writable_and_hides_the_ledger():
     async def body():

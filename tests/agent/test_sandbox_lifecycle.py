@@ -213,6 +213,23 @@ def test_install_tool_probes_installs_and_probes_again():
     assert failed.error["code"] == "sandbox-prepare-failed" and "still missing" in failed.error["message"]
 
 
+@pytest.mark.parametrize(("make", "said"), [
+    (lambda: install_tool("zz", probe=["zz", "--version"]),
+     "install_tool('zz') probe takes command(...) or shell(...), like command('zz', '--version'); got ['zz', '--version']"),
+    (lambda: install_tool("zz", probe=command("zz"), install=["npm", "i", "zz"]),
+     "install_tool('zz') install takes a list of command(...) or shell(...) steps, like [command('npm', 'i', 'zz')]"),
+    (lambda: install_tool("zz", probe=command("zz"), install="npm i zz"), "got 'npm i zz'"),
+    (lambda: AgentEnsure(["zz", "--version"]), "AgentEnsure probe takes command(...) or shell(...)"),
+])
+def test_steps_given_as_argv_lists_are_refused_where_they_are_written(make, said):
+    """`install_tool(..., probe=[...])` loaded, then stopped the run with "internal error: AttributeError: 'list'
+    object has no attribute 'describe'" once the plan described it."""
+    with pytest.raises(ConfigError) as refused:
+        make()
+    assert said in str(refused.value)
+    assert install_tool("zz", probe=command("zz"), install=shell("npm i zz")).install == (shell("npm i zz"),)
+
+
 def test_agent_ensure_installs_a_missing_cli_and_records_it():
     agent = sandbox_agent(ensure=AgentEnsure(
         command("sh", "-c", "test -f ../home/cli-installed"), (shell("touch ../home/cli-installed"),),

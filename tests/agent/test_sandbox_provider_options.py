@@ -12,6 +12,7 @@ from assay.agent import docker_sandbox, local_sandbox
 from assay.agent.sandbox.commands import SandboxError
 from assay.agent.sandbox.interface import CreateRequest
 from assay.agent.sandbox.local import LocalProvider
+from assay.errors import ConfigError
 
 
 @pytest.mark.parametrize("make", [local_sandbox, lambda **options: docker_sandbox(image="python:3.12", **options)])
@@ -62,7 +63,22 @@ def test_docker_options_of_the_wrong_type_are_refused_where_they_are_written(opt
     with pytest.raises(SandboxError) as refused:
         docker_sandbox(image="python:3.12", **options)
     assert said in str(refused.value)
-    assert docker_sandbox(image="python:3.12", tmpfs_workdir=True, build_args={"PYTHON": "3.12"}) is not None
+    assert docker_sandbox(image="python:3.12", tmpfs_workdir=True) is not None
+
+
+def test_build_args_that_would_change_nothing_are_refused_naming_the_one_meant(tmp_path):
+    """A misspelt build argument (or one given with `image=`, where nothing is built) built and cached the image
+    with the Dockerfile's defaults, without a word: the eval then ran against an image nobody asked for."""
+    (tmp_path / "Dockerfile").write_text("FROM scratch\nARG PYTHON=3.11 \\\n    EXTRAS\narg debian_release\n")
+    with pytest.raises(SandboxError, match=r"build_args are for a Dockerfile build .* with image='python:3.12'"):
+        docker_sandbox(image="python:3.12", build_args={"PYTHON": "3.12"})
+    with pytest.raises(ConfigError) as refused:
+        docker_sandbox(context=tmp_path, build_args={"PYTHN": "3.12"})
+    assert f"build_args names 'PYTHN', which {tmp_path / 'Dockerfile'} does not declare with ARG; did you mean " \
+           "'PYTHON'? (it declares EXTRAS, PYTHON, debian_release)" in str(refused.value)
+    declared = {"PYTHON": "3.12", "EXTRAS": "x", "debian_release": "bookworm", "HTTPS_PROXY": "http://proxy:3128"}
+    assert docker_sandbox(context=tmp_path, build_args=declared) is not None  # continuation lines, predefined args
+
 
 def test_a_relative_base_dir_is_taken_from_the_current_folder_and_its_sandboxes_work(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -122,3 +138,27 @@ def test_a_sandbox_factory_passed_uncalled_says_to_call_it():
         Experiment(agent=agent, sandbox=local_sandbox)
     with pytest.raises(ConfigError, match=r"\), got int$"):
         Experiment(agent=agent, sandbox=3)
+
+
+def test_a_sandbox_folder_that_cannot_be_made_names_the_setting_to_fix(tmp_path, monkeypatch):
+    """ASSAY_SANDBOX_DIR naming a file errored every attempt with "…: File exists" (a Docker sandbox with
+    "FileExistsError: [Errno 17]"), naming neither the variable nor what to do about it."""
+    from sandbox_helpers import run_one_linked, sandbox_agent
+
+    from assay.agent import define_eval
+
+    taken = tmp_path / "a-file"
+    taken.write_text("not a folder\n")
+    monkeypatch.setenv("ASSAY_SANDBOX_DIR", str(taken))
+
+    async def test(t):
+        await t.send("never sent")
+
+    result = run_one_linked(sandbox_agent(), define_eval(test, sandbox=local_sandbox(isolation="none")))
+    assert result.error["code"] == "sandbox-create-failed"
+    message = result.error["message"]
+    assert message.startswith("local sandbox could not be created: could not make the sandbox folder "), message
+    assert message.endswith(f"{taken} is not a folder (ASSAY_SANDBOX_DIR is {taken}: point it at a folder you can "
+                            "write, or unset it)"), message
+    with pytest.raises(SandboxError, match=r"is not a folder \(local_sandbox\(base_dir='.*a-file'\): give it a folder"):
+        asyncio.run(LocalProvider(base_dir=taken, isolation="none").create(CreateRequest("a1b2c3d4e5f6")))

@@ -13,7 +13,7 @@ from typing import Any
 
 from assay.agent.adapter import check_agent
 from assay.agent.model import EvidenceCoverage, Turn, TurnInput
-from assay.agent.sandbox.layers import PrepareStep, SandboxLayer, check_layer
+from assay.agent.sandbox.layers import PrepareStep, SandboxLayer, check_layer, check_step, check_steps
 from assay.agent.sandbox.linking import is_sandbox_agent  # noqa: F401 - part of this module's names
 from assay.errors import ConfigError
 
@@ -26,6 +26,10 @@ class AgentEnsure:
     probe: PrepareStep
     install: tuple[PrepareStep, ...] = ()
     identity: Mapping[str, str] = field(default_factory=dict)  # agent, version, revision: for the record
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "probe", check_step(self.probe, "AgentEnsure probe"))
+        object.__setattr__(self, "install", check_steps(self.install, "AgentEnsure install"))
 
 
 @dataclass(frozen=True, slots=True)

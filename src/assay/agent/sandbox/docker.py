@@ -606,8 +606,13 @@ class DockerProvider:
                 isinstance(key, str) and isinstance(value, str) for key, value in build_args.items())):
             raise SandboxError("docker_sandbox build_args maps build argument names to strings (write numbers as "
                                f"\"1\"), like build_args={{\"PYTHON\": \"3.12\"}}; got {build_args!r:.80}")
+        if image is not None and build_args:
+            raise SandboxError("docker_sandbox build_args are for a Dockerfile build (context=…, dockerfile=…); "
+                               f"with image={image!r} nothing is built, so they would change nothing: drop them")
         self.image = image
         self.context, self.dockerfile = _build_source(context, dockerfile) if image is None else (None, "Dockerfile")
+        if self.context is not None and build_args:
+            _check_build_args(self.context / self.dockerfile, build_args)
         self.build_args = dict(build_args or {})
         self.workdir = workdir
         self.env = environment
@@ -677,9 +682,10 @@ class DockerProvider:
     def _record_and_create(self, client: Any, image: str, request: CreateRequest) -> DockerSandbox:
         """Record the sandbox, create its container, record the container (in a thread: every step blocks).
         The record comes first: a run killed while the container is made leaves something `prune` finds."""
-        from assay.agent.sandbox.local import sandbox_base_dir
+        from assay.agent.sandbox.local import make_sandbox_root, sandbox_base_dir
 
-        root = (request.base_dir or sandbox_base_dir()) / request.sandbox_id
+        base = request.base_dir or sandbox_base_dir()
+        root = base / request.sandbox_id
         labels = {
             "assay.sandbox": request.sandbox_id, OWNER_LABEL: owner_label(), ROOT_LABEL: str(root),
             **{f"assay.{key}": value for key, value in request.labels.items()},
@@ -699,8 +705,8 @@ class DockerProvider:
             limits["mem_limit"] = limits["memswap_limit"] = self.memory  # no swap: the limit is the limit
         if self.pids_limit is not None:
             limits["pids_limit"] = self.pids_limit
-        root.parent.mkdir(parents=True, exist_ok=True)
-        root.mkdir(mode=0o700)  # what a container's root writes into the workspace is reachable by no other user
+        # What a container's root writes into the workspace is reachable by no other user.
+        make_sandbox_root(base, request.sandbox_id, mode=0o700)
         try:
             placement = choose(client, root, tmpfs=self.tmpfs_workdir)
             entry = SandboxEntry(
@@ -794,6 +800,47 @@ def _build_source(context: str | Path | None, dockerfile: str | Path | None) -> 
     if not (folder / name).is_file():
         raise ConfigError(f"docker_sandbox: no Dockerfile at {folder / name}")
     return folder, name
+
+
+# Build arguments every build knows without an ARG line (Docker's predefined proxy ones, BuildKit's own).
+_PREDEFINED_ARGS = frozenset(
+    name for base in ("HTTP_PROXY", "HTTPS_PROXY", "FTP_PROXY", "NO_PROXY", "ALL_PROXY") for name in (base, base.lower())
+)
+
+
+def _declared_args(dockerfile: Path) -> set[str] | None:
+    """The names the Dockerfile's ARG instructions declare (None when it cannot be read): line continuations
+    joined, with the escape character a `# escape=` directive sets."""
+    try:
+        text = dockerfile.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    directive = re.match(r"\s*#\s*escape\s*=\s*(\S)", text)
+    escape = directive.group(1) if directive else "\\"
+    joined = re.sub(re.escape(escape) + r"[ \t]*\r?\n", " ", text)
+    names: set[str] = set()
+    for line in joined.splitlines():
+        words = line.split()
+        if len(words) > 1 and words[0].upper() == "ARG":
+            names.update(word.split("=", 1)[0] for word in words[1:] if not word.startswith("--"))
+    return names
+
+
+def _check_build_args(dockerfile: Path, build_args: Mapping[str, str]) -> None:
+    """A build argument no ARG line declares changes nothing in the image (Docker only warns, deep in the build
+    log): a misspelt one would build, and be cached, with the default. A ConfigError naming it."""
+    from assay.core.format import did_you_mean
+
+    declared = _declared_args(dockerfile)
+    if declared is None:
+        return
+    for name in build_args:
+        if name not in declared and name not in _PREDEFINED_ARGS and not name.startswith("BUILDKIT_"):
+            have = f"it declares {', '.join(sorted(declared))}" if declared else "it has no ARG line"
+            raise ConfigError(
+                f"docker_sandbox build_args names {name!r}, which {dockerfile} does not declare with ARG"
+                f"{did_you_mean(name, declared)} ({have}); add `ARG {name}` to it, or fix the name"
+            )
 
 
 def docker_sandbox(

@@ -43,7 +43,8 @@ def _enter_local(entry: SandboxEntry, leave_running: bool) -> int:
     sandbox = LocalSandbox(entry.sandbox_id, Path(entry.root), entry.isolation or PROCESS_GROUP, entry.env,
                            entry.path_prepend)
     if not os.path.isdir(sandbox.workdir):
-        raise SandboxError(f"sandbox {entry.sandbox_id} has no workdir any more ({sandbox.workdir})")
+        raise SandboxError(f"sandbox {entry.sandbox_id} has no workdir any more ({sandbox.workdir}); "
+                           f"`assay agent sandbox stop {entry.sandbox_id}` forgets it")
     if sandbox.isolation == BUBBLEWRAP and bubblewrap_problem() is not None:
         raise SandboxError(f"sandbox {entry.sandbox_id} was made under bubblewrap, which cannot run here now: "
                            f"{bubblewrap_problem()}")

@@ -194,8 +194,8 @@ class Sandbox:
         backend = self._live()
         if timeout is None:
             timeout = core.remaining()
-        elif timeout <= 0:
-            raise SandboxError("timeout must be a positive number of seconds")
+        elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise SandboxError(f"timeout must be a positive number of seconds, like timeout=30; got {timeout!r}")
         display = core.redactor(display_command(argv))
         out_callback = _redacting(on_stdout, core.redactor)
         if stream and core.progress is not None:

@@ -155,6 +155,10 @@ def _ledger_git(entry: SandboxEntry) -> Iterator[Any]:
         return
     if not entry.ledger:
         raise SandboxError(f"sandbox {entry.sandbox_id} has no change ledger on this machine")
+    for what, folder in (("workdir", entry.workdir), ("change ledger", entry.ledger)):
+        if not Path(folder).is_dir():  # removed by hand: git would not even start in it
+            raise SandboxError(f"sandbox {entry.sandbox_id} has no {what} any more ({folder}); "
+                               f"`assay agent sandbox stop {entry.sandbox_id}` forgets it")
     from assay.agent.sandbox.ledger import HostGit
 
     yield HostGit(entry.ledger, entry.workdir)

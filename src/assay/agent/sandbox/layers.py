@@ -128,8 +128,34 @@ def upload(source: str | Path, target: str | None = None, *, ignore: Sequence[st
     return Upload(path, target, tuple(ignore))
 
 
+def check_step(value: Any, where: str) -> PrepareStep:
+    """`value` when it is a prepare step; else a `ConfigError` naming `where` and what it takes (a bare argv list
+    is the likeliest slip: it would fail only when the sandbox is prepared, and not with these words)."""
+    if callable(getattr(value, "run", None)) and callable(getattr(value, "describe", None)):
+        return value
+    if isinstance(value, (list, tuple)) and value and all(isinstance(part, str) for part in value):
+        hint = f"command({', '.join(map(repr, value))})"
+    else:
+        hint = 'command("tool", "--version")'
+    raise ConfigError(f"{where} takes command(...) or shell(...), like {hint}; got {value!r:.80}")
+
+
+def check_steps(values: Any, where: str) -> tuple[PrepareStep, ...]:
+    """A sequence of prepare steps (one step alone is taken as one)."""
+    if callable(getattr(values, "run", None)):
+        return (values,)
+    if isinstance(values, str) or not isinstance(values, (list, tuple)):
+        raise ConfigError(f"{where} takes a list of command(...) or shell(...) steps, like [shell(\"npm install -g tool\")]; "
+                          f"got {values!r:.80}")
+    if values and all(isinstance(part, str) for part in values):  # one argv, not a list of steps
+        raise ConfigError(f"{where} takes a list of command(...) or shell(...) steps, like "
+                          f"[command({', '.join(map(repr, values))})]; got {values!r:.80}")
+    return tuple(check_step(value, where) for value in values)
+
+
 def install_tool(name: str, *, probe: PrepareStep, install: Sequence[PrepareStep] = ()) -> InstallTool:
-    return InstallTool(name, probe, tuple(install))
+    return InstallTool(name, check_step(probe, f"install_tool({name!r}) probe"),
+                       check_steps(install, f"install_tool({name!r}) install"))
 
 
 HookFunction = Callable[[Any, Any], Any]
@@ -194,5 +220,5 @@ def check_layer(value: Any, where: str) -> SandboxLayer | None:
 
 __all__ = [
     "Command", "InstallTool", "PrepareStep", "SandboxLayer", "SandboxSetupError", "Shell", "Upload", "check_layer",
-    "command", "ensure_installed", "install_tool", "sandbox_layer", "shell", "upload",
+    "check_step", "check_steps", "command", "ensure_installed", "install_tool", "sandbox_layer", "shell", "upload",
 ]

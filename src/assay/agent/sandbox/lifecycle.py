@@ -157,9 +157,8 @@ class SandboxStage:
         try:
             backend = await provider.create(CreateRequest(self.sandbox_id, labels))
         except Exception as error:  # noqa: BLE001 - the provider's failure is this attempt's environment error
-            raise SandboxStageError(
-                "sandbox-create-failed", f"{provider.name} sandbox could not be created: {type(error).__name__}: {error}"
-            ) from error
+            said = str(error) if isinstance(error, SandboxError) else f"{type(error).__name__}: {error}"  # ours say it all
+            raise SandboxStageError("sandbox-create-failed", f"{provider.name} sandbox could not be created: {said}") from error
         self.backend = backend
         missing = [name for name in _REQUIRED if not hasattr(backend, name)]
         if missing:

@@ -51,6 +51,29 @@ def sandbox_base_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"assay-sandboxes-{os.getuid()}"
 
 
+def make_sandbox_root(base: Path, sandbox_id: str, folders: Sequence[str] = (), *, mode: int = 0o777,
+                      base_dir: Path | None = None) -> Path:
+    """`base/sandbox_id` (and `folders` in it), made new; a `SandboxError` naming the setting the base comes from
+    (`base_dir`, else ASSAY_SANDBOX_DIR) when it cannot be made there."""
+    root = base / sandbox_id
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        root.mkdir(mode=mode)
+        for folder in folders:
+            (root / folder).mkdir()
+    except OSError as error:
+        if base_dir is not None:
+            setting = f"local_sandbox(base_dir={str(base_dir)!r}): give it a folder you can write"
+        elif os.environ.get("ASSAY_SANDBOX_DIR"):
+            setting = (f"ASSAY_SANDBOX_DIR is {os.environ['ASSAY_SANDBOX_DIR']}: point it at a folder you can write, "
+                       "or unset it")
+        else:
+            setting = "set ASSAY_SANDBOX_DIR to a folder you can write"
+        why = f"{base} is not a folder" if base.exists() and not base.is_dir() else error.strerror or str(error)
+        raise SandboxError(f"could not make the sandbox folder {root}: {why} ({setting})") from None
+    return root
+
+
 def bubblewrap_problem() -> str | None:
     """None when bubblewrap can isolate commands here; else why not, telling "not installed" apart from
     "installed, but cannot make a namespace" (user namespaces forbidden, a container without the rights)."""
@@ -540,12 +563,7 @@ class LocalProvider:
     async def create(self, request: CreateRequest) -> LocalSandbox:
         isolation = self._isolation()
         base = self.base_dir or request.base_dir or sandbox_base_dir()
-        root = base / request.sandbox_id
-        try:
-            for folder in ("workspace", "home", "tmp"):
-                (root / folder).mkdir(parents=True)
-        except OSError as error:
-            raise SandboxError(f"could not make the sandbox folder {root}: {error.strerror or error}") from None
+        root = make_sandbox_root(base, request.sandbox_id, ("workspace", "home", "tmp"), base_dir=self.base_dir)
         sandbox = LocalSandbox(request.sandbox_id, root, isolation, self.env, self.path_prepend)
         write_entry(root, SandboxEntry(
             sandbox_id=request.sandbox_id, provider="local", state="active", workdir=sandbox.workdir,
@@ -581,6 +599,6 @@ def local_sandbox(
 
 __all__ = [
     "BUBBLEWRAP", "LocalProvider", "LocalSandbox", "PROCESS_GROUP", "bubblewrap_problem", "bubblewrap_works",
-    "local_sandbox",
+    "local_sandbox", "make_sandbox_root",
     "sandbox_base_dir",
 ]
