@@ -154,9 +154,18 @@ def test_a_read_timeout_is_reported_at_once_never_resent(fake_openai):
         async with JudgeClient(endpoint, sleep=RecordingSleep()) as client:
             return await client.complete_json(ChatRequest.from_prompt("m", "p"))
 
-    with pytest.raises(JudgeError, match=r"^judge endpoint failed: http://127\.0\.0\.1:\d+/v1: no complete reply"):
+    with pytest.raises(JudgeError, match=r"^judge endpoint failed: http://127\.0\.0\.1:\d+/v1: no complete reply") as caught:
         run(go())
     assert len(fake_openai.chat_requests) == 1
+    assert "a longer timeout: `timeout` in the judge's settings, or ASSAY_JUDGE_TIMEOUT" in str(caught.value)
+
+
+def test_a_model_the_server_does_not_have_names_the_model_and_base_url(fake_openai):
+    fake_openai.enqueue(error_reply(404, "The model 'gpt-9' does not exist"))
+    with pytest.raises(JudgeError) as caught:
+        run(ask(fake_openai, sleep=RecordingSleep()))
+    assert str(caught.value).startswith("judge endpoint rejected the request: HTTP 404: The model 'gpt-9' does not exist")
+    assert f"or its base URL {fake_openai.base_url} is not one this server has" in str(caught.value)
 
 
 def test_a_reply_cut_off_mid_body_is_reported_at_once_never_resent(fake_openai):

@@ -378,7 +378,10 @@ class JudgeClient:
                 return Resend(RATE_LIMITED, error.detail, self._policy.retry_after(error.headers))
             # A 5xx means the server took the request and may have worked on it: reported, not resent.
             verb = "failed" if error.status >= 500 else "rejected the request"
-            raise JudgeError(f"judge endpoint {verb}: {error.detail}") from None
+            # A 404 is a model name or a base URL the server does not have: the message names both settings.
+            hint = (f" (the judge's model {body.get('model')!r} or its base URL {self.endpoint.base_url} is not one this "
+                    "server has)") if error.status == 404 else ""
+            raise JudgeError(f"judge endpoint {verb}: {error.detail}{hint}") from None
         except ValueError as error:
             raise JudgeError(f"judge endpoint returned an invalid response: {error}") from None
         except Exception as error:
@@ -387,6 +390,9 @@ class JudgeClient:
                 raise
             where = f"{self.endpoint.base_url}: {failure.detail}"
             if not failure.never_sent:
+                if failure.detail.startswith("no complete reply"):  # the wait that ran out is a setting: name it
+                    where += (" (a slower judge needs a longer timeout: `timeout` in the judge's settings, or "
+                              "ASSAY_JUDGE_TIMEOUT for document judges)")
                 raise JudgeError(f"judge endpoint failed: {where}") from None
             return Resend(CONNECTION, where)
         return Completion(text=_first_choice_text(raw), response=raw, attempts=attempt)
