@@ -112,6 +112,9 @@ def test_without_a_price_the_budget_cannot_be_enforced_and_says_so():
     ("m", None, PRICES, "its agent reports no token usage (Turn(usage=...))"),
     ("unpriced", Usage(input_tokens=5, output_tokens=0), PRICES, "[tool.assay.pricing] has no price for 'unpriced'"),
     ("m", Usage(input_tokens=5, output_tokens=0), {}, "[tool.assay.pricing] has no price for 'm' (the table is empty or missing)"),
+    # A key one character off the model is named: the table looked right and the budget still went unenforced.
+    ("scripted-1", Usage(input_tokens=5, output_tokens=0), {"scripted_1": {"input": 1.0, "output": 1.0}},
+     "[tool.assay.pricing] has no price for 'scripted-1' (its table has 'scripted_1': a misspelt key?)"),
     ("m", Usage(input_tokens=5, output_tokens=0, cache_read_tokens=3), PRICES,
      "the price of 'm' in [tool.assay.pricing] has no cache_read rate, and cache_read tokens were used"),
 ])

@@ -66,7 +66,11 @@ def unpriced_reason(model: str | None, usage: Mapping[str, Any] | None, pricing:
         return "its agent reports no token usage (Turn(usage=...))"
     price = find_price(model, pricing)
     if price is None:
-        return f"[tool.assay.pricing] has no price for {model!r}" + ("" if pricing else " (the table is empty or missing)")
+        from assay.core.format import did_you_mean
+
+        # A table keyed `scripted_1` for the model `scripted-1` is the likeliest reason: name the key meant.
+        near = did_you_mean(model, [str(key) for key in pricing], form=" (its table has {}: a misspelt key?)")
+        return f"[tool.assay.pricing] has no price for {model!r}" + (near if pricing else " (the table is empty or missing)")
     for name in PRICE_FIELDS:
         if usage.get(f"{name}_tokens") and price.get(name) is None:
             return f"the price of {model!r} in [tool.assay.pricing] has no {name} rate, and {name} tokens were used"
