@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from media import make_numbered_video, make_quadrant_video, read_frame_number
 from PIL import Image
+from video_evals import invoke
 
-from assay.errors import UsageError, VideoError
+from assay.errors import VideoError
 from assay.video.decode import select_frames
 from assay.video.export import distinct_export_times, export_frames
 from assay.video.model import Case, LocalVideo, RemoteVideo, Thresholds
@@ -76,8 +77,24 @@ def test_negative_zero_is_exported_as_zero() -> None:
 
 @pytest.mark.parametrize("bad", [-0.5, float("nan"), float("inf")])
 def test_times_must_be_finite_and_nonnegative(bad: float) -> None:
-    with pytest.raises(UsageError, match=r"^--at must be a finite, nonnegative number$"):
+    with pytest.raises(VideoError, match=r"^--at must be a finite, nonnegative number$"):
         distinct_export_times([1.0, bad])
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf"])
+def test_a_non_finite_time_is_an_export_error_on_stdout_checked_before_the_case(bad: str, tmp_path: Path) -> None:
+    # GlassKit's `--at` has click's min=0, which NaN and inf pass: its export refuses them as it refuses
+    # any export problem (spec §21), before the case is looked up.
+    result = invoke("video", "export-frames", "--eval-dir", tmp_path, "--case", "nope", "--at", "1", "--at", bad)
+    assert result.exit_code == 2
+    assert result.stdout.strip() == "Could not export frames: --at must be a finite, nonnegative number"
+
+
+def test_a_negative_time_is_a_usage_error(tmp_path: Path) -> None:
+    result = invoke("video", "export-frames", "--eval-dir", tmp_path, "--case", "nope", "--at", "-1")
+    assert result.exit_code == 2
+    assert "Invalid value for '--at': must be a finite, nonnegative number" in result.flat
+    assert "Could not export frames" not in result.output
 
 
 def test_time_past_the_duration_is_rejected_without_slack(clip: Path, tmp_path: Path) -> None:

@@ -106,11 +106,13 @@ def list_samples_command(given: Given) -> None:
 @_command(video_app, "export-frames", "frame_case frame_times eval_dir output_dir", only_reads=True)
 def export_frames_command(given: Given) -> None:
     """Save the exact frames assay would send for the given times, as lossless PNG."""
-    from assay.video.export import export_frames
+    from assay.video.export import distinct_export_times, export_frames
     from assay.video.loading import load_eval_directory
 
-    common.checked(check_times, "--at", given.frame_times)
+    # Only a negative time is a usage error (click's `min=0`); NaN and inf pass it and are export errors.
+    common.checked(check_times, "--at", [t for t in given.frame_times if t < 0])
     with common.failing("Could not export frames", on_stdout=True):
+        distinct_export_times(given.frame_times)  # checked before the case is loaded, as GlassKit does
         directory = load_eval_directory(
             given.eval_dir, case=given.frame_case, allow_empty=True, allow_draft=True, materialize=materialize
         )

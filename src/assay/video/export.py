@@ -12,7 +12,7 @@ from pathlib import Path
 
 from assay.core.fsutil import make_directories_under, write_atomically
 from assay.core.stdout_guard import results_made
-from assay.errors import UsageError, VideoError
+from assay.errors import VideoError
 from assay.video.decode import probe_video, select_frames
 from assay.video.model import Case
 
@@ -57,13 +57,17 @@ def export_frames(case: Case, times: Sequence[float], output_dir: Path | None, e
 
 
 def distinct_export_times(times: Sequence[float]) -> list[float]:
-    """Validated times, -0.0 as 0.0, exact duplicates dropped (first kept); never rounded."""
+    """Validated times, -0.0 as 0.0, exact duplicates dropped (first kept); never rounded.
+
+    A negative time is refused on the command line (GlassKit's `--at` has `min=0`); NaN and +inf get
+    past that check and are refused here, as GlassKit's export does: `Could not export frames: --at
+    must be a finite, nonnegative number` on stdout."""
     distinct: list[float] = []
     seen: set[float] = set()
     for value in times:
         t = float(value)
         if not math.isfinite(t) or t < 0:
-            raise UsageError("--at must be a finite, nonnegative number", option="--at")
+            raise VideoError("--at must be a finite, nonnegative number")
         t = t + 0.0  # turns -0.0 into 0.0
         if t not in seen:
             seen.add(t)
