@@ -1,6 +1,8 @@
 """The examples at the end of every command's help (`assay video run -h`), kept in one table so they read as
-one product. Text only: `assay.cli.app` puts each command's examples under its help, and
-tests/cli/test_help.py parses every example with the command it shows, so an example cannot outlive an option."""
+one product. The video examples name the case `assay video init eval` writes (`lamp`) and `runs trend` a
+group of the bundled agent example, so an example copied after `init` (or the demo) runs. Text only:
+`assay.cli.app` puts each command's examples under its help, and tests/cli/test_help.py parses every
+example with the command it shows, so an example cannot outlive an option."""
 
 from __future__ import annotations
 
@@ -10,14 +12,14 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "video run": (
         "assay video run --eval-dir eval --concurrency 8 --output-json report.json",
         'assay video run --adapter-command "node eval/adapter.mjs" --junit junit.xml',
-        "assay video run --case task-01 --from 5 --until 12 --verbose",
+        "assay video run --case lamp --from 1 --until 3 --verbose",
         "assay video run --resume run-20261201T120000Z-1a2b3c4d",
     ),
     "video validate": ("assay video validate --eval-dir eval", 'assay video validate --adapter-command "node eval/adapter.mjs"'),
-    "video list-samples": ("assay video list-samples --eval-dir eval --case task-01",),
-    "video export-frames": ("assay video export-frames --case task-01 --at 7.5 --at 9",),
-    "video seed": ("assay video seed --eval-dir eval --case task-01", "assay video seed --replace --keep-going"),
-    "video review": ("assay video review --eval-dir eval --case task-01 --time 7.5",),
+    "video list-samples": ("assay video list-samples --eval-dir eval --case lamp",),
+    "video export-frames": ("assay video export-frames --case lamp --at 1.5 --at 3",),
+    "video seed": ("assay video seed --eval-dir eval --case lamp", "assay video seed --replace --keep-going"),
+    "video review": ("assay video review --eval-dir eval --case lamp --time 1.5",),
     "video init": ("assay video init", "assay video init my-eval --adapter js"),
     "video store pull": ("assay video store pull --eval-dir eval",),
     "video store upload": ("assay video store upload recording.mp4 --store team-videos",),
@@ -66,7 +68,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "assay runs compare latest~1 latest --history 20 --group-depth 2 --json",
     ),
     "runs flaky": ("assay runs flaky", "assay runs flaky --kind agent --last 20 --json"),
-    "runs trend": ("assay runs trend", "assay runs trend orders --kind agent --last 20"),
+    "runs trend": ("assay runs trend", "assay runs trend baseline/orders --kind agent --last 20"),
     "runs import": ("assay runs import junit.xml", "assay runs import logs/*.eval --format inspect"),
     "runs export": ("assay runs export latest --otlp http://127.0.0.1:4318",),
     "runs merge": ("assay runs merge records/* --output-json report.json",),

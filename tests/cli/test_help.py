@@ -91,3 +91,42 @@ def test_every_example_parses_with_the_options_of_the_command_it_shows(command, 
         group.make_context(path[-1], rest, parent=context.parent)
     except (click.exceptions.UsageError, click.exceptions.Exit) as error:
         pytest.fail(f"`assay {' '.join(words)}` does not parse: {error}")
+
+
+def _examples_of(command: str) -> list[list[str]]:
+    return [line for example in EXAMPLES[command] for line in _example_commands(example)]
+
+
+def test_the_video_examples_run_as_copied_in_the_eval_that_init_writes(tmp_path):
+    """The examples named `--case task-01 --at 7.5`: a case no starter has, past the end of its 4 s clip, so
+    every one copied after `assay video init eval` ended in "no case files found … matching case 'task-01'"."""
+    import os
+    import subprocess
+    import sys
+
+    environment = {**os.environ, "ASSAY_STORE": str(tmp_path / "store" / "assay.db")}
+
+    def run(words: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "assay", *words], cwd=tmp_path, env=environment, capture_output=True,
+                              text=True, timeout=120)
+
+    assert run(["video", "init", "eval"]).returncode == 0
+    for command in ("video run", "video list-samples", "video export-frames", "video seed"):
+        for words in _examples_of(command):
+            if "--adapter-command" in words or "--resume" in words:  # a node adapter / a checkpoint of the reader's own
+                continue
+            done = run(words)
+            assert done.returncode == 0, f"assay {' '.join(words)}: {done.stdout}{done.stderr}"
+
+
+def test_the_trend_example_names_a_group_of_the_bundled_agent_example(workspace):
+    """`assay runs trend orders --kind agent` said "no unit of the group 'orders' was judged": agent groups start
+    with the experiment (`baseline/orders`)."""
+    import subprocess
+
+    from cli_examples import assay, environment
+
+    for words in _examples_of("runs trend"):
+        done = subprocess.run(assay(*words), cwd=workspace, env=environment(workspace), capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, f"assay {' '.join(words)}: {done.stdout}{done.stderr}"

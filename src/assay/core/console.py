@@ -1,17 +1,22 @@
 """The terminal streams every command and reporter prints through (rich consoles, created once each).
 
 Text on them is made harmless first: terminal control characters and lone surrogates from case
-labels, ids or adapter messages are shown as escapes, and what the stream cannot encode is written
-as backslash escapes instead of raising in the middle of a run.
+labels, ids or adapter messages are shown as escapes, and what the stream cannot encode (a table's
+box lines, `✓` or `中文` on a terminal whose locale is not UTF-8) is written as an ASCII stand-in or a
+backslash escape instead of raising in the middle of a run.
 """
 
 from __future__ import annotations
 
+import codecs
 import re
 import sys
+import unicodedata
 from typing import Any, TextIO
 
-__all__ = ["LineWriter", "printable", "printable_console", "stdout_console", "stdout_lines", "write_escaped"]
+__all__ = [
+    "LineWriter", "encodable", "printable", "printable_console", "stdout_console", "stdout_lines", "write_escaped",
+]
 
 # C0 controls except tab and newline, DEL, C1 controls (ESC and CSI start terminal sequences; CR and
 # BS overwrite what was printed), and lone surrogates, which no strict codec can encode.
@@ -33,15 +38,66 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(_escape, text)
 
 
+# What assay prints beyond ASCII itself, as an ASCII stream shows it. Box-drawing lines are worked out
+# from their names (see `_stand_in`), one character for one, so a table stays aligned.
+_STAND_INS = {
+    "✓": "+", "✔": "+", "✗": "x", "✘": "x", "·": "-", "×": "x", "→": "->", "←": "<-", "—": "-", "–": "-",
+    "…": "...", "█": "#", "▌": "#", "░": ".", "≥": ">=", "≤": "<=", "±": "+/-", "‘": "'", "’": "'", "“": '"', "”": '"',
+}
+
+
+def _stand_in(character: str) -> str | None:
+    """The ASCII that shows `character` on a stream that cannot encode it, or None (escape it)."""
+    if character in _STAND_INS:
+        return _STAND_INS[character]
+    if "\u2500" <= character <= "\u257f":  # box drawing
+        words = set(unicodedata.name(character, "").split())
+        if "HORIZONTAL" in words and not words & {"VERTICAL", "UP", "DOWN"}:
+            return "-"  # a line across
+        if "VERTICAL" in words and not words & {"HORIZONTAL", "LEFT", "RIGHT"}:
+            return "|"  # a line down
+        return "+"  # a corner or a junction
+    return None
+
+
+def _ascii_stand_ins(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    shown = []
+    for character in error.object[error.start:error.end]:
+        stand_in = _stand_in(character)
+        shown.append(stand_in if stand_in is not None else printable(character) if _UNPRINTABLE.match(character)
+                     else character.encode("ascii", "backslashreplace").decode("ascii"))
+    return "".join(shown), error.end
+
+
+codecs.register_error("assay.stand-ins", _ascii_stand_ins)
+
+
+def encodable(text: str, encoding: str | None) -> str:
+    """`text` as a stream of `encoding` can write it: what it cannot encode as an ASCII stand-in (`┃` `|`,
+    `✓` `+`) or a backslash escape (`中` `\\u4e2d`). Measure text after this, as the stream shows it."""
+    encoding = encoding or "utf-8"
+    if text.isascii():
+        return text
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "assay.stand-ins").decode(encoding)
+    except LookupError:  # an encoding Python does not know: ASCII is safe
+        return text.encode("ascii", "assay.stand-ins").decode("ascii")
+    return text
+
+
 def write_escaped(stream: TextIO, text: str) -> int:
-    """Write `text`; characters `stream`'s encoding cannot represent go out as backslash escapes."""
+    """Write `text`; characters `stream`'s encoding cannot represent go out as ASCII stand-ins or backslash
+    escapes (see `encodable`)."""
     try:
         return stream.write(text)
     except UnicodeEncodeError:
         # A text stream encodes the whole string before it buffers any of it, so nothing of the
         # failed write went out and writing the escaped text instead duplicates nothing.
-        encoding = getattr(stream, "encoding", None) or "utf-8"
-        return stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+        return stream.write(encodable(text, getattr(stream, "encoding", None)))
 
 
 class _CurrentStdout:
@@ -65,13 +121,14 @@ def _console_class() -> type:
     class PrintableConsole(Console):
         """A rich console that escapes unprintable characters in everything it renders.
 
-        Strings are escaped before rich measures them (so columns stay aligned); every rendered
-        segment is checked too, which covers `Text` objects and tables built elsewhere. Control
-        segments are rich's own cursor movements and are left alone.
+        Strings are escaped before rich measures them (so columns stay aligned), and so is what the
+        console's encoding cannot represent (see `encodable`); every rendered segment is checked too,
+        which covers `Text` objects and tables built elsewhere. Control segments are rich's own cursor
+        movements and are left alone.
         """
 
         def render_str(self, text: str, **options: Any) -> Any:
-            text = printable(text)
+            text = encodable(printable(text), self.encoding)
             if ":" not in text:  # no `:code:` to replace, so rich's table of emoji codes (~5 ms) stays unimported
                 options["emoji"] = False
             return super().render_str(text, **options)
@@ -100,9 +157,15 @@ def printable_console(**options: Any) -> Any:
     return _printable_console_class(**options)
 
 
+# The width `stdout_console` lays tables out in: wide enough for any table assay prints, so none is squeezed.
+UNBOUNDED_WIDTH = 10_000
+
+
 def stdout_console() -> Any:
-    """A console on stdout that never wraps lines (a terminal or not, lines stay whole for grep)."""
-    return printable_console(soft_wrap=True, file=_CurrentStdout())
+    """A console on stdout that never wraps lines (a terminal or not, lines stay whole for grep): its
+    tables take their full width whatever `COLUMNS` or the terminal's width says, as `render_table`'s
+    do, so a narrow terminal or a CI log never folds a number across lines."""
+    return printable_console(soft_wrap=True, file=_CurrentStdout(), width=UNBOUNDED_WIDTH)
 
 
 class LineWriter:

@@ -39,6 +39,7 @@ __all__ = [
     "UnitSpool",
     "UnreadableRecord",
     "check_store_location",
+    "check_store_writable",
     "checkpoint_time_and_suffix",
     "checkpointed_run_id",
     "count_verdicts",
@@ -351,6 +352,19 @@ def check_store_location(database: Path) -> None:
                 f"{path} is a link (to {_link_target(path)}); assay does not write its results store through a "
                 f"link it did not make: remove the link, or set {STORE_ENVIRONMENT} to the store you mean"
             )
+
+
+def check_store_writable(database: Path) -> None:
+    """Refuse (`ConfigError`) a store whose run records this user may not write: the folder that holds
+    them, or the nearest one that exists to make it in (a read-only store folder), must be writable.
+    Writing would only say `PermissionError: [Errno 13]` about a folder the user never named."""
+    records = records_dir(Path(database).absolute())
+    folder = next(folder for folder in (records, *records.parents) if folder.exists())  # (`/` always exists)
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"the results store {database} cannot be used: no permission to write {folder}; give this user write "
+            f"access to it, or set {STORE_ENVIRONMENT} to a store this user may write"
+        )
 
 
 def _link_target(path: Path) -> str:

@@ -53,13 +53,14 @@ class StorePublisher:
         build_manifest = event.build_manifest
         if build_manifest is None:
             return
-        from assay.core.record import store_path
+        from assay.core.record import check_store_writable, store_path
         from assay.core.results_store import publish_run_quietly
 
         # A run's record id comes from its checkpoint, so a run killed after it was recorded but
         # before its checkpoint was sealed replaces its record when `--resume` finishes it.
         try:
             database = store_path(event.home)
+            check_store_writable(database)
         except AssayError as error:  # the warning every other store problem gets, not a failed reporter
             print(f"Warning: run record not stored: {error}", file=sys.stderr)
             return
