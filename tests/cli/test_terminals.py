@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cli_examples import AGENT_RUN, VIDEO_RUN, assay, environment
 
-from assay.core.console import encodable, printable, printable_console, stdout_console
+from assay.core.console import encodable, printable_console, stdout_console
 from assay.core.report.table import render_table
 
 # Python in the C locale switches to UTF-8 by itself; these keep it at ASCII, as on a system without C.UTF-8.

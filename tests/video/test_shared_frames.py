@@ -13,7 +13,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path

@@ -94,7 +94,7 @@ def test_runs_flaky_lists_the_units_whose_verdicts_disagree_with_a_wilson_interv
     low, high = proportion_confint(unit["passed"], unit["passed"] + unit["failed"], method="wilson")
     assert unit["interval"] == pytest.approx([low, high]) and unit["runs"] == 10
     text = assay(database, "runs", "flaky", "--limit", "2")
-    assert text.stdout.splitlines()[0].startswith(f"agent (") and "flaky unit(s) over the last 10 run(s)" in text.stdout
+    assert text.stdout.splitlines()[0].startswith("agent (") and "flaky unit(s) over the last 10 run(s)" in text.stdout
     assert text.stdout.count(" pass rate ") == 2 and "more (--limit, --json)" in text.stdout
     publish_run(RunManifest("video-1", "video", "2026-03-01T00:00:00Z"), [], database=tmp_path / "video.db")
     none = assay(tmp_path / "video.db", "runs", "flaky", "--kind", "doc")
