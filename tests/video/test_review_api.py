@@ -466,6 +466,18 @@ def test_put_on_a_file_that_stopped_being_utf8_is_a_conflict(api: TestClient, ev
     assert response.status_code == 409 and error_code(response) == "case_file_structure_changed"
 
 
+def test_put_on_a_file_broken_on_disk_says_why_in_words(api: TestClient, eval_dir: Path) -> None:
+    case = eval_dir / "cases" / "numbers.yaml"
+    body = {"targets": {"number": {"samples": target_samples(api.get("/api/case-files/numbers.yaml").json(), "number")}}}
+    case.write_text(case.read_text(encoding="utf-8") + "oops: [\n", encoding="utf-8")
+    response = put(api, body)
+    assert response.status_code == 409 and error_code(response) == "case_file_structure_changed"
+    message = response.json()["error"]["message"]
+    # The loader's own words, not the repr of a Python dict.
+    assert "invalid YAML" in message and "fix it and save again" in message
+    assert "{'code'" not in message and "'details'" not in message
+
+
 # ---------------------------------------------------------------------------------------------
 # PUT: the rewrite
 

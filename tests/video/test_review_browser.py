@@ -153,3 +153,83 @@ def test_a_blocked_case_is_shown_read_only(page: Page, origin: str, eval_dir: Pa
     assert "video_unavailable" in page.text_content("#banner")
     assert page.is_disabled("#add-sample")
     assert page.text_content("#save-status") == "Read-only"
+
+
+def banner_text(page: Page) -> str:
+    return page.text_content("#banner") if page.is_visible("#banner") else ""
+
+
+def test_a_refused_save_names_the_sample_and_its_banner_goes_when_a_save_succeeds(
+    page: Page, origin: str, eval_dir: Path
+) -> None:
+    page.goto(f"{origin}/?case=numbers.yaml&target=number")
+    page.wait_for_selector("body[data-ready=true]")
+    page.click("#samples-body tr[data-group]:nth-child(2)")
+    # The browser's JSON.parse lets a duplicate key through; the server refuses it.
+    page.fill("#insp-value", '{"a": 1, "a": 2}')
+    page.wait_for_function("() => document.getElementById('save-status').dataset.state === 'error'", timeout=10_000)
+    assert "• number, sample at 1.5 s (expect_json): " in banner_text(page)
+    assert "duplicate key 'a'" in banner_text(page)
+    page.fill("#insp-value", '{"a": 2}')
+    wait_saved(page)
+    assert blocks(eval_dir, "number")[1] == {"at": 1.5, "expect": {"a": 2}}
+    assert banner_text(page) == ""
+
+
+def test_values_that_cannot_be_saved_are_refused_at_the_field(page: Page, origin: str, eval_dir: Path) -> None:
+    page.goto(f"{origin}/?case=numbers.yaml&target=number")
+    page.wait_for_selector("body[data-ready=true]")
+    page.click("#samples-body tr[data-group]:nth-child(2)")
+    # A number too large for a double: JSON.parse makes it Infinity.
+    page.fill("#insp-value", "[1e400]")
+    page.wait_for_selector("#error-value:not([hidden])")
+    assert "finite" in page.text_content("#error-value")
+    # A time past the end of the 3 s clip (run accepts up to 0.05 s past it).
+    page.fill("#insp-value", "15")
+    wait_saved(page)
+    saved = (eval_dir / "cases" / "numbers.yaml").read_text(encoding="utf-8")
+    page.fill("#insp-time", "9")
+    page.press("#insp-time", "Enter")
+    page.wait_for_selector("#error-time:not([hidden])")
+    assert page.text_content("#error-time") == "9 s is after the end of the video (3 s); use a time up to 3.05 s."
+    assert page.get_attribute("#save-status", "data-state") == "invalid"
+    page.keyboard.press("Escape")
+    page.click("#add-range")
+    page.fill("#range-start", "2")
+    page.fill("#range-end", "4")
+    page.fill("#range-every", "0.5")
+    page.click("#range-submit")
+    page.wait_for_selector("#range-error:not([hidden])")
+    assert "3.5 s is after the end of the video (3 s)" in page.text_content("#range-error")
+    page.click("#range-cancel")
+    page.wait_for_timeout(600)  # longer than the autosave delay
+    assert (eval_dir / "cases" / "numbers.yaml").read_text(encoding="utf-8") == saved
+
+
+def test_typing_a_json_string_makes_plain_text_without_its_quotes(page: Page, origin: str, eval_dir: Path) -> None:
+    page.goto(f"{origin}/?case=numbers.yaml&target=number")
+    page.wait_for_selector("body[data-ready=true]")
+    page.click("#samples-body tr[data-group]:nth-child(2)")
+    page.fill("#insp-value", '"fünf"')
+    assert page.input_value("#insp-type") == "string"
+    assert page.input_value("#insp-value") == "fünf"
+    wait_saved(page)
+    assert blocks(eval_dir, "number")[1] == {"at": 1.5, "expect": "fünf"}
+
+
+def test_edits_survive_a_stopped_server_and_its_restart(page: Page, origin: str, eval_dir: Path) -> None:
+    page.goto(f"{origin}/?case=numbers.yaml&target=number")
+    page.wait_for_selector("body[data-ready=true]")
+    page.click("#samples-body tr[data-group]:nth-child(2)")
+    # Stopped: nothing answers the save.
+    page.route("**/samples", lambda route: route.abort())
+    page.fill("#insp-comment", "kept")
+    page.wait_for_function("() => document.getElementById('save-status').dataset.state === 'error'", timeout=10_000)
+    assert "The review server does not answer" in banner_text(page)
+    # Started again: a new write token, which the editor fetches before it saves once more.
+    page.unroute("**/samples")
+    page.evaluate("window.assayEditor.state.token = 'from-the-stopped-server'")
+    page.click("#banner button:text('Retry save')")
+    wait_saved(page)
+    assert blocks(eval_dir, "number")[1] == {"at": 1.5, "expect": 15, "comment": "kept"}
+    assert banner_text(page) == ""

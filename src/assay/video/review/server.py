@@ -217,7 +217,12 @@ class ReviewServer:
                 if review.case is None:
                     if review.load_error and review.load_error["code"] == "invalid_encoding":
                         raise ApiError(409, "case_file_structure_changed", "The case file is no longer valid UTF-8.")
-                    raise ApiError(409, "case_file_structure_changed", f"The case file does not load: {review.load_error}")
+                    message = (review.load_error or {}).get("message") or "it does not load"
+                    raise ApiError(
+                        409,
+                        "case_file_structure_changed",
+                        f"The case file no longer loads (was it edited on disk?); fix it and save again: {message}",
+                    )
                 config, _ = eval_config_for(self.eval_dir)
                 assert config is not None  # load() refused an invalid config already
                 applied = apply_samples_update(review.path, review.data, config, update, review.video_info)

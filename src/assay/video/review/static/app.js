@@ -76,8 +76,16 @@ class ApiFailure extends Error {
   }
 }
 
+const SERVER_GONE = "The review server does not answer: was it stopped? Start `assay video review` again with the same --port " +
+  "(your edits stay in this tab while it is open), then retry.";
+
 async function api(path, options = {}) {
-  const response = await fetch(path, options);
+  let response;
+  try {
+    response = await fetch(path, options);
+  } catch (_) {
+    throw new ApiFailure(0, { code: "server_unreachable", message: SERVER_GONE });
+  }
   let body = null;
   try { body = await response.json(); } catch (_) { body = null; }
   if (!response.ok) throw new ApiFailure(response.status, body?.error);
@@ -321,14 +329,24 @@ async function flushSave() {
   state.saving = true;
   state.dirty.clear();
   renderSaveStatus();
+  const put = () => api(`${caseUrl(caseId)}/samples`, {
+    method: "PUT",
+    headers: { "Content-Type": "application/json", "X-GlassKit-Write-Token": state.token },
+    body: JSON.stringify(body),
+  });
   try {
-    const doc = await api(`${caseUrl(caseId)}/samples`, {
-      method: "PUT",
-      headers: { "Content-Type": "application/json", "X-GlassKit-Write-Token": state.token },
-      body: JSON.stringify(body),
-    });
+    let doc;
+    try {
+      doc = await put();
+    } catch (error) {
+      // `assay video review` was started again (same port, new token): the edits are still good.
+      if (error.code !== "invalid_write_token") throw error;
+      state.token = (await api("/api/eval-directory")).write_token;
+      doc = await put();
+    }
     if (caseId !== state.caseId) return;
     state.saveError = null;
+    if ($("banner").dataset.kind === "save-error") hideBanner();
     if (state.editVersion === version) {
       adoptDocument(doc, { keepSelection: true });
       renderAll({ keepInspector: true });
@@ -346,7 +364,7 @@ async function flushSave() {
     if (caseId === state.caseId) {
       for (const id of targetIds) state.dirty.add(id);
       state.saveError = error;
-      showSaveError(error);
+      showSaveError(error, body);
     }
   } finally {
     state.saving = false;
@@ -358,12 +376,25 @@ async function flushSave() {
   }
 }
 
-function showSaveError(error) {
+// `targets.<id>.samples.<i>.<key>` of a save request, as the sample's target and time.
+function describeDetailPath(path, body) {
+  const match = /^targets\.(.+)\.samples\.(\d+)(?:\.(.+))?$/.exec(path || "");
+  const sample = match && body?.targets?.[match[1]]?.samples?.[Number(match[2])];
+  if (!sample) return path;
+  return `${match[1]}, sample at ${formatSeconds(sample.timestamp_s)} s${match[3] ? ` (${match[3]})` : ""}`;
+}
+
+function showSaveError(error, body = null) {
   const lines = [`Not saved: ${error.message}`];
-  for (const detail of error.details || []) lines.push(`• ${detail.path ? detail.path + ": " : ""}${detail.message}`);
+  for (const detail of error.details || []) {
+    if (detail.message === error.message) continue;
+    const where = describeDetailPath(detail.path, body);
+    lines.push(`• ${where ? where + ": " : ""}${detail.message}`);
+  }
   const banner = $("banner");
   banner.className = "banner";
   banner.textContent = lines.join("\n");
+  banner.dataset.kind = "save-error";
   const retry = document.createElement("button");
   retry.textContent = "Retry save";
   retry.onclick = () => { state.saveError = null; hideBanner(); flushSave(); };
@@ -396,6 +427,7 @@ function showBanner(text, kind = "error") {
   const banner = $("banner");
   banner.className = kind === "info" ? "banner info" : "banner";
   banner.textContent = text;
+  banner.dataset.kind = kind;
   banner.hidden = false;
 }
 function hideBanner() { $("banner").hidden = true; }
@@ -975,6 +1007,8 @@ function addSampleAtPlayhead() {
   const time = roundMs(state.time);
   const existing = t.samples.find((s) => timeKey(s.timestamp_s) === timeKey(time));
   if (existing) { selectSample(existing.id); return; }
+  const late = lateTimeProblem(time);
+  if (late) { showBanner(`No sample added: the playhead at ${late}`, "info"); return; }
   const sample = templateSample(t, time);
   t.samples.push(sample);
   sortSamples(t.samples);
@@ -1114,6 +1148,12 @@ function updateValueControls() {
   $("insp-value-hint").textContent = draft ? "" : type === "string" ? "(plain text)" : "(JSON)";
 }
 
+function finiteNumbers(value) {
+  if (typeof value === "number") return isFinite(value);
+  if (value && typeof value === "object") return Object.values(value).every(finiteNumbers);
+  return true;
+}
+
 function parseEditorValue(type, text) {
   if (type === "string") return { json: JSON.stringify(text), type: "string" };
   const trimmed = text.trim();
@@ -1122,6 +1162,7 @@ function parseEditorValue(type, text) {
   try { value = JSON.parse(trimmed); } catch (error) {
     return { error: type === "" || type === "number" || type === "boolean" || type === "null" ? `Not valid JSON: ${error.message}` : `Not valid JSON: ${error.message}` };
   }
+  if (!finiteNumbers(value)) return { error: "Numbers must be finite: this one is too large to store." };
   const inferred = inferType(value);
   if (type && type !== inferred) return { error: `The value is ${inferred === "array" || inferred === "object" ? "an" : "a"} ${inferred}, but the type says ${type}.`, inferred };
   return { json: trimmed, type: inferred };
@@ -1155,8 +1196,15 @@ function wireInspector(samples) {
   $("insp-value").addEventListener("input", () => {
     const type = $("insp-type").value;
     if (type !== "string") {
-      // The type follows what is typed, unless the value does not parse yet.
-      try { const inferred = inferType(JSON.parse($("insp-value").value.trim())); $("insp-type").value = inferred; } catch (_) { /* keep */ }
+      // The type follows what is typed, unless the value does not parse yet. A JSON string becomes
+      // plain text (the string type's editing form), or its quotes would be saved as part of it.
+      let value;
+      let parsed = false;
+      try { value = JSON.parse($("insp-value").value.trim()); parsed = true; } catch (_) { /* keep */ }
+      if (parsed) {
+        $("insp-type").value = inferType(value);
+        if (typeof value === "string") $("insp-value").value = value;
+      }
     }
     updateValueControls();
     commitValue();
@@ -1200,11 +1248,20 @@ function commitValue() {
   renderResultBox();
 }
 
+// Why a sample time cannot be saved in this case's video, or null.
+function lateTimeProblem(time) {
+  const end = duration();
+  if (!end || time <= end + DURATION_SLACK_S) return null;
+  return `${formatSeconds(time)} s is after the end of the video (${formatSeconds(end)} s); use a time up to ${formatSeconds(round9(end + DURATION_SLACK_S))} s.`;
+}
+
 function moveSample(id, time, input) {
   const t = currentTarget();
   const sample = t?.samples.find((s) => s.id === id);
   if (!sample) return;
   if (!isFinite(time) || time < 0) { setInvalid("time", input, "Time must be a finite number ≥ 0."); return; }
+  const late = lateTimeProblem(round9(time));
+  if (late) { setInvalid("time", input, late); return; }
   const rounded = round9(time);
   const clash = t.samples.find((s) => s.id !== id && Math.abs(timeKey(s.timestamp_s) - timeKey(rounded)) <= 1);
   if (clash) { setInvalid("time", input, `Another sample is already at ${formatSeconds(clash.timestamp_s)} s.`); return; }
@@ -1256,6 +1313,8 @@ function addRangeFromDialog(event) {
   if (every <= 0) return fail("Every must be greater than 0.");
   const times = expandRange(start, end, every);
   if (times.length > 10000) return fail("That range would make more than 10,000 samples.");
+  const late = times.length ? lateTimeProblem(times[times.length - 1]) : null;
+  if (late) return fail(`The range's last sample, at ${late}`);
   const draft = $("range-draft").checked;
   let expectJson = "null";
   let expectType = "null";
