@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -415,6 +416,63 @@ def test_missing_credential_variable_is_named(moto_server, cache, monkeypatch):
     with pytest.raises(VideoStoreError) as caught:
         materialize(RemoteVideo("team", "a.mp4", "e" * 64), _store(moto_server))
     assert str(caught.value) == f"authenticated access to video store 'team' requires environment variable {SECRET_ENV}"
+
+
+@pytest.fixture
+def silent_endpoint():
+    """An endpoint that accepts connections and never answers; `.connected` is set once one arrives."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    connected = threading.Event()
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+            connected.set()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}", connected
+    listener.close()
+    for connection in held:
+        connection.close()
+
+
+def test_an_endpoint_that_never_answers_fails_within_the_timeouts(moto_server, credentials, cache, silent_endpoint,
+                                                                  monkeypatch):
+    url, _ = silent_endpoint
+    monkeypatch.setattr(video_store, "S3_READ_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(video_store, "S3_MAX_ATTEMPTS", 2)
+    video_store._cached_s3_client.cache_clear()
+    started = time.monotonic()
+    with pytest.raises(VideoStoreError) as caught:
+        materialize(RemoteVideo("team", "slow.mp4", "a" * 64), _store(moto_server, endpoint_url=url))
+    assert time.monotonic() - started < 10
+    assert str(caught.value).startswith("connection to video store 'team' failed while trying to download team:slow.mp4: ")
+    assert "Read timeout" in str(caught.value)
+    assert _files_under(cache) == []
+
+
+def test_ctrl_c_stops_a_pull_from_a_stalled_endpoint_at_once(moto_server, credentials, cache, silent_endpoint, tmp_path):
+    url, connected = silent_endpoint
+    eval_dir = _eval_dir(tmp_path, MotoServer(url, "", ""), {"stalled": {"store": "team", "key": "k.mp4", "sha256": "b" * 64}})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "assay", "video", "store", "pull", "--eval-dir", str(eval_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(SRC)},
+    )
+    try:
+        assert connected.wait(30), "the pull never reached the endpoint"
+        time.sleep(0.3)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=10)  # boto3's worker threads held it for minutes
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert (process.returncode, stderr) == (130, "Interrupted.\n")
+    assert _files_under(cache) == []
 
 
 # --- CLI: upload, pull, prune ------------------------------------------------------------------------------

@@ -38,6 +38,11 @@ LOCK_WAIT_TIMEOUT_S = 5 * 60
 LOCK_POLL_INTERVAL_S = 0.1
 PUBLIC_DOWNLOAD_TIMEOUT_S = 60
 PUBLIC_USER_AGENT = "assay"
+# An S3 endpoint that accepts connections but never answers held a pull for five minutes (botocore's
+# 60 s timeouts, five attempts): a silent endpoint now fails within about a minute and a half.
+S3_CONNECT_TIMEOUT_S = 10
+S3_READ_TIMEOUT_S = 30
+S3_MAX_ATTEMPTS = 3
 _CHUNK_SIZE = 1024 * 1024
 _CREDENTIAL_ERROR_CODES = frozenset(
     {
@@ -315,13 +320,28 @@ def _cached_s3_client(store: VideoStoreConfig, credentials: tuple[tuple[str, str
         raise VideoStoreError(
             f"video store {store.name!r} needs boto3; install it with: pip install boto3 (assay's `s3` extra)"
         ) from error
+    from botocore.config import Config
+
     arguments: dict[str, Any] = {"region_name": store.region, **dict(credentials)}
     if store.endpoint_url is not None:
         arguments["endpoint_url"] = store.endpoint_url
+    timeouts = Config(
+        connect_timeout=S3_CONNECT_TIMEOUT_S,
+        read_timeout=S3_READ_TIMEOUT_S,
+        retries={"total_max_attempts": S3_MAX_ATTEMPTS, "mode": "standard"},
+    )
     try:
-        return boto3.session.Session().client("s3", **arguments)
+        return boto3.session.Session().client("s3", config=timeouts, **arguments)
     except Exception as error:
         raise VideoStoreError(f"could not configure S3-compatible video store {store.name!r}: {error}") from error
+
+
+def _in_this_thread() -> Any:
+    """Transfers run in the calling thread: with boto3's worker threads, Ctrl-C waited for a stalled request
+    to time out (minutes) before the command stopped, since the pool is joined before the interrupt goes on."""
+    from boto3.s3.transfer import TransferConfig
+
+    return TransferConfig(use_threads=False)
 
 
 def _client_error_details(error: BaseException) -> tuple[str, int | None, str]:
@@ -418,7 +438,9 @@ def _download_from_s3(store: VideoStoreConfig, key: str, part: Path, progress: b
         total = None if head is None else int(head.get("ContentLength") or 0)
     with _Progress(_transfer_label("Downloading", store.name, key), total, progress) as bar:
         try:
-            client.download_file(store.bucket, key, str(part), Callback=bar.advance if bar.active else None)
+            client.download_file(
+                store.bucket, key, str(part), Callback=bar.advance if bar.active else None, Config=_in_this_thread()
+            )
         except Exception as error:
             raise VideoStoreError(_describe_s3_failure(error, store, key, "download", client)) from error
 
@@ -572,6 +594,7 @@ def upload_video(
                 object_key,
                 ExtraArgs=extra_arguments,
                 Callback=bar.advance if bar.active else None,
+                Config=_in_this_thread(),
             )
         except Exception as error:
             raise VideoStoreError(_describe_s3_failure(error, store, object_key, "upload", client)) from error
