@@ -34,7 +34,6 @@ except ImportError:  # pragma: no cover - a Python built without it
 KEPT_AT_MOST = 4000
 
 
-
 def _cache_path() -> str | None:
     """Where the kept code lives: beside the user's other caches, not in the package, since a file pip did
     not install would be left behind by `pip uninstall` and make the leftover folder a namespace package."""
