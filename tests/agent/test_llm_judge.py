@@ -149,25 +149,8 @@ def test_an_unusable_judge_answer_gets_one_repair_request_that_shows_the_judge_i
 
 def test_an_unparsable_judge_answer_is_not_cached_so_a_fixed_judge_is_asked_again(fake_openai, tmp_path):
     """Through the CLI with the project's on-disk cache: the judge answers prose once, then is fixed."""
-    project = tmp_path / "p"
-    (project / "evals").mkdir(parents=True)
-    (project / "agents").mkdir()
-    (project / "experiments").mkdir()
-    (project / "pyproject.toml").write_text(
-        f'[tool.assay.judge]\nmodel = "judge-1"\nbase_url = "{fake_openai.base_url}"\napi_key_env = ""\n'
-    )
-    (project / "agents" / "echo.py").write_text(
-        "from assay.agent import Turn, complete_evidence_coverage, define_agent, message\n\n"
-        "async def send(turn_input, ctx):\n    return Turn([message('Paris, 21 C')])\n\n"
-        "echo = define_agent(name='echo', send=send, evidence_coverage=complete_evidence_coverage)\n"
-    )
-    (project / "experiments" / "main.py").write_text(
-        "from agents.echo import echo\nfrom assay.agent import Experiment\n\nmain = Experiment(agent=echo)\n"
-    )
-    (project / "evals" / "judged_eval.py").write_text(
-        "from assay.agent import define_eval\n\n"
-        "@define_eval(judge=True)\nasync def test(t):\n    await t.send('weather?')\n    t.judge('names a city')\n"
-    )
+    project = judged_project(
+        tmp_path / "p", f'model = "judge-1"\nbase_url = "{fake_openai.base_url}"\napi_key_env = ""\n')
     fake_openai.enqueue(chat_reply("I think it is fine."), chat_reply("Still fine, I think."))
     broken = run_assay("agent", "run", "--quiet", cwd=project)
     assert broken.returncode == 1, broken.stdout + broken.stderr

@@ -45,14 +45,23 @@ def _eval(tmp_path):
 
 
 
-def _shard_run_ids(eval_dir, *shards):
-    """Run each `--shard` of the eval; the ids the store recorded them under, in that order."""
-    ids = []
+def _shard_runs(eval_dir, *shards):
+    """Run each `--shard` of the eval; the runs the store recorded them as, in that order."""
+    runs = []
     for shard in shards:
         run_eval(eval_dir, "--shard", shard)
         with open_store(read_only=True) as store:
-            ids.append(store.get_run("latest").run_id)
-    return ids
+            runs.append(store.get_run("latest"))
+    return runs
+
+
+def _shard_run_ids(eval_dir, *shards):
+    return [run.run_id for run in _shard_runs(eval_dir, *shards)]
+
+
+def _shard_folders(eval_dir, *shards):
+    """Run each `--shard` of the eval; the record folders they wrote, as CI jobs upload them."""
+    return [run.record_path for run in _shard_runs(eval_dir, *shards)]
 
 
 def _comparable_units(units):
@@ -102,11 +111,7 @@ def test_sharded_runs_merged_equal_the_unsharded_run(tmp_path):
 
 def test_merge_accepts_record_folders_as_ci_jobs_upload_them(tmp_path):
     eval_dir = _eval(tmp_path)
-    folders = []
-    for index in (1, 2):
-        run_eval(eval_dir, "--shard", f"{index}/2")
-        with open_store(read_only=True) as store:
-            folders.append(store.get_run("latest").record_path)
+    folders = _shard_folders(eval_dir, "1/2", "2/2")
     # The folder they are in, or one that is not there: said as such, not as a run missing from the store.
     parent = str(Path(folders[0]).parent)
     whole_folder = invoke("runs", "merge", parent)
@@ -191,11 +196,7 @@ def test_merge_names_the_record_file_and_line_it_cannot_read(tmp_path):
     """A shard record torn or copied in part was `Error: JSONDecodeError: Unterminated string …`, naming
     no file; an empty reference was read as the current folder, a manifest's path as no record at all."""
     eval_dir = _eval(tmp_path)
-    folders = []
-    for index in (1, 2):
-        run_eval(eval_dir, "--shard", f"{index}/2")
-        with open_store(read_only=True) as store:
-            folders.append(store.get_run("latest").record_path)
+    folders = _shard_folders(eval_dir, "1/2", "2/2")
     units = Path(folders[0], "units.jsonl")
     whole = units.read_bytes()
     units.write_bytes(whole[:-30])
