@@ -792,14 +792,11 @@ def read_record(record: Path) -> tuple[RunManifest, list[UnitResult]]:
         raise UnreadableRecord(f"{path}: {_why(error)}") from error
     path, units = record / UNITS_FILE, []
     try:
-        with open(path, "rb") as handle:
-            for number, line in enumerate(handle, 1):
-                if line.isspace():
-                    continue
-                try:
-                    units.append(UnitResult.from_json(decode_json(line)))
-                except _UNREADABLE as error:
-                    raise UnreadableRecord(f"{path}:{number}: {_why(error)}") from error
+        # (a record has no blank line, so the count of units read is the line number)
+        for document in iter_unit_documents(record):
+            units.append(UnitResult.from_json(document))
     except OSError as error:
         raise UnreadableRecord(f"{path}: {_why(error)}") from error
+    except _UNREADABLE as error:
+        raise UnreadableRecord(f"{path}:{len(units) + 1}: {_why(error)}") from error
     return manifest, units
