@@ -40,7 +40,9 @@ def _cache_path() -> str | None:
     name = f"dataclass-methods.{sys.implementation.cache_tag}.marshal"
     if sys.pycache_prefix:  # PYTHONPYCACHEPREFIX: where this Python keeps all its bytecode
         return os.path.join(sys.pycache_prefix, "assay", name)
-    folder = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(folder):  # unset, empty or relative: the XDG rule is to ignore it
+        folder = os.path.join(os.path.expanduser("~"), ".cache")
     # A home that cannot be found leaves "~" as it is: a relative folder would be the working directory.
     return os.path.join(folder, "assay", name) if os.path.isabs(folder) else None
 

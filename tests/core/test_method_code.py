@@ -179,6 +179,7 @@ def test_the_kept_code_lives_with_the_users_caches_not_in_the_package(monkeypatc
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "bytecode"))
     assert _method_code._cache_path().startswith(str(tmp_path / "bytecode" / "assay") + "/")
     monkeypatch.setattr(sys, "pycache_prefix", None)
-    monkeypatch.setenv("XDG_CACHE_HOME", "relative/caches")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/caches")  # ignored, as the XDG rule has it: the home's then
+    assert _method_code._cache_path().startswith(str(tmp_path / "home" / ".cache" / "assay") + "/")
     monkeypatch.setenv("HOME", "~")  # a home that cannot be found: nothing kept rather than the working directory
     assert _method_code._cache_path() is None
