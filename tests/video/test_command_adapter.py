@@ -247,6 +247,7 @@ def test_evaluate_many_result_must_be_a_list(tmp_path):
     [
         ("no-capability", "adapter command must support evaluate or evaluateMany"),
         ("wrong-version", "initialize result must declare protocolVersion 1"),
+        ("version-true", "initialize result must declare protocolVersion 1"),
         ("no-capabilities", "initialize result must contain capabilities"),
         ("array-result", "initialize result must be a JSON object"),
     ],
@@ -260,6 +261,21 @@ def test_invalid_initialize_results_are_unwrapped_load_errors(tmp_path, mode, me
     with pytest.raises(AdapterRuntimeError) as caught:
         run(scenario())
     assert str(caught.value) == message
+
+
+def test_protocol_version_written_as_1_0_is_the_number_1(tmp_path):
+    # GlassKit's host reads the reply with JSON.parse, where `1.0` is the number 1 (an adapter
+    # written in Python sends `1.0` for a float); only a value that is not the number 1 is refused.
+    async def scenario():
+        evaluator = await start_command_evaluator(
+            f"node {MISBEHAVING} version-float", adapter_config(tmp_path), stderr_sink=quiet, timeouts=FAST
+        )
+        try:
+            return evaluator.batch
+        finally:
+            await evaluator.close()
+
+    assert run(scenario()) is False
 
 
 def test_initialize_error_reply_is_wrapped(tmp_path):

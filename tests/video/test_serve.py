@@ -6,12 +6,14 @@ import asyncio
 import hashlib
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from assay.adapters.ndjson import start_ndjson_process
@@ -139,22 +141,50 @@ def test_python_helper_rejects_other_protocol_versions_and_missing_methods(tmp_p
         serve(lambda config: object())
         """,
     )
+    assert _initialize_replies(command) == _REFUSED_VERSIONS + [
+        "adapter command initialize failed: adapter must implement evaluate or evaluate_many"
+    ] * 2
 
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
+def test_both_kits_refuse_and_show_a_protocol_version_alike(tmp_path):
+    from assay.video import js_kit_path
+
+    script = tmp_path / "adapter.mjs"
+    script.write_text(
+        f"import {{ runAdapter }} from {json.dumps(js_kit_path().as_uri())};\n"
+        "runAdapter(() => ({ evaluate: () => true }));\n"
+    )
+    replies = _initialize_replies(f"node {script}")
+    assert replies[: len(_REFUSED_VERSIONS)] == _REFUSED_VERSIONS
+    assert [reply["protocolVersion"] for reply in replies[len(_REFUSED_VERSIONS) :]] == [1, 1]
+
+
+# The JavaScript kit refuses what is not the number 1 (`!== 1`; JSON's 1.0 is 1 there) and shows it
+# as `${version}` does; the Python kit says the same.
+_VERSIONS_REFUSED_THEN_ACCEPTED = (2, True, "1", None, "absent", [1, [2, None]], 1.0, 1)
+_REFUSED_VERSIONS = [
+    f"adapter command initialize failed: unsupported protocol version: {shown}"
+    for shown in ("2", "true", "1", "null", "undefined", "1,2,")
+]
+
+
+def _initialize_replies(command: str) -> list:
     async def scenario():
         process = await start_ndjson_process(command, stderr_sink=lambda chunk: None)
         replies = []
-        for version in (2, 1):
+        for version in _VERSIONS_REFUSED_THEN_ACCEPTED:
+            params = {"config": {"evalDir": "/e"}}
+            if version != "absent":
+                params["protocolVersion"] = version
             try:
-                replies.append(await process.request("initialize", {"protocolVersion": version, "config": {"evalDir": "/e"}}))
+                replies.append(await process.request("initialize", params))
             except Exception as error:  # noqa: BLE001
                 replies.append(str(error))
         await process.close()
         return replies
 
-    assert asyncio.run(scenario()) == [
-        "adapter command initialize failed: unsupported protocol version: 2",
-        "adapter command initialize failed: adapter must implement evaluate or evaluate_many",
-    ]
+    return asyncio.run(scenario())
 
 
 def test_python_helper_closes_the_evaluator_on_stdin_eof(tmp_path):

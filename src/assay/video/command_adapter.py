@@ -304,7 +304,8 @@ def _capabilities(result: Any) -> tuple[bool, bool]:
     if not isinstance(result, dict):
         raise AdapterRuntimeError("initialize result must be a JSON object")
     version = result.get("protocolVersion")
-    if not (type(version) is int and version == PROTOCOL_VERSION):
+    # A JSON number, as GlassKit's JavaScript host reads it: `1.0` is the number 1, `true` is not.
+    if not (type(version) in (int, float) and version == PROTOCOL_VERSION):
         raise AdapterRuntimeError("initialize result must declare protocolVersion 1")
     capabilities = result.get("capabilities")
     if not isinstance(capabilities, dict):

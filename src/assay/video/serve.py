@@ -43,6 +43,24 @@ from assay.video.shared_frames import CAPABILITY as SHARED_FRAMES_CAPABILITY, SE
 __all__ = ["serve", "serve_async"]
 
 
+_ABSENT = object()
+
+
+def _as_javascript_shows(value: Any) -> str:
+    """A JSON value as the JavaScript kit's message shows it (`${value}`), so both kits say the same."""
+    if value is _ABSENT:
+        return "undefined"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, dict):
+        return "[object Object]"
+    if isinstance(value, list):
+        return ",".join("" if item is None else _as_javascript_shows(item) for item in value)
+    return str(value)
+
+
 async def _call(function: Callable[..., Any], *args: Any) -> Any:
     if inspect.iscoroutinefunction(function):
         result = await function(*args)
@@ -149,9 +167,10 @@ class _AdapterServer:
 
     async def initialize(self, request_id: Any, params: dict[str, Any]) -> None:
         async def work() -> dict[str, Any]:
-            version = params.get("protocolVersion")
-            if version != 1:
-                raise ValueError(f"unsupported protocol version: {version}")
+            version = params.get("protocolVersion", _ABSENT)
+            # As the JavaScript kit reads it: the number 1 (`1.0` too), not `true` or `"1"`.
+            if type(version) not in (int, float) or version != 1:
+                raise ValueError(f"unsupported protocol version: {_as_javascript_shows(version)}")
             evaluator = await _call(self._create_evaluator, _adapter_config(params.get("config") or {}))
             self._evaluator = evaluator
             capabilities = {
