@@ -324,3 +324,42 @@ def test_ctrl_c_while_an_attempts_judge_calls_are_answered_stops_at_once_and_off
     assert run.returncode == 130 and stopped_after < 10, (run.returncode, stopped_after, stdout, stderr)
     assert "Traceback" not in stderr
     assert "Resume with" in stdout and len(fake_openai.chat_requests) == 1  # the second call was never made
+
+
+def test_a_run_says_what_its_judge_calls_cost_model_by_model(fake_openai, tmp_path):
+    """Tokens as the endpoint reported them (its prompt cache apart), answers read from assay's cache
+    counted as free, and a cost estimated from the project's price table, in the summary and the receipt."""
+    table = f'model = "judge-1"\nbase_url = "{fake_openai.base_url}"\napi_key_env = ""\n'
+    project = judged_project(tmp_path / "p", table)
+    (project / "evals" / "second_eval.py").write_text(
+        "from assay.agent import define_eval\n\n"
+        "@define_eval(judge=True)\nasync def test(t):\n    await t.send('weather?')\n    t.judge('names a day')\n"
+    )
+    usage = {"prompt_tokens": 1200, "completion_tokens": 30, "prompt_tokens_details": {"cached_tokens": 200}}
+    fake_openai.respond_with(lambda request: json_reply({"reasons": "yes", "score": 1}, usage=usage))
+    with open(project / "pyproject.toml", "a") as pyproject:  # USD per million tokens
+        pyproject.write("\n[tool.assay.pricing]\njudge-1 = { input = 2.0, output = 8.0, cache_read = 0.5 }\n")
+
+    first = run_assay("agent", "run", "--json", cwd=project)
+    assert first.returncode == 0, first.stdout + first.stderr
+    receipt = json.loads(first.stdout.splitlines()[-1])["receipt"]
+    # 2 calls: 2 x (1,000 x $2 + 200 x $0.5 + 30 x $8) / 1e6
+    assert receipt["judge_usage"] == {"judge-1": {
+        "calls": 2, "cached": 0, "no_usage": 0, "input_tokens": 2000, "output_tokens": 60, "cache_read_tokens": 400,
+        "estimated_cost_usd": pytest.approx(0.00468),
+    }}
+    shown = run_assay("agent", "run", "--rerun", "all", cwd=project)
+    assert shown.returncode == 0 and len(fake_openai.chat_requests) == 2  # both answers read from the cache
+    assert "judge judge-1: 0 call(s), 2 read from the cache; est. $0" in shown.stdout
+
+    # A server that reports no usage gets no estimate, rather than one too low.
+    def without_usage(request):
+        reply = json_reply({"reasons": "yes", "score": 1})
+        del reply.completion["usage"]
+        return reply
+
+    fake_openai.respond_with(without_usage)
+    (project / "pyproject.toml").write_text(f"[tool.assay.judge]\n{table.replace('judge-1', 'judge-2')}")
+    unreported = run_assay("agent", "run", "--rerun", "all", cwd=project)
+    assert unreported.returncode == 0, unreported.stdout + unreported.stderr
+    assert "judge judge-2: 2 call(s); 2 call(s) reported no token usage" in unreported.stdout

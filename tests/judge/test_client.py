@@ -405,3 +405,23 @@ def test_a_refusal_is_named_with_the_models_words_not_called_empty(fake_openai):
     with pytest.raises(JudgeError, match=r"^the judge model refused to answer: I can't grade this content\.$"):
         run(ask(fake_openai))
     assert len(fake_openai.chat_requests) == 1
+
+
+def test_usage_is_counted_as_the_endpoint_reported_it_and_never_guessed():
+    from assay.judge.client import count_usage, merged_usage
+
+    tally: dict = {}
+    count_usage(tally, "m", {"usage": {"prompt_tokens": 100, "completion_tokens": 7,
+                                       "prompt_tokens_details": {"cached_tokens": 40}}})
+    count_usage(tally, "m", {"usage": {"input_tokens": 5, "output_tokens": 2}})  # the Responses API's names
+    count_usage(tally, "m", {"usage": {"prompt_tokens": True, "completion_tokens": -3}})  # no counts at all
+    count_usage(tally, "m", {"choices": []})  # no usage
+    count_usage(tally, "m", None)  # read from the cache
+    # More cached tokens than prompt tokens is the server's slip: never a negative input count.
+    count_usage(tally, "n", {"usage": {"prompt_tokens": 10, "completion_tokens": 1,
+                                       "prompt_tokens_details": {"cached_tokens": 50}}})
+    assert tally["m"] == {"calls": 4, "cached": 1, "no_usage": 2, "input_tokens": 65, "output_tokens": 9,
+                          "cache_read_tokens": 40}
+    assert tally["n"] == {"calls": 1, "cached": 0, "no_usage": 0, "input_tokens": 0, "output_tokens": 1,
+                          "cache_read_tokens": 10}
+    assert merged_usage([tally, {"m": tally["m"]}])["m"]["calls"] == 8

@@ -221,6 +221,7 @@ class LLMJudge:
         self.backoff_s = backoff_s
         self._clients: dict[tuple[Any, ...], Any] = {}
         self._closed_retries: dict[str, int] = {}  # of clients closed already: the run reads them after closing
+        self._closed_usage: dict[str, dict[str, int]] = {}  # the same for what the calls cost
         self._lock = asyncio.Lock()
 
     async def _client(self, settings: Mapping[str, Any]) -> Any:
@@ -255,12 +256,37 @@ class LLMJudge:
     def retries(self) -> dict[str, int]:
         return sum_counts([self._closed_retries, *(client.retries for client in self._clients.values())])
 
+    @property
+    def usage(self) -> dict[str, dict[str, int]]:
+        """Model -> calls answered, answers read from the cache and tokens (`assay.judge.client.count_usage`)."""
+        from assay.judge.client import merged_usage
+
+        return merged_usage([self._closed_usage, *(client.usage for client in self._clients.values())])
+
     async def aclose(self) -> None:
         # The run closes its judge before it reads the judge's retries for the summary: keep them.
         self._closed_retries = self.retries
+        self._closed_usage = self.usage
         for client in self._clients.values():
             await client.aclose()
         self._clients.clear()
+
+
+def judge_spend(usage: Mapping[str, Mapping[str, int]], pricing: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """What a run's judge calls cost, model by model: the counts of `LLMJudge.usage` and an
+    `estimated_cost_usd` from the project's price table (None when it has no price for the model, or
+    when a call reported no usage, since the estimate would then be too low). Judge calls are the
+    harness's spending, not the agent's: they count towards no experiment's budget."""
+    from assay.agent.model import Usage
+    from assay.agent.pricing import estimate_cost
+
+    spend: dict[str, dict[str, Any]] = {}
+    for model, counts in sorted(usage.items()):
+        tokens = Usage(input_tokens=counts["input_tokens"], output_tokens=counts["output_tokens"],
+                       cache_read_tokens=counts["cache_read_tokens"])
+        cost = None if counts["no_usage"] else estimate_cost(model, tokens, pricing) if counts["calls"] else 0.0
+        spend[model] = {**counts, "estimated_cost_usd": cost}
+    return spend
 
 
 def render_value(value: Any) -> str:
@@ -278,6 +304,7 @@ def render_value(value: Any) -> str:
 
 __all__ = [
     "CONFIG_KEYS", "Judge", "JudgeRequest", "JudgeScore", "JudgeUnavailable", "LLMJudge", "PROMPT_VERSION",
-    "RECIPES", "check_judge_settings", "grade", "grade_with_details", "judge_messages", "merged_judge_config", "render_value",
+    "RECIPES", "check_judge_settings", "grade", "grade_with_details", "judge_messages", "judge_spend", "merged_judge_config",
+    "render_value",
     "resolve_judge_config",
 ]

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from assay.agent.record import EXECUTED, INTERRUPTED, NOT_DISPATCHED, REUSED, AttemptResult
 from assay.agent.slot_result import CARRIED, is_early_exit
-from assay.core.format import format_duration, format_latency, format_rate
+from assay.core.format import format_duration, format_latency, format_rate, format_usd
 from assay.core.gates import pass_rate
 from assay.core.report.table import render_table
 
@@ -240,6 +240,8 @@ class ConsoleReporter:
         retries = {reason: count for reason, count in (getattr(outcome, "judge_retries", None) or {}).items() if count}
         if retries:  # requests the judges sent again: a repair of a badly formed answer, a rate limit waited out
             self._say("judge retries: " + ", ".join(f"{reason} {count}" for reason, count in sorted(retries.items())))
+        for line in judge_spend_lines(getattr(outcome, "judge_usage", None) or {}):
+            self._say(line)
         carried = sum(1 for r in results if r.outcome == CARRIED)
         if carried:
             self._say(f"{carried} of {len(results)} attempt(s) carried from earlier runs, not sent to the agent "
@@ -248,6 +250,26 @@ class ConsoleReporter:
         self._say(f"{title}  in {format_duration(outcome.duration_seconds)}")
         for line in resume_lines:
             self._say(line)
+
+
+def judge_spend_lines(spend: dict[str, dict[str, Any]]) -> list[str]:
+    """`judge <model>: 12 call(s), 3 read from the cache; 4,512 input and 380 output tokens; est. $0.0031`,
+    one line per judge model the run asked or read from the cache (`assay.agent.judging.judge_spend`)."""
+    lines = []
+    for model, counts in spend.items():
+        said = [f"{counts['calls']:,} call(s)" + (f", {counts['cached']:,} read from the cache" if counts["cached"] else "")]
+        if counts["calls"] > counts["no_usage"]:
+            cached = f" (+{counts['cache_read_tokens']:,} from the provider's prompt cache)" if counts["cache_read_tokens"] else ""
+            said.append(f"{counts['input_tokens']:,} input{cached} and {counts['output_tokens']:,} output tokens")
+        if counts["no_usage"]:
+            said.append(f"{counts['no_usage']:,} call(s) reported no token usage")
+        cost = counts.get("estimated_cost_usd")
+        if cost is not None:
+            said.append(f"est. {format_usd(cost)}")
+        elif counts["calls"] and not counts["no_usage"]:
+            said.append(f"no cost estimate: [tool.assay.pricing] has no price for {model!r}")
+        lines.append(f"judge {model}: " + "; ".join(said))
+    return lines
 
 
 class NdjsonReporter:
@@ -317,6 +339,7 @@ class NdjsonReporter:
             "checkpoint": checkpoint,
             "stability": stability(results),
             "judge_retries": dict(getattr(outcome, "judge_retries", None) or {}),
+            "judge_usage": dict(getattr(outcome, "judge_usage", None) or {}),
         }})
         self.stream.flush()
 

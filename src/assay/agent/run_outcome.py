@@ -137,6 +137,8 @@ class RunOutcome:
     budget_exhausted: list[str]
     duration_seconds: float
     judge_retries: dict[str, int] = field(default_factory=dict)
+    # model -> what the run's judge calls cost (`assay.agent.judging.judge_spend`), for the summary and receipt
+    judge_usage: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What the console, the receipt, the manifest and the checkpoint read, in plan order: the
     # run's `AttemptSummary`s when its results are spooled, else the results themselves.
     summaries: Sequence[Any] = None  # type: ignore[assignment]

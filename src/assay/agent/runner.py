@@ -25,7 +25,7 @@ from assay.agent.authoring import EvalContext
 from assay.agent.context import AttemptSettings, CancelSignal, Feedback, HookContext
 from assay.agent.discovery import ExperimentEntry
 from assay.agent.identity import effective_timeout
-from assay.agent.judging import Judge, LLMJudge, merged_judge_config
+from assay.agent.judging import Judge, LLMJudge, judge_spend, merged_judge_config
 from assay.agent.plan import AttemptRequest, PlannedAttempt, RunPlan, early_exit_enabled
 from assay.agent.record import ATTEMPT_RECORD, EXECUTED, INTERRUPTED, NOT_DISPATCHED, AttemptResult
 from assay.agent.run_options import RunOptions
@@ -616,11 +616,12 @@ class AgentRun:
         results = [result for result in self.results if result is not None]
         self._warn_unreachable_judges(results)
         judge_retries = self._own_judge.retries if self._own_judge is not None else {}
+        judge_usage = judge_spend(self._own_judge.usage, self.options.pricing or {}) if self._own_judge is not None else {}
         duration = time.perf_counter() - started
         if self._spool is None:
-            return RunOutcome(results, self.interrupted, exhausted, duration, judge_retries)
+            return RunOutcome(results, self.interrupted, exhausted, duration, judge_retries, judge_usage)
         return RunOutcome(
-            SpooledAttempts(self._spool, results), self.interrupted, exhausted, duration, judge_retries,
+            SpooledAttempts(self._spool, results), self.interrupted, exhausted, duration, judge_retries, judge_usage,
             summaries=results, spool=self._spool,
         )
 
