@@ -52,6 +52,7 @@ _path = _cache_path()
 _known: dict[bytes, bytes] = {}
 _used: set[bytes] = set()
 _added: dict[bytes, bytes] = {}
+_loaded = False
 
 
 def _ours(namespace: object) -> bool:
@@ -65,6 +66,8 @@ def _exec(source, globals=None, locals=None, /):  # noqa: A002 - the builtin's o
     """`exec` as `dataclasses` calls it: the kept code for a text written for an assay class."""
     if type(source) is not str or not _ours(globals):
         return builtins.exec(source, globals, locals)
+    if not _loaded:
+        _load()
     key = blake2b(source.encode(), digest_size=16).digest()
     blob = _known.pop(key, None)
     code = None
@@ -81,6 +84,16 @@ def _exec(source, globals=None, locals=None, /):  # noqa: A002 - the builtin's o
     else:
         _used.add(key)
     return builtins.exec(code, globals, locals)
+
+
+def _load() -> None:
+    """Read the file when the first of assay's classes is made, not when the package is imported: so
+    `import assay` reads nothing, and Ctrl-C while it is read falls inside the command line's own
+    handling (`assay.__main__`)."""
+    global _loaded
+    _loaded = True
+    if _path is not None:
+        _known.update(_read(_path))
 
 
 def _read(path: str) -> dict[bytes, bytes]:
@@ -133,6 +146,5 @@ def install() -> None:
         return
     if _path is None:
         return
-    _known.update(_read(_path))
     dataclasses.exec = _exec  # type: ignore[attr-defined]
     atexit.register(_save)

@@ -34,6 +34,7 @@ def cache(monkeypatch):
     monkeypatch.setattr(_method_code, "_known", known)
     monkeypatch.setattr(_method_code, "_added", added)
     monkeypatch.setattr(_method_code, "_used", used)
+    monkeypatch.setattr(_method_code, "_loaded", True)  # the file is not read into it
     return types.SimpleNamespace(known=known, added=added, used=used)
 
 
@@ -56,6 +57,16 @@ def methods(entries: dict[bytes, bytes]) -> set[str]:
 
 def test_importing_assay_serves_dataclass_methods_from_the_kept_code():
     assert dataclasses.exec is _method_code._exec  # type: ignore[attr-defined]
+
+
+def test_the_file_is_read_when_the_first_assay_class_is_made_not_when_assay_is_imported():
+    # So Ctrl-C while it is read lands in the command line's handling (`assay.__main__`), not a traceback.
+    import subprocess
+
+    script = ("import assay, assay._method_code as kept; print(kept._loaded); "
+              "import assay.core.record; print(kept._loaded)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False", "True"], done.stderr
 
 
 def test_an_assay_class_is_compiled_once_then_made_from_the_kept_code_and_behaves_the_same(cache, monkeypatch):

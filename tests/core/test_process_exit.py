@@ -97,3 +97,67 @@ def test_a_sigterm_right_after_the_first_is_the_same_request_and_a_later_one_end
     assert _stopped_by([0.05], stopping_s=0.6)[0] == 130
     # A second SIGTERM well after the first (a job runner losing patience) ends the command at once.
     assert _stopped_by([1.2], stopping_s=5)[0] == -15
+
+
+# Ctrl-C, as a real SIGINT, at the moment the console script imports `MODULE` (before that import runs):
+# the exception lands inside the import machinery, as a user's Ctrl-C during the first ~0.1 s does.
+INTERRUPTED_WHILE_LOADING = textwrap.dedent(
+    """
+    import os, signal, sys
+
+    class Interrupt:
+        def find_spec(self, name, path=None, target=None):
+            if name == MODULE:
+                sys.meta_path.remove(self)
+                os.kill(os.getpid(), signal.SIGINT)
+            return None
+
+    sys.meta_path.insert(0, Interrupt())
+    sys.argv = ["assay", "agent", "list"]
+    from assay.__main__ import main
+    main()
+    """
+)
+
+
+def test_ctrl_c_while_the_command_line_loads_is_interrupted_not_a_traceback(tmp_path: Path) -> None:
+    for module in ("typer", "assay.cli.options"):
+        script = INTERRUPTED_WHILE_LOADING.replace("MODULE", repr(module))
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert (done.returncode, done.stdout, done.stderr) == (130, "", "Interrupted.\n"), module
+
+
+# Ctrl-C while typer parses the options (before a command's own handling begins): typer turns it into a
+# silent exit 130 of its own; a command that says "Interrupted." itself is not said twice.
+INTERRUPTED_WHILE_PARSING = textwrap.dedent(
+    """
+    import sys, typer
+    from assay.core.process import run_as_process
+
+    app = typer.Typer()
+
+    def interrupt(value):
+        raise KeyboardInterrupt
+
+    @app.command()
+    def parse(when: str = typer.Option("x", callback=interrupt)) -> None:
+        pass
+
+    @app.command()
+    def body() -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            print("Interrupted.", file=sys.stderr)
+            raise typer.Exit(130) from None
+
+    run_as_process(app)
+    """
+)
+
+
+def test_ctrl_c_while_typer_parses_the_options_is_said_once() -> None:
+    for command in ("parse", "body"):
+        done = subprocess.run([sys.executable, "-c", INTERRUPTED_WHILE_PARSING, command], capture_output=True,
+                              text=True, timeout=60)
+        assert (done.returncode, done.stdout, done.stderr) == (130, "", "Interrupted.\n"), command

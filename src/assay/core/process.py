@@ -21,16 +21,27 @@ def run_as_process(command: Callable[[], object]) -> NoReturn:
     try:
         with guard.watching():  # a reader that leaves stops the command, even one that writes nothing
             command()
-    except KeyboardInterrupt:  # pragma: no cover - commands handle their own interrupts
+    except KeyboardInterrupt:  # before a command's own handling begins (typer parsing its options): said here
         code: object = 130
+        if not guard.closed_by_reader:  # else the closed-stdout line below says it
+            _say_on_stderr("Interrupted.")
     except SystemExit as leaving:
         code = leaving.code
+        if code == 130 and _typer_took_an_interrupt(leaving) and not guard.closed_by_reader:
+            _say_on_stderr("Interrupted.")  # typer makes Ctrl-C while it parses the options a silent 130
     else:  # pragma: no cover - Typer's standalone mode always raises SystemExit
         code = 0
     guard.interrupts = False  # leaving already: a failed final flush only drops the output
     if guard.closed_by_reader and code == 130:
         _say_on_stderr(stdout_guard.closed_message(guard.resume_lines, keeps_results=guard.keeps_results))
     _leave(code)
+
+
+def _typer_took_an_interrupt(leaving: SystemExit) -> bool:
+    """Whether `leaving` is typer's `Exit(130)` raised from a KeyboardInterrupt it caught itself (our
+    commands that handle Ctrl-C say so and raise their `Exit` from None)."""
+    exit_raised = leaving.__context__
+    return exit_raised is not None and isinstance(exit_raised.__cause__, KeyboardInterrupt)
 
 
 def _say_on_stderr(line: str) -> None:
