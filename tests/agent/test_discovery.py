@@ -512,3 +512,38 @@ def test_a_bad_diff_rule_says_what_is_wrong_and_which_key_was_meant(diff, messag
     with pytest.raises(ConfigError) as raised:
         define_eval(test, diff=diff)
     assert str(raised.value) == message
+
+
+def test_a_non_ascii_name_in_an_ascii_locale_is_indexed_or_named_with_the_fix(tmp_path):
+    """Where the file system's encoding is ASCII (the C locale, without Python's UTF-8 coercion), a name's
+    non-ASCII bytes reach Python as lone surrogates, which the results store (UTF-8) refused: a project in
+    such a folder ran but was never indexed, and an eval file so named was an internal error."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    project = make_project(tmp_path / "projet-été")
+    environment = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0",
+                   "ASSAY_STORE": str(tmp_path / "store" / "assay.db")}
+
+    def assay(*arguments):
+        return subprocess.run([sys.executable, "-m", "assay", *arguments], cwd=project, env=environment,
+                              capture_output=True, text=True, errors="replace", timeout=120)
+
+    encoding = subprocess.run([sys.executable, "-c", "import sys; print(sys.getfilesystemencoding())"],
+                              env=environment, capture_output=True, text=True).stdout.strip()
+    assert encoding == "ascii"  # the locale this test is about
+    ran = assay("agent", "run", "baseline", "foo")
+    assert ran.returncode == 0 and "not indexed" not in ran.stderr, ran.stdout + ran.stderr
+    [run] = json.loads(assay("runs", "list", "--json").stdout)["runs"]
+    shown = assay("runs", "show", run["run_id"])  # the record is found again through its stored path
+    assert shown.returncode == 0 and "foo" in shown.stdout, shown.stdout + shown.stderr
+
+    write(project, "evals/météo_eval.py", ONE_EVAL.format(description="weather", tags=[]))
+    refused = assay("agent", "run")
+    assert refused.returncode == 2
+    # (stderr in an ASCII locale writes what it cannot encode as `\xe9`)
+    assert ("evals/m\\xe9t\\xe9o_eval.py: this locale's file-system encoding (ascii) cannot read the "
+            "file's name, which makes its id; run assay in a UTF-8 locale (LC_ALL=C.UTF-8) or rename the file"
+            ) in refused.stdout + refused.stderr

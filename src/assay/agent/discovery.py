@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -86,7 +87,7 @@ def _skipped(relative: Path) -> bool:
 def _import(path: Path, project: Path, namespace: str) -> Any:
     if str(project) not in sys.path:
         sys.path.insert(0, str(project))  # so files can import the project's `agents/` and helpers
-    name = f"assay_agent_{namespace}_{hashlib.sha256(str(path).encode()).hexdigest()[:16]}"
+    name = f"assay_agent_{namespace}_{hashlib.sha256(os.fsencode(path)).hexdigest()[:16]}"
     try:
         module = exec_module_file(path, name)
     except AssayError as error:
@@ -166,12 +167,30 @@ def _is_eval_file_name(name: str) -> bool:
     return name == EVAL_ENTRY or (name.endswith(EVAL_SUFFIX) and len(name) > len(EVAL_SUFFIX))
 
 
+def _decodable(relative: Path, root: Path) -> None:
+    """Refuse a file name the locale could not decode: it becomes an id that records and the results
+    store (UTF-8 text) cannot hold. Only where the file system's encoding is not UTF-8 (an ASCII locale),
+    where a name's non-ASCII bytes reach Python as lone surrogates."""
+    text = relative.as_posix()
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(text).decode("utf-8", "replace")
+        raise ConfigError(
+            f"{root.name}/{shown}: this locale's file-system encoding ({sys.getfilesystemencoding()}) cannot read "
+            "the file's name, which makes its id; run assay in a UTF-8 locale (LC_ALL=C.UTF-8) or rename the file"
+        ) from None
+
+
 def _eval_files(root: Path) -> list[tuple[str, Path]]:
     files: list[tuple[str, Path]] = []
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root)
         if _skipped(relative) or not _is_eval_file_name(path.name):
             continue
+        _decodable(relative, root)
         if path.name == EVAL_ENTRY:
             if len(relative.parts) == 1:
                 raise ConfigError(f"{path}: an eval.py entry must be inside a folder of {root} (its id is the folder)")
@@ -319,6 +338,7 @@ def discover_experiments(project: Path) -> list[ExperimentEntry]:
         relative = path.relative_to(root)
         if _skipped(relative) or path.name == "__init__.py":
             continue
+        _decodable(relative, root)
         module = _import(path, project, "experiment")
         found = [value for name, value in vars(module).items() if not name.startswith("_") and isinstance(value, Experiment)]
         if len(found) != 1:

@@ -240,6 +240,41 @@ def _dumps(value: Any) -> str:
     return dumps_storable(value)
 
 
+def _path_text(path: str | None) -> str | None:
+    """A path as SQLite can hold it (valid UTF-8). Where the file system's encoding is not UTF-8 (an
+    ASCII locale), a name's non-ASCII bytes reach Python as lone surrogates, which SQLite refuses: the
+    name's bytes are kept instead, read as UTF-8 (`_path_from_text` turns them back)."""
+    if path is None or path.isascii():
+        return path
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        text = os.fsencode(path).decode("utf-8", "surrogateescape")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # bytes that are no UTF-8 either: the run is indexed without its path
+            return None
+        return text
+
+
+def _path_from_text(text: str | None) -> str | None:
+    if text is None or text.isascii():
+        return text
+    return os.fsdecode(text.encode("utf-8", "surrogateescape"))
+
+
+def _shown_text(text: str) -> str:
+    """Text kept only to be searched (a run's title): a lone surrogate is shown as the character its bytes spell."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 _VERDICT_SET = frozenset(VERDICTS)
 
 
@@ -545,9 +580,9 @@ class SqliteRunStore:
             self._connection.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    run_id, manifest.kind, manifest.created_at, manifest.title,
+                    run_id, manifest.kind, manifest.created_at, _shown_text(manifest.title),
                     None if manifest.success is None else int(manifest.success), unit_count,
-                    counts, "{}", record_path, _dumps(manifest.to_json()),
+                    counts, "{}", _path_text(record_path), _dumps(manifest.to_json()),
                 ),
             )
 
@@ -586,7 +621,7 @@ class SqliteRunStore:
             counts={**dict.fromkeys(VERDICTS, 0), **json.loads(counts)},
             groups=json.loads(groups),
             unit_count=unit_count,
-            record_path=record_path,
+            record_path=_path_from_text(record_path),
         )
 
     @_speaks_for_the_file
