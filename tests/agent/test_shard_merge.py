@@ -85,3 +85,49 @@ def test_shards_of_a_project_changed_between_them_say_so(project):
     assert merged.exit_code == 2
     flat = " ".join(merged.output.split())
     assert "which the project's plan holds now: was an eval added since the shards ran, or a shard incomplete" in flat, flat
+
+
+def _shards(project, *extra_by_shard):
+    """Run `--shard i/n` for each entry's options; the record folders their runs wrote."""
+    from pathlib import Path
+
+    from assay.core.results_store import open_store
+
+    folders = []
+    for index, extra in enumerate(extra_by_shard, 1):
+        result = invoke("agent", "run", "--project", project, "--shard", f"{index}/{len(extra_by_shard)}", "--rerun", "all",
+                        *extra)
+        assert result.exit_code in (0, 1), result.output
+        with open_store(read_only=True) as store:
+            folders.append(Path(store.get_run(latest_record()[0].run_id).record_path))
+    return folders
+
+
+def test_merging_the_same_shards_again_replaces_the_merged_run(project):
+    """Each `assay runs merge` of the same shards recorded one more merged run. The shards ran at different
+    --concurrency, which an agent run does not record: they merge."""
+    import json
+
+    folders = _shards(project, ("--concurrency", "1"), ("--concurrency", "4"))
+    ids = [folder.name for folder in folders]
+    assert invoke("runs", "merge", *folders).exit_code == 1
+    first = latest_record()[0]
+    assert invoke("runs", "merge", *reversed(ids)).exit_code == 1
+    assert latest_record()[0].run_id == first.run_id
+    listing = json.loads(invoke("runs", "list", "--kind", "agent", "--limit", "1000", "--json").output)["runs"]
+    merged = [run["run_id"] for run in listing if sorted(run["options"].get("merged_from") or ()) == sorted(ids)]
+    assert merged == [first.run_id], merged
+
+
+def test_merge_refuses_a_shard_record_cut_at_a_line_boundary(project):
+    """A units.jsonl cut between two lines read as a complete record: the merge blamed the project ("was an eval
+    added since the shards ran?"), naming no file."""
+    folders = _shards(project, (), ())
+    units = folders[0] / "units.jsonl"
+    lines = units.read_bytes().splitlines(keepends=True)
+    units.write_bytes(b"".join(lines[:-1]))
+    cut = invoke("runs", "merge", *folders)
+    assert cut.exit_code == 2
+    flat = " ".join(cut.output.split())
+    assert (f"the run record {folders[0]} cannot be read ({units}: 1 of its {len(lines)} unit(s) missing after line "
+            f"{len(lines) - 1}): copy it again from the shard's job, or run that shard again") in flat, flat

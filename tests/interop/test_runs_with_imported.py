@@ -148,3 +148,29 @@ def test_trend_and_flaky_reach_an_older_series_through_run(inspect_logs, junit_l
     wrong = _assay("runs", "trend", "--run", second, "--kind", "agent")
     assert (wrong.returncode, wrong.stderr) == (2, f"Error: --run {second!r} is a run of kind imported, not agent: leave "
                                                    "out --kind, or give a run of kind agent\n")
+
+
+def test_logs_stamped_in_the_same_second_keep_the_order_they_were_imported_in(tmp_path, monkeypatch):
+    """JUnit's timestamps have no fraction: two logs of one second were ordered by their run ids, whose end is a
+    hash of the file, so `runs list`, `latest` and a series put them in an order neither file's time nor the
+    command line gave. The later import is now the newer run (a millisecond after the earlier one)."""
+    import hashlib
+
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
+    logs = []
+    for name in ("nightly", "retry", "rerun"):
+        path = tmp_path / f"{name}.xml"
+        path.write_text(f'<testsuites><testsuite name="capitals" timestamp="2026-01-02T03:04:05" tests="1">'
+                        f'<testcase classname="capitals" name="test_{name}"/></testsuite></testsuites>\n')
+        logs.append(path)
+    # The hash's order the wrong way round: the file named first has the larger hash, so the later run id.
+    first, second, third = sorted(logs, key=lambda path: hashlib.sha256(path.read_bytes()).hexdigest(), reverse=True)
+    done = _assay("runs", "import", str(first), str(second), "--json")
+    assert done.returncode == 0, done.stderr
+    named = [run["run_id"] for run in json.loads(done.stdout)["imported"]]
+    assert _assay("runs", "import", str(third)).returncode == 0
+    named.append(_imported(third))  # (already imported: found again by its content)
+    runs = json.loads(_assay("runs", "list", "--kind", "imported", "--json").stdout)["runs"]
+    assert [run["run_id"] for run in runs] == named[::-1]  # newest first
+    assert [run["created_at"] for run in runs] == [
+        "2026-01-02T03:04:05.002Z", "2026-01-02T03:04:05.001Z", "2026-01-02T03:04:05.000Z"]

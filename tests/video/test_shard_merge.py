@@ -216,3 +216,75 @@ def test_merge_names_the_record_file_and_line_it_cannot_read(tmp_path):
     assert a_file.exit_code == 2 and f"{units} is a file, not a run record folder" in a_file.flat, a_file.flat
     manifests = invoke("runs", "merge", *(str(Path(folder, "manifest.json")) for folder in folders))
     assert manifests.exit_code == 1, manifests.output  # `records/*/manifest.json` names the records
+
+
+def test_shards_run_at_different_concurrency_merge(tmp_path):
+    """`--concurrency` only sets how many adapter calls are in flight, yet shards sized to their CI machines were
+    refused: "shards of different invocations: --concurrency is 1 in … and 3 in …"."""
+    eval_dir = _eval(tmp_path)
+    ids = []
+    for shard, concurrency in (("1/2", "1"), ("2/2", "3")):
+        run_eval(eval_dir, "--shard", shard, "--concurrency", concurrency)
+        ids.append(latest_record()[0].run_id)
+    merged = invoke("runs", "merge", *ids)
+    assert merged.exit_code == 1, merged.flat  # case c's gate fails, as unsharded
+    manifest, _ = latest_record()
+    assert manifest.options["merged_from"] == ids
+    # No one width describes the merged run: null, and each shard's beside it.
+    assert manifest.options["concurrency"] is None and manifest.options["shard_concurrency"] == [1, 3]
+    # An option that can change a verdict still tells two invocations apart.
+    run_eval(eval_dir, "--shard", "2/2", "--concurrency", "3", "--min-pass-rate", "0.1")
+    mixed = invoke("runs", "merge", ids[0], latest_record()[0].run_id)
+    assert mixed.exit_code == 2 and "--min-pass-rate is not given in" in mixed.flat, mixed.flat
+
+
+def test_merging_the_same_shards_again_replaces_the_merged_run(tmp_path):
+    """Each `assay runs merge` of the same shards recorded one more merged run: a CI job run again listed the
+    merged run twice, and `compare latest` compared it with its own twin."""
+    eval_dir = _eval(tmp_path)
+    folders = _shard_folders(eval_dir, "1/2", "2/2")
+    assert invoke("runs", "merge", *folders).exit_code == 1
+    first = latest_record()[0]
+    # Again, named the other way (their run ids, the other order): the same set of shards.
+    with open_store(read_only=True) as store:
+        ids = [store.get_run(Path(folder).name).run_id for folder in reversed(folders)]
+    assert invoke("runs", "merge", *ids).exit_code == 1
+    again = latest_record()[0]
+    assert again.run_id == first.run_id
+    listing = json.loads(invoke("runs", "list", "--kind", "video", "--limit", "1000", "--json").output)["runs"]
+    merged = [run["run_id"] for run in listing if sorted(run["options"].get("merged_from") or ()) == sorted(ids)]
+    assert merged == [first.run_id], merged
+
+
+def test_merge_refuses_a_shard_record_cut_at_a_line_boundary(tmp_path):
+    """A units.jsonl copied in part, cut between two lines: every line left reads whole, so the record passed as
+    complete and the merge blamed the eval directory ("was a case or sample added since the shards ran?"),
+    naming no file; the manifest says how many units the record holds."""
+    eval_dir = _eval(tmp_path)
+    folders = _shard_folders(eval_dir, "1/2", "2/2")
+    units = Path(folders[1], "units.jsonl")
+    lines = units.read_bytes().splitlines(keepends=True)
+    units.write_bytes(b"".join(lines[:-3]))
+    cut = invoke("runs", "merge", *folders)
+    assert cut.exit_code == 2, cut.flat
+    assert (f"the run record {folders[1]} cannot be read ({units}: 3 of its {len(lines)} unit(s) missing after line "
+            f"{len(lines) - 3}): copy it again from the shard's job, or run that shard again") in cut.flat, cut.flat
+    units.write_bytes(b"".join(lines))
+    assert invoke("runs", "merge", *folders).exit_code == 1
+
+
+def test_trend_suggests_a_group_when_the_newest_shard_run_is_empty(tmp_path, monkeypatch):
+    """The newest run of a shard's series held no unit (cases removed, so `--shard 2/2` got none): a misspelt
+    group was met with no suggestion, though the series' earlier runs hold the group meant."""
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))  # the newest run is this test's
+    eval_dir = _eval(tmp_path)
+    run_eval(eval_dir, "--shard", "2/2")
+    group = latest_record()[1][0].group  # `<case>/number`, of a case shard 2/2 held
+    for case in (eval_dir / "cases").glob("*.yaml"):
+        if case.stem != "a":
+            case.unlink()
+    empty = run_eval(eval_dir, "--shard", "2/2")
+    assert "Cases: 0" in empty.output and not latest_record()[1]
+    trend = invoke("runs", "trend", group[:-1])
+    assert trend.exit_code == 2
+    assert f"did you mean {group!r}?" in trend.flat, trend.flat

@@ -368,12 +368,23 @@ class AgentMerge:
     gate) and its summary. The project must be at hand: the plan is rebuilt from it."""
 
     identity_keys = ("project",)
+    # Empty: the options that only pace a run (--concurrency, --shared-state-wait) are not recorded (not
+    # `stored`), so shards never differ in them; every recorded option can change what an attempt comes to.
+    pace_options: tuple[str, ...] = ()
+
+    def recorded_units(self, manifest: RunManifest) -> int | None:
+        """One unit per attempt: the attempts the manifest counts (by verdict, or outcome)."""
+        attempts = (manifest.summary or {}).get("attempts")
+        if not isinstance(attempts, Mapping) or not all(type(count) is int and count >= 0 for count in attempts.values()):
+            return None  # a record that does not say (written by hand, or by another version)
+        return sum(attempts.values())
 
     def merged(self, records: Sequence[ShardRecord], outputs: Outputs) -> RunFinished:
         from assay.agent.plan import plan_for
         from assay.agent.run_outcome import RunOutcome
         from assay.agent.slot_result import SlotResult
         from assay.agent.units import agent_run_manifest, agent_run_units, agent_unit_id
+        from assay.core.record import merged_run_id
 
         if outputs.output_json is not None:
             raise UsageError("--output-json is for video runs; agent runs print their summary", "--output-json")
@@ -404,7 +415,7 @@ class AgentMerge:
         outcome = RunOutcome(results, False, exhausted, duration)
 
         def manifest(exit_code: int) -> RunManifest:
-            made = agent_run_manifest(outcome, invocation, root, exit_code)
+            made = agent_run_manifest(outcome, invocation, root, exit_code, run_id=merged_run_id("agent", manifests))
             return dataclasses.replace(made, options={**made.options, "merged_from": [m.run_id for m in manifests]})
 
         return RunFinished(

@@ -48,6 +48,7 @@ __all__ = [
     "group_counts",
     "iter_unit_documents",
     "jsonable",
+    "merged_run_id",
     "new_run_id",
     "project_root",
     "read_record",
@@ -279,6 +280,23 @@ def checkpointed_run_id(kind: str, checkpoint_id: str) -> str:
     same id, so it replaces itself instead of being listed twice."""
     _, separator, rest = checkpoint_id.partition("-")
     return f"{kind}-{rest}" if separator and rest else f"{kind}-{checkpoint_id}"
+
+
+def merged_run_id(kind: str, shards: Sequence[RunManifest]) -> str:
+    """The record id of the run `assay runs merge` makes of `shards`: the newest shard's time and 8 hex of
+    the SHA-256 of their run ids (in whatever order they were given). Merging the same shards again makes
+    the same id, so it replaces the merged run instead of recording a second one."""
+    import hashlib
+
+    moments = []
+    for manifest in shards:
+        try:
+            moments.append(_dt.datetime.fromisoformat(manifest.created_at.replace("Z", "+00:00")).astimezone(_dt.UTC))
+        except (AttributeError, TypeError, ValueError):
+            continue  # a hand-edited time: the other shards' say when
+    moment = max(moments, default=_dt.datetime(1970, 1, 1, tzinfo=_dt.UTC))
+    digest = hashlib.sha256("\n".join(sorted(manifest.run_id for manifest in shards)).encode("utf-8")).hexdigest()
+    return f"{kind}-{moment.strftime('%Y%m%dT%H%M%SZ')}-{digest[:8]}"
 
 
 _TIME_AND_SUFFIX = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")

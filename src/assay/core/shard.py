@@ -78,10 +78,14 @@ def shard_members(keys: Sequence[str], weights: Sequence[int], shard: Shard | No
     return {key for key, index in assignment.items() if index == shard.index}
 
 
-def check_shard_set(manifests: Sequence[Any], *, identity_keys: Sequence[str] = ()) -> Shard:
+def check_shard_set(
+    manifests: Sequence[Any], *, identity_keys: Sequence[str] = (), pace_options: Sequence[str] = ()
+) -> Shard:
     """Refuse anything but shards 1..n of one invocation (same kind, identity, options and git commit), each once.
 
-    `manifests` are run-record manifests whose options carry `shard: "i/n"`; returns the last shard."""
+    `manifests` are run-record manifests whose options carry `shard: "i/n"`; returns the last shard. The shards
+    may differ in `pace_options`: recorded options that change how fast a shard ran, never what a unit came to
+    (each CI job sized to its machine, say)."""
     if not manifests:
         raise UsageError("give the shard runs to merge")
     first = manifests[0]
@@ -104,7 +108,7 @@ def check_shard_set(manifests: Sequence[Any], *, identity_keys: Sequence[str] = 
                 raise UsageError(f"run {manifest.run_id} (shard {shard}) is given twice")
             raise UsageError(f"shard {shard} is given twice: {seen[shard.index]} and {manifest.run_id}")
         seen[shard.index] = manifest.run_id
-        differing = _first_difference(first, manifest, identity_keys)
+        differing = _first_difference(first, manifest, identity_keys, pace_options)
         if differing is not None:
             name, theirs, ours = differing
             raise UsageError(
@@ -125,7 +129,9 @@ def _as_given(value: Any) -> str:
     return "given" if value is True else repr(value)
 
 
-def _first_difference(first: Any, other: Any, identity_keys: Sequence[str]) -> tuple[str, Any, Any] | None:
+def _first_difference(
+    first: Any, other: Any, identity_keys: Sequence[str], pace_options: Sequence[str] = ()
+) -> tuple[str, Any, Any] | None:
     """The first recorded option (or identity key) two shard runs differ in, so a person sees why."""
     for key in identity_keys:
         if other.identity.get(key) != first.identity.get(key):
@@ -134,7 +140,7 @@ def _first_difference(first: Any, other: Any, identity_keys: Sequence[str]) -> t
     commits = getattr(first, "git_commit", None), getattr(other, "git_commit", None)
     if None not in commits and commits[0] != commits[1]:
         return "the git commit", *commits
-    for key in sorted((set(first.options) | set(other.options)) - {"shard"}):
+    for key in sorted((set(first.options) | set(other.options)) - {"shard", *pace_options}):
         if first.options.get(key) != other.options.get(key):
             return "--" + key.replace("_", "-"), first.options.get(key), other.options.get(key)
     return None

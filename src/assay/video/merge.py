@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from assay.core.record import RunManifest, UnitResult
+from assay.core.record import RunManifest, UnitResult, merged_run_id
 from assay.core.run.kinds import ShardRecord
 from assay.core.run.request import Outputs
 from assay.core.run_events import RunFinished
@@ -26,6 +26,18 @@ _STATUS_OF_VERDICT = {verdict: status for status, verdict in VERDICT_OF_STATUS.i
 
 class VideoMerge:
     identity_keys = ("eval_dir", "adapter", "adapter_command")
+    # `concurrency` (--concurrency) is how many adapter calls are in flight: each sample is still decoded,
+    # sent and judged alone, so it changes how long a shard took, never a sample's result.
+    pace_options = ("concurrency",)
+
+    def recorded_units(self, manifest: RunManifest) -> int | None:
+        """Every trial holds each sample once: trials times samples (evaluated or ignored), as summarised."""
+        summary = manifest.summary or {}
+        counts = [summary.get(key) for key in ("trials", "evaluated_samples", "ignored_samples")]
+        if not all(type(count) is int and count >= 0 for count in counts):
+            return None  # a record that does not say (written by hand, or by another version)
+        trials, evaluated, ignored = counts
+        return trials * (evaluated + ignored)
 
     def merged(self, records: Sequence[ShardRecord], outputs: Outputs) -> RunFinished:
         """Exit 0 when every gate of the merged run passes, else 1."""
@@ -42,21 +54,36 @@ class VideoMerge:
             [trial.results for trial in outcome.trials], [trial.success for trial in outcome.trials],
             outcome.duration_seconds,
         )
+        paces = _shard_paces(manifests, self.pace_options)
         invocation = {
             "eval_dir": str(outcome.eval_directory.path), "adapter": manifests[0].identity.get("adapter"),
             "adapter_command": manifests[0].identity.get("adapter_command"),
             "adapter_config": dict.fromkeys(manifests[0].identity.get("adapter_config_keys") or ()),
             **{name: value for name, value in options.items() if name != "shard"},
+            **dict.fromkeys(paces),  # null: no one value describes shards that ran at different widths
         }
 
         def manifest(exit_code: int) -> RunManifest:
-            made = video_run_manifest(outcome, summary, invocation, exit_code)
-            return dataclasses.replace(made, options={**made.options, "merged_from": [m.run_id for m in manifests]})
+            made = video_run_manifest(outcome, summary, invocation, exit_code, run_id=merged_run_id("video", manifests))
+            shard_paces = {f"shard_{name}": values for name, values in paces.items()}
+            return dataclasses.replace(made, options={**made.options, "merged_from": [m.run_id for m in manifests],
+                                                      **shard_paces})
 
         return RunFinished(
             "video", "", 0 if outcome.success else 1, VideoConclusion(outcome, summary, 0, None),
             build_units=lambda: video_run_units(outcome), build_manifest=manifest, home=outcome.eval_directory.path,
         )
+
+
+def _shard_paces(manifests: Sequence[RunManifest], pace_options: Sequence[str]) -> dict[str, list[Any]]:
+    """Each pace option the shards differ in, with each shard's value (in `merged_from` order): the merged
+    run records them as `shard_<option>` and its own option as null. Shards that agree keep their one value."""
+    paces = {}
+    for name in pace_options:
+        values = [manifest.options.get(name) for manifest in manifests]
+        if any(value != values[0] for value in values):
+            paces[name] = values
+    return paces
 
 
 def _sample_result(unit: UnitResult, sample: Sample) -> SampleResult:

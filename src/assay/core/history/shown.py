@@ -325,9 +325,10 @@ def trend_shown(store: Any, group: str | None, kind: str | None, last: int, of_r
     if group and not any(point.passed + point.failed for point in points):
         from assay.core.format import did_you_mean
 
-        # A misspelt group is the usual cause: the newest run's groups and the folders above them are the choices.
-        known = {part for name in store.get_run(ids[0], with_groups=True).groups if name
-                 for part in ("/".join(name.split("/")[:end]) for end in range(1, name.count("/") + 2))} if ids else set()
+        # A misspelt group is the usual cause: the groups of the series' runs and the folders above them are the
+        # choices (all of them: the newest may hold none, an empty `--shard 9/9` run).
+        known = {part for run_id in ids for name in store.get_run(run_id, with_groups=True).groups if name
+                 for part in ("/".join(name.split("/")[:end]) for end in range(1, name.count("/") + 2))}
         raise UsageError(f"no unit of the group {group!r} was judged in the last {len(ids)} runs of "
                          f"{series_kind}{did_you_mean(group, sorted(known))} (`assay runs show latest` lists its groups)")
     document = {"group": group, "kind": series_kind, "points": [point.to_json() for point in points],
@@ -367,13 +368,30 @@ def shard_record(reference: str, open_store: Callable[[], Any]) -> tuple[Any, li
 
 def _shard_record_read(folder: Path) -> tuple[Any, list[Any]]:
     """A shard's record folder, read whole: a file of it that cannot be read is named, line and all."""
-    from assay.core.record import UnreadableRecord, read_record
+    from assay.core.record import UNITS_FILE, UnreadableRecord, read_record
 
     try:
-        return read_record(folder)
+        manifest, units = read_record(folder)
+        # Cut at a line boundary, every line left reads whole: the manifest's count says what is missing.
+        expected = _recorded_units(manifest)
+        if expected is not None and len(units) < expected:
+            missing = expected - len(units)
+            raise UnreadableRecord(f"{folder / UNITS_FILE}: {missing} of its {expected} unit(s) missing after line "
+                                   f"{len(units)}")
     except UnreadableRecord as error:
         raise UsageError(f"the run record {folder} cannot be read ({error}): copy it again from the shard's job, "
                          "or run that shard again") from None
+    return manifest, units
+
+
+def _recorded_units(manifest: Any) -> int | None:
+    """How many units a shard's manifest says its record holds; None when its kind or the manifest does not say."""
+    from assay.core.run.kinds import KINDS, kind_named
+
+    if not KINDS.get(manifest.kind):
+        return None  # (a kind only imported, or unknown: `runs merge` refuses it by name)
+    merge = kind_named(manifest.kind).merge
+    return merge.recorded_units(manifest) if merge is not None else None
 
 
 def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:

@@ -5,6 +5,8 @@ hands it over: where a second core is free, the log is read in a forked process
 (`reader_process`) while this one hashes the file, then writes and indexes each unit. Its id
 is `imported-<the tool's time>-<6 hex of the file's SHA-256>`; importing a file whose content the store
 already holds (by its whole SHA-256, whatever the file's time) finds the run it made instead of adding a twin.
+Its time is the tool's, moved on by a millisecond past an imported run stamped with the same one, so runs
+stamped alike keep the order they were imported in (`_after_ties`).
 """
 
 from __future__ import annotations
@@ -77,6 +79,28 @@ def _run_id(created_at: str, digest: str) -> str:
     return f"{IMPORTED_KIND}-{moment.strftime('%Y%m%dT%H%M%S')}-{digest[:6]}"
 
 
+def _after_ties(store: Any, created_at: str) -> str:
+    """`created_at`, moved on a millisecond at a time past the imported runs already stamped with it (never
+    past its second). Runs are ordered by time, then by run id, whose end is a hash: two logs a tool stamped
+    in the same second (JUnit's timestamps have no fraction) were ordered by their files' hashes. Now the
+    later import is the newer run, so files named together keep the order they were named in; a time
+    with a fraction of its own orders them by it, as before."""
+    try:
+        moment = _dt.datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    except ValueError:
+        return created_at
+    second = created_at[:19]  # `2026-12-03T08:32:11`, as every stamp of that second begins
+    taken = {row[0] for row in store.read(
+        "SELECT created_at FROM runs WHERE kind = ? AND substr(created_at, 1, 19) = ?", (IMPORTED_KIND, second))}
+    stamp = created_at
+    while stamp in taken:
+        moment += _dt.timedelta(milliseconds=1)
+        stamp = utc_timestamp(moment)
+        if not stamp.startswith(second):
+            return created_at  # a thousand runs in its second: the run ids order the rest
+    return stamp
+
+
 def import_log(path: Path, log_format: LogFormat, *, database: Path | None = None) -> Imported:
     """Read `path` as `log_format` and publish it; an `AssayError` (exit 2) when the file is not
     what its format says or the store cannot take it."""
@@ -136,6 +160,8 @@ def _import_read(path: Path, log_format: LogFormat, log: ImportedLog, reader: Fo
         # modification time, the run id of a log that records no time of its own.
         with SqliteRunStore(database, read_only=True) as store:
             earlier = store.run_with_identity(IMPORTED_KIND, "sha256", digest)
+            if earlier is None:
+                created_at = _after_ties(store, created_at)
         if earlier is not None:
             return _outcome(database, path, run_id=earlier, already=True)
     manifest = RunManifest(

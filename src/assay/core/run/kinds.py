@@ -169,6 +169,13 @@ class ShardMerge(Protocol):
     """A kind whose `--shard i/n` runs `assay runs merge` combines into the unsharded run."""
 
     identity_keys: tuple[str, ...]  # manifest identity every shard of one invocation shares
+    # Recorded options that change how fast a shard ran and never what any unit came to: shards of one
+    # invocation may differ in them (`check_shard_set`); each kind names why each one is safe.
+    pace_options: tuple[str, ...]
+
+    def recorded_units(self, manifest: RunManifest) -> int | None:
+        """How many units a shard's manifest says its record holds (None: it does not say), so a record
+        cut short at a line boundary is refused rather than merged without its last units."""
 
     def merged(self, records: Sequence[ShardRecord], outputs: Outputs) -> RunFinished:
         """The complete shard set as the run the unsharded invocation would have finished: its

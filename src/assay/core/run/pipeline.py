@@ -271,7 +271,8 @@ def merge(records: Sequence[ShardRecord], outputs: Outputs = Outputs(quiet=True)
     run_kind = kind_named(records[0][0].kind)
     if run_kind.merge is None:
         raise UsageError(f"{run_kind.name} runs cannot be sharded or merged yet")
-    check_shard_set([manifest for manifest, _ in records], identity_keys=run_kind.merge.identity_keys)
+    check_shard_set([manifest for manifest, _ in records], identity_keys=run_kind.merge.identity_keys,
+                    pace_options=run_kind.merge.pace_options)
     finished = run_kind.merge.merged(records, outputs)
     return _finish(_events(run_kind, outputs, None), finished, None)
 
