@@ -233,3 +233,111 @@ def test_edits_survive_a_stopped_server_and_its_restart(page: Page, origin: str,
     wait_saved(page)
     assert blocks(eval_dir, "number")[1] == {"at": 1.5, "expect": 15, "comment": "kept"}
     assert banner_text(page) == ""
+
+
+def address_time(page: Page) -> str | None:
+    from urllib.parse import parse_qs, urlsplit
+
+    return parse_qs(urlsplit(page.url).query).get("time", [None])[0]
+
+
+def test_the_time_in_the_address_stays_there_follows_the_playhead_and_survives_a_reload(page: Page, origin: str) -> None:
+    """`?time=` opens the clip at that time and stays in the address (it was dropped once the page had
+    loaded, so a reload or a shared address lost the place); moving the playhead updates it in place."""
+    page.goto(f"{origin}/?case=numbers.yaml&target=number&time=1.2")
+    page.wait_for_selector("body[data-ready=true]")
+    assert page.evaluate("window.assayEditor.state.time") == pytest.approx(1.2)
+    page.wait_for_function("() => document.getElementById('frame-meta').textContent.startsWith('at 1.2 s')")
+    assert address_time(page) == "1.2"
+    assert "case=numbers.yaml" in page.url and "target=number" in page.url
+    history_length = page.evaluate("history.length")
+
+    # Moving the playhead (a nudge, a frame step, the time box) moves the time in the address.
+    page.click("#case-title")  # focus the page, not an input
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('time') === '1.3'")
+    page.click("[data-step='1']")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('time') === '1.4'")
+    page.fill("#time-input", "2.6")
+    page.press("#time-input", "Enter")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('time') === '2.6'")
+    assert page.evaluate("history.length") == history_length  # replaced in place, not a history entry per move
+
+    # A reload lands on the same time, target and frame.
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    assert page.evaluate("window.assayEditor.state.time") == pytest.approx(2.6)
+    assert page.input_value("#time-input") == "2.6"
+    page.wait_for_function("() => document.getElementById('frame-meta').textContent.startsWith('at 2.6 s')")
+    assert page.evaluate("window.assayEditor.state.selectedTarget") == "number"
+    assert address_time(page) == "2.6"
+
+    # Another target keeps the time; back at the start, the address has no time left to name.
+    page.click("#target-list li[data-target='parity']")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('target') === 'parity'")
+    assert address_time(page) == "2.6"
+    page.fill("#time-input", "0")
+    page.press("#time-input", "Enter")
+    page.wait_for_function("() => !new URLSearchParams(location.search).has('time')")
+
+
+NARROW_GEOMETRY = """(selectors) => {
+  const box = (node) => { const r = node.getBoundingClientRect(); return { left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width, height: r.height }; };
+  return {
+    scrollWidth: document.documentElement.scrollWidth,
+    innerWidth: window.innerWidth,
+    workspace: [document.getElementById('workspace').scrollWidth, document.getElementById('workspace').clientWidth],
+    boxes: Object.fromEntries(selectors.map((selector) => { const node = document.querySelector(selector); return [selector, node ? box(node) : null]; })),
+    topbar: Array.from(document.querySelectorAll('.topbar > :not(.spacer)')).filter((node) => node.getClientRects().length).map((node) => ({ id: node.id || node.className, ...box(node), cut: node.scrollWidth > node.clientWidth + 1 && !node.classList.contains('eval-dir') })),
+  };
+}"""
+
+NARROW_PARTS = [
+    "#case-list", "#target-list", "#case-title", "#video", ".frame-box", "#play-button", "#time-input", "#next-sample",
+    "#add-sample", "#add-range", "#timeline-scroll", ".table-scroll", "#inspector",
+]
+
+
+def _overlap(one: dict, other: dict) -> bool:
+    return (min(one["right"], other["right"]) - max(one["left"], other["left"]) > 1
+            and min(one["bottom"], other["bottom"]) - max(one["top"], other["top"]) > 1)
+
+
+@pytest.mark.parametrize("width", [375, 600])
+def test_the_editor_fits_a_phone_and_a_narrow_window_without_sideways_scrolling(browser: object, origin: str, width: int) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 800})  # type: ignore[attr-defined]
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{origin}/?case=numbers.yaml&target=number&time=1.2")
+        page.wait_for_selector("body[data-ready=true]")
+        page.click("#samples-body tr[data-group]:nth-child(2)")  # a sample in the inspector
+        assert page.text_content("#inspector h2") == "Sample at 1.5 s"
+        geometry = page.evaluate(NARROW_GEOMETRY, NARROW_PARTS)
+        assert geometry["scrollWidth"] <= width, f"the page scrolls sideways at {width}px: {geometry['scrollWidth']}px wide"
+        assert geometry["workspace"][0] <= geometry["workspace"][1], f"the workspace scrolls sideways: {geometry['workspace']}"
+        for selector, box in geometry["boxes"].items():
+            assert box and box["width"] > 0 and box["height"] > 0, f"{selector} is not shown"
+            assert box["left"] >= -0.5 and box["right"] <= width + 0.5, f"{selector} reaches {box['left']}..{box['right']} in {width}px"
+            assert page.locator(selector).first.is_visible(), selector
+        assert geometry["boxes"]["#video"]["width"] >= width * 0.8, "the video is squeezed beside the case list"
+        bar = geometry["topbar"]
+        assert {"save-status", "reload-button", "help-button"} <= {item["id"] for item in bar}, bar
+        for index, item in enumerate(bar):
+            assert item["left"] >= -0.5 and item["right"] <= width + 0.5 and not item["cut"], item
+            for other in bar[index + 1:]:
+                assert not _overlap(item, other), (item, other)
+        # The samples table may be wider than a phone: it scrolls inside its own box, which fits the window.
+        assert page.locator("#samples-table").is_visible()
+        # Still usable: a nudge moves the playhead (from the selected sample's 1.5 s), the range dialog fits.
+        page.click("[data-nudge='1']")
+        assert page.evaluate("window.assayEditor.state.time") == pytest.approx(2.5)
+        page.click("#add-range")
+        dialog = page.locator("#range-dialog").evaluate("(node) => { const r = node.getBoundingClientRect(); return [r.left, r.right]; }")
+        assert dialog[0] >= 0 and dialog[1] <= width, dialog
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        page.click("#range-cancel")
+        assert not errors, errors
+    finally:
+        context.close()

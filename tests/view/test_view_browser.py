@@ -288,3 +288,47 @@ def test_a_run_that_judged_nothing_is_marked_on_the_trend_chart_and_says_why(pag
         page.goto(f"{origin}/#/trend/agent-0")
         _ready(page)
         expect(page.locator('.trend[data-group="all units"] .trend-empty')).to_have_text("no unit judged in this run")
+
+
+def test_the_trend_charts_axes_are_labelled_and_the_chart_says_what_it_shows(page: Page, tmp_path: Path) -> None:
+    """A trend chart names its axes: y is the pass rate (0%, 50% and 100% ticks, on the heights the points
+    are drawn at), x the runs of the series oldest first (the first and the last by number and date); its
+    accessible name (aria-label and <title>) says the same, with the latest pass rate."""
+    database = tmp_path / "assay.db"
+    for index in range(5):  # steady: all six pass, then half of them fail in the last run
+        units = [UnitResult(f"steady/u{unit}#1", "failed" if index == 4 and unit < 3 else "passed", group="steady")
+                 for unit in range(6)]
+        publish_run(RunManifest(f"video-{index}", "video", f"2026-04-0{index + 1}T00:00:00Z"), units, database=database)
+    with serving_store(database) as origin:
+        page.goto(f"{origin}/#/trend/video-4")
+        _ready(page)
+        chart = page.locator('.trend[data-group="steady"] svg.trend-chart')
+        expect(chart).to_be_visible()
+        name = ("steady: pass rate (y axis, 0% to 100%) over 5 runs, oldest first "
+                "(#1 · 2026-04-01 to #5 · 2026-04-05) (x axis); latest 50.0%")
+        assert chart.get_attribute("role") == "img"
+        assert chart.get_attribute("aria-label") == name
+        assert chart.locator(":scope > title").text_content() == name
+        texts = lambda selector: chart.locator(selector).evaluate_all("nodes => nodes.map((node) => node.textContent)")  # noqa: E731
+        assert texts(".trend-y-tick") == ["0%", "50%", "100%"]
+        assert texts(".trend-y-title") == ["pass rate"]
+        assert texts(".trend-x-tick") == ["#1 · 2026-04-01", "#5 · 2026-04-05"]
+        assert [chart.locator(".trend-x-tick").nth(i).get_attribute("data-run") for i in range(2)] == ["video-0", "video-4"]
+        assert texts(".trend-x-title") == ["runs, oldest → newest (5)"]
+        expect(chart.locator(".trend-x-mark")).to_have_count(5)  # a mark on the x axis per run
+        # The ticks stand at the heights the points are drawn at: the first runs at 100%, the last at 50%.
+        tick_y = {text: y for text, y in chart.locator(".trend-y-tick").evaluate_all(
+            "nodes => nodes.map((node) => [node.textContent, node.getBBox().y + node.getBBox().height / 2])")}
+        point_y = chart.locator(".trend-point").evaluate_all("nodes => nodes.map((node) => Number(node.getAttribute('cy')))")
+        assert abs(point_y[0] - tick_y["100%"]) < 3 and abs(point_y[-1] - tick_y["50%"]) < 3, (tick_y, point_y)
+        assert tick_y["100%"] < tick_y["50%"] < tick_y["0%"]
+        # Every label is drawn inside the chart, none over another.
+        boxes = chart.locator("text").evaluate_all(
+            "nodes => nodes.map((node) => { const r = node.getBoundingClientRect(); return [node.textContent, r.left, r.right, r.top, r.bottom]; })")
+        frame = chart.evaluate("node => { const r = node.getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom]; }")
+        for text, left, right, top, bottom in boxes:
+            assert frame[0] - 0.5 <= left and right <= frame[1] + 0.5 and frame[2] - 0.5 <= top and bottom <= frame[3] + 0.5, (text, frame)
+        for index, one in enumerate(boxes):
+            for other in boxes[index + 1:]:
+                apart = one[2] <= other[1] or other[2] <= one[1] or one[4] <= other[3] or other[4] <= one[3]
+                assert apart, (one, other)

@@ -657,15 +657,43 @@ function svg(tag, attributes, ...children) {
   return node;
 }
 
-function trendChart(points, title) {
-  const width = 320, height = 120, left = 34, right = 8, top = 8, bottom = 18;
+// When a run of the series was made, for the x axis: its date, and the time of day when the first and
+// the last run of the series share a date.
+function runWhen(createdAt, withTime) {
+  const text = String(createdAt || "");
+  const date = text.slice(0, 10);
+  return withTime && text.length >= 16 ? `${date} ${text.slice(11, 16)}` : date;
+}
+
+// The chart's axes are labelled: y is the pass rate (0%, 50%, 100%), x the runs of the series, oldest
+// first, the first and last named by their number and date; the same is said in the chart's accessible name.
+function trendChart(points, name) {
+  const width = 320, height = 150, left = 44, right = 10, top = 8, bottom = 40;
+  const plotBottom = height - bottom;
   const x = (index) => left + (points.length < 2 ? (width - left - right) / 2 : (index * (width - left - right)) / (points.length - 1));
-  const y = (rate) => top + (1 - rate) * (height - top - bottom);
+  const y = (rate) => top + (1 - rate) * (plotBottom - top);
   const judged = points.map((point, index) => ({ ...point, index })).filter((point) => point.pass_rate !== null);
-  const chart = svg("svg", { class: "trend-chart", viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": title },
-    svg("title", {}, title),
+  const first = points[0], last = points[points.length - 1];
+  const withTime = points.length > 1 && runWhen(first.created_at) === runWhen(last.created_at);
+  const runLabel = (index) => `#${index + 1} · ${runWhen(points[index].created_at, withTime)}`;
+  const span = !points.length ? "no runs" : points.length === 1 ? `1 run (${runLabel(0)})` : `${points.length} runs, oldest first (${runLabel(0)} to ${runLabel(points.length - 1)})`;
+  const latest = last && last.pass_rate !== null ? `; latest ${percent(last.pass_rate)}` : "";
+  const label = `${name}: pass rate (y axis, 0% to 100%) over ${span} (x axis)${latest}`;
+  const xTitle = points.length === 1 ? "run" : `runs, oldest → newest (${points.length})`;
+  const chart = svg("svg", { class: "trend-chart", viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": label },
+    svg("title", {}, label),
+    svg("desc", {}, points.map((point, index) => `${runLabel(index)} ${point.run_id}: ${point.pass_rate === null ? "n/a" : `${percent(point.pass_rate)} (${point.passed}/${point.passed + point.failed})`}`).join("; ")),
     ...[0, 0.5, 1].map((rate) => svg("line", { x1: left, x2: width - right, y1: y(rate), y2: y(rate), class: "trend-grid" })),
-    ...[0, 0.5, 1].map((rate) => svg("text", { x: left - 4, y: y(rate) + 4, "text-anchor": "end", class: "trend-axis" }, `${rate * 100}%`)));
+    ...[0, 0.5, 1].map((rate) => svg("text", { x: left - 4, y: y(rate) + 3, "text-anchor": "end", class: "trend-axis trend-y-tick", "data-rate": String(rate) }, `${rate * 100}%`)),
+    svg("text", { class: "trend-axis-title trend-y-title", x: 0, y: 0, "text-anchor": "middle", transform: `translate(11 ${(top + plotBottom) / 2}) rotate(-90)` }, "pass rate"),
+    ...points.map((point, index) => svg("line", { class: "trend-x-mark", x1: x(index), x2: x(index), y1: plotBottom, y2: plotBottom + 4 })),
+    svg("text", { class: "trend-axis-title trend-x-title", x: (left + width - right) / 2, y: height - 4, "text-anchor": "middle" }, xTitle));
+  // The first and the last run of the series under the axis (one run: under its point).
+  const ends = points.length === 1 ? [[0, "middle"]] : points.length ? [[0, "start"], [points.length - 1, "end"]] : [];
+  for (const [index, anchor] of ends) {
+    chart.append(svg("text", { class: "trend-axis trend-x-tick", x: anchor === "start" ? x(index) - 4 : anchor === "end" ? x(index) + 4 : x(index), y: plotBottom + 15,
+      "text-anchor": anchor, "data-run": points[index].run_id }, runLabel(index)));
+  }
   if (judged.length) {
     const upper = judged.map((point) => `${x(point.index)},${y(point.interval[1])}`);
     const lower = judged.slice().reverse().map((point) => `${x(point.index)},${y(point.interval[0])}`);
@@ -680,7 +708,7 @@ function trendChart(points, title) {
   // it is marked where its point would be and said why, as `assay runs trend` says it, not left out silently.
   points.forEach((point, index) => {
     if (point.pass_rate !== null) return;
-    chart.append(svg("text", { class: "trend-none", x: x(index), y: height - 4, "text-anchor": "middle", "data-run": point.run_id }, "n/a",
+    chart.append(svg("text", { class: "trend-none", x: x(index), y: plotBottom - 4, "text-anchor": "middle", "data-run": point.run_id }, "n/a",
       svg("title", {}, `${point.run_id}: ${NOT_JUDGED}`)));
   });
   if (!judged.length) {
@@ -697,7 +725,7 @@ async function renderTrend(runId) {
   crumbs(el("a", { href: "#/" }, "runs"), el("a", { href: runLink(trend.run_id) }, trend.run_id), "trend");
   const panel = (name, points, flaky, count) => el("div", { class: "panel trend", "data-group": name },
     el("h2", {}, name),
-    trendChart(points, `${name}: pass rate over ${points.length} runs`),
+    trendChart(points, name),
     count ? el("p", { class: "flaky-units" }, el("b", {}, `${count} flaky: `), flaky.join(", "), count > flaky.length ? " …" : "") : el("p", { class: "muted" }, "no flaky unit"));
   show(
     el("h1", {}, "Trend"),

@@ -45,6 +45,7 @@ const state = {
   dragging: false,
   newIdCounter: 0,
   loading: false,
+  urlTimer: null,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -250,9 +251,9 @@ async function openCase(id, { targetId = null, time = null } = {}) {
   $("empty-state").hidden = true;
   $("case-view").hidden = false;
   renderAll();
-  updateUrl();
   state.loading = false;
   seek(time !== null && isFinite(time) ? time : 0);
+  updateUrl();  // after the seek: a time asked for in the address stays in it
   fetchResults();
 }
 
@@ -584,6 +585,7 @@ function seek(t, { fromVideo = false } = {}) {
   updatePlayhead();
   scheduleFrame();
   renderResultBox();
+  scheduleUrlUpdate();
 }
 
 function scheduleFrame() {
@@ -1387,11 +1389,25 @@ function renderAll({ keepInspector = false } = {}) {
   renderResultsSource();
 }
 
+// The address names the case, the target and the playhead's time (`?case=…&target=…&time=2.4`), kept
+// up to date as the playhead moves (with replaceState, no history entry per move), so a reload or a shared
+// address opens the same place.
 function updateUrl() {
+  clearTimeout(state.urlTimer);
+  state.urlTimer = null;
   const params = new URLSearchParams();
   if (state.caseId) params.set("case", state.caseId);
   if (state.selectedTarget) params.set("target", state.selectedTarget);
-  history.replaceState(null, "", `${location.pathname}?${params}`);
+  if (state.caseId && state.time > 0) params.set("time", formatSeconds(round9(state.time)));
+  const address = `${location.pathname}?${params}`;
+  if (address !== location.pathname + location.search) history.replaceState(null, "", address);
+}
+
+// A drag across the timeline seeks many times a second: the address follows once the playhead rests.
+function scheduleUrlUpdate() {
+  if (state.loading || !state.caseId) return;
+  clearTimeout(state.urlTimer);
+  state.urlTimer = setTimeout(updateUrl, 150);
 }
 
 function isTyping(element) {
@@ -1483,7 +1499,7 @@ function wire() {
   video.addEventListener("loadedmetadata", onVideoReady);
   video.addEventListener("error", onVideoError);
   video.addEventListener("play", () => { $("play-button").textContent = "Pause"; requestAnimationFrame(playLoop); });
-  video.addEventListener("pause", () => { $("play-button").textContent = "Play"; state.time = video.currentTime; updatePlayhead(); scheduleFrame(); renderResultBox(); });
+  video.addEventListener("pause", () => { $("play-button").textContent = "Play"; state.time = video.currentTime; updatePlayhead(); scheduleFrame(); renderResultBox(); scheduleUrlUpdate(); });
   video.addEventListener("seeked", () => { if (video.paused) updatePlayhead(); });
 
   document.addEventListener("keydown", onKey);
