@@ -348,9 +348,24 @@ def test_a_run_says_what_its_judge_calls_cost_model_by_model(fake_openai, tmp_pa
         "calls": 2, "cached": 0, "no_usage": 0, "input_tokens": 2000, "output_tokens": 60, "cache_read_tokens": 400,
         "estimated_cost_usd": pytest.approx(0.00468),
     }}
+    # Kept with the run: `runs show` says it later.
+    kept = run_assay("runs", "show", "latest", cwd=project)
+    assert ("judge judge-1: 2 call(s); 2,000 input (+400 from the provider's prompt cache) and 60 output tokens; "
+            "est. $0.0047") in kept.stdout, kept.stdout + kept.stderr
     shown = run_assay("agent", "run", "--rerun", "all", cwd=project)
     assert shown.returncode == 0 and len(fake_openai.chat_requests) == 2  # both answers read from the cache
     assert "judge judge-1: 0 call(s), 2 read from the cache; est. $0" in shown.stdout
+
+    # Shards each spend their own; their merge says what the whole cost.
+    run_assay("judge", "cache", "clear", cwd=project)  # asked again, not read back
+    shards = []
+    for index in (1, 2):
+        shard = run_assay("agent", "run", "--rerun", "all", "--shard", f"{index}/2", "--json", cwd=project)
+        assert shard.returncode == 0, shard.stdout + shard.stderr
+        shards.append(json.loads(run_assay("runs", "list", "--json", cwd=project).stdout)["runs"][0]["run_id"])
+    merged = run_assay("runs", "merge", *shards, cwd=project)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert "judge judge-1: 2 call(s); 2,000 input (+400 from the provider's prompt cache)" in merged.stdout
 
     # A server that reports no usage gets no estimate, rather than one too low.
     def without_usage(request):

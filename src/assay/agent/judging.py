@@ -291,6 +291,25 @@ def judge_spend(usage: Mapping[str, Mapping[str, int]], pricing: Mapping[str, An
     return spend
 
 
+def summed_spend(spends: list[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Several runs' `judge_spend`s as one (a merge of shards): counts added, and a cost only where every run
+    that called the model had one."""
+    total: dict[str, dict[str, Any]] = {}
+    for spend in spends:
+        for model, counts in spend.items():
+            if not isinstance(counts, Mapping):
+                continue
+            entry = total.setdefault(model, {"estimated_cost_usd": 0.0})
+            for name, value in counts.items():
+                if name == "estimated_cost_usd":
+                    known = entry[name] is not None and isinstance(value, (int, float)) and not isinstance(value, bool)
+                    entry[name] = entry[name] + value if known else None
+                elif type(value) is int:
+                    entry[name] = entry.get(name, 0) + value
+    return {model: {**{name: value for name, value in entry.items() if name != "estimated_cost_usd"},
+                    "estimated_cost_usd": entry["estimated_cost_usd"]} for model, entry in sorted(total.items())}
+
+
 def render_value(value: Any) -> str:
     """What the judge reads for a checked value: text as is, anything else as JSON."""
     if isinstance(value, str):
@@ -307,6 +326,6 @@ def render_value(value: Any) -> str:
 __all__ = [
     "CONFIG_KEYS", "Judge", "JudgeRequest", "JudgeScore", "JudgeUnavailable", "LLMJudge", "PROMPT_VERSION",
     "RECIPES", "check_judge_settings", "grade", "grade_with_details", "judge_messages", "judge_spend", "merged_judge_config",
-    "render_value",
+    "render_value", "summed_spend",
     "resolve_judge_config",
 ]

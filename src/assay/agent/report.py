@@ -256,15 +256,20 @@ def judge_spend_lines(spend: dict[str, dict[str, Any]]) -> list[str]:
     """`judge <model>: 12 call(s), 3 read from the cache; 4,512 input and 380 output tokens; est. $0.0031`,
     one line per judge model the run asked or read from the cache (`assay.agent.judging.judge_spend`)."""
     lines = []
-    for model, counts in spend.items():
+    for model, given in spend.items():
+        if not isinstance(given, dict):
+            continue  # (a record written by hand)
+        counts = {name: given.get(name) if type(given.get(name)) is int else 0
+                  for name in ("calls", "cached", "no_usage", "input_tokens", "output_tokens", "cache_read_tokens")}
+        counts["estimated_cost_usd"] = given.get("estimated_cost_usd")
         said = [f"{counts['calls']:,} call(s)" + (f", {counts['cached']:,} read from the cache" if counts["cached"] else "")]
         if counts["calls"] > counts["no_usage"]:
             cached = f" (+{counts['cache_read_tokens']:,} from the provider's prompt cache)" if counts["cache_read_tokens"] else ""
             said.append(f"{counts['input_tokens']:,} input{cached} and {counts['output_tokens']:,} output tokens")
         if counts["no_usage"]:
             said.append(f"{counts['no_usage']:,} call(s) reported no token usage")
-        cost = counts.get("estimated_cost_usd")
-        if cost is not None:
+        cost = counts["estimated_cost_usd"]
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
             said.append(f"est. {format_usd(cost)}")
         elif counts["calls"] and not counts["no_usage"]:
             said.append(f"no cost estimate: [tool.assay.pricing] has no price for {model!r}")

@@ -380,6 +380,7 @@ class AgentMerge:
         return sum(attempts.values())
 
     def merged(self, records: Sequence[ShardRecord], outputs: Outputs) -> RunFinished:
+        from assay.agent.judging import summed_spend
         from assay.agent.plan import plan_for
         from assay.agent.run_outcome import RunOutcome
         from assay.agent.slot_result import SlotResult
@@ -412,7 +413,8 @@ class AgentMerge:
             for manifest in manifests for gate in manifest.gates if str(gate.get("name", "")).startswith("budget ")
         })
         duration = max((manifest.duration_seconds or 0.0 for manifest in manifests), default=0.0)
-        outcome = RunOutcome(results, False, exhausted, duration)
+        spent = summed_spend([(manifest.summary or {}).get("judge_usage") or {} for manifest in manifests])
+        outcome = RunOutcome(results, False, exhausted, duration, judge_usage=spent)
 
         def manifest(exit_code: int) -> RunManifest:
             made = agent_run_manifest(outcome, invocation, root, exit_code, run_id=merged_run_id("agent", manifests))

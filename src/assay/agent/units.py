@@ -148,6 +148,8 @@ def agent_run_manifest(
             "attempts": counts, "checkpoint": str(checkpoint_path) if checkpoint_path else None,
             # Slots that adopted an earlier run's attempt: counted under their verdict, never sent to the agent.
             "carried": sum(1 for result in results if getattr(result, "carried_from", None)),
+            # What this invocation's judge calls cost (`assay.agent.judging.judge_spend`): kept with the run.
+            **({"judge_usage": outcome.judge_usage} if getattr(outcome, "judge_usage", None) else {}),
         },
         usage=_total_usage(results),
         cost_usd=sum(costs) if costs else None,

@@ -168,6 +168,11 @@ def _show_lines(stored: Any, failing: Any) -> Iterator[str]:
            f"pass rate {_percent(stored.pass_rate)}")
     if manifest.cost_usd is not None or manifest.usage:
         yield f"usage {json.dumps(manifest.usage)} · cost ${manifest.cost_usd or 0:.4f}"
+    judge_usage = (manifest.summary or {}).get("judge_usage")
+    if judge_usage and isinstance(judge_usage, dict):
+        from assay.agent.report import judge_spend_lines
+
+        yield from judge_spend_lines(judge_usage)
     for gate in manifest.gates:
         trial = f" [trial {gate['trial']}]" if gate.get("trial") is not None else ""
         yield f"{'PASS' if gate.get('passed') else 'FAIL'} {gate.get('name')}{trial}: {gate.get('message', '')}"
