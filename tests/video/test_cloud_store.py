@@ -597,7 +597,43 @@ def test_pull_failure_is_one_line_and_exit_2(moto_server, credentials, cache, tm
     eval_dir = _eval_dir(tmp_path, moto_server, {"gone": remote})
     result = _invoke("pull", "--eval-dir", str(eval_dir), "--case", "gone")
     assert result.exit_code == 2
-    assert result.output == f"Could not pull cloud videos: video team:absent.mp4 does not exist in bucket '{BUCKET}'\n"
+    case_path = (eval_dir / "cases" / "gone.yaml").resolve()
+    assert result.output == (
+        f"Could not pull cloud videos: {case_path}: video team:absent.mp4 does not exist in bucket '{BUCKET}'\n"
+    )
+
+
+def test_a_failed_download_names_the_case_file_that_refers_to_the_video(
+    moto_server, credentials, cache, tmp_path, video_bytes, monkeypatch
+):
+    """The store's words named the store and the key, not the case file: with many cases (or one key mistyped in
+    one of them) nothing said which file to fix. Every command that downloads a case's video names it now."""
+    from assay.cli.video import video_app
+    from assay.video.loading import load_eval_directory
+    from assay.video.store_commands import materialize as command_materialize
+
+    ref = _put(moto_server, "named/right.mp4", video_bytes)
+    eval_dir = _eval_dir(tmp_path, moto_server, {
+        "fine": {"store": "team", "key": ref.key, "sha256": ref.sha256},
+        "typo": {"store": "team", "key": "named/rihgt.mp4", "sha256": ref.sha256},
+        "stale": {"store": "team", "key": ref.key, "sha256": "0" * 64},
+    })
+    cases = (eval_dir / "cases").resolve()
+    missing = f"{cases / 'typo.yaml'}: video team:named/rihgt.mp4 does not exist in bucket '{BUCKET}'"
+    mismatch = (f"{cases / 'stale.yaml'}: downloaded video 'team:named/right.mp4' has SHA-256 {ref.sha256}, "
+                f"expected {'0' * 64}")
+
+    for case, expected in (("typo", missing), ("stale", mismatch)):
+        with pytest.raises(VideoStoreError) as raised:  # what `video run`, `validate` and `seed` load cases with
+            load_eval_directory(eval_dir, case=case, materialize=command_materialize)
+        assert str(raised.value) == expected
+        pulled = _invoke("pull", "--eval-dir", str(eval_dir), "--case", case)
+        assert (pulled.exit_code, pulled.output) == (2, f"Could not pull cloud videos: {expected}\n")
+
+    monkeypatch.chdir(tmp_path)
+    ran = CliRunner().invoke(video_app, ["run", "--adapter-command", "true", "--eval-dir", str(eval_dir), "--case", "typo"])
+    assert ran.exit_code == 2 and missing in ran.output, ran.output
+    assert load_eval_directory(eval_dir, case="fine", materialize=command_materialize).cases[0].video.path.is_file()
 
 
 def test_pull_reports_unknown_store_of_a_case(moto_server, cache, tmp_path):

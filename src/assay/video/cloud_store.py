@@ -513,6 +513,15 @@ def materialize(ref: RemoteVideo, store: VideoStoreConfig, *, progress: bool = F
     return video
 
 
+def in_case_file(case_path: Path | str, error: BaseException) -> VideoStoreError:
+    """A download's failure naming the case file that refers to the video, as every other case-file error
+    does (`<case file>: <what went wrong>`): the store's own words name the store and key, and a key may be
+    shared by many cases, or mistyped in just one."""
+    message = str(error)
+    prefix = f"{case_path}: "
+    return VideoStoreError(message if message.startswith(prefix) else prefix + message)
+
+
 def find_store(stores: Mapping[str, VideoStoreConfig], name: str) -> VideoStoreConfig:
     """The named store, or the error upload gives for a name config.yaml does not define."""
     store = stores.get(name)
@@ -536,7 +545,10 @@ def pull_case_videos(
             raise VideoStoreError(
                 f"{case.path}: video references unknown store {case.video.store!r}; configured stores: {configured}"
             )
-        path = materialize(case.video, store, progress=progress)
+        try:
+            path = materialize(case.video, store, progress=progress)
+        except VideoStoreError as error:
+            raise in_case_file(case.path, error) from error
         if path not in paths:
             paths.append(path)
     return paths
@@ -677,6 +689,7 @@ __all__ = [
     "cache_root",
     "cached_video_path",
     "find_store",
+    "in_case_file",
     "format_bytes",
     "materialize",
     "prune_cache",

@@ -31,7 +31,7 @@ from assay.core.bounded_input import (
     read_bounded,
 )
 from assay.core.format import did_you_mean
-from assay.errors import AssayError, CaseError, ConfigError, UsageError
+from assay.errors import AssayError, CaseError, ConfigError, UsageError, VideoError
 from assay.video.casefile_schema import RawThresholds, parse_case_file, parse_eval_config_file
 from assay.video.model import (
     SUPPORTED_VIDEO_SUFFIXES,
@@ -353,8 +353,13 @@ def load_case(
     targets = expand_case_targets(raw_case, case_name=case_path.stem, label=label, allow_empty=allow_empty)
 
     if isinstance(video, RemoteVideo) and materialize_videos and materialize is not None:
-        # Downloaded only once the case is known to be valid.
-        video = replace(video, path=materialize(video, config.video_stores[video.store]))
+        # Downloaded only once the case is known to be valid. The store's words name the store and the key;
+        # the case file that refers to them is named here, as every other case-file error names it.
+        try:
+            video = replace(video, path=materialize(video, config.video_stores[video.store]))
+        except VideoError as error:
+            prefix = f"{case_path}: "
+            raise type(error)(str(error) if str(error).startswith(prefix) else prefix + str(error)) from error
 
     return Case(
         name=case_path.stem,

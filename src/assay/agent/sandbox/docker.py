@@ -2,7 +2,8 @@
 
 The `docker` SDK is optional (assay's `docker` extra) and imported only when a sandbox is created. An
 image missing here is pulled once; one that cannot be pulled is a `SandboxError` saying how to build it.
-A Dockerfile is built once per content (its BuildKey hashes the context), later attempts hit the cache.
+A Dockerfile is built once per content (its BuildKey hashes the context), later attempts hit the cache;
+an attempt interrupted while it builds (Ctrl-C) cancels the build in the daemon.
 The workdir is a host folder the container mounts when the daemon is local (docker_workspace.py).
 Containers have no network unless asked (`network_mode`), and optional CPU, memory and process limits.
 Commands run with `docker exec`, each the leader of its own process group; a timeout or a cancellation
@@ -92,6 +93,8 @@ _WRITE = 'folder=$(dirname -- "$1") && mkdir -p -- "$folder" && cat > "$1"'
 _UNPACK = 'mkdir -p -- "$1" && tar -xof - -C "$1"'
 _PACK = 'tar -cf - -C "$1" .'
 _MEMORY_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+# What runc says when a `user` (at the container's start, or a `docker exec -u`, exit 126) is not in the image.
+_NO_SUCH_USER = re.compile(r"unable to find (user|group) ([^:\s]+): no matching entries in (?:passwd|group) file")
 
 # Docker Engine calls block; they get their own threads so that eight attempts building, starting and
 # streaming at once never queue behind each other or behind the event loop's default executor.
@@ -165,6 +168,54 @@ def owner_label() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def _no_such_user(option: str, value: str, image: str, said: str) -> str | None:
+    """The message for the runtime's "unable to find user X" (or group) in `said`, naming the option that
+    asked for it, the image and the fix; None when `said` is something else."""
+    found = _NO_SUCH_USER.search(said)
+    if found is None:
+        return None
+    return (f"{option}(user={value!r}): no such {found.group(1)} in image {image} (docker: {found.group(0)}); "
+            f"use a {found.group(1)} the image has, or a numeric {'uid' if found.group(1) == 'user' else 'gid'}")
+
+
+class _BuildCancel:
+    """Cancels a Dockerfile build from another thread (the event loop's, when the attempt is cancelled: Ctrl-C).
+    The build runs in a thread the cancellation does not reach, and the daemon builds on for as long as the
+    build's HTTP response stream is open: closing that stream is what cancels the build in the daemon (its
+    `RUN` step's processes killed). `hook` is a `requests` response hook on the client that catches the
+    build's response as soon as its headers arrive; a cancellation that comes before them closes it then."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._response: Any = None
+        self.cancelled = False
+
+    def hook(self, response: Any, *args: Any, **kwargs: Any) -> Any:
+        if response.request.path_url.split("?", 1)[0].endswith("/build"):
+            with self._lock:
+                self._response = response
+                cancelled = self.cancelled
+            if cancelled:
+                _close_stream(response)
+        return response
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            response = self._response
+        if response is not None:
+            _close_stream(response)
+
+
+def _close_stream(response: Any) -> None:
+    """Close a streamed response's connection now, even while another thread blocks reading it: the socket is
+    shut down (docker's own `CancellableStream.close`), not only released, which would wait for that read."""
+    with contextlib.suppress(Exception):  # an SSH daemon's channel has no socket to shut down: closed below
+        import_docker().types.CancellableStream(iter(()), response).close()
+    with contextlib.suppress(Exception):
+        response.close()
+
+
 def _short_error(error: BaseException) -> str:
     """The daemon's own words, without the SDK's request line (`404 Client Error for http+docker://…`)."""
     explanation = getattr(error, "explanation", None)
@@ -181,7 +232,7 @@ class DockerSandbox:
 
     def __init__(self, client: Any, container: Any, sandbox_id: str, workdir: str, env: Mapping[str, str],
                  registry_root: Path, *, memory: int | None = None, network_mode: str = NETWORK_NONE,
-                 placement: Placement | None = None, user: str | None = None) -> None:
+                 placement: Placement | None = None, user: str | None = None, image: str = "its image") -> None:
         self.client = client
         self.container = container
         self.sandbox_id = sandbox_id
@@ -194,6 +245,7 @@ class DockerSandbox:
         self.network_mode = network_mode
         self.placement = placement or Placement(CONTAINER)  # where the workdir is (docker_workspace.py)
         self.user = user
+        self.image = image  # as said in messages: the image's name, or the Dockerfile it was built from
         self.commands_run = 0  # commands (and file commands) run in the container so far
         self._oom_kills = 0  # the container's OOM kills already told
         self._started: asyncio.Future[None] | None = None  # the container's start, once asked for
@@ -221,6 +273,8 @@ class DockerSandbox:
 
                 said += (f"; network_mode takes none, bridge, host or the name of a network `docker network ls` shows"
                          f"{did_you_mean(self.network_mode, _NETWORK_MODES)}")
+            elif self.user:  # a misspelt user= ("nobdy"): the daemon's words name neither the option nor the fix
+                said = _no_such_user("docker_sandbox", self.user, self.image, said) or said
             raise SandboxError(f"the container could not be started: {said}") from None
 
     @property
@@ -333,6 +387,12 @@ class DockerSandbox:
             output = b"".join(out)
             if exit_code == 126 and b"chdir to cwd" in output + stderr:
                 raise SandboxError(f"cwd {cwd} is not a folder in the sandbox")
+            if exit_code == 126:  # `docker exec -u` of a user the image does not have: the command never ran
+                said = (output + stderr).decode("utf-8", "replace")
+                missing = (_no_such_user("run_command", user, self.image, said) if user
+                           else _no_such_user("docker_sandbox", self.user or "", self.image, said) if self.user else None)
+                if missing is not None:
+                    raise SandboxError(missing)
             if exit_code == _OOM_KILLED and await self._killed_for_memory():
                 killed = (f"out of memory: the kernel killed it at the container's memory limit ({human_bytes(self.memory)})"
                           if self.memory else "out of memory: the kernel's OOM killer killed it")
@@ -638,7 +698,7 @@ class DockerProvider:
             document["tmpfs_workdir"] = True
         return document
 
-    def _image(self, client: Any) -> str:
+    def _image(self, client: Any, cancel: _BuildCancel | None = None) -> str:
         if self.image is not None:
             try:
                 client.images.get(self.image)
@@ -657,19 +717,25 @@ class DockerProvider:
         with _BUILD_LOCKS_GUARD:
             lock = _BUILD_LOCKS.setdefault(tag, threading.Lock())
         with lock:  # concurrent attempts wait for the one build of this content
+            if cancel is not None and cancel.cancelled:  # interrupted while another attempt built it
+                raise SandboxError(f"the build of {self.context / self.dockerfile} was interrupted")
             try:
                 client.images.get(tag)  # build cache hit
             except Exception:  # noqa: BLE001 - not built yet: built once
-                self._build(client, tag)
+                self._build(client, tag, cancel or _BuildCancel())
         return tag
 
-    def _build(self, client: Any, tag: str) -> None:
+    def _build(self, client: Any, tag: str, cancel: _BuildCancel) -> None:
         assert self.context is not None
         where = self.context / self.dockerfile
+        hooks = client.api.hooks.setdefault("response", [])
+        hooks.append(cancel.hook)  # `cancel` closes the build's stream: the daemon cancels the build
         try:
             client.images.build(path=str(self.context), dockerfile=self.dockerfile, tag=tag, buildargs=self.build_args,
                                 rm=True, forcerm=True)
         except Exception as error:  # noqa: BLE001 - BuildError (with its log), APIError
+            if cancel.cancelled:
+                raise SandboxError(f"the build of {where} was interrupted") from None
             lines = [
                 str(entry.get("stream") or entry.get("error") or "").rstrip()
                 for entry in getattr(error, "build_log", None) or () if isinstance(entry, dict)
@@ -678,6 +744,9 @@ class DockerProvider:
             raise SandboxError(
                 f"building {where} failed: {_short_error(error)}" + (f"\n{tail}" if tail else "")
             ) from None
+        finally:
+            with contextlib.suppress(ValueError):
+                hooks.remove(cancel.hook)
 
     def _record_and_create(self, client: Any, image: str, request: CreateRequest) -> DockerSandbox:
         """Record the sandbox, create its container, record the container (in a thread: every step blocks).
@@ -732,7 +801,8 @@ class DockerProvider:
             remove_sandbox_folder(root)
             raise
         return DockerSandbox(client, container, request.sandbox_id, self.workdir, environment, root,
-                             memory=self.memory, network_mode=self.network_mode, placement=placement, user=self.user)
+                             memory=self.memory, network_mode=self.network_mode, placement=placement, user=self.user,
+                             image=self.image or f"{image} built from {self.context / self.dockerfile}")
 
     def _create(self, client: Any, image: str, sandbox_id: str, labels: dict[str, str], environment: dict[str, str],
                 limits: dict[str, Any], placement: Placement) -> tuple[Any, Placement]:
@@ -755,8 +825,15 @@ class DockerProvider:
 
     async def create(self, request: CreateRequest) -> DockerSandbox:
         client = await _call(docker_client)
+        cancel = _BuildCancel()
         try:
-            image = await _call(self._image, client)
+            image = await _call(self._image, client, cancel)
+        except asyncio.CancelledError:
+            # Interrupted (Ctrl-C) while the image is built: the build goes on in its thread and in the daemon
+            # until its stream is closed, which cancels it there.
+            cancel.cancel()
+            client.close()
+            raise
         except BaseException:
             client.close()
             raise
