@@ -14,15 +14,15 @@ import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from assay.agent.identity import IDENTITY_VERSION, ExecutionIdentity, IdentityBuilder, Reason, identity_changes
-from assay.agent.record import INTERRUPTED, NOT_DISPATCHED
+from assay.agent.record import INTERRUPTED, NOT_DISPATCHED, attempt_locator
 from assay.agent.slot_result import CARRIED, EARLY_EXIT, SlotResult
 from assay.errors import UsageError
 
 __all__ = [
-    "CARRY", "CarryPlan", "EXECUTE", "NOT_DISPATCHED_ACTION", "RERUN_CHOICES", "SlotDecision", "adopted_attempt", "check_rerun",
+    "CARRY", "Carried", "CarryPlan", "EXECUTE", "NOT_DISPATCHED_ACTION", "RERUN_CHOICES", "SlotDecision", "adopted_attempt", "check_rerun",
     "plan_carry",
 ]
 
@@ -39,6 +39,53 @@ def check_rerun(value: str | None) -> str | None:
     return value
 
 
+class Carried(NamedTuple):
+    """What a carried slot's record is made of, held from planning until the run publishes it: the
+    adopted attempt's verdict, what its failure lines show and the reference. A `SlotResult` held that
+    long cost ~1.4 KB a slot (a 20,000-slot carry held 27 MiB more than the run that executed them);
+    this holds what slots share (the run id, agent, model, verdict, identity) once, and leaves out what
+    the slot itself says: the usual adopted attempt is the same slot's in an earlier run, whose unit id
+    and attempt id follow from the slot and the run id."""
+
+    verdict: str | None
+    agent: str
+    model: str | None
+    duration_seconds: float
+    failing: tuple[str, ...]
+    unavailable: tuple[str, ...]
+    score: float | None
+    score_state: str | None
+    assertions: tuple[dict[str, Any], ...]
+    identity: dict[str, Any]  # shared by the slots carried under one identity (read-only)
+    reason: Reason
+    # The adopted attempt: the run id when it is this slot's own attempt in that run, else its reference
+    # whole ({run_id, unit_id, attempt_id}, or whatever shape it was recorded with).
+    origin: str | dict[str, str]
+
+    def carried_from(self, planned: Any) -> dict[str, str]:
+        if isinstance(self.origin, str):
+            return {"run_id": self.origin, "unit_id": unit_id_of(planned.experiment.id, planned.eval.id, planned.ordinal),
+                    "attempt_id": planned.attempt_id(self.origin)}
+        return dict(self.origin)
+
+    def attempt_id(self, planned: Any) -> str:
+        return planned.attempt_id(self.origin) if isinstance(self.origin, str) else str(self.origin.get("attempt_id"))
+
+    def locator(self, planned: Any) -> str:
+        return attempt_locator(self.attempt_id(planned))
+
+    def record(self, planned: Any) -> SlotResult:
+        """The slot's record in the new run: the reference, never the adopted attempt's transcript."""
+        return SlotResult(
+            experiment_id=planned.experiment.id, eval_id=planned.eval.id, ordinal=planned.ordinal,
+            attempt_id=self.attempt_id(planned), outcome=CARRIED, verdict=self.verdict, agent=self.agent,
+            model=self.model, duration_seconds=self.duration_seconds, failing=list(self.failing),
+            unavailable=list(self.unavailable), score=self.score, score_state=self.score_state,
+            assertions=list(self.assertions), tags=list(planned.eval.eval.tags), position=planned.index,
+            identity=self.identity, decision=_decision_document(CARRY, self.reason), carried_from=self.carried_from(planned),
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class SlotDecision:
     """One slot of the plan (its position in `CarryPlan.decisions` is the slot's): carry its published
@@ -48,7 +95,7 @@ class SlotDecision:
     reason: Reason  # the one shown
     identity: ExecutionIdentity
     reasons: tuple[Reason, ...] = ()  # every reason found (the shown one first)
-    carried: SlotResult | None = None  # the slot's record when it is carried
+    carried: Carried | None = None  # what the slot's record is made of, when it is carried
 
     def document(self) -> dict[str, str]:
         """`{action, code, message}`; slots decided alike share one (read-only) document, as a
@@ -180,19 +227,25 @@ def _timeout_reason(old: ExecutionIdentity, new: ExecutionIdentity, duration: fl
     return Reason("timeout-changed", f"timeout changed (the attempt took {duration:.1f}s; the timeout is now {timeout:g}s)")
 
 
-def _carried_record(planned: Any, previous: SlotResult, origin: dict[str, str], identity: dict[str, Any],
-                    reason: Reason) -> SlotResult:
-    """The slot's record in the new run: the adopted attempt's verdict and what its failure shows,
-    the reference, never its transcript (`previous` holds only the assertions its failure lines show)."""
-    return SlotResult(
-        experiment_id=planned.experiment.id, eval_id=planned.eval.id, ordinal=planned.ordinal,
-        attempt_id=previous.attempt_id, outcome=CARRIED, verdict=previous.verdict, agent=previous.agent,
-        model=previous.model, duration_seconds=previous.duration_seconds, failing=list(previous.failing),
-        unavailable=list(previous.unavailable), score=previous.score, score_state=previous.score_state,
-        assertions=list(previous.assertions),
-        tags=list(planned.eval.eval.tags), position=planned.index, identity=identity,
-        decision=_decision_document(CARRY, reason), carried_from=origin,
+def _carried(planned: Any, previous: SlotResult, origin: Mapping[str, str], identity: dict[str, Any], reason: Reason,
+             shared: dict[tuple[Any, ...], Any]) -> Carried:
+    """What the slot's record will be made of (`Carried.record`): the adopted attempt's verdict and what
+    its failure shows (`previous` holds only the assertions its failure lines show), and the reference."""
+    def once(text: Any) -> Any:  # a string many slots hold (a run id, an agent's name) is held once
+        return shared.setdefault(("text", text), text) if isinstance(text, str) else text
+
+    run_id = origin.get("run_id")
+    own = (tuple(origin) == ("run_id", "unit_id", "attempt_id") and isinstance(run_id, str)
+           and origin["unit_id"] == unit_id_of(planned.experiment.id, planned.eval.id, planned.ordinal)
+           and origin["attempt_id"] == previous.attempt_id == planned.attempt_id(run_id))
+    return Carried(
+        once(previous.verdict), once(previous.agent), once(previous.model), previous.duration_seconds,
+        tuple(previous.failing), tuple(previous.unavailable), previous.score, once(previous.score_state),
+        tuple(previous.assertions), identity, reason, once(run_id) if own else dict(origin),
     )
+
+
+
 
 
 _NEW_EVAL = Reason("new-eval", "new eval")
@@ -252,8 +305,8 @@ def _decide(planned: Any, identity: ExecutionIdentity, found: Published | None, 
     if reasons:
         return SlotDecision(EXECUTE, reasons[0], identity, tuple(reasons))
     reason = _carried_reason(str(origin["run_id"]), previous.verdict)
-    return SlotDecision(CARRY, reason, identity, (reason,),
-                        _carried_record(planned, previous, origin, _identity_document(identity, shared), reason))
+    return SlotDecision(CARRY, reason, identity, shared.setdefault(("reasons", reason), (reason,)),
+                        _carried(planned, previous, origin, _identity_document(identity, shared), reason, shared))
 
 
 def _same_identity(document: Any, identity: ExecutionIdentity) -> bool:

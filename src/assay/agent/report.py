@@ -375,7 +375,7 @@ def dry_plan_lines(plan: Sequence[Any], carry: Any) -> list[str]:
     labels = {"carry": "carry", "execute": "run", "not-dispatched": "skip"}
     for planned in plan:
         decision = carry.at(planned.index)
-        locator = f"  {decision.carried.locator}" if decision.carried is not None else ""
+        locator = f"  {decision.carried.locator(planned)}" if decision.carried is not None else ""
         lines.append(f"  {labels.get(decision.action, decision.action):<5} {_slot_title(planned):<{width}}  "
                      f"{decision.reason.message}{locator}")
     lines.append("Nothing was run or written (--dry).")
@@ -394,8 +394,8 @@ def dry_plan_document(plan: Sequence[Any], carry: Any) -> dict[str, Any]:
             "identity": decision.identity.digest,
         }
         if decision.carried is not None:
-            row["locator"] = decision.carried.locator
-            row["carried_from"] = decision.carried.carried_from
+            row["locator"] = decision.carried.locator(planned)
+            row["carried_from"] = decision.carried.carried_from(planned)
             row["verdict"] = decision.carried.verdict
         slots.append(row)
     return {

@@ -5,6 +5,7 @@ attempt's unit is spooled, its transcript read back from the spool only when ask
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, overload
@@ -29,11 +30,29 @@ class _Rare(NamedTuple):
     usage: dict[str, Any] | None
     estimated_cost_usd: float | None
     retries: dict[str, int] | None
-    carried_from: dict[str, str] | None  # the adopted attempt of a carried slot
-    attempt_id: str | None  # when it is not the run's own (a carried slot's)
+    # The adopted attempt of a carried slot: its run id alone when it is the same slot's attempt in that
+    # run (the usual carry: `_adopted`), else its reference whole
+    carried_from: str | dict[str, str] | None
+    attempt_id: str | None  # when it is not the run's own (a carried slot's; `_ADOPTED`: the adopted one's)
 
 
 _NO_RARE = _Rare(None, None, None, None, None, None, None, None)
+_ADOPTED = "\0adopted"  # (no attempt id begins with a NUL)
+_ADOPTED_RARE: dict[str, _Rare] = {}  # run id -> the `_Rare` of a slot carried from it with nothing else rare
+
+
+def _adopted(carried: Any, own: str, slot: PlannedAttempt) -> str | None:
+    """The run id of a carried slot's adopted attempt when that is this slot's own attempt in the run,
+    all of it said by the slot and the run id (held once: a 20,000-slot carry held a reference dict
+    and an attempt id per summary, ~0.6 KB each); None when the reference says more."""
+    if not isinstance(carried, dict) or len(carried) != 3:
+        return None
+    run_id = carried.get("run_id")
+    if not isinstance(run_id, str) or own != slot.attempt_id(run_id) or carried.get("attempt_id") != own:
+        return None
+    if carried.get("unit_id") != f"{slot.experiment.id}/{slot.eval.id}#{slot.ordinal + 1}":
+        return None
+    return sys.intern(run_id)
 
 
 class AttemptSummary:
@@ -61,9 +80,13 @@ class AttemptSummary:
         self.position = result.position
         self.decision: dict[str, str] | None = getattr(result, "decision", None)  # why the slot is what it is
         own = result.attempt_id
+        carried = getattr(result, "carried_from", None)
+        adopted = _adopted(carried, own, slot)
         rare = _Rare(result.score, result.score_state, result.error, result.usage or None, result.estimated_cost_usd,
-                     result.retries, getattr(result, "carried_from", None),
-                     None if own == slot.attempt_id(run_id) else own)
+                     result.retries, carried if adopted is None else adopted,
+                     _ADOPTED if adopted is not None else None if own == slot.attempt_id(run_id) else own)
+        if adopted is not None and rare[:6] == _NO_RARE[:6]:  # a carried slot with nothing else rare: shared
+            rare = _ADOPTED_RARE.setdefault(adopted, rare)
         self._rare = None if rare == _NO_RARE else rare
 
     score = property(lambda self: (self._rare or _NO_RARE).score)
@@ -72,15 +95,25 @@ class AttemptSummary:
     usage = property(lambda self: (self._rare or _NO_RARE).usage)
     estimated_cost_usd = property(lambda self: (self._rare or _NO_RARE).estimated_cost_usd)
     retries = property(lambda self: (self._rare or _NO_RARE).retries)
-    carried_from = property(lambda self: (self._rare or _NO_RARE).carried_from)
+
+    @property
+    def carried_from(self) -> dict[str, str] | None:
+        carried = (self._rare or _NO_RARE).carried_from
+        if isinstance(carried, str):
+            return {"run_id": carried, "unit_id": f"{self._slot.experiment.id}/{self._slot.eval.id}#{self._slot.ordinal + 1}",
+                    "attempt_id": self._slot.attempt_id(carried)}
+        return carried
+
     experiment_id = property(lambda self: self._slot.experiment.id)
     eval_id = property(lambda self: self._slot.eval.id)
     ordinal = property(lambda self: self._slot.ordinal)
 
     @property
     def attempt_id(self) -> str:
-        own = (self._rare or _NO_RARE).attempt_id
-        return own if own is not None else self._slot.attempt_id(self.run_id)
+        rare = self._rare or _NO_RARE
+        if rare.attempt_id is _ADOPTED:
+            return self._slot.attempt_id(rare.carried_from)  # type: ignore[arg-type]
+        return rare.attempt_id if rare.attempt_id is not None else self._slot.attempt_id(self.run_id)
 
     @property
     def locator(self) -> str:

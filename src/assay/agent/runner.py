@@ -13,6 +13,7 @@ slots (`assay.agent.carry`) are journaled as references and never dispatched. Wh
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import signal as signals
 import sys
 import time
@@ -139,6 +140,7 @@ class AgentRun:
         self._spool: UnitSpool | None = None
         self._spooled = spool or journal is not None
         self._awaiting_journal = 0  # results handed to the journal, not yet durable
+        self._published_decisions: dict[tuple[Any, ...], Any] = {}  # see `_carried_record`
         self._in_flight = InFlight()
         self._lanes: dict[str, _Lane] = {}
         self._wake: asyncio.Event | None = None
@@ -466,6 +468,22 @@ class AgentRun:
         self._awaiting_journal += 1
         return self.journal.submit(ATTEMPT_RECORD, result.key, payload, durable, payload_text=payload_text)
 
+    def _carried_record(self, planned: PlannedAttempt) -> AttemptResult:
+        """A carried slot's record, made from the plan's decision: once it is published the run keeps
+        its summary, as for an executed slot, and the plan no longer holds what it was made of."""
+        assert self.carry is not None
+        index = planned.index
+        decision = self.carry.decisions[index]
+        assert decision.carried is not None
+        record = decision.carried.record(planned)
+        # Slots carried alike (one reason, one identity) share the decision left in their place.
+        key = (decision.action, decision.reason, id(decision.identity), decision.reasons)
+        slim = self._published_decisions.get(key)
+        if slim is None:
+            slim = self._published_decisions[key] = dataclasses.replace(decision, carried=None)
+        self.carry.decisions[index] = slim
+        return record
+
     def _keep(self, result: AttemptResult, index: int, unit: Any) -> None:
         """A durable slot's unit (or what encodes its line) goes to the spool; the run keeps its summary."""
         assert self._spool is not None
@@ -512,7 +530,7 @@ class AgentRun:
         self._prepare()
         if self._spooled:
             self._spool = UnitSpool(len(self.plan))
-        carried: list[tuple[PlannedAttempt, AttemptResult]] = []
+        carried: list[PlannedAttempt] = []  # their records are the plan's (`CarryPlan`) until published
         reused_verdicts: dict[str, int] = {}
         for planned in self.plan:
             lane = self._lanes.get(planned.experiment.id)
@@ -533,9 +551,8 @@ class AgentRun:
                 else:
                     self.results[planned.index] = reused
             elif decision is not None and decision.carried is not None:
-                decision.carried.position = planned.index
                 self._note_verdict(planned, decision.carried)
-                carried.append((planned, decision.carried))
+                carried.append(planned)
             else:
                 lane.queue(planned)
         for lane in self._lanes.values():
@@ -556,8 +573,8 @@ class AgentRun:
                 "agent", self.options.run_id, len(self.plan), reused_count,
                 RunPlan(self.plan, len(carried), reused_count, skipped), reused_verdicts,
             ))
-            for planned, result in carried:  # never dispatched: journaled as references, reported as they are
-                durable = self._publish(result, planned.index)
+            for planned in carried:  # never dispatched: journaled as references, reported as they are
+                durable = self._publish(self._carried_record(planned), planned.index)
                 if durable is not None and self._awaiting_journal > JOURNAL_BACKLOG:
                     # As `_work` does: a 50,000-slot carry never holds every line at once (a failed write
                     # is raised where it always was, by the journal's drain below).
