@@ -429,3 +429,22 @@ def test_a_hook_limit_that_is_no_number_is_refused_for_a_python_adapter_too(tmp_
     assert "ASSAY_DOC_HOOK_TIMEOUT must be a number of seconds (0 for no limit), got 'abc'" in refused.stderr
     monkeypatch.setenv("ASSAY_DOC_HOOK_TIMEOUT", "30")
     assert invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md").exit_code == 0
+
+
+@pytest.mark.parametrize("adapter", ["full_adapter.mjs", "full_adapter.py"])
+@pytest.mark.parametrize("name", ["ASSAY_DOC_HOOK_TIMOUT", "ASSAY_DOC_TIMEOUT"])
+def test_a_misspelt_hook_limit_variable_is_refused_naming_the_one_meant(tmp_path, monkeypatch, adapter, name):
+    """It was ignored without a word, so the hooks ran with the 600 s default it was set to change."""
+    built = make_suite(tmp_path, adapter=adapter)
+    monkeypatch.chdir(built.repo)
+    monkeypatch.setenv(name, "5")
+    for command in (["run-case", "--case", "case-one", "--candidate", "candidates/good.md", "--run-id", "r"], ["doctor"]):
+        refused = invoke(*command)
+        assert refused.exit_code == 2 and "Verdict" not in refused.stdout
+        assert refused.stderr.strip() == (
+            f"Execution failed: {name} is no assay doc setting (did you mean ASSAY_DOC_HOOK_TIMEOUT?); rename it, or unset it"
+        )
+    assert not (built.results / "r").exists()
+    monkeypatch.delenv(name)
+    monkeypatch.setenv("ASSAY_DOC_SOMETHING_ELSE", "1")  # a name close to no setting is none of assay's business
+    assert invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md").exit_code == 0

@@ -146,3 +146,26 @@ def test_a_prompt_template_that_is_not_there_names_the_setting_and_its_root(suit
         " @eval-kit/pointwise for the bundled prompt)\n"
     )
     assert fake_openai.requests == []
+
+
+@pytest.mark.parametrize(
+    ("syntax", "shown"),
+    [
+        ("{{ expected_items | tojson }}", "{{ expected_items | tojson }}"),
+        ("{{ case.id }}", "{{ case.id }}"),
+        ("{% if case_rubric %}{{ case_rubric }}{% endif %}", "{% if case_rubric %}"),
+    ],
+)
+def test_template_syntax_assay_does_not_render_is_refused_before_the_model_is_asked(suite, fake_openai, syntax, shown):
+    """An eval-kit prompt (rendered by promptfoo's Nunjucks) may use filters, attributes and tags; assay
+    fills only `{{ name }}`, so the rest reached the model as written, with no word said."""
+    (suite.evals / "judge.md").write_text(
+        "Prompt version: `mine-v1`\nRubric version: `mine-r1`\n\n{{ case_id }}\n{{ source_material }}\n" + syntax + "\n"
+    )
+    suite.update_config(prompt_templates={"pointwise_judge": "judge.md"})
+    fake_openai.respond_with(judge_responder("pointwise"))
+    _refused_before_asking(
+        _coverage(fake_openai), fake_openai,
+        f"Execution failed: the pointwise_judge prompt template judge.md has {shown}, which assay does not render: "
+        "only {{ name }} placeholders are filled",
+    )

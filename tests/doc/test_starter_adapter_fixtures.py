@@ -29,6 +29,16 @@ BROKEN = [
     ({"items": {"id": "a", "required_text": "zzz"}}, 'expected-items.json needs "items", a list'),
     ([{"id": "a", "required_text": "zzz"}], 'expected-items.json needs "items", a list'),
     ({"items": [{"id": "a", "required_text": ""}]}, "expected item a needs required_text, a non-empty string"),
+    # A misspelt optional field graded with its default; a missing or numeric id passed doctor, then
+    # failed run-case with `grades failed schema validation: /findings/0 ...`, naming no file.
+    (
+        {"items": [{"id": "a", "severty": "critical", "required_text": "zzz"}]},
+        'expected item a has "severty", which is no item field; rename it to "severity"',
+    ),
+    ({"items": [{"idd": "a", "required_text": "zzz"}]}, 'has "idd", which is no item field; rename it to "id"'),
+    ({"items": [{"required_text": "zzz"}]}, "expected item (no id) needs id, a non-empty string"),
+    ({"items": [{"id": 5, "required_text": "zzz"}]}, "expected item 5 needs id, a non-empty string"),
+    ({"items": [{"id": "a", "kind": "", "required_text": "zzz"}]}, "expected item a needs kind, a non-empty string"),
 ]
 
 
@@ -51,6 +61,14 @@ def test_a_misspelt_grader_input_role_fails_doctor_and_run_case_naming_the_fix(s
     result = invoke("run-case", "--case", "first", "--candidate", "c.md", "--run-id", "r")
     assert result.exit_code == 2 and "Verdict" not in result.stdout
     assert '"role": "grader_input", "path": "expected-items.json"' in result.stderr
+
+
+def test_extra_item_fields_of_the_suites_own_are_left_alone(starter):
+    items = {"items": [{"id": "a", "note": "why", "source": "input.md", "required_text": "replace this"}]}
+    (starter / "expected-items.json").write_text(json.dumps(items))
+    assert invoke("doctor").exit_code == 0
+    result = invoke("run-case", "--case", "first", "--candidate", "c.md", "--run-id", "r")
+    assert result.exit_code == 0 and "Verdict: green" in result.stdout
 
 
 def test_an_empty_item_list_still_grades_green_as_eval_kit_does(starter):

@@ -93,6 +93,7 @@ def hook_timeout(option_s: float | None = None) -> Any:
 
     from assay.adapters.ndjson import RequestTimeout
 
+    _check_variable_names(os.environ)
     if option_s is not None:
         return RequestTimeout(option_s or None, "--hook-timeout")
     text = os.environ.get(HOOK_TIMEOUT_VARIABLE, "").strip()
@@ -105,6 +106,20 @@ def hook_timeout(option_s: float | None = None) -> Any:
     if not (math.isfinite(seconds) and seconds >= 0):
         raise AdapterError(f"{HOOK_TIMEOUT_VARIABLE} must be a number of seconds (0 for no limit), got {text!r}")
     return RequestTimeout(seconds or None, HOOK_TIMEOUT_VARIABLE)
+
+
+def _check_variable_names(env: Any) -> None:
+    """A misspelt ASSAY_DOC_* variable (`ASSAY_DOC_HOOK_TIMOUT`) is refused, naming the one meant: it
+    was ignored, so hooks ran with the 600 s default it was set to change, and nothing said so."""
+    from assay.core.format import did_you_mean
+
+    prefix = "ASSAY_DOC_"
+    for name in env:
+        if not name.startswith(prefix) or name == HOOK_TIMEOUT_VARIABLE:
+            continue
+        near = did_you_mean(name[len(prefix):], [HOOK_TIMEOUT_VARIABLE[len(prefix):]], form="{}", shown=str)
+        if near:
+            raise AdapterError(f"{name} is no assay doc setting (did you mean {prefix}{near}?); rename it, or unset it")
 
 
 @contextlib.contextmanager
@@ -274,7 +289,59 @@ async def open_adapter(path: Path, suite: DocSuite) -> DocAdapter:
         )
     if path.suffix == ".py":
         hook_timeout(suite.hook_timeout_s)  # no limit applies in-process, but a typo in it is still said
-        return PythonDocAdapter.load(path)
-    if path.suffix in JAVASCRIPT_SUFFIXES:
-        return await NodeDocAdapter.start(path, suite)
-    raise AdapterError(f"failed to load adapter module from {path}: expected a .py, .mjs or .js file")
+        adapter: DocAdapter = PythonDocAdapter.load(path)
+        module = adapter.module  # type: ignore[attr-defined]
+        exported = [name for name, value in vars(module).items() if not name.startswith("_") and callable(value)]
+    elif path.suffix in JAVASCRIPT_SUFFIXES:
+        adapter = await NodeDocAdapter.start(path, suite)
+        exported = sorted(adapter.bridge.exports)  # type: ignore[attr-defined]
+    else:
+        raise AdapterError(f"failed to load adapter module from {path}: expected a .py, .mjs or .js file")
+    try:
+        _check_export_names(adapter, exported, suite)
+    except BaseException:
+        await adapter.aclose()
+        raise
+    return adapter
+
+
+def _likeness(name: str, target: str) -> float:
+    """How alike two export names are, ignoring case and `_` (`gradCandidate`, `validate_fixture`,
+    `canonicaliseExpectedItemMetadata`): 1.0 only for the same name written otherwise."""
+    import difflib
+
+    return difflib.SequenceMatcher(None, name.replace("_", "").lower(), target.replace("_", "").lower()).ratio()
+
+
+# A hook name one or two letters off (the names are long: 14 to 32 letters) is at least this alike.
+_TYPO_LIKENESS = 0.9
+
+
+def _check_export_names(adapter: DocAdapter, exported: list[str], suite: DocSuite) -> None:
+    """An export one typo away from a hook the adapter lacks is refused: hooks are found by exact name,
+    so `validateFixture` was silently never run (doctor passed), `canonicaliseExpectedItemMetadata`
+    left the judge's kinds and severities in place, and `gradCandidate` failed only at run-case."""
+    from assay.doc.paths import relative_posix
+
+    import difflib
+
+    names = set(exported)
+    hook_names = {export for hook in HOOKS.values() for export in hook.exports}
+    for hook in HOOKS.values():
+        if adapter.export_for(hook) is not None:
+            continue
+        for name in exported:
+            if name in hook_names:  # another hook, spelt right (resolve_pairwise_vars is no resolve_pointwise_vars)
+                continue
+            near = [export for export in hook.exports
+                    if export != "default" and export != name and _likeness(name, export) >= _TYPO_LIKENESS]
+            # the closest as written: in the export's own style (gradCandidate -> gradeCandidate)
+            meant = max(near, key=lambda export: difflib.SequenceMatcher(None, name, export).ratio()) if near else None
+            if meant is None or meant in names:
+                continue
+            where = relative_posix(suite.repo_root, adapter.path) or str(adapter.path)
+            others = " or ".join(export for export in hook.exports if export != "default")
+            raise AdapterError(
+                f"adapter {where} exports {name}, which is no hook (did you mean {meant}?); hooks are found by exact "
+                f"name ({others}), so rename it"
+            )

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from assay.core.bounded_input import MAX_JSON_BYTES, decode_text, load_json, read_bounded
 from assay.doc.config import DocSuite
 from assay.doc.paths import assert_safe_id, is_contained, relative_posix, resolve_within
+from assay.doc.schemas import SchemaValidationError
 from assay.errors import CaseError
 
 __all__ = [
@@ -168,6 +169,30 @@ def _suite_relative(suite: DocSuite, path: Path) -> str:
     return relative_posix(suite.suite_root, path)
 
 
+def _manifest_fixes(suite: DocSuite, manifest: Any) -> str:
+    """The key a misspelt one was meant to be (`case_idd` for `case_id`, `pth` for an artifact's `path`),
+    as a config's schema errors say it: eval-kit's message says only what is missing or extra."""
+    from jsonschema import Draft202012Validator
+
+    from assay.core.format import did_you_mean
+
+    validator = Draft202012Validator(suite.schemas.get(MANIFEST_SCHEMA), registry=suite.schemas.registry)
+    fixes: list[str] = []
+    for error in validator.iter_errors(manifest):
+        if error.validator != "required" or not isinstance(error.instance, dict):
+            continue
+        where = "".join(f"{part}." for part in error.absolute_path)
+        properties = error.schema.get("properties", {})
+        extra = [key for key in error.instance if key not in properties]
+        for missing in error.validator_value:
+            if missing in error.instance:
+                continue
+            meant = did_you_mean(missing, extra, form="{}", shown=str)
+            if meant:
+                fixes.append(f"{where}{meant} should be {where}{missing}")
+    return f" ({'; '.join(dict.fromkeys(fixes))})" if fixes else ""
+
+
 def resolve_case_manifest_path(suite: DocSuite, manifest_path: Path) -> ResolvedCase:
     """Read and validate one manifest, resolving every artifact as a relative, contained, existing file."""
     relative = _suite_relative(suite, manifest_path)
@@ -179,7 +204,10 @@ def resolve_case_manifest_path(suite: DocSuite, manifest_path: Path) -> Resolved
         manifest = read_manifest(manifest_path, relative)
     except (OSError, ValueError) as error:
         raise CaseError(f"case manifest {relative} is not valid JSON: {error}") from None
-    suite.schemas.validate(MANIFEST_SCHEMA, manifest, f"case manifest {relative}")
+    try:
+        suite.schemas.validate(MANIFEST_SCHEMA, manifest, f"case manifest {relative}")
+    except SchemaValidationError as error:
+        raise SchemaValidationError(f"{error}{_manifest_fixes(suite, manifest)}") from None
     case_dir = manifest_path.parent
     artifacts = []
     for entry in manifest["artifacts"]:

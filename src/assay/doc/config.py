@@ -140,6 +140,24 @@ def _config_fixes(raw: Any) -> str:
     return "; " + "; ".join(fixes) if fixes else ""
 
 
+def _check_config_path(config_path: Path, given: str | Path | None, base: Path) -> None:
+    """A config that is a folder, or is not there, said with the `--config` to give: `--config evals`
+    said only `Is a directory`, and running from inside `evals/` looked for `evals/evals/...`."""
+    shown = _shown_path(config_path, base)
+    if config_path.is_dir():
+        inside = config_path / Path(DEFAULT_CONFIG_PATH).name
+        example = _shown_path(inside, base) if inside.is_file() else f"{shown}/eval-kit.config.json"
+        raise ConfigError(f"config {shown} is a folder; give the config file, e.g. --config {example}")
+    if given is None and not config_path.exists():
+        here = Path(os.path.abspath(base)) / Path(DEFAULT_CONFIG_PATH).name
+        hint = (
+            f"here, give --config {_shown_path(here, base)}" if here.is_file()
+            else "run from the folder that holds evals/, give --config, or create a suite with `assay doc init`"
+        )
+        raise ConfigError(f"config not found: {config_path} (the default --config {DEFAULT_CONFIG_PATH} is relative "
+                          f"to the current folder; {hint})")
+
+
 def load_suite(config: str | Path | None = None, *, cwd: Path | None = None) -> DocSuite:
     """Read, validate and resolve a suite config (`--config`, default `evals/eval-kit.config.json`)."""
     if config is not None and not isinstance(config, (str, os.PathLike)):
@@ -148,6 +166,7 @@ def load_suite(config: str | Path | None = None, *, cwd: Path | None = None) -> 
         raise TypeError(f"load_suite(cwd=...) must be a str or Path, not {type(cwd).__name__}")
     base = Path(cwd) if cwd is not None else Path.cwd()
     config_path = Path(os.path.abspath(base / (config or DEFAULT_CONFIG_PATH)))
+    _check_config_path(config_path, config, base)
     raw = _read_json(config_path, "config")
     try:
         bundled_registry().validate(CONFIG_SCHEMA, raw, "eval-kit config")

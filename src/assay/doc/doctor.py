@@ -14,13 +14,29 @@ from assay.doc.cases import configured_manifest_paths, discover_case_ids, resolv
 from assay.doc.config import load_suite
 from assay.doc.fixtures import validate_fixtures
 from assay.doc.paths import relative_posix
-from assay.doc.session import adapter_module_path, adapter_session
-from assay.errors import CaseError, ConfigError
+from assay.doc.session import adapter_module_path, adapter_session, require_hook
+from assay.errors import AdapterError, CaseError, ConfigError
 
 __all__ = ["DOCTOR_PROBE", "MODEL_METHODS", "run_doctor"]
 
 DOCTOR_PROBE = ".eval-kit-doctor-write-test"
 MODEL_METHODS = ("generate", "judge_coverage", "judge_pairwise")
+
+
+def _needed_hooks(suite) -> list[tuple[str, str, str]]:
+    """The hooks the enabled methods call: (hook, command, method key). `report` is left out: it is on
+    unless switched off, and the starter adapter has no `compile_report`."""
+    needed = []
+    if suite.raw.get("adapter") and (suite.method("deterministic") or {}).get("enabled") is not False:
+        needed += [("grade", "run-case", "deterministic"), ("report", "run-case", "deterministic")]
+    for key, hook, command in (
+        ("generate", "generation", "generate"),
+        ("judge_coverage", "pointwise", "judge-coverage"),
+        ("judge_pairwise", "pairwise", "judge-pairwise"),
+    ):
+        if (suite.method(key) or {}).get("enabled") is True:
+            needed.append((hook, command, key))
+    return needed
 
 
 async def run_doctor(
@@ -45,6 +61,11 @@ async def run_doctor(
     if adapter_path is not None:
         async with adapter_session(suite, adapter_path) as adapter:
             kind = "JavaScript (node)" if adapter.uses_node else "Python"
+            for hook, command, key in _needed_hooks(suite):
+                try:
+                    require_hook(adapter, hook, command)
+                except AdapterError as error:  # the command would fail on it: so does doctor, not "passed"
+                    raise AdapterError(f"{error} (methods.{key} is enabled in {suite.relative_config_path()})") from None
         yield f"ok - adapter {relative_posix(suite.repo_root, adapter_path)} loads ({kind})"
     seen: dict[str, str] = {}
     for path in configured_manifest_paths(suite):

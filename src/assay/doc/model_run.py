@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from assay.doc.artifacts import RunBundle
-from assay.errors import AdapterError, UsageError
+from assay.errors import AdapterError, ConfigError, UsageError
 from assay.judge.cache import CallCache
 from assay.judge.templates import render_template
 
@@ -100,8 +100,30 @@ def check_vars(
         said += [f"returned an empty {', '.join(empty)}"] if empty else []
         raise AdapterError(f"{hook} {' and '.join(said)}")
     if template is not None:
+        _check_template_syntax(template)
         _check_placeholders(variables, hook, template, supplied)
     return variables
+
+
+_TEMPLATE_SYNTAX = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
+
+
+def _check_template_syntax(template: Any) -> None:
+    """A suite template with Nunjucks beyond `{{ name }}` (a filter, an attribute, a `{% if %}`), as an
+    eval-kit prompt rendered by promptfoo may have, is refused before the model is asked: assay fills
+    only plain placeholders, so the rest went to the model as written, unannounced, and was billed."""
+    if template.source == "bundled":
+        return
+    for match in _TEMPLATE_SYNTAX.finditer(template.text):
+        if _PLACEHOLDER.fullmatch(match.group(0)):
+            continue
+        shown = " ".join(match.group(0).split())
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise ConfigError(
+            f"the {template.key} prompt template {template.source} has {shown}, which assay does not render: only "
+            "{{ name }} placeholders are filled (no filters, attributes or {% %} tags), so it would reach the model "
+            "as written; use a {{ name }} the adapter's hook returns"
+        )
 
 
 def _check_placeholders(variables: Mapping[str, Any], hook: str, template: Any, supplied: tuple[str, ...]) -> None:

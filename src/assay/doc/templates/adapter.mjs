@@ -4,6 +4,32 @@
 import { readFileSync } from "node:fs";
 import { basename, dirname, posix, resolve } from "node:path";
 
+// An item key one or two typos away from a field it lacks ("severty"): read as absent, it would
+// silently grade with the default. Other extra keys are the suite's own and are left alone.
+const ITEM_FIELDS = ["id", "kind", "severity", "required_text"];
+const editDistance = (a, b) => {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length];
+};
+const misspeltKey = (item) => {
+  if (item === null || typeof item !== "object") return undefined;
+  for (const key of Object.keys(item)) {
+    if (ITEM_FIELDS.includes(key)) continue;
+    const meant = ITEM_FIELDS.find(
+      (field) => !(field in item) && editDistance(key.toLowerCase(), field) <= (field.length <= 4 ? 1 : 2),
+    );
+    if (meant) return [key, meant];
+  }
+  return undefined;
+};
+
 // The case's expected items, checked: a misspelt key or an empty value is a broken fixture (exit 2),
 // never a verdict (no items would grade green, a missing required_text red).
 const checkedItems = (expectedItems, where = "expected-items.json") => {
@@ -17,8 +43,19 @@ const checkedItems = (expectedItems, where = "expected-items.json") => {
     throw new Error(`${where} needs "items", a list of {"id", "required_text"}`);
   }
   for (const item of items) {
+    const misspelt = misspeltKey(item);
+    if (misspelt) {
+      throw new Error(
+        `${where}: expected item ${item?.id ?? "(no id)"} has "${misspelt[0]}", which is no item field; rename it to "${misspelt[1]}"`,
+      );
+    }
     if (typeof item?.required_text !== "string" || item.required_text === "") {
       throw new Error(`${where}: expected item ${item?.id ?? "(no id)"} needs required_text, a non-empty string`);
+    }
+    for (const key of ["id", "kind", "severity"]) {
+      if ((key === "id" || key in item) && (typeof item[key] !== "string" || item[key] === "")) {
+        throw new Error(`${where}: expected item ${item.id ?? "(no id)"} needs ${key}, a non-empty string`);
+      }
     }
   }
   return items;

@@ -5,6 +5,7 @@ Replace these hooks with your suite's own semantics; each receives one typed inp
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import PurePosixPath
 
@@ -21,11 +22,37 @@ def _checked_items(expected_items, where="expected-items.json"):
     if not isinstance(items, list):
         raise ValueError(f'{where} needs "items", a list of {{"id", "required_text"}}')
     for item in items:
+        item_id = item.get("id", "(no id)") if isinstance(item, dict) else "(no id)"
+        misspelt = _misspelt_key(item)
+        if misspelt:
+            raise ValueError(
+                f'{where}: expected item {item_id} has "{misspelt[0]}", which is no item field; rename it to "{misspelt[1]}"'
+            )
         text = item.get("required_text") if isinstance(item, dict) else None
         if not isinstance(text, str) or not text:
-            item_id = item.get("id", "(no id)") if isinstance(item, dict) else "(no id)"
             raise ValueError(f"{where}: expected item {item_id} needs required_text, a non-empty string")
+        for key in ("id", "kind", "severity"):
+            if (key == "id" or key in item) and (not isinstance(item.get(key), str) or not item[key]):
+                raise ValueError(f"{where}: expected item {item_id} needs {key}, a non-empty string")
     return items
+
+
+# An item key one or two typos away from a field it lacks ("severty"): read as absent, it would
+# silently grade with the default. Other extra keys are the suite's own and are left alone.
+_ITEM_FIELDS = ("id", "kind", "severity", "required_text")
+
+
+def _misspelt_key(item):
+    if not isinstance(item, dict):
+        return None
+    for key in item:
+        if key in _ITEM_FIELDS:
+            continue
+        missing = [field for field in _ITEM_FIELDS if field not in item]
+        near = difflib.get_close_matches(str(key).lower(), missing, n=1, cutoff=0.75)
+        if near:
+            return key, near[0]
+    return None
 
 
 def grade_candidate(grade):
