@@ -183,6 +183,23 @@ def test_a_filter_that_matches_nothing_is_a_usage_error_naming_what_would(databa
     assert exported.exit_code == 2 and "no labels by 'nobody'" in exported.output
 
 
+def test_a_judge_filter_on_labels_no_model_judge_graded_says_only_checks_graded_them(tmp_path, monkeypatch):
+    """The help's own example (`--judge gpt-4.1-mini`) on the demo's labels said "their judges: none", beside a
+    report whose rows are named "deterministic checks (agent)"."""
+    path = tmp_path / "checks" / "assay.db"
+    monkeypatch.setenv("ASSAY_STORE", str(path))
+    publish(path, "agent", [agent_unit(i, None, status="unavailable") for i in range(2)], run_id="agent-c")
+    with SqliteRunStore(path) as store:
+        LabelBook(store).add([make_label(read_unit(store, "agent-c", f"main/eval{i}#1"), "ann", verdict="pass") for i in range(2)])
+    assert "deterministic checks (agent): 2 labelled unit(s)" in CliRunner().invoke(app, ["judge", "agreement"]).output
+    for flag in ("--judge", "--rubric"):
+        result = CliRunner().invoke(app, ["judge", "agreement", flag, "gpt-4.1-mini"])
+        assert (result.exit_code, result.stdout) == (2, ""), result.output
+        assert result.stderr == (f"Error: {flag} 'gpt-4.1-mini': no model judge graded the labelled units, only their "
+                                 f"deterministic checks, which --judge and --rubric do not select; leave {flag} out to see "
+                                 "the checks' agreement\n")
+
+
 def test_an_undefined_kappa_says_why_and_a_row_without_rubric_ends_with_its_judge(tmp_path, monkeypatch):
     """κ is 0/0 when both sides gave one and the same answer; it read "Cohen's κ - (95% bootstrap)". By rubric,
     the deterministic checks (no rubric) read "deterministic checks (agent) · : …"."""

@@ -3,6 +3,7 @@ surviving `assay runs reindex` (even of a damaged store), exported and imported 
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
@@ -270,8 +271,79 @@ def test_import_refuses_a_misspelt_judgement_field_that_would_be_dropped_unnotic
     source.write_text(json.dumps(document) + "\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["labels", "import", str(source)])
     assert result.exit_code == 2
-    assert result.stderr == (f"Error: {source}:1: judgements[0]: unknown field(s) modle; a judgement has judge, model, "
+    assert result.stderr == (f"Error: {source}:1: judgements[0]: unknown field(s) modle (did you mean 'model'?); a "
+                             "judgement has judge, model, "
                              "prompt, reason, rubric, score, score_range, verdict\n")
+
+
+def test_a_misspelt_label_field_is_named_with_the_field_meant(database, tmp_path):
+    """`"verdic"` was named among fourteen field names, left for the person to spot which was meant."""
+    with SqliteRunStore(database) as store:
+        document = _label(store, "main/eval1#1", verdict="pass", note="ok").to_json()
+    document["verdic"] = document.pop("verdict")
+    document["labeler"] = document.pop("labeller")
+    source = tmp_path / "golden.jsonl"
+    source.write_text(json.dumps(document) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["labels", "import", str(source)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: {source}:1: unknown field(s) labeler (did you mean 'labeller'?), verdic (did "
+                                    "you mean 'verdict'?); a label has checks, content, "), result.stderr
+    assert not labels_file(database).exists()
+
+
+ONE_PER_LINE = "a label file holds one label per line, each a JSON object, as `assay labels export` writes them"
+
+
+def _docs_label_example() -> str:
+    """The label of docs/labels.md's "Labels are data", as written there: spread over several lines."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "labels.md").read_text(encoding="utf-8")
+    return text.split("```json\n", 1)[1].split("```", 1)[0]
+
+
+def test_a_label_spread_over_lines_an_array_or_another_format_is_one_error_saying_one_label_a_line(database, tmp_path):
+    """The docs' own label example, saved as a file, said `not JSON: Expecting property name enclosed in double quotes:
+    line 1 column 96 (char 95)`; `jq .` output and a JSON array said as little of the cause and the fix."""
+    example = _docs_label_example()
+    assert example.count("\n") == 8 and json.loads(example)["labeller"] == "ann"
+    with SqliteRunStore(database) as store:
+        label = _label(store, "main/eval1#1", verdict="pass").to_json()
+    cases = {
+        "docs.jsonl": (example, f"1: a JSON object spread over lines 1–8; {ONE_PER_LINE} (jq -c . joins each onto one line)"),
+        "jq.jsonl": (json.dumps(label) + "\n" + json.dumps(label, indent=2) + "\n",
+                     f"2: a JSON object spread over lines 2–{2 + json.dumps(label, indent=2).count(chr(10))}; {ONE_PER_LINE}"),
+        "array.json": (json.dumps([label, label]) + "\n",
+                       f"1: a JSON array of 2 object(s), not one label; {ONE_PER_LINE} (jq -c '.[]' "),
+        "pretty-array.json": (json.dumps([label], indent=2), "1: a JSON array spread over lines 1–"),
+        "labels.csv": ("labeller,unit_id,verdict\nann,main/eval1#1,pass\n",
+                       f"1: not JSON (Expecting value at column 1); {ONE_PER_LINE}\n"),
+    }
+    for name, (text, message) in cases.items():
+        source = tmp_path / name
+        source.write_text(text, encoding="utf-8")
+        result = CliRunner().invoke(app, ["labels", "import", str(source)])
+        assert result.exit_code == 2, (name, result.output)
+        assert result.stderr.startswith(f"Error: {source}:{message}"), (name, result.stderr)
+        assert "Traceback" not in result.output
+    assert not labels_file(database).exists()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_import_from_stdin_at_a_terminal_says_it_is_reading_the_terminal(monkeypatch, capsys):
+    """`assay labels import -` typed at a prompt waited for input without a word, as if it had hung."""
+    from assay.core.labels.jsonl import read_labels
+
+    monkeypatch.setattr("sys.stdin", _Terminal(""))
+    assert read_labels("-") == []
+    assert capsys.readouterr().err == (
+        "Reading labels from standard input, which is this terminal: paste label lines and end with Ctrl-D, or stop "
+        "with Ctrl-C and give a file (assay labels import FILE, or ... | assay labels import -).\n")
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # piped in: nothing to say
+    assert read_labels("-") == []
+    assert capsys.readouterr().err == ""
 
 
 def test_a_label_file_saved_with_a_byte_order_mark_imports(database, tmp_path):

@@ -255,3 +255,25 @@ def test_an_address_naming_a_unit_the_queue_lacks_says_so(mixed: MixedStore, pag
     page.goto(origin + f"/#/label?run={mixed.agent_judged}&unit=no-such-unit%231")
     _wait_for(page, "#label-item[data-index='0']")
     expect(page.locator("#label-not-found")).to_contain_text(f"Unit no-such-unit#1 of run {mixed.agent_judged} is not in this queue")
+
+
+def test_a_queue_setting_the_server_refuses_is_said_above_the_controls_that_correct_it(
+    mixed: MixedStore, page: Page, origin: str
+) -> None:
+    """A sample size of 0 typed into the form (or a run no longer in the store, from an old address) left a
+    page holding only the server's message: the queue's controls were gone, so it could not be corrected there."""
+    page.goto(origin + "/#/label?sample=0")
+    page.wait_for_selector("body[data-ready=true]")
+    expect(page.locator("#label-refused")).to_contain_text("sample must be a positive number of units")
+    expect(page.locator("#label-refused")).to_contain_text("Change them above and press Start")
+    assert not page.locator("#view-error").count()
+    page.fill("#label-sample", "3")
+    page.click("#label-start")
+    _wait_for(page, "#label-item[data-index='0']")
+    expect(page.locator("#label-status")).to_contain_text("unit 1 of 3")
+    expect(page.locator("#label-refused")).to_have_count(0)
+    page.goto(origin + "/#/label?scope=no-such-run")
+    expect(page.locator("#label-refused")).to_contain_text("no run 'no-such-run' in the store")
+    expect(page.locator("#label-scope")).to_have_value("all")
+    page.click("#label-start")
+    _wait_for(page, "#label-item[data-index='0']")

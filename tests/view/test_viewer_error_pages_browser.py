@@ -135,4 +135,6 @@ def test_an_agreement_filter_that_matches_nobody_is_refused_not_shown_as_no_labe
     page.press("#agreement-labeller", "Enter")
     expect(page.locator("#agreement-table")).to_contain_text("deterministic checks (video)")
     _open(page, f"{labelled_origin}/#/agreement?judge=zzz")
-    expect(page.locator("#agreement-refused")).to_contain_text("--judge 'zzz': no judge of the labelled units matches")
+    # Only the deterministic checks graded the labelled units: said so, not "their judges: none".
+    expect(page.locator("#agreement-refused")).to_contain_text("--judge 'zzz': no model judge graded the labelled units, only "
+                                                               "their deterministic checks")

@@ -301,7 +301,13 @@ def checked_agreement_report(store: Any, book: Any, selection: AgreementFilter) 
     judged_by = sorted({row["judge"] for row in everyone["judges"] if not row["judge"].startswith(CHECKS_PROMPT)})
     asked = " and ".join(f"{flag} {value!r}" for flag, value in (("--judge", selection.judge), ("--rubric", selection.rubric))
                          if value)
-    shown = join_first(judged_by, separator="; ") if judged_by else "none"
+    if not judged_by:
+        given = " and ".join(flag for flag, value in (("--judge", selection.judge), ("--rubric", selection.rubric)) if value)
+        # "their judges: none" read as a contradiction beside the report's "deterministic checks" rows.
+        raise UsageError(f"{asked}: no model judge graded the labelled units, only their deterministic checks, which "
+                         f"--judge and --rubric do not select; leave {given} out to see the checks' agreement",
+                         "--judge" if selection.judge else "--rubric")
+    shown = join_first(judged_by, separator="; ")
     raise UsageError(f"{asked}: no judge of the labelled units matches (--judge takes a model name or part of a judge's, "
                      f"--rubric part of a rubric); their judges{' · rubrics' if by_rubric else ''}: {shown}",
                      "--judge" if selection.judge else "--rubric")

@@ -44,6 +44,11 @@ def read_labels(source: str) -> list[Label]:
     if not source.strip():  # Path("") is the current folder: a script's unset variable would read "Is a directory"
         raise UsageError("the label file needs a path (or - for stdin), and the value given is empty (an unset variable in a script?)")
     wanted = "give a JSONL file of labels (as `assay labels export` writes them), or - for stdin"
+    if source == "-" and _is_terminal(sys.stdin):
+        # `assay labels import -` typed at a prompt waited for input without a word, as if it had hung.
+        print("Reading labels from standard input, which is this terminal: paste label lines and end with Ctrl-D, "
+              "or stop with Ctrl-C and give a file (assay labels import FILE, or ... | assay labels import -).",
+              file=sys.stderr, flush=True)
     try:
         # utf-8-sig: an editor on Windows starts the file with a byte-order mark, which is no part of the first label
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8-sig")
@@ -55,14 +60,50 @@ def read_labels(source: str) -> list[Label]:
         raise UsageError(f"could not read the label file {source}: {error.strerror or error}") from None
     except UnicodeDecodeError as error:
         raise UsageError(f"the label file {source} is not UTF-8 text ({error.reason} at byte {error.start}); {wanted}") from None
+    text = text.removeprefix("\ufeff")
     labels = []
-    for number, line in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            labels.append(parse_label(json.loads(line), strict=True))
+            document = json.loads(line)
         except ValueError as error:
-            raise UsageError(f"{source}:{number}: not JSON: {error}") from None
+            raise UsageError(f"{source}:{number}: {_not_a_label_line(text, number, error)}") from None
+        if isinstance(document, list) and document and all(isinstance(item, dict) for item in document):
+            raise UsageError(f"{source}:{number}: a JSON array of {len(document)} object(s), not one label; {ONE_PER_LINE} "
+                             f"(jq -c '.[]' {source} writes an array's items so)")
+        try:
+            labels.append(parse_label(document, strict=True))
         except LabelError as error:
             raise UsageError(f"{source}:{number}: {error}") from None
     return labels
+
+
+ONE_PER_LINE = "a label file holds one label per line, each a JSON object, as `assay labels export` writes them"
+
+
+def _not_a_label_line(text: str, number: int, error: ValueError) -> str:
+    """Why line `number` is no label, and what to give: a label spread over several lines (pretty-printed, as
+    `jq .` or an editor writes it, or copied from the docs) read as "Expecting property name enclosed in double
+    quotes: line 1 column 96", which names neither the cause nor the fix."""
+    lines = text.splitlines()
+    rest = "\n".join(lines[number - 1:]).lstrip()
+    try:
+        document, end = json.JSONDecoder().raw_decode(rest)
+    except ValueError:
+        document, end = None, 0
+    spread = rest[:end].count("\n")
+    if spread and isinstance(document, (dict, list)):
+        what, fix = ("a JSON array", "jq -c '.[]' writes its items so") if isinstance(document, list) else \
+            ("a JSON object", "jq -c . joins each onto one line")
+        return f"{what} spread over lines {number}–{number + spread}; {ONE_PER_LINE} ({fix})"
+    reason = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
+    column = f" at column {error.colno}" if isinstance(error, json.JSONDecodeError) else ""
+    return f"not JSON ({reason}{column}); {ONE_PER_LINE}"
+
+
+def _is_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):
+        return False

@@ -68,7 +68,7 @@ class Judgement:
         _require_mapping(document, where)
         unknown = sorted(set(document) - _JUDGEMENT_FIELDS)
         if strict and unknown:  # a misspelt field would be dropped, and the label's id still match the unedited one
-            raise LabelError(f"{where}: unknown field(s) {', '.join(unknown)}; a judgement has "
+            raise LabelError(f"{where}: unknown field(s) {_unknown_fields(unknown, _JUDGEMENT_FIELDS)}; a judgement has "
                              f"{', '.join(sorted(_JUDGEMENT_FIELDS))}")
         score_range = document.get("score_range")
         if score_range is not None and not (
@@ -170,7 +170,7 @@ def parse_label(document: Any, *, strict: bool = False) -> Label:
     _require_mapping(document, "label")
     unknown = sorted(set(document) - _FIELDS)
     if unknown:
-        raise LabelError(f"unknown field(s) {', '.join(unknown)}; a label has {', '.join(sorted(_FIELDS))}")
+        raise LabelError(f"unknown field(s) {_unknown_fields(unknown, _FIELDS)}; a label has {', '.join(sorted(_FIELDS))}")
     if document.get("schema") != LABEL_SCHEMA:
         raise LabelError(f"schema must be {LABEL_SCHEMA!r}, got {document.get('schema')!r}")
     judgements = document.get("judgements", [])
@@ -197,6 +197,14 @@ def parse_label(document: Any, *, strict: bool = False) -> Label:
     if given is not None and given != label.label_id:
         raise LabelError(f"label_id {given!r} is not the hash of the label's content ({label.label_id}): it was edited")
     return label
+
+
+def _unknown_fields(unknown: Iterable[str], fields: Iterable[str]) -> str:
+    """The unknown fields, each with the field it is close to: `verdic (did you mean 'verdict'?)`, where the whole
+    list of fields left a person to spot the misspelling among fourteen names."""
+    from assay.core.format import did_you_mean
+
+    return ", ".join(f"{name}{did_you_mean(name, sorted(fields), form=' (did you mean {}?)')}" for name in unknown)
 
 
 def _require_mapping(document: Any, where: str) -> None:

@@ -98,6 +98,10 @@ function answerBar(item) {
     el("div", { class: "answers" }, button("pass (p)", "p", mine.verdict === "pass"), button("fail (f)", "f", mine.verdict === "fail"),
       [1, 2, 3, 4, 5].map((score) => button(String(score), String(score), mine.score === score)),
       button("skip (s)", "s", false)),
+    // The keys' moves as buttons too: on a phone (no keyboard) `j` was the only way on from an answered unit.
+    el("div", { class: "answers moves" },
+      el("button", { id: "label-previous", disabled: item.index === 0, onclick: () => showIndex(label.index - 1) }, "← previous (k)"),
+      el("button", { id: "label-next", disabled: item.index >= label.queue.total - 1, onclick: () => showIndex(label.index + 1) }, "next (j) →")),
     note,
     el("div", { class: "muted", id: "your-label", "data-verdict": mine.verdict || "", "data-score": mine.score ? String(mine.score) : "" },
       item.mine ? `your label: ${mine.verdict || "-"}${mine.score ? `, score ${mine.score}` : ""}`
@@ -270,10 +274,23 @@ async function renderLabel(params) {
   label.items = new Map();
   label.saved = 0;
   label.item = null;
-  const [queue, runs] = await Promise.all([
-    api("label/queue", { ...labelRequestParams(params), at_run: params.run, at_unit: params.unit }),
+  const [queued, runs] = await Promise.all([
+    api("label/queue", { ...labelRequestParams(params), at_run: params.run, at_unit: params.unit }).catch((error) => ({ refused: error })),
     api("runs", { limit: "200" }),
   ]);
+  if (queued.refused) {
+    // A setting the server refuses (a sample size of 0, a run no longer in the store): said above the queue's
+    // controls, so it can be corrected there, instead of a page holding only the error.
+    label.queue = { total: 0 };
+    show(
+      el("h1", {}, `Label as ${label.session.labeller}`),
+      queueForm(params, runs.runs),
+      el("p", { class: "error", id: "label-refused" },
+        `No queue for these settings: ${queued.refused.message || queued.refused}. Change them above and press Start.`),
+    );
+    return;
+  }
+  const queue = queued;
   label.queue = queue;
   show(
     el("h1", {}, `Label as ${label.session.labeller}`),
