@@ -18,6 +18,8 @@ sys.path.insert(0, str(TESTS / "video"))
 
 from video_evals import invoke, make_eval, read_report, run_eval, write
 
+from servers.fake_openai import fake_openai  # noqa: F401  (the fixture)
+
 CASE = """
 video: clip.mp4
 targets:
@@ -557,3 +559,29 @@ def test_a_misspelt_executor_names_the_one_meant():
     with pytest.raises(UsageError) as refused:
         Execution(executor="kubernetes")
     assert str(refused.value) == "--executor must be local or ray"
+
+
+def test_a_ray_runs_judge_spend_counts_its_workers_calls(tmp_path, ray_cluster, fake_openai, monkeypatch):
+    """Judges run where the attempts do: on Ray, in the workers. Their calls, tokens and retries come back with
+    the attempts and are said as a local run says them (before, a Ray run said nothing of what they cost)."""
+    sys.path.insert(0, str(TESTS / "agent"))
+    from servers.fake_openai import json_reply
+    from test_llm_judge import judged_project
+
+    project = judged_project(tmp_path / "p", f'model = "judge-1"\nbase_url = "{fake_openai.base_url}"\napi_key_env = ""\n')
+    (project / "evals" / "second_eval.py").write_text(
+        "from assay.agent import define_eval\n\n"
+        "@define_eval(judge=True)\nasync def test(t):\n    await t.send('weather?')\n    t.judge('names a day')\n"
+    )
+    usage = {"prompt_tokens": 100, "completion_tokens": 7}
+    fake_openai.respond_with(lambda request: json_reply({"reasons": "yes", "score": 1}, usage=usage))
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
+    local = invoke("agent", "run", "--project", project)
+    assert local.exit_code == 0, local.output
+    said = "judge judge-1: 2 call(s); 200 input and 14 output tokens"
+    assert said in local.output
+    shutil.rmtree(project / ".assay" / "cache")  # asked again, not read from the cache
+    on_ray = invoke("agent", "run", "--project", project, "--executor", "ray", "--rerun", "all")
+    assert on_ray.exit_code == 0, on_ray.output
+    assert said in on_ray.output
+    assert len(fake_openai.chat_requests) == 4

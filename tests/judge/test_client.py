@@ -408,7 +408,7 @@ def test_a_refusal_is_named_with_the_models_words_not_called_empty(fake_openai):
 
 
 def test_usage_is_counted_as_the_endpoint_reported_it_and_never_guessed():
-    from assay.judge.client import count_usage, merged_usage
+    from assay.judge.usage import count_usage, merged_usage
 
     tally: dict = {}
     count_usage(tally, "m", {"usage": {"prompt_tokens": 100, "completion_tokens": 7,

@@ -258,10 +258,10 @@ class LLMJudge:
 
     @property
     def usage(self) -> dict[str, dict[str, int]]:
-        """Model -> calls answered, answers read from the cache and tokens (`assay.judge.client.count_usage`)."""
+        """Model -> calls answered, answers read from the cache and tokens (`assay.judge.usage.count_usage`)."""
         if not self._clients and not self._closed_usage:
             return {}  # no judge was asked: a run without judges never imports the judge's client
-        from assay.judge.client import merged_usage
+        from assay.judge.usage import merged_usage
 
         return merged_usage([self._closed_usage, *(client.usage for client in self._clients.values())])
 

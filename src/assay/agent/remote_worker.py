@@ -7,13 +7,25 @@ journal and the reporters at home.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from assay.agent.plan import AttemptRequest, PlannedAttempt, link_plan
 from assay.agent.record import AttemptResult
 from assay.agent.run_options import RunOptions
 from assay.agent.runner import AgentRun
+
+
+@dataclass(frozen=True)
+class WorkerReply:
+    """A worker's answer to one request: the attempt (None: interrupted before it started) and what the
+    worker's judge spent since its previous reply (`assay.judge.usage`), so the run's summary counts the
+    judge calls its workers made, each once, as it counts its own."""
+
+    result: AttemptResult | None
+    judge_usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    judge_retries: dict[str, int] = field(default_factory=dict)
 
 
 class AgentWorker:
@@ -36,8 +48,26 @@ class AgentWorker:
         self._keep_sandbox = keep_sandbox
         self._sandbox = sandbox  # --sandbox: the provider every sandbox pair's template is swapped for
         self._linked: dict[tuple[str, str], PlannedAttempt] = {}  # each pair linked (its sandbox bound) once
+        self._said_usage: dict[str, dict[str, int]] = {}  # the judge's spend as of the previous reply
+        self._said_retries: dict[str, int] = {}
 
-    async def call(self, request: AttemptRequest) -> AttemptResult | None:
+    async def call(self, request: AttemptRequest) -> WorkerReply:
+        return WorkerReply(await self._attempt(request), *self._judge_since_last_reply())
+
+    def _judge_since_last_reply(self) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+        judge: Any = self._run._own_judge
+        if judge is None or not (judge.usage or judge.retries):
+            return {}, {}
+        from assay.judge.usage import usage_since
+
+        usage, retries = judge.usage, judge.retries
+        added = usage_since(usage, self._said_usage)
+        retried = {reason: count - self._said_retries.get(reason, 0) for reason, count in retries.items()
+                   if count != self._said_retries.get(reason, 0)}
+        self._said_usage, self._said_retries = usage, dict(retries)
+        return added, retried
+
+    async def _attempt(self, request: AttemptRequest) -> AttemptResult | None:
         key = (request.experiment_id, request.eval_id)
         linked = self._linked.get(key)
         if linked is None:
@@ -52,4 +82,4 @@ class AgentWorker:
         await self._run.close()
 
 
-__all__ = ["AgentWorker"]
+__all__ = ["AgentWorker", "WorkerReply"]

@@ -25,6 +25,7 @@ from assay.agent.attempt import InFlight, attempt_error, run_attempt
 from assay.agent.authoring import EvalContext
 from assay.agent.context import AttemptSettings, CancelSignal, Feedback, HookContext
 from assay.agent.discovery import ExperimentEntry
+from assay.agent.evidence import sum_counts
 from assay.agent.identity import effective_timeout
 from assay.agent.judging import Judge, LLMJudge, judge_spend, merged_judge_config
 from assay.agent.plan import AttemptRequest, PlannedAttempt, RunPlan, early_exit_enabled
@@ -141,6 +142,8 @@ class AgentRun:
         self._spooled = spool or journal is not None
         self._awaiting_journal = 0  # results handed to the journal, not yet durable
         self._published_decisions: dict[tuple[Any, ...], Any] = {}  # see `_carried_record`
+        self._workers_judge_usage: list[dict[str, dict[str, int]]] = []  # what workers' judges spent (`_from_worker`)
+        self._workers_judge_retries: list[dict[str, int]] = []
         self._in_flight = InFlight()
         self._lanes: dict[str, _Lane] = {}
         self._wake: asyncio.Event | None = None
@@ -382,9 +385,10 @@ class AgentRun:
                 result = None
             else:
                 # Budgets, journal and reporters stay here; the worker only runs the attempt.
-                result = await self._unit_executor.call(
+                reply = await self._unit_executor.call(
                     AttemptRequest(planned.experiment.id, planned.eval.id, planned.ordinal)
                 )
+                result = self._from_worker(reply)
         finally:
             lane.in_flight -= 1
             lane.release_next(planned)
@@ -501,6 +505,28 @@ class AgentRun:
 
                 cache = MemoryCallCache()
             self._judge = self._own_judge = LLMJudge(cache=cache)
+
+    def _from_worker(self, reply: Any) -> AttemptResult | None:
+        """A worker's attempt; what its judge spent meanwhile is added to the run's (`WorkerReply`)."""
+        if reply is None or isinstance(reply, AttemptResult):  # (an executor that answers with the attempt alone)
+            return reply
+        if reply.judge_usage:
+            self._workers_judge_usage.append(reply.judge_usage)
+        if reply.judge_retries:
+            self._workers_judge_retries.append(reply.judge_retries)
+        return reply.result
+
+    def _judge_spent(self) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:
+        """The run's judge retries and spend: its own judge's and its workers' (`--executor ray`)."""
+        own_usage = self._own_judge.usage if self._own_judge is not None else {}
+        retries = self._own_judge.retries if self._own_judge is not None else {}
+        if not (own_usage or self._workers_judge_usage or self._workers_judge_retries):
+            return retries, {}
+        from assay.judge.usage import merged_usage
+
+        usage = merged_usage([own_usage, *self._workers_judge_usage])
+        retries = sum_counts([retries, *self._workers_judge_retries])
+        return retries, judge_spend(usage, self.options.pricing or {})
 
     async def run_one(self, planned: PlannedAttempt) -> AttemptResult | None:
         """One attempt for a remote worker: lanes (experiment setup, agents) stay warm between calls."""
@@ -632,8 +658,7 @@ class AgentRun:
             self._flush_lane_diagnostics(lane)
         results = [result for result in self.results if result is not None]
         self._warn_unreachable_judges(results)
-        judge_retries = self._own_judge.retries if self._own_judge is not None else {}
-        judge_usage = judge_spend(self._own_judge.usage, self.options.pricing or {}) if self._own_judge is not None else {}
+        judge_retries, judge_usage = self._judge_spent()
         duration = time.perf_counter() - started
         if self._spool is None:
             return RunOutcome(results, self.interrupted, exhausted, duration, judge_retries, judge_usage)

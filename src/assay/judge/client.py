@@ -15,7 +15,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Literal, Mapping
+from typing import Any, Awaitable, Callable, Literal, Mapping
 
 from assay.core.endpoint_defaults import JUDGE_CLIENT_DEFAULTS, PLACEHOLDER_API_KEY
 from assay.core.ratelimit import DEFAULT_MAXIMUM, AdaptiveLimiter, limiter_for
@@ -26,6 +26,7 @@ from assay.judge.errors import JudgeAnswerError, JudgeError
 from assay.judge.extract import parse_json_output
 from assay.judge.openai_http import HTTPStatusError, OpenAIHTTP, SDKTransport, excerpt, url_problem
 from assay.judge.validation import schema_errors, strip_all_of, validation_message
+from assay.judge.usage import count_usage
 
 __all__ = [
     "ChatRequest",
@@ -401,60 +402,6 @@ class JudgeClient:
         # Counted once answered, before the answer is read: a reply that is no use was paid for too.
         count_usage(self.usage, str(body.get("model")), raw)
         return Completion(text=_first_choice_text(raw), response=raw, attempts=attempt)
-
-
-USAGE_FIELDS = ("calls", "cached", "no_usage", "input_tokens", "output_tokens", "cache_read_tokens")
-
-
-def count_usage(tally: dict[str, dict[str, int]], model: str, reply: Any) -> None:
-    """Add one answer to `tally[model]`: a call the endpoint answered (`reply`, its JSON body) or, with
-    `reply=None`, an answer read from the cache, which cost nothing.
-
-    Tokens are read as OpenAI's chat completions report them (`prompt_tokens`, of which
-    `prompt_tokens_details.cached_tokens` were read from the provider's prompt cache, and
-    `completion_tokens`), or as its Responses API does (`input_tokens`, `output_tokens`); a count
-    that is no whole number is not guessed at. A reply without usage is counted in `no_usage`, so a
-    total is never shown as complete when it is not.
-    """
-    entry = tally.setdefault(model, dict.fromkeys(USAGE_FIELDS, 0))
-    if reply is None:
-        entry["cached"] += 1
-        return
-    entry["calls"] += 1
-    usage = reply.get("usage") if isinstance(reply, Mapping) else None
-    if not isinstance(usage, Mapping):
-        entry["no_usage"] += 1
-        return
-    prompt = _token_count(usage, "prompt_tokens", "input_tokens")
-    output = _token_count(usage, "completion_tokens", "output_tokens")
-    if prompt is None and output is None:
-        entry["no_usage"] += 1
-        return
-    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
-    cached = _token_count(details, "cached_tokens") if isinstance(details, Mapping) else None
-    cached = min(cached or 0, prompt or 0)
-    entry["input_tokens"] += (prompt or 0) - cached
-    entry["cache_read_tokens"] += cached
-    entry["output_tokens"] += output or 0
-
-
-def merged_usage(tallies: Iterable[Mapping[str, Mapping[str, int]]]) -> dict[str, dict[str, int]]:
-    """Several `usage` tallies as one (model by model)."""
-    merged: dict[str, dict[str, int]] = {}
-    for tally in tallies:
-        for model, counts in tally.items():
-            entry = merged.setdefault(model, dict.fromkeys(USAGE_FIELDS, 0))
-            for name in USAGE_FIELDS:
-                entry[name] += counts.get(name, 0)
-    return merged
-
-
-def _token_count(usage: Mapping[str, Any], *names: str) -> int | None:
-    for name in names:
-        value = usage.get(name)
-        if type(value) is int and value >= 0:
-            return value
-    return None
 
 
 class _VirtualClock:
