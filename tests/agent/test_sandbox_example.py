@@ -61,7 +61,7 @@ def test_a_remote_worker_links_the_sandbox_of_the_attempts_it_is_sent(tmp_path, 
     async def two_attempts():
         worker = AgentWorker(str(project), RunOptions(handle_sigint=False), keep_sandbox="all")
         try:
-            return [await worker.call(AttemptRequest(experiment.id, entry.id, ordinal)) for ordinal in (0, 1)]
+            return [(await worker.call(AttemptRequest(experiment.id, entry.id, ordinal))).result for ordinal in (0, 1)]
         finally:
             await worker.close()
 
@@ -121,7 +121,7 @@ def test_a_remote_worker_runs_the_example_in_the_container_the_sandbox_option_na
     async def one_attempt():
         worker = AgentWorker(str(project), RunOptions(handle_sigint=False), sandbox=f"docker:{docker_image}")
         try:
-            return await worker.call(AttemptRequest(experiment.id, entry.id, 0))
+            return (await worker.call(AttemptRequest(experiment.id, entry.id, 0))).result
         finally:
             await worker.close()
 
