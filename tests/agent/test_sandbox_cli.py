@@ -94,6 +94,27 @@ def test_a_misspelt_window_path_or_id_prefix_is_one_error_saying_what_was_meant(
     assert unknown.exit_code == 2 and "'2c9e'; did you mean '2c9dc35072e1'?" in unknown.output, unknown.output
     assert invoke("stop", "--all").exit_code == 0
 
+def test_list_orphans_with_none_orphaned_does_not_deny_the_kept_ones(sandbox_dir):
+    """`sandbox list --orphans` said "No sandboxes under …" while two kept sandboxes were there."""
+    assert invoke("list", "--orphans").output == f"No orphaned sandboxes under {sandbox_dir}.\n"
+    _keep_two_sandboxes()
+    orphans = invoke("list", "--orphans")
+    assert orphans.exit_code == 0
+    assert orphans.output == (f"No orphaned sandboxes under {sandbox_dir} (2 other: `assay agent sandbox list` "
+                              "shows them).\n"), orphans.output
+    assert invoke("list", "--orphans", "--json").output == ""
+    assert invoke("stop", "--all").exit_code == 0
+
+
+def test_a_sandbox_named_twice_is_stopped_once(sandbox_dir):
+    """`sandbox stop ID ID` (or an id and a prefix of it) said it removed the sandbox twice."""
+    first, second = (result.sandbox["sandbox_id"] for result in _keep_two_sandboxes().results)
+    stopped = invoke("stop", first, first[:6], second)
+    assert stopped.exit_code == 0
+    assert [line.split(":")[0] for line in stopped.output.splitlines()] == [first, second], stopped.output
+    assert list_entries(sandbox_dir) == []
+
+
 def test_a_kept_sandbox_whose_workdir_was_removed_is_one_error_saying_how_to_forget_it(sandbox_dir):
     """`sandbox diff` printed a FileNotFoundError traceback (exit 1) when the workdir was removed by hand."""
     import shutil
@@ -106,6 +127,37 @@ def test_a_kept_sandbox_whose_workdir_was_removed_is_one_error_saying_how_to_for
         refused = invoke(*args)
         assert (refused.exit_code, refused.output) == (2, said), refused.output
     assert invoke("stop", "--all").exit_code == 0 and list_entries(sandbox_dir) == []
+
+
+def test_a_sandbox_kept_under_a_base_dir_of_its_own_is_listed_diffed_and_stopped(sandbox_dir, tmp_path):
+    """`local_sandbox(base_dir=...)` with --keep-sandbox kept the sandbox where `sandbox list` never looked: it
+    said "No sandboxes under …", and diff, enter and stop could not find the id."""
+
+    async def send(turn_input, ctx):
+        await ctx.sandbox.write_text("notes.txt", "written by the agent\n")
+        return Turn([message("ok")])
+
+    async def test(t):
+        await t.send("write a note")
+
+    own = tmp_path / "own-base"
+    kept = run_linked(sandbox_agent(send), {"a": define_eval(test, sandbox=local_sandbox(base_dir=own))}, keep="all")
+    sandbox_id = kept.results[0].sandbox["sandbox_id"]
+    assert (own / sandbox_id / "workspace" / "notes.txt").is_file()
+    listing = invoke("list")
+    assert listing.exit_code == 0 and sandbox_id in listing.output and str(own) in listing.output, listing.output
+    diff = invoke("diff", sandbox_id[:6])
+    assert diff.exit_code == 0 and "+written by the agent" in diff.output, diff.output
+    stopped = invoke("stop", sandbox_id)
+    assert stopped.exit_code == 0 and f"removed {own / sandbox_id}" in stopped.output, stopped.output
+    assert not (own / sandbox_id).exists() and no_sandbox_left(sandbox_dir)
+    assert invoke("list").output.startswith("No sandboxes")
+    # One that is not kept leaves neither its folder nor a link behind.
+    run_linked(sandbox_agent(send), {"a": define_eval(test, sandbox=local_sandbox(base_dir=own))})
+    assert list(own.iterdir()) == [] and no_sandbox_left(sandbox_dir)
+    # A link whose sandbox folder was removed outside assay goes with the next prune.
+    (sandbox_dir / "gone-1").symlink_to(own / "gone-1", target_is_directory=True)
+    assert invoke("prune").exit_code == 0 and no_sandbox_left(sandbox_dir)
 
 
 def test_prune_removes_what_a_dead_run_left_behind(sandbox_dir):

@@ -442,3 +442,39 @@ def test_many_commands_leave_no_pile_of_zombies_and_a_background_server_still_ru
     zombies, lingering, server = run(body())
     assert zombies <= 2 and lingering <= 2, (zombies, lingering)
     assert bool(server) == (isolation == "none"), server
+
+
+def test_sensitive_values_given_as_one_string_is_refused_rather_than_storing_the_secret():
+    """`sensitive_values="sk-live-1234"` was split into characters, each shorter than 4, so nothing was redacted:
+    the secret was stored in the result and the command log, with no word said."""
+    async def body():
+        sandbox = await make()
+        try:
+            with pytest.raises(SandboxError) as refused:
+                await sandbox.run_command("echo", "sk-live-1234", sensitive_values="sk-live-1234")
+            listed = await sandbox.run_command("echo", "sk-live-1234", sensitive_values=["sk-live-1234"])
+            return str(refused.value), list(sandbox._core.log), listed
+        finally:
+            await sandbox.stop()
+
+    message, log, listed = run(body())
+    assert message == ("sensitive_values is a list of exact strings, like sensitive_values=[token]; got one str, "
+                       "which would be split into its characters and redact nothing")
+    assert "sk-live" not in repr(log) and listed.stdout == f"{REDACTED}\n"
+
+
+def test_run_shell_with_an_argv_list_is_refused_naming_run_command():
+    """`run_shell(["echo", "x"])` ran the list's repr through bash (`bash: [echo,: command not found`, exit 127)."""
+    async def body():
+        sandbox = await make()
+        try:
+            with pytest.raises(SandboxError) as refused:
+                await sandbox.run_shell(["echo", "x"])
+            return str(refused.value), await sandbox.run_shell("echo x")
+        finally:
+            await sandbox.stop()
+
+    message, fine = run(body())
+    assert message == ("run_shell takes a script, one string like run_shell(\"make test\"), got list; for an argv, "
+                       "run_command('echo', 'x')")
+    assert fine.stdout == "x\n"

@@ -291,6 +291,32 @@ def test_a_group_naming_no_eval_or_an_unknown_one_is_a_clear_error(tmp_path, gro
     assert "Traceback" not in done.stderr
 
 
+def test_a_group_made_in_an_eval_file_is_an_error_saying_where_groups_go(tmp_path):
+    """`define_eval_group([...])` in an eval file was silently no group: the evals ran in sandboxes of their own."""
+    project = _copy_example(tmp_path)
+    (project / "evals" / "flow_group.py").unlink()
+    login = project / "evals" / "flow" / "login_eval.py"
+    login.write_text(login.read_text() + '\nfrom assay.agent import define_eval_group\n\n'
+                     'flow = define_eval_group(["flow/login", "flow/checkout"])\n')
+    done = _cli(project, "list")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (f"Error: {login}: define_eval_group(...) is in the eval file login_eval.py, where it makes no group: a "
+            "group is declared in a file of its own under evals/, named after the group, like evals/flow_group.py for "
+            "the group 'flow'") in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_group_member_that_is_not_an_id_is_named(tmp_path):
+    """`define_eval_group(["flow/login", 3])` said only "takes a list of eval ids", not which member was wrong."""
+    project = _copy_example(tmp_path)
+    (project / "evals" / "flow_group.py").write_text(
+        'from assay.agent import define_eval_group\n\nflow = define_eval_group(["flow/login", 3])\n')
+    done = _cli(project, "list")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ("flow_group.py: define_eval_group takes a list of eval ids (as `assay agent list` shows them); 3 is not "
+            "one") in done.stderr, done.stderr
+
+
 def test_an_eval_in_two_groups_names_both_groups_and_files(tmp_path):
     project = _copy_example(tmp_path)
     (project / "evals" / "again_group.py").write_text(

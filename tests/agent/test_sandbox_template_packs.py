@@ -120,11 +120,13 @@ def test_where_links_fail_the_ledger_stores_its_own_objects(tmp_path, monkeypatc
     def cross_device(source, target):
         raise OSError(18, "Invalid cross-device link")
 
+    link = os.link
+
     async def body():
         await _attempt(base, template)
         monkeypatch.setattr(os, "link", cross_device)
         attempt = await _attempt(base, template)
-        monkeypatch.undo()
+        monkeypatch.setattr(os, "link", link)  # (not undo(): that would also unset the fixture's ASSAY_SANDBOX_DIR)
         _, _, plain = await _attempt(base, template, packs=False)
         return attempt, plain
 

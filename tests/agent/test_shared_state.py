@@ -249,3 +249,24 @@ def test_a_shared_state_that_is_not_a_key_is_a_config_error(staging):
     assert refused.returncode == 2
     assert 'shared_state takes the key itself: write shared_state="staging-db"' in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_list_and_recover_outside_the_project_say_so_rather_than_that_nothing_is_held(staging):
+    """`shared-state list` in a subfolder of the project (or another folder) said "no shared-state lease is held
+    in this project" (exit 0) while a run held one: a person would take the shared state to be free."""
+    owner = _start(staging, TEARDOWN_SLEEP="60", RUN_NAME="first")
+    try:
+        _wait_for(lambda: ("setup", "first") in _hooks(staging) and _leases(staging))
+        listed = _assay(staging / "evals", "agent", "shared-state", "list")
+        assert listed.returncode == 2 and listed.stdout == "", listed.stdout
+        assert (f"Error: {staging / 'evals'} is not an assay project (it has no evals/ or experiments/ folder), so "
+                f"its leases cannot be looked up there; run it in {staging} or give --project {staging}") in listed.stderr
+        assert "Traceback" not in listed.stderr
+        recover = _assay(staging, "agent", "shared-state", "recover", "staging-db", "--owner-token", "x",
+                         "--confirm-owner-terminated", "--confirm-remote-quiesced", "--project", str(staging.parent))
+        assert recover.returncode == 2 and f"Error: {staging.parent} is not an assay project" in recover.stderr
+        assert "give --project DIR" in recover.stderr, recover.stderr
+        assert [lease["key"] for lease in _leases(staging)] == ["staging-db"]
+    finally:
+        owner.kill()
+        owner.communicate(timeout=30)

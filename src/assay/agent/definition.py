@@ -156,10 +156,22 @@ def define_eval_group(evals: Sequence[str], *, description: str | None = None) -
     Members are named by eval id (what `assay agent list` shows): an eval gets its id from its file's
     path when it is discovered, so an eval object has none to refer to. The group's id is its file's path
     without `_group.py`; members run in id order whatever order they are listed in."""
-    if isinstance(evals, str) or not isinstance(evals, Sequence) or not all(
-        isinstance(member, str) and member for member in evals
-    ):
-        raise ConfigError("define_eval_group takes a list of eval ids (as `assay agent list` shows them)")
+    import os
+    import sys
+
+    caller = os.path.basename(sys._getframe(1).f_code.co_filename)
+    if caller.endswith("_eval.py") or caller == "eval.py":
+        # Only `*_group.py` files are read for groups: one made in an eval file was silently no group at all.
+        raise ConfigError(f"define_eval_group(...) is in the eval file {caller}, where it makes no group: a group is "
+                          "declared in a file of its own under evals/, named after the group, like "
+                          "evals/flow_group.py for the group 'flow'")
+    if isinstance(evals, str) or not isinstance(evals, Sequence):
+        raise ConfigError(f"define_eval_group takes a list of eval ids (as `assay agent list` shows them), like "
+                          f"define_eval_group([\"flow/login\", \"flow/checkout\"]); got {type(evals).__name__} {evals!r}")
+    wrong = [member for member in evals if not (isinstance(member, str) and member)]
+    if wrong:
+        raise ConfigError(f"define_eval_group takes a list of eval ids (as `assay agent list` shows them); "
+                          f"{wrong[0]!r} is not one")
     if not evals:
         raise ConfigError("an eval group needs at least one member eval id")
     if len(set(evals)) != len(evals):

@@ -29,7 +29,7 @@ from assay.core.file_lock import HeldLock, LockFile
 from assay.errors import AssayError, UsageError
 
 __all__ = [
-    "LeaseOwner", "LeaseStatus", "SharedStateError", "acquire_leases", "experiment_teardowns",
+    "LeaseOwner", "LeaseStatus", "SharedStateError", "acquire_leases", "checked_project", "experiment_teardowns",
     "lease_statuses", "listed", "recover_lease",
 ]
 
@@ -141,6 +141,25 @@ def lease_statuses(root: Path) -> list[LeaseStatus]:
     return sorted(found, key=lambda status: (status.owner.started_at if status.owner else "", status.key))
 
 
+def _is_project(folder: Path) -> bool:
+    from assay.agent.project import EVALS_DIR, EXPERIMENTS_DIR
+
+    return (folder / EVALS_DIR).is_dir() or (folder / EXPERIMENTS_DIR).is_dir() or lease_folder(folder).is_dir()
+
+
+def checked_project(root: Path) -> Path:
+    """`root`, when it is an assay project (it has evals/ or experiments/, or leases); a `UsageError` on
+    --project otherwise, naming the project above it if there is one: "no lease is held" said of a
+    subfolder or of the wrong folder would let a person believe the shared state is free."""
+    if _is_project(root):
+        return root
+    above = next((parent for parent in root.parents if _is_project(parent)), None)
+    fix = (f"run it in {above} or give --project {shlex.quote(str(above))}" if above is not None
+           else "run it in the project's folder or give --project DIR")
+    raise UsageError(f"{root} is not an assay project (it has no evals/ or experiments/ folder), so its leases "
+                     f"cannot be looked up there; {fix}", "--project")
+
+
 def _project_option(root: Path) -> str:
     return "" if Path.cwd().resolve() == root else f" --project {shlex.quote(str(root))}"
 
@@ -245,7 +264,7 @@ def recover_lease(
             "recover releases a lease another run took; it needs " + "; ".join(f"{flag} ({why})" for flag, why in missing),
             missing[0][0],
         )
-    path = _lease_path(root, key)
+    path = _lease_path(checked_project(root), key)
     status = _status(path)
     if status is None:
         from assay.core.format import did_you_mean
@@ -316,7 +335,7 @@ _STATE_WORDS = {True: "owner running", False: "owner gone: recover it", None: "o
 
 def listed(root: Path, *, as_json: bool) -> list[str]:
     """`assay agent shared-state list`: one line per lease held in the project (a JSON object each with `--json`)."""
-    statuses = lease_statuses(root)
+    statuses = lease_statuses(checked_project(root))
     if as_json:
         return [json.dumps(status.document(), ensure_ascii=False) for status in statuses]
     if not statuses:

@@ -190,6 +190,11 @@ class Sandbox:
         for name, value in environment.items():
             if not isinstance(name, str) or not isinstance(value, str):
                 raise SandboxError(f"command environment values must be strings ({name!r})")
+        if isinstance(sensitive_values, (str, bytes)):
+            # One string would be split into its characters, each too short to redact: the secret would be stored.
+            # (The message never shows the value.)
+            raise SandboxError("sensitive_values is a list of exact strings, like sensitive_values=[token]; got one "
+                               f"{type(sensitive_values).__name__}, which would be split into its characters and redact nothing")
         core.redactor.add(sensitive_values)
         backend = self._live()
         if timeout is None:
@@ -224,6 +229,12 @@ class Sandbox:
 
     async def run_shell(self, script: str, **options: Any) -> CommandResult:
         """Run `script` with bash (`bash -c script`); the same options as `run_command`."""
+        if not isinstance(script, str):
+            # A list ran as its repr (`bash: [echo,: command not found`).
+            hint = (f"; for an argv, run_command({', '.join(repr(str(part)) for part in script)})"
+                    if isinstance(script, (list, tuple)) and script else "")
+            raise SandboxError(f"run_shell takes a script, one string like run_shell(\"make test\"), "
+                               f"got {type(script).__name__}{hint}")
         return await self.run_command("bash", "-c", script, **options)
 
     async def run_command_or_raise(self, program: str | Sequence[str], *args: str, **options: Any) -> CommandResult:

@@ -39,13 +39,19 @@ def _entry(prefix: str) -> SandboxEntry:
 
 def listed(*, orphans: bool = False, as_json: bool = False) -> Iterator[str]:
     """Every sandbox recorded here (only orphans, with `orphans`), one line each (a JSON object each)."""
-    entries = [entry for entry in list_entries(sandbox_base()) if not orphans or entry.orphaned]
+    every = list_entries(sandbox_base())
+    entries = [entry for entry in every if not orphans or entry.orphaned]
     if as_json:
         for entry in entries:
             yield json.dumps({**asdict(entry), "status": entry.status})
         return
+    if not entries and orphans and every:
+        # "No sandboxes" would deny the kept and active ones the plain `list` shows.
+        yield (f"No orphaned sandboxes under {sandbox_base()} ({len(every)} other: `assay agent sandbox list` shows "
+               f"{'it' if len(every) == 1 else 'them'}).")
+        return
     if not entries:
-        yield f"No sandboxes under {sandbox_base()}."
+        yield f"No {'orphaned ' if orphans else ''}sandboxes under {sandbox_base()}."
         return
     for entry in entries:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.created))
@@ -189,7 +195,9 @@ def stopped(prefixes: Sequence[str] = (), *, every_kept: bool = False) -> Iterat
     if every_kept:
         entries = [entry for entry in list_entries(sandbox_base()) if entry.state == "kept"]
     else:
-        entries = [_entry(prefix) for prefix in prefixes]
+        named = [_entry(prefix) for prefix in prefixes]
+        # One sandbox named twice (`stop 2a08 2a081c`) is stopped once, not said to be removed twice.
+        entries = list({entry.sandbox_id: entry for entry in named}.values())
     for entry in entries:
         _refuse_active(entry)
         yield f"{entry.sandbox_id}: {destroy(entry)}"

@@ -74,6 +74,25 @@ def make_sandbox_root(base: Path, sandbox_id: str, folders: Sequence[str] = (), 
     return root
 
 
+def link_in_registry(root: Path, sandbox_id: str) -> None:
+    """A sandbox made under a `base_dir` of its own is linked from ASSAY_SANDBOX_DIR (`<id>` -> its folder),
+    where `assay agent sandbox list | diff | enter | stop | prune` look for sandboxes; best effort."""
+    registry = sandbox_base_dir()
+    if root.parent.resolve() == registry.resolve():
+        return
+    with contextlib.suppress(OSError):
+        registry.mkdir(parents=True, exist_ok=True)
+        (registry / sandbox_id).symlink_to(root, target_is_directory=True)
+
+
+def unlink_from_registry(root: Path | str, sandbox_id: str) -> None:
+    """Remove the link `link_in_registry` made for the sandbox whose folder is `root` (none: nothing)."""
+    link = sandbox_base_dir() / sandbox_id
+    with contextlib.suppress(OSError):
+        if link.is_symlink() and os.readlink(link) == str(root):
+            link.unlink()
+
+
 def bubblewrap_problem() -> str | None:
     """None when bubblewrap can isolate commands here; else why not, telling "not installed" apart from
     "installed, but cannot make a namespace" (user namespaces forbidden, a container without the rights)."""
@@ -429,6 +448,7 @@ class LocalSandbox:
         self._stopped = True
         gone = await self.stop_processes()
         await asyncio.get_running_loop().run_in_executor(None, remove_tree, self.root)
+        unlink_from_registry(self.root, self.sandbox_id)
         return gone and not self.root.exists()
 
     async def keep(self) -> bool:
@@ -570,6 +590,7 @@ class LocalProvider:
             root=str(root), isolation=isolation, owner_pid=os.getpid(), created=time.time(),
             labels=dict(request.labels), ledger=sandbox.ledger_dir, env=dict(self.env), path_prepend=list(self.path_prepend),
         ))
+        link_in_registry(root, request.sandbox_id)
         return sandbox
 
 
@@ -599,6 +620,6 @@ def local_sandbox(
 
 __all__ = [
     "BUBBLEWRAP", "LocalProvider", "LocalSandbox", "PROCESS_GROUP", "bubblewrap_problem", "bubblewrap_works",
-    "local_sandbox", "make_sandbox_root",
-    "sandbox_base_dir",
+    "link_in_registry", "local_sandbox", "make_sandbox_root",
+    "sandbox_base_dir", "unlink_from_registry",
 ]

@@ -58,8 +58,11 @@ def destroy(entry: SandboxEntry) -> str:
         if not remove_sandbox_folder(Path(entry.root)):
             return f"{what}; {entry.root} could not be removed (files of another user: `sudo rm -rf` it)"
         return f"{what}; removed {entry.root}"
+    from assay.agent.sandbox.local import unlink_from_registry
+
     what = "killed its processes" if kill_marked(entry.sandbox_id) else "some processes would not die"
     shutil.rmtree(entry.root, ignore_errors=True)
+    unlink_from_registry(entry.root, entry.sandbox_id)  # made under a base_dir of its own
     return f"{what}; removed {entry.root}"
 
 
@@ -126,6 +129,9 @@ def prune(base: Path, *, force: bool = False) -> list[tuple[SandboxEntry, str]]:
     """Destroy every orphaned sandbox under `base` (and, with `force`, every kept one), then every
     container of this host whose owner died before recording it."""
     done = []
+    for link in base.iterdir() if base.is_dir() else ():
+        if link.is_symlink() and not link.exists():  # to a base_dir sandbox whose folder was removed outside assay
+            link.unlink(missing_ok=True)
     for entry in list_entries(base):
         if entry.orphaned or (force and entry.state == "kept"):
             done.append((entry, destroy(entry)))
