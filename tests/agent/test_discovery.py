@@ -479,6 +479,21 @@ def test_a_file_defining_evals_that_no_pattern_matches_is_named_once_on_stderr(t
     ]
 
 
+def test_a_group_file_named_otherwise_is_warned_about_not_silently_skipped(tmp_path, capsys):
+    from assay.agent import discovery
+
+    make_project(tmp_path)
+    group = 'from assay.agent import define_eval_group\n\nflow = define_eval_group(["foo", "weather/brooklyn"])\n'
+    write(tmp_path, "evals/flow_grop.py", group)  # a typo of flow_group.py: never read, the evals ran apart
+    write(tmp_path, "evals/checkout_group.py", group)  # a group file as named: read, not warned about
+    discovery._warned_unmatched.clear()
+    discover_evals(tmp_path)
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: evals/flow_grop.py defines an eval group but is skipped: a group's file is <group id>_group.py "
+        "(evals/flow_group.py for the group 'flow'); rename it so",
+    ]
+
+
 def test_agent_list_and_run_warn_about_an_unmatched_eval_file(tmp_path):
     import subprocess
     import sys

@@ -205,6 +205,44 @@ def test_a_user_who_is_not_root_removes_what_the_containers_root_wrote(docker_im
     assert docker_containers("child-killed") == [] and list(base.iterdir()) == []
 
 
+def test_prune_by_another_user_passes_over_a_container_whose_folder_it_cannot_read(docker_image, shared_folder):
+    """A daemon shared by several users: another user's orphaned container names a sandbox folder `nobody` may
+    not look into. Prune leaves it to its owner instead of stopping with a traceback (PermissionError)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv (util-linux) to run assay as another user")
+    import docker
+
+    from assay.agent.sandbox.docker import OWNER_LABEL, ROOT_LABEL
+
+    private = shared_folder / "root-only"
+    (private / "sandbox").mkdir(parents=True)
+    private.chmod(0o700)  # root's: `nobody` cannot tell whether a record is inside
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(shared_folder / "docker.sock"))
+    os.chmod(shared_folder / "docker.sock", 0o777)
+    base = shared_folder / "sandboxes"
+    base.mkdir(mode=0o777)
+    base.chmod(0o777)
+    client = docker.from_env()
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid no process has now: the container's owner is gone
+    container = client.containers.create(docker_image, ["true"], labels={
+        "assay.sandbox": "someone-elses", OWNER_LABEL: f"{socket.gethostname()}:{dead.pid}",
+        ROOT_LABEL: str(private / "sandbox"),
+    })
+    try:
+        environment = {**os.environ, "DOCKER_HOST": f"unix://{shared_folder / 'docker.sock'}",
+                       "ASSAY_SANDBOX_DIR": str(base), "HOME": str(shared_folder)}
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        with proxied_daemon(listener):
+            pruned = subprocess.run([*nobody, sys.executable, "-m", "assay", "agent", "sandbox", "prune"],
+                                    capture_output=True, text=True, env=environment, cwd=ROOT, timeout=120)
+        assert pruned.returncode == 0 and "Traceback" not in pruned.stderr, pruned
+        assert docker_containers("someone-elses") != []  # not this user's to judge: left alone
+    finally:
+        container.remove(force=True)
+
+
 def test_a_daemon_that_cannot_see_this_machines_folders_gets_the_workdir_in_the_container(docker_image, shared_folder):
     """assay under bubblewrap with a /tmp of its own: the daemon cannot find the sandbox's folder there, says
     so, and the sandbox is made again with the workdir in the container's own file system."""

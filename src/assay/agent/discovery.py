@@ -200,45 +200,51 @@ def _eval_files(root: Path) -> list[tuple[str, Path]]:
     return files
 
 
-def _names_a_definer(node: ast.AST) -> bool:
+def _names_a_definer(node: ast.AST, definers: tuple[str, ...] = _DEFINERS) -> bool:
     return any(
-        (isinstance(part, ast.Name) and part.id in _DEFINERS)
-        or (isinstance(part, ast.Attribute) and part.attr in _DEFINERS)
+        (isinstance(part, ast.Name) and part.id in definers)
+        or (isinstance(part, ast.Attribute) and part.attr in definers)
         for part in ast.walk(node)
     )
 
 
-def _defines_evals_at_top_level(source: str) -> bool:
-    """Whether the module itself defines an eval: `@define_eval` on a top-level function, or a call
-    in a top-level statement. A helper whose functions build evals for eval files is not one."""
+def _defines_evals_at_top_level(source: str, definers: tuple[str, ...] = _DEFINERS) -> bool:
+    """Whether the module itself defines an eval (or, with `definers`, a group): `@define_eval` on a
+    top-level function, or a call in a top-level statement. A helper whose functions build evals for
+    eval files is not one."""
     try:
         module = ast.parse(source)
     except (SyntaxError, ValueError):
         return False  # not importable either way; no guess about what it meant
     for statement in module.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any(_names_a_definer(decorator) for decorator in statement.decorator_list):
+            if any(_names_a_definer(decorator, definers) for decorator in statement.decorator_list):
                 return True
         elif isinstance(statement, (ast.Import, ast.ImportFrom, ast.ClassDef)):
             continue
-        elif _names_a_definer(statement):
+        elif _names_a_definer(statement, definers):
             return True
     return False
 
 
-def unmatched_eval_files(project: Path) -> list[Path]:
-    """Python files under evals/ that define evals but are not named like eval files, so discovery
-    never imports them (a file named `checkout.py` instead of `checkout_eval.py`)."""
+_GROUP_DEFINERS = ("define_eval_group",)
+
+
+def unmatched_eval_files(project: Path, definers: tuple[str, ...] = _DEFINERS) -> list[Path]:
+    """Python files under evals/ that define evals (or, with `definers`, groups) but are not named like
+    eval files (group files), so discovery never imports them (a file named `checkout.py` instead of
+    `checkout_eval.py`, `flow_grop.py` instead of `flow_group.py`)."""
     root = project.resolve() / EVALS_DIR
     found = []
     for path in sorted(root.rglob("*.py")) if root.is_dir() else ():
-        if _skipped(path.relative_to(root)) or _is_eval_file_name(path.name) or path.name == "__init__.py":
+        if (_skipped(path.relative_to(root)) or _is_eval_file_name(path.name) or path.name == "__init__.py"
+                or (path.name.endswith(GROUP_SUFFIX) and len(path.name) > len(GROUP_SUFFIX))):
             continue
         try:
             source = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        if any(name in source for name in _DEFINERS) and _defines_evals_at_top_level(source):
+        if any(name in source for name in definers) and _defines_evals_at_top_level(source, definers):
             found.append(path)
     return found
 
@@ -256,6 +262,15 @@ def warn_about_unmatched_eval_files(project: Path) -> None:
         print(
             f"warning: {path.relative_to(project).as_posix()} defines an eval but is skipped: eval files are "
             f"{EVAL_FILE_PATTERNS} (rename it {path.stem}{EVAL_SUFFIX})",
+            file=sys.stderr,
+        )
+    for path in unmatched_eval_files(project, _GROUP_DEFINERS):
+        if path in _warned_unmatched:
+            continue
+        _warned_unmatched.add(path)
+        print(
+            f"warning: {path.relative_to(project).as_posix()} defines an eval group but is skipped: a group's file "
+            f"is <group id>{GROUP_SUFFIX} (evals/flow{GROUP_SUFFIX} for the group 'flow'); rename it so",
             file=sys.stderr,
         )
 

@@ -164,7 +164,11 @@ def unrecorded_containers() -> list[tuple[SandboxEntry, str]]:
             root = labels.get(ROOT_LABEL)
             if owner_host != host or not owner_pid.isdigit() or process_alive(int(owner_pid)):
                 continue
-            if not root or (Path(root) / ENTRY_FILE).exists():
+            try:
+                recorded = not root or (Path(root) / ENTRY_FILE).exists()
+            except OSError:  # another user's folder (a daemon several users share): not this user's to judge
+                continue
+            if recorded:
                 continue  # recorded: its record says whether it is kept
             entry = SandboxEntry(sandbox_id=labels["assay.sandbox"], provider="docker", state="active", workdir="",
                                  root=root, owner_pid=int(owner_pid), container=container.id)
