@@ -528,3 +528,27 @@ def test_pairwise_requires_every_flag(suite, fake_openai):
         "Execution failed: missing required arguments --candidate-a, --candidate-b, --model, --provider, --effort, "
         "--seed, --run-id"
     )
+
+
+def test_a_judge_commands_record_keeps_what_its_model_calls_cost(suite, fake_openai, monkeypatch, tmp_path):
+    """The calls and tokens the endpoint reported are kept with the run and said by `assay runs show` (no price
+    table here, so no estimate); eval-kit's own output is unchanged."""
+    import os
+
+    from assay.core.history.shown import run_shown
+    from assay.core.results_store import SqliteRunStore
+
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
+    fake_openai.respond_with(judge_responder("pointwise"))
+    assert coverage(fake_openai).exit_code == 0
+    fake_openai.respond_with(judge_responder("pairwise"))
+    assert pairwise(fake_openai, "--both-orders").exit_code == 0
+    with SqliteRunStore(tmp_path / "store" / "assay.db", read_only=True) as store:
+        runs = {run.manifest.title: run.manifest for run in store.list_runs()}
+        pointwise_usage = runs["case-one (judge-coverage)"].summary["judge_usage"]
+        assert pointwise_usage == {"judge-model": {"calls": 1, "cached": 0, "no_usage": 0, "input_tokens": 10,
+                                                   "output_tokens": 5, "cache_read_tokens": 0}}
+        assert runs["case-one (judge-pairwise)"].summary["judge_usage"]["judge-model"]["calls"] == 2  # both orders
+        shown = "\n".join(run_shown(store, "latest", 5).lines)
+    assert "judge judge-model: 2 call(s); 20 input and 10 output tokens" in shown
+    assert "pricing" not in shown

@@ -262,6 +262,7 @@ def judge_spend_lines(spend: dict[str, dict[str, Any]]) -> list[str]:
         counts = {name: given.get(name) if type(given.get(name)) is int else 0
                   for name in ("calls", "cached", "no_usage", "input_tokens", "output_tokens", "cache_read_tokens")}
         counts["estimated_cost_usd"] = given.get("estimated_cost_usd")
+        priced = "estimated_cost_usd" in given  # (a document judge's record has no price table to estimate with)
         said = [f"{counts['calls']:,} call(s)" + (f", {counts['cached']:,} read from the cache" if counts["cached"] else "")]
         if counts["calls"] > counts["no_usage"]:
             cached = f" (+{counts['cache_read_tokens']:,} from the provider's prompt cache)" if counts["cache_read_tokens"] else ""
@@ -271,7 +272,7 @@ def judge_spend_lines(spend: dict[str, dict[str, Any]]) -> list[str]:
         cost = counts["estimated_cost_usd"]
         if isinstance(cost, (int, float)) and not isinstance(cost, bool):
             said.append(f"est. {format_usd(cost)}")
-        elif counts["calls"] and not counts["no_usage"]:
+        elif priced and counts["calls"] and not counts["no_usage"]:
             said.append(f"no cost estimate: [tool.assay.pricing] has no price for {model!r}")
         lines.append(f"judge {model}: " + "; ".join(said))
     return lines

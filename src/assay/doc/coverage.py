@@ -6,7 +6,7 @@ Fails closed: the manifest is written only after the output, its echo and the bu
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -40,6 +40,7 @@ class CoverageResult:
     result: Mapping[str, Any]
     result_dir: Path
     manifest: Mapping[str, Any]
+    judge_usage: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # the judge's calls (`assay.judge.usage`)
 
 
 def _expected_items_for_canonicalization(variables: Mapping[str, Any]) -> list[Any] | None:
@@ -115,6 +116,7 @@ async def judge_coverage(
         log = JudgeCallLog(bundle, template.source, template.text)
         try:
             async with settings.client() as client:
+                judge_usage = client.usage
                 result = await log.ask(
                     client, settings, variables, schema=schema, label="pointwise judge output", check=check_echo
                 )
@@ -177,4 +179,4 @@ async def judge_coverage(
         },
     )
     bundle.write_manifest(manifest)
-    return CoverageResult(case.case_id, counts, result, bundle.run_dir, manifest)
+    return CoverageResult(case.case_id, counts, result, bundle.run_dir, manifest, judge_usage)

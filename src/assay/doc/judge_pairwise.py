@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -39,6 +39,7 @@ class PairwiseResult:
     result: Mapping[str, Any]
     result_dir: Path
     manifest: Mapping[str, Any]
+    judge_usage: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # the judge's calls (`assay.judge.usage`)
 
 
 def _shown(value: Any) -> str:
@@ -121,6 +122,7 @@ async def judge_pairwise(
         log = JudgeCallLog(bundle, template.source, template.text)
         try:
             async with settings.client() as client:
+                judge_usage = client.usage
                 for order in orders:
                     shown_a, shown_b = order.candidate_order
                     hook_input = PairwiseInput(
@@ -218,4 +220,4 @@ async def judge_pairwise(
         extra={**settings.manifest_fields(), "prompt_version": prompt_version, "rubric_version": rubric_version},
     )
     bundle.write_manifest(manifest)
-    return PairwiseResult(case.case_id, winner, consistent, result, bundle.run_dir, manifest)
+    return PairwiseResult(case.case_id, winner, consistent, result, bundle.run_dir, manifest, judge_usage)

@@ -34,7 +34,7 @@ def _candidate_text(path: Path) -> str | None:
 
 def _manifest(
     method: str, case_id: str, result_dir: Path, bundle_manifest: Mapping[str, Any], options: Mapping[str, Any],
-    success: bool, identity: Mapping[str, Any] | None = None,
+    success: bool, identity: Mapping[str, Any] | None = None, judge_usage: Mapping[str, Any] | None = None,
 ) -> RunManifest:
     duration_ms = bundle_manifest.get("duration_ms")
     return RunManifest.begin(
@@ -51,7 +51,9 @@ def _manifest(
         gates=[Gate(method, success, ("verdict is not red" if success else "verdict is red") if method == "deterministic"
                     else "advisory").to_json()],
         # A deterministic grade of a given candidate never varies by chance: a flip between two runs is a change.
-        summary={"bundle": str(result_dir), **({"deterministic": True} if method == "deterministic" else {})},
+        summary={"bundle": str(result_dir), **({"deterministic": True} if method == "deterministic" else {}),
+                 # what the model's calls cost, as counted (no price table here: no estimate)
+                 **({"judge_usage": jsonable(dict(judge_usage))} if judge_usage else {})},
         success=success,
         exit_code=0 if success or method != "deterministic" else 1,
         duration_seconds=duration_ms / 1000 if isinstance(duration_ms, (int, float)) else None,
@@ -117,7 +119,8 @@ def coverage_run_record(
         artifacts={"bundle": str(result.result_dir), "candidate": str(candidate_path)},
         detail={"method": "judge-coverage", "judgements": items, "candidate": _candidate_text(candidate_path)},
     )
-    manifest = _manifest("judge-coverage", result.case_id, result.result_dir, result.manifest, options, passed, {"model": model})
+    manifest = _manifest("judge-coverage", result.case_id, result.result_dir, result.manifest, options, passed, {"model": model},
+                         getattr(result, "judge_usage", None))
     return manifest, [unit]
 
 
@@ -138,6 +141,7 @@ def pairwise_run_record(
             "candidates": {str(path): _candidate_text(path) for path in candidates},
         },
     )
-    manifest = _manifest("judge-pairwise", result.case_id, result.result_dir, result.manifest, options, True, {"model": model})
+    manifest = _manifest("judge-pairwise", result.case_id, result.result_dir, result.manifest, options, True, {"model": model},
+                         getattr(result, "judge_usage", None))
     return manifest, [unit]
 
