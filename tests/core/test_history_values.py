@@ -46,3 +46,18 @@ def test_a_value_that_is_no_fraction_either_way_gets_no_hint(tmp_path, monkeypat
     expected = {"99.5": "less than or equal to 0.99", "500": "less than or equal to 1"}[value]
     assert expected in " ".join(result.output.split()), result.output
     assert "fraction" not in result.output
+
+
+def test_counts_of_a_million_and_more_are_whole_numbers_not_exponent_form() -> None:
+    """`flaky units (2000000): 1.23457e+06 failing trials now`: a count rounded to six digits in exponent form, which
+    is not the count `--json` holds (1234567). Counts are whole numbers, thousands marked as the expected ones are."""
+    flaky = FamilyTest("flaky", "two-sided Poisson-binomial test vs each unit's history", 2_000_000, "worse", 1_234_567.0,
+                       1_234_000.2, 0.5).describe()
+    assert flaky.startswith("flaky units (2,000,000): 1,234,567 failing trials now, 1,234,000 expected"), flaky
+    short = FamilyTest("short-history", "exact sign test on paired changes (McNemar with one trial)", 3_000_000, "worse",
+                       1_500_000.0, 1_234_567.0, 0.5).describe()
+    assert short.startswith("units with too little history (3,000,000): 1,500,000 changed for the better, 1,234,567 for "
+                            "the worse"), short
+    stable = FamilyTest("stable-pass", "Poisson-binomial tail vs the suite's history", 3_000_000, "worse", 1_500_000,
+                        1_234_567.0, 0.5, flips=("u",) * 1_500_000).describe()
+    assert stable.startswith("1,500,000 units that passed every trial of their history fail now; 1,234,567 expected"), stable

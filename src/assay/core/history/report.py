@@ -56,6 +56,8 @@ def comparison_lines(comparison: Any, limit: int, *, why: str = "") -> Iterator[
         yield f"groups: {tally}"
         for name, group in list(moved.items())[:limit]:
             yield f"  {group.verdict.upper()} {name or '(all)'}: {group.sentence()}"
+        if limit and len(moved) > limit:  # (as the unit lists below say it)
+            yield f"  … {len(moved) - limit} more (--limit, --json)"
     for kind, title in (("regressions", "Regressions"), ("fixes", "Fixes"), ("still_failing", "Still failing"),
                         ("new", "New"), ("removed", "Removed"), ("changed_other", "Changed (skipped/ignored)")):
         ids = comparison.units[kind]
@@ -111,6 +113,7 @@ class TrendPoint:
     passed: int
     failed: int
     flaky_units: Sequence[str] = field(default_factory=tuple)
+    units: int | None = None  # the run's units (of the group), judged or not; None: not counted
 
     @property
     def rate(self) -> float | None:
@@ -119,14 +122,21 @@ class TrendPoint:
 
     def to_json(self) -> dict[str, Any]:
         low, high = wilson_interval(self.passed, self.passed + self.failed)
-        return {"run_id": self.run_id, "created_at": self.created_at, "passed": self.passed, "failed": self.failed,
-                "pass_rate": self.rate, "interval": [low, high] if self.passed + self.failed else None}
+        document = {"run_id": self.run_id, "created_at": self.created_at, "passed": self.passed, "failed": self.failed,
+                    "pass_rate": self.rate, "interval": [low, high] if self.passed + self.failed else None}
+        if self.units is not None:
+            document["units"] = self.units
+        return document
 
 
-def trend_lines(title: str, points: Sequence[TrendPoint], flaky: Mapping[str, FlakyUnit]) -> Iterator[str]:
+def trend_lines(title: str, points: Sequence[TrendPoint], flaky: Mapping[str, FlakyUnit], *,
+                group: str | None = None) -> Iterator[str]:
     yield f"{title}: pass rate over {len(points)} run(s), oldest first (95% Wilson interval)"
     for point in points:
         judged = point.passed + point.failed
+        if not judged and point.units == 0:  # a group the run did not have (an eval added since), or an empty run
+            yield f"  {point.run_id}     n/a  {'no unit of the group' if group else 'no unit'} in this run"
+            continue
         if not judged:  # no interval to show: it would be [0, 100] over 0/0
             yield f"  {point.run_id}     n/a  no unit judged (each was carried from an earlier run, skipped or ignored)"
             continue

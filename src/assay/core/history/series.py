@@ -38,9 +38,11 @@ def flaky_units(store: Any, run_ids: list[str], *, kind: str = "", group: str | 
 
 def trend_points(store: Any, run_ids: list[str], *, group: str | None = None) -> list[TrendPoint]:
     """One point per run, oldest first: its passed and failed trials (of `group`, when given)."""
-    tallies = {run_id: [0, 0] for run_id in run_ids}
+    tallies = {run_id: [0, 0, 0] for run_id in run_ids}  # passed, failed, units (judged or not)
     for run_id, _, _, passed, failed in series_rows(store, run_ids, group=group):
         tallies[run_id][0] += passed
         tallies[run_id][1] += failed
+        tallies[run_id][2] += 1
     created = {run.run_id: run.manifest.created_at for run in (store.get_run(run_id) for run_id in run_ids)}
-    return [TrendPoint(run_id, created[run_id], *tallies[run_id]) for run_id in reversed(run_ids)]
+    return [TrendPoint(run_id, created[run_id], passed, failed, units=units)
+            for run_id in reversed(run_ids) for passed, failed, units in [tallies[run_id]]]

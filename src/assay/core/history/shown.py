@@ -213,6 +213,9 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
     removed, new = len(comparison.units["removed"]), len(comparison.units["new"])
     pairing = Pairing(first.unit_count - removed, removed, new, id_map.given)
     document = comparison.to_json(unit_limit=limit)
+    # Every group's verdict: `--limit` bounds the unit ids listed, not the groups (the first 20 of them would
+    # drop a regressed group the text names, while `group_counts` still counts it).
+    document["judgement"]["groups"] = {name: verdict.to_json() for name, verdict in comparison.judgement.groups.items()}
     if baseline_note:
         document["baseline_chosen"] = baseline_note
     document["pairing"] = pairing.to_json()
@@ -220,6 +223,13 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
     kinds = (first.manifest.kind, second.manifest.kind)
     if id_map or kinds[0] != kinds[1] or (pairing.paired == 0 and first.unit_count):
         hint = "" if id_map or pairing.paired else " The runs name their units differently: --map renames the baseline's ids."
+        shards = (_shard(first.manifest), _shard(second.manifest))
+        if not id_map and not pairing.paired and not second.unit_count:
+            hint = f" {second.run_id} has no unit at all: there is nothing to pair."
+        elif not id_map and not pairing.paired and any(shards) and shards[0] != shards[1]:
+            hint = (" " + " and ".join(f"{run.run_id} is shard {shard}" for run, shard in zip((first, second), shards) if shard)
+                    + ": a shard holds a part of the suite, so compare two runs of one shard, or the whole runs `assay "
+                    "runs merge` makes of the shards.")
         if not id_map and kinds[0] != kinds[1] and "imported" not in kinds:
             hint = (f" These are runs of two kinds ({kinds[0]}, then {kinds[1]}), whose units never pair: compare two runs of"
                     " one kind (`assay runs compare latest` takes the run of the latest's kind and project before it).")
@@ -273,10 +283,24 @@ def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
                          "give two different runs")
     previous = store.previous_run(second)
     kind = second.manifest.kind
+    shard = _shard(second.manifest)
     if previous is None:
+        if shard:  # a shard's series is that shard's runs: it has no baseline among whole runs (nor other shards)
+            article = "an" if kind[:1] in "aeiou" else "a"
+            raise UsageError(f"{second.run_id} is shard {shard} of {article} {kind} run, and no earlier run of shard "
+                             f"{shard} of its project is in the store to compare it with; compare the whole run once "
+                             "`assay runs merge` has combined its shards, or give a baseline run: `assay runs compare "
+                             "BEFORE AFTER`")
         raise UsageError(f"{second.run_id} is the only {kind} run of its project in the store, so there is no run "
                          "before it to compare it with; give a baseline run: `assay runs compare BEFORE AFTER`")
-    return previous, second, f"Baseline: {previous.run_id}, the {kind} run of the same project before {second.run_id}."
+    which = f"{kind} run of shard {shard}" if shard else f"{kind} run"
+    return previous, second, f"Baseline: {previous.run_id}, the {which} of the same project before {second.run_id}."
+
+
+def _shard(manifest: Any) -> str:
+    """The `--shard i/n` a run was made with ("" for a whole run, or one `runs merge` made)."""
+    shard = (manifest.options or {}).get("shard")
+    return shard if isinstance(shard, str) else ""
 
 
 def _series_of(store: Any, ref: str, kind: str | None, last: int) -> tuple[Any, list[str]]:
@@ -335,10 +359,18 @@ def trend_shown(store: Any, group: str | None, kind: str | None, last: int, of_r
         known = {part for run_id in ids for name in store.get_run(run_id, with_groups=True).groups if name
                  for part in ("/".join(name.split("/")[:end]) for end in range(1, name.count("/") + 2))}
         raise UsageError(f"no unit of the group {group!r} was judged in the last {len(ids)} runs of "
-                         f"{series_kind}{did_you_mean(group, sorted(known))} (`assay runs show latest` lists its groups)")
+                         f"{series_kind}{did_you_mean(group, sorted(known))} (`assay runs show {_reference(store, ids[0])}` "
+                         "lists its groups)")
     document = {"group": group, "kind": series_kind, "points": [point.to_json() for point in points],
                 "flaky": [unit.to_json() for unit in flaky.values()]}
-    return Shown(document, trend_lines(f"{series_kind} {group or '(all units)'}", points, flaky))
+    return Shown(document, trend_lines(f"{series_kind} {group or '(all units)'}", points, flaky, group=group))
+
+
+def _reference(store: Any, run_id: str) -> str:
+    """How to name a run to `runs show`: `latest` when it is the latest run of the store, else its id (the series of
+    `--kind` or `--run` is not always the latest run's, and `runs show latest` would list another run's groups)."""
+    newest = store.list_runs(limit=1)
+    return "latest" if newest and newest[0].run_id == run_id else run_id
 
 
 def shard_record(reference: str, open_store: Callable[[], Any]) -> tuple[Any, list[Any]]:
