@@ -116,12 +116,14 @@ def filled_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FilledSto
         )
         assert completed.returncode == 1, completed.stdout + completed.stderr
         agent = _latest(database)
-        patch.chdir(REPO)
-        yield FilledStore(
-            database=database, root=root, video_before=video_before, video_after=video_after, agent=agent,
-            doc_before=doc_before, doc_after=doc_after, video_junit=video_junit, doc_junit=doc_junit,
-            video_path=eval_dir / "cases" / "clip.mp4",
-        )
+    # Built, its ASSAY_STORE and folder are given back: left set for the session, every later test that
+    # records a run (an import, a run in-process) wrote into this store, and the counts below changed with
+    # the order the tests ran in. A test that needs the store as ASSAY_STORE asks for `store_env`.
+    yield FilledStore(
+        database=database, root=root, video_before=video_before, video_after=video_after, agent=agent,
+        doc_before=doc_before, doc_after=doc_after, video_junit=video_junit, doc_junit=doc_junit,
+        video_path=eval_dir / "cases" / "clip.mp4",
+    )
 
 
 @pytest.fixture
