@@ -100,7 +100,7 @@ def test_a_store_holding_no_run_says_how_to_make_one(tmp_path, monkeypatch) -> N
     monkeypatch.setenv("ASSAY_STORE", str(database))
     result = _runs("show", "latest")
     assert result.exit_code == 2
-    assert ("it holds no run yet: run an eval (`assay video run`, `assay agent run`, `assay doc run`) or import another "
+    assert ("it holds no run yet: run an eval (`assay video run`, `assay agent run`, `assay doc run-case`) or import another "
             "tool's log (`assay runs import`), or set ASSAY_STORE to the store that holds your runs") in " ".join(result.output.split())
 
 

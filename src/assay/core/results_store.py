@@ -711,7 +711,7 @@ class SqliteRunStore:
         hint = unindexed_records_hint(self.path)
         if hint:
             return f"; its index is empty, but {hint}"
-        return ("; it holds no run yet: run an eval (`assay video run`, `assay agent run`, `assay doc run`) or import "
+        return ("; it holds no run yet: run an eval (`assay video run`, `assay agent run`, `assay doc run-case`) or import "
                 "another tool's log (`assay runs import`), or set ASSAY_STORE to the store that holds your runs")
 
     @_speaks_for_the_file
