@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from video_evals import make_eval, run_eval
+from video_evals import invoke, make_eval, run_eval
 
 CASE = """
 video: clip.mp4
@@ -60,3 +60,34 @@ def test_sys_exit_in_the_factory_is_a_factory_failure(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "failed: the adapter called sys.exit('no gpu')" in result.flat
     assert result.flat.strip().startswith("Eval failed: adapter factory")
+
+
+EXITS_ON_IMPORT = '''
+import sys
+
+sys.exit(4)
+'''
+
+
+def test_sys_exit_while_an_adapter_module_is_imported_is_an_import_failure(tmp_path: Path, monkeypatch) -> None:
+    eval_dir = make_eval(tmp_path, CASE)
+    (tmp_path / "exits_on_import.py").write_text(EXITS_ON_IMPORT, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the module form: imported from sys.path
+    result = invoke("video", "run", "--eval-dir", str(eval_dir), "--adapter", "exits_on_import:create_evaluator")
+    assert result.exit_code == 2, result.output  # not the adapter's 4, said by nobody
+    assert result.flat.strip() == (
+        "Eval failed: adapter import failed for module 'exits_on_import': the adapter called sys.exit(4); "
+        "raise an exception instead to report a failure"
+    )
+    checkpoints = eval_dir / "runs" / "checkpoints"
+    assert not checkpoints.exists() or not any(checkpoints.iterdir())  # nothing reusable: no checkpoint, no lock left
+
+
+def test_sys_exit_while_an_adapter_file_is_imported_names_the_call(tmp_path: Path) -> None:
+    eval_dir = make_eval(tmp_path, CASE, adapter=EXITS_ON_IMPORT)
+    result = run_eval(eval_dir)
+    assert result.exit_code == 2, result.output
+    assert result.flat.strip() == (
+        f"Eval failed: adapter import failed for {eval_dir / 'adapter.py'}: the adapter called sys.exit(4); "
+        "raise an exception instead to report a failure"
+    )

@@ -77,6 +77,21 @@ def test_unknown_adapter_kind_is_a_usage_error(tmp_path):
     assert not (tmp_path / "eval").exists()
 
 
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        ("notes", "notes is a file, not a folder"),
+        ("notes/eval", "notes/eval cannot be created: notes is a file, not a folder"),  # not an errno about notes/eval/cases
+    ],
+)
+def test_a_folder_that_cannot_be_made_names_the_file_in_the_way(tmp_path, given, problem):
+    (tmp_path / "notes").write_text("mine\n")
+    refused = assay("video", "init", given, cwd=tmp_path)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == f"Error: {problem}; give a folder to write the eval into (it is created when missing)"
+    assert (tmp_path / "notes").read_text() == "mine\n"
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_getting_started_steps_run_in_order_in_one_folder(tmp_path):
     """docs/getting-started/video.md wrote the JS starter into the folder of step 1's, which init refused."""

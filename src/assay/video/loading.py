@@ -509,6 +509,7 @@ def load_eval_directory(
     at_times = validate_time_filters(case, at, from_s, until_s)
     root = resolve_eval_dir(eval_dir)
     config = load_eval_config(root)
+    _warn_of_misnamed_files(root)
     target_ids = normalize_target_selectors(targets)
     case_paths = discover_case_paths(root, case, target_ids)
     cases = [
@@ -522,6 +523,7 @@ def load_eval_directory(
         )
         for path in case_paths
     ]
+    _warn_of_gates_without_a_target(config, cases, target_ids, whole_eval=case is None and not target_ids)
     if target_ids:
         cases = _keep_targets(cases, target_ids)
     if at_times:
@@ -540,6 +542,88 @@ def load_eval_directory(
         until_time_s=until_s,
     )
     return EvalDirectory(path=root, config=config, cases=tuple(cases), selection=selection)
+
+
+def _warn_of_misnamed_files(root: Path) -> None:
+    """GlassKit reads the eval config and the case files by their exact names and skips any other file without
+    a word: a `confg.yaml` or `config.YAML` drops the eval's gates (a run that should fail exits 0), a
+    `lamp.YAML` drops a case. A file whose name is that close to one read, while the one it resembles is
+    missing, is named on stderr, with the name it needs."""
+    lines = []
+    files = _listed_files(root)
+    if not any(name in files for name in EVAL_CONFIG_FILE_NAMES):
+        lines += [
+            f"Warning: {root / name} is not read: the eval config must be named {' or '.join(EVAL_CONFIG_FILE_NAMES)}, "
+            "so its thresholds and video stores do not apply; rename it"
+            for name in files
+            if _misnamed(name, EVAL_CONFIG_FILE_NAMES)
+        ]
+    cases_dir = root / CASES_DIR_NAME
+    lines += [
+        f"Warning: {cases_dir / name} is not read: a case file's name ends in {' or '.join(CASE_FILE_SUFFIXES)} "
+        f"(lower case); rename it to {Path(name).stem}{CASE_FILE_SUFFIXES[0]}"
+        for name in _listed_files(cases_dir)
+        if Path(name).suffix not in CASE_FILE_SUFFIXES and _looks_like(Path(name).suffix, CASE_FILE_SUFFIXES)
+    ]
+    for line in lines:
+        sys.stderr.write(line + "\n")
+
+
+def _listed_files(folder: Path) -> list[str]:
+    """The names of the regular files in `folder` that a person keeps (no dotfiles, no editor backups `x~`)."""
+    try:
+        return sorted(
+            child.name for child in folder.iterdir()
+            if not child.name.startswith(".") and not child.name.endswith("~") and child.is_file()
+        )
+    except OSError:
+        return []
+
+
+def _looks_like(word: str, words: Sequence[str]) -> bool:
+    """Whether `word` is one of `words`, in any letter case, or a close misspelling of one."""
+    return bool(word) and (word in words or bool(did_you_mean(word, words, cutoff=0.8, form="{}")))
+
+
+def _misnamed(name: str, names: Sequence[str]) -> bool:
+    """Whether the file `name` is meant as one of `names` (`config.yaml`…): not one of them, but its stem and its
+    suffix each look like theirs (`confg.yaml`, `config.YAML`; not `adapter.py` beside `adapter.yml`)."""
+    path = Path(name)
+    return name not in names and _looks_like(path.stem, [Path(known).stem for known in names]) and _looks_like(
+        path.suffix, CASE_FILE_SUFFIXES
+    )
+
+
+def _warn_of_gates_without_a_target(
+    config: EvalConfig, cases: Sequence[Case], target_ids: Sequence[str], *, whole_eval: bool
+) -> None:
+    """A `thresholds.per_target` id that names no target keeps its gate, which fails with no results (§12: so a
+    typo shows). `0.0% pass rate` alone reads as a target that failed every sample: one stderr line per such id
+    says that no target has the name. Gates a `--target` filter skips are not named; config.yaml's ids only when
+    every case was loaded (another case may declare the id)."""
+    lines = [
+        _no_such_target_line(case.path, target_id, "this case", case.declared_target_ids, f"{case.name}_{target_id}")
+        for case in cases
+        for target_id, threshold in case.thresholds.per_target.items()
+        if threshold is not None and target_id not in case.declared_target_ids
+        and (not target_ids or target_id in target_ids)
+    ]
+    if whole_eval and config.path is not None:
+        declared = sorted({target_id for case in cases for target_id in case.declared_target_ids})
+        lines += [
+            _no_such_target_line(config.path, target_id, "any case", declared, f"eval_{target_id}")
+            for target_id, threshold in config.thresholds.per_target.items()
+            if threshold is not None and target_id not in declared
+        ]
+    for line in lines:
+        sys.stderr.write(line + "\n")
+
+
+def _no_such_target_line(path: Path, target_id: str, where: str, declared: Sequence[str], gate: str) -> str:
+    hint = did_you_mean(target_id, declared, form=" (did you mean {}?)")
+    targets = ", ".join(repr(name) for name in declared) or "none"
+    return (f"Warning: {path}: thresholds.per_target.{target_id} names no target of {where}{hint}; its gate "
+            f"{gate}_min_pass_rate fails with no results (targets: {targets})")
 
 
 # --- adapter config ------------------------------------------------------------------------------
@@ -562,7 +646,16 @@ def load_adapter_config(eval_dir: Path, explicit: Path | None) -> dict[str, Any]
             f"multiple adapter config files found: {found}; remove one or pass --adapter-config",
             option="--adapter-config",
         )
-    return _read_adapter_config(candidates[0], discovered=True) if candidates else {}
+    if candidates:
+        return _read_adapter_config(candidates[0], discovered=True)
+    for name in _listed_files(directory):  # a misspelt adapter.yaml would leave the adapter its defaults, unsaid
+        if _misnamed(name, ADAPTER_CONFIG_FILE_NAMES):
+            sys.stderr.write(
+                f"Warning: {directory / name} is not read: the adapter config must be named "
+                f"{' or '.join(ADAPTER_CONFIG_FILE_NAMES)}, so the adapter gets {{}}; rename it, or pass "
+                f"--adapter-config {directory / name}\n"
+            )
+    return {}
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:

@@ -201,8 +201,12 @@ def write_starter(directory: Path, adapter: str = "python", *, force: bool = Fal
 
     if adapter not in ADAPTER_KINDS:
         raise UsageError(f"--adapter must be one of {', '.join(ADAPTER_KINDS)}, not {adapter!r}", "--adapter")
+    fix = "give a folder to write the eval into (it is created when missing)"
     if directory.exists() and not directory.is_dir():
-        raise UsageError(f"{directory} exists and is not a folder")
+        raise UsageError(f"{directory} is a file, not a folder; {fix}")
+    above = next((parent for parent in directory.parents if parent.exists()), None)
+    if not directory.exists() and above is not None and not above.is_dir():
+        raise UsageError(f"{directory} cannot be created: {above} is a file, not a folder; {fix}")
     planned = _planned_files(adapter)
     existing = [name for name in planned if (directory / name).exists()]
     if existing and not force:
