@@ -21,20 +21,33 @@ def run_as_process(command: Callable[[], object]) -> NoReturn:
     try:
         with guard.watching():  # a reader that leaves stops the command, even one that writes nothing
             command()
-    except KeyboardInterrupt:  # before a command's own handling begins (typer parsing its options): said here
-        code: object = 130
-        if not guard.closed_by_reader:  # else the closed-stdout line below says it
-            _say_on_stderr("Interrupted.")
     except SystemExit as leaving:
-        code = leaving.code
+        code: object = leaving.code
         if code == 130 and _typer_took_an_interrupt(leaving) and not guard.closed_by_reader:
             _say_on_stderr("Interrupted.")  # typer makes Ctrl-C while it parses the options a silent 130
+    except BaseException as error:
+        if not is_an_interrupt(error):
+            raise
+        # Before a command's own handling begins (typer parsing its options), or wrapped where the
+        # command's handler could not see it: said here.
+        code = 130
+        if not guard.closed_by_reader:  # else the closed-stdout line below says it
+            _say_on_stderr("Interrupted.")
     else:  # pragma: no cover - Typer's standalone mode always raises SystemExit
         code = 0
     guard.interrupts = False  # leaving already: a failed final flush only drops the output
     if guard.closed_by_reader and code == 130:
         _say_on_stderr(stdout_guard.closed_message(guard.resume_lines, keeps_results=guard.keeps_results))
     _leave(code)
+
+
+def is_an_interrupt(error: BaseException) -> bool:
+    """Whether `error` is Ctrl-C: a KeyboardInterrupt, or the RuntimeError Python 3.11 turns one into when
+    it lands while a class is being made (`Error calling __set_name__ …`, raised from the interrupt; a
+    lazily imported pydantic model, early in a run). Python 3.12 no longer wraps it."""
+    return isinstance(error, KeyboardInterrupt) or (
+        isinstance(error, RuntimeError) and isinstance(error.__cause__, KeyboardInterrupt)
+    )
 
 
 def _typer_took_an_interrupt(leaving: SystemExit) -> bool:
