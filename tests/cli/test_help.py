@@ -47,6 +47,8 @@ def test_every_option_is_explained_and_every_command_shows_examples(path, comman
     assert shown.exit_code == 0, shown.output
     assert "Examples:\n" in shown.output
     assert "<bool>" not in shown.output  # a flag takes no value
+    # a repeatable option takes one value per use: `--tag <str>`, not typer's `--tag <list[str]>`
+    assert re.findall(r"^\s+(?:-\w, )?--\S+ <list\[", shown.output, flags=re.M) == []
     for example in re.findall(r"^    (assay .+)$", shown.output, flags=re.M):
         assert example.startswith("assay " + " ".join(path)), example  # examples of this very command
 

@@ -80,7 +80,8 @@ def test_an_empty_path_is_refused_not_taken_as_the_current_folder(tmp_path, monk
 
 
 @pytest.mark.parametrize("arguments", [("runs", "list", "--limit", ""), ("runs", "compare", "a", "b", "--alpha", " "),
-                                       ("agent", "run", "--concurrency", "")])
+                                       ("agent", "run", "--concurrency", ""),
+                                       ("video", "run", "--case", "c", "--at", "1", "--at", "")])
 def test_an_empty_number_says_so_not_that_it_cannot_be_parsed(tmp_path, monkeypatch, arguments):
     """`--limit "$N"` with N unset said "Input should be a valid integer, unable to parse string as an integer"."""
     from typer.testing import CliRunner

@@ -97,14 +97,18 @@ def params(*items: type | str | Param) -> list[Param]:
 
 def _field_param(spec: dataclasses.Field[Any], request_type: type) -> Param:
     hint = field_types(request_type)[spec.name]
+    repeated = None
     if typing.get_origin(hint) is tuple:
-        hint = list[typing.get_args(hint)[0]] | None  # type: ignore[misc] - typer's help shows <list[str]>
+        repeated = typing.get_args(hint)[0]
+        hint = list[repeated] | None  # type: ignore[valid-type]
     if spec.default is not dataclasses.MISSING:
         default = None if spec.default == () else spec.default
     else:  # a factory's value is made by the request; no factory: the option is required
         default = None if spec.default_factory is not dataclasses.MISSING else ...
     meta = spec.metadata
     extra = {"metavar": meta["metavar"]} if meta.get("metavar") else {}
+    if repeated is not None and not extra and not meta.get("argument"):
+        extra = {"metavar": f"<{getattr(repeated, '__name__', repeated)}>"}  # one value per use, not typer's <list[str]>
     if meta.get("argument"):
         return argument(spec.name, hint, default, help=meta["help"], **extra)
     return option(spec.name, hint, default, *meta["names"], check=meta["check"], help=meta["help"], **extra)

@@ -31,7 +31,10 @@ class _PlainRuntimeParam(RuntimeParam):
             # `--export "$SITE"` with SITE unset: Path("") is the current folder, which nobody meant.
             raise typer.BadParameter("needs a path, and the value given is empty (an unset variable in a script?)",
                                      ctx=ctx, param=param)
-        if type(value) is str and not value.strip() and _is_number(annotation):
+        if _is_number(annotation) and type(value) is str and not value.strip() or (
+            _is_list_of_numbers(annotation) and isinstance(value, (list, tuple))
+            and any(type(v) is str and not v.strip() for v in value)
+        ):  # `--at ''` as `--from ''`: one of a repeatable number option's values is empty
             raise typer.BadParameter("needs a number, and the value given is empty (an unset variable in a script?)",
                                      ctx=ctx, param=param)
         if info.parser is None:
@@ -55,6 +58,11 @@ def _is_path(annotation: Any) -> bool:
 def _is_number(annotation: Any) -> bool:
     return annotation in (int, float) or (type(None) in get_args(annotation) and any(
         kind in get_args(annotation) for kind in (int, float)))
+
+
+def _is_list_of_numbers(annotation: Any) -> bool:
+    lists = [annotation, *get_args(annotation)]  # `list[float]`, or `list[float] | None`
+    return any(get_origin(kind) is list and get_args(kind) in ((int,), (float,)) for kind in lists)
 
 
 def _is_list_of_str(annotation: Any) -> bool:
