@@ -100,7 +100,7 @@ def load_adapter_callable(
     else:
         try:
             owner = importlib.import_module(target.module)
-        except Exception as error:  # noqa: BLE001
+        except (Exception, SystemExit) as error:  # noqa: BLE001 - as a file's import: the adapter's to fix
             raise AdapterError(f"adapter import failed for module '{target.module}': {error}"
                                f"{_not_on_the_path(target.module, error, cwd)}") from error
     value: Any = owner

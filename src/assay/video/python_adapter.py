@@ -136,13 +136,11 @@ async def create_python_evaluator(
     """Import `adapter` afresh (module globals never survive between trials) and build an evaluator."""
     try:
         function, _ = load_adapter_callable(adapter, extra_search_paths=[config.eval_dir.parent], cwd=cwd)
-    except SystemExit as error:  # a module's import called sys.exit(): else assay ends with its code, saying nothing
-        module = parse_adapter_target(adapter, cwd=cwd).module
-        raise AdapterError(f"adapter import failed for module '{module}': {_exit_message(error)}") from None
     except AdapterError as error:
         target = parse_adapter_target(adapter, cwd=cwd)
-        if isinstance(error.__cause__, SystemExit):  # a file's import did: say so, not only its bare exit code
-            raise AdapterError(f"adapter import failed for {target.file}: {_exit_message(error.__cause__)}") from None
+        if isinstance(error.__cause__, SystemExit):  # its import called sys.exit(): say so, not only the bare code
+            where = target.file if target.file is not None else f"module '{target.module}'"
+            raise AdapterError(f"adapter import failed for {where}: {_exit_message(error.__cause__)}") from None
         hint = _javascript_adapter_hint(target)
         if not hint:
             raise
