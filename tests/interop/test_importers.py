@@ -460,3 +460,38 @@ def test_a_junit_total_that_is_no_number_is_unknown_not_zero(tmp_path):
     with SqliteRunStore(store_path(), read_only=True) as store:
         summary = store.get_run(imported.run_id).manifest.summary
     assert summary["tests"] is None and summary["failures"] == 1 and summary["suites"] == 1
+
+
+def test_a_junit_testcase_without_a_name_is_named_by_its_place_not_the_empty_id(tmp_path):
+    # `<testcase/>` (a hand-made or broken file) was the unit "", which no unit page, `compare` or `--map` can name.
+    log = tmp_path / "report.xml"
+    log.write_text('<testsuite name="s" tests="4"><testcase name="a"/><testcase/><testcase classname="c"/>'
+                   '<testcase name=""><failure message="x"/></testcase></testsuite>')
+    imported = _import(log)
+    units = _units(imported.run_id)
+    assert sorted(units) == ["a", "c::testcase-3", "testcase-2", "testcase-4"]
+    assert units["testcase-4"].verdict == "failed" and imported.counts["passed"] == 3
+
+
+@pytest.mark.parametrize("format_name, document", [
+    # promptfoo's keys come first: a results.json cut after them is still told as promptfoo's
+    ("promptfoo", {"evalId": "eval-1", "results": {"version": 3, "results": [{"success": True, "testIdx": 0}] * 40}}),
+    ("deepeval", {"testFile": "test_chatbot.py", "testCases": [{"name": "france", "success": True}] * 40}),
+    ("pydantic-evals", {"name": "capital", "cases": [{"name": "france", "scores": {}}] * 40, "failures": []}),
+])
+def test_a_report_cut_short_says_so_and_what_to_do_also_given_its_format(tmp_path, format_name, document):
+    """Told by its head, or given --format, a JSON report cut short said only "not valid JSON (unexpected end of data:
+    …)"; a file that no format claimed said it was cut short. Now both say it, and to import the whole file."""
+    cut = tmp_path / "cut.json"
+    whole = json.dumps(document, indent=2).encode()
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    done = _assay("runs", "import", "--format", format_name, str(cut))
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert re.fullmatch(re.escape(f"Error: {cut}: not valid JSON (unexpected end of data: ") + r"line \d+ column \d+ \(char \d+\)\): "
+                        + re.escape("the file is cut short (a copy or download that did not finish?); import the whole file\n"),
+                        done.stderr), done.stderr
+    broken = tmp_path / "broken.json"
+    broken.write_bytes(whole.replace(b'"name"', b'name', 1) if b'"name"' in whole else whole.replace(b'"evalId"', b'evalId', 1))
+    # (broken, not cut: no such advice)
+    done = _assay("runs", "import", "--format", format_name, str(broken))
+    assert done.returncode == 2 and done.stderr.startswith(f"Error: {broken}: not valid JSON (") and "cut short" not in done.stderr

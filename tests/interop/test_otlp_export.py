@@ -42,6 +42,7 @@ class Received:
     spans: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     resources: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)  # each request's, names in lower case
     requests: int = 0
 
 
@@ -55,6 +56,7 @@ def receiver(status: int = 200, delay: float = 0.0) -> Iterator[tuple[str, Recei
             body = self.rfile.read(int(self.headers["Content-Length"]))
             assert self.headers["Content-Type"] == "application/x-protobuf"
             received.requests += 1
+            received.headers.append({name.lower(): value for name, value in self.headers.items()})
             if self.path == "/v1/traces":
                 request = ExportTraceServiceRequest.FromString(body)
                 for resource in request.resource_spans:
@@ -490,15 +492,16 @@ def test_a_record_split_for_workers_holds_every_line_once(tmp_path, count):
     from assay.core.interop.otlp_export import _documents_in, _parts
 
     lines = tmp_path / "units.jsonl"
-    documents = [{"unit_id": f"u{index}", "text": "x" * (index * 37 % 300)} for index in range(40)]
+    documents = [{"unit_id": f"u{index}", "verdict": "passed", "text": "x" * (index * 37 % 300)} for index in range(40)]
     lines.write_text("".join(__import__("json").dumps(document) + "\n" + ("\n" if index % 9 == 0 else "")
                              for index, document in enumerate(documents)), encoding="utf-8")
     parts = _parts(lines, count)
     assert len(parts) == count and parts[0][0] == 0 and parts[-1][1] == lines.stat().st_size
     assert [document for start, end in parts for document in _documents_in(lines, start, end)] == documents
     tiny = tmp_path / "one.jsonl"
-    tiny.write_text('{"unit_id": "only"}\n', encoding="utf-8")
-    assert [document for start, end in _parts(tiny, count) for document in _documents_in(tiny, start, end)] == [{"unit_id": "only"}]
+    tiny.write_text('{"unit_id": "only", "verdict": "passed"}\n', encoding="utf-8")
+    assert [document for start, end in _parts(tiny, count) for document in _documents_in(tiny, start, end)] == [
+        {"unit_id": "only", "verdict": "passed"}]
 
 
 def test_an_export_whose_reader_leaves_after_its_line_exits_0():
@@ -537,3 +540,120 @@ def test_ctrl_c_during_an_export_to_a_slow_collector_stops_at_once(tmp_path, uni
         took = time.monotonic() - start
     assert command.returncode == 130 and out == "" and err == "Interrupted.\n", (command.returncode, out, err)
     assert took < 5, took
+
+
+def test_a_header_variable_the_sdk_cannot_read_is_refused_naming_it(tmp_path):
+    """The SDK's exporters drop an `OTEL_EXPORTER_OTLP_HEADERS` entry that is not name=value, log it (key and all) on
+    a line of their own, and send without it: `runs export` exited 0 having sent the run without its API key."""
+    _agent_like_run("agent-20261203T100006-0a1b2e")
+    with receiver() as (url, received):
+        done = _assay("runs", "export", "agent-20261203T100006-0a1b2e", "--otlp", url,
+                      env={"OTEL_EXPORTER_OTLP_HEADERS": "x-team=evals,api-key: s3cret"})
+        assert done.returncode == 2, done.stderr
+        assert done.stderr == ("Error: OTEL_EXPORTER_OTLP_HEADERS: entry 2 of 2 ('api-key') is not name=value, so it would not "
+                               "be sent; give the headers as name=value pairs separated by commas, e.g. "
+                               "OTEL_EXPORTER_OTLP_HEADERS='api-key=KEY,x-team=evals' (percent-encode a comma, semicolon or "
+                               "quote in a value)\n")
+        assert received.requests == 0
+        # A signal's own variable is read as well; written right, the headers arrive with every request.
+        signal = _assay("runs", "export", "agent-20261203T100006-0a1b2e", "--otlp", url,
+                        env={"OTEL_EXPORTER_OTLP_LOGS_HEADERS": "s3cret"})
+        assert signal.returncode == 2 and signal.stderr.startswith("Error: OTEL_EXPORTER_OTLP_LOGS_HEADERS: entry 1 of 1 is")
+        assert "s3cret" not in done.stderr + signal.stderr
+        good = _assay("runs", "export", "agent-20261203T100006-0a1b2e", "--otlp", url,
+                      env={"OTEL_EXPORTER_OTLP_HEADERS": "x-team=evals,api-key=s3cret"})
+        assert good.returncode == 0 and good.stderr == "", good.stderr
+    assert received.requests == 2 and all(headers["api-key"] == "s3cret" for headers in received.headers)
+    # After a run (here an import) it is the one warning, the run recorded and its exit code unchanged.
+    log = tmp_path / "junit.xml"
+    log.write_text('<testsuites><testsuite name="s" tests="1"><testcase classname="c" name="a"/></testsuite></testsuites>')
+    with receiver() as (url, received):
+        imported = _assay("runs", "import", str(log), env={"ASSAY_STORE": str(tmp_path / "s.db"), "ASSAY_OTLP_EXPORT": url,
+                                                           "OTEL_EXPORTER_OTLP_HEADERS": "api-key s3cret"})
+    assert imported.returncode == 0 and imported.stdout.startswith("Imported imported-"), imported.stderr
+    assert imported.stderr == (f"Warning: run not exported to {url}: OTEL_EXPORTER_OTLP_HEADERS: entry 1 of 1 is not "
+                               "name=value, so it would not be sent; give the headers as name=value pairs separated by "
+                               "commas, e.g. OTEL_EXPORTER_OTLP_HEADERS='api-key=KEY,x-team=evals' (percent-encode a "
+                               "comma, semicolon or quote in a value)\n")
+    assert received.requests == 0
+
+
+def test_a_url_that_does_not_parse_is_a_usage_error_not_a_traceback(tmp_path):
+    """`http://[::1:4318` (a bracket left open) made urlsplit raise: `runs export --otlp` printed a traceback, and an
+    import with it in ASSAY_OTLP_EXPORT recorded the run, then failed with `Error: <file>: ValueError: Invalid IPv6 URL`,
+    blaming the log."""
+    done = _assay("runs", "export", "latest", "--otlp", "http://[::1:4318")
+    assert done.returncode == 2
+    assert done.stderr == ("Error: --otlp 'http://[::1:4318' is not a URL (Invalid IPv6 URL); give the OTLP/HTTP endpoint's "
+                           "base URL, like http://127.0.0.1:4318 (an IPv6 address in brackets: http://[::1]:4318)\n")
+    log = tmp_path / "junit.xml"
+    log.write_text('<testsuites><testsuite name="s" tests="1"><testcase classname="c" name="a"/></testsuite></testsuites>')
+    imported = _assay("runs", "import", str(log), env={"ASSAY_STORE": str(tmp_path / "s.db"), "ASSAY_OTLP_EXPORT": "http://[::1:4318"})
+    assert imported.returncode == 0 and imported.stdout.startswith("Imported imported-"), imported.stderr
+    assert imported.stderr == ("Warning: run not exported: ASSAY_OTLP_EXPORT 'http://[::1:4318' is not a URL (Invalid IPv6 "
+                               "URL); give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318 (an IPv6 address in "
+                               "brackets: http://[::1]:4318)\n")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_damaged_line_of_a_record_stops_the_export_naming_the_file_and_the_line(tmp_path, workers):
+    """A line of a run's `units.jsonl` that does not decode (a record cut short, or edited: `runs show` reads the
+    index and does not tell) was a JSONDecodeError traceback from `runs export`, or "an export worker failed" with
+    the exception's last line."""
+    from assay.core.interop.otlp_export import ExportError, export_record
+    from assay.core.record import UNITS_FILE
+
+    manifest, record = _record_of(tmp_path, 99)
+    lines = record / UNITS_FILE
+    text = lines.read_bytes().splitlines(keepends=True)
+    at = sum(len(line) for line in text[:80])
+    lines.write_bytes(b"".join([*text[:80], b'{"unit_id": "torn", "verd\n', *text[81:]]))
+    with receiver() as (url, received), pytest.raises(ExportError) as refused:
+        export_record(manifest, record, url, workers=workers)
+    said = str(refused.value)
+    assert said.startswith(f"{lines}: the line at byte {at} is not a unit's (") and "\n" not in said, said
+    assert said.endswith("line 1 column 26 (char 25)): the run's record is damaged (cut short, or edited), and the export "
+                         "stopped there without the run's span. Mend or remove that line to export the run"), said
+    assert received.spans == []
+    lines.write_bytes(b"".join([*text[:80], b'{"unit_id": "no verdict"}\n', *text[81:]]))
+    with receiver() as (url, received), pytest.raises(ExportError, match="is not a unit's \\(not a unit: no verdict\\)"):
+        export_record(manifest, record, url, workers=workers)
+
+
+@pytest.mark.parametrize("status, fix", [
+    (401, "; the collector wants credentials: give them in OTEL_EXPORTER_OTLP_HEADERS, e.g. "
+          "OTEL_EXPORTER_OTLP_HEADERS='authorization=Bearer TOKEN'\n"),
+    (403, "; the collector wants credentials: give them in OTEL_EXPORTER_OTLP_HEADERS"),
+    (404, " does not take OTLP/HTTP at /v1/traces and /v1/logs: give the collector's OTLP/HTTP base URL (its port is 4318 "
+          "by default; 4317 is OTLP/gRPC)\n"),
+    (500, "reason: Internal Server Error)\n"),  # no fix to offer: the collector's own trouble
+])
+def test_a_collectors_refusal_that_has_a_fix_says_it(status, fix):
+    """A 401 from a collector that wants a key, or a 404 from a URL that is not its OTLP/HTTP one, said only "the endpoint
+    did not accept the export (… code: 401, reason: Unauthorized …)", without what to do about it."""
+    run_id = f"agent-20261203T100007-{status:06d}"
+    _agent_like_run(run_id)
+    with receiver(status=status) as (url, _):
+        done = _assay("runs", "export", run_id, "--otlp", url)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"Error: exporting {run_id} to {url} failed: the endpoint did not "
+                                  f"accept the export (Failed to export") and fix in done.stderr, done.stderr
+    assert done.stderr.count("OTEL_EXPORTER_OTLP_HEADERS") == (2 if status in (401, 403) else 0)
+
+
+def test_a_record_without_its_units_file_is_one_error_naming_it(tmp_path):
+    """A record whose `units.jsonl` is gone (its manifest kept) was a FileNotFoundError traceback from `runs export`."""
+    log = tmp_path / "junit.xml"
+    log.write_text('<testsuites><testsuite name="s" tests="1"><testcase classname="c" name="a"/></testsuite></testsuites>')
+    environment = {"ASSAY_STORE": str(tmp_path / "store" / "assay.db")}
+    imported = _assay("runs", "import", str(log), env=environment)
+    assert imported.returncode == 0, imported.stderr
+    run_id = imported.stdout.split()[1].rstrip(":")
+    lines = tmp_path / "store" / "records" / run_id / "units.jsonl"
+    lines.unlink()
+    with receiver() as (url, received):
+        done = _assay("runs", "export", run_id, "--otlp", url, env=environment)
+    assert done.returncode == 2
+    assert done.stderr == (f"Error: {lines} cannot be read (No such file or directory): the run's record is damaged; "
+                           "nothing was sent\n")
+    assert received.requests == 0

@@ -14,9 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from assay.core.interop.log import ImportFormatError, ImportedLog, Sniff, UnitIds, bounded, file_time, number, unit_line
+from assay.core.interop.log import ImportFormatError, ImportedLog, Sniff, UnitIds, bounded, file_time, number, read_json, unit_line
 from assay.core.record import UnitLine
 
 __all__ = ["detect", "read"]
@@ -71,10 +69,7 @@ def _case(case: Mapping[str, Any], index: int, group: str, ids: UnitIds) -> Unit
 
 
 def read(path: Path) -> ImportedLog:
-    try:
-        run = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as error:
-        raise ImportFormatError(f"{path}: not valid JSON ({error})") from None
+    run = read_json(path)
     if not isinstance(run, Mapping) or not isinstance(run.get("testCases"), list):
         raise ImportFormatError(f"{path}: a DeepEval test run needs a `testCases` list")
     cases = [*(run.get("testCases") or []), *(run.get("conversationalTestCases") or [])]

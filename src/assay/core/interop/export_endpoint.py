@@ -18,7 +18,11 @@ ENVIRONMENT = "ASSAY_OTLP_EXPORT"
 
 def check_endpoint(url: str, option: str = "--otlp") -> str:
     """The collector's base URL (`http://host:4318`): signals go to `<url>/v1/traces` and `/v1/logs`."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as error:  # `http://[::1:4318`: a bracket left open
+        raise UsageError(f"{option} {url!r} is not a URL ({error}); give the OTLP/HTTP endpoint's base URL, like "
+                         "http://127.0.0.1:4318 (an IPv6 address in brackets: http://[::1]:4318)", option) from None
     try:
         parts.port  # noqa: B018 - a port past 65535 or not a number raises here
     except ValueError:

@@ -56,6 +56,7 @@ class _Reading:
         self.first_suite: dict[str, str] | None = None
         self.root_name: str | None = None
         self.ids = UnitIds()
+        self.testcases = 0  # read so far: a testcase without a name is named by its place
 
     def _count_suite(self, attributes: dict[str, str]) -> None:
         # Only outermost suites count: a suite's totals include the suites nested in it.
@@ -123,7 +124,10 @@ class _Reading:
                 yield line
 
     def _unit(self, element: Any) -> UnitLine:
-        name = element.get("name") or ""
+        self.testcases += 1
+        # A testcase must have a name; one without (a hand-made or broken file) was the unit "", which no page,
+        # `compare` or `--map` could name.
+        name = element.get("name") or f"testcase-{self.testcases}"
         classname = element.get("classname") or ""
         unit_id = self.ids.unique(f"{classname}::{name}" if classname else name)
         verdict, outcome = "passed", None

@@ -21,8 +21,8 @@ from assay.core.record import UnitLine, UnitResult, dumps_if_plain, jsonable, un
 from assay.errors import UsageError
 
 __all__ = [
-    "ImportFormatError", "ImportedLog", "Sniff", "UnitIds", "bounded", "document_line", "file_time", "iso_time", "number", "unit_line",
-    "usage_total",
+    "ImportFormatError", "ImportedLog", "Sniff", "UnitIds", "bounded", "document_line", "file_time", "iso_time", "number",
+    "read_json", "unit_line", "usage_total",
 ]
 
 TEXT_LIMIT = 2_000  # characters of any one text kept in a unit (inputs, outputs, tracebacks)
@@ -30,6 +30,20 @@ TEXT_LIMIT = 2_000  # characters of any one text kept in a unit (inputs, outputs
 
 class ImportFormatError(UsageError):
     """A log that is not what its format says; the message names the file and the place (exit 2)."""
+
+
+def read_json(path: Path) -> Any:
+    """The file's whole JSON document (a report a tool writes at once); an `ImportFormatError` naming the file when it
+    is not JSON, and saying what to do when it ends inside the document (a copy or a download cut short)."""
+    import orjson
+
+    try:
+        return orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as error:
+        cut = str(error).startswith("unexpected end of data")
+        raise ImportFormatError(f"{path}: not valid JSON ({error})" + (
+            ": the file is cut short (a copy or download that did not finish?); import the whole file" if cut else ""),
+        ) from None
 
 
 @dataclass(frozen=True)

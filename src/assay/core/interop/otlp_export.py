@@ -89,6 +89,31 @@ def _check_connects(endpoint: str, run_id: str, timeout: float) -> None:
                           "is the collector running?") from None
 
 
+_HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_LOGS_HEADERS")
+
+
+def _check_headers() -> None:
+    """Refuse a header variable the SDK cannot read. Its exporters drop an entry that is not `name=value` with a
+    log line and send without it: an API key written `api-key: KEY` was not sent, and the export went on to a
+    collector's 401, or to one that took it as anyone's. Each entry is read as the SDK reads it; the message
+    names the variable and the entry's place, not its text (which may hold the key)."""
+    from opentelemetry.util.re import parse_env_headers
+
+    for variable in _HEADER_VARIABLES:
+        entries = os.environ.get(variable, "").split(",")
+        for place, entry in enumerate(entries, 1):
+            if not entry.strip():
+                continue
+            with _sdk_messages():  # (the SDK's own line would print the entry, key and all)
+                read = parse_env_headers(entry, liberal=True)
+            if not read:
+                name = entry.replace(":", "=").split("=", 1)[0].strip() if ("=" in entry or ":" in entry) else ""
+                which = f"entry {place} of {len(entries)}" + (f" ({name!r})" if name and len(name) <= 60 else "")
+                raise ExportError(f"{variable}: {which} is not name=value, so it would not be sent; give the headers as "
+                                  f"name=value pairs separated by commas, e.g. {variable}='api-key=KEY,x-team=evals' "
+                                  "(percent-encode a comma, semicolon or quote in a value)")
+
+
 # ---------------------------------------------------------------------------------------------
 # What a unit says
 
@@ -378,13 +403,13 @@ def export_record(manifest: RunManifest, record: Path, endpoint: str, *, timeout
     processes at once (by default one per core, up to four, each with at least `_UNITS_PER_WORKER`
     units), each reading its own part of the file: making and encoding the events is Python work the
     GIL keeps to one core, and each event stands alone."""
-    from assay.core.record import UNITS_FILE, iter_unit_documents
+    from assay.core.record import UNITS_FILE
 
     lines = record / UNITS_FILE
     if workers is None:
         workers = _worker_count(lines)
     if workers < 2:
-        return export_run(manifest, iter_unit_documents(record), endpoint, timeout=timeout)
+        return export_run(manifest, _documents_in(lines, 0, None), endpoint, timeout=timeout)
     return _export(manifest, endpoint, timeout,
                    lambda sdk, resource: _events_in_workers(manifest, lines, workers, endpoint, timeout, resource))
 
@@ -431,6 +456,7 @@ def _export(manifest: RunManifest, endpoint: str, timeout: float, send_events: C
 
     sdk = _sdk()
     endpoint = check_endpoint(endpoint)
+    _check_headers()
     _check_connects(endpoint, manifest.run_id, timeout)
     trace_id, span_id = _ids(manifest.run_id)
 
@@ -459,8 +485,21 @@ def _export(manifest: RunManifest, endpoint: str, timeout: float, send_events: C
     if failure is not None:
         logged = [*events.messages, *messages]
         why = "; ".join(dict.fromkeys(message.strip() for message in logged if message.strip()))[:500]
-        raise ExportError(f"exporting {manifest.run_id} to {endpoint} failed: {failure}" + (f" ({why})" if why else ""))
+        raise ExportError(f"exporting {manifest.run_id} to {endpoint} failed: {failure}" + (f" ({why})" if why else "")
+                          + _what_to_do(logged, endpoint))
     return Exported(endpoint, manifest.run_id, f"{trace_id:032x}", f"{span_id:016x}", events.count, events.linked)
+
+
+def _what_to_do(logged: list[str], endpoint: str) -> str:
+    """The fix for a collector's answer that has one: the credentials it asks for, or the URL it does not serve."""
+    said = " ".join(logged)
+    if "code: 401" in said or "code: 403" in said:
+        return ("; the collector wants credentials: give them in OTEL_EXPORTER_OTLP_HEADERS, e.g. "
+                "OTEL_EXPORTER_OTLP_HEADERS='authorization=Bearer TOKEN'")
+    if "code: 404" in said or "code: 405" in said:
+        return (f"; {endpoint} does not take OTLP/HTTP at /v1/traces and /v1/logs: give the collector's OTLP/HTTP base "
+                "URL (its port is 4318 by default; 4317 is OTLP/gRPC)")
+    return ""
 
 
 def _send_events(sdk: Any, manifest: RunManifest, units: Iterable[Any], endpoint: str, timeout: float, resource: Any) -> _Events:
@@ -520,19 +559,35 @@ def _parts(lines: Path, count: int) -> list[tuple[int, int]]:
     return list(zip(starts, [*starts[1:], size]))
 
 
-def _documents_in(lines: Path, start: int, end: int) -> Iterator[dict[str, Any]]:
-    """The unit documents of the lines in bytes `start`..`end` of a record's `units.jsonl`."""
+def _documents_in(lines: Path, start: int, end: int | None) -> Iterator[dict[str, Any]]:
+    """The unit documents of the lines in bytes `start`..`end` (None: to its end) of a record's `units.jsonl`. A line
+    that is not a unit's (a record cut short, or edited) is an `ExportError` naming the file and where the line
+    starts; the index keeps the run's counts, so `runs show` does not tell of it."""
     from assay.core.record import decode_json
 
-    with open(lines, "rb") as handle:
+    try:
+        handle = open(lines, "rb")  # noqa: SIM115 - closed below, once the lines are read
+    except OSError as error:
+        raise ExportError(f"{lines} cannot be read ({error.strerror or error}): the run's record is damaged; nothing "
+                          "was sent") from None
+    with handle:
         handle.seek(start)
         position = start
         for line in handle:
-            if position >= end:
+            if end is not None and position >= end:
                 return
-            position += len(line)
-            if not line.isspace():
-                yield decode_json(line)
+            at, position = position, position + len(line)
+            if line.isspace():
+                continue
+            try:
+                document = decode_json(line)
+                if type(document) is not dict or document.get("verdict") not in VERDICTS:
+                    raise ValueError("not a unit: no verdict")
+            except ValueError as error:  # (a JSON or Unicode decoding error is one)
+                raise ExportError(f"{lines}: the line at byte {at} is not a unit's ({error}): the run's record is damaged "
+                                  "(cut short, or edited), and the export stopped there without the run's span. Mend "
+                                  "or remove that line to export the run") from None
+            yield document
 
 
 def _events_in_workers(manifest: RunManifest, lines: Path, workers: int, endpoint: str, timeout: float, resource: Any) -> _Events:
@@ -572,6 +627,8 @@ def _events_in_workers(manifest: RunManifest, lines: Path, workers: int, endpoin
                 said = errors.read().decode(errors="replace").strip().splitlines()
                 raise ExportError(f"exporting {manifest.run_id}: an export worker failed: "
                                   f"{said[-1] if said else f'exit status {worker.returncode}'}") from None
+            if "error" in report:
+                raise ExportError(report["error"])
             done.add(_Events(**report))
     finally:
         for worker, errors in started:
@@ -595,7 +652,11 @@ def worker_main() -> None:
     units = _documents_in(Path(job["lines"]), job["start"], job["end"])
     sdk = _sdk()
     with _sdk_messages() as messages, collection_sized_for_runs():  # (the run's resource as its span has it)
-        done = _send_events(sdk, manifest, units, job["endpoint"], job["timeout"], sdk["Resource"](*job["resource"]))
+        try:
+            done = _send_events(sdk, manifest, units, job["endpoint"], job["timeout"], sdk["Resource"](*job["resource"]))
+        except ExportError as error:  # a damaged line of its part: said by the command, as one process says it
+            print(json.dumps({"error": str(error)}))
+            return
     done.messages = messages
     print(json.dumps(asdict(done)))
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from assay.core.interop.log import ImportFormatError, ImportedLog, Sniff, UnitIds, bounded, file_time, iso_time, number, unit_line
+from assay.core.interop.log import ImportFormatError, ImportedLog, Sniff, UnitIds, bounded, file_time, iso_time, number, read_json, unit_line
 from assay.core.record import UnitLine
 
 __all__ = ["detect", "read"]
@@ -95,10 +95,7 @@ def _unit(result: Mapping[str, Any], ids: UnitIds) -> UnitLine:
 
 
 def read(path: Path) -> ImportedLog:
-    try:
-        document = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as error:
-        raise ImportFormatError(f"{path}: not valid JSON ({error})") from None
+    document = read_json(path)
     summary_of = document.get("results") if isinstance(document, Mapping) else None
     results = summary_of.get("results") if isinstance(summary_of, Mapping) else summary_of
     if not isinstance(results, list):

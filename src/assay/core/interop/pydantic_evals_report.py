@@ -15,9 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from assay.core.interop.log import ImportFormatError, ImportedLog, Sniff, UnitIds, bounded, file_time, number, unit_line
+from assay.core.interop.log import ImportFormatError, ImportedLog, Sniff, UnitIds, bounded, file_time, number, read_json, unit_line
 from assay.core.record import UnitLine
 
 __all__ = ["detect", "read"]
@@ -100,10 +98,7 @@ def _failure(case: Mapping[str, Any], group: str, ids: UnitIds) -> UnitLine:
 
 
 def read(path: Path) -> ImportedLog:
-    try:
-        report = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as error:
-        raise ImportFormatError(f"{path}: not valid JSON ({error})") from None
+    report = read_json(path)
     cases = report.get("cases") if isinstance(report, Mapping) else None
     if not isinstance(cases, list):
         raise ImportFormatError(f"{path}: a pydantic-evals report needs a `cases` list")
