@@ -107,3 +107,31 @@ def test_a_project_given_with_a_tilde_is_the_home_folders_as_for_cache_dir(tmp_p
     result = CliRunner().invoke(app, ["judge", "cache", "clear", "--project", "~/shop"])
     assert result.exit_code == 0, result.output
     assert result.output.strip() == f"Removed 1 cached judge answer(s) (0.0 KiB) from {cache}."
+
+
+def test_a_file_in_place_of_the_projects_cache_is_named_by_the_run_and_by_clear(fake_openai, tmp_path):
+    """A file at `.assay/cache/judge` failed each judge assertion as `judge-call-failed: NotADirectoryError: [Errno 20]
+    Not a directory: '…/48/48c9…'`, and `assay judge cache clear` said `No judge cache at …; nothing to clear.` (exit 0)."""
+    import json
+
+    fake_openai.respond_with(lambda request: json_reply({"reasons": "names Paris", "score": 1}))
+    project = _project(tmp_path, fake_openai.base_url)
+    (project / ".assay" / "cache").mkdir(parents=True)
+    in_the_way = project / ".assay" / "cache" / "judge"
+    in_the_way.write_text("notes\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--json", "--quiet"], cwd=project,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    messages = [json.loads(line) for line in done.stdout.splitlines()]
+    (attempt,) = [message["attempt"] for message in messages if message["type"] == "attempt"]
+    (judged,) = [entry for entry in attempt["assertions"] if entry["kind"] == "judge"]
+    assert judged["status"] == "unavailable"
+    assert f"the judge cache {in_the_way} cannot be read: {in_the_way} is a file where the cache keeps a folder" in (
+        judged["reason"])
+    assert fake_openai.chat_requests == []  # refused before the judge was paid for an answer it could not keep
+
+    cleared = CliRunner().invoke(app, ["judge", "cache", "clear", "--project", str(project)])
+    assert cleared.exit_code == 2 and cleared.output.strip() == (
+        f"Error: {in_the_way} is a file, not the judge cache's folder, so no judge answer can be cached: "
+        "move the file aside")
+    assert in_the_way.read_text(encoding="utf-8") == "notes\n"

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from assay.judge import ChatRequest, JudgeClient, JudgeEndpoint, JudgeError, MemoryCallCache
+from assay.judge import ChatRequest, DirectoryCallCache, JudgeClient, JudgeEndpoint, JudgeError, MemoryCallCache
 from assay.judge.cache import call_cache_key
 from servers.fake_openai import (
     chat_reply,
@@ -244,6 +244,54 @@ def test_a_cached_answer_that_no_longer_validates_is_dropped_and_asked_again(fak
     assert json.loads(cache.get(key))["text"] == '{"verdict": "pass", "evidence": []}'
 
 
+@pytest.mark.parametrize("entry", [
+    {"text": None, "response": {}},
+    {"text": 5, "response": {}},
+    {"text": '{"verdict": "pass", "evidence": []}', "response": 3},
+    ['{"verdict": "pass", "evidence": []}'],
+])
+def test_a_cache_entry_of_another_shape_is_dropped_and_asked_again(fake_openai, tmp_path, entry):
+    """`{"text": null, …}` in a cache file (edited by hand, or written by another tool) raised `AttributeError: 'NoneType'
+    object has no attribute 'strip'`: a doc command's `internal error`, an agent's `judge-call-failed`. And a
+    `response` that is no object was handed on as the raw reply."""
+    fake_openai.enqueue(json_reply({"verdict": "pass", "evidence": []}))
+    request = ChatRequest.from_prompt("judge-1", "grade this", json_schema=SCHEMA)
+    cache = DirectoryCallCache(tmp_path / "cache")
+    body = client_for(fake_openai).request_body(request)
+    key = call_cache_key("judge-1", body["messages"], {k: v for k, v in body.items() if k not in {"model", "messages"}})
+    cache.put(key, json.dumps(entry).encode())
+    result = run(ask(fake_openai, request, cache=cache))
+    assert result.value == {"verdict": "pass", "evidence": []} and not result.completion.cached
+    assert len(fake_openai.chat_requests) == 1
+    stored = json.loads((tmp_path / "cache" / key[:2] / key).read_bytes())
+    assert stored["text"] == '{"verdict": "pass", "evidence": []}' and isinstance(stored["response"], dict)
+
+
+class _FullCache(MemoryCallCache):
+    """A cache that reads but cannot keep anything (a full disk, a folder turned read-only mid-run)."""
+
+    def put(self, key, value):
+        from assay.judge.errors import JudgeCacheError
+
+        raise JudgeCacheError("the judge cache /cache cannot be written: No space left on device")
+
+
+def test_an_answer_the_cache_cannot_keep_is_still_used_and_the_cache_named_once(fake_openai, capsys):
+    """The model was called and paid for: a cache that fails to keep its answer must not turn the answer into an
+    error (the judged assertion unavailable, the money spent for nothing); one warning says the cache is not kept."""
+    async def two_answers():
+        async with client_for(fake_openai, cache=_FullCache()) as client:
+            return [await client.complete_json(ChatRequest.from_prompt("judge-1", prompt, json_schema=SCHEMA))
+                    for prompt in ("grade this", "grade that")]
+
+    fake_openai.enqueue(json_reply({"verdict": "pass", "evidence": []}))
+    fake_openai.enqueue(json_reply({"verdict": "fail", "evidence": []}))
+    assert [result.value["verdict"] for result in run(two_answers())] == ["pass", "fail"]
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("Warning:")]
+    assert warnings == ["Warning: the judge cache /cache cannot be written: No space left on device; judge answers are "
+                        "used but not kept for the next run"]
+
+
 def test_endpoint_from_environment_requires_an_explicit_base_url():
     with pytest.raises(JudgeError, match="no judge endpoint configured"):
         JudgeEndpoint.from_environment({})
@@ -293,10 +341,14 @@ def test_endpoint_from_environment_refuses_a_base_url_that_is_not_http_naming_wh
         ({"ASSAY_JUDGE_REASONING_EFFORT": "of"}, "ASSAY_JUDGE_REASONING_EFFORT must be on or off, got 'of'"),
         ({"ASSAY_JUDGE_MAX_ATTEMPTS": "0.5"}, "ASSAY_JUDGE_MAX_ATTEMPTS must be a whole number of at least 1, got '0.5'"),
         ({"ASSAY_JUDGE_MAX_ATTEMPTS": "2.5"}, "ASSAY_JUDGE_MAX_ATTEMPTS must be a whole number of at least 1, got '2.5'"),
+        ({"ASSAY_JUDGE_TIMEOUT": "inf"}, "ASSAY_JUDGE_TIMEOUT must be a positive number, got 'inf'"),
+        ({"ASSAY_JUDGE_TIMEOUT": "nan"}, "ASSAY_JUDGE_TIMEOUT must be a positive number, got 'nan'"),
     ],
 )
-def test_endpoint_from_environment_refuses_a_misspelt_switch_and_a_fractional_attempt_count(env, message):
-    """`of` kept sending reasoning_effort; `0.5` attempts became 0 and `2.5` became 2, silently."""
+def test_endpoint_from_environment_refuses_a_misspelt_switch_a_fractional_attempt_count_and_an_endless_timeout(env, message):
+    """`of` kept sending reasoning_effort; `0.5` attempts became 0 and `2.5` became 2, silently. A timeout of `inf`
+    was taken, and a doc judge command then failed as `internal error: OverflowError: cannot convert float infinity
+    to integer`."""
     with pytest.raises(JudgeError, match=f"^{re.escape(message)}$"):
         JudgeEndpoint.from_environment({"ASSAY_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", **env})
     for switch, sends in (("on", True), ("OFF", False), ("no", False), ("", True)):

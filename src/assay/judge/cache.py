@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from assay.core.fsutil import write_atomically
+from assay.judge.errors import JudgeCacheError
 
 __all__ = ["CacheCleared", "CallCache", "DirectoryCallCache", "MemoryCallCache", "call_cache_key", "clear_directory_cache"]
 
@@ -71,19 +72,39 @@ class DirectoryCallCache:
         return self.root / key[:2] / key
 
     def get(self, key: str) -> bytes | None:
+        path = self._path(key)
         try:
-            return self._path(key).read_bytes()
+            return path.read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as error:
+            raise self._unusable(path, "read", error) from None
 
     def put(self, key: str, value: bytes) -> None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, value)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(path, value)
+        except OSError as error:
+            raise self._unusable(path, "written", error) from None
 
     def delete(self, key: str) -> None:
-        self._path(key).unlink(missing_ok=True)
+        path = self._path(key)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as error:
+            raise self._unusable(path, "written", error) from None
 
+    def _unusable(self, path: Path, done: str, error: OSError) -> JudgeCacheError:
+        # A file where a folder belongs, or a folder without permission, is the cache's state, not a bug nor a
+        # failed model call: name what is in the way and what to do, not just the errno.
+        blocker = next((folder for folder in (self.root, path.parent) if folder.exists() and not folder.is_dir()), None)
+        problem = (f"{blocker} is a file where the cache keeps a folder" if blocker is not None
+                   else f"{error.strerror or error} ({error.filename or path})")
+        return JudgeCacheError(
+            f"the judge cache {self.root} cannot be {done}: {problem}; move aside what is in the way, or fix the "
+            "folder's permissions"
+        )
 
 
 @dataclass(frozen=True)
@@ -130,6 +151,9 @@ def clear_cache_line(project: Path, cache_dir: Path | None) -> str:
     folder = cache_dir.expanduser() if cache_dir else state_folder(project) / "cache" / "judge"
     if cache_dir is not None and folder.exists() and not folder.is_dir():
         raise UsageError(f"--cache-dir {cache_dir}: not a folder")
+    if folder.exists() and not folder.is_dir():  # runs cannot cache there either: "nothing to clear" would hide it
+        raise AssayError(f"{folder} is a file, not the judge cache's folder, so no judge answer can be cached: "
+                         "move the file aside")
     if not folder.is_dir():
         return f"No judge cache at {folder}; nothing to clear."
     try:

@@ -10,9 +10,12 @@ optional content-addressed cache, and JSON answers checked against a schema.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
+import math
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Literal, Mapping
@@ -22,7 +25,7 @@ from assay.core.ratelimit import DEFAULT_MAXIMUM, AdaptiveLimiter, limiter_for
 from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy, call_with_retries
 from assay.core.transport_failure import transport_failure
 from assay.judge.cache import CallCache, call_cache_key
-from assay.judge.errors import JudgeAnswerError, JudgeError
+from assay.judge.errors import JudgeAnswerError, JudgeCacheError, JudgeError
 from assay.judge.extract import parse_json_output
 from assay.judge.openai_http import HTTPStatusError, OpenAIHTTP, SDKTransport, excerpt, url_problem
 from assay.judge.validation import schema_errors, strip_all_of, validation_message
@@ -171,7 +174,7 @@ def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(text)
     except ValueError:
         raise JudgeError(f"{name} must be a positive number, got {text!r}") from None
-    if not value > 0:
+    if not 0 < value < math.inf:  # `inf` (meaning no limit) reached the socket as an OverflowError: an internal error
         raise JudgeError(f"{name} must be a positive number, got {text!r}")
     return value
 
@@ -235,6 +238,7 @@ class JudgeClient:
         self.retries: dict[str, int] = {}  # reason (rate_limited, connection) -> count, over this client's life
         # model -> what its calls cost, over this client's life (see `count_usage`): what a run says it spent
         self.usage: dict[str, dict[str, int]] = {}
+        self.cache_unwritable: JudgeCacheError | None = None  # the first answer the cache could not keep
         self._transport: OpenAIHTTP | SDKTransport
         if client is not None:
             self._transport = SDKTransport(client)
@@ -307,7 +311,14 @@ class JudgeClient:
             completion, value = await self._repaired(body, completion, error, check)
         if self.cache is not None:
             record = {"text": completion.text, "response": completion.response}
-            self.cache.put(key, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+            try:
+                self.cache.put(key, json.dumps(record, ensure_ascii=False).encode("utf-8"))
+            except JudgeCacheError as error:  # the answer is paid for: used, not lost with the cache; said once
+                if self.cache_unwritable is None:
+                    self.cache_unwritable = error
+                    with contextlib.suppress(OSError):
+                        print(f"Warning: {error}; judge answers are used but not kept for the next run",
+                              file=sys.stderr, flush=True)
         return completion, value
 
     async def _repaired(
@@ -336,7 +347,11 @@ class JudgeClient:
             return None
         try:
             stored = json.loads(hit)
-            completion = Completion(text=stored["text"], response=stored["response"], cached=True, attempts=0)
+            text, response = stored["text"], stored["response"]
+            # An entry this client did not write (edited, or of another shape) is not read as an answer either.
+            if not isinstance(text, str) or not isinstance(response, dict):
+                raise TypeError("not a cached answer")
+            completion = Completion(text=text, response=response, cached=True, attempts=0)
             return completion, check(completion.text)
         except (JudgeError, ValueError, TypeError, KeyError):
             self.cache.delete(key)  # type: ignore[union-attr]

@@ -1,6 +1,7 @@
 """The judge's error type: a model call or a model answer the caller cannot use.
 
-Raised for transport failures (at once, or once resends run out), empty output, unparsable JSON and schema misses.
+Raised for transport failures (at once, or once resends run out), empty output, unparsable JSON and schema misses,
+and for a call cache that cannot be read or written.
 """
 
 from __future__ import annotations
@@ -18,3 +19,7 @@ class JudgeAnswerError(JudgeError):
     def __init__(self, message: str, completion: object) -> None:
         super().__init__(message)
         self.completion = completion
+
+
+class JudgeCacheError(JudgeError):
+    """The call cache's folder cannot be read or written (a file where a folder belongs, no permission)."""
