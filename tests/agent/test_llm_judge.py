@@ -378,3 +378,22 @@ def test_a_run_says_what_its_judge_calls_cost_model_by_model(fake_openai, tmp_pa
     unreported = run_assay("agent", "run", "--rerun", "all", cwd=project)
     assert unreported.returncode == 0, unreported.stdout + unreported.stderr
     assert "judge judge-2: 2 call(s); 2 call(s) reported no token usage" in unreported.stdout
+
+
+def test_no_cost_estimate_says_what_the_price_table_lacks():
+    """A judge whose provider reports prompt-cache reads, priced without a `cache_read` rate, was said to have
+    "no price" in the table that has one; the line now names the missing rate (and a misspelt key)."""
+    from assay.agent.judging import judge_spend
+    from assay.agent.report import judge_spend_lines
+
+    counts = {"calls": 2, "cached": 0, "no_usage": 0, "input_tokens": 2000, "output_tokens": 60, "cache_read_tokens": 400}
+    pricing = {"judge-1": {"input": 2.0, "output": 8.0}}
+    lines = judge_spend_lines(judge_spend({"judge-1": counts, "judge_2": counts}, pricing))
+    assert lines == [
+        "judge judge-1: 2 call(s); 2,000 input (+400 from the provider's prompt cache) and 60 output tokens; no cost "
+        "estimate: the price of 'judge-1' in [tool.assay.pricing] has no cache_read rate, and cache_read tokens were used",
+        "judge judge_2: 2 call(s); 2,000 input (+400 from the provider's prompt cache) and 60 output tokens; no cost "
+        "estimate: [tool.assay.pricing] has no price for 'judge_2' (its table has 'judge-1': a misspelt key?)",
+    ]
+    priced = judge_spend({"judge-1": counts}, {"judge-1": {"input": 2.0, "output": 8.0, "cache_read": 0.5}})
+    assert "unpriced" not in priced["judge-1"] and priced["judge-1"]["estimated_cost_usd"] == pytest.approx(0.00468)

@@ -280,7 +280,7 @@ def judge_spend(usage: Mapping[str, Mapping[str, int]], pricing: Mapping[str, An
     when a call reported no usage, since the estimate would then be too low). Judge calls are the
     harness's spending, not the agent's: they count towards no experiment's budget."""
     from assay.agent.model import Usage
-    from assay.agent.pricing import estimate_cost
+    from assay.agent.pricing import estimate_cost, unpriced_reason
 
     spend: dict[str, dict[str, Any]] = {}
     for model, counts in sorted(usage.items()):
@@ -288,6 +288,8 @@ def judge_spend(usage: Mapping[str, Mapping[str, int]], pricing: Mapping[str, An
                        cache_read_tokens=counts["cache_read_tokens"])
         cost = None if counts["no_usage"] else estimate_cost(model, tokens, pricing) if counts["calls"] else 0.0
         spend[model] = {**counts, "estimated_cost_usd": cost}
+        if cost is None and not counts["no_usage"]:  # priced badly, not unreported: say what the table lacks
+            spend[model]["unpriced"] = unpriced_reason(model, dict(counts), pricing)
     return spend
 
 

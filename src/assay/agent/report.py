@@ -273,7 +273,8 @@ def judge_spend_lines(spend: dict[str, dict[str, Any]]) -> list[str]:
         if isinstance(cost, (int, float)) and not isinstance(cost, bool):
             said.append(f"est. {format_usd(cost)}")
         elif priced and counts["calls"] and not counts["no_usage"]:
-            said.append(f"no cost estimate: [tool.assay.pricing] has no price for {model!r}")
+            reason = given.get("unpriced")  # (a merge of shards keeps none)
+            said.append(f"no cost estimate: {reason if isinstance(reason, str) else f'[tool.assay.pricing] has no price for {model!r}'}")
         lines.append(f"judge {model}: " + "; ".join(said))
     return lines
 
