@@ -238,6 +238,23 @@ def test_labels_appended_but_not_yet_indexed_are_exported_and_counted_from_a_rea
         assert LabelBook(store).labels_of_unit("agent-run-1", "main/eval2#1") == [pending]
 
 
+def test_an_unreadable_line_a_read_only_command_passes_over_is_named(database):
+    """docs/labels.md: a line that cannot be read "is skipped and named". `judge agreement` and `labels export`
+    read the lines the index lacks themselves (their store is read-only), and skipped a torn one without a word."""
+    with SqliteRunStore(database) as store:
+        indexed = _label(store, "main/eval1#1", verdict="pass")
+        LabelBook(store).add([indexed])
+    with labels_file(database).open("a", encoding="utf-8") as stream:
+        stream.write('{"torn": \n')
+    named = f"Skipped an unreadable label line: {labels_file(database)}:2: JSONDecodeError"
+    for arguments in (["judge", "agreement"], ["labels", "export"]):
+        result = CliRunner().invoke(app, arguments)
+        assert result.exit_code == 0, result.output
+        assert named in result.stderr, (arguments, result.stderr)
+    exported = CliRunner().invoke(app, ["labels", "export"])
+    assert [json.loads(line)["label_id"] for line in exported.stdout.splitlines()] == [indexed.label_id]
+
+
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda label: label.update(created_at="yesterday"),
      "label.created_at must be an ISO 8601 UTC time such as 2026-12-01T09:00:00.000Z, got 'yesterday'"),

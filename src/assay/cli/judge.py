@@ -26,9 +26,13 @@ def agreement_command(given: Given) -> None:
     from assay.core.labels.report import agreement_lines
     from assay.core.labels.store import LabelBook
 
+    from assay.cli.labels import say_skipped
+
     with common.store() as store:
         selection = AgreementFilter(given.judge, given.rubric, given.labeller, given.by_rubric)
-        report = checked_agreement_report(store, LabelBook(store), selection)
+        book = LabelBook(store)
+        report = checked_agreement_report(store, book, selection)
+    say_skipped(book.skipped)
     common.show(given.json, report, agreement_lines(report))
 
 

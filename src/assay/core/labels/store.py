@@ -89,6 +89,7 @@ class LabelBook:
         _check_location(self.path)
         self._indexed = _has_table(store)
         self._pending: list[Label] | None = None
+        self.skipped: list[str] = []  # the lines of `labels.jsonl` read here that could not be (`<file>:<line>: <why>`)
 
     def _unindexed(self) -> list[Label]:
         """The labels `labels.jsonl` holds and the table lacks, read on a store opened read-only (which cannot
@@ -105,7 +106,8 @@ class LabelBook:
                 lines = data.count(b"\n") + (not data.endswith(b"\n") if data else 0)
                 if lines > self.store.read("SELECT count(*) FROM labels").fetchone()[0]:
                     present = {row[0] for row in self.store.read("SELECT label_id FROM labels")}
-                    self._pending = [label for label in read_label_lines(self.path) if label.label_id not in present]
+                    self._pending = [label for label in read_label_lines(self.path, self.skipped)
+                                     if label.label_id not in present]
         return self._pending
 
     def sync(self) -> list[str]:
