@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parents[1]
 if str(TESTS / "doc") not in sys.path:
     sys.path.insert(0, str(TESTS / "doc"))
@@ -78,8 +80,9 @@ def test_a_dry_agent_run_whose_reader_is_gone_speaks_of_no_results(tmp_path: Pat
     project = tmp_path / "agent"
     agent_project(project)
     (project / "experiments" / "echo.py").write_text(
-        "from assay.agent import Experiment, Turn, define_agent, message\n\n\nasync def send(turn_input, ctx):\n"
-        "    return Turn([message('ok')])\n\n\necho = Experiment(agent=define_agent(name='echo', send=send))\n"
+        "from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message\n\n\n"
+        "async def send(turn_input, ctx):\n    return Turn([message('ok')])\n\n\n"
+        "echo = Experiment(agent=define_agent(name='echo', send=send, evidence_coverage=complete_evidence_coverage))\n"
     )
     (project / "evals" / "many_eval.py").write_text(
         "from assay.agent import define_eval\n\n\nasync def test(t):\n    pass\n\n\n"
@@ -129,3 +132,43 @@ def test_sandbox_commands_whose_reader_is_gone_speak_of_no_results(tmp_path: Pat
                                                      store=tmp_path / "store.db", lines=0)
         assert code == 130, (command, stderr)
         assert stderr.splitlines()[-1] == STOPPED, (command, stderr)
+
+
+# A command that only reads, as `command(..., only_reads=True)` makes one: it writes its whole answer, then
+# (closing the store, leaving the process) does a moment's more work; `WORDS` then says what it wrote next.
+READ_ONLY_COMMAND = """
+import sys, time
+import typer
+from assay.cli.options import command
+from assay.core.process import run_as_process
+
+app = typer.Typer(add_completion=False)
+
+@command(app, "answer", only_reads=True)
+def answer(given):
+    print("the whole answer")
+    sys.stdout.flush()
+    time.sleep(1.0)  # the reader reads it and leaves meanwhile
+    for word in WORDS:
+        print(word)
+
+@command(app, "other")
+def other(given):
+    pass
+
+run_as_process(app)
+"""
+
+
+@pytest.mark.parametrize(("words", "code"), [((), 0), (("more",), 130)], ids=["all written", "cut short"])
+def test_a_command_that_only_reads_keeps_its_exit_code_when_its_reader_leaves_after_the_whole_answer(
+    tmp_path: Path, words: tuple[str, ...], code: int
+) -> None:
+    """`assay judge agreement | head -1` of a one-line answer ended 130 or 0 by chance: the reader leaving as the
+    process closed stopped it as Ctrl-C would, though every write had succeeded (`runs list` too). A command that
+    only reads now stops at its next write, as any tool does: 0 when there is none, 130 when its output is cut."""
+    script = READ_ONLY_COMMAND.replace("WORDS", repr(words))
+    read, exit_code, stderr = reader_leaves([sys.executable, "-c", script, "answer"], cwd=tmp_path)
+    assert read == [b"the whole answer\n"]
+    assert exit_code == code, stderr
+    assert stderr.strip() == ("" if code == 0 else STOPPED), stderr

@@ -147,12 +147,16 @@ def command(
 
     def register(body: Callable[[Given], Any]) -> Any:
         def callback(**values: Any) -> Any:
-            from assay.core.stdout_guard import nothing_to_keep, results_kept
+            from assay.core.stdout_guard import nothing_to_keep, output_finished, results_kept
 
             given = Given(**values)
-            nothing_to_keep() if (only_reads(given) if callable(only_reads) else only_reads) else results_kept()
+            reads = only_reads(given) if callable(only_reads) else only_reads
+            nothing_to_keep() if reads else results_kept()
             try:
-                return body(given)
+                value = body(given)
+                if reads and not output_finished():  # its reader left before all of it was written
+                    raise KeyboardInterrupt
+                return value
             except KeyboardInterrupt:  # a command with more to say (a run: how to resume) says it and exits itself
                 if not getattr(sys.stdout, "closed_by_reader", False):  # else the closed-stdout line says it
                     with contextlib.suppress(OSError):  # stderr may be a closed pipe too

@@ -43,6 +43,10 @@ class StdoutGuard:
         # True once a command that makes results has started (see `results_kept`); help, usage errors and
         # commands that only read or check leave nothing to speak of.
         self.keeps_results = False
+        # The watcher saw the reader go while the command only reads (or had not started): its next write fails
+        # and stops it then, so a command whose output was all written keeps its exit code (see `_watch`).
+        self.reader_left = False
+        self.stops_at_once = False  # a server, which writes nothing after its address (`stop_when_the_reader_leaves`)
 
     def write(self, text: str) -> int:
         if self.closed_by_reader:
@@ -98,7 +102,14 @@ class StdoutGuard:
                 if events & select.POLLNVAL:
                     return  # the descriptor was closed here: nothing left to watch
                 if events & (select.POLLERR | select.POLLHUP):
-                    self._reader_gone(BrokenPipeError(errno.EPIPE, "the reader of standard output is gone"))
+                    with self._lock:
+                        self.reader_left = True
+                        stops_now = self.interrupts and (self.keeps_results or self.stops_at_once)
+                    if stops_now:  # a run or a server, which may write nothing for long: stopped the moment it goes
+                        self._reader_gone(BrokenPipeError(errno.EPIPE, "the reader of standard output is gone"))
+                    # A command that only reads is stopped by its next write instead (which fails): one that has
+                    # written all it had to say (`| head -1` of a one-line answer, the reader leaving as the
+                    # process closes) loses nothing and keeps its exit code, as any tool would.
                     return
 
     def _reader_gone(self, error: OSError) -> None:
@@ -165,6 +176,9 @@ def _command_starts(*, keeps_results: bool) -> None:
             return
         guard.interrupts = True
         gone = guard.closed_by_reader
+        noticed = guard.reader_left and keeps_results and not gone  # seen before the run began
+    if noticed:
+        guard._reader_gone(BrokenPipeError(errno.EPIPE, "the reader of standard output is gone"))
     if gone:
         raise KeyboardInterrupt
 
@@ -178,6 +192,34 @@ def results_made() -> None:
     if isinstance(guard, StdoutGuard):
         with guard._lock:
             guard.interrupts = False
+
+
+def output_finished() -> bool:
+    """Said once a command that only reads has written all it has to say: its output is handed over (flushed)
+    with the guard no longer interrupting, so a reader that leaves after that (`| head -1` of a one-line answer,
+    as the process closes) loses nothing, and the command keeps its exit code, as any tool whose writes all
+    succeeded does. False when the reader left first and some of it was lost: the command then stops as on
+    Ctrl-C. (Before, a reader leaving during the process's last milliseconds made it 0 or 130 by chance.)"""
+    guard = sys.stdout
+    if not isinstance(guard, StdoutGuard):
+        return True
+    with guard._lock:
+        guard.interrupts = False
+    guard.flush()
+    return not guard.closed_by_reader
+
+
+def stop_when_the_reader_leaves() -> None:
+    """Said by a command that only reads but then writes nothing for long (a server, once it has printed its
+    address): its reader leaving stops it at once, as a run's does, not at a next write that never comes."""
+    guard = sys.stdout
+    if not isinstance(guard, StdoutGuard):
+        return
+    with guard._lock:
+        guard.stops_at_once = True
+        gone = guard.reader_left and guard.interrupts and not guard.closed_by_reader
+    if gone:  # it left already: the watcher has stopped watching
+        guard._reader_gone(BrokenPipeError(errno.EPIPE, "the reader of standard output is gone"))
 
 
 def nothing_was_kept() -> None:

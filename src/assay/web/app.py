@@ -382,6 +382,9 @@ def serve(app: ASGIApp, sock: socket.socket) -> None:
     """
     import uvicorn
 
+    from assay.core.stdout_guard import stop_when_the_reader_leaves
+
+    stop_when_the_reader_leaves()  # (`assay view | head -1`: it writes nothing more, so nothing else would stop it)
     config = uvicorn.Config(
         app,
         log_level="warning",
