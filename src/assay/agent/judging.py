@@ -108,11 +108,13 @@ async def grade_with_details(judge: Judge | None, request: JudgeRequest) -> tupl
     except JudgeUnavailable as error:
         return Outcome(UNAVAILABLE, str(error)), None
     except Exception as error:  # noqa: BLE001 - a failed call is missing evidence, not a verdict
-        from assay.judge.errors import JudgeAnswerError
+        from assay.judge.errors import JudgeAnswerError, JudgeError
 
         if isinstance(error, JudgeAnswerError):  # it answered, but nothing usable: never a 0, NaN or a pass
-            return Outcome(UNAVAILABLE, f"judge-error: {error}"), None
-        return Outcome(UNAVAILABLE, f"judge-call-failed: {type(error).__name__}: {error}"), None
+            return Outcome(UNAVAILABLE, f"judge-error: {error}{_what_it_said(error.completion)}"), None
+        # assay's own judge errors say what failed; another exception (a custom judge's bug) is named by its type
+        said = str(error) if isinstance(error, JudgeError) else f"{type(error).__name__}: {error}"
+        return Outcome(UNAVAILABLE, f"judge-call-failed: {said}"), None
     details: dict[str, Any] = {"recipe": request.recipe}
     if result.model is not None:
         details.update(model=result.model, cached=result.cached, prompt=PROMPT_VERSION)
@@ -121,6 +123,19 @@ async def grade_with_details(judge: Judge | None, request: JudgeRequest) -> tupl
     if not isinstance(result.score, (int, float)) or not math.isfinite(result.score):
         return Outcome(MATCHED, result.explanation or "", float("nan")), details
     return Outcome(MATCHED, result.explanation or "", float(result.score)), details
+
+
+_SAID_CHARACTERS = 160  # of the judge's unusable answer, shown in the assertion's reason
+
+
+def _what_it_said(completion: object) -> str:
+    """`; the judge answered: '…'`: the start of the answer that could not be used, so the reason shows what the
+    model wrote (prose around the JSON, a refusal) and not only why it was refused."""
+    text = getattr(completion, "text", None)
+    if not isinstance(text, str) or not text.strip():
+        return ""
+    shown = " ".join(text.split())
+    return f"; the judge answered: {shown[:_SAID_CHARACTERS] + '…' if len(shown) > _SAID_CHARACTERS else shown!r}"
 
 
 def _judgement(text: str) -> dict[str, Any]:
