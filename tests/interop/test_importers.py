@@ -210,10 +210,30 @@ def test_a_malformed_log_names_file_and_place_and_records_nothing(tmp_path):
     done = _assay("runs", "import", str(broken), "--json")
     assert done.returncode == 2
     assert f"Error: {broken}:1:" in done.stderr and "not well-formed XML" in done.stderr
-    assert json.loads(done.stdout) == {"imported": []}
+    error = done.stderr.removeprefix("Error: ").rstrip()
+    assert json.loads(done.stdout) == {"imported": [], "failed": [{"file": str(broken), "error": error}]}
     records = store_path().parent / "records"
     assert not any(path.name.startswith("imported-") and not (path / "manifest.json").exists()
                    for path in (records.iterdir() if records.is_dir() else ()))
+
+
+def test_json_lists_a_file_that_failed_beside_those_imported(junit_log, tmp_path):
+    """With one cut file among good ones, `--json` listed only the imported files: the failure went to stderr
+    alone, and a script reading the JSON could not tell that a file had failed."""
+    cut = tmp_path / "cut.xml"
+    text = junit_log.path.read_text()
+    cut.write_text(text[:len(text) // 2])
+    done = _assay("runs", "import", str(junit_log.path), str(cut), "--json")
+    assert done.returncode == 2  # as before: a file failed
+    document = json.loads(done.stdout)
+    assert list(document) == ["imported", "failed"]
+    assert [entry["file"] for entry in document["imported"]] == [str(junit_log.path.resolve())]
+    assert document["imported"][0]["unit_count"] == 11
+    (failed,) = document["failed"]
+    assert failed["file"] == str(cut.resolve())
+    place = rf"{re.escape(str(cut.resolve()))}:\d+:\d+"
+    assert re.fullmatch(rf"{place}: not well-formed XML: no element found: .*", failed["error"]), failed
+    assert done.stderr == f"Error: {failed['error']}\n"  # the same words on stderr, as a person reads them
 
 
 def test_importing_a_file_again_finds_its_run_instead_of_adding_a_twin(junit_log):

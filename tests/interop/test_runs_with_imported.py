@@ -65,6 +65,45 @@ def test_compare_maps_the_imported_baselines_ids_and_says_how_many_paired(inspec
     assert document["units"]["new"] == ["capitals/lima#1"]
 
 
+def test_trials_pair_with_the_unit_another_tool_names_bare_and_every_count_says_so(tmp_path, inspect_logs, deepeval_run):
+    """Inspect names each epoch (`france#1`, `france#2`), DeepEval the unit (`france`). The verdict paired each
+    trial with its unit, the other counts only equal ids: the output began "0 unit(s) paired", then "paired trials
+    0 (3 units)", and the verdict spoke of 3 paired units, "It covers the 0 paired units only"."""
+    inspect, deepeval = _imported(inspect_logs["json"].path), _imported(deepeval_run.path)
+    # The cases of both: france passes in both, peru is fixed, atlantis errors in both, and the Inspect sample 3
+    # (Spain) fails, as DeepEval's spain does.
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("before,after\n3,spain\n")  # sample 3's trials are 3#1 and 3#2: this pairs none of them
+    done = _assay("runs", "compare", inspect, deepeval, "--map", f"@{pairs}", "--limit", "0")
+    assert done.returncode == 0 and "Warning: --map '@" in done.stderr, done.stderr  # (it applied to no id)
+    lines = done.stdout.splitlines()
+    assert lines[0] == ("Mapped the baseline's unit ids (1 --map file): 6 unit(s) paired; 2 of the baseline and 1 of the "
+                        "candidate have no partner.")
+    assert lines[3] == ("paired trials 6 (3 units): regressions 0, fixes 2, still failing 2, still passing 2; "
+                        "new 1, removed 2")
+    verdict = next(line for line in lines if line.startswith("Inconclusive:"))
+    assert " over 3 paired units;" in verdict
+    assert verdict.endswith(" It covers the 3 paired units only: 1 new unit and 1 removed unit count in the pass rates "
+                            "but not in it."), verdict
+    document = json.loads(_assay("runs", "compare", inspect, deepeval, "--map", f"@{pairs}", "--json").stdout)
+    assert document["pairing"] == {"paired": 6, "unpaired_before": 2, "unpaired_after": 1, "map": [f"@{pairs}"]}
+    assert (document["paired"]["units"], document["judgement"]["paired_units"]) == (6, 3)
+    assert (document["counts"]["fixes"], document["counts"]["new"], document["counts"]["removed"]) == (2, 1, 2)
+    assert sorted(document["units"]["fixes"]) == ["peru#1", "peru#2"]
+    assert document["units"]["new"] == ["spain"] and sorted(document["units"]["removed"]) == ["3#1", "3#2"]
+
+    pairs.write_text("before,after\n3#1,spain#1\n3#2,spain#2\n")  # each trial of sample 3 named as spain's
+    document = json.loads(_assay("runs", "compare", inspect, deepeval, "--map", f"@{pairs}", "--json").stdout)
+    assert document["pairing"] == {"paired": 8, "unpaired_before": 0, "unpaired_after": 0, "map": [f"@{pairs}"]}
+    assert (document["paired"]["units"], document["judgement"]["paired_units"]) == (8, 4)
+    assert sorted(document["units"]["still_failing"]) == ["atlantis#1", "atlantis#2", "spain#1", "spain#2"]
+    # The other way round, DeepEval's unit pairs with each of Inspect's trials of it (listed by the trial's id).
+    document = json.loads(_assay("runs", "compare", deepeval, inspect, "--map", "^spain$=>3", "--json").stdout)
+    assert document["pairing"] == {"paired": 8, "unpaired_before": 0, "unpaired_after": 0, "map": ["^spain$=>3"]}
+    assert (document["paired"]["units"], document["judgement"]["paired_units"]) == (8, 4)
+    assert sorted(document["units"]["regressions"]) == ["peru#1", "peru#2"]
+
+
 def test_a_map_file_of_id_pairs_and_a_bad_rule(tmp_path, inspect_logs):
     baseline = _imported(inspect_logs["json"].path)
     _agent_run("agent-20261203T120001-cafe02", {"capitals/france#1": "failed"})

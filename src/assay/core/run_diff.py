@@ -18,7 +18,7 @@ from assay.core.stats import PairedCounts, PairedTest, paired_test
 
 __all__ = [
     "CHANGE_KINDS", "EVERY_SUBJECT", "RunComparison", "cohorts_of_rows", "compare_verdicts", "group_at", "judged_comparison",
-    "pair_changes", "pass_rate_of", "trial_subject", "unit_evidence",
+    "pair_by_unit", "pair_changes", "pass_rate_of", "trial_subject", "unit_evidence",
 ]
 
 CHANGE_KINDS = ("regressions", "fixes", "still_failing", "new", "removed", "changed_other")
@@ -140,8 +140,8 @@ class RunComparison:
     units: dict[str, list[str]] = field(default_factory=dict)  # change kind -> unit ids, in run order
     unchanged_passing: int = 0
     history_runs: int = 1  # runs of history the verdict weighed (the earlier run included)
-    # (new, removed) unit ids the verdict does not weigh: those of a unit (`trial_subject`) judged in one run only.
-    # A new trial of a unit judged in both (`--attempts 2` after 1) is weighed. None: every new and removed id.
+    # (new, removed) units the verdict does not weigh: those (`trial_subject`) judged in one run only. A new trial
+    # of a unit judged in both (`--attempts 2` after 1) is weighed. None: every new and removed id.
     unweighed: tuple[int, int] | None = None
 
     @property
@@ -169,8 +169,9 @@ class RunComparison:
                     for kind, count in zip(("new", "removed"), counts, strict=True) if count]
         if unpaired:
             verb = "counts" if len(unpaired) == 1 and sum(counts) == 1 else "count"
-            text += (f" It covers the {self.counts.total:,} paired units only: {' and '.join(unpaired)} {verb} in the "
-                     "pass rates but not in it.")
+            # The units the verdict weighs (a unit's trials are one), as its own sentence counts them.
+            text += (f" It covers the {self.judgement.run.paired_units:,} paired units only: {' and '.join(unpaired)} "
+                     f"{verb} in the pass rates but not in it.")
         return text
 
     def to_json(self, *, unit_limit: int | None = None) -> dict[str, Any]:
@@ -219,13 +220,19 @@ def compare_verdicts(
     group_depth: int = 1,
     deterministic: frozenset[str] = frozenset(),
     tallies: tuple[Tallies, Tallies] | None = None,
+    by_unit: bool = False,
 ) -> RunComparison:
     """Pair `before` and `after` (unit id -> verdict), classify every unit, and judge the change with
     whatever history there is (`history`: subject -> its trials over the earlier runs, the before run
     included: (trials, failed, runs); without it the before run is the only history). `tallies`, each
-    run's per-subject (group, passed, failed) when the store has them, saves recounting the verdicts."""
-    units, counts = pair_changes(((unit_id, old, after.get(unit_id)) for unit_id, old in before.items()),
-                                 [unit_id for unit_id in after if unit_id not in before])
+    run's per-subject (group, passed, failed) when the store has them, saves recounting the verdicts.
+    `by_unit`: a unit one run names without trials pairs with each of the other run's trials of it
+    (`pair_by_unit`); otherwise ids pair only with the same id."""
+    if by_unit:
+        units, counts = pair_changes(*pair_by_unit(before, after))
+    else:
+        units, counts = pair_changes(((unit_id, old, after.get(unit_id)) for unit_id, old in before.items()),
+                                     [unit_id for unit_id in after if unit_id not in before])
     cohorts = unit_evidence(*(tallies or (tallies_of(before, groups), tallies_of(after, groups))), history=history,
                             group_depth=group_depth, deterministic=deterministic)
     return judged_comparison(
@@ -233,6 +240,37 @@ def compare_verdicts(
         settings or VerdictSettings(alpha=alpha, confidence=confidence, seed=seed),
         history_runs=history_runs if history is not None else 1,
     )
+
+
+def pair_by_unit(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[list[tuple[str, str, str | None]], list[str]]:
+    """The pairs of `before` and `after` as the verdict weighs them, in `pair_changes`' form (each of `before`'s
+    ids with its verdicts before and after, or None after; then `after`'s ids with no partner).
+
+    An id pairs with the same id. Failing that, a trial (`france#2`) pairs with the other run's unit of that
+    name when that run names it without trials (`france`, as DeepEval does): each trial of it pairs with that
+    one verdict, whichever run has the trials. A pair is listed under the trial's id."""
+    trials: dict[str, list[str]] = {}  # `after`'s trials, by their unit
+    for unit_id in after:
+        subject = trial_subject(unit_id)
+        if subject != unit_id:
+            trials.setdefault(subject, []).append(unit_id)
+    pairs: list[tuple[str, str, str | None]] = []
+    taken: set[str] = set()
+    for unit_id, old in before.items():
+        subject = trial_subject(unit_id)
+        if unit_id in after:
+            partners = [unit_id]
+        elif subject != unit_id and subject in after:  # a trial of a unit `after` names bare
+            pairs.append((unit_id, old, after[subject]))
+            taken.add(subject)
+            continue
+        else:  # a unit named bare, and `after`'s trials of it (those `before` does not name itself)
+            partners = [trial for trial in trials.get(unit_id, ()) if trial not in before] if subject == unit_id else []
+        pairs.extend((partner, old, after[partner]) for partner in partners)
+        taken.update(partners)
+        if not partners:
+            pairs.append((unit_id, old, None))
+    return pairs, [unit_id for unit_id in after if unit_id not in taken]
 
 
 def pair_changes(pairs: Iterable[tuple[str, str, str | None]], new_units: list[str], *,
@@ -292,9 +330,10 @@ def judged_comparison(
 
 
 def _unweighed(units: Mapping[str, list[str]], cohorts: Iterable[Cohort]) -> tuple[int, int] | None:
-    """How many new and removed unit ids belong to no unit the verdict weighs (one judged in both runs)."""
+    """How many new and removed units (`trial_subject`: a unit's trials are one, as the verdict counts them)
+    the verdict does not weigh (one judged in both runs)."""
     if not units.get("new") and not units.get("removed"):
         return None
     weighed = {member for cohort in cohorts if cohort.paired for member in cohort.members}
-    return tuple(sum(trial_subject(unit_id) not in weighed for unit_id in units.get(kind, []))  # type: ignore[return-value]
+    return tuple(len({trial_subject(unit_id) for unit_id in units.get(kind, [])} - weighed)  # type: ignore[return-value]
                  for kind in ("new", "removed"))

@@ -207,11 +207,12 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
 
     first, second, baseline_note = _pair(store, before, after)
     if id_map:
-        comparison = _compare_mapped(store, first, second, id_map, settings, group_depth)
+        comparison, paired = _compare_mapped(store, first, second, id_map, settings, group_depth)
     else:
         comparison = compare_stored_runs(store, first, second, settings=settings, history=history, group_depth=group_depth)
+        paired = first.unit_count - len(comparison.units["removed"])  # (ids pair one to one)
     removed, new = len(comparison.units["removed"]), len(comparison.units["new"])
-    pairing = Pairing(first.unit_count - removed, removed, new, id_map.given)
+    pairing = Pairing(paired, removed, new, id_map.given)
     document = comparison.to_json(unit_limit=limit)
     # Every group's verdict: `--limit` bounds the unit ids listed, not the groups (the first 20 of them would
     # drop a regressed group the text names, while `group_counts` still counts it).
@@ -253,18 +254,23 @@ def nothing_judged_in_both(store: Any, comparison: Any, document: dict[str, Any]
             "Run them again to compare (`assay agent run --rerun all`).")
 
 
-def _compare_mapped(store: Any, first: Any, second: Any, id_map: Any, settings: Any, group_depth: int) -> Any:
-    """`first` → `second` with the baseline's unit ids renamed by `--map`. The baseline's history is
-    named the old way, so it is not read: the baseline run is the only history, as in a plain paired
-    comparison; groups are the candidate's."""
+def _compare_mapped(store: Any, first: Any, second: Any, id_map: Any, settings: Any, group_depth: int) -> tuple[Any, int]:
+    """`first` → `second` with the baseline's unit ids renamed by `--map`, and how many pairs of ids that
+    makes. The baseline's history is named the old way, so it is not read: the baseline run is the only
+    history, as in a plain paired comparison; groups are the candidate's.
+
+    Another tool may name a unit without trials (DeepEval's `france`) where the other run has its trials
+    (Inspect's `france#1`, `france#2`): each trial pairs with that unit (`pair_by_unit`), as the verdict,
+    which weighs a unit's trials together, pairs them; so every count says the same pairing."""
     from assay.core.history.store import run_tallies
-    from assay.core.run_diff import compare_verdicts
+    from assay.core.run_diff import compare_verdicts, pair_by_unit
 
     groups = {subject: group for subject, (group, _, _) in run_tallies(store, second.run_id).items()}
-    return compare_verdicts(
-        first.run_id, id_map.map_verdicts(store.verdicts(first.run_id)), second.run_id, store.verdicts(second.run_id),
-        settings=settings, groups=groups, group_depth=group_depth,
-    )
+    before, after = id_map.map_verdicts(store.verdicts(first.run_id)), store.verdicts(second.run_id)
+    comparison = compare_verdicts(first.run_id, before, second.run_id, after, settings=settings, groups=groups,
+                                  group_depth=group_depth, by_unit=True)
+    pairs, _ = pair_by_unit(before, after)
+    return comparison, sum(1 for _, _, new in pairs if new is not None)
 
 
 def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
@@ -433,36 +439,38 @@ def _recorded_units(manifest: Any) -> int | None:
 
 def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:
     """`assay runs import`: each planned file imported as a run; one that cannot be is an `Error:` line on
-    stderr as it fails, and the rest still go in. What was imported, how many files failed, and whether
-    Ctrl-C stopped it (said on stderr: the files before were imported, and importing again resumes)."""
+    stderr as it fails, and the rest still go in. What was imported (with, for `--json`, each file that failed
+    and why: a script reading only stdout sees it), how many files failed, and whether Ctrl-C stopped it (said
+    on stderr: the files before were imported, and importing again resumes)."""
     import sys
 
     from assay.core.interop.importing import import_log
     from assay.errors import AssayError, show_tracebacks
 
-    outcomes, failures, interrupted = [], 0, False
+    outcomes, failed, interrupted = [], [], False
     for path, log_format in planned:
         try:
             outcomes.append(import_log(path, log_format))
         except (AssayError, OSError, ValueError) as error:
-            failures += 1
             if show_tracebacks():  # `assay --debug`: the traceback too, as every other error has it
                 import traceback
 
                 traceback.print_exception(error, file=sys.stderr)
             if isinstance(error, PermissionError) and error.filename:
-                print(f"Error: {path}: no permission to write {error.filename}: give this user write access to it, or set "
-                      "ASSAY_STORE to a store this user may write", file=sys.stderr)
-                continue
-            print(f"Error: {error}" if isinstance(error, AssayError) else f"Error: {path}: {type(error).__name__}: {error}",
-                  file=sys.stderr)
+                message = (f"{path}: no permission to write {error.filename}: give this user write access to it, or set "
+                           "ASSAY_STORE to a store this user may write")
+            else:
+                message = str(error) if isinstance(error, AssayError) else f"{path}: {type(error).__name__}: {error}"
+            failed.append({"file": str(path.resolve()), "error": message})  # (as `imported` names its files)
+            print(f"Error: {message}", file=sys.stderr)
         except KeyboardInterrupt:
             interrupted = True
             print(f"Interrupted while importing {path}: run the same command again to finish (a file already "
                   "imported is recognised, not imported twice)", file=sys.stderr)
             break
-    shown = Shown({"imported": [outcome.to_json() for outcome in outcomes]}, [import_line(outcome) for outcome in outcomes])
-    return shown, failures, interrupted
+    shown = Shown({"imported": [outcome.to_json() for outcome in outcomes], "failed": failed},
+                  [import_line(outcome) for outcome in outcomes])
+    return shown, len(failed), interrupted
 
 
 def import_line(outcome: Any) -> str:
