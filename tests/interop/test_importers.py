@@ -493,6 +493,17 @@ def test_a_junit_testcase_without_a_name_is_named_by_its_place_not_the_empty_id(
     assert units["testcase-4"].verdict == "failed" and imported.counts["passed"] == 3
 
 
+def test_a_format_name_in_other_letter_case_is_that_format_and_a_negative_time_is_no_duration(tmp_path):
+    """`--format JUnit` was refused ("did you mean 'junit'?"), and `time="-1"` (a runner's "unknown") was stored as a
+    duration of -1 seconds."""
+    log = tmp_path / "report.xml"
+    log.write_text('<testsuite name="s" tests="2"><testcase name="a" time="-1"/><testcase name="b" time="0.5"/></testsuite>')
+    imported = _import(log, "JUnit")
+    units = _units(imported.run_id)
+    assert imported.format == "junit"
+    assert (units["a"].duration_seconds, units["b"].duration_seconds) == (None, 0.5)
+
+
 @pytest.mark.parametrize("format_name, document", [
     # promptfoo's keys come first: a results.json cut after them is still told as promptfoo's
     ("promptfoo", {"evalId": "eval-1", "results": {"version": 3, "results": [{"success": True, "testIdx": 0}] * 40}}),

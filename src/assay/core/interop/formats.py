@@ -50,7 +50,7 @@ FORMATS = {
 
 
 def format_named(name: str) -> LogFormat:
-    found = FORMATS.get(name)
+    found = FORMATS.get(name) or FORMATS.get(name.lower())  # `JUnit` is the junit format: a name, not a spelling
     if found is None:
         from assay.core.format import did_you_mean
 

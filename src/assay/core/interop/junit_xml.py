@@ -163,10 +163,13 @@ class _Reading:
 
 
 def _float(value: str | None) -> float | None:
+    """A `time` attribute in seconds; None when absent, unreadable or negative (`time="-1"`, a runner's "unknown",
+    is no duration)."""
     try:
-        return float(value.replace(",", "")) if value else None
+        seconds = float(value.replace(",", "")) if value else None
     except ValueError:
         return None
+    return seconds if seconds is None or seconds >= 0 else None
 
 
 def read(path: Path) -> ImportedLog:
