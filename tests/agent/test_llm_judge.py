@@ -325,7 +325,8 @@ def test_ctrl_c_while_an_attempts_judge_calls_are_answered_stops_at_once_and_off
             run.wait()
     assert run.returncode == 130 and stopped_after < 10, (run.returncode, stopped_after, stdout, stderr)
     assert "Traceback" not in stderr
-    assert "Resume with" in stdout and len(fake_openai.chat_requests) == 1  # the second call was never made
+    # both calls were in flight at once (an attempt's judge calls are made together), and neither answer waited for
+    assert "Resume with" in stdout and len(fake_openai.chat_requests) == 2
 
 
 def test_a_run_says_what_its_judge_calls_cost_model_by_model(fake_openai, tmp_path):
@@ -399,3 +400,32 @@ def test_no_cost_estimate_says_what_the_price_table_lacks():
     ]
     priced = judge_spend({"judge-1": counts}, {"judge-1": {"input": 2.0, "output": 8.0, "cache_read": 0.5}})
     assert "unpriced" not in priced["judge-1"] and priced["judge-1"]["estimated_cost_usd"] == pytest.approx(0.00468)
+
+
+def test_an_attempts_judge_calls_are_made_at_once_not_one_after_another(fake_openai):
+    """Three judged criteria cost three model calls' time when each waited for the one before (4 slow calls of 3 s
+    took 12 s); they are asked together, so the attempt waits about as long as its slowest call."""
+    import dataclasses
+    import threading
+    import time
+
+    arrived: list[float] = []
+    lock = threading.Lock()
+
+    def slow(request):
+        with lock:
+            arrived.append(time.monotonic())
+        return dataclasses.replace(json_reply({"reasons": "ok", "score": 1}), delay_s=0.6)
+
+    fake_openai.respond_with(slow)
+    agent, _ = scripted_agent(lambda turn_input, ctx: Turn([message("It is sunny.")]))
+
+    async def body(t):
+        await t.send("weather?")
+        for criterion in ("names the weather", "is polite", "is short"):
+            t.judge(criterion)
+
+    result = run_one(agent, define_eval(body, judge=config_for(fake_openai)))
+    assert result.verdict == "passed" and statuses(result)[-3:] == ["matched"] * 3
+    assert len(arrived) == 3
+    assert max(arrived) - min(arrived) < 0.5, [round(at - arrived[0], 3) for at in arrived]  # one after another: >= 0.6 s apart

@@ -289,7 +289,14 @@ def _any_pending(runtime: AttemptRuntime) -> bool:
 
 
 async def _resolve_pending(runtime: AttemptRuntime) -> None:
-    """Each assertion still to decide (a judge call the eval did not await), in the order they were made."""
+    """Each assertion still to decide: the judge calls the eval did not await all at once (each is a model call
+    of its own, paced by the judge's limiter: five judged criteria take one call's time, not five), then the
+    rest (sandbox checks, which run commands in the one sandbox) in the order they were made."""
+    judged = [entry.resolve() for entry in runtime.entries if entry.pending is not None and entry.kind == "judge"]
+    if len(judged) > 1:
+        await asyncio.gather(*judged)
+    elif judged:
+        await judged[0]
     for entry in runtime.entries:
         if entry.pending is not None:
             await entry.resolve()
