@@ -250,9 +250,11 @@ def test_ctrl_c_during_the_export_after_an_import_says_how_to_send_the_recorded_
 
     log = tmp_path / "junit.xml"
     log.write_text('<testsuites><testsuite name="s" tests="1"><testcase classname="c" name="a"/></testsuite></testsuites>')
+    other = tmp_path / "other.xml"
+    other.write_text('<testsuites><testsuite name="t" tests="1"><testcase classname="c" name="b"/></testsuite></testsuites>')
     environment = {**os.environ, "ASSAY_STORE": str(tmp_path / "s.db")}
     with receiver(delay=30) as (slow, received):
-        command = subprocess.Popen([sys.executable, "-m", "assay", "runs", "import", str(log)], stdout=subprocess.PIPE,
+        command = subprocess.Popen([sys.executable, "-m", "assay", "runs", "import", str(log), str(other)], stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, env={**environment, "ASSAY_OTLP_EXPORT": slow})
         deadline = time.monotonic() + 30
         while not received.requests and time.monotonic() < deadline:
@@ -264,6 +266,11 @@ def test_ctrl_c_during_the_export_after_an_import_says_how_to_send_the_recorded_
     said = re.search(r"Warning: run not exported to (\S+): interrupted \(Ctrl-C\); send it with: "
                      r"assay runs export (imported-\S+) --otlp (\S+)\n", err)
     assert said is not None and said[1] == said[3] == slow, err
+    # the file was imported: not "Interrupted while importing …: run the same command again to finish", which then
+    # says "Already imported" and sends nothing
+    assert (f"Interrupted after importing {log} (its run is recorded; the warning above says how to export it): run "
+            "the same command again to import the other 1 file(s)") in err, err
+    assert "Interrupted while importing" not in err, err
     with receiver() as (url, received):
         done = subprocess.run([sys.executable, "-m", "assay", "runs", "export", said[2], "--otlp", url],
                               capture_output=True, text=True, timeout=120, env=environment)

@@ -445,7 +445,10 @@ def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:
     import sys
 
     from assay.core.interop.importing import import_log
+    from assay.core.interop.otlp_export import ExportInterrupted
     from assay.errors import AssayError, show_tracebacks
+
+    planned = list(planned)
 
     outcomes, failed, interrupted = [], [], False
     for path, log_format in planned:
@@ -463,8 +466,14 @@ def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:
                 message = str(error) if isinstance(error, AssayError) else f"{path}: {type(error).__name__}: {error}"
             failed.append({"file": str(path.resolve()), "error": message})  # (as `imported` names its files)
             print(f"Error: {message}", file=sys.stderr)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interruption:
             interrupted = True
+            if isinstance(interruption, ExportInterrupted):  # the file's run is recorded: only its export stopped
+                rest = len(planned) - len(outcomes) - len(failed) - 1
+                print(f"Interrupted after importing {path} (its run is recorded; the warning above says how to export "
+                      "it)" + (f": run the same command again to import the other {rest} file(s) (a file already "
+                               "imported is recognised, not imported twice)" if rest else ""), file=sys.stderr)
+                break
             print(f"Interrupted while importing {path}: run the same command again to finish (a file already "
                   "imported is recognised, not imported twice)", file=sys.stderr)
             break

@@ -679,11 +679,16 @@ def export_after_run(record: Path, home: Path | None) -> None:
         if endpoint is not None:
             print(f"Warning: run not exported to {endpoint}: interrupted (Ctrl-C); send it with: assay runs export "
                   f"{record.name} --otlp {shlex.quote(endpoint)}", file=sys.stderr)
-        raise
+        raise ExportInterrupted from None
     except AssayError as error:
         print(f"Warning: run not exported{_to(endpoint, str(error))}: {error}", file=sys.stderr)
     except Exception as error:  # noqa: BLE001 - an export must never change a run's outcome
         print(f"Warning: run not exported{_to(endpoint, str(error))}: {type(error).__name__}: {error}", file=sys.stderr)
+
+
+class ExportInterrupted(KeyboardInterrupt):
+    """Ctrl-C during the export that follows a recorded run: Ctrl-C as ever, and the run itself is kept (an
+    import that says so need not ask for the file to be imported again)."""
 
 
 def _to(endpoint: str | None, said: str) -> str:
