@@ -27,8 +27,9 @@ class _PlainRuntimeParam(RuntimeParam):
 
     def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
         info, annotation = self.parameter_info, self.annotation
-        if value == "" and type(value) is str and _is_path(annotation):
-            # `--export "$SITE"` with SITE unset: Path("") is the current folder, which nobody meant.
+        if value == "" and type(value) is str and (_is_path(annotation) or info.metavar == "<path>"):
+            # `--export "$SITE"` with SITE unset: Path("") is the current folder, which nobody meant. (A `<path>`
+            # read as text, as video's `--output-json` is for GlassKit's checkpoint, is refused alike.)
             raise typer.BadParameter("needs a path, and the value given is empty (an unset variable in a script?)",
                                      ctx=ctx, param=param)
         if _is_number(annotation) and type(value) is str and not value.strip() or (

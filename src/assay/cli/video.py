@@ -20,7 +20,7 @@ from assay.cli.options import (
 from assay.core.run.request import Execution, Outputs
 from assay.errors import AssayError
 from assay.video.request import (
-    SeedRequest, VideoOptions, VideoRunRequest, check_path_values, check_time_filters, check_times, one_adapter, planned,
+    SeedRequest, VideoOptions, VideoRunRequest, check_time_filters, check_times, one_adapter, planned,
 )
 from assay.video.store_commands import materialize
 
@@ -59,7 +59,6 @@ def run_command(given: Given) -> None:
         request, outputs, resumed = _restored(VIDEO, given, request, outputs, also_given)
     else:
         common.checked(check_time_filters, given.case, given.at, given.from_s, given.until_s)
-        common.checked(check_path_values, {"--output-json": outputs.output_json, "--artifacts-dir": request.artifacts_dir})
         if given.shard is not None:
             from assay.core.shard import parse_shard
 

@@ -22,9 +22,8 @@ from assay.core.run.request import (
 from assay.errors import UsageError
 
 __all__ = [
-    "PROGRAM", "SeedRequest", "VideoOptions", "VideoRunRequest", "check_path_values", "check_run_options",
-    "check_seed_options", "check_time_filters", "check_times", "invocation_with_outputs", "one_adapter",
-    "outputs_from_invocation", "planned",
+    "PROGRAM", "SeedRequest", "VideoOptions", "VideoRunRequest", "check_run_options", "check_seed_options",
+    "check_time_filters", "check_times", "invocation_with_outputs", "one_adapter", "outputs_from_invocation", "planned",
 ]
 
 PROGRAM = "assay video"
@@ -73,7 +72,7 @@ class VideoRunRequest:
         help="Gate: fail the run when more samples than this disagree across trials (needs --repeat 2+; default: none).",
     )
     keep_going: bool = option(False, flag="--keep-going", help="Record adapter errors and continue.")
-    artifacts_dir: str | None = option(None, flag="--artifacts-dir", help="Directory for adapter and failure artifacts.")
+    artifacts_dir: str | None = option(None, flag="--artifacts-dir", metavar="<path>", help="Directory for adapter and failure artifacts.")
     save_failures: bool = option(False, flag="--save-failures", help="Save the frame and result of each failure.")
     allow_empty: bool = option(False, flag="--allow-empty", help="Allow targets and evals without samples.")
     # Only stored when given, so unsharded checkpoints keep the plan hash they always had.
@@ -192,15 +191,6 @@ def check_time_filters(case: str | None, at: Sequence[float], from_s: float | No
         check_times(option, values)
     if from_s is not None and until_s is not None and from_s >= until_s:
         raise UsageError("--until must be greater than --from", "--until")
-
-
-def check_path_values(values: Mapping[str, str | None]) -> None:
-    """Options that take a path but are read as text (`--output-json`, `--artifacts-dir`, kept as given for
-    GlassKit's checkpoint) refuse an empty value, as the `<path>` options do: `--output-json "$REPORT"`
-    with REPORT unset would otherwise name the current folder."""
-    for flag, value in values.items():
-        if value == "":
-            raise UsageError(f"{flag} needs a path, and the value given is empty (an unset variable in a script?)", flag)
 
 
 def one_adapter(adapter: str | None, adapter_command: str | None) -> None:

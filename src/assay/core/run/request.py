@@ -288,7 +288,7 @@ class Outputs:
         False, stored=False, flag="--quiet", names=("--quiet", "-q"), help="No progress on stderr (results and errors still print)."
     )
     verbose: bool = option(False, flag="--verbose")  # every unit on the console, not only failures
-    output_json: str | None = option(None, flag="--output-json", help="Write the JSON report here.")  # the kind's own (video)
+    output_json: str | None = option(None, flag="--output-json", metavar="<path>", help="Write the JSON report here.")  # the kind's own (video)
 
     @property
     def shows_progress(self) -> bool:
