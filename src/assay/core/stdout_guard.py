@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from assay.core.console import write_escaped
 
 _WATCH_INTERVAL_MS = 1000  # how often the watcher looks at whether the command is done with it
+_READER_GONE = BrokenPipeError(errno.EPIPE, "the reader of standard output is gone")  # as the watcher reports it
 
 
 class StdoutGuard:
@@ -106,11 +107,16 @@ class StdoutGuard:
                         self.reader_left = True
                         stops_now = self.interrupts and (self.keeps_results or self.stops_at_once)
                     if stops_now:  # a run or a server, which may write nothing for long: stopped the moment it goes
-                        self._reader_gone(BrokenPipeError(errno.EPIPE, "the reader of standard output is gone"))
+                        self._reader_gone(_READER_GONE)
                     # A command that only reads is stopped by its next write instead (which fails): one that has
                     # written all it had to say (`| head -1` of a one-line answer, the reader leaving as the
                     # process closes) loses nothing and keeps its exit code, as any tool would.
                     return
+
+    def _stop_if_the_reader_left(self) -> None:
+        """What the watcher did not do when it saw the reader go (the command then only read): do it now."""
+        if self.reader_left and self.interrupts and not self.closed_by_reader:
+            self._reader_gone(_READER_GONE)
 
     def _reader_gone(self, error: OSError) -> None:
         if error.errno not in (errno.EPIPE, errno.EINVAL) and not isinstance(error, BrokenPipeError):
@@ -176,9 +182,8 @@ def _command_starts(*, keeps_results: bool) -> None:
             return
         guard.interrupts = True
         gone = guard.closed_by_reader
-        noticed = guard.reader_left and keeps_results and not gone  # seen before the run began
-    if noticed:
-        guard._reader_gone(BrokenPipeError(errno.EPIPE, "the reader of standard output is gone"))
+    if keeps_results and not gone:
+        guard._stop_if_the_reader_left()  # seen by the watcher before the run began
     if gone:
         raise KeyboardInterrupt
 
@@ -217,9 +222,7 @@ def stop_when_the_reader_leaves() -> None:
         return
     with guard._lock:
         guard.stops_at_once = True
-        gone = guard.reader_left and guard.interrupts and not guard.closed_by_reader
-    if gone:  # it left already: the watcher has stopped watching
-        guard._reader_gone(BrokenPipeError(errno.EPIPE, "the reader of standard output is gone"))
+    guard._stop_if_the_reader_left()  # it left already: the watcher has stopped watching
 
 
 def nothing_was_kept() -> None:
