@@ -449,9 +449,9 @@ def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:
     from assay.errors import AssayError, show_tracebacks
 
     planned = list(planned)
-
+    again = "(a file already imported is recognised, not imported twice)"
     outcomes, failed, interrupted = [], [], False
-    for path, log_format in planned:
+    for position, (path, log_format) in enumerate(planned, 1):
         try:
             outcomes.append(import_log(path, log_format))
         except (AssayError, OSError, ValueError) as error:
@@ -467,15 +467,13 @@ def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:
             failed.append({"file": str(path.resolve()), "error": message})  # (as `imported` names its files)
             print(f"Error: {message}", file=sys.stderr)
         except KeyboardInterrupt as interruption:
-            interrupted = True
+            interrupted, rest = True, len(planned) - position
             if isinstance(interruption, ExportInterrupted):  # the file's run is recorded: only its export stopped
-                rest = len(planned) - len(outcomes) - len(failed) - 1
                 print(f"Interrupted after importing {path} (its run is recorded; the warning above says how to export "
-                      "it)" + (f": run the same command again to import the other {rest} file(s) (a file already "
-                               "imported is recognised, not imported twice)" if rest else ""), file=sys.stderr)
-                break
-            print(f"Interrupted while importing {path}: run the same command again to finish (a file already "
-                  "imported is recognised, not imported twice)", file=sys.stderr)
+                      "it)" + (f": run the same command again to import the other {rest} file(s) {again}" if rest else ""),
+                      file=sys.stderr)
+            else:
+                print(f"Interrupted while importing {path}: run the same command again to finish {again}", file=sys.stderr)
             break
     shown = Shown({"imported": [outcome.to_json() for outcome in outcomes], "failed": failed},
                   [import_line(outcome) for outcome in outcomes])
