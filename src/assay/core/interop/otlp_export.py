@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shlex
 import socket
 import sys
@@ -107,7 +108,8 @@ def _check_headers() -> None:
             with _sdk_messages():  # (the SDK's own line would print the entry, key and all)
                 read = parse_env_headers(entry, liberal=True)
             if not read:
-                name = entry.replace(":", "=").split("=", 1)[0].strip() if ("=" in entry or ":" in entry) else ""
+                name, *value = re.split("[:=]", entry, maxsplit=1)  # (a name is shown, its value never)
+                name = name.strip() if value else ""
                 which = f"entry {place} of {len(entries)}" + (f" ({name!r})" if name and len(name) <= 60 else "")
                 raise ExportError(f"{variable}: {which} is not name=value, so it would not be sent; give the headers as "
                                   f"name=value pairs separated by commas, e.g. {variable}='api-key=KEY,x-team=evals' "
