@@ -25,6 +25,12 @@ def say(*lines: str) -> None:
         writer.print(line)
 
 
+def skipped_label_lines(lines: Iterable[str]) -> None:
+    """Each line of `labels.jsonl` a command read and could not use, on stderr: skipped, and named."""
+    for line in lines:
+        print(f"Skipped an unreadable label line: {line}", file=sys.stderr)
+
+
 def show(as_json: bool, document: Any, lines: Iterable[str], **dumps: Any) -> None:
     """A read-back on stdout: `document` as indented JSON, or `lines` for a person."""
     if as_json:

@@ -26,13 +26,11 @@ def agreement_command(given: Given) -> None:
     from assay.core.labels.report import agreement_lines
     from assay.core.labels.store import LabelBook
 
-    from assay.cli.labels import say_skipped
-
     with common.store() as store:
         selection = AgreementFilter(given.judge, given.rubric, given.labeller, given.by_rubric)
         book = LabelBook(store)
         report = checked_agreement_report(store, book, selection)
-    say_skipped(book.skipped)
+    common.skipped_label_lines(book.skipped)
     common.show(given.json, report, agreement_lines(report))
 
 

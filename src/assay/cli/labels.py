@@ -27,7 +27,7 @@ def export_command(given: Given) -> None:
         book = LabelBook(store)
         book.check_labeller(given.labeller)
         labels = book.labels(labeller=given.labeller, run_id=store.resolve(given.run) if given.run else None)
-    say_skipped(book.skipped)
+    common.skipped_label_lines(book.skipped)
     if given.output is None or str(given.output) == "-":  # `-o -` is stdout, as for every tool that writes a file
         sys.stdout.write(labels_text(labels))
         return
@@ -48,12 +48,6 @@ def import_command(given: Given) -> None:
         book = LabelBook(store)
         skipped = book.sync()
         added = book.add(labels)
-    say_skipped(skipped)
+    common.skipped_label_lines(skipped)
     unique = len({label.label_id for label in labels})
     common.say(f"Imported {len(added)} label(s); {unique - len(added)} already present.")
-
-
-def say_skipped(lines: list[str]) -> None:
-    """Each line of `labels.jsonl` a command read and could not use, on stderr: skipped, and named."""
-    for line in lines:
-        print(f"Skipped an unreadable label line: {line}", file=sys.stderr)
