@@ -32,10 +32,10 @@ class _PlainRuntimeParam(RuntimeParam):
             # read as text, as video's `--output-json` is for GlassKit's checkpoint, is refused alike.)
             raise typer.BadParameter("needs a path, and the value given is empty (an unset variable in a script?)",
                                      ctx=ctx, param=param)
-        if _is_number(annotation) and type(value) is str and not value.strip() or (
-            _is_list_of_numbers(annotation) and isinstance(value, (list, tuple))
-            and any(type(v) is str and not v.strip() for v in value)
-        ):  # `--at ''` as `--from ''`: one of a repeatable number option's values is empty
+        # the number(s) typed: `--limit ''`, and `--at ''` alike (one value of a repeatable number option)
+        numbers = ([value] if _is_number(annotation) else
+                   value if _is_list_of_numbers(annotation) and isinstance(value, (list, tuple)) else [])
+        if any(type(number) is str and not number.strip() for number in numbers):
             raise typer.BadParameter("needs a number, and the value given is empty (an unset variable in a script?)",
                                      ctx=ctx, param=param)
         if info.parser is None:
