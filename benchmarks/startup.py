@@ -2,10 +2,11 @@
 
 Each round runs, interleaved so all share the machine's mood: bare Python starting asyncio (the floor:
 `python -c "import asyncio; asyncio.run(asyncio.sleep(0))"`), `assay --version`, `assay agent list` and
-`assay agent run` of a one-eval project (an echo agent, journal and run record on, stdout a pipe as in
-CI) in a fresh copy of the project, so every run is a first run that calls its agent. The figure is each
-child's user+sys CPU (os.wait4); medians over the rounds, and the ratio to the floor. Bytecode is cached
-as an installed package has it (a first, uncounted round writes it).
+`assay agent run` of a one-eval project (an echo agent, journal and run record on, stdout a pipe as in CI),
+bare and with numbers typed (`--concurrency 8 --timeout 60`), each in a fresh copy of the project, so every
+run is a first run that calls its agent. The figure is each child's user+sys CPU (os.wait4); medians over
+the rounds, and the ratio to the floor. Bytecode is cached as an installed package has it (a first,
+uncounted round writes it).
 Run: python benchmarks/startup.py [--rounds 15] [--baseline-src DIR]
 
 `--baseline-src` (another version's `src`, e.g. `git archive HEAD~3 src | tar -x -C /tmp/base`)
@@ -83,10 +84,13 @@ def main() -> None:
             for name, source in versions.items():
                 project = Path(folder) / f"{name}-{round_number}"
                 shutil.copytree(template, project)
+                numbers = shutil.copytree(template, Path(folder) / f"{name}-{round_number}-numbers")  # a first run too
                 for label, command in (
                     ("assay --version", [*assay, "--version"]),
                     ("assay agent list", [*assay, "agent", "list", "--project", str(project)]),
                     ("one-eval assay agent run", [*assay, "agent", "run", "--project", str(project)]),
+                    ("the same with --concurrency 8 --timeout 60", [*assay, "agent", "run", "--project", str(numbers),
+                                                                   "--concurrency", "8", "--timeout", "60"]),
                 ):
                     figures.setdefault(f"{label} ({name})", []).append(cpu_of(command, source))
             if round_number < 0:
