@@ -104,6 +104,33 @@ def test_trials_pair_with_the_unit_another_tool_names_bare_and_every_count_says_
     assert sorted(document["units"]["regressions"]) == ["peru#1", "peru#2"]
 
 
+def test_without_map_trials_pair_with_the_unit_another_tool_names_bare_as_the_verdict_pairs_them(inspect_logs, deepeval_run):
+    """An Inspect log and a DeepEval report imported, compared without --map: the store paired equal ids only, so the
+    output began "0 unit(s) paired; 8 of the baseline and 4 of the candidate have no partner", listed every unit as
+    new or removed and said "paired trials 0 (3 units)", while the verdict, which weighs a unit's trials together,
+    spoke of "3 paired units". Every count now says the verdict's pairing, as with --map."""
+    inspect, deepeval = _imported(inspect_logs["json"].path), _imported(deepeval_run.path)
+    done = _assay("runs", "compare", inspect, deepeval, "--limit", "0")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "6 unit(s) paired; 2 of the baseline and 1 of the candidate have no partner."
+    assert lines[3] == ("paired trials 6 (3 units): regressions 0, fixes 2, still failing 2, still passing 2; "
+                        "new 1, removed 2")
+    verdict = next(line for line in lines if line.startswith("Inconclusive:"))
+    assert " over 3 paired units;" in verdict and verdict.endswith(
+        " It covers the 3 paired units only: 1 new unit and 1 removed unit count in the pass rates but not in it."), verdict
+    document = json.loads(_assay("runs", "compare", inspect, deepeval, "--json").stdout)
+    assert document["pairing"] == {"paired": 6, "unpaired_before": 2, "unpaired_after": 1, "map": []}
+    assert (document["paired"]["units"], document["judgement"]["paired_units"]) == (6, 3)
+    assert document["units"]["new"] == ["spain"] and sorted(document["units"]["removed"]) == ["3#1", "3#2"]
+    assert sorted(document["units"]["fixes"]) == ["peru#1", "peru#2"]
+    # The other way round, DeepEval's unit pairs with each of Inspect's trials of it.
+    document = json.loads(_assay("runs", "compare", deepeval, inspect, "--json").stdout)
+    assert document["pairing"] == {"paired": 6, "unpaired_before": 1, "unpaired_after": 2, "map": []}
+    assert (document["paired"]["units"], document["judgement"]["paired_units"]) == (6, 3)
+    assert sorted(document["units"]["regressions"]) == ["peru#1", "peru#2"]
+
+
 def test_a_map_file_of_id_pairs_and_a_bad_rule(tmp_path, inspect_logs):
     baseline = _imported(inspect_logs["json"].path)
     _agent_run("agent-20261203T120001-cafe02", {"capitals/france#1": "failed"})

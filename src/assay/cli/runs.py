@@ -8,7 +8,6 @@ are declared in `assay.core.history.shown.RunsOptions`, the read-backs are that 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -107,13 +106,18 @@ def import_command(given: Given) -> None:
     """Import other tools' results as runs: JUnit XML, Inspect AI logs, pydantic-evals reports, DeepEval test runs,
     promptfoo results."""
     from assay.core.history.shown import imported
-    from assay.core.interop.importing import plan_imports
-    from assay.errors import UsageError
+    from assay.core.interop.importing import ImportRefused, plan_named
 
     with common.failing():
-        if any(not name.strip() for name in given.files):  # Path("") would be the current folder
-            raise UsageError("a file name given is empty (an unset variable in a script?); name the log files to import")
-        planned = plan_imports([Path(name).expanduser() for name in given.files], given.format_name)
+        try:
+            planned = plan_named(given.files, given.format_name)
+        except ImportRefused as refused:  # nothing imported: with --json the document still says so, file by file
+            if not given.json:
+                raise
+            try:  # the `Error:` line first, so that a reader gone from stdout loses only the document
+                common.fail("Error", refused, stderr=True, internal="")
+            finally:
+                common.show(True, refused.document(given.files), ())
     shown, failures, interrupted = imported(planned)
     stdout_guard.results_made()
     common.show(given.json, *shown)

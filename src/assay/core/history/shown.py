@@ -206,6 +206,8 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
     from assay.core.interop.unit_map import Pairing
 
     first, second, baseline_note = _pair(store, before, after)
+    if not id_map:
+        id_map = _pairing_by_unit(store, first, second, id_map)
     if id_map:
         comparison, paired = _compare_mapped(store, first, second, id_map, settings, group_depth)
     else:
@@ -271,6 +273,22 @@ def _compare_mapped(store: Any, first: Any, second: Any, id_map: Any, settings: 
                                   group_depth=group_depth, by_unit=True)
     pairs, _ = pair_by_unit(before, after)
     return comparison, sum(1 for _, _, new in pairs if new is not None)
+
+
+def _pairing_by_unit(store: Any, first: Any, second: Any, id_map: Any) -> Any:
+    """The map of a compare given no `--map`: `id_map` (none), unless a trial of one run (`france#1`) pairs with
+    a unit the other names without trials (`france`). The verdict weighs a unit's trials together, so it pairs
+    them; the store pairs equal ids only, so every other count said those units had no partner ("0 unit(s)
+    paired" beside a verdict "over 3 paired units"). Only another tool's log names a unit both ways (assay's
+    kinds name their trials alike in every run), so the verdicts are read here only when an imported run is
+    compared; runs so paired are judged as with `--map` (the baseline run is the only history)."""
+    from assay.core.interop.unit_map import UnitIdMap, pairs_trials_with_units
+
+    if "imported" not in (first.manifest.kind, second.manifest.kind) or not first.unit_count or not second.unit_count:
+        return id_map
+    if not pairs_trials_with_units(store.verdicts(first.run_id), store.verdicts(second.run_id)):
+        return id_map
+    return UnitIdMap(by_unit=True)
 
 
 def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:

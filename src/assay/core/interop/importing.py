@@ -23,11 +23,11 @@ from assay.core.record import RunManifest, store_path, utc_timestamp
 from assay.errors import UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping, Sequence
 
     from assay.core.interop.reader_process import ForkedReader
 
-__all__ = ["IMPORTED_KIND", "Imported", "import_log", "plan_imports"]
+__all__ = ["IMPORTED_KIND", "ImportRefused", "Imported", "import_log", "plan_imports", "plan_named"]
 
 IMPORTED_KIND = "imported"
 
@@ -52,15 +52,74 @@ class Imported:
         }
 
 
+class ImportRefused(UsageError):
+    """The check before any file is imported refused the command (`plan_imports`), so nothing was imported. Its
+    message is the first error found; `errors` holds each refused file's own (by `_key`), for `--json`."""
+
+    def __init__(self, message: str, option: str | None = None, *, errors: Mapping[str, str] | None = None) -> None:
+        super().__init__(message, option)
+        self.errors = dict(errors or {})
+
+    def document(self, names: Sequence[str]) -> dict[str, Any]:
+        """`runs import --json`'s document: nothing `imported`, and each file named `failed`, with its own error,
+        or, when the check passed it, why it was not imported either."""
+        failed = []
+        for name in names:
+            error = self.errors.get(_key(name))
+            if error is None and not self.errors:  # an option's error (a misspelt --format): every file's
+                error = str(self)
+            elif error is None:
+                refused = next(iter(self.errors))
+                which = _shown(refused) if refused.strip() else "an empty file name"
+                error = (f"{_shown(name)}: not imported, because {which} was refused before any file was imported "
+                         "(every file is checked first); fix it or leave it out, and import again")
+            failed.append({"file": _shown(name), "error": error})
+        return {"imported": [], "failed": failed}
+
+
+def _key(name: str) -> str:
+    """A file named on the command line as `plan_imports` is given it (an empty name as written)."""
+    return str(Path(name).expanduser()) if name.strip() else name
+
+
+def _shown(name: str) -> str:
+    """A file named as `imported` and `failed` name it: its full path (an empty name as written)."""
+    return str(Path(name).expanduser().resolve()) if name.strip() else name
+
+
+def plan_named(names: Sequence[str], format_name: str | None) -> list[tuple[Path, LogFormat]]:
+    """`plan_imports` of the files named on the command line, an empty name refused first."""
+    empty = [name for name in names if not name.strip()]  # Path("") would be the current folder
+    if empty:
+        message = "a file name given is empty (an unset variable in a script?); name the log files to import"
+        raise ImportRefused(message, errors=dict.fromkeys(empty, message))
+    return plan_imports([Path(_key(name)) for name in names], format_name)
+
+
 def plan_imports(paths: list[Path], format_name: str | None) -> list[tuple[Path, LogFormat]]:
     """Each file with its format (given, or detected from its content): every file is checked
-    before any is imported, so a usage error imports nothing."""
-    if format_name is not None:
-        chosen = format_named(format_name)
-        for path in paths:
-            readable_head(path)  # the same message for a missing, empty or unreadable file or a folder
-        return [(path, chosen) for path in paths]
-    return [(path, detect_format(path)) for path in paths]
+    before any is imported, so a usage error imports nothing: an `ImportRefused` with the first
+    error, and each refused file's error in its `errors`."""
+    try:
+        chosen = format_named(format_name) if format_name is not None else None
+    except UsageError as error:
+        raise ImportRefused(str(error), error.option) from None
+    planned: list[tuple[Path, LogFormat]] = []
+    errors: dict[str, str] = {}
+    first: UsageError | None = None
+    for path in paths:
+        try:
+            if chosen is None:
+                planned.append((path, detect_format(path)))
+            else:
+                readable_head(path)  # the same message for a missing, empty or unreadable file or a folder
+                planned.append((path, chosen))
+        except UsageError as error:
+            first = first or error
+            errors.setdefault(str(path), str(error))
+    if first is not None:
+        raise ImportRefused(str(first), first.option, errors=errors)
+    return planned
 
 
 def _digest(path: Path, between: Callable[[], None] | None = None) -> str:
