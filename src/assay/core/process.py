@@ -16,6 +16,7 @@ from assay.core import stdout_guard
 def run_as_process(command: Callable[[], object]) -> NoReturn:
     """Run the command line `command` (a click/typer app in standalone mode) as this process: stdout
     guarded, SIGTERM taken as Ctrl-C, and left without interpreter teardown with the command's status."""
+    _open_closed_standard_streams()
     guard = stdout_guard.install()
     _terminate_as_interrupt()
     try:
@@ -39,6 +40,26 @@ def run_as_process(command: Callable[[], object]) -> NoReturn:
     if guard.closed_by_reader and code == 130:
         _say_on_stderr(stdout_guard.closed_message(guard.resume_lines, keeps_results=guard.keeps_results))
     _leave(code)
+
+
+def _open_closed_standard_streams() -> None:
+    """A standard stream the caller closed (`assay runs list >&-`, a daemon's cron job) is opened on the null
+    device. Python leaves `sys.stdout` None then, so the first print was a traceback (exit 120). Worse, the
+    first file the command opened took the free descriptor: a process it started (an adapter, git) wrote its
+    standard output into assay's journal or store. What the command prints is discarded, said once on
+    stderr, and it keeps its exit code (a run is still recorded and gated)."""
+    closed = []
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            closed.append(descriptor)
+            os.open(os.devnull, os.O_RDWR)  # takes the lowest free descriptor: this one
+    for descriptor, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        if descriptor in closed or getattr(sys, name) is None:
+            setattr(sys, name, open(descriptor, mode, encoding="utf-8", errors="backslashreplace", closefd=False))
+    if 1 in closed:
+        _say_on_stderr("Standard output is closed: what this command prints is discarded.")
 
 
 def is_an_interrupt(error: BaseException) -> bool:
