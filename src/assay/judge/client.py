@@ -27,7 +27,7 @@ from assay.core.transport_failure import transport_failure
 from assay.judge.cache import CallCache, call_cache_key
 from assay.judge.errors import JudgeAnswerError, JudgeCacheError, JudgeError
 from assay.judge.extract import parse_json_output
-from assay.judge.openai_http import HTTPStatusError, OpenAIHTTP, SDKTransport, excerpt, url_problem
+from assay.judge.openai_http import HTTPStatusError, OpenAIHTTP, PlainHTTPServer, SDKTransport, excerpt, url_problem
 from assay.judge.validation import schema_errors, strip_all_of, validation_message
 from assay.judge.usage import count_usage
 
@@ -401,6 +401,8 @@ class JudgeClient:
             hint = (f" (the judge's model {body.get('model')!r} or its base URL {self.endpoint.base_url} is not one this "
                     "server has)") if error.status == 404 else ""
             raise JudgeError(f"judge endpoint {verb}: {error.detail}{hint}") from None
+        except PlainHTTPServer as error:  # an https:// URL for an http:// server: every try would fail alike
+            raise JudgeError(f"judge endpoint failed: {error}") from None
         except ValueError as error:
             raise JudgeError(f"judge endpoint returned an invalid response: {error}") from None
         except Exception as error:

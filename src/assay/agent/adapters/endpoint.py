@@ -5,7 +5,8 @@ openai client when one was given. Every call goes through the endpoint's shared 
 `core/retry.py`'s rules: only what provably never reached the model is resent (a 429, honouring
 Retry-After, and failures to connect), with backoff and counted in the attempt's record; an endpoint
 that refused a whole round is tried once for the rest of the run (`adapters/resends.py`); anything
-else is at once a `SendFailure` saying what happened.
+else is at once a `SendFailure` saying what happened. An https:// base URL whose server speaks plain
+HTTP is no failure to connect worth resending: it fails at once, saying to use http://.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ async def call_endpoint(
     endpoint: OpenAIEndpoint, ctx: AgentContext, call: Callable[[Any], Awaitable[T]], *, started: bool
 ) -> T:
     """`call(transport)` with retries; `started` says whether this turn already ran tools (no safe resend)."""
-    from assay.judge.openai_http import HTTPStatusError
+    from assay.judge.openai_http import HTTPStatusError, PlainHTTPServer
 
     base_url = endpoint.resolved_base_url
     policy = endpoint.retry_policy
@@ -110,6 +111,10 @@ async def call_endpoint(
             raise SendFailure(f"{base_url} answered {error.detail}", acceptance=seen, code="agent-http-error") from None
         except BrokenReply as error:
             raise SendFailure(f"{base_url}: {error}", acceptance=seen, code="agent-stream-broken") from None
+        except PlainHTTPServer as error:
+            # The TLS handshake failed, so the request never got in; but every resend fails the same way.
+            raise SendFailure(str(error), acceptance="started" if started else "rejected", code="network",
+                              retried=True) from None
         except ValueError as error:
             raise SendFailure(
                 f"{base_url} returned an invalid response: {error}", acceptance="started",

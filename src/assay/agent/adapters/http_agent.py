@@ -83,7 +83,7 @@ def http_agent(
         body = _request_body(turn_input, ctx)
 
         async def once(attempt: int) -> Turn | Resend:
-            from assay.judge.openai_http import HTTPStatusError, InvalidReply
+            from assay.judge.openai_http import HTTPStatusError, InvalidReply, PlainHTTPServer
 
             try:
                 document = await client().post_json(path, body, headers=request_headers)
@@ -94,6 +94,8 @@ def http_agent(
             except InvalidReply as error:
                 raise SendFailure(f"{name} replied with invalid JSON: {error}", acceptance="started",
                                   code="agent-invalid-response") from None
+            except PlainHTTPServer as error:  # never got in, but every resend would fail the same way
+                raise SendFailure(str(error), acceptance="rejected", code="network", retried=True) from None
             except Exception as error:
                 failure = transport_failure(error, timeout=timeout)
                 if failure is None:
