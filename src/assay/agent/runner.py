@@ -36,7 +36,7 @@ from assay.agent.sandbox.reuse import SandboxPool, pool_key
 from assay.agent.silence import SilenceWatch
 from assay.agent.slot_result import EARLY_EXIT, slot_result
 from assay.agent.units import agent_unit, agent_unit_text, plain_text
-from assay.core.asyncutil import call_user_code
+from assay.core.asyncutil import call_on_own_thread, call_user_code, is_async_callable
 from assay.core.format import format_usd
 from assay.core.record import UnitSpool
 from assay.core.run_events import RunEvents, RunStarted, RunWarning, UnitDurable
@@ -51,12 +51,24 @@ if TYPE_CHECKING:
 JOURNAL_BACKLOG = 512
 
 
+async def _call_hook(hook: Any, context: HookContext, *, until: Any = None) -> bool:
+    """An experiment's setup or teardown; False when the run stopped waiting for it. A synchronous one runs on
+    a daemon thread of its own rather than the loop's pool, so Ctrl-C is not held up by it: the waiting stops
+    when `until()` completes (the experiment's signal, which Ctrl-C sets) or the awaiting task is cancelled (a
+    second Ctrl-C), and the thread runs on until it returns or the process ends."""
+    if is_async_callable(hook):
+        await hook(context)
+        return True
+    finished, _ = await call_on_own_thread(hook, context, until=until)
+    return finished
+
+
 class _Lane:
     """One experiment's queue, its own cap, its hooks and its spending."""
 
     __slots__ = (
         "entry", "items", "cap", "in_flight", "budget", "spent", "exhausted", "stopped", "cost_unknown_warned",
-        "setup_task", "setup_error", "setup_reached", "signal", "feedback", "held",
+        "setup_task", "setup_error", "setup_reached", "setup_left_running", "signal", "feedback", "held",
     )
 
     def __init__(self, entry: ExperimentEntry, budget: float | None) -> None:
@@ -72,6 +84,7 @@ class _Lane:
         self.setup_task: asyncio.Future[None] | None = None
         self.setup_error: BaseException | None = None
         self.setup_reached = False
+        self.setup_left_running = False  # Ctrl-C stopped the waiting for a synchronous setup (`_call_hook`)
         self.signal = CancelSignal()
         self.feedback = Feedback()
         # Eval groups run one member at a time: a group's key is here while a member is queued or running,
@@ -235,12 +248,15 @@ class AgentRun:
         await asyncio.shield(lane.setup_task)
 
     async def _setup(self, lane: _Lane) -> None:
-        lane.setup_reached = True  # from here on teardown runs, even if setup throws
         hook = lane.entry.experiment.setup
+        if hook is not None and lane.signal.cancelled:
+            return  # interrupted before it began: nothing was set up, so nothing is torn down
+        lane.setup_reached = True  # from here on teardown runs, even if setup throws
         if hook is None:
             return
         try:
-            await call_user_code(hook, HookContext(lane.entry.id, lane.signal, lane.feedback))
+            finished = await _call_hook(hook, HookContext(lane.entry.id, lane.signal, lane.feedback), until=lane.signal.wait)
+            lane.setup_left_running = not finished  # (the run is interrupted: no attempt starts after it)
         except Exception as error:  # noqa: BLE001 - every attempt of this experiment reports it
             lane.setup_error = error
 
@@ -249,8 +265,16 @@ class AgentRun:
             hook = lane.entry.experiment.teardown
             if hook is None or not lane.setup_reached:
                 continue
+            if lane.setup_left_running:  # its teardown would race what it undoes
+                self._warn(
+                    "experiment-teardown-skipped",
+                    f"experiment {lane.entry.id} teardown skipped: its setup was still running when the run was "
+                    "interrupted (it ends with the process); clean up what the setup made by hand",
+                    experiment_id=lane.entry.id,
+                )
+                continue
             try:
-                await call_user_code(hook, HookContext(lane.entry.id, lane.signal, lane.feedback))
+                await _call_hook(hook, HookContext(lane.entry.id, lane.signal, lane.feedback))
             except Exception as error:  # noqa: BLE001 - a teardown failure is a warning, never a verdict
                 self._warn(
                     "experiment-teardown-failed", f"experiment {lane.entry.id} teardown failed: {error}",
