@@ -135,3 +135,18 @@ def test_a_file_in_place_of_the_projects_cache_is_named_by_the_run_and_by_clear(
         f"Error: {in_the_way} is a file, not the judge cache's folder, so no judge answer can be cached: "
         "move the file aside")
     assert in_the_way.read_text(encoding="utf-8") == "notes\n"
+
+
+def test_both_a_project_and_a_cache_dir_is_refused_rather_than_one_silently_ignored(tmp_path):
+    """`--cache-dir` used to win without a word: `--project` named a cache that was left as it was."""
+    cache = tmp_path / "cache"
+    key = "ab" + "0" * 62
+    (cache / "ab").mkdir(parents=True)
+    (cache / "ab" / key).write_text("{}", encoding="utf-8")
+    result = CliRunner().invoke(app, ["judge", "cache", "clear", "--project", str(tmp_path), "--cache-dir", str(cache)])
+    assert result.exit_code == 2, result.output
+    assert (f"give --project or --cache-dir, not both: --cache-dir {cache} is a cache folder of its own, not one "
+            f"inside --project {tmp_path}") in result.output
+    assert (cache / "ab" / key).exists()
+    done = CliRunner().invoke(app, ["judge", "cache", "clear", "--cache-dir", str(cache)])
+    assert done.exit_code == 0 and "Removed 1 cached judge answer(s)" in done.output, done.output

@@ -139,13 +139,17 @@ def clear_directory_cache(root: Path | str) -> CacheCleared:
     return CacheCleared(entries, size)
 
 
-def clear_cache_line(project: Path, cache_dir: Path | None) -> str:
-    """`assay judge cache clear`: clear `cache_dir`, or the project's `.assay/cache/judge`; what was done, in
-    one line. A missing project is a `UsageError`; a cache that cannot be cleared an `AssayError`."""
+def clear_cache_line(project: Path | None, cache_dir: Path | None) -> str:
+    """`assay judge cache clear`: clear `cache_dir`, or the project's (default: the current folder's)
+    `.assay/cache/judge`; what was done, in one line. A missing project, or both given, is a `UsageError`; a
+    cache that cannot be cleared an `AssayError`."""
     from assay.core.record import state_folder
     from assay.errors import AssayError, UsageError
 
-    project = project.expanduser()  # `--project=~/shop` reaches us unexpanded; --cache-dir was expanded, this was refused
+    if project is not None and cache_dir is not None:  # one of them would be ignored: say which to keep
+        raise UsageError(f"give --project or --cache-dir, not both: --cache-dir {cache_dir} is a cache folder of its "
+                         f"own, not one inside --project {project}", "--cache-dir")
+    project = Path(".") if project is None else project.expanduser()  # `--project=~/shop` reaches us unexpanded; --cache-dir was expanded, this was refused
     if cache_dir is None and not project.is_dir():
         raise UsageError(f"--project {project}: {'not a folder' if project.exists() else 'no such folder'}")
     folder = cache_dir.expanduser() if cache_dir else state_folder(project) / "cache" / "judge"

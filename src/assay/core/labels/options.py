@@ -22,5 +22,5 @@ class LabelOptions:
     judge: str | None = option(None, flag="--judge", check=not_empty("every judge"), help="Only this judge model (or text of the judge's name).")
     rubric: str | None = option(None, flag="--rubric", check=not_empty("every rubric"), help="Only judgements whose rubric contains this text.")
     by_rubric: bool = option(False, flag="--by-rubric", help="One row per judge and rubric, not per judge.")
-    project: Path = option(Path("."), flag="--project", help="The project whose cache to clear: <project>/.assay/cache/judge.")
+    project: Path | None = option(None, flag="--project", help="The project whose cache to clear: <project>/.assay/cache/judge (default: the current folder).")
     cache_dir: Path | None = option(None, flag="--cache-dir", help="A cache folder given to a doc command's --cache-dir instead.")
