@@ -85,6 +85,17 @@ def _innermost_line_in(trace: TracebackType | None, path: Path) -> int | None:
     return found
 
 
+def _python_failure(error: BaseException, path: Path) -> str:
+    """What a Python adapter raised, with its own line: `KeyError: 'x' (adapter.py:12)`; a `sys.exit()`
+    says so, since its bare code (`3`, or nothing) means nothing on its own."""
+    line = _innermost_line_in(error.__traceback__, path)
+    if isinstance(error, SystemExit):
+        code = "" if error.code is None else repr(error.code)
+        message = f"it called sys.exit({code}); an adapter must return or raise, not exit the process"
+        return describe_hook_failure("SystemExit", message, str(path), line)
+    return describe_hook_failure(type(error).__name__, str(error), str(path), line)
+
+
 def hook_timeout(option_s: float | None = None) -> Any:
     """How long one call of a JavaScript hook may take: `--hook-timeout` when given, else
     ASSAY_DOC_HOOK_TIMEOUT, else 10 minutes; 0 means no limit. (A Python hook runs in assay's own
@@ -163,8 +174,10 @@ class PythonDocAdapter:
         try:
             with _adapter_code():
                 module = exec_module_file(path, name)
-        except (Exception, SystemExit) as error:
+        except SyntaxError as error:  # its text already says where: `invalid syntax (adapter.py, line 1)`
             raise AdapterError(f"failed to load adapter module from {path}: {error}") from error
+        except (Exception, SystemExit) as error:
+            raise AdapterError(f"failed to load adapter module from {path}: {_python_failure(error, path)}") from error
         finally:
             if added:
                 sys.path.remove(str(path.parent))
@@ -187,10 +200,10 @@ class PythonDocAdapter:
                     result = await result
         except AssayError:
             raise
-        except Exception as error:  # the adapter's own failure, reported with the hook's name
-            line = _innermost_line_in(error.__traceback__, self.path)
-            described = describe_hook_failure(type(error).__name__, str(error), str(self.path), line)
-            raise AdapterError(f"{export} failed: {described}") from error
+        except (Exception, SystemExit) as error:  # the adapter's own failure, reported with the hook's name
+            # `sys.exit()` in a hook would otherwise end assay itself with the adapter's code (0 with no
+            # bundle and no word, 1 as if the verdict were red): it is a failure of the hook like any other.
+            raise AdapterError(f"{export} failed: {_python_failure(error, self.path)}") from error
         return result
 
     async def aclose(self) -> None:

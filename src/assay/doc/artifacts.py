@@ -26,7 +26,7 @@ from assay.core.fsutil import (
 from assay.core.timestamps import utc_timestamp
 from assay.doc.config import DocSuite
 from assay.doc.paths import contained_path, relative_posix
-from assay.errors import CaseError
+from assay.errors import CaseError, ConfigError
 
 __all__ = [
     "MANIFEST_FILE",
@@ -38,6 +38,7 @@ __all__ = [
     "dump_json",
     "media_type_for",
     "normalize_legacy_manifest",
+    "make_results_folder",
     "open_run",
     "sha256_file",
 ]
@@ -234,11 +235,34 @@ def open_run(suite: DocSuite, run_id: str, *, clock: Clock = utc_now, node_versi
     """
     started_at = clock()
     run_dir = suite.resolver.resolve_run_dir(run_id)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    make_results_folder(suite, run_dir)
     (run_dir / MANIFEST_FILE).unlink(missing_ok=True)
     remove_stale_bundle_temporaries(suite.results_root)
     return RunBundle(
         suite=suite, run_id=run_id, run_dir=run_dir, started_at=started_at, clock=clock, node_version=node_version
+    )
+
+
+def make_results_folder(suite: DocSuite, folder: Path) -> None:
+    """`folder` (the results root, or a run folder in it) made with its parents; a file in its way or
+    a folder that cannot be written is a `ConfigError` naming the path and the setting to fix, not an
+    OS error from deep inside the run."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        return
+    except (FileExistsError, NotADirectoryError):
+        blocking = next((path for path in (folder, *folder.parents) if path.exists() and not path.is_dir()), folder)
+    except OSError as error:
+        raise ConfigError(
+            f"results root {relative_posix(suite.repo_root, suite.results_root) or '.'} is not writable: "
+            f"{error.strerror or error} (results_root in {suite.relative_config_path()})"
+        ) from None
+    shown = relative_posix(suite.repo_root, blocking) or "."
+    if blocking == folder and folder != suite.results_root:  # the run's own folder name is taken by a file
+        raise ConfigError(f"run folder {shown} is a file, not a folder; give another --run-id or move the file")
+    raise ConfigError(
+        f"results root {relative_posix(suite.repo_root, suite.results_root) or '.'} cannot be made: {shown} is a file, "
+        f"not a folder; fix results_root in {suite.relative_config_path()} (it is relative to that file's folder)"
     )
 
 

@@ -114,9 +114,44 @@ def _cache_folder(value: str) -> Path:
     return folder
 
 
+def _junit_target(suite: Any, given: Mapping[str, Any]) -> None:
+    """`--junit` may not name a file the run reads: the report is written over it at the end, so
+    `--junit candidate.md` (a slip for `--candidate`) replaced the user's document with XML, exit 0."""
+    import os
+
+    junit = given.get("junit")
+    if not junit:
+        return
+    target = Path(os.path.realpath(Path(junit).expanduser()))
+    read = {"the --candidate file": given.get("candidate"), "the suite config": str(suite.config_path)}
+    adapter = suite.raw.get("adapter")
+    if isinstance(adapter, str) and adapter:
+        from assay.errors import AssayError
+
+        try:
+            read["the adapter"] = str(suite.module_path(adapter, "adapter"))
+        except AssayError:  # the run says what is wrong with it, in its own turn
+            pass
+    for what, value in read.items():
+        if not value:
+            continue
+        path = Path(value) if os.path.isabs(value) or what != "the --candidate file" else suite.repo_root / value
+        if Path(os.path.realpath(path)) == target:
+            raise UsageError(f"--junit {junit} is {what}, which the run reads; give the report its own file, "
+                             "e.g. --junit junit.xml", option="--junit")
+    cases = suite.raw.get("cases")
+    if not (isinstance(cases, Mapping) and isinstance(cases.get("root"), str) and cases["root"]):
+        return  # legacy `case_manifests`: their files are named one by one, and rarely given by mistake
+    cases_root = Path(os.path.realpath(suite.suite_root / cases["root"]))
+    if target.is_file() and target.is_relative_to(cases_root):
+        raise UsageError(f"--junit {junit} is a case file, which the run reads; give the report its own file, "
+                         "e.g. --junit junit.xml", option="--junit")
+
+
 def _run_case(suite: Any, given: Mapping[str, Any], recorded: dict[str, Any]) -> Any:
     from assay.doc.methods import RunCaseRequest
 
+    _junit_target(suite, given)
     return RunCaseRequest(suite, given["case"], given["candidate"], given["run_id"] or None, recorded)
 
 

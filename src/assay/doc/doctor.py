@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import AsyncIterator, Mapping
 
+from assay.doc.artifacts import make_results_folder
 from assay.doc.cases import configured_manifest_paths, discover_case_ids, resolve_case_manifest_path
 from assay.doc.config import load_suite
 from assay.doc.fixtures import validate_fixtures
@@ -49,8 +50,8 @@ async def run_doctor(
     if not suite.suite_root.is_dir():
         raise ConfigError(f"suite root not found: {relative_posix(suite.repo_root, suite.suite_root)}")
     yield f"ok - suite root {relative_posix(suite.repo_root, suite.suite_root) or '.'} exists"
+    make_results_folder(suite, suite.results_root)
     try:
-        suite.results_root.mkdir(parents=True, exist_ok=True)
         probe = suite.results_root / DOCTOR_PROBE
         probe.write_text("ok\n", encoding="utf-8")
         probe.unlink()

@@ -97,6 +97,36 @@ def _grades(case_id: str, graded: Any) -> dict[str, Any]:
     return {"case_id": case_id, "verdict": graded.get("verdict"), "findings": graded.get("findings")}
 
 
+_GRADES_SHAPE = (
+    "it must return {verdict: red|yellow|green|great, findings: [{id, kind, severity, verdict, evidence}, ...]}, "
+    "each finding's fields non-empty strings"
+)
+
+
+def _validated_grades(suite: DocSuite, modules: _Modules, case_id: str, graded: Any) -> dict[str, Any]:
+    """The grades, or eval-kit's `grades failed schema validation: …` followed by which hook returned
+    them and what they must look like: the schema's words alone (`/verdict must be equal to one of the
+    allowed values`) named neither the adapter nor the values it allows."""
+    from assay.doc.paths import relative_posix
+    from assay.doc.schemas import SchemaValidationError
+
+    grades = _grades(case_id, graded)
+    try:
+        return suite.schemas.validate(GRADES_SCHEMA, grades, "grades")
+    except SchemaValidationError as error:
+        where = relative_posix(suite.repo_root, modules.grader.path) or str(modules.grader.path)
+        if graded is None or not isinstance(graded, dict):
+            kinds = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+            returned = "returned nothing" if graded is None else (
+                f"returned {kinds.get(type(graded), 'a value')}, not an object"
+            )
+        elif isinstance(grades["verdict"], str) and grades["verdict"] not in ("red", "yellow", "green", "great"):
+            returned = f"returned verdict {grades['verdict']!r}"
+        else:
+            returned = "returned grades the schema refuses"
+        raise SchemaValidationError(f"{error} ({modules.grade_export} in {where} {returned}; {_GRADES_SHAPE})") from None
+
+
 async def run_case(
     suite: DocSuite,
     *,
@@ -116,7 +146,7 @@ async def run_case(
         graded = await modules.grader.call(
             modules.grade_export, GradeInput(case.case_id, candidate_text, grader_inputs)
         )
-        grades = suite.schemas.validate(GRADES_SCHEMA, _grades(case.case_id, graded), "grades")
+        grades = _validated_grades(suite, modules, case.case_id, graded)
         findings = grades["findings"]
         candidate_copy = f"cases/{case.case_id}/candidate.md"
         grader_output = f"cases/{case.case_id}/grader-output.json"
