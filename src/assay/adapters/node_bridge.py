@@ -108,6 +108,14 @@ class NodeModuleBridge:
             raise AdapterError(f"failed to load adapter module from {module_path}: the bridge sent no export list")
         return cls(process, module_path, [str(name) for name in exports], str(loaded.get("nodeVersion") or ""))
 
+    @property
+    def exit_code(self) -> int | None:
+        """node's exit code once it has exited by itself (negative: killed by that signal); else None."""
+        return self._process.returncode
+
+    def stderr_tail(self) -> str:
+        return self._process.stderr_tail()
+
     async def call(self, export: str, args: Sequence[Any]) -> Any:
         """Await `module[export](...args)`; a throw becomes `NodeHookError` with the JS name, message and place."""
         reply = await self._process.request("call", {"export": export, "args": list(args)})

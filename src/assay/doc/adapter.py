@@ -268,7 +268,15 @@ class NodeDocAdapter:
             raise AdapterError(f"{export} failed: {described}") from error
         except AdapterRuntimeError as error:  # node itself went while the hook ran: `process.exit()`, a crash
             self._node_ended = True
-            raise AdapterError(f"{export} ended node while it ran ({self.bridge.module_path}): {error}") from None
+            code = self.bridge.exit_code
+            if code is None or code < 0:  # a crash or a kill: what the process layer saw
+                raise AdapterError(f"{export} ended node while it ran ({self.bridge.module_path}): {error}") from None
+            tail = self.bridge.stderr_tail()
+            raise AdapterError(
+                f"{export} ended node while it ran ({self.bridge.module_path}): node exited with code {code} before "
+                "the hook returned; a hook must return or throw, not call process.exit()"
+                + (f"; stderr tail: {tail}" if tail and tail != "(empty)" else "")
+            ) from None
 
     async def aclose(self) -> None:
         if self._node_ended:  # closing would raise the exit again, in place of the hook's error
