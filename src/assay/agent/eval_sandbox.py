@@ -74,7 +74,8 @@ class EvalSandbox(Sandbox):
     def changed_paths(self, paths: Sequence[str]) -> SandboxAssertionHandle:
         """The agent changed exactly these paths (relative to the workdir), in any send window."""
         if isinstance(paths, str):
-            raise AuthoringError("changed_paths takes a list of paths")
+            raise AuthoringError(f"changed_paths takes a list of paths, like changed_paths([{paths!r}]); got the string "
+                                 f"{paths!r}")
         return self._post_run(assertions.ChangedPaths(tuple(self._relative(path) for path in paths)))
 
     def no_changes(self) -> SandboxAssertionHandle:

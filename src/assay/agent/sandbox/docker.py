@@ -216,6 +216,19 @@ def _close_stream(response: Any) -> None:
         response.close()
 
 
+def _local_image_hint(client: Any, image: str) -> str:
+    """"; did you mean …" with the image of this machine whose name is closest to `image` (a misspelt tag), if any."""
+    from assay.core.format import did_you_mean
+
+    try:
+        names = [tag for found in client.images.list() for tag in (getattr(found, "tags", None) or ())]
+    except Exception:  # noqa: BLE001 - only a hint
+        return ""
+    # Assay's own build cache (assay-sandbox:<key>) is no name anyone types.
+    return did_you_mean(image, [name for name in names if not name.startswith("assay-sandbox:")],
+                        form=" (did you mean {}? this machine has it)")
+
+
 def _short_error(error: BaseException) -> str:
     """The daemon's own words, without the SDK's request line (`404 Client Error for http+docker://…`)."""
     explanation = getattr(error, "explanation", None)
@@ -647,6 +660,9 @@ class DockerProvider:
     ) -> None:
         if image is None and context is None and dockerfile is None:
             raise SandboxError("docker_sandbox needs image=… or a Dockerfile (context=…, dockerfile=…)")
+        if image is not None and (not isinstance(image, str) or not image.strip() or image != image.strip()):
+            # Else it is only found out per attempt, as an image that "could not be pulled".
+            raise SandboxError(f"docker_sandbox image must be an image's name, like image=\"python:3.12\"; got {image!r:.80}")
         if image is not None and (context is not None or dockerfile is not None):
             raise SandboxError("docker_sandbox takes image=… or a Dockerfile (context=…, dockerfile=…), not both")
         if not posixpath.isabs(workdir):
@@ -706,9 +722,15 @@ class DockerProvider:
                 try:
                     client.images.pull(self.image)
                 except Exception as error:  # noqa: BLE001 - no registry, no such image, no credentials
+                    said = _short_error(error)
+                    if "invalid reference format" in said:  # no such name can be built or pulled either
+                        raise SandboxError(
+                            f"image {self.image!r} is not a name Docker accepts ({said}){_local_image_hint(client, self.image)}; "
+                            "give one like python:3.12 (lowercase, no spaces)"
+                        ) from None
                     raise SandboxError(
                         f"image {self.image!r} is not on this machine and could not be pulled "
-                        f"({_short_error(error)}); build it here (`docker build -t {self.image} …`, or "
+                        f"({said}){_local_image_hint(client, self.image)}; build it here (`docker build -t {self.image} …`, or "
                         "docker_sandbox(context=…) from a Dockerfile) or pull it where a registry answers"
                     ) from None
             return self.image
@@ -866,8 +888,11 @@ def _build_source(context: str | Path | None, dockerfile: str | Path | None) -> 
     else:
         folder = Path(context).resolve()
         if not folder.is_dir():
-            state = "is not a folder" if folder.exists() else "does not exist"
-            raise ConfigError(f"docker_sandbox: the build context {folder} {state}")
+            from assay.agent.sandbox.layers import nearby_path
+
+            state = "is not a folder" if folder.exists() else f"does not exist{nearby_path(folder)}"
+            raise ConfigError(f"docker_sandbox: the build context {folder} {state} (a relative path is taken from the "
+                              "folder of the file that calls docker_sandbox(...))")
         name = Path(dockerfile).as_posix() if dockerfile is not None else "Dockerfile"
         if Path(name).is_absolute():
             try:
@@ -875,7 +900,9 @@ def _build_source(context: str | Path | None, dockerfile: str | Path | None) -> 
             except ValueError:
                 raise ConfigError(f"docker_sandbox: the Dockerfile {name} is not inside the build context {folder}") from None
     if not (folder / name).is_file():
-        raise ConfigError(f"docker_sandbox: no Dockerfile at {folder / name}")
+        from assay.agent.sandbox.layers import nearby_path
+
+        raise ConfigError(f"docker_sandbox: no Dockerfile at {folder / name}{nearby_path(folder / name)}")
     return folder, name
 
 

@@ -31,6 +31,10 @@ def sandbox_base() -> Path:
 
 
 def _entry(prefix: str) -> SandboxEntry:
+    if not prefix.strip():
+        # An empty prefix starts every id: `sandbox stop "$ID"` with an unset variable would remove the only one.
+        raise SandboxError(f"the sandbox id is empty ({prefix!r}); give an id or a unique prefix of one "
+                           "(`assay agent sandbox list` shows them)")
     try:
         return find_entry(sandbox_base(), prefix)
     except LookupError as error:
@@ -106,6 +110,9 @@ def _in_workdir(entry: SandboxEntry, path: str) -> str:
     outside it, which `git diff` would only answer with a fatal error after the first window's heading."""
     import posixpath
 
+    if not path.strip():  # would be the workdir itself, every change: not what an empty value means
+        raise SandboxError(f"--path is empty; give a path in the workdir of sandbox {entry.sandbox_id}, relative to it "
+                           "(like --path calc.py), or leave --path out for every change")
     workdir = entry.workdir.rstrip("/") or "/"
     resolved = posixpath.normpath(posixpath.join(workdir, path))
     if resolved == workdir:

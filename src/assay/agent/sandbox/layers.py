@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from assay.agent.loaders import beside_caller
@@ -113,19 +113,61 @@ class SandboxSetupError(Exception):
     pass
 
 
+def _argv_hint(parts: Sequence[Any]) -> str:
+    return f"command({', '.join(map(repr, parts))})"
+
+
 def command(program: str, *args: str, cwd: str | None = None) -> Command:
+    if isinstance(program, (list, tuple)):
+        # `command(["git", "init"])` would run a program named "['git', 'init']", and fail only in the sandbox.
+        hint = _argv_hint([*program, *args]) if program else 'command("git", "init")'
+        raise ConfigError(f"command takes the program and its arguments one by one, like {hint}; got a "
+                          f"{type(program).__name__} {program!r:.80}")
+    if not isinstance(program, (str, Path)) or not str(program):
+        raise ConfigError(f"command takes a program name first, like command(\"git\", \"init\"); got {program!r:.80}")
     return Command((str(program), *map(str, args)), cwd)
 
 
 def shell(script: str, *, cwd: str | None = None) -> Shell:
+    if isinstance(script, (list, tuple)) and all(isinstance(part, str) for part in script):
+        hint = f"; for an argv, {_argv_hint(script)}" if script else ""
+        raise ConfigError(f"shell takes a script, one string like shell(\"make test\"){hint}; got {script!r:.80}")
+    if not isinstance(script, str) or not script.strip():
+        raise ConfigError(f"shell takes a script, one string like shell(\"make test\"); got {script!r:.80}")
     return Shell(script, cwd)
 
 
 def upload(source: str | Path, target: str | None = None, *, ignore: Sequence[str] = ()) -> Upload:
+    if not isinstance(source, (str, Path)) or not str(source):
+        raise ConfigError(f"upload takes a host file or folder, like upload(\"../fixtures/repo\"); got {source!r:.80}")
+    if isinstance(target, PurePath):
+        target = target.as_posix()
+    if target is not None and not isinstance(target, str):
+        raise ConfigError(f"upload target is a path in the sandbox, like upload(\"../fixtures/repo\", \"repo\"); "
+                          f"got {target!r:.80}")
+    if isinstance(ignore, str) or not all(isinstance(pattern, str) for pattern in ignore):
+        raise ConfigError(f"upload ignore is a list of patterns, like ignore=[\"*.log\"]; got {ignore!r:.80}")
     path = beside_caller(source)
     if not path.exists():
-        raise ConfigError(f"upload: {path} does not exist")
+        raise ConfigError(f"upload: {source} does not exist (looked for {path.resolve()}{nearby_path(path)}); a relative "
+                          "path is taken from the folder of the file that calls upload(...)")
     return Upload(path, target, tuple(ignore))
+
+
+def nearby_path(path: Path) -> str:
+    """"; did you mean …" with the path whose first missing part is the closest name its folder has (a misspelt
+    fixture, or folder on the way to it), when one is close."""
+    from assay.core.format import did_you_mean
+
+    missing = path.resolve()
+    while missing.parent != missing and not missing.parent.exists():
+        missing = missing.parent
+    rest = path.resolve().relative_to(missing)
+    try:
+        names = [child.name for child in missing.parent.iterdir()]
+    except OSError:
+        return ""
+    return did_you_mean(missing.name, names, shown=lambda name: repr(str(missing.parent / name / rest)))
 
 
 def check_step(value: Any, where: str) -> PrepareStep:
@@ -177,8 +219,11 @@ class SandboxLayer:
     def prepare(self, *steps: PrepareStep) -> SandboxLayer:
         for step in steps:
             if not callable(getattr(step, "run", None)) or not callable(getattr(step, "describe", None)):
+                hint = (f", like {_argv_hint(step)} for that argv" if isinstance(step, (list, tuple)) and step
+                        and all(isinstance(part, str) for part in step) else "")
                 raise ConfigError(
-                    f"prepare takes command(...), shell(...), upload(...) or install_tool(...), got {type(step).__name__}"
+                    f"prepare takes command(...), shell(...), upload(...) or install_tool(...){hint}, "
+                    f"got {type(step).__name__} {step!r:.80}"
                 )
         return replace(self, prepares=self.prepares + tuple(steps))
 
@@ -220,5 +265,6 @@ def check_layer(value: Any, where: str) -> SandboxLayer | None:
 
 __all__ = [
     "Command", "InstallTool", "PrepareStep", "SandboxLayer", "SandboxSetupError", "Shell", "Upload", "check_layer",
-    "check_step", "check_steps", "command", "ensure_installed", "install_tool", "sandbox_layer", "shell", "upload",
+    "check_step", "check_steps", "command", "ensure_installed", "install_tool", "nearby_path", "sandbox_layer", "shell",
+    "upload",
 ]

@@ -8,6 +8,8 @@ assertions read; `close` runs every teardown in reverse (even after a failed set
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import os
 import time
 import uuid
@@ -159,12 +161,23 @@ class SandboxStage:
         except Exception as error:  # noqa: BLE001 - the provider's failure is this attempt's environment error
             said = str(error) if isinstance(error, SandboxError) else f"{type(error).__name__}: {error}"  # ours say it all
             raise SandboxStageError("sandbox-create-failed", f"{provider.name} sandbox could not be created: {said}") from error
-        self.backend = backend
         missing = [name for name in _REQUIRED if not hasattr(backend, name)]
+        if not missing and not isinstance(backend.workdir, (str, os.PathLike)):
+            missing = [f"workdir (a path; it is {type(backend.workdir).__name__})"]
         if missing:
+            # Not kept as the attempt's backend: its record (workdir, isolation) and its stop would need what it lacks.
+            stop = getattr(backend, "stop", None)
+            if callable(stop):
+                with contextlib.suppress(Exception):
+                    stopping = stop()
+                    if inspect.isawaitable(stopping):
+                        await asyncio.wait_for(stopping, TEARDOWN_SECONDS)
             raise SandboxStageError(
-                "sandbox-create-failed", f"{provider.name} sandbox lacks {', '.join(missing)} (see define_sandbox)"
+                "sandbox-create-failed",
+                f"{provider.name} sandbox lacks {', '.join(missing)}: its create() must return an object with workdir, "
+                f"exec, read_bytes, write_bytes and stop; it returned a value of type {type(backend).__name__} (see define_sandbox)"
             )
+        self.backend = backend
         self.sandbox_id = getattr(backend, "sandbox_id", self.sandbox_id)
         handle = self.setup_handle = self._new_core(deadline)
         core = self.core

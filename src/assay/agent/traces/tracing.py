@@ -24,7 +24,7 @@ from assay.agent.traces.otlp import OtlpError, decode_export, spans_of_request
 from assay.agent.traces.receiver import ATTEMPT_PREFIX, TRACES_PATH, TraceReceiver, is_loopback
 
 __all__ = [
-    "ACTIVE", "AttemptTracing", "RunTracing", "no_spans_message", "sdk_installed", "telemetry_env",
+    "ACTIVE", "AttemptTracing", "RunTracing", "no_spans_message", "sdk_installed", "telemetry_env", "unresolved_host",
     "unattributed_message",
 ]
 
@@ -67,6 +67,19 @@ def tracing_switched_off(environ: Mapping[str, str] | None = None) -> str | None
         return f"OTEL_SDK_DISABLED={env['OTEL_SDK_DISABLED']}"
     if env.get("OTEL_TRACES_SAMPLER", "").strip().lower() == "always_off":
         return f"OTEL_TRACES_SAMPLER={env['OTEL_TRACES_SAMPLER']}"
+    return None
+
+
+def unresolved_host(host: str | None) -> str | None:
+    """Why `host` (the name apps are told) cannot be looked up on this machine; None when it can, or is not set."""
+    if not host:
+        return None
+    import socket
+
+    try:
+        socket.getaddrinfo(host.strip("[]"), None)
+    except (OSError, UnicodeError) as error:
+        return getattr(error, "strerror", None) or str(error) or type(error).__name__
     return None
 
 
@@ -202,6 +215,13 @@ class RunTracing:
     def _no_spans_message(self) -> str:
         failed = self.sandbox_receivers_failed
         if not failed:
+            unresolved = unresolved_host(self.config.host)
+            if unresolved is not None:
+                # The apps were told a name this machine cannot look up: a typo there, not missing wiring.
+                return (f"no span reached the OTLP trace receiver at {self.base + TRACES_PATH} in this run, so there is "
+                        f"no waterfall: [tool.assay.telemetry] host {self.config.host!r} does not resolve on this machine "
+                        f"({unresolved}), so apps here could not reach the receiver; fix the name, or leave host out "
+                        "to tell them the receiver's own address (docs/agent/traces.md)")
             return no_spans_message(self.base + TRACES_PATH)
         # The app had nowhere to export: what to wire up is not the question (the sandbox's own receiver is).
         return (f"no span reached this run: the OTLP receiver inside the sandbox did not start "
