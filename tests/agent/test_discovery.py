@@ -426,6 +426,10 @@ def test_experiment_counts_and_numbers_have_sane_bounds():
         ({"attempts": 10**30}, "Experiment attempts must be at most 10,000"),
         ({"concurrency": 10**9}, "Experiment concurrency must be at most 10,000"),
         ({"budget": 10**400}, "Experiment budget must be a number"),
+        # a duration typed as text says the unit the number is in
+        ({"sandbox_reuse": True, "lifetime": "10m"}, "Experiment lifetime must be a number of seconds, like "
+                                                      "lifetime=1800; got '10m'"),
+        ({"timeout": "2 minutes"}, "Experiment timeout must be a number of seconds, like timeout=120; got '2 minutes'"),
         ({"model": "gpt-\ud800"}, "Experiment model must be valid Unicode text"),
         ({"labels": ["ok", "\udcff"]}, "Experiment labels must be valid Unicode text"),
         ({"description": "x" * 20_000}, "Experiment description must be at most 10,000 characters long"),

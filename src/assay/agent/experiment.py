@@ -21,11 +21,17 @@ MAX_TEXT_CHARS = 10_000  # model, reasoning_effort, description, each label
 MAX_SHARED_STATE_CHARS = 200  # a lease key: named in file names, messages and the recover command
 
 
+# What each number field counts, with an example: `lifetime="10m"` is refused saying the unit it is in.
+_NUMBER_EXAMPLES = {"timeout": "of seconds, like timeout=120", "budget": "of US dollars, like budget=5.0",
+                    "lifetime": "of seconds, like lifetime=1800"}
+
+
 def _positive_number(value: Any, name: str, *, allow_zero: bool = False) -> float | None:
     if value is None:
         return None
     if not is_finite_number(value):
-        raise ConfigError(f"Experiment {name} must be a number")
+        example = _NUMBER_EXAMPLES.get(name)
+        raise ConfigError(f"Experiment {name} must be a number" + (f" {example}; got {value!r:.40}" if example else ""))
     if value < 0 or (value == 0 and not allow_zero):
         raise ConfigError(f"Experiment {name} must be {'>= 0' if allow_zero else '> 0'}")
     return float(value)
