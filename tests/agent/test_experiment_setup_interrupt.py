@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_projects import agent_project
+
 EXPERIMENT = '''
 import os, time
 from pathlib import Path
@@ -53,10 +55,7 @@ fixtures = Experiment(
 
 @pytest.fixture
 def project(tmp_path):
-    root = tmp_path / "project"
-    (root / "experiments").mkdir(parents=True)
-    (root / "evals").mkdir()
-    (root / "pyproject.toml").write_text("[tool.assay]\n")
+    root = agent_project(tmp_path / "project")
     (root / "experiments" / "fixtures.py").write_text(EXPERIMENT)
     (root / "evals" / "hello_eval.py").write_text(
         "from assay.agent import define_eval\n\nhello = define_eval(lambda t: t.send('hi'))\n"

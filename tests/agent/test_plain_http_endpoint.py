@@ -13,18 +13,9 @@ import time
 import pytest
 
 from agent_helpers import run_one
+from servers.fake_openai import as_https, plain_http_message
 from assay.agent import complete_evidence_coverage
 from assay.agent.adapters import http_agent, openai_chat_agent, openai_responses_agent
-
-
-def https(base_url: str) -> str:
-    assert base_url.startswith("http://")
-    return "https://" + base_url[len("http://"):]
-
-
-def expected(base_url: str) -> str:
-    return (f"the server at {https(base_url)} answered in plain HTTP, not TLS: use http:// instead of https:// "
-            f"({base_url})")
 
 
 async def send_hi(t):
@@ -42,10 +33,10 @@ def timed_run(agent, **options):
 def test_an_official_agent_given_https_for_a_plain_http_server_fails_at_once_saying_to_use_http(
         fake_openai, make, stream):
     # The defaults: four attempts, 0.5 s backoff doubling, and the runner's own resend of a rejected send.
-    agent = make(base_url=https(fake_openai.base_url), api_key="k", stream=stream)
+    agent = make(base_url=as_https(fake_openai.base_url), api_key="k", stream=stream)
     result, elapsed = timed_run(agent, model="m")
     assert result.verdict == "errored" and result.error["code"] == "network", result.error
-    assert result.error["message"] == f"agent '{agent.name}' send failed: {expected(fake_openai.base_url)}"
+    assert result.error["message"] == f"agent '{agent.name}' send failed: {plain_http_message(fake_openai.base_url)}"
     assert result.retries is None  # not resent by the adapter, nor by the runner
     assert elapsed < 1, elapsed
     assert fake_openai.requests == []
@@ -53,18 +44,18 @@ def test_an_official_agent_given_https_for_a_plain_http_server_fails_at_once_say
 
 def test_a_callers_sdk_client_given_https_for_a_plain_http_server_fails_the_same_way(fake_openai):
     openai = pytest.importorskip("openai")
-    client = openai.AsyncOpenAI(base_url=https(fake_openai.base_url), api_key="k", max_retries=0)
+    client = openai.AsyncOpenAI(base_url=as_https(fake_openai.base_url), api_key="k", max_retries=0)
     agent = openai_chat_agent(client=client)
     result, elapsed = timed_run(agent, model="m")
     assert result.verdict == "errored" and result.error["code"] == "network", result.error
-    assert result.error["message"] == f"agent 'openai-chat' send failed: {expected(fake_openai.base_url)}"
+    assert result.error["message"] == f"agent 'openai-chat' send failed: {plain_http_message(fake_openai.base_url)}"
     assert result.retries is None and elapsed < 1, (result.retries, elapsed)
 
 
 def test_an_http_agent_given_https_for_a_plain_http_server_fails_at_once_saying_to_use_http(fake_openai):
     server = fake_openai.base_url.removesuffix("/v1")
-    agent = http_agent(https(server) + "/", evidence_coverage=complete_evidence_coverage)
+    agent = http_agent(as_https(server) + "/", evidence_coverage=complete_evidence_coverage)
     result, elapsed = timed_run(agent)
     assert result.verdict == "errored" and result.error["code"] == "network", result.error
-    assert result.error["message"] == f"agent 'web-agent' send failed: {expected(server)}"
+    assert result.error["message"] == f"agent 'web-agent' send failed: {plain_http_message(server)}"
     assert result.retries is None and elapsed < 1, (result.retries, elapsed)

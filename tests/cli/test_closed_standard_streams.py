@@ -9,14 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-EXPERIMENT = """
-from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message
+from agent_projects import replying_project
 
-async def send(turn_input, ctx):
-    return Turn(events=[message("hello")])
-
-base = Experiment(agent=define_agent(name="echo", send=send, evidence_coverage=complete_evidence_coverage))
-"""
 EVAL = """
 import subprocess, sys
 from assay.agent import define_eval
@@ -38,9 +32,7 @@ def _assay(shell: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _project(root: Path) -> Path:
-    (root / "experiments").mkdir(parents=True)
-    (root / "evals").mkdir()
-    (root / "experiments" / "base.py").write_text(EXPERIMENT)
+    replying_project(root, "hello")
     (root / "evals" / "one_eval.py").write_text(EVAL)
     return root
 

@@ -15,17 +15,7 @@ import pytest
 from assay.judge import ChatRequest, JudgeClient, JudgeEndpoint, JudgeError
 from assay.judge.client import openai_sdk_client
 from assay.judge.openai_http import probe_endpoint
-from servers.fake_openai import json_reply
-
-
-def https(base_url: str) -> str:
-    assert base_url.startswith("http://")
-    return "https://" + base_url[len("http://"):]
-
-
-def expected(base_url: str) -> str:
-    return (f"the server at {https(base_url)} answered in plain HTTP, not TLS: use http:// instead of https:// "
-            f"({base_url})")
+from servers.fake_openai import as_https, json_reply, plain_http_message
 
 
 def judge_once(endpoint: JudgeEndpoint, **options) -> tuple[str, dict, float]:
@@ -42,9 +32,9 @@ def judge_once(endpoint: JudgeEndpoint, **options) -> tuple[str, dict, float]:
 def test_a_judge_given_https_for_a_plain_http_server_fails_at_once_saying_to_use_http(fake_openai):
     fake_openai.enqueue(json_reply({"verdict": "pass"}))
     # ASSAY_JUDGE_BASE_URL, as a user sets it; the defaults (four attempts, 0.5 s backoff) are what took 3.5 s
-    endpoint = JudgeEndpoint.from_environment({"ASSAY_JUDGE_BASE_URL": https(fake_openai.base_url)})
+    endpoint = JudgeEndpoint.from_environment({"ASSAY_JUDGE_BASE_URL": as_https(fake_openai.base_url)})
     message, retries, elapsed = judge_once(endpoint)
-    assert message == f"judge endpoint failed: {expected(fake_openai.base_url)}"
+    assert message == f"judge endpoint failed: {plain_http_message(fake_openai.base_url)}"
     assert retries == {}  # not resent
     assert elapsed < 1, elapsed
     assert fake_openai.requests == []  # the server only ever saw a TLS hello it could not read
@@ -52,10 +42,10 @@ def test_a_judge_given_https_for_a_plain_http_server_fails_at_once_saying_to_use
 
 def test_a_judge_through_a_callers_sdk_client_fails_the_same_way(fake_openai):
     pytest.importorskip("openai")
-    endpoint = JudgeEndpoint(base_url=https(fake_openai.base_url))
+    endpoint = JudgeEndpoint(base_url=as_https(fake_openai.base_url))
 
     async def go():
-        client = openai_sdk_client(base_url=https(fake_openai.base_url), api_key="k", timeout=5)
+        client = openai_sdk_client(base_url=as_https(fake_openai.base_url), api_key="k", timeout=5)
         try:
             async with JudgeClient(endpoint, client=client) as judge:
                 started = time.monotonic()
@@ -66,13 +56,13 @@ def test_a_judge_through_a_callers_sdk_client_fails_the_same_way(fake_openai):
             await client.close()
 
     message, retries, elapsed = asyncio.run(go())
-    assert message == f"judge endpoint failed: {expected(fake_openai.base_url)}"
+    assert message == f"judge endpoint failed: {plain_http_message(fake_openai.base_url)}"
     assert retries == {} and elapsed < 1, (retries, elapsed)
 
 
 def test_the_judge_preflight_probe_says_to_use_http(fake_openai):
-    why = asyncio.run(probe_endpoint(https(fake_openai.base_url), api_key=None, timeout=5))
-    assert why == expected(fake_openai.base_url)
+    why = asyncio.run(probe_endpoint(as_https(fake_openai.base_url), api_key=None, timeout=5))
+    assert why == plain_http_message(fake_openai.base_url)
 
 
 def test_a_refused_https_connection_is_still_resent_as_a_failure_to_connect():

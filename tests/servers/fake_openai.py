@@ -430,3 +430,15 @@ def fake_openai() -> Iterator[FakeOpenAIServer]:
         yield server
     finally:
         server.stop()
+
+
+def as_https(base_url: str) -> str:
+    """The fake server's http:// URL as https://: a plain-HTTP server given as a TLS one (a common slip)."""
+    assert base_url.startswith("http://")
+    return "https://" + base_url[len("http://"):]
+
+
+def plain_http_message(base_url: str) -> str:
+    """What assay says when the https:// form of `base_url` is used: it fails at once and names the URL to use."""
+    return (f"the server at {as_https(base_url)} answered in plain HTTP, not TLS: use http:// instead of https:// "
+            f"({base_url})")
