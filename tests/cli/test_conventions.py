@@ -111,6 +111,28 @@ def test_a_report_path_that_cannot_be_written_is_exit_2_and_refused_before_the_r
             assert ".tmp" not in output
 
 
+def test_a_report_path_naming_a_file_of_the_users_is_refused_before_the_run_and_the_file_kept(workspace, tmp_path):
+    """`--junit pyproject.toml` (a slip of the shell's completion) replaced the user's file with the report, exit 0."""
+    own = tmp_path / "notes.md"
+    own.write_text("# my notes\n")
+    placeholder, earlier = tmp_path / "empty.xml", tmp_path / "earlier.xml"
+    placeholder.write_text("")
+    earlier.write_text('<?xml version="1.0"?><testsuites tests="0"/>')  # another tool's report: replaced as before
+    for kind, arguments in RESULTS.items():
+        done = run(workspace, *arguments, "--junit", str(own))
+        output = done.stdout + done.stderr
+        assert done.returncode == 2, output
+        assert (f"--junit {own} is a file that is not XML (a JUnit report), which the report would replace; give the "
+                "report a file of its own, e.g. --junit junit.xml") in output
+        assert "PLAN" not in output and "Case traffic-light" not in output and own.read_text() == "# my notes\n"
+        for report in (placeholder, earlier):
+            done = run(workspace, *arguments, "--junit", str(report))
+            assert done.returncode in (0, 1) and "<testsuites" in report.read_text(), done.stdout + done.stderr
+    done = run(workspace, *RESULTS["video"], "--output-json", str(own))
+    assert done.returncode == 2 and "is a file that is not a JSON report" in done.stdout + done.stderr
+    assert own.read_text() == "# my notes\n"
+
+
 SLOW_AGENT = '''
 import asyncio
 from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message

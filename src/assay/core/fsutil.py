@@ -178,7 +178,7 @@ def check_report_path(flag: str, path: str | Path | None) -> None:
         return
     from assay.errors import UsageError
 
-    reason = unwritable_file_reason(Path(path))
+    reason = unwritable_file_reason(Path(path)) or _not_a_report(flag, Path(path))
     if reason is not None:
         if reason == "is a folder":  # the file meant is most likely one in it
             reason += f"; give the report's file, e.g. {flag} {Path(path) / _REPORT_NAMES.get(flag, 'report')}"
@@ -186,6 +186,27 @@ def check_report_path(flag: str, path: str | Path | None) -> None:
 
 
 _REPORT_NAMES = {"--junit": "junit.xml", "--output-json": "report.json"}
+# How a report of each flag begins: a file there that begins otherwise is the user's own, which the report would
+# replace (`--junit pyproject.toml`, `--output-json notes.md`: a slip of the shell's completion).
+_REPORT_STARTS = {"--junit": (b"<",), "--output-json": (b"{",)}  # (any XML: another tool's JUnit report too)
+
+
+def _not_a_report(flag: str, path: Path) -> str | None:
+    """Why the existing file at `path` may not be replaced by `flag`'s report (it begins as no such report does;
+    an empty file is taken as a placeholder); None when it may."""
+    starts = _REPORT_STARTS.get(flag)
+    if starts is None or not path.is_file():
+        return None
+    try:
+        with path.open("rb") as file:
+            head = file.read(512).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return None
+    if not head or head.startswith(starts):
+        return None
+    kind = "XML (a JUnit report)" if flag == "--junit" else "a JSON report"
+    return (f"is a file that is not {kind}, which the report would replace; give the report a file of its own, "
+            f"e.g. {flag} {_REPORT_NAMES[flag]}")
 
 
 def remove_stale_temporary_files(
