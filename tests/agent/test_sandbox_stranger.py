@@ -155,3 +155,30 @@ def test_changed_paths_given_one_string_says_how_to_write_the_list(tmp_path, san
     assert attempt["error"]["code"] == "authoring-error", attempt["error"]
     assert attempt["error"]["message"].startswith(
         "changed_paths takes a list of paths, like changed_paths(['calc.py']); got the string 'calc.py'"), attempt["error"]
+
+
+def test_an_unusable_sandbox_folder_is_one_error_before_the_run_not_one_per_attempt(tmp_path):
+    """ASSAY_SANDBOX_DIR naming a file errored every sandboxed attempt (exit 1 after a whole run, a checkpoint to
+    resume); now the run is refused first (exit 2, no checkpoint), and a run whose sandboxed attempts are all
+    carried needs no folder."""
+    import shutil
+
+    project = tmp_path / "project"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "docs" / "examples" / "sandbox", project)
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    environment = {**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")}
+
+    def run(sandboxes: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project), "--quiet"],
+                              capture_output=True, text=True, timeout=120,
+                              env={**environment, "ASSAY_SANDBOX_DIR": str(sandboxes)})
+
+    refused = run(blocker)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr == (f"Error: sandboxes are made and recorded in {blocker}, but it is a file, not a folder "
+                              f"(ASSAY_SANDBOX_DIR is {blocker}: point it at a folder you can write, or unset it)\n")
+    assert refused.stdout == "" and not (project / ".assay" / "runs" / "checkpoints").exists()
+    assert run(tmp_path / "sandboxes").returncode == 0
+    carried = run(blocker)  # every sandboxed attempt carried: no sandbox is made
+    assert carried.returncode == 0 and "carried" in carried.stdout, carried.stdout + carried.stderr

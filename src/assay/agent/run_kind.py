@@ -426,6 +426,32 @@ class AgentMerge:
         )
 
 
+def _check_sandbox_folder(plan: Sequence[Any], carry: Any) -> None:
+    """The folder sandboxes are made and recorded in (ASSAY_SANDBOX_DIR, else a per-user one in the temporary
+    folder), when an attempt to run needs one: one error before the run, not the same error for every attempt."""
+    from assay.agent.carry import EXECUTE
+
+    if not any(planned.sandbox is not None and carry.at(planned.index).action == EXECUTE for planned in plan):
+        return
+    import os
+
+    from assay.agent.sandbox.local import sandbox_base_dir
+    from assay.errors import ConfigError
+
+    base = sandbox_base_dir()
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        problem = None if os.access(base, os.W_OK | os.X_OK) else "it cannot be written"
+    except OSError as error:
+        problem = "it is a file, not a folder" if base.exists() and not base.is_dir() else (error.strerror or str(error))
+    if problem is None:
+        return
+    configured = os.environ.get("ASSAY_SANDBOX_DIR")
+    setting = (f"ASSAY_SANDBOX_DIR is {configured}: point it at a folder you can write, or unset it" if configured
+               else "set ASSAY_SANDBOX_DIR to a folder you can write")
+    raise ConfigError(f"sandboxes are made and recorded in {base}, but {problem} ({setting})")
+
+
 class AgentKind:
     """The agent kind (`RunKind[AgentRunRequest]`): NiceEval's runs, resumable and mergeable."""
 
@@ -461,12 +487,14 @@ class AgentKind:
             checkpoint: AgentCheckpoint | _NoCheckpoint = AgentCheckpoint.resume(resume.path, resume.manifest, plan)
             try:
                 carry = _carry_plan(request, plan, config, checkpoint.reused)  # resume wins within its checkpoint
+                _check_sandbox_folder(plan, carry)
                 leases = _take_leases(request, plan, carry, checkpoint.reused)
             except BaseException:
                 checkpoint.release()
                 raise
         else:
             carry = _carry_plan(request, plan, config)  # before a checkpoint exists: a failure leaves none
+            _check_sandbox_folder(plan, carry)
             _warn_of_a_resumable_run(carry, request, plan)
             leases = _take_leases(request, plan, carry, {})  # waited for before anything is created
             try:
