@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import functools
 import mimetypes
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -362,6 +363,15 @@ class SessionHandle(_Scoped):
     async def send_file(self, path: str | Path, text: str = "", *, output: Any = None) -> TurnHandle:
         """Send a file (relative to the eval file's folder) as base64 with a MIME type guessed from its name."""
         runtime = self._line.runtime
+        if not isinstance(path, (str, os.PathLike)):
+            several = " (one file per send_file; several files go in one turn as send(text, files=[InputFile(...)]))"
+            raise AuthoringError(
+                f"send_file takes one file's path (a str or Path, relative to the eval file), got "
+                f"{type(path).__name__}: send_file(\"forecast.txt\", text)"
+                + (several if isinstance(path, (list, tuple)) else "")
+            )
+        if not isinstance(text, str):
+            raise AuthoringError(f"send_file: text takes a str, got {type(text).__name__}: send_file(path, \"Read this\")")
         file_path = Path(path)
         if not file_path.is_absolute() and runtime.settings.eval_dir is not None:
             file_path = runtime.settings.eval_dir / file_path
@@ -375,7 +385,7 @@ class SessionHandle(_Scoped):
 
     def require_input_request(
         self,
-        *,
+        *_positional: Any,
         id: str | re.Pattern[str] | None = None,
         prompt: str | re.Pattern[str] | None = None,
         display: str | re.Pattern[str] | None = None,
@@ -384,6 +394,18 @@ class SessionHandle(_Scoped):
         option_ids: Sequence[str] | None = None,
     ) -> InputRequest:
         """The single pending request of the latest turn that matches; raises for zero or several."""
+        if _positional:
+            raise AuthoringError(
+                f"require_input_request takes its filters by name, got {_positional[0]!r} by position: "
+                f"require_input_request(id={_positional[0]!r}) or (action=..., option_ids=[...])"
+            )
+        if option_ids is not None and not (isinstance(option_ids, (list, tuple))
+                                           and all(isinstance(option, str) for option in option_ids)):
+            wanted = f"[{option_ids!r}]" if isinstance(option_ids, str) else "[\"approve\", \"deny\"]"
+            raise AuthoringError(
+                f"require_input_request: option_ids takes a list of option ids, got {type(option_ids).__name__}: "
+                f"option_ids={wanted}"
+            )
         filters = {"id": id, "prompt": prompt, "display": display, "action": action}
         found = []
         for request in self._line.pending_requests():
@@ -463,6 +485,11 @@ class SessionHandle(_Scoped):
 
     async def respond_all(self, option_id: str, *, output: Any = None) -> TurnHandle:
         """Answer every pending request with the same option; raises if any request lacks it."""
+        if not isinstance(option_id, str):
+            raise AuthoringError(
+                f"respond_all takes one option id (a str), got {type(option_id).__name__}: respond_all(\"approve\"); "
+                "to answer requests differently, respond(Answer(request, option_id=...), ...)"
+            )
         pending = self._line.pending_requests()
         if not pending:
             raise AuthoringError(f"respond_all: no input request is pending on this session line{self._pending_elsewhere()}")
@@ -487,6 +514,12 @@ class SessionHandle(_Scoped):
         schema = lower_schema(output) if output is not None else None
         record, data = await self._line.send(TurnInput(text, (), responses, schema), output)
         return TurnHandle(record, self._line.runtime, data)
+
+    def __await__(self) -> Any:
+        # `other = await t.new_session()`: Python's own words would be "object SessionHandle can't be used in
+        # 'await' expression".
+        raise AuthoringError("t.new_session() opens a conversation at once and is not awaited: write "
+                             "`other = t.new_session()`, then `await other.send(text)`")
 
     # -- views ---------------------------------------------------------------------------------
     @property
@@ -554,8 +587,13 @@ class EvalContext(SessionHandle):
     def event_order(self, matches: Sequence[EventMatch]) -> AssertionHandle:
         return SessionHandle(self._line).event_order(matches)
 
-    def new_session(self) -> SessionHandle:
+    def new_session(self, *_positional: Any) -> SessionHandle:
         """A parallel line with a fresh agent session (the agent decides whether it is isolated)."""
+        if _positional:
+            raise AuthoringError(
+                f"new_session takes no arguments, got {_positional[0]!r}: `other = t.new_session()`, then "
+                "`await other.send(text)`"
+            )
         return SessionHandle(self._line.runtime.new_line())
 
     def check(self, value: Any, matcher: Matcher) -> AssertionHandle:

@@ -504,6 +504,13 @@ def equals(expected: Any) -> Equals:
 
 def _require_text(name: str, text: Any) -> None:
     if not isinstance(text, str):
+        if isinstance(text, (list, tuple)) and text and all(isinstance(item, str) for item in text):
+            # Several texts: one matcher each, combined (stringifying the list would look for "['a', 'b']").
+            if len(text) == 1:
+                raise TypeError(f"{name} takes one text (a str), got {type(text).__name__}: {name}({text[0]!r})")
+            each = ", ".join(f"{name}({item!r})" for item in text)
+            raise TypeError(f"{name} takes one text (a str), got {type(text).__name__}: for several, combine "
+                            f"them: and_({each})")
         raise TypeError(f"{name} takes text (a str), got {type(text).__name__}: {name}({str(text)!r})")
 
 
@@ -565,26 +572,33 @@ def similarity(expected: str) -> Similarity:
     return Similarity(expected)
 
 
-def _matcher(value: Any) -> Matcher:
+def _matcher(name: str, value: Any) -> Matcher:
     if isinstance(value, Matcher):
         return value
-    raise TypeError(f"expected a matcher, got {type(value).__name__}")
+    if name != "not_" and isinstance(value, (list, tuple)):
+        fix = f"pass them one by one, not in a {type(value).__name__}: {name}(*matchers) or {name}(includes(\"a\"), includes(\"b\"))"
+    elif isinstance(value, str):
+        fix = f"a text is not a matcher: write {name}(includes({value!r}))" if name == "not_" else (
+            f"a text is not a matcher: wrap each, {name}(includes({value!r}), …)")
+    else:
+        fix = f"write {name}(equals(…)), {name}(includes(…)) or another matcher"
+    raise TypeError(f"{name} takes matchers, got {type(value).__name__}: {fix}")
 
 
 def and_(*children: Matcher) -> AllOf:
     if not children:
         raise TypeError("and_ needs at least one matcher")
-    return AllOf(tuple(_matcher(child) for child in children))
+    return AllOf(tuple(_matcher("and_", child) for child in children))
 
 
 def or_(*children: Matcher) -> AnyOf:
     if not children:
         raise TypeError("or_ needs at least one matcher")
-    return AnyOf(tuple(_matcher(child) for child in children))
+    return AnyOf(tuple(_matcher("or_", child) for child in children))
 
 
 def not_(child: Matcher) -> Not:
-    return Not(_matcher(child))
+    return Not(_matcher("not_", child))
 
 
 def tool_match(name: str | None = None, *, input: Any = MISSING, output: Any = MISSING, status: str | None = None) -> ToolMatch:
@@ -593,6 +607,12 @@ def tool_match(name: str | None = None, *, input: Any = MISSING, output: Any = M
 
         raise ValueError(f"tool_match status must be one of {', '.join(sorted(TOOL_STATUSES))}, got {status!r}"
                          f"{did_you_mean(status, sorted(TOOL_STATUSES))}")
+    if name is not None and (not isinstance(name, str) or not name):
+        # A list or a number would never equal a tool's name: every call would quietly be "not matched".
+        hint = (" (one tool per tool_match: for several, assert each, or use tool_order([...]) for their order)"
+                if isinstance(name, (list, tuple)) else "")
+        raise TypeError(f"tool_match takes a tool's name (a non-empty str) or None, got {name!r}{hint}: "
+                        "tool_match(\"get_weather\", input={...})")
     return ToolMatch(name, input, output, status)
 
 
@@ -618,6 +638,9 @@ def event_match(
         raise ValueError(f"event_match({type!r}) takes tool, not role or text")
     if role is not None and role not in ("assistant", "user"):
         raise ValueError(f"event_match role must be 'assistant' or 'user', got {role!r}")
+    if text is not None and not isinstance(text, (str, Matcher)):
+        raise TypeError(f"event_match text takes a str (contained in the message) or a matcher, got "
+                        f"{text.__class__.__name__}: event_match(\"message\", text=\"sunny\") or text=pattern(...)")
     text_matcher = includes(text) if isinstance(text, str) else text
     return EventMatch(type, role, text_matcher, as_tool_match(tool) if tool is not None else None)
 

@@ -359,7 +359,12 @@ def check_turn(turn: Any) -> Turn:
         kind = type(event)
         if kind not in EVENT_TYPES:
             if not isinstance(event, Mapping):
-                raise TurnFormatError(f"events[{position}] is not a stream event: {kind.__name__}")
+                hint = ""
+                if isinstance(event, str):
+                    hint = " (a text is not an event: write message(text))"
+                elif kind is InputRequest:
+                    hint = " (wrap a request in its event: InputRequested(InputRequest(...)))"
+                raise TurnFormatError(f"events[{position}] is not a stream event: {kind.__name__}{hint}")
             needs_parsing = True
         elif kind is Message:
             if not isinstance(event.text, str) or event.role not in ("assistant", "user"):
@@ -379,6 +384,13 @@ def check_turn(turn: Any) -> Turn:
             _check_json(event.output, f"events[{position}].output")
         elif kind is InputRequested:
             _check_json(event.request.input, f"events[{position}].request.input")
+            if not isinstance(event.request.options, (list, tuple)):
+                # A lone option id would be read letter by letter ("approve" as options a, p, p, r, …).
+                raise TurnFormatError(
+                    f"events[{position}].request.options must be a list of InputOption(id, label) or option ids, "
+                    f"got {type(event.request.options).__name__}: options=[InputOption(\"approve\"), "
+                    "InputOption(\"deny\")] or options=[\"approve\", \"deny\"]"
+                )
             if any(not isinstance(option, InputOption) for option in event.request.options):
                 needs_parsing = True  # option ids given as plain strings, as a JSON turn may
     coverage = turn.evidence_coverage
@@ -645,6 +657,14 @@ def turn_from_json(document: Mapping[str, Any]) -> Turn:
         hint = did_you_mean(key, _TURN_FIELDS, cutoff=0.8) if isinstance(key, str) and not known else ""
         if hint:
             raise TurnFormatError(f"turn has no field {key!r}{hint}")
+    if document and not any(key in _TURN_FIELDS for key in document):
+        # Not a turn at all (the service's own body, `{"answer": …}`): read as one, it would be an empty
+        # completed turn, and every check would fail on "no reply" instead of naming the agent's mistake.
+        keys = ", ".join(repr(key) for key in list(document)[:6])
+        raise TurnFormatError(
+            f"a turn given as a dict needs 'events' (and optionally status, data, usage); got keys: {keys}. "
+            "Return Turn([message(text), ...]) or NiceEval's turn JSON"
+        )
     status = document.get("status", "completed")
     if status not in TURN_STATUSES:
         raise TurnFormatError(f"turn status must be completed, failed or waiting, got {status!r}")
