@@ -69,7 +69,7 @@ async def call_on_own_thread(function: Callable[..., Any], *args: Any,
         except RuntimeError:  # the loop is closed: nobody waits for it any more
             pass
 
-    context = contextvars.copy_context()  # as run_in_executor's callers give it: the run's context goes along
+    context = contextvars.copy_context()  # as asyncio.to_thread does: the run's context variables go along
     threading.Thread(target=context.run, args=(target,), name=f"assay-{getattr(function, '__name__', 'hook')}",
                      daemon=True).start()
     if until is not None:
