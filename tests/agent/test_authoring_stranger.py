@@ -89,6 +89,15 @@ def test_wrong_arguments_to_the_drive_verbs_name_the_verb_and_the_fix(tmp_path):
             await t.send("refund please")
             t.require_input_request(option_ids="approve")
         """,
+        # an assertion's settings went into the report as they were given
+        "key_number": """
+            await t.send("Paris")
+            t.check(t.reply, includes("sunny")).key(3)
+        """,
+        "label_none": """
+            await t.send("Paris")
+            t.check(t.reply, includes("sunny")).label(None)
+        """,
     })
     for attempt in attempts.values():
         assert attempt["error"]["code"] == "authoring-error", attempt
@@ -105,6 +114,8 @@ def test_wrong_arguments_to_the_drive_verbs_name_the_verb_and_the_fix(tmp_path):
         "require_input_request takes its filters by name, got 'r1' by position: require_input_request(id='r1')")
     assert _message(attempts["require_option_ids_str"]).startswith(
         "require_input_request: option_ids takes a list of option ids, got str: option_ids=['approve']")
+    assert _message(attempts["key_number"]) == 'key takes a non-empty text, got 3: .key("mentions-refund")'
+    assert _message(attempts["label_none"]) == 'label takes a non-empty text, got None: .label("Mentions the refund")'
 
 
 def test_wrong_arguments_to_matchers_are_the_evals_error_not_a_silent_mismatch(tmp_path):

@@ -130,6 +130,12 @@ def evaluate_matcher(entry: AssertionEntry, matcher: Matcher, value: Any) -> Non
         entry.settle(outcome)
 
 
+def _text_setting(name: str, value: Any, example: str) -> None:
+    """A handle's text setting (`.key(3)`, `.label(None)` went into the report as they were): non-empty text."""
+    if not isinstance(value, str) or not value.strip():
+        raise AuthoringError(f"{name} takes a non-empty text, got {value!r:.60}: .{example}")
+
+
 class AssertionHandle:
     """Configures the one entry it was returned for; `await handle.or_stop()` is the only barrier."""
 
@@ -143,18 +149,21 @@ class AssertionHandle:
     reason = property(attrgetter("_entry.reason"))
 
     def key(self, key: str) -> AssertionHandle:
+        _text_setting("key", key, 'key("mentions-refund")')
         if self._entry.key is not None:
             raise AuthoringError(f"key is already set on {self._entry.text}")
         self._entry.key = key
         return self
 
     def label(self, label: str) -> AssertionHandle:
+        _text_setting("label", label, 'label("Mentions the refund")')
         if self._entry.label is not None:
             raise AuthoringError(f"label is already set on {self._entry.text}")
         self._entry.label = label
         return self
 
     def group(self, title: str) -> AssertionHandle:
+        _text_setting("group", title, 'group("Refunds")')
         self._entry.group = title
         return self
 
