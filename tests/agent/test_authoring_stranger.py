@@ -170,3 +170,21 @@ def test_a_send_that_returns_no_turn_or_a_malformed_event_names_the_mistake(tmp_
         _message(attempts["options"])
     assert "events[0] is not a stream event: str (a text is not an event: write message(text))" in \
         _message(attempts["str_event"])
+
+
+def test_a_call_with_the_wrong_arguments_says_how_it_is_called_as_the_eval_calls_it(tmp_path):
+    """Python's own words named an internal class (`_Scoped.succeeded() takes 1 positional argument but 2 were given`)
+    and left the signature to be looked up."""
+    attempts = _errors(tmp_path, {
+        "succeeded_true": """
+            await t.send("Paris")
+            t.succeeded(True)
+        """,
+        "check_no_value": """
+            await t.send("Paris")
+            t.check(includes("sunny"))
+        """,
+    })
+    assert _message(attempts["succeeded_true"]).endswith("were given; it is called t.succeeded()")
+    assert _message(attempts["check_no_value"]) == ("TypeError: EvalContext.check() missing 1 required positional "
+                                                    "argument: 'matcher'; it is called t.check(value, matcher)")

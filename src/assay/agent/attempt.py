@@ -232,9 +232,10 @@ async def run_attempt(
     except AuthoringError as failure:
         error = attempt_error("authoring-error", str(failure), failure)
     except Exception as failure:  # noqa: BLE001 - the eval's bug is this attempt's error, not the run's
-        from assay.agent.misspelt import keyword_meant
+        from assay.agent.misspelt import arguments_meant, keyword_meant
 
-        error = attempt_error("eval-exception", f"{type(failure).__name__}: {failure}{keyword_meant(failure)}", failure)
+        hint = keyword_meant(failure) or arguments_meant(failure)
+        error = attempt_error("eval-exception", f"{type(failure).__name__}: {failure}{hint}", failure)
     finally:
         timeline.current = 0  # judge calls resolved from here on belong to the attempt, not the eval's run
         if signal_timer is not None:

@@ -16,6 +16,43 @@ _ID_KEYWORDS = ("id", "name", "eval_id")  # how other tools name an eval, which 
 _UNEXPECTED_KEYWORD = re.compile(r"^(?:(\w+)\.)?(\w+)\(\) got an unexpected keyword argument '(\w+)'$")
 
 
+# Python's words for a call with the wrong arguments: `_Scoped.succeeded() takes 1 positional argument but 2 were
+# given`, `EvalContext.check() missing 1 required positional argument: 'matcher'`.
+_WRONG_ARGUMENTS = re.compile(r"^(?:(\w+)\.)?(\w+)\(\) (?:takes .* given|missing \d+ required .*|got multiple values .*)$")
+# The classes an eval's `t`, a session line and a turn handle are, as Python names them in those words.
+_RECEIVERS = {"_Scoped": "t", "EvalContext": "t", "SessionHandle": "session", "TurnHandle": "turn",
+              "AssertionHandle": "handle"}
+
+
+def arguments_meant(error: BaseException) -> str:
+    """`; it is called t.check(value, matcher)` for a call of one of assay.agent's callables with the wrong
+    arguments (`t.succeeded(True)`, `t.check(includes("x"))`), naming it as the eval does, else ""."""
+    import inspect
+
+    found = _WRONG_ARGUMENTS.match(str(error)) if isinstance(error, TypeError) else None
+    if found is None:
+        return ""
+    owner, name = found.groups()
+    target = _assay_agent_name(owner or name, classes=owner is not None)
+    if target is not None and owner is not None:
+        target = getattr(target, name, None)
+    try:
+        signature = inspect.signature(target) if target is not None else None
+    except (TypeError, ValueError):
+        return ""
+    if signature is None:
+        return ""
+    parameters = [parameter for parameter in signature.parameters.values()
+                  if parameter.name != "self" and not parameter.name.startswith("_")]
+    shown = ", ".join(
+        ("*" if parameter.kind is parameter.VAR_POSITIONAL else "") + parameter.name
+        + ("=…" if parameter.default is not parameter.empty and parameter.kind is not parameter.VAR_POSITIONAL else "")
+        for parameter in parameters if parameter.kind is not parameter.VAR_KEYWORD
+    )
+    receiver = f"{_RECEIVERS.get(owner, owner)}." if owner is not None and owner != name else ""
+    return f"; it is called {receiver}{name}({shown})"
+
+
 def keyword_meant(error: BaseException) -> str:
     """`; did you mean 'lifetime'?` for a misspelt keyword of one of assay.agent's callables (`Experiment(lifetim=…)`,
     `local_sandbox(isolaton=…)`, `t.send(ouptut=…)`, `tool_match(stauts=…)`) or a misspelt attribute of one of its
