@@ -58,6 +58,6 @@ def test_the_command_line_names_the_experiment_file_and_exits_2(tmp_path):
                           capture_output=True, text=True, env=env, timeout=120, check=False)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip().splitlines() == [
-        f"Error: {project / 'experiments' / 'judged.py'}: Experiment evals must be \"*\", a list of eval id prefixes, "
+        f"Error: {project / 'experiments' / 'judged.py'} (line 6): Experiment evals must be \"*\", a list of eval id prefixes, "
         "or a predicate, got the string 'judges/': for one prefix write evals=['judges/']"
     ]

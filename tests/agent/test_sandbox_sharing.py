@@ -280,7 +280,7 @@ def test_a_group_is_shown_by_list_show_and_junit(tmp_path, sandbox_dir):
      # The ids are in the message: `assay agent list`, which it used to recommend, fails the same way.
      r"eval group 'flow' \(.*flow_group.py\) names eval 'flow/chekout', which does not exist; did you mean 'flow/checkout'\? "
      r"\(the evals: flow/checkout, flow/login"),
-    ("flow = define_eval_group([])", r"flow_group.py: an eval group needs at least one member eval id"),
+    ("flow = define_eval_group([])", r"flow_group.py \(line 3\): an eval group needs at least one member eval id"),
 ])
 def test_a_group_naming_no_eval_or_an_unknown_one_is_a_clear_error(tmp_path, group_file, message):
     project = _copy_example(tmp_path)
@@ -300,7 +300,8 @@ def test_a_group_made_in_an_eval_file_is_an_error_saying_where_groups_go(tmp_pat
                      'flow = define_eval_group(["flow/login", "flow/checkout"])\n')
     done = _cli(project, "list")
     assert done.returncode == 2, done.stdout + done.stderr
-    assert (f"Error: {login}: define_eval_group(...) is in the eval file login_eval.py, where it makes no group: a "
+    line = login.read_text().splitlines().index('flow = define_eval_group(["flow/login", "flow/checkout"])') + 1
+    assert (f"Error: {login} (line {line}): define_eval_group(...) is in the eval file login_eval.py, where it makes no group: a "
             "group is declared in a file of its own under evals/, named after the group, like evals/flow_group.py for "
             "the group 'flow'") in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
@@ -313,7 +314,7 @@ def test_a_group_member_that_is_not_an_id_is_named(tmp_path):
         'from assay.agent import define_eval_group\n\nflow = define_eval_group(["flow/login", 3])\n')
     done = _cli(project, "list")
     assert done.returncode == 2, done.stdout + done.stderr
-    assert ("flow_group.py: define_eval_group takes a list of eval ids (as `assay agent list` shows them); 3 is not "
+    assert ("flow_group.py (line 3): define_eval_group takes a list of eval ids (as `assay agent list` shows them); 3 is not "
             "one") in done.stderr, done.stderr
 
 

@@ -90,8 +90,8 @@ def _import(path: Path, project: Path, namespace: str) -> Any:
     name = f"assay_agent_{namespace}_{hashlib.sha256(os.fsencode(path)).hexdigest()[:16]}"
     try:
         module = exec_module_file(path, name)
-    except AssayError as error:
-        raise ConfigError(f"{path}: {error}") from None
+    except AssayError as error:  # (`define_eval(tags="smoke")`: the line that made the call is named too)
+        raise ConfigError(f"{path}{_line_in(path, error)}: {error}") from None
     except (Exception, SystemExit) as error:
         raise ConfigError(f"could not import {path}{_line_in(path, error)}: {type(error).__name__}: {error}"
                           f"{keyword_meant(error)}") from error
