@@ -44,10 +44,10 @@ def run_as_process(command: Callable[[], object]) -> NoReturn:
 
 def _open_closed_standard_streams() -> None:
     """A standard stream the caller closed (`assay runs list >&-`, a daemon's cron job) is opened on the null
-    device. Python leaves `sys.stdout` None then, so the first print was a traceback (exit 120). Worse, the
-    first file the command opened took the free descriptor: a process it started (an adapter, git) wrote its
-    standard output into assay's journal or store. What the command prints is discarded, said once on
-    stderr, and it keeps its exit code (a run is still recorded and gated)."""
+    device. Python leaves `sys.stdout` None then, so the first print was a traceback (exit 120); and the first
+    file the command opened would take the free descriptor, so a process it started (an adapter, git) could
+    write its standard output into that file. What the command prints is discarded, said once on stderr, and
+    it keeps its exit code (a run is still recorded and gated)."""
     closed = []
     for descriptor in (0, 1, 2):
         try:
