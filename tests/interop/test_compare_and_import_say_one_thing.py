@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from assay.core.interop.unit_map import pairs_trials_with_units
+from assay.core.run_diff import pairs_trials_with_units
 from assay.core.record import RunManifest, UnitResult
 from assay.core.results_store import publish_run
 

@@ -242,6 +242,13 @@ def compare_verdicts(
     )
 
 
+def pairs_trials_with_units(before: Mapping[str, str], after: Mapping[str, str]) -> bool:
+    """Whether `pair_by_unit` pairs a trial of one run (`france#1`) with a unit the other names without trials
+    (`france`), which equal ids do not pair."""
+    return any(unit_id not in other and trial_subject(unit_id) != unit_id and trial_subject(unit_id) in other
+               for run, other in ((before, after), (after, before)) for unit_id in run)
+
+
 def pair_by_unit(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[list[tuple[str, str, str | None]], list[str]]:
     """The pairs of `before` and `after` as the verdict weighs them, in `pair_changes`' form (each of `before`'s
     ids with its verdicts before and after, or None after; then `after`'s ids with no partner).

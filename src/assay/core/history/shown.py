@@ -206,10 +206,10 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
     from assay.core.interop.unit_map import Pairing
 
     first, second, baseline_note = _pair(store, before, after)
-    if not id_map:
-        id_map = _pairing_by_unit(store, first, second, id_map)
-    if id_map:
-        comparison, paired = _compare_mapped(store, first, second, id_map, settings, group_depth)
+    named_both_ways = None if id_map else _verdicts_naming_units_both_ways(store, first, second)
+    mapped = bool(id_map) or named_both_ways is not None  # paired here (`pair_by_unit`), not by the store's equal ids
+    if mapped:
+        comparison, paired = _compare_mapped(store, first, second, id_map, settings, group_depth, named_both_ways)
     else:
         comparison = compare_stored_runs(store, first, second, settings=settings, history=history, group_depth=group_depth)
         paired = first.unit_count - len(comparison.units["removed"])  # (ids pair one to one)
@@ -224,16 +224,16 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
     document["pairing"] = pairing.to_json()
     lines = [baseline_note] if baseline_note else []
     kinds = (first.manifest.kind, second.manifest.kind)
-    if id_map or kinds[0] != kinds[1] or (pairing.paired == 0 and first.unit_count):
-        hint = "" if id_map or pairing.paired else " The runs name their units differently: --map renames the baseline's ids."
+    if mapped or kinds[0] != kinds[1] or (pairing.paired == 0 and first.unit_count):
+        hint = "" if mapped or pairing.paired else " The runs name their units differently: --map renames the baseline's ids."
         shards = (_shard(first.manifest), _shard(second.manifest))
-        if not id_map and not pairing.paired and not second.unit_count:
+        if not mapped and not pairing.paired and not second.unit_count:
             hint = f" {second.run_id} has no unit at all: there is nothing to pair."
-        elif not id_map and not pairing.paired and any(shards) and shards[0] != shards[1]:
+        elif not mapped and not pairing.paired and any(shards) and shards[0] != shards[1]:
             hint = (" " + " and ".join(f"{run.run_id} is shard {shard}" for run, shard in zip((first, second), shards) if shard)
                     + ": a shard holds a part of the suite, so compare two runs of one shard, or the whole runs `assay "
                     "runs merge` makes of the shards.")
-        if not id_map and kinds[0] != kinds[1] and "imported" not in kinds:
+        if not mapped and kinds[0] != kinds[1] and "imported" not in kinds:
             hint = (f" These are runs of two kinds ({kinds[0]}, then {kinds[1]}), whose units never pair: compare two runs of"
                     " one kind (`assay runs compare latest` takes the run of the latest's kind and project before it).")
         lines.append(pairing.sentence() + hint)
@@ -256,39 +256,41 @@ def nothing_judged_in_both(store: Any, comparison: Any, document: dict[str, Any]
             "Run them again to compare (`assay agent run --rerun all`).")
 
 
-def _compare_mapped(store: Any, first: Any, second: Any, id_map: Any, settings: Any, group_depth: int) -> tuple[Any, int]:
+def _compare_mapped(store: Any, first: Any, second: Any, id_map: Any, settings: Any, group_depth: int,
+                    verdicts: tuple[dict[str, str], dict[str, str]] | None = None) -> tuple[Any, int]:
     """`first` → `second` with the baseline's unit ids renamed by `--map`, and how many pairs of ids that
     makes. The baseline's history is named the old way, so it is not read: the baseline run is the only
     history, as in a plain paired comparison; groups are the candidate's.
 
     Another tool may name a unit without trials (DeepEval's `france`) where the other run has its trials
     (Inspect's `france#1`, `france#2`): each trial pairs with that unit (`pair_by_unit`), as the verdict,
-    which weighs a unit's trials together, pairs them; so every count says the same pairing."""
+    which weighs a unit's trials together, pairs them; so every count says the same pairing. `verdicts`: the two
+    runs' verdicts when they were read already."""
     from assay.core.history.store import run_tallies
     from assay.core.run_diff import compare_verdicts, pair_by_unit
 
     groups = {subject: group for subject, (group, _, _) in run_tallies(store, second.run_id).items()}
-    before, after = id_map.map_verdicts(store.verdicts(first.run_id)), store.verdicts(second.run_id)
+    before, after = verdicts or (store.verdicts(first.run_id), store.verdicts(second.run_id))
+    before = id_map.map_verdicts(before)
     comparison = compare_verdicts(first.run_id, before, second.run_id, after, settings=settings, groups=groups,
                                   group_depth=group_depth, by_unit=True)
     pairs, _ = pair_by_unit(before, after)
     return comparison, sum(1 for _, _, new in pairs if new is not None)
 
 
-def _pairing_by_unit(store: Any, first: Any, second: Any, id_map: Any) -> Any:
-    """The map of a compare given no `--map`: `id_map` (none), unless a trial of one run (`france#1`) pairs with
-    a unit the other names without trials (`france`). The verdict weighs a unit's trials together, so it pairs
-    them; the store pairs equal ids only, so every other count said those units had no partner ("0 unit(s)
-    paired" beside a verdict "over 3 paired units"). Only another tool's log names a unit both ways (assay's
-    kinds name their trials alike in every run), so the verdicts are read here only when an imported run is
-    compared; runs so paired are judged as with `--map` (the baseline run is the only history)."""
-    from assay.core.interop.unit_map import UnitIdMap, pairs_trials_with_units
+def _verdicts_naming_units_both_ways(store: Any, first: Any, second: Any) -> tuple[dict[str, str], dict[str, str]] | None:
+    """The two runs' verdicts when a trial of one (`france#1`) pairs with a unit the other names without trials
+    (`france`), else None. The verdict weighs a unit's trials together, so it pairs them; the store pairs equal
+    ids only, so every other count said those units had no partner ("0 unit(s) paired" beside a verdict "over 3
+    paired units"). Only another tool's log names a unit both ways (assay's kinds name their trials alike in
+    every run), so the verdicts are read only when an imported run is compared; runs so paired are judged as
+    with `--map` (the baseline run is the only history)."""
+    from assay.core.run_diff import pairs_trials_with_units
 
     if "imported" not in (first.manifest.kind, second.manifest.kind) or not first.unit_count or not second.unit_count:
-        return id_map
-    if not pairs_trials_with_units(store.verdicts(first.run_id), store.verdicts(second.run_id)):
-        return id_map
-    return UnitIdMap(by_unit=True)
+        return None
+    verdicts = store.verdicts(first.run_id), store.verdicts(second.run_id)
+    return verdicts if pairs_trials_with_units(*verdicts) else None
 
 
 def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from assay.errors import UsageError
 
-__all__ = ["Pairing", "UnitIdMap", "pairing", "pairs_trials_with_units"]
+__all__ = ["Pairing", "UnitIdMap", "pairing"]
 
 _SEPARATOR = "=>"
 
@@ -29,9 +29,6 @@ class UnitIdMap:
     # Each `--map` in the order given: a rule (a pattern and its replacement) or a file's pairs.
     steps: tuple[tuple[re.Pattern[str], str] | Mapping[str, str], ...] = ()
     given: tuple[str, ...] = ()  # the options as written, for the output
-    # No `--map`, but a run names a unit without trials (DeepEval's `france`) where the other has its trials
-    # (Inspect's `france#1`): its ids are kept, and paired as the verdict pairs them (`pairs_trials_with_units`).
-    by_unit: bool = False
 
     @classmethod
     def parse(cls, options: Sequence[str]) -> UnitIdMap:
@@ -67,8 +64,7 @@ class UnitIdMap:
         return cls(tuple(steps), tuple(options))
 
     def __bool__(self) -> bool:
-        """Whether compare pairs the runs' ids itself (`pair_by_unit`), rather than the store by equal ids."""
-        return bool(self.steps) or self.by_unit
+        return bool(self.steps)
 
     def apply(self, unit_id: str, used: list[bool] | None = None) -> str:
         """`unit_id` renamed by every step in turn; `used[i]` is set when step i applied to it."""
@@ -90,7 +86,7 @@ class UnitIdMap:
 
     def map_verdicts(self, verdicts: Mapping[str, str]) -> dict[str, str]:
         """The baseline's verdicts under their mapped ids; two ids mapped to one is a usage error."""
-        if not self.steps:
+        if not self:
             return dict(verdicts)
         mapped: dict[str, str] = {}
         origin: dict[str, str] = {}
@@ -193,15 +189,6 @@ class Pairing:
         mapped = f"Mapped the baseline's unit ids ({' and '.join(given)}): " if self.rules else ""
         return (f"{mapped}{self.paired} unit(s) paired; {self.unpaired_before} of the baseline and "
                 f"{self.unpaired_after} of the candidate have no partner.")
-
-
-def pairs_trials_with_units(before: Mapping[str, str], after: Mapping[str, str]) -> bool:
-    """Whether `pair_by_unit` pairs more ids of the two runs than equal ids do: a trial of one with a unit the
-    other names without trials."""
-    from assay.core.run_diff import pair_by_unit
-
-    pairs, _ = pair_by_unit(before, after)
-    return sum(1 for _, _, new in pairs if new is not None) > sum(1 for unit_id in before if unit_id in after)
 
 
 def pairing(before: Mapping[str, str], after: Mapping[str, str], rules: Sequence[str] = ()) -> Pairing:
