@@ -435,7 +435,7 @@ def _check_sandbox_folder(plan: Sequence[Any], carry: Any) -> None:
         return
     import os
 
-    from assay.agent.sandbox.local import sandbox_base_dir
+    from assay.agent.sandbox.local import sandbox_base_dir, sandbox_dir_setting
     from assay.errors import ConfigError
 
     base = sandbox_base_dir()
@@ -446,10 +446,7 @@ def _check_sandbox_folder(plan: Sequence[Any], carry: Any) -> None:
         problem = "it is a file, not a folder" if base.exists() and not base.is_dir() else (error.strerror or str(error))
     if problem is None:
         return
-    configured = os.environ.get("ASSAY_SANDBOX_DIR")
-    setting = (f"ASSAY_SANDBOX_DIR is {configured}: point it at a folder you can write, or unset it" if configured
-               else "set ASSAY_SANDBOX_DIR to a folder you can write")
-    raise ConfigError(f"sandboxes are made and recorded in {base}, but {problem} ({setting})")
+    raise ConfigError(f"sandboxes are made and recorded in {base}, but {problem} ({sandbox_dir_setting()})")
 
 
 class AgentKind:

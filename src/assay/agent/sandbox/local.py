@@ -51,6 +51,14 @@ def sandbox_base_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"assay-sandboxes-{os.getuid()}"
 
 
+def sandbox_dir_setting() -> str:
+    """What to change when the folder `sandbox_base_dir()` names cannot be used."""
+    configured = os.environ.get("ASSAY_SANDBOX_DIR")
+    if configured:
+        return f"ASSAY_SANDBOX_DIR is {configured}: point it at a folder you can write, or unset it"
+    return "set ASSAY_SANDBOX_DIR to a folder you can write"
+
+
 def make_sandbox_root(base: Path, sandbox_id: str, folders: Sequence[str] = (), *, mode: int = 0o777,
                       base_dir: Path | None = None) -> Path:
     """`base/sandbox_id` (and `folders` in it), made new; a `SandboxError` naming the setting the base comes from
@@ -62,13 +70,8 @@ def make_sandbox_root(base: Path, sandbox_id: str, folders: Sequence[str] = (), 
         for folder in folders:
             (root / folder).mkdir()
     except OSError as error:
-        if base_dir is not None:
-            setting = f"local_sandbox(base_dir={str(base_dir)!r}): give it a folder you can write"
-        elif os.environ.get("ASSAY_SANDBOX_DIR"):
-            setting = (f"ASSAY_SANDBOX_DIR is {os.environ['ASSAY_SANDBOX_DIR']}: point it at a folder you can write, "
-                       "or unset it")
-        else:
-            setting = "set ASSAY_SANDBOX_DIR to a folder you can write"
+        setting = (f"local_sandbox(base_dir={str(base_dir)!r}): give it a folder you can write" if base_dir is not None
+                   else sandbox_dir_setting())
         why = f"{base} is not a folder" if base.exists() and not base.is_dir() else error.strerror or str(error)
         raise SandboxError(f"could not make the sandbox folder {root}: {why} ({setting})") from None
     return root
