@@ -27,23 +27,13 @@ _RECEIVERS = {"_Scoped": "t", "EvalContext": "t", "SessionHandle": "session", "T
 def arguments_meant(error: BaseException) -> str:
     """`; it is called t.check(value, matcher)` for a call of one of assay.agent's callables with the wrong
     arguments (`t.succeeded(True)`, `t.check(includes("x"))`), naming it as the eval does, else ""."""
-    import inspect
-
     found = _WRONG_ARGUMENTS.match(str(error)) if isinstance(error, TypeError) else None
     if found is None:
         return ""
     owner, name = found.groups()
-    target = _assay_agent_name(owner or name, classes=owner is not None)
-    if target is not None and owner is not None:
-        target = getattr(target, name, None)
-    try:
-        signature = inspect.signature(target) if target is not None else None
-    except (TypeError, ValueError):
+    parameters = _parameters(owner, name)
+    if parameters is None:
         return ""
-    if signature is None:
-        return ""
-    parameters = [parameter for parameter in signature.parameters.values()
-                  if parameter.name != "self" and not parameter.name.startswith("_")]
     shown = ", ".join(
         ("*" if parameter.kind is parameter.VAR_POSITIONAL else "") + parameter.name
         + ("=…" if parameter.default is not parameter.empty and parameter.kind is not parameter.VAR_POSITIONAL else "")
@@ -57,8 +47,6 @@ def keyword_meant(error: BaseException) -> str:
     """`; did you mean 'lifetime'?` for a misspelt keyword of one of assay.agent's callables (`Experiment(lifetim=…)`,
     `local_sandbox(isolaton=…)`, `t.send(ouptut=…)`, `tool_match(stauts=…)`) or a misspelt attribute of one of its
     objects (`handle.or_stp()`), else ""."""
-    import inspect
-
     from assay.core.format import did_you_mean
 
     if isinstance(error, AttributeError):
@@ -74,19 +62,30 @@ def keyword_meant(error: BaseException) -> str:
         return ("; an eval's id is not given but comes from its file's path: `evals/orders/refund_eval.py` is "
                 "'orders/refund' (rename the file to change it; `assay agent list` shows the ids)")
     method = owner is not None and name != "__init__"
-    target = _assay_agent_name(owner or name, classes=owner is not None)
-    if target is not None and method:
-        target = getattr(target, name, None)
-    try:
-        parameters = inspect.signature(target).parameters.values() if target is not None else ()
-    except (TypeError, ValueError):
-        return ""
     # A method's required arguments are given by position (`t.check(value, matcher)`): a misspelt keyword is one
     # of its options, and `lable=` is not `value`.
     return did_you_mean(keyword, [
-        parameter.name for parameter in parameters if not parameter.name.startswith("_") and parameter.name != "self"
-        and not (method and parameter.kind is not parameter.KEYWORD_ONLY and parameter.default is parameter.empty)
+        parameter.name for parameter in _parameters(owner, name) or ()
+        if not (method and parameter.kind is not parameter.KEYWORD_ONLY and parameter.default is parameter.empty)
     ])
+
+
+def _parameters(owner: str | None, name: str) -> list[Any] | None:
+    """The parameters an eval gives `owner.name(...)` (or the function `name`; a class's `__init__`: the class),
+    one of assay.agent's callables, without `self` and private ones; None when it is none of them."""
+    import inspect
+
+    target = _assay_agent_name(owner or name, classes=owner is not None)
+    if target is not None and owner is not None and name != "__init__":
+        target = getattr(target, name, None)
+    try:
+        signature = inspect.signature(target) if target is not None else None
+    except (TypeError, ValueError):
+        return None
+    if signature is None:
+        return None
+    return [parameter for parameter in signature.parameters.values()
+            if parameter.name != "self" and not parameter.name.startswith("_")]
 
 
 def _assay_agent_name(name: str, *, classes: bool) -> Any:
