@@ -55,10 +55,9 @@ class _PlainRuntimeParam(RuntimeParam):
             typed = _typed_number(annotation, value)
             if typed is not None:
                 return typed
-            if _is_list_of_numbers(annotation) and isinstance(value, (list, tuple)):
-                kind = get_args(annotation)[0] if get_origin(annotation) is list else None
-                numbers = [_typed_number(kind, item) for item in value]
-                if kind is not None and None not in numbers:
+            if get_origin(annotation) is list and isinstance(value, (list, tuple)):  # one number per use (`--at`)
+                numbers = [_typed_number(get_args(annotation)[0], item) for item in value]
+                if None not in numbers:
                     return numbers
             if _is_list_of_str(annotation) and isinstance(value, (list, tuple)) and all(type(v) is str for v in value):
                 return list(value)
