@@ -21,6 +21,31 @@ _HTTPX_MODULES = ("httpx", "httpx2", "httpcore")
 class TransportFailure:
     never_sent: bool  # True only when the request provably never reached the server
     detail: str  # for a person, e.g. "connection refused"
+    # False when every try fails the same way, so a caller reports it at once rather than resending it: an
+    # https:// URL whose server speaks plain HTTP (a local model server given as https://127.0.0.1:8000/v1).
+    worth_resending: bool = True
+
+
+# OpenSSL's reasons for a handshake whose reply is no TLS record at all: what a plain-HTTP server's
+# "HTTP/1.1 400 …" reads as (1.1/3.0: wrong version number; 3.2+: record layer failure; older: unknown protocol).
+_NOT_TLS_REASONS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "UNKNOWN_PROTOCOL",
+                              "PACKET_LENGTH_TOO_LONG"})
+_NOT_TLS_TEXT = ("wrong version number", "record layer failure", "unknown protocol", "packet length too long")
+
+
+def _plain_http_server(chain: list[BaseException], url: str | None) -> TransportFailure | None:
+    """The failure of an https:// `url` whose server answered the TLS handshake in plain HTTP, else None."""
+    if not url or not url.strip().lower().startswith("https://"):
+        return None
+    for error in chain:
+        if isinstance(error, ssl.SSLError) and not isinstance(error, ssl.SSLCertVerificationError):
+            reason = str(getattr(error, "reason", "") or "").upper()
+            if reason in _NOT_TLS_REASONS or any(text in str(error).lower() for text in _NOT_TLS_TEXT):
+                shown = url.strip().rstrip("/")
+                detail = (f"the server at {shown} answered in plain HTTP, not TLS: use http:// instead of https:// "
+                          f"(http://{shown.split('://', 1)[1]})")
+                return TransportFailure(True, detail, worth_resending=False)
+    return None
 
 
 def _chain(error: BaseException) -> list[BaseException]:
@@ -89,11 +114,15 @@ def _innermost_text(chain: list[BaseException]) -> str:
     return type(chain[-1]).__name__
 
 
-def transport_failure(error: BaseException, *, timeout: float | None = None) -> TransportFailure | None:
-    """How `error` ended the exchange, or None when it is not a transport failure at all."""
+def transport_failure(error: BaseException, *, timeout: float | None = None, url: str | None = None) -> TransportFailure | None:
+    """How `error` ended the exchange with `url` (the base URL, named when that is what to fix), or None when
+    it is not a transport failure at all."""
     chain = _chain(error)
     if not _is_transport(chain):
         return None
+    plain = _plain_http_server(chain, url)
+    if plain is not None:
+        return plain
     within = f" within {timeout:g}s" if timeout else ""
     if _connect_phase(chain):
         if _any(chain, (ConnectionRefusedError,)) is not None:

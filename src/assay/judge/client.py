@@ -27,7 +27,7 @@ from assay.core.transport_failure import transport_failure
 from assay.judge.cache import CallCache, call_cache_key
 from assay.judge.errors import JudgeAnswerError, JudgeCacheError, JudgeError
 from assay.judge.extract import parse_json_output
-from assay.judge.openai_http import HTTPStatusError, OpenAIHTTP, PlainHTTPServer, SDKTransport, excerpt, url_problem
+from assay.judge.openai_http import HTTPStatusError, OpenAIHTTP, SDKTransport, excerpt, url_problem
 from assay.judge.validation import schema_errors, strip_all_of, validation_message
 from assay.judge.usage import count_usage
 
@@ -401,14 +401,14 @@ class JudgeClient:
             hint = (f" (the judge's model {body.get('model')!r} or its base URL {self.endpoint.base_url} is not one this "
                     "server has)") if error.status == 404 else ""
             raise JudgeError(f"judge endpoint {verb}: {error.detail}{hint}") from None
-        except PlainHTTPServer as error:  # an https:// URL for an http:// server: every try would fail alike
-            raise JudgeError(f"judge endpoint failed: {error}") from None
         except ValueError as error:
             raise JudgeError(f"judge endpoint returned an invalid response: {error}") from None
         except Exception as error:
-            failure = transport_failure(error, timeout=self.endpoint.timeout_s)
+            failure = transport_failure(error, timeout=self.endpoint.timeout_s, url=self.endpoint.base_url)
             if failure is None:
                 raise
+            if not failure.worth_resending:  # an https:// URL for an http:// server: every try would fail alike
+                raise JudgeError(f"judge endpoint failed: {failure.detail}") from None
             where = f"{self.endpoint.base_url}: {failure.detail}"
             if not failure.never_sent:
                 if failure.detail.startswith("no complete reply"):  # the wait that ran out is a setting: name it

@@ -11,7 +11,6 @@ import asyncio
 import datetime
 import json
 import os
-import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -25,11 +24,9 @@ __all__ = [
     "HTTPStatusError",
     "InvalidReply",
     "OpenAIHTTP",
-    "PlainHTTPServer",
     "SDKTransport",
     "deliver_events",
     "encode_body",
-    "plain_http_server",
     "probe_endpoint",
     "request_headers",
     "sdk_url",
@@ -53,56 +50,6 @@ class HTTPStatusError(Exception):
 
 class InvalidReply(ValueError):
     """A 2xx reply whose body is not the JSON object the protocol promises."""
-
-
-class PlainHTTPServer(Exception):
-    """An https:// base URL whose server answered the TLS handshake in plain HTTP (a local model server
-    given as https://127.0.0.1:8000/v1). Not a transport failure to resend: every try fails the same way,
-    so callers report it at once. `url` is the base URL as given, `http_url` the one that works."""
-
-    def __init__(self, url: str, cause: BaseException) -> None:
-        url = url.strip().rstrip("/")
-        self.url = url
-        self.http_url = "http://" + url.split("://", 1)[1] if "://" in url else url
-        self.cause = cause  # the TLS error, kept for a traceback reader; not chained, so no caller resends it
-        super().__init__(
-            f"the server at {url} answered in plain HTTP, not TLS: use http:// instead of https:// "
-            f"({self.http_url})"
-        )
-
-
-# OpenSSL's reasons for a handshake whose reply is no TLS record at all: what a plain-HTTP server's
-# "HTTP/1.1 400 …" reads as (1.1/3.0: wrong version number; 3.2+: record layer failure; older: unknown protocol).
-_NOT_TLS_REASONS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "UNKNOWN_PROTOCOL",
-                              "PACKET_LENGTH_TOO_LONG"})
-_NOT_TLS_TEXT = ("wrong version number", "record layer failure", "unknown protocol", "packet length too long")
-
-
-def plain_http_server(error: BaseException, url: str) -> PlainHTTPServer | None:
-    """`PlainHTTPServer` when `error` (as aiohttp, httpx or the openai SDK raise it, the TLS error wrapped
-    once or more) is an https:// `url`'s handshake answered by a server that does not speak TLS; else None."""
-    if not url.strip().lower().startswith("https://"):
-        return None
-    current: BaseException | None = error
-    seen: list[BaseException] = []
-    while current is not None and len(seen) < 16 and not any(current is earlier for earlier in seen):
-        seen.append(current)
-        if isinstance(current, ssl.SSLError) and not isinstance(current, ssl.SSLCertVerificationError):
-            reason = str(getattr(current, "reason", "") or "").upper()
-            if reason in _NOT_TLS_REASONS or any(text in str(current).lower() for text in _NOT_TLS_TEXT):
-                return PlainHTTPServer(url, current)
-        # aiohttp's ClientConnectorError and httpcore's ConnectError carry the socket's error as an argument
-        wrapped = next((arg for arg in current.args if isinstance(arg, BaseException)), None)
-        current = current.__cause__ or current.__context__ or wrapped
-    return None
-
-
-def _raise_if_plain_http(error: BaseException, base_url: str) -> None:
-    """An https:// base URL answered in plain HTTP fails once, saying so, instead of as a TLS error every
-    caller would resend (the handshake fails the same way every time)."""
-    found = plain_http_server(error, base_url)
-    if found is not None:
-        raise found from None
 
 
 def status_detail(status: int, body: Any) -> str:
@@ -314,14 +261,10 @@ class OpenAIHTTP:
     ) -> dict[str, Any]:
         """POST `body`, return the reply's JSON object; a non-2xx status raises `HTTPStatusError`.
         `headers` are added to the session's (a turn's traceparent)."""
-        try:
-            async with self.session.post(self.url(path), data=encode_body(body), headers=headers) as response:
-                raw = await response.read()
-                if not 200 <= response.status < 300:
-                    raise HTTPStatusError(response.status, response.headers, raw)
-        except (aiohttp.ClientError, OSError) as error:
-            _raise_if_plain_http(error, self.base_url)
-            raise
+        async with self.session.post(self.url(path), data=encode_body(body), headers=headers) as response:
+            raw = await response.read()
+            if not 200 <= response.status < 300:
+                raise HTTPStatusError(response.status, response.headers, raw)
         return parse_object(raw)
 
     async def post_stream(
@@ -330,14 +273,10 @@ class OpenAIHTTP:
     ) -> None:
         """POST `body` and call `on_data` with each event's data as the stream delivers it, to the
         stream's end (so the connection can be kept); an exception from `on_data` ends the exchange."""
-        try:
-            async with self.session.post(self.url(path), data=encode_body(body), headers=headers) as response:
-                if not 200 <= response.status < 300:
-                    raise HTTPStatusError(response.status, response.headers, await response.read())
-                await deliver_events(response.content.iter_any(), on_data)
-        except (aiohttp.ClientError, OSError) as error:
-            _raise_if_plain_http(error, self.base_url)
-            raise
+        async with self.session.post(self.url(path), data=encode_body(body), headers=headers) as response:
+            if not 200 <= response.status < 300:
+                raise HTTPStatusError(response.status, response.headers, await response.read())
+            await deliver_events(response.content.iter_any(), on_data)
 
     async def aclose(self) -> None:
         session, self._session = self._session, None
@@ -365,8 +304,10 @@ async def probe_endpoint(base_url: str, *, api_key: str | None, timeout: float) 
     except (TimeoutError, asyncio.TimeoutError):
         return f"no answer within {timeout:g}s"
     except (aiohttp.ClientError, OSError, ValueError) as error:
-        plain = plain_http_server(error, base_url)
-        return str(plain) if plain is not None else f"{type(error).__name__}: {error}"
+        from assay.core.transport_failure import transport_failure
+
+        failure = transport_failure(error, url=base_url)
+        return failure.detail if failure is not None and not failure.worth_resending else f"{type(error).__name__}: {error}"
     if status in (401, 403):
         return f"HTTP {status}: the endpoint refused the key"
     return None
@@ -418,9 +359,6 @@ class SDKTransport:
             raise _status_error_from_sdk(error) from None
         except self._invalid_reply as error:
             raise InvalidReply(str(error)) from None
-        except Exception as error:
-            _raise_if_plain_http(error, self.base_url)
-            raise
         return parse_object(raw.content)
 
     async def post_stream(
@@ -432,9 +370,6 @@ class SDKTransport:
             response = await self.client.post(self.url(path), body=body, cast_to=self._raw, stream=True, options=options)
         except self._status_error as error:
             raise _status_error_from_sdk(error) from None
-        except Exception as error:
-            _raise_if_plain_http(error, self.base_url)
-            raise
         try:
             await deliver_events(response.aiter_bytes(), on_data)
         finally:

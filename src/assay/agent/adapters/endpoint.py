@@ -93,7 +93,7 @@ async def call_endpoint(
     endpoint: OpenAIEndpoint, ctx: AgentContext, call: Callable[[Any], Awaitable[T]], *, started: bool
 ) -> T:
     """`call(transport)` with retries; `started` says whether this turn already ran tools (no safe resend)."""
-    from assay.judge.openai_http import HTTPStatusError, PlainHTTPServer
+    from assay.judge.openai_http import HTTPStatusError
 
     base_url = endpoint.resolved_base_url
     policy = endpoint.retry_policy
@@ -111,19 +111,18 @@ async def call_endpoint(
             raise SendFailure(f"{base_url} answered {error.detail}", acceptance=seen, code="agent-http-error") from None
         except BrokenReply as error:
             raise SendFailure(f"{base_url}: {error}", acceptance=seen, code="agent-stream-broken") from None
-        except PlainHTTPServer as error:
-            # The TLS handshake failed, so the request never got in; but every resend fails the same way.
-            raise SendFailure(str(error), acceptance="started" if started else "rejected", code="network",
-                              retried=True) from None
         except ValueError as error:
             raise SendFailure(
                 f"{base_url} returned an invalid response: {error}", acceptance="started",
                 code="agent-invalid-response",
             ) from None
         except Exception as error:
-            failure = transport_failure(error, timeout=endpoint.timeout)
+            failure = transport_failure(error, timeout=endpoint.timeout, url=base_url)
             if failure is None:
                 raise
+            if not failure.worth_resending:  # it never got in, but every resend (the runner's too) fails alike
+                raise SendFailure(failure.detail, acceptance="started" if started else "rejected", code="network",
+                                  retried=True) from None
             if not failure.never_sent:
                 raise SendFailure(f"{base_url}: {failure.detail}", acceptance=seen, code="network") from None
             return Resend(CONNECTION, failure.detail)

@@ -83,7 +83,7 @@ def http_agent(
         body = _request_body(turn_input, ctx)
 
         async def once(attempt: int) -> Turn | Resend:
-            from assay.judge.openai_http import HTTPStatusError, InvalidReply, PlainHTTPServer
+            from assay.judge.openai_http import HTTPStatusError, InvalidReply
 
             try:
                 document = await client().post_json(path, body, headers=request_headers)
@@ -94,12 +94,12 @@ def http_agent(
             except InvalidReply as error:
                 raise SendFailure(f"{name} replied with invalid JSON: {error}", acceptance="started",
                                   code="agent-invalid-response") from None
-            except PlainHTTPServer as error:  # never got in, but every resend would fail the same way
-                raise SendFailure(str(error), acceptance="rejected", code="network", retried=True) from None
             except Exception as error:
-                failure = transport_failure(error, timeout=timeout)
+                failure = transport_failure(error, timeout=timeout, url=base_url)
                 if failure is None:
                     raise
+                if not failure.worth_resending:  # it never got in, but every resend would fail alike
+                    raise SendFailure(failure.detail, acceptance="rejected", code="network", retried=True) from None
                 if not failure.never_sent:
                     # The agent may have started work: never resent (side effects).
                     raise SendFailure(f"{url}: {failure.detail}", acceptance="unknown", code="network") from None
