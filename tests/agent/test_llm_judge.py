@@ -33,8 +33,11 @@ def config_for(server, **extra):
 
 
 def test_judge_passes_and_fails_against_its_threshold_and_records_reasons(fake_openai):
-    fake_openai.enqueue(json_reply({"reasons": "polite and correct", "score": 0.9}),
-                        json_reply({"reasons": "rude", "score": 0.4}))
+    # The two calls go out together (an attempt's judge calls are resolved at once), so the answer follows the
+    # criterion in the prompt, not the order in which the requests arrive.
+    fake_openai.respond_with(lambda request: json_reply(
+        {"reasons": "rude", "score": 0.4} if "apologises" in request.prompt
+        else {"reasons": "polite and correct", "score": 0.9}))
     agent, _ = scripted_agent([Turn([message("Your order ships Monday.")])])
 
     async def body(t):
@@ -48,10 +51,11 @@ def test_judge_passes_and_fails_against_its_threshold_and_records_reasons(fake_o
     first, second = result.assertions
     assert (first["value"], first["reason"], first["threshold"]) == (0.9, "polite and correct", 0.8)
     assert first["judge"] == {"recipe": "rubric", "model": "judge-1", "cached": False, "prompt": "assay-agent-judge/1"}
-    prompt = fake_openai.chat_requests[0].prompt
-    assert "When does my order ship?" in prompt and "Your order ships Monday." in prompt
-    assert '"text": "Your order ships Monday."' in fake_openai.chat_requests[1].prompt
-    sent = fake_openai.chat_requests[0].body
+    shipping, = (request for request in fake_openai.chat_requests if "shipping day" in request.prompt)
+    apology, = (request for request in fake_openai.chat_requests if "apologises" in request.prompt)
+    assert "When does my order ship?" in shipping.prompt and "Your order ships Monday." in shipping.prompt
+    assert '"text": "Your order ships Monday."' in apology.prompt
+    sent = shipping.body
     assert sent["model"] == "judge-1" and sent["temperature"] == 0
     assert sent["response_format"]["type"] == "json_schema"
 
