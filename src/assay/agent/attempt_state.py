@@ -44,7 +44,7 @@ class AttemptRuntime:
 
     __slots__ = (
         "settings", "score_eval", "default_coverage", "entries", "lines", "skip_reason", "sandbox_stage",
-        "eval_sandbox", "timeline", "tracing",
+        "eval_sandbox", "timeline", "tracing", "drives",
     )
 
     def __init__(self, settings: AttemptSettings, timeline: Timeline | None = None, tracing: Any = None) -> None:
@@ -58,6 +58,8 @@ class AttemptRuntime:
         self.skip_reason: str | None = None
         self.sandbox_stage: Any = None  # a SandboxStage, for attempts whose pair was linked to a sandbox
         self.eval_sandbox: Any = None  # `t.sandbox`, made on first use
+        # The drive verbs' coroutines not yet seen started, each with the call that made it (see `dropped_drives`).
+        self.drives: list[tuple[Any, str, str]] = []
 
     def release(self) -> None:
         """Once sealed: drop what points back at the runtime (its session lines do), so the attempt's
@@ -65,6 +67,24 @@ class AttemptRuntime:
         that must first find ~30 of them in cycles for every attempt."""
         self.lines.clear()
         self.entries.clear()
+
+    def note_drive(self, coroutine: Any, call: str, where: str) -> None:
+        """A drive verb's coroutine, made by `call` at `where` (file:line), to be awaited before the eval ends."""
+        drives = self.drives
+        if len(drives) >= 16:  # the usual eval awaits each send at once: keep only those not started yet
+            drives[:] = [drive for drive in drives if inspect.getcoroutinestate(drive[0]) == inspect.CORO_CREATED]
+        drives.append((coroutine, call, where))
+
+    def dropped_drives(self) -> list[tuple[str, str]]:
+        """Each drive verb called without `await` (its coroutine never started), as (call, file:line); each is
+        closed, so its turn cannot run later and Python does not warn about it again."""
+        dropped = []
+        for coroutine, call, where in self.drives:
+            if inspect.getcoroutinestate(coroutine) == inspect.CORO_CREATED:
+                coroutine.close()
+                dropped.append((call, where))
+        self.drives.clear()
+        return dropped
 
     def new_line(self) -> SessionLine:
         line = SessionLine(self, len(self.lines))

@@ -13,10 +13,11 @@ import functools
 import mimetypes
 import os
 import re
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from assay.agent.assertion_entry import AssertionEntry, AssertionHandle, evaluate_matcher
 from assay.agent.context import CancelSignal
@@ -328,6 +329,29 @@ def _reply(turns: Sequence[TurnRecord], coverage: EvidenceCoverage) -> str | Una
 _TEXT_FILTERS = ("id", "prompt", "display", "action")
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _drive_verb(
+    verb: Callable[Concatenate[SessionHandle, _P], Coroutine[Any, Any, _R]],
+) -> Callable[Concatenate[SessionHandle, _P], Coroutine[Any, Any, _R]]:
+    """A drive verb whose coroutine the attempt watches: one never awaited (`t.send("hi")` without `await`)
+    never sends its turn, and an eval ending on such a line would pass on turns it never took; the attempt
+    names the call instead (`AttemptRuntime.dropped_drives`)."""
+
+    @functools.wraps(verb)
+    def call(self: SessionHandle, *args: _P.args, **kwargs: _P.kwargs) -> Coroutine[Any, Any, _R]:
+        coroutine = verb(self, *args, **kwargs)
+        caller = sys._getframe(1)
+        receiver = "t" if self._line.index == 0 else "session"
+        self._line.runtime.note_drive(coroutine, f"{receiver}.{verb.__name__}(...)",
+                                      f"{caller.f_code.co_filename}:{caller.f_lineno}")
+        return coroutine
+
+    return call
+
+
 class SessionHandle(_Scoped):
     """A session line: the drive verbs and assertions over that line's turns so far."""
 
@@ -346,6 +370,7 @@ class SessionHandle(_Scoped):
         return "main session" if self._line.index == 0 else f"session {self._line.index}"
 
     # -- drive ---------------------------------------------------------------------------------
+    @_drive_verb
     async def send(self, text: str, *, output: Any = None, files: Sequence[InputFile] = ()) -> TurnHandle:
         """One turn; `output=` (a pydantic model, TypeAdapter or JSON Schema) makes `turn.data` typed."""
         if not isinstance(text, str):
@@ -360,6 +385,7 @@ class SessionHandle(_Scoped):
         record, data = await self._line.send(turn_input, output)
         return TurnHandle(record, self._line.runtime, data)
 
+    @_drive_verb
     async def send_file(self, path: str | Path, text: str = "", *, output: Any = None) -> TurnHandle:
         """Send a file (relative to the eval file's folder) as base64 with a MIME type guessed from its name."""
         runtime = self._line.runtime
@@ -439,6 +465,7 @@ class SessionHandle(_Scoped):
             )
         return found[0]
 
+    @_drive_verb
     async def respond(self, *answers: str | Answer | Mapping[str, Any], output: Any = None) -> TurnHandle:
         """Answer pending requests as the next turn: strings go to pending requests in order; a string
         equal to one of the request's option ids becomes `option_id`, anything else free `text`."""
@@ -483,6 +510,7 @@ class SessionHandle(_Scoped):
         responses = tuple(answered[request.id] for request in pending if request.id in answered)
         return await self._respond_with(responses, output)
 
+    @_drive_verb
     async def respond_all(self, option_id: str, *, output: Any = None) -> TurnHandle:
         """Answer every pending request with the same option; raises if any request lacks it."""
         if not isinstance(option_id, str):
