@@ -84,7 +84,7 @@ def test_sends_awaited_later_or_gathered_pass_and_a_late_drop_after_many_sends_i
     assert result.verdict == "passed" and len(received) == 3
 
     async def many(t):
-        for index in range(40):  # more than the runtime keeps before it forgets sends already started
+        for index in range(70):  # more than the runtime keeps before it forgets sends already started
             await t.send(str(index))
         t.send_file("missing.txt")
 

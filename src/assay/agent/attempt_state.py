@@ -58,8 +58,8 @@ class AttemptRuntime:
         self.skip_reason: str | None = None
         self.sandbox_stage: Any = None  # a SandboxStage, for attempts whose pair was linked to a sandbox
         self.eval_sandbox: Any = None  # `t.sandbox`, made on first use
-        # The drive verbs' coroutines not yet seen started, each with the call that made it (see `dropped_drives`).
-        self.drives: list[tuple[Any, str, str]] = []
+        # Each drive verb's coroutine and the call that made it, to find those never awaited (`dropped_drives`).
+        self.drives: list[tuple[Any, str, int, str, int]] = []
 
     def release(self) -> None:
         """Once sealed: drop what points back at the runtime (its session lines do), so the attempt's
@@ -67,22 +67,20 @@ class AttemptRuntime:
         that must first find ~30 of them in cycles for every attempt."""
         self.lines.clear()
         self.entries.clear()
+        self.drives.clear()
 
-    def note_drive(self, coroutine: Any, call: str, where: str) -> None:
-        """A drive verb's coroutine, made by `call` at `where` (file:line), to be awaited before the eval ends."""
-        drives = self.drives
-        if len(drives) >= 16:  # the usual eval awaits each send at once: keep only those not started yet
-            drives[:] = [drive for drive in drives if inspect.getcoroutinestate(drive[0]) == inspect.CORO_CREATED]
-        drives.append((coroutine, call, where))
+    def forget_started_drives(self) -> None:
+        self.drives[:] = [drive for drive in self.drives if inspect.getcoroutinestate(drive[0]) == inspect.CORO_CREATED]
 
     def dropped_drives(self) -> list[tuple[str, str]]:
-        """Each drive verb called without `await` (its coroutine never started), as (call, file:line); each is
-        closed, so its turn cannot run later and Python does not warn about it again."""
+        """Each drive verb the eval called without `await` (its coroutine never started), as (call, file:line).
+        Each is closed, so its turn cannot run later and Python does not warn about it again. `drives` holds
+        (coroutine, verb, session line, file, line) per call (`assay.agent.authoring._drive_verb`)."""
         dropped = []
-        for coroutine, call, where in self.drives:
+        for coroutine, verb, index, filename, lineno in self.drives:
             if inspect.getcoroutinestate(coroutine) == inspect.CORO_CREATED:
                 coroutine.close()
-                dropped.append((call, where))
+                dropped.append((f"{'t' if index == 0 else 'session'}.{verb}(...)", f"{filename}:{lineno}"))
         self.drives.clear()
         return dropped
 

@@ -344,10 +344,14 @@ def _drive_verb(
     def call(self: SessionHandle, *args: _P.args, **kwargs: _P.kwargs) -> Coroutine[Any, Any, _R]:
         coroutine = verb(self, *args, **kwargs)
         caller = sys._getframe(1)
-        receiver = "t" if self._line.index == 0 else "session"
-        self._line.runtime.note_drive(coroutine, f"{receiver}.{verb.__name__}(...)",
-                                      f"{caller.f_code.co_filename}:{caller.f_lineno}")
+        line = self._line
+        drives = line.runtime.drives
+        if len(drives) >= 64:  # a long eval: forget the sends already started
+            line.runtime.forget_started_drives()
+        drives.append((coroutine, name, line.index, caller.f_code.co_filename, caller.f_lineno))
         return coroutine
+
+    name = verb.__name__
 
     return call
 
