@@ -17,7 +17,7 @@ class AgentOptions:
     """Every option and argument of `agent init`, `agent show`, `agent sandbox …` and `agent shared-state …`."""
 
     directory: Path = option(Path("."), argument=True, help="Folder to set up (created if missing).")
-    locator: str | None = option(None, argument=True, help="An attempt locator (@XXXX…, a unique prefix is enough).")
+    locator: str | None = option(None, argument=True, help="An attempt locator (@XXXX…, a unique prefix is enough), or its unit id (experiment/eval#2).")
     run: str | None = option(None, flag="--run", help="Run (checkpoint) id, the start of one, or its folder; default: the latest run.")
     timing: bool = option(False, flag="--timing", help="The attempt's phase tree (eval.run, agent.setup, each agent.send, "
                           "judge calls).")

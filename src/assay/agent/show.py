@@ -6,6 +6,7 @@ assertions, conversation, evidence coverage, usage and diagnostics, or its phase
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,21 @@ def _run_by_prefix(root: Path, run: str) -> Path:
     raise UsageError(f"no run {run!r} in {root}{did_you_mean(run, ids)} ({there})", "--run")
 
 
+def _by_locator(locator: str) -> Callable[[Any], bool]:
+    wanted = (locator if locator.startswith("@") else "@" + locator).upper()
+    return lambda result: result.locator.startswith(wanted)
+
+
+def _by_unit_id(unit_id: str) -> Callable[[Any], bool]:
+    """`experiment/eval#n` as `runs compare`, `runs show` and the viewer name an attempt; `experiment/eval`:
+    each attempt of that eval (one is shown, several are listed)."""
+    from assay.agent.units import agent_unit_id
+
+    if "#" in unit_id:
+        return lambda result: agent_unit_id(result.experiment_id, result.eval_id, result.ordinal) == unit_id
+    return lambda result: f"{result.experiment_id}/{result.eval_id}" == unit_id
+
+
 def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool = False) -> ShownRun:
     """The attempts `show` is asked for; a UsageError when there is no such run or attempt. A locator
     printed by an earlier run (a carried line names its origin's) is looked for in the newest other
@@ -110,18 +126,30 @@ def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool
     results = read_results(path)
     if locator is None:
         return ShownRun(path, results, one=False)
-    wanted = (locator if locator.startswith("@") else "@" + locator).upper()
-    matching = [result for result in results if result.locator.startswith(wanted)]
+    selects = _by_unit_id(locator.strip()) if "/" in locator else _by_locator(locator)
+    matching = [result for result in results if selects(result)]
     if not matching and run is None:
         for other, _ in reversed(found[:-1]):
-            matching = [result for result in read_results(other) if result.locator.startswith(wanted)]
+            matching = [result for result in read_results(other) if selects(result)]
             if matching:
                 path = other
                 break
     if not matching:
         where = f"run {path.name}" if run is not None else f"any run of {root}"
+        if "/" in locator:
+            from assay.agent.units import agent_unit_id
+            from assay.core.format import did_you_mean
+
+            known = [agent_unit_id(result.experiment_id, result.eval_id, result.ordinal) for result in results]
+            hint = did_you_mean(locator.strip(), known) or "; `assay agent show` lists the latest run's attempts"
+            raise UsageError(f"no attempt with the unit id {locator} in {where}{hint}")
         raise UsageError(f"no attempt {locator} in {where}; `assay agent show` lists the latest run's locators")
     if len(matching) > 1:
+        if "/" in locator:
+            from assay.agent.units import agent_unit_id
+
+            units = ", ".join(agent_unit_id(result.experiment_id, result.eval_id, result.ordinal) for result in matching)
+            raise UsageError(f"{locator} has {len(matching)} attempts ({units}); name one of them")
         raise UsageError(f"attempt locator {locator} is ambiguous ({len(matching)} attempts); give more characters")
     from assay.agent.carry import adopted_attempt
 
