@@ -16,7 +16,7 @@ from typing import Any
 
 from assay.agent.record import AttemptResult
 
-__all__ = ["AgentResults", "plan", "run", "run_async", "run_evals"]
+__all__ = ["AgentResults", "plan", "run", "run_async", "run_evals", "run_evals_async"]
 
 
 @dataclass(frozen=True)
@@ -295,14 +295,52 @@ def run_evals(
     """Run evals and experiments built in code (no project, no journal, no store): `evals` maps an
     id to a `define_eval(...)` (or a plain `async def test(t)`), `experiments` maps an id to an
     `Experiment` (or is one Experiment, named `default`). Call it from sync code; inside a running
-    event loop, use `run_async` with a project."""
+    event loop (a notebook, an async function), `await run_evals_async(...)`."""
+    from assay.core.gcpolicy import collection_sized_for_runs
+
+    from assay.errors import UsageError
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:  # before anything is built: asyncio.run would refuse, and leave a coroutine never awaited
+        raise UsageError("run_evals runs its own event loop, and this code already runs in one (a notebook, an "
+                         "async function): use `results = await run_evals_async(...)`, with the same arguments")
+    agent_run = _run_in_code(evals, experiments, attempts=attempts, concurrency=concurrency, timeout=timeout,
+                             reporters=reporters)
+    with collection_sized_for_runs():
+        outcome = asyncio.run(agent_run.run())
+    return _results(outcome, outcome.exit_code)
+
+
+@_keywords_checked
+async def run_evals_async(
+    evals: Mapping[str, Any], experiments: Mapping[str, Any] | Any, *, attempts: int | None = None,
+    concurrency: int = 10, timeout: float | None = None, reporters: Sequence[Any] = (),
+) -> AgentResults:
+    """`run_evals` inside your own event loop (a notebook, an async function). Ctrl-C is then yours to handle:
+    cancelling the task stops the run and raises CancelledError, as a cancelled task must."""
+    from assay.core.gcpolicy import collection_sized_for_runs
+
+    agent_run = _run_in_code(evals, experiments, attempts=attempts, concurrency=concurrency, timeout=timeout,
+                             reporters=reporters)
+    with collection_sized_for_runs():
+        outcome = await agent_run.run()
+    return _results(outcome, outcome.exit_code)
+
+
+def _run_in_code(
+    evals: Mapping[str, Any], experiments: Mapping[str, Any] | Any, *, attempts: int | None, concurrency: int,
+    timeout: float | None, reporters: Sequence[Any],
+) -> Any:
+    """The run `run_evals` and `run_evals_async` start; UsageError for arguments they refuse."""
     from assay.agent.definition import define_eval
     from assay.agent.discovery import EvalEntry, ExperimentEntry
     from assay.agent.experiment import Experiment
     from assay.agent.plan import build_plan, link_plan
     from assay.agent.run_options import RunOptions
     from assay.agent.runner import AgentRun
-    from assay.core.gcpolicy import collection_sized_for_runs
     from assay.core.run_events import RunEvents
 
     from assay.errors import UsageError
@@ -321,15 +359,12 @@ def run_evals(
                 # An agent (or anything else) here failed deep in the plan, as "'DefinedAgent' object has no
                 # attribute 'attempts'".
                 raise UsageError(f"experiments[{key!r}] must be an Experiment, got {_given(value)}", name)
-    reporters = _reporters(reporters)
+    chosen = _reporters(reporters)
     entries = [
         EvalEntry(eval_id, definition if hasattr(definition, "kind") else define_eval(definition))
         for eval_id, definition in evals.items()
     ]
     runs = [ExperimentEntry(experiment_id, experiment) for experiment_id, experiment in experiments.items()]
     plan = link_plan(build_plan(runs, {entry.id: entries for entry in runs}, attempts))  # sandbox evals get theirs
-    options = RunOptions(concurrency=concurrency, timeout=timeout)
-    with collection_sized_for_runs():
-        # Spooled: each attempt is kept as a summary once reporters have heard of it, its transcript on disk.
-        outcome = asyncio.run(AgentRun(plan, options, RunEvents(list(reporters)), spool=True).run())
-    return _results(outcome, outcome.exit_code)
+    # Spooled: each attempt is kept as a summary once reporters have heard of it, its transcript on disk.
+    return AgentRun(plan, RunOptions(concurrency=concurrency, timeout=timeout), RunEvents(list(chosen)), spool=True)
