@@ -11,8 +11,10 @@ import warnings
 
 import pytest
 
+from agent_projects import replying_project
+
 from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, includes, message
-from assay.agent.api import run_evals, run_evals_async
+from assay.agent.api import run, run_evals, run_evals_async
 from assay.errors import UsageError
 
 
@@ -71,3 +73,25 @@ def test_cancelling_run_evals_async_stops_the_run_at_once_and_raises_cancelled()
         return time.monotonic() - started
 
     assert asyncio.run(notebook_cell()) < 10  # the agent's 30 s send is not waited out
+
+
+def test_run_of_a_project_inside_a_running_loop_is_a_refused_result_naming_run_async(tmp_path):
+    project = replying_project(tmp_path, reply="yes")
+    (project / "evals" / "ask_eval.py").write_text(
+        "from assay.agent import define_eval\n\nasync def test(t):\n    await t.send('ok?')\n\nask = define_eval(test)\n")
+
+    async def notebook_cell():
+        return run(project)
+
+    results = asyncio.run(notebook_cell())
+    assert (results.exit_code, results.error) == (2, (
+        "run runs its own event loop, and this code already runs in one (a notebook, an async function): "
+        "use `results = await run_async(...)`, with the same arguments"))
+    assert not (project / ".assay").exists()  # nothing was started
+
+    async def awaited():
+        from assay.agent.api import run_async
+
+        return await run_async(project)
+
+    assert asyncio.run(awaited()).exit_code == 0

@@ -203,6 +203,19 @@ def _keywords_checked(function: Any) -> Any:
     return checked
 
 
+def _no_running_loop(name: str, in_a_loop: str) -> None:
+    """UsageError when called inside a running event loop (a notebook, an async function), before anything is
+    built: asyncio.run would refuse there, and leave a coroutine never awaited."""
+    from assay.errors import UsageError
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UsageError(f"{name} runs its own event loop, and this code already runs in one (a notebook, an async "
+                     f"function): use `results = await {in_a_loop}(...)`, with the same arguments")
+
+
 def _from_result(result: Any) -> AgentResults:
     finished = result.finished
     error = str(_in_python_terms(finished.error)) if finished.error is not None else None
@@ -232,6 +245,7 @@ def run(
     from assay.errors import AssayError
 
     try:
+        _no_running_loop("run", "run_async")
         request = _request(project, experiment, evals, tags=tags, attempts=attempts,
                            concurrency=concurrency, timeout=timeout, budget=budget, journal=journal, record=record,
                            rerun=rerun, early_exit=early_exit, shard=shard)
@@ -298,15 +312,7 @@ def run_evals(
     event loop (a notebook, an async function), `await run_evals_async(...)`."""
     from assay.core.gcpolicy import collection_sized_for_runs
 
-    from assay.errors import UsageError
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:  # before anything is built: asyncio.run would refuse, and leave a coroutine never awaited
-        raise UsageError("run_evals runs its own event loop, and this code already runs in one (a notebook, an "
-                         "async function): use `results = await run_evals_async(...)`, with the same arguments")
+    _no_running_loop("run_evals", "run_evals_async")
     agent_run = _run_in_code(evals, experiments, attempts=attempts, concurrency=concurrency, timeout=timeout,
                              reporters=reporters)
     with collection_sized_for_runs():
