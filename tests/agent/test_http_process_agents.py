@@ -265,7 +265,7 @@ def test_an_agent_that_lingers_and_ignores_sigterm_costs_two_seconds_and_a_diagn
     assert result.verdict == "passed"  # a teardown failure is a diagnostic, never a verdict
     (diagnostic,) = [d for d in result.diagnostics if d["code"] == "agent-teardown-failed"]
     assert "answered close but did not exit within 1s of its input ending" in diagnostic["message"]
-    assert 2.0 <= elapsed < 2.6  # 1 s to exit, 1 s after SIGTERM, then SIGKILL
+    assert 2.0 <= elapsed < 3.5  # 1 s to exit, 1 s after SIGTERM, then SIGKILL (and a loaded machine's start-up)
 
 
 def test_an_agent_process_that_exits_leaving_its_pipes_with_a_descendant_errors_at_once(process_mark):

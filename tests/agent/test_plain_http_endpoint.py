@@ -38,7 +38,7 @@ def test_an_official_agent_given_https_for_a_plain_http_server_fails_at_once_say
     assert result.verdict == "errored" and result.error["code"] == "network", result.error
     assert result.error["message"] == f"agent '{agent.name}' send failed: {plain_http_message(fake_openai.base_url)}"
     assert result.retries is None  # not resent by the adapter, nor by the runner
-    assert elapsed < 1, elapsed
+    assert elapsed < 3, elapsed  # (a loaded CI machine; the retries above are what tell a resend)
     assert fake_openai.requests == []
 
 
@@ -49,7 +49,7 @@ def test_a_callers_sdk_client_given_https_for_a_plain_http_server_fails_the_same
     result, elapsed = timed_run(agent, model="m")
     assert result.verdict == "errored" and result.error["code"] == "network", result.error
     assert result.error["message"] == f"agent 'openai-chat' send failed: {plain_http_message(fake_openai.base_url)}"
-    assert result.retries is None and elapsed < 1, (result.retries, elapsed)
+    assert result.retries is None and elapsed < 3, (result.retries, elapsed)
 
 
 def test_an_http_agent_given_https_for_a_plain_http_server_fails_at_once_saying_to_use_http(fake_openai):
@@ -58,4 +58,4 @@ def test_an_http_agent_given_https_for_a_plain_http_server_fails_at_once_saying_
     result, elapsed = timed_run(agent)
     assert result.verdict == "errored" and result.error["code"] == "network", result.error
     assert result.error["message"] == f"agent 'web-agent' send failed: {plain_http_message(server)}"
-    assert result.retries is None and elapsed < 1, (result.retries, elapsed)
+    assert result.retries is None and elapsed < 3, (result.retries, elapsed)

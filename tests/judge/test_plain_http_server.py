@@ -36,7 +36,7 @@ def test_a_judge_given_https_for_a_plain_http_server_fails_at_once_saying_to_use
     message, retries, elapsed = judge_once(endpoint)
     assert message == f"judge endpoint failed: {plain_http_message(fake_openai.base_url)}"
     assert retries == {}  # not resent
-    assert elapsed < 1, elapsed
+    assert elapsed < 3, elapsed  # (a loaded CI machine; the retries above are what tell a resend)
     assert fake_openai.requests == []  # the server only ever saw a TLS hello it could not read
 
 
@@ -57,7 +57,7 @@ def test_a_judge_through_a_callers_sdk_client_fails_the_same_way(fake_openai):
 
     message, retries, elapsed = asyncio.run(go())
     assert message == f"judge endpoint failed: {plain_http_message(fake_openai.base_url)}"
-    assert retries == {} and elapsed < 1, (retries, elapsed)
+    assert retries == {} and elapsed < 3, (retries, elapsed)
 
 
 def test_the_judge_preflight_probe_says_to_use_http(fake_openai):
