@@ -107,6 +107,10 @@ def test_agent_and_model_options_are_rejected_with_guidance(project):
     (["baseline", "greetngs"], "no eval id starts with 'greetngs'; did you mean 'greetings'?"),
     # An eval prefix given where the experiment goes.
     (["orders/"], "'orders/' starts eval ids, and evals are named after the experiment: `assay agent run baseline orders/`"),
+    # A misspelt eval id there: the eval meant is named, not only the experiments.
+    (["greetngs"], "no experiment matches 'greetngs'; experiments: baseline. Did you mean the eval 'greetings'? Evals are "
+                   "named after the experiment: `assay agent run baseline greetings`"),
+    (["baselnie"], "no experiment matches 'baselnie' (did you mean 'baseline'?); experiments: baseline\n"),
     (["baseline", "--tag", "no-such-tag"], "--tag 'no-such-tag': no eval has this tag (the evals' tags: "),
     (["baseline", "--tag", "hitll"], "--tag 'hitll': no eval has this tag; did you mean 'hitl'?"),
     (["baseline", "orders/status", "--tag", "hitl"], "no evals selected after narrowing"),

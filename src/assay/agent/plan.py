@@ -185,6 +185,16 @@ def plan_for(root: Path, selection: AgentRunRequest) -> list[PlannedAttempt]:
             experiment = found[0].id if len(found) == 1 else "EXPERIMENT"
             raise UsageError(f"{error}. {selection.experiment!r} starts eval ids, and evals are named after the "
                              f"experiment: `assay agent run {experiment} {selection.experiment}`") from None
+        if selection.experiment:
+            from assay.core.format import did_you_mean
+
+            # `assay agent run wether`: a misspelt eval id where the experiment goes (unless it is close to one)
+            close_to_eval = did_you_mean(selection.experiment, _prefix_choices(selection.experiment, all_evals),
+                                         form="{}", shown=str)
+            if close_to_eval and not did_you_mean(selection.experiment, [entry.id for entry in found]):
+                experiment = found[0].id if len(found) == 1 else "EXPERIMENT"
+                raise UsageError(f"{error}. Did you mean the eval {close_to_eval!r}? Evals are named after the "
+                                 f"experiment: `assay agent run {experiment} {close_to_eval}`") from None
         raise
     _check_prefixes(selection.evals, all_evals)
     for entry in experiments:
