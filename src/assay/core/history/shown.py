@@ -206,6 +206,8 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
     from assay.core.interop.unit_map import Pairing
 
     first, second, baseline_note = _pair(store, before, after)
+    if first is None:
+        return _no_baseline(second, baseline_note), "inconclusive"
     named_both_ways = None if id_map else _verdicts_naming_units_both_ways(store, first, second)
     mapped = bool(id_map) or named_both_ways is not None  # paired here (`pair_by_unit`), not by the store's equal ids
     if mapped:
@@ -294,7 +296,8 @@ def _verdicts_naming_units_both_ways(store: Any, first: Any, second: Any) -> tup
 
 
 def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
-    """The two runs to compare, and a sentence when the baseline was chosen here, not named.
+    """The two runs to compare, and a sentence when the baseline was chosen here, not named (no first run and
+    why, when `compare latest` finds none).
 
     One reference that names the latest run itself (`compare latest`) would compare that run with
     itself; the baseline is then the run of the same kind and project before it."""
@@ -310,17 +313,29 @@ def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
     previous = store.previous_run(second)
     kind = second.manifest.kind
     shard = _shard(second.manifest)
-    if previous is None:
+    if previous is None:  # (the first CI job of a pipeline, or one whose cached store was evicted)
         if shard:  # a shard's series is that shard's runs: it has no baseline among whole runs (nor other shards)
             article = "an" if kind[:1] in "aeiou" else "a"
-            raise UsageError(f"{second.run_id} is shard {shard} of {article} {kind} run, and no earlier run of shard "
-                             f"{shard} of its project is in the store to compare it with; compare the whole run once "
-                             "`assay runs merge` has combined its shards, or give a baseline run: `assay runs compare "
-                             "BEFORE AFTER`")
-        raise UsageError(f"{second.run_id} is the only {kind} run of its project in the store, so there is no run "
-                         "before it to compare it with; give a baseline run: `assay runs compare BEFORE AFTER`")
+            return None, second, (f"{second.run_id} is shard {shard} of {article} {kind} run, and no earlier run of "
+                                  f"shard {shard} of its project is in the store to compare it with; compare the whole "
+                                  "run once `assay runs merge` has combined its shards, or give a baseline run: "
+                                  "`assay runs compare BEFORE AFTER`")
+        return None, second, (f"{second.run_id} is the only {kind} run of its project in the store, so there is no "
+                              "run before it to compare it with. Keep the store between CI jobs (cache .assay/ or "
+                              "set ASSAY_STORE), or give a baseline run: `assay runs compare BEFORE AFTER`")
     which = f"{kind} run of shard {shard}" if shard else f"{kind} run"
     return previous, second, f"Baseline: {previous.run_id}, the {which} of the same project before {second.run_id}."
+
+
+def _no_baseline(second: Any, why: str) -> Shown:
+    """`compare latest` with no earlier run to compare: inconclusive, not an error, so the first CI job of a
+    pipeline (or one whose cached store was evicted) passes `--fail-on-regression`, nothing having regressed,
+    and fails only the strict `--fail-on-inconclusive`."""
+    sentence = f"Inconclusive: no baseline. {why}"
+    judgement = {"verdict": "inconclusive", "scope": "run", "sentence": sentence, "evidence": "none", "paired_units": 0}
+    document = {"before": None, "after": second.run_id, "after_pass_rate": second.pass_rate,
+                "regression": False, "verdict": "inconclusive", "sentence": sentence, "judgement": judgement}
+    return Shown(document, [sentence])
 
 
 def _shard(manifest: Any) -> str:
