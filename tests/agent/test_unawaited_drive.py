@@ -90,3 +90,16 @@ def test_sends_awaited_later_or_gathered_pass_and_a_late_drop_after_many_sends_i
 
     result, _ = run_quietly(agent, many)
     assert result.verdict == "errored" and result.error["message"].startswith("t.send_file(...) was called without")
+
+
+def test_a_dropped_send_before_a_stopping_check_is_the_attempts_error_not_a_plain_failure():
+    agent, _ = echo()
+
+    async def body(t):
+        t.send("hi")
+        await t.check(t.reply, includes("hello")).or_stop()
+
+    result, warned = run_quietly(agent, body)
+    assert result.verdict == "errored" and result.error["code"] == "authoring-error"
+    assert result.error["message"].startswith("t.send(...) was called without `await`")
+    assert not [text for text in warned if "never awaited" in text]

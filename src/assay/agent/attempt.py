@@ -134,14 +134,6 @@ class _NotLinked(Exception):
     pass
 
 
-class _DroppedDrive(Exception):
-    """The eval called a drive verb without `await`: its turn never ran (`AttemptRuntime.dropped_drives`)."""
-
-    def __init__(self, dropped: list[tuple[str, str]]) -> None:
-        super().__init__(_not_awaited(dropped))
-        self.where = dropped[0][1]
-
-
 def _not_awaited(dropped: list[tuple[str, str]], where: bool = False) -> str:
     """What the eval wrote and the fix; `where`: with the line of each (the error's own `where` names another)."""
     first = dropped[0][0]
@@ -218,9 +210,6 @@ async def run_attempt(
                     raise AuthoringError(f"the eval's test returned {type(running).__name__}, not an awaitable: define it "
                                          "with `async def` (async def test(t): await t.send(...))")
                 await running
-            dropped = runtime.dropped_drives()
-            if dropped:
-                raise _DroppedDrive(dropped)
     except StopEval:
         pass
     except SkipEval:
@@ -248,9 +237,6 @@ async def run_attempt(
         error = attempt_error(failure.code, str(failure), failure.__cause__ or (None if failure.where else failure))
         if failure.where:
             error["where"] = failure.where
-    except _DroppedDrive as failure:
-        error = attempt_error("authoring-error", str(failure))
-        error["where"] = failure.where
     except AuthoringError as failure:
         error = attempt_error("authoring-error", str(failure), failure)
     except Exception as failure:  # noqa: BLE001 - the eval's bug is this attempt's error, not the run's
@@ -260,12 +246,16 @@ async def run_attempt(
         error = attempt_error("eval-exception", f"{type(failure).__name__}: {failure}{hint}", failure)
     finally:
         timeline.current = 0  # judge calls resolved from here on belong to the attempt, not the eval's run
-        dropped = runtime.dropped_drives()  # when the eval failed first: closed, so Python does not warn of them
+        dropped = runtime.dropped_drives()  # each closed: Python warns of none of them again
         if signal_timer is not None:
             signal_timer.cancel()
         in_flight.leave(position)
-    if dropped and error is not None:  # the eval failed after a drive verb it did not await: that is likely why
-        error["message"] = f"{error['message']}; also, {_not_awaited(dropped, where=True)}"
+    if dropped and not (interrupted or skipped):  # a drive verb the eval never awaited: its turn was never sent
+        if error is None:  # however the eval ended (its last line, or a stop after it): it is the attempt's error
+            error = attempt_error("authoring-error", _not_awaited(dropped))
+            error["where"] = dropped[0][1]
+        elif error["code"] in ("eval-exception", "authoring-error"):  # the eval failed after it: likely why
+            error["message"] = f"{error['message']}; also, {_not_awaited(dropped, where=True)}"
     if error is not None and signal.cancelled:
         # An adapter that honoured the signal raised before the hard backstop fired: the cause
         # is still the deadline or the interrupt, not the adapter.

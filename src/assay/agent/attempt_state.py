@@ -70,6 +70,7 @@ class AttemptRuntime:
         self.drives.clear()
 
     def forget_started_drives(self) -> None:
+        """Keep only the drive verbs not started yet (a long eval awaits each send at once)."""
         self.drives[:] = [drive for drive in self.drives if inspect.getcoroutinestate(drive[0]) == inspect.CORO_CREATED]
 
     def dropped_drives(self) -> list[tuple[str, str]]:

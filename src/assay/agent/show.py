@@ -91,13 +91,17 @@ def _by_locator(locator: str) -> Callable[[Any], bool]:
 
 
 def _by_unit_id(unit_id: str) -> Callable[[Any], bool]:
-    """`experiment/eval#n` as `runs compare`, `runs show` and the viewer name an attempt; `experiment/eval`:
-    each attempt of that eval (one is shown, several are listed)."""
+    """`experiment/eval#n` as `runs compare` and the viewer name an attempt; `experiment/eval`: each attempt of
+    that eval (one is shown, several are listed)."""
+    if "#" in unit_id:
+        return lambda result: _unit_id(result) == unit_id
+    return lambda result: f"{result.experiment_id}/{result.eval_id}" == unit_id
+
+
+def _unit_id(result: Any) -> str:
     from assay.agent.units import agent_unit_id
 
-    if "#" in unit_id:
-        return lambda result: agent_unit_id(result.experiment_id, result.eval_id, result.ordinal) == unit_id
-    return lambda result: f"{result.experiment_id}/{result.eval_id}" == unit_id
+    return agent_unit_id(result.experiment_id, result.eval_id, result.ordinal)
 
 
 def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool = False) -> ShownRun:
@@ -137,18 +141,15 @@ def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool
     if not matching:
         where = f"run {path.name}" if run is not None else f"any run of {root}"
         if "/" in locator:
-            from assay.agent.units import agent_unit_id
             from assay.core.format import did_you_mean
 
-            known = [agent_unit_id(result.experiment_id, result.eval_id, result.ordinal) for result in results]
+            known = [_unit_id(result) for result in results]
             hint = did_you_mean(locator.strip(), known) or "; `assay agent show` lists the latest run's attempts"
             raise UsageError(f"no attempt with the unit id {locator} in {where}{hint}")
         raise UsageError(f"no attempt {locator} in {where}; `assay agent show` lists the latest run's locators")
     if len(matching) > 1:
         if "/" in locator:
-            from assay.agent.units import agent_unit_id
-
-            units = ", ".join(agent_unit_id(result.experiment_id, result.eval_id, result.ordinal) for result in matching)
+            units = ", ".join(_unit_id(result) for result in matching)
             raise UsageError(f"{locator} has {len(matching)} attempts ({units}); name one of them")
         raise UsageError(f"attempt locator {locator} is ambiguous ({len(matching)} attempts); give more characters")
     from assay.agent.carry import adopted_attempt
