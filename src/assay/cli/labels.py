@@ -6,7 +6,10 @@ Exit codes: 0 ok; 2 a usage error, an unreadable label file or a store error.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+
+import typer
 
 from assay.cli import common
 from assay.cli.options import Given, command, group, params
@@ -26,14 +29,27 @@ def export_command(given: Given) -> None:
     with common.store() as store:
         book = LabelBook(store)
         book.check_labeller(given.labeller)
-        labels = book.labels(labeller=given.labeller, run_id=store.resolve(given.run) if given.run else None)
+        labels = book.labels(labeller=given.labeller, run_id=_run_id(store, given.run) if given.run else None)
     common.skipped_label_lines(book.skipped)
-    if given.output is None or str(given.output) == "-":  # `-o -` is stdout, as for every tool that writes a file
-        sys.stdout.write(labels_text(labels))
+    # `-o -` is stdout, as for every tool that writes a file; `-o /dev/stdout` too, so a reader that leaves (`| head`)
+    # stops it as it stops every command, not as a file that cannot be written
+    if given.output is None or str(given.output) in ("-", "/dev/stdout"):
+        sys.stdout.write(labels_text(labels))  # (in pieces, by the stdout guard: a reader that leaves stops it)
         return
     with common.failing():
-        write_labels(given.output, labels)
+        write_labels(given.output, labels, store_file=book.path)
     print(f"Exported {len(labels)} label(s) to {given.output}", file=sys.stderr)
+
+
+def _run_id(store, run: str) -> str:
+    """`--run`'s run id; a reference that names no run is an error naming the option (it said "no run 'x' in the
+    store …", which left the user to find which of their arguments that was)."""
+    from assay.errors import UsageError
+
+    try:
+        return store.resolve(run)
+    except UsageError as error:
+        raise UsageError(f"--run: {error}", "--run") from None
 
 
 @command(labels_app, "import", *params(LabelOptions, "source"))
@@ -44,10 +60,17 @@ def import_command(given: Given) -> None:
 
     with common.failing():
         labels = read_labels(given.source)
-    with common.store(read_only=False) as store:
-        book = LabelBook(store)
-        skipped = book.sync()
-        added = book.add(labels)
+    try:
+        with common.store(read_only=False) as store:
+            book = LabelBook(store)
+            skipped = book.sync()
+            added = book.add(labels)
+    except KeyboardInterrupt:
+        # "Interrupted." left it open whether any label was added, and what to do (as `runs import`, say how to finish)
+        with contextlib.suppress(OSError):  # stderr may be a closed pipe
+            print(f"Interrupted: the labels added so far are kept; run `assay labels import {given.source}` again to "
+                  "finish (a label already there is not added again).", file=sys.stderr, flush=True)
+        raise typer.Exit(130) from None
     common.skipped_label_lines(skipped)
     unique = len({label.label_id for label in labels})
     common.say(f"Imported {len(added)} label(s); {unique - len(added)} already present.")

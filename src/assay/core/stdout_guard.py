@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 
 from assay.core.console import write_escaped
 
+_PIECE = 1 << 16  # characters written at a time (see `StdoutGuard.write`)
 _WATCH_INTERVAL_MS = 1000  # how often the watcher looks at whether the command is done with it
 _READER_GONE = BrokenPipeError(errno.EPIPE, "the reader of standard output is gone")  # as the watcher reports it
 
@@ -53,7 +54,14 @@ class StdoutGuard:
         if self.closed_by_reader:
             return len(text)
         try:
-            return write_escaped(self._stream, text)
+            if len(text) <= _PIECE:
+                return write_escaped(self._stream, text)
+            # In pieces: Python's buffered writer reports one large write into a pipe whose reader leaves halfway
+            # (`assay labels export | head -1`) as written whole, the rest lost without an error; only the next
+            # write fails. So the command did not stop, and exited 0 with its output cut short.
+            for start in range(0, len(text), _PIECE):
+                write_escaped(self._stream, text[start : start + _PIECE])
+            return len(text)
         except OSError as error:
             self._reader_gone(error)
             return len(text)

@@ -19,13 +19,33 @@ def labels_text(labels: Sequence[Label]) -> str:
     return "".join(dumps_storable(label.to_json()) + "\n" for label in labels)
 
 
-def write_labels(path: Path, labels: Sequence[Label]) -> None:
+def write_labels(path: Path, labels: Sequence[Label], *, store_file: Path | None = None) -> None:
     """`labels export --output`: the file written whole or not at all; an error naming the option and what to
-    give when it cannot be."""
+    give when it cannot be. `store_file` is the store's own `labels.jsonl`, which the export must not replace."""
     from assay.core.fsutil import write_atomically
 
     if path.is_dir():
         raise UsageError(f"--output {path} is a folder; give a file to write the labels to (e.g. {path / 'labels.jsonl'})")
+    if store_file is not None and _same_file(path, store_file):
+        # `--labeller ann -o .assay/labels.jsonl` replaced the source of truth with one person's labels: everyone
+        # else's were gone from the file `assay runs reindex` rebuilds the labels from.
+        raise UsageError(f"--output {path} is the store's own label file, which keeps every label; give the export a "
+                         "file of its own (e.g. --output labels-export.jsonl)")
+    data = labels_text(labels).encode("utf-8")
+    if _is_stream(path):
+        # `-o /dev/stdout`, `-o /dev/null`, a pipe: written into. Replacing it put a plain file in its place (as
+        # root, /dev/null itself), or failed for want of permission to write in /dev. Appended to, not truncated:
+        # `-o /dev/stdout >> notes.txt` is the shell's file, opened for appending.
+        try:
+            with open(path, "ab") as stream:
+                stream.write(data)
+        except OSError as error:
+            raise AssayError(f"--output {path} cannot be written: {error.strerror or error}") from None
+        return
+    if not _replaceable(path):
+        # `-o pyproject.toml` (a slip of the shell's completion) replaced the user's file without a word.
+        raise UsageError(f"--output {path} is a file that holds no labels, which the export would replace; give the "
+                         "export a file of its own (e.g. --output labels.jsonl)")
     folder = next((parent for parent in path.parents if parent.exists()), None)
     if folder is not None and not folder.is_dir():
         raise UsageError(f"--output {path} cannot be written: {folder} is a file, not a folder; give a file in a folder")
@@ -33,10 +53,45 @@ def write_labels(path: Path, labels: Sequence[Label]) -> None:
         raise UsageError(f"--output {path} cannot be written: the folder {path.parent} does not exist; make it first, or "
                          "give a file in a folder that exists")
     try:
-        write_atomically(path, labels_text(labels).encode("utf-8"))
+        # A link to the labels (a golden set kept elsewhere) stays a link: the file it names is replaced.
+        write_atomically(path.resolve() if path.is_symlink() else path, data)
     except OSError as error:
         raise AssayError(f"--output {path} cannot be written: {error.strerror or error}; give a file this user may "
                          "write") from None
+
+
+def _is_stream(path: Path) -> bool:
+    """A device, a pipe, or a name of an open file descriptor (/dev/stdout, /dev/fd/1: whatever stdout is, a file
+    too). A plain file that merely lives under /dev (/dev/shm/labels.jsonl) is replaced as any other."""
+    try:
+        if not path.exists():
+            return False
+        if not path.is_file():
+            return True
+        given = str(path.absolute())
+        return given in ("/dev/stdout", "/dev/stderr") or given.startswith(("/dev/fd/", "/proc/self/fd/"))
+    except OSError:
+        return False
+
+
+def _same_file(path: Path, other: Path) -> bool:
+    try:
+        return path.exists() and other.exists() and path.samefile(other)
+    except OSError:
+        return False
+
+
+def _replaceable(path: Path) -> bool:
+    """Whether an existing file at `path` may be replaced by an export: none there, an empty one, or one that
+    begins as a label file does (an earlier export)."""
+    if not path.is_file():  # none there (or a device: /dev/stdout)
+        return True
+    try:
+        with path.open("rb") as file:
+            head = file.read(512).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:  # unreadable: writing it says why
+        return True
+    return not head or head.startswith(b"{")
 
 
 def read_labels(source: str) -> list[Label]:
@@ -62,7 +117,7 @@ def read_labels(source: str) -> list[Label]:
         raise UsageError(f"the label file {source} is not UTF-8 text ({error.reason} at byte {error.start}); {wanted}") from None
     text = text.removeprefix("\ufeff")
     labels = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(_lines(text), start=1):
         if not line.strip():
             continue
         try:
@@ -86,7 +141,7 @@ def _not_a_label_line(text: str, number: int, error: ValueError) -> str:
     """Why line `number` is no label, and what to give: a label spread over several lines (pretty-printed, as
     `jq .` or an editor writes it, or copied from the docs) read as "Expecting property name enclosed in double
     quotes: line 1 column 96", which names neither the cause nor the fix."""
-    lines = text.splitlines()
+    lines = _lines(text)
     rest = "\n".join(lines[number - 1:]).lstrip()
     try:
         document, end = json.JSONDecoder().raw_decode(rest)
@@ -97,9 +152,16 @@ def _not_a_label_line(text: str, number: int, error: ValueError) -> str:
         what, fix = ("a JSON array", "jq -c '.[]' writes its items so") if isinstance(document, list) else \
             ("a JSON object", "jq -c . joins each onto one line")
         return f"{what} spread over lines {number}–{number + spread}; {ONE_PER_LINE} ({fix})"
-    reason = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
+    # "Unterminated string starting at" read "… starting at at column 312"
+    reason = error.msg.removesuffix(" at") if isinstance(error, json.JSONDecodeError) else str(error)
     column = f" at column {error.colno}" if isinstance(error, json.JSONDecodeError) else ""
     return f"not JSON ({reason}{column}); {ONE_PER_LINE}"
+
+
+def _lines(text: str) -> list[str]:
+    """The file's lines, split at line ends only: `str.splitlines` also splits at U+2028, U+0085 and the like, which
+    JSON leaves unescaped in a string, so a note pasted from a web page broke the line `labels export` wrote."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def _is_terminal(stream: object) -> bool:

@@ -195,7 +195,9 @@ def parse_label(document: Any, *, strict: bool = False) -> Label:
     )
     given = document.get("label_id")
     if given is not None and given != label.label_id:
-        raise LabelError(f"label_id {given!r} is not the hash of the label's content ({label.label_id}): it was edited")
+        # the fix said too: a person who corrected a note by hand was left with "it was edited" and no way on
+        raise LabelError(f"label_id {given!r} is not the hash of the label's content ({label.label_id}): it was edited; "
+                         "put the line back as it was exported, or remove its label_id to add the edited label as a new one")
     return label
 
 
@@ -208,8 +210,12 @@ def _unknown_fields(unknown: Iterable[str], fields: Iterable[str]) -> str:
 
 
 def _require_mapping(document: Any, where: str) -> None:
-    if not isinstance(document, Mapping):
-        raise LabelError(f"{where} must be a JSON object, got {type(document).__name__}")
+    if not isinstance(document, Mapping):  # named as JSON names it: `null` read "got NoneType"
+        raise LabelError(f"{where} must be a JSON object, got {_JSON_TYPES.get(type(document), type(document).__name__)}")
+
+
+_JSON_TYPES = {type(None): "null", bool: "true or false", int: "a number", float: "a number", str: "a string",
+               list: "an array"}
 
 
 def _is_number(value: Any) -> bool:
