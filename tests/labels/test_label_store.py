@@ -251,6 +251,7 @@ def test_an_unreadable_line_a_read_only_command_passes_over_is_named(database):
         result = CliRunner().invoke(app, arguments)
         assert result.exit_code == 0, result.output
         assert named in result.stderr, (arguments, result.stderr)
+        assert "(mend or delete that line of the file; it holds no label assay can read)" in result.stderr
     exported = CliRunner().invoke(app, ["labels", "export"])
     assert [json.loads(line)["label_id"] for line in exported.stdout.splitlines()] == [indexed.label_id]
 

@@ -28,7 +28,9 @@ def say(*lines: str) -> None:
 def skipped_label_lines(lines: Iterable[str]) -> None:
     """Each line of `labels.jsonl` a command read and could not use, on stderr: skipped, and named."""
     for line in lines:
-        print(f"Skipped an unreadable label line: {line}", file=sys.stderr)
+        # (read again by every command that reads labels: the warning says how to be rid of it)
+        print(f"Skipped an unreadable label line: {line} (mend or delete that line of the file; it holds no label "
+              "assay can read)", file=sys.stderr)
 
 
 def show(as_json: bool, document: Any, lines: Iterable[str], **dumps: Any) -> None:
