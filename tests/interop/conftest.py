@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,16 +157,28 @@ def promptfoo_command() -> list[str] | None:
 
 
 @pytest.fixture(scope="session")
-def promptfoo_results(tmp_path_factory: pytest.TempPathFactory) -> ToolLog:
+def promptfoo_eval() -> Callable[[Path, list[str]], None]:
+    """Runs `promptfoo eval` of tools/promptfooconfig.yaml in a folder, writing each of the `--output` files named
+    (promptfoo picks the format by extension); skips when promptfoo is not installed."""
     command = promptfoo_command()
     if command is None:
         pytest.skip(f"promptfoo is not installed: npm install --prefix {PROMPTFOO_HOME} promptfoo (it runs offline "
                     "with its echo provider; the registry is needed only to install it)")
+
+    def run(folder: Path, outputs: list[str]) -> None:
+        shutil.copy(TOOLS / "promptfooconfig.yaml", folder)
+        _run([*command, "eval", "-c", "promptfooconfig.yaml", "--no-write", "--no-cache",
+              *(argument for output in outputs for argument in ("--output", output))], folder, {
+            "PROMPTFOO_DISABLE_TELEMETRY": "1", "PROMPTFOO_DISABLE_UPDATE": "1", "PROMPTFOO_CONFIG_DIR": str(folder / "home"),
+            "PROMPTFOO_DISABLE_SHARING": "1", "NO_COLOR": "1", "PROMPTFOO_FAILED_TEST_EXIT_CODE": "0",
+        }, timeout=180)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def promptfoo_results(tmp_path_factory: pytest.TempPathFactory, promptfoo_eval) -> ToolLog:
     folder = tmp_path_factory.mktemp("promptfoo")
-    shutil.copy(TOOLS / "promptfooconfig.yaml", folder)
-    _run([*command, "eval", "-c", "promptfooconfig.yaml", "--no-write", "--no-cache", "--output", "results.json"], folder, {
-        "PROMPTFOO_DISABLE_TELEMETRY": "1", "PROMPTFOO_DISABLE_UPDATE": "1", "PROMPTFOO_CONFIG_DIR": str(folder / "home"),
-        "PROMPTFOO_DISABLE_SHARING": "1", "NO_COLOR": "1", "PROMPTFOO_FAILED_TEST_EXIT_CODE": "0",
-    }, timeout=180)
+    promptfoo_eval(folder, ["results.json"])
     document = json.loads((folder / "results.json").read_text())
     return ToolLog(folder / "results.json", document["results"]["stats"])

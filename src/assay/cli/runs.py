@@ -8,6 +8,7 @@ are declared in `assay.core.history.shown.RunsOptions`, the read-backs are that 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import typer
@@ -17,7 +18,7 @@ from assay.cli.options import LIMIT, OUTPUT_JSON, PRINT_JSON, Given, Param, comm
 from assay.core import stdout_guard
 from assay.core.history.shown import RunsOptions
 from assay.core.run.request import at_least
-from assay.errors import AssayError
+from assay.errors import AssayError, UsageError
 
 __all__ = ["runs_app"]
 
@@ -97,6 +98,10 @@ def merge_command(given: Given) -> None:
 
     with common.failing(catch=(AssayError, OSError, ValueError, KeyError)):
         records = [shard_record(reference, lambda: open_store(read_only=True)) for reference in given.runs]
+        for manifest, _ in records:
+            if manifest.kind == "imported":  # (pipeline.merge knows only the kinds assay runs: "unknown kind 'imported'")
+                raise UsageError(f"run {manifest.run_id} is not a shard run: it is another tool's log, imported with "
+                                 "`assay runs import`; give the runs `assay video|agent run --shard i/n` recorded")
         result = pipeline.merge(records, given.outputs(quiet=True))
     raise typer.Exit(result.exit_code)
 
@@ -142,9 +147,16 @@ def export_command(given: Given) -> None:
 def reindex_command(given: Given) -> None:
     """Rebuild the store's index from the run records beside it."""
     from assay.core.history.shown import reindex_lines
-    from assay.core.record import store_path
+    from assay.core.labels.store import labels_file
+    from assay.core.record import STORE_ENVIRONMENT, records_dir, store_path, unpublished_dir
     from assay.core.results_store import reindex
 
     with common.failing(catch=Exception):  # any failure is one line and exit 2
+        database = store_path()
+        if not os.environ.get(STORE_ENVIRONMENT) and not any(
+                path.exists() for path in (database, records_dir(database), labels_file(database), unpublished_dir(database))):
+            # (run in another folder, it made an empty store there and said it had indexed 0 runs)
+            raise UsageError(f"no results store at {database} and no run records in {records_dir(database)}: nothing to "
+                             "index; run it in the repository whose runs to index (or set ASSAY_STORE to its store)")
         outcome = reindex()
     common.say(*reindex_lines(outcome, store_path()))

@@ -30,7 +30,7 @@ def flaky_units(store: Any, run_ids: list[str], *, kind: str = "", group: str | 
         entry = totals.setdefault(subject, [grp, 0, 0, 0])
         entry[1] += passed
         entry[2] += failed
-        entry[3] += 1
+        entry[3] += 1 if passed + failed else 0  # a run that carried the unit forward judged nothing of it
     units = [FlakyUnit(subject, grp, passed, failed, runs, kind)
              for subject, (grp, passed, failed, runs) in totals.items() if passed and failed]
     return sorted(units, key=lambda unit: (abs(unit.rate - 0.5), unit.unit))

@@ -11,34 +11,48 @@ from urllib.parse import urlsplit
 
 from assay.errors import AssayError, UsageError
 
-__all__ = ["ENVIRONMENT", "check_endpoint", "configured_endpoint", "exports_anywhere", "table_endpoint"]
+__all__ = ["ENVIRONMENT", "check_endpoint", "configured_endpoint", "exports_anywhere", "shown_endpoint", "table_endpoint"]
 
 ENVIRONMENT = "ASSAY_OTLP_EXPORT"
 
 
+def shown_endpoint(url: str) -> str:
+    """The URL as assay prints it: a password in it (`https://user:KEY@host`, which the SDK sends as basic
+    authentication) is written `***`, so that an export's line or a run's warning does not put it in a CI log."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # (a URL that does not parse: a password in it cannot be told apart)
+        return url
+    if password is None:
+        return url
+    return parts._replace(netloc=f"{parts.username}:***@{parts.netloc.rsplit('@', 1)[1]}").geturl()
+
+
 def check_endpoint(url: str, option: str = "--otlp") -> str:
     """The collector's base URL (`http://host:4318`): signals go to `<url>/v1/traces` and `/v1/logs`."""
+    shown = shown_endpoint(url)
     try:
         parts = urlsplit(url.strip())
     except ValueError as error:  # `http://[::1:4318`: a bracket left open
-        raise UsageError(f"{option} {url!r} is not a URL ({error}); give the OTLP/HTTP endpoint's base URL, like "
+        raise UsageError(f"{option} {shown!r} is not a URL ({error}); give the OTLP/HTTP endpoint's base URL, like "
                          "http://127.0.0.1:4318 (an IPv6 address in brackets: http://[::1]:4318)", option) from None
     try:
         parts.port  # noqa: B018 - a port past 65535 or not a number raises here
     except ValueError:
-        raise UsageError(f"{option} {url!r}: the port must be a number from 1 to 65535", option) from None
+        raise UsageError(f"{option} {shown!r}: the port must be a number from 1 to 65535", option) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"{option} {url!r}: give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318", option)
+        raise UsageError(f"{option} {shown!r}: give the OTLP/HTTP endpoint's base URL, like http://127.0.0.1:4318", option)
     if parts.query or parts.fragment or url.strip().endswith(("?", "#")):
-        base = parts._replace(query="", fragment="").geturl().rstrip("/")
-        raise UsageError(f"{option} {url!r}: give the collector's base URL without a ?query or #fragment ({base}): assay "
+        base = shown_endpoint(parts._replace(query="", fragment="").geturl().rstrip("/"))
+        raise UsageError(f"{option} {shown!r}: give the collector's base URL without a ?query or #fragment ({base}): assay "
                          "adds /v1/traces and /v1/logs to it (headers such as an API key go in OTEL_EXPORTER_OTLP_HEADERS)",
                          option)
     path = parts.path.rstrip("/")
     signal = next((name for name in ("/v1/logs", "/v1/traces", "/v1/metrics") if path.endswith(name)), None)
     if signal is not None:
-        base = parts._replace(path=path[: -len(signal)], query="", fragment="").geturl()
-        raise UsageError(f"{option} {url!r}: give the collector's base URL ({base}); assay adds /v1/traces and "
+        base = shown_endpoint(parts._replace(path=path[: -len(signal)], query="", fragment="").geturl())
+        raise UsageError(f"{option} {shown!r}: give the collector's base URL ({base}); assay adds /v1/traces and "
                          "/v1/logs itself", option)
     return url.strip().rstrip("/")
 

@@ -71,7 +71,9 @@ def detect_format(path: Path) -> LogFormat:
     for item in FORMATS.values():
         if item.detect(sniff):
             return item
-    raise UsageError(f"{path}: {_why_unknown(path, head)}; give --format, one of {formats_text()}", "--format")
+    why = _why_unknown(path, head)
+    fix = "" if why.endswith(_PROMPTFOO_JSON) else f"; give --format, one of {formats_text()}"  # (no format reads it)
+    raise UsageError(f"{path}: {why}{fix}", "--format")
 
 
 def readable_head(path: Path) -> bytes:
@@ -109,7 +111,17 @@ def _why_unknown(path: Path, head: bytes) -> str:
             if path.stat().st_size <= _CHECKED_JSON_BYTES:
                 orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError as error:
-            return f"not valid JSON ({error}): a file cut short? Which tool wrote it cannot be told"
+            if str(error).startswith("unexpected content after document"):  # JSON Lines, not one document cut short
+                return (f"not one JSON document but several, one a line (JSON Lines: {error}), which no format is; "
+                        f"{_PROMPTFOO_JSON}")
+            cut = " a file cut short?" if str(error).startswith("unexpected end of data") else ""
+            return f"not valid JSON ({error}):{cut} Which tool wrote it cannot be told"
         except OSError:
             pass
+    first_line = text.split(b"\n", 1)[0]
+    if text.startswith(b"evalId:") or (b",Status,Score," in first_line and b"Grader Reason" in first_line):
+        return f"this is promptfoo's YAML or CSV output, which assay does not read; {_PROMPTFOO_JSON}"
     return "cannot tell which tool wrote this file"
+
+
+_PROMPTFOO_JSON = "assay reads a tool's JSON report (promptfoo's is `promptfoo eval --output results.json`)"

@@ -228,7 +228,7 @@ def _import_read(path: Path, log_format: LogFormat, log: ImportedLog, reader: Fo
         # `project` names the series a run belongs to (the tool, the task or suite, the model), as an
         # eval dir or an agent project does for assay's own kinds.
         identity={"tool": log.tool, "tool_version": log.tool_version, "format": log_format.name, "source": str(path),
-                  "sha256": digest, "project": f"{log_format.name}:{log.title.rsplit(': ', 1)[0]}", **log.identity},
+                  "sha256": digest, "project": f"{log_format.name}:{_series_title(log.title, path)}", **log.identity},
         options={"file": str(path), "format": log_format.name, "imported_at": utc_timestamp()},
         summary=log.summary,  # filled as the units stream; written with the manifest, after them
     )
@@ -242,6 +242,13 @@ def _import_read(path: Path, log_format: LogFormat, log: ImportedLog, reader: Fo
 
         export_after_run(record, None)
     return _outcome(database, path, run_id=run_id, already=False)
+
+
+def _series_title(title: str, path: Path) -> str:
+    """The title without the file's name (`Inspect capitals (mockllm/model)`): what the imports of one task have in
+    common. Each reader's title ends `: <file name>`, which may hold `: ` itself (`nightly: rerun.xml`)."""
+    suffix = f": {path.name}"
+    return title[: -len(suffix)] if title.endswith(suffix) else title.rsplit(": ", 1)[0]
 
 
 def _outcome(database: Path, path: Path, *, run_id: str, already: bool) -> Imported:

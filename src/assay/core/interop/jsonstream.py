@@ -19,6 +19,7 @@ CHUNK = 1 << 20
 DESCEND_ABOVE = 8 << 20
 _WHITESPACE = " \t\n\r"
 _DECODER = json.JSONDecoder()
+_CUT_SHORT = ": the file is cut short (a copy or download that did not finish?); import the whole file"
 
 
 class JsonStreamError(ValueError):
@@ -74,7 +75,19 @@ class JsonStream:
         return self._consumed + self._position
 
     def error(self, message: str) -> JsonStreamError:
-        return JsonStreamError(f"{self._name}: {message} (at character {self.where()})")
+        cut = _CUT_SHORT if self._ended and self._position >= len(self._buffer) else ""  # (where the file ends)
+        return JsonStreamError(f"{self._name}: {message} (at character {self.where()}){cut}")
+
+    def _cut_short(self) -> str:
+        """`_CUT_SHORT` when the value that did not decode goes on to the end of the file unfinished (the standard
+        library's message, `Expecting ',' delimiter`, does not tell that from a malformed value)."""
+        import orjson
+
+        try:
+            orjson.loads(self._buffer[self._position:])
+        except orjson.JSONDecodeError as error:
+            return _CUT_SHORT if str(error).startswith("unexpected end of data") else ""
+        return ""
 
     def peek(self) -> str:
         """The next character that is not whitespace ("" at the end of the file)."""
@@ -108,7 +121,7 @@ class JsonStream:
                 if self._more():
                     continue
                 raise JsonStreamError(f"{self._name}: not valid JSON: {error.msg} (at character "
-                                      f"{self._consumed + error.pos})") from None
+                                      f"{self._consumed + error.pos}){self._cut_short()}") from None
             # A number at the very end of the buffer may go on in the next chunk.
             if end == len(self._buffer) and not self._ended and self._more():
                 continue

@@ -41,8 +41,11 @@ def read_json(path: Path) -> Any:
         return orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as error:
         cut = str(error).startswith("unexpected end of data")
+        lines = str(error).startswith("unexpected content after document")  # JSON Lines: a document a line
         raise ImportFormatError(f"{path}: not valid JSON ({error})" + (
-            ": the file is cut short (a copy or download that did not finish?); import the whole file" if cut else ""),
+            ": the file is cut short (a copy or download that did not finish?); import the whole file" if cut else
+            ": the file holds several JSON documents, one a line (JSON Lines); give the tool's JSON report, such as "
+            "promptfoo's `promptfoo eval --output results.json`" if lines else ""),
         ) from None
 
 

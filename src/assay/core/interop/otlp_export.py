@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from assay.core.interop.export_endpoint import ENVIRONMENT, check_endpoint, configured_endpoint
+from assay.core.interop.export_endpoint import ENVIRONMENT, check_endpoint, configured_endpoint, shown_endpoint
 from assay.core.record import VERDICTS, RunManifest, UnitResult
 from assay.errors import AssayError
 
@@ -83,11 +83,34 @@ def _check_connects(endpoint: str, run_id: str, timeout: float) -> None:
     if urllib.request.getproxies().get(parts.scheme) and not urllib.request.proxy_bypass(host):
         return
     try:
-        socket.create_connection((host, port), timeout=min(timeout, 5.0)).close()
+        connection = socket.create_connection((host, port), timeout=min(timeout, 5.0))
     except OSError as error:
         why = error.strerror or str(error) or type(error).__name__
-        raise ExportError(f"exporting {run_id} to {endpoint} failed: cannot connect to {host}:{port} ({why}); "
-                          "is the collector running?") from None
+        raise ExportError(f"exporting {run_id} to {shown_endpoint(endpoint)} failed: cannot connect to {host}:{port} "
+                          f"({why}); is the collector running?") from None
+    with connection:
+        if parts.scheme == "https":
+            _check_speaks_tls(connection, endpoint, run_id, host, port)
+
+
+def _check_speaks_tls(connection: socket.socket, endpoint: str, run_id: str, host: str, port: int) -> None:
+    """An https:// URL of a collector that answers plain HTTP (its OTLP/HTTP port serves http:// unless TLS is set
+    up) fails every request in the handshake: the SDK retried it for ~16 s, then failed with a page of its
+    retries. Only whether TLS is spoken is checked here (not the certificate: the SDK checks that, as it is told)."""
+    import ssl
+
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        context.wrap_socket(connection, server_hostname=host or None).close()
+    except ssl.SSLError as error:
+        plain = shown_endpoint(urlsplit(endpoint)._replace(scheme="http").geturl())
+        raise ExportError(f"exporting {run_id} to {shown_endpoint(endpoint)} failed: {host}:{port} does not answer "
+                          f"TLS ({error.reason or error}); a collector's OTLP/HTTP port serves plain HTTP unless TLS "
+                          f"is set up on it: give {plain}") from None
+    except OSError:
+        return  # (closed or slow to answer: the export itself says what goes wrong)
 
 
 _HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_LOGS_HEADERS")
@@ -487,9 +510,10 @@ def _export(manifest: RunManifest, endpoint: str, timeout: float, send_events: C
     if failure is not None:
         logged = [*events.messages, *messages]
         why = "; ".join(dict.fromkeys(message.strip() for message in logged if message.strip()))[:500]
-        raise ExportError(f"exporting {manifest.run_id} to {endpoint} failed: {failure}" + (f" ({why})" if why else "")
-                          + _what_to_do(logged, endpoint))
-    return Exported(endpoint, manifest.run_id, f"{trace_id:032x}", f"{span_id:016x}", events.count, events.linked)
+        raise ExportError(f"exporting {manifest.run_id} to {shown_endpoint(endpoint)} failed: {failure}"
+                          + (f" ({why})" if why else "") + _what_to_do(logged, endpoint))
+    return Exported(shown_endpoint(endpoint), manifest.run_id, f"{trace_id:032x}", f"{span_id:016x}", events.count,
+                    events.linked)
 
 
 def _what_to_do(logged: list[str], endpoint: str) -> str:
@@ -499,8 +523,8 @@ def _what_to_do(logged: list[str], endpoint: str) -> str:
         return ("; the collector wants credentials: give them in OTEL_EXPORTER_OTLP_HEADERS, e.g. "
                 "OTEL_EXPORTER_OTLP_HEADERS='authorization=Bearer TOKEN'")
     if "code: 404" in said or "code: 405" in said:
-        return (f"; {endpoint} does not take OTLP/HTTP at /v1/traces and /v1/logs: give the collector's OTLP/HTTP base "
-                "URL (its port is 4318 by default; 4317 is OTLP/gRPC)")
+        return (f"; {shown_endpoint(endpoint)} does not take OTLP/HTTP at /v1/traces and /v1/logs: give the collector's "
+                "OTLP/HTTP base URL (its port is 4318 by default; 4317 is OTLP/gRPC)")
     return ""
 
 
@@ -679,8 +703,9 @@ def export_after_run(record: Path, home: Path | None) -> None:
         # The run is recorded; running the command again finds it done (an import: "Already imported") and
         # exports nothing, so the way to send it is said here, then Ctrl-C goes on as it would.
         if endpoint is not None:
-            print(f"Warning: run not exported to {endpoint}: interrupted (Ctrl-C); send it with: assay runs export "
-                  f"{record.name} --otlp {shlex.quote(endpoint)}", file=sys.stderr)
+            shown = shown_endpoint(endpoint)
+            print(f"Warning: run not exported to {shown}: interrupted (Ctrl-C); send it with: assay runs export "
+                  f"{record.name} --otlp {shlex.quote(shown)}", file=sys.stderr)
         raise ExportInterrupted from None
     except AssayError as error:
         print(f"Warning: run not exported{_to(endpoint, str(error))}: {error}", file=sys.stderr)
@@ -695,4 +720,4 @@ class ExportInterrupted(KeyboardInterrupt):
 
 def _to(endpoint: str | None, said: str) -> str:
     """` to <endpoint>` for the warning, unless what went wrong names it already."""
-    return f" to {endpoint}" if endpoint and endpoint not in said else ""
+    return f" to {shown_endpoint(endpoint)}" if endpoint and shown_endpoint(endpoint) not in said else ""
