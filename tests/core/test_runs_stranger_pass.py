@@ -9,8 +9,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 HISTORY = REPO / "docs" / "examples" / "history"
+
+
+@pytest.fixture(autouse=True)
+def own_store(tmp_path, monkeypatch):
+    """A store of each test's own: the session's shared one may hold a run another test imported from the same
+    bytes, which an import then finds "Already imported"."""
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "own-store" / "assay.db"))
 
 
 def _assay(*arguments: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -23,6 +23,13 @@ from assay.core.results_store import publish_run
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra: pip install 'assay[otel]'")
 
 
+@pytest.fixture(autouse=True)
+def own_store(tmp_path, monkeypatch):
+    """A store of each test's own: the session's shared one may hold a run another test imported from the same
+    bytes, which an import then finds "Already imported"."""
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "own-store" / "assay.db"))
+
+
 def _assay(*arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     # (requests lets $REQUESTS_CA_BUNDLE or $CURL_CA_BUNDLE win over the certificate the SDK is given)
     inherited = {name: value for name, value in os.environ.items() if name not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")}
