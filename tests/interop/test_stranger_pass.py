@@ -215,3 +215,20 @@ def test_promptfoos_other_outputs_are_named_with_the_one_to_give(tmp_path, promp
     cut = tmp_path / "cut.json"
     cut.write_text('{"results": {"version": 3, "results": [', encoding="utf-8")
     assert "a file cut short? Which tool wrote it cannot be told" in _assay("runs", "import", str(cut)).stderr
+
+
+def test_a_junit_file_cut_short_says_so_and_a_malformed_one_does_not(tmp_path):
+    """A JUnit report copied in part read only "not well-formed XML: no element found" (or "unclosed token")."""
+    whole = ('<testsuites><testsuite name="s" tests="2"><testcase name="a"/><testcase name="b">'
+             '<failure message="x">boom</failure></testcase></testsuite></testsuites>\n')
+    for name, text in (("at-a-tag.xml", whole[:whole.index("<testcase name=\"b\">")]),
+                       ("in-a-tag.xml", whole[:whole.index("<failure") + 5])):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        done = _assay("runs", "import", str(tmp_path / name))
+        assert done.returncode == 2, done.stdout
+        assert done.stderr.strip().endswith(
+            "the file is cut short (a copy or download that did not finish?); import the whole file"), done.stderr
+    (tmp_path / "mismatched.xml").write_text(whole.replace("</testcase></testsuite>", "</testsuite></testcase>"),
+                                             encoding="utf-8")
+    done = _assay("runs", "import", str(tmp_path / "mismatched.xml"))
+    assert done.returncode == 2 and "mismatched tag" in done.stderr and "cut short" not in done.stderr, done.stderr

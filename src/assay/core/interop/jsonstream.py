@@ -19,7 +19,7 @@ CHUNK = 1 << 20
 DESCEND_ABOVE = 8 << 20
 _WHITESPACE = " \t\n\r"
 _DECODER = json.JSONDecoder()
-_CUT_SHORT = ": the file is cut short (a copy or download that did not finish?); import the whole file"
+CUT_SHORT = ": the file is cut short (a copy or download that did not finish?); import the whole file"
 
 
 class JsonStreamError(ValueError):
@@ -75,18 +75,18 @@ class JsonStream:
         return self._consumed + self._position
 
     def error(self, message: str) -> JsonStreamError:
-        cut = _CUT_SHORT if self._ended and self._position >= len(self._buffer) else ""  # (where the file ends)
+        cut = CUT_SHORT if self._ended and self._position >= len(self._buffer) else ""  # (where the file ends)
         return JsonStreamError(f"{self._name}: {message} (at character {self.where()}){cut}")
 
     def _cut_short(self) -> str:
-        """`_CUT_SHORT` when the value that did not decode goes on to the end of the file unfinished (the standard
+        """`CUT_SHORT` when the value that did not decode goes on to the end of the file unfinished (the standard
         library's message, `Expecting ',' delimiter`, does not tell that from a malformed value)."""
         import orjson
 
         try:
             orjson.loads(self._buffer[self._position:])
         except orjson.JSONDecodeError as error:
-            return _CUT_SHORT if str(error).startswith("unexpected end of data") else ""
+            return CUT_SHORT if str(error).startswith("unexpected end of data") else ""
         return ""
 
     def peek(self) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from assay.core.interop.jsonstream import CUT_SHORT
 from assay.core.interop.log import (
     ImportFormatError, ImportedLog, Sniff, UnitIds, bounded, file_time, iso_time, number, unit_line,
 )
@@ -93,8 +94,14 @@ class _Reading:
         try:
             yield from self.events
         except ElementTree.ParseError as error:
+            from xml.parsers.expat import errors
+
             line, column = getattr(error, "position", (0, 0))
-            raise ImportFormatError(f"{self.path}:{line}:{column}: not well-formed XML: {error}") from None
+            # The parser met the end of the file inside an element ("no element found") or a tag ("unclosed token"):
+            # a report copied or downloaded in part, which "not well-formed XML" alone did not say.
+            ended = {errors.codes[errors.XML_ERROR_NO_ELEMENTS], errors.codes[errors.XML_ERROR_UNCLOSED_TOKEN]}
+            cut = CUT_SHORT if getattr(error, "code", None) in ended and self.path.stat().st_size else ""
+            raise ImportFormatError(f"{self.path}:{line}:{column}: not well-formed XML: {error}{cut}") from None
 
     def _handle(self, event: str, element: Any) -> UnitLine | None:
         tag = _local(element.tag)

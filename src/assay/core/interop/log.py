@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.core.interop.jsonstream import CUT_SHORT
 from assay.core.record import UnitLine, UnitResult, dumps_if_plain, jsonable, unit_document
 from assay.errors import UsageError
 
@@ -43,7 +44,7 @@ def read_json(path: Path) -> Any:
         cut = str(error).startswith("unexpected end of data")
         lines = str(error).startswith("unexpected content after document")  # JSON Lines: a document a line
         raise ImportFormatError(f"{path}: not valid JSON ({error})" + (
-            ": the file is cut short (a copy or download that did not finish?); import the whole file" if cut else
+            CUT_SHORT if cut else
             ": the file holds several JSON documents, one a line (JSON Lines); give the tool's JSON report, such as "
             "promptfoo's `promptfoo eval --output results.json`" if lines else ""),
         ) from None
