@@ -83,6 +83,11 @@ def _build(
     if isinstance(judge, Mapping):
         from assay.agent.judging import check_judge_settings
 
+        if not judge:
+            # `judge={}` is falsy, as `judge=False` is: it declared no judge, and every judge assertion errored at
+            # run time asking to "declare judge=True (or a judge config)", which it seemed to have done.
+            raise ConfigError("eval judge is empty, which declares no judge; write judge=True to take the settings "
+                              "from the experiment and [tool.assay.judge]")
         check_judge_settings(judge, "eval judge")
     if sandbox is not None:
         from assay.agent.sandbox.layers import check_layer

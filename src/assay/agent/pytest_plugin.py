@@ -44,7 +44,10 @@ class _Project:
     def __init__(self, root: Path, loop: asyncio.AbstractEventLoop) -> None:
         from assay.agent.discovery import discover_evals, discover_experiments, select_evals
         from assay.agent.identity import IdentityBuilder
+        from assay.agent.judge_preflight import PreflightedJudge
+        from assay.agent.judging import LLMJudge
         from assay.agent.project import load_dotenv, load_project_config
+        from assay.agent.run_kind import project_judge_cache
         from assay.agent.run_options import RunOptions
         from assay.agent.runner import AgentRun
 
@@ -54,8 +57,16 @@ class _Project:
         self.evals = discover_evals(root)
         self.experiments = discover_experiments(root)
         self.selected = {entry.id: {e.id for e in select_evals(entry, self.evals)} for entry in self.experiments}
+        self.project_judge = config.judge
+        self.pricing = config.pricing
+        # The judge `assay agent run` has: the project's judge cache (a second session pays for no judge call the
+        # first one made), and the preflight's verdicts, given before the first attempt runs (`preflight`).
+        self.judge = LLMJudge(cache=project_judge_cache(root))
+        self.checked_judge = PreflightedJudge(self.judge, {})
+        self.preflight_planned: dict[str, int] | None = None  # endpoint -> planned attempts, once probed
         options = RunOptions(
             concurrency=1, config_timeout=config.timeout, pricing=config.pricing, project_judge=config.judge,
+            judge=self.checked_judge,
         )
         self.run = AgentRun([], options)
         # Each attempt is recorded with the execution identity `assay agent run` gives it, so the next run
@@ -67,6 +78,26 @@ class _Project:
     def evals_in(self, path: Path) -> list[Any]:
         return [entry for entry in self.evals if entry.path is not None and entry.path.resolve() == path.resolve()]
 
+    def preflight(self, items: list[Any]) -> None:
+        """Once, before this project's first attempt: one probe per judge endpoint its selected items call, as
+        `assay agent run` does; an endpoint that fails it makes its judge assertions unavailable at once instead
+        of each waiting out its retries."""
+        if self.preflight_planned is not None:
+            return
+        from assay.agent.judge_preflight import PREFLIGHT_TIMEOUT_S, planned_endpoints, unreachable_endpoints
+        from assay.agent.judging import merged_judge_config
+
+        configs = [
+            merged_judge_config(self.project_judge, item.planned.experiment.experiment.judge,
+                                item.planned.eval.eval.judge)
+            for item in items if isinstance(item, AssayEvalItem) and item.project is self
+        ]
+        endpoints = planned_endpoints(config for config in configs if config is not None)
+        self.preflight_planned = {url: use.attempts for url, use in endpoints.items()}
+        if endpoints:
+            unreachable = self.loop.run_until_complete(unreachable_endpoints(endpoints, PREFLIGHT_TIMEOUT_S))
+            self.checked_judge.unreachable.update(unreachable)
+
 
 class _Session:
     def __init__(self) -> None:
@@ -75,6 +106,8 @@ class _Session:
         self.broken: dict[Path, Exception] = {}  # a project that cannot load fails each of its files the same way
         self.tags: set[str] = set()  # the markers the collected evals' tags became
         self.marked: set[str] = set()  # every marker of every collected item, selected or not
+        self.keywords: set[str] = set()  # what `-k` matches of every collected item (case folded), selected or not
+        self.eval_ids: set[str] = set()  # the collected evals' ids
 
     def project(self, root: Path) -> _Project:
         from assay.errors import AssayError
@@ -125,6 +158,7 @@ class AssayEvalFile(pytest.File):
                     name = f"{entry.id}[{experiment.id}]" + (f"#{ordinal + 1}" if count > 1 else "")
                     [planned] = link_plan([PlannedAttempt(0, experiment, entry, ordinal)])  # a sandbox, if any
                     item = AssayEvalItem.from_parent(self, name=name, project=project, planned=planned)
+                    self.config.stash[_STATE].eval_ids.add(entry.id)
                     for tag in entry.eval.tags:
                         marker = _MARKER.sub("_", tag)
                         self.config.stash[_STATE].tags.add(marker)
@@ -139,16 +173,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     state: _Session | None = config.stash.get(_STATE, None)
     if state is not None:
         state.marked.update(marker.name for item in items for marker in item.iter_markers())
+        state.keywords.update(str(name).casefold() for item in items for name in item.keywords)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """`-m ordrs` deselected every eval in silence: a word of `-m` that is no marker of anything collected, where
-    evals were, names the tag meant (as `assay agent run --tag ordrs` does)."""
+    evals were, names the tag meant (as `assay agent run --tag ordrs` does); a word of `-k` that is part of no
+    collected name names the eval id meant."""
     state: _Session | None = session.config.stash.get(_STATE, None)
-    expression = session.config.getoption("markexpr", "") or ""
-    if state is None or not state.tags or not expression:
+    if state is None:
         return
-    from assay.core.format import did_you_mean
+    from assay.core.format import did_you_mean, join_first
+
+    keyword = session.config.getoption("keyword", "") or ""
+    if keyword and state.eval_ids:
+        # `-k refnd` deselected every eval in silence too: a word that is part of no collected name says which
+        # eval id (or part of one) was meant.
+        parts = sorted(state.eval_ids | {part for eval_id in state.eval_ids for part in eval_id.split("/") if part})
+        for word in dict.fromkeys(re.findall(r"[\w:+\-.\[\]\\/]+", keyword)):
+            if word in ("and", "or", "not") or any(word.casefold() in name for name in state.keywords):
+                continue
+            evals = join_first(sorted(state.eval_ids), separator=", ")
+            _say(session, f"assay: -k {keyword!r}: no eval id or test name contains {word!r}"
+                          f"{did_you_mean(word, parts)} (the evals: {evals})")
+    expression = session.config.getoption("markexpr", "") or ""
+    if not state.tags or not expression:
+        return
 
     registered = {line.split(":")[0].split("(")[0].strip() for line in session.config.getini("markers")}
     for word in dict.fromkeys(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expression)):
@@ -175,6 +225,7 @@ class AssayEvalItem(pytest.Item):
         from assay.agent.report import failure_lines, verdict_label
         from assay.agent.slot_result import slot_result
 
+        self.project.preflight(self.session.items)
         result = self.project.loop.run_until_complete(self.project.run.run_one(self.planned))
         if result is None:
             pytest.skip("interrupted before it started")
@@ -217,6 +268,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             state.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         for project in state.projects.values():
             state.loop.run_until_complete(project.run.close())
+            state.loop.run_until_complete(project.judge.aclose())
+            _warn_unreachable_judges(session, project)
             if not project.results:
                 continue
             if interrupted:
@@ -232,7 +285,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                               f"finished attempt(s) of {project.root} are not recorded in the results store "
                               f"({selected - len(project.results)} selected attempt(s) did not run)")
                 continue
-            outcome = RunOutcome(list(project.results), False, [], sum(r.duration_seconds for r in project.results))
+            from assay.agent.judging import judge_spend
+
+            outcome = RunOutcome(list(project.results), False, [], sum(r.duration_seconds for r in project.results),
+                                 project.judge.retries, judge_spend(project.judge.usage, project.pricing or {}))
             root = project.root
             pipeline.record(RunFinished(
                 "agent", "", outcome.exit_code, outcome, home=root, build_units=lambda: agent_run_units(outcome),
@@ -240,6 +296,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             ))
     finally:
         state.loop.close()
+
+
+def _warn_unreachable_judges(session: pytest.Session, project: _Project) -> None:
+    """One line per judge endpoint that failed the preflight, as `assay agent run` warns once for it."""
+    from assay.agent.judge_preflight import PRECHECK_FAILED, affected_counts
+
+    for base_url, why in project.checked_judge.unreachable.items():
+        attempts, assertions = affected_counts(project.results, base_url)
+        planned = (project.preflight_planned or {}).get(base_url, 0)
+        _say(session, f"assay: warning [{PRECHECK_FAILED}]: judge endpoint {base_url} failed the preflight ({why}): "
+                      f"{assertions} judge assertion(s) in {attempts} of {planned} planned attempt(s) are "
+                      "unavailable, not passed")
 
 
 def _say(session: pytest.Session, line: str) -> None:

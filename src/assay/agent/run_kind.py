@@ -145,7 +145,15 @@ def dry_run(request: AgentRunRequest) -> DryRun:
         sys.dont_write_bytecode = written
 
 
-class _JudgeCacheOnDemand:
+def project_judge_cache(root: Path) -> JudgeCacheOnDemand:
+    """The judge call cache of the project at `root` (`.assay/cache/judge`), as `assay agent run` and the pytest
+    plugin both use it."""
+    from assay.agent.project import checkpoints_base
+
+    return JudgeCacheOnDemand(checkpoints_base(root) / "cache" / "judge")
+
+
+class JudgeCacheOnDemand:
     """The project's judge call cache, opened on the first judge call: a run without a judge never
     imports `assay.judge` (and its JSON Schema machinery), which a fully carried run would notice."""
 
@@ -213,11 +221,10 @@ class _OpenedAgentRun:
         self._outcome: RunOutcome | None = None
 
     def worker(self) -> WorkerSpec:
-        from assay.agent.project import checkpoints_base
         from assay.agent.remote_worker import AgentWorker
 
         worker_options = dataclasses.replace(self.options, judge_cache=None, handle_sigint=False)
-        judge_cache = str(checkpoints_base(self.request.project) / "cache" / "judge")
+        judge_cache = str(project_judge_cache(self.request.project).folder)
         return WorkerSpec(
             AgentWorker, (str(self.request.project), worker_options, judge_cache, self.request.keep_sandbox,
                           self.request.sandbox),
@@ -468,7 +475,7 @@ class AgentKind:
     ) -> _OpenedAgentRun:
         from assay.agent.checkpoint import AgentCheckpoint
         from assay.agent.plan import plan_for, shard_plan
-        from assay.agent.project import checkpoints_base, load_dotenv, load_project_config, telemetry_for
+        from assay.agent.project import load_dotenv, load_project_config, telemetry_for
         from assay.agent.run_options import DEFAULT_CONCURRENCY, RunOptions
 
         root = request.project
@@ -517,7 +524,7 @@ class AgentKind:
             budget=request.budget,
             pricing=config.pricing,
             project_judge=config.judge,
-            judge_cache=_JudgeCacheOnDemand(checkpoints_base(root) / "cache" / "judge"),
+            judge_cache=project_judge_cache(root),
             run_id=checkpoint.id,
             handle_sigint=request.sigint,
             early_exit=request.early_exit,
