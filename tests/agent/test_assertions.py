@@ -536,3 +536,11 @@ def test_a_measurement_threshold_outside_zero_to_one_is_refused_by_at_least_as_b
         assert result.verdict == "errored", (threshold, call)
         assert f"{call.replace('_', ' ') if call == 'gate' else call} threshold must be a number in [0, 1], got {threshold!r}" \
             in result.error["message"], result.error
+
+    for threshold in ("0.5", 1.5):  # the judge's threshold says what it was given too
+        async def judged(t, threshold=threshold):
+            await t.send("x")
+            t.judge("Polite.", threshold=threshold)
+
+        result = one_turn(judged, Turn([message("hello")]))
+        assert result.error["message"] == f"t.judge threshold must be a number in [0, 1], got {threshold!r}", result.error

@@ -204,7 +204,7 @@ class JudgeRecipes:
         if not isinstance(rubric, str) or not rubric.strip():
             raise AuthoringError("t.judge needs a rubric: a non-empty string saying what a good answer does")
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
-            raise AuthoringError("t.judge threshold must be a number in [0, 1]")
+            raise AuthoringError(f"t.judge threshold must be a number in [0, 1], got {threshold!r}")
         entry = self._entry(f"judge({rubric!r}, threshold={threshold:g})")
         entry.gated = True
         entry.threshold = float(threshold)
