@@ -154,6 +154,61 @@ def write_atomically(path: Path, data: bytes | str, *, mode: int | None = None, 
 # Leftovers of interrupted writes
 
 
+def names_a_stream(path: Path) -> bool:
+    """Whether `path` names a stream rather than a file to replace: a device (`/dev/null`), a pipe, or a name of an
+    open descriptor (`/dev/stdout`, `/dev/fd/3`: whatever it is, a file of the shell's too). A report or an export
+    is written into a stream: replacing it put a plain file in its place (as root, /dev/stdout itself). A plain file
+    that merely lives under /dev (`/dev/shm/report.json`) is a file."""
+    try:
+        if not path.exists():
+            return False
+        if not path.is_file():
+            return not path.is_dir()
+        given = str(path.absolute())
+        return given in ("/dev/stdout", "/dev/stderr") or given.startswith(("/dev/fd/", "/proc/self/fd/"))
+    except OSError:
+        return False
+
+
+def write_into_stream(path: Path, data: bytes) -> None:
+    """`data` written into the stream `path` names (`names_a_stream`), appended (`> run.log` is the shell's file,
+    which holds the console's lines too). When it is this process's own stdout or stderr, through that descriptor
+    after what is buffered for it, so the lines printed next do not land over it (a file opened anew writes at its
+    own offset). A reader gone (`| head`) is left to the stdout guard, as for any line; other errors are raised."""
+    import sys
+
+    own = _own_standard_descriptor(path)
+    if own is None:
+        with open(path, "ab") as stream:
+            stream.write(data)
+        return
+    for buffered in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        if buffered is not None:
+            buffered.flush()
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(own, view):]
+    except BrokenPipeError:
+        pass
+
+
+def _own_standard_descriptor(path: Path) -> int | None:
+    """1 or 2 when `path` is what this process's stdout or stderr is, else None."""
+    try:
+        named = os.stat(path)
+    except OSError:
+        return None
+    for descriptor in (1, 2):
+        try:
+            opened = os.fstat(descriptor)
+        except OSError:
+            continue
+        if (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino):
+            return descriptor
+    return None
+
+
 def unwritable_file_reason(path: Path) -> str | None:
     """Why a report could not be written at `path` (a folder there, a file where a folder must be, no
     permission), or None: checked before a run, so hours of work never end in a report that fails."""
@@ -178,6 +233,8 @@ def check_report_path(flag: str, path: str | Path | None) -> None:
         return
     from assay.errors import UsageError
 
+    if names_a_stream(Path(path)):  # written into, not replaced (`write_into_stream`): no folder or file to check
+        return
     reason = unwritable_file_reason(Path(path)) or _not_a_report(flag, Path(path))
     if reason is not None:
         if reason == "is a folder":  # the file meant is most likely one in it

@@ -135,6 +135,23 @@ def _inside_eval_dir_hint(missing: Path) -> str:
     return ""
 
 
+def _missing_cases_dir_hint(eval_dir: Path) -> str:
+    """When the eval dir has no case files in cases/ but holds some itself, say where they go: `--eval-dir eval/cases`
+    (the cases folder itself given), or case files written straight into the eval dir."""
+    try:
+        found = sorted(child.name for child in eval_dir.iterdir() if child.suffix in CASE_FILE_SUFFIXES
+                       and child.is_file() and child.name not in EVAL_CONFIG_FILE_NAMES + ADAPTER_CONFIG_FILE_NAMES)
+    except OSError:
+        return ""
+    if not found:
+        return ""
+    if eval_dir.name == CASES_DIR_NAME:
+        return (f"; {eval_dir} is itself the cases folder: pass --eval-dir {eval_dir.parent}, the folder that holds "
+                f"{CASES_DIR_NAME}/")
+    names = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+    return f"; the case files ({names}) go in {eval_dir / CASES_DIR_NAME}/"
+
+
 def _thresholds_from_raw(raw: RawThresholds) -> Thresholds:
     return Thresholds(
         min_pass_rate=raw.min_pass_rate,
@@ -207,7 +224,7 @@ def discover_case_paths(eval_dir: Path, case: str | None = None, targets: Sequen
     """
     cases_dir = eval_dir / CASES_DIR_NAME
     if not cases_dir.exists():
-        raise CaseError(f"cases directory does not exist: {cases_dir}")
+        raise CaseError(f"cases directory does not exist: {cases_dir}{_missing_cases_dir_hint(eval_dir)}")
     if not cases_dir.is_dir():
         raise CaseError(f"cases path must be a directory: {cases_dir}")
     discovered = sorted(
@@ -221,6 +238,8 @@ def discover_case_paths(eval_dir: Path, case: str | None = None, targets: Sequen
     if not candidates:
         matching = f" matching case {case!r}" if case else ""
         hint = did_you_mean(normalize_case_selector(case), (path.stem for path in discovered)) if case else ""
+        if not discovered:
+            hint += _missing_cases_dir_hint(eval_dir)
         raise CaseError(f"no case files found under {cases_dir}{matching}{hint}")
     _check_unique_stems(candidates)
     target_ids = normalize_target_selectors(targets)

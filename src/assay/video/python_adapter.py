@@ -7,17 +7,21 @@ async, with or without the config argument) returning an object with `evaluate` 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import shlex
+import sys
+import threading
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from assay.adapters.loading import AdapterTarget, load_adapter_callable, parse_adapter_target
-from assay.core.asyncutil import call_user_code
+from assay.core.asyncutil import call_user_code, is_async_callable
 from assay.errors import AdapterError
 from assay.video.adapters import AdapterConfig, FrameSample, TargetContext
 
+_WAIT_NOTICE_S = 1.0  # how long after a Ctrl-C a sync call still under way is said to be waited for
 _FRAME_FUNCTION_PARAMETERS = (("image", "target_id"), ("sample", "target"))
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
@@ -81,6 +85,9 @@ class PythonEvaluator:
         self._evaluate_many = evaluate_many
         self._close = close
         self._executor = executor
+        self._running = 0  # sync calls under way on a thread: a Ctrl-C cannot stop them, the run waits for them
+        self._lock = threading.Lock()
+        self._told = False
 
     @property
     def batch(self) -> bool:
@@ -88,11 +95,45 @@ class PythonEvaluator:
 
     async def evaluate(self, sample: FrameSample, target: TargetContext) -> Any:
         assert self._evaluate is not None
-        return await _call(self._evaluate, sample, target, executor=self._executor)
+        return await self._call(self._evaluate, sample, target)
 
     async def evaluate_many(self, samples: Sequence[FrameSample], target: TargetContext) -> list[Any]:
         assert self._evaluate_many is not None
-        return await _call(self._evaluate_many, list(samples), target, executor=self._executor)
+        return await self._call(self._evaluate_many, list(samples), target)
+
+    async def _call(self, function: Callable[..., Any], *args: Any) -> Any:
+        if is_async_callable(function):
+            return await _call(function, *args, executor=self._executor)
+
+        def counted(*arguments: Any) -> Any:
+            with self._lock:
+                self._running += 1
+            try:
+                return function(*arguments)
+            finally:
+                with self._lock:
+                    self._running -= 1
+
+        try:
+            return await _call(counted, *args, executor=self._executor)
+        except asyncio.CancelledError:
+            # Ctrl-C: the run stops once the calls under way return, which a slow or hung adapter makes a silent
+            # wait (GlassKit's too). Said once, when a call is still running a moment later.
+            if not self._told:
+                self._told = True
+                timer = threading.Timer(_WAIT_NOTICE_S, self._tell_waiting)
+                timer.daemon = True
+                timer.start()
+            raise
+
+    def _tell_waiting(self) -> None:
+        with self._lock:
+            running = self._running
+        if running:
+            calls = "call" if running == 1 else "calls"
+            print(f"Stopping: waiting for {running} adapter {calls} under way to return (a Python adapter's call "
+                  "cannot be stopped from outside); press Ctrl-C again to stop without waiting, finished results are "
+                  "kept", file=sys.stderr, flush=True)
 
     async def close(self) -> None:
         if self._close is not None:

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from assay.core.fsutil import remove_stale_temporaries_of, write_atomically
+from assay.core.fsutil import names_a_stream, remove_stale_temporaries_of, write_atomically, write_into_stream
 from assay.core.gates import pass_rate
 from assay.core.format import format_duration, format_latency, format_rate, short_repr
 from assay.video.model import RunOutcome, SampleResult
@@ -318,7 +318,12 @@ def build_report(outcome: RunOutcome, summary: dict[str, Any], checkpoint: dict[
 
 def write_json_report(path: str, report: dict[str, Any]) -> None:
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(report, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
+    if names_a_stream(target):  # `--output-json /dev/stdout`, a pipe: written into, as GlassKit does
+        write_into_stream(target, text.encode("utf-8"))
+        return
+    if target.is_symlink():  # a link to the report (kept elsewhere) stays a link: the file it names is replaced
+        target = target.resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries_of(target)  # what a run killed while writing this report left beside it
     write_atomically(target, text)

@@ -22,7 +22,7 @@ def labels_text(labels: Sequence[Label]) -> str:
 def write_labels(path: Path, labels: Sequence[Label], *, store_file: Path | None = None) -> None:
     """`labels export --output`: the file written whole or not at all; an error naming the option and what to
     give when it cannot be. `store_file` is the store's own `labels.jsonl`, which the export must not replace."""
-    from assay.core.fsutil import write_atomically
+    from assay.core.fsutil import names_a_stream, write_atomically, write_into_stream
 
     if path.is_dir():
         raise UsageError(f"--output {path} is a folder; give a file to write the labels to (e.g. {path / 'labels.jsonl'})")
@@ -32,13 +32,9 @@ def write_labels(path: Path, labels: Sequence[Label], *, store_file: Path | None
         raise UsageError(f"--output {path} is the store's own label file, which keeps every label; give the export a "
                          "file of its own (e.g. --output labels-export.jsonl)")
     data = labels_text(labels).encode("utf-8")
-    if _is_stream(path):
-        # `-o /dev/stdout`, `-o /dev/null`, a pipe: written into. Replacing it put a plain file in its place (as
-        # root, /dev/null itself), or failed for want of permission to write in /dev. Appended to, not truncated:
-        # `-o /dev/stdout >> notes.txt` is the shell's file, opened for appending.
+    if names_a_stream(path):  # `-o /dev/null`, `-o /dev/fd/1 >> notes.txt`, a pipe: written into, never replaced
         try:
-            with open(path, "ab") as stream:
-                stream.write(data)
+            write_into_stream(path, data)
         except OSError as error:
             raise AssayError(f"--output {path} cannot be written: {error.strerror or error}") from None
         return
@@ -58,20 +54,6 @@ def write_labels(path: Path, labels: Sequence[Label], *, store_file: Path | None
     except OSError as error:
         raise AssayError(f"--output {path} cannot be written: {error.strerror or error}; give a file this user may "
                          "write") from None
-
-
-def _is_stream(path: Path) -> bool:
-    """A device, a pipe, or a name of an open file descriptor (/dev/stdout, /dev/fd/1: whatever stdout is, a file
-    too). A plain file that merely lives under /dev (/dev/shm/labels.jsonl) is replaced as any other."""
-    try:
-        if not path.exists():
-            return False
-        if not path.is_file():
-            return True
-        given = str(path.absolute())
-        return given in ("/dev/stdout", "/dev/stderr") or given.startswith(("/dev/fd/", "/proc/self/fd/"))
-    except OSError:
-        return False
 
 
 def _same_file(path: Path, other: Path) -> bool:

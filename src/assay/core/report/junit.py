@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.core.fsutil import remove_stale_temporaries_of, write_atomically
+from assay.core.fsutil import names_a_stream, remove_stale_temporaries_of, write_atomically, write_into_stream
 from assay.core.record import UnitResult
 from assay.errors import EXIT_ERROR
 
@@ -116,8 +116,14 @@ def write_junit(path: Path, suites: Sequence[JUnitSuite]) -> None:
 
 
 def _write_report(path: Path, text: str) -> None:
-    """Atomic: a reader never sees half a report."""
+    """Atomic: a reader never sees half a report. A stream (`--junit /dev/stdout`, a pipe) is written into, and a
+    link to the report stays a link."""
     path = Path(path)
+    if names_a_stream(path):
+        write_into_stream(path, text.encode("utf-8"))
+        return
+    if path.is_symlink():
+        path = path.resolve()
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries_of(path)  # what a run killed while writing this report left beside it
