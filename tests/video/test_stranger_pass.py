@@ -8,6 +8,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -142,20 +143,28 @@ def test_ctrl_c_during_a_slow_python_adapter_call_says_what_it_waits_for(tmp_pat
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([TESTS, os.environ.get("PYTHONPATH", "")])},
     )
+    said: list[bytes] = []  # stderr, read as it comes (the line is awaited, not a fixed time: CI may be loaded)
+    reader = threading.Thread(target=lambda: said.extend(iter(process.stderr.readline, b"")), daemon=True)
+    reader.start()
     try:
         deadline = time.monotonic() + 60
         while not started.exists() and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert started.exists(), process.communicate(timeout=30)
         process.send_signal(signal.SIGINT)
-        time.sleep(2.5)  # the line comes a second after the Ctrl-C, while the call is still under way
+        deadline = time.monotonic() + 30  # the line comes a second after the Ctrl-C, while the call is under way
+        while not any(line.startswith(b"Stopping:") for line in said) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert process.poll() is None  # still waiting for the call, as GlassKit does
         process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=30)
+        stdout = process.stdout.read()
+        process.wait(timeout=30)
+        reader.join(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
+    stderr = b"".join(said)
     assert process.returncode == 130, (stdout, stderr)
     assert (b"Stopping: waiting for 1 adapter call under way to return (a Python adapter's call cannot be stopped "
             b"from outside); press Ctrl-C again to stop without waiting, finished results are kept") in stderr
