@@ -3,22 +3,16 @@ official `opentelemetry-proto` messages: one span per run, one gen_ai.evaluation
 
 from __future__ import annotations
 
-import http.server
 import os
 import re
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from servers.otlp_receiver import receiver
 
 from assay.core.run import pipeline
 from assay.core.record import RunManifest, UnitResult, store_path, utc_timestamp
@@ -26,71 +20,6 @@ from assay.core.results_store import publish_run
 from assay.core.run_events import RunFinished
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra: pip install 'assay[otel]'")
-
-
-def _value(any_value: Any) -> Any:
-    kind = any_value.WhichOneof("value")
-    return getattr(any_value, kind) if kind else None
-
-
-def _attributes(pairs: Any) -> dict[str, Any]:
-    return {pair.key: _value(pair.value) for pair in pairs}
-
-
-@dataclass
-class Received:
-    spans: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    resources: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)  # each request's, names in lower case
-    requests: int = 0
-
-
-@contextmanager
-def receiver(status: int = 200, delay: float = 0.0) -> Iterator[tuple[str, Received]]:
-    """An OTLP/HTTP endpoint on a free loopback port that keeps what it decodes (answering after `delay` seconds)."""
-    received = Received()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            assert self.headers["Content-Type"] == "application/x-protobuf"
-            received.requests += 1
-            received.headers.append({name.lower(): value for name, value in self.headers.items()})
-            if self.path == "/v1/traces":
-                request = ExportTraceServiceRequest.FromString(body)
-                for resource in request.resource_spans:
-                    received.resources.append(_attributes(resource.resource.attributes))
-                    for scope in resource.scope_spans:
-                        received.spans += [{"name": span.name, "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
-                                            "attributes": _attributes(span.attributes), "status": span.status.code}
-                                           for span in scope.spans]
-            elif self.path == "/v1/logs":
-                request = ExportLogsServiceRequest.FromString(body)
-                for resource in request.resource_logs:
-                    received.resources.append(_attributes(resource.resource.attributes))
-                    for scope in resource.scope_logs:
-                        received.events += [{"name": record.event_name, "trace_id": record.trace_id.hex(),
-                                             "span_id": record.span_id.hex(), "attributes": _attributes(record.attributes)}
-                                            for record in scope.log_records]
-            if delay:
-                time.sleep(delay)
-            self.send_response(status)
-            self.send_header("Content-Type", "application/x-protobuf")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *_: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", received
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _assay(*arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -3,19 +3,15 @@ real server on 127.0.0.1."""
 
 from __future__ import annotations
 
-import http.server
 import os
 import shutil
 import ssl
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import pytest
+from servers.otlp_receiver import receiver
 
 from assay.core.record import RunManifest, UnitResult, utc_timestamp
 from assay.core.results_store import publish_run
@@ -42,44 +38,12 @@ def _run(run_id: str) -> None:
     publish_run(manifest, [UnitResult("checkout/refund#1", "passed", group="checkout/refund")])
 
 
-@contextmanager
-def _collector(tls: ssl.SSLContext | None = None, authorizations: list[str | None] | None = None,
-               ) -> Iterator[tuple[int, list[str]]]:
-    """An OTLP/HTTP endpoint on a free loopback port that takes anything (over TLS when given a context), keeping
-    each request's path (and its Authorization header in `authorizations`)."""
-    authorizations = [] if authorizations is None else authorizations
-    paths: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers["Content-Length"]))
-            paths.append(self.path)
-            authorizations.append(self.headers.get("Authorization"))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/x-protobuf")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *_: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    if tls is not None:
-        server.socket = tls.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1], paths
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_an_https_url_of_a_collector_that_speaks_plain_http_fails_at_once_saying_so():
     """A collector's OTLP/HTTP port serves http:// unless TLS is set up: the SDK retried the failed handshake for
     ~16 s and then printed its retries ("Transient error HTTPSConnectionPool … SSLError … retrying in 1.18s")."""
     _run("agent-20261206T100000Z-5eca0001")
-    with _collector() as (port, paths):
+    with receiver() as (url, received):
+        port = url.rsplit(":", 1)[1]
         started = time.monotonic()
         done = _assay("runs", "export", "agent-20261206T100000Z-5eca0001", "--otlp", f"https://127.0.0.1:{port}")
         took = time.monotonic() - started
@@ -89,7 +53,7 @@ def test_an_https_url_of_a_collector_that_speaks_plain_http_fails_at_once_saying
     assert done.stderr.endswith(f"give http://127.0.0.1:{port}\n")
     assert len(done.stderr.splitlines()) == 1 and "Transient" not in done.stderr and "Traceback" not in done.stderr
     assert took < 8, took
-    assert paths == []
+    assert received.paths == []
 
 
 def test_an_https_collector_is_still_exported_to(tmp_path):
@@ -106,11 +70,11 @@ def test_an_https_collector_is_still_exported_to(tmp_path):
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(certificate, key)
     _run("agent-20261206T100000Z-5eca0002")
-    with _collector(context) as (port, paths):
-        done = _assay("runs", "export", "agent-20261206T100000Z-5eca0002", "--otlp", f"https://127.0.0.1:{port}",
+    with receiver(tls=context) as (url, received):
+        done = _assay("runs", "export", "agent-20261206T100000Z-5eca0002", "--otlp", url,
                       env={"OTEL_EXPORTER_OTLP_CERTIFICATE": str(certificate)})
     assert done.returncode == 0, done.stderr
-    assert sorted(paths) == ["/v1/logs", "/v1/traces"]
+    assert sorted(received.paths) == ["/v1/logs", "/v1/traces"]
 
 
 
@@ -141,15 +105,15 @@ def test_a_password_in_the_collectors_url_is_sent_but_never_printed(tmp_path):
     import socket
 
     _run("agent-20261206T100000Z-5eca0003")
-    authorizations: list[str | None] = []
-    with _collector(authorizations=authorizations) as (port, _):
+    with receiver() as (url, received):
+        port = url.rsplit(":", 1)[1]
         done = _assay("runs", "export", "agent-20261206T100000Z-5eca0003", "--otlp", f"http://evals:s3cret@127.0.0.1:{port}")
         as_json = _assay("runs", "export", "agent-20261206T100000Z-5eca0003", "--otlp", f"http://evals:s3cret@127.0.0.1:{port}",
                          "--json")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"Exported agent-20261206T100000Z-5eca0003 to http://evals:***@127.0.0.1:{port}: 1 span")
     assert json.loads(as_json.stdout)["endpoint"] == f"http://evals:***@127.0.0.1:{port}"
-    assert set(authorizations) == {"Basic " + base64.b64encode(b"evals:s3cret").decode()}  # still sent
+    assert {headers.get("authorization") for headers in received.headers} == {"Basic " + base64.b64encode(b"evals:s3cret").decode()}  # still sent
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         closed = probe.getsockname()[1]
