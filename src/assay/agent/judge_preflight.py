@@ -8,7 +8,7 @@ attempts and the affected attempts and assertions.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,3 +94,17 @@ def affected_counts(results: Sequence[Any], base_url: str) -> tuple[int, int]:
             attempts += 1
             assertions += found
     return attempts, assertions
+
+
+def unreachable_warnings(results: Sequence[Any], endpoints: Mapping[str, EndpointUse], unreachable: Mapping[str, str],
+                         ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """One warning per endpoint that failed the preflight, once its attempts are over: (message, its fields), as
+    `assay agent run` and the pytest plugin both say it."""
+    for base_url, why in unreachable.items():
+        attempts, assertions = affected_counts(results, base_url)
+        errored = sum(1 for result in results if result.verdict == "errored" and affected_counts([result], base_url)[0])
+        planned = endpoints[base_url].attempts if base_url in endpoints else 0
+        yield (f"judge endpoint {base_url} failed the preflight ({why}): {assertions} judge assertion(s) in "
+               f"{attempts} of {planned} planned attempt(s) are unavailable, not passed ({errored} errored)",
+               {"endpoint": base_url, "planned": planned, "affected": attempts, "assertions": assertions,
+                "errored": errored})

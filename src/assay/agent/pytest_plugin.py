@@ -63,7 +63,7 @@ class _Project:
         # first one made), and the preflight's verdicts, given before the first attempt runs (`preflight`).
         self.judge = LLMJudge(cache=project_judge_cache(root))
         self.checked_judge = PreflightedJudge(self.judge, {})
-        self.preflight_planned: dict[str, int] | None = None  # endpoint -> planned attempts, once probed
+        self.preflight_planned: dict[str, Any] | None = None  # the endpoints planned (EndpointUse each), once probed
         options = RunOptions(
             concurrency=1, config_timeout=config.timeout, pricing=config.pricing, project_judge=config.judge,
             judge=self.checked_judge,
@@ -93,7 +93,7 @@ class _Project:
             for item in items if isinstance(item, AssayEvalItem) and item.project is self
         ]
         endpoints = planned_endpoints(config for config in configs if config is not None)
-        self.preflight_planned = {url: use.attempts for url, use in endpoints.items()}
+        self.preflight_planned = endpoints
         if endpoints:
             unreachable = self.loop.run_until_complete(unreachable_endpoints(endpoints, PREFLIGHT_TIMEOUT_S))
             self.checked_judge.unreachable.update(unreachable)
@@ -300,14 +300,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _warn_unreachable_judges(session: pytest.Session, project: _Project) -> None:
     """One line per judge endpoint that failed the preflight, as `assay agent run` warns once for it."""
-    from assay.agent.judge_preflight import PRECHECK_FAILED, affected_counts
+    from assay.agent.judge_preflight import PRECHECK_FAILED, unreachable_warnings
 
-    for base_url, why in project.checked_judge.unreachable.items():
-        attempts, assertions = affected_counts(project.results, base_url)
-        planned = (project.preflight_planned or {}).get(base_url, 0)
-        _say(session, f"assay: warning [{PRECHECK_FAILED}]: judge endpoint {base_url} failed the preflight ({why}): "
-                      f"{assertions} judge assertion(s) in {attempts} of {planned} planned attempt(s) are "
-                      "unavailable, not passed")
+    warnings = unreachable_warnings(project.results, project.preflight_planned or {}, project.checked_judge.unreachable)
+    for message, _ in warnings:
+        _say(session, f"assay: warning [{PRECHECK_FAILED}]: {message}")
 
 
 def _say(session: pytest.Session, line: str) -> None:

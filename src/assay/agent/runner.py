@@ -718,21 +718,10 @@ class AgentRun:
         """One warning per endpoint that failed the preflight, once its attempts are over."""
         if self._preflight is None:
             return
-        from assay.agent.judge_preflight import PRECHECK_FAILED, affected_counts
+        from assay.agent.judge_preflight import PRECHECK_FAILED, unreachable_warnings
 
-        endpoints, unreachable = self._preflight
-        for base_url, why in unreachable.items():
-            attempts, assertions = affected_counts(results, base_url)
-            errored = sum(
-                1 for result in results if result.verdict == "errored" and affected_counts([result], base_url)[0]
-            )
-            planned = endpoints[base_url].attempts
-            self._warn(
-                PRECHECK_FAILED,
-                f"judge endpoint {base_url} failed the preflight ({why}): {assertions} judge assertion(s) in "
-                f"{attempts} of {planned} planned attempt(s) are unavailable, not passed ({errored} errored)",
-                endpoint=base_url, planned=planned, affected=attempts, assertions=assertions, errored=errored,
-            )
+        for message, fields in unreachable_warnings(results, *self._preflight):
+            self._warn(PRECHECK_FAILED, message, **fields)
 
     def _destroy_sandboxes_left(self, cancelled: bool = False) -> None:
         """Sandboxes a second Ctrl-C left behind (it cancels their teardown), or a cancelled run's (its attempts
