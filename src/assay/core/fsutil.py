@@ -248,18 +248,25 @@ _REPORT_NAMES = {"--junit": "junit.xml", "--output-json": "report.json"}
 _REPORT_STARTS = {"--junit": (b"<",), "--output-json": (b"{",)}  # (any XML: another tool's JUnit report too)
 
 
-def _not_a_report(flag: str, path: Path) -> str | None:
-    """Why the existing file at `path` may not be replaced by `flag`'s report (it begins as no such report does;
-    an empty file is taken as a placeholder); None when it may."""
-    starts = _REPORT_STARTS.get(flag)
-    if starts is None or not path.is_file():
-        return None
+def begins_otherwise(path: Path, starts: tuple[bytes, ...]) -> bool:
+    """Whether an existing file at `path` begins as none of `starts` does (after a BOM and blank space): a file of
+    the user's that a report or an export would replace. No file, an empty one (a placeholder) or one that cannot
+    be read (writing it says why) does not."""
+    if not path.is_file():
+        return False
     try:
         with path.open("rb") as file:
             head = file.read(512).lstrip(b"\xef\xbb\xbf \t\r\n")
     except OSError:
-        return None
-    if not head or head.startswith(starts):
+        return False
+    return bool(head) and not head.startswith(starts)
+
+
+def _not_a_report(flag: str, path: Path) -> str | None:
+    """Why the existing file at `path` may not be replaced by `flag`'s report (it begins as no such report does;
+    an empty file is taken as a placeholder); None when it may."""
+    starts = _REPORT_STARTS.get(flag)
+    if starts is None or not begins_otherwise(path, starts):
         return None
     kind = "XML (a JUnit report)" if flag == "--junit" else "a JSON report"
     return (f"is a file that is not {kind}, which the report would replace; give the report a file of its own, "

@@ -22,7 +22,7 @@ def labels_text(labels: Sequence[Label]) -> str:
 def write_labels(path: Path, labels: Sequence[Label], *, store_file: Path | None = None) -> None:
     """`labels export --output`: the file written whole or not at all; an error naming the option and what to
     give when it cannot be. `store_file` is the store's own `labels.jsonl`, which the export must not replace."""
-    from assay.core.fsutil import names_a_stream, write_atomically, write_into_stream
+    from assay.core.fsutil import begins_otherwise, names_a_stream, write_atomically, write_into_stream
 
     if path.is_dir():
         raise UsageError(f"--output {path} is a folder; give a file to write the labels to (e.g. {path / 'labels.jsonl'})")
@@ -38,7 +38,7 @@ def write_labels(path: Path, labels: Sequence[Label], *, store_file: Path | None
         except OSError as error:
             raise AssayError(f"--output {path} cannot be written: {error.strerror or error}") from None
         return
-    if not _replaceable(path):
+    if begins_otherwise(path, (b"{",)):  # anything but an earlier export (or an empty file)
         # `-o pyproject.toml` (a slip of the shell's completion) replaced the user's file without a word.
         raise UsageError(f"--output {path} is a file that holds no labels, which the export would replace; give the "
                          "export a file of its own (e.g. --output labels.jsonl)")
@@ -61,19 +61,6 @@ def _same_file(path: Path, other: Path) -> bool:
         return path.exists() and other.exists() and path.samefile(other)
     except OSError:
         return False
-
-
-def _replaceable(path: Path) -> bool:
-    """Whether an existing file at `path` may be replaced by an export: none there, an empty one, or one that
-    begins as a label file does (an earlier export)."""
-    if not path.is_file():  # none there (or a device: /dev/stdout)
-        return True
-    try:
-        with path.open("rb") as file:
-            head = file.read(512).lstrip(b"\xef\xbb\xbf \t\r\n")
-    except OSError:  # unreadable: writing it says why
-        return True
-    return not head or head.startswith(b"{")
 
 
 def read_labels(source: str) -> list[Label]:
