@@ -31,9 +31,7 @@ def export_command(given: Given) -> None:
         book.check_labeller(given.labeller)
         labels = book.labels(labeller=given.labeller, run_id=_run_id(store, given.run) if given.run else None)
     common.skipped_label_lines(book.skipped)
-    # `-o -` is stdout, as for every tool that writes a file; `-o /dev/stdout` too, so a reader that leaves (`| head`)
-    # stops it as it stops every command, not as a file that cannot be written
-    if given.output is None or str(given.output) in ("-", "/dev/stdout"):
+    if given.output is None or str(given.output) == "-":  # `-o -` is stdout, as for every tool that writes a file
         sys.stdout.write(labels_text(labels))  # (in pieces, by the stdout guard: a reader that leaves stops it)
         return
     with common.failing():

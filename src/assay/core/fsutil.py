@@ -172,9 +172,9 @@ def names_a_stream(path: Path) -> bool:
 
 def write_into_stream(path: Path, data: bytes) -> None:
     """`data` written into the stream `path` names (`names_a_stream`), appended (`> run.log` is the shell's file,
-    which holds the console's lines too). When it is this process's own stdout or stderr, through that descriptor
-    after what is buffered for it, so the lines printed next do not land over it (a file opened anew writes at its
-    own offset). A reader gone (`| head`) is left to the stdout guard, as for any line; other errors are raised."""
+    which holds the console's lines too). When it is this process's own stdout or stderr, through `sys.stdout` or
+    `sys.stderr` themselves: after what they hold, so the lines printed next do not land over it (a file opened anew
+    writes at its own offset), and a reader that leaves (`| head`) stops the command as for any line."""
     import sys
 
     own = _own_standard_descriptor(path)
@@ -182,15 +182,9 @@ def write_into_stream(path: Path, data: bytes) -> None:
         with open(path, "ab") as stream:
             stream.write(data)
         return
-    for buffered in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        if buffered is not None:
-            buffered.flush()
-    view = memoryview(data)
-    try:
-        while view:
-            view = view[os.write(own, view):]
-    except BrokenPipeError:
-        pass
+    stream = sys.stdout if own == 1 else sys.stderr
+    stream.write(data.decode("utf-8"))
+    stream.flush()
 
 
 def _own_standard_descriptor(path: Path) -> int | None:
