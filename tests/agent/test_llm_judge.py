@@ -72,7 +72,8 @@ def test_judge_without_a_model_or_key_is_unavailable_and_calls_nothing(fake_open
     assert no_model.assertions[0]["reason"].startswith("judge-model-unresolved")
     monkeypatch.delenv("OPENAI_API_KEY")
     no_key = run_one(agent, define_eval(body, judge=config_for(fake_openai)))
-    assert no_key.assertions[0]["reason"].startswith("judge-key-unresolved: the judge key variable OPENAI_API_KEY")
+    assert no_key.assertions[0]["reason"].startswith(
+        "judge-key-unresolved: neither ASSAY_JUDGE_API_KEY nor OPENAI_API_KEY is set")
     assert fake_openai.requests == []
 
 
@@ -261,15 +262,22 @@ def test_resolve_judge_config_rejects_unknown_settings_and_allows_keyless_local_
     assert settings["api_key"] is None and settings["timeout"] == 180.0
 
 
-def test_agent_judge_endpoint_is_config_then_openai_base_url_then_openai_and_its_key_variable_alone():
-    env = {"OPENAI_BASE_URL": "http://env:1/v1", "OPENAI_API_KEY": "openai", "ASSAY_JUDGE_BASE_URL": "http://doc/v1"}
+def test_agent_judge_endpoint_is_config_then_the_judge_variables_then_openai_and_a_named_key_variable_alone():
+    env = {"OPENAI_BASE_URL": "http://env:1/v1", "OPENAI_API_KEY": "openai"}
     assert resolve_judge_config({"model": "m", "base_url": "http://own/v1"}, env)["base_url"] == "http://own/v1"
-    # ASSAY_JUDGE_* belong to `assay.judge` clients from the environment (doc), not to agent judges
     assert resolve_judge_config({"model": "m"}, env)["base_url"] == "http://env:1/v1"
     assert resolve_judge_config({"model": "m"}, {"OPENAI_API_KEY": "k"})["base_url"] == "https://api.openai.com/v1"
     assert resolve_judge_config({"model": "m"}, env)["api_key"] == "openai"
+    # A judge server named in ASSAY_JUDGE_BASE_URL (the variable document judges read) is where agent
+    # transcripts go too, with ASSAY_JUDGE_API_KEY before OPENAI_API_KEY: not OPENAI_BASE_URL, not OpenAI's API.
+    judged = {**env, "ASSAY_JUDGE_BASE_URL": "http://judge/v1"}
+    assert resolve_judge_config({"model": "m"}, judged)["base_url"] == "http://judge/v1"
+    assert resolve_judge_config({"model": "m"}, {**judged, "ASSAY_JUDGE_API_KEY": "j"})["api_key"] == "j"
+    assert resolve_judge_config({"model": "m", "base_url": "http://own/v1"}, judged)["base_url"] == "http://own/v1"
+    with pytest.raises(JudgeUnavailable, match="judge-key-unresolved: neither ASSAY_JUDGE_API_KEY nor OPENAI_API_KEY"):
+        resolve_judge_config({"model": "m"}, {"ASSAY_JUDGE_BASE_URL": "http://judge/v1"})
     with pytest.raises(JudgeUnavailable, match="judge-key-unresolved: the judge key variable MINE"):
-        resolve_judge_config({"model": "m", "api_key_env": "MINE"}, env)  # no fallback to OPENAI_API_KEY
+        resolve_judge_config({"model": "m", "api_key_env": "MINE"}, {**env, "ASSAY_JUDGE_API_KEY": "j"})
 
 
 def test_llm_judge_parses_the_score_and_reasons(fake_openai):

@@ -17,11 +17,10 @@ from typing import Any, Protocol
 
 from assay.agent.evidence import sum_counts
 from assay.agent.outcome import MATCHED, UNAVAILABLE, Outcome
-from assay.core.endpoint_defaults import AGENT_MODEL_DEFAULTS, OPENAI_API_KEY_VARIABLE
+from assay.core.endpoint_defaults import AGENT_JUDGE_DEFAULTS
 
 RECIPES = ("closed_qa", "factuality", "summarizes", "rubric")
 CONFIG_KEYS = ("model", "base_url", "api_key_env", "timeout", "reasoning_effort")
-DEFAULT_API_KEY_ENV = OPENAI_API_KEY_VARIABLE
 DEFAULT_TIMEOUT_S = 180.0
 PROMPT_VERSION = "assay-agent-judge/1"
 _TEXT_KEYS = ("model", "base_url", "api_key_env", "reasoning_effort")
@@ -208,14 +207,19 @@ def resolve_judge_config(config: Mapping[str, Any] | None, environ: Mapping[str,
         raise JudgeUnavailable("judge-config-invalid", f"judge model must be a string, got {model!r}")
     if not model:
         raise JudgeUnavailable("judge-model-unresolved", "no judge model is configured (eval, experiment or project)")
-    key_env = settings.get("api_key_env", DEFAULT_API_KEY_ENV)
-    if not isinstance(key_env, str):
-        raise JudgeUnavailable("judge-config-invalid", "judge api_key_env must be a string")
-    defaults = AGENT_MODEL_DEFAULTS.with_api_key_variable(key_env)
-    api_key = defaults.api_key(None, env)
-    if key_env and not api_key:
+    defaults = AGENT_JUDGE_DEFAULTS  # ASSAY_JUDGE_API_KEY, else OPENAI_API_KEY
+    if "api_key_env" in settings:
+        key_env = settings["api_key_env"]
+        if not isinstance(key_env, str):
+            raise JudgeUnavailable("judge-config-invalid", "judge api_key_env must be a string")
         # An empty api_key_env says the endpoint needs no key (a local vLLM, Ollama or llama.cpp).
-        raise JudgeUnavailable("judge-key-unresolved", f"the judge key variable {key_env} is not set")
+        defaults = defaults.with_api_key_variable(key_env)
+    api_key = defaults.api_key(None, env)
+    if defaults.api_key_variables and not api_key:
+        names = " nor ".join(defaults.api_key_variables)
+        raise JudgeUnavailable("judge-key-unresolved",
+                               f"the judge key variable {names} is not set" if len(defaults.api_key_variables) == 1
+                               else f"neither {names} is set")
     base_url = defaults.base_url(settings.get("base_url"), env)
     timeout = settings.get("timeout", DEFAULT_TIMEOUT_S)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:

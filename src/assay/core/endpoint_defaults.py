@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
+    "AGENT_JUDGE_DEFAULTS",
     "AGENT_MODEL_DEFAULTS",
     "JUDGE_CLIENT_DEFAULTS",
     "OPENAI_API_KEY_VARIABLE",
@@ -60,8 +61,14 @@ def _first_set(explicit: str | None, names: tuple[str, ...], environ: Mapping[st
     return None
 
 
-# Agent model endpoints (openai_chat_agent, openai_responses_agent) and agent LLM judges.
+# Agent model endpoints (openai_chat_agent, openai_responses_agent).
 AGENT_MODEL_DEFAULTS = EndpointDefaults()
+# Agent LLM judges: the judge variables the document kind reads come first, so a user who named a judge
+# server there does not send agent transcripts to OPENAI_BASE_URL or OpenAI's API instead.
+AGENT_JUDGE_DEFAULTS = EndpointDefaults(
+    base_url_variables=("ASSAY_JUDGE_BASE_URL",),
+    api_key_variables=("ASSAY_JUDGE_API_KEY", OPENAI_API_KEY_VARIABLE),
+)
 # `assay.judge` clients configured from the environment (the doc kind's judges). No default URL on
 # purpose: a judge run must say which server receives the documents.
 JUDGE_CLIENT_DEFAULTS = EndpointDefaults(

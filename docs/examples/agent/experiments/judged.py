@@ -1,6 +1,6 @@
 """The judge examples, against any OpenAI-compatible server.
 
-Set OPENAI_BASE_URL (and a key, if the server needs one).
+Set ASSAY_JUDGE_BASE_URL or OPENAI_BASE_URL (and a key, if the server needs one).
 """
 
 from agents.scripted import scripted_agent
