@@ -326,7 +326,8 @@ async def run_evals_async(
     concurrency: int = 10, timeout: float | None = None, reporters: Sequence[Any] = (),
 ) -> AgentResults:
     """`run_evals` inside your own event loop (a notebook, an async function). Ctrl-C is then yours to handle:
-    cancelling the task stops the run and raises CancelledError, as a cancelled task must."""
+    cancelling the task stops the run as Ctrl-C does (the attempts in flight torn down) and raises
+    CancelledError, as a cancelled task must."""
     from assay.core.gcpolicy import collection_sized_for_runs
 
     agent_run = _run_in_code(evals, experiments, attempts=attempts, concurrency=concurrency, timeout=timeout,

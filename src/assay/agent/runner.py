@@ -572,6 +572,22 @@ class AgentRun:
                 await self._own_judge.aclose()
 
     async def run(self) -> RunOutcome:
+        """The run's outcome. A cancellation of the awaiting task (`run_async` in a notebook) is taken as Ctrl-C is,
+        then raised: the attempts in flight are stopped and torn down (a cancellation reaching them where they
+        were would skip their agent's teardown, leaking what its setup made) and what finished is journaled.
+        A second cancellation cuts the teardowns short, as a second Ctrl-C does."""
+        running = asyncio.ensure_future(self._run())
+        try:
+            return await asyncio.shield(running)
+        except asyncio.CancelledError:
+            self.interrupt()
+            try:
+                await running  # a second cancellation of this task cancels it
+            except Exception:  # noqa: BLE001 - the caller cancelled the run: the cancellation is what it hears of
+                pass
+            raise
+
+    async def _run(self) -> RunOutcome:
         started = time.perf_counter()
         if "assay.agent.adapters.endpoint" in sys.modules:
             # An endpoint agent was defined: its HTTP transport (aiohttp) loads now, before the first attempt's
