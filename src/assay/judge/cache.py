@@ -155,6 +155,8 @@ def clear_cache_line(project: Path | None, cache_dir: Path | None) -> str:
     folder = cache_dir.expanduser() if cache_dir else state_folder(project) / "cache" / "judge"
     if cache_dir is not None and folder.exists() and not folder.is_dir():
         raise UsageError(f"--cache-dir {cache_dir}: not a folder")
+    if cache_dir is not None and not folder.exists():  # a misspelt folder is not an empty cache
+        raise UsageError(f"--cache-dir {cache_dir}: no such folder{_nearby_folder(folder)}", "--cache-dir")
     if folder.exists() and not folder.is_dir():  # runs cannot cache there either: "nothing to clear" would hide it
         raise AssayError(f"{folder} is a file, not the judge cache's folder, so no judge answer can be cached: "
                          "move the file aside")
@@ -165,3 +167,14 @@ def clear_cache_line(project: Path | None, cache_dir: Path | None) -> str:
     except OSError as error:
         raise AssayError(f"could not clear the judge cache: {error}") from error
     return f"Removed {cleared.entries} cached judge answer(s) ({cleared.bytes / 1024:.1f} KiB) from {folder}."
+
+
+def _nearby_folder(folder: Path) -> str:
+    """" (did you mean …?)" with the folder beside `folder` whose name is closest to its (a misspelt name), if any."""
+    from assay.core.format import did_you_mean
+
+    try:
+        names = [child.name for child in folder.parent.iterdir() if child.is_dir()]
+    except OSError:
+        return ""
+    return did_you_mean(folder.name, names, form=" (did you mean {}?)", shown=lambda name: str(folder.parent / name))
