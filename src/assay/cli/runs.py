@@ -160,3 +160,5 @@ def reindex_command(given: Given) -> None:
                              "index; run it in the repository whose runs to index (or set ASSAY_STORE to its store)")
         outcome = reindex()
     common.say(*reindex_lines(outcome, store_path()))
+    common.say(*(f"Skipped a copy of a run record: {copy} (the same run as {kept}, which is indexed)"
+                 for copy, kept in outcome.copies))

@@ -260,11 +260,36 @@ def _not_a_report(flag: str, path: Path) -> str | None:
     """Why the existing file at `path` may not be replaced by `flag`'s report (it begins as no such report does;
     an empty file is taken as a placeholder); None when it may."""
     starts = _REPORT_STARTS.get(flag)
-    if starts is None or not begins_otherwise(path, starts):
+    if starts is None:
         return None
+    if not begins_otherwise(path, starts):
+        root = _xml_root_name(path) if flag == "--junit" else None
+        if root is None or root in ("testsuites", "testsuite"):  # any JUnit report, ours or another tool's
+            return None
+        return (f"is an XML file whose root element is <{root}>, not a JUnit report (<testsuites> or <testsuite>), "
+                f"which the report would replace; give the report a file of its own, e.g. {flag} {_REPORT_NAMES[flag]}")
     kind = "XML (a JUnit report)" if flag == "--junit" else "a JSON report"
     return (f"is a file that is not {kind}, which the report would replace; give the report a file of its own, "
             f"e.g. {flag} {_REPORT_NAMES[flag]}")
+
+
+def _xml_root_name(path: Path) -> str | None:
+    """The root element's name (without its namespace) of the XML file at `path`, read no further than its start
+    tag; None when there is no file or no element can be read (writing over it is as before)."""
+    import xml.etree.ElementTree as ElementTree
+
+    if not path.is_file():
+        return None
+    parser = ElementTree.XMLPullParser(events=("start",))  # its events up to a mistake later in the file still come
+    try:
+        with path.open("rb") as file:
+            while chunk := file.read(65536):
+                parser.feed(chunk)
+                for _event, element in parser.read_events():
+                    return element.tag.rpartition("}")[2]
+    except (OSError, ElementTree.ParseError):
+        return None
+    return None
 
 
 def remove_stale_temporary_files(

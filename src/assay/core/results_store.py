@@ -1218,6 +1218,7 @@ class Reindexed:
     skipped_lines: tuple[str, ...] = ()  # `<units file>:<line>: <why>` of each unit line left out
     labels: int = 0  # labels in the store after reading labels.jsonl back
     skipped_labels: tuple[str, ...] = ()  # `<labels.jsonl>:<line>: <why>` of each label line left out
+    copies: tuple[tuple[Path, Path], ...] = ()  # (copy, the record indexed instead) of each record of a run already indexed
 
 
 def _damage_of(database: Path) -> str:
@@ -1296,6 +1297,8 @@ def _reindex_into(database: Path, *, set_aside: Path | None, damage: str) -> Rei
     unreadable: list[Path] = []
     why: list[str] = []
     skipped: list[str] = []
+    indexed: dict[str, Path] = {}  # run id -> the record folder indexed for it
+    copies: list[tuple[Path, Path]] = []
     folder = records_dir(database)
     with SqliteRunStore(database) as store:
         for record in sorted(folder.iterdir()) if folder.is_dir() else ():
@@ -1307,14 +1310,25 @@ def _reindex_into(database: Path, *, set_aside: Path | None, damage: str) -> Rei
                 except (ValueError, KeyError, TypeError, AttributeError) as error:  # say which file: not units.jsonl
                     detail = f"KeyError: {error}" if isinstance(error, KeyError) else str(error) or type(error).__name__
                     raise ValueError(f"{detail} in {MANIFEST_FILE}") from error
+                # A record folder copied under another name holds the same run: it is indexed once, from the
+                # folder named after its id (where runs write it) when that one is there.
+                kept = indexed.get(manifest.run_id)
+                if kept is not None and (kept.name == manifest.run_id or record.name != manifest.run_id):
+                    copies.append((record, kept))
+                    continue
                 # Read line by line as it is indexed: a line that cannot be read is named and left out.
                 store.add_run(manifest, iter_readable_unit_lines(record, skipped), str(record))
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
                 unreadable.append(record)
                 why.append(f"{type(error).__name__}: {error}" if isinstance(error, KeyError) else str(error) or type(error).__name__)
                 continue
+            indexed[manifest.run_id] = record
+            if kept is not None:  # the copy indexed first is replaced whole by the run's own folder
+                copies.append((kept, record))
+                continue
             count += 1
         from assay.core.labels.store import restore_labels  # labels live in labels.jsonl beside the records
 
         labels, skipped_labels = restore_labels(store)
-    return Reindexed(count, set_aside, damage, tuple(unreadable), tuple(why), tuple(skipped), labels, skipped_labels)
+    return Reindexed(count, set_aside, damage, tuple(unreadable), tuple(why), tuple(skipped), labels, skipped_labels,
+                     tuple(copies))
