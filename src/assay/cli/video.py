@@ -174,10 +174,7 @@ def review_command(given: Given) -> None:
 
 @_command(video_app, "init", "directory language force")
 def init_command(given: Given) -> None:
-    """Write a starter eval directory that passes as is: a case, a short clip and an adapter.
-
-    Example: assay video init eval --adapter js
-    """
+    """Write a starter eval directory that passes as is: a case, a short clip and an adapter."""
     from assay.video.starter import write_starter
 
     try:  # not a GlassKit command: assay's own rule, errors on stderr

@@ -385,6 +385,12 @@ class Checkpoint:
             make_directories_under(eval_dir, root)
             _remove_leftovers(root, kind)
             checkpoint_id, directory = _new_checkpoint_directory(root, kind, now)
+        except (FileExistsError, NotADirectoryError) as error:  # a file where a folder must be (`runs` a file)
+            blocker = next((folder for folder in (root, *root.parents) if folder.is_file()), None)
+            if blocker is None:
+                raise CheckpointError(f"could not create checkpoint in {root}: {error}") from None
+            raise CheckpointError(f"could not create checkpoint in {root}: {blocker} is a file, not a folder; move "
+                                  "the file aside (the run needs a folder there for its checkpoint)") from None
         except OSError as error:
             raise CheckpointError(f"could not create checkpoint in {root}: {error}") from None
         token = secrets.token_hex(8)

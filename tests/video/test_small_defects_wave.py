@@ -1,0 +1,36 @@
+"""Small user-facing defects of `assay video`, each pinned where it was found."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _assay(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "assay", *arguments], cwd=cwd,
+                          env={**os.environ, "ASSAY_STORE": str(cwd / "store" / "assay.db")}, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def test_a_file_where_the_runs_folder_goes_is_named_with_what_to_do_not_an_errno(tmp_path):
+    """A file at `eval/runs` failed the run with `… [Errno 20] Not a directory: '…/eval/runs/checkpoints'`."""
+    assert _assay("video", "init", "eval", cwd=tmp_path).returncode == 0
+    (tmp_path / "eval" / "runs").write_text("notes\n", encoding="utf-8")
+    done = _assay("video", "run", "--quiet", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    runs = tmp_path / "eval" / "runs"
+    assert done.stdout.strip() == (f"Eval failed: could not create checkpoint in {runs / 'checkpoints'}: {runs} is a "
+                                   "file, not a folder; move the file aside (the run needs a folder there for its "
+                                   "checkpoint)")
+    assert "Errno" not in done.stdout + done.stderr
+    assert runs.read_text(encoding="utf-8") == "notes\n"
+
+
+def test_init_help_shows_its_example_once(tmp_path):
+    """`assay video init -h` gave `Example: assay video init eval --adapter js` and then the same under Examples."""
+    done = _assay("video", "init", "-h", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("--adapter js") == 1, done.stdout
+    assert "Examples:" in done.stdout
