@@ -55,8 +55,8 @@ def sandbox_override(text: str | None) -> Any | None:
     """The provider `--sandbox` names (None when not given); UsageError for anything else."""
     if text is None:
         return None
-    kind, _, rest = text.strip().partition(":")
-    if kind == "local" and rest in ("", "auto", "bubblewrap", "none"):
+    kind, colon, rest = text.strip().partition(":")
+    if kind == "local" and (not colon or rest in ("auto", "bubblewrap", "none")):
         from assay.agent.sandbox.local import LocalProvider
 
         return LocalProvider(isolation=rest or "auto")
@@ -66,6 +66,8 @@ def sandbox_override(text: str | None) -> Any | None:
         return DockerProvider(image=rest.strip())
     if kind == "docker":
         hint = " (name the image: docker:python:3.12)"
+    elif kind == "local" and not rest.strip():  # `local:` is not `local`: what came after the colon went missing
+        hint = " (nothing after the colon: give local alone, local:bubblewrap or local:none)"
     else:  # a misspelt local form (`local:bubblwrap`, `locl`); `dokcer:img` is docker:img meant
         from assay.core.format import did_you_mean
 
