@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from assay.cli import common
 from assay.cli.options import JSON, Given, command, group, params
-from assay.core.labels.options import LabelOptions
+from assay.core.labels.options import LabelOptions, labeller_given
 
 __all__ = ["judge_app"]
 
@@ -27,7 +27,7 @@ def agreement_command(given: Given) -> None:
     from assay.core.labels.store import LabelBook
 
     with common.store() as store:
-        selection = AgreementFilter(given.judge, given.rubric, given.labeller, given.by_rubric)
+        selection = AgreementFilter(given.judge, given.rubric, labeller_given(given.labeller), given.by_rubric)
         book = LabelBook(store)
         report = checked_agreement_report(store, book, selection)
     common.skipped_label_lines(book.skipped)

@@ -13,7 +13,7 @@ import typer
 
 from assay.cli import common
 from assay.cli.options import Given, command, group, params
-from assay.core.labels.options import LabelOptions
+from assay.core.labels.options import LabelOptions, labeller_given
 
 __all__ = ["labels_app"]
 
@@ -28,8 +28,9 @@ def export_command(given: Given) -> None:
 
     with common.store() as store:
         book = LabelBook(store)
-        book.check_labeller(given.labeller)
-        labels = book.labels(labeller=given.labeller, run_id=_run_id(store, given.run) if given.run else None)
+        labeller = labeller_given(given.labeller)
+        book.check_labeller(labeller)
+        labels = book.labels(labeller=labeller, run_id=_run_id(store, given.run) if given.run else None)
     common.skipped_label_lines(book.skipped)
     if given.output is None or str(given.output) == "-":  # `-o -` is stdout, as for every tool that writes a file
         sys.stdout.write(labels_text(labels))  # (in pieces, by the stdout guard: a reader that leaves stops it)
