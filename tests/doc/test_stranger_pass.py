@@ -196,7 +196,7 @@ def test_junit_never_overwrites_a_file_the_run_reads(tmp_path, junit, what):
 
 def test_junit_still_replaces_its_own_report(tmp_path):
     suite = make_suite(tmp_path)
-    (suite.repo / "junit.xml").write_text("<old/>")
+    (suite.repo / "junit.xml").write_text("<testsuites name=\"old\"/>")
     result = assay_doc(suite, *RUN, "--junit", "junit.xml", store=tmp_path / "store")
     assert result.returncode == 0, result.stderr
     assert "<testsuites" in (suite.repo / "junit.xml").read_text()
