@@ -127,6 +127,21 @@ def _validated_grades(suite: DocSuite, modules: _Modules, case_id: str, graded: 
         raise SchemaValidationError(f"{error} ({modules.grade_export} in {where} {returned}; {_GRADES_SHAPE})") from None
 
 
+_RETURNED_KINDS = {list: "a list (array)", dict: "an object", bool: "a boolean", int: "a number", float: "a number"}
+
+
+def _not_a_report(suite: DocSuite, modules: _Modules, report: Any) -> str:
+    """What the reporter returned instead of Markdown, in words a JavaScript author reads too: Python's
+    type names (`got list`, `got NoneType`) named neither the hook nor the usual slip, lines not joined."""
+    from assay.doc.paths import relative_posix
+
+    where = relative_posix(suite.repo_root, modules.reporter.path) or str(modules.reporter.path)
+    returned = "nothing" if report is None else _RETURNED_KINDS.get(type(report), "a value that is not a string")
+    hint = " (join the lines with newlines)" if isinstance(report, list) else ""
+    return (f"the reporter must return a Markdown string: {modules.report_export} in {where} returned "
+            f"{returned}{hint}")
+
+
 async def run_case(
     suite: DocSuite,
     *,
@@ -158,7 +173,7 @@ async def run_case(
             ReportInput(case.case_id, grades, findings, case.case_dir, candidate_path, suite.resolver),
         )
         if not isinstance(report, str):
-            raise AdapterError(f"the reporter must return a Markdown string, got {type(report).__name__}")
+            raise AdapterError(_not_a_report(suite, modules, report))
         bundle.write_text("report.md", report + "\n")
     manifest = bundle.build_manifest(
         run_type="deterministic",
