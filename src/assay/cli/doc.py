@@ -188,15 +188,18 @@ def doctor_command(given: Given) -> None:
 
 @_command("list-cases", "Print the suite's case ids, sorted.", "config", only_reads=True)
 def list_cases_command(given: Given) -> None:
-    from assay.doc.cases import discover_case_ids
+    from assay.doc.cases import discover_case_ids, left_out_note
 
     suite = _suite(given, prefix="Execution failed")
     skipped: list[str] = []
     with _failing():
         case_ids = discover_case_ids(suite, skipped)
+        left_out = "" if case_ids else left_out_note(suite)
     typer.echo("\n".join(case_ids) if case_ids else "No cases found.")
     for reason in skipped:  # eval-kit skips them silently; a case that vanished over a typo should say so
         typer.echo(f"Skipped {reason} (`assay doc doctor` checks every manifest).", err=True)
+    if left_out:  # none selected, yet there are cases: a misspelt `cases.include` is the likely cause
+        typer.echo(f"{left_out[0].upper()}{left_out[1:]}.", err=True)
 
 
 @_command("validate-fixtures", "Check every case manifest against its schema, then the adapter's validate_fixtures.",

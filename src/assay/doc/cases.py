@@ -230,7 +230,8 @@ def resolve_case(suite: DocSuite, case_id: str) -> ResolvedCase:
     assert_safe_id(case_id, "case id")
     known: list[str] = []
     unnamed: list[Path] = []
-    for path in configured_manifest_paths(suite):
+    configured = configured_manifest_paths(suite)
+    for path in configured:
         try:
             manifest = read_manifest(path)
         except (OSError, ValueError, CaseError):
@@ -246,7 +247,48 @@ def resolve_case(suite: DocSuite, case_id: str) -> ResolvedCase:
     for path in unnamed:
         if path.parent.name == case_id:
             resolve_case_manifest_path(suite, path)  # raises: it has no case id, so it is not valid
-    raise CaseError(f"case manifest not found for case: {case_id}{_not_found_hint(suite, case_id, known, unnamed)}")
+    hint = _unselected_hint(suite, case_id, configured) or _not_found_hint(suite, case_id, known, unnamed)
+    raise CaseError(f"case manifest not found for case: {case_id}{hint}")
+
+
+def _unselected_hint(suite: DocSuite, case_id: str, configured: list[Path]) -> str:
+    """The case's folder and manifest are there, but the config leaves them out (a misspelt
+    `cases.include`, an `exclude` that matches, a `case_manifests` list without it): "not found" alone
+    sent people looking for a file that exists."""
+    left_out = [path for path in left_out_manifests(suite, configured) if path.parent.name == case_id]
+    if not left_out:
+        return ""
+    return (f"; {_suite_relative(suite, left_out[0])} is there, but the config does not select it: check "
+            f"{selection_settings(suite)}")
+
+
+def left_out_manifests(suite: DocSuite, configured: list[Path] | None = None) -> list[Path]:
+    """Manifests in `cases.root`'s folders that the config does not select, sorted."""
+    cases = suite.raw.get("cases")
+    if not isinstance(cases, dict) or not isinstance(cases.get("root"), str):
+        return []
+    root = suite.resolver.resolve_suite_path(cases["root"], "cases.root")
+    if not os.path.isdir(root):
+        return []
+    selected = set(configured_manifest_paths(suite) if configured is None else configured)
+    found = (Path(entry.path) / MANIFEST_NAME for entry in os.scandir(root) if entry.is_dir())
+    return sorted(path for path in found if path not in selected and os.path.isfile(path))
+
+
+def left_out_note(suite: DocSuite) -> str:
+    """`N case folder(s) left out by <settings>: <first three>`, or "" when the config selects every case folder."""
+    left_out = left_out_manifests(suite)
+    if not left_out:
+        return ""
+    listed = ", ".join(_suite_relative(suite, path.parent) for path in left_out[:3])
+    more = f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
+    return f"{len(left_out)} case folder(s) left out by {selection_settings(suite)}: {listed}{more}"
+
+
+def selection_settings(suite: DocSuite) -> str:
+    """Where the config chooses its cases, for a message about one it left out."""
+    settings = "case_manifests" if "case_manifests" in suite.raw else "cases.include and cases.exclude"
+    return f"{settings} in {relative_posix(suite.repo_root, suite.config_path)}"
 
 
 def _not_found_hint(suite: DocSuite, case_id: str, known: list[str], unnamed: list[Path]) -> str:

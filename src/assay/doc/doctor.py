@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import AsyncIterator, Mapping
 
 from assay.doc.artifacts import make_results_folder
-from assay.doc.cases import configured_manifest_paths, discover_case_ids, resolve_case_manifest_path
+from assay.doc.cases import configured_manifest_paths, discover_case_ids, left_out_note, resolve_case_manifest_path
 from assay.doc.config import load_suite
 from assay.doc.fixtures import validate_fixtures
 from assay.doc.paths import relative_posix
@@ -78,7 +78,9 @@ async def run_doctor(
     yield f"ok - {len(seen)} case manifest(s) resolve with all artifacts present"
     checked = await validate_fixtures(suite)
     yield f"ok - fixtures validate ({checked} manifest(s))"
-    yield f"ok - {len(discover_case_ids(suite))} case(s) discovered"
+    # A misspelt `cases.include` passed as a suite of 0 cases, with nothing pointing at the typo.
+    left_out = left_out_note(suite)
+    yield f"ok - {len(discover_case_ids(suite))} case(s) discovered" + (f"; {left_out}" if left_out else "")
     enabled = [key for key in MODEL_METHODS if (suite.method(key) or {}).get("enabled") is True]
     if enabled:
         from assay.core.endpoint_defaults import JUDGE_CLIENT_DEFAULTS
