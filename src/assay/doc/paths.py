@@ -33,10 +33,22 @@ def is_safe_id(value: object) -> bool:
 
 
 def assert_safe_id(value: object, label: str) -> str:
-    """Return `value` if it is a safe id; else `UsageError("<label> must be an id, not a path")`."""
+    """Return `value` if it is a safe id; else `UsageError("<label> must be an id, not a path")`, naming
+    the id meant when `value` is a folder path such as `release-notes/`."""
     if not is_safe_id(value):
-        raise UsageError(f"{label} must be an id, not a path")
+        raise UsageError(f"{label} must be an id, not a path{_folder_hint(value)}")
     return value  # type: ignore[return-value]
+
+
+def _folder_hint(value: object) -> str:
+    """A value ending in a slash is a folder name completed by the shell (`--case release-notes/`,
+    `--case evals/cases/release-notes/`): name the id it ends with, which is the one meant."""
+    if not isinstance(value, str) or not value.endswith(("/", "\\")):
+        return ""
+    parts = re.split(r"[/\\]+", value.rstrip("/\\"))
+    if ".." in parts or not is_safe_id(parts[-1]):
+        return ""
+    return f" (give the name alone: {parts[-1]})"
 
 
 def is_contained(base: Path, candidate: Path) -> bool:
