@@ -6,6 +6,7 @@ Each call is kept (variables, request body, raw response) so a bundle shows exac
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -146,8 +147,6 @@ def _check_placeholders(variables: Mapping[str, Any], hook: str, template: Any, 
                                "sent an empty value")
     # A placeholder nothing resembles renders empty, as it does in eval-kit (promptfoo), where a suite may rely
     # on it: said once, not refused.
-    import sys
-
     print(f"Warning: {hook} did not return {', '.join(unfilled)}, which {which} prompt template{named} uses: "
           "rendered empty", file=sys.stderr)
 
@@ -161,6 +160,15 @@ def _checked_by(answer: Callable[[str], Any], check: Callable[[Any], None]) -> C
         return value
 
     return checked
+
+
+_CUT_OFF = "the model stopped at its output limit (finish_reason length)"
+
+
+def _cut_off(completion: Any) -> bool:
+    """Whether the endpoint says the reply ended at the output-token limit rather than where the model stopped."""
+    choices = (getattr(completion, "response", None) or {}).get("choices") or []
+    return bool(choices) and isinstance(choices[0], Mapping) and choices[0].get("finish_reason") == "length"
 
 
 @dataclass
@@ -209,8 +217,14 @@ class JudgeCallLog:
             self._log(error.completion)
             # The message alone cannot show what the model said; point at the kept reply.
             saved = self.bundle.relative_to_repo(RESPONSE_FILE)
-            raise JudgeError(f"{error}; the raw reply is saved in {saved}") from error
+            # Said of a reply that has text to be cut: one that is empty is already called empty.
+            partial = _cut_off(error.completion) and bool((getattr(error.completion, "text", "") or "").strip())
+            cut = f"; {_CUT_OFF}, so the reply is incomplete" if partial else ""
+            raise JudgeError(f"{error}{cut}; the raw reply is saved in {saved}") from error
         self._log(completion)
+        if _cut_off(completion):  # text that ends mid-sentence still reads as an answer: say so
+            saved = self.bundle.relative_to_repo(RESPONSE_FILE)
+            print(f"Warning: {_CUT_OFF}, so the {label} is incomplete; see {saved}", file=sys.stderr)
         return value
 
     def _log(self, completion: Any) -> None:
