@@ -532,7 +532,9 @@ def test_the_feed_converts_ahead_unless_its_consumer_converts_in_its_own_threads
             async for _, frame in feed:
                 converted_before_use = len(converted_in)
                 pixels.append(await asyncio.get_running_loop().run_in_executor(consumer, lambda: frame.pixels))
-                assert len(converted_in) == (converted_before_use if convert_ahead else converted_before_use + 1)
+                # (converted ahead, the next frame may be converting meanwhile: only who converted is certain)
+                by_consumer = [name for name in converted_in[converted_before_use:] if name.startswith("consumer")]
+                assert len(by_consumer) == (0 if convert_ahead else 1), converted_in
                 feed.release()
         finally:
             await feed.close()
