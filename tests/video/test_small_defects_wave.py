@@ -34,3 +34,15 @@ def test_init_help_shows_its_example_once(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("--adapter js") == 1, done.stdout
     assert "Examples:" in done.stdout
+
+
+def test_a_misspelt_adapter_start_limit_is_refused_naming_the_one_meant(tmp_path):
+    """`ASSAY_ADAPTER_START_TIMOUT=300` was ignored: a slow-loading command adapter still met the 30 s default."""
+    assert _assay("video", "init", "eval", "--adapter", "js", cwd=tmp_path).returncode == 0
+    run = [sys.executable, "-m", "assay", "video", "run", "--quiet", "--adapter-command", "node eval/adapter.mjs"]
+    environment = {**os.environ, "ASSAY_STORE": str(tmp_path / "store" / "assay.db"), "ASSAY_ADAPTER_START_TIMOUT": "300"}
+    done = subprocess.run(run, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ("ASSAY_ADAPTER_START_TIMOUT is no assay setting (did you mean ASSAY_ADAPTER_START_TIMEOUT?); rename it, "
+            "or unset it") in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr

@@ -92,6 +92,11 @@ def start_timeout() -> RequestTimeout:
 
     30 s by default, so an adapter that never answers cannot hang `run` or `validate`; an adapter
     that loads a large model may need more, set with ASSAY_ADAPTER_START_TIMEOUT (0: no limit)."""
+    from assay.core.format import misspelt_variable
+
+    misspelt = misspelt_variable(os.environ, "ASSAY_ADAPTER_", [START_TIMEOUT_VARIABLE], "assay")
+    if misspelt:  # (ignored, it left the 30 s default in place, and nothing said so)
+        raise AdapterRuntimeError(misspelt)
     text = os.environ.get(START_TIMEOUT_VARIABLE, "").strip()
     if not text:
         return RequestTimeout(

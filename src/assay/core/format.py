@@ -88,6 +88,20 @@ def did_you_mean(
     return form.format(shown(near[0])) if near else ""
 
 
+def misspelt_variable(env: Iterable[str], prefix: str, known: Iterable[str], whose: str) -> str | None:
+    """The message for a set variable of `prefix` that is none of `known` yet close to one of them, or None.
+    Such a variable was ignored, so its default ran and nothing said so. Names are compared without the
+    shared prefix, which would make any two of them look alike."""
+    settings = [name[len(prefix):] for name in known]
+    for name in env:
+        if not name.startswith(prefix) or name[len(prefix):] in settings:
+            continue
+        near = did_you_mean(name[len(prefix):], settings, form="{}", shown=str)
+        if near:
+            return f"{name} is no {whose} setting (did you mean {prefix}{near}?); rename it, or unset it"
+    return None
+
+
 def join_first(
     items: Sequence[T], *, limit: int = PROBLEMS_SHOWN, separator: str = "; ", shown: Callable[[T], str] = str
 ) -> str:

@@ -120,22 +120,16 @@ def hook_timeout(option_s: float | None = None) -> Any:
 
 
 def _check_variable_names(env: Any) -> None:
-    """A misspelt ASSAY_DOC_* variable (`ASSAY_DOC_HOOK_TIMOUT`) is refused, naming the one meant: it
-    was ignored, so hooks ran with the 600 s default it was set to change, and nothing said so. So is
-    a misspelt ASSAY_ADAPTER_START_TIMEOUT, the limit on loading a `.mjs` module that the doc guide names."""
+    """A misspelt ASSAY_DOC_HOOK_TIMEOUT is refused, naming the one meant: it was ignored, so hooks ran with
+    the 600 s default it was set to change. So is a misspelt ASSAY_ADAPTER_START_TIMEOUT, which the doc
+    guide names too (said here before any adapter starts, whichever language it is written in)."""
     from assay.adapters.ndjson import START_TIMEOUT_VARIABLE
-    from assay.core.format import did_you_mean
+    from assay.core.format import misspelt_variable
 
-    known = (("ASSAY_DOC_", HOOK_TIMEOUT_VARIABLE, "assay doc"), ("ASSAY_ADAPTER_", START_TIMEOUT_VARIABLE, "assay"))
-    for prefix, variable, whose in known:
-        for name in env:
-            if not name.startswith(prefix) or name == variable:
-                continue
-            near = did_you_mean(name[len(prefix):], [variable[len(prefix):]], form="{}", shown=str)
-            if near:
-                raise AdapterError(
-                    f"{name} is no {whose} setting (did you mean {prefix}{near}?); rename it, or unset it"
-                )
+    problem = (misspelt_variable(env, "ASSAY_DOC_", [HOOK_TIMEOUT_VARIABLE], "assay doc")
+               or misspelt_variable(env, "ASSAY_ADAPTER_", [START_TIMEOUT_VARIABLE], "assay"))
+    if problem:
+        raise AdapterError(problem)
 
 
 @contextlib.contextmanager

@@ -121,17 +121,13 @@ _SETTINGS = ("BASE_URL", "API_KEY", "RESPONSE_FORMAT", "REASONING_EFFORT", "TIME
 
 
 def _check_variable_names(env: Mapping[str, str]) -> None:
-    """A misspelt ASSAY_JUDGE_* variable is refused, naming the one meant: it was ignored, so the judge ran
-    with the default it was set to change (a 120 s timeout, four attempts, structured output) and nothing
-    said so. Names are compared without the shared prefix, which would make any two of them look alike."""
-    from assay.core.format import did_you_mean
+    """A misspelt ASSAY_JUDGE_* variable is refused, naming the one meant (a 120 s timeout, four attempts,
+    structured output would otherwise run as if it were not set)."""
+    from assay.core.format import misspelt_variable
 
-    for name in env:
-        if not name.startswith(_PREFIX) or name[len(_PREFIX):] in _SETTINGS:
-            continue
-        near = did_you_mean(name[len(_PREFIX):], _SETTINGS, form="{}", shown=str)
-        if near:
-            raise JudgeError(f"{name} is no judge setting (did you mean {_PREFIX}{near}?); rename it, or unset it")
+    problem = misspelt_variable(env, _PREFIX, [_PREFIX + setting for setting in _SETTINGS], "judge")
+    if problem:
+        raise JudgeError(problem)
 
 
 _EFFORT_ON = frozenset({"", "on", "1", "true", "yes"})
