@@ -236,6 +236,8 @@ class JUnitReport:
 
     def run_finished(self, event: Any) -> None:
         if event.build_units is None:
+            if event.error is not None and not event.interrupted:
+                self._failed_run(event)
             return
         try:
             write_junit_units(self.path, event.units())
@@ -243,6 +245,23 @@ class JUnitReport:
             # The OS names the temporary file the report was written to first: the reason alone, with the path asked for.
             print(f"Error: could not write JUnit report {self.path}: {error.strerror or error}", file=sys.stderr)
             event.require(EXIT_ERROR)  # a report CI asked for and did not get is a broken run
+
+    def _failed_run(self, event: Any) -> None:
+        """A run that failed before it had a result (a config error, an adapter that never started) is one
+        errored test case saying why, as pytest reports a collection error: CI's test view showed "no report
+        found" and the reason was in the log alone. Never over a file the report path check refuses."""
+        from assay.core.fsutil import check_report_path
+        from assay.errors import AssayError
+
+        try:
+            check_report_path("--junit", self.path)
+        except AssayError:
+            return
+        case = JUnitCase(name=f"assay {event.kind} run", classname=f"assay.{event.kind}", error=str(event.error))
+        try:
+            write_junit(self.path, [JUnitSuite(f"assay {event.kind}", (case,))])
+        except OSError as error:  # the run has failed already, with its own message: this one is said beside it
+            print(f"Error: could not write JUnit report {self.path}: {error.strerror or error}", file=sys.stderr)
 
 
 __all__ = [
