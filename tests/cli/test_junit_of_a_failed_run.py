@@ -46,3 +46,14 @@ def test_a_failed_run_never_writes_its_report_over_a_file_the_report_may_not_rep
     assert done.returncode == 2, done.stdout + done.stderr
     assert "--junit pom.xml is an XML file whose root element is <project>" in done.stderr
     assert (project / "pom.xml").read_text(encoding="utf-8") == "<project><artifactId>shop</artifactId></project>\n"
+
+
+def test_an_adapter_that_never_starts_gives_its_first_line_as_the_message_and_its_stderr_in_the_body(tmp_path):
+    assert _assay(tmp_path, "video", "init", "eval").returncode == 0
+    missing = tmp_path / "nope.mjs"
+    done = _assay(tmp_path, "video", "run", "--adapter-command", f"node {missing}", "--junit", "junit.xml")
+    assert done.returncode == 2, done.stdout + done.stderr
+    [case] = ElementTree.parse(tmp_path / "junit.xml").getroot().iter("testcase")
+    error = case.find("error")
+    assert error.get("message").startswith(f"adapter command 'node {missing}' failed to initialize")
+    assert "\n" not in error.get("message") and "Cannot find module" in error.text, error.text

@@ -257,7 +257,9 @@ class JUnitReport:
             check_report_path("--junit", self.path)
         except AssayError:
             return
-        case = JUnitCase(name=f"assay {event.kind} run", classname=f"assay.{event.kind}", error=str(event.error))
+        text = str(event.error)  # (an adapter's stderr tail may follow its first line: that goes in the body)
+        case = JUnitCase(name=f"assay {event.kind} run", classname=f"assay.{event.kind}", error=text.split("\n", 1)[0],
+                         details=text if "\n" in text else None)
         try:
             write_junit(self.path, [JUnitSuite(f"assay {event.kind}", (case,))])
         except OSError as error:  # the run has failed already, with its own message: this one is said beside it
