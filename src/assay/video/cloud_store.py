@@ -10,6 +10,7 @@ import hashlib
 import json
 import mimetypes
 import os
+import re
 import sys
 import time
 import uuid
@@ -308,7 +309,25 @@ def _credential_arguments(store: VideoStoreConfig) -> tuple[tuple[str, str], ...
 
 
 def _s3_client(store: VideoStoreConfig) -> Any:
+    _check_bucket_name(store)
     return _cached_s3_client(store, _credential_arguments(store))
+
+
+# What botocore takes as a bucket (a name, or an access point's ARN); anything else it refused with its own
+# regular expressions ("Parameter validation failed: Invalid bucket name …"), naming neither setting nor fix.
+_BUCKET_NAME = re.compile(r"[a-zA-Z0-9.\-_]{1,255}|arn:.+")
+
+
+def _check_bucket_name(store: VideoStoreConfig) -> None:
+    """Refuse a `bucket` that is a URL or a path (`s3://eval-videos`, `eval-videos/clips`) before any request."""
+    if _BUCKET_NAME.fullmatch(store.bucket):
+        return
+    name = store.bucket.removeprefix("s3://").strip("/").split("/")[0]
+    example = f" ({name})" if _BUCKET_NAME.fullmatch(name) else ""
+    raise VideoStoreError(
+        f"bucket {store.bucket!r} of video store {store.name!r} is not a bucket name: set "
+        f"video_stores.{store.name}.bucket in config.yaml to the bucket's name alone{example}, without s3:// or a path"
+    )
 
 
 @functools.lru_cache(maxsize=16)
