@@ -747,17 +747,40 @@ async function runsNotExported(parts) {
   if (!named.length) return null;
   let listing;
   try { listing = await loadStatic(apiKey("runs", { limit: "500" })); } catch { return null; }
-  const held = new Set(listing.runs.map((run) => run.run_id));
+  const ids = listing.runs.map((run) => run.run_id);  // newest first, as `latest~N` counts them
+  const held = new Set(ids);
   const missing = named.filter((id) => !held.has(id));
-  if (!missing.length) return null;
-  // The start of one run's id (as the live viewer and `assay runs show` take one): the page of that run.
-  const full = new Map(missing.map((id) => [id, [...held].filter((runId) => runId.startsWith(id))]));
+  if (!missing.length) return viewNotExported(parts, listing);
+  // The start of one run's id, `latest` or `latest~N` (as the live viewer and `assay runs show` take them):
+  // the page of that run.
+  const matching = (reference) => {
+    const latest = /^latest(?:~(\d+))?$/.exec(reference);
+    if (latest) return ids.slice(Number(latest[1] || 0), Number(latest[1] || 0) + 1);
+    return ids.filter((runId) => runId.startsWith(reference));
+  };
+  const full = new Map(missing.map((id) => [id, matching(id)]));
   if ([...full.values()].every((matches) => matches.length === 1)) {
     const runParts = parts[0] === "compare" ? [1, 2] : [1];
     const whole = parts.map((part, index) => (runParts.includes(index) && full.has(part) ? full.get(part)[0] : part));
     return { address: "#/" + whole.map(encodeURIComponent).join("/") };
   }
   return `No run ${missing.map((id) => `'${id}'`).join(" or ")} in this export: it holds the ${held.size} run(s) listed on its first page.`;
+}
+
+// A compare of two runs the export holds that it left out: said with the compare it does hold (two runs picked
+// on the runs page and compared read "This view is not included in the export.", with nothing more).
+function viewNotExported(parts, listing) {
+  if (parts[0] === "compare" && parts[1] === parts[2]) {  // in the live viewer's words
+    return `both references name the run ${parts[1]}; a run compared with itself has no changes: give two different runs`;
+  }
+  if (parts[0] === "compare") {
+    const after = listing.runs.find((run) => run.run_id === parts[2]);
+    const older = listing.runs.slice(listing.runs.indexOf(after) + 1).find((run) => run.kind === after.kind);
+    if (older && older.run_id === parts[1]) return null;  // the compare it holds, at a page it left out
+    const held = older ? ` (here: ${older.run_id} → ${after.run_id})` : "";
+    return `This export holds the compare of each run with the run of its kind before it${held}, not ${parts[1]} → ${parts[2]}; \`assay view\` compares any two runs.`;
+  }
+  return null;
 }
 
 async function route() {
