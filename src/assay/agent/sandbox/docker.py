@@ -452,8 +452,9 @@ class DockerSandbox:
                                on_stdout=None, on_stderr=None, signals=(), user=None, stdin=stdin)
         if done.exit_code != 0:
             said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            # `cat: /workspace/x: No such file or directory` -> the reason, as the local provider says it
-            reason = said[-1].rsplit(": ", 1)[-1] if said else f"exit code {done.exit_code}"
+            # `cat: /workspace/x: No such file or directory` -> the reason, as the local provider says it; the first
+            # line, as tar's last one is only its summary (`tar: Error is not recoverable: exiting now`)
+            reason = said[0].rsplit(": ", 1)[-1] if said else f"exit code {done.exit_code}"
             raise SandboxError(f"could not {action} {path} in the sandbox: {reason}")
         return done.stdout
 
@@ -665,8 +666,9 @@ class DockerProvider:
             raise SandboxError(f"docker_sandbox image must be an image's name, like image=\"python:3.12\"; got {image!r:.80}")
         if image is not None and (context is not None or dockerfile is not None):
             raise SandboxError("docker_sandbox takes image=… or a Dockerfile (context=…, dockerfile=…), not both")
-        if not posixpath.isabs(workdir):
-            raise SandboxError("docker_sandbox workdir must be an absolute path in the container")
+        if not isinstance(workdir, (str, os.PathLike)) or not posixpath.isabs(workdir):
+            raise SandboxError(f"docker_sandbox workdir must be an absolute path in the container, like "
+                               f"workdir=\"/workspace\"; got {workdir!r:.80}")
         environment = checked_env("docker_sandbox", env)
         if not isinstance(network_mode, str) or not network_mode:
             raise SandboxError("docker_sandbox network_mode must be a Docker network mode: none (the default), "

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent.sandbox.commands import SandboxError
-from assay.agent.sandbox.registry import SandboxEntry, kept_container
+from assay.agent.sandbox.registry import SandboxEntry, kept_container, start_kept
 
 # bash when the image or host has it, else sh; `exec` leaves no extra shell behind.
 _CONTAINER_SHELL = ["sh", "-c", "command -v bash >/dev/null 2>&1 && exec bash; exec sh"]
@@ -118,7 +118,7 @@ def _enter_container(entry: SandboxEntry, leave_running: bool) -> int:
     try:
         container = kept_container(client, entry)
         if container.status != "running":
-            container.start()
+            start_kept(container, entry)
         try:
             cli = shutil.which("docker")
             if cli is not None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent.sandbox.commands import SandboxError
-from assay.agent.sandbox.registry import SandboxEntry, find_entry, kept_container, list_entries
+from assay.agent.sandbox.registry import ENTRY_FILE, SandboxEntry, find_entry, kept_container, list_entries, start_kept
 
 __all__ = ["AFTER", "diff_text", "enter_kept", "listed", "pruned", "sandbox_base", "stopped"]
 
@@ -152,12 +152,9 @@ def _ledger_git(entry: SandboxEntry) -> Iterator[Any]:
         except Exception as error:  # noqa: BLE001
             raise SandboxError(f"the sandbox's container is not reachable: {error}") from None
         container = kept_container(client, entry)
-        try:
-            stopped = container.status != "running"
-            if stopped:
-                container.start()
-        except Exception as error:  # noqa: BLE001
-            raise SandboxError(f"the sandbox's container is not reachable: {error}") from None
+        stopped = container.status != "running"
+        if stopped:
+            start_kept(container, entry)
         backend = DockerSandbox(client, container, entry.sandbox_id, entry.workdir, {}, sandbox_base() / entry.sandbox_id)
         try:
             yield ExecGit(backend, DockerSandbox.ledger_dir)
@@ -205,11 +202,17 @@ def stopped(prefixes: Sequence[str] = (), *, every_kept: bool = False) -> Iterat
         named = [_entry(prefix) for prefix in prefixes]
         # One sandbox named twice (`stop 2a08 2a081c`) is stopped once, not said to be removed twice.
         entries = list({entry.sandbox_id: entry for entry in named}.values())
+    left = []
     for entry in entries:
         _refuse_active(entry)
         yield f"{entry.sandbox_id}: {destroy(entry)}"
+        if (Path(entry.root) / ENTRY_FILE).exists():
+            left.append(entry.sandbox_id)
     if not entries:
         yield "No kept sandboxes."
+    if left:  # said above, line by line; the exit code must not say it is done
+        raise SandboxError(f"{', '.join(left)} not stopped (see above); `assay agent sandbox stop {' '.join(left)}` "
+                           "tries again once that is fixed")
 
 
 def pruned(*, force: bool = False) -> Iterator[str]:
@@ -218,6 +221,6 @@ def pruned(*, force: bool = False) -> Iterator[str]:
 
     done = prune(sandbox_base(), force=force)
     for entry, what in done:
-        yield f"{entry.sandbox_id} ({entry.status}): {what}"
+        yield f"{entry.sandbox_id} ({entry.status}): {what}" if entry is not None else what
     if not done:
         yield "Nothing to prune."

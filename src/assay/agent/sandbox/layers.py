@@ -228,20 +228,34 @@ class SandboxLayer:
         return replace(self, prepares=self.prepares + tuple(steps))
 
     def setup(self, function: HookFunction) -> SandboxLayer:
-        if not callable(function):
-            raise ConfigError("setup takes a function (sandbox, hook_ctx)")
-        return replace(self, setups=self.setups + (function,))
+        return replace(self, setups=self.setups + (_checked_hook("setup", function),))
 
     def teardown(self, function: HookFunction) -> SandboxLayer:
-        if not callable(function):
-            raise ConfigError("teardown takes a function (sandbox, hook_ctx)")
-        return replace(self, teardowns=self.teardowns + (function,))
+        return replace(self, teardowns=self.teardowns + (_checked_hook("teardown", function),))
 
     def describe(self) -> dict[str, Any]:
         document: dict[str, Any] = {"prepare": [step.describe() for step in self.prepares]}
         if self.provider is not None:
             document["template"] = self.provider.describe()
         return document
+
+
+def _checked_hook(kind: str, function: Any) -> HookFunction:
+    """A hook is called `function(sandbox, hook_ctx)`: one that cannot take both is refused when the file loads, not
+    found out in every attempt (a teardown's failure is only a diagnostic: its cleanup would silently never run)."""
+    import inspect
+
+    if not callable(function):
+        raise ConfigError(f"{kind} takes a function (sandbox, hook_ctx), got {type(function).__name__}")
+    try:
+        inspect.signature(function).bind(None, None)
+    except ValueError:  # no signature to read (a builtin): it is found out when called
+        pass
+    except TypeError:
+        name = getattr(function, "__name__", type(function).__name__)
+        raise ConfigError(f"{kind} takes a function (sandbox, hook_ctx), but {name}{inspect.signature(function)} "
+                          f"cannot be called with both; write it as def {kind}(sandbox, hook_ctx)") from None
+    return function
 
 
 def sandbox_layer() -> SandboxLayer:

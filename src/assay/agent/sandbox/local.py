@@ -429,8 +429,8 @@ class LocalSandbox:
         self._refuse_links_out(host, _relative_entries(host), "download")
         try:
             shutil.copytree(host, target, symlinks=True, dirs_exist_ok=True)
-        except (OSError, shutil.Error) as error:
-            raise SandboxError(f"could not download {source}: {error}") from None
+        except OSError as error:  # shutil.Error too (it has no strerror); said as the Docker provider says it
+            raise SandboxError(f"could not download {source} in the sandbox: {error.strerror or error}") from None
 
     def ledger_git(self) -> Any:
         from assay.agent.sandbox.ledger import HostGit

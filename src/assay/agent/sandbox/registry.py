@@ -62,6 +62,20 @@ def kept_container(client: Any, entry: SandboxEntry) -> Any:
                            f"`assay agent sandbox stop {entry.sandbox_id}` forgets it") from None
 
 
+def start_kept(container: Any, entry: SandboxEntry) -> None:
+    """Start the stopped container of a recorded Docker sandbox (`sandbox enter` stops it); a `SandboxError` saying
+    why it cannot be, and how to forget it, not the daemon's traceback."""
+    from assay.agent.sandbox.commands import SandboxError
+
+    forget = f"`assay agent sandbox stop {entry.sandbox_id}` removes its container and forgets it"
+    if entry.workspace and not Path(entry.workspace).is_dir():  # removed by hand: the daemon would name a volume mount
+        raise SandboxError(f"sandbox {entry.sandbox_id} has no workdir any more ({entry.workspace}); {forget}")
+    try:
+        container.start()
+    except Exception as error:  # noqa: BLE001 - the daemon's refusal
+        raise SandboxError(f"the container of sandbox {entry.sandbox_id} could not be started: {error}; {forget}") from None
+
+
 def write_entry(root: Path, entry: SandboxEntry) -> None:
     """Replace `root/sandbox.json` atomically (a listing never reads half an entry)."""
     root.mkdir(parents=True, exist_ok=True)
@@ -129,4 +143,4 @@ def find_entry(base: Path, prefix: str) -> SandboxEntry:
     return matches[0]
 
 
-__all__ = ["ENTRY_FILE", "SandboxEntry", "find_entry", "list_entries", "read_entry", "write_entry"]
+__all__ = ["ENTRY_FILE", "SandboxEntry", "find_entry", "list_entries", "read_entry", "start_kept", "write_entry"]

@@ -52,7 +52,11 @@ def kill_marked(sandbox_id: str, wait_seconds: float = 3.0) -> bool:
 def destroy(entry: SandboxEntry) -> str:
     """Stop a recorded sandbox for good (processes, container, folder); returns what was done."""
     if entry.provider == "docker":
-        what = _remove_container(entry)
+        what, removed = _remove_container(entry)
+        if not removed:
+            # The record is how `stop` and `prune` find the container again: dropping it would leave a container
+            # that no `assay agent sandbox` command lists.
+            return f"{what}; kept {entry.root}, its record, to try again"
         from assay.agent.sandbox.docker_workspace import remove_sandbox_folder
 
         if not remove_sandbox_folder(Path(entry.root)):
@@ -66,16 +70,17 @@ def destroy(entry: SandboxEntry) -> str:
     return f"{what}; removed {entry.root}"
 
 
-def _remove_container(entry: SandboxEntry) -> str:
+def _remove_container(entry: SandboxEntry) -> tuple[str, bool]:
     """Remove the sandbox's container (found by its id, or by its label when the run died before recording
-    the id), its workspace's files given back to this user first when the container's root wrote them."""
+    the id), its workspace's files given back to this user first when the container's root wrote them.
+    Returns what was done, and whether no container of the sandbox is left."""
     from assay.agent.sandbox.docker import DockerSandbox, docker_client
     from assay.agent.sandbox.docker_workspace import needs_release, release, release_with_helper
 
     try:
         client = docker_client()
     except Exception as error:  # noqa: BLE001 - no SDK or no daemon: say so, still drop what can be dropped
-        return f"container {(entry.container or '?')[:12]} not removed ({type(error).__name__}: {error})"
+        return f"container {(entry.container or '?')[:12]} not removed ({type(error).__name__}: {error})", False
     try:
         if entry.container:
             containers = [container for container in client.containers.list(all=True, filters={"id": entry.container})]
@@ -86,15 +91,16 @@ def _remove_container(entry: SandboxEntry) -> str:
             released = released or release(container, entry.workdir, DockerSandbox.ledger_dir)
         if not released and entry.image:
             release_with_helper(client, entry.image, Path(entry.root))
-        said = []
+        said, removed = [], True
         for container in containers:
             try:
                 container.remove(force=True, v=True)
                 said.append(f"removed container {container.id[:12]}")
             except Exception as error:  # noqa: BLE001
                 said.append(f"container {container.id[:12]} not removed ({type(error).__name__}: {error})")
+                removed = False
         said.extend(_remove_left_volumes(client, entry.sandbox_id))
-        return "; ".join(said) or f"container {(entry.container or '?')[:12]} was gone already"
+        return "; ".join(said) or f"container {(entry.container or '?')[:12]} was gone already", removed
     finally:
         client.close()
 
@@ -125,17 +131,21 @@ def destroy_left_active(base: Path, run_id: str) -> list[str]:
             and entry.labels.get("attempt", "").startswith(f"{run_id}/")]
 
 
-def prune(base: Path, *, force: bool = False) -> list[tuple[SandboxEntry, str]]:
+def prune(base: Path, *, force: bool = False) -> list[tuple[SandboxEntry | None, str]]:
     """Destroy every orphaned sandbox under `base` (and, with `force`, every kept one), then every
-    container of this host whose owner died before recording it."""
-    done = []
+    container of this host whose owner died before recording it, and the upload caches of dead runs."""
+    from assay.agent.sandbox.template_packs import remove_abandoned
+
+    done: list[tuple[SandboxEntry | None, str]] = []
     for link in base.iterdir() if base.is_dir() else ():
         if link.is_symlink() and not link.exists():  # to a base_dir sandbox whose folder was removed outside assay
             link.unlink(missing_ok=True)
     for entry in list_entries(base):
         if entry.orphaned or (force and entry.state == "kept"):
             done.append((entry, destroy(entry)))
-    return done + unrecorded_containers()
+    done.extend(unrecorded_containers())
+    # A killed run's cache of packed uploads: only the next run uploading under this base would remove it.
+    return done + [(None, f"removed {folder}, the upload cache of a run that is gone") for folder in remove_abandoned(base)]
 
 
 def unrecorded_containers() -> list[tuple[SandboxEntry, str]]:

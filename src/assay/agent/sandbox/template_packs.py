@@ -49,7 +49,7 @@ async def packs_for(base: Path, source: Path, ignore: Sequence[str]) -> tuple[st
 async def _build(base: Path, source: Path, ignore: tuple[str, ...]) -> tuple[str, ...]:
     root = base / f"{_PREFIX}{os.getpid()}"
     if root not in _roots:
-        _remove_abandoned(base)
+        remove_abandoned(base)
         _roots.add(root)
         if len(_roots) == 1:
             atexit.register(_remove_own)
@@ -88,13 +88,17 @@ async def _build(base: Path, source: Path, ignore: tuple[str, ...]) -> tuple[str
     return (str(packed),)
 
 
-def _remove_abandoned(base: Path) -> None:
+def remove_abandoned(base: Path) -> list[str]:
+    """Remove the caches under `base` of processes that are gone (killed before their exit); their folders."""
+    removed = []
     with contextlib.suppress(OSError):
         for folder in base.iterdir():
             if folder.name.startswith(_PREFIX):
                 owner = folder.name[len(_PREFIX):]
                 if owner.isdigit() and not process_alive(int(owner)):
                     shutil.rmtree(folder, ignore_errors=True)
+                    removed.append(str(folder))
+    return removed
 
 
 def _remove_own() -> None:
@@ -102,4 +106,4 @@ def _remove_own() -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-__all__ = ["packs_for"]
+__all__ = ["packs_for", "remove_abandoned"]
