@@ -35,7 +35,7 @@ from assay.agent.run_outcome import AttemptSummary, RunOutcome, SpooledAttempts
 from assay.agent.sandbox.reuse import SandboxPool, pool_key
 from assay.agent.silence import SilenceWatch
 from assay.agent.slot_result import EARLY_EXIT, slot_result
-from assay.agent.units import agent_unit, agent_unit_text, plain_text
+from assay.agent.units import agent_unit, agent_unit_id, agent_unit_text, plain_text
 from assay.core.asyncutil import call_on_own_thread, call_user_code, is_async_callable
 from assay.core.format import format_usd
 from assay.core.record import UnitSpool
@@ -62,6 +62,9 @@ async def _call_hook(hook: Any, context: HookContext, *, until: Any = None) -> b
     finished, _ = await call_on_own_thread(hook, context, until=until)
     return finished
 
+
+# The attempt diagnostics of a teardown that failed (the agent's, a sandbox hook's), said again once a run.
+_TEARDOWN_FAILURES = frozenset({"agent-teardown-failed", "sandbox-teardown-failed"})
 
 class _Lane:
     """One experiment's queue, its own cap, its hooks and its spending."""
@@ -155,6 +158,7 @@ class AgentRun:
         self._spooled = spool or journal is not None
         self._awaiting_journal = 0  # results handed to the journal, not yet durable
         self._published_decisions: dict[tuple[Any, ...], Any] = {}  # see `_carried_record`
+        self._failed_teardowns: dict[str, list[Any]] = {}  # code -> [attempts, first unit id, first message]
         self._workers_judge_usage: list[dict[str, dict[str, int]]] = []  # what workers' judges spent (`_from_worker`)
         self._workers_judge_retries: list[dict[str, int]] = []
         self._in_flight = InFlight()
@@ -234,6 +238,22 @@ class AgentRun:
         # Only an eval that exits early asks again (a 50,000-eval run would otherwise keep 50,000 pairs).
         if result.verdict == "passed" and early_exit_enabled(self.options.early_exit, planned):
             self._passed.add((planned.experiment.id, planned.eval.id))
+        diagnostics = getattr(result, "diagnostics", None) or ()  # (a carried slot's decision has none: it did not run)
+        for code in {diagnostic.get("code") for diagnostic in diagnostics} & _TEARDOWN_FAILURES:
+            seen = self._failed_teardowns.get(code)
+            if seen is None:
+                message = next(d.get("message") for d in diagnostics if d.get("code") == code)
+                self._failed_teardowns[code] = [1, agent_unit_id(result.experiment_id, result.eval_id, result.ordinal), message]
+            else:
+                seen[0] += 1
+
+    def _warn_failed_teardowns(self) -> None:
+        """A teardown that failed is a diagnostic of its attempt and changes no verdict, but what it was to release
+        (a browser, a container, a row) may be left behind: said once a run, with where to read the rest. It was in
+        `assay agent show` alone, so a teardown failing in every attempt passed in silence."""
+        for code, (attempts, unit_id, message) in self._failed_teardowns.items():
+            self._warn(code, f"{message} (in {attempts} attempt(s); what it releases may be left behind; "
+                             f"`assay agent show {unit_id}` has the first)", attempts=attempts)
 
     def _early_exited(self, planned: PlannedAttempt) -> AttemptResult:
         return self._unrun(planned, NOT_DISPATCHED, decision={
@@ -696,6 +716,7 @@ class AgentRun:
         exhausted = [lane.entry.id for lane in self._lanes.values() if lane.stopped]
         for lane in self._lanes.values():
             self._flush_lane_diagnostics(lane)
+        self._warn_failed_teardowns()
         results = [result for result in self.results if result is not None]
         self._warn_unreachable_judges(results)
         judge_retries, judge_usage = self._judge_spent()
