@@ -34,6 +34,7 @@ from assay.agent.model import (
     unavailable,
 )
 from assay.agent.sandbox.agent import AgentEnsure, SandboxAgent, define_sandbox_agent
+from assay.agent.sandbox.commands import MIN_SENSITIVE_CHARACTERS
 from assay.agent.sandbox.layers import PrepareStep, command, shell
 from assay.errors import ConfigError
 
@@ -264,7 +265,8 @@ def codex_agent(
             values["CODEX_API_KEY"] = key
         if base_url:
             values["OPENAI_BASE_URL"] = base_url
-        return values, [key] if key else []
+        # (a key too short to redact, as a test's placeholder may be, is not one `run_command` would take)
+        return values, [key] if key and len(key) >= MIN_SENSITIVE_CHARACTERS else []
 
     async def setup(ctx: Any) -> None:
         probe = await ctx.sandbox.run_command(command_name, "--version")

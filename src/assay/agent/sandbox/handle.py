@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent.sandbox.commands import (
+    MIN_SENSITIVE_CHARACTERS,
     CommandResult,
     Redactor,
     SandboxCommandError,
@@ -195,6 +196,15 @@ class Sandbox:
             # (The message never shows the value.)
             raise SandboxError("sensitive_values is a list of exact strings, like sensitive_values=[token]; got one "
                                f"{type(sensitive_values).__name__}, which would be split into its characters and redact nothing")
+        sensitive_values = list(sensitive_values)
+        for value in sensitive_values:  # left out, it would be stored as it is, the caller believing it redacted
+            if not isinstance(value, str):
+                raise SandboxError(f"sensitive_values holds a {type(value).__name__}; give each secret as a string")
+            if len(value) < MIN_SENSITIVE_CHARACTERS:  # (the message never shows the value)
+                raise SandboxError(
+                    f"sensitive_values holds a value of {len(value)} character(s), too short to redact: it would be "
+                    f"replaced wherever those characters appear; give each secret whole ({MIN_SENSITIVE_CHARACTERS} "
+                    "characters or more)")
         core.redactor.add(sensitive_values)
         backend = self._live()
         if timeout is None:
