@@ -434,26 +434,41 @@ class AgentMerge:
 
 
 def _check_sandbox_folder(plan: Sequence[Any], carry: Any) -> None:
-    """The folder sandboxes are made and recorded in (ASSAY_SANDBOX_DIR, else a per-user one in the temporary
-    folder), when an attempt to run needs one: one error before the run, not the same error for every attempt."""
+    """The folders sandboxes are made and recorded in (ASSAY_SANDBOX_DIR, else a per-user one in the temporary
+    folder, and each `local_sandbox(base_dir=…)` of an attempt to run), when an attempt to run needs one: one error
+    before the run, not the same error for every attempt."""
     from assay.agent.carry import EXECUTE
 
-    if not any(planned.sandbox is not None and carry.at(planned.index).action == EXECUTE for planned in plan):
+    running = [planned.sandbox for planned in plan
+               if planned.sandbox is not None and carry.at(planned.index).action == EXECUTE]
+    if not running:
         return
-    import os
-
     from assay.agent.sandbox.local import sandbox_base_dir, sandbox_dir_setting
     from assay.errors import ConfigError
 
-    base = sandbox_base_dir()
+    folders = {sandbox_base_dir(): ("made and recorded", sandbox_dir_setting())}
+    for binding in running:
+        own = getattr(binding.provider, "base_dir", None)
+        if own is not None:
+            folders.setdefault(own, ("made", f"local_sandbox(base_dir={str(own)!r}): give it a folder you can write"))
+    for base, (what, setting) in folders.items():
+        problem = _unusable_folder(base)
+        if problem is not None:
+            raise ConfigError(f"sandboxes are {what} in {base}, but {problem} ({setting})")
+
+
+def _unusable_folder(base: Any) -> str | None:
+    """Why sandboxes cannot be made in `base` (made when missing), or None when they can."""
+    import os
+
     try:
         base.mkdir(parents=True, exist_ok=True)
-        problem = None if os.access(base, os.W_OK | os.X_OK) else "it cannot be written"
+        return None if os.access(base, os.W_OK | os.X_OK) else "it cannot be written"
     except OSError as error:
-        problem = "it is a file, not a folder" if base.exists() and not base.is_dir() else (error.strerror or str(error))
-    if problem is None:
-        return
-    raise ConfigError(f"sandboxes are made and recorded in {base}, but {problem} ({sandbox_dir_setting()})")
+        if base.exists() and not base.is_dir():
+            return "it is a file, not a folder"
+        blocker = next((folder for folder in base.parents if folder.is_file()), None)
+        return f"{blocker} is a file, not a folder" if blocker is not None else (error.strerror or str(error))
 
 
 class AgentKind:
