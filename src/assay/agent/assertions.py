@@ -138,6 +138,20 @@ def _seen_names(tools: Sequence[ToolOccurrence]) -> str:
     return f" (tools called: {', '.join(names)})"
 
 
+def _near_miss(tools: Sequence[ToolOccurrence], matcher: ToolMatch) -> str:
+    """Why a call of the wanted tool did not match: beside "tools called: get_weather", "found 0" alone hides
+    that its `input=` or `output=` was what missed (a misspelt field, a wrong value)."""
+    if matcher.name is None:
+        return ""
+    for occurrence in tools:
+        if matcher.name not in (occurrence.name, occurrence.canonical):
+            continue
+        outcome = matcher.evaluate(occurrence)
+        if outcome.status == MISMATCHED:
+            return f"; {occurrence.name} #{occurrence.operation_id} did not match: {outcome.reason}"
+    return ""
+
+
 def _ordered(items: Sequence[Any], matchers: Sequence[Matcher], channel_complete: bool) -> tuple[Outcome, bool]:
     cursor = 0
     undecided = False
@@ -203,7 +217,8 @@ class CalledTool(Assertion):
     def evaluate(self, view: ScopeView) -> Outcome:
         tools = _tools(view)
         what = f"a call to {self.matcher.describe()}"
-        return _counted(view, "actions", tools, self.matcher, self.count, what, _seen_names(tools))
+        seen = _seen_names(tools) + _near_miss(tools, self.matcher)
+        return _counted(view, "actions", tools, self.matcher, self.count, what, seen)
 
     def describe(self) -> str:
         return _call_with_count("called_tool", self.matcher, self.count)
