@@ -120,6 +120,28 @@ def with_bare_values(args: list[str]) -> list[str]:
     return given + list(args[cut:])
 
 
+def refuse_selection_option(args: list[str], unknown: str) -> None:
+    """An unknown option that is (or nearly is) `--eval` or `--experiment` is a `UsageError` saying that both
+    are arguments, with the value it was given; click would only offer the options it knows, the hidden
+    `--model` among them. Any other unknown option is left to click."""
+    from assay.core.format import did_you_mean
+
+    # Compared without the dashes, which would make any two options look alike.
+    meant = did_you_mean(unknown.lstrip("-"), ("eval", "evals", "experiment", "experiments"), form="{}", shown=str)
+    if not meant:
+        return
+    given = next((arg.split("=", 1)[1] for arg in args if arg.startswith(f"{unknown}=")), None)
+    if given is None and unknown in args[:-1]:
+        given = args[args.index(unknown) + 1]
+    if not given or given.startswith("-"):
+        given = None
+    example = f"EXPERIMENT {given or 'EVAL'}" if meant.startswith("eval") else given or "EXPERIMENT"
+    raise UsageError(
+        f"{unknown} is not an option: the experiment and eval id prefixes are arguments, "
+        f"`assay agent run {example}` (`assay agent list` shows both)", unknown,
+    )
+
+
 def check_run_options(
     *, agent: str | None = None, model: str | None = None, attempts: int | None = None,
     concurrency: int | None = None, timeout: float | None = None, budget: float | None = None,

@@ -74,14 +74,25 @@ def list_command(given: Given) -> None:
 
 
 class _RunCommand(typer.core.TyperCommand):
-    """`agent run`'s arguments with NiceEval's bare `--rerun` and `--keep-sandbox` (see `with_bare_values`)."""
+    """`agent run`'s arguments with NiceEval's bare `--rerun` and `--keep-sandbox` (see `with_bare_values`); an
+    `--eval` or `--experiment` is told they are arguments (`refuse_selection_option`)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        from assay.agent.request import with_bare_values
+        try:  # recent typer ships its own copy of click; its errors are not click's classes
+            from typer._click.exceptions import NoSuchOption
+        except ImportError:  # pragma: no cover - typer releases that use click itself
+            from click.exceptions import NoSuchOption
+
+        from assay.agent.request import refuse_selection_option, with_bare_values
 
         with common.failing():
             args = with_bare_values(args)
-        return super().parse_args(ctx, args)
+            given = list(args)  # click's parser consumes the list it is given
+            try:
+                return super().parse_args(ctx, args)
+            except NoSuchOption as error:  # `--eval drive/sessions`: evals are arguments
+                refuse_selection_option(given, error.option_name)
+                raise
 
 
 @command(agent_app, "run", *params(
