@@ -142,6 +142,19 @@ def _not_awaited(dropped: list[tuple[str, str]], where: bool = False) -> str:
             f"was never sent: write `await {first}`")
 
 
+def _data_was_refused(runtime: AttemptRuntime, failure: Exception) -> str:
+    """`turn.data.total` after the data missed its output schema reads into None: say why it is None (the
+    mismatch is otherwise only in `assay agent show`) and how to stop there instead."""
+    if not isinstance(failure, (AttributeError, TypeError)) or "'NoneType'" not in str(failure):
+        return ""
+    refused = [turn for line in runtime.lines for turn in line.turns if turn.output_error is not None]
+    if not refused:
+        return ""
+    turn = refused[-1]
+    return (f"; {turn.label}'s data is None: {turn.output_error}. Stop there instead: "
+            "`await t.check(turn.output_error, equals(None)).or_stop()`")
+
+
 def _keep_sandbox(keep: str | None, verdict: str | None) -> bool:
     """--keep-sandbox: `all` keeps every sandbox, `failed` those of attempts that failed or errored."""
     return keep == "all" or (keep == "failed" and verdict in ("failed", "errored"))
@@ -242,7 +255,7 @@ async def run_attempt(
     except Exception as failure:  # noqa: BLE001 - the eval's bug is this attempt's error, not the run's
         from assay.agent.misspelt import arguments_meant, keyword_meant
 
-        hint = keyword_meant(failure) or arguments_meant(failure)
+        hint = keyword_meant(failure) or arguments_meant(failure) or _data_was_refused(runtime, failure)
         error = attempt_error("eval-exception", f"{type(failure).__name__}: {failure}{hint}", failure)
     finally:
         timeline.current = 0  # judge calls resolved from here on belong to the attempt, not the eval's run
