@@ -118,7 +118,9 @@ def check_shard_set(
     assert count is not None and shard is not None
     missing = [str(index) for index in range(1, count + 1) if index not in seen]
     if missing:
-        raise UsageError(f"missing shard(s) {', '.join(f'{index}/{count}' for index in missing)} of {count}")
+        named = ", ".join(f"{index}/{count}" for index in missing)
+        raise UsageError(f"missing shard(s) {named} of {count}: give every shard's run id or record folder (a shard whose "
+                         f"job recorded no run is run again with --shard {missing[0]}/{count}, then merged with the rest)")
     return shard
 
 

@@ -15,9 +15,9 @@ def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
-def comparison_lines(comparison: Any, limit: int, *, why: str = "") -> Iterator[str]:
+def comparison_lines(comparison: Any, limit: int, *, why: str = "", carried: bool = False) -> Iterator[str]:
     """The text of `assay runs compare`: what changed, the verdict with its evidence (and `why`, when the
-    verdict needs a reason said), the groups."""
+    verdict needs a reason said), the groups. `carried`: a run carried units from earlier runs."""
     test = comparison.test
     difference = comparison.pass_rate_difference
     yield f"Compare {comparison.before} → {comparison.after}"
@@ -29,8 +29,12 @@ def comparison_lines(comparison: Any, limit: int, *, why: str = "") -> Iterator[
     # With trials, what is paired (and counted as regressions and fixes) is each trial; the evidence line
     # below counts units (a unit's trials are one), so the head says both when they differ.
     units = sum(families.values())
-    paired = (f"paired trials {counts.total} ({units} units)" if units and units != counts.total
-              else f"paired units {counts.total}")
+    if carried and units != counts.total:  # a carried unit pairs, but repeats an earlier verdict: it is not weighed
+        paired = f"paired units {counts.total} ({units} judged in both runs, the others carried, skipped or ignored)"
+    elif units and units != counts.total:
+        paired = f"paired trials {counts.total} ({units} units)"
+    else:
+        paired = f"paired units {counts.total}"
     yield (f"{paired}: regressions {counts.regressions}, fixes {counts.fixes}, "
            f"still failing {counts.both_failed}, still passing {counts.both_passed}; "
            f"new {len(comparison.units['new'])}, removed {len(comparison.units['removed'])}")

@@ -240,19 +240,26 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
                     " one kind (`assay runs compare latest` takes the run of the latest's kind and project before it).")
         lines.append(pairing.sentence() + hint)
     why = nothing_judged_in_both(store, comparison, document, (first.run_id, second.run_id))
-    return Shown(document, [*lines, *comparison_lines(comparison, limit, why=why)]), comparison.verdict
+    # Units judged in both runs fewer than the paired ones: trials, or units one run carried (the head says which).
+    judged = sum(comparison.judgement.families.values())
+    carried = judged != comparison.counts.total and any(
+        store.carried_units(run_id) for run_id in (first.run_id, second.run_id))
+    return Shown(document, [*lines, *comparison_lines(comparison, limit, why=why, carried=carried)]), comparison.verdict
 
 
 def nothing_judged_in_both(store: Any, comparison: Any, document: dict[str, Any], run_ids: tuple[str, str]) -> str:
     """Why units that pair were judged in both runs none of the time, when the reason is carry: a carried unit
     repeats an earlier verdict, it is no new observation (`compare latest` right after an agent run that
-    changed nothing). Said in one line and as `carried` (run id -> units) in the document."""
+    changed nothing). Said in one line under an inconclusive verdict and as `carried` (run id -> units) in the
+    document."""
     if comparison.judgement.run.paired_units or not comparison.counts.total:
         return ""
     carried = {run_id: store.carried_units(run_id) for run_id in run_ids}
     if not any(carried.values()):
         return ""
     document["carried"] = carried
+    if comparison.verdict != "inconclusive":  # decided by the units' history (a stable unit fails now): nothing to rerun
+        return ""
     which = " and ".join(f"{run_id} carried {count} of its units" for run_id, count in carried.items() if count)
     return (f"Why: {which} from earlier runs, and a carried unit repeats an earlier verdict, it is not judged again. "
             "Run them again to compare (`assay agent run --rerun all`).")
@@ -426,6 +433,7 @@ def shard_record(reference: str, open_store: Callable[[], Any]) -> tuple[Any, li
     if folder.name == MANIFEST_FILE and folder.is_file():  # `records/*/manifest.json`: the record it is the manifest of
         folder = folder.parent
     if (folder / MANIFEST_FILE).is_file():
+        _refuse_checkpoint(folder, reference)
         return _shard_record_read(folder)
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{reference} is a file, not a run record folder: give the folder a record's {MANIFEST_FILE} is in")
@@ -442,6 +450,32 @@ def shard_record(reference: str, open_store: Callable[[], Any]) -> tuple[Any, li
         if stored.record_path and (Path(stored.record_path) / MANIFEST_FILE).is_file():
             return _shard_record_read(Path(stored.record_path))
         return stored.manifest, store.unit_page(stored.run_id, limit=stored.unit_count + 1).units
+
+
+def _refuse_checkpoint(folder: Path, reference: str) -> None:
+    """A checkpoint folder (the path a run prints as `Checkpoint:`) given for a record: say which it is and what to
+    give instead, rather than call it a damaged record to copy again."""
+    from assay.core.journal import JOURNAL_FILE_NAME, MANIFEST_FILE_NAME, STATUS_COMPLETE
+
+    if not (folder / JOURNAL_FILE_NAME).is_file():
+        return
+    try:
+        checkpoint = json.loads((folder / MANIFEST_FILE_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        checkpoint = {}
+    if not isinstance(checkpoint, dict):
+        checkpoint = {}
+    run_id = str(checkpoint.get("id") or folder.name)
+    command = "agent" if checkpoint.get("kind") == "agent" else "video"
+    if command == "video" and run_id.startswith("run-"):  # (checkpoint run-X records as video-X)
+        run_id = "video-" + run_id.removeprefix("run-")
+    if checkpoint.get("status") == STATUS_COMPLETE:
+        then = f"the run finished, so give its run id ({run_id}) or its record folder"
+    else:
+        then = (f"the run did not finish: `assay {command} run --resume {reference}` finishes it (run it where the shard "
+                "ran), then give its run id or record folder")
+    raise UsageError(f"{reference} is the checkpoint of run {run_id}, not its record (a run record is the folder "
+                     f"records/<run id>/ beside the results store, written when the run finishes); {then}")
 
 
 def _shard_record_read(folder: Path) -> tuple[Any, list[Any]]:
