@@ -113,3 +113,16 @@ def test_an_incomplete_shard_set_says_what_to_give_and_how_to_make_the_missing_s
     assert result.output.strip() == (
         "Error: missing shard(s) 3/4 of 4: give every shard's run id or record folder (a shard whose job recorded no "
         "run is run again with --shard 3/4, then merged with the rest)")
+
+
+def test_a_regression_over_units_the_baseline_carried_estimates_no_pass_rate_change():
+    """Beside that verdict, "pass rate +0.0 points [+0.0, +0.0]" was a difference over no unit at all."""
+    run_ids = _pipeline_of_carrying_jobs()
+    lines = _assay("runs", "compare", run_ids[8], run_ids[9]).output.splitlines()
+    [verdict] = [line for line in lines if line.startswith("Regressed:")]
+    assert verdict.endswith("; no unit was judged in both runs, so the pass rate's change is not estimated."), verdict
+    assert "+0.0 points" not in verdict
+    # A verdict over units judged in both runs keeps its estimate.
+    [earlier] = [line for line in _assay("runs", "compare", run_ids[7], run_ids[8]).output.splitlines()
+                 if line.startswith("Regressed:")]
+    assert "; pass rate " in earlier and "points [" in earlier, earlier

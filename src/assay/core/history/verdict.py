@@ -202,7 +202,11 @@ class Verdict:
         difference = f"{self.difference * 100:+.1f} points [{self.interval[0] * 100:+.1f}, {self.interval[1] * 100:+.1f}]"
         if self.verdict in (REGRESSED, IMPROVED):
             assert self.deciding is not None
-            return f"{self.verdict.capitalize()}: {self.deciding.describe()}; pass rate {difference}."
+            # Decided by units' history when none was judged in both runs (the earlier run carried them): a
+            # difference of "+0.0 points [+0.0, +0.0]" beside it would be over no unit at all.
+            rate = (f"pass rate {difference}" if self.paired_units
+                    else "no unit was judged in both runs, so the pass rate's change is not estimated")
+            return f"{self.verdict.capitalize()}: {self.deciding.describe()}; {rate}."
         if self.verdict == UNCHANGED:
             return (f"Unchanged: the pass rate moved {difference}, within {margin} "
                     f"(TOST p {_p(self.equivalence_p)} < alpha {self.settings.alpha:g}); no unit changed beyond chance.")
