@@ -64,10 +64,14 @@ def keyword_meant(error: BaseException) -> str:
     method = owner is not None and name != "__init__"
     # A method's required arguments are given by position (`t.check(value, matcher)`): a misspelt keyword is one
     # of its options, and `lable=` is not `value`.
-    return did_you_mean(keyword, [
-        parameter.name for parameter in _parameters(owner, name) or ()
+    parameters = _parameters(owner, name) or ()
+    keywords = [
+        parameter.name for parameter in parameters
         if not (method and parameter.kind is not parameter.KEYWORD_ONLY and parameter.default is parameter.empty)
-    ])
+        and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD, parameter.POSITIONAL_ONLY)
+    ]
+    # A keyword like none of them (`event_match(..., status=…)`) gets the ones there are: Python names none.
+    return did_you_mean(keyword, keywords) or (f"; its keywords are {', '.join(keywords)}" if keywords else "")
 
 
 def _parameters(owner: str | None, name: str) -> list[Any] | None:
