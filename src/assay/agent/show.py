@@ -74,6 +74,15 @@ def _run_by_prefix(root: Path, run: str) -> Path:
 
     folders = {path.name: path for path, _ in list_checkpoints(root)}  # oldest first
     ids = list(folders)
+    if run == "latest" or run.startswith("latest~"):  # as `assay runs` takes a run
+        back = run[len("latest~"):] if "~" in run else "0"
+        if not (back.isascii() and back.isdigit()):
+            raise UsageError(f"--run {run!r}: write latest or latest~N", "--run")
+        if int(back) >= len(ids):
+            held = f"it holds {len(ids)} agent run(s), and latest~{len(ids) - 1} is the oldest" if ids else \
+                "no agent run is recorded there yet"
+            raise UsageError(f"no run {run!r} in {root}: {held}", "--run")
+        return folders[ids[-1 - int(back)]]
     starting = [name for name in ids if name.startswith(run)] if "/" not in run else []
     if len(starting) == 1:
         return folders[starting[0]]
