@@ -275,7 +275,6 @@ def test_view_export_onto_a_file_says_it_takes_a_folder(store_env: FilledStore, 
 # beforehand (the reasons in the words of an unwritable --junit file), else naming the file that failed.
 EXPORT_FOLDERS = {
     "under a file": lambda tmp: (tmp / "blocker" / "site", f"cannot be created: {tmp / 'blocker'} is a file, not a folder"),
-    "a folder where a file goes": lambda tmp: (tmp / "site", f"cannot be written: {tmp / 'site' / 'app.js'}: Is a directory"),
     "an unknown user's home": lambda tmp: (
         Path("~assay-no-such-user/site"), "cannot be created: there is no user 'assay-no-such-user' whose home folder `~` could name"
     ),
@@ -292,6 +291,14 @@ def test_view_export_into_a_folder_it_cannot_write_is_one_line_naming_the_option
     folder, reason = EXPORT_FOLDERS[case](tmp_path)
     result = invoke_runs("view", "--export", str(folder))
     assert (result.exit_code, result.output) == (2, f"Could not export the viewer: --export {folder} {reason}\n")
+
+
+def test_an_earlier_export_with_a_folder_where_a_file_goes_is_replaced_whole(store_env: FilledStore, tmp_path) -> None:
+    # (it failed "cannot be written: site/app.js: Is a directory" while the site was written in place)
+    (tmp_path / "site" / "app.js").mkdir(parents=True)
+    (tmp_path / "site" / "index.html").write_text('<meta name="assay-mode" content="static">', encoding="utf-8")
+    assert invoke_runs("view", "--export", str(tmp_path / "site")).exit_code == 0
+    assert (tmp_path / "site" / "app.js").is_file() and [path.name for path in tmp_path.iterdir()] == ["site"]
 
 
 def test_view_export_into_a_folder_without_permission_is_refused_before_writing(

@@ -80,15 +80,53 @@ def export_site(data: ViewData, directory: Path, *, limits: ExportLimits = Expor
         raise UsageError(f"--export {directory} cannot be created: there is no user {directory.parts[0][1:]!r} "
                          "whose home folder `~` could name", "--export") from None
     _check_folder(directory)
+    final = directory.resolve() if directory.is_symlink() else directory  # a link to the site's folder stays a link
+    staging = _staging_folder(final)
     try:
-        return _write_site(data, directory, limits, static, render_frame_png)
+        count = _write_site(data, staging or final, limits, static, render_frame_png)
+        if staging is not None:
+            _put_in_place(staging, final)
+        return count
     except OSError as error:
         # A write into the folder failed after all (a read-only file system, a full disk, a folder where
         # the site puts a file): named as the checks above name their reasons. Anything else is not ours.
-        written = [name for name in (error.filename, error.filename2) if name is not None and _under(Path(name), directory)]
+        written = [name for name in (error.filename, error.filename2)
+                   if name is not None and any(_under(Path(name), folder) for folder in (final, staging) if folder)]
         if not written:
             raise
-        raise AssayError(f"--export {directory} cannot be written: {written[0]}: {error.strerror or error}") from None
+        shown = str(written[0]).replace(str(staging), str(final), 1) if staging else written[0]
+        raise AssayError(f"--export {directory} cannot be written: {shown}: {error.strerror or error}") from None
+    finally:
+        if staging is not None:  # interrupted or failed: the half-written site goes, an earlier one stays whole
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _staging_folder(final: Path) -> Path | None:
+    """A new folder beside `final` the site is written into, then moved to `final` whole: a site cut short (Ctrl-C,
+    a full disk) left an `index.html` whose pages said "not included" for what it had not reached yet. None where
+    nothing can be made beside it (a folder given in a parent this user cannot write): written in place."""
+    import secrets
+
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = final.parent / f".{final.name}.assay-export-{secrets.token_hex(4)}"
+    try:
+        staging.mkdir()  # (the mode a folder gets, not mkdtemp's 0700: a web server may serve the site)
+    except OSError:
+        return None
+    return staging
+
+
+def _put_in_place(staging: Path, final: Path) -> None:
+    """`final` becomes the site written in `staging`; an earlier export there is set aside, then removed."""
+    import secrets
+
+    aside = None
+    if final.exists():
+        aside = final.parent / f".{final.name}.assay-replaced-{secrets.token_hex(4)}"
+        final.rename(aside)
+    staging.rename(final)
+    if aside is not None:
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def _under(path: Path, directory: Path) -> bool:
@@ -130,7 +168,7 @@ def _write_site(
     data: ViewData, directory: Path, limits: ExportLimits, static: Path, render_frame_png: Callable[..., bytes]
 ) -> int:
     directory.mkdir(parents=True, exist_ok=True)
-    for stale in ("data", "frames"):  # an earlier export's documents: runs it held may be gone since
+    for stale in ("data", "frames"):  # written in place: an earlier export's documents, whose runs may be gone since
         shutil.rmtree(directory / stale, ignore_errors=True)
     for name in ("app.js", "labels.js", "app.css"):
         shutil.copyfile(static / name, directory / name)
