@@ -33,15 +33,15 @@ def _positive_number(value: Any, name: str, *, allow_zero: bool = False) -> floa
         example = _NUMBER_EXAMPLES.get(name)
         raise ConfigError(f"Experiment {name} must be a number" + (f" {example}; got {value!r:.40}" if example else ""))
     if value < 0 or (value == 0 and not allow_zero):
-        raise ConfigError(f"Experiment {name} must be {'>= 0' if allow_zero else '> 0'}")
+        raise ConfigError(f"Experiment {name} must be {'>= 0' if allow_zero else '> 0'}; got {value!r:.40}")
     return float(value)
 
 
 def _positive_int(value: Any, name: str, maximum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"Experiment {name} must be an integer >= 1")
+        raise ConfigError(f"Experiment {name} must be an integer >= 1; got {value!r:.40}")
     if value > maximum:
-        raise ConfigError(f"Experiment {name} must be at most {maximum:,}")
+        raise ConfigError(f"Experiment {name} must be at most {maximum:,}; got {value:,}")
 
 
 def _check_text(value: Any, name: str) -> None:
@@ -115,7 +115,7 @@ class Experiment:
         _positive_int(self.attempts, "attempts", MAX_ATTEMPTS)
         _check_shared_state(self.shared_state)
         if self.early_exit is not None and not isinstance(self.early_exit, bool):
-            raise ConfigError("Experiment early_exit must be True or False")
+            raise ConfigError(f"Experiment early_exit must be True or False; got {self.early_exit!r:.40}")
         if self.concurrency is not None:
             _positive_int(self.concurrency, "concurrency", MAX_CONCURRENCY)
         _positive_number(self.timeout, "timeout")
@@ -143,7 +143,7 @@ class Experiment:
 
     def _check_reuse(self) -> None:
         if not isinstance(self.sandbox_reuse, bool):
-            raise ConfigError("Experiment sandbox_reuse must be True or False")
+            raise ConfigError(f"Experiment sandbox_reuse must be True or False; got {self.sandbox_reuse!r:.40}")
         _positive_number(self.lifetime, "lifetime")
         if self.sandbox_reuse and self.lifetime is None:
             raise ConfigError(
