@@ -130,3 +130,19 @@ def test_a_hook_that_cannot_take_the_sandbox_and_its_context_is_refused_when_the
     with pytest.raises(ConfigError, match=r"setup takes a function \(sandbox, hook_ctx\), but <lambda>\(\)"):
         local_sandbox().setup(lambda: None)
     local_sandbox().setup(lambda sandbox, hook_ctx: None).teardown(lambda *arguments: None)  # these can
+
+
+def test_list_with_the_sandbox_folder_setting_naming_a_file_says_so(tmp_path):
+    """`ASSAY_SANDBOX_DIR=<a file> assay agent sandbox list` said "No sandboxes under <file>." (a run refuses it)."""
+    import os
+    import subprocess
+    import sys
+
+    blocker = tmp_path / "notes"
+    blocker.write_text("mine\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "assay", "agent", "sandbox", "list"], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path, env={**os.environ, "ASSAY_SANDBOX_DIR": str(blocker),
+                                                         "ASSAY_STORE": str(tmp_path / "store" / "assay.db")})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{blocker} is a file, not the folder sandboxes are recorded in (ASSAY_SANDBOX_DIR is {blocker}" in done.stderr
+    assert blocker.read_text(encoding="utf-8") == "mine\n"

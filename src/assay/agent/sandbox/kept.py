@@ -55,7 +55,12 @@ def listed(*, orphans: bool = False, as_json: bool = False) -> Iterator[str]:
                f"{'it' if len(every) == 1 else 'them'}).")
         return
     if not entries:
-        yield f"No {'orphaned ' if orphans else ''}sandboxes under {sandbox_base()}."
+        base = sandbox_base()
+        if base.exists() and not base.is_dir():  # (a run refuses this setting: "none here" would hide why)
+            from assay.agent.sandbox.local import sandbox_dir_setting
+
+            raise SandboxError(f"{base} is a file, not the folder sandboxes are recorded in ({sandbox_dir_setting()})")
+        yield f"No {'orphaned ' if orphans else ''}sandboxes under {base}."
         return
     for entry in entries:
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.created))
