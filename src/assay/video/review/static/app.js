@@ -35,6 +35,7 @@ const state = {
   editVersion: 0,
   saving: false,
   saveError: null,
+  overwriteOnce: false,     // the next save replaces what another tab or an editor saved meanwhile
   saveTimer: null,
   invalidInputs: new Set(),
   expanded: new Set(),
@@ -224,6 +225,7 @@ function adoptDocument(doc, { keepSelection = false } = {}) {
 
 async function openCase(id, { targetId = null, time = null } = {}) {
   if (state.caseId !== id && hasUnsavedWork() && !confirm("Unsaved edits in this case will be lost. Switch anyway?")) return;
+  const shown = state.caseId;
   state.loading = true;
   state.caseId = id;
   state.dirty.clear();
@@ -238,7 +240,13 @@ async function openCase(id, { targetId = null, time = null } = {}) {
   try {
     doc = await api(caseUrl(id));
   } catch (error) {
-    showBanner(`Could not open ${id}: ${error.message}`);
+    // The page still shows the case it showed (or none): its saves must not go to the case that did not open,
+    // and with none shown the banner (part of a case's view) would be hidden.
+    state.caseId = shown;
+    renderCaseList();
+    const message = `Could not open ${id}: ${error.message}`;
+    if ($("case-view").hidden) $("empty-state").textContent = message;
+    else showBanner(message);
     state.loading = false;
     return;
   }
@@ -307,6 +315,24 @@ function markEdited(targetId) {
   state.saveTimer = setTimeout(flushSave, AUTOSAVE_DELAY_MS);
 }
 
+// A target's samples as saved, ids aside (a save keeps its own ids): equal when nobody changed them.
+function savedSamples(doc, targetId) {
+  const t = doc?.targets?.find((candidate) => candidate.id === targetId);
+  if (!t) return null;
+  return JSON.stringify(t.samples.map((s) => [timeKey(s.timestamp_s), payloadKey(cloneSample(s))]).sort());
+}
+
+// The targets about to be saved that another tab or an editor changed since this tab loaded them: a save
+// replaces a target's samples whole, so it would silently undo that change.
+async function targetsChangedElsewhere(caseId, targetIds) {
+  const current = await api(caseUrl(caseId));
+  if (current.revision === state.doc?.revision) return [];
+  return targetIds.filter((id) => {
+    const now = savedSamples(current, id);
+    return now !== null && now !== savedSamples(state.doc, id);
+  });
+}
+
 function sampleForServer(s) {
   const body = {
     id: s.id, timestamp_s: s.timestamp_s, has_expectation: s.has_expectation,
@@ -336,6 +362,17 @@ async function flushSave() {
     body: JSON.stringify(body),
   });
   try {
+    const overwrite = state.overwriteOnce;
+    state.overwriteOnce = false;
+    const changed = overwrite ? [] : await targetsChangedElsewhere(caseId, targetIds);
+    if (changed.length) {
+      throw new ApiFailure(409, {
+        code: "case_file_changed",
+        message: `${caseId} changed on disk after this tab loaded it (another tab or an editor saved ` +
+          `${changed.length === 1 ? "target" : "targets"} ${changed.join(", ")}). Reload from disk to see that version ` +
+          "(your edits here are dropped), or save yours over it.",
+      });
+    }
     let doc;
     try {
       doc = await put();
@@ -397,8 +434,9 @@ function showSaveError(error, body = null) {
   banner.textContent = lines.join("\n");
   banner.dataset.kind = "save-error";
   const retry = document.createElement("button");
-  retry.textContent = "Retry save";
-  retry.onclick = () => { state.saveError = null; hideBanner(); flushSave(); };
+  const overwrite = error.code === "case_file_changed";
+  retry.textContent = overwrite ? "Save mine over it" : "Retry save";
+  retry.onclick = () => { state.saveError = null; state.overwriteOnce = overwrite; hideBanner(); flushSave(); };
   const reload = document.createElement("button");
   reload.textContent = "Reload from disk";
   reload.onclick = () => { state.saveError = null; reloadFromDisk(); };
@@ -1174,7 +1212,8 @@ function wireInspector(samples) {
   const single = samples.length === 1 ? samples[0] : null;
   updateValueControls();
   if (single) {
-    $("insp-time").addEventListener("change", (event) => moveSample(single.id, Number(event.target.value), event.target));
+    // An emptied or mistyped box (`1.5e`) has the value "", which Number() reads as 0: not a time to move to.
+    $("insp-time").addEventListener("change", (event) => moveSample(single.id, event.target.value === "" ? NaN : Number(event.target.value), event.target));
     $("insp-move").addEventListener("click", () => moveSample(single.id, roundMs(state.time), $("insp-time")));
   }
   $("insp-draft").addEventListener("change", (event) => {
