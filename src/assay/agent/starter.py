@@ -100,6 +100,15 @@ def write_starter_files(root: Path) -> list[str]:
     return list(STARTER_FILES)
 
 
+def _declares_tool_assay(text: str) -> bool:
+    """Whether the (already checked) TOML has a [tool.assay] table in any spelling: `[ tool.assay ]`, an inline
+    `assay = {...}` under [tool], dotted keys or a sub-table. Appending a second one would make the file unreadable."""
+    import tomllib
+
+    tool = tomllib.loads(text).get("tool")
+    return isinstance(tool, dict) and "assay" in tool
+
+
 def init_project(directory: Path) -> list[str]:
     """Set up the project `directory` names (created if missing) and say what was made and what to do
     next. Existing files are never changed: only the [tool.assay] table is appended to a
@@ -133,7 +142,7 @@ def init_project(directory: Path) -> list[str]:
             made.append("pyproject.toml")
         else:
             text = pyproject.read_text(encoding="utf-8")
-            if "[tool.assay]" not in text:
+            if not _declares_tool_assay(text):
                 from assay.core.fsutil import write_atomically
 
                 separator = "" if text.endswith("\n") or not text else "\n"
