@@ -122,6 +122,9 @@ def _check_answers(address: str) -> None:
 
     if address in ("auto", "local"):
         return
+    if address.lower().startswith(("http://", "https://")):
+        # Ray's own words for this blame RAY_ADDRESS, whichever of the two gave it.
+        raise ValueError("that is an HTTP address (the dashboard's or the job API's, port 8265), not the cluster's")
     client = address.startswith("ray://")
     rest = address.removeprefix("ray://").split("/", 1)[0]
     host, colon, port_text = rest.rpartition(":")
