@@ -25,6 +25,7 @@ __all__ = ["MAX_SPANS_PER_RUN", "TRACES_PATH", "TraceReceiver", "is_loopback"]
 
 TRACES_PATH = "/v1/traces"
 ATTEMPT_PREFIX = "/attempts/"
+_OTHER_SIGNALS = ("/v1/metrics", "/v1/logs", "/v1/profiles")  # what OTEL_EXPORTER_OTLP_ENDPOINT also gets, unread
 _MAX_COMPRESSED = MAX_BODY_BYTES
 MAX_SPANS_PER_RUN = 200_000  # spans one run takes in; later exports are answered 413 (memory, not use)
 
@@ -156,14 +157,15 @@ class TraceReceiver:
         if not self._host_allowed(request.headers.get("Host")):
             return web.Response(status=400, text="the Host header must name this receiver's address and port\n")
         path = request.path
-        if not path.endswith(TRACES_PATH):
+        prefix = path[: -len(TRACES_PATH)] if path.endswith(TRACES_PATH) else None
+        token = prefix[len(ATTEMPT_PREFIX):] if prefix else None
+        if prefix is None or (token is not None and (not prefix.startswith(ATTEMPT_PREFIX) or "/" in token)):
+            # A trace export sent to the wrong path (the app's endpoint lacks /v1/traces) is said once; an SDK that
+            # also exports metrics or logs to the base URL it was given is no mistake of the app's tracing.
+            if request.method == "POST" and not path.endswith(_OTHER_SIGNALS):
+                self._refused(404, f"POST {path[:200]}: only …/v1/traces is served here (an "
+                                   "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is the whole URL, /v1/traces included)")
             return web.Response(status=404, text="only /v1/traces is served here\n")
-        token = None
-        prefix = path[: -len(TRACES_PATH)]
-        if prefix:
-            if not prefix.startswith(ATTEMPT_PREFIX) or "/" in prefix[len(ATTEMPT_PREFIX):]:
-                return web.Response(status=404, text="only /v1/traces is served here\n")
-            token = prefix[len(ATTEMPT_PREFIX):]
         if request.method != "POST":
             return web.Response(status=405, headers={"Allow": "POST"}, text="POST only\n")
         self.requests += 1
