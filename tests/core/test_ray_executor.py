@@ -421,8 +421,14 @@ def test_sigterm_stops_a_ray_run_as_ctrl_c_does_and_ray_says_nothing(tmp_path, r
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     deadline = time.monotonic() + 90
+    checkpoints = tmp_path / "eval" / "runs" / "checkpoints"
     while time.monotonic() < deadline and process.poll() is None:
-        if calls.exists() and any(line.startswith("a/") for line in calls.read_text().splitlines()):
+        # Case a is being worked on, and a result has been journaled (one to resume from: with none, the run
+        # rightly says "no reusable progress was saved", which a loaded machine reached once)
+        started = calls.exists() and any(line.startswith("a/") for line in calls.read_text().splitlines())
+        journals = [path for path in checkpoints.glob("[!.]*") if (path / "events.jsonl").exists()] \
+            if checkpoints.is_dir() else []
+        if started and journals and _journaled_keys(journals[0]):
             break
         time.sleep(0.05)
     assert process.poll() is None, process.communicate()
