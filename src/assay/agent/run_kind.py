@@ -247,7 +247,7 @@ class _OpenedAgentRun:
                 # Before the record is built: spans exported as the last attempts ended still count.
                 if not outcome.interrupted:
                     await tracing.settle()
-                tracing.finish(outcome.results)
+                tracing.finish(outcome.results, interrupted=outcome.interrupted)
             return outcome
         finally:
             if writer is not None:

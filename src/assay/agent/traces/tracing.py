@@ -202,12 +202,13 @@ class RunTracing:
             if replace is not None:
                 replace(position, result)
 
-    def finish(self, results: Sequence[Any]) -> None:
+    def finish(self, results: Sequence[Any], *, interrupted: bool = False) -> None:
         self.add_late_spans(results)
         hub = self.hub
         if hub.received == 0:
-            # A run that sent no turn (every slot carried, skipped or never dispatched) expected no span.
-            if hub.turns_opened:
+            # A run that sent no turn (every slot carried, skipped or never dispatched) expected no span; nor did
+            # one stopped (Ctrl-C) before the app could export what it had (telling it to wire up tracing is wrong).
+            if hub.turns_opened and not interrupted:
                 self._warn("telemetry-no-spans", self._no_spans_message())
         elif hub.unattributed:
             self._warn("telemetry-unattributed", unattributed_message(hub.unattributed, hub.ambiguous, hub.received))
