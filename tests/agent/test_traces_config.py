@@ -39,8 +39,8 @@ def test_the_table_turns_the_receiver_on_and_each_key_has_its_default(tmp_path):
 @pytest.mark.parametrize(("table", "message"), [
     ("colour = 'red'", "unknown key 'colour'; telemetry reads"),
     ("prot = 4318", "unknown key 'prot' (did you mean 'port'?)"),
-    ("enabled = 'yes'", "enabled must be true or false"),
-    ("port = 70000", "port must be an integer in 0..65535"),
+    ("enabled = 'yes'", "enabled must be true or false, got 'yes'"),
+    ("port = 70000", "port must be an integer in 0..65535 (0: a free port per run), got 70000"),
     ("port = true", "port must be an integer"),
     ("host = ''", "host must be a non-empty string"),
     ("scope = 'turn'", "scope must be one of run, attempt"),

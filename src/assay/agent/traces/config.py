@@ -76,12 +76,12 @@ def telemetry_config(table: Any, where: str, bind: str | None = None) -> Telemet
         raise ConfigError(f"{where}: unknown key {unknown[0]!r}{hint}; telemetry reads {', '.join(_KEYS)}")
     enabled = table.get("enabled", True)
     if not isinstance(enabled, bool):
-        raise ConfigError(f"{where}: enabled must be true or false")
+        raise ConfigError(f"{where}: enabled must be true or false, got {enabled!r:.40}")
     if not enabled and bind is None:
         return None
     port = table.get("port", 0)
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ConfigError(f"{where}: port must be an integer in 0..65535 (0: a free port per run)")
+        raise ConfigError(f"{where}: port must be an integer in 0..65535 (0: a free port per run), got {port!r:.40}")
     host = table.get("host")
     if host is not None and (not isinstance(host, str) or not host.strip()):
         raise ConfigError(f"{where}: host must be a non-empty string")
