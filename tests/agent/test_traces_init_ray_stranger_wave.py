@@ -38,6 +38,17 @@ def test_init_leaves_alone_a_pyproject_whose_tool_assay_table_is_spelt_another_w
     load_project_config(tmp_path)
 
 
+
+def test_init_with_a_folder_named_pyproject_toml_writes_nothing(tmp_path):
+    """It wrote the starter's folders and files, then failed `[Errno 21] Is a directory`."""
+    from assay.agent.starter import init_project
+    from assay.errors import ConfigError
+
+    (tmp_path / "pyproject.toml").mkdir()
+    with pytest.raises(ConfigError, match=r"pyproject.toml is a folder, not a file: move it away"):
+        init_project(tmp_path)
+    assert [path.name for path in tmp_path.iterdir()] == ["pyproject.toml"]
+
 def test_the_traces_pages_examples_pass_when_ctx_telemetry_is_none(tmp_path):
     """As on a Ray worker, or with the table switched off: the examples must not dereference a None telemetry."""
     pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the page's examples use the otel extra")

@@ -122,6 +122,9 @@ def init_project(directory: Path) -> list[str]:
 
         if (root / "pyproject.toml").exists():  # one `run` would refuse: said before anything is written
             load_project_config(root)
+        if (root / "pyproject.toml").exists() and not (root / "pyproject.toml").is_file():  # before anything is written
+            raise ConfigError(f"{root / 'pyproject.toml'} is a folder, not a file: move it away and run `assay agent "
+                              "init` again (the project's settings live in the pyproject.toml file)")
         # The starter goes only into a project that has neither folder yet: an example eval added
         # to a suite that exists would run against its experiments.
         for name in ("evals", "experiments"):
