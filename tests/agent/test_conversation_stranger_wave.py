@@ -156,3 +156,31 @@ def test_reading_data_that_missed_its_schema_says_why_it_is_none(tmp_path):
     assert "$: 'carrier' is a required property" in message and ".or_stop()" in message, message
     assert "turn 1's data is None" in _error(attempts["unrelated_none"])  # a None near a mismatch: likely why
     assert _error(attempts["no_mismatch"]) == "AttributeError: 'NoneType' object has no attribute 'carrier'"
+
+
+def test_an_answer_that_is_nearly_an_option_id_goes_as_free_text_and_is_said_once(tmp_path):
+    """`t.respond("aprove")` goes to the agent as free text (NiceEval's rule for a string that is no option id, and
+    free text like "Approve" may be meant), but it was sent in silence while the agent read a refusal and the eval
+    passed: the attempt now carries a warning, and the run says it once."""
+    project = agent_project(tmp_path / "project")
+    (project / "experiments" / "e.py").write_text(AGENT)
+    (project / "evals" / "typo_eval.py").write_text(
+        "from assay.agent import *\n\n\n@define_eval()\nasync def test(t):\n    await t.send('refund order 1')\n"
+        "    await t.respond('aprove')\n    t.succeeded()\n")
+    (project / "evals" / "meant_eval.py").write_text(
+        "from assay.agent import *\n\n\n@define_eval()\nasync def test(t):\n    await t.send('refund order 1')\n"
+        "    await t.respond('deny')\n")
+    done = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project), "--json"],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")})
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    attempts = {line["attempt"]["eval_id"]: line["attempt"] for line in lines if line.get("type") == "attempt"}
+    typo = attempts["typo"]
+    assert typo["verdict"] == "passed", typo  # the verdict is the eval's: a warning changes none
+    [noted] = [d for d in typo["diagnostics"] if d["code"] == "respond-near-option"]
+    assert noted["message"] == ("respond: 'aprove' went to request 'r1' as free text, though it is nearly its option "
+                                "'approve' (for the option: respond('approve'))")
+    assert not attempts["meant"].get("diagnostics")
+    [warning] = [line for line in lines if line.get("event") == "warning" and line["code"] == "respond-near-option"]
+    assert warning["message"].endswith("(in 1 attempt(s); the option may have been meant; "
+                                       "`assay agent show e/typo#1` has the first)"), warning

@@ -510,9 +510,23 @@ class SessionHandle(_Scoped):
             if text in request.option_ids:
                 answered[request.id] = InputResponse(request.id, option_id=text)  # type: ignore[arg-type]
             else:
+                self._note_near_option(request, text)
                 answered[request.id] = InputResponse(request.id, text=text)  # type: ignore[arg-type]
         responses = tuple(answered[request.id] for request in pending if request.id in answered)
         return await self._respond_with(responses, output)
+
+    def _note_near_option(self, request: InputRequest, text: str) -> None:
+        """A plain answer that is not an option id goes as free text, as NiceEval has it; one that is nearly an option
+        id (`"aprove"`) may be a typo the agent reads as a refusal while the eval passes, so it is said (a warning
+        of the attempt, and once in the run's output), never refused: free text like that may be meant."""
+        from assay.core.format import did_you_mean
+
+        near = did_you_mean(text, request.option_ids, cutoff=0.8, form="{}")
+        if near:
+            self._line.runtime.settings.feedback.diagnostic(
+                "respond-near-option", "warning",
+                f"respond: {text!r} went to request {request.id!r} as free text, though it is nearly its option {near} "
+                f"(for the option: respond({near}))", None, phase="eval.run")
 
     @_drive_verb
     async def respond_all(self, option_id: str, *, output: Any = None) -> TurnHandle:

@@ -63,8 +63,13 @@ async def _call_hook(hook: Any, context: HookContext, *, until: Any = None) -> b
     return finished
 
 
-# The attempt diagnostics of a teardown that failed (the agent's, a sandbox hook's), said again once a run.
-_TEARDOWN_FAILURES = frozenset({"agent-teardown-failed", "sandbox-teardown-failed"})
+# Attempt diagnostics said again once a run, with what each may mean: a teardown that failed (the agent's, a
+# sandbox hook's), and a `respond` answer sent as free text that is nearly an option id.
+_SAID_ONCE_A_RUN = {
+    "agent-teardown-failed": "what it releases may be left behind",
+    "sandbox-teardown-failed": "what it releases may be left behind",
+    "respond-near-option": "the option may have been meant",
+}
 
 class _Lane:
     """One experiment's queue, its own cap, its hooks and its spending."""
@@ -158,7 +163,7 @@ class AgentRun:
         self._spooled = spool or journal is not None
         self._awaiting_journal = 0  # results handed to the journal, not yet durable
         self._published_decisions: dict[tuple[Any, ...], Any] = {}  # see `_carried_record`
-        self._failed_teardowns: dict[str, list[Any]] = {}  # code -> [attempts, first unit id, first message]
+        self._said_once: dict[str, list[Any]] = {}  # code -> [attempts, first unit id, first message]
         self._workers_judge_usage: list[dict[str, dict[str, int]]] = []  # what workers' judges spent (`_from_worker`)
         self._workers_judge_retries: list[dict[str, int]] = []
         self._in_flight = InFlight()
@@ -239,20 +244,20 @@ class AgentRun:
         if result.verdict == "passed" and early_exit_enabled(self.options.early_exit, planned):
             self._passed.add((planned.experiment.id, planned.eval.id))
         diagnostics = getattr(result, "diagnostics", None) or ()  # (a carried slot's decision has none: it did not run)
-        for code in {diagnostic.get("code") for diagnostic in diagnostics} & _TEARDOWN_FAILURES:
-            seen = self._failed_teardowns.get(code)
+        for code in {diagnostic.get("code") for diagnostic in diagnostics} & _SAID_ONCE_A_RUN.keys():
+            seen = self._said_once.get(code)
             if seen is None:
                 message = next(d.get("message") for d in diagnostics if d.get("code") == code)
-                self._failed_teardowns[code] = [1, agent_unit_id(result.experiment_id, result.eval_id, result.ordinal), message]
+                self._said_once[code] = [1, agent_unit_id(result.experiment_id, result.eval_id, result.ordinal), message]
             else:
                 seen[0] += 1
 
-    def _warn_failed_teardowns(self) -> None:
-        """A teardown that failed is a diagnostic of its attempt and changes no verdict, but what it was to release
-        (a browser, a container, a row) may be left behind: said once a run, with where to read the rest. It was in
-        `assay agent show` alone, so a teardown failing in every attempt passed in silence."""
-        for code, (attempts, unit_id, message) in self._failed_teardowns.items():
-            self._warn(code, f"{message} (in {attempts} attempt(s); what it releases may be left behind; "
+    def _warn_once_a_run(self) -> None:
+        """Attempt diagnostics that change no verdict but may mean something was missed, each said once a run with
+        where to read the rest: a teardown that failed (what it was to release, a browser, a container, a row, may
+        be left behind) was in `assay agent show` alone, so one failing in every attempt passed in silence."""
+        for code, (attempts, unit_id, message) in self._said_once.items():
+            self._warn(code, f"{message} (in {attempts} attempt(s); {_SAID_ONCE_A_RUN[code]}; "
                              f"`assay agent show {unit_id}` has the first)", attempts=attempts)
 
     def _early_exited(self, planned: PlannedAttempt) -> AttemptResult:
@@ -716,7 +721,7 @@ class AgentRun:
         exhausted = [lane.entry.id for lane in self._lanes.values() if lane.stopped]
         for lane in self._lanes.values():
             self._flush_lane_diagnostics(lane)
-        self._warn_failed_teardowns()
+        self._warn_once_a_run()
         results = [result for result in self.results if result is not None]
         self._warn_unreachable_judges(results)
         judge_retries, judge_usage = self._judge_spent()
