@@ -71,6 +71,7 @@ _SAID_ONCE_A_RUN = {
     "respond-near-option": "the option may have been meant",
 }
 
+
 class _Lane:
     """One experiment's queue, its own cap, its hooks and its spending."""
 
