@@ -8,6 +8,7 @@ runs definitions made in code, with nothing written or carried. The CLI is a thi
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +73,10 @@ class AgentResults:
         ids = sorted({r.eval_id for r in summaries})
         from assay.core.format import did_you_mean
 
+        if experiment_id is not None and eval_id in ids:  # the eval ran, not in that experiment: name the ones it ran in
+            ran_in = sorted({r.experiment_id for r in summaries if r.eval_id == eval_id})
+            raise KeyError(f"no attempt of {eval_id!r} in {experiment_id!r}{did_you_mean(experiment_id, ran_in)} "
+                           f"(its experiments: {', '.join(ran_in)})")
         raise KeyError(f"no attempt of {eval_id!r}{where}{did_you_mean(eval_id, ids)} (eval ids: "
                        f"{', '.join(ids[:10])}{', …' if len(ids) > 10 else ''})")
 
@@ -143,7 +148,14 @@ def _request(project: str | Path, experiment: str | None, evals: str | Sequence[
     what the CLI refuses of its options is refused here too."""
     from assay.agent.project import project_folder
     from assay.agent.request import AgentRunRequest
+    from assay.errors import UsageError
 
+    if not isinstance(project, (str, os.PathLike)):  # `Path(5)` says only "expected str, bytes or os.PathLike object"
+        raise UsageError(f"project must be the project's folder, a str or Path, got {_given(project)}", "project")
+    if experiment is not None and not isinstance(experiment, str):
+        # A list or a Path failed deep in the selection, as "internal error: AttributeError: ... 'strip'".
+        raise UsageError(f"experiment must be one experiment id (a str, as in experiments/<id>.py) or None for every "
+                         f"experiment, got {_given(experiment)}", "experiment")
     _checked(**{name: options.get(name) for name in ("attempts", "concurrency", "timeout", "budget", "rerun", "shard")})
     return AgentRunRequest(project=project_folder(project, "project"), experiment=experiment,
                            evals=_selectors("evals", evals), tags=_selectors("tags", tags), **options)
@@ -240,6 +252,7 @@ def run(
     what the CLI prints; `reporters` are your own run-event reporters (see `assay.core.run_events`);
     `shard="2/4"` runs one shard, as `--shard` does (`assay runs merge` joins the shards' runs)."""
     from assay.core.run import pipeline
+    from assay.core.run.kinds import kind_named
     from assay.core.run.request import Outputs
 
     from assay.errors import AssayError
@@ -249,10 +262,15 @@ def run(
         request = _request(project, experiment, evals, tags=tags, attempts=attempts,
                            concurrency=concurrency, timeout=timeout, budget=budget, journal=journal, record=record,
                            rerun=rerun, early_exit=early_exit, shard=shard)
-        chosen = None if console else _reporters(reporters)
+        chosen = _reporters(reporters)
     except AssayError as error:
         return _refused(error, console)
-    return _from_result(pipeline.run("agent", request, outputs=Outputs(quiet=True), reporters=chosen))
+    outputs = Outputs(quiet=True)
+    if console and chosen:  # what the CLI prints, and your reporters too (they were dropped, silently)
+        chosen = [*pipeline.reporters_for(kind_named("agent"), outputs), *chosen]
+    elif console:
+        chosen = None  # the pipeline's own console reporters
+    return _from_result(pipeline.run("agent", request, outputs=outputs, reporters=chosen))
 
 
 @_keywords_checked

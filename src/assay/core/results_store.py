@@ -455,6 +455,9 @@ class SqliteRunStore:
             raise UsageError(f"the results store's path must be a path or a string, got {path!r}")
         self.path = Path(path)
         self.read_only = read_only
+        if self.path.is_dir():  # `open_store(".assay")`: SQLite would only say "disk I/O error"
+            raise UsageError(f"the results store's path {self.path} is a folder; it names the store's database file "
+                             f"(e.g. {self.path / 'assay.db'})")
         check_store_location(self.path)
         if read_only and not self.path.exists():
             hint = unindexed_records_hint(self.path)  # a deleted assay.db beside the records of earlier runs
