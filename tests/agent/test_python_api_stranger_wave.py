@@ -84,3 +84,19 @@ def test_a_store_path_that_is_a_folder_says_to_name_the_database_file(tmp_path, 
     assert str(caught.value) == (f"the results store's path {folder} is a folder; it names the store's database file "
                                  f"(e.g. {folder / 'assay.db'})")
     assert list(folder.iterdir()) == []  # nothing made in it
+
+
+def test_run_evals_takes_concurrency_none_as_run_does():
+    """`run(concurrency=None)` is the default; `run_evals(concurrency=None)` raised
+    "TypeError: '<' not supported between instances of 'int' and 'NoneType'"."""
+    from assay.agent import define_eval
+
+    async def send(turn_input, ctx):
+        return Turn([message("hi")])
+
+    async def ask(t):
+        await t.send("hello")
+
+    experiment = Experiment(agent=define_agent(name="a", send=send, evidence_coverage=complete_evidence_coverage))
+    results = run_evals({"ask": define_eval(ask)}, experiment, concurrency=None)
+    assert results.exit_code == 0 and [attempt.verdict for attempt in results.attempts] == ["passed"]

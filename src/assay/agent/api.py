@@ -322,7 +322,7 @@ def plan(
 @_keywords_checked
 def run_evals(
     evals: Mapping[str, Any], experiments: Mapping[str, Any] | Any, *, attempts: int | None = None,
-    concurrency: int = 10, timeout: float | None = None, reporters: Sequence[Any] = (),
+    concurrency: int | None = 10, timeout: float | None = None, reporters: Sequence[Any] = (),
 ) -> AgentResults:
     """Run evals and experiments built in code (no project, no journal, no store): `evals` maps an
     id to a `define_eval(...)` (or a plain `async def test(t)`), `experiments` maps an id to an
@@ -341,7 +341,7 @@ def run_evals(
 @_keywords_checked
 async def run_evals_async(
     evals: Mapping[str, Any], experiments: Mapping[str, Any] | Any, *, attempts: int | None = None,
-    concurrency: int = 10, timeout: float | None = None, reporters: Sequence[Any] = (),
+    concurrency: int | None = 10, timeout: float | None = None, reporters: Sequence[Any] = (),
 ) -> AgentResults:
     """`run_evals` inside your own event loop (a notebook, an async function). Ctrl-C is then yours to handle:
     cancelling the task stops the run as Ctrl-C does (the attempts in flight torn down) and raises
@@ -356,7 +356,7 @@ async def run_evals_async(
 
 
 def _run_in_code(
-    evals: Mapping[str, Any], experiments: Mapping[str, Any] | Any, *, attempts: int | None, concurrency: int,
+    evals: Mapping[str, Any], experiments: Mapping[str, Any] | Any, *, attempts: int | None, concurrency: int | None,
     timeout: float | None, reporters: Sequence[Any],
 ) -> Any:
     """The run `run_evals` and `run_evals_async` start; UsageError for arguments they refuse."""
@@ -392,4 +392,8 @@ def _run_in_code(
     runs = [ExperimentEntry(experiment_id, experiment) for experiment_id, experiment in experiments.items()]
     plan = link_plan(build_plan(runs, {entry.id: entries for entry in runs}, attempts))  # sandbox evals get theirs
     # Spooled: each attempt is kept as a summary once reporters have heard of it, its transcript on disk.
+    if concurrency is None:  # as `run` takes it: the default (it failed as "'<' not supported … 'NoneType'")
+        from assay.agent.run_options import DEFAULT_CONCURRENCY
+
+        concurrency = DEFAULT_CONCURRENCY
     return AgentRun(plan, RunOptions(concurrency=concurrency, timeout=timeout), RunEvents(list(chosen)), spool=True)
