@@ -4,14 +4,9 @@ words (`object SessionHandle can't be used in 'await' expression`) or a silent m
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
-from agent_projects import agent_project
+from agent_projects import attempts_of_bodies
 
 AGENT = """
 from assay.agent import (
@@ -44,18 +39,7 @@ e = Experiment(agent=define_agent(name="a", send=send, evidence_coverage=complet
 
 def _errors(tmp_path: Path, evals: dict[str, str]) -> dict[str, dict]:
     """Each eval's attempt by id, from one `assay agent run` of a project with AGENT and `evals`."""
-    project = agent_project(tmp_path / "project")
-    (project / "experiments" / "e.py").write_text(AGENT)
-    for name, body in evals.items():
-        source = "from assay.agent import *\n\n\n@define_eval()\nasync def test(t):\n" + textwrap.indent(
-            textwrap.dedent(body).strip() + "\n", "    ")
-        (project / "evals" / f"{name}_eval.py").write_text(source)
-    done = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project), "--json", "--quiet"],
-                          capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")})
-    assert "Traceback" not in done.stderr and "RuntimeWarning" not in done.stderr, done.stderr
-    lines = [json.loads(line) for line in done.stdout.splitlines()]
-    return {line["attempt"]["eval_id"]: line["attempt"] for line in lines if line["type"] == "attempt"}
+    return attempts_of_bodies(tmp_path / "project", AGENT, evals, store=tmp_path / "store.db")
 
 
 def _message(attempt: dict, verdict: str = "errored") -> str:

@@ -8,10 +8,9 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
-from agent_projects import agent_project
+from agent_projects import agent_project, attempts_of_bodies
 
 AGENT = """
 from assay.agent import (
@@ -41,19 +40,8 @@ e = Experiment(agent=define_agent(name="a", send=send, evidence_coverage=complet
 
 
 def _attempts(tmp_path: Path, evals: dict[str, str]) -> dict[str, dict]:
-    """Each eval's attempt by id, from one `assay agent run --json` of a project with AGENT and `evals`."""
-    project = agent_project(tmp_path / "project")
-    (project / "experiments" / "e.py").write_text(AGENT)
-    for name, body in evals.items():
-        source = "from assay.agent import *\n\n\n@define_eval()\nasync def test(t):\n" + textwrap.indent(
-            textwrap.dedent(body).strip() + "\n", "    ")
-        (project / "evals" / f"{name}_eval.py").write_text(source)
-    done = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project), "--json", "--quiet"],
-                          capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")})
-    assert "Traceback" not in done.stderr, done.stderr
-    lines = [json.loads(line) for line in done.stdout.splitlines()]
-    return {line["attempt"]["eval_id"]: line["attempt"] for line in lines if line["type"] == "attempt"}
+    """Each eval's attempt by id, from one `assay agent run` of a project with AGENT and `evals`."""
+    return attempts_of_bodies(tmp_path / "project", AGENT, evals, store=tmp_path / "store.db")
 
 
 def _error(attempt: dict) -> str:
