@@ -63,6 +63,15 @@ def page_fixture() -> Callable[..., Iterator[object]]:
 
 
 @contextlib.contextmanager
+def serving_review(eval_dir: Any) -> Iterator[str]:
+    """`assay video review` of the eval directory `eval_dir`, served on 127.0.0.1: its origin."""
+    from assay.video.review.server import ReviewServer, create_review_app
+
+    with serving(lambda binding: create_review_app(ReviewServer(eval_dir=eval_dir.resolve(), binding=binding))) as served:
+        yield served
+
+
+@contextlib.contextmanager
 def serving_store(database: Any) -> Iterator[str]:
     """The results viewer of the store at `database`, opened read-only, served on 127.0.0.1: its origin."""
     from assay.core.results_store import SqliteRunStore

@@ -258,3 +258,15 @@ def nearest_color_index(pixels: np.ndarray, colors: Sequence[Sequence[int]]) -> 
 def make_numbered_video(path: Path, count: int, fps: int = 30, **options) -> Path:
     """`count` frames, frame i showing the number i (read it back with `read_frame_number`)."""
     return make_video(path, count=count, frame_for_index=numbered_frame, fps=fps, **options)
+
+
+def numbered_review_eval(root: Path, case_yaml: str) -> Path:
+    """`root/eval`, an eval directory for the review editor: `cases/numbers.yaml` (`case_yaml`, dedented) over
+    `cases/clip.mp4`, 3 s of numbered frames at 10 fps."""
+    import textwrap
+
+    cases = root / "eval" / "cases"
+    cases.mkdir(parents=True)
+    make_numbered_video(cases / "clip.mp4", 30, fps=10)
+    (cases / "numbers.yaml").write_text(textwrap.dedent(case_yaml), encoding="utf-8")
+    return root / "eval"

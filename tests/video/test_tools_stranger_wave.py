@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from browser import Page, browser_fixture, serving, skip_without_browser
-from media import make_numbered_video
+from browser import Page, browser_fixture, serving_review, skip_without_browser
+from media import numbered_review_eval
 
-from assay.video.review.server import ReviewServer, create_review_app
 
 browser = browser_fixture()
 
@@ -39,16 +38,12 @@ def own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def eval_dir(tmp_path: Path) -> Path:
-    cases = tmp_path / "eval" / "cases"
-    cases.mkdir(parents=True)
-    make_numbered_video(cases / "clip.mp4", 30, fps=10)
-    (cases / "numbers.yaml").write_text(textwrap.dedent(CASE_YAML), encoding="utf-8")
-    return tmp_path / "eval"
+    return numbered_review_eval(tmp_path, CASE_YAML)
 
 
 @pytest.fixture
 def origin(eval_dir: Path) -> Iterator[str]:
-    with serving(lambda binding: create_review_app(ReviewServer(eval_dir=eval_dir.resolve(), binding=binding))) as served:
+    with serving_review(eval_dir) as served:
         yield served
 
 
