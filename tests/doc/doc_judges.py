@@ -12,6 +12,11 @@ from typing import Any, Callable
 from servers.fake_openai import RecordedRequest, Reply, chat_reply
 
 
+def judge_env(server: Any) -> dict[str, str]:
+    """The judge variables a model command reads, naming the fake server `server` (with a key, as a hosted one wants)."""
+    return {"ASSAY_JUDGE_BASE_URL": server.base_url, "ASSAY_JUDGE_API_KEY": "test-key"}
+
+
 def _field(prompt: str, name: str) -> str:
     match = re.search(rf"^- {re.escape(name)}: (.*)$", prompt, flags=re.MULTILINE)
     assert match, f"prompt has no {name} line"

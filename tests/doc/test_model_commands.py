@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from doc_judges import judge_responder
+from doc_judges import judge_env, judge_responder
 from doc_suites import invoke
 from servers.fake_openai import chat_reply, error_reply
 
@@ -19,10 +19,6 @@ MODEL_ARGS = ["--model", "judge-model", "--provider", "openai", "--effort", "low
 @pytest.fixture
 def suite(model_suite):
     return model_suite  # (conftest.py)
-
-
-def env_for(server):
-    return {"ASSAY_JUDGE_BASE_URL": server.base_url, "ASSAY_JUDGE_API_KEY": "test-key"}
 
 
 def coverage(server, *extra, candidate="candidates/good.md", run_id="cov-1"):
@@ -36,7 +32,7 @@ def coverage(server, *extra, candidate="candidates/good.md", run_id="cov-1"):
         "--run-id",
         run_id,
         *extra,
-        env=env_for(server),
+        env=judge_env(server),
     )
 
 
@@ -55,7 +51,7 @@ def pairwise(server, *extra, seed="0", a="candidates/good.md", b="candidates/bad
         "--run-id",
         run_id,
         *extra,
-        env=env_for(server),
+        env=judge_env(server),
     )
 
 
@@ -74,7 +70,7 @@ def test_model_methods_need_explicit_enabling_before_anything_else(suite, fake_o
     else:
         config["methods"][key] = block
     suite.config_path.write_text(json.dumps(config))
-    result = invoke(command, env=env_for(fake_openai))
+    result = invoke(command, env=judge_env(fake_openai))
     assert result.exit_code == 2
     assert result.stderr.strip() == f"Execution failed: {command} requires methods.{key}.enabled=true"
     assert fake_openai.requests == [] and not suite.results.exists()
@@ -109,7 +105,7 @@ def test_without_an_endpoint_nothing_is_called(suite):
 
 def test_generate_writes_the_candidate_and_records_the_call(suite, fake_openai):
     fake_openai.enqueue(chat_reply("\n# Generated plan\n\nWe ship the importer.\n\n"))
-    result = invoke("generate", "--case", "case-one", *MODEL_ARGS, "--run-id", "gen-1", env=env_for(fake_openai))
+    result = invoke("generate", "--case", "case-one", *MODEL_ARGS, "--run-id", "gen-1", env=judge_env(fake_openai))
     assert result.exit_code == 0, result.stderr
     run_dir = suite.results / "gen-1"
     assert (run_dir / "cases/case-one/candidate.md").read_text() == "# Generated plan\n\nWe ship the importer.\n"
@@ -132,7 +128,7 @@ def test_generate_writes_the_candidate_and_records_the_call(suite, fake_openai):
 
 def test_generate_with_empty_output_fails_closed_and_keeps_the_reply(suite, fake_openai):
     fake_openai.enqueue(chat_reply("   ", finish_reason="length"))
-    result = invoke("generate", "--case", "case-one", *MODEL_ARGS, "--run-id", "gen-1", env=env_for(fake_openai))
+    result = invoke("generate", "--case", "case-one", *MODEL_ARGS, "--run-id", "gen-1", env=judge_env(fake_openai))
     assert result.exit_code == 2
     # The reply was dropped (`"calls": []`): a judge's bad answer was kept and pointed at, generate's was not.
     assert result.stderr == (
@@ -193,7 +189,7 @@ def test_coverage_default_run_id_and_calibration_flags(suite, fake_openai):
         "good-plan",
         "--expected-outcome",
         "expected-good",
-        env=env_for(fake_openai),
+        env=judge_env(fake_openai),
     )
     assert result.exit_code == 0, result.stderr
     (run_dir,) = list(suite.results.iterdir())
@@ -279,7 +275,7 @@ def test_a_misspelt_judge_variable_is_refused_naming_the_one_meant(suite, fake_o
     fake_openai.respond_with(judge_responder("pointwise"))
     result = invoke(
         "judge-coverage", "--case", "case-one", "--candidate", "candidates/good.md", *MODEL_ARGS,
-        env={**env_for(fake_openai), variable: "5"},
+        env={**judge_env(fake_openai), variable: "5"},
     )
     assert result.exit_code == 2
     said = f"{variable} is no judge setting (did you mean {meant}?); rename it, or unset it"
@@ -288,7 +284,7 @@ def test_a_misspelt_judge_variable_is_refused_naming_the_one_meant(suite, fake_o
     # A name near none of them is someone else's variable.
     other = invoke(
         "judge-coverage", "--case", "case-one", "--candidate", "candidates/good.md", *MODEL_ARGS,
-        env={**env_for(fake_openai), "ASSAY_JUDGE_MODEL": "x"},
+        env={**judge_env(fake_openai), "ASSAY_JUDGE_MODEL": "x"},
     )
     assert other.exit_code == 0, other.stderr
 
@@ -523,7 +519,7 @@ def test_pairwise_seed_must_be_a_safe_integer(suite, fake_openai, seed):
 
 
 def test_pairwise_requires_every_flag(suite, fake_openai):
-    result = invoke("judge-pairwise", "--case", "case-one", env=env_for(fake_openai))
+    result = invoke("judge-pairwise", "--case", "case-one", env=judge_env(fake_openai))
     assert result.stderr.strip() == (
         "Execution failed: missing required arguments --candidate-a, --candidate-b, --model, --provider, --effort, "
         "--seed, --run-id"

@@ -8,9 +8,8 @@ import shutil
 
 import pytest
 
-from doc_judges import judge_responder
+from doc_judges import judge_env, judge_responder
 from doc_suites import invoke
-from servers.fake_openai import FakeOpenAIServer
 
 JUDGE_CONFIG = "evals/eval-kit.model-judge.config.json"
 MODEL_ARGS = ["--model", "judge-model", "--provider", "openai", "--effort", "low"]
@@ -32,17 +31,13 @@ def starter(tmp_path, monkeypatch, request):
     return tmp_path
 
 
-def _env(server: FakeOpenAIServer) -> dict[str, str]:
-    return {"ASSAY_JUDGE_BASE_URL": server.base_url, "ASSAY_JUDGE_API_KEY": "test-key"}
-
-
 @pytest.mark.parametrize("starter", LANGUAGES, indirect=True)
 def test_the_starter_judge_config_runs_coverage_and_pairwise_judges(starter, fake_openai):
-    assert invoke("doctor", "--config", JUDGE_CONFIG, env=_env(fake_openai)).exit_code == 0
+    assert invoke("doctor", "--config", JUDGE_CONFIG, env=judge_env(fake_openai)).exit_code == 0
     fake_openai.respond_with(judge_responder("pointwise"))
     coverage = invoke(
         "judge-coverage", "--config", JUDGE_CONFIG, "--case", "release-notes", "--candidate", "good.md", *MODEL_ARGS,
-        "--run-id", "cov", env=_env(fake_openai),
+        "--run-id", "cov", env=judge_env(fake_openai),
     )  # fmt: skip
     assert coverage.exit_code == 0, coverage.stderr
     assert coverage.stdout.splitlines()[0].startswith("covered: 1,")
@@ -55,7 +50,7 @@ def test_the_starter_judge_config_runs_coverage_and_pairwise_judges(starter, fak
     fake_openai.respond_with(judge_responder("pairwise", pick="candidate_a"))
     pairwise = invoke(
         "judge-pairwise", "--config", JUDGE_CONFIG, "--case", "release-notes", "--candidate-a", "good.md",
-        "--candidate-b", "other.md", *MODEL_ARGS, "--seed", "1", "--run-id", "pair", env=_env(fake_openai),
+        "--candidate-b", "other.md", *MODEL_ARGS, "--seed", "1", "--run-id", "pair", env=judge_env(fake_openai),
     )  # fmt: skip
     assert pairwise.exit_code == 0, pairwise.stderr
     assert pairwise.stdout.startswith("Winner: candidate_")
@@ -67,7 +62,7 @@ def test_a_judge_command_says_every_missing_flag_and_hook_in_one_line(starter, f
     adapter.write_text(adapter.read_text().replace("def resolve_pointwise_vars(", "def _resolve_pointwise_vars("))
     result = invoke(
         "judge-coverage", "--config", JUDGE_CONFIG, "--case", "release-notes", "--candidate", "good.md",
-        env=_env(fake_openai),
+        env=judge_env(fake_openai),
     )  # fmt: skip
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [

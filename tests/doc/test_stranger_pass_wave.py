@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from doc_judges import judge_responder
+from doc_judges import judge_env, judge_responder
 from doc_suites import invoke, make_suite
 from servers.fake_openai import chat_reply
 
@@ -136,15 +136,11 @@ def test_the_correct_adapter_start_timeout_is_accepted(suite, monkeypatch):
 
 
 # -- a reply cut off at the model's output limit ------------------------------------------------------
-def _env(server):
-    return {"ASSAY_JUDGE_BASE_URL": server.base_url, "ASSAY_JUDGE_API_KEY": "test-key"}
-
-
 def test_a_judge_reply_cut_off_at_the_output_limit_says_so(model_suite, fake_openai):
     # Before: only "model output was not valid JSON", as if the model had answered in prose.
     fake_openai.enqueue(chat_reply('{"case_id": "case-one", "items": [', finish_reason="length"))
     result = invoke("judge-coverage", "--case", "case-one", "--candidate", "candidates/good.md", *MODEL_ARGS,
-                    "--run-id", "cut", env=_env(fake_openai))  # fmt: skip
+                    "--run-id", "cut", env=judge_env(fake_openai))  # fmt: skip
     assert result.exit_code == 2
     assert result.stderr.strip() == (
         "Execution failed: model output was not valid JSON; the model stopped at its output limit (finish_reason "
@@ -155,7 +151,7 @@ def test_a_judge_reply_cut_off_at_the_output_limit_says_so(model_suite, fake_ope
 def test_a_generated_candidate_cut_off_at_the_output_limit_is_kept_with_a_warning(model_suite, fake_openai):
     # Before: the half document was written as the candidate, exit 0, and nothing said it was cut off.
     fake_openai.enqueue(chat_reply("# Plan\n\nWe ship the imp", finish_reason="length"))
-    result = invoke("generate", "--case", "case-one", *MODEL_ARGS, "--run-id", "gen", env=_env(fake_openai))
+    result = invoke("generate", "--case", "case-one", *MODEL_ARGS, "--run-id", "gen", env=judge_env(fake_openai))
     assert result.exit_code == 0
     assert (
         "Warning: the model stopped at its output limit (finish_reason length), so the model output is incomplete; "
@@ -166,7 +162,7 @@ def test_a_generated_candidate_cut_off_at_the_output_limit_is_kept_with_a_warnin
 def test_a_whole_reply_gets_no_warning(model_suite, fake_openai):
     fake_openai.respond_with(judge_responder("pointwise"))
     result = invoke("judge-coverage", "--case", "case-one", "--candidate", "candidates/good.md", *MODEL_ARGS,
-                    "--run-id", "whole", env=_env(fake_openai))  # fmt: skip
+                    "--run-id", "whole", env=judge_env(fake_openai))  # fmt: skip
     assert result.exit_code == 0 and "output limit" not in result.stderr
     assert json.loads((model_suite.results / "whole" / "manifest.json").read_text())["run_type"]
 
