@@ -62,6 +62,15 @@ def page_fixture() -> Callable[..., Iterator[object]]:
     return page
 
 
+def open_ready(page: Any, address: str, *, timeout: float = 30_000) -> None:
+    """Go to `address` in a viewer page and wait until the page says it is ready (`body[data-ready=true]`), also when
+    only the hash changes (the page before must not count as ready)."""
+    if page.url != "about:blank":
+        page.evaluate("() => { document.body.dataset.ready = 'false'; }")
+    page.goto(address)
+    page.wait_for_selector("body[data-ready=true]", timeout=timeout)
+
+
 @contextlib.contextmanager
 def serving_review(eval_dir: Any) -> Iterator[str]:
     """`assay video review` of the eval directory `eval_dir`, served on 127.0.0.1: its origin."""

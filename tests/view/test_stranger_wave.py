@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser import Page, browser_fixture, expect, page_fixture, skip_without_browser
+from browser import Page, browser_fixture, expect, open_ready, page_fixture, skip_without_browser
 
 from assay.core.record import RunManifest, UnitResult
 from assay.core.results_store import SqliteRunStore, publish_run
@@ -43,13 +43,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> str:
     return (folder / "site" / "index.html").as_uri()
 
 
-def _open(page: Page, address: str) -> None:
-    if page.url != "about:blank":  # a hash change alone: the page before must not count as ready
-        page.evaluate("() => { document.body.dataset.ready = 'false'; }")
-    page.goto(address)
-    page.wait_for_selector("body[data-ready=true]")
-
-
 def _settled_at(page: Page, hash_: str) -> None:
     page.wait_for_function(f"() => decodeURIComponent(location.hash) === {hash_!r}")
     page.wait_for_selector("body[data-ready=true]")
@@ -57,20 +50,20 @@ def _settled_at(page: Page, hash_: str) -> None:
 
 def test_the_export_takes_latest_and_latest_n_as_the_live_viewer_does(page: Page, site: str) -> None:
     """`#/run/latest` opened the newest run live, and read "No run 'latest' in this export" in the export."""
-    _open(page, f"{site}#/run/latest")
+    open_ready(page, f"{site}#/run/latest")
     _settled_at(page, f"#/run/{AGENT}")
     expect(page.locator("#run-title")).to_have_text(AGENT)
-    _open(page, f"{site}#/compare/latest~2/latest~1")  # the compare the export holds: THIRD with the run before it
+    open_ready(page, f"{site}#/compare/latest~2/latest~1")  # the compare the export holds: THIRD with the run before it
     _settled_at(page, f"#/compare/{SECOND}/{THIRD}")
     expect(page.locator("#crumbs")).to_contain_text(f"compare {SECOND} → {THIRD}")
-    _open(page, f"{site}#/run/latest~9")  # past the oldest: named as missing
+    open_ready(page, f"{site}#/run/latest~9")  # past the oldest: named as missing
     expect(page.locator("#view-error")).to_have_text("No run 'latest~9' in this export: it holds the 4 run(s) listed on its first page.")
 
 
 def test_two_runs_picked_on_the_runs_page_are_told_which_compare_the_export_holds(page: Page, site: str) -> None:
     """Picking the first and the third run and pressing "Compare selected" read "This view is not included in the
     export.", with nothing on which compares it does hold."""
-    _open(page, f"{site}#/")
+    open_ready(page, f"{site}#/")
     page.check(f"input[aria-label='select {FIRST}']")
     page.check(f"input[aria-label='select {THIRD}']")
     page.evaluate("() => { document.body.dataset.ready = 'false'; }")
@@ -79,6 +72,6 @@ def test_two_runs_picked_on_the_runs_page_are_told_which_compare_the_export_hold
     expect(page.locator("#view-error")).to_have_text(
         f"This export holds the compare of each run with the run of its kind before it (here: {SECOND} → {THIRD}), "
         f"not {FIRST} → {THIRD}; `assay view` compares any two runs.")
-    _open(page, f"{site}#/compare/{THIRD}/{THIRD}")  # a run with itself: refused in the live viewer's words
+    open_ready(page, f"{site}#/compare/{THIRD}/{THIRD}")  # a run with itself: refused in the live viewer's words
     expect(page.locator("#view-error")).to_have_text(
         f"both references name the run {THIRD}; a run compared with itself has no changes: give two different runs")

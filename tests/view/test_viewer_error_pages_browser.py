@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
-from browser import Page, browser_fixture, expect, page_fixture, serving, serving_store, skip_without_browser
+from browser import Page, browser_fixture, expect, open_ready, page_fixture, serving, serving_store, skip_without_browser
 
 from assay.core.record import RunManifest, UnitResult
 from assay.core.results_store import SqliteRunStore, publish_run
@@ -40,18 +40,11 @@ def origin(database) -> Iterator[str]:
         yield served
 
 
-def _open(page: Page, address: str) -> None:
-    if page.url != "about:blank":  # a hash change alone: the page before must not count as ready
-        page.evaluate("() => { document.body.dataset.ready = 'false'; }")
-    page.goto(address)
-    page.wait_for_selector("body[data-ready=true]")
-
-
 @pytest.mark.parametrize("address", [f"#/run/{MISSING}", f"#/unit/{MISSING}/x", f"#/compare/{MISSING}/{RUN}", f"#/trend/{MISSING}"])
 def test_a_page_that_fails_does_not_keep_the_top_bar_of_the_page_before(page: Page, origin: str, address: str) -> None:
-    _open(page, f"{origin}/#/unit/{RUN}/{quote(UNIT, safe='')}")
+    open_ready(page, f"{origin}/#/unit/{RUN}/{quote(UNIT, safe='')}")
     expect(page.locator("#crumbs")).to_contain_text(UNIT)
-    _open(page, f"{origin}/{address}")
+    open_ready(page, f"{origin}/{address}")
     expect(page.locator("#view-error")).to_contain_text(f"no run '{MISSING}'")
     # The top bar named the unit of the page before, as if the error were about it.
     expect(page.locator("#crumbs")).to_have_text("runs")
@@ -65,32 +58,32 @@ def test_an_exported_page_that_is_not_included_does_not_keep_the_top_bar_of_the_
     finally:
         store.close()
     index = (tmp_path / "site" / "index.html").as_uri()
-    _open(page, f"{index}#/unit/{RUN}/{quote(UNIT, safe='')}")
+    open_ready(page, f"{index}#/unit/{RUN}/{quote(UNIT, safe='')}")
     expect(page.locator("#crumbs")).to_contain_text(UNIT)
-    _open(page, f"{index}#/run/{MISSING}")
+    open_ready(page, f"{index}#/run/{MISSING}")
     # A run the export does not hold is named as such, not as a view left out.
     expect(page.locator("#view-error")).to_have_text(
         f"No run '{MISSING}' in this export: it holds the 1 run(s) listed on its first page.")
     expect(page.locator("#crumbs")).to_have_text("runs")
-    _open(page, f"{index}#/compare/{RUN}/{MISSING}")
+    open_ready(page, f"{index}#/compare/{RUN}/{MISSING}")
     expect(page.locator("#view-error")).to_contain_text(f"No run '{MISSING}' in this export")
-    _open(page, f"{index}#/unit/{RUN}/no-such-unit")  # the run is there; this page of it is not
+    open_ready(page, f"{index}#/unit/{RUN}/no-such-unit")  # the run is there; this page of it is not
     expect(page.locator("#view-error")).to_have_text("This view is not included in the export.")
 
 
 def test_a_run_that_set_no_gate_says_so_under_its_gates_heading(page: Page, origin: str) -> None:
-    _open(page, f"{origin}/#/run/{RUN}")
+    open_ready(page, f"{origin}/#/run/{RUN}")
     expect(page.locator("#no-gates")).to_have_text("No gate was set for this run.")
     expect(page.locator("#gates")).to_have_count(0)
 
 
 def test_a_hand_edited_offset_is_named_as_it_was_given(page: Page, origin: str) -> None:
-    _open(page, f"{origin}/#/run/{RUN}?offset=abc")
+    open_ready(page, f"{origin}/#/run/{RUN}?offset=abc")
     expect(page.locator("#view-error")).to_have_text("offset must be a nonnegative integer, got 'abc'")
 
 
 def test_the_traces_page_of_a_kind_without_traces_says_so_once(page: Page, origin: str) -> None:
-    _open(page, f"{origin}/#/traces/{RUN}")
+    open_ready(page, f"{origin}/#/traces/{RUN}")
     expect(page.locator("#main")).to_contain_text("Runs of kind video have no traces.")
     # Not also "No attempt of this run received spans", nor a pager over traced attempts it cannot have.
     expect(page.locator("#main")).not_to_contain_text("received spans")
@@ -98,7 +91,7 @@ def test_the_traces_page_of_a_kind_without_traces_says_so_once(page: Page, origi
 
 
 def test_the_agreement_page_of_a_store_without_labels_names_no_labeller(page: Page, origin: str) -> None:
-    _open(page, f"{origin}/#/agreement")
+    open_ready(page, f"{origin}/#/agreement")
     expect(page.locator("#agreement-empty")).to_be_visible()
     expect(page.locator("#main")).not_to_contain_text("One labeller so far.")
     expect(page.locator("#main")).to_contain_text("No labeller yet.")
@@ -122,7 +115,7 @@ def labelled_origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_an_agreement_filter_that_matches_nobody_is_refused_not_shown_as_no_labels(page: Page, labelled_origin: str) -> None:
-    _open(page, f"{labelled_origin}/#/agreement")
+    open_ready(page, f"{labelled_origin}/#/agreement")
     expect(page.locator("#agreement-table")).to_contain_text("deterministic checks (video)")
     page.fill("#agreement-labeller", "bob")
     page.press("#agreement-labeller", "Enter")
@@ -134,7 +127,7 @@ def test_an_agreement_filter_that_matches_nobody_is_refused_not_shown_as_no_labe
     page.fill("#agreement-labeller", "ann")
     page.press("#agreement-labeller", "Enter")
     expect(page.locator("#agreement-table")).to_contain_text("deterministic checks (video)")
-    _open(page, f"{labelled_origin}/#/agreement?judge=zzz")
+    open_ready(page, f"{labelled_origin}/#/agreement?judge=zzz")
     # Only the deterministic checks graded the labelled units: said so, not "their judges: none".
     expect(page.locator("#agreement-refused")).to_contain_text("--judge 'zzz': no model judge graded the labelled units, only "
                                                                "their deterministic checks")

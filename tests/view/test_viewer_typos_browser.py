@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from browser import Page, browser_fixture, expect, page_fixture, serving, serving_store, skip_without_browser
+from browser import Page, browser_fixture, expect, open_ready, page_fixture, serving, serving_store, skip_without_browser
 
 from assay.core.record import RunManifest, UnitResult
 from assay.core.results_store import SqliteRunStore, publish_run
@@ -40,10 +40,7 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _open(page: Page, address: str) -> None:
-    if page.url != "about:blank":  # a hash change alone: the page before must not count as ready
-        page.evaluate("() => { document.body.dataset.ready = 'false'; }")
-    page.goto(address)
-    page.wait_for_selector("body[data-ready=true]", timeout=10_000)
+    open_ready(page, address, timeout=10_000)
 
 
 def test_an_address_with_a_stray_percent_sign_is_answered_not_left_loading(page: Page, origin: str) -> None:
