@@ -465,10 +465,12 @@ def _unusable_folder(base: Any) -> str | None:
         base.mkdir(parents=True, exist_ok=True)
         return None if os.access(base, os.W_OK | os.X_OK) else "it cannot be written"
     except OSError as error:
-        if base.exists() and not base.is_dir():
-            return "it is a file, not a folder"
-        blocker = next((folder for folder in base.parents if folder.is_file()), None)
-        return f"{blocker} is a file, not a folder" if blocker is not None else (error.strerror or str(error))
+        from assay.core.fsutil import file_in_the_way
+
+        blocker = file_in_the_way(base)
+        if blocker is None:
+            return error.strerror or str(error)
+        return "it is a file, not a folder" if blocker == base else f"{blocker} is a file, not a folder"
 
 
 class AgentKind:

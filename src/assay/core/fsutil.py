@@ -24,6 +24,7 @@ __all__ = [
     "STALE_TEMPORARY_AGE_S",
     "OutsideRoot",
     "contained_target",
+    "file_in_the_way",
     "fsync_directory",
     "is_contained",
     "make_directories_under",
@@ -203,19 +204,29 @@ def _own_standard_descriptor(path: Path) -> int | None:
     return None
 
 
+def file_in_the_way(folder: Path) -> Path | None:
+    """The file standing where `folder` or a folder above it must be (`eval/runs` a file, so `runs/checkpoints`
+    cannot be made): the nearest of them that exists, when it is not a folder; None when none is in the way."""
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
+
+
 def unwritable_file_reason(path: Path) -> str | None:
     """Why a report could not be written at `path` (a folder there, a file where a folder must be, no
     permission), or None: checked before a run, so hours of work never end in a report that fails."""
     target = Path(path).expanduser()
     if target.is_dir():
         return "is a folder"
+    blocker = file_in_the_way(target.parent)
+    if blocker is not None:
+        return f"cannot be created: {blocker} is a file, not a folder"
     folder = target.parent
     while not folder.exists():
         if folder.parent == folder:
             return "has no folder that exists above it"
         folder = folder.parent
-    if not folder.is_dir():
-        return f"cannot be created: {folder} is a file, not a folder"
     if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
         return f"cannot be written: no permission in {folder}"
     return None

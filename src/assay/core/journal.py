@@ -25,6 +25,7 @@ from assay.core import timestamps
 from assay.core.file_lock import HeldLock, LockFile, LockHeld
 from assay.core.fsutil import (
     STALE_TEMPORARY_AGE_S,
+    file_in_the_way,
     fsync_directory,
     is_contained,
     make_directories_under,
@@ -386,7 +387,7 @@ class Checkpoint:
             _remove_leftovers(root, kind)
             checkpoint_id, directory = _new_checkpoint_directory(root, kind, now)
         except (FileExistsError, NotADirectoryError) as error:  # a file where a folder must be (`runs` a file)
-            blocker = next((folder for folder in (root, *root.parents) if folder.is_file()), None)
+            blocker = file_in_the_way(root)
             if blocker is None:
                 raise CheckpointError(f"could not create checkpoint in {root}: {error}") from None
             raise CheckpointError(f"could not create checkpoint in {root}: {blocker} is a file, not a folder; move "
