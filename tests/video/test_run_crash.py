@@ -601,12 +601,15 @@ def test_sigterm_stops_the_run_as_ctrl_c_does(tmp_path: Path, video_file: Path, 
     stdout, stderr = root / "stdout.txt", root / "stderr.txt"
     process = start_run(eval_dir, stdout, stderr, ignore_sigint=ignore_sigint)
     wait_for_lines(calls, 4, process)
-    # A result journaled, so there is progress to keep (a run stopped before any has none, and no checkpoint).
+    # An evaluated result journaled, so there is progress to keep (a run stopped before any has none, and no
+    # checkpoint). The case's ignored sample is journaled first, before any call, and is no reusable work.
     deadline = time.monotonic() + 30
     while process.poll() is None and time.monotonic() < deadline and not any(
-        (path / "events.jsonl").exists() and (path / "events.jsonl").read_bytes().count(b"\n") for path in checkpoints(eval_dir)
+        b'"status":"passed"' in (path / "events.jsonl").read_bytes()
+        for path in checkpoints(eval_dir) if (path / "events.jsonl").exists()
     ):
         time.sleep(0.002)
+    assert process.poll() is None and time.monotonic() < deadline, "no evaluated result was journaled"
     process.send_signal(signal.SIGTERM)  # a CI job cancelled
     assert process.wait(timeout=30) == 130, stdout.read_text() + stderr.read_text()
     [checkpoint] = checkpoints(eval_dir)
