@@ -481,3 +481,36 @@ def test_a_run_is_found_by_another_id_its_kind_shows(tmp_path):
         for unknown in ("run-20261203T110000Z-00000000", "deterministic-2026", "run-20261203T2"):
             with pytest.raises(UsageError, match="no run"):
                 store.resolve(unknown)
+
+
+def test_the_unit_readers_take_any_run_reference_as_get_run_does(store: SqliteRunStore) -> None:
+    """`unit_page`, `get_unit` and `verdicts` found nothing for `latest` (the Python API's usual first call)."""
+    store.add_run(_manifest("video-old", "2026-01-01T00:00:00Z"), _units({"a/1": "failed", "b/1": "passed"}))
+    store.add_run(_manifest("video-new", "2026-01-02T00:00:00Z"), _units({"a/1": "passed"}))
+    assert store.verdicts("latest") == {"a/1": "passed"}
+    assert store.verdicts("latest~1") == store.verdicts("video-o") == {"a/1": "failed", "b/1": "passed"}
+    assert [unit.unit_id for unit in store.unit_page("latest~1", verdict="failed").units] == ["a/1"]
+    assert store.get_unit("latest", "a/1").verdict == "passed"
+    assert store.get_unit("latest~1", "a/1").verdict == "failed"
+    # What names no run (or is ambiguous) still finds nothing, as an unknown id does; a missing unit is None.
+    assert store.verdicts("nope") == {} and store.verdicts("video-") == {}
+    assert store.unit_page("nope").total == 0 and store.get_unit("latest", "c/1") is None
+    assert store.unit_page("video-new", verdict="failed").total == 0  # a run's own id: no second lookup
+
+
+def test_the_python_api_refuses_a_limit_or_verdict_of_the_wrong_shape_by_name(store: SqliteRunStore) -> None:
+    """`list_runs(limit="5")` and `unit_page(verdict=[...])` raised TypeError and AttributeError."""
+    store.add_run(_manifest("video-1", "2026-01-01T00:00:00Z"), _units({"a/1": "failed", "b/1": "errored", "c/1": "passed"}))
+    assert [unit.unit_id for unit in store.unit_page("latest", verdict=["failed", "errored"]).units] == ["a/1", "b/1"]
+    assert store.unit_page("latest", verdict=("passed",)).total == 1
+    assert store.unit_page("latest", verdict="passed,").total == 1 and store.unit_page("latest", verdict="").total == 3
+    with pytest.raises(UsageError, match=r"^limit must be a nonnegative integer, got '5'$"):
+        store.list_runs(limit="5")
+    with pytest.raises(UsageError, match=r"^offset must be a nonnegative integer, got -1$"):
+        store.unit_page("latest", offset=-1)
+    with pytest.raises(UsageError, match=r"^limit must be a nonnegative integer, got True$"):
+        store.list_runs(limit=True)
+    with pytest.raises(UsageError, match=r"got 'faild'; did you mean 'failed'\?$"):
+        store.unit_page("latest", verdict=["faild"])
+    with pytest.raises(UsageError, match=r"verdict must be one of passed, failed, errored, skipped, ignored, got 3$"):
+        store.unit_page("latest", verdict=[3])

@@ -136,9 +136,30 @@ _ANY_SHARD = object()
 _BEYOND_ANY_STORE = 2**62  # a count no store reaches: a limit, offset or `latest~N` past it means "all", "past the end"
 
 
-def _sqlite_count(number: int) -> int:
-    """A limit or offset as SQLite can bind it (its integers stop at 2**63 - 1): `--limit 10**20` means all."""
+def _sqlite_count(number: int, name: str = "limit") -> int:
+    """A limit or offset as SQLite can bind it (its integers stop at 2**63 - 1): `--limit 10**20` means all.
+    Anything but a nonnegative integer (a `"5"` from the Python API) is refused, naming `name`."""
+    if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+        raise UsageError(f"{name} must be a nonnegative integer, got {number!r}")
     return min(number, _BEYOND_ANY_STORE)  # `_run_ids_newest_first`: sharded or not
+
+
+def verdict_filter(verdict: str | Iterable[str] | None) -> list[str]:
+    """The verdicts a unit filter keeps: `"failed,errored"` or `["failed", "errored"]` (none: every unit).
+    A word that is no verdict is refused: it would only ever show "no units"."""
+    from assay.core.format import did_you_mean
+
+    if verdict is None:
+        return []
+    items = [item for item in verdict.split(",") if item] if isinstance(verdict, str) \
+        else list(verdict) if isinstance(verdict, Iterable) else [verdict]
+    for item in items:
+        if item not in VERDICTS:
+            raise UsageError(
+                f"verdict must be one of {', '.join(VERDICTS)}, got {item!r}"
+                + (did_you_mean(item, VERDICTS) if isinstance(item, str) else "")
+            )
+    return items
 
 
 def _shard_of(manifest: RunManifest) -> str | None:
@@ -638,7 +659,7 @@ class SqliteRunStore:
             + (" WHERE " + " AND ".join(clauses) if clauses else "")
             + " ORDER BY created_at DESC, run_id DESC LIMIT ? OFFSET ?"
         )
-        rows = self._connection.execute(query, (*parameters, _sqlite_count(limit), _sqlite_count(offset))).fetchall()
+        rows = self._connection.execute(query, (*parameters, _sqlite_count(limit), _sqlite_count(offset, "offset"))).fetchall()
         return [self._stored(row) for row in rows]
 
     @_speaks_for_the_file
@@ -759,10 +780,20 @@ class SqliteRunStore:
         self, run_id: str, *, offset: int = 0, limit: int = 100, verdict: str | None = None,
         group: str | None = None, search: str | None = None,
     ) -> UnitPage:
+        """A page of a run's units in run order, filtered by verdict (`"failed,errored"` or a list of
+        them), group and a text in the unit id. `run_id` may be any run reference (`latest`, a prefix)."""
+        limit, offset, verdicts = _sqlite_count(limit), _sqlite_count(offset, "offset"), verdict_filter(verdict)
+        page = self._unit_page(run_id, offset, limit, verdicts, group, search)
+        if page.total == 0 and (named := self._run_named(run_id)) is not None:
+            return self._unit_page(named, offset, limit, verdicts, group, search)
+        return page
+
+    def _unit_page(
+        self, run_id: str, offset: int, limit: int, verdicts: list[str], group: str | None, search: str | None,
+    ) -> UnitPage:
         clauses = ["run_id = ?"]
         parameters: list[Any] = [run_id]
-        if verdict:
-            verdicts = [item for item in verdict.split(",") if item]
+        if verdicts:
             clauses.append(f"verdict IN ({','.join('?' * len(verdicts))})")
             parameters += verdicts
         if group is not None:
@@ -774,18 +805,19 @@ class SqliteRunStore:
         where = " AND ".join(clauses)
         total = int(self._connection.execute(f"SELECT count(*) FROM units WHERE {where}", parameters).fetchone()[0])
         rows = self._connection.execute(
-            f"SELECT body FROM units WHERE {where} ORDER BY seq LIMIT ? OFFSET ?",
-            (*parameters, _sqlite_count(limit), _sqlite_count(offset))
+            f"SELECT body FROM units WHERE {where} ORDER BY seq LIMIT ? OFFSET ?", (*parameters, limit, offset)
         ).fetchall()
         units = self._adopted([UnitResult.from_json(json.loads(row[0])) for row in rows])
         return UnitPage(units, total, offset, limit)
 
     @_speaks_for_the_file
     def get_unit(self, run_id: str, unit_id: str, *, adopted: bool = True) -> UnitResult | None:
-        """One unit; a carried unit is read through its reference unless `adopted` is False."""
-        row = self._connection.execute(
-            "SELECT body FROM units WHERE run_id = ? AND unit_id = ?", (run_id, unit_id)
-        ).fetchone()
+        """One unit; a carried unit is read through its reference unless `adopted` is False. `run_id` may be
+        any run reference (`latest`, a prefix)."""
+        query = "SELECT body FROM units WHERE run_id = ? AND unit_id = ?"
+        row = self._connection.execute(query, (run_id, unit_id)).fetchone()
+        if not row and (named := self._run_named(run_id)) is not None:
+            row = self._connection.execute(query, (named, unit_id)).fetchone()
         if not row:
             return None
         unit = UnitResult.from_json(json.loads(row[0]))
@@ -793,9 +825,24 @@ class SqliteRunStore:
 
     @_speaks_for_the_file
     def verdicts(self, run_id: str) -> dict[str, str]:
-        """unit id -> verdict, in run order: all compare needs, without decoding unit bodies."""
-        rows = self._connection.execute(f"SELECT unit_id, verdict FROM {self._verdict_rows('u')} WHERE run_id = ? ORDER BY seq", (run_id,))
-        return dict(rows.fetchall())
+        """unit id -> verdict, in run order: all compare needs, without decoding unit bodies. `run_id` may be
+        any run reference (`latest`, a prefix)."""
+        query = f"SELECT unit_id, verdict FROM {self._verdict_rows('u')} WHERE run_id = ? ORDER BY seq"
+        found = dict(self._connection.execute(query, (run_id,)).fetchall())
+        if not found and (named := self._run_named(run_id)) is not None:
+            found = dict(self._connection.execute(query, (named,)).fetchall())
+        return found
+
+    def _run_named(self, ref: Any) -> str | None:
+        """The run a reference other than a run's own id names (`latest`, `latest~1`, a unique prefix), for the
+        unit readers, which look a run id up directly: None when `ref` is a run's id or names no run (they then
+        find nothing, as for an unknown id). Asked only once the direct lookup found nothing."""
+        if not isinstance(ref, str) or self._connection.execute("SELECT 1 FROM runs WHERE run_id = ?", (ref,)).fetchone():
+            return None
+        try:
+            return self.resolve(ref)
+        except UsageError:
+            return None
 
     @_speaks_for_the_file
     def carried_units(self, run_id: str) -> int:

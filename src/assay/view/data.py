@@ -65,13 +65,9 @@ def _verdicts(params: Mapping[str, Any]) -> str | None:
     value = params.get("verdict") or None
     if value is None:
         return None
-    from assay.core.format import did_you_mean
-    from assay.core.record import VERDICTS
+    from assay.core.results_store import verdict_filter
 
-    for item in (part for part in str(value).split(",") if part):
-        if item not in VERDICTS:
-            raise UsageError(f"verdict must be one of {', '.join(VERDICTS)}, got {item!r}{did_you_mean(item, VERDICTS)}")
-    return str(value)
+    return ",".join(verdict_filter(str(value)))
 
 
 def _kind(params: Mapping[str, Any]) -> str | None:
