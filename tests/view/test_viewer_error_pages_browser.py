@@ -13,7 +13,7 @@ from browser import Page, browser_fixture, expect, open_ready, page_fixture, ser
 from assay.core.record import RunManifest, UnitResult
 from assay.core.results_store import SqliteRunStore, publish_run
 from assay.view.data import ViewData
-from assay.view.export import export_site
+from assay.view.export import ExportLimits, export_site
 from assay.view.labelling import LabelSession
 from assay.view.server import create_view_app
 
@@ -67,8 +67,27 @@ def test_an_exported_page_that_is_not_included_does_not_keep_the_top_bar_of_the_
     expect(page.locator("#crumbs")).to_have_text("runs")
     open_ready(page, f"{index}#/compare/{RUN}/{MISSING}")
     expect(page.locator("#view-error")).to_contain_text(f"No run '{MISSING}' in this export")
-    open_ready(page, f"{index}#/unit/{RUN}/no-such-unit")  # the run is there; this page of it is not
+    open_ready(page, f"{index}#/unit/{RUN}/no-such-unit")  # the run is there, whole: it has no such unit
+    # In the live viewer's words (it said "This view is not included in the export.", as if an export could hold it).
+    expect(page.locator("#view-error")).to_have_text(f"run {RUN} has no unit 'no-such-unit'")
+    open_ready(page, f"{index}#/traces/{RUN}")  # a page the export leaves out is still said to be left out
     expect(page.locator("#view-error")).to_have_text("This view is not included in the export.")
+
+
+def test_an_export_of_part_of_a_run_says_a_unit_it_left_out_is_left_out(page: Page, tmp_path) -> None:
+    database = tmp_path / "assay.db"
+    publish_run(RunManifest(RUN, "video", "2026-01-01T00:00:00Z", title="three"),
+                [UnitResult(f"clip/lamp/{index}@1s#1", "passed", "clip/lamp") for index in range(3)], database=database)
+    store = SqliteRunStore(database, read_only=True)
+    try:
+        export_site(ViewData(store), tmp_path / "site", limits=ExportLimits(units_per_run=1))
+    finally:
+        store.close()
+    index = (tmp_path / "site" / "index.html").as_uri()
+    open_ready(page, f"{index}#/unit/{RUN}/no-such-unit")
+    expect(page.locator("#view-error")).to_have_text(
+        "Unit 'no-such-unit' is not in this export: it holds the first 1 units of each run and its failing ones; "
+        "`assay view` shows any unit.")
 
 
 def test_a_run_that_set_no_gate_says_so_under_its_gates_heading(page: Page, origin: str) -> None:

@@ -180,6 +180,8 @@ def _write_site(
     writer = _Writer(directory)
     listing = writer.answer("runs", {"limit": str(limits.runs)}, data.runs)
     writer.answer("agreement", {}, lambda params: agreement(data, params))
+    # What the site's pages need to tell a unit it left out from one its run never had.
+    writer.answer("export", {}, lambda _: {"units_per_run": limits.units_per_run})
     runs = listing["runs"] if listing else []
     for run in runs:
         run_id = run["run_id"]

@@ -750,7 +750,7 @@ async function runsNotExported(parts) {
   const ids = listing.runs.map((run) => run.run_id);  // newest first, as `latest~N` counts them
   const held = new Set(ids);
   const missing = named.filter((id) => !held.has(id));
-  if (!missing.length) return viewNotExported(parts, listing);
+  if (!missing.length) return await viewNotExported(parts, listing);
   // The start of one run's id, `latest` or `latest~N` (as the live viewer and `assay runs show` take them):
   // the page of that run.
   const matching = (reference) => {
@@ -768,8 +768,17 @@ async function runsNotExported(parts) {
 }
 
 // A compare of two runs the export holds that it left out: said with the compare it does hold (two runs picked
-// on the runs page and compared read "This view is not included in the export.", with nothing more).
-function viewNotExported(parts, listing) {
+// on the runs page and compared read "This view is not included in the export.", with nothing more). A unit
+// page it lacks: a unit of a run it holds whole is one the run never had (a typo), said in the live viewer's words.
+async function viewNotExported(parts, listing) {
+  if (parts[0] === "unit") {
+    let facts;
+    try { facts = await loadStatic(apiKey("export", {})); } catch { return null; }  // an export made before
+    const run = listing.runs.find((held) => held.run_id === parts[1]);
+    const unit = parts.slice(2).join("/");
+    if (run.unit_count <= facts.units_per_run) return `run ${run.run_id} has no unit '${unit}'`;
+    return `Unit '${unit}' is not in this export: it holds the first ${facts.units_per_run} units of each run and its failing ones; \`assay view\` shows any unit.`;
+  }
   if (parts[0] === "compare" && parts[1] === parts[2]) {  // in the live viewer's words
     return `both references name the run ${parts[1]}; a run compared with itself has no changes: give two different runs`;
   }
