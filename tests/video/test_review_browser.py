@@ -274,6 +274,17 @@ def test_the_time_in_the_address_stays_there_follows_the_playhead_and_survives_a
     page.press("#time-input", "Enter")
     page.wait_for_function("() => !new URLSearchParams(location.search).has('time')")
 
+    # A time past the end stops the playhead at the end, and the box says where it stopped (it kept the 999).
+    page.fill("#time-input", "999")
+    page.press("#time-input", "Enter")
+    end = page.evaluate("window.assayEditor.state.time")
+    assert 0 < end < 999
+    assert float(page.input_value("#time-input")) == pytest.approx(end, abs=1e-6)
+    page.fill("#time-input", "")  # no time at all: the playhead stays, and the box shows it again
+    page.press("#time-input", "Enter")
+    assert page.evaluate("window.assayEditor.state.time") == end
+    assert float(page.input_value("#time-input")) == pytest.approx(end, abs=1e-6)
+
 
 NARROW_GEOMETRY = """(selectors) => {
   const box = (node) => { const r = node.getBoundingClientRect(); return { left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width, height: r.height }; };

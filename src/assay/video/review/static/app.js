@@ -813,11 +813,15 @@ function renderLaneLabels() {
   }).join("");
 }
 
+function playheadText() {
+  return formatSeconds(roundMs(state.time) === state.time ? state.time : round9(state.time));
+}
+
 function updatePlayhead() {
   const x = xOf(state.time);
   $("playhead").style.left = `${x - 1}px`;
   const input = $("time-input");
-  if (document.activeElement !== input) input.value = formatSeconds(roundMs(state.time) === state.time ? state.time : round9(state.time));
+  if (document.activeElement !== input) input.value = playheadText();
   if ($("follow").checked) {
     const scroll = $("timeline-scroll");
     if (x < scroll.scrollLeft + 20 || x > scroll.scrollLeft + scroll.clientWidth - 20) scroll.scrollLeft = Math.max(0, x - scroll.clientWidth / 3);
@@ -1512,7 +1516,10 @@ function wire() {
   $("play-button").addEventListener("click", togglePlay);
   $("time-input").addEventListener("change", (event) => {
     const value = Number(event.target.value);
-    if (isFinite(value) && value >= 0) { $("video").pause(); seek(value); }
+    if (event.target.value.trim() !== "" && isFinite(value) && value >= 0) { $("video").pause(); seek(value); }
+    // The box shows where the playhead is: a time past the end (the playhead stops there) or one that is no
+    // time kept showing what was typed, as if the playhead were at it.
+    event.target.value = playheadText();
   });
   document.querySelectorAll("[data-nudge]").forEach((b) => b.addEventListener("click", () => nudge(Number(b.dataset.nudge))));
   document.querySelectorAll("[data-step]").forEach((b) => b.addEventListener("click", () => stepFrame(Number(b.dataset.step))));
