@@ -172,3 +172,28 @@ def test_an_answer_that_is_nearly_an_option_id_goes_as_free_text_and_is_said_onc
     [warning] = [line for line in lines if line.get("event") == "warning" and line["code"] == "respond-near-option"]
     assert warning["message"].endswith("(in 1 attempt(s); the option may have been meant; "
                                        "`assay agent show e/typo#1` has the first)"), warning
+
+
+def test_a_message_sent_while_the_agent_waits_for_input_is_said_once(tmp_path):
+    """`t.send("yes")` after a turn that waits for input was accepted without a word: the request stayed unanswered
+    (the sample agent read the message as a new question) and the eval passed. It still goes as a new turn, as
+    NiceEval has it; the attempt now carries a warning, and the run says it once."""
+    project = agent_project(tmp_path / "project")
+    (project / "experiments" / "e.py").write_text(AGENT)
+    body = "from assay.agent import *\n\n\n@define_eval()\nasync def test(t):\n    await t.send('refund order 1')\n"
+    (project / "evals" / "unanswered_eval.py").write_text(body + "    await t.send('yes, go ahead')\n")
+    (project / "evals" / "answered_eval.py").write_text(body + "    await t.respond('approve')\n    await t.send('thanks')\n")
+    done = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project), "--json"],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "ASSAY_STORE": str(tmp_path / "store.db")})
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    attempts = {line["attempt"]["eval_id"]: line["attempt"] for line in lines if line.get("type") == "attempt"}
+    assert attempts["unanswered"]["verdict"] == "passed", attempts  # a warning changes no verdict
+    [noted] = [d for d in attempts["unanswered"]["diagnostics"] if d["code"] == "send-while-waiting"]
+    assert noted["message"] == ("send: the main session's last turn waits for input (request 'r1'); the message went "
+                                "as a new turn and left the request unanswered (to answer it: respond(...) or "
+                                "respond_all(option_id))")
+    assert not attempts["answered"].get("diagnostics"), attempts["answered"]
+    [warning] = [line for line in lines if line.get("event") == "warning" and line["code"] == "send-while-waiting"]
+    assert warning["message"].endswith("(in 1 attempt(s); an answer may have been meant; "
+                                       "`assay agent show e/unanswered#1` has the first)"), warning

@@ -386,8 +386,21 @@ class SessionHandle(_Scoped):
             )
         schema = lower_schema(output) if output is not None else None
         turn_input = TurnInput(text, tuple(files), (), schema) if (files or schema is not None) else TurnInput(text)
+        if pending := self._line.pending_requests():
+            self._note_send_while_waiting(pending)
         record, data = await self._line.send(turn_input, output)
         return TurnHandle(record, self._line.runtime, data)
+
+    def _note_send_while_waiting(self, pending: Sequence[InputRequest]) -> None:
+        """A message sent while the last turn waits for input goes as a new turn, as NiceEval has it (an agent may read
+        it as the answer, or drop the question); the request stays unanswered, which is seldom what the eval meant,
+        so it is said (a warning of the attempt, and once in the run's output), never refused."""
+        ids = ", ".join(repr(request.id) for request in pending)
+        self._line.runtime.settings.feedback.diagnostic(
+            "send-while-waiting", "warning",
+            f"send: the {SessionHandle._view_name(self)}'s last turn waits for input (request {ids}); the message went as a new "
+            f"turn and left the request unanswered (to answer it: respond(...) or respond_all(option_id))",
+            None, phase="eval.run")
 
     @_drive_verb
     async def send_file(self, path: str | Path, text: str = "", *, output: Any = None) -> TurnHandle:

@@ -69,6 +69,7 @@ _SAID_ONCE_A_RUN = {
     "agent-teardown-failed": "what it releases may be left behind",
     "sandbox-teardown-failed": "what it releases may be left behind",
     "respond-near-option": "the option may have been meant",
+    "send-while-waiting": "an answer may have been meant",
 }
 
 
