@@ -173,6 +173,8 @@ class ConsoleReporter:
         experiments = {planned.experiment.id for planned in plan}
         evals = {planned.eval.id for planned in plan}
         line = f"PLAN  {len(plan)} attempts · {len(evals)} evals × {len(experiments)} experiments"
+        if getattr(plan, "shard", None):  # a CI log of one shard names it, and the whole it is a part of
+            line = f"PLAN  shard {plan.shard}: {len(plan)} of {plan.whole} attempts · {len(evals)} evals × {len(experiments)} experiments"
         if reused:
             line += f" · {reused} reused from the checkpoint"
         if carried:

@@ -545,6 +545,7 @@ class AgentKind:
             run_id=checkpoint.id,
             handle_sigint=request.sigint,
             early_exit=request.early_exit,
+            shard=(request.shard, len(whole)) if request.shard is not None else None,
         )
         return _OpenedAgentRun(request, plan, checkpoint, options, carry, telemetry, leases)
 

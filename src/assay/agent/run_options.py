@@ -32,6 +32,7 @@ class RunOptions:
     handle_sigint: bool = False  # the CLI turns Ctrl-C into a clean interruption
     retry_base_seconds: float = 5.0  # backoff before resending a send the agent provably rejected
     early_exit: bool | None = None  # --early-exit / --no-early-exit: wins over experiment and eval
+    shard: tuple[str, int] | None = None  # --shard i/n and the whole plan's slots: named in the plan line
     judge_preflight_timeout: float = PREFLIGHT_TIMEOUT_S  # seconds for each judge endpoint's probe before dispatch
     # Seconds a send with no deadline may stay silent before the run warns once (ASSAY_SILENCE_WARNING_SECONDS).
     silence_warning_seconds: float | None = field(default_factory=silence_warning_seconds)
