@@ -80,9 +80,10 @@ def test_a_fixed_port_that_is_taken_stops_the_run_before_any_attempt(tmp_path):
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen(1)
+    port = taken.getsockname()[1]
     try:
         project = write_project(tmp_path / "project", {
-            "pyproject.toml": f"[tool.assay.telemetry]\nport = {taken.getsockname()[1]}\n",
+            "pyproject.toml": f"[tool.assay.telemetry]\nport = {port}\n",
             "experiments/quiet.py": SENDER,
             "evals/one_eval.py": ONE_SEND,
         })
@@ -90,6 +91,8 @@ def test_a_fixed_port_that_is_taken_stops_the_run_before_any_attempt(tmp_path):
     finally:
         taken.close()
     assert results.exit_code == 2 and "the port is in use" in results.error and results.attempts == ()
+    # Named where it was set: the project's file and table, with the value (the message named the table alone).
+    assert f"({project / 'pyproject.toml'} [tool.assay.telemetry] port = {port})" in results.error, results.error
 
 
 def test_a_run_that_sends_no_turn_expects_no_span_and_says_nothing(tmp_path):

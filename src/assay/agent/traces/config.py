@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import ConfigError, UsageError
@@ -27,6 +27,7 @@ class TelemetryConfig:
     port: int = 0
     host: str | None = None  # the hostname apps are told; default: the bind address (loopback for a wildcard)
     scope: str = "run"
+    where: str = field(default="[tool.assay.telemetry]", compare=False)  # the table they came from (its file), for messages
 
     @property
     def advertised_host(self) -> str:
@@ -98,7 +99,8 @@ def telemetry_config(table: Any, where: str, bind: str | None = None) -> Telemet
         raise ConfigError(f"{where}: scope must be one of {', '.join(SCOPES)}, got {scope!r}{hint}")
     if port and scope == "attempt":
         raise ConfigError(f"{where}: a fixed port is for a service that reads its endpoint once: use scope = \"run\"")
-    return TelemetryConfig(bind=_bind_address(bind) if bind else "127.0.0.1", port=port, host=host, scope=scope)
+    return TelemetryConfig(bind=_bind_address(bind) if bind else "127.0.0.1", port=port, host=host, scope=scope,
+                           where=where)
 
 
 def _bind_address(bind: str) -> str:

@@ -37,8 +37,9 @@ def is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket; a fixed port that is taken is the project's to fix, so it is a ConfigError."""
+def bind_socket(host: str, port: int, where: str = "[tool.assay.telemetry]") -> socket.socket:
+    """A listening TCP socket; a fixed port that is taken is the project's to fix, so it is a ConfigError
+    naming `where` (the file and table the port was set in)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -48,17 +49,17 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.listen(1024)
     except OSError as error:
         sock.close()
-        where = f"{host}:{port}" if port else host  # port 0 is no port anyone chose
+        address = f"{host}:{port}" if port else host  # port 0 is no port anyone chose
         if error.errno == errno.EADDRINUSE:
             raise ConfigError(
-                f"the OTLP trace receiver cannot listen on {where}: the port is in use "
-                "([tool.assay.telemetry] port); stop what holds it or remove the fixed port"
+                f"the OTLP trace receiver cannot listen on {address}: the port is in use "
+                f"({where} port = {port}); stop what holds it or remove the fixed port"
             ) from None
         if host != "127.0.0.1":  # an address only `--telemetry-host` gives: one this machine may not have
-            raise ConfigError(f"the OTLP trace receiver cannot listen on {where} (--telemetry-host): "
+            raise ConfigError(f"the OTLP trace receiver cannot listen on {address} (--telemetry-host): "
                               f"{error.strerror or error}; give an address of this machine, like 127.0.0.1 (the "
                               "default) or 0.0.0.0 (every interface)") from None
-        raise ConfigError(f"the OTLP trace receiver cannot listen on {where}: {error.strerror or error}") from None
+        raise ConfigError(f"the OTLP trace receiver cannot listen on {address}: {error.strerror or error}") from None
     sock.setblocking(False)
     return sock
 
@@ -70,13 +71,13 @@ class TraceReceiver:
     def __init__(
         self, sink: Callable[[list[dict[str, Any]], str | None], Any], host: str = "127.0.0.1", port: int = 0, *,
         names: Collection[str] = (), warn: Callable[[str, str], None] | None = None,
-        max_spans: int = MAX_SPANS_PER_RUN,
+        max_spans: int = MAX_SPANS_PER_RUN, where: str = "[tool.assay.telemetry]",
     ) -> None:
         """`names`: Host names accepted besides loopback ones (the advertised host, a non-loopback bind);
         `warn(code, message)` hears each refused export (the run says each code once)."""
         self._sink = sink
         self.host = host
-        self._sock = bind_socket(host, port)
+        self._sock = bind_socket(host, port, where)
         self.port = self._sock.getsockname()[1]
         self._names = frozenset(name.strip("[]").lower() for name in names)
         self._any_ip = host in ("0.0.0.0", "::", "") and not self._names

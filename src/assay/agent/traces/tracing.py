@@ -132,7 +132,7 @@ class RunTracing:
         config = self.config
         # Besides loopback names, the Host may be the name apps are told, or a non-loopback bind address.
         names = {name for name in (config.host, config.bind) if name and name not in ("0.0.0.0", "::")}
-        receiver = TraceReceiver(self.hub.ingest, config.bind, config.port, names=names,
+        receiver = TraceReceiver(self.hub.ingest, config.bind, config.port, names=names, where=config.where,
                                  warn=lambda code, message: self._notice(Notice(code, message)))
         try:
             receiver.start()
