@@ -324,6 +324,13 @@ def _with_groups(project: Path, root: Path, entries: dict[str, EvalEntry]) -> No
         where = f"eval group {group_id!r} ({path})"
         for member in group.evals:
             if member not in entries:
+                folder = member.rstrip("*").rstrip("/")
+                under = sorted(eval_id for eval_id in entries if folder and eval_id.startswith(f"{folder}/"))
+                if under:  # `["flow/"]` as an experiment's `evals=` takes it: a group lists each member
+                    listed = ", ".join(json.dumps(eval_id) for eval_id in under[:5])
+                    listed += ", ..." if len(under) > 5 else ""
+                    raise ConfigError(f"{where} names {member!r}, a folder of evals; a group names each member by "
+                                      f"its eval id, not by a prefix: define_eval_group([{listed}])")
                 hint = did_you_mean(member, entries)
                 # (Not "`assay agent list` shows the eval ids": listing discovers this group too, and fails the same way.)
                 ids = join_first(sorted(entries), separator=", ")

@@ -165,8 +165,10 @@ def _project_option(root: Path) -> str:
 
 
 def recover_command(root: Path, key: str, token: str) -> str:
-    return (f"assay agent shared-state recover {shlex.quote(key)} --owner-token {token} "
-            f"--confirm-owner-terminated --confirm-remote-quiesced{_project_option(root)}")
+    options = f"--owner-token {token} --confirm-owner-terminated --confirm-remote-quiesced{_project_option(root)}"
+    if key.startswith("-"):  # `recover -db …` reads the key as an option: after `--` it is the key
+        return f"assay agent shared-state recover {options} -- {shlex.quote(key)}"
+    return f"assay agent shared-state recover {shlex.quote(key)} {options}"
 
 
 def _dead_owner_message(root: Path, key: str, status: LeaseStatus) -> str:

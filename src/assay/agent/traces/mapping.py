@@ -91,6 +91,16 @@ def check_span_mapper(mapper: Any, where: str) -> SpanMapper | None:
     if mapper is not None and _is_async(mapper):
         raise ConfigError(f"{where}: span_mapper must be a plain function (def), not async def: it is called, "
                           "not awaited, when the attempt's spans are collected")
+    if mapper is not None:
+        try:
+            inspect.signature(mapper).bind(None)
+        except ValueError:  # no signature to read (a builtin): it is found out when called
+            pass
+        except TypeError:  # `def mapper(spans, ctx)`, `def mapper()`: it failed in every turn, a warning at most
+            name = getattr(mapper, "__name__", type(mapper).__name__)
+            raise ConfigError(f"{where}: span_mapper is called with one argument, the turn's list of spans, but "
+                              f"{name}{inspect.signature(mapper)} cannot be called so; write it as "
+                              f"def {name if name.isidentifier() else 'mapper'}(spans)") from None
     return mapper
 
 
@@ -109,7 +119,9 @@ def map_document(document: Mapping[str, Any] | None, mapper: SpanMapper | None) 
         spans = list(trace.get("spans") or ())
         try:
             spans = _merged(spans, mapper([{**span, "attributes": dict(span.get("attributes") or {})} for span in spans]))
-        except Exception as error:  # noqa: BLE001 - the author's code: the waterfall goes on without it
+        # The author's code: the waterfall goes on without it. A `sys.exit()` in it is a failure too: raised
+        # while the attempt's spans are collected, it ended the whole run with no result and no word of why.
+        except (Exception, SystemExit) as error:  # noqa: BLE001
             failure = failure or f"{type(error).__name__}: {error}"
         turns.append({**trace, "spans": spans})
     mapped = {**document, "turns": turns}
@@ -123,13 +135,31 @@ def _merged(spans: list[Mapping[str, Any]], returned: Any) -> list[Mapping[str, 
     if inspect.isawaitable(returned):
         getattr(returned, "close", lambda: None)()  # never awaited: without this Python warns on stderr
         raise TypeError("the span mapper returned an awaitable (an async function?), not a list of spans")
+    if returned is None:  # tagged in place (or no `return` at all): nothing came back to take tags from
+        raise TypeError("the span mapper returned None, not a list of spans; it must return the spans "
+                        "(`return spans` after tagging them in place)")
     if isinstance(returned, (str, bytes, Mapping)) or not isinstance(returned, Iterable):
         raise TypeError(f"the span mapper returned {type(returned).__name__}, not a list of spans")
+    received = {span.get("span_id"): span.get("attributes") or {} for span in spans}
     added: dict[Any, dict[str, Any]] = {}
     for span in returned:  # a list, or any iterable of spans (a generator expression)
         if not isinstance(span, Mapping):
             raise TypeError(f"the span mapper returned a {type(span).__name__} among its spans, not a span")
+        if span.get("span_id") not in received:
+            # A span made anew (`{"name": …, "attributes": …}`) tags nothing: its tags were silently dropped.
+            which = ("no span_id" if span.get("span_id") is None
+                     else f"span_id {span.get('span_id')!r}, which is none of the turn's spans")
+            raise ValueError(f"the span mapper returned a span ({str(span.get('name'))[:60]!r}) with {which}; "
+                             "return the spans it is given, tagged (tag_span(span, kind=…) keeps a span's id)")
         attributes = span.get("attributes") or {}
+        kind = attributes.get(KIND_ATTRIBUTE)
+        if kind is not None and kind not in KINDS and KIND_ATTRIBUTE not in received[span.get("span_id")]:
+            # Set by hand, not by tag_span: the waterfall drew the span as `other` whatever it said.
+            from assay.core.format import did_you_mean
+
+            hint = did_you_mean(str(kind), KINDS, form=" (did you mean {}?)")
+            raise ValueError(f"the span mapper set {KIND_ATTRIBUTE} to {kind!r} on span "
+                             f"{str(span.get('name'))[:60]!r}; it must be one of {', '.join(KINDS)}{hint}")
         added.setdefault(span.get("span_id"), {}).update(
             (str(key), value) for key, value in attributes.items() if _attribute_value(value))
     merged = []
