@@ -46,4 +46,4 @@ def attempts_of_bodies(root: Path, agent_source: str, bodies: dict[str, str], *,
                           env={**os.environ, "ASSAY_STORE": str(store)})
     assert "Traceback" not in done.stderr and "RuntimeWarning" not in done.stderr, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
-    return {line["attempt"]["eval_id"]: line["attempt"] for line in lines if line["type"] == "attempt"}
+    return {line["attempt"]["eval_id"]: line["attempt"] for line in lines if line.get("type") == "attempt"}

@@ -212,7 +212,7 @@ async def run_attempt(
                 with timeline.phase("agent.setup", signal=signal):
                     try:
                         await call_user_code(setup, runtime.context(main_session, "agent.setup"))
-                    except Exception as setup_error:  # noqa: BLE001
+                    except (Exception, SystemExit) as setup_error:  # noqa: BLE001 - sys.exit() too: not the run's end
                         raise _AgentSetupFailed(setup_error) from setup_error
             if stage is not None:
                 stage.enter("eval.run")
@@ -252,6 +252,11 @@ async def run_attempt(
             error["where"] = failure.where
     except AuthoringError as failure:
         error = attempt_error("authoring-error", str(failure), failure)
+    except SystemExit as failure:
+        # `sys.exit()` in the eval or in its agent's code ended the whole run with that status, no result and no
+        # word of why; like any other exception it is this attempt's error (pytest fails the test the same way).
+        error = attempt_error(
+            "eval-exception", f"SystemExit: {failure.code} (sys.exit() ends this attempt, not the run)", failure)
     except Exception as failure:  # noqa: BLE001 - the eval's bug is this attempt's error, not the run's
         from assay.agent.misspelt import arguments_meant, keyword_meant
 
@@ -304,7 +309,7 @@ async def _agent_teardown(runtime: AttemptRuntime, session: AgentSession) -> Non
     phase = runtime.timeline.begin("agent.teardown")
     try:
         await call_user_code(teardown, runtime.context(session, "agent.teardown"))
-    except Exception as teardown_error:  # noqa: BLE001 - recorded, never a verdict change
+    except (Exception, SystemExit) as teardown_error:  # noqa: BLE001 - recorded, never a verdict change
         runtime.settings.feedback.diagnostic(
             "agent-teardown-failed", "warning", f"agent teardown failed: {teardown_error}", phase="agent.teardown"
         )

@@ -168,6 +168,9 @@ class SessionLine:
                 if failure.acceptance == "rejected" and not failure.retried:
                     return Resend("resend", failure.code, cause=failure)
                 raise AgentCallError(f"agent {agent.name!r} send failed: {failure}", failure.code) from failure
+            except SystemExit as error:  # `sys.exit()` in the agent's code: its attempt's error, not the run's end
+                raise AgentCallError(f"agent {agent.name!r} send raised SystemExit: {error.code} (sys.exit() ends "
+                                     "this attempt, not the run)") from error
             except Exception as error:
                 from assay.agent.misspelt import keyword_meant
 
