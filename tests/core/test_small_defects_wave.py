@@ -73,3 +73,12 @@ def test_a_run_given_a_pom_as_its_junit_report_leaves_the_pom_alone(tmp_path):
     again = _assay("video", "run", "--quiet", "--junit", "junit.xml", cwd=tmp_path, store=store)
     assert again.returncode == 0 and _assay("video", "run", "--quiet", "--junit", "junit.xml", cwd=tmp_path,
                                             store=store).returncode == 0  # its own report is replaced run after run
+
+
+def test_a_name_with_its_words_swapped_is_suggested():
+    """`Experiment(reuse_sandbox=True)` suggested `sandbox`: difflib scores swapped words low."""
+    from assay.core.format import did_you_mean
+
+    assert did_you_mean("reuse_sandbox", ["sandbox", "sandbox_reuse", "model"]) == "; did you mean 'sandbox_reuse'?"
+    assert did_you_mean("count-evals", ["evals_count", "count"]) == "; did you mean 'evals_count'?"
+    assert did_you_mean("sandbox", ["sandbox_reuse", "timeout"]) == "; did you mean 'sandbox_reuse'?"  # as before

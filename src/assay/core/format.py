@@ -84,6 +84,13 @@ def did_you_mean(
     same = next((choice for choice in choices if choice.casefold() == folded and choice != word), None)
     if same is not None:
         return form.format(shown(same))
+    # The same words in another order (`reuse_sandbox` for `sandbox_reuse`), which difflib scores low.
+    words = sorted(folded.replace("-", "_").split("_"))
+    if len(words) > 1:
+        swapped = next((choice for choice in choices if choice != word
+                        and sorted(choice.casefold().replace("-", "_").split("_")) == words), None)
+        if swapped is not None:
+            return form.format(shown(swapped))
     near = difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)
     return form.format(shown(near[0])) if near else ""
 
