@@ -37,8 +37,10 @@ def test_sharded_agent_runs_merged_equal_the_unsharded_run(project):
         result = invoke("agent", "run", "--project", project, "--attempts", "2", "--shard", f"{index}/3",
                         "--rerun", "all")
         assert result.exit_code in (0, 1), result.output
-        # A CI log of one shard names it and the whole plan (the line read as if the run were the whole).
+        # A CI log of one shard names it and the whole plan (the line read as if the run were the whole), as --dry does.
         assert f"PLAN  shard {index}/3: " in result.output and " of 16 attempts · " in result.output, result.output
+        dry = invoke("agent", "run", "--project", project, "--attempts", "2", "--shard", f"{index}/3", "--dry")
+        assert dry.output.startswith(f"PLAN  shard {index}/3: "), dry.output
         manifest, units = latest_record()
         assert manifest.options["shard"] == f"{index}/3"
         shard_ids.append(manifest.run_id)

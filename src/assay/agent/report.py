@@ -170,11 +170,8 @@ class ConsoleReporter:
         plan, reused = event.native, event.reused
         carried, skipped = getattr(plan, "carried", 0), getattr(plan, "skipped", 0)
         self._total = len(plan)
-        experiments = {planned.experiment.id for planned in plan}
-        evals = {planned.eval.id for planned in plan}
-        line = f"PLAN  {len(plan)} attempts · {len(evals)} evals × {len(experiments)} experiments"
-        if getattr(plan, "shard", None):  # a CI log of one shard names it, and the whole it is a part of
-            line = f"PLAN  shard {plan.shard}: {len(plan)} of {plan.whole} attempts · {len(evals)} evals × {len(experiments)} experiments"
+        # A CI log of one shard names it, and the whole plan it is a part of.
+        line = plan_head(plan, (plan.shard, plan.whole) if getattr(plan, "shard", None) else None)
         if reused:
             line += f" · {reused} reused from the checkpoint"
         if carried:
@@ -364,13 +361,18 @@ def _slot_title(planned: Any) -> str:
     return f"{planned.eval.id}{suffix} [{configuration}]"
 
 
-def dry_plan_lines(plan: Sequence[Any], carry: Any) -> list[str]:
-    """What `assay agent run --dry` prints: the counts, then one line per slot with its action and reason."""
-    counts = {action: carry.count(action) for action in ("carry", "execute", "not-dispatched")}
+def plan_head(plan: Sequence[Any], shard: tuple[str, int] | None) -> str:
+    """`PLAN  12 attempts · 6 evals × 2 experiments`; a shard's names the shard and the whole plan."""
     experiments = {planned.experiment.id for planned in plan}
     evals = {planned.eval.id for planned in plan}
-    head = (f"PLAN  {len(plan)} attempts · {len(evals)} evals × {len(experiments)} experiments · "
-            f"{counts['carry']} carried · {counts['execute']} to run")
+    attempts = f"shard {shard[0]}: {len(plan)} of {shard[1]}" if shard else f"{len(plan)}"
+    return f"PLAN  {attempts} attempts · {len(evals)} evals × {len(experiments)} experiments"
+
+
+def dry_plan_lines(plan: Sequence[Any], carry: Any, shard: tuple[str, int] | None = None) -> list[str]:
+    """What `assay agent run --dry` prints: the counts, then one line per slot with its action and reason."""
+    counts = {action: carry.count(action) for action in ("carry", "execute", "not-dispatched")}
+    head = f"{plan_head(plan, shard)} · {counts['carry']} carried · {counts['execute']} to run"
     if counts["not-dispatched"]:
         head += f" · {counts['not-dispatched']} not dispatched"
     lines = [head]

@@ -96,11 +96,12 @@ class DryRun:
 
     plan: list[PlannedAttempt]
     carry: CarryPlan
+    shard: tuple[str, int] | None = None  # `--shard i/n` and the whole plan's slots
 
     def lines(self) -> list[str]:
         from assay.agent.report import dry_plan_lines
 
-        return dry_plan_lines(self.plan, self.carry)
+        return dry_plan_lines(self.plan, self.carry, self.shard)
 
     def document(self) -> dict[str, Any]:
         from assay.agent.report import dry_plan_document
@@ -137,10 +138,11 @@ def dry_run(request: AgentRunRequest) -> DryRun:
     written = sys.dont_write_bytecode
     sys.dont_write_bytecode = True  # not even __pycache__ beside the project's files
     try:
-        plan = shard_plan(plan_for(root, request), request.shard)
+        whole = plan_for(root, request)
+        plan = shard_plan(whole, request.shard)
         carry = _carry_plan(request, plan, config)
         _warn_of_a_resumable_run(carry, request, plan)
-        return DryRun(plan, carry)
+        return DryRun(plan, carry, (request.shard, len(whole)) if request.shard is not None else None)
     finally:
         sys.dont_write_bytecode = written
 
