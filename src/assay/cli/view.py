@@ -51,6 +51,9 @@ def view_command(given: Given) -> None:
 
             with common.failing("Could not export the viewer", catch=(OSError, AssayError), on_stdout=True):
                 count = export_site(data, given.export)
+            from assay.core.stdout_guard import results_made
+
+            results_made()  # the site is in place: a reader leaving now only loses this line, it stops nothing
             common.say(f"Exported {count} page(s) of data to {given.export}; open {given.export / 'index.html'}")
             raise typer.Exit(0)
 

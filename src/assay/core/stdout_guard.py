@@ -49,6 +49,7 @@ class StdoutGuard:
         # and stops it then, so a command whose output was all written keeps its exit code (see `_watch`).
         self.reader_left = False
         self.stops_at_once = False  # a server, which writes nothing after its address (`stop_when_the_reader_leaves`)
+        self.made_results = False  # the command's results exist (`results_made`): a reader leaving loses only output
 
     def write(self, text: str) -> int:
         if self.closed_by_reader:
@@ -205,6 +206,7 @@ def results_made() -> None:
     if isinstance(guard, StdoutGuard):
         with guard._lock:
             guard.interrupts = False
+            guard.made_results = True
 
 
 def output_finished() -> bool:
@@ -212,14 +214,16 @@ def output_finished() -> bool:
     with the guard no longer interrupting, so a reader that leaves after that (`| head -1` of a one-line answer,
     as the process closes) loses nothing, and the command keeps its exit code, as any tool whose writes all
     succeeded does. False when the reader left first and some of it was lost: the command then stops as on
-    Ctrl-C. (Before, a reader leaving during the process's last milliseconds made it 0 or 130 by chance.)"""
+    Ctrl-C. (Before, a reader leaving during the process's last milliseconds made it 0 or 130 by chance.)
+    True too once the command said its results exist (`results_made`: frames written, a run exported): what
+    was lost is output only, so it keeps its exit code rather than saying it "stopped as on Ctrl-C"."""
     guard = sys.stdout
     if not isinstance(guard, StdoutGuard):
         return True
     with guard._lock:
         guard.interrupts = False
     guard.flush()
-    return not guard.closed_by_reader
+    return not guard.closed_by_reader or guard.made_results
 
 
 def stop_when_the_reader_leaves() -> None:

@@ -141,9 +141,9 @@ class VideoResume:
     checkpoint_kind = "run"
 
     def locate(self, ref: str, given: VideoRunRequest) -> Path:
-        from assay.core.run.resume import locate_in
+        from assay.core.run.resume import locate_in, with_the_id_meant
 
-        return locate_in(given.eval_dir, ref)
+        return with_the_id_meant(locate_in(given.eval_dir, ref), ref)
 
     def invocation(self, request: VideoRunRequest, outputs: Outputs) -> dict[str, Any]:
         return invocation_with_outputs(request, outputs)

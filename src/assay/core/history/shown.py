@@ -564,6 +564,7 @@ def exported(store: Any, ref: str, endpoint: str, timeout: float) -> Shown:
     """`assay runs export`: the run sent to an OTLP collector (its units streamed from its record)."""
     from assay.core.interop.otlp_export import export_record, export_run
 
+    _given(ref, "RUN", "the latest run")  # (it said "a run reference is … latest or latest~N; got ''")
     stored = store.get_run(ref)
     record = Path(stored.record_path) if stored.record_path else None
     if record is not None and (record / "manifest.json").is_file():

@@ -70,3 +70,23 @@ def locate_in(base: Path, ref: str) -> Path:
     from assay.core.journal import resolve_checkpoint_ref
 
     return Path(os.path.abspath(resolve_checkpoint_ref(ref, Path(base).expanduser(), Path.cwd())))
+
+
+def with_the_id_meant(path: Path, ref: str) -> Path:
+    """`path` (a located `--resume REF`) when it exists; else, for a misspelt bare id close to one of the checkpoints
+    beside it, the manifest error that reading it gives, ending with the id meant (it said only `[Errno 2] No such
+    file or directory`, twice naming the path)."""
+    from assay.core.format import did_you_mean
+    from assay.core.journal import MANIFEST_FILE_NAME, CheckpointError
+
+    if path.exists() or Path(ref).name != ref:
+        return path
+    try:
+        ids = sorted(entry.name for entry in path.parent.iterdir() if (entry / MANIFEST_FILE_NAME).is_file())
+    except OSError:
+        return path
+    hint = did_you_mean(ref, ids, cutoff=0.8, shown=str)
+    if not hint:
+        return path
+    raise CheckpointError(f"could not read checkpoint manifest {path / MANIFEST_FILE_NAME}: no checkpoint {ref!r} in "
+                          f"{path.parent}{hint}")
