@@ -142,3 +142,18 @@ def test_a_misspelt_video_resume_id_names_the_checkpoint_meant(tmp_path: Path) -
     assert (f"Invalid value for --resume: could not read checkpoint manifest {checkpoint.parent / typo / 'manifest.json'}: "
             f"no checkpoint '{typo}' in {checkpoint.parent}; did you mean {checkpoint.name}?") in message, done.stderr
     assert "Traceback" not in done.stderr and "Errno" not in done.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ("agent", "init", "{root}/project"),
+    ("video", "init", "{root}/eval"),
+    ("doc", "init"),
+])
+def test_an_init_whose_reader_is_gone_writes_its_files_and_exits_0(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """`assay agent init x | head -1` wrote every file, then exited 130 "…stopped as on Ctrl-C": only the lines naming
+    the files were lost."""
+    argv = assay(*(part.format(root=tmp_path) for part in command))
+    _, code, stderr = reader_leaves(argv, lines=1, cwd=tmp_path, env=_environment(tmp_path))
+    _said_nothing_stopped(code, stderr)
+    written = [path for path in tmp_path.rglob("*") if path.is_file() and "store" not in path.parts]
+    assert len(written) >= 3, written

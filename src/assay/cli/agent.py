@@ -57,7 +57,11 @@ def init_command(given: Given) -> None:
             if folder != Path("."):
                 raise UsageError("give the folder once: as DIRECTORY or as --project", "--project")
             folder = given.project
-        common.say(*init_project(folder))
+        lines = init_project(folder)
+    from assay.core.stdout_guard import results_made
+
+    results_made()  # written: a reader leaving now (`| head -1`) only loses the lines naming the files
+    common.say(*lines)
 
 
 @command(agent_app, "list", *params(

@@ -138,14 +138,23 @@ def _method(name: str, help_text: str, *items: str | Param) -> None:
     _command(name, help_text, *items)(run_method)
 
 
+def _written(lines: Any) -> None:
+    """`lines` said once the files they name are written: a reader leaving then (`| head -1`) loses only lines."""
+    from assay.core.stdout_guard import results_made
+
+    results_made()
+    _echo(lines)
+
+
 @_command("init", "Write a starter suite under ./evals (config, adapter, cases and results folders).",
           "suite adapter_language dry_run force")
 def init_command(given: Given) -> None:
     from assay.doc.bootstrap import init_suite, missing_repository_warning
 
     with _failing():
-        _echo(init_suite(Path.cwd(), suite=given.suite or "generic", adapter_language=given.adapter_language or "javascript",
-                         dry_run=given.dry_run, force=given.force))
+        lines = init_suite(Path.cwd(), suite=given.suite or "generic", adapter_language=given.adapter_language or "javascript",
+                           dry_run=given.dry_run, force=given.force)
+    _written(lines)
     # The files are still written (eval-kit's init never refused), but the fix is named now.
     warning = missing_repository_warning(Path.cwd())
     if warning:
@@ -164,7 +173,8 @@ def scaffold_case_command(given: Given) -> None:
         assert_safe_id(given.case, "case id")  # before the config: `../x` never reaches the file system
     suite = _suite(given, prefix="Execution failed")
     with _failing():
-        _echo(write_planned(plan_case(suite, given.case), dry_run=given.dry_run, force=given.force))
+        lines = write_planned(plan_case(suite, given.case), dry_run=given.dry_run, force=given.force)
+    _written(lines)
 
 
 @_command("doctor", "Check the suite: config, roots, adapter, manifests, fixtures, model setup.", "config hook_timeout",

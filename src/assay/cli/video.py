@@ -183,6 +183,9 @@ def init_command(given: Given) -> None:
         common.fail("Error", error, stderr=True)
     except OSError as error:
         common.fail("Error", f"could not write {given.directory}: {error}", stderr=True, exit_code=2)
+    from assay.core.stdout_guard import results_made
+
+    results_made()  # written: a reader leaving now (`| head -1`) only loses the lines naming the files
     common.say(*starter.lines(given.directory))
 
 
