@@ -15,9 +15,13 @@ def compare_stored_runs(
     store: Any, first: Any, second: Any, *, settings: VerdictSettings = VerdictSettings(),
     history: int = DEFAULT_HISTORY, group_depth: int = 1,
 ) -> RunComparison:
-    """`first` → `second`, judged with the `history` runs of `first`'s series up to and including it
-    (1: the earlier run alone, as a plain paired comparison)."""
-    history_ids = series_before(store, first, max(1, history))
+    """`first` → `second`, judged with the `history` runs of `first`'s series up to and including it, `second`
+    left out (1: the earlier run alone, as a plain paired comparison)."""
+    # The candidate is never its own history: a baseline recorded after it (`compare latest latest~1`, a main-branch
+    # run compared with a pull request's earlier one) has it in its series, and its failures read as the units'
+    # past, so a unit that broke in it was called flaky and its regression noise.
+    history_ids = [run_id for run_id in series_before(store, first, max(1, history) + 1)
+                   if run_id != second.run_id][:max(1, history)]
     if first.run_id not in history_ids:
         history_ids = [first.run_id]
     # A kind says when its verdicts cannot vary by chance (doc's deterministic grading of a given file).

@@ -62,9 +62,13 @@ def comparison_lines(comparison: Any, limit: int, *, why: str = "", carried: boo
             yield f"  {group.verdict.upper()} {name or '(all)'}: {group.sentence()}"
         if limit and len(moved) > limit:  # (as the unit lists below say it)
             yield f"  … {len(moved) - limit} more (--limit, --json)"
-    for kind, title in (("regressions", "Regressions"), ("fixes", "Fixes"), ("still_failing", "Still failing"),
-                        ("new", "New"), ("removed", "Removed"), ("changed_other", "Changed (skipped/ignored)")):
-        ids = comparison.units[kind]
+    for kind, title in (("regressions", "Regressions"), ("fixes", "Fixes"), ("in_new_trials", ""),
+                        ("still_failing", "Still failing"), ("new", "New"), ("removed", "Removed"),
+                        ("changed_other", "Changed (skipped/ignored)")):
+        if kind == "in_new_trials":
+            title, ids = _decided_in_new_trials(comparison)
+        else:
+            ids = comparison.units[kind]
         if not ids or limit == 0:
             continue
         yield f"{title} ({len(ids)}):"
@@ -72,6 +76,22 @@ def comparison_lines(comparison: Any, limit: int, *, why: str = "", carried: boo
             yield f"  {unit_id}"
         if len(ids) > limit:
             yield f"  … {len(ids) - limit} more"
+
+
+def _decided_in_new_trials(comparison: Any) -> tuple[str, list[str]]:
+    """The units a regressed (improved) verdict rests on that no list above names: their failing (passing) trials
+    are new in the candidate (`--attempts 3` after runs of one attempt), so they pair with nothing and were listed
+    only among the new units. The verdict said "1 unit that passed every trial of its history fails now" and
+    named it nowhere (only `--json`'s `decided_by.flips` did)."""
+    from assay.core.run_diff import trial_subject
+
+    deciding = comparison.judgement.run.deciding
+    if deciding is None or comparison.verdict not in ("regressed", "improved"):
+        return "", []
+    listed = {trial_subject(unit_id) for kind in ("regressions", "fixes", "still_failing", "removed", "changed_other")
+              for unit_id in comparison.units.get(kind, ())}
+    title = "Regressions in new trials" if comparison.verdict == "regressed" else "Fixes in new trials"
+    return title, [unit for unit in deciding.flips if unit not in listed]
 
 
 @dataclass(frozen=True, slots=True)
