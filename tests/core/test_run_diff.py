@@ -47,8 +47,8 @@ def test_in_a_deterministic_suite_one_flip_is_a_regression() -> None:
 
 
 def test_units_whose_repeated_trials_all_agreed_are_stable_so_one_flip_regresses() -> None:
-    before = _trials({f"unit{index}": "PPP" for index in range(500)})
-    after = before | _trials({"unit7": "FEF"})  # errored counts as failing
+    before = _trials({f"unit{index}": "PPPPP" for index in range(500)})  # (five trials make a clean unit stable)
+    after = before | _trials({"unit7": "FEFPP"})  # errored counts as failing
     comparison = compare_verdicts("a", before, "b", after)
     assert comparison.verdict == "regressed"
     assert comparison.judgement.run.deciding.flips == ("unit7",)

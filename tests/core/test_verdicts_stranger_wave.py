@@ -26,14 +26,14 @@ def _publish(database: Path, day: int, units: list[UnitResult]) -> str:
 
 
 def test_a_unit_that_regressed_only_in_new_attempts_is_named_by_the_text(tmp_path: Path) -> None:
-    """Four runs of one attempt, then `--attempts 3`, eval e0 failing attempts 2 and 3: "Regressed: 1 unit that passed
+    """Five runs of one attempt, then `--attempts 3`, eval e0 failing attempts 2 and 3: "Regressed: 1 unit that passed
     every trial of its history fails now" (exit 1 under --fail-on-regression), and no line of the text named that
     unit: its failing attempts pair with nothing, so they were only among the 40 new trials (only `--json`'s
     `decided_by.flips` had it)."""
     database = tmp_path / "assay.db"
-    for day in range(1, 5):
+    for day in range(1, 6):  # (five trials of history make a clean unit stable)
         _publish(database, day, [UnitResult(f"main/e{index}#1", "passed", group="main") for index in range(20)])
-    _publish(database, 5, [UnitResult(f"main/e{index}#{attempt}", "failed" if index == 0 and attempt > 1 else "passed",
+    _publish(database, 6, [UnitResult(f"main/e{index}#{attempt}", "failed" if index == 0 and attempt > 1 else "passed",
                                       group="main") for index in range(20) for attempt in (1, 2, 3)])
     gated = _assay(database, "runs", "compare", "latest", "--fail-on-regression")
     assert gated.returncode == 1, gated.stdout + gated.stderr
@@ -45,7 +45,7 @@ def test_a_unit_that_regressed_only_in_new_attempts_is_named_by_the_text(tmp_pat
     document = json.loads(_assay(database, "runs", "compare", "latest", "--json").stdout)
     assert document["judgement"]["decided_by"]["flips"] == ["main/e0"]  # the same unit the text names
     # A verdict whose units are listed as regressions adds no such list (the docs' example is unchanged).
-    _publish(database, 6, [UnitResult(f"main/e{index}#{attempt}", "failed" if index == 1 else "passed", group="main")
+    _publish(database, 7, [UnitResult(f"main/e{index}#{attempt}", "failed" if index == 1 else "passed", group="main")
                            for index in range(20) for attempt in (1, 2, 3)])
     paired = _assay(database, "runs", "compare", "latest").stdout
     assert "Regressions (3):\n  main/e1#1\n" in paired and "in new trials" not in paired, paired

@@ -46,8 +46,10 @@ def store_path(tmp_path_factory):
 
 
 def _in_python(store, first, second, history: int, group_depth: int):
-    """The comparison as pairing every verdict in Python makes it (what compare did before SQLite paired)."""
-    history_ids = series_before(store, first, history)
+    """The comparison as pairing every verdict in Python makes it (what compare did before SQLite paired); the
+    candidate is never part of the history, even where the baseline was recorded after it."""
+    history_ids = [run_id for run_id in series_before(store, first, history + 1) if run_id != second.run_id][:history]
+    history_ids = history_ids if first.run_id in history_ids else [first.run_id]
     return compare_verdicts(
         first.run_id, store.verdicts(first.run_id), second.run_id, store.verdicts(second.run_id),
         history=history_tallies(store, history_ids), history_runs=len(history_ids), group_depth=group_depth,

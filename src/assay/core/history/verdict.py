@@ -8,10 +8,13 @@ there is for how much it flips by chance:
   deterministic. Their flips are tested together against the flips the suite's own history predicts
   by chance (`model.FailureRates`: a unit that never failed in a suite with few flaky units is
   very unlikely to fail by chance, so one flip can decide; in a suite full of flaky units it cannot).
-* **flaky** units — their history already disagrees. Their failures now are tested as one group
-  against what their histories predict: a flip of one of them is noise unless the group moved.
-* units **without enough history** — single-trial flips are judged as a group, by the exact sign test
-  on the paired changes (McNemar's test when each unit has one trial).
+  A stable unit's chance of flipping is predicted from its history less one trial (`_identified_history`:
+  the part of it the suite's tallies pin down).
+* **flaky** units — their history already disagrees, over at least `min_flaky_history` trials. Their
+  failures now are tested as one group against what their histories predict: a flip of one of them is
+  noise unless the group moved.
+* units **without enough history** (a flaky one with a short history too) — single-trial flips are judged
+  as a group, by the exact sign test on the paired changes (McNemar's test when each unit has one trial).
 
 The tests' p-values are corrected together (Holm), for the run and for every group at once. A
 significant change is `regressed` or `improved`; otherwise the paired pass-rate difference is tested
@@ -56,12 +59,16 @@ class VerdictSettings:
     alpha: float = 0.05
     margin: float = 0.05  # ± pass-rate points (as a fraction) within which a change counts as none
     power: float = 0.8
-    min_history: int = 3  # trials of history (its earlier runs') that make a unit's stability known
+    min_history: int = 5  # trials of history (its earlier runs') that make a unit's stability known
+    # trials of history that make a flaky unit's failure rate known well enough to test it against: with fewer,
+    # the suite's estimated distribution, taken as exact, made noise look like a change (docs/benchmarks.md)
+    min_flaky_history: int = 10
     confidence: float = 0.95
     seed: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"alpha": self.alpha, "margin": self.margin, "power": self.power, "min_history": self.min_history,
+                "min_flaky_history": self.min_flaky_history,
                 "confidence": self.confidence}
 
 
@@ -81,12 +88,12 @@ class UnitEvidence:
     def paired(self) -> bool:
         return self.before is not None and self.after is not None and self.before.trials > 0 and self.after.trials > 0
 
-    def family(self, min_history: int) -> str:
+    def family(self, min_history: int, min_flaky_history: int = 0) -> str:
         if self.deterministic:
             return "stable"
         history = self.history
         if history.failed and history.passed:
-            return "flaky"
+            return "flaky" if history.trials >= min_flaky_history else "short"
         if history.trials >= min_history:
             return "stable"
         return "short"
@@ -112,8 +119,8 @@ class Cohort:
     def paired(self) -> bool:
         return self.before is not None and self.after is not None and self.before.trials > 0 and self.after.trials > 0
 
-    def family(self, min_history: int) -> str:
-        return UnitEvidence.family(self, min_history)  # type: ignore[arg-type]
+    def family(self, min_history: int, min_flaky_history: int = 0) -> str:
+        return UnitEvidence.family(self, min_history, min_flaky_history)  # type: ignore[arg-type]
 
 
 def cohorts_of(units: Iterable[UnitEvidence]) -> list[Cohort]:
@@ -284,7 +291,7 @@ def _stable_tests(cohorts: Sequence[Cohort], prior: FailureRates) -> list[Family
                 by_baseline = by_baseline or not _every_trial(cohort.history, clean)
                 chance = [1.0] + [0.0] * after.trials
             else:
-                chance = prior.next_failures(cohort.history, after.trials)
+                chance = prior.next_failures(_identified_history(cohort.history), after.trials)
                 if clean == "failed":
                     chance = chance[::-1]  # now: the chance of k passing trials
             moved = after.failed if clean == "passed" else after.passed
@@ -299,6 +306,20 @@ def _stable_tests(cohorts: Sequence[Cohort], prior: FailureRates) -> list[Family
         tests.append(FamilyTest(family, "Poisson-binomial tail vs the suite's history", units, direction,
                                 observed, expected, p_value, flips=tuple(flips), by_baseline=by_baseline))
     return tests
+
+
+def _identified_history(history: Tally) -> Tally:
+    """The clean `history` less one trial: what a stable unit's chance of flipping now is predicted from. The suite's
+    tallies of n trials a unit pin its failure-rate distribution's moments up to the n-th; the chance that a unit
+    whose n trials all passed fails its next one needs the (n + 1)-th, which no history of n trials says, so the
+    estimate filled it in at will, and with short histories (3 runs) too confidently: on pure noise, with pass
+    rates spread over 0..1, the gate called 9% of pairs regressed at alpha 0.05. From n - 1 clean trials the chance
+    of one new trial depends only on moments the tallies pin, and it is never smaller than the true one (more
+    clean trials only make a flip less likely), so the test keeps its level; several new trials a unit are
+    predicted from the same n - 1 (bounding them all would ask for n - t, which at 3 trials a run left the gate
+    blind). With 10 runs of history the two differ little (docs/benchmarks.md, "Short histories")."""
+    kept = max(history.trials - 1, 0)
+    return Tally(kept, 0 if history.failed == 0 else kept)
 
 
 def _clean(unit: Cohort, verdict: str) -> bool:
@@ -355,7 +376,7 @@ def _short_history_test(cohorts: Sequence[Cohort]) -> FamilyTest | None:
 def _family_tests(cohorts: Sequence[Cohort], prior: FailureRates, settings: VerdictSettings) -> list[FamilyTest]:
     families: dict[str, list[Cohort]] = {"stable": [], "flaky": [], "short": []}
     for cohort in cohorts:
-        families[cohort.family(settings.min_history)].append(cohort)
+        families[cohort.family(settings.min_history, settings.min_flaky_history)].append(cohort)
     tests = _stable_tests(families["stable"], prior)
     flaky = _flaky_test(families["flaky"], prior)
     short = _short_history_test(families["short"])
@@ -469,7 +490,7 @@ def judge_comparison(units: Iterable[UnitEvidence | Cohort], settings: VerdictSe
     families = {"stable": 0, "flaky": 0, "short": 0}
     for cohort in cohorts:
         if cohort.paired:
-            families[cohort.family(settings.min_history)] += cohort.count
+            families[cohort.family(settings.min_history, settings.min_flaky_history)] += cohort.count
     return Judgement(run, groups, prior.flaky_share, families)
 
 
