@@ -159,3 +159,37 @@ def test_a_misspelt_group_of_another_kinds_series_points_at_a_run_that_has_its_g
     assert "baseline/orders/status" in shown.stdout
     # The latest run's own series still says `latest`.
     assert "(`assay runs show latest` lists its groups)" in assay(database, "runs", "trend", "release-notes").stderr
+
+
+def test_the_no_baseline_json_has_the_fields_every_comparison_has(tmp_path: Path) -> None:
+    """A script reading `history_runs` (or `counts`, `units`) of each CI job's `runs compare latest --json` met a KeyError
+    on the first job's, which has no baseline yet."""
+    database = tmp_path / "assay.db"
+    _publish_shards(database)
+    document = json.loads(assay(database, "runs", "compare", "latest", "--json").stdout)
+    assert document["verdict"] == "inconclusive" and document["before"] is None
+    assert document["history_runs"] == 0 and document["before_pass_rate"] is None
+    assert document["counts"] == {"regressions": 0, "fixes": 0, "still_failing": 0, "still_passing": 0, "new": 0,
+                                  "removed": 0, "changed_other": 0}
+    assert all(ids == [] for ids in document["units"].values()) and "regressions" in document["units"]
+
+
+def test_a_backwards_comparison_and_one_of_two_projects_are_said(tmp_path: Path) -> None:
+    """`runs compare latest latest~1` (BEFORE recorded after AFTER) read a regression as a fix and passed
+    `--fail-on-regression` without a word; two projects whose units share names paired as one suite, silently."""
+    database = tmp_path / "assay.db"
+    for day, project, verdict in ((1, "/p", "passed"), (2, "/p", "failed"), (3, "/q", "passed")):
+        publish_run(RunManifest(f"agent-2026030{day}T000000Z-0000000{day}", "agent", f"2026-03-0{day}T00:00:00Z",
+                                identity={"project": project}),
+                    [UnitResult("main/e0#1", verdict, group="main"), UnitResult("main/e1#1", "passed", group="main")],
+                    database=database)
+    backwards = assay(database, "runs", "compare", "agent-20260302T000000Z-00000002", "agent-20260301T000000Z-00000001")
+    assert ("Note: BEFORE (agent-20260302T000000Z-00000002) was recorded after AFTER (agent-20260301T000000Z-00000001), "
+            "so what changed is read backwards: a unit that broke since AFTER counts as a fix. `assay runs compare "
+            "agent-20260301T000000Z-00000001 agent-20260302T000000Z-00000002` reads it forwards.") in backwards.stdout.splitlines()
+    projects = assay(database, "runs", "compare", "agent-20260302T000000Z-00000002", "agent-20260303T000000Z-00000003",
+                     "--json")
+    assert json.loads(projects.stdout)["notes"] == [
+        "Note: the runs are of two projects (/p, then /q); their units pair by name and are judged with the history of /p."]
+    forwards = assay(database, "runs", "compare", "agent-20260301T000000Z-00000001", "agent-20260302T000000Z-00000002")
+    assert "Note:" not in forwards.stdout, forwards.stdout  # one project, in order: nothing to say

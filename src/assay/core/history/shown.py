@@ -239,12 +239,35 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
             hint = (f" These are runs of two kinds ({kinds[0]}, then {kinds[1]}), whose units never pair: compare two runs of"
                     " one kind (`assay runs compare latest` takes the run of the latest's kind and project before it).")
         lines.append(pairing.sentence() + hint)
+    if kinds[0] == kinds[1]:
+        lines += _order_and_project_notes(first, second, document)
     why = nothing_judged_in_both(store, comparison, document, (first.run_id, second.run_id))
     # Units judged in both runs fewer than the paired ones: trials, or units one run carried (the head says which).
     judged = sum(comparison.judgement.families.values())
     carried = judged != comparison.counts.total and any(
         store.carried_units(run_id) for run_id in (first.run_id, second.run_id))
     return Shown(document, [*lines, *comparison_lines(comparison, limit, why=why, carried=carried)]), comparison.verdict
+
+
+def _order_and_project_notes(first: Any, second: Any, document: dict[str, Any]) -> list[str]:
+    """What a comparison of two runs of one kind said nothing of: a BEFORE recorded after AFTER (`compare latest
+    latest~1`) reads every change backwards, so a regression since AFTER reads as fixes and passes
+    `--fail-on-regression`; two projects whose units happen to share names pair as if they were one suite, judged with
+    the baseline project's history (imported logs excepted: comparing two tools' is what importing them is for). Each
+    is said in a line (and in `--json`'s `notes`); either may be meant."""
+    notes = []
+    if first.manifest.created_at > second.manifest.created_at:
+        notes.append(f"Note: BEFORE ({first.run_id}) was recorded after AFTER ({second.run_id}), so what changed is read "
+                     f"backwards: a unit that broke since AFTER counts as a fix. `assay runs compare {second.run_id} "
+                     f"{first.run_id}` reads it forwards.")
+    projects = [(run.manifest.identity or {}).get("project") for run in (first, second)]
+    # (Imported logs of two tools, or two tasks, are compared on purpose: that is what importing them is for.)
+    if all(projects) and projects[0] != projects[1] and first.manifest.kind != "imported":
+        notes.append(f"Note: the runs are of two projects ({projects[0]}, then {projects[1]}); their units pair by name "
+                     f"and are judged with the history of {projects[0]}.")
+    if notes:
+        document["notes"] = notes
+    return notes
 
 
 def nothing_judged_in_both(store: Any, comparison: Any, document: dict[str, Any], run_ids: tuple[str, str]) -> str:
@@ -339,9 +362,15 @@ def _no_baseline(second: Any, why: str) -> Shown:
     pipeline (or one whose cached store was evicted) passes `--fail-on-regression`, nothing having regressed,
     and fails only the strict `--fail-on-inconclusive`."""
     sentence = f"Inconclusive: no baseline. {why}"
+    from assay.core.run_diff import CHANGE_KINDS
+
     judgement = {"verdict": "inconclusive", "scope": "run", "sentence": sentence, "evidence": "none", "paired_units": 0}
-    document = {"before": None, "after": second.run_id, "after_pass_rate": second.pass_rate,
-                "regression": False, "verdict": "inconclusive", "sentence": sentence, "judgement": judgement}
+    # The fields a comparison's document has, empty: a script reading `history_runs` or `counts` of every CI job's
+    # compare met a KeyError on the first job's.
+    counts = {**dict.fromkeys(CHANGE_KINDS[:3], 0), "still_passing": 0, **dict.fromkeys(CHANGE_KINDS[3:], 0)}
+    document = {"before": None, "after": second.run_id, "before_pass_rate": None, "after_pass_rate": second.pass_rate,
+                "pass_rate_difference": None, "regression": False, "verdict": "inconclusive", "sentence": sentence,
+                "history_runs": 0, "judgement": judgement, "counts": counts, "units": {kind: [] for kind in CHANGE_KINDS}}
     return Shown(document, [sentence])
 
 
