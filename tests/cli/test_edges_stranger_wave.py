@@ -157,3 +157,11 @@ def test_an_init_whose_reader_is_gone_writes_its_files_and_exits_0(tmp_path: Pat
     _said_nothing_stopped(code, stderr)
     written = [path for path in tmp_path.rglob("*") if path.is_file() and "store" not in path.parts]
     assert len(written) >= 3, written
+
+
+def test_a_misspelt_agent_run_option_is_not_offered_a_hidden_one(tmp_path: Path) -> None:
+    """`assay agent run --atempts 3` offered "--agent, --attempts": `--agent` is hidden (`-h` does not list it)."""
+    done = subprocess.run(assay("agent", "run", "--project", str(tmp_path), "--atempts", "3"), capture_output=True,
+                          text=True, timeout=60, env=_environment(tmp_path))
+    assert done.returncode == 2 and done.stderr.rstrip().endswith(
+        "Error: No such option: --atempts (Possible options: --attempts)"), done.stderr

@@ -96,6 +96,10 @@ class _RunCommand(typer.core.TyperCommand):
                 return super().parse_args(ctx, args)
             except NoSuchOption as error:  # `--eval drive/sessions`: evals are arguments
                 refuse_selection_option(given, error.option_name)
+                # Click suggests hidden options too (`--atempts`: "--agent, --attempts"), which `-h` does not show.
+                hidden = {name for param in self.params if getattr(param, "hidden", False) for name in param.opts}
+                if error.possibilities:
+                    error.possibilities = [name for name in error.possibilities if name not in hidden]
                 raise
 
 
