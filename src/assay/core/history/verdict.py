@@ -313,7 +313,7 @@ def _identified_history(history: Tally) -> Tally:
     tallies of n trials a unit pin its failure-rate distribution's moments up to the n-th; the chance that a unit
     whose n trials all passed fails its next one needs the (n + 1)-th, which no history of n trials says, so the
     estimate filled it in at will, and with short histories (3 runs) too confidently: on pure noise, with pass
-    rates spread over 0..1, the gate called 9% of pairs regressed at alpha 0.05. From n - 1 clean trials the chance
+    rates spread over 0..1, the gate called 7-9% of pairs regressed at alpha 0.05. From n - 1 clean trials the chance
     of one new trial depends only on moments the tallies pin, and it is never smaller than the true one (more
     clean trials only make a flip less likely), so the test keeps its level; several new trials a unit are
     predicted from the same n - 1 (bounding them all would ask for n - t, which at 3 trials a run left the gate
