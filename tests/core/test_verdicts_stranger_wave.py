@@ -75,3 +75,20 @@ def test_a_baseline_recorded_after_the_candidate_does_not_count_the_candidate_as
     decided = document["judgement"]["decided_by"]
     assert (decided["family"], decided["units"], decided["observed"]) == ("stable-pass", 20, 1)
     assert abs(decided["p_value"] - binom.sf(0, 20, decided["expected"] / 20)) < 1e-12
+
+
+def test_the_evidence_line_counts_the_units_weighed_whose_baseline_carried_them(tmp_path: Path) -> None:
+    """After an agent run that carried every unit, `compare latest` weighed the units judged now against their history
+    and said "Regressed: 1 unit that passed every trial of its history fails now" under an evidence line of "paired
+    units stable in it 0, flaky 0, with too little history 0", as if nothing were weighed."""
+    database = tmp_path / "assay.db"
+    ids = [_publish(database, day, [UnitResult(f"main/e{index}#1", "passed", group="main") for index in range(3)])
+           for day in range(1, 7)]
+    _publish(database, 7, [UnitResult(f"main/e{index}#1", "passed", group="main",
+                                      carried_from={"run_id": ids[-1], "unit_id": f"main/e{index}#1"}) for index in range(3)])
+    _publish(database, 8, [UnitResult(f"main/e{index}#1", "failed" if index == 0 else "passed", group="main")
+                           for index in range(3)])
+    lines = _assay(database, "runs", "compare", "latest").stdout.splitlines()
+    assert ("evidence: 7 run(s) of history; paired units stable in it 0, flaky 0, with too little history 0; and 3 units "
+            "judged now but not in the baseline (carried or skipped there), weighed against their history") in lines, lines
+    assert any(line.startswith("Regressed: 1 unit that passed every trial of its history fails now") for line in lines)

@@ -40,8 +40,16 @@ def comparison_lines(comparison: Any, limit: int, *, why: str = "", carried: boo
            f"new {len(comparison.units['new'])}, removed {len(comparison.units['removed'])}")
     yield (f"all paired trials: McNemar exact p = {test.p_value:.4g} (mid-p {test.mid_p_value:.4g})")
     run = judgement.run
-    yield (f"evidence: {comparison.history_runs} run(s) of history; paired units stable in it {families.get('stable', 0)}, "
-           f"flaky {families.get('flaky', 0)}, with too little history {families.get('short', 0)}")
+    evidence = (f"evidence: {comparison.history_runs} run(s) of history; paired units stable in it {families.get('stable', 0)}, "
+                f"flaky {families.get('flaky', 0)}, with too little history {families.get('short', 0)}")
+    # Units judged now whose baseline has no trial of them (carried or skipped there) are weighed against their
+    # history too; without this the line read "stable in it 0" above a test of 3 stable units.
+    weighed = sum(test.units for test in run.tests if test.family in ("stable-pass", "stable-fail", "flaky"))
+    unpaired = weighed - families.get("stable", 0) - families.get("flaky", 0)
+    if unpaired > 0:
+        evidence += (f"; and {unpaired} unit{'' if unpaired == 1 else 's'} judged now but not in the baseline (carried or "
+                     "skipped there), weighed against their history")
+    yield evidence
     for family_test in run.tests:
         yield f"  {family_test.describe()}"
     if run.pass_k:
