@@ -240,3 +240,26 @@ def test_logs_stamped_in_the_same_second_keep_the_order_they_were_imported_in(tm
     assert [run["run_id"] for run in runs] == named[::-1]  # newest first
     assert [run["created_at"] for run in runs] == [
         "2026-01-02T03:04:05.002Z", "2026-01-02T03:04:05.001Z", "2026-01-02T03:04:05.000Z"]
+
+
+def test_an_interrupt_after_the_run_is_recorded_says_it_was_imported(tmp_path, monkeypatch, capsys) -> None:
+    """A SIGTERM that lands once the file's run is recorded (while the import reads it back, or closes its reader)
+    said "Interrupted while importing X: run the same command again to finish", though X was in the store."""
+    from assay.core.history.shown import imported
+    from assay.core.interop import importing
+    from assay.core.interop.formats import detect_format
+    from assay.core.results_store import SqliteRunStore
+
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
+    report = tmp_path / "junit.xml"
+    report.write_text('<testsuite name="s" tests="1"><testcase classname="m" name="t"/></testsuite>', encoding="utf-8")
+
+    def interrupted(*arguments, **keywords):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importing, "_outcome", interrupted)
+    _, failures, stopped = imported([(report, detect_format(report))])
+    assert stopped and failures == 0
+    with SqliteRunStore(tmp_path / "store" / "assay.db", read_only=True) as store:
+        [run] = store.list_runs()
+    assert capsys.readouterr().err.strip() == f"Interrupted after importing {report} (its run {run.run_id} is recorded)"

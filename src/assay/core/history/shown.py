@@ -542,7 +542,7 @@ def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:
     on stderr: the files before were imported, and importing again resumes)."""
     import sys
 
-    from assay.core.interop.importing import import_log
+    from assay.core.interop.importing import RecordedThenInterrupted, import_log
     from assay.core.interop.otlp_export import ExportInterrupted
     from assay.errors import AssayError, show_tracebacks
 
@@ -569,6 +569,10 @@ def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:
             if isinstance(interruption, ExportInterrupted):  # the file's run is recorded: only its export stopped
                 print(f"Interrupted after importing {path} (its run is recorded; the warning above says how to export "
                       "it)" + (f": run the same command again to import the other {rest} file(s) {again}" if rest else ""),
+                      file=sys.stderr)
+            elif isinstance(interruption, RecordedThenInterrupted):  # recorded, then stopped while it was read back
+                print(f"Interrupted after importing {path} (its run {interruption.run_id} is recorded)"
+                      + (f": run the same command again to import the other {rest} file(s) {again}" if rest else ""),
                       file=sys.stderr)
             else:
                 print(f"Interrupted while importing {path}: run the same command again to finish {again}", file=sys.stderr)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from assay.core.interop.reader_process import ForkedReader
 
-__all__ = ["IMPORTED_KIND", "ImportRefused", "Imported", "import_log", "plan_imports", "plan_named"]
+__all__ = ["IMPORTED_KIND", "ImportRefused", "Imported", "RecordedThenInterrupted", "import_log", "plan_imports", "plan_named"]
 
 IMPORTED_KIND = "imported"
 
@@ -50,6 +50,15 @@ class Imported:
             "tool": self.tool, "tool_version": self.tool_version, "title": self.title, "unit_count": self.unit_count,
             "counts": self.counts,
         }
+
+
+class RecordedThenInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) once the file's run was recorded, while the import read it back or closed its reader: Ctrl-C
+    as ever, and the run is kept, so the file need not be imported again (it said "Interrupted while importing")."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
 
 
 class ImportRefused(UsageError):
@@ -197,18 +206,27 @@ def _format_of(path: Path) -> LogFormat | None:
 def _import(path: Path, log_format: LogFormat, database: Path) -> Imported:
     from assay.core.interop.reader_process import read_beside
 
+    from assay.core.interop.otlp_export import ExportInterrupted
+
     path = path.resolve()
     log = log_format.read(path)  # its header: the units are a generator, started by whoever reads them
     reader = read_beside(path, log)
+    recorded: list[str] = []
     try:
-        return _import_read(path, log_format, log, reader, database)
-    finally:
-        if reader is not None:
-            reader.close()
+        try:
+            return _import_read(path, log_format, log, reader, database, recorded)
+        finally:
+            if reader is not None:
+                reader.close()
+    except KeyboardInterrupt as interruption:
+        if recorded and not isinstance(interruption, (ExportInterrupted, RecordedThenInterrupted)):
+            raise RecordedThenInterrupted(recorded[0]) from None
+        raise
 
 
 def _import_read(path: Path, log_format: LogFormat, log: ImportedLog, reader: ForkedReader | None,
-                 database: Path) -> Imported:
+                 database: Path, recorded: list[str]) -> Imported:
+    """The import itself; `recorded` gets the run id once the run is recorded (indexed and its record written)."""
     from assay.core.results_store import SqliteRunStore, publish_run_as_read
 
     created_at = log.created_at or utc_timestamp()
@@ -235,6 +253,7 @@ def _import_read(path: Path, log_format: LogFormat, log: ImportedLog, reader: Fo
     # The run id is the file's: a record of it that the index lacks is this import's, cut short between
     # writing the record and indexing it (Ctrl-C), so it is written again rather than refused.
     record = publish_run_as_read(manifest, log.units if reader is None else reader, database=database, replace=True)
+    recorded.append(run_id)
     from assay.core.interop.export_endpoint import exports_anywhere
 
     if exports_anywhere(None):  # `$ASSAY_OTLP_EXPORT` exports every run as it is recorded, an imported one too
