@@ -15,7 +15,7 @@ Scenarios (one trial per unit unless said):
   With a short history (`--history 2`: three runs, the before run included) the suite's failure-rate
   distribution is known only loosely, which is where a gate that trusts it too much fails on noise.
 
-`--scenarios noise,spread` runs only those (names as printed; `diffuse3` is diffuse with 3 trials).
+`--scenarios noise,spread` runs only those (names as printed; `diffuse3`, `noise3` and `spread3` have 3 trials).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def main() -> None:
     parser.add_argument("--scenarios", default="noise,broken,diffuse,diffuse3,spread")
     arguments = parser.parse_args()
     named = {"noise": ("noise", 1), "broken": ("broken", 1), "diffuse": ("diffuse", 1), "diffuse3": ("diffuse", 3),
-             "spread": ("spread", 1)}
+             "spread": ("spread", 1), "noise3": ("noise", 3), "spread3": ("spread", 3)}
     scenarios = [named[name] for name in arguments.scenarios.split(",")]
     for scenario, trials in scenarios:
         # (crc32, not hash(): a str's hash differs from process to process, and the pairs must not)
