@@ -22,7 +22,7 @@ from assay.adapters.loading import exec_module_file
 from assay.agent.definition import Eval, EvalDescriptor, EvalGroup
 from assay.agent.experiment import Experiment
 from assay.agent.misspelt import keyword_meant
-from assay.agent.project import EVALS_DIR, EXPERIMENTS_DIR
+from assay.agent.project import EVALS_DIR, EXPERIMENTS_DIR, nearby_project_hint
 from assay.errors import AssayError, ConfigError, UsageError
 
 EVAL_SUFFIX = "_eval.py"
@@ -281,7 +281,8 @@ def discover_evals(project: Path) -> list[EvalEntry]:
     if root.exists() and not root.is_dir():
         raise ConfigError(f"{root} is a file, not a folder: evals live in the {EVALS_DIR}/ folder of {project}")
     if not root.is_dir():
-        raise ConfigError(f"no {EVALS_DIR}/ folder in {project}; run `assay agent init` there")
+        raise ConfigError(f"no {EVALS_DIR}/ folder in {project}; "
+                          + (nearby_project_hint(project) or "run `assay agent init` there"))
     warn_about_unmatched_eval_files(project)
     entries: dict[str, EvalEntry] = {}
     for base_id, path in _eval_files(root):

@@ -241,6 +241,33 @@ def project_folder(given: str | Path | None, option: str = "--project") -> Path:
     return path
 
 
+def _is_project(folder: Path) -> bool:
+    try:
+        return (folder / EVALS_DIR).is_dir() and (folder / EXPERIMENTS_DIR).is_dir()
+    except OSError:
+        return False
+
+
+def nearby_project_hint(folder: Path) -> str:
+    """For a folder that is no agent project: where the project is when it is near, as the fix ("" when none is).
+    A newcomer runs from inside the project (`evals/`, `agents/`) or from the folder above it; both get
+    "no evals/ folder", and `assay agent init` there would start a second, empty project."""
+    from itertools import islice
+
+    folder = Path(folder)
+    for parent in folder.parents:
+        if _is_project(parent):
+            return f"it is inside the agent project {parent}: run from there (cd {parent}) or pass --project {parent}"
+    try:
+        below = sorted(child.name for child in islice(folder.iterdir(), 1000) if child.is_dir() and _is_project(child))
+    except OSError:
+        below = []
+    if below:
+        return (f"the agent project is in the folder below, {below[0]}: run from there (cd {below[0]}) "
+                f"or pass --project {below[0]}")
+    return ""
+
+
 def checkpoints_base(project: Path) -> Path:
     """What `core.journal.Checkpoint` takes as its directory (it adds runs/checkpoints); a linked
     `.assay` is refused, as for the results store (`core.record.state_folder`)."""
@@ -252,5 +279,5 @@ def checkpoints_base(project: Path) -> Path:
 __all__ = [
     "EVALS_DIR", "EXPERIMENTS_DIR", "MAX_ATTEMPTS", "MAX_CONCURRENCY", "MAX_DOTENV_VARIABLES", "STATE_DIR",
     "ProjectConfig", "checkpoints_base", "is_finite_number", "load_dotenv", "load_project_config", "parse_dotenv",
-    "project_folder",
+    "nearby_project_hint", "project_folder",
 ]

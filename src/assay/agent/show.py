@@ -118,7 +118,7 @@ def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool
     printed by an earlier run (a carried line names its origin's) is looked for in the newest other
     run that holds it, and a carried attempt is shown as the published attempt it adopts."""
     from assay.agent.checkpoint import list_checkpoints, read_results
-    from assay.agent.project import checkpoints_base
+    from assay.agent.project import checkpoints_base, nearby_project_hint
     from assay.core.journal import resolve_checkpoint_ref
 
     if locator is not None and not locator.strip().lstrip("@"):
@@ -132,7 +132,8 @@ def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool
     else:
         found = list_checkpoints(root)
         if not found:
-            raise UsageError(f"no agent runs recorded in {root}; run `assay agent run` first")
+            raise UsageError(f"no agent runs recorded in {root}; "
+                             + (nearby_project_hint(root) or "run `assay agent run` first"))
         path = found[-1][0]
     if timing and locator is None:
         raise UsageError("--timing shows one attempt: give its locator (assay agent show @XXXX --timing)", "--timing")

@@ -31,4 +31,28 @@ def check_method_gate(suite: DocSuite, command: str) -> None:
         if block.get("enabled") is False:
             raise MethodDisabledError(f"{command} is disabled by methods.{key}.enabled=false")
     elif block.get("enabled") is not True:
-        raise MethodDisabledError(f"{command} requires methods.{key}.enabled=true")
+        raise MethodDisabledError(f"{command} requires methods.{key}.enabled=true{_enabled_beside(suite, key)}")
+
+
+def _enabled_beside(suite: DocSuite, key: str) -> str:
+    """When the model-judge config `assay doc init` writes beside this one enables the method, the `--config` to
+    pass: a newcomer who leaves it out ran with the main config, which keeps model methods off; "" otherwise."""
+    import json
+    import os
+    from pathlib import Path
+
+    from assay.core.bounded_input import MAX_JSON_BYTES, read_bounded
+    from assay.doc.bootstrap import MODEL_JUDGE_CONFIG_PATH
+    from assay.errors import AssayError
+
+    beside = suite.config_path.parent / Path(MODEL_JUDGE_CONFIG_PATH).name
+    try:
+        raw = read_bounded(beside, source=str(beside), error=UsageError, max_bytes=MAX_JSON_BYTES)
+        if beside == suite.config_path or json.loads(raw)["methods"][key]["enabled"] is not True:
+            return ""
+    except (OSError, ValueError, LookupError, TypeError, AssayError):
+        return ""
+    shown = os.path.relpath(beside)
+    shown = str(beside) if shown.startswith("..") else shown
+    return (f" (it is off in {os.path.basename(suite.config_path)}); {shown} enables it: "
+            f"add --config {shown}")

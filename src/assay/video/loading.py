@@ -132,7 +132,39 @@ def _inside_eval_dir_hint(missing: Path) -> str:
     parent = missing.parent
     if (parent / CASES_DIR_NAME).is_dir() and parent == Path.cwd().resolve():
         return "; you seem to be inside the eval directory: pass --eval-dir . or run from its parent folder"
+    return _nearby_eval_dir_hint(missing)
+
+
+def _nearby_eval_dir_hint(missing: Path) -> str:
+    """An eval dir near the missing one: a misspelt name (`--eval-dir evl` beside `eval/`), or the same name one
+    folder down (`assay video run` from the folder above the one `assay video init` ran in); "" otherwise."""
+    from itertools import islice
+
+    def is_eval_dir(folder: Path) -> bool:
+        return folder.is_dir() and (folder / CASES_DIR_NAME).is_dir()
+
+    parent = missing.parent
+    try:
+        siblings = [child.name for child in islice(parent.iterdir(), 1000) if is_eval_dir(child)]
+        below = sorted(child for child in islice(parent.iterdir(), 1000)
+                       if child.is_dir() and is_eval_dir(child / missing.name))
+    except OSError:
+        return ""
+    near = did_you_mean(missing.name, siblings, form="{}", shown=str)
+    if near:
+        return f"; did you mean --eval-dir {_shown_from_cwd(parent / near)}?"
+    if below:
+        found = _shown_from_cwd(below[0] / missing.name)
+        return (f"; there is one in the folder below, {found}: run from {_shown_from_cwd(below[0])} "
+                f"or pass --eval-dir {found}")
     return ""
+
+
+def _shown_from_cwd(path: Path) -> str:
+    try:
+        return path.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _missing_cases_dir_hint(eval_dir: Path) -> str:
