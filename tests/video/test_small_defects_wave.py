@@ -46,3 +46,21 @@ def test_a_misspelt_adapter_start_limit_is_refused_naming_the_one_meant(tmp_path
     assert ("ASSAY_ADAPTER_START_TIMOUT is no assay setting (did you mean ASSAY_ADAPTER_START_TIMEOUT?); rename it, "
             "or unset it") in done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_an_adapter_command_naming_a_file_of_the_eval_dir_from_the_folder_above_says_where_it_runs(tmp_path):
+    """`assay video run --eval-dir js-eval --adapter-command 'node adapter.mjs'` from the folder above printed node's
+    "Cannot find module" stack and nothing more: the command runs in the current folder, not the eval dir."""
+    import shutil
+
+    import pytest
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    assert _assay("video", "init", "js-eval", "--adapter", "js", cwd=tmp_path).returncode == 0
+    done = _assay("video", "run", "--eval-dir", "js-eval", "--adapter-command", "node adapter.mjs", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ("(the adapter command runs in the current folder, " f"{tmp_path}; adapter.mjs is in the eval directory: "
+            "--adapter-command 'node js-eval/adapter.mjs')") in done.stdout + done.stderr, done.stdout + done.stderr
+    fixed = _assay("video", "run", "--eval-dir", "js-eval", "--adapter-command", "node js-eval/adapter.mjs", cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr  # the command the hint gives runs

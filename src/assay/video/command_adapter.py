@@ -317,6 +317,27 @@ def _capabilities(result: Any) -> tuple[bool, bool]:
     return supports_evaluate, supports_evaluate_many
 
 
+def _file_beside_the_eval(command: str, eval_dir: Any) -> str:
+    """A hint for a command whose file is named relative to the eval directory (`node adapter.mjs` run from the folder
+    above it): the command runs in the current folder, so the runtime said only that it cannot find the file."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return ""
+    for word in words[1:]:
+        if word.startswith("-") or os.path.isabs(word) or os.path.exists(word):
+            continue
+        beside = os.path.join(eval_dir, word)
+        if os.path.isfile(beside):
+            shown = os.path.relpath(beside)
+            fixed = " ".join(shlex.quote(shown if part == word else part) for part in words)
+            return (f"\n(the adapter command runs in the current folder, {os.getcwd()}; {word} is in the eval directory:"
+                    f" --adapter-command {shlex.quote(fixed)})")
+    return ""
+
+
 async def start_command_evaluator(
     command: str, config: AdapterConfig, *, initialize_timeout: RequestTimeout | None = None, **process_options: Any
 ) -> CommandEvaluator:
@@ -337,6 +358,7 @@ async def start_command_evaluator(
         except AdapterRuntimeError as error:
             raise AdapterRuntimeError(
                 f"adapter command '{process.display_command}' failed to initialize: {error}"
+                f"{_file_beside_the_eval(command, config.eval_dir)}"
             ) from None
         supports_evaluate, supports_evaluate_many = _capabilities(result)
         try:
