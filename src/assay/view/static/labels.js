@@ -45,8 +45,29 @@ function itemAt(index) {
 
 function prefetch(index) {
   if (index >= 0 && index < label.queue.total && !label.items.has(index)) {
-    label.items.set(index, fetchItem(index).catch(() => label.items.delete(index)));
+    // A prefetch that fails is forgotten, and whoever waits on it sees the failure (not a unit that is `true`).
+    const pending = fetchItem(index).catch((error) => { label.items.delete(index); throw error; });
+    pending.catch(() => {});
+    label.items.set(index, pending);
   }
+}
+
+// A unit shown from what the page loaded before may have been labelled since (in another tab, or in another
+// window under the same name): it is read again, and drawn again when the label the store has differs.
+async function refresh(index, shown) {
+  const before = shown.mine;
+  let fresh;
+  try {
+    fresh = await fetchItem(index);
+  } catch {
+    return;  // a stopped viewer is said when the person saves or moves
+  }
+  const id = (mine) => (mine ? mine.label_id || null : null);
+  if (label.index !== index || label.item !== shown || shown.answering || shown.mine !== before) return;
+  if (id(fresh.mine) === id(shown.mine)) return;
+  const writing = document.activeElement && document.activeElement.id === "label-note";
+  renderItem(fresh);
+  if (writing) document.getElementById("label-note").focus();
 }
 
 function labelStatus() {
@@ -142,15 +163,24 @@ async function showIndex(index, startedAt) {
   keepNote();
   index = Math.max(0, Math.min(label.queue.total - 1, index));
   label.index = index;
+  const loaded = label.items.get(index);
   let item;
   try {
     item = await itemAt(index);
   } catch (error) {
     if (String(error.message).includes("no longer kept")) { route(); return; }  // a restarted server: build the queue again
-    throw error;
+    if (!label.item) throw error;
+    // The unit on screen stays, and the queue stays at it: `j` asks for the same unit again, none is skipped.
+    if (label.index === index) {
+      label.index = label.item.index;
+      labelError(`Unit ${index + 1} could not be shown: ${failure(error)}.`);
+      labelStatus();
+    }
+    return;
   }
   if (label.index !== index) return;  // the person moved on while it loaded
   renderItem(item);
+  if (loaded && !(loaded instanceof Promise)) refresh(index, item);
   // Where the queue stands is in the address, so a reload resumes here.
   const params = { ...label.params, run: item.run_id, unit: item.unit_id };
   history.replaceState(null, "", "#/label?" + new URLSearchParams(Object.entries(params).filter(([, value]) => value !== undefined && value !== null && value !== "")));
@@ -161,25 +191,58 @@ async function showIndex(index, startedAt) {
   prefetch(index - 1);
 }
 
-async function save(item, answer) {
+function labelError(text) {
+  const errors = document.getElementById("label-errors");
+  if (errors) errors.append(el("li", {}, text));
+}
+
+// What went wrong, in words that say what to do: a fetch that reached no server throws a TypeError.
+function failure(error) {
+  return error instanceof TypeError ? "the viewer is not answering (stopped? start it again)" : error.message || String(error);
+}
+
+async function putLabel(body) {
+  const response = await fetch("api/label", {
+    method: "PUT",
+    headers: { "content-type": "application/json", [label.session.write_token_header]: label.session.write_token },
+    body: JSON.stringify(body),
+  });
+  return { response, answer: await response.json().catch(() => null) };
+}
+
+// Saves a label; true once the store has it. One that is not saved is said, the unit goes back to showing the
+// label the store has (so the same key records it again), and the note stays in its box.
+async function save(item, answer, previous) {
   const body = { run_id: item.run_id, unit_id: item.unit_id, verdict: answer.verdict || null, score: answer.score || null,
     note: (document.getElementById("label-note") || {}).value || "" };
   label.pending += 1;
   labelStatus();
   try {
-    const response = await fetch("api/label", {
-      method: "PUT",
-      headers: { "content-type": "application/json", [label.session.write_token_header]: label.session.write_token },
-      body: JSON.stringify(body),
-    });
-    const document_ = await response.json();
-    if (!response.ok) throw new Error(document_ && document_.error ? document_.error.message : `HTTP ${response.status}`);
-    item.mine = document_;
+    let { response, answer: stored } = await putLabel(body);
+    const code = stored && stored.error ? stored.error.code : null;
+    if (code === "invalid_write_token") {
+      // The viewer was started again on this port (`--port`): its new token is read, as a reload would read it.
+      const session = await api("label/session", {});
+      if (session.labeller !== label.session.labeller) {
+        throw new Error(`the viewer was started again to label as ${session.labeller}, not ${label.session.labeller}: reload the page`);
+      }
+      label.session = session;
+      ({ response, answer: stored } = await putLabel(body));
+    }
+    if (response.status === 413) {
+      throw new Error(`the note is too long (${body.note.length.toLocaleString("en")} characters; a label holds at most 64 KiB): shorten it`);
+    }
+    if (!response.ok) throw new Error(stored && stored.error ? stored.error.message : `HTTP ${response.status}`);
+    item.mine = stored;
     if (noteDrafts.get(draftKey(item)) === body.note) noteDrafts.delete(draftKey(item));
     label.saved += 1;
+    return true;
   } catch (error) {
-    const errors = document.getElementById("label-errors");
-    if (errors) errors.append(el("li", {}, `Label of ${item.unit_id} not saved: ${error.message || error}`));
+    item.mine = previous === undefined ? item.mine : previous;
+    noteDrafts.set(draftKey(item), body.note);
+    labelError(`Label of ${item.unit_id} not saved: ${failure(error)}. Nothing is lost: the note stays in its box; answer again to save it.`);
+    if (label.item === item && document.getElementById("answer-bar")) document.getElementById("answer-bar").replaceWith(answerBar(item));
+    return false;
   } finally {
     label.pending -= 1;
     labelStatus();
@@ -202,14 +265,22 @@ async function answerWith(key, startedAt) {
   else answer.score = Number(key);
   if (item.mine && answer.verdict === (mine.verdict || null) && answer.score === (mine.score || null)) return;
   const first = !item.mine;
+  const previous = item.mine;
   item.mine = { ...mine, ...answer, labeller: label.session.labeller };  // shown at once; the store's copy replaces it
   item.answering = true;
   try {
-    const saving = save(item, answer);
+    const saving = save(item, answer, previous);
     if (!item.revealed) {
       // Answered: now the judge's verdict (and the unit's) can be shown; the person moves on with j.
-      await saving;
-      const revealed = await fetchItem(item.index);
+      if (!(await saving)) return;
+      let revealed;
+      try {
+        revealed = await fetchItem(item.index);
+      } catch (error) {
+        if (String(error.message).includes("no longer kept")) { route(); return; }  // the viewer was started again
+        labelError(`The judge of ${item.unit_id} could not be shown: ${failure(error)}.`);
+        return;
+      }
       if (label.index === item.index) renderItem(revealed);
     } else if (first) {
       await showIndex(label.index + 1, startedAt);
@@ -238,6 +309,10 @@ document.addEventListener("keydown", (event) => {
 });
 
 window.addEventListener("hashchange", () => { label.active = parseHash().parts[0] === "label"; });
+// Back in this tab after labelling in another: the unit on screen shows the label the store has now.
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible" && label.active && label.item && !STATIC) refresh(label.index, label.item);
+});
 
 function queueForm(params, runs) {
   const scope = el("select", { id: "label-scope", "aria-label": "Runs" }, el("option", { value: "all" }, "all runs"),
