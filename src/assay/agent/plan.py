@@ -65,8 +65,7 @@ class RunPlan:
     carried: int = 0  # adopted from published attempts of earlier runs
     reused: int = 0  # kept from the checkpoint being resumed
     skipped: int = 0  # known at the start not to be dispatched (an early exit already earned, a spent budget)
-    shard: str | None = None  # `--shard i/n`: the slots are that shard's
-    whole: int = 0  # with a shard: the slots of the whole plan
+    shard: tuple[str, int] | None = None  # `--shard i/n` (the slots are that shard's) and the whole plan's slots
 
     def __len__(self) -> int:
         return len(self.slots)

@@ -171,7 +171,7 @@ class ConsoleReporter:
         carried, skipped = getattr(plan, "carried", 0), getattr(plan, "skipped", 0)
         self._total = len(plan)
         # A CI log of one shard names it, and the whole plan it is a part of.
-        line = plan_head(plan, (plan.shard, plan.whole) if getattr(plan, "shard", None) else None)
+        line = plan_head(plan, getattr(plan, "shard", None))
         if reused:
             line += f" · {reused} reused from the checkpoint"
         if carried:

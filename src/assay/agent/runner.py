@@ -664,7 +664,7 @@ class AgentRun:
         try:
             self.events.run_started(RunStarted(
                 "agent", self.options.run_id, len(self.plan), reused_count,
-                RunPlan(self.plan, len(carried), reused_count, skipped, *(self.options.shard or (None, 0))), reused_verdicts,
+                RunPlan(self.plan, len(carried), reused_count, skipped, self.options.shard), reused_verdicts,
             ))
             for planned in carried:  # never dispatched: journaled as references, reported as they are
                 durable = self._publish(self._carried_record(planned), planned.index)
