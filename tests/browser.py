@@ -96,13 +96,13 @@ def serving_store(database: Any) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def serving(make_app: Callable[[Any], Any]) -> Iterator[str]:
-    """`make_app(binding)` served by uvicorn in a thread on a free loopback port; yields its origin."""
+def serving(make_app: Callable[[Any], Any], port: int = 0) -> Iterator[str]:
+    """`make_app(binding)` served by uvicorn in a thread on loopback `port` (0: a free one); yields its origin."""
     import uvicorn
 
     from assay.web.app import Binding, bind_loopback_socket
 
-    sock = bind_loopback_socket(0)
+    sock = bind_loopback_socket(port)
     binding = Binding(port=sock.getsockname()[1])
     server = uvicorn.Server(uvicorn.Config(make_app(binding), log_level="warning", access_log=False, lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

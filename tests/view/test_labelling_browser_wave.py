@@ -7,13 +7,11 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser import Page, browser_fixture, expect, open_ready, page_fixture, skip_without_browser
+from browser import Page, browser_fixture, expect, open_ready, page_fixture, serving, skip_without_browser
 from typer.testing import CliRunner
 
 from assay.cli.app import app
@@ -44,28 +42,12 @@ def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @contextlib.contextmanager
 def _viewer(database: Path, port: int = 0) -> Iterator[str]:
     """`assay view --label --as ann` of the store, on `port` (0: a free one), stopped on leaving: its origin."""
-    import uvicorn
-
-    from assay.web.app import Binding, bind_loopback_socket
-
     store = SqliteRunStore(database)
     data = ViewData(store)
-    sock = bind_loopback_socket(port)
-    binding = Binding(port=sock.getsockname()[1])
-    app_ = create_view_app(data, binding, labelling=LabelSession(data, "ann"))
-    server = uvicorn.Server(uvicorn.Config(app_, log_level="warning", access_log=False, lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
     try:
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive(), "the viewer did not start"
-            time.sleep(0.02)
-        yield binding.origin
+        with serving(lambda binding: create_view_app(data, binding, labelling=LabelSession(data, "ann")), port) as served:
+            yield served
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
         store.close()
 
 
