@@ -21,6 +21,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from traced_projects import write_project
 
 PRIVATE_SPANS = Path(__file__).resolve().parent / "otel_apps" / "private_spans.py"
 
@@ -29,14 +30,6 @@ def assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "assay", "agent", *args], capture_output=True, text=True, timeout=120,
                           cwd=project, env={**os.environ, "ASSAY_STORE": str(project.parent / "store" / "assay.db"),
                                             "ASSAY_SANDBOX_DIR": str(project.parent / "sandboxes")})
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
-    return root
 
 
 PASSING_EVAL = """
@@ -51,7 +44,7 @@ PASSING_EVAL = """
 
 @pytest.mark.parametrize("member", ["flow/", "flow/*", "flow"])
 def test_a_group_member_written_as_a_folder_is_refused_with_the_member_ids_to_write(tmp_path, member):
-    project = write(tmp_path / "shop", {
+    project = write_project(tmp_path / "shop", {
         "pyproject.toml": "[tool.assay]\n",
         "experiments/e.py": """
             from assay.agent import Experiment, Turn, complete_evidence_coverage, define_agent, message
@@ -102,7 +95,7 @@ def traced_project(root: Path, mapper_source: str) -> Path:
         mapped = Experiment(agent=define_agent(name="mapped-agent", send=send, span_mapper=mapper,
                                                evidence_coverage=complete_evidence_coverage))
     """
-    return write(root, {
+    return write_project(root, {
         "pyproject.toml": "[tool.assay]\n[tool.assay.telemetry]\n",
         "experiments/mapped.py": experiment,
         "evals/one_eval.py": PASSING_EVAL,
@@ -182,7 +175,7 @@ def test_the_recover_command_a_dead_owner_is_met_with_works_for_a_key_that_start
     import signal
     import time
 
-    project = write(tmp_path / "staging", {
+    project = write_project(tmp_path / "staging", {
         "pyproject.toml": "[tool.assay]\n",
         "experiments/nightly.py": """
             import time
