@@ -3,17 +3,15 @@ an argument left empty by a script. Real processes, real pipes."""
 
 from __future__ import annotations
 
-import http.server
 import os
 import shutil
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from reader_pipes import reader_leaves
+from servers.otlp_receiver import receiver
 
 from cli_examples import EXAMPLES, assay
 
@@ -43,31 +41,6 @@ def imported_run(tmp_path: Path) -> dict[str, str]:
     done = subprocess.run(assay("runs", "import", str(report)), env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     return env
-
-
-@pytest.fixture
-def collector() -> Iterator[str]:
-    """An OTLP/HTTP collector on 127.0.0.1 that takes every request; its base URL."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/x-protobuf")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *arguments: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _said_nothing_stopped(code: int, stderr: str) -> None:
@@ -108,12 +81,14 @@ def test_view_export_whose_reader_is_gone_leaves_the_site_and_exits_0(tmp_path: 
     assert (site / "index.html").is_file()
 
 
-def test_runs_export_whose_reader_is_gone_after_sending_exits_0(imported_run, collector: str) -> None:
+def test_runs_export_whose_reader_is_gone_after_sending_exits_0(imported_run) -> None:
     """`assay runs export … --json | jq …` whose reader went early: every event was sent, yet it exited 130, "stopped as
     on Ctrl-C", against the command's own `results_made` ("sent: a reader leaving now does not make it exit 130")."""
-    _, code, stderr = reader_leaves(assay("runs", "export", "latest", "--otlp", collector, "--json"), lines=0,
-                                    env=imported_run)
+    with receiver() as (collector, received):
+        _, code, stderr = reader_leaves(assay("runs", "export", "latest", "--otlp", collector, "--json"), lines=0,
+                                        env=imported_run)
     _said_nothing_stopped(code, stderr)
+    assert [span["name"] for span in received.spans] == ["assay.run"] and len(received.events) == 3, received  # all sent
 
 
 def test_runs_export_of_an_empty_run_reference_says_it_is_empty(imported_run) -> None:
