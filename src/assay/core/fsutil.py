@@ -32,6 +32,7 @@ __all__ = [
     "remove_stale_temporary_files",
     "remove_stale_temporary_files_beside",
     "sha256_file",
+    "shown_path",
     "write_atomically",
 ]
 
@@ -54,6 +55,13 @@ class OutsideRoot(OSError):
         super().__init__(f"refusing to write {path}: it leads outside {root} (through a symbolic link or '..')")
         self.path = Path(path)
         self.root = Path(root)
+
+
+def shown_path(path: str | os.PathLike[str], base: str | os.PathLike[str] | None = None) -> str:
+    """`path` as the user can type it in a message's fix: relative to `base` (the current folder) when inside it,
+    else whole."""
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(base if base is not None else os.curdir))
+    return Path(path).as_posix() if relative.startswith("..") else Path(relative).as_posix()
 
 
 def sha256_file(path: Path) -> str:

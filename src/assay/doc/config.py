@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from assay.core.bounded_input import MAX_JSON_BYTES, decode_text, load_json, read_bounded
+from assay.core.fsutil import shown_path
 from assay.doc.paths import PathResolver, contained_path, relative_posix
 from assay.doc.schemas import SchemaRegistry, SchemaValidationError, bundled_registry, load_registry
 from assay.errors import ConfigError
@@ -112,12 +113,6 @@ def _root(config_path: Path, repo_root: Path, value: str, label: str) -> Path:
     return root
 
 
-def _shown_path(path: Path, base: Path) -> str:
-    """`path` as the user can type it: relative to the current directory when inside it."""
-    relative = os.path.relpath(path, os.path.abspath(base))
-    return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()
-
-
 def _config_fixes(raw: Any) -> str:
     """What to change in a config that fails its schema: the key a misspelt one was meant to be, the
     value a constant must have (eval-kit's message names neither)."""
@@ -143,15 +138,15 @@ def _config_fixes(raw: Any) -> str:
 def _check_config_path(config_path: Path, given: str | Path | None, base: Path) -> None:
     """A config that is a folder, or is not there, said with the `--config` to give: `--config evals`
     said only `Is a directory`, and running from inside `evals/` looked for `evals/evals/...`."""
-    shown = _shown_path(config_path, base)
+    shown = shown_path(config_path, base)
     if config_path.is_dir():
         inside = config_path / Path(DEFAULT_CONFIG_PATH).name
-        example = _shown_path(inside, base) if inside.is_file() else f"{shown}/eval-kit.config.json"
+        example = shown_path(inside, base) if inside.is_file() else f"{shown}/eval-kit.config.json"
         raise ConfigError(f"config {shown} is a folder; give the config file, e.g. --config {example}")
     if given is None and not config_path.exists():
         here = Path(os.path.abspath(base)) / Path(DEFAULT_CONFIG_PATH).name
         hint = (
-            f"here, give --config {_shown_path(here, base)}" if here.is_file()
+            f"here, give --config {shown_path(here, base)}" if here.is_file()
             else "run from the folder that holds evals/, give --config, or create a suite with `assay doc init`"
         )
         raise ConfigError(f"config not found: {config_path} (the default --config {DEFAULT_CONFIG_PATH} is relative "
@@ -171,7 +166,7 @@ def load_suite(config: str | Path | None = None, *, cwd: Path | None = None) -> 
     try:
         bundled_registry().validate(CONFIG_SCHEMA, raw, "eval-kit config")
     except SchemaValidationError as error:
-        raise ConfigError(f"{error} (in {_shown_path(config_path, base)}{_config_fixes(raw)})") from None
+        raise ConfigError(f"{error} (in {shown_path(config_path, base)}{_config_fixes(raw)})") from None
     config_dir = config_path.parent
     repo_root = find_repo_root(config_dir)
     suite_root = _root(config_path, repo_root, raw["suite_root"], "suite root")

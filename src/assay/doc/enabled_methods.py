@@ -42,6 +42,7 @@ def _enabled_beside(suite: DocSuite, key: str) -> str:
     from pathlib import Path
 
     from assay.core.bounded_input import MAX_JSON_BYTES, read_bounded
+    from assay.core.fsutil import shown_path
     from assay.doc.bootstrap import MODEL_JUDGE_CONFIG_PATH
     from assay.errors import AssayError
 
@@ -52,7 +53,6 @@ def _enabled_beside(suite: DocSuite, key: str) -> str:
             return ""
     except (OSError, ValueError, LookupError, TypeError, AssayError):
         return ""
-    shown = os.path.relpath(beside)
-    shown = str(beside) if shown.startswith("..") else shown
+    shown = shown_path(beside)
     return (f" (it is off in {os.path.basename(suite.config_path)}); {shown} enables it: "
             f"add --config {shown}")

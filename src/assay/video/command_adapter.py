@@ -322,6 +322,8 @@ def _file_beside_the_eval(command: str, eval_dir: Any) -> str:
     above it): the command runs in the current folder, so the runtime said only that it cannot find the file."""
     import shlex
 
+    from assay.core.fsutil import shown_path
+
     try:
         words = shlex.split(command)
     except ValueError:
@@ -331,7 +333,7 @@ def _file_beside_the_eval(command: str, eval_dir: Any) -> str:
             continue
         beside = os.path.join(eval_dir, word)
         if os.path.isfile(beside):
-            shown = os.path.relpath(beside)
+            shown = shown_path(beside)
             fixed = " ".join(shlex.quote(shown if part == word else part) for part in words)
             return (f"\n(the adapter command runs in the current folder, {os.getcwd()}; {word} is in the eval directory:"
                     f" --adapter-command {shlex.quote(fixed)})")

@@ -31,6 +31,7 @@ from assay.core.bounded_input import (
     read_bounded,
 )
 from assay.core.format import did_you_mean
+from assay.core.fsutil import shown_path
 from assay.errors import AssayError, CaseError, ConfigError, UsageError, VideoError
 from assay.video.casefile_schema import RawThresholds, parse_case_file, parse_eval_config_file
 from assay.video.model import (
@@ -152,19 +153,12 @@ def _nearby_eval_dir_hint(missing: Path) -> str:
         return ""
     near = did_you_mean(missing.name, siblings, form="{}", shown=str)
     if near:
-        return f"; did you mean --eval-dir {_shown_from_cwd(parent / near)}?"
+        return f"; did you mean --eval-dir {shown_path(parent / near)}?"
     if below:
-        found = _shown_from_cwd(below[0] / missing.name)
-        return (f"; there is one in the folder below, {found}: run from {_shown_from_cwd(below[0])} "
+        found = shown_path(below[0] / missing.name)
+        return (f"; there is one in the folder below, {found}: run from {shown_path(below[0])} "
                 f"or pass --eval-dir {found}")
     return ""
-
-
-def _shown_from_cwd(path: Path) -> str:
-    try:
-        return path.relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def _missing_cases_dir_hint(eval_dir: Path) -> str:
