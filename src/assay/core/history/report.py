@@ -70,13 +70,11 @@ def comparison_lines(comparison: Any, limit: int, *, why: str = "", carried: boo
             yield f"  {group.verdict.upper()} {name or '(all)'}: {group.sentence()}"
         if limit and len(moved) > limit:  # (as the unit lists below say it)
             yield f"  … {len(moved) - limit} more (--limit, --json)"
-    for kind, title in (("regressions", "Regressions"), ("fixes", "Fixes"), ("in_new_trials", ""),
-                        ("still_failing", "Still failing"), ("new", "New"), ("removed", "Removed"),
-                        ("changed_other", "Changed (skipped/ignored)")):
-        if kind == "in_new_trials":
-            title, ids = _decided_in_new_trials(comparison)
-        else:
-            ids = comparison.units[kind]
+    units = comparison.units
+    lists = [("Regressions", units["regressions"]), ("Fixes", units["fixes"]), _decided_in_new_trials(comparison),
+             ("Still failing", units["still_failing"]), ("New", units["new"]), ("Removed", units["removed"]),
+             ("Changed (skipped/ignored)", units["changed_other"])]
+    for title, ids in lists:
         if not ids or limit == 0:
             continue
         yield f"{title} ({len(ids)}):"
