@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from assay.core.history.compare import compare_stored_runs
+from assay.core.history.compare import compare_stored_runs, history_of
 from assay.core.history.shown import compared
-from assay.core.history.store import history_tallies, run_tallies, series_before
+from assay.core.history.store import history_tallies, run_tallies
 from assay.core.history.verdict import VerdictSettings
 from assay.core.interop.unit_map import UnitIdMap
 from assay.core.record import RunManifest, UnitResult
@@ -48,8 +48,7 @@ def store_path(tmp_path_factory):
 def _in_python(store, first, second, history: int, group_depth: int):
     """The comparison as pairing every verdict in Python makes it (what compare did before SQLite paired); the
     candidate is never part of the history, even where the baseline was recorded after it."""
-    history_ids = [run_id for run_id in series_before(store, first, history + 1) if run_id != second.run_id][:history]
-    history_ids = history_ids if first.run_id in history_ids else [first.run_id]
+    history_ids = history_of(store, first, second, history)
     return compare_verdicts(
         first.run_id, store.verdicts(first.run_id), second.run_id, store.verdicts(second.run_id),
         history=history_tallies(store, history_ids), history_runs=len(history_ids), group_depth=group_depth,

@@ -8,7 +8,18 @@ from assay.core.history.store import DEFAULT_HISTORY, compared_evidence, series_
 from assay.core.history.verdict import VerdictSettings
 from assay.core.run_diff import EVERY_SUBJECT, RunComparison, cohorts_of_rows, judged_comparison, pair_changes
 
-__all__ = ["compare_stored_runs"]
+__all__ = ["compare_stored_runs", "history_of"]
+
+
+def history_of(store: Any, first: Any, second: Any, history: int) -> list[str]:
+    """The ids of the runs whose verdicts are the units' history when `first` → `second` is judged: the last `history`
+    runs of `first`'s series up to and including it, never `second` (the earlier run alone when it is not among them).
+    A baseline recorded after the candidate (`compare latest latest~1`, a main-branch run compared with a pull request's
+    earlier one) has the candidate in its series; its failures read as the units' past, so a unit that broke in it was
+    called flaky and its regression noise."""
+    history_ids = [run_id for run_id in series_before(store, first, max(1, history) + 1)
+                   if run_id != second.run_id][:max(1, history)]
+    return history_ids if first.run_id in history_ids else [first.run_id]
 
 
 def compare_stored_runs(
@@ -17,13 +28,7 @@ def compare_stored_runs(
 ) -> RunComparison:
     """`first` → `second`, judged with the `history` runs of `first`'s series up to and including it, `second`
     left out (1: the earlier run alone, as a plain paired comparison)."""
-    # The candidate is never its own history: a baseline recorded after it (`compare latest latest~1`, a main-branch
-    # run compared with a pull request's earlier one) has it in its series, and its failures read as the units'
-    # past, so a unit that broke in it was called flaky and its regression noise.
-    history_ids = [run_id for run_id in series_before(store, first, max(1, history) + 1)
-                   if run_id != second.run_id][:max(1, history)]
-    if first.run_id not in history_ids:
-        history_ids = [first.run_id]
+    history_ids = history_of(store, first, second, history)
     # A kind says when its verdicts cannot vary by chance (doc's deterministic grading of a given file).
     deterministic = EVERY_SUBJECT if all(
         (run.manifest.summary or {}).get("deterministic") is True for run in (first, second)
