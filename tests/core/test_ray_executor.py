@@ -216,6 +216,38 @@ def test_workers_share_one_adaptive_rate_limiter_per_endpoint(ray_cluster):
     assert other["limit"] == 4.0 and other["rate_limited"] == 0
 
 
+def test_a_slot_of_the_cluster_limiter_is_over_once_the_limiter_has_its_release(ray_cluster):
+    """A 429 met by one worker must hold back the next call anywhere: a slot's release was sent and forgotten, so
+    the worker's task could end (and the next call be granted) before the limiter saw it (a CI flake of the test
+    above). Here the limiter takes 0.3 s to take a release: the slot's exit waits for it."""
+    from assay.core.ray_executor import RemoteLimiter
+
+    @ray.remote(num_cpus=0, max_concurrency=100)
+    class SlowToRelease:
+        def __init__(self) -> None:
+            self.released: list[tuple[str, float | None]] = []
+
+        async def acquire(self) -> None:
+            return None
+
+        async def release(self, outcome: str, retry_after: float | None) -> None:
+            await asyncio.sleep(0.3)
+            self.released.append((outcome, retry_after))
+
+        def seen(self) -> list[tuple[str, float | None]]:
+            return self.released
+
+    actor = SlowToRelease.remote()
+    limiter = RemoteLimiter(actor)
+
+    async def call() -> list:
+        async with limiter.slot() as slot:
+            slot.rate_limited(2.0)
+        return await actor.seen.remote()
+
+    assert asyncio.run(call()) == [("rate_limited", 2.0)]
+
+
 # Case `a` answers slowly, so `b` and `c` finish on the other worker long before `a`'s turn to be
 # shown is over; `started` logs each call as it begins.
 SLOW_CASE_A_EXTRA = '''

@@ -26,7 +26,8 @@ class LimiterSlots:
     async def acquire(self) -> None:
         raise NotImplementedError
 
-    def release(self, outcome: str = "ok", retry_after: float | None = None) -> None:
+    def release(self, outcome: str = "ok", retry_after: float | None = None) -> Awaitable[Any] | None:
+        """Give the slot back; a limiter held elsewhere returns what to await for the release to have landed."""
         raise NotImplementedError
 
     def slot(self) -> _Slot:
@@ -122,10 +123,12 @@ class _Slot:
         return self
 
     async def __aexit__(self, kind: Any, error: Any, traceback: Any) -> None:
-        if kind is None:
-            self._limiter.release(self.outcome, self.retry_after)
-        else:
-            self._limiter.release("error")
+        landed = self._limiter.release(self.outcome, self.retry_after) if kind is None else self._limiter.release("error")
+        if landed is not None:
+            # A cluster-wide limiter: the call is over only once the limiter has seen it, so a 429 this worker
+            # met holds back the next call anywhere (sent and forgotten, a worker's next call could overtake it).
+            with contextlib.suppress(Exception):  # a limiter lost since: the call's own outcome stands
+                await landed
 
     def rate_limited(self, retry_after: float | None) -> None:
         self.outcome = "rate_limited"

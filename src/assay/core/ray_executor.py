@@ -561,8 +561,8 @@ class RemoteLimiter(LimiterSlots):
     async def acquire(self) -> None:
         await self._actor.acquire.remote()
 
-    def release(self, outcome: str = "ok", retry_after: float | None = None) -> None:
-        self._actor.release.remote(outcome, retry_after)
+    def release(self, outcome: str = "ok", retry_after: float | None = None) -> Any:
+        return self._actor.release.remote(outcome, retry_after)  # awaited by a slot (`_Slot.__aexit__`)
 
     async def state(self) -> dict[str, Any]:
         return await self._actor.state.remote()
