@@ -346,3 +346,52 @@ def test_the_editor_fits_a_phone_and_a_narrow_window_without_sideways_scrolling(
         assert not errors, errors
     finally:
         context.close()
+
+
+def _edit_the_point_and_leave(page: Page, origin: str, value: str) -> None:
+    """Edit the point at 1.5 s and go elsewhere at once, within the autosave delay (the leave confirmed)."""
+    page.goto(f"{origin}/?case=numbers.yaml&target=number")
+    page.wait_for_selector("body[data-ready=true]")
+    page.click("#samples-body tr[data-group]:nth-child(2)")
+    page.on("dialog", lambda dialog: dialog.accept())  # "Leave site? Changes you made may not be saved."
+    page.fill("#insp-value", value)
+    assert page.get_attribute("#save-status", "data-state") != "saved"
+    page.goto("about:blank")
+
+
+def _wait_for(check, seconds: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_an_edit_made_just_before_leaving_the_page_is_saved(page: Page, origin: str, eval_dir: Path) -> None:
+    """The autosave waits 450 ms after an edit; a page left sooner sent nothing and the edit was lost."""
+    _edit_the_point_and_leave(page, origin, "77")
+    assert _wait_for(lambda: blocks(eval_dir, "number")[1] == {"at": 1.5, "expect": 77}), blocks(eval_dir, "number")
+    assert (eval_dir / "cases" / "numbers.yaml").read_text(encoding="utf-8").startswith("# Frame numbers")
+
+
+def test_an_edit_sent_on_leaving_does_not_overwrite_a_change_made_on_disk(page: Page, origin: str, eval_dir: Path) -> None:
+    """Sent as the page goes (here: hidden, as by switching tabs), the save cannot ask first what changed: it is
+    refused if the file is not the one the page loaded, rather than undoing an editor's change to it."""
+    path = eval_dir / "cases" / "numbers.yaml"
+    page.goto(f"{origin}/?case=numbers.yaml&target=number")
+    page.wait_for_selector("body[data-ready=true]")
+    edited = path.read_text(encoding="utf-8").replace("expect: 15", "expect: 16")
+    path.write_text(edited, encoding="utf-8")
+    page.click("#samples-body tr[data-group]:nth-child(2)")
+    page.fill("#insp-value", "77")
+    page.evaluate("""() => {
+        clearTimeout(window.assayEditor.state.saveTimer);  // not the autosave: the save sent on leaving
+        Object.defineProperty(document, "visibilityState", { value: "hidden", configurable: true });
+        document.dispatchEvent(new Event("visibilitychange"));
+    }""")
+    page.wait_for_function("() => document.getElementById('banner').dataset.kind === 'save-error'", timeout=10_000)
+    assert "changed on disk after the page that sent these edits loaded it" in page.text_content("#banner")
+    assert path.read_text(encoding="utf-8") == edited

@@ -45,6 +45,9 @@ __all__ = ["STATIC_DIR", "WRITE_TOKEN_HEADER", "ReviewServer", "create_review_ap
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 WRITE_TOKEN_HEADER = "X-GlassKit-Write-Token"
+# assay's own: a save sent as the page is left cannot ask first what changed on disk, so it names the revision it
+# was made on and is refused (409 case_file_changed) if the file is no longer that one.
+BASE_REVISION_HEADER = "X-Assay-Base-Revision"
 FRAME_CLIENT_HEADER = "X-GlassKit-Frame-Client"
 FRAME_GENERATION_HEADER = "X-GlassKit-Frame-Generation"
 MAX_PUT_BYTES = 2 * 1024 * 1024
@@ -210,10 +213,17 @@ class ReviewServer:
         self.case_path(case_id)
         payload = await read_json_body(request, max_bytes=MAX_PUT_BYTES)
         update = parse_samples_update(payload)
+        base_revision = request.headers.get(BASE_REVISION_HEADER)
         async with self.lock_for(case_id):
 
             def save() -> dict[str, Any]:
                 review = self.load(case_id)
+                if base_revision is not None and base_revision != review.revision:
+                    raise ApiError(
+                        409, "case_file_changed",
+                        f"{review.path.name} changed on disk after the page that sent these edits loaded it; "
+                        "they were not saved over it.",
+                    )
                 if review.case is None:
                     if review.load_error and review.load_error["code"] == "invalid_encoding":
                         raise ApiError(409, "case_file_structure_changed", "The case file is no longer valid UTF-8.")

@@ -345,7 +345,16 @@ function sampleForServer(s) {
   return body;
 }
 
-async function flushSave() {
+// Leaving the page (closing the tab, going elsewhere, hiding it) within the autosave delay: the edits go at once,
+// as one request the browser finishes after the page is gone (`keepalive`, for bodies under its 64 KiB). With no
+// time to ask first what changed on disk, the server takes it only if the file is still the one this page loaded.
+const LEAVING_BODY_LIMIT = 60000;
+
+function saveOnLeave() {
+  if (state.dirty.size && !state.saving && !state.saveError) flushSave({ leaving: true });
+}
+
+async function flushSave({ leaving = false } = {}) {
   clearTimeout(state.saveTimer);
   if (state.saving || state.dirty.size === 0 || !state.caseId) return;
   const caseId = state.caseId;
@@ -353,18 +362,18 @@ async function flushSave() {
   const version = state.editVersion;
   const body = { targets: {} };
   for (const id of targetIds) body.targets[id] = { samples: target(id).samples.map(sampleForServer) };
+  const text = JSON.stringify(body);
+  const headers = { "Content-Type": "application/json", "X-GlassKit-Write-Token": state.token };
+  const atOnce = leaving && !state.overwriteOnce && state.doc?.revision && text.length < LEAVING_BODY_LIMIT;
+  if (atOnce) headers["X-Assay-Base-Revision"] = state.doc.revision;
   state.saving = true;
   state.dirty.clear();
   renderSaveStatus();
-  const put = () => api(`${caseUrl(caseId)}/samples`, {
-    method: "PUT",
-    headers: { "Content-Type": "application/json", "X-GlassKit-Write-Token": state.token },
-    body: JSON.stringify(body),
-  });
+  const put = () => api(`${caseUrl(caseId)}/samples`, { method: "PUT", headers, body: text, keepalive: Boolean(atOnce) });
   try {
     const overwrite = state.overwriteOnce;
     state.overwriteOnce = false;
-    const changed = overwrite ? [] : await targetsChangedElsewhere(caseId, targetIds);
+    const changed = overwrite || atOnce ? [] : await targetsChangedElsewhere(caseId, targetIds);
     if (changed.length) {
       throw new ApiFailure(409, {
         code: "case_file_changed",
@@ -379,7 +388,7 @@ async function flushSave() {
     } catch (error) {
       // `assay video review` was started again (same port, new token): the edits are still good.
       if (error.code !== "invalid_write_token") throw error;
-      state.token = (await api("/api/eval-directory")).write_token;
+      state.token = headers["X-GlassKit-Write-Token"] = (await api("/api/eval-directory")).write_token;
       doc = await put();
     }
     if (caseId !== state.caseId) return;
@@ -1553,6 +1562,8 @@ function wire() {
   window.addEventListener("beforeunload", (event) => {
     if (hasUnsavedWork()) { event.preventDefault(); event.returnValue = ""; }
   });
+  window.addEventListener("pagehide", saveOnLeave);
+  document.addEventListener("visibilitychange", () => { if (document.visibilityState === "hidden") saveOnLeave(); });
 }
 
 async function start() {
