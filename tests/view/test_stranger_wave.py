@@ -75,3 +75,14 @@ def test_two_runs_picked_on_the_runs_page_are_told_which_compare_the_export_hold
     open_ready(page, f"{site}#/compare/{THIRD}/{THIRD}")  # a run with itself: refused in the live viewer's words
     expect(page.locator("#view-error")).to_have_text(
         f"both references name the run {THIRD}; a run compared with itself has no changes: give two different runs")
+
+
+def test_the_export_says_it_shows_the_agreement_page_unfiltered(page: Page, site: str) -> None:
+    """A link to the agreement page with filters showed the whole report in an export, as if filtered."""
+    open_ready(page, f"{site}#/agreement?judge=gpt-judge&labeller=ann")
+    expect(page.locator("#agreement-unfiltered")).to_have_text(
+        "This export holds every judge and labeller; the filters in the link (judge=gpt-judge, labeller=ann) need the "
+        "live viewer (`assay view`).")
+    open_ready(page, f"{site}#/agreement")
+    expect(page.locator("#main h1")).to_have_text("Judge–human agreement")
+    expect(page.locator("#agreement-unfiltered")).to_have_count(0)

@@ -140,7 +140,8 @@ def test_an_agreement_filter_that_matches_nobody_is_refused_not_shown_as_no_labe
     page.press("#agreement-labeller", "Enter")
     # It read "0 label(s) of 0 unit(s) by nobody yet … No labelled unit yet", as if ann had labelled nothing;
     # `assay judge agreement --labeller bob` refuses the typo and names who labelled.
-    expect(page.locator("#agreement-refused")).to_have_text("--labeller 'bob': no labels by 'bob' (labellers here: ann)")
+    # Named as the page's filter, not the command's option (it said "--labeller 'bob'", which this page has none of).
+    expect(page.locator("#agreement-refused")).to_have_text("the labeller filter 'bob': no labels by 'bob' (labellers here: ann)")
     expect(page.locator("#main")).not_to_contain_text("No labelled unit yet")
     expect(page.locator("#agreement-labeller")).to_have_value("bob")  # the filters stay, to correct it
     page.fill("#agreement-labeller", "ann")
@@ -148,5 +149,7 @@ def test_an_agreement_filter_that_matches_nobody_is_refused_not_shown_as_no_labe
     expect(page.locator("#agreement-table")).to_contain_text("deterministic checks (video)")
     open_ready(page, f"{labelled_origin}/#/agreement?judge=zzz")
     # Only the deterministic checks graded the labelled units: said so, not "their judges: none".
-    expect(page.locator("#agreement-refused")).to_contain_text("--judge 'zzz': no model judge graded the labelled units, only "
-                                                               "their deterministic checks")
+    expect(page.locator("#agreement-refused")).to_contain_text("the judge filter 'zzz': no model judge graded the labelled "
+                                                               "units, only their deterministic checks, which the judge "
+                                                               "filter and the rubric filter do not select; leave the judge "
+                                                               "filter out")

@@ -55,7 +55,7 @@ def agreement(data: ViewData, params: Mapping[str, Any]) -> dict[str, Any]:
         judge=params.get("judge") or None, rubric=params.get("rubric") or None,
         labeller=params.get("labeller") or None, by_rubric=params.get("by_rubric") in ("1", "true"),
     )
-    return checked_agreement_report(data.store, LabelBook(data.store), selection)
+    return checked_agreement_report(data.store, LabelBook(data.store), selection, "the {} filter".format)
 
 
 def _optional_int(params: Mapping[str, Any], name: str) -> int | None:

@@ -9,7 +9,7 @@ the same labels, which is what shows drift.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -284,14 +284,17 @@ def agreement_report(store: Any, labels: Iterable[Label], selection: AgreementFi
     }
 
 
-def checked_agreement_report(store: Any, book: Any, selection: AgreementFilter) -> dict[str, Any]:
+def checked_agreement_report(
+    store: Any, book: Any, selection: AgreementFilter, option: Callable[[str], str] = "--{}".format,
+) -> dict[str, Any]:
     """`assay judge agreement`'s report (see `agreement_report`), with `--labeller`, `--judge` or `--rubric`
     that match nothing in a store that has labels refused (a typo, not an empty result), naming what would.
-    `book` is the store's `LabelBook`."""
+    `book` is the store's `LabelBook`; `option` spells a filter's name as the reader gave it (the viewer's
+    agreement page: "the judge filter")."""
     from assay.core.format import join_first
     from assay.errors import UsageError
 
-    book.check_labeller(selection.labeller)
+    book.check_labeller(selection.labeller, option("labeller"))
     labels = book.labels()
     report = agreement_report(store, labels, selection)
     if report["judges"] or not report["items"] or not (selection.judge or selection.rubric):
@@ -299,16 +302,17 @@ def checked_agreement_report(store: Any, book: Any, selection: AgreementFilter) 
     by_rubric = selection.rubric is not None
     everyone = agreement_report(store, labels, AgreementFilter(labeller=selection.labeller, by_rubric=by_rubric))
     judged_by = sorted({row["judge"] for row in everyone["judges"] if not row["judge"].startswith(CHECKS_PROMPT)})
-    asked = " and ".join(f"{flag} {value!r}" for flag, value in (("--judge", selection.judge), ("--rubric", selection.rubric))
+    judge, rubric = option("judge"), option("rubric")
+    given = [name for name, value in ((judge, selection.judge), (rubric, selection.rubric)) if value]
+    asked = " and ".join(f"{name} {value!r}" for name, value in ((judge, selection.judge), (rubric, selection.rubric))
                          if value)
     if not judged_by:
-        given = " and ".join(flag for flag, value in (("--judge", selection.judge), ("--rubric", selection.rubric)) if value)
         # "their judges: none" read as a contradiction beside the report's "deterministic checks" rows.
         raise UsageError(f"{asked}: no model judge graded the labelled units, only their deterministic checks, which "
-                         f"--judge and --rubric do not select; leave {given} out to see the checks' agreement",
-                         "--judge" if selection.judge else "--rubric")
+                         f"{judge} and {rubric} do not select; leave {' and '.join(given)} out to see the checks' "
+                         "agreement", "--judge" if selection.judge else "--rubric")
     shown = join_first(judged_by, separator="; ")
-    raise UsageError(f"{asked}: no judge of the labelled units matches (--judge takes a model name or part of a judge's, "
-                     f"--rubric part of a rubric); their judges{' · rubrics' if by_rubric else ''}: {shown}",
+    raise UsageError(f"{asked}: no judge of the labelled units matches ({judge} takes a model name or part of a "
+                     f"judge's, {rubric} part of a rubric); their judges{' · rubrics' if by_rubric else ''}: {shown}",
                      "--judge" if selection.judge else "--rubric")
 

@@ -186,9 +186,10 @@ class LabelBook:
         return {row[0] for row in self.store.read("SELECT DISTINCT labeller FROM labels")} | {
             label.labeller for label in self._unindexed()}
 
-    def check_labeller(self, labeller: str | None) -> None:
+    def check_labeller(self, labeller: str | None, option: str = "--labeller") -> None:
         """`--labeller NAME` names someone who labelled here (when anyone has): a name with no labels is a
-        typo far more often than a person yet to start, and an empty answer would not say which."""
+        typo far more often than a person yet to start, and an empty answer would not say which. `option`:
+        how the message names where the name was given."""
         known = self.labellers() if labeller is not None else set()
         if not known or labeller in known:
             return
@@ -197,7 +198,7 @@ class LabelBook:
 
         same = next((name for name in sorted(known) if name.casefold() == labeller.casefold()), None)
         hint = f"; did you mean {same!r}?" if same else did_you_mean(labeller, known)
-        raise UsageError(f"--labeller {labeller!r}: no labels by {labeller!r}{hint} (labellers here: "
+        raise UsageError(f"{option} {labeller!r}: no labels by {labeller!r}{hint} (labellers here: "
                          f"{join_first(sorted(known), separator=', ')})", "--labeller")
 
     def labels_of_unit(self, run_id: str, unit_id: str) -> list[Label]:

@@ -441,6 +441,12 @@ async function renderAgreement(params) {
       + "Per judge (model + prompt): the labellers' majority verdict against the judge's, Cohen's κ with a 95% bootstrap interval; "
       + "scores: Spearman's ρ and Krippendorff's α (interval, the judge's scale mapped onto 1–5). The same figures as `assay judge agreement`."),
     STATIC ? null : el("div", { class: "filters" }, judge, rubric, labeller, el("button", { onclick: apply }, "Filter")),
+    // An export holds the whole report only: a link with filters would otherwise read as filtered.
+    STATIC && (params.judge || params.rubric || params.labeller)
+      ? el("p", { class: "muted", id: "agreement-unfiltered" }, "This export holds every judge and labeller; the "
+        + `filters in the link (${["judge", "rubric", "labeller"].filter((name) => params[name]).map((name) => `${name}=${params[name]}`).join(", ")}) `
+        + "need the live viewer (`assay view`).")
+      : null,
     report.judges.length
       ? el("table", { id: "agreement-table" }, el("thead", {}, el("tr", {}, ["judge", "units", "pass/fail", "agreement", "κ [95%]", "confusion", "scored", "Spearman ρ", "α", "runs"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
       : el("p", { class: "muted", id: "agreement-empty" }, "No labelled unit yet: label units with `assay view --label`."),
