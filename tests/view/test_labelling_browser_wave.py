@@ -221,3 +221,28 @@ def test_a_label_not_saved_on_a_phone_is_said_without_widening_the_page(
             assert widths[0] <= widths[1], widths
     finally:
         context.close()
+
+
+def test_a_note_not_saved_yet_outlives_a_reload_of_the_tab(database: Path, page: Page) -> None:
+    """A note written before answering (or one whose label the viewer could not save) was kept only by the open page:
+    a reload, or the viewer's "reload the page" advice after a restart as another labeller, lost it."""
+    with _viewer(database) as origin:
+        open_ready(page, f"{origin}/#/label")
+        assert _unit(page) == UNITS[0]
+        page.keyboard.press("n")
+        page.keyboard.type("asks for Paris, names Lyon")
+        page.keyboard.press("Escape")
+        page.reload()
+        page.wait_for_selector("body[data-ready=true]")
+        expect(page.locator("#label-item")).to_have_attribute("data-unit", UNITS[0])
+        expect(page.locator("#label-note")).to_have_value("asks for Paris, names Lyon")
+        page.keyboard.press("p")
+        expect(page.locator("#your-label")).to_have_attribute("data-verdict", "pass")
+        _settled(page)
+        page.reload()  # saved with the label: the box shows the store's note, and no draft is left behind
+        page.wait_for_selector("body[data-ready=true]")
+        expect(page.locator("#label-note")).to_have_value("asks for Paris, names Lyon")
+        assert page.evaluate("() => Object.keys(sessionStorage).filter((key) => key.startsWith('assay-label-note'))") == []
+        labels = _exported()
+    assert [(label["unit_id"], label["verdict"], label["note"]) for label in labels] == [
+        (UNITS[0], "pass", "asks for Paris, names Lyon")]

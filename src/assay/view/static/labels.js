@@ -9,9 +9,22 @@ const PAGES = { label: (parts, params) => renderLabel(params), agreement: (parts
 // Label mode: one unit at a time from a queue; the keyboard does everything
 
 const LABEL_HELP = "j / → next · k / ← previous · p pass · f fail · 1–5 score · n note (Enter saves) · s skip";
-// A note written on a unit not answered yet waits here (by run and unit) until an answer saves it with the
-// label, so moving on and coming back does not lose it.
-const noteDrafts = new Map();
+// A note written on a unit not answered yet (or whose label could not be saved) waits here, by run and unit, until
+// an answer saves it with the label: moving on and coming back, or reloading the tab, does not lose it. Kept in the
+// tab's sessionStorage (in memory where the browser refuses it, e.g. full or disabled).
+const noteDrafts = (() => {
+  const memory = new Map();
+  const prefix = "assay-label-note\n";
+  const stored = () => { try { return window.sessionStorage; } catch (_) { return null; } };
+  return {
+    has: (key) => memory.has(key) || stored()?.getItem(prefix + key) != null,
+    get: (key) => (memory.has(key) ? memory.get(key) : stored()?.getItem(prefix + key) ?? undefined),
+    set: (key, value) => {
+      try { stored().setItem(prefix + key, value); memory.delete(key); } catch (_) { memory.set(key, value); }
+    },
+    delete: (key) => { memory.delete(key); try { stored().removeItem(prefix + key); } catch (_) { /* nothing kept there */ } },
+  };
+})();
 const draftKey = (item) => `${item.run_id}\n${item.unit_id}`;
 
 const label = {
