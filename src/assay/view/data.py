@@ -87,6 +87,7 @@ def _kind(params: Mapping[str, Any]) -> str | None:
 class ViewData:
     store: SqliteRunStore
     _comparisons: OrderedDict[tuple[str, str], RunComparison] = field(default_factory=OrderedDict)
+    _judges_behind: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # of the comparisons kept
     _trace_lists: OrderedDict[str, list[dict[str, Any]]] = field(default_factory=OrderedDict)
 
     # -- runs ------------------------------------------------------------------------------
@@ -255,8 +256,18 @@ class ViewData:
             found = compare_stored_runs(self.store, *(self.store.get_run(run_id) for run_id in key))
             self._comparisons[key] = found
             while len(self._comparisons) > 8:
-                self._comparisons.popitem(last=False)
+                self._judges_behind.pop(self._comparisons.popitem(last=False)[0], None)
         return found
+
+    def judges_behind(self, comparison: RunComparison) -> list[str]:
+        """The lines `assay runs compare` prints on the model judges behind the changes (read once a comparison)."""
+        from assay.core.labels.trust import judges_behind, judges_lines
+
+        key = (comparison.before, comparison.after)
+        if key not in self._judges_behind:
+            runs = (self.store.get_run(run_id) for run_id in key)
+            self._judges_behind[key] = judges_lines(judges_behind(self.store, *runs, comparison.units), 10)
+        return self._judges_behind[key]
 
     def compare(self, params: Mapping[str, Any]) -> dict[str, Any]:
         comparison = self.comparison(str(params.get("a") or "latest~1"), str(params.get("b") or "latest"))
@@ -297,6 +308,9 @@ class ViewData:
         why = nothing_judged_in_both(self.store, comparison, document, (comparison.before, comparison.after))
         if why:
             document["why"] = why
+        judges = self.judges_behind(comparison)
+        if judges:
+            document["judges_behind"] = judges
         kinds = (before_run.manifest.kind, after_run.manifest.kind)
         if kinds[0] != kinds[1] and "imported" not in kinds:  # the line `assay runs compare` adds for such a pair
             document["kinds_differ"] = (f"These are runs of two kinds ({kinds[0]}, then {kinds[1]}), whose units never pair: "

@@ -15,9 +15,11 @@ def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
-def comparison_lines(comparison: Any, limit: int, *, why: str = "", carried: bool = False) -> Iterator[str]:
+def comparison_lines(comparison: Any, limit: int, *, why: str = "", carried: bool = False,
+                     judges: Sequence[str] = ()) -> Iterator[str]:
     """The text of `assay runs compare`: what changed, the verdict with its evidence (and `why`, when the
-    verdict needs a reason said), the groups. `carried`: a run carried units from earlier runs."""
+    verdict needs a reason said; `judges`, the lines on the model judges behind the changes), the groups.
+    `carried`: a run carried units from earlier runs."""
     test = comparison.test
     difference = comparison.pass_rate_difference
     yield f"Compare {comparison.before} → {comparison.after}"
@@ -62,6 +64,7 @@ def comparison_lines(comparison: Any, limit: int, *, why: str = "", carried: boo
     yield comparison.sentence()
     if why:
         yield why
+    yield from judges
     moved = {name: group for name, group in judgement.groups.items() if group.verdict in ("regressed", "improved")}
     if len(judgement.groups) > 1:
         tally = ", ".join(f"{count} {name}" for name, count in judgement.to_json(group_limit=0)["group_counts"].items() if count)

@@ -204,6 +204,7 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
     from assay.core.history.compare import compare_stored_runs
     from assay.core.history.report import comparison_lines
     from assay.core.interop.unit_map import Pairing
+    from assay.core.labels.trust import judges_behind, judges_lines
 
     first, second, baseline_note = _pair(store, before, after)
     if first is None:
@@ -246,7 +247,11 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
     judged = sum(comparison.judgement.families.values())
     carried = judged != comparison.counts.total and any(
         store.carried_units(run_id) for run_id in (first.run_id, second.run_id))
-    return Shown(document, [*lines, *comparison_lines(comparison, limit, why=why, carried=carried)]), comparison.verdict
+    behind = judges_behind(store, first, second, comparison.units)
+    if behind:
+        document["judges_behind"] = behind
+    judges = judges_lines(behind, limit)
+    return Shown(document, [*lines, *comparison_lines(comparison, limit, why=why, carried=carried, judges=judges)]), comparison.verdict
 
 
 def _order_and_project_notes(first: Any, second: Any, document: dict[str, Any]) -> list[str]:

@@ -17,7 +17,7 @@ from assay.core.labels.model import ANSWERS, SCORES, Judgement, Label, latest_la
 from assay.core.labels.statistics import confusion_matrix, kappa_from_matrix, kappa_interval, krippendorff_alpha, spearman
 from assay.core.labels.units import stored_unit
 
-__all__ = ["AgreementFilter", "agreement_report", "checked_agreement_report"]
+__all__ = ["AgreementFilter", "agreement_report", "checked_agreement_report", "human_verdicts"]
 
 Item = tuple[str, str, str]  # (kind, subject, content digest)
 CHECKS_PROMPT = "deterministic checks"
@@ -64,6 +64,13 @@ def _items(labels: Iterable[Label]) -> dict[Item, _Item]:
         entry = items.setdefault(label.item, _Item())
         entry.labels[label.labeller] = label
     return items
+
+
+def human_verdicts(labels: Iterable[Label]) -> dict[Item, str]:
+    """Each labelled item's verdict by its labellers' majority (each labeller's latest label counts once), as
+    agreement weighs it; items without one (a tie, scores only) are left out."""
+    verdicts = {item: entry.human_verdict() for item, entry in _items(labels).items()}
+    return {item: verdict for item, verdict in verdicts.items() if verdict is not None}
 
 
 def _row_key(judgement: Judgement, by_rubric: bool) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["agreement_lines"]
+__all__ = ["agreement_lines", "figure", "percent"]
 
 
-def _number(value: float | None, digits: int = 2) -> str:
+def figure(value: float | None, digits: int = 2) -> str:
     if value is None:
         return "-"
     text = f"{value:.{digits}f}"
@@ -16,7 +16,7 @@ def _number(value: float | None, digits: int = 2) -> str:
     return text[1:] if text.startswith("-") and not float(text) else text
 
 
-def _percent(value: float | None) -> str:
+def percent(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
 
 
@@ -27,11 +27,11 @@ def _binary_lines(binary: dict[str, Any] | None) -> list[str]:
     if binary["kappa"] is None:  # every answer on one side: chance agreement is total, κ is 0/0
         kappa = "Cohen's κ undefined (both gave the same one answer throughout)"
     else:
-        shown = f" [{_number(interval[0])}, {_number(interval[1])}] (95% bootstrap)" if interval else ""
-        kappa = f"Cohen's κ {_number(binary['kappa'])}{shown}"
+        shown = f" [{figure(interval[0])}, {figure(interval[1])}] (95% bootstrap)" if interval else ""
+        kappa = f"Cohen's κ {figure(binary['kappa'])}{shown}"
     (pp, pf), (fp, ff) = binary["confusion"]["matrix"]
     return [
-        f"  pass/fail: {binary['units']} unit(s), agreement {_percent(binary['agreement'])}, {kappa}",
+        f"  pass/fail: {binary['units']} unit(s), agreement {percent(binary['agreement'])}, {kappa}",
         "    human \\ judge   pass   fail",
         f"    pass           {pp:>5}  {pf:>5}",
         f"    fail           {fp:>5}  {ff:>5}",
@@ -52,23 +52,23 @@ def agreement_lines(report: dict[str, Any]) -> list[str]:
         lines += _binary_lines(row["binary"])
         scores = row["scores"]
         if scores:
-            lines.append(f"  scores: {scores['units']} unit(s), Spearman ρ {_number(scores['spearman'])}, "
-                         f"Krippendorff's α ({scores['alpha_level']}) {_number(scores['alpha'])}")
+            lines.append(f"  scores: {scores['units']} unit(s), Spearman ρ {figure(scores['spearman'])}, "
+                         f"Krippendorff's α ({scores['alpha_level']}) {figure(scores['alpha'])}")
     if len(labellers["labellers"]) > 1:
         lines += ["", f"Between labellers ({labellers['units_with_several_labellers']} unit(s) with several): "
-                      f"α pass/fail (nominal) {_number(labellers['alpha_verdict'])}, "
-                      f"α scores ({labellers['alpha_score_level']}) {_number(labellers['alpha_score'])}"]
+                      f"α pass/fail (nominal) {figure(labellers['alpha_verdict'])}, "
+                      f"α scores ({labellers['alpha_score_level']}) {figure(labellers['alpha_score'])}"]
         for pair in labellers["pairs"]:
             binary = pair["binary"]
             if binary:
                 interval = binary["kappa_interval"]
-                shown = f" [{_number(interval[0])}, {_number(interval[1])}]" if interval else ""
+                shown = f" [{figure(interval[0])}, {figure(interval[1])}]" if interval else ""
                 lines.append(f"  {' – '.join(pair['labellers'])}: {binary['units']} unit(s), agreement "
-                             f"{_percent(binary['agreement'])}, κ {_number(binary['kappa'])}{shown}")
+                             f"{percent(binary['agreement'])}, κ {figure(binary['kappa'])}{shown}")
     for drift in report["drift"]:
         rubric = f", rubric {drift['rubric']}" if drift.get("rubric") else ""
         lines += ["", f"Judge drift ({drift['prompt']}{rubric}), models in the order they first judged:"]
         for model in drift["models"]:
             lines.append(f"  {model['model']} (from {model['first_run_at'][:10]}): {model['units']} unit(s), "
-                         f"agreement {_percent(model['agreement'])}, κ {_number(model['kappa'])}")
+                         f"agreement {percent(model['agreement'])}, κ {figure(model['kappa'])}")
     return lines

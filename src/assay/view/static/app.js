@@ -636,6 +636,10 @@ async function renderCompare(before, after, params) {
     // The verdict sentence comes from the same Python function `assay runs compare` prints.
     el("p", { id: "verdict", class: `panel sig ${VERDICT_CLASS[result.verdict] || ""}`, "data-verdict": result.verdict, "data-regression": String(result.regression) }, result.sentence),
     result.why ? el("p", { id: "verdict-why", class: "muted" }, result.why) : null,
+    // The model judges behind the changes and what people's labels say of each, as `assay runs compare` prints them.
+    result.judges_behind ? el("div", { id: "judges-behind", class: "panel" }, el("b", {}, result.judges_behind[0]),
+      el("ul", {}, result.judges_behind.slice(1).map((line) => el("li", {}, line.trim()))),
+      el("a", { href: "#/agreement" }, "judge–human agreement")) : null,
     tabs,
     el("table", { id: "compare-table" }, el("thead", {}, el("tr", {}, ["unit", "expected", "before", "after"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
     el("div", { class: "pager" },
