@@ -196,3 +196,19 @@ def test_a_junit_file_cut_short_says_so_and_a_malformed_one_does_not(tmp_path):
                                              encoding="utf-8")
     done = _assay("runs", "import", str(tmp_path / "mismatched.xml"))
     assert done.returncode == 2 and "mismatched tag" in done.stderr and "cut short" not in done.stderr, done.stderr
+
+
+def test_a_collector_that_does_not_answer_in_time_is_said_so_with_the_fix():
+    """A collector slower than --timeout failed as "the endpoint did not accept the export (Failed to export logs batch
+    due to timeout, max retries or shutdown.; …)": it had not refused anything, and nothing said to give it longer."""
+    _run("agent-20261206T100000Z-5eca0004")
+    with receiver(delay=3) as (url, received):
+        done = _assay("runs", "export", "agent-20261206T100000Z-5eca0004", "--otlp", url, "--timeout", "1")
+    assert done.returncode == 2, done.stdout
+    assert done.stderr == (f"Error: exporting agent-20261206T100000Z-5eca0004 to {url} failed: the collector did not answer "
+                           f"within 1 s; when it is only slow, give it longer: assay runs export agent-20261206T100000Z-5eca0004 "
+                           f"--otlp {url} --timeout 60\n")
+    assert received.requests >= 1  # it was reached, and did not answer in time
+    with receiver(status=503) as (url, _):  # a collector that answers, busy: its answer is what is said
+        busy = _assay("runs", "export", "agent-20261206T100000Z-5eca0004", "--otlp", url, "--timeout", "2")
+    assert busy.returncode == 2 and "Service Unavailable" in busy.stderr and "did not answer" not in busy.stderr, busy.stderr

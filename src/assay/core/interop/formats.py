@@ -71,8 +71,8 @@ def detect_format(path: Path) -> LogFormat:
     for item in FORMATS.values():
         if item.detect(sniff):
             return item
-    why = _why_unknown(path, head)
-    fix = "" if why.endswith(_PROMPTFOO_JSON) else f"; give --format, one of {formats_text()}"  # (no format reads it)
+    why, format_reads_it = _why_unknown(path, head)
+    fix = f"; give --format, one of {formats_text()}" if format_reads_it else ""
     raise UsageError(f"{path}: {why}{fix}", "--format")
 
 
@@ -87,8 +87,14 @@ def readable_head(path: Path) -> bytes:
         with open(path, "rb") as handle:
             head = handle.read(64 * 1024)
     except IsADirectoryError:
-        raise UsageError(f"{path} is a folder; give the log files themselves (e.g. {path}/*.eval)") from None
+        raise UsageError(f"{path} is a folder; give the log files themselves (e.g. {path}/{_logs_in(path)})") from None
     except FileNotFoundError:
+        # A pattern the shell left as it is (quoted, or Windows' cmd and PowerShell, which expand none)
+        found = sorted(path.parent.glob(path.name))[:3] if any(character in path.name for character in "*?[") else []
+        if found:
+            matches = ", ".join(str(match) for match in found) + (" …" if len(found) == 3 else "")
+            raise UsageError(f"{path}: no such file: assay does not expand a pattern, the shell does (it matches "
+                             f"{matches}); leave it unquoted, or name the files") from None
         raise UsageError(f"{path}: no such file") from None
     except OSError as error:
         raise UsageError(f"{path} cannot be read: {error}") from None
@@ -97,31 +103,51 @@ def readable_head(path: Path) -> bytes:
     return head
 
 
+def _logs_in(folder: Path) -> str:
+    """The pattern of the logs a folder holds, for the example of a folder named instead of its files."""
+    for pattern in ("*.eval", "*.xml", "*.json"):
+        if next(folder.glob(pattern), None) is not None:
+            return pattern
+    return "*.eval"
+
+
 _CHECKED_JSON_BYTES = 64 << 20  # a file no format claims is parsed whole to say where it breaks, up to this size
 
 
-def _why_unknown(path: Path, head: bytes) -> str:
-    """Why no format claims the file: JSON that breaks (a report cut short reads as no tool's), or else not one
-    of the formats."""
+def _why_unknown(path: Path, head: bytes) -> tuple[str, bool]:
+    """Why no format claims the file, and whether `--format` could read it: JSON that breaks (a report cut short reads
+    as no tool's), text that is not UTF-8, or else not one of the formats."""
+    from assay.core.interop.log import not_utf8
+
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if text[:1] in (b"{", b"["):
+    if text[:1] in (b"{", b"[") or head.startswith((b"\xff\xfe", b"\xfe\xff")):
         import orjson
 
+        encoding = not_utf8(path, head)
         try:
-            if path.stat().st_size <= _CHECKED_JSON_BYTES:
-                orjson.loads(path.read_bytes())
+            if encoding is None and path.stat().st_size <= _CHECKED_JSON_BYTES:
+                data = path.read_bytes()
+                orjson.loads(data.removeprefix(b"\xef\xbb\xbf"))  # (a byte-order mark is not part of the document)
         except orjson.JSONDecodeError as error:
-            if str(error).startswith("unexpected content after document"):  # JSON Lines, not one document cut short
+            if str(error).startswith("str is not valid UTF-8"):  # past the head: orjson says "surrogates not allowed"
+                encoding = not_utf8(path, data)                  # at character 0, wherever the byte is
+                if encoding is None:  # (the file ends inside a character)
+                    return ("not valid JSON (it ends inside a character): a file cut short? Which tool wrote it cannot be "
+                            "told"), True
+            elif str(error).startswith("unexpected content after document"):  # JSON Lines, not one document cut short
                 return (f"not one JSON document but several, one a line (JSON Lines: {error}), which no format is; "
-                        f"{_PROMPTFOO_JSON}")
-            cut = " a file cut short?" if str(error).startswith("unexpected end of data") else ""
-            return f"not valid JSON ({error}):{cut} Which tool wrote it cannot be told"
+                        f"{_PROMPTFOO_JSON}"), False
+            else:
+                cut = " a file cut short?" if str(error).startswith("unexpected end of data") else ""
+                return f"not valid JSON ({error}):{cut} Which tool wrote it cannot be told", True
         except OSError:
             pass
+        if encoding is not None:  # no format reads it as it is
+            return encoding.removeprefix(f"{path}: "), False
     first_line = text.split(b"\n", 1)[0]
     if text.startswith(b"evalId:") or (b",Status,Score," in first_line and b"Grader Reason" in first_line):
-        return f"this is promptfoo's YAML or CSV output, which assay does not read; {_PROMPTFOO_JSON}"
-    return "cannot tell which tool wrote this file"
+        return f"this is promptfoo's YAML or CSV output, which assay does not read; {_PROMPTFOO_JSON}", False
+    return "cannot tell which tool wrote this file", True
 
 
 _PROMPTFOO_JSON = "assay reads a tool's JSON report (promptfoo's is `promptfoo eval --output results.json`)"

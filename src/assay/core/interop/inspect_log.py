@@ -36,7 +36,9 @@ from assay.core.interop.log import (
     TEXT_LIMIT, ImportFormatError, ImportedLog, Sniff, bounded, document_line, file_time, iso_time, number,
     usage_total,
 )
-from assay.core.interop.zipstream import Member, ZipStreamError, find_members, is_zip, iter_members, member_chunks, read_member
+from assay.core.interop.zipstream import (
+    Member, ZipStreamError, find_members, is_zip, iter_members, member_chunks, member_names, read_member,
+)
 from assay.core.record import UnitLine
 
 __all__ = ["detect", "read", "score_verdict"]
@@ -285,6 +287,9 @@ def _read_eval(path: Path) -> ImportedLog:
     try:
         members = find_members(path, {"header.json", "_journal/start.json", _SUMMARIES})
         if "header.json" not in members:
+            # A damaged directory can hide header.json (its entry no longer parses) and leave the journal's: the walk
+            # of every entry says it is damaged, where "not finished" would ask to wait for an eval that has ended.
+            member_names(path)
             if "_journal/start.json" in members:
                 raise ImportFormatError(_UNFINISHED.format(path=path, why="it has no header.json yet"))
             raise ImportFormatError(f"{path}: an Inspect .eval log without header.json or _journal/start.json")

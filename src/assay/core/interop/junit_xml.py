@@ -27,7 +27,10 @@ _TOTALS = ("tests", "failures", "errors", "skipped")
 
 
 def detect(sniff: Sniff) -> bool:
-    text = sniff.head.lstrip(b"\xef\xbb\xbf \t\r\n")[:4096]
+    head = sniff.head
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 XML (its byte-order mark first): the parser reads it too
+        head = head[:8192].decode("utf-16", "ignore").encode()
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:4096]
     return text.startswith(b"<") and (b"<testsuites" in text or b"<testsuite" in text)
 
 

@@ -23,7 +23,7 @@ from assay.errors import UsageError
 
 __all__ = [
     "ImportFormatError", "ImportedLog", "Sniff", "UnitIds", "bounded", "document_line", "file_time", "iso_time", "number",
-    "read_json", "unit_line", "usage_total",
+    "not_utf8", "read_json", "unit_line", "usage_total",
 ]
 
 TEXT_LIMIT = 2_000  # characters of any one text kept in a unit (inputs, outputs, tracebacks)
@@ -33,14 +33,42 @@ class ImportFormatError(UsageError):
     """A log that is not what its format says; the message names the file and the place (exit 2)."""
 
 
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def not_utf8(path: Path | str, data: bytes) -> str | None:
+    """Why the JSON file whose bytes begin with `data` is not UTF-8 text, naming the file and the fix; None when it is
+    (as far as `data` goes: a character cut at its end is not counted)."""
+    if data.startswith(_UTF16_BOMS):
+        return (f"{path}: the file is UTF-16 text (as Windows PowerShell's `>` and Out-File write it), and assay reads "
+                "a JSON report as UTF-8: save it as UTF-8 (iconv -f UTF-16 -t UTF-8 FILE > NEW, or in PowerShell "
+                "Get-Content FILE | Set-Content -Encoding utf8 NEW) and import that")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        if error.start >= len(data) - 3 and error.reason == "unexpected end of data":
+            return None
+        return (f"{path}: not JSON text: its bytes are not UTF-8 ({error.reason} at byte {error.start}), as in a "
+                "binary file or one another tool wrote")
+    return None
+
+
 def read_json(path: Path) -> Any:
     """The file's whole JSON document (a report a tool writes at once); an `ImportFormatError` naming the file when it
     is not JSON, and saying what to do when it ends inside the document (a copy or a download cut short)."""
     import orjson
 
+    data = path.read_bytes()
+    # A byte-order mark some Windows tools write is not part of the document (as `JsonStream` and detection read it).
+    document = memoryview(data)[len(_UTF8_BOM):] if data.startswith(_UTF8_BOM) else data
     try:
-        return orjson.loads(path.read_bytes())
+        return orjson.loads(document)
     except orjson.JSONDecodeError as error:
+        if str(error).startswith("str is not valid UTF-8"):  # orjson says "surrogates not allowed" at character 0,
+            # wherever the byte is; a file whose last character is cut ends in the middle of the document
+            cut_inside = f"{path}: not valid JSON (it ends inside a character){CUT_SHORT}"
+            raise ImportFormatError(not_utf8(path, data) or cut_inside) from None
         cut = str(error).startswith("unexpected end of data")
         lines = str(error).startswith("unexpected content after document")  # JSON Lines: a document a line
         raise ImportFormatError(f"{path}: not valid JSON ({error})" + (

@@ -509,11 +509,22 @@ def _export(manifest: RunManifest, endpoint: str, timeout: float, send_events: C
     failure = spans.failure or events.failure
     if failure is not None:
         logged = [*events.messages, *messages]
+        if _unanswered(logged):  # (the SDK's "Failed to export logs batch due to timeout, max retries or shutdown.")
+            raise ExportError(f"exporting {manifest.run_id} to {shown_endpoint(endpoint)} failed: the collector did not "
+                              f"answer within {timeout:g} s; when it is only slow, give it longer: assay runs export "
+                              f"{manifest.run_id} --otlp {shlex.quote(shown_endpoint(endpoint))} --timeout {max(60, 4 * timeout):g}")
         why = "; ".join(dict.fromkeys(message.strip() for message in logged if message.strip()))[:500]
         raise ExportError(f"exporting {manifest.run_id} to {shown_endpoint(endpoint)} failed: {failure}"
                           + (f" ({why})" if why else "") + _what_to_do(logged, endpoint))
     return Exported(shown_endpoint(endpoint), manifest.run_id, f"{trace_id:032x}", f"{span_id:016x}", events.count,
                     events.linked)
+
+
+def _unanswered(logged: list[str]) -> bool:
+    """Whether every request that failed went unanswered for the whole timeout: the SDK gave up on it ("due to
+    timeout") without an answer to retry on (a 503's "Transient error Service Unavailable") or a status code."""
+    said = " ".join(logged)
+    return "due to timeout" in said and "Transient error" not in said and "code:" not in said
 
 
 def _what_to_do(logged: list[str], endpoint: str) -> str:

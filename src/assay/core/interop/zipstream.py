@@ -150,19 +150,20 @@ _NO_ZSTD = ("the log's members are compressed with zstd (Inspect's default); rea
             "package: pip install 'assay[interop]' (or pip install zstandard)")
 
 
-def _zstd() -> Callable[[bytes, int], bytes]:
+def _zstd() -> tuple[Callable[[bytes, int], bytes], type[Exception]]:
+    """A whole member's zstd inflater, and the error it raises on damaged data."""
     try:
         import zstandard
     except ImportError:
         zstandard = None
     if zstandard is not None:
         decompressor = zstandard.ZstdDecompressor()
-        return lambda data, size: decompressor.decompress(data, max_output_size=max(size, 1))
+        return (lambda data, size: decompressor.decompress(data, max_output_size=max(size, 1))), zstandard.ZstdError
     try:  # Python 3.14 has zstd in the standard library
         from compression import zstd  # type: ignore[import-not-found]
     except ImportError:
         raise ZipStreamError(_NO_ZSTD) from None
-    return lambda data, size: zstd.decompress(data)
+    return (lambda data, size: zstd.decompress(data)), zstd.ZstdError
 
 
 class _Reader:
@@ -171,7 +172,7 @@ class _Reader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.handle = open(path, "rb")
-        self._zstd: Callable[[bytes, int], bytes] | None = None
+        self._zstd: tuple[Callable[[bytes, int], bytes], type[Exception]] | None = None
 
     def _seek_data(self, member: Member) -> None:
         self.handle.seek(member.offset)
@@ -193,11 +194,18 @@ class _Reader:
         if member.method == _STORED:
             return data
         if member.method == _DEFLATED:
-            return zlib.decompress(data, -15)
+            try:
+                return zlib.decompress(data, -15)
+            except zlib.error as error:
+                raise ZipStreamError(f"{self.path}: member {member.name}: {error}") from None
         if member.method == _ZSTD:
             if self._zstd is None:
                 self._zstd = _zstd()
-            return self._zstd(data, member.uncompressed)
+            inflate, damaged = self._zstd
+            try:  # (a damaged member, as a member read a piece at a time says it: `_Unzstd`)
+                return inflate(data, member.uncompressed)
+            except damaged as error:
+                raise ZipStreamError(f"{self.path}: member {member.name}: {error}") from None
         raise self._unknown(member)
 
     def chunks(self, member: Member, size: int) -> Iterator[bytes]:
