@@ -263,3 +263,33 @@ def test_an_interrupt_after_the_run_is_recorded_says_it_was_imported(tmp_path, m
     with SqliteRunStore(tmp_path / "store" / "assay.db", read_only=True) as store:
         [run] = store.list_runs()
     assert capsys.readouterr().err.strip() == f"Interrupted after importing {report} (its run {run.run_id} is recorded)"
+
+
+def test_an_interrupted_import_names_the_files_it_did_not_import_in_its_document(tmp_path, monkeypatch) -> None:
+    """`runs import --json a b c` stopped by Ctrl-C while importing b printed `"failed": []` beside a alone: a script
+    reading only the document (the exit code aside) took b and c as imported."""
+    from assay.core.history.shown import imported
+    from assay.core.interop import importing
+    from assay.core.interop.formats import detect_format
+
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
+    reports = []
+    for name in ("a", "b", "c"):
+        path = tmp_path / f"{name}.xml"
+        path.write_text(f'<testsuite name="s" tests="1"><testcase classname="m" name="{name}"/></testsuite>', encoding="utf-8")
+        reports.append(path)
+    real = importing.import_log
+
+    def stopped_at_b(path, *arguments, **keywords):
+        if path.name == "b.xml":
+            raise KeyboardInterrupt
+        return real(path, *arguments, **keywords)
+
+    monkeypatch.setattr(importing, "import_log", stopped_at_b)
+    shown, _, interrupted = imported([(path, detect_format(path)) for path in reports])
+    assert interrupted
+    assert [entry["file"] for entry in shown.document["imported"]] == [str(reports[0].resolve())]
+    assert [(entry["file"], entry["interrupted"]) for entry in shown.document["failed"]] == [
+        (str(reports[1].resolve()), True), (str(reports[2].resolve()), True)]
+    assert "interrupted (Ctrl-C) while importing it" in shown.document["failed"][0]["error"]
+    assert "interrupted (Ctrl-C) before it" in shown.document["failed"][1]["error"]

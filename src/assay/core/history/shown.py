@@ -581,6 +581,13 @@ def imported(planned: Iterable[tuple[Path, Any]]) -> tuple[Shown, int, bool]:
                       file=sys.stderr)
             else:
                 print(f"Interrupted while importing {path}: run the same command again to finish {again}", file=sys.stderr)
+            # `--json`: a script reading only the document must not take the files left out as imported (`failed` is
+            # empty only when every file went in).
+            recorded = isinstance(interruption, (ExportInterrupted, RecordedThenInterrupted))
+            for left, _ in planned[position if recorded else position - 1 :]:
+                failed.append({"file": str(left.resolve()), "interrupted": True, "error": (
+                    f"{left}: not imported: interrupted (Ctrl-C) {'while importing it' if left == path else 'before it'}; "
+                    f"run the same command again {again}")})
             break
     shown = Shown({"imported": [outcome.to_json() for outcome in outcomes], "failed": failed},
                   [import_line(outcome) for outcome in outcomes])
