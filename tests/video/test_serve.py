@@ -211,3 +211,45 @@ def test_python_helper_closes_the_evaluator_on_stdin_eof(tmp_path):
     capabilities = {"evaluate": True, "evaluateMany": False, "assay.sharedFrames": True}
     assert json.loads(completed.stdout) == {"id": 1, "result": {"protocolVersion": 1, "capabilities": capabilities}}
     assert marker.read_text() == "closed"
+
+
+def test_python_helper_answers_a_result_json_cannot_carry_or_a_sys_exit_with_an_error(tmp_path, monkeypatch):
+    """A set, a cycle or sys.exit() in `evaluate` is that request's error: a set was left unanswered
+    (the reply's TypeError ended its task quietly) and the run waited for it for ever."""
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
+    command = helper_script(
+        tmp_path,
+        """
+        import sys
+        from assay.video.serve import serve
+
+        class Evaluator:
+            def __init__(self, config):
+                pass
+            def evaluate(self, sample, target):
+                if sample.sample_index == 0:
+                    return {"labels": {"red", "lamp"}}
+                if sample.sample_index == 1:
+                    cycle = []
+                    cycle.append(cycle)
+                    return cycle
+                sys.exit(3)
+
+        serve(Evaluator)
+        """,
+    )
+
+    async def scenario():
+        evaluator = await start_command_evaluator(command, AdapterConfig(tmp_path, {}, None, False))
+        try:
+            return await asyncio.gather(*(evaluator.evaluate(s, TARGET) for s in SAMPLES), return_exceptions=True)
+        finally:
+            await evaluator.close()
+
+    errors = [str(error) for error in asyncio.run(asyncio.wait_for(scenario(), 15))]
+    assert errors == [
+        "adapter command evaluate failed: result is not JSON: Object of type set is not JSON serializable",
+        "adapter command evaluate failed: result is not JSON: Circular reference detected",
+        "adapter command evaluate failed: the adapter called sys.exit(3); "
+        "raise an exception instead to report a failure",
+    ]

@@ -70,7 +70,7 @@ def _comparable_units(units):
 
 def _report_results(report):
     return [
-        {key: value for key, value in result.items() if key not in ("evaluation_duration_seconds", "evaluation_timing_mode")}
+        {key: value for key, value in result.items() if key != "evaluation_duration_seconds"}
         for trial in report["trials"]
         for result in trial["results"]
     ]
@@ -288,3 +288,19 @@ def test_trend_suggests_a_group_when_the_newest_shard_run_is_empty(tmp_path, mon
     trend = invoke("runs", "trend", group[:-1])
     assert trend.exit_code == 2
     assert f"did you mean {group!r}?" in trend.flat, trend.flat
+
+
+def test_merged_run_keeps_the_timing_mode_of_its_samples(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
+    eval_dir = _eval(tmp_path)
+    whole = run_eval(eval_dir, "--output-json", tmp_path / "whole.json")
+    merged = invoke("runs", "merge", *_shard_run_ids(eval_dir, "1/2", "2/2"), "--output-json", tmp_path / "merged.json")
+    merged_report, whole_report = read_report(tmp_path / "merged.json"), read_report(tmp_path / "whole.json")
+    modes = {result["evaluation_timing_mode"] for trial in merged_report["trials"] for result in trial["results"]
+             if result["status"] != "ignored"}
+    assert modes == {"individual"}
+    assert merged_report["summary"]["evaluation_timing_mode"] == whole_report["summary"]["evaluation_timing_mode"]
+    assert merged_report["trials"][0]["summary"]["evaluation_timing_mode"] == "individual"
+    # The console's timing lines, as the unsharded run prints them.
+    assert "Avg evaluation latency:" in whole.flat
+    assert "Avg evaluation latency:" in merged.flat

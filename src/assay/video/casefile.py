@@ -753,3 +753,89 @@ def _block_comments(text: str, tokens: Sequence[yaml.Token], start: int, end: in
                 break
         index = line_end + 1
     return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Aliases of sample data
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+class _AliasRecordingLoader(yaml.SafeLoader):
+    """A SafeLoader that notes where each alias stands in the text and which node it names."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.aliases: list[tuple[int, int, yaml.Node]] = []
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            node = super().compose_node(parent, index)
+            self.aliases.append((event.start_mark.index, event.end_mark.index, node))
+            return node
+        return super().compose_node(parent, index)
+
+
+def _subtree(node: yaml.Node, seen: set[int]) -> None:
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _subtree(item, seen)
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            _subtree(key, seen)
+            _subtree(value, seen)
+
+
+def expand_sample_aliases(text: str) -> str:
+    """`text` with every alias (`*name`) that stands for sample data written out in full, in flow style,
+    and the anchors of `samples` lists dropped.
+
+    Two targets sharing samples through an anchor (`samples: *schedule`, `- *block`, `<<: *block`) are
+    one text for two meanings: an `expect` written into the anchored block would land in the other
+    target too, and a rewritten block cannot take its anchor along. Written out, each target has its own
+    copy, as GlassKit's rewrite (which drops anchors) leaves it; the rest of the text is kept. An anchor on
+    a `samples` list itself (`samples: &schedule`), unused once its aliases are written out, stands where
+    the rewrite of that list starts, so it goes too.
+    """
+    if "*" not in text and "&" not in text:
+        return text
+    loader = _AliasRecordingLoader(text)
+    try:
+        root = loader.get_single_node()
+        if not isinstance(root, yaml.MappingNode):
+            return text
+        sample_nodes: set[int] = set()
+        samples_lists: set[int] = set()  # where each `samples` list starts
+        targets = _mapping_entry(root, "targets")
+        if targets is not None and isinstance(targets[1], yaml.MappingNode):
+            for _, target in targets[1].value:
+                if isinstance(target, yaml.MappingNode):
+                    samples = _mapping_entry(target, "samples")
+                    if samples is not None:
+                        _subtree(samples[1], sample_nodes)
+                        samples_lists.add(samples[1].start_mark.index)
+        edits = []
+        for start, end, node in loader.aliases:
+            named: set[int] = set()
+            _subtree(node, named)
+            if named & sample_nodes:  # the alias is sample data, or holds some (a whole target)
+                value = loader.construct_object(node, deep=True)
+                dumped = yaml.dump(value, Dumper=_NoAliasDumper, default_flow_style=True, sort_keys=False,
+                                   allow_unicode=True, width=1 << 30)
+                edits.append(_Edit(start, end, dumped.removesuffix("\n...\n").strip()))
+    finally:
+        loader.dispose()
+    for token in yaml.scan(text):
+        if isinstance(token, yaml.AnchorToken) and token.start_mark.index in samples_lists:
+            start = token.start_mark.index
+            while start > 0 and text[start - 1] == " ":
+                start -= 1
+            edits.append(_Edit(start, token.end_mark.index, ""))
+    return _apply_edits(text, edits)

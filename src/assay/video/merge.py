@@ -87,7 +87,8 @@ def _shard_paces(manifests: Sequence[RunManifest], pace_options: Sequence[str]) 
 
 
 def _sample_result(unit: UnitResult, sample: Sample) -> SampleResult:
-    """A shard's unit back as the SampleResult the unsharded run would hold (timing mode is not recorded)."""
+    """A shard's unit back as the SampleResult the unsharded run would hold (a record written before units
+    kept their timing mode gives none)."""
     detail = dict(unit.detail or {})
     artifacts = dict(unit.artifacts or {})
     return SampleResult(
@@ -96,7 +97,7 @@ def _sample_result(unit: UnitResult, sample: Sample) -> SampleResult:
         status=_STATUS_OF_VERDICT[unit.verdict], expected=unit.expected, observed=detail.get("observed_raw"),
         observed_value=unit.observed, compare_mode=sample.compare.mode, effective_mode=detail.get("compare_mode"),
         field=detail.get("field"), reason=unit.reason, source=detail.get("source", sample.source),
-        evaluation_duration_seconds=unit.duration_seconds,
+        evaluation_duration_seconds=unit.duration_seconds, evaluation_timing_mode=detail.get("timing_mode"),
         artifact_image=artifacts.get("image"), artifact_json=artifacts.get("json"),
     )
 

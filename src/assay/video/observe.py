@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -244,6 +244,10 @@ async def _observe_individually(
         raise EvalRunError(first.message) from first.__cause__
 
 
+# What evaluate_many may not return, though list() would take it: text, a mapping, an unordered set.
+_NOT_OBSERVATIONS = (str, bytes, bytearray, Mapping, Set)
+
+
 async def _observe_target_batch(
     case: Case,
     target: Target,
@@ -265,7 +269,15 @@ async def _observe_target_batch(
     failure: str | None = None
     values: list[Any] = []
     try:
-        values = list(await evaluator.evaluate_many(batch, TargetContext(target.id, target.index, target.label, target.config)))
+        context = TargetContext(target.id, target.index, target.label, target.config)
+        returned = await evaluator.evaluate_many(batch, context)
+        if isinstance(returned, _NOT_OBSERVATIONS):
+            # GlassKit takes list(returned): a string's characters, a dict's keys or a set in no order would be
+            # compared as the samples' observations whenever their count happened to match.
+            failure = (f"adapter returned a {type(returned).__name__} for {len(samples)} samples in target "
+                       f"'{target.id}'; evaluate_many must return a list with one observation per sample, in order")
+        else:
+            values = list(returned)
     except Exception as error:  # noqa: BLE001 - adapter code
         failure = (
             error_text(error)

@@ -77,6 +77,7 @@ def video_unit(result: SampleResult, trial: int, video_paths: Mapping[str, str],
             "field": result.field,
             "source": result.source,
             "observed_raw": jsonable(result.observed),
+            "timing_mode": result.evaluation_timing_mode,  # so `runs merge` reports it as the run did
         },
     )
 

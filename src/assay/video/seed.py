@@ -189,10 +189,11 @@ def _rewrite_case_text(case: Case, text: str, seeded: Mapping[str, Any]) -> str:
     """
     import yaml
 
-    from assay.video.casefile import rewrite_target_samples, set_block_expectations
+    from assay.video.casefile import expand_sample_aliases, rewrite_target_samples, set_block_expectations
     from assay.video.casefile_schema import parse_case_file
     from assay.video.reconstruct import EditableSample, SampleOrigin, reconstruct_blocks, strictly_equal
 
+    text = expand_sample_aliases(text)  # each target its own samples: an edit must not reach another's
     raw_case = parse_case_file(case.raw, label=str(case.path))
     touched_blocks: dict[tuple[str, int], tuple[Target, SampleOrigin, list[EditableSample]]] = {}
     for target in case.targets:
@@ -267,8 +268,11 @@ def _rewrite_case_text(case: Case, text: str, seeded: Mapping[str, Any]) -> str:
         raise CaseError(f"could not rewrite seeded case file {case.path}: {error}") from None
 
 
-def _check_candidate(case: Case, directory: EvalDirectory, candidate_bytes: bytes, seeded: Mapping[str, Any]) -> None:
-    """Load the candidate exactly as a later run would, and make sure it says what was seeded."""
+def _check_candidate(
+    case: Case, directory: EvalDirectory, original_bytes: bytes, candidate_bytes: bytes, seeded: Mapping[str, Any]
+) -> None:
+    """Load the candidate exactly as a later run would, and make sure it says what was seeded, and that the
+    targets `--target` left out say what they said before."""
     from assay.video.loading import load_case
     from assay.video.reconstruct import strictly_equal
     from assay.video.run import check_sample_times
@@ -278,7 +282,13 @@ def _check_candidate(case: Case, directory: EvalDirectory, candidate_bytes: byte
     except AssayError as error:
         raise CaseError(f"seeded case file would not load: {error}") from None
     by_id = {target.id: target for target in candidate.targets}
-    for target in case.targets:
+    selected = {target.id for target in case.targets}
+    try:
+        original = load_case(case.path, directory.config, materialize_videos=False, source=original_bytes)
+    except AssayError:
+        original = case
+    left_out = [target for target in original.targets if target.id not in selected]
+    for target in [*case.targets, *left_out]:
         rewritten = by_id.get(target.id)
         if rewritten is None or len(rewritten.samples) != len(target.samples):
             raise CaseError(f"seeded case file would change the samples of {case.name}/{target.id}: {case.path}")
@@ -611,7 +621,7 @@ class OpenedSeed:
             _refuse_if_changed(case.path, snapshot)
             text = _rewrite_case_text(case, snapshot.decode("utf-8"), self.seeded)
             candidate = text.encode("utf-8")
-            _check_candidate(case, loaded.directory, candidate, self.seeded)
+            _check_candidate(case, loaded.directory, snapshot, candidate, self.seeded)
             candidates.append((case, candidate))
         assert self.checkpoint is not None
         _keep_pending_writes(self.checkpoint.path, eval_dir, [

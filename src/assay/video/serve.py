@@ -137,6 +137,9 @@ def _adapter_config(payload: dict[str, Any]) -> Any:
 def _error_payload(error: BaseException) -> dict[str, Any]:
     if isinstance(error, asyncio.CancelledError):
         return {"message": "cancelled"}
+    if isinstance(error, SystemExit):  # the adapter's code ended: that call failed, the server goes on
+        message = f"the adapter called sys.exit({error.code!r}); raise an exception instead to report a failure"
+        return {"message": message, "type": "SystemExit"}
     return {"message": str(error) or type(error).__name__, "type": type(error).__name__}
 
 
@@ -162,7 +165,8 @@ class _AdapterServer:
             reply = {"id": request_id, "error": _error_payload(error)}
         try:
             await self.send(reply)
-        except ValueError as error:  # a result that is not JSON (NaN, sets, ...)
+        except (ValueError, TypeError, RecursionError) as error:  # a result that is not JSON (NaN, a set, a cycle)
+            # (a TypeError left unanswered here ended the task quietly, and assay waited for the answer for ever)
             await self.send({"id": request_id, "error": {"message": f"result is not JSON: {error}"}})
 
     async def initialize(self, request_id: Any, params: dict[str, Any]) -> None:

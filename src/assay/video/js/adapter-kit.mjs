@@ -7,7 +7,7 @@
 //   await runAdapter(async (context) => ({ evaluate: async ({ sample, target }) => sample.image.rgb[0] > 127 }));
 //
 // Types: adapter-kit.d.mts beside this file.
-import { closeSync, openSync, read, readSync } from "node:fs";
+import { closeSync, openSync, readSync } from "node:fs";
 import * as zlib from "node:zlib";
 
 const { deflateSync, inflateSync } = zlib;
@@ -235,22 +235,35 @@ class SharedFrames {
 
 // ---------------------------------------------------------------------------------------------
 // Reading requests. They carry multi-megabyte frames, so nothing per frame is allocated fresh if it
-// can be reused: stdin is read straight into one growing buffer, lines are parsed where they lie,
+// can be reused: stdin's chunks are copied into one growing buffer, lines are parsed where they lie,
 // and each frame's base64 text is cut out before JSON.parse (see parseRequest).
+//
+// stdin is read as a stream (the pipe is polled by the event loop), not with fs.read: a read waiting
+// in libuv's thread pool holds node's exit until the read returns, so an adapter that crashed (an
+// uncaught exception) or called process.exit() while the kit waited for the next request stayed
+// alive, and assay, waiting for its answer, with it.
 
-function readInto(fd, buffer, offset) {
-  return new Promise((resolve, reject) => {
-    read(fd, buffer, offset, buffer.length - offset, null, (error, bytes) => {
-      if (error?.code === "EAGAIN") setTimeout(() => readInto(fd, buffer, offset).then(resolve, reject), 1);
-      else if (error) reject(error);
-      else resolve(bytes);
-    });
-  });
+function chunkReader(stream) {
+  const chunks = stream[Symbol.asyncIterator]();
+  let rest = null; // the part of the last chunk that did not fit
+  const readInto = async (buffer, offset) => {
+    if (rest === null) {
+      const next = await chunks.next();
+      if (next.done) return 0;
+      rest = next.value;
+    }
+    const bytes = rest.copy(buffer, offset);
+    rest = bytes < rest.length ? rest.subarray(bytes) : null;
+    return bytes;
+  };
+  // Stop reading (after `close`): an open stdin would keep the process running.
+  readInto.stop = () => stream.destroy();
+  return readInto;
 }
 
 const READ_AT_LEAST = 1 << 20; // the pipe's size: room for one full read
 
-async function* requestsFrom(fd) {
+async function* requestsFrom(readInto) {
   let buffer = Buffer.allocUnsafeSlow(1 << 23);
   let start = 0; // the unparsed line begins here
   let end = 0; // bytes read so far
@@ -261,7 +274,7 @@ async function* requestsFrom(fd) {
       buffer.copy(target, 0, start, end);
       [buffer, end, start] = [target, end - start, 0];
     }
-    const bytes = await readInto(fd, buffer, end);
+    const bytes = await readInto(buffer, end);
     if (bytes === 0) break;
     const filled = buffer.subarray(0, end + bytes);
     for (let newline = filled.indexOf(10, end); newline !== -1; newline = filled.indexOf(10, start)) {
@@ -377,6 +390,15 @@ const withImage = (frames, shared) => (sample) => ({ ...sample, image: new Sampl
 // ---------------------------------------------------------------------------------------------
 // The protocol loop.
 
+// JSON.stringify writes NaN and Infinity as null: an answer holding one would reach assay as a null
+// observation, a wrong answer that looks like a right one.
+function finiteNumbers(key, value) {
+  if (typeof value === "number" && !Number.isFinite(value)) {
+    throw new Error(`${value} ${key === "result" ? "as the result" : `at key '${key}'`} is not a JSON number`);
+  }
+  return value;
+}
+
 // stdout carries protocol messages only; a stray console.log would break the stream.
 function sendConsoleToStderr() {
   for (const name of ["log", "info", "debug"]) console[name] = console.error;
@@ -390,8 +412,8 @@ export async function runAdapter(createEvaluator) {
   let closed = false;
   let writes = Promise.resolve();
 
-  const send = (message) => {
-    const line = JSON.stringify(message) + "\n";
+  const send = (message) => sendLine(JSON.stringify(message) + "\n");
+  const sendLine = (line) => {
     writes = writes.then(
       () => new Promise((resolve, reject) =>
         process.stdout.write(line, (error) => (error ? reject(error) : resolve()))),
@@ -410,7 +432,15 @@ export async function runAdapter(createEvaluator) {
     }
     // A function or undefined has no JSON form; null says "no observation" plainly.
     if ("result" in reply && reply.result === undefined) reply.result = null;
-    await send(reply);
+    let line;
+    try {
+      line = JSON.stringify(reply, finiteNumbers) + "\n";
+    } catch (error) {
+      // A BigInt, a cycle or NaN is this request's error, not a crash of the adapter (nor a silent null).
+      const reason = String(error.message).split("\n")[0];
+      line = JSON.stringify({ id, error: { message: `the answer cannot be sent as JSON: ${reason}` } }) + "\n";
+    }
+    await sendLine(line);
   };
 
   const finishEvaluator = async () => {
@@ -421,7 +451,8 @@ export async function runAdapter(createEvaluator) {
     if (current && typeof current.close === "function") await current.close();
   };
 
-  const incoming = requestsFrom(0);
+  const reader = chunkReader(process.stdin);
+  const incoming = requestsFrom(reader);
   for (;;) {
     let request;
     try {
@@ -493,5 +524,6 @@ export async function runAdapter(createEvaluator) {
     await Promise.allSettled([...active.values()].map((controller) => controller.done));
     await finishEvaluator();
   }
+  reader.stop();
   await writes;
 }
