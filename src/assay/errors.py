@@ -58,6 +58,16 @@ class AdapterRuntimeError(AdapterError):
     for command-adapter errors)."""
 
 
+class AdapterExited(AdapterRuntimeError):
+    """An adapter process that ended when nothing asked it to: its exit code (None: no status) and
+    the tail of what it wrote to stderr, for a caller that can say more about either."""
+
+    def __init__(self, message: str, exit_code: int | None, stderr_tail: str) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.stderr_tail = stderr_tail
+
+
 class CheckpointError(AssayError):
     """A checkpoint that cannot be created, read or resumed."""
 

@@ -25,7 +25,7 @@ except ImportError:  # Windows
 
 from assay.adapters.message_budget import DEFAULT_MESSAGE_BUDGET, MessageBudget
 from assay.adapters.process_tree import ProcessTree, spawn_tree
-from assay.errors import AdapterRuntimeError
+from assay.errors import AdapterExited, AdapterRuntimeError
 
 __all__ = [
     "EncodedJson",
@@ -782,7 +782,9 @@ class NdjsonProcess:
         self._answer_callbacks.clear()  # no answer will come: what requests lent goes with the process
         for pending in self._pending.values():
             if not pending.future.done():
-                pending.future.set_exception(AdapterRuntimeError(str(failure)))
+                pending.future.set_exception(  # one exception each (and an exit keeps its code and stderr)
+                    AdapterExited(str(failure), failure.exit_code, failure.stderr_tail)
+                    if isinstance(failure, AdapterExited) else AdapterRuntimeError(str(failure)))
         self._pending.clear()
 
     def _protocol_error(self, detail: str) -> None:
@@ -929,10 +931,11 @@ class NdjsonProcess:
         self._stdout.read_available(EXIT_DRAIN_BYTES)
         self._read_stderr_available(EXIT_DRAIN_BYTES)
         if self._exit_is_unexpected():
+            tail = self._stderr_tail_for_message()
             self._fail(
-                AdapterRuntimeError(
+                AdapterExited(
                     f"adapter command '{self.display_command}' exited unexpectedly "
-                    f"({self._exit_description()}); stderr tail: {self._stderr_tail_for_message()}"
+                    f"({self._exit_description()}); stderr tail: {tail}", self._tree.returncode, tail,
                 )
             )
 

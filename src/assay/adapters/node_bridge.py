@@ -22,7 +22,7 @@ from assay.adapters.ndjson import (
     start_ndjson_process,
     start_timeout,
 )
-from assay.errors import AdapterError, AdapterRuntimeError
+from assay.errors import AdapterError, AdapterExited, AdapterRuntimeError
 
 __all__ = ["BRIDGE_SCRIPT", "NodeModuleBridge", "NodeHookError", "find_node"]
 
@@ -98,7 +98,10 @@ class NodeModuleBridge:
         except AdapterRuntimeError as error:
             await process.force_stop()
             reason = str(error).removeprefix("adapter command load failed: ")
-            raise AdapterError(f"failed to load adapter module from {module_path}: {reason}") from None
+            message = f"failed to load adapter module from {module_path}: {reason}"
+            if isinstance(error, AdapterExited):  # (its exit code and stderr kept, for a caller that says more)
+                raise AdapterExited(message, error.exit_code, error.stderr_tail) from None
+            raise AdapterError(message) from None
         except BaseException:  # Ctrl-C while loading: node is in its own session and never saw it
             await asyncio.shield(process.force_stop())
             raise

@@ -10,6 +10,7 @@ import hashlib
 import inspect
 import itertools
 import os
+import re
 import signal
 import sys
 import threading
@@ -22,7 +23,7 @@ from typing import Any, Protocol
 from assay.adapters.loading import exec_module_file
 from assay.doc.config import DocSuite
 from assay.doc.hooks import HOOKS, RESOLVER_MARKER, Hook
-from assay.errors import AdapterError, AssayError
+from assay.errors import AdapterError, AdapterExited, AssayError
 
 __all__ = [
     "DocAdapter",
@@ -70,10 +71,68 @@ def describe_hook_failure(type_name: str, message: str, file: str | None = None,
     The location is the adapter file's own line, not the library or assay frame that raised, because
     that line is the one the author can change.
     """
+    message = _one_line(message)  # `Execution failed: …` is one line, whatever the adapter's message spans
     text = f"{type_name}: {message}" if type_name and message else type_name or message or "unknown error"
     if file and line:
         text += f" ({os.path.basename(file)}:{line})"
     return text
+
+
+# A hook's error message past this many characters (a schema error that prints its whole schema) is cut
+# there; `assay --debug` shows it whole.
+_MESSAGE_LIMIT = 500
+
+
+def _one_line(text: str, limit: int = _MESSAGE_LIMIT) -> str:
+    """`text` on one line: an error's lines (an assertion's diff, a schema error's parts) joined by spaces."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return flat[: limit - 1] + "… (`assay --debug` shows it whole)"
+
+
+def _node_crash(stderr: str, module: Path) -> str | None:
+    """What ended node, when it was an exception nothing caught: node prints the place, the source line,
+    a caret, the error and its stack, then `Node.js v20…` (a rejection nothing awaited, or a throw in a
+    timer or an event, after or beside the hook's own return): `nothing caught Error: later (adapter.mjs:3)`,
+    or None."""
+    from urllib.parse import unquote, urlparse
+
+    lines = stderr.strip().splitlines()
+    if not lines or not re.match(r"Node\.js v\d", lines[-1].strip()):
+        return None
+    caret = next((number for number, text in enumerate(lines) if text.strip() == "^"), None)
+    if caret is None:
+        return None
+    thrown: list[str] = []
+    for text in lines[caret + 1:]:
+        if thrown and (not text.strip() or re.match(r"\s+at ", text) or text.startswith("(Use `node")):
+            break
+        if text.strip():
+            thrown.append(text.strip())
+    what = " ".join(thrown).removesuffix(" {").strip()
+    rejected = re.search(r"The promise rejected with the reason \"(.*)\"\.", what)
+    if rejected:  # a promise rejected with a value that is no Error: node says only that and the value
+        return f"a promise nothing awaited rejected with {rejected.group(1)!r}"
+    where = None
+    # the place is two lines above the caret (above the source line); what the adapter wrote before may precede it
+    header = re.match(r"(file://\S+|/\S+):(\d+)$", lines[caret - 2].strip()) if caret >= 2 else None
+    if header:
+        place = header.group(1)
+        place = unquote(urlparse(place).path) if place.startswith("file://") else place
+        if os.path.realpath(place) == os.path.realpath(module):
+            where = int(header.group(2))
+    return "nothing caught " + describe_hook_failure("", what or "an error", str(module) if where else None, where)
+
+
+def _node_ended(code: int | None, stderr: str, module: Path) -> str:
+    """Why node ended by itself, for a message: an exception nothing caught (named, with its line), or
+    its exit code with what it wrote last, on one line."""
+    crash = _node_crash(stderr, module) if code == 1 else None
+    if crash:
+        return f"{crash}, so node exited with code 1"
+    tail = "" if stderr.strip() in ("", "(empty)") else f"; stderr tail: {_one_line(stderr.strip()[-300:], 300)}"
+    return f"node exited with code {code}{tail}"
 
 
 def _innermost_line_in(trace: TracebackType | None, path: Path) -> int | None:
@@ -234,10 +293,19 @@ class NodeDocAdapter:
             "suiteRoot": str(resolver.suite_root),
             "resultsRoot": str(resolver.results_root),
         }
-        bridge = await NodeModuleBridge.start(
-            path, helpers=RESOLVER_HELPERS, helper_config={"marker": RESOLVER_MARKER, "roots": roots},
-            call_timeout=hook_timeout(suite.hook_timeout_s),
-        )
+        try:
+            bridge = await NodeModuleBridge.start(
+                path, helpers=RESOLVER_HELPERS, helper_config={"marker": RESOLVER_MARKER, "roots": roots},
+                call_timeout=hook_timeout(suite.hook_timeout_s),
+            )
+        except AdapterExited as error:  # said as what the module did, not as the bridge's command line exiting
+            code, tail = error.exit_code, error.stderr_tail
+            if code is None:  # (no exit status to speak of)
+                raise AdapterError(str(error)) from None
+            crashed = code == 1 and _node_crash(tail, path) is not None
+            advice = "" if crashed else "; an adapter must not call process.exit()"
+            raise AdapterError(f"failed to load adapter module from {path}: node stopped while it loaded: "
+                               f"{_node_ended(code, tail, path)}{advice}") from None
         return cls(path, bridge)
 
     def export_for(self, hook: Hook | str) -> str | None:
@@ -271,17 +339,34 @@ class NodeDocAdapter:
             if code is None or code < 0:  # a crash or a kill: what the process layer saw
                 raise AdapterError(f"{export} ended node while it ran ({self.bridge.module_path}): {error}") from None
             tail = self.bridge.stderr_tail()
+            if code == 1 and _node_crash(tail, self.path):  # not process.exit(): an exception nothing caught
+                raise AdapterError(
+                    f"node stopped while {export} ran ({self.bridge.module_path}): {_node_ended(code, tail, self.path)}"
+                    "; a hook must await the promises it starts and catch what its callbacks (timers, events) throw"
+                ) from None
             raise AdapterError(
                 f"{export} ended node while it ran ({self.bridge.module_path}): node exited with code {code} before "
                 "the hook returned; a hook must return or throw, not call process.exit()"
-                + (f"; stderr tail: {tail}" if tail and tail != "(empty)" else "")
+                + (f"; stderr tail: {_one_line(tail[-300:], 300)}" if tail and tail != "(empty)" else "")
             ) from None
 
     async def aclose(self) -> None:
         if self._node_ended:  # closing would raise the exit again, in place of the hook's error
             await self.bridge.force_stop()
             return
-        await self.bridge.close()
+        from assay.errors import AdapterRuntimeError
+
+        try:
+            await self.bridge.close()
+        except AdapterRuntimeError:  # node went by itself between hooks: a rejection nothing awaited, a timer's throw
+            code = self.bridge.exit_code
+            if code is None or code < 0:
+                raise
+            raise AdapterError(
+                f"node stopped while no hook was running ({self.bridge.module_path}): "
+                f"{_node_ended(code, self.bridge.stderr_tail(), self.path)}; an adapter must await the promises it "
+                "starts and catch what its callbacks (timers, events) throw, and not call process.exit()"
+            ) from None
 
 
 def _config_key_of(suite: DocSuite, path: Path) -> str:

@@ -34,6 +34,28 @@ def _field(value: Mapping[str, Any], snake: str, camel: str, default: Any) -> An
     return value.get(camel, default)
 
 
+# The fields the kit reads, each by its snake_case or eval-kit's camelCase name.
+_RESULT_FIELDS = (("report_content", "reportContent"), ("case_ids", "caseIds"), ("artifacts",),
+                  ("output_files", "outputFiles"))
+_ARTIFACT_FIELDS = (("role",), ("path",), ("media_type", "mediaType"))
+
+
+def _misspelt_field(returned: Mapping[str, Any], fields: tuple[tuple[str, ...], ...], what: str) -> None:
+    """A key one typo away from a field it lacks is refused: fields are read by exact name, so `artifact`
+    (for `artifacts`) or `output_file` left the adapter's files out of the manifest, and the run passed."""
+    from assay.core.format import did_you_mean
+
+    names = [name for names in fields for name in names]
+    absent = [name for names in fields if not any(name in returned for name in names) for name in names]
+    for key in returned:
+        if key in names or not isinstance(key, str):
+            continue
+        meant = did_you_mean(key, absent, cutoff=0.8, form="{}", shown=str)
+        if meant:
+            raise AdapterError(f"compile_report returned {what}{key!r}, which is no field it reads (did you mean "
+                               f"{meant}?); fields are read by exact name ({', '.join(names)}), so rename it")
+
+
 def _string_list(value: Any, label: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise AdapterError(f"compile_report {label} must be a list of strings")
@@ -60,6 +82,7 @@ async def compile_report(
         )
     if not isinstance(compiled, Mapping):
         raise AdapterError("compile_report must return an object")
+    _misspelt_field(compiled, _RESULT_FIELDS, "")
     content = _field(compiled, "report_content", "reportContent", None)
     if not isinstance(content, str):
         raise AdapterError("compile_report must return report_content (reportContent) as a string")
@@ -74,6 +97,7 @@ async def compile_report(
     for entry in extra_artifacts:
         if not isinstance(entry, Mapping):
             raise AdapterError("compile_report artifacts entries must be objects with role and path")
+        _misspelt_field(entry, _ARTIFACT_FIELDS, "an artifact with ")
         records.append((entry.get("role"), entry.get("path"), _field(entry, "media_type", "mediaType", None)))
     for path in output_files:
         bundle.path(path, "compile_report output file")
