@@ -870,3 +870,30 @@ def test_request_errors_are_json_4xx_with_no_traceback_on_the_server_console(eva
         assert response.json()["error"]["code"], path
     assert answers["/api/case-files/numbers.yaml/frame?at=1e308"].json()["error"]["code"] == "invalid_frame_time"
     assert "Traceback" not in out + err and "Exception in ASGI application" not in err, err
+
+
+def test_a_save_of_one_target_leaves_a_target_sharing_its_samples_through_an_anchor_as_it_was(
+    api: TestClient, eval_dir: Path
+) -> None:
+    """`samples: &schedule` in one target and `samples: *schedule` in another: the save rewrote the anchored list
+    (a file that no longer loaded, the alias naming an anchor gone) or the edit reached both targets."""
+    write(eval_dir / "cases" / "numbers.yaml", """\
+        video: clip.mp4
+        targets:
+          number:
+            samples: &schedule
+              - at: 1.0
+                expect: 10
+          parity:
+            samples: *schedule
+        """)
+    document = api.get("/api/case-files/numbers.yaml").json()
+    [sample] = target_samples(document, "number")
+    edited = {**{key: sample[key] for key in ("id", "timestamp_s", "field", "comment", "ignore")},
+              "has_expectation": True, "expect_type": "number", "expect_json": "11",
+              "compare": {"mode": sample["compare"]["mode"], "tolerance": sample["compare"]["tolerance"]}}
+    response = put(api, {"targets": {"number": {"samples": [edited]}}})
+    assert response.status_code == 200, response.text
+    saved = yaml.safe_load((eval_dir / "cases" / "numbers.yaml").read_text(encoding="utf-8"))
+    assert saved["targets"]["number"]["samples"] == [{"at": 1.0, "expect": 11}]
+    assert saved["targets"]["parity"]["samples"] == [{"at": 1.0, "expect": 10}]

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from assay.core.jsonvalue import check_json_like
 from assay.errors import AssayError, JsonValueError
-from assay.video.casefile import rewrite_target_samples
+from assay.video.casefile import expand_sample_aliases, rewrite_target_samples
 from assay.video.decode import VideoInfo
 from assay.video.loading import load_case
 from assay.video.model import COMPARE_MODES, Case, EvalConfig
@@ -291,7 +291,9 @@ def apply_samples_update(
     if problems:
         raise ApiError(422, "invalid_samples", "Some samples are too close together.", problems)
     try:
-        candidate_text = rewrite_target_samples(text, new_blocks)
+        # Samples two targets share through an anchor are written out first, as `seed` does: a save of one target
+        # must not reach the other's, and a rewritten `samples: &x` list cannot keep its anchor.
+        candidate_text = rewrite_target_samples(expand_sample_aliases(text), new_blocks)
     except ValueError as error:
         raise _structure_changed(f"The case file cannot be rewritten safely: {error}") from None
     candidate = candidate_text.encode("utf-8")
