@@ -681,6 +681,21 @@ def test_an_unknown_key_keeps_glasskits_message_and_names_the_key_meant(tmp_path
     assert load_error(far).endswith("targets.t.samples.0.zzzzzz: Extra inputs are not permitted")
 
 
+def test_a_key_of_compare_written_in_the_sample_says_where_it_belongs(tmp_path: Path) -> None:
+    """`tolerence` beside `expect` was offered `tolerance`, which is refused there too with nothing more said: it is a
+    key of `compare:`. Inside `compare:`, or inside a video store or `per_target`, only the key meant is said."""
+    placed = make_eval(tmp_path / "placed", {"a.yaml": SIMPLE_CASE.replace("expect: true", "expect: 1\n        tolerance: 0.5")})
+    assert load_error(placed).endswith(
+        "targets.t.samples.0.tolerance: Extra inputs are not permitted (`tolerance` belongs under `compare:`)")
+    typo = make_eval(tmp_path / "typo", {"a.yaml": SIMPLE_CASE.replace("expect: true", "expect: 1\n        tolerence: 0.5")})
+    assert load_error(typo).endswith(
+        "targets.t.samples.0.tolerence: Extra inputs are not permitted (did you mean `tolerance`, under `compare:`?)")
+    inside = make_eval(tmp_path / "inside", {"a.yaml": SIMPLE_CASE.replace(
+        "expect: true", "expect: 1\n        compare: {mode: numeric, tolerence: 0.5}")})
+    assert load_error(inside).endswith(
+        "targets.t.samples.0.compare.tolerence: Extra inputs are not permitted (did you mean `tolerance`?)")
+
+
 def test_a_yaml_syntax_error_names_the_file_not_a_unicode_string(tmp_path: Path) -> None:
     eval_dir = make_eval(tmp_path, {"broken.yaml": "video: clip.mp4\ntargets: [\n"})
     message = load_error(eval_dir)

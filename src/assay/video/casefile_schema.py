@@ -7,6 +7,7 @@ message listing every problem as `<path>: invalid schema: <loc>: <msg>; ...` (Gl
 from __future__ import annotations
 
 import datetime
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -476,6 +477,42 @@ def _known_keys() -> frozenset[str]:
     return frozenset(keys)
 
 
+@functools.cache
+def _homes() -> dict[str, frozenset[str]]:
+    """Each key of a nested mapping -> the keys that hold that mapping (`tolerance` -> {`compare`}); keys of the
+    top-level models (a case file, config.yaml) are left out."""
+    import typing
+
+    models = [value for value in globals().values()
+              if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel]
+    holders: dict[type, set[str]] = {}
+    for model in models:
+        for name, spec in model.model_fields.items():
+            for inner in typing.get_args(spec.annotation) or (spec.annotation,):
+                if isinstance(inner, type) and issubclass(inner, BaseModel):
+                    holders.setdefault(inner, set()).add(spec.alias or name)
+    homes: dict[str, set[str]] = {}
+    for model, held_by in holders.items():
+        for name, spec in model.model_fields.items():
+            homes.setdefault(spec.alias or name, set()).update(held_by)
+    return {key: frozenset(held) for key, held in homes.items()}
+
+
+def _home_elsewhere(key: str, location: tuple[Any, ...]) -> str:
+    """"`compare:`" when `key` is only ever a key of a mapping held by another key than any it was written in (a
+    sample's `tolerance`, which is `compare.tolerance`), else ""."""
+    held_by = _homes().get(key)
+    if not held_by or key in _top_level_keys() or any(holder in location[:-1] for holder in held_by):
+        return ""
+    return " or ".join(f"`{name}:`" for name in sorted(held_by))
+
+
+@functools.cache
+def _top_level_keys() -> frozenset[str]:
+    return frozenset(spec.alias or name for model in (RawCaseFile, RawEvalConfigFile, RawTarget, RawSampleBlock)
+                     for name, spec in model.model_fields.items())
+
+
 def nearest_key(written: str) -> str | None:
     """The known key `written` was most likely meant to be (`expcet` → `expect`), if one is close."""
     import difflib
@@ -506,9 +543,13 @@ def _format_error_item(item: Any) -> str:
         message = f"Input should be a valid dictionary (a mapping of keys), got {describe_value(written)}"
     if item["type"] == "extra_forbidden" and item["loc"] and isinstance(item["loc"][-1], str):
         # GlassKit's wording first, then the key that was probably meant.
-        suggestion = nearest_key(item["loc"][-1])
+        written_key = item["loc"][-1]
+        suggestion = nearest_key(written_key)
         if suggestion is not None:
-            message += f" (did you mean `{suggestion}`?)"
+            home = _home_elsewhere(suggestion, item["loc"])
+            message += f" (did you mean `{suggestion}`{f', under {home}' if home else ''}?)"
+        elif _home_elsewhere(written_key, item["loc"]):  # a known key in the wrong mapping
+            message += f" (`{written_key}` belongs under {_home_elsewhere(written_key, item['loc'])})"
     return f"{location}: {message}" if location else message
 
 
