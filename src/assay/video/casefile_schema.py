@@ -479,8 +479,10 @@ def _known_keys() -> frozenset[str]:
 
 @functools.cache
 def _homes() -> dict[str, frozenset[str]]:
-    """Each key of a nested mapping -> the keys that hold that mapping (`tolerance` -> {`compare`}); keys of the
-    top-level models (a case file, config.yaml) are left out."""
+    """Each key of a nested mapping -> the keys that hold that mapping (`tolerance` -> {`compare`}). Only a mapping
+    held directly (`compare:`, `video:`, `thresholds:`) counts: one of many under names (`video_stores:`, `targets:`)
+    has a name of the user's between."""
+    import types
     import typing
 
     models = [value for value in globals().values()
@@ -488,6 +490,8 @@ def _homes() -> dict[str, frozenset[str]]:
     holders: dict[type, set[str]] = {}
     for model in models:
         for name, spec in model.model_fields.items():
+            if typing.get_origin(spec.annotation) not in (None, typing.Union, types.UnionType):
+                continue  # a dict or a list of them
             for inner in typing.get_args(spec.annotation) or (spec.annotation,):
                 if isinstance(inner, type) and issubclass(inner, BaseModel):
                     holders.setdefault(inner, set()).add(spec.alias or name)
