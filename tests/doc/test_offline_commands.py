@@ -315,3 +315,15 @@ def test_an_unknown_command_says_unknown_command_and_prints_the_help(suite):
     assert "run-case" in result.stdout and "judge-pairwise" in result.stdout  # the help, on stdout
     typo = invoke("run-cas")
     assert typo.exit_code == 2 and typo.stderr.strip() == "Unknown command: run-cas (did you mean run-case?)"
+
+
+def test_a_json_file_saved_with_a_byte_order_mark_says_so_in_a_users_words(suite):
+    """Windows tools save UTF-8 with a BOM; JSON has none, and eval-kit refuses such a file too. The message was
+    Python's advice to programmers: "Unexpected UTF-8 BOM (decode using utf-8-sig)"."""
+    expected = suite.evals / "cases" / "case-one" / "expected-items.json"
+    expected.write_bytes(b"\xef\xbb\xbf" + expected.read_bytes())
+    result = invoke("validate-fixtures")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "Execution failed: case case-one grader_input expected-items.json is not valid JSON: the file starts with a "
+        "UTF-8 byte-order mark (BOM), which JSON does not allow; save it as UTF-8 without one: line 1 column 1 (char 0)")

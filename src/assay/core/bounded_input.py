@@ -492,6 +492,9 @@ def load_json(text: str, *, source: str, error: ErrorFactory, no_nul: bool = Fal
         offset = _depth_excess(text, _JSON_TOKEN)
         return _at(text, offset) if offset is not None else None
 
+    if text.startswith("\ufeff"):  # (json's own words: "Unexpected UTF-8 BOM (decode using utf-8-sig)")
+        raise json.JSONDecodeError("the file starts with a UTF-8 byte-order mark (BOM), which JSON does not allow; "
+                                   "save it as UTF-8 without one", text, 0)
     try:
         value = json.loads(text, **_json_number_hooks(text))
     except RecursionError:
