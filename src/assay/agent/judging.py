@@ -55,7 +55,9 @@ def check_judge_settings(settings: Any, where: str) -> None:
         if key == "reasoning_effort" and isinstance(value, str) and value not in REASONING_EFFORTS:
             # (a typo such as "hihg" went out with every judge call, which a server refuses: every judged attempt
             # errored at run time)
-            hint = did_you_mean(value, REASONING_EFFORTS, form="{}")
+            # (`Hihg`, a typo in another case too, is as near a miss as `hihg`: it went out unrefused)
+            hint = did_you_mean(value, REASONING_EFFORTS, form="{}") or did_you_mean(
+                value.casefold(), REASONING_EFFORTS, form="{}")
             if hint:
                 raise ConfigError(f"{where}: reasoning_effort {value!r} looks misspelt (did you mean {hint}?); "
                                   f"OpenAI's efforts are {', '.join(REASONING_EFFORTS)}")

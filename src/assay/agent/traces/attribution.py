@@ -206,8 +206,11 @@ class TraceHub:
                     if trace is None:
                         self.unattributed += 1
                         continue
-                    # The rest of this trace follows the span that was placed, whenever it arrives.
-                    self._by_trace[trace_id] = trace
+                    # The rest of this trace follows the span that was placed, whenever it arrives. A span with no
+                    # trace id (none, or W3C's invalid all-zero one) is in no trace: every such span is placed by its
+                    # own time (the first one pinned all later ones, other attempts' included, to its turn).
+                    if trace_id.strip("0"):
+                        self._by_trace[trace_id] = trace
                 if trace.trace_id == trace_id:  # the turn's own trace: the app forwards the traceparent
                     self._saw_traceparent(trace, notices)
                 else:
