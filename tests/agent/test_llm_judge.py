@@ -255,6 +255,26 @@ def test_turn_judge_recipes_still_bind_the_turn_material(fake_openai):
     assert "Reference: 4" in prompt and "2+2?" in prompt and "four" in prompt
 
 
+def test_turn_judge_recipes_on_a_turn_without_a_reply_call_no_judge(fake_openai):
+    """A tool-only turn: `t.judge(...)` said "there is no reply to judge", but `turn.judge.closed_qa/factuality/
+    summarizes` paid for a call each that graded the empty string (and could pass it)."""
+    from assay.agent import tool_call
+
+    fake_openai.respond_with(lambda request: json_reply({"reasons": "fine", "score": 0.9}))
+    agent, _ = scripted_agent([Turn([tool_call("call-1", "lookup", {"q": "x"})])])
+
+    async def body(t):
+        turn = await t.send("Look it up")
+        turn.judge.closed_qa("Is the answer right?")
+        turn.judge.factuality("42")
+        turn.judge.summarizes("The source text.")
+
+    result = run_one(agent, define_eval(body, judge=config_for(fake_openai)))
+    assert statuses(result) == ["unavailable"] * 3 and result.verdict == "errored"
+    assert {entry["reason"] for entry in result.assertions} == {"there is no reply to judge"}
+    assert fake_openai.chat_requests == []  # (the run's preflight of the endpoint aside)
+
+
 def test_resolve_judge_config_rejects_unknown_settings_and_allows_keyless_local_endpoints():
     with pytest.raises(JudgeUnavailable, match="judge-config-invalid: unknown judge setting"):
         resolve_judge_config({"model": "m", "temprature": 0}, {})

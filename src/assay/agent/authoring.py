@@ -173,12 +173,12 @@ class JudgeRecipes:
     __slots__ = ("_runtime", "_scope", "_material", "_reply")
 
     def __init__(
-        self, runtime: AttemptRuntime, scope: str, material: tuple[str, str] | None,
+        self, runtime: AttemptRuntime, scope: str, material: tuple[str, str | Unavailable | None] | None,
         reply: Any = None,
     ) -> None:
         self._runtime = runtime
         self._scope = scope
-        self._material = material  # a turn binds (user input, assistant output)
+        self._material = material  # a turn binds (user input, assistant reply: None without one, or Unavailable)
         self._reply = reply  # () -> (last user input, reply) for `t.judge(rubric)` without a value
 
     def _entry(self, description: str) -> AssertionEntry:
@@ -231,6 +231,12 @@ class JudgeRecipes:
         entry = self._entry(f"judge.{recipe}({criterion!r})")
         if self._material is not None:
             input, output = self._material
+            # A turn without a reply (a tool-only turn, or messages not seen) has nothing to grade: as `t.judge` says
+            # so, the recipes do too, instead of paying for a call that grades the empty string.
+            if isinstance(output, Unavailable):
+                return self._submit(entry, Outcome(UNAVAILABLE, f"the judged value is unavailable: {output.reason}"))
+            if output is None:
+                return self._submit(entry, Outcome(UNAVAILABLE, "there is no reply to judge"))
         elif input is None or output is None:
             raise AuthoringError(f"t.judge.{recipe} needs explicit input= and output= text")
         return self._submit(entry, JudgeRequest(recipe, criterion, input, output, self._runtime.settings.judge_config))
@@ -313,9 +319,8 @@ class TurnHandle(_Scoped):
     @property
     def judge(self) -> JudgeRecipes:
         message = self.message
-        output = message if isinstance(message, str) else ""
         asked = self.record.input_text
-        return JudgeRecipes(self._attempt, self.record.label, (asked, output), lambda: (asked, message))
+        return JudgeRecipes(self._attempt, self.record.label, (asked, message), lambda: (asked, message))
 
 
 def _reply(turns: Sequence[TurnRecord], coverage: EvidenceCoverage) -> str | Unavailable | None:
