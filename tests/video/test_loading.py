@@ -677,6 +677,11 @@ def test_an_unknown_key_keeps_glasskits_message_and_names_the_key_meant(tmp_path
     assert load_error(eval_dir).endswith(
         "invalid schema: targets.t.samples.0.expcet: Extra inputs are not permitted (did you mean `expect`?)"
     )
+    # A key cut short, which difflib scores too low to offer (`tol`, `sha` for `sha256`).
+    cut = make_eval(tmp_path / "cut", {"a.yaml": SIMPLE_CASE.replace(
+        "expect: true", "expect: 1\n        compare: {mode: numeric, tol: 0.5}")})
+    assert load_error(cut).endswith(
+        "targets.t.samples.0.compare.tol: Extra inputs are not permitted (did you mean `tolerance`?)")
     far = make_eval(tmp_path / "far", {"a.yaml": SIMPLE_CASE.replace("expect: true", "zzzzzz: true")})
     assert load_error(far).endswith("targets.t.samples.0.zzzzzz: Extra inputs are not permitted")
 

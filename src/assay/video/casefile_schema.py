@@ -522,6 +522,9 @@ def nearest_key(written: str) -> str | None:
     import difflib
 
     found = difflib.get_close_matches(written, sorted(_known_keys()), n=1, cutoff=0.7)
+    if not found and len(written) >= 3:  # a key cut short (`sha` for `sha256`), which difflib scores too low
+        found = [key for key in _known_keys() if key.startswith(written)]
+        found = found if len(found) == 1 else []
     return found[0] if found and found[0] != written else None
 
 
