@@ -11,6 +11,7 @@ import asyncio
 import io
 import posixpath
 import tarfile
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -116,6 +117,29 @@ def _both(first: OutputCallback | None, second: OutputCallback | None) -> Output
     return deliver
 
 
+class _TailKeeper:
+    """The last few KiB a command printed on each stream (unredacted: redact before storing)."""
+
+    __slots__ = ("_out", "_err")
+    KEEP = 8 * LOG_TAIL_CHARACTERS
+
+    def __init__(self) -> None:
+        self._out = ""
+        self._err = ""
+
+    def out(self, text: str) -> None:
+        self._out = (self._out + text)[-self.KEEP:]
+
+    def err(self, text: str) -> None:
+        self._err = (self._err + text)[-self.KEEP:]
+
+    def stdout(self) -> str:
+        return self._out
+
+    def stderr(self) -> str:
+        return self._err
+
+
 class Sandbox:
     """One attempt's sandbox. Relative paths are relative to `workdir`; writes create parent folders.
 
@@ -219,10 +243,28 @@ class Sandbox:
         signals = [candidate for candidate in (core.signal, signal) if candidate is not None]
         data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
         core.touches += 1
-        raw = await backend.exec(
-            argv, env=environment, cwd=self.path(cwd) if cwd is not None else self.workdir, timeout=timeout,
-            on_stdout=out_callback, on_stderr=err_callback, signals=signals, user=user, stdin=data,
-        )
+        seen = _TailKeeper()  # what it printed, for the log should the attempt end while it runs
+        started = time.perf_counter()
+        try:
+            raw = await backend.exec(
+                argv, env=environment, cwd=self.path(cwd) if cwd is not None else self.workdir, timeout=timeout,
+                on_stdout=_both(out_callback, seen.out), on_stderr=_both(err_callback, seen.err), signals=signals,
+                user=user, stdin=data,
+            )
+        except asyncio.CancelledError:
+            # The attempt's task was cancelled while it ran (its deadline, a second Ctrl-C): the provider killed its
+            # tree and returns nothing. It is still logged, and a timeout says it was running, so the record names
+            # the command that hung (a prepare step's `sleep`, an agent's test run) instead of only the deadline.
+            reason = core.signal.reason if core.signal is not None else None
+            timed_out = reason == "timeout"
+            core.record(CommandResult(
+                tuple(core.redactor(part) for part in argv), None, core.redactor(seen.stdout()),
+                core.redactor(seen.stderr()), time.perf_counter() - started, timed_out,
+                None if timed_out else f"cancelled ({reason or 'its caller stopped waiting'})",
+            ))
+            if timed_out and core.progress is not None:
+                core.progress(f"`{display[:200]}` was running in {core.phase}")
+            raise
         redact = core.redactor
         result = CommandResult(
             tuple(redact(part) for part in argv), raw.exit_code,

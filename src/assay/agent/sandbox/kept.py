@@ -229,3 +229,9 @@ def pruned(*, force: bool = False) -> Iterator[str]:
         yield f"{entry.sandbox_id} ({entry.status}): {what}" if entry is not None else what
     if not done:
         yield "Nothing to prune."
+    # A container no daemon removed keeps its record, as with `stop`: the exit code must not say it is done.
+    left = [entry.sandbox_id for entry, _ in done
+            if entry is not None and entry.root and (Path(entry.root) / ENTRY_FILE).exists()]
+    if left:
+        raise SandboxError(f"{', '.join(left)} not removed (see above); `assay agent sandbox prune"
+                           f"{' --force' if force else ''}` tries again once that is fixed")

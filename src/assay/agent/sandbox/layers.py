@@ -90,7 +90,8 @@ async def probe_ok(sandbox: Any, probe: PrepareStep) -> tuple[bool, str]:
     try:
         await probe.run(sandbox)
     except SandboxCommandError as error:
-        return False, error.result.tail(300)
+        # A probe that fails printing nothing (`false`, `test -x …`) is said by its exit, not by an empty tail.
+        return False, error.result.tail(300) or str(error)
     return True, ""
 
 

@@ -44,6 +44,13 @@ def _redacted_json(value: Any, redact: Any) -> Any:
     return value
 
 
+def _hook_name(function: Any) -> str:
+    """A hook as its author finds it: `name (file:line)`."""
+    name = getattr(function, "__qualname__", None) or type(function).__name__
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    return f"{name} ({code.co_filename}:{code.co_firstlineno})" if code is not None else name
+
+
 class SandboxStage:
     """The sandbox side of one attempt; `run_attempt` calls its steps in the spec's order."""
 
@@ -198,6 +205,10 @@ class SandboxStage:
             for function in layer.setups:
                 try:
                     await call_user_code(function, handle, self._hook_context("sandbox.setup"))
+                except asyncio.CancelledError:
+                    if settings.signal.reason == "timeout":  # the attempt's error says which hook hung
+                        settings.feedback.progress(f"sandbox setup {_hook_name(function)} was running")
+                    raise
                 except Exception as error:  # noqa: BLE001
                     await self._check_started()
                     raise SandboxStageError(

@@ -97,12 +97,34 @@ def _remove_container(entry: SandboxEntry) -> tuple[str, bool]:
                 container.remove(force=True, v=True)
                 said.append(f"removed container {container.id[:12]}")
             except Exception as error:  # noqa: BLE001
+                if "already in progress" in str(error) and _gone(client, container.id, REMOVAL_WAIT_SECONDS):
+                    # Another removal had it (the attempt's own stop, which a second Ctrl-C cut short while the
+                    # daemon went on): gone all the same, so the folder and the record go too.
+                    said.append(f"removed container {container.id[:12]}")
+                    continue
                 said.append(f"container {container.id[:12]} not removed ({type(error).__name__}: {error})")
                 removed = False
         said.extend(_remove_left_volumes(client, entry.sandbox_id))
         return "; ".join(said) or f"container {(entry.container or '?')[:12]} was gone already", removed
     finally:
         client.close()
+
+
+REMOVAL_WAIT_SECONDS = 30.0
+
+
+def _gone(client: Any, container_id: str, seconds: float) -> bool:
+    """Whether the container is gone within `seconds` (a removal the daemon has under way ends)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if not client.containers.list(all=True, filters={"id": container_id}):
+                return True
+        except Exception:  # noqa: BLE001 - a daemon that stopped answering: not known to be gone
+            return False
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def _remove_left_volumes(client: Any, sandbox_id: str) -> list[str]:
@@ -118,6 +140,8 @@ def _remove_left_volumes(client: Any, sandbox_id: str) -> list[str]:
             volume.remove(force=True)
             said.append(f"removed volume {volume.name[:12]} its container left behind")
         except Exception as error:  # noqa: BLE001
+            if "no such volume" in str(error).lower():  # its container's removal took it meanwhile
+                continue
             said.append(f"volume {volume.name[:12]} not removed ({type(error).__name__}: {error})")
     return said
 
