@@ -54,3 +54,11 @@ def test_a_base_dir_that_can_be_made_runs(tmp_path):
     done = _run(tmp_path / "p", "boxes")
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "p" / "boxes").is_dir()
+
+
+def test_a_base_dir_the_system_cannot_make_says_why_in_the_sentence(tmp_path):
+    """It read "…, but No such file or directory (…)": the system's capitalised reason mid-sentence."""
+    done = _run(tmp_path / "p", "/proc/assay-nope/boxes")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip().startswith(
+        "Error: sandboxes are made in /proc/assay-nope/boxes, but it cannot be made: no such file or directory ("), done.stderr

@@ -470,8 +470,9 @@ def _unusable_folder(base: Any) -> str | None:
         from assay.core.fsutil import file_in_the_way
 
         blocker = file_in_the_way(base)
-        if blocker is None:
-            return error.strerror or str(error)
+        if blocker is None:  # "it cannot be made: no such file or directory" (mid-sentence, as the rest reads)
+            reason = error.strerror or str(error)
+            return f"it cannot be made: {reason[:1].lower()}{reason[1:]}"
         return "it is a file, not a folder" if blocker == base else f"{blocker} is a file, not a folder"
 
 
