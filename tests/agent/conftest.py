@@ -24,3 +24,16 @@ def project(tmp_path):
     target = tmp_path / "demo"
     shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns(".assay", "__pycache__"))
     return target
+
+
+@pytest.fixture
+def hub_and_receiver():
+    """A trace hub and an OTLP receiver feeding it, on a free loopback port (stopped after the test)."""
+    from assay.agent.traces.attribution import TraceHub
+    from assay.agent.traces.receiver import TraceReceiver
+
+    hub = TraceHub()
+    receiver = TraceReceiver(hub.ingest)
+    receiver.start()
+    yield hub, receiver
+    receiver.stop()

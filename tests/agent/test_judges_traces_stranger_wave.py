@@ -10,22 +10,12 @@ import time
 import httpx
 import pytest
 
-from assay.agent.traces.attribution import TraceHub
 from assay.agent.traces.receiver import TraceReceiver
 
 
 @pytest.fixture(autouse=True)
 def own_store(tmp_path, monkeypatch):
     monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store.db"))
-
-
-@pytest.fixture
-def hub_and_receiver():
-    hub = TraceHub()
-    receiver = TraceReceiver(hub.ingest)
-    receiver.start()
-    yield hub, receiver
-    receiver.stop()
 
 
 def _post_span(receiver: TraceReceiver, name: str, trace_id: str | None) -> None:

@@ -29,15 +29,6 @@ EXPORT_SPANS = Path(__file__).resolve().parent / "otel_apps" / "export_spans.py"
 RECEIVER_BOMBS = Path(__file__).resolve().parent / "otel_apps" / "receiver_bombs.py"
 
 
-@pytest.fixture
-def hub_and_receiver():
-    hub = TraceHub()
-    receiver = TraceReceiver(hub.ingest)
-    receiver.start()
-    yield hub, receiver
-    receiver.stop()
-
-
 def _endpoint(receiver: TraceReceiver, prefix: str = "") -> str:
     return f"http://127.0.0.1:{receiver.port}{prefix}/v1/traces"
 
