@@ -36,10 +36,19 @@ def _lease_files(project: Path) -> list[Path]:
 
 
 def _wait_for_lease(project: Path) -> None:
+    """Until a run holds the lease and has written its owner into it: the file is made first and written after, and
+    a run killed in between leaves an unreadable lease (a case of its own, `UNKNOWN_TOKEN`), not the page's."""
     deadline = time.monotonic() + 30
-    while not _lease_files(project):
+    while not any(PAGE_TOKEN.search(_read_or_empty(path)) for path in _lease_files(project)):
         assert time.monotonic() < deadline, "no run took the lease"
         time.sleep(0.01)
+
+
+def _read_or_empty(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
 
 
 def test_the_shared_state_page_runs_as_written(tmp_path):
