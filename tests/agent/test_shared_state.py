@@ -270,3 +270,25 @@ def test_list_and_recover_outside_the_project_say_so_rather_than_that_nothing_is
     finally:
         owner.kill()
         owner.communicate(timeout=30)
+
+
+def test_a_lease_its_owner_was_killed_while_writing_is_named_so_and_recovered_with_the_command_given(staging):
+    """The lease file is made first and its owner written into it after: a run killed in between leaves it empty. The
+    next run names it as such and gives a recover command that works (`--owner-token unknown`)."""
+    from assay.agent.shared_state import _lease_path
+
+    path = _lease_path(staging, "staging-db")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+    old = time.time() - 60  # past the time an unreadable lease is taken to be still being written
+    os.utime(path, (old, old))
+    second = _assay(staging, "agent", "run", "--rerun", "all", RUN_NAME="second")
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert 'shared state "staging-db" is held by a run that was killed while taking it' in second.stderr
+    command = ("assay agent shared-state recover staging-db --owner-token unknown --confirm-owner-terminated "
+               "--confirm-remote-quiesced")
+    assert command in second.stderr, second.stderr
+    released = _assay(staging, *command.split()[1:])
+    assert released.returncode == 0, released.stderr
+    assert _leases(staging) == []
+    assert _assay(staging, "agent", "run", "--rerun", "all", RUN_NAME="third").returncode == 0
