@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from assay.core.record import UnitResult, jsonable
 from assay.core.history.compare import compare_stored_runs
 from assay.core.run_diff import CHANGE_KINDS, RunComparison
-from assay.core.results_store import SqliteRunStore
+from assay.core.results_store import SqliteRunStore, StoreError
 from assay.core.run.kinds import kind_names, kind_view
 from assay.errors import UsageError
 
@@ -47,6 +49,14 @@ def _shown_expected_and_observed(unit: UnitResult, kind: str) -> tuple[str, str]
     previews = kind_view(kind).previews
     expected, observed = previews(unit) if previews is not None else (unit.expected, unit.observed)
     return _preview(expected), _preview(observed)
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _integer(params: Mapping[str, Any], name: str, default: int, maximum: int) -> int:
@@ -89,6 +99,31 @@ class ViewData:
     _comparisons: OrderedDict[tuple[str, str], RunComparison] = field(default_factory=OrderedDict)
     _judges_behind: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # of the comparisons kept
     _trace_lists: OrderedDict[str, list[dict[str, Any]]] = field(default_factory=OrderedDict)
+    _file: tuple[int, int] | None = None  # the store file opened (device, inode), to see it replaced
+
+    def __post_init__(self) -> None:
+        self._file = _file_identity(self.store.path)
+
+    def follow_store(self) -> None:
+        """Before a request of the live viewer: a store file replaced while the viewer runs (`assay runs reindex`
+        rebuilding a damaged store, a deleted store made anew by the next eval) is opened anew, where the viewer went
+        on showing the file it had opened first and said "no run X in the store <path>" of a run that `assay runs
+        list` shows at that path; a store file that is gone is said to be gone rather than shown as it was.
+        (A writable store, label mode's, stays the one its labels are written to.)"""
+        if not self.store.read_only:
+            return
+        now = _file_identity(self.store.path)
+        if now == self._file:
+            return
+        if now is None:
+            raise StoreError(f"the results store {self.store.path} is gone (deleted or moved while the viewer ran); "
+                             "run an eval or `assay runs reindex` to make it again, then reload this page")
+        store = SqliteRunStore(self.store.path, read_only=True)
+        old, self.store, self._file = self.store, store, now
+        old.close()
+        self._comparisons.clear()
+        self._judges_behind.clear()
+        self._trace_lists.clear()
 
     # -- runs ------------------------------------------------------------------------------
 

@@ -48,9 +48,11 @@ def _api_error(error: Exception) -> ApiError:
     return ApiError(404, "not_found", str(error.args[0] if error.args else error))
 
 
-def _json_endpoint(handler: Callable[[dict[str, Any]], Any]) -> Callable[[Request], Any]:
+def _json_endpoint(handler: Callable[[dict[str, Any]], Any], before: Callable[[], None] | None = None) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
         try:
+            if before is not None:
+                before()
             return json_response(handler(dict(request.query_params)))
         except (AssayError, LookupError) as error:
             raise _api_error(error) from None
@@ -83,6 +85,7 @@ def create_view_app(data: ViewData, binding: Binding, *, labelling: LabelSession
     async def frame(request: Request) -> Response:
         params = dict(request.query_params)
         try:
+            data.follow_store()
             video, time_s = data.frame_source(params)
         except (AssayError, LookupError) as error:
             raise _api_error(error) from None
@@ -94,16 +97,19 @@ def create_view_app(data: ViewData, binding: Binding, *, labelling: LabelSession
             raise ApiError(422, "video_error", str(error)) from None
         return Response(png, media_type="image/png", headers={"cache-control": "private, max-age=3600"})
 
+    def read(handler: Callable[[dict[str, Any]], Any]) -> Callable[[Request], Any]:
+        return _json_endpoint(handler, data.follow_store)  # the store file as it is now (one replaced is opened anew)
+
     routes = [
-        Route("/api/runs", _json_endpoint(data.runs), methods=["GET"]),
-        Route("/api/run", _json_endpoint(data.run), methods=["GET"]),
-        Route("/api/units", _json_endpoint(data.units), methods=["GET"]),
-        Route("/api/unit", _json_endpoint(data.unit), methods=["GET"]),
-        Route("/api/traces", _json_endpoint(data.traces), methods=["GET"]),
-        Route("/api/compare", _json_endpoint(data.compare), methods=["GET"]),
-        Route("/api/trend", _json_endpoint(data.trend), methods=["GET"]),
+        Route("/api/runs", read(data.runs), methods=["GET"]),
+        Route("/api/run", read(data.run), methods=["GET"]),
+        Route("/api/units", read(data.units), methods=["GET"]),
+        Route("/api/unit", read(data.unit), methods=["GET"]),
+        Route("/api/traces", read(data.traces), methods=["GET"]),
+        Route("/api/compare", read(data.compare), methods=["GET"]),
+        Route("/api/trend", read(data.trend), methods=["GET"]),
         Route("/api/frame", frame, methods=["GET"]),
-        Route("/api/agreement", _json_endpoint(lambda params: agreement(data, params)), methods=["GET"]),
+        Route("/api/agreement", read(lambda params: agreement(data, params)), methods=["GET"]),
         *(_label_routes(labelling) if labelling is not None else ()),
     ]
     return create_web_app(api_routes=routes, static_dir=STATIC_DIR, binding=binding)

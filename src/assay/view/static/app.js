@@ -115,6 +115,10 @@ function crumbs(...parts) {
   const nav = document.getElementById("crumbs");
   nav.replaceChildren(...parts.flatMap((part, index) => (index ? [" / ", part] : [part])));
   nav.title = nav.textContent;  // the whole path, when a long id is cut short on screen
+  // The window's title names the page, the most particular part first (every page read "Runs · assay": a tab, the
+  // history's list and back's menu could not tell a run from a unit or a compare).
+  const names = parts.slice(1).map((part) => (part instanceof Node ? part.textContent : String(part))).reverse();
+  document.title = [...(names.length ? names : ["Runs"]), "assay"].join(" · ");
 }
 
 function parseHash() {
@@ -140,9 +144,13 @@ function previousOffset(offset, total) {
   return String(Math.max(0, Math.min(offset - PAGE, lastPage)));
 }
 
-function go(parts, params) {
+function address(parts, params) {
   const query = new URLSearchParams(Object.entries(params || {}).filter(([, value]) => value !== "" && value !== undefined && value !== null));
-  location.hash = "#/" + parts.map(encodeURIComponent).join("/") + (query.toString() ? "?" + query : "");
+  return "#/" + parts.map(encodeURIComponent).join("/") + (query.toString() ? "?" + query : "");
+}
+
+function go(parts, params) {
+  location.hash = address(parts, params);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -211,6 +219,7 @@ async function renderRun(runId, params) {
   const [run, page] = await Promise.all([api("run", { run: runId }), api("units", unitParams)]);
   crumbs(el("a", { href: "#/" }, "runs"), run.run_id);
   const navigate = (changes) => go(["run", run.run_id], { ...params, offset: "", ...changes });
+  const filtered = (changes) => address(["run", run.run_id], { ...params, offset: "", ...changes });
 
   // A run that set no gate (an imported log, a run without thresholds) says so under the heading.
   const gates = (run.gates || []).length
@@ -222,7 +231,8 @@ async function renderRun(runId, params) {
     el("tbody", {}, run.groups.map(({ group, counts }) => {
       const judged = counts.passed + counts.failed + counts.errored;
       return el("tr", { class: STATIC ? "" : "clickable", onclick: STATIC ? null : () => navigate({ group }) },
-        el("td", { class: "mono" }, group || "-"),
+        // A link, not only a clickable row: the keyboard (Tab, Enter) reaches it, as it reaches the units' links.
+        el("td", { class: "mono" }, STATIC ? group || "-" : el("a", { href: filtered({ group }), class: "group-filter" }, group || "-")),
         ...["passed", "failed", "errored", "skipped", "ignored"].map((name) => el("td", { class: "num" }, counts[name])),
         el("td", { class: "num" }, percent(judged ? counts.passed / judged : null)));
     })));
@@ -613,7 +623,7 @@ async function renderCompare(before, after, params) {
   const difference = result.pass_rate_difference;
   const test = result.test;
   const tabs = el("div", { class: "tabs", id: "change-tabs" }, CHANGES.map(([name, label]) =>
-    el("a", { href: "#", class: name === change ? "active" : "", "data-change": name, onclick: (event) => { event.preventDefault(); navigate({ change: name }); } }, `${label} (${result.counts[name]})`)));
+    el("a", { href: address(["compare", result.before, result.after], { change: name }), class: name === change ? "active" : "", "data-change": name }, `${label} (${result.counts[name]})`)));
   const side = (value, runId, unitId) => (value
     ? el("td", {}, verdictBadge(value.verdict), " ", el("a", { href: unitLink(runId, unitId) }, "open"), el("div", { class: "cell", title: value.observed }, value.observed), el("div", { class: "muted" }, value.reason))
     : el("td", { class: "muted" }, "—"));
@@ -817,6 +827,7 @@ async function route() {
   } catch (error) {
     // The top bar of the page before would name a run or unit this error is not about.
     crumbs(el("a", { href: "#/" }, "runs"));
+    document.title = "Not shown · assay";
     const found = error.notExported ? await runsNotExported(parts) : null;
     if (found && found.address) {
       location.replace(found.address + (location.hash.includes("?") ? location.hash.slice(location.hash.indexOf("?")) : ""));
