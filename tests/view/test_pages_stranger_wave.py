@@ -166,3 +166,21 @@ def test_a_store_replaced_while_the_viewer_runs_is_read_anew(tmp_path: Path, mon
             assert status == 503 and "is gone" in body["error"]["message"], body
     finally:
         data.store.close()
+
+
+@skip_without_browser[0]
+@skip_without_browser[1]
+def test_a_transcript_heading_leaves_out_what_the_unit_did_not_record(tmp_path: Path, page: Page) -> None:
+    """An agent unit recorded without its agent, model or locator (an imported or hand-made one) read "Transcript (, )"."""
+    database = tmp_path / "assay.db"
+    bare = {"turns": [{"session": 0, "turn": 1, "input": "hi", "status": "completed",
+                       "events": [{"type": "message", "role": "assistant", "text": "hello"}]}]}
+    named = {**bare, "agent": "reader", "locator": "@L"}
+    publish_run(RunManifest(AGENT, "agent", "2026-01-03T00:00:00Z", title="agent"),
+                [UnitResult("main/bare#1", "passed", "main/bare", detail=bare),
+                 UnitResult("main/named#1", "passed", "main/named", detail=named)], database=database)
+    with serving_store(database) as served:
+        open_ready(page, f"{served}/#/unit/{AGENT}/{quote('main/bare#1', safe='')}")
+        expect(page.locator("#transcript h2, h2:has-text('Transcript')").first).to_have_text("Transcript")
+        open_ready(page, f"{served}/#/unit/{AGENT}/{quote('main/named#1', safe='')}")
+        expect(page.locator("h2:has-text('Transcript')").first).to_have_text("Transcript (reader, @L)")

@@ -121,6 +121,13 @@ function crumbs(...parts) {
   document.title = [...(names.length ? names : ["Runs"]), "assay"].join(" · ");
 }
 
+// "Transcript (agent · model, locator)", leaving out what the unit did not record (it read "Transcript (, )").
+function transcriptHeading(detail) {
+  const who = [detail.agent, detail.model].filter(Boolean).join(" · ");
+  const said = [who, detail.locator].filter(Boolean).join(", ");
+  return said ? `Transcript (${said})` : "Transcript";
+}
+
 function parseHash() {
   const [path, query] = location.hash.replace(/^#/, "").split("?");
   // A hand-edited address may hold a `%` that starts no escape: that part is read as it was typed, where
@@ -368,7 +375,7 @@ function agentDetail(unit) {
     score !== null ? el("div", { class: "panel" }, el("h2", {}, "Score"), el("pre", { id: "unit-score" }, pretty(score))) : null,
     // An eval group's member ran in the sandbox its group shares (after the members before it, by id).
     detail.eval_group ? el("p", { id: "eval-group" }, `Eval group ${detail.eval_group.id}${detail.sandbox && detail.sandbox.shared ? ` · task ${detail.sandbox.shared.task} in its shared sandbox` : ""}`) : null,
-    el("div", { class: "panel" }, el("h2", {}, `Transcript (${detail.agent || ""}${detail.model ? " · " + detail.model : ""}, ${detail.locator || ""})`),
+    el("div", { class: "panel" }, el("h2", {}, transcriptHeading(detail)),
       el("div", { id: "transcript" }, turns.length ? turns : el("p", { class: "muted" }, "No turns recorded."))),
     waterfallPanel(unit.waterfall, (detail.turns || []).length),
     timingPanel(unit.timing),
