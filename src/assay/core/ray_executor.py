@@ -77,13 +77,32 @@ def _quiet_init(ray: Any, **options: Any) -> None:
     # Joining a cluster, Ray's core writes its retries straight to the process's stderr ("Failed to get cluster
     # ID from GCS server", once a second): they are held back too, and a failure is told in our one line.
     held = _stderr_held() if "address" in options else contextlib.nullcontext()
+    # Starting a local cluster takes seconds, and a SIGTERM in them met Ray's handlers, not assay's: the command
+    # exited 15 with nothing said (no checkpoint line), leaving the agents its raylet had started running. While
+    # the process has a handler of its own, Ray installs none during `init`: the SIGTERM stops it as Ctrl-C does.
+    kept = _sigterm_handler_kept(ray) if callable(previous) else contextlib.nullcontext()
     try:
-        with warnings.catch_warnings(), held:
+        with warnings.catch_warnings(), held, kept:
             warnings.simplefilter("ignore")
             ray.init(log_to_driver=False, logging_level=logging.ERROR, **options)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _sigterm_handler_kept(ray: Any) -> Any:
+    """Ray's `set_sigterm_handler` (what `ray.init` and its node call) made a no-op for the block."""
+    utils = getattr(getattr(ray, "_private", None), "utils", None)
+    own = getattr(utils, "set_sigterm_handler", None)
+    if own is None:  # another Ray: its handlers stay until `init` returns
+        yield
+        return
+    utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        utils.set_sigterm_handler = own
 
 
 @contextlib.contextmanager
