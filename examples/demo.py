@@ -18,8 +18,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
+_SECTIONS = []  # the commands run so far: a blank line goes between sections, not above the first
+
+
 def run(title: str, *arguments: str) -> int:
-    print(f"\n== assay {' '.join(arguments)} ==", flush=True)
+    print(f"{chr(10) if _SECTIONS else ''}== assay {' '.join(arguments)} ==", flush=True)  # `| head -1` shows it
+    _SECTIONS.append(arguments)
     code = subprocess.call([sys.executable, "-m", "assay", *arguments], cwd=ROOT)
     print(f"-- {title}: exit code {code}", flush=True)
     return code

@@ -165,8 +165,9 @@ def test_the_demo_whose_reader_leaves_after_one_line_ends_without_a_traceback(wo
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     assert process.stdout is not None and process.stderr is not None
-    process.stdout.readline()
+    first = process.stdout.readline()
     process.stdout.close()  # `python examples/demo.py | head -1`
+    assert first.startswith(b"== assay video run "), first  # what `head -1` shows is the first command (it was blank)
     try:
         code = process.wait(timeout=120)
     finally:
