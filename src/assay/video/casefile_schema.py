@@ -467,14 +467,20 @@ class RawEvalConfigFile(_Strict):
         return value
 
 
+def _models() -> list[type[BaseModel]]:
+    """The mappings a case file or config.yaml is made of: this module's models."""
+    return [value for value in globals().values()
+            if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel]
+
+
+def _keys(model: type[BaseModel]) -> list[str]:
+    return [spec.alias or name for name, spec in model.model_fields.items()]
+
+
+@functools.cache
 def _known_keys() -> frozenset[str]:
     """Every key a case file or config.yaml may hold, for suggesting one against a typo."""
-    keys: set[str] = set()
-    for value in globals().values():
-        if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel:
-            for name, spec in value.model_fields.items():
-                keys.add(spec.alias or name)
-    return frozenset(keys)
+    return frozenset(key for model in _models() for key in _keys(model))
 
 
 @functools.cache
@@ -485,10 +491,8 @@ def _homes() -> dict[str, frozenset[str]]:
     import types
     import typing
 
-    models = [value for value in globals().values()
-              if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel]
     holders: dict[type, set[str]] = {}
-    for model in models:
+    for model in _models():
         for name, spec in model.model_fields.items():
             if typing.get_origin(spec.annotation) not in (None, typing.Union, types.UnionType):
                 continue  # a dict or a list of them
@@ -497,8 +501,8 @@ def _homes() -> dict[str, frozenset[str]]:
                     holders.setdefault(inner, set()).add(spec.alias or name)
     homes: dict[str, set[str]] = {}
     for model, held_by in holders.items():
-        for name, spec in model.model_fields.items():
-            homes.setdefault(spec.alias or name, set()).update(held_by)
+        for key in _keys(model):
+            homes.setdefault(key, set()).update(held_by)
     return {key: frozenset(held) for key, held in homes.items()}
 
 
@@ -513,8 +517,7 @@ def _home_elsewhere(key: str, location: tuple[Any, ...]) -> str:
 
 @functools.cache
 def _top_level_keys() -> frozenset[str]:
-    return frozenset(spec.alias or name for model in (RawCaseFile, RawEvalConfigFile, RawTarget, RawSampleBlock)
-                     for name, spec in model.model_fields.items())
+    return frozenset(key for model in (RawCaseFile, RawEvalConfigFile, RawTarget, RawSampleBlock) for key in _keys(model))
 
 
 def nearest_key(written: str) -> str | None:
