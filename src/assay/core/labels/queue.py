@@ -8,15 +8,13 @@ so the order stays put while the person works through it.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from typing import Any
 
-from assay.core.labels.extract import kind_labels, subject_of
+from assay.core.labels.extract import subject_of
 from assay.core.labels.model import Label
-from assay.core.labels.units import stored_unit
-from assay.core.record import UnitResult
+from assay.core.labels.units import judged_candidates, stored_unit
 from assay.errors import UsageError
 
 __all__ = ["FILTERS", "LabelQueue", "QueueRequest", "build_queue"]
@@ -60,25 +58,9 @@ def _runs(store: Any, scope: str) -> list[Any]:
 
 
 def _judged_units(store: Any, run: Any, wanted: str) -> list[str]:
-    """The unit ids of `run` a judge graded (`wanted` judged) or whose judges disagree, in run order.
-
-    Only bodies holding the kind's judge marker (or a reference to a carried unit) are decoded."""
-    marker = kind_labels(run.manifest.kind).judged_marker
-    if marker is None:
-        return []
-    rows = store.read(
-        "SELECT unit_id, body FROM units WHERE run_id = ? AND (instr(body, ?) > 0 OR instr(body, '\"carried_from\":{') > 0) "
-        "ORDER BY seq", (run.run_id, marker),
-    )
-    chosen = []
-    for unit_id, body in rows:
-        unit = UnitResult.from_json(json.loads(body))
-        if unit.carried_from:
-            unit = store.get_unit(run.run_id, unit_id) or unit
-        judgements = stored_unit(run, unit).judgements
-        if judgements.disagree if wanted == "disagree" else judgements.judged:
-            chosen.append(unit_id)
-    return chosen
+    """The unit ids of `run` a judge graded (`wanted` judged) or whose judges disagree, in run order."""
+    return [stored.unit.unit_id for stored in judged_candidates(store, run)
+            if (stored.judgements.disagree if wanted == "disagree" else stored.judgements.judged)]
 
 
 def _labelled(store: Any, entries: list[tuple[str, str]], kinds: dict[str, str], labels: list[Label]) -> set[tuple[str, str]]:

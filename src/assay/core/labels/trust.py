@@ -23,7 +23,7 @@ def judges_behind(store: Any, first: Any, second: Any, units: Mapping[str, Seque
     without judges)."""
     from assay.core.labels.agreement import CHECKS_PROMPT, agreement_report, human_verdicts
     from assay.core.labels.store import LabelBook
-    from assay.core.labels.units import stored_unit
+    from assay.core.labels.units import judged_candidates
 
     failed_by: dict[str, list[tuple[str, Any]]] = {}  # judge -> (change, stored unit) it failed
     models: dict[str, str | None] = {}
@@ -31,8 +31,7 @@ def judges_behind(store: Any, first: Any, second: Any, units: Mapping[str, Seque
     for change, run in (("regressions", second), ("fixes", first)):
         ids = list(units.get(change, ()))[:MOST_UNITS_READ]
         read[change] = len(ids)
-        for unit in store.units_by_id(run.run_id, _judged(store, run, ids)).values():
-            stored = stored_unit(run, unit)
+        for stored in judged_candidates(store, run, ids):
             for judgement in {judgement.judge: judgement for judgement in stored.judgements.judgements
                               if judgement.verdict == "fail" and judgement.prompt != CHECKS_PROMPT}.values():
                 failed_by.setdefault(judgement.judge, []).append((change, stored))
@@ -56,19 +55,6 @@ def judges_behind(store: Any, first: Any, second: Any, units: Mapping[str, Seque
     judges.sort(key=lambda entry: (-entry["regressions"] - entry["fixes"], entry["judge"]))
     return {"judges": judges, "units_read": read,
             "units": {change: len(units.get(change, ())) for change in ("regressions", "fixes")}}
-
-
-def _judged(store: Any, run: Any, unit_ids: Sequence[str]) -> list[str]:
-    """Those of `unit_ids` whose body may hold a judge verdict: the kind's judge marker, or a carried unit's reference
-    (read through it). No other body is decoded: the units of a run without judges cost a text search each."""
-    from assay.core.labels.extract import kind_labels
-
-    marker = kind_labels(run.manifest.kind).judged_marker
-    if marker is None or not unit_ids:
-        return []
-    return [row[0] for row in store.read(  # (at most MOST_UNITS_READ ids: within SQLite's limit of parameters)
-        f"SELECT unit_id FROM units WHERE run_id = ? AND unit_id IN ({','.join('?' * len(unit_ids))}) "
-        "AND (instr(body, ?) > 0 OR instr(body, '\"carried_from\":{') > 0)", (run.run_id, *unit_ids, marker))]
 
 
 def _share(count: int, read: int, total: int, noun: str) -> str:

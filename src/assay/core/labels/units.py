@@ -4,17 +4,18 @@ and the label a person's answer about it makes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from datetime import UTC, datetime
 from typing import Any
 
-from assay.core.labels.extract import UnitJudgements, content_of, judgements_of, subject_of
+from assay.core.labels.extract import UnitJudgements, content_of, judgements_of, kind_labels, subject_of
 from assay.core.labels.model import Label
 from assay.core.record import UnitResult
 
-__all__ = ["StoredUnit", "make_label", "read_unit"]
+__all__ = ["StoredUnit", "judged_candidates", "make_label", "read_unit"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,28 @@ def read_unit(store: Any, run_id: str, unit_id: str) -> StoredUnit:
 def stored_unit(run: Any, unit: UnitResult) -> StoredUnit:
     kind, identity = run.manifest.kind, dict(run.manifest.identity or {})
     return StoredUnit(run.run_id, run.manifest.created_at, kind, identity, unit, judgements_of(unit, kind, identity))
+
+
+def judged_candidates(store: Any, run: Any, unit_ids: Sequence[str] | None = None) -> list[StoredUnit]:
+    """The units of `run` (only those of `unit_ids`, when given: a few hundred at most) a judge may have graded, in run
+    order: their body holds the kind's judge marker, or a carried unit's reference (read through it). No other body is
+    decoded, so the units of a run without judges cost a text search each."""
+    marker = kind_labels(run.manifest.kind).judged_marker
+    if marker is None or (unit_ids is not None and not unit_ids):
+        return []
+    among = "" if unit_ids is None else f" AND unit_id IN ({','.join('?' * len(unit_ids))})"
+    rows = store.read(
+        f"SELECT unit_id, body FROM units WHERE run_id = ?{among} "
+        "AND (instr(body, ?) > 0 OR instr(body, '\"carried_from\":{') > 0) ORDER BY seq",
+        (run.run_id, *(unit_ids or ()), marker),
+    )
+    found = []
+    for unit_id, body in rows:
+        unit = UnitResult.from_json(json.loads(body))
+        if unit.carried_from:
+            unit = store.get_unit(run.run_id, unit_id) or unit
+        found.append(stored_unit(run, unit))
+    return found
 
 
 def make_label(
