@@ -74,7 +74,8 @@ class TraceReceiver:
         max_spans: int = MAX_SPANS_PER_RUN, where: str = "[tool.assay.telemetry]",
     ) -> None:
         """`names`: Host names accepted besides loopback ones (the advertised host, a non-loopback bind);
-        `warn(code, message)` hears each refused export (the run says each code once)."""
+        `warn(code, message)` hears the first refused export of each status (404, 400, 415, 413): an export sent to
+        the wrong path does not hide that others are refused for their bodies, and a thousand alike say it once."""
         self._sink = sink
         self.host = host
         self._sock = bind_socket(host, port, where)
@@ -82,6 +83,7 @@ class TraceReceiver:
         self._names = frozenset(name.strip("[]").lower() for name in names)
         self._any_ip = host in ("0.0.0.0", "::", "") and not self._names
         self._warn = warn
+        self._statuses_said: set[int] = set()
         self._spans_left = max_spans
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -201,7 +203,8 @@ class TraceReceiver:
 
     def _refused(self, status: int, reason: str) -> None:
         self.refused += 1
-        if self._warn is not None:
+        if self._warn is not None and status not in self._statuses_said:
+            self._statuses_said.add(status)
             code = "telemetry-export-too-large" if status == 413 else "telemetry-export-refused"
             self._warn(code, f"the OTLP trace receiver refused an export ({status}): {reason}; its spans are not "
                              "in the waterfall (docs/limits.md)")

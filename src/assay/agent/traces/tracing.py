@@ -133,7 +133,7 @@ class RunTracing:
         # Besides loopback names, the Host may be the name apps are told, or a non-loopback bind address.
         names = {name for name in (config.host, config.bind) if name and name not in ("0.0.0.0", "::")}
         receiver = TraceReceiver(self.hub.ingest, config.bind, config.port, names=names, where=config.where,
-                                 warn=lambda code, message: self._notice(Notice(code, message), _refusal(message)))
+                                 warn=lambda code, message: self._notice(Notice(code, message), once=False))
         try:
             receiver.start()
         except BaseException:
@@ -152,13 +152,12 @@ class RunTracing:
         assert self.receiver is not None
         return f"http://{self.config.advertised_host}:{self.receiver.port}"
 
-    def _notice(self, notice: Notice, kind: str = "") -> None:
-        """From the receiver's thread: each notice is said once (each `kind` of it: a refused export's status), on
-        the run's loop."""
-        said = f"{notice.code} {kind}" if kind else notice.code
-        if said in self._said or self._loop is None:
+    def _notice(self, notice: Notice, *, once: bool = True) -> None:
+        """From the receiver's thread: on the run's loop, each code once (`once`), or as often as the caller says it
+        (the receiver says each refused status once itself)."""
+        if self._loop is None or (once and notice.code in self._said):
             return
-        self._said.add(said)
+        self._said.add(notice.code)
         try:
             self._loop.call_soon_threadsafe(self._warn, notice.code, notice.message)
         except RuntimeError:  # the run's loop is closed: nothing left to tell
@@ -234,13 +233,6 @@ class RunTracing:
     def stop(self) -> None:
         if self.receiver is not None:
             self.receiver.stop()
-
-
-def _refusal(message: str) -> str:
-    """The status of a refused export's warning (`… refused an export (404): …`): each is said once a run, so an
-    export sent to the wrong path does not hide that the app's other exports are refused for their bodies."""
-    head = message.split(":", 1)[0]
-    return head[head.rfind("("):] if head.endswith(")") else ""
 
 
 def unattributed_message(unattributed: int, ambiguous: int, received: int) -> str:
