@@ -96,8 +96,8 @@ def _kind(params: Mapping[str, Any]) -> str | None:
 @dataclass
 class ViewData:
     store: SqliteRunStore
-    _comparisons: OrderedDict[tuple[str, str], RunComparison] = field(default_factory=OrderedDict)
-    _judges_behind: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # of the comparisons kept
+    # (before, after) -> the comparison and the lines on the model judges behind its changes, the last few kept
+    _comparisons: OrderedDict[tuple[str, str], tuple[RunComparison, list[str]]] = field(default_factory=OrderedDict)
     _trace_lists: OrderedDict[str, list[dict[str, Any]]] = field(default_factory=OrderedDict)
     _file: tuple[int, int] | None = None  # the store file opened (device, inode), to see it replaced
 
@@ -122,7 +122,6 @@ class ViewData:
         old, self.store, self._file = self.store, store, now
         old.close()
         self._comparisons.clear()
-        self._judges_behind.clear()
         self._trace_lists.clear()
 
     # -- runs ------------------------------------------------------------------------------
@@ -281,31 +280,26 @@ class ViewData:
 
     # -- compare ---------------------------------------------------------------------------
 
-    def comparison(self, before: str, after: str) -> RunComparison:
+    def comparison(self, before: str, after: str) -> tuple[RunComparison, list[str]]:
+        """The comparison of two runs, and the lines `assay runs compare` prints on the model judges behind its changes."""
+        from assay.core.labels.trust import judges_behind, judges_lines
+
         key = (self.store.resolve(before), self.store.resolve(after))
         if key[0] == key[1]:  # as `assay runs compare` refuses it, rather than a verdict about no change
             raise UsageError(f"both references name the run {key[0]}; a run compared with itself has no changes: "
                              "give two different runs")
         found = self._comparisons.get(key)
         if found is None:
-            found = compare_stored_runs(self.store, *(self.store.get_run(run_id) for run_id in key))
+            runs = [self.store.get_run(run_id) for run_id in key]
+            comparison = compare_stored_runs(self.store, *runs)
+            found = comparison, judges_lines(judges_behind(self.store, *runs, comparison.units), 10)
             self._comparisons[key] = found
             while len(self._comparisons) > 8:
-                self._judges_behind.pop(self._comparisons.popitem(last=False)[0], None)
+                self._comparisons.popitem(last=False)
         return found
 
-    def judges_behind(self, comparison: RunComparison) -> list[str]:
-        """The lines `assay runs compare` prints on the model judges behind the changes (read once a comparison)."""
-        from assay.core.labels.trust import judges_behind, judges_lines
-
-        key = (comparison.before, comparison.after)
-        if key not in self._judges_behind:
-            runs = (self.store.get_run(run_id) for run_id in key)
-            self._judges_behind[key] = judges_lines(judges_behind(self.store, *runs, comparison.units), 10)
-        return self._judges_behind[key]
-
     def compare(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        comparison = self.comparison(str(params.get("a") or "latest~1"), str(params.get("b") or "latest"))
+        comparison, judges = self.comparison(str(params.get("a") or "latest~1"), str(params.get("b") or "latest"))
         change = str(params.get("change") or "regressions")
         if change not in CHANGE_KINDS:
             raise UsageError(f"change must be one of {', '.join(CHANGE_KINDS)}")
@@ -343,7 +337,6 @@ class ViewData:
         why = nothing_judged_in_both(self.store, comparison, document, (comparison.before, comparison.after))
         if why:
             document["why"] = why
-        judges = self.judges_behind(comparison)
         if judges:
             document["judges_behind"] = judges
         kinds = (before_run.manifest.kind, after_run.manifest.kind)
