@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -23,8 +24,10 @@ import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "doc"))
+sys.path.insert(0, str(TESTS / "video"))
 from agent_projects import agent_project
 from doc_suites import make_suite
+from video_evals import number_eval
 
 from assay.core.fsutil import STALE_TEMPORARY_AGE_S
 
@@ -57,6 +60,16 @@ def install():
         def unit_lines(units):
             yield from original_lines(units)
             die()
+
+        results_store.unit_lines = unit_lines
+    elif stage == "interrupt-mid-index":  # Ctrl-C after the summary, inside the store's transaction
+        import assay.core.results_store as results_store
+
+        original_lines = results_store.unit_lines
+
+        def unit_lines(units):
+            yield from original_lines(units)
+            os.kill(os.getpid(), signal.SIGINT)
 
         results_store.unit_lines = unit_lines
     elif stage == "mid-write":  # half of the bytes of a file whose path matches CRASH_PATH
@@ -191,6 +204,56 @@ def test_an_agent_run_killed_between_its_last_result_and_its_seal_is_reported_by
     [run] = listed_runs(assay, project, "agent")
     assert (run["counts"]["passed"], run["counts"]["failed"]) == (2, 1)
     assert run["summary"]["checkpoint"] == str(checkpoint)
+
+
+def resumed_command(stderr: str) -> list[str]:
+    """The arguments of the `Resume with `assay …`.` line a stopped run printed (without `assay`)."""
+    [line] = [line for line in stderr.splitlines() if line.startswith("Resume with `")]
+    return shlex.split(line[len("Resume with `"):-len("`.")])[1:]
+
+
+def test_ctrl_c_while_a_finished_agent_run_is_recorded_says_so_and_its_resume_records_it_asking_nothing(
+    tmp_path: Path, assay: Any
+) -> None:
+    project, sends = tmp_path / "project", tmp_path / "sends.txt"
+    agent_project(project)
+    (project / "experiments" / "crash.py").write_text(AGENT_EXPERIMENT.format(sends=str(sends)))
+    (project / "evals" / "crash_eval.py").write_text(AGENT_EVALS)
+
+    # The summary is shown; Ctrl-C lands inside the store's transaction. It was "Interrupted." alone: nothing
+    # said the run was not recorded, nor how to record it (its checkpoint was left, unnamed).
+    stopped = assay("agent", "run", "--project", project, cwd=project, crash={"CRASH_AT": "interrupt-mid-index"})
+    assert stopped.returncode == 130, stopped.stdout + stopped.stderr
+    assert "FAILED" in stopped.stdout and "Traceback" not in stopped.stderr
+    assert "Interrupted while recording the run, which may not be in the results store yet" in stopped.stderr
+    [checkpoint] = (project / ".assay" / "runs" / "checkpoints").iterdir()
+    assert json.loads((checkpoint / "manifest.json").read_text())["status"] == "in_progress"
+    assert listed_runs(assay, project, "agent") == []
+
+    resumed = assay(*resumed_command(stopped.stderr), cwd=project)
+    assert resumed.returncode == 1, resumed.stdout + resumed.stderr
+    assert sorted(sends.read_text().splitlines()) == ["question 0", "question 1", "question 2"]  # asked once each
+    [run] = listed_runs(assay, project, "agent")
+    assert (run["counts"]["passed"], run["counts"]["failed"]) == (2, 1)
+    assert json.loads((checkpoint / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_ctrl_c_while_a_finished_video_run_is_recorded_keeps_its_checkpoint_for_the_resume_that_records_it(
+    tmp_path: Path, assay: Any
+) -> None:
+    eval_dir = number_eval(tmp_path, until=0.3)
+    run = ("video", "run", "--eval-dir", eval_dir, "--adapter", f"{eval_dir}/adapter.py:create_evaluator")
+    reads_numbers = {"PYTHONPATH": str(TESTS)}  # the adapter reads the frame numbers with tests/media.py
+    stopped = assay(*run, cwd=tmp_path, crash={"CRASH_AT": "interrupt-mid-index", **reads_numbers})
+    assert stopped.returncode == 130, stopped.stdout + stopped.stderr
+    assert "Interrupted while recording the run" in stopped.stderr and "Traceback" not in stopped.stderr
+    assert listed_runs(assay, tmp_path, "video") == []
+
+    resumed = assay(*resumed_command(stopped.stderr), cwd=tmp_path, crash=reads_numbers)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr  # (no threshold: failed samples exit 0)
+    assert "0 evaluated in this run, 3 reused from the checkpoint" in resumed.stdout
+    [recorded] = listed_runs(assay, tmp_path, "video")
+    assert (recorded["counts"]["passed"], recorded["counts"]["failed"]) == (1, 2)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -309,6 +309,7 @@ class _OpenedAgentRun:
         )
 
     def interrupted(self) -> RunFinished:
+        self._outcome = None  # stopped after concluding (while being recorded): its checkpoint is not complete
         self.checkpoint.release()
         return RunFinished(
             "agent", self.run_id, EXIT_INTERRUPTED, interrupted=True, checkpoint=self.checkpoint.path,

@@ -96,6 +96,7 @@ class _OpenedVideoRun:
         )
 
     def _let_go(self, **fields: Any) -> RunFinished:
+        self._concluded = False  # stopped after concluding (while being recorded): nothing to seal
         kept = self.checkpoint.abandon()
         return RunFinished(
             "video", self.run_id, checkpoint=self.checkpoint.path, checkpoint_kept=kept,

@@ -3,7 +3,7 @@
 The pipeline owns the order every kind shares: reporters (chosen here from the `Outputs`) hear
 `run_finished` before the run is recorded in the results store and before the checkpoint is sealed,
 so a run killed after its reports were written can still be resumed and reported again; Ctrl-C is
-exit 130; an error a user can fix is exit 2 with one message. `merge` finishes a set of shard records
+exit 130 (after the summary, while the run is recorded, too: the checkpoint is kept and its resume records it); an error a user can fix is exit 2 with one message. `merge` finishes a set of shard records
 by the same path. This module is the only one that records runs in the store (`StorePublisher`).
 """
 
@@ -143,11 +143,32 @@ def _finish(events: RunEvents, finished: RunFinished, opened: OpenedRun | None,
 
     results_made()  # a reader leaving the console from here on does not stop the run's recording
     _resumed_where_it_ran(finished, execution)
-    with collection_sized_for_runs():
-        events.run_finished(finished)  # the store publisher, registered last, records the run
+    try:
+        with collection_sized_for_runs():
+            events.run_finished(finished)  # the store publisher, registered last, records the run
+    except KeyboardInterrupt:
+        if opened is None or finished.interrupted:
+            raise
+        return _stopped_while_recording(opened, execution)
     if opened is not None:
         opened.seal(finished)
     return RunResult(finished.exit_code, finished)
+
+
+def _stopped_while_recording(opened: OpenedRun, execution: Execution) -> RunResult:
+    """Ctrl-C after the summary was shown, while the run was being recorded (a big run takes seconds): the
+    run is not in the store yet, but every result is in its checkpoint, so it is let go of as an interrupted
+    run is and its resume, which runs nothing again, records it. A kind without a checkpoint is interrupted."""
+    stopped = opened.interrupted()
+    _resumed_where_it_ran(stopped, execution)
+    opened.seal(stopped)
+    if not (stopped.checkpoint_kept and stopped.resume_lines):
+        raise KeyboardInterrupt
+    with contextlib.suppress(OSError):  # stderr may be a closed pipe too
+        print("Interrupted while recording the run, which may not be in the results store yet. Its results are kept:"
+              " resuming records it without running anything again.", *stopped.resume_lines, sep="\n",
+              file=sys.stderr, flush=True)
+    return RunResult(EXIT_INTERRUPTED, stopped)
 
 
 def reporters_for(run_kind: RunKind[Any], outputs: Outputs) -> list[RunListener]:
