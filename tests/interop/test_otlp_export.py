@@ -22,11 +22,9 @@ from assay.core.run_events import RunFinished
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra: pip install 'assay[otel]'")
 
 
-def _assay(*arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
+def _assay(*arguments: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "assay", *arguments], capture_output=True, text=True, timeout=120,
-                          check=False, env={**os.environ, **(env or {})})
+                          check=False, env={**os.environ, **(env or {})}, cwd=cwd)
 
 
 def _agent_like_run(run_id: str) -> None:
@@ -95,6 +93,30 @@ def test_an_event_sits_in_the_trace_of_the_attempt_it_judges():
     assert (case["trace_id"], case["span_id"]) == ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
     assert case["attributes"]["gen_ai.evaluation.name"] == "EqualsExpected"
     assert __import__("json").loads(done.stdout)["linked_to_unit_traces"] == 2
+
+
+def test_export_without_otlp_sends_where_every_run_is_exported_and_else_says_how_to_name_a_collector(tmp_path, monkeypatch):
+    _agent_like_run("agent-20261203T100007-0a1b2f")
+    monkeypatch.delenv("ASSAY_OTLP_EXPORT", raising=False)
+    with receiver() as (url, received):  # the variable that exports every run (it was "Missing option '--otlp'")
+        done = _assay("runs", "export", "agent-20261203T100007-0a1b2f", env={"ASSAY_OTLP_EXPORT": url}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"to {url}:" in done.stdout and (len(received.spans), len(received.events)) == (1, 3)
+
+    project = tmp_path / "project"
+    project.mkdir()
+    with receiver() as (url, received):  # the table of the project in the current folder
+        (project / "pyproject.toml").write_text(f'[tool.assay.export]\notlp = "{url}"\n')
+        done = _assay("runs", "export", "agent-20261203T100007-0a1b2f", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert len(received.spans) == 1
+
+    nowhere = _assay("runs", "export", "agent-20261203T100007-0a1b2f", cwd=tmp_path)
+    assert nowhere.returncode == 2 and "Traceback" not in nowhere.stderr
+    assert nowhere.stderr.strip() == (
+        "Error: --otlp is needed: the collector's OTLP/HTTP base URL, like http://127.0.0.1:4318 (or set ASSAY_OTLP_EXPORT, "
+        "or `otlp` in the [tool.assay.export] table of the pyproject.toml here)"
+    )
 
 
 def test_an_endpoint_that_refuses_is_one_error_naming_it():

@@ -133,10 +133,12 @@ def import_command(given: Given) -> None:
 def export_command(given: Given) -> None:
     """Send a run to an OpenTelemetry collector: one span, and one gen_ai.evaluation.result event per unit."""
     from assay.core.history.shown import exported
-    from assay.core.interop.export_endpoint import check_endpoint
+    from pathlib import Path
+
+    from assay.core.interop.export_endpoint import export_command_endpoint
 
     with common.failing():
-        endpoint = check_endpoint(given.otlp)
+        endpoint = export_command_endpoint(given.otlp, Path.cwd())
     with common.store() as store:
         shown = exported(store, given.run, endpoint, given.timeout)
     stdout_guard.results_made()  # sent: a reader leaving now does not make it exit 130

@@ -95,8 +95,9 @@ class RunsOptions:
                                 "run's): for a store holding several projects or imported tools.")
     format_name: str | None = option(None, flag="--format", help="junit, inspect, pydantic-evals, deepeval or promptfoo "
                                      "(default: told from each file's content).")
-    otlp: str = option(flag="--otlp", help="The OTLP/HTTP endpoint's base URL, e.g. http://127.0.0.1:4318 (the run's span "
-                       "goes to /v1/traces, one event per unit to /v1/logs).")
+    otlp: str | None = option(None, flag="--otlp", help="The OTLP/HTTP endpoint's base URL, e.g. http://127.0.0.1:4318 (the "
+                              "run's span goes to /v1/traces, one event per unit to /v1/logs); default: where every run is "
+                              "exported ($ASSAY_OTLP_EXPORT, or [tool.assay.export] of the pyproject.toml here).")
     timeout: float = option(10.0, flag="--timeout", check=between(0.1, 600), help="Seconds per request.")
 
 

@@ -11,7 +11,10 @@ from urllib.parse import urlsplit
 
 from assay.errors import AssayError, UsageError
 
-__all__ = ["ENVIRONMENT", "check_endpoint", "configured_endpoint", "exports_anywhere", "shown_endpoint", "table_endpoint"]
+__all__ = [
+    "ENVIRONMENT", "check_endpoint", "configured_endpoint", "export_command_endpoint", "exports_anywhere", "shown_endpoint",
+    "table_endpoint",
+]
 
 ENVIRONMENT = "ASSAY_OTLP_EXPORT"
 
@@ -55,6 +58,18 @@ def check_endpoint(url: str, option: str = "--otlp") -> str:
         raise UsageError(f"{option} {shown!r}: give the collector's base URL ({base}); assay adds /v1/traces and "
                          "/v1/logs itself", option)
     return url.strip().rstrip("/")
+
+
+def export_command_endpoint(otlp: str | None, here: Path) -> str:
+    """Where `assay runs export` sends: `--otlp`, else where every run is exported from `here` (the variable, or
+    the table of the project in the current folder), as a user who set either expects; else a `UsageError`."""
+    if otlp is not None:
+        return check_endpoint(otlp)
+    configured = configured_endpoint(here)
+    if configured is None:
+        raise UsageError(f"--otlp is needed: the collector's OTLP/HTTP base URL, like http://127.0.0.1:4318 (or set "
+                         f"{ENVIRONMENT}, or `otlp` in the [tool.assay.export] table of the pyproject.toml here)", "--otlp")
+    return configured
 
 
 def configured_endpoint(home: Path | None) -> str | None:
