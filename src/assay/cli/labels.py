@@ -7,6 +7,7 @@ Exit codes: 0 ok; 2 a usage error, an unreadable label file or a store error.
 from __future__ import annotations
 
 import contextlib
+import shlex
 import sys
 
 import typer
@@ -65,10 +66,14 @@ def import_command(given: Given) -> None:
             skipped = book.sync()
             added = book.add(labels)
     except KeyboardInterrupt:
-        # "Interrupted." left it open whether any label was added, and what to do (as `runs import`, say how to finish)
+        # "Interrupted." left it open whether any label was added, and what to do (as `runs import`, say how to finish):
+        # the command quoted for a shell (`my labels.jsonl` pasted was two files), and for stdin, which is spent, a
+        # word that the same labels are to be piped in again
+        again = ("give the same labels to `assay labels import -` again" if given.source == "-" else
+                 f"run `assay labels import {shlex.quote(given.source)}` again")
         with contextlib.suppress(OSError):  # stderr may be a closed pipe
-            print(f"Interrupted: the labels added so far are kept; run `assay labels import {given.source}` again to "
-                  "finish (a label already there is not added again).", file=sys.stderr, flush=True)
+            print(f"Interrupted: the labels added so far are kept; {again} to finish (a label already there is not "
+                  "added again).", file=sys.stderr, flush=True)
         raise typer.Exit(130) from None
     common.skipped_label_lines(skipped)
     unique = len({label.label_id for label in labels})

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.core.labels.model import ANSWERS, SCORES, Judgement, Label, latest_labels
+from assay.core.labels.model import ANSWERS, SCORES, Judgement, Label, latest_labels, made_at
 from assay.core.labels.statistics import confusion_matrix, kappa_from_matrix, kappa_interval, krippendorff_alpha, spearman
 from assay.core.labels.units import stored_unit
 
@@ -60,7 +60,7 @@ class _Item:
 
 def _items(labels: Iterable[Label]) -> dict[Item, _Item]:
     items: dict[Item, _Item] = {}
-    for label in sorted(latest_labels(labels).values(), key=lambda label: label.created_at):
+    for label in sorted(latest_labels(labels).values(), key=made_at):
         entry = items.setdefault(label.item, _Item())
         entry.labels[label.labeller] = label
     return items

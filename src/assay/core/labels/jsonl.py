@@ -74,17 +74,21 @@ def read_labels(source: str) -> list[Label]:
               "or stop with Ctrl-C and give a file (assay labels import FILE, or ... | assay labels import -).",
               file=sys.stderr, flush=True)
     try:
-        # utf-8-sig: an editor on Windows starts the file with a byte-order mark, which is no part of the first label
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8-sig")
+        data = _read_bytes(source)
     except FileNotFoundError:
         raise UsageError(f"the label file {source} does not exist; {wanted}") from None
     except IsADirectoryError:
         raise UsageError(f"the label file {source} is a folder; {wanted}") from None
     except OSError as error:
         raise UsageError(f"could not read the label file {source}: {error.strerror or error}") from None
+    wide = _wide_text(source, data)
+    if wide is not None:
+        raise UsageError(wide)
+    try:
+        # utf-8-sig: an editor on Windows starts the file with a byte-order mark, which is no part of the first label
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise UsageError(f"the label file {source} is not UTF-8 text ({error.reason} at byte {error.start}); {wanted}") from None
-    text = text.removeprefix("\ufeff")
     labels = []
     for number, line in enumerate(_lines(text), start=1):
         if not line.strip():
@@ -101,6 +105,35 @@ def read_labels(source: str) -> list[Label]:
         except LabelError as error:
             raise UsageError(f"{source}:{number}: {error}") from None
     return labels
+
+
+def _read_bytes(source: str) -> bytes:
+    """The file's bytes, or standard input's (`-`): read as bytes, so that a UTF-16 stream is seen for what it is
+    rather than decoded into text that no JSON parser reads."""
+    if source != "-":
+        return Path(source).read_bytes()
+    stream = getattr(sys.stdin, "buffer", None)
+    return stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+
+
+def _wide_text(source: str, data: bytes) -> str | None:
+    """Why a label file written as UTF-16 cannot be read, and how to convert it; None for any other file. Windows
+    PowerShell's `assay labels export > labels.jsonl` writes UTF-16, which read as "not UTF-8 text (invalid start byte
+    at byte 0)", or as "not JSON" from standard input: neither named the encoding nor the fix."""
+    encoding = "UTF-16"
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # (UTF-32's mark begins as UTF-16's does)
+        encoding, what = "UTF-32", "is UTF-32 text (its byte-order mark says so)"
+    elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        what = "is UTF-16 text (as Windows PowerShell's `>` and Out-File write it)"
+    elif b"\x00" in data[:4096]:  # UTF-8 JSON never holds a NUL byte: UTF-16 without a byte-order mark, or no text
+        what = "holds NUL bytes, as UTF-16 text without a byte-order mark does (or a binary file)"
+    else:
+        return None
+    name = "standard input" if source == "-" else f"the label file {source}"
+    given = "FILE" if source == "-" else source
+    return (f"{name} {what}, and labels are read as UTF-8: convert it (iconv -f {encoding} -t UTF-8 {given} > "
+            f"labels-utf8.jsonl, or in PowerShell Get-Content {given} | Set-Content -Encoding utf8 labels-utf8.jsonl) "
+            "and import that")
 
 
 ONE_PER_LINE = "a label file holds one label per line, each a JSON object, as `assay labels export` writes them"

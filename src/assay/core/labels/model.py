@@ -26,6 +26,7 @@ __all__ = [
     "Label",
     "LabelError",
     "latest_labels",
+    "made_at",
     "parse_label",
 ]
 
@@ -171,8 +172,11 @@ def parse_label(document: Any, *, strict: bool = False) -> Label:
     unknown = sorted(set(document) - _FIELDS)
     if unknown:
         raise LabelError(f"unknown field(s) {_unknown_fields(unknown, _FIELDS)}; a label has {', '.join(sorted(_FIELDS))}")
-    if document.get("schema") != LABEL_SCHEMA:
-        raise LabelError(f"schema must be {LABEL_SCHEMA!r}, got {document.get('schema')!r}")
+    if document.get("schema") is None:  # `{}` or a label written by hand read "schema must be 'assay.label.v1', got None"
+        raise LabelError(f'schema is {"null" if "schema" in document else "missing"}; a label line holds "schema": '
+                         f'"{LABEL_SCHEMA}", as `assay labels export` writes it')
+    if document["schema"] != LABEL_SCHEMA:
+        raise LabelError(f"schema must be {LABEL_SCHEMA!r}, got {document['schema']!r}")
     judgements = document.get("judgements", [])
     if not isinstance(judgements, list):
         raise LabelError("judgements must be a list")
@@ -250,9 +254,22 @@ def _optional_text(document: Mapping[str, Any], name: str, where: str) -> str | 
     return value
 
 
+def made_at(label: Label) -> str:
+    """`created_at` in a form that sorts as the moments do: `09:00:00Z`, `09:00:00.5Z` and `09:00:00.123Z` (all valid)
+    sorted as text put the first last; another text (a label of an older assay) is left as it is."""
+    moment = _UTC_TIME.fullmatch(label.created_at)
+    if moment is None:
+        return label.created_at
+    return f"{label.created_at[:19]}.{(moment.group(1) or '.')[1:].ljust(6, '0')}"
+
+
 def latest_labels(labels: Iterable[Label]) -> dict[tuple[str, str, str], Label]:
-    """(labeller, run id, unit id) -> that labeller's latest label of the unit (labels in the order added)."""
+    """(labeller, run id, unit id) -> that labeller's latest label of the unit: the one made last (`labels` in the order
+    added; of two made at the same moment, the one added last). An import appends labels made earlier, elsewhere: taken
+    in the order added, a golden set imported after a person labelled again put back the answer they had changed."""
     latest: dict[tuple[str, str, str], Label] = {}
     for label in labels:
-        latest[(label.labeller, label.run_id, label.unit_id)] = label
+        key = (label.labeller, label.run_id, label.unit_id)
+        if key not in latest or made_at(label) >= made_at(latest[key]):
+            latest[key] = label
     return latest
