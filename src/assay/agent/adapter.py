@@ -80,6 +80,12 @@ def check_agent(agent: Any, where: str) -> None:
 
 def _not_an_agent(agent: Any) -> str:
     """Why `agent` is no agent, saying what to write: a factory passed uncalled is the likeliest slip."""
+    if inspect.iscoroutinefunction(agent):
+        # An `async def` is never a factory (those are plain functions): it is the agent's own `send`, and calling it
+        # as told would hand the experiment a coroutine.
+        label = getattr(agent, "__qualname__", None) or getattr(agent, "__name__", "send")
+        return (f"agent={label} is an async function (an agent's send), not an agent: wrap it, "
+                f"agent=define_agent(name=..., send={label}, evidence_coverage=...)")
     if inspect.isfunction(agent) or inspect.ismethod(agent) or inspect.isclass(agent):
         label = getattr(agent, "__qualname__", None) or getattr(agent, "__name__", "it")
         kind = "class" if inspect.isclass(agent) else "function"

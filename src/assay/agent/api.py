@@ -101,6 +101,19 @@ def _given(value: Any) -> str:
     return f"{value!r:.80}"
 
 
+def _as_mapping(evals: Any) -> str:
+    """What evals passed as one function (or eval) or a list of them are, and the dict they go in (`a list of evals,
+    which have no ids: give each its id, run_evals({'greets': greets}, ...)`); "" for anything else."""
+    items = list(evals) if isinstance(evals, (list, tuple)) else [evals]
+    names = [getattr(getattr(item, "test", item), "__name__", None) for item in items[:3]]
+    if not items or not all(isinstance(name, str) and name.isidentifier() for name in names):
+        return ""
+    shown = ", ".join(f"{name!r}: {name}" for name in names) + (", ..." if len(items) > 3 else "")
+    if isinstance(evals, (list, tuple)):
+        return f"a list of evals, which have no ids: give each its id, run_evals({{{shown}}}, ...)"
+    return f"the eval {names[0]}, which has no id: give it one, run_evals({{{shown}}}, ...)"
+
+
 def _checked(**given: Any) -> None:
     """The checks `assay agent run` makes of its options, made of the keyword arguments of the same names: a
     `UsageError` naming the argument (`attempts must be > 0`), not the flag, for a value the CLI refuses."""
@@ -375,8 +388,9 @@ def _run_in_code(
         experiments = {"default": experiments}
     for name, given in (("evals", evals), ("experiments", experiments)):
         if not isinstance(given, Mapping):
+            shown = (_as_mapping(given) if name == "evals" else "") or _given(given)
             raise UsageError(f"{name} must map ids to what to run ({'define_eval(...)' if name == 'evals' else 'an Experiment'}),"
-                             f" got {_given(given)}", name)
+                             f" got {shown}", name)
         for key, value in given.items():
             if not isinstance(key, str) or not key:
                 raise UsageError(f"{name[:-1]} ids must be non-empty strings, got {key!r}", name)
@@ -384,6 +398,11 @@ def _run_in_code(
                 # An agent (or anything else) here failed deep in the plan, as "'DefinedAgent' object has no
                 # attribute 'attempts'".
                 raise UsageError(f"experiments[{key!r}] must be an Experiment, got {_given(value)}", name)
+            if name == "evals" and not hasattr(value, "kind") and not callable(value):
+                # None went to define_eval(None), which is the decorator form: the run failed far from here, as
+                # "'function' object has no attribute 'judge'".
+                raise UsageError(f"evals[{key!r}] must be an eval (define_eval(...)) or an `async def test(t)`, "
+                                 f"got {_given(value)}", name)
     chosen = _reporters(reporters)
     entries = [
         EvalEntry(eval_id, definition if hasattr(definition, "kind") else define_eval(definition))

@@ -77,6 +77,9 @@ def _build(
     ):
         raise ConfigError("eval timeout must be a positive number of seconds")
     if metadata is not None:
+        if not isinstance(metadata, Mapping):  # check_json_like takes any JSON value: `metadata=["x"]` went through
+            raise ConfigError("eval metadata must be a mapping of JSON values, like metadata={\"owner\": \"support\"}; "
+                              f"got {type(metadata).__name__}")
         check_json_like(metadata, "eval metadata")
     if judge is not None and not isinstance(judge, (bool, Mapping)):
         raise ConfigError("eval judge must be True or a judge configuration mapping")

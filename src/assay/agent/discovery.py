@@ -418,7 +418,15 @@ def select_evals(
         try:
             selected = experiment.experiment.selects(entry.descriptor)
         except Exception as error:  # noqa: BLE001 - the experiment file's predicate is user code
-            raise ConfigError(f"experiment {experiment.id}: its evals predicate raised {type(error).__name__}: {error}") from None
+            where = f"experiment {experiment.id}" + (f" ({experiment.path})" if experiment.path else "")
+            fields = ""
+            if isinstance(error, AttributeError) and isinstance(error.obj, EvalDescriptor):
+                # `d.tag`: Python's own "Did you mean" is printed only with a traceback, which this error has not.
+                from assay.core.format import did_you_mean
+
+                known = [field.name for field in dataclasses.fields(EvalDescriptor)]
+                fields = did_you_mean(error.name, known) + f" (an eval descriptor has {', '.join(known)})"
+            raise ConfigError(f"{where}: its evals predicate raised {type(error).__name__}: {error}{fields}") from None
         if selected:
             chosen.append(entry)
     return chosen

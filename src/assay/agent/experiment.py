@@ -37,6 +37,21 @@ def _positive_number(value: Any, name: str, *, allow_zero: bool = False) -> floa
     return float(value)
 
 
+def _takes_one(function: Callable[..., Any], name: str, example: str) -> None:
+    """A hook or predicate that cannot be called with its one argument is said when the file loads: it failed at
+    run time instead, as a TypeError in every attempt (`def setup():` errored each one `experiment-setup-failed`)."""
+    import inspect
+
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin or C callable without a signature: left to the run
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise ConfigError(f"Experiment {name} must take one argument, like {example}; it takes {signature}") from None
+
+
 def _positive_int(value: Any, name: str, maximum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"Experiment {name} must be an integer >= 1; got {value!r:.40}")
@@ -136,6 +151,10 @@ class Experiment:
             hook = getattr(self, name)
             if hook is not None and not callable(hook):
                 raise ConfigError(f"Experiment {name} must be callable")
+            if hook is not None:
+                _takes_one(hook, name, f"def {name}(ctx): ...")
+        if callable(evals):
+            _takes_one(evals, "evals", 'evals=lambda e: "smoke" in e.tags')
         if self.judge is not None:
             from assay.agent.judging import check_judge_settings
 

@@ -13,6 +13,7 @@ __all__ = ["keyword_meant"]
 
 _ID_KEYWORDS = ("id", "name", "eval_id")  # how other tools name an eval, which assay takes from where it is
 
+_CANNOT_IMPORT = re.compile(r"^cannot import name '(\w+)' from '(assay\.agent(?:\.\w+)*)'")
 _UNEXPECTED_KEYWORD = re.compile(r"^(?:(\w+)\.)?(\w+)\(\) got an unexpected keyword argument '(\w+)'$")
 
 
@@ -49,6 +50,8 @@ def keyword_meant(error: BaseException) -> str:
     objects (`handle.or_stp()`), else ""."""
     from assay.core.format import did_you_mean
 
+    if isinstance(error, ImportError) and not isinstance(error, ModuleNotFoundError):
+        return _import_meant(error)
     if isinstance(error, AttributeError):
         owner = getattr(error, "obj", None)
         if not type(owner).__module__.startswith("assay.agent") or not isinstance(getattr(error, "name", None), str):
@@ -72,6 +75,23 @@ def keyword_meant(error: BaseException) -> str:
     ]
     # A keyword like none of them (`event_match(..., status=…)`) gets the ones there are: Python names none.
     return did_you_mean(keyword, keywords) or (f"; its keywords are {', '.join(keywords)}" if keywords else "")
+
+
+def _import_meant(error: ImportError) -> str:
+    """`from assay.agent import includs` (a misspelt name), or `import succeeded` (an assertion, which is a method of
+    `t` and has nothing to import): the name meant, or how the assertion is called. Python 3.11 names neither."""
+    from assay.core.format import did_you_mean
+
+    found = _CANNOT_IMPORT.match(str(error))
+    module = sys.modules.get(found.group(2)) if found is not None else None
+    if found is None or module is None:
+        return ""
+    missing = found.group(1)
+    context = _assay_agent_name("EvalContext", classes=True)
+    if context is not None and not missing.startswith("_") and callable(getattr(context, missing, None)):
+        return f"; {missing} is not imported: it is a method of the eval's `t`, called as t.{missing}(...)"
+    names = getattr(module, "__all__", None) or [name for name in vars(module) if not name.startswith("_")]
+    return did_you_mean(missing, names)
 
 
 def _parameters(owner: str | None, name: str) -> list[Any] | None:

@@ -244,6 +244,10 @@ def check_experiment_prefixes(experiment: ExperimentEntry, evals: Sequence[EvalE
     for prefix in selection:
         if not any(entry.id.startswith(prefix) for entry in evals):
             hint = did_you_mean(prefix, _prefix_choices(prefix, evals))
+            if "*" in prefix:  # a prefix is plain text: `*` is no wildcard inside the list
+                stem = prefix.split("*", 1)[0]
+                meant = f"evals=[{stem!r}]" if stem else 'evals="*" (the string, not in a list)'
+                hint = f"; a prefix is plain text, not a pattern: write {meant}"
             where = f"experiment {experiment.id}" + (f" ({experiment.path})" if experiment.path else "")
             # (`assay agent list` refuses the same project, so the ids there are named here)
             starts = sorted({entry.id.split("/", 1)[0] + ("/" if "/" in entry.id else "") for entry in evals})

@@ -97,7 +97,11 @@ def check_pricing(value: Any, where: str) -> dict[str, dict[str, float]]:
         entry: dict[str, float] = {}
         for name, rate in prices.items():
             if name not in PRICE_FIELDS:
-                raise ConfigError(f"{where}.{model}.{name} is unknown; use {', '.join(PRICE_FIELDS)}")
+                from assay.core.format import did_you_mean
+
+                # `inptu = 0.4` for `input`: the rate meant, as the rest of [tool.assay] names its misspelt keys.
+                meant = did_you_mean(name, PRICE_FIELDS, form=" (did you mean {}?)")
+                raise ConfigError(f"{where}.{model}.{name} is unknown{meant}; use {', '.join(PRICE_FIELDS)}")
             problem = _price_problem(rate)
             if problem is not None:
                 raise ConfigError(f"{where}.{model}.{name} {problem}")

@@ -144,6 +144,16 @@ class SpooledAttempts(Sequence[AttemptResult]):
     def __getitem__(self, index: int | slice) -> AttemptResult | list[AttemptResult]:
         if isinstance(index, slice):
             return [self[position] for position in range(len(self))[index]]
+        import operator
+
+        # Refused as a tuple refuses it: the spool's own words named a `range`, which the caller never made.
+        try:
+            index = operator.index(index)
+        except TypeError:
+            raise TypeError(f"attempts indices must be integers or slices, not {type(index).__name__}; "
+                            "results.attempt(eval_id, attempt=n) finds an eval's attempt") from None
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"attempts index {index} out of range: the run has {len(self)} attempt(s)")
         return _read_back(self._spool[index], self._summaries[index])
 
     def __iter__(self) -> Iterator[AttemptResult]:
