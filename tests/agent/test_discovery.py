@@ -164,6 +164,25 @@ def test_several_evals_name_the_evals_export_that_settles_it_and_a_wrong_one_is_
         discover_evals(tmp_path)
 
 
+def test_a_module_spreading_thousands_of_evals_into_its_names_is_told_so_in_a_line_a_person_reads(tmp_path):
+    write(tmp_path, "evals/many_eval.py", """
+        from assay.agent import define_eval
+
+        def make(index):
+            async def test(t):
+                await t.send("hi")
+            return define_eval(test)
+
+        EVALS = {f"e{index:05d}": make(index) for index in range(20000)}
+        globals().update(EVALS)
+    """)
+    with pytest.raises(ConfigError) as raised:
+        discover_evals(tmp_path)
+    message = str(raised.value)  # every one of the 20,001 names made a line of 200 KB
+    assert "defines several evals (EVALS, e00000, e00001, " in message and "e00008, and 19,991 more); export" in message
+    assert len(message) < 600
+
+
 def test_two_files_with_one_id_are_an_error(tmp_path):
     write(tmp_path, "evals/x_eval.py", ONE_EVAL.format(description="a", tags=[]))
     write(tmp_path, "evals/x/eval.py", ONE_EVAL.format(description="b", tags=[]))

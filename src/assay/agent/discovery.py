@@ -149,7 +149,10 @@ def _evals_of(module: Any, path: Path, base_id: str) -> list[tuple[str, Eval]]:
             f"{path} defines no eval: decorate `async def test(t)` with @define_eval, or export a list or dict of evals"
         )
     if len(exported) > 1:
-        names = ", ".join(name for name, _ in exported)
+        from assay.core.format import join_first
+
+        # (a module spreading 20,000 evals into its globals named every one of them: a 200 KB line)
+        names = join_first([name for name, _ in exported], limit=10, separator=", ")
         raise ConfigError(
             f"{path} defines several evals ({names}); export one eval, or list the ones to run in "
             f"`{EVALS_EXPORT} = [...]` or `{EVALS_EXPORT} = {{...}}` (an `{EVALS_EXPORT}` export wins over the "
