@@ -17,7 +17,7 @@ from typing import Any
 
 from assay.core.labels.agreement import AgreementFilter, checked_agreement_report
 from assay.core.labels.extract import blind, subject_of
-from assay.core.labels.model import LabelError, latest_labels
+from assay.core.labels.model import MAX_NOTE_CHARACTERS, LabelError, latest_labels
 from assay.core.labels.queue import LabelQueue, QueueRequest, build_queue
 from assay.core.labels.store import LabelBook
 from assay.core.labels.units import StoredUnit, make_label, stored_unit
@@ -93,7 +93,8 @@ class LabelSession:
         return stored_unit(run, unit)
 
     def session(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        return {"labeller": self.labeller, "write_token": self.write_token, "write_token_header": WRITE_TOKEN_HEADER}
+        return {"labeller": self.labeller, "write_token": self.write_token, "write_token_header": WRITE_TOKEN_HEADER,
+                "max_note_characters": MAX_NOTE_CHARACTERS}
 
     def queue(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Build the queue a page asks for; it starts at `at_run`/`at_unit` when given (a reload), else at

@@ -230,7 +230,10 @@ async function save(item, answer, previous) {
     note: (document.getElementById("label-note") || {}).value || "" };
   label.pending += 1;
   labelStatus();
+  // (the server's limit, from the session; a note past it was refused as "at most 64 KiB", the request's size)
+  const tooLong = () => new Error(`the note is too long (${body.note.length.toLocaleString("en")} characters; a note holds at most ${label.session.max_note_characters.toLocaleString("en")}): shorten it`);
   try {
+    if (body.note.length > label.session.max_note_characters) throw tooLong();
     let { response, answer: stored } = await putLabel(body);
     const code = stored && stored.error ? stored.error.code : null;
     if (code === "invalid_write_token") {
@@ -242,9 +245,7 @@ async function save(item, answer, previous) {
       label.session = session;
       ({ response, answer: stored } = await putLabel(body));
     }
-    if (response.status === 413) {
-      throw new Error(`the note is too long (${body.note.length.toLocaleString("en")} characters; a label holds at most 64 KiB): shorten it`);
-    }
+    if (response.status === 413) throw tooLong();
     if (!response.ok) throw new Error(stored && stored.error ? stored.error.message : `HTTP ${response.status}`);
     item.mine = stored;
     if (noteDrafts.get(draftKey(item)) === body.note) noteDrafts.delete(draftKey(item));
