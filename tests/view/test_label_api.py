@@ -77,6 +77,7 @@ def test_writing_a_label_needs_this_servers_write_token(labelling, mixed: MixedS
     client, session = labelling
     assert client.get("/api/label/session").json() == {
         "labeller": "tester", "write_token": session.write_token, "write_token_header": WRITE_TOKEN_HEADER,
+        "max_note_characters": 10_000,
     }
     body = {"run_id": mixed.agent_judged, "unit_id": "main/weather/paris#1", "verdict": "pass", "note": "fine"}
     for token in ("", "not-the-token"):
