@@ -25,8 +25,8 @@ from assay.agent.command_options import AgentOptions
 from assay.agent.request import AgentRunRequest
 from assay.cli import common
 from assay.cli.options import (
-    EXECUTOR, JSON, JUNIT_PATH, PROJECT, QUIET, RAY_ADDRESS, RESUME, VERBOSE, Given, Param, argument, command, group, option,
-    params,
+    EXECUTOR, JSON, JUNIT_PATH, PROJECT, QUIET, RAY_ADDRESS, RESUME, VERBOSE, Command, Given, Param, argument, command, group,
+    option, params,
 )
 
 agent_app = group("Agent evals (NiceEval's model): evals drive an agent and assert on its event stream.")
@@ -77,29 +77,21 @@ def list_command(given: Given) -> None:
     common.show(given.json, listing.document(), listing.tables(), ensure_ascii=True)
 
 
-class _RunCommand(typer.core.TyperCommand):
+class _RunCommand(Command):
     """`agent run`'s arguments with NiceEval's bare `--rerun` and `--keep-sandbox` (see `with_bare_values`); an
     `--eval` or `--experiment` is told they are arguments (`refuse_selection_option`)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        try:  # recent typer ships its own copy of click; its errors are not click's classes
-            from typer._click.exceptions import NoSuchOption
-        except ImportError:  # pragma: no cover - typer releases that use click itself
-            from click.exceptions import NoSuchOption
-
         from assay.agent.request import refuse_selection_option, with_bare_values
+        from assay.cli.options import no_such_option
 
         with common.failing():
             args = with_bare_values(args)
             given = list(args)  # click's parser consumes the list it is given
             try:
                 return super().parse_args(ctx, args)
-            except NoSuchOption as error:  # `--eval drive/sessions`: evals are arguments
-                refuse_selection_option(given, error.option_name)
-                # Click suggests hidden options too (`--atempts`: "--agent, --attempts"), which `-h` does not show.
-                hidden = {name for param in self.params if getattr(param, "hidden", False) for name in param.opts}
-                if error.possibilities:
-                    error.possibilities = [name for name in error.possibilities if name not in hidden]
+            except no_such_option() as error:  # `--eval drive/sessions`: evals are arguments
+                refuse_selection_option(given, error.option_name)  # type: ignore[attr-defined]
                 raise
 
 

@@ -33,8 +33,8 @@ from assay.core.run.request import Outputs, at_least, between, field_types, from
 
 __all__ = [
     "EXECUTOR", "JSON", "JUNIT", "JUNIT_PATH", "LIMIT", "NO_OPEN", "OUTPUT_JSON", "PORT", "PRINT_JSON",
-    "PROJECT", "QUIET", "RAY_ADDRESS", "RESUME", "VERBOSE", "Given", "Param", "argument", "command", "group", "option",
-    "params",
+    "PROJECT", "QUIET", "RAY_ADDRESS", "RESUME", "VERBOSE", "Command", "Given", "Param", "argument", "command", "group",
+    "near_options", "no_such_option", "option", "params",
 ]
 
 
@@ -134,6 +134,35 @@ def group(help_text: str) -> typer.Typer:
                        help=help_text)
 
 
+def no_such_option() -> type[Exception]:
+    try:  # recent typer ships its own copy of click; its errors are not click's classes
+        from typer._click.exceptions import NoSuchOption
+    except ImportError:  # pragma: no cover - typer releases that use click itself
+        from click.exceptions import NoSuchOption
+    return NoSuchOption  # type: ignore[no-any-return]
+
+
+def near_options(command: Any, unknown: str) -> list[str]:
+    """The options of `command` shown in its help whose names are close to `unknown`'s, both without their dashes:
+    click compares them with the dashes, which all share, so `--eval` was offered `--help` and `--sourc` `--json`."""
+    import difflib
+
+    names = {name.lstrip("-"): name for param in command.params if not getattr(param, "hidden", False)
+             for name in param.opts if name.startswith("-")}
+    return [names[near] for near in difflib.get_close_matches(unknown.lstrip("-"), list(names), n=3, cutoff=0.6)]
+
+
+class Command(typer.core.TyperCommand):
+    """Every command's class: an unknown option is offered the options close to it (`near_options`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)  # type: ignore[no-any-return]
+        except no_such_option() as error:
+            error.possibilities = near_options(self, error.option_name)  # type: ignore[attr-defined]
+            raise
+
+
 def command(
     group: typer.Typer | None, name: str, *params: Param, only_reads: bool | Callable[[Given], bool] = False,
     **settings: Any
@@ -170,7 +199,7 @@ def command(
         callback.__name__, callback.__qualname__, callback.__doc__ = body.__name__, body.__qualname__, body.__doc__
         callback.__module__ = body.__module__
         if group is not None:
-            group.command(name, **settings)(callback)
+            group.command(name, **{"cls": Command, **settings})(callback)
         return callback
 
     return register
