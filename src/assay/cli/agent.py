@@ -93,6 +93,28 @@ class _RunCommand(Command):
             except no_such_option() as error:  # `--eval drive/sessions`: evals are arguments
                 refuse_selection_option(given, error.option_name)  # type: ignore[attr-defined]
                 raise
+            except Exception as error:
+                if getattr(error, "option_name", None) == "--resume" and given and given[-1] == "--resume":
+                    _resume_without_checkpoint(given)
+                raise
+
+
+def _resume_without_checkpoint(given: list[str]) -> None:
+    """A bare `--resume` names the checkpoint it could continue (click said only "requires an argument")."""
+    from assay.agent.checkpoint import list_checkpoints, resume_lines
+    from assay.agent.project import project_folder
+    from assay.errors import UsageError
+
+    named = next((given[position + 1] for position, token in enumerate(given[:-1]) if token == "--project"),
+                 next((token.split("=", 1)[1] for token in given if token.startswith("--project=")), None))
+    try:
+        project = project_folder(named)
+        unfinished = [path for path, manifest in list_checkpoints(project) if manifest.get("status") != "complete"]
+    except UsageError:
+        unfinished = []
+    latest = (f": the latest unfinished run's is {unfinished[-1].name}; {resume_lines(unfinished[-1], project)[-1]}"
+              if unfinished else "; this project has no unfinished run to continue")
+    raise UsageError(f"--resume needs the checkpoint to continue, its folder or id{latest}", "--resume")
 
 
 @command(agent_app, "run", *params(

@@ -1,0 +1,44 @@
+"""`assay agent run --resume` with no checkpoint named says which run it could continue, as the command that
+continues it (click said only "Option '--resume' requires an argument."). Real processes."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from agent_projects import replying_project
+
+ERRORS = "from assay.agent import define_eval\n\n@define_eval\nasync def test(t):\n    raise RuntimeError('the agent is down')\n"
+
+
+def _assay(*arguments: str, cwd: Path, store: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "assay", *arguments], capture_output=True, text=True, timeout=120,
+                          cwd=cwd, env={**os.environ, "ASSAY_STORE": str(store)})
+
+
+def test_a_bare_resume_names_the_latest_unfinished_run_as_the_command_that_continues_it(tmp_path: Path) -> None:
+    project, store, elsewhere = replying_project(tmp_path / "project"), tmp_path / "assay.db", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / "evals" / "down_eval.py").write_text(ERRORS)
+
+    nothing = _assay("agent", "run", "--project", str(project), "--resume", cwd=elsewhere, store=store)
+    assert nothing.returncode == 2, nothing.stderr
+    assert nothing.stderr.strip() == ("Error: --resume needs the checkpoint to continue, its folder or id; this project "
+                                      "has no unfinished run to continue")
+
+    errored = _assay("agent", "run", "--project", str(project), cwd=elsewhere, store=store)
+    assert errored.returncode == 1, errored.stdout + errored.stderr  # an errored attempt keeps the checkpoint open
+    [checkpoint] = (project / ".assay" / "runs" / "checkpoints").iterdir()
+
+    bare = _assay("agent", "run", "--project", str(project), "--resume", cwd=elsewhere, store=store)
+    assert bare.returncode == 2 and "Traceback" not in bare.stderr, bare.stderr
+    line = bare.stderr.strip()
+    assert line.startswith(f"Error: --resume needs the checkpoint to continue, its folder or id: the latest unfinished "
+                           f"run's is {checkpoint.name}; Resume with `"), line
+    command = shlex.split(line.split("Resume with `", 1)[1].removesuffix("`."))
+    assert command[:3] == ["assay", "agent", "run"] and "--resume" in command
+    again = _assay(*command[1:], cwd=elsewhere, store=store)  # as printed, from another folder
+    assert again.returncode == 1 and "the agent is down" in again.stdout + again.stderr, again.stdout + again.stderr
