@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -360,10 +360,7 @@ def discover_experiments(project: Path) -> list[ExperimentEntry]:
     if not root.is_dir():
         raise ConfigError(f"no {EXPERIMENTS_DIR}/ folder in {project}; add one with an Experiment(agent=...) file")
     entries = []
-    for path in sorted(root.rglob("*.py")):
-        relative = path.relative_to(root)
-        if _skipped(relative) or path.name == "__init__.py":
-            continue
+    for path, relative in _experiment_files(root):
         _decodable(relative, root)
         module = _import(path, project, "experiment")
         found = [value for name, value in vars(module).items() if not name.startswith("_") and isinstance(value, Experiment)]
@@ -371,6 +368,26 @@ def discover_experiments(project: Path) -> list[ExperimentEntry]:
             raise ConfigError(f"{path} must define exactly one Experiment(...), found {len(found)}")
         entries.append(ExperimentEntry(relative.with_suffix("").as_posix(), found[0], path))
     return sorted(entries, key=lambda entry: entry.id)
+
+
+def _experiment_files(root: Path) -> Iterator[tuple[Path, Path]]:
+    """The experiment files under `root` (the project's experiments/), each with its path relative to it: its id."""
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        if not _skipped(relative) and path.name != "__init__.py":
+            yield path, relative
+
+
+def experiment_ids(project: Path) -> list[str] | None:
+    """The project's experiment ids, told from its files without importing them; None without an experiments/ folder."""
+    root = project.resolve() / EXPERIMENTS_DIR
+    if not root.is_dir():
+        return None
+    return [relative.with_suffix("").as_posix() for _, relative in _experiment_files(root)]
+
+
+def selects_an_experiment(selector: str, ids: Sequence[str]) -> bool:
+    return any(experiment_id == selector or _matches_selector(selector, experiment_id) for experiment_id in ids)
 
 
 def _matches_selector(selector: str, experiment_id: str) -> bool:
@@ -437,6 +454,7 @@ def select_evals(
 
 __all__ = [
     "EVAL_ENTRY", "EVAL_FILE_PATTERNS", "EVAL_SUFFIX", "GROUP_SUFFIX", "EvalEntry", "GroupRef", "ExperimentEntry", "discover_evals",
-    "discover_experiments", "select_evals", "select_experiments", "unmatched_eval_files",
+    "discover_experiments", "experiment_ids", "select_evals", "select_experiments", "selects_an_experiment",
+    "unmatched_eval_files",
     "warn_about_unmatched_eval_files",
 ]

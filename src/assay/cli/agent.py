@@ -86,7 +86,9 @@ class _RunCommand(Command):
         from assay.cli.options import no_such_option
 
         with common.failing():
-            args = with_bare_values(args)
+            original, args = args, with_bare_values(args)
+            _WORDS_AFTER_BARE_OPTIONS.clear()
+            _WORDS_AFTER_BARE_OPTIONS.update(_words_after_bare_options(original, args))
             given = list(args)  # click's parser consumes the list it is given
             try:
                 return super().parse_args(ctx, args)
@@ -97,6 +99,37 @@ class _RunCommand(Command):
                 if getattr(error, "option_name", None) == "--resume" and given and given[-1] == "--resume":
                     _resume_without_checkpoint(given)
                 raise
+
+
+# A word after a bare `--rerun` or `--keep-sandbox` (`--keep-sandbox sometimes`) -> that option: it is read as an
+# argument, so an experiment that does not exist is said to be one, with what the option takes.
+_WORDS_AFTER_BARE_OPTIONS: dict[str, str] = {}
+
+
+def _words_after_bare_options(original: list[str], given: list[str]) -> dict[str, str]:
+    """Where `with_bare_values` gave a bare option its value, the word after it (not an option) by that option."""
+    words, at = {}, 0
+    for position, token in enumerate(original):
+        if at < len(given) and given[at] != token:  # a value was inserted here, after the option before
+            at += 1
+            if position and not token.startswith("-"):
+                words[token] = original[position - 1]
+        at += 1
+    return words
+
+
+def _check_word_after_bare_option(experiment: str | None, project: Path) -> None:
+    """`--keep-sandbox sometimes`: the word became the experiment; when it selects none, the option is named."""
+    from assay.agent.discovery import experiment_ids, selects_an_experiment
+    from assay.agent.request import BARE_VALUES
+    from assay.errors import UsageError
+
+    option = _WORDS_AFTER_BARE_OPTIONS.get(experiment or "")
+    ids = experiment_ids(project) if option else None
+    if option and ids and experiment and not selects_an_experiment(experiment, ids):
+        raise UsageError(f"no experiment matches {experiment!r}: the word after {option} is read as the experiment, as "
+                         f"{option} takes only {BARE_VALUES[option]} or all ({option}=all); experiments: {', '.join(ids)}",
+                         option)
 
 
 def _resume_without_checkpoint(given: list[str]) -> None:
@@ -144,6 +177,7 @@ def run_command(given: Given) -> None:
         # NDJSON: stderr carries only errors from before the invocation exists (NiceEval).
         outputs = given.outputs()
         request = given.request(AgentRunRequest, project=project_folder(given.project))
+        _check_word_after_bare_option(given.experiment, request.project)
         resumed = None
         if given.resume is not None:
             from assay.core.run.resume import restore

@@ -1,5 +1,6 @@
 """`assay agent run --resume` with no checkpoint named says which run it could continue, as the command that
-continues it (click said only "Option '--resume' requires an argument."). Real processes."""
+continues it (click said only "Option '--resume' requires an argument."); a word after a bare `--keep-sandbox` or
+`--rerun` that selects no experiment names the option it followed. Real processes."""
 
 from __future__ import annotations
 
@@ -42,3 +43,17 @@ def test_a_bare_resume_names_the_latest_unfinished_run_as_the_command_that_conti
     assert command[:3] == ["assay", "agent", "run"] and "--resume" in command
     again = _assay(*command[1:], cwd=elsewhere, store=store)  # as printed, from another folder
     assert again.returncode == 1 and "the agent is down" in again.stdout + again.stderr, again.stdout + again.stderr
+
+
+def test_a_word_after_a_bare_option_that_selects_no_experiment_names_the_option(tmp_path: Path) -> None:
+    project, store = replying_project(tmp_path / "project"), tmp_path / "assay.db"
+    (project / "evals" / "down_eval.py").write_text(ERRORS)
+    for option in ("--keep-sandbox", "--rerun"):  # it said "no experiment matches 'sometimes'" and no more
+        done = _assay("agent", "run", option, "sometimes", cwd=project, store=store)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.strip() == (f"Error: no experiment matches 'sometimes': the word after {option} is read as "
+                                       f"the experiment, as {option} takes only failed or all ({option}=all); "
+                                       "experiments: e")
+    # a word that is an experiment's prefix still runs it (a bare option, then the experiment)
+    chosen = _assay("agent", "run", "--rerun", "e", cwd=project, store=store)
+    assert chosen.returncode == 1 and "the agent is down" in chosen.stdout + chosen.stderr, chosen.stdout + chosen.stderr
