@@ -95,7 +95,14 @@ def check_shard_set(
     for manifest in manifests:
         text = manifest.options.get("shard")
         if not text:
-            raise UsageError(f"run {manifest.run_id} is not a shard run (it was not started with --shard)")
+            # `runs merge .assay/records/*` a second time (merging again replaces the merged run) met the run the
+            # first merge made, said to be "not started with --shard" as if a shard had been run wrongly.
+            merged = manifest.options.get("merged_from")
+            made = (f"it is the run `assay runs merge` made of {', '.join(map(str, merged))}" if merged
+                    else "it was not started with --shard")
+            raise UsageError(f"run {manifest.run_id} is not a shard run ({made}); give the shard runs only: the store's "
+                             "records/ also holds whole and merged runs, so collect the shards' records in a folder of "
+                             "their own, or name the shards by run id")
         shard = parse_shard(str(text))
         if manifest.kind != first.kind:
             raise UsageError(f"runs of different kinds cannot be merged: {first.run_id} is {first.kind}, "

@@ -82,7 +82,7 @@ class RunsOptions:
     power: float = option(0.8, flag="--power", check=_fraction(0.5, 0.99, 0.8, " %"),
                           help="Power at which an inconclusive comparison says how many units would decide it.")
     group_depth: int = option(1, flag="--group-depth", check=at_least(0, maximum=10),
-                              help="Group units by the first N parts of their group path (0: no groups).")
+                              help="Group units by the first N parts of their group path (0: the whole run as one group, named \"\").")
     fail_on_regression: bool = option(False, flag="--fail-on-regression", help="Exit 1 when the verdict is `regressed`.")
     fail_on_inconclusive: bool = option(False, flag="--fail-on-inconclusive",
                                         help="Exit 1 when the verdict is `inconclusive` too (the strict gate).")
@@ -164,7 +164,7 @@ def _show_lines(stored: Any, failing: Any) -> Iterator[str]:
     from assay.core.report.table import render_table
 
     manifest = stored.manifest
-    yield f"Run {manifest.run_id} ({manifest.kind}) {manifest.title}"
+    yield f"Run {manifest.run_id} ({manifest.kind}) {_title(manifest)}"  # (a shard says so, as in `runs list`)
     yield (f"created {manifest.created_at} · git {_git_text(manifest)} · units {stored.unit_count} · "
            f"pass rate {_percent(stored.pass_rate)}")
     if manifest.cost_usd is not None or manifest.usage:
@@ -209,7 +209,7 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
 
     first, second, baseline_note = _pair(store, before, after)
     if first is None:
-        return _no_baseline(second, baseline_note), "inconclusive"
+        return _no_baseline(second, baseline_note, settings, id_map.given), "inconclusive"
     named_both_ways = None if id_map else _verdicts_naming_units_both_ways(store, first, second)
     mapped = bool(id_map) or named_both_ways is not None  # paired here (`pair_by_unit`), not by the store's equal ids
     if mapped:
@@ -363,20 +363,32 @@ def _pair(store: Any, before: str, after: str | None) -> tuple[Any, Any, str]:
     return previous, second, f"Baseline: {previous.run_id}, the {which} of the same project before {second.run_id}."
 
 
-def _no_baseline(second: Any, why: str) -> Shown:
+def _no_baseline(second: Any, why: str, settings: Any, rules: Any = ()) -> Shown:
     """`compare latest` with no earlier run to compare: inconclusive, not an error, so the first CI job of a
     pipeline (or one whose cached store was evicted) passes `--fail-on-regression`, nothing having regressed,
     and fails only the strict `--fail-on-inconclusive`."""
     sentence = f"Inconclusive: no baseline. {why}"
+    from assay.core.history.verdict import VERDICTS
     from assay.core.run_diff import CHANGE_KINDS
 
-    judgement = {"verdict": "inconclusive", "scope": "run", "sentence": sentence, "evidence": "none", "paired_units": 0}
     # The fields a comparison's document has, empty: a script reading `history_runs` or `counts` of every CI job's
-    # compare met a KeyError on the first job's.
+    # compare met a KeyError on the first job's (so did one reading `paired`, `test`, `pairing` or the judgement's
+    # `tests` and `groups`). Nothing was tested: a statistic is null, never a made-up p = 1.
+    judgement = {"verdict": "inconclusive", "scope": "run", "sentence": sentence, "evidence": "none", "paired_units": 0,
+                 "difference": None, "interval": None, "confidence": settings.confidence, "t_test_p_value": None,
+                 "equivalence": {"test": "TOST (two one-sided paired t-tests)", "margin": settings.margin, "p_value": None},
+                 "tests": [], "units_needed": None, "settings": settings.to_json(), "suite_flaky_share": None,
+                 "unit_families": {"stable": 0, "flaky": 0, "short": 0}, "groups": {},
+                 "group_counts": dict.fromkeys(VERDICTS, 0)}
     counts = {**dict.fromkeys(CHANGE_KINDS[:3], 0), "still_passing": 0, **dict.fromkeys(CHANGE_KINDS[3:], 0)}
+    paired = {"units": 0, "both_passed": 0, "regressions": 0, "fixes": 0, "both_failed": 0, "difference": None}
+    test = {"p_value": None, "mid_p_value": None, "chi_square": None, "chi_square_p_value": None, "difference": None,
+            "interval": None, "confidence": settings.confidence}
     document = {"before": None, "after": second.run_id, "before_pass_rate": None, "after_pass_rate": second.pass_rate,
-                "pass_rate_difference": None, "regression": False, "verdict": "inconclusive", "sentence": sentence,
-                "history_runs": 0, "judgement": judgement, "counts": counts, "units": {kind: [] for kind in CHANGE_KINDS}}
+                "pass_rate_difference": None, "paired": paired, "test": test, "alpha": settings.alpha,
+                "regression": False, "verdict": "inconclusive", "sentence": sentence, "history_runs": 0,
+                "judgement": judgement, "counts": counts, "units": {kind: [] for kind in CHANGE_KINDS},
+                "pairing": {"paired": 0, "unpaired_before": 0, "unpaired_after": 0, "map": list(rules)}}
     return Shown(document, [sentence])
 
 
@@ -397,6 +409,17 @@ def _series_of(store: Any, ref: str, kind: str | None, last: int) -> tuple[Any, 
     return stored, series_before(store, stored, last)
 
 
+def _nothing_recorded(store: Any, kind: str | None) -> str:
+    """What `flaky` and `trend` say when the store has no run (of `kind`): an index emptied or replaced while the
+    records of earlier runs lie beside it is not "no runs yet" (as `runs list` says it, with the remedy)."""
+    from assay.core.results_store import unindexed_records_hint
+
+    hint = "" if store.list_runs(limit=1) else unindexed_records_hint(store.path)
+    if hint:
+        return f"No runs in the index of {store.path}, but {hint}."
+    return "No runs recorded yet." if kind is None else f"No {kind} runs recorded yet."
+
+
 def flaky_shown(store: Any, kind: str | None, last: int, limit: int, of_run: str | None = None) -> Shown:
     """`assay runs flaky`: per series (the newest run of each kind, or `of_run`'s), the units whose verdicts disagree."""
     from assay.core.history.report import flaky_lines
@@ -411,7 +434,7 @@ def flaky_shown(store: Any, kind: str | None, last: int, limit: int, of_run: str
     document = {"series": [{"title": title, "runs": ids, "flaky": [unit.to_json() for unit in units]}
                            for title, ids, units in found]}
     if not found:
-        return Shown(document, ["No runs recorded yet." if kind is None else f"No {kind} runs recorded yet."])
+        return Shown(document, [_nothing_recorded(store, kind)])
     return Shown(document, flaky_lines(found, limit))
 
 
@@ -428,8 +451,7 @@ def trend_shown(store: Any, group: str | None, kind: str | None, last: int, of_r
     else:
         newest = store.list_runs(kind=kind, limit=1)
         if not newest:  # as `runs list` and `runs flaky` say it: nothing to show is not an error (it was exit 2)
-            return Shown({"group": group, "kind": kind, "points": [], "flaky": []},
-                         ["No runs recorded yet." if kind is None else f"No {kind} runs recorded yet."])
+            return Shown({"group": group, "kind": kind, "points": [], "flaky": []}, [_nothing_recorded(store, kind)])
         series_kind = newest[0].manifest.kind
         ids = store.series(newest[0].manifest)[:last]
     points = trend_points(store, ids, group=group)
