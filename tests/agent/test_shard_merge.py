@@ -135,3 +135,22 @@ def test_merge_refuses_a_shard_record_cut_at_a_line_boundary(project):
     flat = " ".join(cut.output.split())
     assert (f"the run record {folders[0]} cannot be read ({units}: 1 of its {len(lines)} unit(s) missing after line "
             f"{len(lines) - 1}): copy it again from the shard's job, or run that shard again") in flat, flat
+
+
+def test_merging_old_shards_again_after_a_newer_run_does_not_make_their_run_the_latest(project):
+    """The merged run was stamped with the time of the merge: merging the shards again after a newer whole run
+    made the old merged run `latest`, and `compare latest` compared it against the newer run."""
+    import json
+
+    folders = _shards(project, (), ())
+    shard_times = [json.loads((folder / "manifest.json").read_text())["created_at"] for folder in folders]
+    assert invoke("runs", "merge", *folders).exit_code == 1
+    merged = latest_record()[0]
+    assert merged.created_at == max(shard_times)  # the newest shard's time, as its run id has it
+    whole = invoke("agent", "run", "--project", project, "--rerun", "all")
+    assert whole.exit_code == 1, whole.output
+    newer = latest_record()[0]
+    assert invoke("runs", "merge", *folders).exit_code == 1
+    listing = json.loads(invoke("runs", "list", "--kind", "agent", "--limit", "1000", "--json").output)["runs"]
+    assert listing[0]["run_id"] == newer.run_id, [run["run_id"] for run in listing]
+    assert "merged_from" not in listing[0]["options"]

@@ -395,7 +395,7 @@ class AgentMerge:
         from assay.agent.run_outcome import RunOutcome
         from assay.agent.slot_result import SlotResult
         from assay.agent.units import agent_run_manifest, agent_run_units, agent_unit_id
-        from assay.core.record import merged_run_id
+        from assay.core.record import merged_created_at, merged_run_id
 
         if outputs.output_json is not None:
             raise UsageError("--output-json is for video runs; agent runs print their summary", "--output-json")
@@ -428,7 +428,8 @@ class AgentMerge:
 
         def manifest(exit_code: int) -> RunManifest:
             made = agent_run_manifest(outcome, invocation, root, exit_code, run_id=merged_run_id("agent", manifests))
-            return dataclasses.replace(made, options={**made.options, "merged_from": [m.run_id for m in manifests]})
+            return dataclasses.replace(made, options={**made.options, "merged_from": [m.run_id for m in manifests]},
+                                       created_at=merged_created_at(manifests))
 
         return RunFinished(
             "agent", "", outcome.exit_code, outcome, build_units=lambda: agent_run_units(outcome),

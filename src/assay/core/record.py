@@ -48,6 +48,7 @@ __all__ = [
     "group_counts",
     "iter_unit_documents",
     "jsonable",
+    "merged_created_at",
     "merged_run_id",
     "new_run_id",
     "project_root",
@@ -288,15 +289,28 @@ def merged_run_id(kind: str, shards: Sequence[RunManifest]) -> str:
     the same id, so it replaces the merged run instead of recording a second one."""
     import hashlib
 
-    moments = []
-    for manifest in shards:
-        try:
-            moments.append(_dt.datetime.fromisoformat(manifest.created_at.replace("Z", "+00:00")).astimezone(_dt.UTC))
-        except (AttributeError, TypeError, ValueError):
-            continue  # a hand-edited time: the other shards' say when
-    moment = max(moments, default=_dt.datetime(1970, 1, 1, tzinfo=_dt.UTC))
+    moment = _newest_shard(shards)[0]
     digest = hashlib.sha256("\n".join(sorted(manifest.run_id for manifest in shards)).encode("utf-8")).hexdigest()
     return f"{kind}-{moment.strftime('%Y%m%dT%H%M%SZ')}-{digest[:8]}"
+
+
+def merged_created_at(shards: Sequence[RunManifest]) -> str:
+    """When the run `assay runs merge` makes of `shards` was made: the newest shard's time, not the merge's, so that
+    merging old shards again (after a newer run) does not make their run the series' latest."""
+    return _newest_shard(shards)[1] or utc_timestamp()
+
+
+def _newest_shard(shards: Sequence[RunManifest]) -> tuple[_dt.datetime, str | None]:
+    """The newest shard's time, and its `created_at` as written (None: no shard's could be read)."""
+    newest: tuple[_dt.datetime, str | None] = (_dt.datetime(1970, 1, 1, tzinfo=_dt.UTC), None)
+    for manifest in shards:
+        try:
+            moment = _dt.datetime.fromisoformat(manifest.created_at.replace("Z", "+00:00")).astimezone(_dt.UTC)
+        except (AttributeError, TypeError, ValueError):
+            continue  # a hand-edited time: the other shards' say when
+        if newest[1] is None or moment > newest[0]:
+            newest = (moment, manifest.created_at)
+    return newest
 
 
 _TIME_AND_SUFFIX = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from assay.core.record import RunManifest, UnitResult, merged_run_id
+from assay.core.record import RunManifest, UnitResult, merged_created_at, merged_run_id
 from assay.core.run.kinds import ShardRecord
 from assay.core.run.request import Outputs
 from assay.core.run_events import RunFinished
@@ -67,7 +67,7 @@ class VideoMerge:
             made = video_run_manifest(outcome, summary, invocation, exit_code, run_id=merged_run_id("video", manifests))
             shard_paces = {f"shard_{name}": values for name, values in paces.items()}
             return dataclasses.replace(made, options={**made.options, "merged_from": [m.run_id for m in manifests],
-                                                      **shard_paces})
+                                                      **shard_paces}, created_at=merged_created_at(manifests))
 
         return RunFinished(
             "video", "", 0 if outcome.success else 1, VideoConclusion(outcome, summary, 0, None),
