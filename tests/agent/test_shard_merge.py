@@ -146,7 +146,7 @@ def test_merging_old_shards_again_after_a_newer_run_does_not_make_their_run_the_
     shard_times = [json.loads((folder / "manifest.json").read_text())["created_at"] for folder in folders]
     assert invoke("runs", "merge", *folders).exit_code == 1
     merged = latest_record()[0]
-    assert merged.created_at == max(shard_times)  # the newest shard's time, as its run id has it
+    assert merged.created_at > max(shard_times)  # just after the newest shard (its run id has that shard's time)
     whole = invoke("agent", "run", "--project", project, "--rerun", "all")
     assert whole.exit_code == 1, whole.output
     newer = latest_record()[0]

@@ -289,28 +289,28 @@ def merged_run_id(kind: str, shards: Sequence[RunManifest]) -> str:
     the same id, so it replaces the merged run instead of recording a second one."""
     import hashlib
 
-    moment = _newest_shard(shards)[0]
+    moment = _newest_shard(shards) or _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
     digest = hashlib.sha256("\n".join(sorted(manifest.run_id for manifest in shards)).encode("utf-8")).hexdigest()
     return f"{kind}-{moment.strftime('%Y%m%dT%H%M%SZ')}-{digest[:8]}"
 
 
 def merged_created_at(shards: Sequence[RunManifest]) -> str:
-    """When the run `assay runs merge` makes of `shards` was made: the newest shard's time, not the merge's, so that
-    merging old shards again (after a newer run) does not make their run the series' latest."""
-    return _newest_shard(shards)[1] or utc_timestamp()
+    """When the run `assay runs merge` makes of `shards` was made: a millisecond after its newest shard, not at the
+    merge, so that it is the latest run just after its shards (`runs merge && runs compare latest`) but merging old
+    shards again after a newer run does not make their run the latest."""
+    newest = _newest_shard(shards)
+    return utc_timestamp(newest + _dt.timedelta(milliseconds=1) if newest is not None else None)
 
 
-def _newest_shard(shards: Sequence[RunManifest]) -> tuple[_dt.datetime, str | None]:
-    """The newest shard's time, and its `created_at` as written (None: no shard's could be read)."""
-    newest: tuple[_dt.datetime, str | None] = (_dt.datetime(1970, 1, 1, tzinfo=_dt.UTC), None)
+def _newest_shard(shards: Sequence[RunManifest]) -> _dt.datetime | None:
+    """The newest shard's time (None: no shard's could be read)."""
+    moments = []
     for manifest in shards:
         try:
-            moment = _dt.datetime.fromisoformat(manifest.created_at.replace("Z", "+00:00")).astimezone(_dt.UTC)
+            moments.append(_dt.datetime.fromisoformat(manifest.created_at.replace("Z", "+00:00")).astimezone(_dt.UTC))
         except (AttributeError, TypeError, ValueError):
             continue  # a hand-edited time: the other shards' say when
-        if newest[1] is None or moment > newest[0]:
-            newest = (moment, manifest.created_at)
-    return newest
+    return max(moments, default=None)
 
 
 _TIME_AND_SUFFIX = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{8}")
