@@ -162,3 +162,19 @@ def test_group_depth_zero_is_described_as_what_it_does():
     assert list(document["judgement"]["groups"]) == [""]
     described = " ".join(_assay("runs", "compare", "-h").stdout.split())
     assert "(0: the whole run as one group, named \"\")" in described and "0: no groups" not in described
+
+
+def test_the_counts_of_a_big_comparison_are_written_with_thousands_separators():
+    """`paired units 100000: regressions 9030` stood a line above `(100,000)`: every count is written one way."""
+    from assay.core.record import RunManifest, UnitResult
+    from assay.core.results_store import publish_run
+
+    for index, failing in enumerate((0, 1200)):
+        manifest = RunManifest(f"agent-20261206T11{index:02d}00Z-0000{index:04x}", "agent", f"2026-12-06T11:{index:02d}:00Z",
+                               title="shop: main", identity={"project": "/ci/shop"})
+        publish_run(manifest, [UnitResult(f"main/q{unit}#1", "failed" if unit < failing else "passed")
+                               for unit in range(2500)])
+    compared = _assay("runs", "compare", "latest~1", "latest")
+    assert compared.returncode == 0, compared.stderr
+    assert "paired units 2,500: regressions 1,200, fixes 0, still failing 0, still passing 1,300; new 0, removed 0" \
+        in compared.stdout, compared.stdout

@@ -54,7 +54,7 @@ def view_command(given: Given) -> None:
             from assay.core.stdout_guard import results_made
 
             results_made()  # the site is in place: a reader leaving now only loses this line, it stops nothing
-            common.say(f"Exported {count} page(s) of data to {given.export}; open {given.export / 'index.html'}")
+            common.say(f"Exported {count:,} page(s) of data to {given.export}; open {given.export / 'index.html'}")
             raise typer.Exit(0)
 
         def make_app(binding: Any) -> Any:

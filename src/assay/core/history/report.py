@@ -38,14 +38,14 @@ def comparison_lines(comparison: Any, limit: int, *, why: str = "", carried: boo
     # below counts units (a unit's trials are one), so the head says both when they differ.
     units = sum(families.values())
     if carried and units != counts.total:  # a carried unit pairs, but repeats an earlier verdict: it is not weighed
-        paired = f"paired units {counts.total} ({units} judged in both runs, the others carried, skipped or ignored)"
+        paired = f"paired units {counts.total:,} ({units:,} judged in both runs, the others carried, skipped or ignored)"
     elif units and units != counts.total:
-        paired = f"paired trials {counts.total} ({units} units)"
+        paired = f"paired trials {counts.total:,} ({units:,} units)"
     else:
-        paired = f"paired units {counts.total}"
-    yield (f"{paired}: regressions {counts.regressions}, fixes {counts.fixes}, "
-           f"still failing {counts.both_failed}, still passing {counts.both_passed}; "
-           f"new {len(comparison.units['new'])}, removed {len(comparison.units['removed'])}")
+        paired = f"paired units {counts.total:,}"
+    yield (f"{paired}: regressions {counts.regressions:,}, fixes {counts.fixes:,}, "  # (100,000 as the rest writes it)
+           f"still failing {counts.both_failed:,}, still passing {counts.both_passed:,}; "
+           f"new {len(comparison.units['new']):,}, removed {len(comparison.units['removed']):,}")
     yield (f"all paired trials: McNemar exact p = {test.p_value:.4g} (mid-p {test.mid_p_value:.4g})")
     run = judgement.run
     evidence = (f"evidence: {comparison.history_runs} run(s) of history; paired units stable in it {families.get('stable', 0)}, "
