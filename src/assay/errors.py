@@ -73,4 +73,7 @@ class CheckpointError(AssayError):
 
 
 class JsonValueError(AssayError):
-    """A value that is not JSON-like; the message names where in the value the problem is."""
+    """A value that is not JSON-like; the message names where in the value the problem is, and `key` is the
+    mapping key that is not text when that is the problem (`on:` read by YAML as True), else None."""
+
+    key: object = None

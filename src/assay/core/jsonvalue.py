@@ -53,7 +53,9 @@ def check_json_like(value: Any, label: str = "value") -> None:
                 if isinstance(item, dict):
                     for key, child in item.items():
                         if not isinstance(key, str):
-                            raise JsonValueError(f"{path} keys must be strings")
+                            not_text = JsonValueError(f"{path} keys must be strings")
+                            not_text.key = key
+                            raise not_text
                         try:
                             key.encode("utf-8")
                         except UnicodeEncodeError:

@@ -101,6 +101,14 @@ def _clean_text(value: str | None) -> str | None:
     return stripped
 
 
+def _quote_key_hint(key: Any) -> str:
+    """The fix for a key YAML did not read as text (`on:`, `yes:` and `true:` are all the boolean true)."""
+    if isinstance(key, bool):
+        written = ("on, yes or true", "on") if key else ("off, no or false", "off")
+        return f"; YAML reads an unquoted {written[0]} as a boolean: quote the key as you wrote it, e.g. \"{written[1]}\""
+    return f"; quote the key (\"{key}\") to keep it as text"
+
+
 def _check_mapping_keys(value: Mapping[Any, Any], *, label: str) -> None:
     for key in value:
         if not isinstance(key, str):
@@ -187,7 +195,7 @@ class RawSampleBlock(_Strict):
         try:
             check_json_like(value, "expect")
         except JsonValueError as error:
-            raise ValueError(str(error)) from None
+            raise ValueError(f"{error}{_quote_key_hint(error.key) if error.key is not None else ''}") from None
         return value
 
     @field_validator("range_", mode="before")
@@ -546,8 +554,7 @@ def _format_error_item(item: Any) -> str:
         message += f", got {describe_value(written)}{date_hint(written)}"
     elif item["type"] == "string_type" and item["loc"] and item["loc"][-1] == "[key]" and written is not None:
         # An unquoted `1:` or `true:` key: YAML reads a number or a boolean, not an id.
-        text = str(written).lower() if isinstance(written, bool) else str(written)
-        message += f", got {describe_value(written)}; quote the key (\"{text}\") to keep it as text"
+        message += f", got {describe_value(written)}{_quote_key_hint(written)}"
     if item["type"] == "model_type":
         # Pydantic names its class here (`or instance of RawSampleBlock`), which means nothing in a case file.
         message = f"Input should be a valid dictionary (a mapping of keys), got {describe_value(written)}"

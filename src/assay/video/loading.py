@@ -604,14 +604,23 @@ def _warn_of_misnamed_files(root: Path) -> None:
             if _misnamed(name, EVAL_CONFIG_FILE_NAMES)
         ]
     cases_dir = root / CASES_DIR_NAME
+    case_files = _listed_files(cases_dir)
     lines += [
         f"Warning: {cases_dir / name} is not read: a case file's name ends in {' or '.join(CASE_FILE_SUFFIXES)} "
-        f"(lower case); rename it to {Path(name).stem}{CASE_FILE_SUFFIXES[0]}"
-        for name in _listed_files(cases_dir)
+        f"(lower case); {_rename_advice(Path(name).stem, case_files)}"
+        for name in case_files
         if Path(name).suffix not in CASE_FILE_SUFFIXES and _looks_like(Path(name).suffix, CASE_FILE_SUFFIXES)
     ]
     for line in lines:
         sys.stderr.write(line + "\n")
+
+
+def _rename_advice(stem: str, case_files: list[str]) -> str:
+    """`rename it to lamp.yaml`, unless a case file of that name is read already (renaming would replace it)."""
+    taken = [stem + suffix for suffix in CASE_FILE_SUFFIXES if stem + suffix in case_files]
+    if taken:
+        return f"{taken[0]} is read already, so give this one a name of its own ending in {CASE_FILE_SUFFIXES[0]}"
+    return f"rename it to {stem}{CASE_FILE_SUFFIXES[0]}"
 
 
 def _listed_files(folder: Path) -> list[str]:

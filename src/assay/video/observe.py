@@ -48,7 +48,10 @@ class Observation:
 
 
 def error_text(error: BaseException) -> str:
-    return str(error) or type(error).__name__
+    text = str(error) or type(error).__name__
+    if isinstance(error, KeyError):  # its text is the bare key (`'lamp'`), which says nothing of what failed
+        return f"{text} (KeyError: a key that is not there)"
+    return text
 
 
 def video_path(case: Case) -> Path:

@@ -159,6 +159,19 @@ def _frame_function_evaluator(function: Any, style: tuple[str, str], executor: E
 JAVASCRIPT_ADAPTER_NAMES = ("adapter.mjs", "adapter.js")
 
 
+def _missing_key_hint(error: Exception, config: AdapterConfig) -> str:
+    """A KeyError says only the key (`'lamp_region'`): name it as one, and, since a factory most often
+    looks its settings up in `config.config` (adapter.yaml), what that holds when the key is not there."""
+    if not isinstance(error, KeyError):
+        return ""
+    key = error.args[0] if len(error.args) == 1 else None
+    settings = config.config
+    if not isinstance(key, str) or key in settings:
+        return " (KeyError: a key that is not there)"
+    held = ", ".join(repr(name) for name in list(settings)[:10]) or "no keys"
+    return f" (KeyError: a key that is not there; the adapter config, config.config, has {held})"
+
+
 def _javascript_adapter_hint(target: AdapterTarget) -> str:
     """For a missing Python adapter file with a JavaScript adapter beside it (an eval written by
     `assay video init --adapter js`), the option that runs that one; else ""."""
@@ -195,7 +208,7 @@ async def create_python_evaluator(
         if inspect.isawaitable(product):
             product = await product
     except Exception as error:  # noqa: BLE001 - the factory is user code
-        raise AdapterError(f"adapter factory '{adapter}' failed: {error}") from error
+        raise AdapterError(f"adapter factory '{adapter}' failed: {error}{_missing_key_hint(error, config)}") from error
     except SystemExit as error:
         raise AdapterError(f"adapter factory '{adapter}' failed: {_exit_message(error)}") from None
     evaluate_many = getattr(product, "evaluate_many", None)

@@ -201,6 +201,11 @@ def one_adapter(adapter: str | None, adapter_command: str | None) -> None:
         raise UsageError("--adapter-command cannot be used with --adapter", "--adapter-command")
     if adapter is not None and not adapter.strip():
         raise UsageError(f"adapter must be '<module-or-file>:<callable>', got {adapter!r}", "--adapter")
+    if adapter is not None and ":" not in adapter:  # `--adapter eval/adapter.py`: the factory's name left out
+        raise UsageError(
+            f"adapter must be '<module-or-file>:<callable>', got {adapter!r}; name the factory after a colon, "
+            f"e.g. {adapter.strip()}:create_evaluator", "--adapter",
+        )
     if adapter_command is not None and not adapter_command.strip():
         raise UsageError("adapter command must not be empty", "--adapter-command")
 

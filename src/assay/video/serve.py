@@ -140,7 +140,10 @@ def _error_payload(error: BaseException) -> dict[str, Any]:
     if isinstance(error, SystemExit):  # the adapter's code ended: that call failed, the server goes on
         message = f"the adapter called sys.exit({error.code!r}); raise an exception instead to report a failure"
         return {"message": message, "type": "SystemExit"}
-    return {"message": str(error) or type(error).__name__, "type": type(error).__name__}
+    message = str(error) or type(error).__name__
+    if isinstance(error, KeyError):  # its text is the bare key (`'lamp_region'`), which says nothing of what failed
+        message += " (KeyError: a key that is not there)"
+    return {"message": message, "type": type(error).__name__}
 
 
 class _AdapterServer:

@@ -30,8 +30,14 @@ def prepare_review(eval_dir: Path, case: str | None, target: str | None) -> tupl
     if case is None:
         return root, None
     case_path = paths[0]
-    if target is not None and target not in _declared_targets(case_path):
-        raise CaseError(f"case {case_path.name!r} has no target matching {target!r}")
+    if target is not None and target not in (declared := _declared_targets(case_path)):
+        # GlassKit's words, then what the case has (as `run --target` says), nearest first.
+        import difflib
+
+        nearest = difflib.get_close_matches(target, declared, n=1, cutoff=0.6)
+        hint = f" (did you mean {nearest[0]!r}?)" if nearest else ""
+        targets = ", ".join(repr(name) for name in sorted(declared)) or "none"
+        raise CaseError(f"case {case_path.name!r} has no target matching {target!r}{hint}; its targets: {targets}")
     return root, case_path.name
 
 
