@@ -65,7 +65,27 @@ class _PlainRuntimeParam(RuntimeParam):
                 # typer's adapter makes `Path(value)` first (its error messages still name `value` as typed)
                 return Path(coerce_cli_path(value, info, path_type=None, param=param, ctx=ctx))
         typer_own = build_runtime_param(TypeDescriptor(annotation, info, file_annotation=None))
-        return typer_own._coerce_value(value, param=param, ctx=ctx)
+        try:
+            return typer_own._coerce_value(value, param=param, ctx=ctx)
+        except typer.BadParameter as error:
+            refused = _number_refused(annotation, value, str(error.message))
+            if refused is None:
+                raise
+            raise typer.BadParameter(refused, ctx=ctx, param=param) from None
+
+
+def _number_refused(annotation: Any, value: Any, message: str) -> str | None:
+    """`'abc' is not a whole number`: a number option's value that does not parse, named (pydantic's words, "Input
+    should be a valid integer, unable to parse string as an integer", named neither the value nor what to type);
+    None for any other refusal (a range, a choice), which keeps typer's words."""
+    kind = next((number for number in (int, float) if number is annotation or number in get_args(annotation)
+                 or any(get_args(inner) == (number,) for inner in (annotation, *get_args(annotation)))), None)
+    if kind is None or "unable to parse" not in message:
+        return None
+    given = next((item for item in value if _typed_number(kind, item) is None), None) if isinstance(value, (list, tuple)) else value
+    if type(given) is not str:
+        return None
+    return f"{given!r} is not a whole number" if kind is int else f"{given!r} is not a number"
 
 
 def _typed_number(annotation: Any, value: Any) -> int | float | None:
