@@ -20,6 +20,7 @@ import contextlib
 import copy
 import dataclasses
 import inspect
+import shlex
 import sys
 import typing
 from collections.abc import Callable
@@ -152,14 +153,34 @@ def near_options(command: Any, unknown: str) -> list[str]:
     return [names[near] for near in difflib.get_close_matches(unknown.lstrip("-"), list(names), n=3, cutoff=0.6)]
 
 
+def unquoted_value(command: Any, args: list[str]) -> str:
+    """For words left over after parsing: ` (quote an option's value that has spaces: --adapter-command 'node
+    adapter.mjs')` when an option that takes a value is followed by its value and then a word, as an unquoted
+    command or title is; else ""."""
+    takes_value = {name for param in command.params if not getattr(param, "is_flag", False)
+                   and getattr(param, "param_type_name", "") == "option" for name in param.opts}
+    for position, token in enumerate(args[:-2]):
+        following = args[position + 2]
+        if token in takes_value and not args[position + 1].startswith("-") and not following.startswith("-"):
+            return f" (quote an option's value that has spaces: {token} {shlex.quote(args[position + 1] + ' ' + following)})"
+    return ""
+
+
 class Command(typer.core.TyperCommand):
-    """Every command's class: an unknown option is offered the options close to it (`near_options`)."""
+    """Every command's class: an unknown option is offered the options close to it (`near_options`); words left
+    over after an option's value are said to be its value's, unquoted (`unquoted_value`)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        given = list(args)  # click's parser consumes the list it is given
         try:
             return super().parse_args(ctx, args)  # type: ignore[no-any-return]
         except no_such_option() as error:
             error.possibilities = near_options(self, error.option_name)  # type: ignore[attr-defined]
+            raise
+        except Exception as error:
+            message = getattr(error, "message", None)
+            if isinstance(message, str) and message.startswith("Got unexpected extra argument"):
+                error.message = message + unquoted_value(self, given)  # type: ignore[attr-defined]
             raise
 
 
