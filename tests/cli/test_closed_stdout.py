@@ -219,3 +219,23 @@ def test_a_run_stopped_before_it_kept_anything_does_not_say_finished_results_are
         assert last.startswith(CLOSED_MESSAGE + "; finished results are kept. Resume with "), stderr
     else:
         assert last == CLOSED_MESSAGE + ".", stderr
+
+
+def test_a_run_whose_reader_is_gone_before_it_starts_does_not_say_finished_results_are_kept(tmp_path: Path) -> None:
+    """`assay agent run --quiet | true`: the reader had gone before the run began, which then stopped before making
+    anything, yet the closed-stdout line said "finished results are kept"."""
+    project = replying_project(tmp_path / "project")
+    (project / "evals" / "one_eval.py").write_text(
+        "from assay.agent import define_eval\n\n@define_eval\nasync def test(t):\n    await t.send('hi')\n")
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(assay("agent", "run", "--quiet"), cwd=project, env=environment(tmp_path), stdout=write_end,
+                              stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(write_end)
+    stderr = done.stderr.decode()
+    assert done.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == CLOSED_MESSAGE + ".", stderr
+    assert not (project / ".assay" / "runs" / "checkpoints").exists() or not any(
+        (project / ".assay" / "runs" / "checkpoints").iterdir())

@@ -186,7 +186,8 @@ def _command_starts(*, keeps_results: bool) -> None:
     if not isinstance(guard, StdoutGuard):
         return
     with guard._lock:
-        guard.keeps_results = keeps_results
+        # A reader gone before the command began (`… | true`): it stops before making anything to keep.
+        guard.keeps_results = keeps_results and not (guard.closed_by_reader or guard.reader_left)
         if guard.interrupts or threading.current_thread() is not threading.main_thread():
             return
         guard.interrupts = True
