@@ -12,7 +12,7 @@ await runAdapter(async (context) => {
     /** @param {import("./adapter-kit.mjs").EvaluateRequest} request */
     async evaluate({ sample, target, signal }) {
       signal.throwIfAborted(); // assay cancelled this request (Ctrl-C)
-      const { width, rgb } = sample.image; // pixels, decoded from the PNG on first access
+      const { width, rgb } = sample.image; // the pixels, read on first access (from shared memory, or the PNG)
       let [red, green, blue] = [0, 0, 0];
       for (let y = top; y < bottom; y++) {
         for (let x = left; x < right; x++) {
