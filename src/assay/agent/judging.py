@@ -11,6 +11,7 @@ import asyncio
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -27,6 +28,7 @@ _TEXT_KEYS = ("model", "base_url", "api_key_env", "reasoning_effort")
 _UNSET_KEYS = ("model", "base_url", "reasoning_effort")  # None is "not set" (from Python; TOML has no None)
 # The efforts OpenAI's API takes. Another server may take others, so only a near miss of one is refused.
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # what api_key_env may name
 
 
 def check_judge_settings(settings: Any, where: str) -> None:
@@ -44,6 +46,13 @@ def check_judge_settings(settings: Any, where: str) -> None:
             raise ConfigError(f"{where}: unknown setting {key!r}{hint}; use {', '.join(CONFIG_KEYS)}")
         if key in _TEXT_KEYS and not isinstance(value, str) and not (value is None and key in _UNSET_KEYS):
             raise ConfigError(f"{where}: {key} must be a string, got {value!r}")
+        if key == "api_key_env" and isinstance(value, str) and value and not _VARIABLE_NAME.fullmatch(value):
+            # (the key itself written here was echoed as "the judge key variable sk-… is not set", on the console
+            # and in every stored record; so the value is not repeated)
+            raise ConfigError(f"{where}: api_key_env names the environment variable that holds the judge's key "
+                              f"(like api_key_env = \"JUDGE_API_KEY\"), and what it has is no variable name "
+                              f"(not repeated here: it may be the key itself); put the key in a variable and name "
+                              f"that, or write \"\" for a server that needs no key")
         if key in ("model", "base_url") and isinstance(value, str) and not value.strip():
             raise ConfigError(f"{where}: {key} is empty; give the judge's {key.replace('_', ' ')}, or leave the key out")
         if key == "base_url" and isinstance(value, str):

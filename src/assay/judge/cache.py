@@ -161,12 +161,29 @@ def clear_cache_line(project: Path | None, cache_dir: Path | None) -> str:
         raise AssayError(f"{folder} is a file, not the judge cache's folder, so no judge answer can be cached: "
                          "move the file aside")
     if not folder.is_dir():
+        if cache_dir is None:  # (from a project's evals/, "nothing to clear" left the project's cache in place)
+            _refuse_inside_a_cached_project(project)
         return f"No judge cache at {folder}; nothing to clear."
     try:
         cleared = clear_directory_cache(folder)
     except OSError as error:
         raise AssayError(f"could not clear the judge cache: {error}") from error
     return f"Removed {cleared.entries} cached judge answer(s) ({cleared.bytes / 1024:.1f} KiB) from {folder}."
+
+
+def _refuse_inside_a_cached_project(project: Path) -> None:
+    """A `UsageError` naming the folder above `project` that has a judge cache, when one has: `project` is inside it."""
+    from assay.core.record import STATE_FOLDER
+    from assay.errors import UsageError
+
+    if (project / "pyproject.toml").is_file():  # a project of its own, whose cache is empty
+        return
+    for parent in project.resolve().parents:
+        cache = parent / STATE_FOLDER / "cache" / "judge"
+        if cache.is_dir() and not (parent / STATE_FOLDER).is_symlink():
+            where = "the current folder" if project == Path(".") else f"--project {project}"
+            raise UsageError(f"{where} has no judge cache, and is inside {parent}, which has one ({cache}); clear "
+                             f"that one from there (cd {parent}) or with --project {parent}", "--project")
 
 
 def _nearby_folder(folder: Path) -> str:

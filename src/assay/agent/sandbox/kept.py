@@ -209,7 +209,8 @@ def stopped(prefixes: Sequence[str] = (), *, every_kept: bool = False) -> Iterat
         entries = list({entry.sandbox_id: entry for entry in named}.values())
     left = []
     for entry in entries:
-        _refuse_active(entry)
+        # (it said only whose it was: what to do was left to guess)
+        _refuse_active(entry, "; its run removes it when the attempt ends (Ctrl-C stops the run sooner)")
         yield f"{entry.sandbox_id}: {destroy(entry)}"
         if (Path(entry.root) / ENTRY_FILE).exists():
             left.append(entry.sandbox_id)
