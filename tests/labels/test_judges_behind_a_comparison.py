@@ -93,6 +93,23 @@ def test_a_unit_counts_by_its_labellers_majority_and_a_tie_counts_neither_way(da
     assert (judge["confirmed"], judge["disputed"]) == (3, 1)  # unit 3: ann pass, bo fail (once, however often)
 
 
+def test_the_changed_units_are_read_by_id_not_by_reading_every_unit_of_the_run(database: Path) -> None:
+    """The lookup of a few hundred changed units read every row of the run (0.1 s of a 100,000-unit compare, each row
+    a ~3 KB body), as SQLite chose the run's order over the index of unit ids."""
+    from assay.core.labels.units import judged_candidates
+
+    with SqliteRunStore(database) as store:
+        run = store.get_run("agent-b")
+        asked: list[tuple[str, tuple]] = []
+        read = store.read
+        store.read = lambda sql, parameters=(): asked.append((sql, parameters)) or read(sql, parameters)  # type: ignore[method-assign]
+        found = judged_candidates(store, run, ["main/eval0#1", "main/eval3#1"])
+        assert [stored.unit.unit_id for stored in found] == ["main/eval0#1", "main/eval3#1"]
+        [(sql, parameters)] = asked
+        plan = " ".join(str(row) for row in store.read("EXPLAIN QUERY PLAN " + sql, parameters))
+    assert "units_verdicts" in plan, plan
+
+
 def test_changes_no_model_judge_made_name_no_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Units that regressed on a deterministic check (the judge passed them) have no judge behind them."""
     database = tmp_path / "store" / "assay.db"

@@ -555,8 +555,9 @@ class SqliteRunStore:
         except sqlite3.Error:
             return False
 
-    def _verdict_rows(self, alias: str) -> str:
-        """`units <alias>`, read through `units_verdicts` where the store has it (see `_VERDICTS_INDEX`)."""
+    def verdict_rows(self, alias: str) -> str:
+        """`units <alias>`, read through `units_verdicts` where the store has it (see `_VERDICTS_INDEX`): for a query of
+        some units of a run by id, which SQLite would otherwise answer by reading every row of the run."""
         return f"units {alias} INDEXED BY {_VERDICTS_INDEX}" if self._verdicts_indexed else f"units {alias}"
 
     def close(self) -> None:
@@ -827,7 +828,7 @@ class SqliteRunStore:
     def verdicts(self, run_id: str) -> dict[str, str]:
         """unit id -> verdict, in run order: all compare needs, without decoding unit bodies. `run_id` may be
         any run reference (`latest`, a prefix)."""
-        query = f"SELECT unit_id, verdict FROM {self._verdict_rows('u')} WHERE run_id = ? ORDER BY seq"
+        query = f"SELECT unit_id, verdict FROM {self.verdict_rows('u')} WHERE run_id = ? ORDER BY seq"
         found = dict(self._connection.execute(query, (run_id,)).fetchall())
         if not found and (named := self._run_named(run_id)) is not None:
             found = dict(self._connection.execute(query, (named,)).fetchall())
@@ -855,7 +856,7 @@ class SqliteRunStore:
         `before` (in its order) except those that passed in both: what a comparison lists, paired by
         SQLite in one join as it reads the rows, so the units that did not change cost no Python."""
         return self._connection.execute(
-            f"SELECT a.unit_id, a.verdict, b.verdict FROM {self._verdict_rows('a')} LEFT JOIN {self._verdict_rows('b')} "
+            f"SELECT a.unit_id, a.verdict, b.verdict FROM {self.verdict_rows('a')} LEFT JOIN {self.verdict_rows('b')} "
             "ON b.run_id = ?2 AND b.unit_id = a.unit_id "
             "WHERE a.run_id = ?1 AND a.seq >= 0 AND (b.verdict IS NULL OR a.verdict <> 'passed' OR b.verdict <> 'passed') "
             "ORDER BY a.seq", (before, after),
@@ -865,7 +866,7 @@ class SqliteRunStore:
     def units_only_in(self, run_id: str, other: str) -> list[str]:
         """The ids of `run_id`'s units that `other` lacks, in `run_id`'s order."""
         rows = self._connection.execute(
-            f"SELECT b.unit_id FROM {self._verdict_rows('b')} WHERE b.run_id = ?1 AND b.seq >= 0 AND NOT EXISTS "
+            f"SELECT b.unit_id FROM {self.verdict_rows('b')} WHERE b.run_id = ?1 AND b.seq >= 0 AND NOT EXISTS "
             "(SELECT 1 FROM units a WHERE a.run_id = ?2 AND a.unit_id = b.unit_id) ORDER BY b.seq", (run_id, other),
         )
         return [unit_id for (unit_id,) in rows]

@@ -59,8 +59,10 @@ def judged_candidates(store: Any, run: Any, unit_ids: Sequence[str] | None = Non
     if marker is None or (unit_ids is not None and not unit_ids):
         return []
     among = "" if unit_ids is None else f" AND unit_id IN ({','.join('?' * len(unit_ids))})"
+    # A few units by id: through the index of unit ids (SQLite chose to read every row of the run, for its order: 0.1 s
+    # of a 100,000-unit compare's judges lookup, against 2 ms).
     rows = store.read(
-        f"SELECT unit_id, body FROM units WHERE run_id = ?{among} "
+        f"SELECT unit_id, body FROM {'units' if unit_ids is None else store.verdict_rows('units')} WHERE run_id = ?{among} "
         "AND (instr(body, ?) > 0 OR instr(body, '\"carried_from\":{') > 0) ORDER BY seq",
         (run.run_id, *(unit_ids or ()), marker),
     )
