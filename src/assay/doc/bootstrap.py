@@ -136,6 +136,8 @@ def plan_case(suite: DocSuite, case_id: str) -> list[PlannedFile]:
 
 def write_planned(files: list[PlannedFile], *, dry_run: bool, force: bool) -> list[str]:
     """The lines to print; raises before writing anything if a file exists and --force is absent."""
+    for planned in files:
+        _check_place(planned)
     existing = [planned.display for planned in files if os.path.lexists(planned.path)]
     if existing and not force:
         raise UsageError(f"refusing to overwrite existing files: {', '.join(existing)}")
@@ -151,6 +153,21 @@ def write_planned(files: list[PlannedFile], *, dry_run: bool, force: bool) -> li
         write_atomically(planned.path, planned.content)
         lines.append(f"{verb} {planned.display}")
     return lines
+
+
+def _check_place(planned: PlannedFile) -> None:
+    """A `UsageError` when the file cannot be written where it goes: a folder stands at its path, or a file where
+    one of its folders goes (an `evals` file beside the suite `init` writes under `evals/`), which would otherwise
+    fail half-way through the writes with an OSError."""
+    if os.path.isdir(planned.path) and not os.path.islink(planned.path):
+        raise UsageError(f"{planned.display} is a folder, where a file goes; move it away (--force replaces files only)")
+    display = Path(planned.display)
+    folders = list(zip(planned.path.parents, display.parents))[: len(display.parts) - 1]  # the deepest first
+    for folder, shown in reversed(folders):
+        if os.path.lexists(folder) and not folder.is_dir():
+            raise UsageError(f"{shown.as_posix()} is a file, where the folder of {planned.display} goes; move it away "
+                             "or rename it, then run the command again (--force replaces the files it writes, not a "
+                             "file in their way)")
 
 
 def init_suite(

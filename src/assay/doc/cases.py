@@ -199,7 +199,7 @@ def resolve_case_manifest_path(suite: DocSuite, manifest_path: Path) -> Resolved
     if not is_contained(suite.suite_root, manifest_path):
         raise CaseError(f"case manifest {relative} escapes {suite.suite_root}")
     if not _is_kind(manifest_path, Path.is_file, f"case manifest {relative}"):
-        raise CaseError(f"configured case manifest not found: {relative}")
+        raise CaseError(f"configured case manifest not found: {relative}{_no_manifest_hint(suite, manifest_path)}")
     try:
         manifest = read_manifest(manifest_path, relative)
     except (OSError, ValueError) as error:
@@ -218,6 +218,25 @@ def resolve_case_manifest_path(suite: DocSuite, manifest_path: Path) -> Resolved
             raise CaseError(f"{label} not found: {relative_posix(suite.repo_root, full_path)}")
         artifacts.append(CaseArtifact(entry["role"], entry["path"], full_path))
     return ResolvedCase(manifest["case_id"], manifest, manifest_path, case_dir, tuple(artifacts))
+
+
+def _no_manifest_hint(suite: DocSuite, manifest_path: Path) -> str:
+    """What to do about a folder `cases.include` selects that holds no `case-manifest.json` (an empty folder, a
+    manifest saved under another name): eval-kit's message named only the file, which `doctor` and
+    `validate-fixtures` then stop at."""
+    from assay.core.format import did_you_mean
+
+    folder = manifest_path.parent
+    if "case_manifests" in suite.raw or manifest_path.name != MANIFEST_NAME or not folder.is_dir():
+        return ""
+    shown = _suite_relative(suite, folder)
+    files = [entry.name for entry in folder.iterdir() if entry.is_file()]
+    near = did_you_mean(MANIFEST_NAME, files, form="{}", shown=str)
+    if near:
+        return f" (the case folder {shown} has {near}: rename it {MANIFEST_NAME})"
+    return (f" (cases.include selects the folder {shown}, which has no {MANIFEST_NAME}: "
+            f"`assay doc scaffold-case --case {folder.name}` writes a starter case there, or leave the folder out "
+            f"with cases.exclude)")
 
 
 def resolve_case(suite: DocSuite, case_id: str) -> ResolvedCase:

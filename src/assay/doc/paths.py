@@ -36,8 +36,19 @@ def assert_safe_id(value: object, label: str) -> str:
     """Return `value` if it is a safe id; else `UsageError("<label> must be an id, not a path")`, naming
     the id meant when `value` is a folder path such as `release-notes/`."""
     if not is_safe_id(value):
-        raise UsageError(f"{label} must be an id, not a path{_folder_hint(value)}")
+        raise UsageError(f"{label} must be an id, not a path{_folder_hint(value) or _rule_hint(value)}")
     return value  # type: ignore[return-value]
+
+
+def _rule_hint(value: object) -> str:
+    """A value that is no path at all (`my case`, `-x`, `notes!`): eval-kit's words alone left the user looking for
+    a path they never gave, so say what an id may hold and what in this one breaks the rule."""
+    if not isinstance(value, str) or not value or any(mark in value for mark in "/\\\r\n") or set(value) <= {"."}:
+        return ""
+    bad = next((character for character in value
+                if not (character.isascii() and (character.isalnum() or character in "._-"))), None)
+    why = f"{value!r} has {bad!r}" if bad is not None else f"{value!r} begins with {value[0]!r}"
+    return f" (an id is letters, digits, '.', '_' and '-', beginning with a letter or digit: {why})"
 
 
 def _folder_hint(value: object) -> str:

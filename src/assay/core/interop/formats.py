@@ -9,6 +9,7 @@ file wins, and a file none claims is a usage error naming it and the formats.
 from __future__ import annotations
 
 import importlib
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,10 +145,74 @@ def _why_unknown(path: Path, head: bytes) -> tuple[str, bool]:
             pass
         if encoding is not None:  # no format reads it as it is
             return encoding.removeprefix(f"{path}: "), False
-    first_line = text.split(b"\n", 1)[0]
-    if text.startswith(b"evalId:") or (b",Status,Score," in first_line and b"Grader Reason" in first_line):
-        return f"this is promptfoo's YAML or CSV output, which assay does not read; {_PROMPTFOO_JSON}", False
+    unread = unread_output(head, path=path)
+    if unread is not None:
+        return unread, False
     return "cannot tell which tool wrote this file", True
 
 
 _PROMPTFOO_JSON = "assay reads a tool's JSON report (promptfoo's is `promptfoo eval --output results.json`)"
+_XML_DECLARATION = re.compile(rb"<\?xml[^>]*\?>\s*")
+
+
+def unread_output(head: bytes, *, pages: bool = True, path: Path | None = None) -> str | None:
+    """Why no format reads a file that is a report in a form assay does not read (promptfoo's YAML, CSV or XML
+    output, an HTML page unless `pages` is false, the listing files `inspect eval-set` writes beside its logs),
+    with what to give instead; None for any other file. `--format` cannot read these either, so it is not offered."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if path is not None and (eval_set := _inspect_eval_set_file(path, text)) is not None:
+        return eval_set
+    if path is not None and (working := _deepeval_working_file(path, text)) is not None:
+        return working
+    first_line = text.split(b"\n", 1)[0]
+    if text.startswith(b"evalId:") or (b",Status,Score," in first_line and b"Grader Reason" in first_line):
+        return f"this is promptfoo's YAML or CSV output, which assay does not read; {_PROMPTFOO_JSON}"
+    # promptfoo's `--output results.xml` is its JSON output written as XML, root <promptfoo> (JUnit's is results.junit.xml)
+    if _XML_DECLARATION.sub(b"", text, count=1).startswith(b"<promptfoo>"):
+        return (f"this is promptfoo's XML output, which assay does not read; {_PROMPTFOO_JSON}, or its JUnit XML "
+                f"(`--output results.junit.xml`)")
+    if pages and (text[:14].lower() == b"<!doctype html" or text[:5].lower() == b"<html"):
+        return (f"this is an HTML page (a report to read, such as promptfoo's `--output results.html`), which assay "
+                f"does not read; {_PROMPTFOO_JSON}")
+    return None
+
+
+_INSPECT_LOG_LISTING = re.compile(rb'\{\s*"([^"\\]+\.(?:eval|json))"\s*:\s*\{\s*"version"')  # logs.json: name -> header
+_INSPECT_EVAL_SET = re.compile(rb'\{\s*"eval_set_id"\s*:')  # eval-set.json: the set's id and tasks
+
+
+def _inspect_eval_set_file(path: Path, text: bytes) -> str | None:
+    """`inspect eval-set` writes `logs.json` (each log's header, by file name) and `eval-set.json` (the set's tasks)
+    in the log folder, so `logs/*.json` of a set logged as JSON names them with the logs."""
+    listing = _INSPECT_LOG_LISTING.match(text)
+    if listing is None and _INSPECT_EVAL_SET.match(text) is None:
+        return None
+    what = "the index of an eval set's logs" if listing is not None else "the record of an eval set's tasks"
+    if listing is not None:
+        example: str | None = str(path.parent / listing.group(1).decode("utf-8", "replace"))
+    else:  # the set's logs are named <time>_<task>_<id>: no listing file has an underscore
+        logs = sorted(path.parent.glob("*_*.eval")) or sorted(path.parent.glob("*_*.json"))
+        example = str(logs[0]) if logs else None
+    pattern = path.parent / f"*_*{Path(example).suffix if example else '.eval'}"
+    such = f", such as {example}" if example else ""
+    return (f"this is Inspect's {path.name}, {what}, not an eval log; import the set's logs themselves{such} "
+            f"({pattern} names them, and not this file)")
+
+
+_DEEPEVAL_WORKING = {  # the first key of the files DeepEval keeps in .deepeval/ beside the run it saves whole
+    b"testRunData": "its working copy of the test run in progress",
+    b"test_cases_lookup_map": "its cache of metric results, not a test run",
+}
+
+
+def _deepeval_working_file(path: Path, text: bytes) -> str | None:
+    """DeepEval's `.deepeval/.latest_test_run.json` and `.deepeval-cache.json`, found beside the run a user wants
+    (`.deepeval/.latest_run_full.json`, which it always writes) when no DEEPEVAL_RESULTS_FOLDER was set."""
+    first = re.match(rb'\{\s*"(\w+)"\s*:', text)
+    what = _DEEPEVAL_WORKING.get(first.group(1)) if first else None
+    if what is None:
+        return None
+    full = path.parent / ".latest_run_full.json"
+    give = (f"import {full} beside it (the latest test run, saved whole), or " if full.is_file() else "import ")
+    return (f"this is DeepEval's {path.name}, {what}, which assay does not read; {give}the test_run_*.json DeepEval "
+            f"saves when DEEPEVAL_RESULTS_FOLDER is set")

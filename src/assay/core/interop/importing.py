@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.core.interop.formats import LogFormat, detect_format, format_named, readable_head
+from assay.core.interop.formats import LogFormat, detect_format, format_named, readable_head, unread_output
 from assay.core.interop.log import ImportedLog, ImportFormatError
 from assay.core.record import RunManifest, store_path, utc_timestamp
 from assay.errors import UsageError
@@ -121,7 +121,11 @@ def plan_imports(paths: list[Path], format_name: str | None) -> list[tuple[Path,
             if chosen is None:
                 planned.append((path, detect_format(path)))
             else:
-                readable_head(path)  # the same message for a missing, empty or unreadable file or a folder
+                # the same message for a missing, empty or unreadable file or a folder, or promptfoo's output in a
+                # form no format reads (an HTML page is left to the format's reader, which names its root element)
+                unread = unread_output(readable_head(path), pages=False, path=path)
+                if unread is not None:
+                    raise UsageError(f"{path}: {unread}", "--format")
                 planned.append((path, chosen))
         except UsageError as error:
             first = first or error

@@ -161,8 +161,10 @@ class _Reading:
                 detail[attribute] = element.get(attribute)
         reason = details = ""
         if outcome is not None:
-            reason = bounded(outcome.get("message") or "", 1_000)
-            details = bounded((outcome.text or "").strip())
+            text = (outcome.text or "").strip()
+            # Jest's jest-junit writes a failure with no `message`, its text only: the text's first line is the reason
+            reason = bounded(outcome.get("message") or text.split("\n", 1)[0].strip(), 1_000)
+            details = bounded(text)
             if outcome.get("type"):
                 detail["type"] = outcome.get("type")
         group = "/".join([*self.suites, classname] if classname else self.suites)
