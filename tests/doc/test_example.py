@@ -76,3 +76,17 @@ def test_a_broken_expected_item_fails_doctor_naming_the_file_and_field(repo, bro
     result = invoke("doctor", "--config", CONFIG)
     assert result.exit_code == 2
     assert f"validate_fixtures failed: ValueError: cases/release-notes-v1/{said}" in result.stderr, result.stderr
+
+
+def test_the_examples_report_without_its_run_says_which_flag_to_give(repo):
+    """`assay doc report --run-id r` of the example (no `--deterministic`) failed with `KeyError: 'deterministic'`."""
+    missing = invoke("report", "--config", CONFIG, "--run-id", "combined")
+    assert missing.exit_code == 2
+    assert "give its id, assay doc report --run-id ID --deterministic RUN_ID" in missing.stderr, missing.stderr
+    unknown = invoke("report", "--config", CONFIG, "--run-id", "combined2", "--deterministic", "nope")
+    assert unknown.exit_code == 2 and "--deterministic nope:" in unknown.stderr and "holds no grades.json" in unknown.stderr
+    ran = invoke("run-case", "--config", CONFIG, "--case", "release-notes-v1", "--candidate",
+                 "examples/doc/candidates/good.md", "--run-id", "det")
+    assert ran.exit_code == 0, ran.stderr
+    report = invoke("report", "--config", CONFIG, "--run-id", "combined3", "--deterministic", "det")
+    assert report.exit_code == 0, report.stderr

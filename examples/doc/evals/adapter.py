@@ -147,7 +147,14 @@ def resolve_pairwise_vars(pairwise):
 
 
 def compile_report(request):
+    # This report is built from one deterministic run: the command names it (`--deterministic RUN_ID`).
+    if "deterministic" not in request.runs:
+        raise ValueError("this report combines a deterministic run: give its id, assay doc report --run-id ID "
+                         "--deterministic RUN_ID (the --run-id of an earlier `assay doc run-case`)")
     source = request.resolver.resolve_run_dir(request.runs["deterministic"])
+    if not (source / "grades.json").is_file():
+        raise ValueError(f"--deterministic {request.runs['deterministic']}: {source} holds no grades.json; give the "
+                         "--run-id of a finished `assay doc run-case`")
     grades = json.loads((source / "grades.json").read_text(encoding="utf-8"))
     content = "# Manual Combined Report\n\n## Deterministic Run results\n\n" + (source / "report.md").read_text(
         encoding="utf-8"
