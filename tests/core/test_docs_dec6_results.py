@@ -69,7 +69,13 @@ def test_merging_the_store_records_again_names_the_merged_run_among_them(tmp_pat
 
     repository = tmp_path / "repo"
     shutil.copytree(Path(__file__).parents[2] / "examples" / "video", repository / "eval",
-                    ignore=shutil.ignore_patterns("runs"))
+                    ignore=shutil.ignore_patterns("runs", "*.mp4", "__pycache__"))
+    sys.path.insert(0, str(repository / "eval"))  # the example's clip is made at test time (a fresh clone has none)
+    try:
+        from make_video import make_demo_video
+    finally:
+        sys.path.pop(0)
+    make_demo_video(repository / "eval" / "cases" / "traffic-light.mp4")
     for shard in ("1/2", "2/2"):
         ran = _assay("video", "run", "--eval-dir", "eval", "--shard", shard, cwd=repository)
         assert ran.returncode == 0, ran.stdout + ran.stderr
