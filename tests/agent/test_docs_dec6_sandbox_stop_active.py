@@ -1,8 +1,10 @@
 """docs/agent/sandboxes.md as written: `assay agent sandbox stop ID` of a sandbox whose attempt is still running is
-refused (exit 2), and the message says what to do, not only whose sandbox it is."""
+refused (exit 2), and the message says what to do, not only whose sandbox it is; its `diff` says the attempt is
+still running."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,7 +19,10 @@ def _assay(*args, env, cwd):
                           text=True, timeout=60)
 
 
-def test_stopping_the_sandbox_of_a_running_attempt_says_what_to_do(tmp_path, monkeypatch):
+@contextlib.contextmanager
+def _running_sandbox(tmp_path, monkeypatch):
+    """A real `assay agent run` whose one attempt sleeps in a local sandbox: (its sandbox id, env, project) while it
+    runs; Ctrl-C then, and the run removes its sandbox itself."""
     monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
     monkeypatch.setenv("ASSAY_SANDBOX_DIR", str(tmp_path / "sandboxes"))
     project = agent_project(tmp_path / "proj")
@@ -46,13 +51,30 @@ def test_stopping_the_sandbox_of_a_running_attempt_says_what_to_do(tmp_path, mon
             sandbox_id = active[0].split()[0] if active else ""
             time.sleep(0.2)
         assert sandbox_id, "the run made no sandbox"
-        stopped = _assay("sandbox", "stop", sandbox_id, env=env, cwd=project)
-        assert stopped.returncode == 2, stopped.stdout + stopped.stderr
-        assert f"sandbox {sandbox_id} belongs to a running attempt" in stopped.stderr, stopped.stderr
-        assert "its run removes it when the attempt ends (Ctrl-C stops the run sooner)" in stopped.stderr, stopped.stderr
-        assert "Traceback" not in stopped.stderr
+        yield sandbox_id, env, project
     finally:
         os.killpg(run.pid, signal.SIGINT)
         run.wait(timeout=30)
     # the interrupted run removed its sandbox itself
     assert "No sandboxes" in _assay("sandbox", "list", env=env, cwd=project).stdout
+
+
+def test_stopping_the_sandbox_of_a_running_attempt_says_what_to_do(tmp_path, monkeypatch):
+    with _running_sandbox(tmp_path, monkeypatch) as (sandbox_id, env, project):
+        stopped = _assay("sandbox", "stop", sandbox_id, env=env, cwd=project)
+        assert stopped.returncode == 2, stopped.stdout + stopped.stderr
+        assert f"sandbox {sandbox_id} belongs to a running attempt" in stopped.stderr, stopped.stderr
+        assert "its run removes it when the attempt ends (Ctrl-C stops the run sooner)" in stopped.stderr, stopped.stderr
+        assert "Traceback" not in stopped.stderr
+
+
+def test_the_diff_of_a_running_attempts_sandbox_says_its_first_window_is_still_open(tmp_path, monkeypatch):
+    """It said "recorded no send windows." (exit 0) while the attempt's first send was running, and `--window after`
+    showed the workdir as if the run were over."""
+    with _running_sandbox(tmp_path, monkeypatch) as (sandbox_id, env, project):
+        diff = _assay("sandbox", "diff", sandbox_id, env=env, cwd=project)
+        assert diff.returncode == 0, diff.stdout + diff.stderr
+        assert diff.stdout.startswith(f"Sandbox {sandbox_id} belongs to a running attempt (pid ") and (
+            "has recorded no send window yet: each is recorded when its send returns.") in diff.stdout, diff.stdout
+        after = _assay("sandbox", "diff", sandbox_id, "--window", "after", env=env, cwd=project)
+        assert after.returncode == 2 and "its window 'after' exists once the run is over" in after.stderr, after.stderr

@@ -84,12 +84,20 @@ def diff_text(prefix: str, window: str | None = None, path: str | None = None) -
     if path is not None:
         path = _in_workdir(entry, path)
     windows = [item for item in entry.windows if window is None or item["window"] == window]
+    running = entry.state == "active" and not entry.orphaned
+    if running and window == AFTER:  # (its workdir against the last snapshot would be shown as the run's end)
+        raise SandboxError(f"sandbox {entry.sandbox_id} belongs to a running attempt (pid {entry.owner_pid}): its "
+                           f"window {AFTER!r} exists once the run is over (keep the sandbox with --keep-sandbox)")
     with _ledger_git(entry) as git:
-        if window in (None, AFTER):
+        if window is None and not running or window == AFTER:
             after = _after_the_run(entry, git)
             if after is not None:
                 windows.append(after)
         if not windows:
+            if running:  # it said "recorded no send windows" while the first was open
+                yield (f"Sandbox {entry.sandbox_id} belongs to a running attempt (pid {entry.owner_pid}) and has recorded "
+                       "no send window yet: each is recorded when its send returns.\n")
+                return
             yield (f"Sandbox {entry.sandbox_id} recorded no send windows." if window is None else "(no changes)") + "\n"
             return
         for item in windows:
