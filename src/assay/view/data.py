@@ -108,17 +108,15 @@ class ViewData:
         """Before a request of the live viewer: a store file replaced while the viewer runs (`assay runs reindex`
         rebuilding a damaged store, a deleted store made anew by the next eval) is opened anew, where the viewer went
         on showing the file it had opened first and said "no run X in the store <path>" of a run that `assay runs
-        list` shows at that path; a store file that is gone is said to be gone rather than shown as it was.
-        (A writable store, label mode's, stays the one its labels are written to.)"""
-        if not self.store.read_only:
-            return
+        list` shows at that path; a store file that is gone is said to be gone rather than shown as it was. Label
+        mode's writable store follows it too (its labels were written to the replaced file, which no one reads)."""
         now = _file_identity(self.store.path)
         if now == self._file:
             return
         if now is None:
             raise StoreError(f"the results store {self.store.path} is gone (deleted or moved while the viewer ran); "
                              "run an eval or `assay runs reindex` to make it again, then reload this page")
-        store = SqliteRunStore(self.store.path, read_only=True)
+        store = SqliteRunStore(self.store.path, read_only=self.store.read_only)
         old, self.store, self._file = self.store, store, now
         old.close()
         self._comparisons.clear()

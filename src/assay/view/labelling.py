@@ -82,6 +82,16 @@ class LabelSession:
         self.book = LabelBook(self.data.store)
         self.book.sync()  # labels another process appended (an import), or one a crash left unindexed
 
+    def follow_store(self) -> None:
+        """Before each label route: the store file as it is now. A file replaced while labelling (`assay runs reindex`,
+        a deleted store made anew by an eval) is opened anew and given the labels of `labels.jsonl` it lacks (one
+        written just before the replacement included), where labels went on into the replaced file, unseen."""
+        self.data.follow_store()
+        if self.book.store is not self.data.store:
+            self.book = LabelBook(self.data.store)
+            self.book.sync()
+            self._runs.clear()
+
     def _unit(self, run_id: str, unit_id: str) -> StoredUnit:
         """A stored unit; its run's manifest is read once per run (a run's kind and identity never change)."""
         run = self._runs.get(run_id)

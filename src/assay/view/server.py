@@ -67,14 +67,15 @@ def _label_routes(session: LabelSession) -> list[Route]:
         require_write_token(request, session.write_token, WRITE_TOKEN_HEADER)
         payload = await read_json_body(request, max_bytes=MAX_LABEL_BYTES)
         try:
+            session.follow_store()
             return json_response(session.put_label(payload))
         except (AssayError, LookupError) as error:
             raise _api_error(error) from None
 
     return [
         Route("/api/label/session", _json_endpoint(session.session), methods=["GET"]),
-        Route("/api/label/queue", _json_endpoint(session.queue), methods=["GET"]),
-        Route("/api/label/item", _json_endpoint(session.item), methods=["GET"]),
+        Route("/api/label/queue", _json_endpoint(session.queue, session.follow_store), methods=["GET"]),
+        Route("/api/label/item", _json_endpoint(session.item, session.follow_store), methods=["GET"]),
         Route("/api/label", put_label, methods=["PUT"]),
     ]
 
@@ -98,7 +99,8 @@ def create_view_app(data: ViewData, binding: Binding, *, labelling: LabelSession
         return Response(png, media_type="image/png", headers={"cache-control": "private, max-age=3600"})
 
     def read(handler: Callable[[dict[str, Any]], Any]) -> Callable[[Request], Any]:
-        return _json_endpoint(handler, data.follow_store)  # the store file as it is now (one replaced is opened anew)
+        # the store file as it is now (one replaced is opened anew; in label mode, with its labels)
+        return _json_endpoint(handler, labelling.follow_store if labelling is not None else data.follow_store)
 
     routes = [
         Route("/api/runs", read(data.runs), methods=["GET"]),

@@ -68,7 +68,13 @@ async function api(path, params) {
   if (STATIC) return loadStatic(apiKey(path, params));
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) if (value !== undefined && value !== null && value !== "") query.set(name, value);
-  const response = await fetch(`api/${path}?${query}`, { headers: { accept: "application/json" } });
+  let response;
+  try {
+    response = await fetch(`api/${path}?${query}`, { headers: { accept: "application/json" } });
+  } catch (error) {  // no server answered: a page read "Failed to fetch", which does not say what to do
+    if (error instanceof TypeError) throw new Error("the viewer is not answering (stopped? start it again)");
+    throw error;
+  }
   const body = await response.json();
   if (!response.ok) throw new Error(body && body.error ? body.error.message : `HTTP ${response.status}`);
   return body;
@@ -223,7 +229,7 @@ async function renderRun(runId, params) {
   const offset = Number(params.offset || 0);
   const unitParams = { run: runId, verdict: params.verdict || "", offset: params.offset || "0", limit: String(PAGE) };
   if (!STATIC) Object.assign(unitParams, { group: params.group, search: params.search });
-  const [run, page] = await Promise.all([api("run", { run: runId }), api("units", unitParams)]);
+  const [run, page, held] = await Promise.all([api("run", { run: runId }), api("units", unitParams), exportedUnits()]);
   crumbs(el("a", { href: "#/" }, "runs"), run.run_id);
   const navigate = (changes) => go(["run", run.run_id], { ...params, offset: "", ...changes });
   const filtered = (changes) => address(["run", run.run_id], { ...params, offset: "", ...changes });
@@ -272,10 +278,12 @@ async function renderRun(runId, params) {
       el("td", { class: "cell", title: unit.reason }, unit.reason),
       el("td", { class: "num" }, unit.duration_seconds === null || unit.duration_seconds === undefined ? "" : unit.duration_seconds.toFixed(3))))));
   const last = Math.min(offset + PAGE, page.total);
+  const cut = last >= held && last < page.total;  // the export's last page of these units, not the run's
   const pager = el("div", { class: "pager" },
     el("button", { id: "previous-page", disabled: offset === 0, onclick: () => navigate({ offset: previousOffset(offset, page.total), verdict: params.verdict, group: params.group, search: params.search }) }, "← previous"),
-    el("span", { id: "page-status" }, pageStatus(offset, page.total, "unit(s)", "no units")),
-    el("button", { id: "next-page", disabled: last >= page.total, onclick: () => navigate({ offset: String(offset + PAGE), verdict: params.verdict, group: params.group, search: params.search }) }, "next →"));
+    el("span", { id: "page-status" }, pageStatus(offset, page.total, "unit(s)", "no units"),
+      cut ? ` · this export holds the first ${held}; \`assay view\` shows them all` : ""),
+    el("button", { id: "next-page", disabled: last >= page.total || cut, onclick: () => navigate({ offset: String(offset + PAGE), verdict: params.verdict, group: params.group, search: params.search }) }, "next →"));
 
   show(
     el("h1", { id: "run-title" }, run.run_id),
@@ -788,10 +796,25 @@ async function runsNotExported(parts) {
   return `No run ${missing.map((id) => `'${id}'`).join(" or ")} in this export: it holds the ${held.size} run(s) listed on its first page.`;
 }
 
+// How many units of each run (and of its failing ones) a static export holds; the live viewer (or an export made
+// before it said so) has no such limit.
+let exportFacts = null;  // read once: the units table and the "not in this export" message both ask
+function exportedUnits() {
+  if (!STATIC) return Promise.resolve(Infinity);
+  exportFacts = exportFacts || loadStatic(apiKey("export", {})).then((facts) => facts.units_per_run, () => Infinity);
+  return exportFacts;
+}
+
 // A compare of two runs the export holds that it left out: said with the compare it does hold (two runs picked
 // on the runs page and compared read "This view is not included in the export.", with nothing more). A unit
 // page it lacks: a unit of a run it holds whole is one the run never had (a typo), said in the live viewer's words.
 async function viewNotExported(parts, listing) {
+  if (parts[0] === "run") {  // a page of units past the ones it holds: "next →" (or an address) led there, said as such
+    const held = await exportedUnits();
+    if (Number(parseHash().params.offset || 0) >= held) {
+      return `This export holds the first ${held} units of each run (and its first ${held} failing ones); \`assay view\` shows them all.`;
+    }
+  }
   if (parts[0] === "unit") {
     let facts;
     try { facts = await loadStatic(apiKey("export", {})); } catch { return null; }  // an export made before
