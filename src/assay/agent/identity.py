@@ -1,10 +1,11 @@
 """A slot's execution identity: what an attempt's result depends on, as one digest plus one per component.
 
 Components: the eval's source closure (its module and the project modules it imports), the text it
-loads (loaders, `send_file` literals, uploaded fixtures), the agent (name and the experiment's source
-closure), model, reasoning effort, flags, judge config, sandbox layers, the shared-state key, the timeout
-and the eval group (its id and membership, for a member of one). Comparing two
-identities names each component that changed, so a rerun always has a reason a person can read.
+loads (loaders, `send_file` literals, uploaded fixtures), the agent (name, the experiment's source
+closure and the project files a process agent's command names), model, reasoning effort, flags, judge
+config, sandbox layers, the shared-state key, the timeout and the eval group (its id and membership, for
+a member of one). Comparing two identities names each component that changed, so a rerun always has a
+reason a person can read.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import hashlib
 import inspect
 import json
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,8 +254,30 @@ class IdentityBuilder:
             agent = entry.experiment.agent
             files = self.closures.closure(entry.path) if entry.path is not None else {}
             files = {**files, **self._function_source(getattr(agent, "send", None))}
+            files = {**files, **self._command_files(getattr(getattr(agent, "send", None), "agent_command", None))}
             cached = self._agents[entry.id] = (files, _digest({"name": agent.name, "files": files}))
         return cached
+
+    def _command_files(self, command: Any) -> dict[str, str]:
+        """The project files a process agent's command names (`node agents/agent.mjs`: the script; a Python
+        one with the project modules it imports), as the process, started in the current folder, finds them."""
+        if not isinstance(command, str):
+            return {}
+        try:
+            words = shlex.split(command)
+        except ValueError:  # the agent's setup says what is wrong with it
+            return {}
+        found: dict[str, str] = {}
+        for word in words[1:]:
+            path = Path(word).expanduser()
+            path = (path if path.is_absolute() else Path.cwd() / path).resolve()
+            if not path.is_relative_to(self.root) or not path.is_file():
+                continue
+            if path.suffix == ".py":
+                found.update(self.closures.closure(path))
+            else:
+                found[self.closures.relative(path)] = self._content(path)
+        return found
 
     def _sandbox(self, binding: Any, definition: Any) -> dict[str, Any] | None:
         """The pair's linked sandbox: each layer's template and prepare steps, the diff rules; None without one."""

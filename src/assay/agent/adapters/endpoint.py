@@ -6,7 +6,8 @@ openai client when one was given. Every call goes through the endpoint's shared 
 Retry-After, and failures to connect), with backoff and counted in the attempt's record; an endpoint
 that refused a whole round is tried once for the rest of the run (`adapters/resends.py`); anything
 else is at once a `SendFailure` saying what happened. An https:// base URL whose server speaks plain
-HTTP is no failure to connect worth resending: it fails at once, saying to use http://.
+HTTP is no failure to connect worth resending: it fails at once, saying to use http://. A base URL that
+is no http(s) URL at all (`htp://…`) is refused before any request, with the URL it probably meant.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from assay.agent.adapter import SendFailure
 from assay.agent.adapters.resends import send_with_resends
 from assay.agent.context import AgentContext
-from assay.core.endpoint_defaults import AGENT_MODEL_DEFAULTS, PLACEHOLDER_API_KEY
+from assay.core.endpoint_defaults import AGENT_MODEL_DEFAULTS, OPENAI_BASE_URL_VARIABLE, PLACEHOLDER_API_KEY
 from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for
 from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy
 from assay.core.transport_failure import transport_failure
@@ -44,6 +46,10 @@ class OpenAIEndpoint:
     max_concurrency: int = DEFAULT_MAXIMUM  # the adaptive limiter's ceiling for this endpoint
     sdk_client: Any = field(default=None, repr=False, compare=False)
     _clients: Any = field(default_factory=weakref.WeakKeyDictionary, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.base_url:  # a typo in the factory's base_url is reported when the experiment loads
+            checked_base_url(self.base_url, "base_url")
 
     @property
     def resolved_base_url(self) -> str:
@@ -85,6 +91,24 @@ class OpenAIEndpoint:
             await transport.aclose()
 
 
+def checked_base_url(url: str, source: str) -> str:
+    """`url` if it is an http:// or https:// URL with a host, else a ValueError naming `source` and the URL
+    it probably meant (without this, a mistyped scheme fails every send as a broken connection)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme.lower() in ("http", "https") and parts.netloc:
+        return url
+    rest = url.strip().split("://", 1)[-1].lstrip("/")
+    meant = rest if "://" in rest else f"http://{rest}"
+    raise ValueError(f"{source} {url!r} is not an http:// or https:// URL: did you mean {meant}?")
+
+
+def _path_hint(base_url: str, status: int) -> str:
+    """For a 404 from a base URL without /v1 (`http://127.0.0.1:8000` for a vLLM server): the URL to try."""
+    if status != 404 or urlsplit(base_url).path.rstrip("/").endswith("/v1"):
+        return ""
+    return f" (OpenAI-compatible servers answer under /v1: is the base URL {base_url.rstrip('/')}/v1?)"
+
+
 class BrokenReply(Exception):
     """A reply that arrived but ended before the protocol says it is complete (e.g. a cut-off stream)."""
 
@@ -96,6 +120,11 @@ async def call_endpoint(
     from assay.judge.openai_http import HTTPStatusError
 
     base_url = endpoint.resolved_base_url
+    if not endpoint.base_url and endpoint.sdk_client is None:
+        try:  # from OPENAI_BASE_URL: every send would fail alike, so it is not resent
+            checked_base_url(base_url, OPENAI_BASE_URL_VARIABLE)
+        except ValueError as error:
+            raise SendFailure(str(error), acceptance="rejected", code="network", retried=True) from None
     policy = endpoint.retry_policy
     # once tools ran, resending the turn would run them again, whatever happened to this request
     seen = "started" if started else "unknown"
@@ -108,7 +137,8 @@ async def call_endpoint(
                 return Resend(RATE_LIMITED, error.detail, policy.retry_after(error.headers))
             # The server received the request and answered; it may have done the work, so the
             # answer is reported as it is rather than resent.
-            raise SendFailure(f"{base_url} answered {error.detail}", acceptance=seen, code="agent-http-error") from None
+            raise SendFailure(f"{base_url} answered {error.detail}{_path_hint(base_url, error.status)}",
+                              acceptance=seen, code="agent-http-error") from None
         except BrokenReply as error:
             raise SendFailure(f"{base_url}: {error}", acceptance=seen, code="agent-stream-broken") from None
         except ValueError as error:
@@ -160,4 +190,4 @@ def as_plain(value: Any) -> Any:
     return dump(mode="json", exclude_unset=False) if callable(dump) else value
 
 
-__all__ = ["BrokenReply", "OpenAIEndpoint", "as_plain", "call_endpoint", "post_json"]
+__all__ = ["BrokenReply", "OpenAIEndpoint", "as_plain", "call_endpoint", "checked_base_url", "post_json"]

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent, SendFailure, define_agent, turn_from_reply
+from assay.agent.adapters.endpoint import checked_base_url
 from assay.agent.adapters.resends import send_with_resends
 from assay.agent.context import AgentContext
 from assay.agent.model import ErrorEvent, EvidenceCoverage, Turn, TurnInput
@@ -58,6 +59,7 @@ def http_agent(
 
     Requests go over assay's one pooled HTTP transport (aiohttp, `judge/openai_http.py`), loaded when
     the first attempt sends, not when the project's agents are discovered."""
+    checked_base_url(base_url, "http_agent base_url")
     url = base_url.rstrip("/") + "/" + path.lstrip("/")
     # No backoff cap (only four attempts by default); a server's Retry-After is honoured up to 60 s.
     policy = RetryPolicy(max_attempts, backoff, max_backoff=None)

@@ -126,6 +126,8 @@ def process_agent(
             invalid_turn=f"agent {agent_name!r} returned an invalid turn",
         )
 
+    # What carry hashes besides the experiment's modules: the project files the command names (its script).
+    send.agent_command = command  # type: ignore[attr-defined]
     return define_agent(name=agent_name, send=send, evidence_coverage=evidence_coverage, setup=setup, teardown=teardown)
 
 
