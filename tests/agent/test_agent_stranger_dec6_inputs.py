@@ -307,3 +307,15 @@ def test_results_attempts_refuses_a_bad_index_in_its_own_words(tmp_path, monkeyp
         "TypeError attempts indices must be integers or slices, not str; results.attempt(eval_id, attempt=n) finds "
         "an eval's attempt",
     ], done.stdout
+
+
+def test_a_misspelt_keyword_of_an_official_agent_names_the_one_meant(tmp_path: Path) -> None:
+    """`openai_chat_agent(modle=...)` said only "got an unexpected keyword argument 'modle'": the factories of
+    `assay.agent.adapters` were not among the callables whose keywords are offered."""
+    project = agent_project(tmp_path / "project")
+    (project / "experiments" / "chat.py").write_text(
+        "from assay.agent import Experiment\nfrom assay.agent.adapters import openai_chat_agent\n\n"
+        "chat = Experiment(agent=openai_chat_agent(modle='x', base_url='http://127.0.0.1:9/v1'))\n")
+    done = _run(project, tmp_path / "assay.db", "list")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "openai_chat_agent() got an unexpected keyword argument 'modle'; did you mean 'model'?" in done.stderr, done.stderr

@@ -120,6 +120,9 @@ def _assay_agent_name(name: str, *, classes: bool) -> Any:
         return None
     if name in public.__all__:
         return getattr(public, name, None)
+    adapters = sys.modules.get("assay.agent.adapters")  # the official agents' factories (`openai_chat_agent(modle=)`)
+    if adapters is not None and name in getattr(adapters, "__all__", ()):
+        return getattr(adapters, name, None)
     for module_name, module in list(sys.modules.items()) if classes else ():
         if module_name.startswith("assay.agent") and module is not None:
             value = vars(module).get(name)
