@@ -25,6 +25,9 @@ def test_a_bare_resume_names_the_latest_unfinished_run_as_the_command_that_conti
     elsewhere.mkdir()
     (project / "evals" / "down_eval.py").write_text(ERRORS)
 
+    dry = _assay("agent", "run", "--project", str(project), "--dry", "--resume", cwd=elsewhere, store=store)
+    assert dry.returncode == 2 and dry.stderr.strip() == (  # as `--dry --resume ID` says, not "no unfinished run"
+        "Error: --dry plans a new invocation; a --resume continues its checkpoint's plan"), dry.stderr
     nothing = _assay("agent", "run", "--project", str(project), "--resume", cwd=elsewhere, store=store)
     assert nothing.returncode == 2, nothing.stderr
     assert nothing.stderr.strip() == ("Error: --resume needs the checkpoint to continue, its folder or id; this project "

@@ -138,6 +138,10 @@ def _resume_without_checkpoint(given: list[str]) -> None:
     from assay.agent.project import project_folder
     from assay.errors import UsageError
 
+    if "--dry" in given:  # refused whatever the checkpoint, as `--dry --resume ID` is
+        from assay.agent.request import check_run_options
+
+        check_run_options(dry=True, resume="")
     named = next((given[position + 1] for position, token in enumerate(given[:-1]) if token == "--project"),
                  next((token.split("=", 1)[1] for token in given if token.startswith("--project=")), None))
     try:
