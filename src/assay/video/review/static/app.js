@@ -537,12 +537,14 @@ function renderCaseList() {
   const list = $("case-list");
   const shown = state.cases.filter((c) => !filter || c.name.toLowerCase().includes(filter) || (c.description || "").toLowerCase().includes(filter));
   $("case-count").textContent = `(${state.cases.length})`;
+  const focused = focusedItem(list, "case");
   list.innerHTML = shown.map((c) => `
-    <li data-case="${esc(c.id)}" class="${c.id === state.caseId ? "active" : ""}" title="${esc(c.error ? c.error.message : c.description || c.file_name)}">
+    <li data-case="${esc(c.id)}" tabindex="0" class="${c.id === state.caseId ? "active" : ""}" title="${esc(c.error ? c.error.message : c.description || c.file_name)}">
       <span class="dot ${c.status === "ready" ? "" : "blocked"}"></span>
       <span class="name">${esc(c.name)}</span>
       <span class="meta">${c.status === "ready" ? `${c.sample_count}` : "blocked"}</span>
     </li>`).join("") || `<li class="muted">No matching cases</li>`;
+  refocusItem(list, "case", focused);
 }
 
 function visibleTargets() {
@@ -564,13 +566,39 @@ function renderTargetList() {
   const list = $("target-list");
   const shown = state.targets.filter((t) => !filter || t.id.toLowerCase().includes(filter) || (t.label || "").toLowerCase().includes(filter));
   $("target-count").textContent = state.targets.length ? `(${state.targets.length})` : "";
+  const focused = focusedItem(list, "target");
   list.innerHTML = shown.map((t) => {
     const stats = targetStats(t);
-    return `<li data-target="${esc(t.id)}" class="${t.id === state.selectedTarget ? "active" : ""}" title="${esc(t.id)}">
+    return `<li data-target="${esc(t.id)}" tabindex="0" class="${t.id === state.selectedTarget ? "active" : ""}" title="${esc(t.id)}">
       <span class="name">${esc(t.label || t.id)}</span>
       <span class="meta">${stats.count}${stats.failed ? ` · <span style="color:var(--fail)">${stats.failed}✕</span>` : ""}</span>
     </li>`;
   }).join("") || `<li class="muted">No targets</li>`;
+  refocusItem(list, "target", focused);
+}
+
+// Keyboard use: the cases, the targets and the sample table's rows take the focus (Tab) and open with Enter
+// or Space as a click does. A list drawn again gives the focus back to the item that had it, or it would
+// fall to the page and Tab start over from the top.
+function focusedItem(list, key) {
+  const item = document.activeElement;
+  return item && list.contains(item) && item.dataset[key] !== undefined ? item.dataset[key] : null;
+}
+
+function refocusItem(list, key, value) {
+  if (value === null) return;
+  const item = [...list.querySelectorAll(`[data-${key}]`)].find((element) => element.dataset[key] === value);
+  if (item) item.focus();
+}
+
+function activateWithKeys(list, selector) {
+  list.addEventListener("keydown", (event) => {
+    const item = event.target.closest(selector);
+    if (!item || (event.key !== "Enter" && event.key !== " ") || event.metaKey || event.ctrlKey || event.altKey) return;
+    event.preventDefault();
+    event.stopPropagation();  // Space is not play/pause here
+    item.click();
+  });
 }
 
 function renderCaseHead() {
@@ -928,6 +956,8 @@ function renderTable() {
   const body = $("samples-body");
   $("samples-target").textContent = t ? `· ${t.label || t.id}` : "";
   if (!t) { body.innerHTML = `<tr><td colspan="6" class="muted">No target selected</td></tr>`; $("samples-summary").textContent = ""; return; }
+  const focusedGroup = focusedItem(body, "group");
+  const focusedSample = focusedItem(body, "sample");
   const groups = groupsOf(t.samples);
   $("samples-summary").textContent = `${t.samples.length} samples in ${groups.length} group${groups.length === 1 ? "" : "s"}`;
   const rows = [];
@@ -937,14 +967,16 @@ function renderTable() {
     const expanded = state.expanded.has(key);
     const allSelected = group.samples.every((s) => state.selection.has(s.id));
     const toggle = group.samples.length > 1 ? `<span class="toggle" data-toggle="${esc(key)}">${expanded ? "▾" : "▸"}</span>` : `<span class="toggle"></span>`;
-    rows.push(`<tr data-group="${esc(key)}" class="${allSelected ? "selected" : ""}">${sampleCells(t.id, first, toggle + esc(describeGroup(group)), group.samples.length)}<td>${resultPills(t.id, group.samples)}</td></tr>`);
+    rows.push(`<tr data-group="${esc(key)}" tabindex="0" class="${allSelected ? "selected" : ""}">${sampleCells(t.id, first, toggle + esc(describeGroup(group)), group.samples.length)}<td>${resultPills(t.id, group.samples)}</td></tr>`);
     if (expanded) {
       for (const s of group.samples) {
-        rows.push(`<tr data-sample="${esc(s.id)}" class="member ${state.selection.has(s.id) ? "selected" : ""}"><td>${esc(formatSeconds(s.timestamp_s))} s</td><td colspan="4" class="muted">${esc(s.id)}</td><td>${resultPills(t.id, [s])}</td></tr>`);
+        rows.push(`<tr data-sample="${esc(s.id)}" tabindex="0" class="member ${state.selection.has(s.id) ? "selected" : ""}"><td>${esc(formatSeconds(s.timestamp_s))} s</td><td colspan="4" class="muted">${esc(s.id)}</td><td>${resultPills(t.id, [s])}</td></tr>`);
       }
     }
   }
   body.innerHTML = rows.join("") || `<tr><td colspan="6" class="muted">This target has no samples yet. Press A to add one at the playhead.</td></tr>`;
+  refocusItem(body, "group", focusedGroup);
+  refocusItem(body, "sample", focusedSample);
 }
 
 function onTableClick(event) {
@@ -980,6 +1012,10 @@ function selectTarget(id, { keepSelection = false } = {}) {
     state.expanded.clear();
     updateUrl();
   }
+  // The inspector is drawn again: a value refused in it goes with it, as when another sample is selected
+  // (left behind, it kept "Fix the highlighted value to save" up with nothing highlighted).
+  state.invalidInputs.clear();
+  renderSaveStatus();
   renderTargetList();
   renderTimeline();
   renderTable();
@@ -1543,6 +1579,9 @@ function wire() {
   $("range-cancel").addEventListener("click", () => $("range-dialog").close());
   $("range-draft").addEventListener("change", (event) => { $("range-expect").disabled = event.target.checked; });
   $("samples-body").addEventListener("click", onTableClick);
+  activateWithKeys($("case-list"), "li[data-case]");
+  activateWithKeys($("target-list"), "li[data-target]");
+  activateWithKeys($("samples-body"), "tr[data-group], tr[data-sample]");
 
   const canvas = $("timeline-canvas");
   canvas.addEventListener("mousedown", onTimelineDown);
