@@ -17,10 +17,13 @@ import pytest
 
 _STATE = pytest.StashKey["_Session"]()
 _MARKER = re.compile(r"[^A-Za-z0-9_]")
+_EVALS_DIR = "evals"  # assay.agent.project.EVALS_DIR, spelt here so an ordinary suite's files import none of assay
 
 
 def _project_of(path: Path) -> Path | None:
     """The project folder an eval file belongs to: the parent of its `evals/`, with [tool.assay]."""
+    if path.suffix != ".py" or _EVALS_DIR not in path.parent.parts:
+        return None  # a file of an ordinary test suite: nothing of assay is imported for it
     from assay.agent.discovery import EVAL_ENTRY, EVAL_SUFFIX
     from assay.agent.project import EVALS_DIR
 
@@ -108,6 +111,7 @@ class _Session:
         self.marked: set[str] = set()  # every marker of every collected item, selected or not
         self.keywords: set[str] = set()  # what `-k` matches of every collected item (case folded), selected or not
         self.eval_ids: set[str] = set()  # the collected evals' ids
+        self.unrecorded: dict[str, int] = {}  # under xdist, on the controller: attempts the workers ran, by project
 
     def project(self, root: Path) -> _Project:
         from assay.errors import AssayError
@@ -181,7 +185,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     evals were, names the tag meant (as `assay agent run --tag ordrs` does); a word of `-k` that is part of no
     collected name names the eval id meant."""
     state: _Session | None = session.config.stash.get(_STATE, None)
-    if state is None:
+    if state is None or not state.eval_ids:  # no eval was collected (every tag is an eval's)
         return
     from assay.core.format import did_you_mean, join_first
 
@@ -207,6 +211,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         known = ", ".join(sorted(state.tags))
         _say(session, f"assay: -m {expression!r}: no eval has the tag {word!r}"
                       f"{did_you_mean(word, sorted(state.tags))} (the evals' tags: {known})")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist's controller: add up the attempts each worker ran and did not record."""
+    state: _Session | None = node.config.stash.get(_STATE, None)
+    output = getattr(node, "workeroutput", None) or {}
+    if state is not None:
+        for root, count in output.get("assay_unrecorded", {}).items():
+            state.unrecorded[root] = state.unrecorded.get(root, 0) + count
 
 
 class AssayEvalFailed(Exception):
@@ -253,6 +267,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state: _Session | None = session.config.stash.get(_STATE, None)
     if state is None:
         return
+    if not state.projects:  # an ordinary test suite: nothing of assay's to close or record, nothing to import
+        state.loop.close()
+        for root, count in sorted(state.unrecorded.items()):
+            _say(session, f"assay: the session ran on xdist workers (-n), so its {count} finished attempt(s) of "
+                          f"{root} are not recorded in the results store (each worker ran only a part of it); "
+                          f"run without -n to record it")
+        return
     from assay.agent.run_outcome import RunOutcome
     from assay.agent.units import agent_run_manifest, agent_run_units
     from assay.core.run import pipeline
@@ -276,6 +297,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 # As `assay agent run` after Ctrl-C: a cut-short session is no run to compare with.
                 _say(session, f"assay: the session was interrupted, so its {len(project.results)} finished "
                               f"attempt(s) of {project.root} are not recorded in the results store")
+                continue
+            workeroutput = getattr(session.config, "workeroutput", None)
+            if workeroutput is not None:
+                # An xdist worker ran only its share of the session: recording it would make one run per worker,
+                # each a part of the suite. The controller says so once (`pytest_testnodedown`).
+                unrecorded = workeroutput.setdefault("assay_unrecorded", {})
+                unrecorded[str(project.root)] = len(project.results)
                 continue
             selected = sum(1 for item in session.items if isinstance(item, AssayEvalItem) and item.project is project)
             stopped = session.shouldfail or session.shouldstop

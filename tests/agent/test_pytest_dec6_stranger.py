@@ -1,0 +1,61 @@
+"""The pytest plugin under xdist (one run per worker was recorded) and in an ordinary test suite (it imported assay)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent"
+
+
+def pytest_in(folder: Path, store: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *arguments], cwd=folder,
+        env={**os.environ, "ASSAY_STORE": str(store)}, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+
+
+def test_a_session_on_xdist_workers_is_not_recorded_as_one_part_run_per_worker(tmp_path):
+    pytest.importorskip("xdist")
+    project = tmp_path / "shop"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", ".assay"))
+    store = tmp_path / "store" / "assay.db"
+    done = pytest_in(project, store, "-n", "2")
+    assert "1 failed, 7 passed" in done.stdout, done.stdout + done.stderr
+    # Each worker recorded its own share as a run: two runs of four attempts, the latest a half of the suite.
+    listed = subprocess.run(
+        [sys.executable, "-m", "assay", "runs", "list"], cwd=project, env={**os.environ, "ASSAY_STORE": str(store)},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert listed.stdout.count("agent-") == 0, listed.stdout
+    assert (f"assay: the session ran on xdist workers (-n), so its 8 finished attempt(s) of {project} are not "
+            "recorded in the results store") in done.stdout, done.stdout
+
+
+def test_an_ordinary_test_suite_imports_nothing_of_assay_beyond_the_plugin(tmp_path):
+    suite = tmp_path / "suite"
+    (suite / "tests").mkdir(parents=True)
+    (suite / "tests" / "test_plain.py").write_text("def test_plain():\n    assert True\n", encoding="utf-8")
+    seen = tmp_path / "modules.txt"
+    (suite / "conftest.py").write_text(
+        "import sys\n\n\ndef pytest_unconfigure(config):\n"
+        f"    with open({str(seen)!r}, 'w') as out:\n"
+        "        out.write('\\n'.join(sorted(m for m in sys.modules if m.startswith('assay.agent.'))))\n",
+        encoding="utf-8",
+    )
+    done = pytest_in(suite, tmp_path / "store" / "assay.db", "-k", "plain")
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
+    # Discovery, the project loader and the recording pipeline were imported for every session (~0.2 s).
+    assert seen.read_text(encoding="utf-8").split() == ["assay.agent.pytest_plugin"]
+
+
+def test_the_plugins_evals_folder_name_is_the_projects():
+    from assay.agent.project import EVALS_DIR
+    from assay.agent.pytest_plugin import _EVALS_DIR
+
+    assert _EVALS_DIR == EVALS_DIR
