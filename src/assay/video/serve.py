@@ -140,10 +140,9 @@ def _error_payload(error: BaseException) -> dict[str, Any]:
     if isinstance(error, SystemExit):  # the adapter's code ended: that call failed, the server goes on
         message = f"the adapter called sys.exit({error.code!r}); raise an exception instead to report a failure"
         return {"message": message, "type": "SystemExit"}
-    message = str(error) or type(error).__name__
-    if isinstance(error, KeyError):  # its text is the bare key (`'lamp_region'`), which says nothing of what failed
-        message += " (KeyError: a key that is not there)"
-    return {"message": message, "type": type(error).__name__}
+    from assay.video.observe import error_text
+
+    return {"message": error_text(error), "type": type(error).__name__}  # (a KeyError named as one, as in a run)
 
 
 class _AdapterServer:

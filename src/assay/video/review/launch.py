@@ -32,10 +32,9 @@ def prepare_review(eval_dir: Path, case: str | None, target: str | None) -> tupl
     case_path = paths[0]
     if target is not None and target not in (declared := _declared_targets(case_path)):
         # GlassKit's words, then what the case has (as `run --target` says), nearest first.
-        import difflib
+        from assay.core.format import did_you_mean
 
-        nearest = difflib.get_close_matches(target, declared, n=1, cutoff=0.6)
-        hint = f" (did you mean {nearest[0]!r}?)" if nearest else ""
+        hint = did_you_mean(target, declared, form=" (did you mean {}?)")
         targets = ", ".join(repr(name) for name in sorted(declared)) or "none"
         raise CaseError(f"case {case_path.name!r} has no target matching {target!r}{hint}; its targets: {targets}")
     return root, case_path.name
