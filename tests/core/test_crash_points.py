@@ -150,6 +150,15 @@ EVALS = {f"e{index}": make(index) for index in range(3)}
 '''
 
 
+def crash_project(tmp_path: Path) -> tuple[Path, Path]:
+    """An agent project of three evals (the third fails) whose agent logs each question it is sent to `sends`."""
+    project, sends = tmp_path / "project", tmp_path / "sends.txt"
+    agent_project(project)
+    (project / "experiments" / "crash.py").write_text(AGENT_EXPERIMENT.format(sends=str(sends)))
+    (project / "evals" / "crash_eval.py").write_text(AGENT_EVALS)
+    return project, sends
+
+
 def attempts_of(stdout: str) -> dict[str, str]:
     lines = [json.loads(line) for line in stdout.splitlines()]
     return {line["attempt"]["eval_id"]: line["attempt"]["verdict"] for line in lines if line.get("type") == "attempt"}
@@ -163,10 +172,7 @@ def receipt_of(stdout: str) -> dict[str, Any] | None:
 def test_an_agent_run_killed_between_its_last_result_and_its_seal_is_reported_by_resume_then_listed(
     tmp_path: Path, assay: Any
 ) -> None:
-    project, sends = tmp_path / "project", tmp_path / "sends.txt"
-    agent_project(project)
-    (project / "experiments" / "crash.py").write_text(AGENT_EXPERIMENT.format(sends=str(sends)))
-    (project / "evals" / "crash_eval.py").write_text(AGENT_EVALS)
+    project, sends = crash_project(tmp_path)
     junit = project / "junit.xml"
     verdicts = {"crash/e0": "passed", "crash/e1": "passed", "crash/e2": "failed"}
 
@@ -215,10 +221,7 @@ def resumed_command(stderr: str) -> list[str]:
 def test_ctrl_c_while_a_finished_agent_run_is_recorded_says_so_and_its_resume_records_it_asking_nothing(
     tmp_path: Path, assay: Any
 ) -> None:
-    project, sends = tmp_path / "project", tmp_path / "sends.txt"
-    agent_project(project)
-    (project / "experiments" / "crash.py").write_text(AGENT_EXPERIMENT.format(sends=str(sends)))
-    (project / "evals" / "crash_eval.py").write_text(AGENT_EVALS)
+    project, sends = crash_project(tmp_path)
 
     # The summary is shown; Ctrl-C lands inside the store's transaction. It was "Interrupted." alone: nothing
     # said the run was not recorded, nor how to record it (its checkpoint was left, unnamed).

@@ -1,5 +1,5 @@
-"""`assay doc init` and `scaffold-case` run by the real CLI where something stands in the way, and with an id that
-is no path at all.
+"""The doc pages as written, run by the real CLI: `assay doc init` and `scaffold-case` where something stands in the way, an id that
+is no path at all, and a case folder without its manifest.
 
 - A file named `evals` (or `evals/results`, or a case's folder name) where `init` or `scaffold-case` writes a
   folder: a Python traceback ending in `FileExistsError: [Errno 17] File exists`, exit 1, after the files before it
@@ -7,6 +7,11 @@ is no path at all.
   an existing file to overwrite.
 - `--case "my case"` said `case id must be an id, not a path`: the user gave no path. eval-kit's words stay, and
   the line goes on to say what an id holds and what in this one breaks the rule.
+- A folder under `cases/` that `cases.include` selects but that holds no `case-manifest.json` (an empty folder made
+  ahead, a manifest saved as `case_manifest.json`): `doctor` and `validate-fixtures` stopped at eval-kit's
+  `configured case manifest not found: …` alone, naming a file the user never meant to write. Now the line goes on to
+  say what the folder holds and what to do. The suite is `assay doc init`'s, run by the real CLI (its adapter under
+  node).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ FORCE_NOTE = "(--force replaces the files it writes, not a file in their way)"
 @pytest.fixture(autouse=True)
 def own_store(tmp_path, monkeypatch):
     monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "store" / "assay.db"))
+    monkeypatch.delenv("ASSAY_DOC_HOOK_TIMEOUT", raising=False)
 
 
 def _doc(repo: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
@@ -95,3 +101,52 @@ def test_a_path_keeps_eval_kits_line_alone(repo):
     assert _doc(repo, "init").returncode == 0
     done = _doc(repo, "scaffold-case", "--case", "../x")
     assert done.returncode == 2 and done.stderr == "Execution failed: case id must be an id, not a path\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# A case folder without its manifest
+
+
+@pytest.fixture
+def suite(repo):
+    """`assay doc init`'s suite with one scaffolded case, which `doctor` passes."""
+    assert _doc(repo, "init").returncode == 0
+    assert _doc(repo, "scaffold-case", "--case", "demo").returncode == 0
+    assert _doc(repo, "doctor").returncode == 0
+    return repo
+
+
+def test_an_empty_case_folder_says_to_scaffold_it_or_exclude_it(suite):
+    repo = suite
+    (repo / "evals" / "cases" / "notes").mkdir()
+    expected = ("Execution failed: configured case manifest not found: cases/notes/case-manifest.json (cases.include "
+                "selects the folder cases/notes, which has no case-manifest.json: `assay doc scaffold-case --case notes` "
+                "writes a starter case there, or leave the folder out with cases.exclude)\n")
+    for command in ("validate-fixtures", "doctor"):
+        done = _doc(suite, command)
+        assert done.returncode == 2, (command, done.stdout)
+        assert done.stderr == expected, (command, done.stderr)
+    # the fix it names works
+    assert _doc(suite, "scaffold-case", "--case", "notes").returncode == 0
+    assert _doc(suite, "doctor").stdout.endswith("Doctor passed (8 checks).\n")
+
+
+def test_a_manifest_under_a_near_name_is_named(suite):
+    repo = suite
+    case = repo / "evals" / "cases" / "demo"
+    (case / "case-manifest.json").rename(case / "case_manifest.json")
+    done = _doc(suite, "validate-fixtures")
+    assert done.returncode == 2
+    assert done.stderr == ("Execution failed: configured case manifest not found: cases/demo/case-manifest.json (the "
+                           "case folder cases/demo has case_manifest.json: rename it case-manifest.json)\n"), done.stderr
+
+
+def test_a_listed_manifest_that_is_missing_keeps_eval_kits_line(suite):
+    repo = suite
+    # `case_manifests` names files outright: the line stays eval-kit's, with no word of cases.include
+    config = repo / "evals" / "eval-kit.config.json"
+    text = config.read_text()
+    config.write_text(text.replace('"cases": {', '"case_manifests": ["cases/ghost/case-manifest.json"],\n  "cases": {', 1))
+    done = _doc(suite, "validate-fixtures")
+    assert done.returncode == 2
+    assert done.stderr == "Execution failed: configured case manifest not found: cases/ghost/case-manifest.json\n"
