@@ -102,3 +102,26 @@ def test_editing_a_process_agents_script_reruns_its_slots_naming_the_file(tmp_pa
     [slot] = plan(project, tmp_path)
     assert slot["action"] == "execute", slot
     assert slot["reasons"] == [{"code": "agent-changed", "message": f"agent changed ({edited})"}], slot
+
+
+def test_a_process_agent_runs_in_the_project_folder_when_assay_is_started_elsewhere(tmp_path):
+    """`assay agent run --project proj` from another folder: `node agents/agent.mjs` is the project's script (the
+    command ran in the folder assay was started in, where node found no agents/agent.mjs and every attempt
+    errored), and editing that script still reruns its slot."""
+    project = make_project(tmp_path, "node agents/agent.mjs")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "ASSAY_STORE": str(tmp_path / "assay.db")}
+
+    def run(*arguments):
+        return subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project), *arguments],
+                              capture_output=True, text=True, timeout=120, env=env, cwd=elsewhere)
+
+    first = run()
+    assert first.returncode == 0, (first.stdout, first.stderr)
+    assert first.stdout.rstrip().splitlines()[-1].startswith("PASSED"), first.stdout
+    (project / "agents" / "agent.mjs").write_text(NODE_AGENT.replace("Monday", "Tuesday"))
+    dry = run("--dry", "--json")
+    [slot] = [json.loads(line) for line in dry.stdout.splitlines() if line.startswith("{")][-1]["slots"]
+    assert slot["action"] == "execute", slot
+    assert slot["reasons"] == [{"code": "agent-changed", "message": "agent changed (agents/agent.mjs)"}], slot

@@ -1053,8 +1053,10 @@ async def start_ndjson_process(
     call_timeout: RequestTimeout = NO_TIMEOUT,
     extra_env: Mapping[str, str] | None = None,
     hold_stderr_s: float = 0.0,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> NdjsonProcess:
-    """Spawn `command` (no shell, cwd and environment inherited, plus `extra_env`) as the leader of a new session.
+    """Spawn `command` (no shell; environment inherited, plus `extra_env`; in `cwd`, else the current folder) as
+    the leader of a new session.
 
     `budget` bounds the adapter output held at once; the default one is shared by every process
     of the run. `call_timeout` applies to every request that does not bring its own. With
@@ -1068,7 +1070,7 @@ async def start_ndjson_process(
     (stdin_read, stdin_write), (stdout_read, stdout_write), (stderr_read, stderr_write) = pipes
     try:
         try:
-            tree = spawn_tree(argv, stdin=stdin_read, stdout=stdout_write, stderr=stderr_write, extra_env=extra_env)
+            tree = spawn_tree(argv, stdin=stdin_read, stdout=stdout_write, stderr=stderr_write, extra_env=extra_env, cwd=cwd)
         finally:
             for fd in (stdin_read, stdout_write, stderr_write):
                 os.close(fd)

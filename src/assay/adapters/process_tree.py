@@ -307,13 +307,15 @@ class ProcessTree:
 
 def spawn_tree(
     argv: Sequence[str], *, stdin: int, stdout: int, stderr: int, extra_env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> ProcessTree:
-    """Start `argv` (no shell; cwd and environment inherited, plus `extra_env`) as the leader of a new session."""
+    """Start `argv` (no shell; environment inherited, plus `extra_env`; in `cwd`, else the current folder) as the
+    leader of a new session."""
     become_subreaper()
     token = uuid.uuid4().hex
     environment = {**os.environ, **(extra_env or {}), TREE_VARIABLE: token}
     popen = subprocess.Popen(
-        list(argv), stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True, env=environment
+        list(argv), stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True, env=environment, cwd=cwd,
     )
     return ProcessTree(popen, token)
 

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -352,8 +353,25 @@ def _with_groups(project: Path, root: Path, entries: dict[str, EvalEntry]) -> No
             entries[member] = dataclasses.replace(entries[member], group=ref)
 
 
+_LOADING_PROJECT: ContextVar[Path | None] = ContextVar("assay_loading_project", default=None)
+
+
+def loading_project() -> Path | None:
+    """The project whose experiment files are being imported, for a factory called by one (`process_agent`
+    starts its command there); None outside `discover_experiments` (an experiment made in the Python API)."""
+    return _LOADING_PROJECT.get()
+
+
 def discover_experiments(project: Path) -> list[ExperimentEntry]:
     project = project.resolve()
+    token = _LOADING_PROJECT.set(project)
+    try:
+        return _discover_experiments(project)
+    finally:
+        _LOADING_PROJECT.reset(token)
+
+
+def _discover_experiments(project: Path) -> list[ExperimentEntry]:
     root = project / EXPERIMENTS_DIR
     if root.exists() and not root.is_dir():
         raise ConfigError(f"{root} is a file, not a folder: experiments live in the {EXPERIMENTS_DIR}/ folder of {project}")

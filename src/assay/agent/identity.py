@@ -254,13 +254,15 @@ class IdentityBuilder:
             agent = entry.experiment.agent
             files = self.closures.closure(entry.path) if entry.path is not None else {}
             files = {**files, **self._function_source(getattr(agent, "send", None))}
-            files = {**files, **self._command_files(getattr(getattr(agent, "send", None), "agent_command", None))}
+            send = getattr(agent, "send", None)
+            files = {**files, **self._command_files(getattr(send, "agent_command", None), getattr(send, "agent_folder", None))}
             cached = self._agents[entry.id] = (files, _digest({"name": agent.name, "files": files}))
         return cached
 
-    def _command_files(self, command: Any) -> dict[str, str]:
+    def _command_files(self, command: Any, folder: Path | None = None) -> dict[str, str]:
         """The project files a process agent's command names (`node agents/agent.mjs`: the script; a Python
-        one with the project modules it imports), as the process, started in the current folder, finds them."""
+        one with the project modules it imports), as the process, started in `folder` (the project's, for one
+        an experiment file made; else the current folder), finds them."""
         if not isinstance(command, str):
             return {}
         try:
@@ -270,7 +272,7 @@ class IdentityBuilder:
         found: dict[str, str] = {}
         for word in words[1:]:
             path = Path(word).expanduser()
-            path = (path if path.is_absolute() else Path.cwd() / path).resolve()
+            path = (path if path.is_absolute() else (folder or Path.cwd()) / path).resolve()
             if not path.is_relative_to(self.root) or not path.is_file():
                 continue
             if path.suffix == ".py":

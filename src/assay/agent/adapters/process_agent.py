@@ -65,7 +65,8 @@ def process_agent(
     close_timeout: float = 2.0,
     kill_grace: float = 1.0,
 ) -> DefinedAgent:
-    """`command` is run without a shell (e.g. `node agents/agent.mjs`); `evidence_coverage` is required.
+    """`command` is run without a shell (e.g. `node agents/agent.mjs`), in the project folder when an experiment
+    file of a project makes it (else the current folder); `evidence_coverage` is required.
 
     `timeout` (seconds; default none, the attempt's deadline governs) limits each `send`. At the
     end of an attempt the agent is sent `close` and its stdin is closed; it gets `close_timeout`
@@ -73,6 +74,9 @@ def process_agent(
     that lingers and ignores SIGTERM costs about 2 s (3 s if it never answers close) instead of
     holding the attempt, and the teardown failure is reported as a diagnostic. After a timeout
     or an interrupt it is stopped at once."""
+    from assay.agent.discovery import loading_project
+
+    folder = loading_project()  # a relative script path is the project's, wherever assay was started
     processes: dict[tuple[Any, ...], NdjsonProcess] = {}
     reported_broken: set[tuple[Any, ...]] = set()  # attempts whose failed send told why the process broke
     agent_name = name or command.split()[-1].rsplit("/", 1)[-1]
@@ -89,7 +93,7 @@ def process_agent(
         telemetry_env = dict(ctx.telemetry.env) if ctx.telemetry is not None else None
         processes[key(ctx)] = await start_ndjson_process(
             command, stderr_sink=lambda chunk: None, timeouts=stop_timeouts, call_timeout=send_timeout,
-            extra_env=telemetry_env,
+            extra_env=telemetry_env, cwd=folder,
         )
 
     async def teardown(ctx: AgentContext) -> None:
@@ -128,6 +132,7 @@ def process_agent(
 
     # What carry hashes besides the experiment's modules: the project files the command names (its script).
     send.agent_command = command  # type: ignore[attr-defined]
+    send.agent_folder = folder  # type: ignore[attr-defined]
     return define_agent(name=agent_name, send=send, evidence_coverage=evidence_coverage, setup=setup, teardown=teardown)
 
 
