@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,28 +14,48 @@ import pytest
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent"
 
 
-def pytest_in(folder: Path, store: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+def pytest_in(folder: Path, store: Path, *arguments: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *arguments], cwd=folder,
-        env={**os.environ, "ASSAY_STORE": str(store)}, capture_output=True, text=True, timeout=180,
+        env={**os.environ, "ASSAY_STORE": str(store), **env}, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
 
 
-def test_a_session_on_xdist_workers_is_not_recorded_as_one_part_run_per_worker(tmp_path):
+def assay_in(folder: Path, store: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "assay", *arguments], cwd=folder, env={**os.environ, "ASSAY_STORE": str(store)},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def recorded_units(project: Path, store: Path, run_id: str) -> list[tuple[str, str]]:
+    """(unit id, verdict) of each unit of the run's record, in its order."""
+    record = Path(json.loads(assay_in(project, store, "runs", "show", run_id, "--json").stdout)["record_path"])
+    units = [json.loads(line) for line in (record / "units.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [(unit["unit_id"], unit["verdict"]) for unit in units]
+
+
+def test_a_session_on_xdist_workers_is_recorded_as_one_run_of_every_worker_s_attempts(tmp_path):
+    """Each worker recorded its own share as a run (two runs of four attempts, the latest half the suite); then
+    none was recorded. Now the controller records the workers' shares as one run, in collection order, the same
+    units a session without -n records."""
     pytest.importorskip("xdist")
     project = tmp_path / "shop"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", ".assay"))
     store = tmp_path / "store" / "assay.db"
-    done = pytest_in(project, store, "-n", "2")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    done = pytest_in(project, store, "-n", "2", TMPDIR=str(temporary))
     assert "1 failed, 7 passed" in done.stdout, done.stdout + done.stderr
-    # Each worker recorded its own share as a run: two runs of four attempts, the latest a half of the suite.
-    listed = subprocess.run(
-        [sys.executable, "-m", "assay", "runs", "list"], cwd=project, env={**os.environ, "ASSAY_STORE": str(store)},
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert listed.stdout.count("agent-") == 0, listed.stdout
-    assert (f"assay: the session ran on xdist workers (-n), so its 8 finished attempt(s) of {project} are not "
-            "recorded in the results store") in done.stdout, done.stdout
+    assert "not recorded" not in done.stdout, done.stdout
+    [run] = json.loads(assay_in(project, store, "runs", "list", "--json").stdout)["runs"]
+    assert run["summary"]["attempts"] == {"passed": 7, "failed": 1}, run
+
+    serial_store = tmp_path / "serial" / "assay.db"
+    assert "1 failed, 7 passed" in pytest_in(project, serial_store, "-p", "no:xdist").stdout
+    [serial] = json.loads(assay_in(project, serial_store, "runs", "list", "--json").stdout)["runs"]
+    assert recorded_units(project, store, run["run_id"]) == recorded_units(project, serial_store, serial["run_id"])
+    assert not list(temporary.glob("assay-*")), "the workers' share files are left behind"
 
 
 def test_an_ordinary_test_suite_imports_nothing_of_assay_beyond_the_plugin(tmp_path):

@@ -9,6 +9,7 @@ select), and the whole session is recorded in the results store like `assay agen
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,7 @@ class _Project:
         self.identities = IdentityBuilder(root, project_judge=config.judge, config_timeout=config.timeout)
         self.loop = loop
         self.results: list[Any] = []
+        self.order: list[int] = []  # each result's item's place in the session's collection (xdist's workers share it)
 
     def evals_in(self, path: Path) -> list[Any]:
         return [entry for entry in self.evals if entry.path is not None and entry.path.resolve() == path.resolve()]
@@ -111,7 +113,9 @@ class _Session:
         self.marked: set[str] = set()  # every marker of every collected item, selected or not
         self.keywords: set[str] = set()  # what `-k` matches of every collected item (case folded), selected or not
         self.eval_ids: set[str] = set()  # the collected evals' ids
-        self.unrecorded: dict[str, int] = {}  # under xdist, on the controller: attempts the workers ran, by project
+        # Under xdist, on the controller: each worker's share of a project's attempts (`_worker_share`), by project.
+        self.shares: dict[str, list[dict[str, Any]]] = {}
+        self.order: dict[str, int] | None = None  # item node id -> its place in the collection, made on first use
 
     def project(self, root: Path) -> _Project:
         from assay.errors import AssayError
@@ -215,12 +219,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    """xdist's controller: add up the attempts each worker ran and did not record."""
+    """xdist's controller: gather each worker's share of the attempts, recorded as one run at the end."""
     state: _Session | None = node.config.stash.get(_STATE, None)
     output = getattr(node, "workeroutput", None) or {}
     if state is not None:
-        for root, count in output.get("assay_unrecorded", {}).items():
-            state.unrecorded[root] = state.unrecorded.get(root, 0) + count
+        for root, share in output.get("assay_shares", {}).items():
+            state.shares.setdefault(root, []).append(share)
 
 
 class AssayEvalFailed(Exception):
@@ -246,6 +250,10 @@ class AssayEvalItem(pytest.Item):
         result = slot_result(result, identity=self.project.identities.of(self.planned).to_json())
         result.position = len(self.project.results)
         self.project.results.append(result)
+        state = self.config.stash[_STATE]
+        if state.order is None:
+            state.order = {item.nodeid: index for index, item in enumerate(self.session.items)}
+        self.project.order.append(state.order.get(self.nodeid, len(state.order)))
         if result.verdict in ("failed", "errored"):
             # The first line is what `pytest -q`'s short summary shows after the item's id: the first reason.
             lines = failure_lines(result) or [f"{verdict_label(result)}: {self.name}"]
@@ -267,18 +275,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state: _Session | None = session.config.stash.get(_STATE, None)
     if state is None:
         return
-    if not state.projects:  # an ordinary test suite: nothing of assay's to close or record, nothing to import
+    if not state.projects:  # an ordinary test suite, or xdist's controller: nothing of assay's to close
         state.loop.close()
-        for root, count in sorted(state.unrecorded.items()):
-            _say(session, f"assay: the session ran on xdist workers (-n), so its {count} finished attempt(s) of "
-                          f"{root} are not recorded in the results store (each worker ran only a part of it); "
-                          f"run without -n to record it")
+        for root, shares in sorted(state.shares.items()):
+            _record_shares(session, Path(root), shares, exitstatus)
         return
-    from assay.agent.run_outcome import RunOutcome
-    from assay.agent.units import agent_run_manifest, agent_run_units
-    from assay.core.run import pipeline
-    from assay.core.run_events import RunFinished
-
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
     try:
         # Ctrl-C leaves the attempt it stopped as a pending task: cancel it before its agent is closed.
@@ -298,14 +299,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 _say(session, f"assay: the session was interrupted, so its {len(project.results)} finished "
                               f"attempt(s) of {project.root} are not recorded in the results store")
                 continue
+            selected = sum(1 for item in session.items if isinstance(item, AssayEvalItem) and item.project is project)
             workeroutput = getattr(session.config, "workeroutput", None)
             if workeroutput is not None:
-                # An xdist worker ran only its share of the session: recording it would make one run per worker,
-                # each a part of the suite. The controller says so once (`pytest_testnodedown`).
-                unrecorded = workeroutput.setdefault("assay_unrecorded", {})
-                unrecorded[str(project.root)] = len(project.results)
+                # An xdist worker ran only its share of the session: it hands it to the controller, which records
+                # every worker's share as one run (`_record_shares`), not one part-run per worker.
+                workeroutput.setdefault("assay_shares", {})[str(project.root)] = _worker_share(project, selected)
                 continue
-            selected = sum(1 for item in session.items if isinstance(item, AssayEvalItem) and item.project is project)
             stopped = session.shouldfail or session.shouldstop
             if stopped and len(project.results) < selected:
                 # `-x` / `--maxfail` stopped it before the rest of what was selected ran: as cut short as Ctrl-C.
@@ -313,17 +313,81 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                               f"finished attempt(s) of {project.root} are not recorded in the results store "
                               f"({selected - len(project.results)} selected attempt(s) did not run)")
                 continue
-            from assay.agent.judging import judge_spend
-
-            outcome = RunOutcome(list(project.results), False, [], sum(r.duration_seconds for r in project.results),
-                                 project.judge.retries, judge_spend(project.judge.usage, project.pricing or {}))
-            root = project.root
-            pipeline.record(RunFinished(
-                "agent", "", outcome.exit_code, outcome, home=root, build_units=lambda: agent_run_units(outcome),
-                build_manifest=lambda code: agent_run_manifest(outcome, {"pytest": True}, root, code),
-            ))
+            _record(project.root, list(project.results), project.judge.retries, project.judge.usage, project.pricing)
     finally:
         state.loop.close()
+
+
+def _record(root: Path, results: list[Any], retries: dict[str, int], usage: dict[str, Any], pricing: Any) -> None:
+    """The session's attempts of one project, recorded as one run, as `assay agent run` records its run."""
+    from assay.agent.judging import judge_spend
+    from assay.agent.run_outcome import RunOutcome
+    from assay.agent.units import agent_run_manifest, agent_run_units
+    from assay.core.run import pipeline
+    from assay.core.run_events import RunFinished
+
+    outcome = RunOutcome(results, False, [], sum(r.duration_seconds for r in results), retries,
+                         judge_spend(usage, pricing or {}))
+    pipeline.record(RunFinished(
+        "agent", "", outcome.exit_code, outcome, home=root, build_units=lambda: agent_run_units(outcome),
+        build_manifest=lambda code: agent_run_manifest(outcome, {"pytest": True}, root, code),
+    ))
+
+
+def _worker_share(project: _Project, selected: int) -> dict[str, Any]:
+    """An xdist worker's attempts of one project, for the controller: written to a file (a share can be large, and
+    xdist sends a worker's output in one message), with the judge's retries and usage to add up."""
+    import json
+    import os
+    import tempfile
+
+    descriptor, path = tempfile.mkstemp(prefix="assay-pytest-share-", suffix=".jsonl")
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        for place, result in zip(project.order, project.results, strict=True):
+            file.write(json.dumps({"place": place, "result": result.to_json()}, ensure_ascii=False) + "\n")
+    usage = {model: dict(counts) for model, counts in project.judge.usage.items()}
+    return {"path": path, "selected": selected, "retries": dict(project.judge.retries), "usage": usage}
+
+
+def _record_shares(session: pytest.Session, root: Path, shares: list[dict[str, Any]], exitstatus: int) -> None:
+    """xdist's controller: the workers' shares of a project's attempts, recorded as one run in collection order;
+    a session cut short (Ctrl-C, `-x`, a worker lost) is not recorded, as without xdist."""
+    import json
+    import os
+
+    from assay.agent.slot_result import SlotResult
+
+    placed: list[tuple[int, Any]] = []
+    try:
+        for share in shares:
+            with open(share["path"], encoding="utf-8") as file:
+                placed += [(line["place"], SlotResult.from_json(line["result"])) for line in map(json.loads, file)]
+    finally:
+        for share in shares:
+            with contextlib.suppress(OSError):
+                os.unlink(share["path"])
+    selected = max(share["selected"] for share in shares)
+    stopped = session.shouldfail or session.shouldstop
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        _say(session, f"assay: the session was interrupted, so its {len(placed)} finished "
+                      f"attempt(s) of {root} are not recorded in the results store")
+        return
+    if len(placed) < selected:
+        why = f"the session stopped early ({stopped})" if stopped else "not every selected attempt finished"
+        _say(session, f"assay: {why}, so its {len(placed)} finished attempt(s) of {root} are not recorded in the "
+                      f"results store ({selected - len(placed)} selected attempt(s) did not run)")
+        return
+    placed.sort(key=lambda pair: pair[0])
+    results = [result for _, result in placed]
+    for position, result in enumerate(results):
+        result.position = position
+    from assay.agent.evidence import sum_counts
+    from assay.agent.project import load_project_config
+    from assay.judge.usage import merged_usage
+
+    retries = sum_counts(share["retries"] for share in shares)
+    usage = merged_usage(share["usage"] for share in shares)
+    _record(root, results, retries, usage, load_project_config(root).pricing)
 
 
 def _warn_unreachable_judges(session: pytest.Session, project: _Project) -> None:
