@@ -72,7 +72,9 @@ def test_model_methods_need_explicit_enabling_before_anything_else(suite, fake_o
     suite.config_path.write_text(json.dumps(config))
     result = invoke(command, env=judge_env(fake_openai))
     assert result.exit_code == 2
-    assert result.stderr.strip() == f"Execution failed: {command} requires methods.{key}.enabled=true"
+    disabled = block == {"enabled": False}
+    said = f"is disabled by methods.{key}.enabled=false" if disabled else f"requires methods.{key}.enabled=true"
+    assert result.stderr.strip() == f"Execution failed: {command} {said}"  # eval-kit's two messages
     assert fake_openai.requests == [] and not suite.results.exists()
 
 

@@ -124,7 +124,7 @@ def test_a_model_judge_run_without_its_config_names_the_config_to_pass(tmp_path)
                "--provider openai --effort low", cwd=tmp_path / "notes-demo", env=env)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip() == (
-        "Execution failed: judge-coverage requires methods.judge_coverage.enabled=true (it is off in eval-kit.config.json); "
+        "Execution failed: judge-coverage is disabled by methods.judge_coverage.enabled=false (it is off in eval-kit.config.json); "
         "evals/eval-kit.model-judge.config.json enables it: add --config evals/eval-kit.model-judge.config.json"
     )
     page = (PAGES / "doc.md").read_text(encoding="utf-8")

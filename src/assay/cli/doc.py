@@ -103,13 +103,21 @@ def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
 def _suite(given: Given, method: str = "", prefix: str = "Error loading config") -> Any:
     """The suite a command runs in, with its `--hook-timeout`; a method is refused when the config does not enable it."""
     from assay.doc.command_line import hook_timeout_seconds
-    from assay.doc.config import load_suite
-    from assay.doc.enabled_methods import check_method_gate
+    from assay.doc.config import NoRepositoryRootError, load_suite
+    from assay.doc.enabled_methods import check_config_method_gate, check_method_gate
 
     with _failing():
         seconds = hook_timeout_seconds(getattr(given, "hook_timeout", None))
     with _failing(prefix):
-        suite = dataclasses.replace(load_suite(given.config), hook_timeout_s=seconds)
+        try:
+            suite = dataclasses.replace(load_suite(given.config), hook_timeout_s=seconds)
+        except NoRepositoryRootError as error:
+            # eval-kit had no such refusal (its root became `/`) and gated the method next: a method the
+            # config switches off says so first, wherever the config lies.
+            if method and error.raw is not None and error.config_path is not None:
+                with _failing():
+                    check_config_method_gate(error.raw, error.config_path, method)
+            raise
     if method:
         with _failing():
             check_method_gate(suite, method)

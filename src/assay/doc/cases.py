@@ -45,7 +45,9 @@ class CaseArtifact:
     full_path: Path
 
     def to_json(self) -> dict[str, str]:
-        return {"role": self.role, "path": self.path, "fullPath": str(self.full_path)}
+        # eval-kit hands hooks `{role, path, absolutePath}`; `fullPath`, the name assay used first, is kept.
+        full = str(self.full_path)
+        return {"role": self.role, "path": self.path, "absolutePath": full, "fullPath": full}
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,8 +139,9 @@ def read_manifest(path: Path, label: str | None = None) -> Any:
 
 def discover_case_ids(suite: DocSuite, skipped: list[str] | None = None) -> list[str]:
     """Case ids of readable manifests, sorted; missing, unreadable or id-less manifests are skipped, as
-    eval-kit's discovery does. `skipped` collects, for a manifest that is there but was skipped, why."""
-    ids = set()
+    eval-kit's discovery does. `skipped` collects, for a manifest that is there but was skipped, why. An id two
+    manifests share is listed twice, as eval-kit lists it (`doctor` refuses the pair)."""
+    ids: list[str] = []
     for path in configured_manifest_paths(suite):
         relative = _suite_relative(suite, path)
         try:
@@ -150,7 +153,7 @@ def discover_case_ids(suite: DocSuite, skipped: list[str] | None = None) -> list
                 skipped.append(_unreadable(relative, error))
             continue
         if isinstance(manifest, dict) and isinstance(manifest.get("case_id"), str) and manifest["case_id"]:
-            ids.add(manifest["case_id"])
+            ids.append(manifest["case_id"])
         elif skipped is not None:
             skipped.append(f"case manifest {relative} has no case_id")
     return sorted(ids)
@@ -324,7 +327,8 @@ def _not_found_hint(suite: DocSuite, case_id: str, known: list[str], unnamed: li
 
 def grader_input_key(file_name: str) -> str:
     """`expected-items.json` -> `expectedItems`: drop `.json`, camelCase `-x` (lowercase x only)."""
-    stem = file_name[: -len(".json")] if file_name.endswith(".json") else file_name
+    # As node's `path.basename(name, ".json")`: a name that is only `.json` keeps it.
+    stem = file_name[: -len(".json")] if file_name.endswith(".json") and file_name != ".json" else file_name
     return re.sub(r"-([a-z])", lambda match: match.group(1).upper(), stem)
 
 

@@ -17,7 +17,7 @@ from assay.doc.paths import PathResolver, contained_path, relative_posix
 from assay.doc.schemas import SchemaRegistry, SchemaValidationError, bundled_registry, load_registry
 from assay.errors import ConfigError
 
-__all__ = ["CONFIG_SCHEMA", "DEFAULT_CONFIG_PATH", "DocSuite", "find_repo_root", "load_suite"]
+__all__ = ["CONFIG_SCHEMA", "DEFAULT_CONFIG_PATH", "DocSuite", "NoRepositoryRootError", "find_repo_root", "load_suite"]
 
 DEFAULT_CONFIG_PATH = "evals/eval-kit.config.json"
 CONFIG_SCHEMA = "eval-kit.config.schema.json"
@@ -73,6 +73,15 @@ class DocSuite:
         return relative_posix(self.repo_root, self.config_path)
 
 
+class NoRepositoryRootError(ConfigError):
+    """No `.git` entry above the config. `raw` and `config_path` are the config that was read (valid against
+    its schema) when `load_suite` raised it, so a command can still apply its method gate first, as eval-kit
+    (whose repo root fell back to `/`) would have."""
+
+    raw: Mapping[str, Any] | None = None
+    config_path: Path | None = None
+
+
 def find_repo_root(start: Path) -> Path:
     """The first directory from `start` upward that holds a `.git` entry (file or directory).
 
@@ -82,7 +91,7 @@ def find_repo_root(start: Path) -> Path:
     for directory in [current, *current.parents]:
         if (directory / ".git").exists():
             return directory
-    raise ConfigError(
+    raise NoRepositoryRootError(
         f"no repository root found: no .git entry in {current} or any parent directory (run inside a git repository)"
     )
 
@@ -168,7 +177,11 @@ def load_suite(config: str | Path | None = None, *, cwd: Path | None = None) -> 
     except SchemaValidationError as error:
         raise ConfigError(f"{error} (in {shown_path(config_path, base)}{_config_fixes(raw)})") from None
     config_dir = config_path.parent
-    repo_root = find_repo_root(config_dir)
+    try:
+        repo_root = find_repo_root(config_dir)
+    except NoRepositoryRootError as error:
+        error.raw, error.config_path = raw, config_path
+        raise
     suite_root = _root(config_path, repo_root, raw["suite_root"], "suite root")
     results_root = _root(config_path, repo_root, raw["results_root"], "results root")
     schema_roots = [

@@ -51,6 +51,16 @@ def _legacy_name(suite: DocSuite, kind: str, table: Mapping[str, str]) -> str | 
     return next(iter(table), None)
 
 
+def _no_module_hint(suite: DocSuite, kind: str, name: str | None, table: Mapping[str, str]) -> str:
+    """What to set when run-case finds no grader or reporter module (eval-kit said only that there was none)."""
+    where = suite.relative_config_path()
+    if name and table:
+        return f" ({kind} {name!r} is not in {kind}s in {where}; it has {', '.join(sorted(table))})"
+    if (suite.raw.get("hooks") or {}).get("module"):  # eval-kit's run-case never read hooks.module either
+        return f" (run-case does not use hooks.module; name that module in adapter in {where})"
+    return f" (set adapter, the module with the grading hooks, in {where})"
+
+
 @contextlib.asynccontextmanager
 async def _deterministic_modules(suite: DocSuite) -> AsyncIterator[_Modules]:
     """The adapter serves both roles; without one, the legacy `graders`/`reporters` maps are used."""
@@ -65,9 +75,10 @@ async def _deterministic_modules(suite: DocSuite) -> AsyncIterator[_Modules]:
             grader_name = _legacy_name(suite, "grader", graders)
             reporter_name = _legacy_name(suite, "reporter", reporters)
             if not grader_name or grader_name not in graders:
-                raise AdapterError("no grader configured")
+                raise AdapterError(f"no grader configured{_no_module_hint(suite, 'grader', grader_name, graders)}")
             if not reporter_name or reporter_name not in reporters:
-                raise AdapterError("no reporter configured")
+                hint = _no_module_hint(suite, "reporter", reporter_name, reporters)
+                raise AdapterError(f"no reporter configured{hint}")
             grader_path = suite.module_path(graders[grader_name], f"graders.{grader_name}")
             reporter_path = suite.module_path(reporters[reporter_name], f"reporters.{reporter_name}")
             grader = await stack.enter_async_context(adapter_session(suite, grader_path))

@@ -30,6 +30,16 @@ ADVISORY_SENTENCE = (  # eval-kit's words
     "Model-judge evidence is manual and advisory. It cannot upgrade deterministic red or yellow results."
 )
 DEFAULT_REQUIRED_ROLES = ("report", "pointwise_result", "judge_request", "raw_judge_response")
+# The roles of an eval-kit (promptfoo) judge-coverage bundle: a manifest that lists any of its promptfoo files is held
+# to eval-kit's own required roles, so an eval-kit run's manifest validates here as it did there.
+EVAL_KIT_REQUIRED_ROLES = (
+    "report", "pointwise_result", "promptfoo_config", "raw_promptfoo_results", "promptfoo_html_report",
+)
+# eval-kit's `expected` keys (camelCase, `effort`) for the snake_case ones this function documents.
+_EXPECTED_ALIASES = {
+    "run_id": "runId", "case_id": "caseId", "reasoning_effort": "effort", "prompt_version": "promptVersion",
+    "rubric_version": "rubricVersion", "runner_version": "runnerVersion", "required_roles": "requiredRoles",
+}
 
 
 def count_pointwise_verdicts(items: Any) -> dict[str, int]:
@@ -135,9 +145,17 @@ def validate_pointwise_run_metadata(manifest: Any, expected: Mapping[str, Any] |
 
     `expected` keys: run_id, case_id, model, provider, reasoning_effort, prompt_version,
     rubric_version, runner_version, and optionally required_roles; a key left out (or None) is not
-    compared, only required to be non-blank, as in eval-kit.
+    compared, only required to be non-blank, as in eval-kit. eval-kit's own names (runId, caseId, effort,
+    promptVersion, rubricVersion, runnerVersion, requiredRoles) are read too. The required roles default to
+    assay's (report, pointwise_result, judge_request, raw_judge_response), or to eval-kit's when the manifest
+    lists a promptfoo file (report, pointwise_result, promptfoo_config, raw_promptfoo_results,
+    promptfoo_html_report).
     """
-    expected = expected or {}
+    given = expected or {}
+    expected = {key: given.get(key, given.get(_EXPECTED_ALIASES.get(key, key))) for key in (
+        "run_id", "case_id", "model", "provider", "reasoning_effort", "prompt_version", "rubric_version",
+        "runner_version", "required_roles",
+    )}
     if not isinstance(manifest, Mapping):
         raise CaseError("pointwise run manifest must be an object")
     if _blank(manifest.get("run_id")):
@@ -184,7 +202,9 @@ def validate_pointwise_run_metadata(manifest: Any, expected: Mapping[str, Any] |
             raise CaseError("pointwise run manifest artifact missing role")
         _check_strict_relative(artifact.get("path"), f"artifact {role} path")
         roles.add(role)
-    for role in expected.get("required_roles") or DEFAULT_REQUIRED_ROLES:
+    eval_kit_bundle = bool(roles & {"promptfoo_config", "raw_promptfoo_results", "promptfoo_html_report"})
+    required = expected.get("required_roles") or (EVAL_KIT_REQUIRED_ROLES if eval_kit_bundle else DEFAULT_REQUIRED_ROLES)
+    for role in required:
         if role not in roles:
             raise CaseError(f"pointwise run manifest missing artifact role {role}")
     output_files = manifest.get("output_files")
