@@ -28,6 +28,7 @@ from assay.cli.options import (
     EXECUTOR, JSON, JUNIT_PATH, PROJECT, QUIET, RAY_ADDRESS, RESUME, VERBOSE, Command, Given, Param, argument, command, group,
     option, params,
 )
+from assay.core.run.request import not_empty
 
 agent_app = group("Agent evals (NiceEval's model): evals drive an agent and assert on its event stream.")
 sandbox_app = group("Kept and leftover sandboxes: list, diff, enter, stop, prune.")
@@ -172,6 +173,7 @@ def run_command(given: Given) -> None:
     from assay.agent.project import project_folder
     from assay.agent.request import check_run_options
     from assay.agent.run_kind import AGENT, dry_run
+    from assay.errors import UsageError
 
     with common.failing():
         execution = check_run_options(**given.pick(
@@ -186,14 +188,21 @@ def run_command(given: Given) -> None:
         if given.resume is not None:
             from assay.core.run.resume import restore
 
-            restored = restore(AGENT, given.resume, request, outputs)
+            try:
+                restored = restore(AGENT, given.resume, request, outputs)
+            except UsageError as error:  # every problem is --resume's, and the line says so (video shows it as such)
+                if str(error).startswith("--resume"):
+                    raise
+                raise UsageError(f"--resume: {error}", "--resume") from None
             request, outputs, resumed = restored.request, restored.outputs, restored.resume
         if given.dry:
             return dry_run(request).write(outputs.json)
     common.run_and_exit(AGENT, request, outputs, resume=resumed, execution=execution)
 
 
-@_command(agent_app, "show", "locator", PROJECT, "run", JSON.but(help="Print JSON instead of text."), "timing", only_reads=True)
+# (an empty --run, a script's unset variable, was read as a checkpoint id and refused without naming --run)
+@_command(agent_app, "show", "locator", PROJECT, params(AgentOptions, "run")[0].but(check=not_empty("the latest run")),
+          JSON.but(help="Print JSON instead of text."), "timing", only_reads=True)
 def show_command(given: Given) -> None:
     """Show the results of the latest (or a given) run, or one attempt in detail."""
     from assay.agent.project import project_folder

@@ -109,6 +109,17 @@ def misspelt_variable(env: Iterable[str], prefix: str, known: Iterable[str], who
     return None
 
 
+def variable_meant(env: Iterable[str], name: str, *, cutoff: float = 0.85) -> str | None:
+    """For a variable `name` that is not set: a set variable whose whole name is close to it (`ASSAY_STOER`,
+    `ASAY_STORE`, `assay_store`), which was surely meant; None when there is none. Whole names are compared, so
+    a misspelt prefix counts too; the cutoff is high, as every name in the environment is a candidate."""
+    names = list(env)
+    if name in names:
+        return None
+    return next((candidate for candidate in names if did_you_mean(candidate, [name], cutoff=cutoff, form="{}", shown=str)),
+                None)
+
+
 def join_first(
     items: Sequence[T], *, limit: int = PROBLEMS_SHOWN, separator: str = "; ", shown: Callable[[T], str] = str
 ) -> str:

@@ -503,7 +503,7 @@ def read_manifest(path: Path, expected_kind: str) -> dict[str, Any]:
     try:
         data = manifest_path.read_bytes()
     except OSError as error:
-        raise CheckpointError(f"could not read checkpoint manifest {manifest_path}: {error}") from None
+        raise CheckpointError(f"could not read checkpoint manifest {manifest_path}: {_why_no_manifest(path, error)}") from None
     try:
         manifest = json.loads(data)
     except ValueError as error:
@@ -517,6 +517,19 @@ def read_manifest(path: Path, expected_kind: str) -> dict[str, Any]:
     if kind != expected_kind:
         raise CheckpointError(f"checkpoint {path} is for '{kind}', not '{expected_kind}'")
     return manifest
+
+
+def _why_no_manifest(path: Path, error: OSError) -> str:
+    """Why a checkpoint's manifest could not be read, in words, with what to give instead (it was `[Errno 20] Not a
+    directory: '<path>/manifest.json'`, naming the path a second time, for a file given as the checkpoint)."""
+    give = "give a checkpoint's folder (the one holding manifest.json) or its id"
+    if path.is_file():
+        return f"{path} is a file, not a checkpoint folder; {give}"
+    if not path.exists():
+        return f"{path} does not exist; {give}"
+    if path.is_dir() and isinstance(error, FileNotFoundError):
+        return f"{path} is a folder without a manifest.json, so no checkpoint; {give}"
+    return error.strerror or str(error)
 
 
 def ensure_not_complete(path: Path, manifest: Mapping[str, Any]) -> None:

@@ -344,7 +344,20 @@ def store_path(start: Path | None = None) -> Path:
             raise ConfigError(f"{STORE_ENVIRONMENT}={override} is a folder; it names the store's database file "
                               f"(e.g. {STORE_ENVIRONMENT}={Path(override) / 'assay.db'})")
         return chosen  # a path under a file: see `check_store_location`
-    return project_root(start) / STATE_FOLDER / "assay.db"
+    default = project_root(start) / STATE_FOLDER / "assay.db"
+    _refuse_a_misspelt_store_variable(default)
+    return default
+
+
+def _refuse_a_misspelt_store_variable(default: Path) -> None:
+    """`ASSAY_STOER=/tmp/s.db` (or `ASAY_STORE`, `assay_store`) was ignored: the runs went into, and were read from,
+    the project's own store, the one the variable was set to keep them out of. Refused, naming the variable meant."""
+    from assay.core.format import variable_meant
+
+    misspelt = variable_meant(os.environ, STORE_ENVIRONMENT)
+    if misspelt is not None:
+        raise ConfigError(f"{misspelt} is set, but assay reads {STORE_ENVIRONMENT} (did you mean it?), so the results store "
+                          f"would be {default}: rename the variable to {STORE_ENVIRONMENT}, or unset it")
 
 
 def state_folder(root: Path) -> Path:

@@ -67,9 +67,28 @@ def export_command_endpoint(otlp: str | None, here: Path) -> str:
         return check_endpoint(otlp)
     configured = configured_endpoint(here)
     if configured is None:
-        raise UsageError(f"--otlp is needed: the collector's OTLP/HTTP base URL, like http://127.0.0.1:4318 (or set "
-                         f"{ENVIRONMENT}, or `otlp` in the [tool.assay.export] table of the pyproject.toml here)", "--otlp")
+        # (a pyproject.toml here that cannot be read was passed over in silence, and this line then told the user to
+        # set the `otlp` they had set, in that very file)
+        unread = _unreadable(Path(here) / "pyproject.toml")
+        where = (f"; {unread}, so its [tool.assay.export] table was not read: mend it, or give --otlp" if unread else
+                 f" (or set {ENVIRONMENT}, or `otlp` in the [tool.assay.export] table of the pyproject.toml here)")
+        raise UsageError(f"--otlp is needed: the collector's OTLP/HTTP base URL, like http://127.0.0.1:4318{where}", "--otlp")
     return configured
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why the pyproject.toml at `path` cannot be read (not UTF-8, not TOML), or None: it reads, or there is none."""
+    try:
+        tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as error:
+        return f"{path} is not UTF-8 text ({error.reason} at byte {error.start})"
+    except tomllib.TOMLDecodeError as error:
+        return f"{path} is not valid TOML ({error})"
+    except OSError as error:
+        return f"{path} cannot be read ({error.strerror or error})"
+    return None
 
 
 def configured_endpoint(home: Path | None) -> str | None:
@@ -78,6 +97,12 @@ def configured_endpoint(home: Path | None) -> str | None:
     value = os.environ.get(ENVIRONMENT, "").strip()
     if value:
         return check_endpoint(value, ENVIRONMENT)
+    from assay.core.format import variable_meant
+
+    misspelt = variable_meant(os.environ, ENVIRONMENT)
+    if misspelt is not None:  # (it was ignored: nothing was exported, and nothing said why)
+        raise UsageError(f"{misspelt} is set, but assay reads {ENVIRONMENT} (did you mean it?): rename the variable to "
+                         f"{ENVIRONMENT}, or unset it")
     if home is None:
         return None
     path = Path(home) / "pyproject.toml"

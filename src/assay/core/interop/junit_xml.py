@@ -34,6 +34,27 @@ def detect(sniff: Sniff) -> bool:
     return text.startswith(b"<") and (b"<testsuites" in text or b"<testsuite" in text)
 
 
+def _not_utf8(path: Path, line: int, column: int) -> str:
+    """For a parse that failed on an invalid token at `line`, `column`: why, when the bytes there are not UTF-8 (a report
+    written in Latin-1 or cp1252 that declares no encoding, which the parser then reads as UTF-8), with the fix;
+    else "". ("not well-formed (invalid token)" alone sent the user looking for a bad tag.)"""
+    try:
+        with path.open("rb") as file:
+            for number, text in enumerate(file, 1):
+                if number == line:
+                    text.decode("utf-8")
+                    return ""
+    except UnicodeDecodeError as error:
+        if len(text[:error.start].decode("utf-8")) != column:  # the token refused is another one, before it
+            return ""
+        return (f": the bytes there are not UTF-8 text ({error.reason}), and the file declares no "
+                "other encoding: save it as UTF-8 (iconv -f LATIN1 -t UTF-8 FILE > NEW), or name its encoding in its first "
+                "line, <?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>, and import that")
+    except OSError:
+        return ""
+    return ""
+
+
 def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]  # a namespaced tag: {uri}testcase
 
@@ -104,6 +125,8 @@ class _Reading:
             # a report copied or downloaded in part, which "not well-formed XML" alone did not say.
             ended = {errors.codes[errors.XML_ERROR_NO_ELEMENTS], errors.codes[errors.XML_ERROR_UNCLOSED_TOKEN]}
             cut = CUT_SHORT if getattr(error, "code", None) in ended and self.path.stat().st_size else ""
+            if getattr(error, "code", None) == errors.codes[errors.XML_ERROR_INVALID_TOKEN]:
+                cut = _not_utf8(self.path, line, column) or cut
             raise ImportFormatError(f"{self.path}:{line}:{column}: not well-formed XML: {error}{cut}") from None
 
     def _handle(self, event: str, element: Any) -> UnitLine | None:

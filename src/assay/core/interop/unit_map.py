@@ -159,7 +159,14 @@ def _checked(path: Path, rows: Iterable[object]) -> dict[str, str]:
     pairs: dict[str, str] = {}
     for number, row in enumerate(rows, 1):
         if not isinstance(row, (list, tuple)) or len(row) != 2 or not all(isinstance(item, str) for item in row):
-            raise UsageError(f"--map @{path}: pair {number} is not two ids ({row!r})", "--map")
+            # (it said `pair 1 is not two ids (('a', 1))`: Python's repr of a JSON entry, and not what to write)
+            if isinstance(row, tuple) and len(row) == 2:  # an entry of a JSON object, as written
+                shown = ": ".join(json.dumps(item, ensure_ascii=False, default=str) for item in row)
+            else:
+                shown = json.dumps(row, ensure_ascii=False, default=str)
+            raise UsageError(f"--map @{path}: pair {number} is not two ids ({shown}): each pair is a baseline id and a "
+                             "candidate id, both text (JSON: {\"before id\": \"after id\"}; CSV: a before,after row)",
+                             "--map")
         if pairs.get(row[0], row[1]) != row[1]:
             raise UsageError(f"--map @{path}: pair {number} maps {row[0]!r} to {row[1]!r}, and an earlier pair maps it to "
                              f"{pairs[row[0]]!r}; give each baseline id once", "--map")
