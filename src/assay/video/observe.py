@@ -167,8 +167,9 @@ async def observe_case(
 ) -> None:
     """Evaluate `work` (targets with their pending samples) and pass each observation to `handle`.
 
-    Without `keep_going` the first adapter error (or a `SampleAbort` raised by `handle`) stops
-    new calls, lets calls in flight finish, and raises `EvalRunError` for the lowest sample index."""
+    Without `keep_going` an adapter error (or a `SampleAbort` raised by `handle`) stops new calls for
+    samples after it in GlassKit's order (sample index), lets calls in flight finish, and raises
+    `EvalRunError` for the lowest failing sample index: the one GlassKit reports."""
     if evaluator.batch:
         for target, samples in work:
             await _observe_target_batch(case, target, samples, evaluator, keep_going, handle, progress)
@@ -198,7 +199,24 @@ async def _observe_individually(
         path, samples, window=concurrency + 2, convert_ahead=not getattr(evaluator, "converts_frames", False)
     )
 
+    # Fail-fast in GlassKit's order. GlassKit calls a case's samples target by target, in sample-index
+    # order, so the error it reports is that of the lowest failing index: every lower sample was asked
+    # first. The feed asks in time order, across targets; so after a failure at index k the samples
+    # below k are still asked (GlassKit asked them before k) and those above it are not.
+    ceiling: list[int | None] = [None]  # the lowest failing sample index so far; -1: stop everything
+
     async def ask(pair: Any) -> None:
+        try:
+            await _ask(pair)
+        except SampleAbort as abort:
+            if ceiling[0] is None or abort.sample.sample_index < ceiling[0]:
+                ceiling[0] = abort.sample.sample_index
+            raise
+        except BaseException:
+            ceiling[0] = -1
+            raise
+
+    async def _ask(pair: Any) -> None:
         sample, frame = pair
         target = targets[sample.target_index]
         try:
@@ -232,9 +250,10 @@ async def _observe_individually(
             if progress is not None:
                 progress(finished, total)
 
+    source: Any = feed if keep_going else _below_ceiling(feed, samples, ceiling)
     try:
         completed = await run_bounded(
-            feed, ask, concurrency=concurrency, keep_going=keep_going, on_complete=complete, collect=False
+            source, ask, concurrency=concurrency, keep_going=True, on_complete=complete, collect=False
         )
     finally:
         await feed.close()
@@ -245,6 +264,32 @@ async def _observe_individually(
             raise next(failure for failure in failures if not isinstance(failure, SampleAbort))
         first = min(aborts, key=lambda abort: abort.sample.sample_index)
         raise EvalRunError(first.message) from first.__cause__
+
+
+async def _below_ceiling(feed: Any, samples: Sequence[Sample], ceiling: list[int | None]) -> Any:
+    """The feed's items, minus those a fail-fast run no longer asks: once a sample failed, only samples
+    with a lower index are asked; the feed stops when none of them is left."""
+    lowest_after = [0] * len(samples)  # the lowest sample index from each position on
+    lowest = None
+    for position in range(len(samples) - 1, -1, -1):
+        index = samples[position].sample_index
+        lowest = index if lowest is None else min(lowest, index)
+        lowest_after[position] = lowest
+    position = 0
+    while position < len(samples):
+        limit = ceiling[0]
+        if limit is not None and lowest_after[position] >= limit:
+            return
+        try:
+            item = await feed.__anext__()
+        except StopAsyncIteration:
+            return
+        position += 1
+        limit = ceiling[0]  # a call in flight may have failed while the frame was being decoded
+        if limit is not None and item[0].sample_index >= limit:
+            feed.release()
+            continue
+        yield item
 
 
 # What evaluate_many may not return, though list() would take it: text, a mapping, an unordered set.
