@@ -395,3 +395,26 @@ def test_an_edit_sent_on_leaving_does_not_overwrite_a_change_made_on_disk(page: 
     page.wait_for_function("() => document.getElementById('banner').dataset.kind === 'save-error'", timeout=10_000)
     assert "changed on disk after the page that sent these edits loaded it" in page.text_content("#banner")
     assert path.read_text(encoding="utf-8") == edited
+
+
+def test_cancelling_reload_from_disk_keeps_the_unsaved_edit_and_its_save_error(page: Page, origin: str, eval_dir: Path) -> None:
+    """The banner's "Reload from disk" cleared the save error before asking; cancelling the question then left "Not
+    saved" up with no error behind it, and the banner's Retry no longer in charge. Cancelled, nothing changes."""
+    page.goto(f"{origin}/?case=numbers.yaml&target=number")
+    page.wait_for_selector("body[data-ready=true]")
+    page.click("#samples-body tr[data-group]:nth-child(2)")
+    page.route("**/samples", lambda route: route.abort())
+    page.fill("#insp-comment", "kept")
+    page.wait_for_function("() => document.getElementById('save-status').dataset.state === 'error'", timeout=10_000)
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.click("#banner button:text('Reload from disk')")
+    page.wait_for_timeout(100)
+    assert asked == ["Discard your unsaved drafts and reload the case file from disk?"]
+    assert page.evaluate("Boolean(window.assayEditor.state.saveError)")
+    assert page.get_attribute("#save-status", "data-state") == "error"
+    assert "The review server does not answer" in banner_text(page)
+    page.unroute("**/samples")
+    page.click("#banner button:text('Retry save')")
+    wait_saved(page)
+    assert blocks(eval_dir, "number")[1] == {"at": 1.5, "expect": 15, "comment": "kept"}

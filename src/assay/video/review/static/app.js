@@ -266,7 +266,10 @@ async function openCase(id, { targetId = null, time = null } = {}) {
 }
 
 async function reloadFromDisk() {
+  // Asked before anything is dropped: cancelling leaves the drafts, the save error and its banner as they were.
   if (hasUnsavedWork() && !confirm("Discard your unsaved drafts and reload the case file from disk?")) return;
+  state.saveError = null;
+  clearTimeout(state.saveTimer);
   state.dirty.clear();
   state.invalidInputs.clear();
   await loadEvalDirectory();
@@ -448,7 +451,7 @@ function showSaveError(error, body = null) {
   retry.onclick = () => { state.saveError = null; state.overwriteOnce = overwrite; hideBanner(); flushSave(); };
   const reload = document.createElement("button");
   reload.textContent = "Reload from disk";
-  reload.onclick = () => { state.saveError = null; reloadFromDisk(); };
+  reload.onclick = () => reloadFromDisk();
   banner.append(retry, reload);
   banner.hidden = false;
 }
