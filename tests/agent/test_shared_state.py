@@ -197,6 +197,29 @@ def test_recover_with_teardown_runs_the_experiments_teardown_first(staging):
     assert ("teardown", "recovery") in _hooks(staging)
 
 
+def test_recover_with_teardown_that_cannot_run_it_says_how_to_release_the_lease_anyway(staging):
+    """shared-state.md: with `--teardown`, a teardown that raises keeps the lease (exit 2). The message stopped at
+    "the lease is kept", with no way out for a teardown that cannot succeed, nor for an experiment renamed since."""
+    lease = _killed_owner(staging)
+    recover = ("agent", "shared-state", "recover", "staging-db", "--owner-token", lease["token"],
+               "--confirm-owner-terminated", "--confirm-remote-quiesced", "--teardown")
+    failed = _assay(staging, *recover, TEARDOWN_SLEEP="not a number")
+    assert failed.returncode == 2, failed.stderr
+    assert failed.stderr.strip() == (
+        "Error: --teardown: experiment nightly teardown failed: ValueError: could not convert string to float: "
+        "'not a number'; the lease is kept. Fix the teardown and recover again, or clean up by hand and recover "
+        "without --teardown")
+    (staging / "experiments" / "nightly.py").rename(staging / "experiments" / "renamed.py")
+    gone = _assay(staging, *recover)
+    assert gone.returncode == 2, gone.stderr
+    assert gone.stderr.strip() == (
+        f"Error: --teardown: experiment nightly is no longer in {staging}, so its teardown cannot run; the lease is "
+        "kept. Clean up what that run made by hand, then recover without --teardown")
+    assert [held["token"] for held in _leases(staging)] == [lease["token"]]
+    released = _assay(staging, *recover[:-1])
+    assert released.returncode == 0, released.stderr
+
+
 def test_recover_refuses_while_the_owner_runs(staging):
     owner = _start(staging, TEARDOWN_SLEEP="3", RUN_NAME="first")
     _wait_for(lambda: ("setup", "first") in _hooks(staging) and _leases(staging))

@@ -83,6 +83,9 @@ class Carried(NamedTuple):
             unavailable=list(self.unavailable), score=self.score, score_state=self.score_state,
             assertions=list(self.assertions), tags=list(planned.eval.eval.tags), position=planned.index,
             identity=self.identity, decision=_decision_document(CARRY, self.reason), carried_from=self.carried_from(planned),
+            # A member carried into a group's run is still the group's: JUnit's `eval_group` property and the
+            # record say so (the group is part of the identity the slot was carried under, so it is the same one).
+            eval_group=planned.eval.group.to_json() if getattr(planned.eval, "group", None) is not None else None,
         )
 
 

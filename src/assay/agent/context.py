@@ -105,6 +105,9 @@ class Feedback:
         self._listener = listener
 
     def progress(self, message: str, current: int | None = None, total: int | None = None) -> None:
+        # `t.log(5)`, `ctx.progress(step)` of a non-text: shown as printed. Kept as it came, it ended the whole run
+        # with an internal error once a timeout joined the recent lines into the attempt's error.
+        message = message if isinstance(message, str) else str(message)
         line = message if current is None else f"{message} ({current}/{total})" if total else f"{message} ({current})"
         self.recent_progress.append(line)
         if len(self.recent_progress) > 5:
@@ -127,6 +130,13 @@ class Feedback:
     ) -> None:
         if level not in ("warning", "error"):
             raise ValueError("diagnostic level must be 'warning' or 'error'")
+        # Checked at the call, in the eval or agent that made it: a `data=5` went into the record as it came, and
+        # the whole run ended with an internal error when the attempt was written.
+        if not isinstance(code, str) or not code:
+            raise TypeError(f"diagnostic code must be a non-empty text, like \"slow-tool\"; got {code!r:.60}")
+        if data is not None and not isinstance(data, Mapping):
+            raise TypeError(f"diagnostic data must be a mapping (a dict) or None; got {type(data).__name__} {data!r:.60}")
+        message = message if isinstance(message, str) else str(message)
         if dedupe_key is not None:
             if dedupe_key in self._dedupe:
                 return

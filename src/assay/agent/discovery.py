@@ -121,6 +121,19 @@ def _is_eval_collection(value: Any) -> bool:
     return False
 
 
+def _not_an_eval(value: Any) -> str:
+    """What an `evals` export that is not a collection of evals is: its type, or (a list or dict whose items are
+    not all evals: `[test, 5]`) the first item that is none, which "not list" left the author to find."""
+    items = (list(value.items()) if isinstance(value, Mapping) else list(enumerate(value))
+             if isinstance(value, (list, tuple)) else [])
+    for key, item in items:
+        if not isinstance(item, Eval):
+            where = f"[{key!r}]" if isinstance(value, Mapping) else f"[{key}]"
+            return f"a {type(value).__name__} whose {EVALS_EXPORT}{where} is {type(item).__name__} {item!r:.60}"
+    return "an empty " + type(value).__name__ if items == [] and isinstance(value, (list, tuple, Mapping)) \
+        else type(value).__name__
+
+
 def _check_key(key: Any, path: Path) -> str:
     if not isinstance(key, str) or not key or key in (".", "..") or any(
         character in key for character in "/\\"
@@ -137,7 +150,7 @@ def _evals_of(module: Any, path: Path, base_id: str) -> list[tuple[str, Eval]]:
         if not _is_eval_collection(explicit):
             raise ConfigError(
                 f"{path}: `{EVALS_EXPORT}` must be an eval or a non-empty list or dict of evals (made with "
-                f"@define_eval), not {type(explicit).__name__}"
+                f"@define_eval), not {_not_an_eval(explicit)}"
             )
         exported = [(EVALS_EXPORT, explicit)]
     else:

@@ -120,9 +120,11 @@ def _assay_agent_name(name: str, *, classes: bool) -> Any:
         return None
     if name in public.__all__:
         return getattr(public, name, None)
-    adapters = sys.modules.get("assay.agent.adapters")  # the official agents' factories (`openai_chat_agent(modle=)`)
-    if adapters is not None and name in getattr(adapters, "__all__", ()):
-        return getattr(adapters, name, None)
+    # the official agents' factories (`openai_chat_agent(modle=)`), a span mapper's taggers (`tag_span(knd=)`)
+    for module_name in ("assay.agent.adapters", "assay.agent.traces"):
+        module = sys.modules.get(module_name)
+        if module is not None and name in getattr(module, "__all__", ()):
+            return getattr(module, name, None)
     for module_name, module in list(sys.modules.items()) if classes else ():
         if module_name.startswith("assay.agent") and module is not None:
             value = vars(module).get(name)

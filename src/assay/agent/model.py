@@ -6,6 +6,7 @@ and `event_from_json` validate JSON-shaped turns from services, `event_to_json` 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Union
@@ -400,6 +401,8 @@ def check_turn(turn: Any) -> Turn:
         _check_json(turn.data, "turn data")
     if usage is not None and not isinstance(usage, (Usage, Mapping)):
         raise TurnFormatError(f"turn usage must be a Usage, got {type(usage).__name__}")
+    if isinstance(usage, Usage):
+        _check_usage(usage)
     if coverage:
         if not isinstance(coverage, Mapping):
             raise TurnFormatError(
@@ -611,6 +614,23 @@ _USAGE_CAMEL = {
     "cache_creation_tokens": "cacheCreationTokens", "reasoning_tokens": "reasoningTokens",
     "requests": "requests", "cost_usd": "costUSD",
 }
+
+
+def _check_usage(usage: Usage) -> None:
+    """A `Usage(...)` an agent built holds counts as `usage_from_json` takes them from a mapping: a
+    `Usage(input_tokens="5")` was summed with the next turn's numbers and ended the whole run with an internal error."""
+    for name in USAGE_FIELDS:
+        value = getattr(usage, name)
+        if value is None:
+            continue
+        if name == "cost_usd":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise TurnFormatError(f"turn usage cost_usd must be a non-negative number of USD, like cost_usd=0.0042; "
+                                      f"got {value!r:.60}")
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            unit, example = ("requests", 1) if name == "requests" else ("tokens", 512)
+            raise TurnFormatError(f"turn usage {name} must be a whole number of {unit} (>= 0), like {name}={example}; "
+                                  f"got {value!r:.60}")
 
 
 def usage_from_json(document: Mapping[str, Any]) -> Usage:

@@ -82,14 +82,14 @@ def tool_assay_table(document: Mapping[str, Any], path: Path) -> dict[str, Any] 
     table = tool.get("assay")
     if table is not None and not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.assay] must be a table{_got(table)}")
-    if table is None:
-        from assay.core.format import did_you_mean
+    from assay.core.format import did_you_mean
 
-        # `[tool.asay]` was read as some other tool's table, so its settings were dropped without a word.
-        near = did_you_mean("assay", [str(key) for key in tool], cutoff=0.8, form="{}", shown=str)
-        if near:
-            raise ConfigError(f"{path}: [tool.{near}] is not read by assay; did you mean [tool.assay]? "
-                              "(rename the table so its settings apply)")
+    # `[tool.asay]` was read as some other tool's table, so its settings were dropped without a word; so were they
+    # beside a `[tool.assay.pricing]` that is spelt right (the header `[tool.assay]` above it misspelt).
+    near = did_you_mean("assay", [str(key) for key in tool if key != "assay"], cutoff=0.8, form="{}", shown=str)
+    if near:
+        raise ConfigError(f"{path}: [tool.{near}] is not read by assay; did you mean [tool.assay]? "
+                          "(rename the table so its settings apply)")
     return table
 
 

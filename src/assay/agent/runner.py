@@ -364,6 +364,8 @@ class AgentRun:
             attempt_id=planned.attempt_id(self.options.run_id),
             outcome=outcome, verdict="errored" if error is not None else None, agent=experiment.agent.name,
             model=experiment.model, error=error, tags=list(planned.eval.eval.tags), position=planned.index,
+            # a group's member that never ran (Ctrl-C, a budget) or failed before it started is still the group's
+            eval_group=planned.eval.group.to_json() if planned.eval.group is not None else None,
         )
         return self._in_slot(planned, result, decision)
 

@@ -312,7 +312,9 @@ def experiment_teardowns(root: Path) -> Callable[[LeaseOwner | None], Iterable[s
         for experiment_id in owner.experiments:
             entry = entries.get(experiment_id)
             if entry is None:
-                raise SharedStateError(f"--teardown: experiment {experiment_id} is no longer in {root}; the lease is kept")
+                raise SharedStateError(f"--teardown: experiment {experiment_id} is no longer in {root}, so its teardown "
+                                       "cannot run; the lease is kept. Clean up what that run made by hand, then "
+                                       "recover without --teardown")
             hook = entry.experiment.teardown
             if hook is None:
                 yield f"experiment {experiment_id} has no teardown"
@@ -323,7 +325,8 @@ def experiment_teardowns(root: Path) -> Callable[[LeaseOwner | None], Iterable[s
             except Exception as error:  # noqa: BLE001 - the user's hook: its failure is the message
                 raise SharedStateError(
                     f"--teardown: experiment {experiment_id} teardown failed: {type(error).__name__}: {error}; "
-                    "the lease is kept"
+                    "the lease is kept. Fix the teardown and recover again, or clean up by hand and recover "
+                    "without --teardown"
                 ) from None
             for diagnostic in feedback.diagnostics:
                 yield f"experiment {experiment_id}: {diagnostic.level}: {diagnostic.message}"

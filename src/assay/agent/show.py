@@ -192,20 +192,7 @@ def attempt_lines(result: Any) -> list[str]:
     lines.extend(indented(failure_lines(result), "  "))
     if result.assertions:
         lines.append("Assertions:")
-        for assertion in result.assertions:
-            reason = f" — {assertion['reason']}" if assertion.get("reason") else ""
-            status, value, threshold = assertion["status"], assertion.get("value"), assertion.get("threshold")
-            score = ""
-            if status == "matched" and isinstance(value, (int, float)) and not isinstance(value, bool):
-                score = f" score {value:.3f}"
-                if isinstance(threshold, (int, float)):
-                    met = value >= threshold
-                    score += f" {'≥' if met else '<'} {threshold:g}"
-                    status = status if met else "below"
-                at_least = assertion.get("at_least")
-                if isinstance(at_least, (int, float)) and not isinstance(at_least, bool):  # shown, never a verdict
-                    score += f" (at least {at_least:g}: {'met' if value >= at_least else 'below'})"
-            lines.append(f"  {status:<11} {assertion['description']} [{assertion['scope']}]{score}{reason}")
+        lines.extend(_assertion_lines(result.assertions))
     if result.turns:
         lines.append("Conversation:")
         for turn in result.turns:
@@ -228,6 +215,39 @@ def attempt_lines(result: Any) -> list[str]:
         lines.append("Traceback:")
         lines.append(result.error["traceback"].rstrip())
     return lines
+
+
+def _assertion_lines(assertions: list[dict[str, Any]]) -> list[str]:
+    """The attempt's assertions, one a line: those with no `.group(title)` in order, then each group under its
+    title (in the order the groups were first used); an assertion's `.label(text)` is shown before the call."""
+    ungrouped = [assertion for assertion in assertions if not assertion.get("group")]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for assertion in assertions:
+        if assertion.get("group"):
+            groups.setdefault(str(assertion["group"]), []).append(assertion)
+    lines = [_assertion_line(assertion, "  ") for assertion in ungrouped]
+    for title, members in groups.items():
+        lines.append(f"  {title}:")
+        lines.extend(_assertion_line(assertion, "    ") for assertion in members)
+    return lines
+
+
+def _assertion_line(assertion: dict[str, Any], indent: str) -> str:
+    reason = f" — {assertion['reason']}" if assertion.get("reason") else ""
+    status, value, threshold = assertion["status"], assertion.get("value"), assertion.get("threshold")
+    score = ""
+    if status == "matched" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        score = f" score {value:.3f}"
+        if isinstance(threshold, (int, float)):
+            met = value >= threshold
+            score += f" {'≥' if met else '<'} {threshold:g}"
+            status = status if met else "below"
+        at_least = assertion.get("at_least")
+        if isinstance(at_least, (int, float)) and not isinstance(at_least, bool):  # shown, never a verdict
+            score += f" (at least {at_least:g}: {'met' if value >= at_least else 'below'})"
+    label = assertion.get("label")
+    shown = f"{label} ({assertion['description']})" if label else assertion["description"]
+    return f"{indent}{status:<11} {shown} [{assertion['scope']}]{score}{reason}"
 
 
 def event_line(event: dict[str, Any]) -> str:

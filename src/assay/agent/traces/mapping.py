@@ -122,7 +122,11 @@ def map_document(document: Mapping[str, Any] | None, mapper: SpanMapper | None) 
         # The author's code: the waterfall goes on without it. A `sys.exit()` in it is a failure too: raised
         # while the attempt's spans are collected, it ended the whole run with no result and no word of why.
         except (Exception, SystemExit) as error:  # noqa: BLE001
-            failure = failure or f"{type(error).__name__}: {error}"
+            if failure is None:
+                from assay.agent.misspelt import keyword_meant
+
+                # `tag_span(span, knd="tool")`: Python 3.11 names the keyword but not the one meant
+                failure = f"{type(error).__name__}: {error}{keyword_meant(error)}"
         turns.append({**trace, "spans": spans})
     mapped = {**document, "turns": turns}
     if failure is not None:
