@@ -93,3 +93,16 @@ def test_video_and_agent_runs_put_progress_on_stderr_and_quiet_silences_it(tmp_p
     assert "passed ·" not in loud.stdout  # results stay on stdout, progress on stderr
     quiet = subprocess.run([*run, "--quiet"], capture_output=True, text=True, timeout=120)
     assert quiet.returncode == 1 and quiet.stderr == ""
+
+
+def test_the_closing_line_counts_the_units_a_finished_run_left_undispatched_instead_of_an_eta():
+    """An early exit or a spent budget leaves slots that never start: the last line of the log read `[2/4] 2 passed ·
+    0 failed · ETA 0.2s`, an estimate for units that would never come."""
+    stream, clock = io.StringIO(), Clock()
+    progress = ProgressReporter(stream, interval=60, terminal=False, clock=clock)
+    progress.run_started(RunStarted("agent", "r", total=4, reused=0))
+    for verdict in ("passed", "passed"):
+        progress.unit_durable(durable(verdict))
+    clock.now += 1.0
+    progress.run_finished(RunFinished("agent", "r", 0, outcome="done"))
+    assert stream.getvalue().splitlines()[-1] == "[2/4] 2 passed · 0 failed · 2 not run"

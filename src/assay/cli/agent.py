@@ -69,7 +69,7 @@ def init_command(given: Given) -> None:
     AgentRunRequest, PROJECT, "tags", JSON.but(help="Print a JSON document instead of tables."),
 ), only_reads=True)
 def list_command(given: Given) -> None:
-    """List evals (id, tags, description) and experiments; runs nothing."""
+    """List evals (id, kind, group, tags, description) and experiments; runs nothing."""
     from assay.agent.listing import list_project
     from assay.agent.project import project_folder
 

@@ -77,7 +77,7 @@ class ProgressReporter:
         # The closing line of a log; an interrupted or failed run says so in its own words instead.
         finished = event.outcome is not None and not event.interrupted and event.error is None
         if finished and not self.terminal and self.total and self._ran:
-            self._write(self.line())
+            self._write(self.line(final=True))
 
     def close(self) -> None:
         self._stop.set()
@@ -91,12 +91,16 @@ class ProgressReporter:
         scored = f" · {self.scored} scored" if self.scored else ""
         return f"{self.passed} passed · {self.failed} failed{errored}{scored}"
 
-    def line(self) -> str:
+    def line(self, *, final: bool = False) -> str:
+        """`[6/10] 2 passed · 1 failed · ETA 8.0s`; at the end of a finished run, the units it left undispatched
+        (an early exit, a spent budget) as `· 4 not run`, not an ETA for units that will never come."""
         with self._lock:
             done, total, ran = self.done, self.total, self._ran
             text = f"[{done}/{total}] {self._counts()}"
         left = total - done
-        if left and ran:
+        if left and final:
+            text += f" · {left} not run"
+        elif left and ran:
             elapsed = self.clock() - self._started
             text += f" · ETA {format_duration(elapsed / ran * left)}"
         return text
