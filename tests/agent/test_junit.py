@@ -82,7 +82,7 @@ def test_an_agent_runs_score_eval_is_a_passing_case_with_its_score_and_only_skip
     graded = cases["echo.graded"]
     assert graded.find("skipped") is None and graded.find("failure") is None and graded.find("error") is None
     assert [(p.get("name"), p.get("value")) for p in graded.find("properties")] == [("score", "2.5")]
-    assert cases["echo.later"].find("skipped").get("message") == "skipped"
+    assert cases["echo.later"].find("skipped").get("message") == "skipped: not today"
     assert list(cases["echo.plain"]) == []
 
 

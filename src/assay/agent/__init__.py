@@ -17,8 +17,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported f
     from assay.agent.experiment import Experiment
     from assay.agent.judging import Judge, JudgeRequest, JudgeScore
     from assay.agent.matchers import (
-        Matcher, Outcome, Unavailable, and_, equals, event_match, excludes, includes, is_defined, is_false, is_true,
-        json_match, matches, not_, or_, pattern, satisfies, similarity, tool_match,
+        Matcher, Outcome, Unavailable, and_, define_score_match, define_value_match, equals, event_match, excludes,
+        has_sections, includes, includes_url, is_defined, is_false, is_true, json_match, matches, not_, or_, pattern,
+        references_any_path, satisfies, similarity, tool_match,
     )
     from assay.agent.model import (
         COMPLETE, MISSING, Compaction, ContextInjected, Coverage, ErrorEvent, EvidenceCoverage, InputFile, InputOption,
@@ -44,8 +45,9 @@ __getattr__, __dir__ = lazy_names(globals(), {
     "assay.agent.experiment": ("Experiment",),
     "assay.agent.judging": ("Judge", "JudgeRequest", "JudgeScore"),
     "assay.agent.matchers": (
-        "Matcher", "Outcome", "Unavailable", "and_", "equals", "event_match", "excludes", "includes", "is_defined",
-        "is_false", "is_true", "json_match", "matches", "not_", "or_", "pattern", "satisfies", "similarity",
+        "Matcher", "Outcome", "Unavailable", "and_", "define_score_match", "define_value_match", "equals",
+        "event_match", "excludes", "has_sections", "includes", "includes_url", "is_defined", "is_false", "is_true",
+        "json_match", "matches", "not_", "or_", "pattern", "references_any_path", "satisfies", "similarity",
         "tool_match",
     ),
     "assay.agent.model": (
@@ -74,7 +76,8 @@ __all__ = [
     "OperationStarted", "Outcome", "SendFailure", "SessionHandle", "SessionSlot", "SkillLoaded", "SubagentOperation",
     "Telemetry", "Thinking", "ToolOperation", "Turn", "TurnHandle", "TurnInput", "Unavailable", "Usage", "and_",
     "at_least", "complete_evidence_coverage", "create_session_slot", "define_agent", "define_eval", "define_eval_group",
-    "define_score_eval", "equals", "event_match", "excludes", "includes", "is_defined", "is_false", "is_true",
-    "json_match", "matches", "message", "not_", "or_", "partial", "pattern", "satisfies", "similarity", "tool_call",
-    "tool_match", "tool_result", "unavailable",
+    "define_score_eval", "define_score_match", "define_value_match", "equals", "event_match", "excludes",
+    "has_sections", "includes", "includes_url", "is_defined", "is_false", "is_true", "json_match", "matches", "message",
+    "not_", "or_", "partial", "pattern", "references_any_path", "satisfies", "similarity", "tool_call", "tool_match",
+    "tool_result", "unavailable",
 ]

@@ -241,6 +241,11 @@ class JudgeRecipes:
             raise AuthoringError(f"t.judge.{recipe} needs explicit input= and output= text")
         return self._submit(entry, JudgeRequest(recipe, criterion, input, output, self._runtime.settings.judge_config))
 
+    @property
+    def autoevals(self) -> JudgeRecipes:
+        """NiceEval's spelling, `turn.judge.autoevals.closed_qa(…)`: the same recipes as `turn.judge.closed_qa(…)`."""
+        return self
+
     def closed_qa(self, question: str, *, input: str | None = None, output: str | None = None) -> AssertionHandle:
         return self._register("closed_qa", question, input, output)
 

@@ -315,6 +315,180 @@ class Similarity(Matcher):
         return f"similarity({show(self.expected)})"
 
 
+_URL = re.compile(r"https?://[^\s<>\"'`)\]}]+", re.IGNORECASE)
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+\S.*|[ \t]*)$")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+@dataclass(frozen=True, slots=True)
+class IncludesUrl(Matcher):
+    """At least `minimum` distinct http(s) URLs in the text."""
+
+    minimum: int = 1
+
+    def evaluate(self, value: Any) -> Outcome:
+        subject = _text_of(value, False)
+        if isinstance(subject, Outcome):
+            return subject
+        found = {url.rstrip(".,;:!?") for url in _URL.findall(subject)}
+        if len(found) >= self.minimum:
+            return MATCHED_OUTCOME
+        return Outcome(MISMATCHED, f"expected at least {self.minimum} distinct http(s) URL(s), found {len(found)}")
+
+    def describe(self) -> str:
+        return "includes_url()" if self.minimum == 1 else f"includes_url({self.minimum})"
+
+
+@dataclass(frozen=True, slots=True)
+class HasSections(Matcher):
+    """At least `minimum` Markdown headings (`#` … `######`), not counting lines inside fenced code."""
+
+    minimum: int = 2
+
+    def evaluate(self, value: Any) -> Outcome:
+        subject = _text_of(value, False)
+        if isinstance(subject, Outcome):
+            return subject
+        headings = 0
+        fenced = False
+        for line in subject.splitlines():
+            if _FENCE.match(line):
+                fenced = not fenced
+            elif not fenced and _HEADING.match(line) and line.strip("# \t"):
+                headings += 1
+        if headings >= self.minimum:
+            return MATCHED_OUTCOME
+        return Outcome(MISMATCHED, f"expected at least {self.minimum} Markdown heading(s), found {headings}")
+
+    def describe(self) -> str:
+        return "has_sections()" if self.minimum == 2 else f"has_sections({self.minimum})"
+
+
+def _glob_regex(glob: str) -> re.Pattern[str]:
+    """`**` crosses folders, `*` and `?` stay within one; a pattern without a `/` matches a path's last part."""
+    parts = []
+    position = 0
+    while position < len(glob):
+        char = glob[position]
+        if glob.startswith("**/", position):
+            parts.append("(?:.*/)?")
+            position += 3
+            continue
+        if glob.startswith("**", position):
+            parts.append(".*")
+            position += 2
+            continue
+        parts.append("[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char))
+        position += 1
+    body = "".join(parts)
+    return re.compile(body if "/" in glob else f"(?:.*/)?{body}")
+
+
+def _strings_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [text for item in value.values() for text in _strings_in(item)]
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in _strings_in(item)]
+    return []
+
+
+def _path_candidates(text: str) -> list[str]:
+    words = [text, *text.split()]
+    candidates = []
+    for word in words:
+        word = word.strip("\"'`,;()[]{}")
+        while word.startswith("./"):
+            word = word[2:]
+        if word:
+            candidates.append(word)
+    return candidates
+
+
+@dataclass(frozen=True, slots=True)
+class ReferencesAnyPath(Matcher):
+    """Some string in a (JSON) value, or a word of one, is a path matching one of the globs."""
+
+    globs: tuple[str, ...]
+
+    def evaluate(self, value: Any) -> Outcome:
+        unobserved = _unobserved(value)
+        if unobserved is not None:
+            return unobserved
+        patterns = [_glob_regex(glob[2:] if glob.startswith("./") else glob) for glob in self.globs]
+        for text in _strings_in(_as_jsonish(value)):
+            for candidate in _path_candidates(text):
+                if any(pattern.fullmatch(candidate) for pattern in patterns):
+                    return MATCHED_OUTCOME
+        return Outcome(MISMATCHED, f"{show(value)} mentions no path matching {', '.join(self.globs)}")
+
+    def describe(self) -> str:
+        return f"references_any_path({show(list(self.globs))})"
+
+
+class ValueMatch(Matcher):
+    """A named boolean matcher from `define_value_match(name, evaluate)`; `evaluate` may be async and may
+    return an `Outcome` itself."""
+
+    def __init__(self, name: str, evaluate: Callable[[Any], Any]) -> None:
+        self.name = name
+        self._evaluate = evaluate
+
+    def evaluate(self, value: Any) -> Outcome | Awaitable[Outcome]:
+        unobserved = _unobserved(value)
+        if unobserved is not None:
+            return unobserved
+        result = self._evaluate(value)
+        if inspect.isawaitable(result):
+            return self._settle(result, value)
+        return self._outcome(result, value)
+
+    async def _settle(self, pending: Awaitable[Any], value: Any) -> Outcome:
+        return self._outcome(await pending, value)
+
+    def _outcome(self, result: Any, value: Any) -> Outcome:
+        if isinstance(result, Outcome):
+            return result
+        if result:
+            return MATCHED_OUTCOME
+        return Outcome(MISMATCHED, f"{show(value)} does not match {self.name}")
+
+    def describe(self) -> str:
+        return f"{self.name}()"
+
+
+class ScoreMatch(Matcher):
+    """A named measurement from `define_score_match(name, score)`: `score(value)` is a number in [0, 1]
+    (may be async); a score outside [0, 1] or not finite errors the assertion, it is never clamped."""
+
+    def __init__(self, name: str, score: Callable[[Any], Any]) -> None:
+        self.name = name
+        self._score = score
+
+    def evaluate(self, value: Any) -> Outcome | Awaitable[Outcome]:
+        unobserved = _unobserved(value)
+        if unobserved is not None:
+            return unobserved
+        result = self._score(value)
+        if inspect.isawaitable(result):
+            return self._settle(result)
+        return self._outcome(result)
+
+    async def _settle(self, pending: Awaitable[Any]) -> Outcome:
+        return self._outcome(await pending)
+
+    def _outcome(self, result: Any) -> Outcome:
+        if isinstance(result, Outcome):
+            return result
+        if isinstance(result, bool) or not isinstance(result, (int, float)):
+            raise TypeError(f"{self.name}: a score match returns a number in [0, 1], got {result!r}")
+        return Outcome(MATCHED, f"{self.name} {float(result):.3f}", float(result))
+
+    def describe(self) -> str:
+        return f"{self.name}()"
+
+
 def _combine_and(outcomes: Sequence[Outcome]) -> Outcome:
     for outcome in outcomes:
         if outcome.status == MISMATCHED:
@@ -572,6 +746,51 @@ def similarity(expected: str) -> Similarity:
     return Similarity(expected)
 
 
+def _minimum(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} takes a whole number >= 1, got {value!r}")
+    return value
+
+
+def includes_url(min: int = 1) -> IncludesUrl:  # noqa: A002 - NiceEval's name for it
+    """At least `min` distinct http(s) URLs in the text."""
+    return IncludesUrl(_minimum("includes_url", min))
+
+
+def has_sections(min: int = 2) -> HasSections:  # noqa: A002 - NiceEval's name for it
+    """At least `min` Markdown headings in the text."""
+    return HasSections(_minimum("has_sections", min))
+
+
+def references_any_path(globs: str | Sequence[str]) -> ReferencesAnyPath:
+    """Whether a value (typically a tool's JSON input) mentions a path matching any of the globs."""
+    given = (globs,) if isinstance(globs, str) else tuple(globs) if isinstance(globs, (list, tuple)) else None
+    if not given or any(not isinstance(glob, str) or not glob for glob in given):
+        raise ValueError(f"references_any_path takes a glob or a list of globs (non-empty strings), got {globs!r}: "
+                         "references_any_path([\"src/**/*.py\", \".env\"])")
+    return ReferencesAnyPath(given)
+
+
+def _match_name(factory: str, name: Any, function: Any, argument: str) -> None:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{factory} needs a name (a non-empty str), got {name!r}")
+    if not callable(function):
+        raise TypeError(f"{factory}({name!r}, {argument}) needs {argument} to be a function of the value, "
+                        f"got {function!r}")
+
+
+def define_value_match(name: str, evaluate: Callable[[Any], Any]) -> ValueMatch:
+    """A custom boolean matcher: `evaluate(value)` returns truthy (matched), falsy (mismatched) or an Outcome."""
+    _match_name("define_value_match", name, evaluate, "evaluate")
+    return ValueMatch(name, evaluate)
+
+
+def define_score_match(name: str, score: Callable[[Any], Any]) -> ScoreMatch:
+    """A custom measurement: `score(value)` returns a number in [0, 1]; soft unless the assertion is gated."""
+    _match_name("define_score_match", name, score, "score")
+    return ScoreMatch(name, score)
+
+
 def _matcher(name: str, value: Any) -> Matcher:
     if isinstance(value, Matcher):
         return value
@@ -647,6 +866,7 @@ def event_match(
 
 __all__ = [
     "MATCHED", "MISMATCHED", "UNAVAILABLE", "EventMatch", "Matcher", "Outcome", "ToolMatch", "Unavailable", "and_",
-    "as_tool_match", "deep_equal", "equals", "event_match", "excludes", "includes", "is_defined", "is_false",
-    "is_true", "json_match", "matches", "not_", "or_", "pattern", "satisfies", "show", "similarity", "tool_match",
+    "as_tool_match", "deep_equal", "define_score_match", "define_value_match", "equals", "event_match", "excludes",
+    "has_sections", "includes", "includes_url", "is_defined", "is_false", "is_true", "json_match", "matches", "not_",
+    "or_", "pattern", "references_any_path", "satisfies", "show", "similarity", "tool_match",
 ]

@@ -344,7 +344,21 @@ class Turn:
 
 
 def check_turn(turn: Any) -> Turn:
-    """The turn an agent returned, validated; a mapping is parsed as JSON (NiceEval field names work)."""
+    """The turn an agent returned, validated; a mapping is parsed as JSON (NiceEval field names work).
+
+    The user's side of the conversation is the runner's to record (`t.send`'s text); an agent reports only
+    what the assistant said, so a `role="user"` message in a turn is refused: it would read as the eval's."""
+    checked = _checked_turn(turn)
+    for position, event in enumerate(checked.events):
+        if type(event) is Message and event.role == "user":
+            raise TurnFormatError(
+                f"events[{position}] is a user message ({event.text[:60]!r}): the runner records what the eval sent "
+                "itself; an agent reports only the assistant's messages (message(text), role assistant)"
+            )
+    return checked
+
+
+def _checked_turn(turn: Any) -> Turn:
     if isinstance(turn, Mapping):
         return turn_from_json(turn)
     if not isinstance(turn, Turn):

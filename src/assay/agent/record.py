@@ -37,7 +37,7 @@ def slot_key(experiment_id: str, eval_id: str, ordinal: int) -> str:
 _OPTIONAL_FIELDS = (
     "model", "failing", "unavailable", "score", "score_state", "error", "assertions", "diagnostics", "usage",
     "estimated_cost_usd", "coverage", "turns", "tags", "retries", "position", "sandbox", "timing", "spans",
-    "eval_group",
+    "eval_group", "skip_reason",
 )
 
 
@@ -70,6 +70,7 @@ class AttemptResult:
     timing: list[dict[str, Any]] | None = None  # the phase tree: {phase, label?, start_offset_ms, duration_ms, parent?}
     spans: dict[str, Any] | None = None  # OTel spans per turn ({turns: [...]}); only the waterfall reads them
     eval_group: dict[str, str] | None = None  # {id, definition_hash} of the eval group it ran in
+    skip_reason: str | None = None  # the reason given to `t.skip(reason)`, for a skipped attempt
 
     @property
     def locator(self) -> str:
@@ -110,7 +111,7 @@ class AttemptResult:
             coverage=document.get("coverage"), turns=list(document.get("turns") or []),
             tags=list(document.get("tags") or []), retries=document.get("retries"), position=document.get("position"),
             sandbox=document.get("sandbox"), timing=document.get("timing"), spans=document.get("spans"),
-            eval_group=document.get("eval_group"),
+            eval_group=document.get("eval_group"), skip_reason=document.get("skip_reason"),
         )
 
 

@@ -62,7 +62,16 @@ def seal_attempt(
         retries=dict(settings.feedback.retries) or None,
         position=position,
         eval_group=settings.eval_group.to_json() if settings.eval_group is not None else None,
+        skip_reason=_skip_reason(runtime) if verdict.state == "skipped" and not interrupted else None,
     )
+
+
+def _skip_reason(runtime: AttemptRuntime) -> str | None:
+    """What the eval gave `t.skip(reason)`, kept so `show`, `--json` and `--junit` say why it was skipped."""
+    reason = runtime.skip_reason
+    if reason is None:
+        return None
+    return reason if isinstance(reason, str) else repr(reason)
 
 
 def turns_json(runtime: AttemptRuntime) -> list[dict[str, Any]]:

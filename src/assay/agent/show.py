@@ -189,6 +189,10 @@ def attempt_lines(result: Any) -> list[str]:
         lines.append(f"executed: {decision.get('message')}")
     elif decision and decision.get("action") == "not-dispatched" and decision.get("message"):
         lines.append(f"not run: {decision['message']}")  # a budget, an early exit, a Ctrl-C before it started
+    if result.verdict == "errored" and result.score_state == "partial" and result.score is not None:
+        lines.append(f"partial score {result.score:g} (a lower bound: the attempt errored before it finished)")
+    if getattr(result, "skip_reason", None):
+        lines.append(f"skipped: {result.skip_reason}")
     lines.extend(indented(failure_lines(result), "  "))
     if result.assertions:
         lines.append("Assertions:")

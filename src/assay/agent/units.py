@@ -34,6 +34,8 @@ def _reason(result: Any) -> str:
         return "; ".join(str(item) for item in result.failing)
     if result.verdict is None:
         return f"not run ({result.outcome})"
+    if result.verdict == "skipped" and getattr(result, "skip_reason", None):
+        return f"skipped: {result.skip_reason}"
     if result.unavailable:
         return "unavailable: " + "; ".join(str(item) for item in result.unavailable)
     return ""

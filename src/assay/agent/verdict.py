@@ -21,7 +21,7 @@ class Verdict:
     failing: tuple[str, ...] = ()  # names of gates not met
     unavailable: tuple[str, ...] = ()  # required assertions without evidence (or errored)
     score: float | None = None  # score evals: earned points (a lower bound when errored)
-    score_state: str | None = None  # complete | unavailable (unrankable)
+    score_state: str | None = None  # complete | partial (errored: a lower bound) | unavailable (unrankable)
 
 
 def is_gate(entry: AssertionEntry, score_eval: bool) -> bool:
@@ -62,6 +62,8 @@ def fold_verdict(
             earned += entry.points * (entry.value if entry.measurement and entry.value is not None else 1.0)
     score = earned if score_eval else None
     score_state = None if not score_eval else ("unavailable" if unrankable else "complete")
+    if score_state == "complete" and (errored or unavailable):
+        score_state = "partial"  # what it earned before the error: a lower bound, not its score
     if errored or unavailable:
         state = "errored"
     elif failing:
