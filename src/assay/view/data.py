@@ -169,6 +169,7 @@ class ViewData:
                 "observed": observed,
                 "reason": _preview(unit.reason),
                 "duration_seconds": unit.duration_seconds,
+                "carried": bool(unit.carried_from),  # its verdict is an earlier run's (marked, as `agent show` marks it)
             })
         return {"run_id": run_id, "units": rows, "total": page.total, "offset": page.offset, "limit": page.limit}
 

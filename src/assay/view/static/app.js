@@ -272,7 +272,7 @@ async function renderRun(runId, params) {
     el("thead", {}, el("tr", {}, ["unit", "verdict", "expected", "observed", "reason", "seconds"].map((h) => el("th", {}, h)))),
     el("tbody", {}, page.units.map((unit) => el("tr", { class: "clickable", "data-unit": unit.unit_id, onclick: () => { location.hash = unitLink(run.run_id, unit.unit_id); } },
       el("td", { class: "mono" }, el("a", { href: unitLink(run.run_id, unit.unit_id) }, unit.unit_id)),
-      el("td", {}, verdictBadge(unit.verdict)),
+      el("td", {}, verdictBadge(unit.verdict), unit.carried ? el("span", { class: "muted carried", title: "carried from an earlier run, not run again" }, " (carried)") : null),
       el("td", { class: "cell", title: unit.expected }, unit.expected),
       el("td", { class: "cell", title: unit.observed }, unit.observed),
       el("td", { class: "cell", title: unit.reason }, unit.reason),
@@ -362,6 +362,84 @@ function assertionStatusBadge(status) {
   return verdictBadge(verdict);
 }
 
+// `{x:g}` as Python writes it for a threshold: 0.6, 1, 0.25 (at most six significant digits).
+const shortNumber = (value) => String(Number(value.toPrecision(6)));
+
+// An assertion's status and score as `assay agent show` prints them: a measurement's value to three places, its
+// gate's threshold (≥ met, < not: the status then reads "below", and the attempt failed on it) and its
+// `.at_least` mark (shown, never a verdict).
+function assertionOutcome(assertion) {
+  const value = assertion.value, threshold = assertion.threshold, atLeast = assertion.at_least;
+  const isNumber = (item) => typeof item === "number" && Number.isFinite(item);
+  if (assertion.status !== "matched" || !isNumber(value)) return { status: assertion.status, score: "" };
+  let status = assertion.status, score = `score ${value.toFixed(3)}`;
+  if (isNumber(threshold)) {
+    const met = value >= threshold;
+    score += ` ${met ? "≥" : "<"} ${shortNumber(threshold)}`;
+    if (!met) status = "below";
+  }
+  if (isNumber(atLeast)) score += ` (at least ${shortNumber(atLeast)}: ${value >= atLeast ? "met" : "below"})`;
+  return { status, score };
+}
+
+// One assertion's row: its `.label(text)` before the call, as `label (call)`.
+function assertionRow(assertion, withScore) {
+  const { status, score } = assertionOutcome(assertion);
+  const label = assertion.label === undefined || assertion.label === null || assertion.label === "" ? null : String(assertion.label);
+  const call = assertion.description || assertion.kind || "";
+  return el("tr", { class: "assertion", "data-status": status },
+    el("td", {}, assertionStatusBadge(status === "below" ? "failed" : status), " ", status),
+    el("td", { class: "assertion-call" }, label ? [el("b", { class: "assertion-label" }, label), ` (${call})`] : call),
+    el("td", {}, assertion.scope || ""),
+    withScore ? el("td", { class: "assertion-score" }, score) : null,
+    el("td", {}, assertion.reason || ""));
+}
+
+// The attempt's assertions as `assay agent show` lists them: those in no `.group(title)` first, in order, then
+// each group under its title (in the order the groups were first used).
+function assertionsPanel(assertions) {
+  const items = assertions.filter((item) => item && typeof item === "object");
+  const heading = el("h2", {}, "Assertions and judge reasons");
+  if (!items.length) return el("div", { class: "panel", id: "assertions-panel" }, heading, el("p", { class: "muted", id: "assertions" }, "This attempt checked no assertions."));
+  const withScore = items.some((item) => assertionOutcome(item).score);
+  const columns = ["status", "assertion", "scope", ...(withScore ? ["score"] : []), "reason"];
+  const grouped = (item) => item.group !== undefined && item.group !== null && item.group !== "";
+  const groups = new Map();
+  for (const item of items.filter(grouped)) {
+    const title = String(item.group);
+    if (!groups.has(title)) groups.set(title, []);
+    groups.get(title).push(item);
+  }
+  const bodies = [el("tbody", {}, items.filter((item) => !grouped(item)).map((item) => assertionRow(item, withScore)))];
+  for (const [title, members] of groups) {
+    bodies.push(el("tbody", { class: "assertion-group", "data-group": title },
+      el("tr", { class: "assertion-group-heading" }, el("th", { colspan: String(columns.length), scope: "rowgroup" }, title)),
+      members.map((item) => assertionRow(item, withScore))));
+  }
+  return el("div", { class: "panel", id: "assertions-panel" }, heading,
+    el("table", { id: "assertions" }, el("thead", {}, el("tr", {}, columns.map((h) => el("th", {}, h)))), bodies));
+}
+
+// "eval group ID (definition HASH)" and "shared sandbox: task N of POOL", each only when the attempt recorded it.
+function sharedLines(detail) {
+  const group = detail.eval_group && typeof detail.eval_group === "object" ? detail.eval_group : null;
+  const shared = detail.sandbox && typeof detail.sandbox === "object" && detail.sandbox.shared && typeof detail.sandbox.shared === "object"
+    ? detail.sandbox.shared : null;
+  if (!group && !shared) return null;
+  return el("div", { id: "shared-sandbox" },
+    group ? el("p", { id: "eval-group" }, `Eval group ${group.id}${group.definition_hash ? ` (definition ${group.definition_hash})` : ""}`) : null,
+    shared ? el("p", { id: "shared-task" }, `Shared sandbox: task ${shared.task}${shared.pool ? ` of ${shared.pool}` : ""}`) : null);
+}
+
+// Why the attempt ran, or why it did not (a budget spent, an early exit, Ctrl-C before it started), as `assay agent
+// show` says it: the unit's reason reads only "not run (not_dispatched)".
+function decisionLine(decision) {
+  if (!decision || typeof decision !== "object" || !decision.message) return null;
+  if (decision.action === "execute") return el("p", { id: "decision", class: "muted" }, `Executed: ${decision.message}`);
+  if (decision.action === "not-dispatched") return el("p", { id: "decision" }, `Not run: ${decision.message}`);
+  return null;
+}
+
 // An agent unit has no expected or observed value: what it was held to is its assertions, so they
 // take the place of the expected / observed panels (with the score, when the eval scores).
 function agentDetail(unit) {
@@ -371,18 +449,14 @@ function agentDetail(unit) {
     el("div", { class: "event human" }, el("span", { class: "role" }, "user: "), turn.input === undefined ? "" : pretty(turn.input)),
     (turn.events || []).map(eventNode),
     turn.usage ? el("div", { class: "muted" }, `usage ${JSON.stringify(turn.usage)}`) : null));
-  const assertions = (detail.assertions || []).map((assertion) => el("tr", {},
-    el("td", {}, assertionStatusBadge(assertion.status), " ", assertion.status),
-    el("td", {}, assertion.description || ""), el("td", {}, assertion.scope || ""), el("td", {}, assertion.reason || "")));
   const score = unit.observed && typeof unit.observed === "object" && "score" in unit.observed ? unit.observed.score : null;
   return [
-    el("div", { class: "panel", id: "assertions-panel" }, el("h2", {}, "Assertions and judge reasons"),
-      assertions.length
-        ? el("table", { id: "assertions" }, el("thead", {}, el("tr", {}, ["status", "assertion", "scope", "reason"].map((h) => el("th", {}, h)))), el("tbody", {}, assertions))
-        : el("p", { class: "muted", id: "assertions" }, "This attempt checked no assertions.")),
+    unit.carried_from ? null : decisionLine(detail.decision),  // a carried unit's is the run's it came from
+    assertionsPanel(detail.assertions || []),
     score !== null ? el("div", { class: "panel" }, el("h2", {}, "Score"), el("pre", { id: "unit-score" }, pretty(score))) : null,
-    // An eval group's member ran in the sandbox its group shares (after the members before it, by id).
-    detail.eval_group ? el("p", { id: "eval-group" }, `Eval group ${detail.eval_group.id}${detail.sandbox && detail.sandbox.shared ? ` · task ${detail.sandbox.shared.task} in its shared sandbox` : ""}`) : null,
+    // An eval group's member, and an attempt that ran in a shared sandbox (its group's, or its experiment's with
+    // `sandbox_reuse=True`: that one read nothing), as `assay agent show` says them.
+    sharedLines(detail),
     el("div", { class: "panel" }, el("h2", {}, transcriptHeading(detail)),
       el("div", { id: "transcript" }, turns.length ? turns : el("p", { class: "muted" }, "No turns recorded."))),
     waterfallPanel(unit.waterfall, (detail.turns || []).length),
@@ -573,12 +647,24 @@ function unitBody(unit) {
   ].filter((node) => node !== undefined && node !== null && node !== false);
 }
 
+// A unit carried from an earlier run (nothing it depends on changed) repeats that run's verdict: said, with links to
+// the run and the unit it came from, as `assay agent show` says "carried from run … (unit …)".
+function carriedLine(unit) {
+  const origin = unit.carried_from;
+  if (!origin || typeof origin !== "object" || !origin.run_id) return null;
+  const unitId = origin.unit_id || unit.unit_id;
+  return el("p", { id: "carried-from", class: "muted" }, "Carried from run ",
+    el("a", { href: runLink(origin.run_id) }, origin.run_id), " (unit ", el("a", { href: unitLink(origin.run_id, unitId) }, unitId),
+    "): not run again in this run; the verdict is that run's.");
+}
+
 async function renderUnit(runId, unitId, params) {
   const unit = await api("unit", { run: runId, unit: unitId });
   crumbs(el("a", { href: "#/" }, "runs"), el("a", { href: runLink(unit.run_id) }, unit.run_id), unit.unit_id);
   show(
     el("h1", { id: "unit-title" }, unit.unit_id, " ", verdictBadge(unit.verdict)),
     unit.reason ? el("p", { id: "unit-reason" }, unit.reason) : null,
+    carriedLine(unit),
     ...unitBody(unit),
   );
   // From the Traces page: straight to the waterfall.
