@@ -242,3 +242,26 @@ def test_custom_value_and_score_matches_behave_like_the_built_in_ones(tmp_path, 
     assert by_key["soft"]["status"] == "matched" and by_key["soft"]["value"] == 0.5
     assert by_key["clamped?"]["status"] == "errored"  # never clamped
     assert result.verdict == "failed" and result.failing == ["odd"], (result.verdict, result.failing)
+
+
+def test_an_attempt_left_undispatched_by_an_early_exit_says_why_in_the_record_and_junit(tmp_path):
+    """Its recorded reason read `not run (not_dispatched)` (the record, JUnit's skip message, the viewer), where
+    `agent show` says why: the experiment's early exit after a passing attempt."""
+    project = _project(tmp_path / "p", {
+        "experiments/echo.py": _ECHO.replace(
+            "echo = Experiment(agent=", "echo = Experiment(attempts=3, early_exit=True, agent="),
+        "evals/hi_eval.py": """
+            from assay.agent import define_eval
+
+            @define_eval
+            async def test(t):
+                await t.send("hi")
+                t.succeeded()
+        """,
+    })
+    junit = tmp_path / "junit.xml"
+    done = _agent_run(project, tmp_path / "store.db", "run", "--concurrency", "1", "--junit", str(junit))
+    assert done.returncode == 0, done.stdout + done.stderr
+    messages = [element.get("message") for element in ElementTree.parse(junit).iter("skipped")]
+    assert messages and all(message and message.startswith("not run: ") and "not_dispatched" not in message
+                            for message in messages), messages

@@ -33,6 +33,11 @@ def _reason(result: Any) -> str:
     if result.failing:
         return "; ".join(str(item) for item in result.failing)
     if result.verdict is None:
+        # Why it never ran (a budget spent, an early exit), as `agent show` says it; the outcome alone read
+        # `not run (not_dispatched)` in the record, JUnit and the viewer.
+        decision = getattr(result, "decision", None)
+        if isinstance(decision, dict) and decision.get("message"):
+            return f"not run: {decision['message']}"
         return f"not run ({result.outcome})"
     if result.verdict == "skipped" and getattr(result, "skip_reason", None):
         return f"skipped: {result.skip_reason}"
