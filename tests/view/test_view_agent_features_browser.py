@@ -53,6 +53,20 @@ PROJECT = {
         # once an attempt passes, the eval's other attempts are not dispatched (one at a time: the first passes)
         early = Experiment(agent=echo(), evals=["once"], attempts=3, concurrency=1, early_exit=True)
     ''',
+    "experiments/scoring.py": '''
+        from agents.echo import echo
+        from assay.agent import Experiment
+
+        scoring = Experiment(agent=echo(), evals=["points"])
+    ''',
+    "evals/points_eval.py": '''
+        from assay.agent import define_score_eval, includes
+
+        @define_score_eval
+        async def test(t):
+            await t.send("hi")
+            t.check(t.reply, includes("hi")).score(2)
+    ''',
     "evals/once_eval.py": '''
         from assay.agent import define_eval
 
@@ -207,3 +221,13 @@ def test_an_attempt_that_was_not_run_says_why_and_one_that_ran_says_why_it_ran(p
     open_ready(page, _unit(origin, store["second"], "grouped/flow/login#1"))
     expect(page.locator("#carried-from")).to_be_visible()
     expect(page.locator("#decision")).to_have_count(0)
+
+
+def test_a_score_evals_attempt_reads_scored_not_ignored(page: Page, origin: str, store) -> None:
+    """The store keeps a score eval's attempt out of pass rates as `ignored`, and the pages said "ignored", as if it
+    had not run; `assay agent show` says SCORED."""
+    open_ready(page, _unit(origin, store["handles"], "scoring/points#1"))
+    expect(page.locator("#unit-title .verdict")).to_have_text("scored")
+    open_ready(page, f"{origin}#/run/{store['handles']}")
+    row = page.locator('tr[data-unit="scoring/points#1"]')
+    expect(row.locator(".verdict")).to_have_text("scored")

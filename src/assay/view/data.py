@@ -38,6 +38,14 @@ def api_key(path: str, params: Mapping[str, Any]) -> str:
     return path + ("?" + query if query else "")
 
 
+def _shown_verdict(unit: UnitResult, kind: str) -> str:
+    """The verdict a page shows: a score eval's attempt is stored as `ignored` (kept out of pass rates), which read
+    as if it had not run; it is `scored`, as `assay agent show` says."""
+    if kind == "agent" and unit.verdict == "ignored" and isinstance(unit.observed, dict) and "score" in unit.observed:
+        return "scored"
+    return unit.verdict
+
+
 def _preview(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= _PREVIEW_CHARACTERS else text[: _PREVIEW_CHARACTERS - 1] + "…"
@@ -165,6 +173,7 @@ class ViewData:
                 "unit_id": unit.unit_id,
                 "group": unit.group,
                 "verdict": unit.verdict,
+                "shown_verdict": _shown_verdict(unit, kind),
                 "expected": expected,
                 "observed": observed,
                 "reason": _preview(unit.reason),
@@ -184,6 +193,7 @@ class ViewData:
         document = jsonable(unit.to_json())
         document["run_id"] = run_id
         document["kind"] = kind
+        document["shown_verdict"] = _shown_verdict(unit, kind)
         document["has_frame"] = False
         # A kind with its own previews (an agent: its assertions) shows them in its drill-down instead.
         document["plain_expected"] = kind_view(kind).previews is None

@@ -272,7 +272,7 @@ async function renderRun(runId, params) {
     el("thead", {}, el("tr", {}, ["unit", "verdict", "expected", "observed", "reason", "seconds"].map((h) => el("th", {}, h)))),
     el("tbody", {}, page.units.map((unit) => el("tr", { class: "clickable", "data-unit": unit.unit_id, onclick: () => { location.hash = unitLink(run.run_id, unit.unit_id); } },
       el("td", { class: "mono" }, el("a", { href: unitLink(run.run_id, unit.unit_id) }, unit.unit_id)),
-      el("td", {}, verdictBadge(unit.verdict), unit.carried ? el("span", { class: "muted carried", title: "carried from an earlier run, not run again" }, " (carried)") : null),
+      el("td", {}, verdictBadge(unit.shown_verdict || unit.verdict), unit.carried ? el("span", { class: "muted carried", title: "carried from an earlier run, not run again" }, " (carried)") : null),
       el("td", { class: "cell", title: unit.expected }, unit.expected),
       el("td", { class: "cell", title: unit.observed }, unit.observed),
       el("td", { class: "cell", title: unit.reason }, unit.reason),
@@ -511,7 +511,9 @@ function traceBlock(trace) {
       class: `wf-row ${row.error ? "error" : ""}`, "data-span": row.span_id, "data-category": row.category,
       "data-error": String(row.error), role: "button", tabindex: "0",
       onclick: () => { detail.hidden = !detail.hidden; },
-      onkeydown: (event) => { if (event.key === "Enter") detail.hidden = !detail.hidden; },
+      onkeydown: (event) => {  // a button opens with Enter or Space (Space would otherwise scroll the page)
+        if (event.key === "Enter" || event.key === " ") { event.preventDefault(); detail.hidden = !detail.hidden; }
+      },
     }, name, bar(row.offset_ms, row.duration_ms, total, `${row.category}${row.error ? " error" : ""}`), el("span", { class: "wf-ms" }, milliseconds(row.duration_ms)));
     const pair = [line, detail];
     if (row.folded) {
@@ -662,7 +664,7 @@ async function renderUnit(runId, unitId, params) {
   const unit = await api("unit", { run: runId, unit: unitId });
   crumbs(el("a", { href: "#/" }, "runs"), el("a", { href: runLink(unit.run_id) }, unit.run_id), unit.unit_id);
   show(
-    el("h1", { id: "unit-title" }, unit.unit_id, " ", verdictBadge(unit.verdict)),
+    el("h1", { id: "unit-title" }, unit.unit_id, " ", verdictBadge(unit.shown_verdict || unit.verdict)),
     unit.reason ? el("p", { id: "unit-reason" }, unit.reason) : null,
     carriedLine(unit),
     ...unitBody(unit),
