@@ -489,7 +489,7 @@ def _numeric_seed(answer):
     [
         (
             _swap_echo_order,
-            'candidate_order mismatch in pairwise judge output: expected ["candidate_a", "candidate_b"], received ["candidate_b", "candidate_a"]',
+            'candidate_order mismatch in pairwise judge output: expected ["candidate_a","candidate_b"], received ["candidate_b","candidate_a"]',
         ),
         (_wrong_seed, "randomization.seed mismatch in pairwise judge output: expected 0, received 99"),
         (

@@ -5,7 +5,6 @@ Fails closed: the manifest is written only after the output, its echo and the bu
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -14,7 +13,7 @@ from assay.doc.artifacts import RUNNER_VERSION, Clock, open_run, utc_now
 from assay.doc.candidates import read_candidate, start_candidate_run
 from assay.doc.config import DocSuite
 from assay.doc.hooks import PointwiseInput
-from assay.doc.model_run import JudgeCallLog, ModelSettings, check_vars
+from assay.doc.model_run import RESPONSE_FILE, JudgeCallLog, ModelSettings, check_vars
 from assay.doc.pointwise import (
     calibration_flags,
     count_pointwise_verdicts,
@@ -22,6 +21,7 @@ from assay.doc.pointwise import (
     validate_pointwise_run_metadata,
 )
 from assay.doc.prompts import extract_version, load_prompt_template
+from assay.doc.schemas import SchemaValidationError
 from assay.doc.session import adapter_module_path, adapter_session, require_hook
 from assay.errors import AdapterError
 from assay.judge.errors import JudgeError
@@ -43,15 +43,24 @@ class CoverageResult:
     judge_usage: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # the judge's calls (`assay.judge.usage`)
 
 
-def _expected_items_for_canonicalization(variables: Mapping[str, Any]) -> list[Any] | None:
-    private = variables.get("_expectedItemsForCanonicalization")
-    if isinstance(private, list):
-        return private
-    try:
-        parsed = json.loads(variables.get("expected_items") or "")
-    except (TypeError, ValueError):
-        return None
-    return parsed if isinstance(parsed, list) else None
+PRIVATE_EXPECTED_ITEMS = "_expectedItemsForCanonicalization"
+
+
+def _expected_items_for_canonicalization(variables: Mapping[str, Any]) -> Any:
+    """What eval-kit hands `canonicalizeExpectedItemMetadata` as its second argument: the hook's
+    `_expectedItemsForCanonicalization`, as returned (None, JavaScript's null, when it returned none)."""
+    return variables.get(PRIVATE_EXPECTED_ITEMS)
+
+
+def _unjudged(judged: list[Any], expected_items: Any) -> str:
+    """`; the judge's reply has no item for a, b` when expected items (with `item_id`s) are missing from
+    its answer: a hook that builds one item per expected item then makes items of nothing."""
+    if not isinstance(expected_items, list):
+        return ""
+    answered = {item.get("item_id") for item in judged if isinstance(item, Mapping)}
+    absent = [str(item["item_id"]) for item in expected_items
+              if isinstance(item, Mapping) and item.get("item_id") is not None and item["item_id"] not in answered]
+    return f"; the judge's reply has no item for {', '.join(absent)}" if absent else ""
 
 
 def _item_line(item: Mapping[str, Any]) -> str:
@@ -123,11 +132,28 @@ async def judge_coverage(
         finally:
             log_artifacts = log.write()
         canonicalize = adapter.export_for("canonicalize")
-        expected_items = _expected_items_for_canonicalization(variables)
-        if canonicalize is not None and expected_items is not None:
-            result = {**result, "items": await adapter.call(canonicalize, result["items"], expected_items)}
+        if canonicalize is not None:  # as eval-kit: whenever the adapter exports it
+            expected_items = _expected_items_for_canonicalization(variables)
+            try:
+                items = await adapter.call(canonicalize, result["items"], expected_items)
+            except AdapterError as error:
+                if expected_items is not None or PRIVATE_EXPECTED_ITEMS in variables:
+                    raise
+                raise AdapterError(
+                    f"{error}; {export} returned no {PRIVATE_EXPECTED_ITEMS}, so {canonicalize} was given "
+                    f"{'null' if adapter.uses_node else 'None'} as its expected items: return them from {export}"
+                ) from error
+            judged = result["items"]
+            result = {**result, "items": items}
             # eval-kit stored the canonicalised items unchecked; they must still satisfy the schema.
-            suite.schemas.validate(POINTWISE_SCHEMA, result, "canonicalized pointwise result")
+            try:
+                suite.schemas.validate(POINTWISE_SCHEMA, result, "canonicalized pointwise result")
+            except SchemaValidationError as error:
+                raise SchemaValidationError(
+                    f"{error} ({canonicalize} in {suite.resolver.relative_to_repo(adapter_path)} returned it"
+                    f"{_unjudged(judged, expected_items)}; the raw reply is saved in "
+                    f"{bundle.relative_to_repo(RESPONSE_FILE)})"
+                ) from None
     bundle.write_json("pointwise-result.json", result)
     counts = count_pointwise_verdicts(result["items"])
     flags = calibration_flags(result["items"], expected_outcome) if expected_outcome else None

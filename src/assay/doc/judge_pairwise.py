@@ -43,7 +43,8 @@ class PairwiseResult:
 
 
 def _shown(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
+    # eval-kit's JSON.stringify: compact, so an order reads ["candidate_b","candidate_a"] as it does there.
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _seed_text(value: Any) -> str:

@@ -59,10 +59,11 @@ class ModelSettings:
         return self.provider if self.provider.endswith(f":{self.model}") else f"{self.provider}:{self.model}"
 
     def manifest_fields(self) -> dict[str, str]:
+        # In eval-kit's order: a manifest's keys read as an eval-kit one's do.
         return {
+            "model_provider": self.model_provider,
             "model": self.model,
             "provider": self.provider,
-            "model_provider": self.model_provider,
             "reasoning_effort": self.effort,
         }
 

@@ -38,7 +38,7 @@ EVAL_KIT_REQUIRED_ROLES = (
 # eval-kit's `expected` keys (camelCase, `effort`) for the snake_case ones this function documents.
 _EXPECTED_ALIASES = {
     "run_id": "runId", "case_id": "caseId", "reasoning_effort": "effort", "prompt_version": "promptVersion",
-    "rubric_version": "rubricVersion", "runner_version": "runnerVersion", "required_roles": "requiredRoles",
+    "rubric_version": "rubricVersion", "runner_version": "runnerVersion", "required_roles": "requiredArtifactRoles",
 }
 
 
@@ -146,7 +146,8 @@ def validate_pointwise_run_metadata(manifest: Any, expected: Mapping[str, Any] |
     `expected` keys: run_id, case_id, model, provider, reasoning_effort, prompt_version,
     rubric_version, runner_version, and optionally required_roles; a key left out (or None) is not
     compared, only required to be non-blank, as in eval-kit. eval-kit's own names (runId, caseId, effort,
-    promptVersion, rubricVersion, runnerVersion, requiredRoles) are read too. The required roles default to
+    promptVersion, rubricVersion, runnerVersion, requiredArtifactRoles) are read too; required roles given
+    as an empty list require none, as there. The required roles default to
     assay's (report, pointwise_result, judge_request, raw_judge_response), or to eval-kit's when the manifest
     lists a promptfoo file (report, pointwise_result, promptfoo_config, raw_promptfoo_results,
     promptfoo_html_report).
@@ -203,7 +204,9 @@ def validate_pointwise_run_metadata(manifest: Any, expected: Mapping[str, Any] |
         _check_strict_relative(artifact.get("path"), f"artifact {role} path")
         roles.add(role)
     eval_kit_bundle = bool(roles & {"promptfoo_config", "raw_promptfoo_results", "promptfoo_html_report"})
-    required = expected.get("required_roles") or (EVAL_KIT_REQUIRED_ROLES if eval_kit_bundle else DEFAULT_REQUIRED_ROLES)
+    required = expected.get("required_roles")
+    if required is None:
+        required = EVAL_KIT_REQUIRED_ROLES if eval_kit_bundle else DEFAULT_REQUIRED_ROLES
     for role in required:
         if role not in roles:
             raise CaseError(f"pointwise run manifest missing artifact role {role}")

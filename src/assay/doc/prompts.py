@@ -77,9 +77,12 @@ def load_prompt_template(suite: DocSuite, key: str) -> PromptTemplate:
 def extract_version(template: str, label: str, source: str | None = None) -> str:
     """The first ``<label>: `value` `` in the template whose value is not itself a placeholder.
 
-    `source`, a suite template's path, is named in the error with the line it needs (eval-kit's words first)."""
-    for match in re.finditer(re.escape(label) + r":[ \t]*`([^`\n]*)`", template):
-        if "{{" not in match.group(1):
+    As in eval-kit, any whitespace (a line break too) may stand between the colon and the backtick, and the
+    value may not be empty; a blank value is passed over too (no judge could echo it), so a template without a
+    usable line is named as such, not the adapter's hook blamed for an empty `prompt_version`. `source`, a suite
+    template's path, is named in the error with the line it needs (eval-kit's words first)."""
+    for match in re.finditer(re.escape(label) + r":\s*`([^`]+)`", template):
+        if "{{" not in match.group(1) and match.group(1).strip():
             return match.group(1)
     if source and source != "bundled":
         example = f"{label}: `my-{label.split()[0].lower()}-v1`"
