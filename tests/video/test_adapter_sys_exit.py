@@ -51,7 +51,7 @@ def test_sys_exit_in_evaluate_is_kept_going_past_with_keep_going(tmp_path: Path)
     result = run_eval(eval_dir, "--keep-going")
     assert result.exit_code == 1, result.output
     assert "reason=adapter_error: adapter failed for clip/number sample 1 at 0.5s: the adapter called sys.exit(3)" in result.flat
-    assert "1 adapter error(s) can be retried" in result.flat
+    assert "1 adapter error can be retried" in result.flat
 
 
 def test_sys_exit_in_the_factory_is_a_factory_failure(tmp_path: Path) -> None:

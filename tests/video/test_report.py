@@ -48,7 +48,7 @@ def test_passed_lines_only_with_verbose_and_trials_are_prefixed():
     assert quiet_stream.getvalue() == ""
     loud, loud_stream = reporter(verbose=True)
     loud.unit_durable(durable(2, 3, result(status="passed", reason="matched", target_label=None)))
-    assert loud_stream.getvalue().startswith("[2/3]     PASSED t @2.01667s")
+    assert loud_stream.getvalue().startswith("    [2/3] PASSED t @2.01667s")
 
 
 def test_values_are_truncated_to_80_characters():

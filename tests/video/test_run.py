@@ -135,7 +135,7 @@ def test_keep_going_records_adapter_errors_and_fails_the_error_gate(tmp_path):
     gate = report["trials"][0]["gates"][0]
     assert gate == {"name": "adapter_errors", "passed": False, "message": "2 adapter/comparison errors"}
     assert report["checkpoint"]["resumable_adapter_errors"] == 2
-    assert "2 adapter error(s) can be retried without rerunning completed samples." in result.flat
+    assert "2 adapter errors can be retried without rerunning completed samples." in result.flat
     assert "Resume with `assay video run --resume " in result.flat
 
 
@@ -332,7 +332,7 @@ def test_ignored_samples_are_reported_but_never_evaluated(tmp_path):
     report_path = tmp_path / "r.json"
     result = run_eval(eval_dir, "--output-json", report_path)
     assert result.exit_code == 0
-    assert "IGNORED number @1s reason=glare on the lens" in result.flat
+    assert "IGNORED number @1s expected=None observed=None reason=glare on the lens" in result.flat
     assert calls.read_text().split() == ["clip/number:0"]
     ignored = read_report(report_path)["trials"][0]["results"][1]
     assert ignored["status"] == "ignored"
@@ -539,11 +539,12 @@ def test_adapter_import_error_is_reported_without_traceback(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--at", "1"], "Invalid value for '--at': requires --case"),
-        (["--until", "1"], "Invalid value for '--until': requires --case"),
-        (["--case", "clip", "--at", "1", "--from", "0"], "Invalid value for '--at': cannot be combined with --from or --until"),
-        (["--case", "clip", "--at", "nan"], "Invalid value for '--at': must be a finite, nonnegative number"),
-        (["--case", "clip", "--from", "2", "--until", "1"], "Invalid value for '--until': must be greater than --from"),
+        (["--at", "1"], "Invalid value for --at: requires --case"),
+        (["--until", "1"], "Invalid value for --until: requires --case"),
+        (["--case", "clip", "--at", "1", "--from", "0"], "Invalid value for --at: cannot be combined with --from or --until"),
+        (["--case", "clip", "--at", "nan"], "Invalid value for '--at': Input should be greater than or equal to 0"),
+        (["--case", "clip", "--at", "inf"], "Invalid value for --at: must be a finite, nonnegative number"),
+        (["--case", "clip", "--from", "2", "--until", "1"], "Invalid value for --until: must be greater than --from"),
         (["--adapter-command", "node x.js"], "Invalid value for '--adapter-command': cannot be used with --adapter"),
         (["--concurrency", "0"], "Invalid value for '--concurrency': Input should be greater than or equal to 1"),
     ],

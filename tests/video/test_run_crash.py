@@ -108,7 +108,7 @@ targets:
 FAIL_AT = {("parity", 4), ("parity", 17), ("parity", 29), ("number", 42)}
 CALLED_SAMPLES = 40 + 3
 
-RESULT_LINE = re.compile(r"^\s*(PASSED|FAILED|ERROR|IGNORED) (.+?) @(\S+)s ")
+RESULT_LINE = re.compile(r"^\s*(?:\[\d+/\d+\] )?(PASSED|FAILED|ERROR|IGNORED) (.+?) @(\S+)s ")
 TIMING_KEYS = {
     "duration_seconds", "average_evaluation_seconds_per_attempt", "throughput_attempts_per_second",
     "average_evaluation_seconds_per_sample", "throughput_samples_per_second",
@@ -499,7 +499,7 @@ def test_no_result_line_is_printed_before_its_journal_record_is_fsynced(
     assert premature == []
     assert journal_fsyncs[0] >= 1
     assert "PASSED Parity (parity) @0s" in result.output
-    assert "IGNORED number @3s reason=lens flare" in result.output
+    assert "IGNORED number @3s expected=None observed=None reason=lens flare" in result.output
 
 
 def test_resume_reads_a_journal_with_a_torn_last_line(tmp_path: Path, video_file: Path) -> None:

@@ -309,6 +309,8 @@ def test_a_missing_field_stops_the_seed_and_leaves_the_case_unchanged(tmp_path: 
     result = seed(eval_dir)
     assert result.exit_code == 2
     assert result.output.splitlines() == [
+        "Case door (1 expectations, video=clip.mp4)",
+        "  target light: 1 expectations",
         (
             "Could not seed expectations: cannot seed door/light sample 0 at 6s: "
             "adapter observation is missing configured field: result.size"
@@ -353,8 +355,11 @@ def test_keep_going_reports_errors_exits_1_and_leaves_the_file_unchanged(tmp_pat
     assert case_path(eval_dir).read_bytes() == before
     [checkpoint] = checkpoints(eval_dir)
     assert result.output.splitlines() == [
+        "Case door (3 expectations, video=clip.mp4)",
+        "  target Light (light): 2 expectations",
         "    ERROR Light (light) @6s reason=adapter failed for door/light sample 3 at 6s: lens cap on",
-        "Seed incomplete: 1 expectations could not be seeded; the case YAML was not changed",
+        "  target door: 1 expectations",
+        "Seed incomplete: 1 expectation could not be seeded; the case YAML was not changed",
         f"Checkpoint: {checkpoint}",
         f"Resume with `assay video seed --resume {checkpoint}`.",
     ]
@@ -373,6 +378,8 @@ def test_fail_fast_exits_2_with_a_resume_hint_once_something_was_checkpointed(tm
     assert case_path(eval_dir).read_bytes() == before
     [checkpoint] = checkpoints(eval_dir)
     assert result.output.splitlines() == [
+        "Case door (3 expectations, video=clip.mp4)",
+        "  target Light (light): 2 expectations",
         "Could not seed expectations: adapter failed for door/light sample 3 at 6s: lens cap on",
         f"Checkpoint: {checkpoint}",
         f"Resume with `assay video seed --resume {checkpoint}`.",
@@ -396,7 +403,9 @@ def test_fail_fast_on_the_first_sample_leaves_no_checkpoint_and_no_hint(tmp_path
     result = seed(eval_dir)
     assert result.exit_code == 2
     assert result.output.splitlines() == [
-        "Could not seed expectations: adapter failed for door/light sample 0 at 5s: lens cap on"
+        "Case door (1 expectations, video=clip.mp4)",
+        "  target light: 1 expectations",
+        "Could not seed expectations: adapter failed for door/light sample 0 at 5s: lens cap on",
     ]
     assert checkpoints(eval_dir) == []
 
@@ -760,9 +769,10 @@ def test_a_case_edited_during_the_seed_is_not_overwritten(tmp_path: Path, video_
     (eval_dir / "adapter.yaml").write_text(json.dumps(eval_dir_settings))
     result = seed(eval_dir)
     assert result.exit_code == 2
-    assert result.flat.startswith(
+    assert result.flat.startswith("Case door (3 expectations, video=clip.mp4) target Light (light): 2 expectations ")
+    assert (
         f"Could not seed expectations: case changed while expectations were being seeded; refusing to overwrite: {path}"
-    )
+    ) in result.flat
     assert path.read_text().endswith("# edited by someone else\n")
     assert "expect: green" not in path.read_text()
     [checkpoint] = checkpoints(eval_dir)
@@ -993,7 +1003,7 @@ def test_ctrl_c_saves_progress_and_leaves_the_case_unchanged(tmp_path: Path, vid
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=30) == 130, log.read_text()
     [checkpoint] = checkpoints(eval_dir)
-    assert log.read_text().splitlines() == [
+    assert [line for line in log.read_text().splitlines() if not line.startswith(("Case ", "  target "))] == [
         "Seeding interrupted: progress was saved",
         f"Checkpoint: {checkpoint}",
         f"Resume with `assay video seed --resume {checkpoint}`.",

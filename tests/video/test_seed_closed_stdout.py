@@ -14,10 +14,13 @@ CLOSED = "assay: standard output was closed, so the command stopped as on Ctrl-C
 
 def test_a_seed_whose_reader_leaves_names_the_resume_command_on_stderr(tmp_path: Path, video_file: Path) -> None:
     eval_dir = make_eval(tmp_path, video_file, {"door": KILL_CASE}, delay=0.05)
-    [first], code, stderr = reader_leaves(
-        [sys.executable, "-m", "assay", "video", "seed", "--eval-dir", str(eval_dir), "--verbose"]
+    # The reader leaves at the first SEEDED line (after the case and target headings, as GlassKit prints them).
+    read, code, stderr = reader_leaves(
+        [sys.executable, "-m", "assay", "video", "seed", "--eval-dir", str(eval_dir), "--verbose"],
+        until=lambda line: line.startswith(b"    SEEDED "),
     )
-    assert first.startswith(b"    SEEDED ")  # one value is durable
+    assert read[0].startswith(b"Case door (")
+    assert read[-1].startswith(b"    SEEDED ")  # one value is durable
     [checkpoint] = checkpoints(eval_dir)
     assert code == 130, stderr
     assert stderr.splitlines()[-1] == f"{CLOSED} Resume with `assay video seed --resume {checkpoint}`.", stderr

@@ -66,8 +66,11 @@ def test_fail_fast_reports_the_first_failure_in_glasskit_order_not_in_time_order
     assert result.exit_code == 2
     assert "Eval failed: adapter failed for c/late sample 0 at 2s: boom late" in result.flat
     assert "sample 2" not in result.flat
-    # Nothing after the reported sample (in GlassKit's order) is asked once it failed.
-    assert "late@1" not in _calls(tmp_path)
+    if concurrency == "1":
+        # Nothing after the reported sample (in GlassKit's order) is asked once it failed. (With three in flight,
+        # `late@1` may be asked when `early@0.5` has failed and `late@2` not yet: it comes before the failure known
+        # then, as GlassKit would have asked it; the error reported is the same.)
+        assert "late@1" not in _calls(tmp_path)
 
 
 def test_fail_fast_asks_no_sample_after_the_failing_one_in_sample_order(tmp_path):

@@ -22,6 +22,7 @@ from assay.errors import AssayError
 from assay.video.request import (
     SeedRequest, VideoOptions, VideoRunRequest, check_time_filters, check_times, one_adapter, planned,
 )
+from assay.video.model import expand_home
 from assay.video.store_commands import materialize
 
 video_app = group("Video evals (GlassKit Eval compatible).")
@@ -58,13 +59,14 @@ def run_command(given: Given) -> None:
         also_given = ["--adapter-config"] if given.adapter_config_file else []
         request, outputs, resumed = _restored(VIDEO, given, request, outputs, also_given)
     else:
-        common.checked(check_time_filters, given.case, given.at, given.from_s, given.until_s)
+        # GlassKit's own checks of these options name them unquoted (`Invalid value for --at: requires --case`).
+        common.checked(check_time_filters, given.case, given.at, given.from_s, given.until_s, quoted=False)
         if given.shard is not None:
             from assay.core.shard import parse_shard
 
             common.checked(parse_shard, given.shard, quoted=False)
         request = common.checked(planned, request, given.adapter_config_file)
-        request = dataclasses.replace(request, eval_dir=given.eval_dir.expanduser().resolve())
+        request = dataclasses.replace(request, eval_dir=expand_home(given.eval_dir).resolve())
     execution = common.checked(Execution, given.executor, given.ray_address)
     common.run_and_exit(VIDEO, request, outputs, resume=resumed, execution=execution)
 
@@ -78,7 +80,7 @@ def validate_command(given: Given) -> None:
     from assay.video.validate import validate_eval, validation_lines
 
     common.checked(one_adapter, given.adapter, given.adapter_command)
-    config = common.checked(load_adapter_config, given.eval_dir.expanduser(), given.adapter_config_file)
+    config = common.checked(load_adapter_config, expand_home(given.eval_dir), given.adapter_config_file)
     issues, directory = validate_eval(
         given.eval_dir, case=given.case, targets=tuple(given.targets or ()), allow_empty=given.allow_empty,
         adapter=given.adapter, adapter_command=given.adapter_command, adapter_config=config, materialize=materialize,
@@ -94,7 +96,7 @@ def list_samples_command(given: Given) -> None:
     from assay.video.listing import print_sample_table
     from assay.video.loading import load_eval_directory
 
-    common.checked(check_time_filters, given.case, given.at, given.from_s, given.until_s)
+    common.checked(check_time_filters, given.case, given.at, given.from_s, given.until_s, quoted=False)
     with common.failing("Could not list samples", on_stdout=True):
         directory = load_eval_directory(
             given.eval_dir, case=given.case, targets=tuple(given.targets or ()), at=tuple(given.at or ()),
@@ -109,8 +111,7 @@ def export_frames_command(given: Given) -> None:
     from assay.video.export import distinct_export_times, export_frames
     from assay.video.loading import load_eval_directory
 
-    # Only a negative time is a usage error (click's `min=0`); NaN and inf pass it and are export errors.
-    common.checked(check_times, "--at", [t for t in given.frame_times if t < 0])
+    # A negative or NaN time is refused with the option (GlassKit's `min=0`); +inf passes it and is an export error.
     with common.failing("Could not export frames", on_stdout=True):
         distinct_export_times(given.frame_times)  # checked before the case is loaded, as GlassKit does
         directory = load_eval_directory(
@@ -146,15 +147,15 @@ def review_command(given: Given) -> None:
 
     for name in ("target", "time"):
         if getattr(given, name) is not None and given.review_case is None:
-            common.refuse(None, f"--{name} requires --case")
-    common.checked(check_times, "--time", given.time)
+            raise typer.BadParameter(f"--{name} requires --case", param_hint=f"--{name}")  # GlassKit's words
+    common.checked(check_times, "--time", given.time, quoted=False)
     with common.failing("Could not start review UI", on_stdout=True):
         root, case_file = prepare_review(given.eval_dir, given.review_case, given.target)
         if given.results is not None:  # a path that is none of them showed no results, and said nothing
             from assay.errors import UsageError
             from assay.video.review.results import load_prior_run
 
-            chosen = given.results.expanduser()
+            chosen = expand_home(given.results)
             if not chosen.exists():
                 raise UsageError(f"--results {given.results} does not exist; give a run's checkpoint folder or its "
                                  "JSON report (--output-json)", "--results")
@@ -165,7 +166,7 @@ def review_command(given: Given) -> None:
     def make_app(binding: Any) -> Any:
         from assay.video.review.server import ReviewServer, create_review_app
 
-        results = given.results.expanduser().resolve() if given.results is not None else None
+        results = expand_home(given.results).resolve() if given.results is not None else None
         return create_review_app(ReviewServer(eval_dir=root, binding=binding, results_path=results, materialize=materialize))
 
     common.serve_locally(given.port, make_app, lambda port: review_url(port, case_file, given.target, given.time),

@@ -26,6 +26,7 @@ from assay.core.format import format_bytes
 from assay.core.fsutil import fsync_directory, write_atomically
 from assay.errors import VideoError
 from assay.video.model import (
+    expand_home,
     SUPPORTED_VIDEO_SUFFIXES,
     Case,
     RemoteVideo,
@@ -99,10 +100,10 @@ def cache_root() -> Path:
     """
     assay_override = os.environ.get(ASSAY_CACHE_ENV_VAR)
     if assay_override:
-        return Path(assay_override).expanduser().resolve() / "videos"
+        return expand_home(assay_override).resolve() / "videos"
     glasskit_override = os.environ.get(GLASSKIT_CACHE_ENV_VAR)
     if glasskit_override:
-        return Path(glasskit_override).expanduser().resolve()
+        return expand_home(glasskit_override).resolve()
     if os.name == "nt":
         local_app_data = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
         return Path(local_app_data) / "assay" / "Cache" / "videos"
@@ -592,7 +593,7 @@ def upload_video(
     An existing object with the same size and SHA-256 metadata is reused; any other object at
     the key is refused, never overwritten. Uploads always use S3 credentials.
     """
-    path = Path(file).expanduser().resolve()
+    path = expand_home(file).resolve()
     if not path.exists():
         raise VideoStoreError(f"video file does not exist: {path}")
     if not path.is_file():

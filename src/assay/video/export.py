@@ -14,7 +14,7 @@ from assay.core.fsutil import make_directories_under, write_atomically
 from assay.core.stdout_guard import results_made
 from assay.errors import VideoError
 from assay.video.decode import probe_video, select_frames
-from assay.video.model import Case
+from assay.video.model import Case, expand_home
 
 
 def export_frames(case: Case, times: Sequence[float], output_dir: Path | None, eval_dir: Path) -> list[Path]:
@@ -77,7 +77,7 @@ def distinct_export_times(times: Sequence[float]) -> list[float]:
 
 def export_directory(case: Case, output_dir: Path | None, eval_dir: Path) -> Path:
     if output_dir is not None:
-        return Path(output_dir).expanduser().resolve()
+        return expand_home(output_dir).resolve()
     return Path(eval_dir).resolve() / "runs" / "frames" / case.name
 
 

@@ -35,6 +35,7 @@ from assay.core.fsutil import shown_path
 from assay.errors import AssayError, CaseError, ConfigError, UsageError, VideoError
 from assay.video.casefile_schema import RawThresholds, parse_case_file, parse_eval_config_file
 from assay.video.model import (
+    expand_home,
     SUPPORTED_VIDEO_SUFFIXES,
     Case,
     EvalConfig,
@@ -120,7 +121,7 @@ def read_yaml_mapping(path: Path, *, error_type: type[AssayError] = CaseError) -
 
 
 def resolve_eval_dir(eval_dir: Path | str) -> Path:
-    path = Path(eval_dir).expanduser().resolve()
+    path = expand_home(eval_dir).resolve()
     if not path.exists():
         raise CaseError(f"eval directory does not exist: {path}{_inside_eval_dir_hint(path)}")
     if not path.is_dir():
@@ -692,7 +693,7 @@ def load_adapter_config(eval_dir: Path, explicit: Path | None) -> dict[str, Any]
     """
     if explicit is not None:
         return _read_adapter_config(Path(explicit))
-    directory = Path(eval_dir).expanduser()
+    directory = expand_home(eval_dir)
     candidates = [directory / name for name in ADAPTER_CONFIG_FILE_NAMES if (directory / name).exists()]
     if len(candidates) > 1:
         found = ", ".join(str(path) for path in candidates)

@@ -6,6 +6,7 @@ and of what a run of it comes to (sample results, trials, the run's outcome).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -16,6 +17,12 @@ SUPPORTED_VIDEO_SUFFIXES = (".m4v", ".mkv", ".mov", ".mp4", ".webm")
 COMPARE_MODES = ("exact", "json_subset", "numeric", "set_contains_all", "set_contains_any", "set_equals")
 MAX_EXPANDED_SAMPLES_PER_CASE = 10_000
 DEFAULT_EVERY_S = 0.5
+
+
+def expand_home(path: str | os.PathLike[str]) -> Path:
+    """`path` with a leading `~` or `~user` expanded, as a shell does: a `~name` naming no user stays
+    as written (a relative path), where `Path.expanduser` raises RuntimeError (a traceback, in GlassKit)."""
+    return Path(os.path.expanduser(path))
 
 
 @dataclass(frozen=True, slots=True)

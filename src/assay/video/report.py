@@ -63,15 +63,17 @@ class VideoConsole:
         return f"[{trial}/{repeat}] " if repeat > 1 else ""
 
     def section_started(self, event: Any) -> None:
+        # As GlassKit prints them: the case and target headings without the trial's `[i/N]` (only result
+        # lines carry it). (GlassKit also leaves a blank line before each trial's heading and before the
+        # summary; assay prints no blank lines.)
         section = event.native
-        prefix = self._prefix(section.trial, section.repeat)
         if section.case is None:
             if section.repeat > 1:
                 self._say(f"Trial {section.trial}/{section.repeat}")
         elif section.target is None:
-            self._say(f"{prefix}Case {section.case.name} ({event.count} samples, video={section.case.video.display_name})")
+            self._say(f"Case {section.case.name} ({event.count} samples, video={section.case.video.display_name})")
         else:
-            self._say(f"{prefix}  target {section.target.display_name}: {event.count} samples")
+            self._say(f"  target {section.target.display_name}: {event.count} samples")
 
     def unit_durable(self, event: Any) -> None:
         unit = event.native
@@ -79,15 +81,13 @@ class VideoConsole:
         if result.status == "passed" and not self.verbose:
             return
         name = target_name(result.target, result.target_label)
-        if result.status == "ignored":
-            line = f"IGNORED {name} @{result.timestamp_s:g}s reason={result.reason}"
-        else:
-            line = (
-                f"{STATUS_WORD[result.status]} {name} @{result.timestamp_s:g}s "
-                f"expected={short_repr(result.expected)} observed={short_repr(result.observed_value)} "
-                f"reason={result.reason}"
-            )
-        self._say(f"{self._prefix(unit.trial, unit.repeat)}    {line}")
+        # Every status has the same shape, IGNORED included (its expected is the block's, or None).
+        line = (
+            f"{STATUS_WORD[result.status]} {name} @{result.timestamp_s:g}s "
+            f"expected={short_repr(result.expected)} observed={short_repr(result.observed_value)} "
+            f"reason={result.reason}"
+        )
+        self._say(f"    {self._prefix(unit.trial, unit.repeat)}{line}")
 
     def warning(self, event: Any) -> None:
         # On stderr, as progress is: stdout keeps GlassKit's lines (and their order) as they were.
@@ -106,7 +106,8 @@ class VideoConsole:
         else:
             print_summary(self.console, event.outcome.run, event.outcome.summary)
             if event.resume_lines:
-                self._say(f"{event.outcome.resumable} adapter error(s) can be retried without rerunning completed samples.")
+                errors = "error" if event.outcome.resumable == 1 else "errors"
+                self._say(f"{event.outcome.resumable} adapter {errors} can be retried without rerunning completed samples.")
         for line in event.resume_lines:
             self._say(line)
 
@@ -150,37 +151,66 @@ def _counts(results: list[SampleResult]) -> dict[str, int]:
     return counts
 
 
-def _by_target_table(trial_results: list[list[SampleResult]], repeat: int) -> Table:
-    mode = _timing_mode([r for results in trial_results for r in results])
-    latency_header = TIMING_LABELS.get(mode or "individual", TIMING_LABELS["individual"])[1]
+def _evaluation_time(seconds: float) -> str:
+    """GlassKit's per-sample time: ms below 1 s, `1.25s` below 10 s, then as a duration (`1m 5.0s`)."""
+    return format_latency(seconds) if seconds < 10 else format_duration(seconds)
+
+
+def _by_target_table(trial_results: list[list[SampleResult]], show_timing: bool) -> Table:
+    """A single run's table: rates and counts per target id (sorted, cases merged); the timing column
+    only when the run timed any evaluation."""
+    results = trial_results[0]
     table = Table(title="By target")
-    headers = ["Target", "Pass rate" if repeat == 1 else "Pass min / mean / max", "Passed", "Failed", "Errors", "Ignored", latency_header]
-    for header in headers:
+    for header in ("Target", "Pass rate", "Passed", "Failed", "Errors", "Ignored"):
         table.add_column(header, overflow="fold")
-    grouped: dict[str, list[list[SampleResult]]] = defaultdict(lambda: [[] for _ in trial_results])
-    labels: dict[str, str | None] = {}
-    for position, results in enumerate(trial_results):
-        for result in results:
-            grouped[result.target][position].append(result)
-            labels.setdefault(result.target, result.target_label)
+    if show_timing:
+        table.add_column(TIMING_LABELS.get(_timing_mode(results) or "mixed", TIMING_LABELS["mixed"])[1], overflow="fold")
+    grouped: dict[str, list[SampleResult]] = defaultdict(list)
+    for result in results:
+        grouped[result.target].append(result)
     for target_id in sorted(grouped):
-        per_trial = grouped[target_id]
-        everything = [r for results in per_trial for r in results]
-        counts = _counts(everything)
-        rates = [pass_rate(*(c[k] for k in ("passed", "failed", "error"))) for c in map(_counts, per_trial)]
-        if repeat == 1:
-            rate_text = format_rate(rates[0])
-        else:
-            rate_text = f"{min(rates) * 100:.1f}/{sum(rates) / len(rates) * 100:.1f}/{max(rates) * 100:.1f}%"
-        average = _average_duration(everything)
+        rows = grouped[target_id]
+        counts = _counts(rows)
+        label = next((row.target_label for row in rows if row.target_label), None)
+        cells = [
+            escape(target_name(target_id, label)),
+            format_rate(pass_rate(counts["passed"], counts["failed"], counts["error"])),
+            str(counts["passed"]), str(counts["failed"]), str(counts["error"]), str(counts["ignored"]),
+        ]
+        if show_timing:
+            average = _average_duration(rows)
+            cells.append(_evaluation_time(average) if average is not None else "n/a")
+        table.add_row(*cells)
+    return table
+
+
+def _repeated_by_target_table(outcome: RunOutcome) -> Table:
+    """A repeated run's table: per target id, its trials' pass rates and how its samples fared across them."""
+    from assay.video.gates import stability_rows
+
+    trials = [trial.results for trial in outcome.trials]
+    table = Table(title="By target")
+    for header in ("Target", "Pass min / mean / max", "Samples", "Pass all", "Fail all", "Flaky", "Errors"):
+        table.add_column(header, overflow="fold")
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in stability_rows(trials):
+        grouped[row["target"]].append(row)
+    for target_id in sorted(grouped):
+        rows = grouped[target_id]
+        rates = []
+        for results in trials:
+            counts = _counts([result for result in results if result.target == target_id])
+            rates.append(pass_rate(counts["passed"], counts["failed"], counts["error"]))
+        label = next((row["target_label"] for row in rows if row["target_label"]), None)
+        rate_text = f"{min(rates) * 100:.1f}/{sum(rates) / len(rates) * 100:.1f}/{max(rates) * 100:.1f}%" if rates else "n/a"
         table.add_row(
-            escape(target_name(target_id, labels[target_id])),
+            escape(target_name(target_id, label)),
             rate_text,
-            str(counts["passed"]),
-            str(counts["failed"]),
-            str(counts["error"]),
-            str(counts["ignored"]),
-            format_latency(average) if average is not None else "n/a",
+            str(sum(1 for row in rows if not row["ignored"])),
+            str(sum(1 for row in rows if row["consistently_passed"])),
+            str(sum(1 for row in rows if row["consistently_failed"])),
+            str(sum(1 for row in rows if row["flaky"])),
+            str(sum(1 for row in rows if row["errors"])),
         )
     return table
 
@@ -207,8 +237,7 @@ def print_summary(console: Console, outcome: RunOutcome, summary: dict[str, Any]
         out(f"Samples: {summary['evaluated_samples']} evaluated per trial, {summary['ignored_samples']} ignored")
         out(
             f"Attempts: {summary['evaluated_attempts']} evaluated, {summary['passed_attempts']} passed, "
-            f"{summary['failed_attempts']} failed, {summary['error_attempts']} errors "
-            f"({format_rate(summary['attempt_pass_rate'])} pass rate)"
+            f"{summary['failed_attempts']} failed, {summary['error_attempts']} errors"
         )
         out(
             "Trial pass rate (min / mean / max): "
@@ -223,20 +252,22 @@ def print_summary(console: Console, outcome: RunOutcome, summary: dict[str, Any]
     out(f"Duration: {format_duration(outcome.duration_seconds)}")
     mode = summary["evaluation_timing_mode"]
     average = summary["average_evaluation_seconds_per_attempt"]
-    if mode is not None and average is not None:
-        label = TIMING_LABELS[mode][0]
-        out(f"{label}: {format_latency(average)}/sample")
-        out(_throughput_line(outcome, summary))
+    item = "sample" if repeat == 1 else "attempt"  # a repeated run times attempts
+    if average is not None:
+        label = TIMING_LABELS.get(mode or "mixed", TIMING_LABELS["mixed"])[0]
+        out(f"{label}: {_evaluation_time(average)}/{item}")
+        out(_throughput_line(outcome, summary, item))
     if repeat > 1:
         by_trial = Table(title="By trial")
-        for header in ("Trial", "Result", "Pass rate", "Passed", "Failed", "Errors"):
+        for header in ("Trial", "Pass rate", "Passed", "Failed", "Errors", "Gates", "Duration"):
             by_trial.add_column(header)
         for trial in outcome.trials:
             counts = _counts(trial.results)
             by_trial.add_row(
-                str(trial.trial), "passed" if trial.success else "failed",
+                str(trial.trial),
                 format_rate(pass_rate(counts["passed"], counts["failed"], counts["error"])),
                 str(counts["passed"]), str(counts["failed"]), str(counts["error"]),
+                "passed" if trial.success else "failed", format_duration(trial.duration_seconds),
             )
         console.print(by_trial)
     failed_gates = [(f"Trial {trial.trial}", gate) for trial in outcome.trials for gate in trial.gates if not gate.passed]
@@ -251,20 +282,34 @@ def print_summary(console: Console, outcome: RunOutcome, summary: dict[str, Any]
             cells = [escape(gate.name), escape(gate.message)]
             table.add_row(*([scope] if repeat > 1 else []), *cells)
         console.print(table)
-    console.print(_by_target_table([trial.results for trial in outcome.trials], repeat))
-    if repeat > 1:
+    if repeat == 1:
+        console.print(_by_target_table([trial.results for trial in outcome.trials], show_timing=average is not None))
+    else:
+        console.print(_repeated_by_target_table(outcome))
         _print_unstable(console, outcome)
 
 
-def _throughput_line(outcome: RunOutcome, summary: Mapping[str, Any]) -> str:
+def _throughput_line(outcome: RunOutcome, summary: Mapping[str, Any], item: str = "sample") -> str:
     """GlassKit's line; after a resume it counts only the attempts this run evaluated, and says so."""
     reused = outcome.reused_attempts
     if not reused:
-        return f"Throughput: {summary['throughput_attempts_per_second']:.2f} samples/s"
+        return f"Throughput: {summary['throughput_attempts_per_second']:.2f} {item}s/s"
     evaluated = summary["evaluated_attempts"] - reused
     duration = outcome.duration_seconds
     rate = evaluated / duration if evaluated and duration > 0 else 0.0
-    return f"Throughput: {rate:.2f} samples/s ({evaluated} evaluated in this run, {reused} reused from the checkpoint)"
+    return f"Throughput: {rate:.2f} {item}s/s ({evaluated} evaluated in this run, {reused} reused from the checkpoint)"
+
+
+def _finding(row: Mapping[str, Any]) -> str:
+    """Every finding of an unstable or failing sample, as GlassKit lists them."""
+    findings = []
+    if row["flaky"]:
+        findings.append("flaky")
+    if row["consistently_failed"]:
+        findings.append("failed every trial")
+    if row["errors"]:
+        findings.append("adapter/comparison errors")
+    return ", ".join(findings)
 
 
 def _print_unstable(console: Console, outcome: RunOutcome) -> None:
@@ -281,10 +326,9 @@ def _print_unstable(console: Console, outcome: RunOutcome) -> None:
         table.add_column(header, overflow="fold")
     letters = {"passed": "P", "failed": "F", "error": "E", "ignored": "I"}
     for row in rows:
-        finding = "flaky" if row["flaky"] else ("failed every trial" if row["consistently_failed"] else "adapter/comparison errors")
         table.add_row(
             escape(row["case"]), escape(target_name(row["target"], row["target_label"])),
-            f"{row['timestamp_s']:g}s", "/".join(letters[s] for s in row["statuses"]), finding,
+            f"{row['timestamp_s']:g}s", "/".join(letters[s] for s in row["statuses"]), _finding(row),
         )
     console.print(table)
 

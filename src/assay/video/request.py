@@ -20,6 +20,7 @@ from assay.core.run.request import (
     MAX_CONCURRENCY, MAX_REPEAT, Outputs, above, at_least, between, from_invocation, option, option_of, to_invocation,
 )
 from assay.errors import UsageError
+from assay.video.model import expand_home
 
 __all__ = [
     "PROGRAM", "SeedRequest", "VideoOptions", "VideoRunRequest", "check_run_options", "check_seed_options",
@@ -27,6 +28,16 @@ __all__ = [
 ]
 
 PROGRAM = "assay video"
+
+
+def _not_negative(value: Any) -> None:
+    """The option check of a time (`--at`, `--from`, `--until`): GlassKit's `min=0`, which refuses NaN too (no
+    comparison holds for it) with the same words; +inf gets past it, to the command's own finite check."""
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        if item is not None and not item >= 0:
+            raise ValueError("Input should be greater than or equal to 0")
+
+
 Planned = TypeVar("Planned", "VideoRunRequest", "SeedRequest")
 
 
@@ -46,10 +57,15 @@ class VideoRunRequest:
     case: str | None = option(None, key="case_filter", flag="--case", help="Case file name or stem.")
     targets: tuple[str, ...] = option((), key="target_filter", empty_as_null=True, flag="--target", help="Target id (repeatable).")
     at: tuple[float, ...] = option(
-        (), key="at_times_s", empty_as_null=True, flag="--at", help="Only the sample at this time (repeatable; needs --case)."
+        (), key="at_times_s", empty_as_null=True, flag="--at", check=_not_negative,
+        help="Only the sample at this time (repeatable; needs --case).",
     )
-    from_s: float | None = option(None, key="from_time_s", flag="--from", help="Only samples at or after this time (needs --case).")
-    until_s: float | None = option(None, key="until_time_s", flag="--until", help="Only samples before this time (needs --case).")
+    from_s: float | None = option(
+        None, key="from_time_s", flag="--from", check=_not_negative, help="Only samples at or after this time (needs --case)."
+    )
+    until_s: float | None = option(
+        None, key="until_time_s", flag="--until", check=_not_negative, help="Only samples before this time (needs --case)."
+    )
     adapter_config: Mapping[str, Any] = option(default_factory=dict, flag="--adapter-config")  # the CLI reads the file
     concurrency: int = option(
         1, flag="--concurrency", check=at_least(1, maximum=MAX_CONCURRENCY),
@@ -219,7 +235,7 @@ def planned(request: Planned, adapter_config_file: Path | None) -> Planned:
     adapter = request.adapter
     if adapter is None and request.adapter_command is None:
         adapter = request.eval_dir.as_posix() + "/adapter.py:create_evaluator"
-    config = load_adapter_config(request.eval_dir.expanduser(), adapter_config_file)
+    config = load_adapter_config(expand_home(request.eval_dir), adapter_config_file)
     return dataclasses.replace(request, adapter=adapter, adapter_config=config)
 
 
@@ -231,7 +247,7 @@ class VideoOptions:
     eval_dir: Path = option(Path("eval"), flag="--eval-dir", help="Eval directory holding cases/, config.yaml and adapter files.")
     adapter_config_file: Path | None = option(None, flag="--adapter-config", help="Adapter config file (YAML, or JSON by suffix).")
     frame_case: str = option(flag="--case", help="Case file name or stem.")
-    frame_times: tuple[float, ...] = option(flag="--at", help="Time to export (repeatable).")
+    frame_times: tuple[float, ...] = option(flag="--at", check=_not_negative, help="Time to export (repeatable).")
     output_dir: Path | None = option(None, flag="--output-dir", help="Default: <eval-dir>/runs/frames/<case>/.")
     review_case: str | None = option(None, flag="--case", help="Open this case (file name or stem).")
     target: str | None = option(None, flag="--target", help="Select this target (needs --case).")

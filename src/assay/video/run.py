@@ -185,23 +185,33 @@ class VideoWorker:
             self._threads.shutdown(wait=False, cancel_futures=True)
 
 
-class _DisplayOrder:
-    """Releases a case's results target by target (declaration order), each in completion order."""
+class DisplayOrder:
+    """Releases a case's results target by target (declaration order), each in completion order (run's
+    result lines, seed's SEEDED/ERROR lines). Results that `last` picks (a run's ignored samples) are held
+    until the rest of their target is shown: GlassKit records those after the target's evaluations."""
 
-    def __init__(self, emit_target: Any, emit_result: Any, targets: Sequence[tuple[Target, int]]) -> None:
+    def __init__(
+        self, emit_target: Any, emit_result: Any, targets: Sequence[tuple[Target, int]], last: Any = None
+    ) -> None:
         self._emit_target = emit_target
         self._emit_result = emit_result
+        self._last = last or (lambda _result: False)
         self._targets = list(targets)
         self._position_of = {target.index: position for position, (target, _) in enumerate(self._targets)}
-        self._buffers: list[list[SampleResult]] = [[] for _ in self._targets]
+        self._buffers: list[list[Any]] = [[] for _ in self._targets]
+        self._held: list[list[Any]] = [[] for _ in self._targets]
         self._done = [0] * len(self._targets)
         self._current = -1
         self._advance()
 
     def _advance(self) -> None:
         while True:
-            if self._current >= 0 and self._done[self._current] < self._targets[self._current][1]:
-                return
+            if self._current >= 0:
+                if self._done[self._current] < self._targets[self._current][1]:
+                    return
+                for result in self._held[self._current]:
+                    self._emit_result(result)
+                self._held[self._current].clear()
             self._current += 1
             if self._current >= len(self._targets):
                 return
@@ -211,10 +221,14 @@ class _DisplayOrder:
                 self._emit_result(result)
             self._buffers[self._current].clear()
 
-    def add(self, target_index: int, result: SampleResult) -> None:
+    def add(self, target_index: int, result: Any) -> None:
         position = self._position_of[target_index]
         self._done[position] += 1
-        if position == self._current:
+        if self._last(result):
+            self._held[position].append(result)
+            if position == self._current:
+                self._advance()
+        elif position == self._current:
             self._emit_result(result)
             self._advance()
         else:
@@ -269,7 +283,7 @@ class VideoRun:
     def _adapter_config(self) -> AdapterConfig:
         return adapter_config(self.options, self.eval_directory.path, self.verbose)
 
-    def _finish(self, trial: int, result: SampleResult, rgb: Any, order: _DisplayOrder, target_index: int) -> Any:
+    def _finish(self, trial: int, result: SampleResult, rgb: Any, order: DisplayOrder, target_index: int) -> Any:
         """Journal (then show) one result; returns what to await for it to be durable, or None."""
         if self.options.save_failures and result.status in ("failed", "error"):
             self._save_failure(trial, result, rgb)
@@ -321,10 +335,11 @@ class VideoRun:
         total = sum(len(todo) + len(ignored) for _, todo, ignored in pending)
         events = self.events
         events.section_started(SectionStarted(1, total, VideoSection(trial, repeat, case)))
-        order = _DisplayOrder(
+        order = DisplayOrder(
             lambda target, count: events.section_started(SectionStarted(2, count, VideoSection(trial, repeat, case, target))),
             lambda result: events.unit_durable(UnitDurable(VideoUnit(trial, repeat, result), self._unit_builder(trial, result))),
             [(target, len(todo) + len(ignored)) for target, todo, ignored in pending],
+            last=lambda result: result.status == "ignored",
         )
 
         def store(target: Target, result: SampleResult, pixels: Any = None) -> Any:

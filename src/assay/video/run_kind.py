@@ -18,7 +18,7 @@ from assay.core.run.request import Outputs, from_invocation, to_invocation
 from assay.core.run_events import RunEvents, RunFinished
 from assay.errors import EXIT_INTERRUPTED, AssayError
 from assay.video.merge import VideoMerge
-from assay.video.model import RunOutcome
+from assay.video.model import RunOutcome, expand_home
 from assay.video.request import VideoRunRequest, invocation_with_outputs, outputs_from_invocation, refusal
 
 __all__ = ["VIDEO", "VideoKind", "shard_directory"]
@@ -192,7 +192,7 @@ class VideoKind:
         check_run_options(request)
         # Before any video is fetched or adapter started: a bad folder is not found at the first failure.
         check_artifacts_dir(
-            request.artifacts_dir, request.eval_dir.expanduser(), save_failures=request.save_failures,
+            request.artifacts_dir, expand_home(request.eval_dir), save_failures=request.save_failures,
             restored=resume is not None,
         )
         tune_allocator_for_frames()

@@ -31,7 +31,7 @@ from assay.core.journal import (
 from assay.core.record import UnitResult
 from assay.core.run.kinds import Resumed
 from assay.core.run.request import Outputs
-from assay.core.run_events import RunEvents, RunFinished, UnitDurable
+from assay.core.run_events import RunEvents, RunFinished, SectionStarted, UnitDurable
 from assay.errors import (
     EXIT_ERROR,
     EXIT_GATE_FAILED,
@@ -58,6 +58,7 @@ __all__ = [
     "OpenedSeed",
     "SeededSample",
     "SeedConclusion",
+    "SeedSection",
     "seed_invocation",
     "seed_key",
     "seed_plan_hash",
@@ -414,6 +415,14 @@ class SeededSample:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class SeedSection:
+    """A heading of the seed's display: a case (no target) or one of its targets."""
+
+    case: Case
+    target: Target | None = None
+
+
 @dataclass(frozen=True)
 class SeedConclusion:
     """What a finished seed says (GlassKit's lines) and its exit code."""
@@ -436,6 +445,8 @@ class OpenedSeed:
         self.seeded: dict[str, Any] = {}  # key -> expectation, reused or new (only once durable)
         self._writer: JournalWriter | None = None
         self._events: RunEvents | None = None
+        # The case being evaluated shows its lines target by target, as GlassKit asks them (see _evaluate).
+        self._display: Any = None
         self.errors: dict[str, str] = {}  # key -> message (keep-going only)
 
     def worker(self) -> None:
@@ -493,6 +504,11 @@ class OpenedSeed:
         assert self._writer is not None
         return self._writer.submit(RECORD_TYPE, key, payload, on_durable)
 
+    def _section(self, case: Case, target: Target | None, count: int) -> None:
+        """A heading, as GlassKit prints them: the case and each target with their samples still to seed."""
+        assert self._events is not None
+        self._events.section_started(SectionStarted(2 if target is not None else 1, count, SeedSection(case, target)))
+
     def _durable(self, seeded: SeededSample) -> None:
         assert self._events is not None
         self._events.unit_durable(UnitDurable(seeded, seeded.unit))
@@ -502,6 +518,7 @@ class OpenedSeed:
         """Turn one observation into a durable seeded value (or a recorded error) before reporting it."""
         sample, target = observation.sample, observation.target
         key = seed_key(sample)
+        show = self._display.add if self._display is not None else (lambda _index, seeded: self._durable(seeded))
         message = observation.error
         value: Any = None
         if message is None:
@@ -520,14 +537,14 @@ class OpenedSeed:
 
             def recorded_error() -> None:
                 self.errors[key] = failure
-                self._durable(SeededSample(target, sample, error=failure))
+                show(target.index, SeededSample(target, sample, error=failure))
 
             return self._record(key, {"status": "error", "message": message}, recorded_error)
 
         def recorded_value() -> None:
             self.seeded[key] = value
             self.errors.pop(key, None)
-            self._durable(SeededSample(target, sample, value))
+            show(target.index, SeededSample(target, sample, value))
 
         payload = {
             "status": "success",
@@ -547,7 +564,7 @@ class OpenedSeed:
             verbose=self.outputs.verbose,
         )
         from assay.video.checkpoint import journal_writer
-        from assay.video.run import usable_concurrency
+        from assay.video.run import DisplayOrder, usable_concurrency
 
         concurrency = usable_concurrency(self.options.concurrency, len(pending))
         executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="assay-adapter")
@@ -563,6 +580,13 @@ class OpenedSeed:
                     if not targets:
                         continue
                     work = [(target, targets[target.index]) for target in case.targets if target.index in targets]
+                    # The adapter is asked in time order across targets; the SEEDED and ERROR lines come
+                    # target by target (declaration order), each target's in completion order, as GlassKit's do.
+                    self._section(case, None, sum(len(samples) for _, samples in work))
+                    self._display = DisplayOrder(
+                        lambda target, count, case=case: self._section(case, target, count), self._durable,
+                        [(target, len(samples)) for target, samples in work],
+                    )
                     try:
                         await observe_case(
                             case, work, await evaluators.get(),
@@ -571,6 +595,7 @@ class OpenedSeed:
                         )
                     finally:
                         await self._writer.drain()
+                        self._display = None
         finally:
             writer, self._writer = self._writer, None
             await writer.close()
@@ -694,7 +719,8 @@ class OpenedSeed:
             await self._evaluate(directory, remaining)
         missing = sum(1 for item in selected if item.key not in self.seeded)
         if missing:
-            line = f"Seed incomplete: {missing} expectations could not be seeded; the case YAML was not changed"
+            noun = "expectation" if missing == 1 else "expectations"
+            line = f"Seed incomplete: {missing} {noun} could not be seeded; the case YAML was not changed"
             return SeedConclusion((line,), EXIT_GATE_FAILED)
         updated = self._write_cases(loaded, selected, preserved)
         assert self.checkpoint is not None

@@ -32,6 +32,14 @@ class SeedConsole:
     def _say(self, text: str) -> None:
         self.console.print(text, markup=False, highlight=False)
 
+    def section_started(self, event: Any) -> None:
+        # GlassKit's headings: the case, then each target, with their samples still to seed (plural always).
+        section = event.native
+        if section.target is None:
+            self._say(f"Case {section.case.name} ({event.count} expectations, video={section.case.video.display_name})")
+        else:
+            self._say(f"  target {section.target.display_name}: {event.count} expectations")
+
     def unit_durable(self, event: UnitDurable) -> None:
         from assay.core.format import short_repr
 
