@@ -224,7 +224,7 @@ def file_in_the_way(folder: Path) -> Path | None:
 def unwritable_file_reason(path: Path) -> str | None:
     """Why a report could not be written at `path` (a folder there, a file where a folder must be, no
     permission), or None: checked before a run, so hours of work never end in a report that fails."""
-    target = Path(path).expanduser()
+    target = Path(os.path.expanduser(path))  # a `~name` naming no user stays as written (Path.expanduser raises)
     if target.is_dir():
         return "is a folder"
     blocker = file_in_the_way(target.parent)
