@@ -49,7 +49,8 @@ def _varying(line: str) -> str:
 
 def _printed(page_block: str, stdout: str) -> tuple[list[str], list[str]]:
     progress = re.compile(r"^\[\d+/\d+\] ")  # the page shows the progress line; it goes to stderr
-    shown = [_varying(line) for line in page_block.splitlines() if line.strip() and line != "…" and not progress.match(line)]
+    # Blank lines count: GlassKit's, before the summary, are shown as printed.
+    shown = [_varying(line) for line in page_block.splitlines() if line != "…" and not progress.match(line)]
     return shown, [_varying(line) for line in stdout.splitlines()]
 
 

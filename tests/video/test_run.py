@@ -545,7 +545,7 @@ def test_adapter_import_error_is_reported_without_traceback(tmp_path):
         (["--case", "clip", "--at", "nan"], "Invalid value for '--at': Input should be greater than or equal to 0"),
         (["--case", "clip", "--at", "inf"], "Invalid value for --at: must be a finite, nonnegative number"),
         (["--case", "clip", "--from", "2", "--until", "1"], "Invalid value for --until: must be greater than --from"),
-        (["--adapter-command", "node x.js"], "Invalid value for '--adapter-command': cannot be used with --adapter"),
+        (["--adapter-command", "node x.js"], "Invalid value for --adapter-command: cannot be used with --adapter"),
         (["--concurrency", "0"], "Invalid value for '--concurrency': Input should be greater than or equal to 1"),
     ],
 )

@@ -426,6 +426,7 @@ def test_nothing_to_seed_exits_0_without_adapter_or_checkpoint(tmp_path: Path, v
     result = seed(eval_dir)
     assert result.exit_code == 0
     assert result.output.splitlines() == [
+        "",  # GlassKit's blank line before the summary
         f"Seed: {eval_dir.resolve()}",
         "Nothing to seed; 2 existing expectations were preserved.",
     ]
@@ -542,7 +543,7 @@ def test_adapter_and_adapter_command_together_are_a_usage_error(tmp_path: Path, 
     eval_dir = make_eval(tmp_path, video_file, {"door": DOOR})
     result = seed(eval_dir, "--adapter", "x:y", "--adapter-command", "z")
     assert result.exit_code == 2
-    assert "Invalid value for '--adapter-command': cannot be used with --adapter" in result.flat
+    assert "Invalid value for --adapter-command: cannot be used with --adapter" in result.flat
 
 
 def test_concurrency_below_one_is_a_usage_error(tmp_path: Path, video_file: Path) -> None:

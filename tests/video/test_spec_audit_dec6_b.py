@@ -156,14 +156,15 @@ def test_result_lines_ignored_included_have_one_shape_and_ignored_come_after_the
     result = _run(eval_dir)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[:5] == [
+    assert lines[:6] == [
         "Case c (4 samples, video=clip.mp4)",
         "  target Number (num): 3 samples",
         "    FAILED Number (num) @1s expected=5 observed=10 reason=numeric difference 5 exceeds tolerance 0",
         "    IGNORED Number (num) @2.5s expected=None observed=None reason=lens flare",
         "  target other: 1 samples",
+        "",  # GlassKit's blank line before the summary
     ]
-    assert lines[5] == f"Eval: {eval_dir.resolve()}"
+    assert lines[6] == f"Eval: {eval_dir.resolve()}"
 
 
 def test_a_run_that_timed_nothing_has_no_timing_column_in_by_target(tmp_path):
@@ -179,7 +180,8 @@ def test_repeated_run_console_as_glasskit_prints_it(tmp_path, trials_file):
     result = _run(eval_dir, "--repeat", "2", "--keep-going")
     assert result.exit_code == 1, result.output
     lines = result.stdout.splitlines()
-    assert lines[:6] == [
+    assert lines[:7] == [
+        "",  # GlassKit's blank line before each trial's heading
         "Trial 1/2",
         "Case c (4 samples, video=clip.mp4)",  # headings carry no [i/N]; result lines do, after the indent
         "  target Number (num): 3 samples",

@@ -20,7 +20,7 @@ from assay.cli.options import (
 from assay.core.run.request import Execution, Outputs
 from assay.errors import AssayError
 from assay.video.request import (
-    SeedRequest, VideoOptions, VideoRunRequest, check_time_filters, check_times, one_adapter, planned,
+    SeedRequest, VideoOptions, VideoRunRequest, adapters_not_both, check_time_filters, check_times, one_adapter, planned,
 )
 from assay.video.model import expand_home
 from assay.video.store_commands import materialize
@@ -61,6 +61,7 @@ def run_command(given: Given) -> None:
     else:
         # GlassKit's own checks of these options name them unquoted (`Invalid value for --at: requires --case`).
         common.checked(check_time_filters, given.case, given.at, given.from_s, given.until_s, quoted=False)
+        common.checked(adapters_not_both, given.adapter, given.adapter_command, quoted=False)
         if given.shard is not None:
             from assay.core.shard import parse_shard
 
@@ -79,6 +80,7 @@ def validate_command(given: Given) -> None:
     from assay.video.loading import load_adapter_config
     from assay.video.validate import validate_eval, validation_lines
 
+    common.checked(adapters_not_both, given.adapter, given.adapter_command, quoted=False)  # GlassKit's words
     common.checked(one_adapter, given.adapter, given.adapter_command)
     config = common.checked(load_adapter_config, expand_home(given.eval_dir), given.adapter_config_file)
     issues, directory = validate_eval(
@@ -127,6 +129,7 @@ def seed_command(given: Given) -> None:
     """Fill omitted expectations from adapter output and rewrite the case files (comments kept)."""
     from assay.video.run_kind import VIDEO
 
+    common.checked(adapters_not_both, given.adapter, given.adapter_command, quoted=False)  # GlassKit's words
     common.checked(one_adapter, given.adapter, given.adapter_command)
     seed = VIDEO.commands["seed"]
     request, outputs, resumed = given.request(SeedRequest), given.outputs(quiet=True), None  # GlassKit's seed shows no progress

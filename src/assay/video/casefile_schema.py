@@ -137,8 +137,8 @@ class RawCompare(_Strict):
     @field_validator("mode")
     @classmethod
     def _check_mode(cls, value: str | None) -> str | None:
-        # Stripped, then one of the modes: a blank mode is an unsupported one (GlassKit's words), not an empty text.
-        mode = None if value is None else value.strip()
+        # Stripped and non-empty (a blank mode "must not be empty", as GlassKit says), then one of the modes.
+        mode = _clean_text(value)
         if mode is not None and mode not in COMPARE_MODES:
             expected = ", ".join(sorted(COMPARE_MODES))
             raise ValueError(f"unsupported compare mode {mode!r}; expected one of: {expected}")

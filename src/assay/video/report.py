@@ -64,11 +64,11 @@ class VideoConsole:
 
     def section_started(self, event: Any) -> None:
         # As GlassKit prints them: the case and target headings without the trial's `[i/N]` (only result
-        # lines carry it). (GlassKit also leaves a blank line before each trial's heading and before the
-        # summary; assay prints no blank lines.)
+        # lines carry it), and a blank line before each trial's heading (and before the summary).
         section = event.native
         if section.case is None:
             if section.repeat > 1:
+                self._say("")
                 self._say(f"Trial {section.trial}/{section.repeat}")
         elif section.target is None:
             self._say(f"Case {section.case.name} ({event.count} samples, video={section.case.video.display_name})")
@@ -218,6 +218,7 @@ def _repeated_by_target_table(outcome: RunOutcome) -> Table:
 def print_summary(console: Console, outcome: RunOutcome, summary: dict[str, Any]) -> None:
     out = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731
     repeat = outcome.repeat
+    out("")  # GlassKit's blank line between the results and the summary
     out(f"Eval: {outcome.eval_directory.path}")
     out(f"Cases: {len(outcome.eval_directory.cases)}")
     if repeat == 1:

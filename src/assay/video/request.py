@@ -209,12 +209,18 @@ def check_time_filters(case: str | None, at: Sequence[float], from_s: float | No
         raise UsageError("--until must be greater than --from", "--until")
 
 
+def adapters_not_both(adapter: str | None, adapter_command: str | None) -> None:
+    """`--adapter` and `--adapter-command` together: a UsageError on `--adapter-command` (which GlassKit's
+    command line names unquoted: `Invalid value for --adapter-command: cannot be used with --adapter`)."""
+    if adapter and adapter_command:
+        raise UsageError("--adapter-command cannot be used with --adapter", "--adapter-command")
+
+
 def one_adapter(adapter: str | None, adapter_command: str | None) -> None:
     """One adapter option at most, and a given one is not blank: `--adapter ''` (an unset variable in a
     script) would otherwise read as no option at all, so `run` asked for one and `validate` passed
     without checking any adapter."""
-    if adapter and adapter_command:
-        raise UsageError("--adapter-command cannot be used with --adapter", "--adapter-command")
+    adapters_not_both(adapter, adapter_command)
     if adapter is not None and not adapter.strip():
         raise UsageError(f"adapter must be '<module-or-file>:<callable>', got {adapter!r}", "--adapter")
     if adapter is not None and ":" not in adapter:  # `--adapter eval/adapter.py`: the factory's name left out

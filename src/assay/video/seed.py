@@ -425,7 +425,7 @@ class SeedSection:
 
 @dataclass(frozen=True)
 class SeedConclusion:
-    """What a finished seed says (GlassKit's lines) and its exit code."""
+    """What a finished seed says (GlassKit's lines, a blank one before its `Seed:` summary) and its exit code."""
 
     lines: tuple[str, ...]
     exit_code: int = EXIT_OK
@@ -575,6 +575,9 @@ class OpenedSeed:
                 adapter=self.options.adapter, adapter_command=self.options.adapter_command, config=config,
                 executor=executor, adapter_timeout=self.options.adapter_timeout,
             ) as evaluators:
+                # Built before the first heading is printed, as GlassKit's seed does: an adapter that fails to load
+                # is the seed's only output (a run builds one per trial, once its case is announced).
+                evaluator = await evaluators.get()
                 for case in directory.cases:
                     targets = by_case.get(case.path)
                     if not targets:
@@ -589,7 +592,7 @@ class OpenedSeed:
                     )
                     try:
                         await observe_case(
-                            case, work, await evaluators.get(),
+                            case, work, evaluator,
                             concurrency=usable_concurrency(concurrency, sum(len(samples) for _, samples in work)),
                             keep_going=self.options.keep_going, handle=self._handle,
                         )
@@ -708,7 +711,7 @@ class OpenedSeed:
         preserved = _preserved_count(directory, self.options.replace)
         if not selected and self.resume is None:
             remove_checkpoint_leftovers(directory.path, SEED_KIND)
-            return SeedConclusion((f"Seed: {directory.path}", f"Nothing to seed; {preserved} existing expectations were preserved."))
+            return SeedConclusion(("", f"Seed: {directory.path}", f"Nothing to seed; {preserved} existing expectations were preserved."))
         # Refused before any adapter call: a file that cannot be rewritten would waste them all.
         for case_path in dict.fromkeys(item.case.path for item in selected):
             _check_write_stays_inside(directory.path, case_path)
@@ -734,6 +737,7 @@ def _seeded(eval_dir: Path, updated: Sequence[str], proposed: int, preserved: in
     if len(updated) == 1:
         review += ["--case", updated[0]]
     return SeedConclusion((
+        "",  # GlassKit leaves a blank line before the summary
         f"Seed: {eval_dir}",
         f"Cases updated: {len(updated)}",
         f"Expectations: {proposed} proposed, {preserved} preserved",

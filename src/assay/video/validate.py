@@ -12,12 +12,14 @@ from typing import Any, Callable, Mapping, Sequence
 from assay.errors import AssayError
 from assay.video.adapters import AdapterConfig
 from assay.video.model import EvalDirectory
-from assay.video.observe import TrialEvaluator
+from assay.video.observe import create_evaluator
 from assay.video.run import late_samples
 
 async def _construct_and_close(adapter: str | None, adapter_command: str | None, config: AdapterConfig) -> None:
-    async with TrialEvaluator(adapter=adapter, adapter_command=adapter_command, config=config, executor=None) as trial:
-        await trial.get()
+    # Closed here rather than by a TrialEvaluator: a close failure is reported as the adapter raised it
+    # (`adapter validation failed: <error>`, as GlassKit's validate says), not as a run's `adapter close failed: …`.
+    evaluator = await create_evaluator(adapter=adapter, adapter_command=adapter_command, config=config, executor=None)
+    await evaluator.close()
 
 
 def validate_eval(
