@@ -196,11 +196,12 @@ def test_a_broken_adapter_yaml_is_named_with_where_it_breaks(tmp_path):
     result = run_eval(eval_dir)
     assert result.exit_code == 2
     # The box may wrap the long path: its parts are compared (the exact message: test_loading.py).
-    assert "Invalid value for '--adapter-config': invalid adapter config: " in result.flat  # GlassKit's option
+    # As the real GlassKit 0.1.12 prints it: a bad value of no named option.
+    assert "Error: Invalid value: invalid adapter config: " in result.flat
     assert "adapter.yaml: line 2, column 1: expected ',' or ']', but got '<stream end>'" in result.flat
     given = run_eval(eval_dir, "--adapter-config", eval_dir / "adapter.yaml")
     assert given.exit_code == 2
-    assert "Invalid value for '--adapter-config': invalid adapter config: " in given.flat
+    assert "Error: Invalid value: invalid adapter config: " in given.flat
 
 
 def test_json_errors_keep_the_did_you_mean_hint_of_the_console(tmp_path):

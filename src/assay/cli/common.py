@@ -92,6 +92,8 @@ def refuse(error: UsageError | str | None, message: str = "", *, quoted: bool = 
         raise typer.BadParameter.__mro__[1](message)  # click's UsageError, as the installed Typer ships it
     if isinstance(error, UsageError):
         option, message = error.option or "", str(error)
+        if error.option == "":  # a bad value of no option it names (GlassKit's adapter config): "Invalid value: …"
+            raise typer.BadParameter(message)
         if not option:  # a usage error of no one option: click's plain one, not "Invalid value for ''"
             raise typer.BadParameter.__mro__[1](message)
         message = message[len(option) + 1:] if message.startswith(f"{option} ") else message

@@ -688,8 +688,8 @@ def load_adapter_config(eval_dir: Path, explicit: Path | None) -> dict[str, Any]
     """The adapter's config: `explicit`, else a discovered `adapter.yaml`/`adapter.yml`, else `{}`.
 
     `.json` files are parsed as JSON, anything else as YAML; environment variables are not expanded.
-    A problem is a UsageError on `--adapter-config` in GlassKit's words (whose discovery is that option's
-    default); a YAML error names the file and where in it, as does a discovered file's every problem.
+    A problem is a UsageError in GlassKit's words, reported as GlassKit does (`Invalid value: …`, naming no
+    option); a YAML error names the file and where in it, as does a discovered file's every problem.
     """
     if explicit is not None:
         return _read_adapter_config(Path(explicit))
@@ -698,8 +698,7 @@ def load_adapter_config(eval_dir: Path, explicit: Path | None) -> dict[str, Any]
     if len(candidates) > 1:
         found = ", ".join(str(path) for path in candidates)
         raise UsageError(
-            f"multiple adapter config files found: {found}; remove one or pass --adapter-config",
-            option="--adapter-config",
+            f"multiple adapter config files found: {found}; remove one or pass --adapter-config", option="",
         )
     if candidates:
         return _read_adapter_config(candidates[0], discovered=True)
@@ -729,7 +728,9 @@ def _read_adapter_config(path: Path, *, discovered: bool = False) -> dict[str, A
     # `validate` and `run` both read the config here, so a value `run` could not store in its checkpoint
     # (a date, a non-string key, NaN) is refused by both instead of passing one and crashing the other.
     def refuse(message: str) -> UsageError:
-        return UsageError(message, option="--adapter-config")
+        # As GlassKit reports it: `Invalid value: adapter config must contain an object`, naming no option (the
+        # file is often the discovered adapter.yaml, given with no option at all); the message names the file.
+        return UsageError(message, option="")
 
     source = f"invalid adapter config: {path}"
     is_json = path.suffix.lower() == ".json"
