@@ -75,9 +75,9 @@ class _PlainRuntimeParam(RuntimeParam):
 
 
 def _number_refused(annotation: Any, value: Any, message: str) -> str | None:
-    """`'abc' is not a whole number`: a number option's value that does not parse, named (pydantic's words, "Input
-    should be a valid integer, unable to parse string as an integer", named neither the value nor what to type);
-    None for any other refusal (a range, a choice), which keeps typer's words."""
+    """A number option's value that does not parse: typer's (and GlassKit's) words, "Input should be a valid integer,
+    unable to parse string as an integer", then the value they do not name (`(got 'abc')`: in a list of values,
+    the one refused); None for any other refusal (a range, a choice), which keeps typer's words."""
     kind = next((number for number in (int, float) if number is annotation or number in get_args(annotation)
                  or any(get_args(inner) == (number,) for inner in (annotation, *get_args(annotation)))), None)
     if kind is None or "unable to parse" not in message:
@@ -85,7 +85,7 @@ def _number_refused(annotation: Any, value: Any, message: str) -> str | None:
     given = next((item for item in value if _typed_number(kind, item) is None), None) if isinstance(value, (list, tuple)) else value
     if type(given) is not str:
         return None
-    return f"{given!r} is not a whole number" if kind is int else f"{given!r} is not a number"
+    return f"{message} (got {given!r})"
 
 
 def _typed_number(annotation: Any, value: Any) -> int | float | None:
