@@ -47,4 +47,4 @@ def test_a_manifests_own_extra_keys_get_no_hint(tmp_path, monkeypatch):
     path.write_text(json.dumps(manifest))
     result = invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md")
     assert result.exit_code == 2
-    assert result.stderr.strip().endswith("/artifacts must NOT have fewer than 1 item")
+    assert result.stderr.strip().endswith("/artifacts must NOT have fewer than 1 items")  # Ajv's words, plural as eval-kit prints them

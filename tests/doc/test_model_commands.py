@@ -232,7 +232,7 @@ def _wrong_model(answer):
     [
         (
             _drop_evidence,
-            "pointwise judge output failed schema validation: /items/0/candidate_evidence must NOT have fewer than 1 item",
+            "pointwise judge output failed schema validation: /items/0/candidate_evidence must NOT have fewer than 1 items",
         ),
         (_extra_key, "must NOT have additional properties (score)"),
         (_wrong_model, "model mismatch in result: expected judge-model, received other-model"),

@@ -24,7 +24,8 @@ def _pointer(path: Iterable[Any]) -> str:
 
 
 def _plural(count: Any, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+    """Ajv's `{limit} {nouns}`: always the plural (`must NOT have fewer than 1 items`), as eval-kit prints it."""
+    return f"{count} {noun}"
 
 
 def _ajv_message(error: ValidationError) -> tuple[str, str]:
@@ -51,13 +52,13 @@ def _ajv_message(error: ValidationError) -> tuple[str, str]:
     if keyword == "const":
         return where, "must be equal to constant"
     if keyword == "minLength":
-        return where, f"must NOT have fewer than {_plural(expected, 'character')}"
+        return where, f"must NOT have fewer than {_plural(expected, 'characters')}"
     if keyword == "maxLength":
-        return where, f"must NOT have more than {_plural(expected, 'character')}"
+        return where, f"must NOT have more than {_plural(expected, 'characters')}"
     if keyword == "minItems":
-        return where, f"must NOT have fewer than {_plural(expected, 'item')}"
+        return where, f"must NOT have fewer than {_plural(expected, 'items')}"
     if keyword == "maxItems":
-        return where, f"must NOT have more than {_plural(expected, 'item')}"
+        return where, f"must NOT have more than {_plural(expected, 'items')}"
     if keyword == "pattern":
         return where, f'must match pattern "{expected}"'
     if keyword == "minimum":
@@ -65,7 +66,7 @@ def _ajv_message(error: ValidationError) -> tuple[str, str]:
     if keyword == "maximum":
         return where, f"must be <= {expected}"
     if keyword == "minProperties":
-        return where, f"must NOT have fewer than {_plural(expected, 'property')}"
+        return where, f"must NOT have fewer than {_plural(expected, 'properties')}"
     return where, error.message
 
 
