@@ -255,7 +255,10 @@ class Satisfies(Matcher):
             return result
         if result:
             return MATCHED_OUTCOME
-        return Outcome(MISMATCHED, f"{show(value)} does not satisfy {self.label}")
+        return Outcome(MISMATCHED, self._mismatch(value))
+
+    def _mismatch(self, value: Any) -> str:
+        return f"{show(value)} does not satisfy {self.label}"
 
     def describe(self) -> str:
         return f"satisfies({self.label!r})"
@@ -427,66 +430,32 @@ class ReferencesAnyPath(Matcher):
         return f"references_any_path({show(list(self.globs))})"
 
 
-class ValueMatch(Matcher):
-    """A named boolean matcher from `define_value_match(name, evaluate)`; `evaluate` may be async and may
-    return an `Outcome` itself."""
+@dataclass(frozen=True, slots=True)
+class ValueMatch(Satisfies):
+    """`define_value_match(name, evaluate)`: a `satisfies` under the author's name (`label`); `evaluate` may be async
+    and may return an `Outcome` itself."""
 
-    def __init__(self, name: str, evaluate: Callable[[Any], Any]) -> None:
-        self.name = name
-        self._evaluate = evaluate
+    def _mismatch(self, value: Any) -> str:
+        return f"{show(value)} does not match {self.label}"
 
-    def evaluate(self, value: Any) -> Outcome | Awaitable[Outcome]:
-        unobserved = _unobserved(value)
-        if unobserved is not None:
-            return unobserved
-        result = self._evaluate(value)
-        if inspect.isawaitable(result):
-            return self._settle(result, value)
-        return self._outcome(result, value)
+    def describe(self) -> str:
+        return f"{self.label}()"
 
-    async def _settle(self, pending: Awaitable[Any], value: Any) -> Outcome:
-        return self._outcome(await pending, value)
+
+@dataclass(frozen=True, slots=True)
+class ScoreMatch(Satisfies):
+    """`define_score_match(name, score)`: `score(value)` (may be async) is a number in [0, 1], the measurement; a
+    score outside [0, 1] or not finite errors the assertion, it is never clamped."""
 
     def _outcome(self, result: Any, value: Any) -> Outcome:
         if isinstance(result, Outcome):
             return result
-        if result:
-            return MATCHED_OUTCOME
-        return Outcome(MISMATCHED, f"{show(value)} does not match {self.name}")
-
-    def describe(self) -> str:
-        return f"{self.name}()"
-
-
-class ScoreMatch(Matcher):
-    """A named measurement from `define_score_match(name, score)`: `score(value)` is a number in [0, 1]
-    (may be async); a score outside [0, 1] or not finite errors the assertion, it is never clamped."""
-
-    def __init__(self, name: str, score: Callable[[Any], Any]) -> None:
-        self.name = name
-        self._score = score
-
-    def evaluate(self, value: Any) -> Outcome | Awaitable[Outcome]:
-        unobserved = _unobserved(value)
-        if unobserved is not None:
-            return unobserved
-        result = self._score(value)
-        if inspect.isawaitable(result):
-            return self._settle(result)
-        return self._outcome(result)
-
-    async def _settle(self, pending: Awaitable[Any]) -> Outcome:
-        return self._outcome(await pending)
-
-    def _outcome(self, result: Any) -> Outcome:
-        if isinstance(result, Outcome):
-            return result
         if isinstance(result, bool) or not isinstance(result, (int, float)):
-            raise TypeError(f"{self.name}: a score match returns a number in [0, 1], got {result!r}")
-        return Outcome(MATCHED, f"{self.name} {float(result):.3f}", float(result))
+            raise TypeError(f"{self.label}: a score match returns a number in [0, 1], got {result!r}")
+        return Outcome(MATCHED, f"{self.label} {float(result):.3f}", float(result))
 
     def describe(self) -> str:
-        return f"{self.name}()"
+        return f"{self.label}()"
 
 
 def _combine_and(outcomes: Sequence[Outcome]) -> Outcome:
