@@ -40,6 +40,12 @@ def assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
                                             "ASSAY_SANDBOX_DIR": str(project.parent / "sandboxes"), "NO_COLOR": "1"})
 
 
+def _write(project: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+
+
 def _copy(example: str, target: Path) -> Path:
     shutil.copytree(DOCS / "examples" / example, target, ignore=shutil.ignore_patterns(".assay", "__pycache__"))
     return target
@@ -184,9 +190,7 @@ def test_group_members_that_never_ran_still_name_their_group(tmp_path):
                                      "    await t.send('hi')\n    t.succeeded()\n"),
         "evals/flow_group.py": "from assay.agent import define_eval_group\n\nflow = define_eval_group(['flow/login'])\n",
     }
-    for name, text in files.items():
-        (project / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / name).write_text(text)
+    _write(project, files)
     ran = assay(project, "run", "--junit", str(tmp_path / "junit.xml"))
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert "experiment e setup failed: RuntimeError: the staging database is down" in ran.stdout
@@ -209,9 +213,7 @@ def test_a_log_line_that_is_not_text_is_shown_as_printed_when_the_attempt_times_
                                "async def test(t):\n    await t.send('hi')\n    t.log(5)\n"
                                "    await asyncio.sleep(30)\n"),
     }
-    for name, text in files.items():
-        (project / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / name).write_text(text)
+    _write(project, files)
     ran = assay(project, "run", "--timeout", "1")
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert "timeout: attempt timed out after 1s (last progress: ['looking', 'up'] | 5)" in ran.stdout, ran.stdout
@@ -236,9 +238,7 @@ def test_a_diagnostic_whose_data_is_not_a_mapping_errors_its_attempt_not_the_run
                                "    t.diagnostic('slow-tool', 'warning', 3.5, data={'seconds': 3.5})\n"
                                "    t.succeeded()\n"),
     }
-    for name, text in files.items():
-        (project / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / name).write_text(text)
+    _write(project, files)
     ran = assay(project, "run")
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert ("eval-exception: TypeError: diagnostic data must be a mapping (a dict) or None; got int 5 "
@@ -266,9 +266,7 @@ def test_the_endpoint_apps_are_told_under_telemetry_host_is_as_the_page_says(tmp
                                 f"async def test(t):\n    await t.send('hi')\n"
                                 f"    t.check(t.reply, pattern(r'^http://{told}:[0-9]+/v1/traces$'))\n"),
     }
-    for name, text in files.items():
-        (project / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / name).write_text(text)
+    _write(project, files)
     ran = assay(project, "run", "--telemetry-host", bind)
     assert ran.returncode == 0, ran.stdout + ran.stderr
 
@@ -317,9 +315,7 @@ def test_a_turns_usage_with_counts_that_are_not_counts_errors_the_attempt_not_th
         "evals/hi_eval.py": ("from assay.agent import define_eval\n\n\n@define_eval\n"
                              "async def test(t):\n    await t.send('hi')\n    t.max_tokens(100)\n    t.max_cost(1.0)\n"),
     }
-    for name, text in files.items():
-        (project / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / name).write_text(text)
+    _write(project, files)
     ran = assay(project, "run")
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert f"agent-send-failed: agent 'a' returned an invalid turn: {said}" in ran.stdout, ran.stdout

@@ -212,37 +212,30 @@ def test_a_javascript_hook_reads_an_artifact_by_its_absolute_path(tmp_path, monk
 # ---- run-case without an adapter: what to set ------------------------------------------------------------------
 
 
-def test_run_case_with_only_hooks_module_names_the_setting_it_reads(tmp_path, monkeypatch):
-    from doc_suites import make_suite
-
-    suite = make_suite(tmp_path)
-    config = suite.config()
+def _hooks_module_only(config):
     config["hooks"] = {"module": config.pop("adapter")}
-    suite.config_path.write_text(json.dumps(config))
-    monkeypatch.chdir(suite.repo)
-    result = invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md")
-    assert result.exit_code == 2
-    assert result.stderr.strip() == (
-        "Execution failed: no grader configured (run-case does not use hooks.module; name that module in adapter in "
-        "evals/eval-kit.config.json)"
-    )
 
 
-def test_run_case_with_a_legacy_grader_name_not_in_the_map_says_which_there_are(tmp_path, monkeypatch):
-    from doc_suites import make_suite
-
-    suite = make_suite(tmp_path)
-    config = suite.config()
+def _legacy_grader_misnamed(config):
     config["graders"] = {"keyword": config.pop("adapter")}
     config["methods"]["deterministic"]["grader"] = "keywords"
+
+
+@pytest.mark.parametrize(("edit", "said"), [
+    (_hooks_module_only, "run-case does not use hooks.module; name that module in adapter in evals/eval-kit.config.json"),
+    (_legacy_grader_misnamed, "grader 'keywords' is not in graders in evals/eval-kit.config.json; it has keyword"),
+], ids=["only-hooks-module", "legacy-grader-not-in-the-map"])
+def test_run_case_without_a_grader_names_the_setting_to_use(tmp_path, monkeypatch, edit, said):
+    from doc_suites import make_suite
+
+    suite = make_suite(tmp_path)
+    config = suite.config()
+    edit(config)
     suite.config_path.write_text(json.dumps(config))
     monkeypatch.chdir(suite.repo)
     result = invoke("run-case", "--case", "case-one", "--candidate", "candidates/good.md")
     assert result.exit_code == 2
-    assert result.stderr.strip() == (
-        "Execution failed: no grader configured (grader 'keywords' is not in graders in evals/eval-kit.config.json; "
-        "it has keyword)"
-    )
+    assert result.stderr.strip() == f"Execution failed: no grader configured ({said})"
 
 
 # ---- discovery: a shared case id is listed as often as eval-kit lists it; `.json` alone keeps its name ------------

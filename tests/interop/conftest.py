@@ -182,3 +182,10 @@ def promptfoo_results(tmp_path_factory: pytest.TempPathFactory, promptfoo_eval) 
     promptfoo_eval(folder, ["results.json"])
     document = json.loads((folder / "results.json").read_text())
     return ToolLog(folder / "results.json", document["results"]["stats"])
+
+
+@pytest.fixture
+def own_store(tmp_path, monkeypatch):
+    """A store of the test's own (`pytestmark = pytest.mark.usefixtures("own_store")`): the session's shared one may
+    hold a run another test imported from the same bytes, which an import then finds "Already imported"."""
+    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "own-store" / "assay.db"))

@@ -5,23 +5,18 @@ UTF-8, a JUnit report in UTF-16. Each is imported, or refused in one line that s
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import pytest
+from assay_cli import assay_cli
 
 from assay.core.interop.zipstream import find_members
 
 
-@pytest.fixture(autouse=True)
-def own_store(tmp_path, monkeypatch):
-    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "own-store" / "assay.db"))
+pytestmark = pytest.mark.usefixtures("own_store")
 
 
-def _assay(*arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "assay", *arguments], capture_output=True, text=True, timeout=120,
-                          check=False, env=dict(os.environ))
+_assay = assay_cli
 
 
 def _refused(done: subprocess.CompletedProcess[str]) -> str:

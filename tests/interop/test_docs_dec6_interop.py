@@ -11,16 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from assay_cli import assay_cli
 
 
-@pytest.fixture(autouse=True)
-def own_store(tmp_path, monkeypatch):
-    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "own-store" / "assay.db"))
+pytestmark = pytest.mark.usefixtures("own_store")
 
 
-def _assay(*arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "assay", *arguments], capture_output=True, text=True, timeout=120,
-                          check=False, env=dict(os.environ))
+_assay = assay_cli
 
 
 

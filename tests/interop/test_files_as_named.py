@@ -3,23 +3,19 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 
 import pytest
+from assay_cli import assay_cli
 
 JUNIT = '<testsuite name="shop" tests="1"><testcase classname="cart" name="adds"/></testsuite>\n'
 
 
-@pytest.fixture(autouse=True)
-def own_store(tmp_path, monkeypatch):
-    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "own-store" / "assay.db"))
+pytestmark = pytest.mark.usefixtures("own_store")
 
 
 def _assay(*arguments: str, cwd) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "assay", *arguments], capture_output=True, text=True, timeout=120,
-                          check=False, cwd=cwd, env=dict(os.environ))
+    return assay_cli(*arguments, cwd=cwd)
 
 
 def test_a_folder_of_junit_reports_is_answered_with_their_pattern(tmp_path):

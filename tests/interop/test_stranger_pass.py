@@ -19,11 +19,7 @@ from assay.core.results_store import publish_run
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra: pip install 'assay[otel]'")
 
 
-@pytest.fixture(autouse=True)
-def own_store(tmp_path, monkeypatch):
-    """A store of each test's own: the session's shared one may hold a run another test imported from the same
-    bytes, which an import then finds "Already imported"."""
-    monkeypatch.setenv("ASSAY_STORE", str(tmp_path / "own-store" / "assay.db"))
+pytestmark = pytest.mark.usefixtures("own_store")  # the session's store may hold the same bytes
 
 
 def _assay(*arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
