@@ -211,14 +211,18 @@ def test_typing_a_json_string_makes_plain_text_without_its_quotes(page: Page, or
     assert blocks(eval_dir, "number")[1] == {"at": 1.5, "expect": "fünf"}
 
 
-def test_edits_survive_a_stopped_server_and_its_restart(page: Page, origin: str, eval_dir: Path) -> None:
+def _comment_not_saved(page: Page, origin: str) -> None:
+    """A comment typed on the point at 1.5 s while the server answers no save (as when it is stopped)."""
     page.goto(f"{origin}/?case=numbers.yaml&target=number")
     page.wait_for_selector("body[data-ready=true]")
     page.click("#samples-body tr[data-group]:nth-child(2)")
-    # Stopped: nothing answers the save.
     page.route("**/samples", lambda route: route.abort())
     page.fill("#insp-comment", "kept")
     page.wait_for_function("() => document.getElementById('save-status').dataset.state === 'error'", timeout=10_000)
+
+
+def test_edits_survive_a_stopped_server_and_its_restart(page: Page, origin: str, eval_dir: Path) -> None:
+    _comment_not_saved(page, origin)  # stopped: nothing answers the save
     assert "The review server does not answer" in banner_text(page)
     # Started again: a new write token, which the editor fetches before it saves once more.
     page.unroute("**/samples")
@@ -400,12 +404,7 @@ def test_an_edit_sent_on_leaving_does_not_overwrite_a_change_made_on_disk(page: 
 def test_cancelling_reload_from_disk_keeps_the_unsaved_edit_and_its_save_error(page: Page, origin: str, eval_dir: Path) -> None:
     """The banner's "Reload from disk" cleared the save error before asking; cancelling the question then left "Not
     saved" up with no error behind it, and the banner's Retry no longer in charge. Cancelled, nothing changes."""
-    page.goto(f"{origin}/?case=numbers.yaml&target=number")
-    page.wait_for_selector("body[data-ready=true]")
-    page.click("#samples-body tr[data-group]:nth-child(2)")
-    page.route("**/samples", lambda route: route.abort())
-    page.fill("#insp-comment", "kept")
-    page.wait_for_function("() => document.getElementById('save-status').dataset.state === 'error'", timeout=10_000)
+    _comment_not_saved(page, origin)
     asked: list[str] = []
     page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
     page.click("#banner button:text('Reload from disk')")
