@@ -28,7 +28,9 @@ class AssayError(Exception):
 
 
 class UsageError(AssayError):
-    """A bad command-line option or combination of options (exit 2)."""
+    """A bad command-line option or combination of options (exit 2). `option` names the option the bad value was
+    given with (`Invalid value for '--at': …`); None for a usage error of no one option; "" for a bad value that
+    came with no option (a discovered file: click's `Invalid value: …`, as GlassKit reports its adapter config)."""
 
     def __init__(self, message: str, option: str | None = None) -> None:
         super().__init__(message)
