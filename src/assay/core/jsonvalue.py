@@ -27,9 +27,12 @@ def _child_path(path: str, key: object) -> str:
     return f"{path}[{key!r}]"
 
 
-def check_json_like(value: Any, label: str = "value") -> None:
-    """Raise `JsonValueError` naming the first offending location, e.g. `expect[2].a must be finite`."""
+def check_json_like(value: Any, label: str = "value", *, tuples: bool = True) -> None:
+    """Raise `JsonValueError` naming the first offending location, e.g. `expect[2].a must be finite`. With
+    `tuples=False` only a list is an array (a tuple is `… must be JSON-like; got tuple`, as GlassKit refuses an
+    observation holding one)."""
     active: set[int] = set()
+    arrays = (list, tuple) if tuples else (list,)
 
     def visit(item: Any, path: str) -> None:
         if item is None or isinstance(item, (bool, int)):
@@ -44,7 +47,7 @@ def check_json_like(value: Any, label: str = "value") -> None:
             except UnicodeEncodeError:
                 raise JsonValueError(f"{path} must contain valid Unicode scalar values") from None
             return
-        if isinstance(item, (list, tuple, dict)):
+        if isinstance(item, dict) or isinstance(item, arrays):
             marker = id(item)
             if marker in active:
                 raise JsonValueError(f"{path} must not contain cycles")

@@ -136,29 +136,13 @@ class TrialEvaluator:
 def invalid_observation(sample: Sample, target: Target, value: Any) -> str | None:
     """The adapter-error message for an observation that is not JSON-like, else None."""
     try:
-        check_json_like(value, "observation")
-        _refuse_tuples(value, "observation")
+        check_json_like(value, "observation", tuples=False)  # GlassKit takes lists, not tuples, as arrays
     except JsonValueError as error:
         return (
             f"adapter returned non-JSON observation for {sample.case_name}/{target.id} "
             f"sample {sample.sample_index}: {error}"
         )
     return None
-
-
-def _refuse_tuples(value: Any, path: str) -> None:
-    """GlassKit takes lists, not tuples, as an observation's arrays (`observation must be JSON-like; got
-    tuple`); assay's JSON values take both, so a video observation is looked over for tuples once it is
-    otherwise JSON-like (no cycles left to fear)."""
-    if isinstance(value, tuple):
-        raise JsonValueError(f"{path} must be JSON-like; got {type(value).__name__}")
-    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, child in children:
-        _refuse_tuples(child, f"{path}[{key}]" if isinstance(key, int) else _key_path(path, key))
-
-
-def _key_path(path: str, key: str) -> str:
-    return f"{path}.{key}" if key.isidentifier() else f"{path}[{key!r}]"
 
 
 def _call_error(sample: Sample, target: Target, error: BaseException) -> str:
