@@ -12,13 +12,17 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported f
     from assay.agent.adapter import Agent, DefinedAgent, SendFailure, define_agent
     from assay.agent.assertions import command_succeeded
     from assay.agent.authoring import Answer, EvalContext, SessionHandle, TurnHandle, at_least
+    from assay.agent.logical_command import (
+        command_projection, normalize_logical_command, not_command_projection, opaque_command_projection,
+        shell_command_projection,
+    )
     from assay.agent.context import AgentContext, CancelSignal, HookContext, SandboxAgentContext, Telemetry
     from assay.agent.definition import Eval, EvalDescriptor, EvalGroup, define_eval, define_eval_group, define_score_eval
     from assay.agent.experiment import Experiment
     from assay.agent.judging import Judge, JudgeRequest, JudgeScore
     from assay.agent.matchers import (
-        Matcher, Outcome, Unavailable, and_, define_score_match, define_value_match, equals, event_match, excludes,
-        has_sections, includes, includes_url, is_defined, is_false, is_true, json_match, matches, not_, or_, pattern,
+        Matcher, Outcome, Unavailable, and_, command_match, define_score_match, define_value_match, equals, event_match,
+        excludes, has_sections, includes, includes_url, is_defined, is_false, is_true, json_match, matches, not_, or_, pattern,
         references_any_path, satisfies, similarity, tool_match,
     )
     from assay.agent.model import (
@@ -38,6 +42,10 @@ __getattr__, __dir__ = lazy_names(globals(), {
     "assay.agent.adapter": ("Agent", "DefinedAgent", "SendFailure", "define_agent"),
     "assay.agent.assertions": ("command_succeeded",),
     "assay.agent.authoring": ("Answer", "EvalContext", "SessionHandle", "TurnHandle", "at_least"),
+    "assay.agent.logical_command": (
+        "command_projection", "normalize_logical_command", "not_command_projection", "opaque_command_projection",
+        "shell_command_projection",
+    ),
     "assay.agent.context": ("AgentContext", "CancelSignal", "HookContext", "SandboxAgentContext", "Telemetry"),
     "assay.agent.definition": (
         "Eval", "EvalDescriptor", "EvalGroup", "define_eval", "define_eval_group", "define_score_eval",
@@ -45,7 +53,7 @@ __getattr__, __dir__ = lazy_names(globals(), {
     "assay.agent.experiment": ("Experiment",),
     "assay.agent.judging": ("Judge", "JudgeRequest", "JudgeScore"),
     "assay.agent.matchers": (
-        "Matcher", "Outcome", "Unavailable", "and_", "define_score_match", "define_value_match", "equals",
+        "Matcher", "Outcome", "Unavailable", "and_", "command_match", "define_score_match", "define_value_match", "equals",
         "event_match", "excludes", "has_sections", "includes", "includes_url", "is_defined", "is_false", "is_true",
         "json_match", "matches", "not_", "or_", "pattern", "references_any_path", "satisfies", "similarity",
         "tool_match",
@@ -75,9 +83,10 @@ __all__ = [
     "InputResponse", "Judge", "JudgeRequest", "JudgeScore", "Matcher", "Message", "OperationFinished",
     "OperationStarted", "Outcome", "SendFailure", "SessionHandle", "SessionSlot", "SkillLoaded", "SubagentOperation",
     "Telemetry", "Thinking", "ToolOperation", "Turn", "TurnHandle", "TurnInput", "Unavailable", "Usage", "and_",
-    "at_least", "complete_evidence_coverage", "create_session_slot", "define_agent", "define_eval", "define_eval_group",
-    "define_score_eval", "define_score_match", "define_value_match", "equals", "event_match", "excludes",
+    "at_least", "command_match", "command_projection", "complete_evidence_coverage", "create_session_slot",
+    "define_agent", "define_eval", "define_eval_group", "define_score_eval", "define_score_match", "define_value_match", "equals", "event_match", "excludes",
     "has_sections", "includes", "includes_url", "is_defined", "is_false", "is_true", "json_match", "matches", "message",
-    "not_", "or_", "partial", "pattern", "references_any_path", "satisfies", "similarity", "tool_call", "tool_match",
-    "tool_result", "unavailable",
+    "normalize_logical_command", "not_", "not_command_projection", "opaque_command_projection", "or_", "partial",
+    "pattern", "references_any_path", "satisfies", "shell_command_projection", "similarity", "tool_call",
+    "tool_match", "tool_result", "unavailable",
 ]

@@ -10,10 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from assay.agent.logical_command import read_command
 from assay.agent.control import AuthoringError
 from assay.agent.evidence import ScopeView, ToolOccurrence, sum_usage
 from assay.agent.matchers import (
-    MATCHED, MATCHED_OUTCOME, MISMATCHED, UNAVAILABLE, EventMatch, Matcher, Outcome, ToolMatch,
+    MATCHED, MATCHED_OUTCOME, MISMATCHED, UNAVAILABLE, CommandMatch, EventMatch, Matcher, Outcome, ToolMatch,
 )
 from assay.agent.pricing import estimate_cost, find_price
 
@@ -141,10 +142,14 @@ def _seen_names(tools: Sequence[ToolOccurrence]) -> str:
 def _near_miss(tools: Sequence[ToolOccurrence], matcher: ToolMatch) -> str:
     """Why a call of the wanted tool did not match: beside "tools called: get_weather", "found 0" alone hides
     that its `input=` or `output=` was what missed (a misspelt field, a wrong value)."""
-    if matcher.name is None:
+    commands = isinstance(matcher, CommandMatch)
+    if matcher.name is None and not commands:
         return ""
     for occurrence in tools:
-        if matcher.name not in (occurrence.name, occurrence.canonical):
+        if commands:
+            if read_command(occurrence.command)[0] != "command":  # (a call that ran no readable command: no near miss)
+                continue
+        elif matcher.name not in (occurrence.name, occurrence.canonical):
             continue
         outcome = matcher.evaluate(occurrence)
         if outcome.status == MISMATCHED:

@@ -56,6 +56,7 @@ class ToolOccurrence:
     status: str = "pending"
     output: Any = MISSING
     finish_turn: int | None = None
+    command: Any = None  # the agent's command projection (assay.agent.logical_command), when it gave one
 
     def to_json(self) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -64,6 +65,8 @@ class ToolOccurrence:
         }
         if self.output is not MISSING:
             document["output"] = self.output
+        if self.command is not None:
+            document["command"] = self.command
         return document
 
 
@@ -120,6 +123,7 @@ class OccurrenceLedger:
                     operation_id=event.operation_id, kind=operation.kind, name=operation.name,
                     canonical=canonical_tool_name(operation.name, operation.tool) if is_tool else "agent_task",
                     input=operation.input if is_tool else MISSING,
+                    command=operation.command if is_tool else None,
                 )
                 self.occurrences.append(occurrence)
                 self._open[(operation.kind, event.operation_id)] = occurrence

@@ -568,9 +568,7 @@ class ToolMatch(Matcher):
                 return outcome
         pending = occurrence.status == "pending"
         if self.status is not None and self.status != occurrence.status:
-            if pending:
-                return Outcome(UNAVAILABLE, f"tool {occurrence.name!r} has not finished")
-            return Outcome(MISMATCHED, f"tool {occurrence.name!r} finished {occurrence.status}, not {self.status}")
+            return _status_outcome(occurrence, self.status)
         if self.output is not MISSING:
             if pending:
                 return Outcome(UNAVAILABLE, f"tool {occurrence.name!r} has not finished; its output is unavailable")
@@ -592,6 +590,60 @@ class ToolMatch(Matcher):
         if self.status is not None:
             parts.append(f"status={self.status!r}")
         return f"tool_match({', '.join(parts)})"
+
+
+def _status_outcome(occurrence: Any, wanted: str) -> Outcome:
+    """A call whose status is not `wanted`: undecided while it is pending, else not matched."""
+    if occurrence.status == "pending":
+        return Outcome(UNAVAILABLE, f"tool {occurrence.name!r} has not finished")
+    return Outcome(MISMATCHED, f"tool {occurrence.name!r} finished {occurrence.status}, not {wanted}")
+
+
+@dataclass(frozen=True, slots=True)
+class CommandMatch(ToolMatch):
+    """One tool call that ran a command: its logical program (`npx vitest` is `vitest`), the arguments it
+    starts with, arguments it must not have, and its status. A call whose command is opaque or was not
+    projected by its agent is undecided (unavailable), never "not matched"."""
+
+    executable: str = ""
+    args_start: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+
+    def evaluate(self, occurrence: Any) -> Outcome:
+        from assay.agent.logical_command import read_command
+
+        if getattr(occurrence, "kind", None) != "tool":
+            return Outcome(MISMATCHED, "not a tool call")
+        state, read = read_command(getattr(occurrence, "command", None))
+        if state == "unknown":
+            return Outcome(UNAVAILABLE, f"tool {occurrence.name!r} has no command projection (its agent did not say "
+                                        "whether it ran a command)")
+        if state == "not-command":
+            return Outcome(MISMATCHED, f"tool {occurrence.name!r} runs no command")
+        if state == "opaque":
+            return Outcome(UNAVAILABLE, f"tool {occurrence.name!r} ran a command that cannot be read ({read})")
+        program, args = read
+        shown = " ".join([program, *args])
+        if program != self.executable:
+            return Outcome(MISMATCHED, f"command {shown!r} runs {program}, not {self.executable}")
+        if args[:len(self.args_start)] != self.args_start:
+            return Outcome(MISMATCHED, f"command {shown!r} does not start {' '.join([program, *self.args_start])!r}")
+        present = [arg for arg in self.excluded if arg in args or any(given.startswith(arg + "=") for given in args)]
+        if present:
+            return Outcome(MISMATCHED, f"command {shown!r} has {present[0]}")
+        if self.status is not None and self.status != occurrence.status:
+            return _status_outcome(occurrence, self.status)
+        return MATCHED_OUTCOME
+
+    def describe(self) -> str:
+        parts = [repr(self.executable)]
+        if self.args_start:
+            parts.append(f"args_start={list(self.args_start)!r}")
+        if self.excluded:
+            parts.append(f"excludes={list(self.excluded)!r}")
+        if self.status is not None:
+            parts.append(f"status={self.status!r}")
+        return f"command_match({', '.join(parts)})"
 
 
 EVENT_MATCH_TYPES = ("message", "operation.started", "operation.finished")
@@ -804,6 +856,30 @@ def tool_match(name: str | None = None, *, input: Any = MISSING, output: Any = M
     return ToolMatch(name, input, output, status)
 
 
+def command_match(
+    executable: str, *, args_start: Sequence[str] = (), excludes: Sequence[str] = (), status: str | None = None,
+) -> CommandMatch:
+    """A tool call that ran `executable` (its logical program: `npx vitest run` runs vitest), its arguments
+    starting with `args_start`, none of `excludes` among them (`--force` also refuses `--force=yes`), and
+    finished with `status` when given. For `called_tool`, `not_called_tool`, `tool_order`, `event_match`."""
+    import os
+
+    if not isinstance(executable, str) or not executable:
+        raise TypeError(f"command_match takes the program's name (a non-empty str), got {executable!r}: "
+                        "command_match(\"pytest\", args_start=[\"-x\"])")
+    for label, given in (("args_start", args_start), ("excludes", excludes)):
+        if isinstance(given, str) or not isinstance(given, Sequence) or any(not isinstance(arg, str) for arg in given):
+            raise TypeError(f"command_match {label} takes a list of str, got {given!r}"
+                            + (f" ({label}=[{given!r}] for one)" if isinstance(given, str) else ""))
+    if status is not None and status not in TOOL_STATUSES:
+        from assay.core.format import did_you_mean
+
+        raise ValueError(f"command_match status must be one of {', '.join(sorted(TOOL_STATUSES))}, got {status!r}"
+                         f"{did_you_mean(str(status), sorted(TOOL_STATUSES))}")
+    return CommandMatch(status=status, executable=os.path.basename(executable) or executable,
+                        args_start=tuple(args_start), excluded=tuple(excludes))
+
+
 def as_tool_match(value: str | ToolMatch) -> ToolMatch:
     if isinstance(value, ToolMatch):
         return value
@@ -834,8 +910,8 @@ def event_match(
 
 
 __all__ = [
-    "MATCHED", "MISMATCHED", "UNAVAILABLE", "EventMatch", "Matcher", "Outcome", "ToolMatch", "Unavailable", "and_",
-    "as_tool_match", "deep_equal", "define_score_match", "define_value_match", "equals", "event_match", "excludes",
+    "MATCHED", "MISMATCHED", "UNAVAILABLE", "CommandMatch", "EventMatch", "Matcher", "Outcome", "ToolMatch", "Unavailable",
+    "and_", "as_tool_match", "command_match", "deep_equal", "define_score_match", "define_value_match", "equals", "event_match", "excludes",
     "has_sections", "includes", "includes_url", "is_defined", "is_false", "is_true", "json_match", "matches", "not_",
     "or_", "pattern", "references_any_path", "satisfies", "show", "similarity", "tool_match",
 ]

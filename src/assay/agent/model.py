@@ -90,7 +90,7 @@ class ToolOperation:
     name: str
     input: Any = None
     tool: str | None = None  # canonical name (file_read, shell, …) when the adapter knows it
-    command: Any = None  # an optional JSON command projection, kept as provenance
+    command: Any = None  # what command it ran, when the agent knows: assay.agent.logical_command (command_match reads it)
     kind: ClassVar[str] = "tool"
 
 
@@ -202,8 +202,10 @@ def message(text: str) -> Message:
     return Message(text)
 
 
-def tool_call(operation_id: str, name: str, input: Any = None, *, tool: str | None = None) -> OperationStarted:
-    return OperationStarted(operation_id, ToolOperation(name, input, tool))
+def tool_call(operation_id: str, name: str, input: Any = None, *, tool: str | None = None,
+              command: Any = None) -> OperationStarted:
+    """A tool call started; `command` is its command projection when the tool ran one (`command_projection(…)`)."""
+    return OperationStarted(operation_id, ToolOperation(name, input, tool, command))
 
 
 def tool_result(operation_id: str, output: Any = MISSING, status: str = "completed") -> OperationFinished:
@@ -387,6 +389,8 @@ def _checked_turn(turn: Any) -> Turn:
                                       f"got {event!r}")
         elif kind is OperationStarted and event.operation.kind == "tool":
             _check_json(event.operation.input, f"events[{position}].operation.input")
+            if event.operation.command is not None:
+                _check_command(event.operation.command, f"events[{position}].operation.command")
         elif kind is OperationFinished:
             # The same rule as a JSON turn's: a misspelt status would be neither completed nor failed.
             statuses = TOOL_FINISH_STATUSES if event.kind == "tool" else SUBAGENT_FINISH_STATUSES
@@ -470,6 +474,16 @@ def _check_json(value: Any, where: str) -> None:
         raise TurnFormatError(str(error)) from None
 
 
+def _check_command(value: Any, where: str) -> None:
+    from assay.agent.logical_command import check_command_projection
+
+    try:
+        check_command_projection(value, where)
+    except ValueError as error:
+        raise TurnFormatError(str(error)) from None
+    _check_json(value, where)
+
+
 # ---------------------------------------------------------------------------------------------
 # JSON (services that answer in NiceEval's shape, and the journal)
 
@@ -539,7 +553,10 @@ def event_from_json(document: Any, where: str = "event") -> StreamEvent:
                 name, _optional_str(operation, f"{where}.operation", "remote_url", "remoteUrl")
             )
         elif operation.get("kind", "tool") == "tool":
-            built = ToolOperation(name, operation.get("input"), operation.get("tool"), operation.get("command"))
+            command = operation.get("command")
+            if command is not None:
+                _check_command(command, f"{where}.operation.command")
+            built = ToolOperation(name, operation.get("input"), operation.get("tool"), command)
         else:
             raise TurnFormatError(f"{where}.operation.kind must be tool or subagent")
         return OperationStarted(_require_str(document, where, "operation_id", "operationId"), built)

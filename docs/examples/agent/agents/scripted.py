@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from assay.agent import (
-    InputOption, InputRequest, InputRequested, Turn, Usage, complete_evidence_coverage,
+    InputOption, InputRequest, InputRequested, Turn, Usage, command_projection, complete_evidence_coverage,
     create_session_slot, define_agent, message, tool_call, tool_result,
 )
 
@@ -60,6 +60,12 @@ async def send(turn_input, ctx):
         name = session.get(NAME)
         reply = f"Your name is {name}." if name else "I don't know your name yet."
         return _turn(text, [message(reply)])
+
+    if text.lower().startswith("run the tests"):  # a shell tool that says which command it ran
+        command = command_projection("npx", ["vitest", "run", "--reporter", "dot"])
+        return _turn(text, [tool_call("shell-1", "bash", {"command": "npx vitest run --reporter dot"}, command=command),
+                            tool_result("shell-1", {"exit_code": 0, "stdout": "12 passed"}),
+                            message("All 12 tests passed.")])
 
     if "refund" in text.lower():  # a refund needs a person's approval: the turn waits
         session.set(PENDING_REFUND, True)

@@ -33,6 +33,7 @@ from assay.agent.model import (
     partial,
     unavailable,
 )
+from assay.agent.logical_command import opaque_command_projection, shell_command_projection
 from assay.agent.sandbox.agent import AgentEnsure, SandboxAgent, define_sandbox_agent
 from assay.agent.sandbox.commands import MIN_SENSITIVE_CHARACTERS
 from assay.agent.sandbox.layers import PrepareStep, command, shell
@@ -54,7 +55,9 @@ def _tool_operation(item: Mapping[str, Any]) -> ToolOperation:
     kind = item.get("type")
     if kind == "command_execution":
         text = item.get("command", "")
-        return ToolOperation("shell", {"command": text}, tool="shell", command=text)
+        projection = shell_command_projection(text) if isinstance(text, str) else opaque_command_projection(
+            "unsupported-protocol")
+        return ToolOperation("shell", {"command": text}, tool="shell", command=projection)
     if kind == "file_change":
         changes = [
             {"path": change.get("path"), "kind": change.get("kind")} for change in item.get("changes") or []
@@ -316,7 +319,7 @@ def codex_agent(
             watcher.feed_text(text)
             for event in watcher.events[before:]:
                 if isinstance(event, OperationStarted) and event.operation.name == "shell":
-                    ctx.progress(f"codex: {str(event.operation.command)[:80]}")
+                    ctx.progress(f"codex: {str((event.operation.input or {}).get('command', ''))[:80]}")
             del watcher.events[:]
 
         result = await sandbox.run_command(*argv, env=values, on_stdout=on_stdout, sensitive_values=secrets)
