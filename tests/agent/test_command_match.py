@@ -82,7 +82,9 @@ def test_a_call_whose_command_is_unknown_is_undecided_and_one_that_runs_none_is_
     opaque = command_match("git").evaluate(occurrence(opaque_command_projection("compound-shell")))
     assert (opaque.status, opaque.reason) == (UNAVAILABLE, "tool 'shell' ran a command that cannot be read (compound-shell)")
     unknown = command_match("git").evaluate(occurrence(None, name="get_weather"))
-    assert unknown.status == UNAVAILABLE and "no command projection" in unknown.reason
+    assert unknown.status == UNAVAILABLE and unknown.reason == (
+        "tool 'get_weather' has no command projection: its agent did not say whether it ran a command (a tool that "
+        "runs none says so with tool_call(..., command=not_command_projection()))")
 
 
 def test_bad_arguments_are_refused_when_written():

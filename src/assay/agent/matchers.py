@@ -616,8 +616,9 @@ class CommandMatch(ToolMatch):
             return Outcome(MISMATCHED, "not a tool call")
         state, read = read_command(getattr(occurrence, "command", None))
         if state == "unknown":
-            return Outcome(UNAVAILABLE, f"tool {occurrence.name!r} has no command projection (its agent did not say "
-                                        "whether it ran a command)")
+            return Outcome(UNAVAILABLE, f"tool {occurrence.name!r} has no command projection: its agent did not say "
+                                        "whether it ran a command (a tool that runs none says so with "
+                                        "tool_call(..., command=not_command_projection()))")
         if state == "not-command":
             return Outcome(MISMATCHED, f"tool {occurrence.name!r} runs no command")
         if state == "opaque":
