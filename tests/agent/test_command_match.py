@@ -15,6 +15,7 @@ from assay.agent.adapters import process_agent
 from assay.agent.adapters.codex import turn_from_codex_events
 from assay.agent.evidence import ToolOccurrence
 from assay.agent.matchers import MATCHED, MISMATCHED, UNAVAILABLE
+from assay.agent.show import event_line
 
 HERE = Path(__file__).parent
 
@@ -123,6 +124,11 @@ def test_called_and_not_called_tool_with_command_match_in_a_run():
         "called_tool(command_match('vitest', args_start=['run']), count=1)", "not_called_tool(command_match('rm'))"]
     calls = result.turns[0]["events"]
     assert calls[0]["operation"]["command"]["logical"] == {"version": "logical-command/v1", "executable": "vitest", "args": ["run"]}
+    # `assay agent show @…` says what each call ran, as command_match reads it
+    assert [event_line(event) for event in calls[:4:2]] == ['→ tool shell #c0 {"line": 0} (ran: vitest run)',
+                                                         '→ tool shell #c1 {"line": 1}']
+    opaque = {**calls[0], "operation": {**calls[0]["operation"], "command": opaque_command_projection("redacted")}}
+    assert event_line(opaque).endswith(" (ran a command that cannot be read: redacted)")
 
 
 def test_an_opaque_or_unprojected_call_leaves_not_called_tool_undecided_and_a_near_miss_is_named():
@@ -183,6 +189,10 @@ def test_a_javascript_process_agent_reports_projections_assay_completes():
     assert result.verdict == "passed", result.assertions
     first = result.turns[0]["events"][0]["operation"]["command"]
     assert first["original"] == {"state": "available", "executable": "git", "args": ["--version"]}
+    # The agent sent no logical form: the record keeps the one command_match read.
+    assert first["logical"] == {"version": "logical-command/v1", "executable": "git", "args": ["--version"]}
+    node = result.turns[1]["events"][0]["operation"]["command"]
+    assert node["original"]["executable"].startswith("/") and node["logical"]["executable"] == "node"
     assert "git version" in result.turns[0]["events"][-1]["text"]
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
-    "LOGICAL_COMMAND_VERSION", "OPAQUE_REASONS", "check_command_projection", "command_projection",
+    "LOGICAL_COMMAND_VERSION", "OPAQUE_REASONS", "check_command_projection", "command_projection", "completed_projection",
     "normalize_logical_command", "not_command_projection", "opaque_command_projection", "read_command",
     "shell_command_projection",
 ]
@@ -199,6 +199,17 @@ def check_command_projection(value: Any, where: str) -> None:
             _check_argv(logical.get("executable"), logical.get("args", []), f"{where}.logical")
     except TypeError as error:
         raise ValueError(str(error)) from None
+
+
+def completed_projection(value: Any) -> Any:
+    """A checked projection with its logical form (a process or HTTP agent's JSON may leave it out)."""
+    if not isinstance(value, Mapping) or "logical" in value or value.get("kind") != "command":
+        return value
+    original = value.get("original")
+    if not isinstance(original, Mapping) or original.get("state") != "available":
+        return value
+    program, rest = normalize_logical_command(original["executable"], original.get("args") or ())
+    return {**value, "logical": {"version": LOGICAL_COMMAND_VERSION, "executable": program, "args": list(rest)}}
 
 
 def read_command(value: Any) -> tuple[str, Any]:

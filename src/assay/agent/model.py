@@ -474,14 +474,17 @@ def _check_json(value: Any, where: str) -> None:
         raise TurnFormatError(str(error)) from None
 
 
-def _check_command(value: Any, where: str) -> None:
-    from assay.agent.logical_command import check_command_projection
+def _check_command(value: Any, where: str) -> Any:
+    """A tool call's command projection, checked; one sent as JSON without its logical form gets it, so the record
+    says what `command_match` read."""
+    from assay.agent.logical_command import check_command_projection, completed_projection
 
     try:
         check_command_projection(value, where)
     except ValueError as error:
         raise TurnFormatError(str(error)) from None
     _check_json(value, where)
+    return completed_projection(value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -555,7 +558,7 @@ def event_from_json(document: Any, where: str = "event") -> StreamEvent:
         elif operation.get("kind", "tool") == "tool":
             command = operation.get("command")
             if command is not None:
-                _check_command(command, f"{where}.operation.command")
+                command = _check_command(command, f"{where}.operation.command")
             built = ToolOperation(name, operation.get("input"), operation.get("tool"), command)
         else:
             raise TurnFormatError(f"{where}.operation.kind must be tool or subagent")

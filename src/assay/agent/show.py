@@ -254,6 +254,21 @@ def _assertion_line(assertion: dict[str, Any], indent: str) -> str:
     return f"{indent}{status:<11} {shown} [{assertion['scope']}]{score}{reason}"
 
 
+def _command_shown(projection: Any) -> str:
+    """What `command_match` reads of a call's command: its logical command, or why there is none to read."""
+    if projection is None:
+        return ""
+    from assay.agent.logical_command import read_command
+
+    state, read = read_command(projection)
+    if state == "command":
+        program, args = read
+        return f" (ran: {' '.join([program, *args])})"
+    if state == "opaque":
+        return f" (ran a command that cannot be read: {read})"
+    return ""
+
+
 def event_line(event: dict[str, Any]) -> str:
     """One recorded event of a turn, on one line."""
     kind = event["type"]
@@ -261,7 +276,8 @@ def event_line(event: dict[str, Any]) -> str:
         return f"{event['role']}: {event['text']}"
     if kind == "operation.started":
         operation = event["operation"]
-        return f"→ {operation['kind']} {operation['name']} #{event['operation_id']} {json.dumps(operation.get('input'))}"
+        line = f"→ {operation['kind']} {operation['name']} #{event['operation_id']} {json.dumps(operation.get('input'))}"
+        return line + _command_shown(operation.get("command"))
     if kind == "operation.finished":
         output = f" {json.dumps(event['output'])}" if "output" in event else ""
         return f"← #{event['operation_id']} {event['status']}{output}"

@@ -339,11 +339,20 @@ function videoDetail(unit) {
   ];
 }
 
+// What command_match reads of a tool call's command projection: the logical command, or why there is none.
+function commandShown(projection) {
+  if (!projection || projection.kind !== "command") return "";
+  const original = projection.original || {};
+  if (original.state === "opaque") return el("span", { class: "muted" }, ` ran a command that cannot be read: ${original.reason}`);
+  const logical = projection.logical || original;
+  return el("span", { class: "muted" }, " ran: ", el("code", {}, [logical.executable, ...(logical.args || [])].join(" ")));
+}
+
 function eventNode(event) {
   if (event.type === "message") return el("div", { class: "event message" }, el("span", { class: "role" }, `${event.role}: `), event.text);
   if (event.type === "operation.started") {
     const operation = event.operation || {};
-    return el("div", { class: "event tool" }, `→ ${operation.kind || "tool"} ${operation.name || ""} #${event.operation_id} `, el("code", {}, JSON.stringify(operation.input)));
+    return el("div", { class: "event tool" }, `→ ${operation.kind || "tool"} ${operation.name || ""} #${event.operation_id} `, el("code", {}, JSON.stringify(operation.input)), commandShown(operation.command));
   }
   if (event.type === "operation.finished") {
     return el("div", { class: "event tool" }, `← #${event.operation_id} ${event.status || ""} `, "output" in event ? el("code", {}, JSON.stringify(event.output)) : "");
