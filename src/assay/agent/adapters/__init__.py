@@ -21,13 +21,14 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported f
     )
     from assay.agent.adapters.process_agent import process_agent
     from assay.agent.adapters.tools import Tool, ToolResult, as_tools, tool
+    from assay.agent.adapters.ui_message_stream import ui_message_stream_agent, ui_message_stream_evidence_coverage
 
 __all__ = [
     "codex_agent", "codex_evidence_coverage", "turn_from_codex_events",
     "OpenAIEndpoint", "Tool", "ToolResult", "as_tools", "chat_agent_evidence_coverage",
     "chat_completion_evidence_coverage", "http_agent", "openai_chat_agent", "openai_responses_agent",
     "process_agent", "responses_agent_evidence_coverage", "responses_evidence_coverage", "tool",
-    "turn_from_chat_completion", "turn_from_responses",
+    "turn_from_chat_completion", "turn_from_responses", "ui_message_stream_agent", "ui_message_stream_evidence_coverage",
 ]
 
 __getattr__, __dir__ = lazy_names(globals(), {
@@ -42,4 +43,5 @@ __getattr__, __dir__ = lazy_names(globals(), {
     ),
     "assay.agent.adapters.process_agent": ("process_agent",),
     "assay.agent.adapters.tools": ("Tool", "ToolResult", "as_tools", "tool"),
+    "assay.agent.adapters.ui_message_stream": ("ui_message_stream_agent", "ui_message_stream_evidence_coverage"),
 })
