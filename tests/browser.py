@@ -21,6 +21,11 @@ try:
 except ImportError:  # pragma: no cover - depends on the machine
     Page = expect = sync_playwright = None  # type: ignore[assignment,misc]
 
+if expect is not None:
+    # Playwright's 5 s for an assertion to come true is tight for a page on a loaded two-core CI machine (two
+    # test workers, their Chromiums and the Docker images built beside them): a passing assertion is not slowed.
+    expect.set_options(timeout=15_000)
+
 skip_without_browser = [
     pytest.mark.skipif(sync_playwright is None, reason="playwright (Python) is not installed: pip install playwright"),
     pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed: apt-get install -y chromium"),
