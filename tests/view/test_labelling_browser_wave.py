@@ -170,6 +170,37 @@ def test_a_unit_that_cannot_be_loaded_is_said_and_the_queue_does_not_skip_it(dat
         expect(page.locator("#label-item")).to_have_attribute("data-unit", UNITS[2])
 
 
+def test_coming_back_to_the_tab_while_a_move_loads_does_not_draw_the_unit_being_loaded(database: Path, page: Page) -> None:
+    """Back in the tab while `j` still loaded the next unit, the page read the next unit against the one on screen
+    and drew it early; when that move then failed, the page said unit 2 could not be shown while showing it."""
+    with _viewer(database) as origin:
+        open_ready(page, f"{origin}/#/label")
+        page.keyboard.press("p")  # unit 1 labelled: its label differs from unit 2's (none)
+        expect(page.locator("#your-label")).to_have_attribute("data-verdict", "pass")
+        _settled(page)
+        held: list = []
+        page.route("**/api/label/item*index=1*", lambda route: held.append(route))  # every read of unit 2 waits until released
+        page.evaluate("() => label.items.delete(1)")  # not prefetched: the move asks the viewer
+        page.keyboard.press("j")
+        page.wait_for_function("() => label.index === 1")
+        page.evaluate("""() => {
+            Object.defineProperty(document, "visibilityState", { value: "visible", configurable: true });
+            document.dispatchEvent(new Event("visibilitychange"));
+        }""")
+        page.wait_for_timeout(300)  # (a refresh of the wrong unit would have asked for unit 2 again by now)
+        for route in held[1:]:
+            route.continue_()  # a second read (the refresh) answers first
+        page.wait_for_timeout(300)
+        held[0].abort()  # and the move itself fails
+        expect(page.locator("#label-errors li")).to_have_count(1)
+        assert _unit(page) == UNITS[0]  # the page shows the unit the queue stands at, and says unit 2 failed
+        assert "Unit 2 could not be shown" in page.locator("#label-errors li").inner_text()
+        assert len(held) == 1, "the unit on screen was read again as if it were the one being loaded"
+        page.unroute("**/api/label/item*index=1*")
+        page.keyboard.press("j")
+        expect(page.locator("#label-item")).to_have_attribute("data-unit", UNITS[1])
+
+
 def test_two_tabs_labelling_one_unit_show_the_label_that_counts(database: Path, browser: object) -> None:
     """Tab A answered pass, tab B then fail (the latest counts). Going back to the unit, tab A still read "your
     label: pass", and pressing `p` there recorded nothing, so the store kept fail while the page said pass."""

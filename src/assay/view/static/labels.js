@@ -58,8 +58,12 @@ function itemAt(index) {
 
 function prefetch(index) {
   if (index >= 0 && index < label.queue.total && !label.items.has(index)) {
-    // A prefetch that fails is forgotten, and whoever waits on it sees the failure (not a unit that is `true`).
-    const pending = fetchItem(index).catch((error) => { label.items.delete(index); throw error; });
+    // A prefetch that fails is forgotten, and whoever waits on it sees the failure (not a unit that is `true`);
+    // a copy loaded since (by a move or a refresh) is kept.
+    const pending = fetchItem(index).catch((error) => {
+      if (label.items.get(index) === pending) label.items.delete(index);
+      throw error;
+    });
     pending.catch(() => {});
     label.items.set(index, pending);
   }
@@ -325,7 +329,8 @@ document.addEventListener("keydown", (event) => {
 window.addEventListener("hashchange", () => { label.active = parseHash().parts[0] === "label"; });
 // Back in this tab after labelling in another: the unit on screen shows the label the store has now.
 document.addEventListener("visibilitychange", () => {
-  if (document.visibilityState === "visible" && label.active && label.item && !STATIC) refresh(label.index, label.item);
+  // The unit on screen, not the one a move is still loading (the queue's index is already that one's).
+  if (document.visibilityState === "visible" && label.active && label.item && !STATIC) refresh(label.item.index, label.item);
 });
 
 function queueForm(params, runs) {
