@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from assay.agent.logical_command import read_command
 from assay.agent.control import AuthoringError
 from assay.agent.evidence import ScopeView, ToolOccurrence, sum_usage
 from assay.agent.matchers import (
@@ -145,6 +144,8 @@ def _near_miss(tools: Sequence[ToolOccurrence], matcher: ToolMatch) -> str:
     commands = isinstance(matcher, CommandMatch)
     if matcher.name is None and not commands:
         return ""
+    if commands:
+        from assay.agent.logical_command import read_command
     for occurrence in tools:
         if commands:
             if read_command(occurrence.command)[0] != "command":  # (a call that ran no readable command: no near miss)
