@@ -34,3 +34,10 @@ def test_evals_built_in_code():
     done = subprocess.run([sys.executable, str(EXAMPLES / "in_code.py")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "['passed', 'passed', 'passed']"
+
+
+def test_a_pydantic_ai_agent_evaluated_as_it_is():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "pydantic_ai_shop.py")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "['passed']"

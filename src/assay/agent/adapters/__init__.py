@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported f
         openai_responses_agent, responses_agent_evidence_coverage, responses_evidence_coverage, turn_from_responses,
     )
     from assay.agent.adapters.process_agent import process_agent
+    from assay.agent.adapters.pydantic_ai_agent import pydantic_ai_agent, pydantic_ai_evidence_coverage, turn_from_pydantic_ai
     from assay.agent.adapters.tools import Tool, ToolResult, as_tools, tool
     from assay.agent.adapters.ui_message_stream import ui_message_stream_agent, ui_message_stream_evidence_coverage
 
@@ -27,8 +28,8 @@ __all__ = [
     "codex_agent", "codex_evidence_coverage", "turn_from_codex_events",
     "OpenAIEndpoint", "Tool", "ToolResult", "as_tools", "chat_agent_evidence_coverage",
     "chat_completion_evidence_coverage", "http_agent", "openai_chat_agent", "openai_responses_agent",
-    "process_agent", "responses_agent_evidence_coverage", "responses_evidence_coverage", "tool",
-    "turn_from_chat_completion", "turn_from_responses", "ui_message_stream_agent", "ui_message_stream_evidence_coverage",
+    "process_agent", "pydantic_ai_agent", "pydantic_ai_evidence_coverage", "responses_agent_evidence_coverage", "responses_evidence_coverage", "tool",
+    "turn_from_chat_completion", "turn_from_pydantic_ai", "turn_from_responses", "ui_message_stream_agent", "ui_message_stream_evidence_coverage",
 ]
 
 __getattr__, __dir__ = lazy_names(globals(), {
@@ -42,6 +43,7 @@ __getattr__, __dir__ = lazy_names(globals(), {
         "openai_responses_agent", "responses_agent_evidence_coverage", "responses_evidence_coverage", "turn_from_responses",
     ),
     "assay.agent.adapters.process_agent": ("process_agent",),
+    "assay.agent.adapters.pydantic_ai_agent": ("pydantic_ai_agent", "pydantic_ai_evidence_coverage", "turn_from_pydantic_ai"),
     "assay.agent.adapters.tools": ("Tool", "ToolResult", "as_tools", "tool"),
     "assay.agent.adapters.ui_message_stream": ("ui_message_stream_agent", "ui_message_stream_evidence_coverage"),
 })
