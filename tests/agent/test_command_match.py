@@ -212,3 +212,25 @@ def test_partial_actions_evidence_keeps_no_call_from_proving_absence():
         turn.not_called_tool(command_match("rm")).optional()
 
     assert statuses(run_one(agent, body)) == ["unavailable"]
+
+
+@pytest.mark.parametrize(("sent", "said"), [
+    # A misspelt field would be dropped and the command read without it (`rm` with no arguments, here).
+    ({"kind": "command", "original": {"state": "available", "executable": "rm", "arg": ["-rf", "/"]}},
+     "command.original has an unknown field 'arg'; did you mean 'args'? (its fields: state, executable, args)"),
+    ({"kind": "command", "orignal": {"state": "available", "executable": "rm"}},
+     "command has an unknown field 'orignal'; did you mean 'original'? (its fields: kind, original, logical)"),
+    ({"kind": "comand", "original": {"state": "available", "executable": "rm"}},
+     "command.kind must be command or not-command, got 'comand'; did you mean 'command'?"),
+    ({"kind": "command", "original": {"state": "opaque", "reason": "compound_shell"}},
+     "got 'compound_shell'; did you mean 'compound-shell'?"),
+])
+def test_a_projection_sent_as_json_with_a_misspelt_field_is_refused_naming_it(sent, said):
+    from assay.agent.logical_command import check_command_projection
+
+    with pytest.raises(ValueError) as refused:
+        check_command_projection(sent, "events[0].operation.command")
+    assert str(refused.value).endswith(said)
+    check_command_projection(command_projection("rm", ["-rf", "/"]), "command")  # every field it makes is known
+    check_command_projection(opaque_command_projection("compound-shell"), "command")
+    check_command_projection(not_command_projection(), "command")

@@ -29,6 +29,9 @@ def shop_model(messages, info: AgentInfo) -> ModelResponse:
     if "weather" in asked:
         return ModelResponse(parts=[ThinkingPart("I should look it up."),
                                     ToolCallPart("get_weather", {"city": "Paris"}, tool_call_id="w1")])
+    if "both" in asked:
+        return ModelResponse(parts=[ToolCallPart("delete_repo", {"name": "shop"}, tool_call_id="d1"),
+                                    ToolCallPart("delete_repo", {"name": "blog"}, tool_call_id="d2")])
     if "delete" in asked:
         return ModelResponse(parts=[ToolCallPart("delete_repo", {"name": "shop"}, tool_call_id="d1")])
     if "stock" in asked:
@@ -86,7 +89,7 @@ def test_a_turn_is_the_runs_messages_tools_thinking_and_usage_and_the_history_is
 
 @pytest.mark.parametrize("answer", ["approve", "deny"])
 def test_a_tool_that_needs_approval_waits_and_the_answer_runs_the_agent_again(answer):
-    agent = pydantic_ai_agent(shop_agent())
+    agent = pydantic_ai_agent(shop_agent(), deps="me")
 
     async def body(t):
         turn = await t.send("Please delete the shop repo")
@@ -108,7 +111,7 @@ def test_a_tool_that_needs_approval_waits_and_the_answer_runs_the_agent_again(an
 
 def test_a_tool_that_asks_for_a_retry_is_a_failed_call_and_a_structured_output_is_the_data():
     structured = Agent(FunctionModel(shop_model), output_type=Order, name="orders")
-    agent = pydantic_ai_agent(shop_agent())
+    agent = pydantic_ai_agent(shop_agent(), deps="me")
 
     async def failing(t):
         turn = await t.send("check the stock")
@@ -123,7 +126,7 @@ def test_a_tool_that_asks_for_a_retry_is_a_failed_call_and_a_structured_output_i
         turn.used_no_tools()  # the output tool is how the answer came, not a call the agent made
 
     for answering in (structured, shop_agent()):  # its own output type; a text agent asked for the eval's schema
-        result = run_one(pydantic_ai_agent(answering), ordered)
+        result = run_one(pydantic_ai_agent(answering, deps="me"), ordered)
         assert result.verdict == "passed", [a for a in result.assertions if a["status"] != "matched"] or result.error
 
 
@@ -137,7 +140,7 @@ def test_the_converter_alone_and_a_model_chosen_from_the_experiment():
         seen.append(ctx.model)
         return FunctionModel(shop_model, model_name=ctx.model)
 
-    result = run_one(pydantic_ai_agent(shop_agent(), model=choose, model_settings={"temperature": 0}), body,
+    result = run_one(pydantic_ai_agent(shop_agent(), deps="me", model=choose, model_settings={"temperature": 0}), body,
                      model="scripted-2")
     assert result.verdict == "passed" and seen == ["scripted-2"]
     assert "'temperature': 0" in result.turns[0]["events"][-1]["text"]
@@ -147,3 +150,37 @@ def test_the_converter_alone_and_a_model_chosen_from_the_experiment():
     assert turn.usage.requests == 2 and turn.data is MISSING  # plain text is the reply, not data
     with pytest.raises(TypeError, match="takes a pydantic_ai.Agent, got str"):
         pydantic_ai_agent("shop")
+
+
+def test_an_agent_whose_tools_need_deps_is_refused_without_them():
+    # pydantic-ai would run it with deps=None, and the first tool to read ctx.deps fail far from the cause.
+    with pytest.raises(TypeError, match=r"pydantic_ai_agent: the agent 'shop' has deps_type=str but no deps were given: "
+                                        r"pydantic_ai_agent\(agent, deps=…\)"):
+        pydantic_ai_agent(shop_agent())
+    pydantic_ai_agent(shop_agent(), deps=None)  # said so: its tools do without
+    pydantic_ai_agent(Agent(FunctionModel(shop_model), deps_type=str | None))
+
+
+def test_several_approvals_are_answered_together_and_one_left_out_is_said():
+    agent = pydantic_ai_agent(shop_agent(), deps="me")
+
+    async def both(t):
+        await t.send("delete both repos")
+        await t.respond("approve", "deny")
+        t.succeeded()
+        t.called_tool(tool_match("delete_repo", input={"name": "shop"}, status="completed"))
+        t.called_tool(tool_match("delete_repo", input={"name": "blog"}, status="rejected"))
+
+    result = run_one(agent, both)
+    assert result.verdict == "passed", [a for a in result.assertions if a["status"] != "matched"] or result.error
+
+    async def one(t):
+        await t.send("delete both repos")
+        await t.respond("approve")
+
+    result = run_one(agent, one)  # (not pydantic-ai's UserError "Tool call results need to be provided for all …")
+    assert result.error["code"] == "agent-send-failed"
+    assert result.error["message"].endswith(
+        "respond answered 1 of the 2 tool approvals the last turn waits for (unanswered: d2): pydantic-ai runs the "
+        'agent again only with an answer for each, so answer them together: t.respond("approve", "deny", …) in the '
+        'order they were asked, or t.respond_all("approve")')

@@ -68,7 +68,12 @@ class ChatRoute:
             return 404, b'{"error": "not found"}'
         last = body["messages"][-1]
         if last["role"] == "assistant":  # an answered approval: continue that message
-            [part] = [part for part in last["parts"] if part.get("state") == "approval-responded"]
+            answered = [part for part in last["parts"] if part.get("state") == "approval-responded"]
+            if len(answered) > 1:
+                return 200, sse(*({"type": "tool-output-available", "toolCallId": part["toolCallId"], "output": "removed"}
+                                  if part["approval"]["approved"] else {"type": "tool-output-denied", "toolCallId": part["toolCallId"]}
+                                  for part in answered), *text("t9", "Done."), {"type": "finish"}, "[DONE]")
+            [part] = answered
             if part["approval"]["approved"]:
                 return 200, sse({"type": "start-step"},
                                 {"type": "tool-output-available", "toolCallId": part["toolCallId"], "output": {"deleted": True}},
@@ -108,6 +113,18 @@ class ChatRoute:
             return 200, sse(*start, {"type": "error", "errorText": "the model is overloaded"}, "[DONE]")
         if "server error" in said:
             return 500, b'{"error": "boom"}'
+        if "two files" in said:  # two calls behind approval in one step
+            return 200, sse(*start, *tool("call-4", "run_shell", {"command": "rm a"}),
+                            {"type": "tool-approval-request", "approvalId": "approval-4", "toolCallId": "call-4"},
+                            *tool("call-5", "run_shell", {"command": "rm b"}),
+                            {"type": "tool-approval-request", "approvalId": "approval-5", "toolCallId": "call-5"},
+                            {"type": "finish", "finishReason": "tool-calls"}, "[DONE]")
+        if "bad input" in said:  # the model's input failed the tool's schema: the AI SDK sends it as written
+            return 200, sse(*start, {"type": "tool-input-error", "toolCallId": "call-6", "toolName": "run_shell",
+                                     "input": "rm -rf /", "errorText": "Invalid input for tool run_shell"},
+                            *text("t1", "Sorry."), {"type": "finish"}, "[DONE]")
+        if "latin-1" in said:
+            return 200, sse(*start) + b'data: {"type": "text-start", "id": "t1"}\n\ndata: {"type": "text-delta", "id": "t1", "delta": "caf\xe9"}\n\n'
         return 200, sse(*start, *text("t1", "Hello!"), {"type": "finish"}, "[DONE]")
 
 
@@ -235,6 +252,75 @@ def test_bad_settings_are_refused_when_the_agent_is_made():
         ui_message_stream_agent("localhost:3000/api/chat")
     with pytest.raises(TypeError, match="project_tool_command takes a function"):
         ui_message_stream_agent("http://127.0.0.1:3000/api/chat", project_tool_command={"run_shell": "sh"})
+    # (not at the first send, as "'<=' not supported between instances of 'str' and 'int'")
+    with pytest.raises(TypeError, match=r"timeout takes seconds \(a number above 0\), like timeout=120, got '30'"):
+        ui_message_stream_agent("http://127.0.0.1:3000/api/chat", timeout="30")
+    with pytest.raises(TypeError, match="max_attempts takes a whole number of at least 1, like max_attempts=4, got 0"):
+        ui_message_stream_agent("http://127.0.0.1:3000/api/chat", max_attempts=0)
+
+
+def test_several_approvals_are_answered_together_and_one_left_out_is_said(route):
+    agent = ui_message_stream_agent(route.url)
+
+    async def both(t):
+        await t.send("remove two files")
+        await t.respond("approve", "deny")
+        t.succeeded()
+        t.called_tool(tool_match("run_shell", input={"command": "rm a"}, status="completed"))
+        t.called_tool(tool_match("run_shell", input={"command": "rm b"}, status="rejected"))
+
+    result = run_one(agent, both)
+    assert result.verdict == "passed", [a for a in result.assertions if a["status"] != "matched"] or result.error
+    parts = [part for part in route.requests[-1][1]["messages"][-1]["parts"] if "toolCallId" in part]
+    assert [part["approval"]["approved"] for part in parts] == [True, False]
+
+    async def one(t):
+        await t.send("remove two files")
+        await t.respond("approve")  # the second left waiting: useChat would not send the message back yet
+
+    sent = len(route.requests)
+    result = run_one(agent, one)
+    assert result.error["code"] == "agent-send-failed" and len(route.requests) == sent + 1  # not sent half answered
+    assert result.error["message"].endswith(
+        "respond answered 1 of the 2 tool approvals the last turn waits for (unanswered: approval-5 (run_shell)): the "
+        "AI SDK continues a message only when each of its approvals is answered, so answer them together: "
+        't.respond("approve", "deny", …) in the order they were asked, or t.respond_all("approve")')
+
+
+def test_the_command_projection_of_a_refused_input_a_projection_that_raises_and_a_stream_that_is_not_utf8(route):
+    # The docs' projection, given["command"], on a call whose input failed the tool's schema (a str): that call
+    # never ran, so it ran no command; the attempt is not errored by a TypeError from the lambda.
+    agent = ui_message_stream_agent(route.url, project_tool_command=lambda tool, given: (
+        shell_command_projection(given["command"]) if tool == "run_shell" else None))
+
+    async def refused(t):
+        turn = await t.send("bad input")
+        turn.called_tool(tool_match("run_shell", status="failed"))
+        turn.not_called_tool(command_match("rm"))
+
+    result = run_one(agent, refused)
+    assert result.verdict == "passed", [a for a in result.assertions if a["status"] != "matched"] or result.error
+
+    reading = ui_message_stream_agent(route.url, project_tool_command=lambda tool, given: shell_command_projection(given["cmd"]))
+
+    async def delete(t):
+        await t.send("delete the repo")
+
+    result = run_one(reading, delete)
+    assert result.error["code"] == "agent-send-failed"
+    assert result.error["message"].endswith("""ui_message_stream_agent project_tool_command('run_shell', {"command": "rm -rf repo"}) """
+                                            "raised KeyError: 'cmd'; return None for a call it cannot read")
+    typo = ui_message_stream_agent(route.url, project_tool_command=lambda tool, given: {
+        "kind": "command", "original": {"state": "available", "executable": "rm", "arg": ["-rf", "repo"]}})
+    assert "result.original has an unknown field 'arg'; did you mean 'args'?" in run_one(typo, delete).error["message"]
+
+    async def latin1(t):
+        await t.send("latin-1")
+
+    result = run_one(ui_message_stream_agent(route.url), latin1)
+    assert result.error["code"] == "agent-stream-broken"
+    assert "the stream's event after 3 chunk(s) is not UTF-8 (byte 0xe9 at " in result.error["message"]
+    assert result.error["message"].endswith("; the route must send UTF-8")
 
 
 # ---- against the real AI SDK ------------------------------------------------------------------------------------

@@ -173,32 +173,51 @@ def check_command_projection(value: Any, where: str) -> None:
         raise ValueError(f"{where} must be a command projection, got {type(value).__name__} {str(value)[:60]!r}: "
                          "command_projection(\"git\", [\"status\"]), opaque_command_projection(\"compound-shell\"), "
                          "not_command_projection() (or their JSON)")
+    from assay.core.format import did_you_mean
+
     kind = value.get("kind")
     if kind == "not-command":
+        _check_fields(value, ("kind",), where)
         return
     if kind != "command":
-        raise ValueError(f"{where}.kind must be command or not-command, got {kind!r}")
+        raise ValueError(f"{where}.kind must be command or not-command, got {kind!r}"
+                         f"{did_you_mean(kind, ('command', 'not-command'))}")
+    _check_fields(value, ("kind", "original", "logical"), where)
     original = value.get("original")
     if not isinstance(original, Mapping):
         raise ValueError(f"{where}.original must be an object ({{\"state\": \"available\", \"executable\": …, "
                          "\"args\": […]}} or {\"state\": \"opaque\", \"reason\": …})")
     state = original.get("state")
     if state == "opaque":
+        _check_fields(original, ("state", "reason"), f"{where}.original")
         if original.get("reason") not in OPAQUE_REASONS:
             raise ValueError(f"{where}.original.reason must be one of {', '.join(OPAQUE_REASONS)}, "
-                             f"got {original.get('reason')!r}")
+                             f"got {original.get('reason')!r}{did_you_mean(original.get('reason'), OPAQUE_REASONS)}")
         return
     if state != "available":
-        raise ValueError(f"{where}.original.state must be available or opaque, got {state!r}")
+        raise ValueError(f"{where}.original.state must be available or opaque, got {state!r}"
+                         f"{did_you_mean(state, ('available', 'opaque'))}")
+    _check_fields(original, ("state", "executable", "args"), f"{where}.original")
     try:
         _check_argv(original.get("executable"), original.get("args", []), f"{where}.original")
         logical = value.get("logical")
         if logical is not None:
             if not isinstance(logical, Mapping):
                 raise ValueError(f"{where}.logical must be an object")
+            _check_fields(logical, ("version", "executable", "args"), f"{where}.logical")
             _check_argv(logical.get("executable"), logical.get("args", []), f"{where}.logical")
     except TypeError as error:
         raise ValueError(str(error)) from None
+
+
+def _check_fields(value: Mapping[str, Any], known: Sequence[str], where: str) -> None:
+    """A misspelt field (`"arg"` for `"args"`) would otherwise be dropped, and the command read without it."""
+    from assay.core.format import did_you_mean
+
+    for field in value:
+        if field not in known:
+            raise ValueError(f"{where} has an unknown field {field!r}{did_you_mean(field, known)} "
+                             f"(its fields: {', '.join(known)})")
 
 
 def completed_projection(value: Any) -> Any:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from assay.agent.adapter import DefinedAgent, define_agent
+from assay.agent.adapter import DefinedAgent, SendFailure, define_agent
 from assay.agent.context import AgentContext
 from assay.agent.model import (
     COMPLETE, MISSING, Compaction, EvidenceCoverage, InputOption, InputRequest, InputRequested, Message,
@@ -43,6 +43,18 @@ _WAITING = create_session_slot("pydantic-ai approvals waiting")
 _APPROVE, _DENY = InputOption("approve", "Approve"), InputOption("deny", "Deny")
 _FINISHED = {"success": "completed", "denied": "rejected"}  # failed, interrupted and retried: failed
 _FAILED_FINISH = frozenset({"length", "content_filter", "error"})
+_NO_DEPS: Any = object()  # deps= left out (None given is the agent's dependencies, as pydantic-ai takes it)
+
+
+def _needs_deps(deps_type: Any) -> bool:
+    """Whether an agent's `deps_type` says its tools read dependencies that cannot be None."""
+    import types
+    import typing
+
+    if deps_type in (None, type(None), Any, object):
+        return False
+    optional = typing.get_origin(deps_type) in (typing.Union, types.UnionType) and type(None) in typing.get_args(deps_type)
+    return not optional
 
 
 def _jsonable(value: Any) -> Any:
@@ -153,7 +165,7 @@ def pydantic_ai_agent(
     agent: Any,
     *,
     name: str | None = None,
-    deps: Any = None,
+    deps: Any = _NO_DEPS,
     model: Callable[[AgentContext], Any] | None = None,
     model_settings: Mapping[str, Any] | None = None,
     deny_reason: str = DENY_REASON,
@@ -172,6 +184,15 @@ def pydantic_ai_agent(
         raise TypeError("pydantic_ai_agent model takes a function of the turn's context returning the model "
                         f"(model=lambda ctx: f\"openai:{{ctx.model}}\"), got {type(model).__name__}")
 
+    deps_type = getattr(agent, "deps_type", None)
+    if deps is _NO_DEPS:
+        if _needs_deps(deps_type):  # pydantic-ai would run it with None, and the first tool to read ctx.deps fail
+            shown = getattr(deps_type, "__name__", None) or repr(deps_type)
+            named = f" {agent.name!r}" if getattr(agent, "name", None) else ""
+            raise TypeError(f"pydantic_ai_agent: the agent{named} has deps_type={shown} but no deps were given: "
+                            "pydantic_ai_agent(agent, deps=…) with what your app passes to agent.run, or "
+                            "deps=lambda ctx: … to build them per turn (deps=None if its tools do without)")
+        deps = None
     answering = _output_tool_names(getattr(agent, "output_type", None))
 
     async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:
@@ -191,6 +212,14 @@ def pydantic_ai_agent(
         prompt: Any
         if waiting and turn_input.responses:  # answers to the approvals the last turn asked for
             answers = {response.request_id: response for response in turn_input.responses}
+            unanswered = [call_id for call_id in waiting if call_id not in answers]
+            if unanswered:  # pydantic-ai refuses a run that leaves one out (UserError)
+                ctx.session.set(_WAITING, waiting)
+                raise SendFailure(
+                    f"respond answered {len(waiting) - len(unanswered)} of the {len(waiting)} tool approvals the last "
+                    f"turn waits for (unanswered: {', '.join(unanswered)}): pydantic-ai runs the agent again only "
+                    "with an answer for each, so answer them together: t.respond(\"approve\", \"deny\", …) in the "
+                    "order they were asked, or t.respond_all(\"approve\")", acceptance="rejected", retried=True)
             options["deferred_tool_results"] = DeferredToolResults(approvals={
                 call_id: True if answers[call_id].option_id == _APPROVE.id
                 else ToolDenied(answers[call_id].text or deny_reason)

@@ -94,7 +94,13 @@ class _Stream:
             self.done = True
             return
         try:
-            chunk = json.loads(data)
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise BrokenReply(f"the stream's event after {self.chunks} chunk(s) is not UTF-8 (byte "
+                              f"0x{data[error.start]:02x} at {error.start}): {_shown(data)}; the route must send "
+                              "UTF-8") from None
+        try:
+            chunk = json.loads(text)
         except ValueError:
             raise BrokenReply(f"the stream has a malformed event after {self.chunks} chunk(s): {_shown(data)}") from None
         if not isinstance(chunk, dict) or not isinstance(chunk.get("type"), str):
@@ -159,7 +165,7 @@ class _Stream:
             if kind == "tool-input-start":
                 return
             part["input"] = chunk.get("input")
-            self._started(part)
+            self._started(part, refused=kind == "tool-input-error")
             if kind == "tool-input-error":
                 part.update(state="output-error", errorText=str(chunk.get("errorText", "")))
                 self._finished(call_id, "failed", {"error": part["errorText"]})
@@ -190,13 +196,36 @@ class _Stream:
         else:
             self.downgrades["actions"] = partial(f"the stream has {kind} chunks, which this adapter does not read")
 
-    def _started(self, part: dict[str, Any]) -> None:
+    def _started(self, part: dict[str, Any], *, refused: bool = False) -> None:
         if part.get("_started"):
             return
         part["_started"] = True
         name, given = _tool_name(part), part.get("input")
-        command = self.project_command(name, given) if self.project_command is not None else None
+        command = self._command(name, given, refused)
         self.items.append(OperationStarted(part["toolCallId"], ToolOperation(name, given, command=command)))
+
+    def _command(self, name: str, given: Any, refused: bool) -> Any:
+        """The call's command projection from `project_tool_command`: a call whose input the route refused
+        (`tool-input-error`) never ran, so it ran no command, whatever its input (which may be any text)."""
+        if self.project_command is None:
+            return None
+        if refused:
+            from assay.agent.logical_command import not_command_projection
+
+            return not_command_projection()
+        from assay.agent.logical_command import check_command_projection
+
+        where = f"ui_message_stream_agent project_tool_command({name!r}, {_short(given)})"
+        try:
+            command = self.project_command(name, given)
+        except Exception as error:  # noqa: BLE001 - the experiment's function: said with the call it could not read
+            raise SendFailure(f"{where} raised {type(error).__name__}: {error}; return None for a call it cannot "
+                              "read", acceptance="started") from error
+        try:
+            check_command_projection(command, f"{where}'s result")
+        except ValueError as error:
+            raise SendFailure(f"{error}", acceptance="started") from None
+        return command
 
     def _finished(self, call_id: str, status: str, output: Any) -> None:
         if call_id in self.finished:
@@ -231,6 +260,11 @@ def _shown(data: bytes) -> str:
     return repr(data[:120].decode("utf-8", "replace"))
 
 
+def _short(value: Any) -> str:
+    shown = json.dumps(value, ensure_ascii=False, default=str)
+    return shown if len(shown) <= 80 else shown[:80] + "…"
+
+
 def _user_message(turn_input: TurnInput, number: int) -> dict[str, Any]:
     parts: list[dict[str, Any]] = [{"type": "text", "text": turn_input.text}] if turn_input.text else []
     for attached in turn_input.files:
@@ -249,6 +283,16 @@ def _answer_approvals(chat: _Chat, turn_input: TurnInput, deny_reason: str) -> t
     last = chat.messages[-1]
     by_approval = {part["approval"]["id"]: part for part in last["parts"]
                    if part.get("state") == "approval-requested" and isinstance(part.get("approval"), dict)}
+    answered = {response.request_id for response in turn_input.responses}
+    unanswered = [f"{approval} ({_tool_name(part)})" for approval, part in by_approval.items() if approval not in answered]
+    if unanswered and len(unanswered) < len(by_approval):
+        # useChat sends a message back only once each of its approvals is answered; an AI SDK route given one
+        # half answered would send the model a tool call without a result.
+        raise SendFailure(
+            f"respond answered {len(by_approval) - len(unanswered)} of the {len(by_approval)} tool approvals the last "
+            f"turn waits for (unanswered: {', '.join(unanswered)}): the AI SDK continues a message only when each "
+            "of its approvals is answered, so answer them together: t.respond(\"approve\", \"deny\", …) in the "
+            "order they were asked, or t.respond_all(\"approve\")", acceptance="rejected", retried=True)
     denied: dict[str, str] = {}
     for response in turn_input.responses:
         part = by_approval.get(response.request_id)
@@ -291,6 +335,17 @@ def ui_message_stream_agent(
                         f"projection, got {type(project_tool_command).__name__}")
     if body is not None and not callable(body) and not isinstance(body, Mapping):
         raise TypeError(f"ui_message_stream_agent body takes a dict or a function of the context, got {type(body).__name__}")
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    if timeout is not None and not (number(timeout) and timeout > 0):
+        raise TypeError(f"ui_message_stream_agent timeout takes seconds (a number above 0), like timeout=120, got {timeout!r}")
+    if not (isinstance(max_attempts, int) and not isinstance(max_attempts, bool) and max_attempts >= 1):
+        raise TypeError(f"ui_message_stream_agent max_attempts takes a whole number of at least 1, like max_attempts=4, "
+                        f"got {max_attempts!r}")
+    if not (number(backoff) and backoff >= 0):
+        raise TypeError(f"ui_message_stream_agent backoff takes seconds (a number, 0 or more), like backoff=0.5, got {backoff!r}")
     policy = RetryPolicy(max_attempts, backoff, max_backoff=None)
     clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
@@ -314,6 +369,10 @@ def ui_message_stream_agent(
         if continued is None:  # (a turn answering approvals sends the conversation again, with no new message)
             chat.messages.append(_user_message(turn_input, len(chat.messages) + 1))
         extra = body(ctx) if callable(body) else body
+        if extra is not None and not isinstance(extra, Mapping):
+            raise SendFailure(f"ui_message_stream_agent body returned {type(extra).__name__} {str(extra)[:60]!r}, not the "
+                              "dict of fields to add to the request: body=lambda ctx: {\"model\": ctx.model}",
+                              acceptance="rejected", retried=True)
         request = {**dict(extra or {}), "id": chat.id, "messages": chat.messages, "trigger": "submit-message"}
         request_headers = {"content-type": "application/json", **dict(headers or {})}
         if ctx.telemetry is not None:
