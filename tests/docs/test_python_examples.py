@@ -41,3 +41,10 @@ def test_a_pydantic_ai_agent_evaluated_as_it_is():
                           timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "['passed']"
+
+
+def test_a_langgraph_graph_evaluated_as_it_is():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "langgraph_shop.py")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "['passed']"

@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported f
     from assay.agent.adapters.codex import codex_agent, codex_evidence_coverage, turn_from_codex_events
     from assay.agent.adapters.endpoint import OpenAIEndpoint
     from assay.agent.adapters.http_agent import http_agent
+    from assay.agent.adapters.langgraph_agent import langgraph_agent, langgraph_evidence_coverage, turn_from_langchain_messages
     from assay.agent.adapters.openai_chat import (
         chat_agent_evidence_coverage, chat_completion_evidence_coverage, openai_chat_agent, turn_from_chat_completion,
     )
@@ -25,17 +26,19 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported f
     from assay.agent.adapters.ui_message_stream import ui_message_stream_agent, ui_message_stream_evidence_coverage
 
 __all__ = [
-    "codex_agent", "codex_evidence_coverage", "turn_from_codex_events",
-    "OpenAIEndpoint", "Tool", "ToolResult", "as_tools", "chat_agent_evidence_coverage",
-    "chat_completion_evidence_coverage", "http_agent", "openai_chat_agent", "openai_responses_agent",
-    "process_agent", "pydantic_ai_agent", "pydantic_ai_evidence_coverage", "responses_agent_evidence_coverage", "responses_evidence_coverage", "tool",
-    "turn_from_chat_completion", "turn_from_pydantic_ai", "turn_from_responses", "ui_message_stream_agent", "ui_message_stream_evidence_coverage",
+    "codex_agent", "codex_evidence_coverage", "turn_from_codex_events", "OpenAIEndpoint", "Tool", "ToolResult",
+    "as_tools", "chat_agent_evidence_coverage", "chat_completion_evidence_coverage", "http_agent", "langgraph_agent",
+    "langgraph_evidence_coverage", "openai_chat_agent", "openai_responses_agent", "process_agent",
+    "pydantic_ai_agent", "pydantic_ai_evidence_coverage", "responses_agent_evidence_coverage",
+    "responses_evidence_coverage", "tool", "turn_from_chat_completion", "turn_from_langchain_messages",
+    "turn_from_pydantic_ai", "turn_from_responses", "ui_message_stream_agent", "ui_message_stream_evidence_coverage",
 ]
 
 __getattr__, __dir__ = lazy_names(globals(), {
     "assay.agent.adapters.codex": ("codex_agent", "codex_evidence_coverage", "turn_from_codex_events"),
     "assay.agent.adapters.endpoint": ("OpenAIEndpoint",),
     "assay.agent.adapters.http_agent": ("http_agent",),
+    "assay.agent.adapters.langgraph_agent": ("langgraph_agent", "langgraph_evidence_coverage", "turn_from_langchain_messages"),
     "assay.agent.adapters.openai_chat": (
         "chat_agent_evidence_coverage", "chat_completion_evidence_coverage", "openai_chat_agent", "turn_from_chat_completion",
     ),
