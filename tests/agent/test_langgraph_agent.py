@@ -4,6 +4,8 @@ called; everything else is LangGraph's."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from agent_helpers import run_one
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -131,3 +133,153 @@ def test_a_misspelt_messages_key_or_a_graph_not_compiled_is_named():
         langgraph_agent(build(), messages_key="mesages")
     with pytest.raises(TypeError, match="takes a compiled graph"):
         langgraph_agent(StateGraph(MessagesState))
+
+
+def _one_node(node, checkpointer=None):
+    graph = StateGraph(MessagesState)
+    graph.add_node("node", node)
+    graph.add_edge(START, "node")
+    graph.add_edge("node", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+@pytest.mark.parametrize("checkpointer", [InMemorySaver(), None, False], ids=["with a checkpointer", "without one",
+                                                                            "checkpointer=False"])
+def test_a_graph_that_trims_its_history_still_shows_each_turns_reply(checkpointer):
+    from langchain_core.messages import RemoveMessage
+
+    def trimming(state: MessagesState) -> dict:  # keeps only the question it answers, as summarising graphs do
+        kept = state["messages"][-1]
+        gone = [RemoveMessage(id=message.id) for message in state["messages"][:-1]]
+        return {"messages": [*gone, AIMessage(f"reply to {kept.content} ({len(state['messages'])} seen)")]}
+
+    async def body(t):
+        await t.send("one")
+        second = await t.send("two")
+        t.check(second.message, equals("reply to two (3 seen)"))  # the history reached the graph, with or without memory
+        third = await t.send("three")
+        t.check(third.message, equals("reply to three (3 seen)"))
+
+    result = run_one(langgraph_agent(_one_node(trimming, checkpointer)), body)
+    assert result.verdict == "passed", [a for a in result.assertions if a["status"] != "matched"] or result.error
+
+
+def test_an_interrupt_in_a_graph_without_a_checkpointer_says_to_compile_it_with_one():
+    def asks(state: MessagesState) -> dict:
+        return {"messages": [AIMessage(str(interrupt("Go on?")))]}
+
+    async def body(t):
+        await t.send("hi")
+        t.require_input_request()
+        await t.respond("yes")
+
+    result = run_one(langgraph_agent(_one_node(asks)), body)
+    assert result.verdict == "errored"
+    assert "compiled without a checkpointer" in result.error["message"]
+    assert "graph.compile(checkpointer=InMemorySaver())" in result.error["message"]
+
+
+def test_interrupts_asked_together_are_answered_together_and_one_left_is_named():
+    from langgraph.types import Send
+
+    @tool
+    async def ship(order: str) -> str:
+        """Ship an order, once a person agrees."""
+        await asyncio.sleep(0.05)  # asked first, stops last: the requests still come in the order the calls were made
+        return f"ship:{interrupt({'question': 'Ship it?', 'options': [{'id': 'yes', 'label': 'Yes, ship'}, 'no']})}"
+
+    @tool
+    def note(order: str) -> str:
+        """Ask for a note."""
+        return f"note:{interrupt('Which note?')}"
+
+    def assistant(state: MessagesState) -> dict:
+        if isinstance(state["messages"][-1], ToolMessage):
+            done = sorted(message.content for message in state["messages"] if isinstance(message, ToolMessage))
+            return {"messages": [AIMessage(" ".join(done))]}
+        return {"messages": [AIMessage("", tool_calls=[{"name": "ship", "args": {"order": "1"}, "id": "s1"},
+                                                       {"name": "note", "args": {"order": "1"}, "id": "n1"}])]}
+
+    def each_call(state: MessagesState):  # one task per call, as create_agent routes them: both interrupt at once
+        calls = state["messages"][-1].tool_calls
+        return [Send("tools", {"__type": "tool_call_with_context", "tool_call": call, "state": state})
+                for call in calls] if calls else END
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("assistant", assistant)
+    graph.add_node("tools", ToolNode([ship, note]))
+    graph.add_edge(START, "assistant")
+    graph.add_conditional_edges("assistant", each_call, ["tools", END])
+    graph.add_edge("tools", "assistant")
+    agent = langgraph_agent(graph.compile(checkpointer=InMemorySaver()))
+
+    async def together(t):
+        await t.send("ship order 1")
+        t.require_input_request(option_ids=["yes", "no"])
+        await t.respond("yes", "fragile")
+        t.check(t.reply, equals("note:fragile ship:yes"))
+
+    result = run_one(agent, together)
+    assert result.verdict == "passed", [a for a in result.assertions if a["status"] != "matched"] or result.error
+    [ship_request] = [event["request"] for event in result.turns[0]["events"] if event["type"] == "input.requested"
+                      and event["request"]["prompt"] == "Ship it?"]
+    assert ship_request["options"] == [{"id": "yes", "label": "Yes, ship"}, {"id": "no"}]
+
+    async def one_left(t):
+        await t.send("ship order 1")
+        await t.respond("yes")
+
+    result = run_one(agent, one_left)
+    assert result.verdict == "errored" and "unanswered: 'Which note?'" in result.error["message"], result.error
+
+
+def test_reasoning_as_providers_write_it_and_a_reply_cut_short():
+    openai_summary = AIMessage(content=[
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Check the order first."}]},
+        {"type": "text", "text": "Checked.", "annotations": []}], response_metadata={"model_provider": "openai"})
+    reasoning_content = AIMessage("Hello", additional_kwargs={"reasoning_content": "Greet them."})
+    anthropic = AIMessage(content=[{"type": "thinking", "thinking": "Look it up.", "signature": "s"},
+                                   {"type": "text", "text": "Looking."},
+                                   {"type": "tool_use", "id": "toolu_1", "name": "stock", "input": {"sku": "A1"}}],
+                          tool_calls=[{"name": "stock", "args": {"sku": "A1"}, "id": "toolu_1"}])
+    turn = turn_from_langchain_messages([openai_summary, reasoning_content, anthropic])
+    assert [(type(event).__name__, getattr(event, "text", None)) for event in turn.events] == [
+        ("Thinking", "Check the order first."), ("Message", "Checked."), ("Thinking", "Greet them."),
+        ("Message", "Hello"), ("Thinking", "Look it up."), ("Message", "Looking."), ("OperationStarted", None)]
+    assert turn.status == "completed"
+    for stopped in ({"stop_reason": "max_tokens"}, {"finish_reason": "MAX_TOKENS"}, {"finish_reason": "length"}):
+        assert turn_from_langchain_messages([AIMessage("cut", response_metadata=stopped)]).status == "failed", stopped
+
+
+def test_files_reach_the_graph_as_content_blocks(tmp_path):
+    def describes(state: MessagesState) -> dict:
+        content = state["messages"][-1].content
+        return {"messages": [AIMessage(repr([(block["type"], block.get("mime_type")) for block in content]))]}
+
+    picture = tmp_path / "pic.png"
+    picture.write_bytes(b"\x89PNG")
+
+    async def body(t):
+        await t.send_file(picture, "what is this?")
+        t.check(t.reply, equals("[('text', None), ('image', 'image/png')]"))
+
+    result = run_one(langgraph_agent(_one_node(describes, InMemorySaver())), body)
+    assert result.verdict == "passed", [a for a in result.assertions if a["status"] != "matched"] or result.error
+
+
+def test_a_misspelt_or_misshapen_config_is_named():
+    with pytest.raises(ValueError, match=r"config key 'recursion_limt' is not a LangGraph config key; did you mean "
+                                         r"'recursion_limit'\?"):
+        langgraph_agent(build(), config={"recursion_limt": 5})
+    with pytest.raises(TypeError, match=r"config\['recursion_limit'\] must be a whole number of steps, got 'ten'"):
+        langgraph_agent(build(), config={"recursion_limit": "ten"})
+    with pytest.raises(TypeError, match="messages_key takes the name of the state key"):
+        langgraph_agent(build(), messages_key=["messages"])
+    langgraph_agent(build(), config={"user_id": "u1", "thread": "t"})  # LangGraph reads a key of its own as configurable
+
+    async def body(t):
+        await t.send("hi")
+
+    result = run_one(langgraph_agent(build(), config=lambda ctx: {"configurable": "u1"}), body)
+    assert result.verdict == "errored"
+    assert "config['configurable'] must be a dict of the values your nodes read, got str" in result.error["message"]

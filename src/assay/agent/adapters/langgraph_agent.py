@@ -4,12 +4,15 @@
 on one thread per session line (only the new message is sent); without one, with the session line's messages.
 `turn_from_langchain_messages(messages)` is the converter alone.
 
-What a turn's new messages become: an AI message's text is an assistant message (its reasoning blocks
-`Thinking`), each of its tool calls `operation.started`; a `ToolMessage` finishes its call, `failed` when its
-status is `error`, with its content as the output (JSON text read as JSON, as `ToolNode` writes a dict); a
+What a turn's new messages (told apart by id, so a graph that trims its history still shows each reply) become:
+an AI message's text is an assistant message (its reasoning `Thinking`, read from LangChain's `content_blocks`),
+each of its tool calls `operation.started`, a reply cut short (`length`, `max_tokens`) a failed turn; a
+`ToolMessage` finishes its call, `failed` when its status is `error`, with its content as the output (JSON text
+read as JSON, as `ToolNode` writes a dict); a
 tool call the model wrote that could not be parsed is a failed call. An `interrupt(...)` the graph stops at
 is a `waiting` turn with an input request per interrupt; `t.respond(answer)` resumes the graph with
-`Command(resume=answer)` (the option's id, or the text).
+`Command(resume=answer)` (the option's id, or the text); resuming needs a checkpointer, and a graph without
+one is told so at `t.respond`.
 """
 
 from __future__ import annotations
@@ -33,20 +36,35 @@ __all__ = ["langgraph_agent", "langgraph_evidence_coverage", "turn_from_langchai
 # writing messages is yours to declare (evidence_coverage=).
 langgraph_evidence_coverage = EvidenceCoverage(COMPLETE, COMPLETE, COMPLETE, COMPLETE, COMPLETE, COMPLETE)
 _THREAD = create_session_slot("langgraph thread")
-_FAILED_FINISH = frozenset({"length", "content_filter", "max_tokens"})
+# Why a reply stopped, as OpenAI (`finish_reason`), Anthropic (`stop_reason`) and Gemini (`MAX_TOKENS`, `SAFETY`) say it
+_FAILED_FINISH = frozenset({"length", "content_filter", "max_tokens", "safety"})
+_CONFIG_KEYS = ("tags", "metadata", "callbacks", "run_name", "max_concurrency", "recursion_limit", "configurable", "run_id")
 
 
 class _Thread:
     """One session line's conversation: its thread id, the messages seen so far, what waits for an answer."""
 
-    __slots__ = ("id", "messages", "seen", "interrupts", "open_calls")
+    __slots__ = ("id", "messages", "seen", "seen_ids", "interrupts", "open_calls")
 
     def __init__(self) -> None:
         self.id = f"assay-{uuid.uuid4().hex[:16]}"
         self.messages: list[Any] = []  # (a graph without a checkpointer: the history is sent each turn)
         self.seen = 0
-        self.interrupts: list[str] = []
+        self.seen_ids: set[str] = set()
+        self.interrupts: list[tuple[str, str]] = []  # (id, prompt)
         self.open_calls: set[str] = set()
+
+    def new_messages(self, everything: list[Any]) -> list[Any]:
+        """The messages this turn added: by id (`add_messages` gives every message one, and a graph that trims or
+        summarises its history removes old ones, so a position would miss the new), else by position."""
+        ids = [getattr(message, "id", None) for message in everything]
+        if all(ids):
+            added = [message for message, known in zip(everything, ids) if known not in self.seen_ids]
+            self.seen_ids.update(ids)
+        else:
+            added = everything[self.seen:]
+        self.seen = len(everything)
+        return [message for message in added if getattr(message, "type", None) != "human"]
 
 
 def _jsonable(value: Any) -> Any:
@@ -65,11 +83,19 @@ def _output(content: Any) -> Any:
     return _jsonable(content)
 
 
-def _text_and_reasoning(content: Any) -> tuple[str, list[str]]:
-    if isinstance(content, str):
-        return content, []
+def _text_and_reasoning(message: Any) -> tuple[str, list[str]]:
+    """An AI message's text and reasoning, read from LangChain's standard `content_blocks` (which turn OpenAI's
+    reasoning summaries and `reasoning_content` into reasoning blocks), else from its content as written."""
+    try:
+        blocks = message.content_blocks
+    except Exception:  # noqa: BLE001 - an older langchain-core, or content its translators refuse
+        blocks = message.content
+    if isinstance(blocks, str):
+        return blocks, []
     texts, reasoning = [], []
-    for block in content or []:
+    for block in blocks or []:
+        if isinstance(block, Mapping) and block.get("type") == "non_standard" and isinstance(block.get("value"), Mapping):
+            block = block["value"]  # (an Anthropic thinking block on a message that does not name its provider)
         if isinstance(block, str):
             texts.append(block)
         elif isinstance(block, Mapping):
@@ -77,7 +103,8 @@ def _text_and_reasoning(content: Any) -> tuple[str, list[str]]:
             if kind == "text":
                 texts.append(str(block.get("text", "")))
             elif kind in ("reasoning", "thinking"):
-                said = block.get("reasoning") or block.get("thinking") or block.get("text")
+                said = block.get("reasoning") or block.get("thinking") or block.get("text") or "".join(
+                    str(part.get("text", "")) for part in block.get("summary") or () if isinstance(part, Mapping))
                 if said:
                     reasoning.append(str(said))
     return "".join(texts), reasoning
@@ -108,7 +135,7 @@ def turn_from_langchain_messages(messages: Iterable[Any], *, interrupts: Iterabl
     for message in messages:
         kind = getattr(message, "type", None)
         if kind == "ai":
-            text, reasoning = _text_and_reasoning(message.content)
+            text, reasoning = _text_and_reasoning(message)
             events.extend(Thinking(said) for said in reasoning)
             if text:
                 events.append(Message(text))
@@ -121,7 +148,8 @@ def turn_from_langchain_messages(messages: Iterable[Any], *, interrupts: Iterabl
                 events.append(OperationFinished(call_id, "failed", {"error": call.get("error") or "invalid arguments"}))
             if message.usage_metadata:
                 _add_usage(usage, message.usage_metadata)
-            if (message.response_metadata or {}).get("finish_reason") in _FAILED_FINISH:
+            stopped = message.response_metadata or {}
+            if str(stopped.get("finish_reason") or stopped.get("stop_reason") or "").lower() in _FAILED_FINISH:
                 status = "failed"
         elif kind == "tool" and message.tool_call_id in started:
             finished = "failed" if getattr(message, "status", "success") == "error" else "completed"
@@ -129,7 +157,11 @@ def turn_from_langchain_messages(messages: Iterable[Any], *, interrupts: Iterabl
     for waiting in interrupts:
         value = getattr(waiting, "value", waiting)
         asked = value if isinstance(value, Mapping) else {}
-        options = tuple(InputOption(str(option)) for option in asked.get("options") or () if isinstance(option, str))
+        options = tuple(
+            InputOption(option) if isinstance(option, str) else InputOption(
+                str(option["id"]), str(option["label"]) if option.get("label") is not None else None)
+            for option in (asked.get("options") if isinstance(asked.get("options"), (list, tuple)) else ())
+            if isinstance(option, str) or (isinstance(option, Mapping) and option.get("id") is not None))
         events.append(InputRequested(InputRequest(
             id=str(getattr(waiting, "id", "interrupt")), prompt=str(asked.get("question") or asked.get("prompt") or value),
             action=asked.get("action") if isinstance(asked.get("action"), str) else None,
@@ -139,6 +171,46 @@ def turn_from_langchain_messages(messages: Iterable[Any], *, interrupts: Iterabl
             status = "waiting"
     counted = Usage(**{**usage, "reasoning_tokens": usage["reasoning_tokens"] or None}) if usage["requests"] else None
     return Turn(events, status, usage=counted)
+
+
+def _checked_config(given: Any) -> dict[str, Any]:
+    """`config=` (or what its function returned) as a dict; a near miss of a LangGraph config key is named, since
+    LangGraph would quietly move it into `configurable` (`recursion_limt` would leave the limit at its default)."""
+    from assay.core.format import did_you_mean
+
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise TypeError(f"langgraph_agent config must be a dict (a RunnableConfig: configurable, recursion_limit, "
+                        f"tags, …), got {type(given).__name__}")
+    if given.get("configurable") is not None and not isinstance(given["configurable"], Mapping):
+        raise TypeError(f"langgraph_agent config['configurable'] must be a dict of the values your nodes read, "
+                        f"got {type(given['configurable']).__name__}")
+    limit = given.get("recursion_limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise TypeError(f"langgraph_agent config['recursion_limit'] must be a whole number of steps, got {limit!r}")
+    for key in given:
+        if key not in _CONFIG_KEYS and (near := did_you_mean(key, _CONFIG_KEYS, cutoff=0.85)):
+            raise ValueError(f"langgraph_agent config key {key!r} is not a LangGraph config key{near} (a value your "
+                             "nodes read goes under 'configurable')")
+    return dict(given)
+
+
+def _human_message(turn_input: TurnInput) -> Any:
+    """The eval's message; its files as LangChain's standard content blocks (image, audio, video, or file)."""
+    from langchain_core.messages import HumanMessage
+
+    if not turn_input.files:
+        return HumanMessage(turn_input.text)
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": turn_input.text}] if turn_input.text else []
+    for attached in turn_input.files:
+        kind = attached.mime_type.split("/", 1)[0]
+        block: dict[str, Any] = {"type": kind if kind in ("image", "audio", "video") else "file",
+                                 "base64": attached.data_base64, "mime_type": attached.mime_type}
+        if attached.filename:
+            block["extras"] = {"filename": attached.filename}
+        blocks.append(block)
+    return HumanMessage(content=blocks)
 
 
 def langgraph_agent(
@@ -159,6 +231,11 @@ def langgraph_agent(
         raise TypeError(f"langgraph_agent takes a compiled graph (StateGraph(...).compile()), got {type(graph).__name__}")
     if config is not None and not callable(config) and not isinstance(config, Mapping):
         raise TypeError(f"langgraph_agent config takes a dict or a function of the context, got {type(config).__name__}")
+    if not callable(config):
+        _checked_config(config)
+    if not isinstance(messages_key, str):
+        raise TypeError(f"langgraph_agent messages_key takes the name of the state key that keeps the conversation "
+                        f"(\"messages\"), got {type(messages_key).__name__}")
     try:  # what the graph's input state holds: a misspelt messages_key would feed every node an empty conversation
         fields = list((graph.get_input_jsonschema() or {}).get("properties") or {})
     except Exception:  # noqa: BLE001 - a graph-like object without a schema: checked on the first reply instead
@@ -169,10 +246,10 @@ def langgraph_agent(
         raise ValueError(f"langgraph_agent messages_key={messages_key!r} is not in the graph's input state (its keys: "
                          f"{', '.join(fields)}){did_you_mean(messages_key, fields)}: give the key your state keeps "
                          "the conversation under")
-    keeps_history = getattr(graph, "checkpointer", None) is not None
+    # (`compile(checkpointer=False)`, or `True` on a graph that has no parent to inherit one from, keeps nothing)
+    keeps_history = not isinstance(getattr(graph, "checkpointer", None), (bool, type(None)))
 
     async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:
-        from langchain_core.messages import HumanMessage
         from langgraph.types import Command
 
         thread = ctx.session.get(_THREAD)
@@ -180,21 +257,30 @@ def langgraph_agent(
             thread = _Thread()
             ctx.session.set(_THREAD, thread)
             ctx.session.capture(thread.id)
-        given = dict((config(ctx) if callable(config) else config) or {})
+        try:
+            given = _checked_config(config(ctx) if callable(config) else config)
+        except (TypeError, ValueError) as error:
+            raise SendFailure(f"{error} (returned by the config function)", acceptance="rejected", retried=True) from None
         run_config = {**given, "configurable": {**dict(given.get("configurable") or {}), "thread_id": thread.id}}
         if thread.interrupts and turn_input.responses:
+            if not keeps_history:
+                raise SendFailure(
+                    "langgraph_agent: the graph stopped at interrupt(...) but was compiled without a checkpointer, so "
+                    "LangGraph cannot resume it with the answer: compile it with one (graph.compile(checkpointer="
+                    "InMemorySaver())); `langgraph dev` and the LangGraph platform add their own, so a graph exported "
+                    "for them has none", acceptance="rejected", retried=True)
             answers = {response.request_id: response.option_id or response.text or "" for response in turn_input.responses}
-            left = [waiting for waiting in thread.interrupts if waiting not in answers]
+            left = [f"{prompt!r} ({waiting})" for waiting, prompt in thread.interrupts if waiting not in answers]
             if left:
                 raise SendFailure(
                     f"respond answered {len(thread.interrupts) - len(left)} of the {len(thread.interrupts)} interrupts "
                     f"the graph stopped at (unanswered: {', '.join(left)}): answer them together, t.respond(…, …) in "
                     "the order they were asked", acceptance="rejected", retried=True)
-            resume: Any = answers[thread.interrupts[0]] if len(thread.interrupts) == 1 else {
-                waiting: answers[waiting] for waiting in thread.interrupts}
+            resume: Any = answers[thread.interrupts[0][0]] if len(thread.interrupts) == 1 else {
+                waiting: answers[waiting] for waiting, _ in thread.interrupts}
             state_input: Any = Command(resume=resume)
         else:
-            message = HumanMessage(turn_input.text)
+            message = _human_message(turn_input)
             if keeps_history:
                 state_input = {messages_key: [message]}
             else:
@@ -206,13 +292,20 @@ def langgraph_agent(
                               f"(its keys: {', '.join(map(str, result)) if isinstance(result, Mapping) else type(result).__name__}); "
                               "give messages_key= the key your state keeps them under", acceptance="started")
         everything = result[messages_key]
-        added = [message for message in everything[thread.seen:] if getattr(message, "type", None) != "human"]
-        thread.seen = len(everything)
+        added = thread.new_messages(everything)
         if not keeps_history:
             thread.messages = list(everything)
         interrupts = list(result.get("__interrupt__") or ())
+        if len(interrupts) > 1 and keeps_history:  # (LangGraph lists them as their tasks stopped: put them as asked)
+            try:
+                snapshot = await graph.aget_state(run_config)
+                asked = [waiting.id for task in snapshot.tasks for waiting in task.interrupts]
+                interrupts.sort(key=lambda waiting: asked.index(waiting.id) if waiting.id in asked else len(asked))
+            except Exception:  # noqa: BLE001 - a state that cannot be read: the order LangGraph gave
+                pass
         turn = turn_from_langchain_messages(added, interrupts=interrupts, open_calls=thread.open_calls)
-        thread.interrupts = [str(getattr(waiting, "id", "interrupt")) for waiting in interrupts]
+        thread.interrupts = [(event.request.id or "interrupt", event.request.prompt or "") for event in turn.events
+                             if isinstance(event, InputRequested)]
         for event in turn.events:
             if isinstance(event, OperationStarted):
                 thread.open_calls.add(event.operation_id)
