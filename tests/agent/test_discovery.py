@@ -205,6 +205,21 @@ def test_an_experiment_must_bind_an_agent_with_evidence_coverage(tmp_path):
         discover_experiments(tmp_path)
 
 
+def test_an_evidence_coverage_of_the_wrong_type_is_shown_with_what_to_write():
+    """`evidence_coverage="complete"` read "must declare `evidence_coverage`", as if none had been given."""
+    from assay.agent import define_agent
+
+    async def send(turn_input, ctx):
+        pass
+
+    with pytest.raises(ConfigError, match=r"must declare `evidence_coverage` \(an EvidenceCoverage; use "
+                                          r"complete_evidence_coverage only if every channel really is complete\), got "
+                                          r"str 'complete': write evidence_coverage=complete_evidence_coverage"):
+        define_agent(name="chat", send=send, evidence_coverage="complete")
+    with pytest.raises(ConfigError, match=r"really is complete\), got dict \"\{'events': 'complete'\}\"$"):
+        define_agent(name="chat", send=send, evidence_coverage={"events": "complete"})
+
+
 @pytest.mark.parametrize("agent, message", [
     # A factory passed uncalled was "the agent must have a non-empty string `name`", which a function has not
     # and the author never wrote.

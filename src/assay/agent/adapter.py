@@ -64,10 +64,14 @@ def check_agent(agent: Any, where: str) -> None:
     name = getattr(agent, "name", None)
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{where}: {_not_an_agent(agent)}")
-    if not isinstance(getattr(agent, "evidence_coverage", None), EvidenceCoverage):
+    coverage = getattr(agent, "evidence_coverage", None)
+    if not isinstance(coverage, EvidenceCoverage):
+        given = "" if coverage is None else f", got {type(coverage).__name__} {str(coverage)[:40]!r}"
+        hint = (": write evidence_coverage=complete_evidence_coverage (from assay.agent)"
+                if isinstance(coverage, str) and coverage.strip().lower() == "complete" else "")
         raise ConfigError(
             f"{where}: agent {name!r} must declare `evidence_coverage` (an EvidenceCoverage; "
-            "use complete_evidence_coverage only if every channel really is complete)"
+            f"use complete_evidence_coverage only if every channel really is complete){given}{hint}"
         )
     if not callable(getattr(agent, "send", None)):
         raise ConfigError(f"{where}: agent {name!r} must have an async `send(input, ctx)`")
