@@ -106,10 +106,10 @@ def shell_command_projection(text: str) -> dict[str, Any]:
             text = words[2]
             continue
         break
-    unquoted = _unquoted(text)
+    unquoted, expanded = _read_by_the_shell(text)
     if _COMPOUND.search(unquoted):
         return opaque_command_projection("compound-shell")
-    if _DYNAMIC.search(unquoted) or _DYNAMIC.search(_double_quoted(text)):
+    if _DYNAMIC.search(unquoted) or expanded:
         return opaque_command_projection("dynamic-shell")
     while words and _ASSIGNMENT.match(words[0]):
         words = words[1:]
@@ -118,9 +118,10 @@ def shell_command_projection(text: str) -> dict[str, Any]:
     return command_projection(words[0], words[1:])
 
 
-def _unquoted(text: str) -> str:
-    """The line with every quoted part left out (what the shell would read its operators in)."""
-    kept, quote, escaped = [], None, False
+def _read_by_the_shell(text: str) -> tuple[str, str]:
+    """What the shell would interpret in a line: the characters outside quotes (where it reads its operators,
+    globs and expansions), and the `$` and backquotes inside double quotes (which it still expands)."""
+    outside, expanded, quote, escaped = [], [], None, False
     for character in text:
         if escaped:
             escaped = False
@@ -133,27 +134,10 @@ def _unquoted(text: str) -> str:
         elif character == quote:
             quote = None
         elif quote is None:
-            kept.append(character)
-    return "".join(kept)
-
-
-def _double_quoted(text: str) -> str:
-    """What is inside double quotes, where the shell still expands `$` and backquotes."""
-    inside, quote, escaped = [], None, False
-    for character in text:
-        if escaped:
-            escaped = False
-            continue
-        if character == "\\" and quote != "'":
-            escaped = True
-            continue
-        if quote is None and character in "'\"":
-            quote = character
-        elif character == quote:
-            quote = None
+            outside.append(character)
         elif quote == '"' and character in "$`":
-            inside.append(character)
-    return "".join(inside)
+            expanded.append(character)
+    return "".join(outside), "".join(expanded)
 
 
 def _check_argv(executable: Any, args: Any, where: str) -> None:
