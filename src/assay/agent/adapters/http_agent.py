@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import os
 import weakref
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from assay.agent.adapter import DefinedAgent, SendFailure, define_agent, turn_from_reply
 from assay.agent.adapters.endpoint import checked_base_url
@@ -21,6 +21,8 @@ from assay.agent.model import ErrorEvent, EvidenceCoverage, Turn, TurnInput
 from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for
 from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy
 from assay.core.transport_failure import transport_failure
+
+T = TypeVar("T")
 
 
 def _request_body(turn_input: TurnInput, ctx: AgentContext) -> dict[str, Any]:
@@ -61,19 +63,8 @@ def http_agent(
     the first attempt sends, not when the project's agents are discovered."""
     checked_base_url(base_url, "http_agent base_url")
     url = base_url.rstrip("/") + "/" + path.lstrip("/")
-    # No backoff cap (only four attempts by default); a server's Retry-After is honoured up to 60 s.
-    policy = RetryPolicy(max_attempts, backoff, max_backoff=None)
-    clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-
-    def client() -> Any:
-        loop = asyncio.get_running_loop()
-        found = clients.get(loop)
-        if found is None:
-            from assay.judge.openai_http import OpenAIHTTP
-
-            found = clients[loop] = OpenAIHTTP(base_url, api_key=None, timeout=timeout, max_connections=max_concurrency,
-                                               headers={"Accept": "application/json"})
-        return found
+    calls = ServiceCalls(url, base_url, accept="application/json", timeout=timeout, max_attempts=max_attempts,
+                         backoff=backoff, max_concurrency=max_concurrency, named_url=base_url)
 
     async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:
         key = api_key or (os.environ.get(api_key_env) if api_key_env else None)
@@ -88,47 +79,88 @@ def http_agent(
             from assay.judge.openai_http import HTTPStatusError, InvalidReply
 
             try:
-                document = await client().post_json(path, body, headers=request_headers)
+                document = await calls.client().post_json(path, body, headers=request_headers)
             except HTTPStatusError as error:
                 if error.status == 429:
-                    return Resend(RATE_LIMITED, "HTTP 429", policy.retry_after(error.headers))
+                    return calls.rate_limited(error)
                 return _http_error_turn(ctx, name, error.status)
             except InvalidReply as error:
                 raise SendFailure(f"{name} replied with invalid JSON: {error}", acceptance="started",
                                   code="agent-invalid-response") from None
             except Exception as error:
-                failure = transport_failure(error, timeout=timeout, url=base_url)
-                if failure is None:
+                resend = calls.unsent(error)
+                if resend is None:
                     raise
-                if not failure.worth_resending:  # it never got in, but every resend would fail alike
-                    raise SendFailure(failure.detail, acceptance="rejected", code="network", retried=True) from None
-                if not failure.never_sent:
-                    # The agent may have started work: never resent (side effects).
-                    raise SendFailure(f"{url}: {failure.detail}", acceptance="unknown", code="network") from None
-                return Resend(CONNECTION, failure.detail)
+                return resend
             return turn_from_reply(document, ctx, wrong_shape=f"{name} replied with {{}}, not a JSON object",
                                    invalid_turn=f"{name} replied with an invalid turn")
 
         ctx.progress(f"waiting for {name}")
-        try:
-            return await send_with_resends(
-                url, policy, once, ctx, limiter=limiter_for(url, max_concurrency),
-                on_retry=lambda attempt, resend, delay: ctx.record_retry(resend.reason),
-            )
-        except RetriesExhausted as exhausted:
-            if exhausted.last.rate_limited:
-                return _http_error_turn(ctx, name, 429)
-            raise SendFailure(
-                f"{url}: {exhausted.last.detail} (after {exhausted.attempts} attempts)", acceptance="rejected",
-                code="network", retried=True,
-            ) from None
+        return await calls.send(once, ctx, when_rate_limited=lambda: _http_error_turn(ctx, name, 429))
 
-    async def close() -> None:
-        found = clients.pop(asyncio.get_running_loop(), None)
+    return define_agent(name=name, send=send, evidence_coverage=evidence_coverage, close=calls.aclose)
+
+
+class ServiceCalls:
+    """An agent's requests to a web service (`http_agent`, `ui_message_stream_agent`): one pooled transport per
+    event loop (a connection pool cannot cross loops), the service's limiter, and `core/retry.py`'s rules. Only
+    what provably never reached the service is resent (a 429, honouring Retry-After, and a failure to connect);
+    anything the service may have started work on never is. No backoff cap: four attempts by default."""
+
+    def __init__(self, url: str, origin: str, *, accept: str, timeout: float, max_attempts: int, backoff: float,
+                 max_concurrency: int, named_url: str | None = None) -> None:
+        self.url, self.origin, self.accept, self.timeout = url, origin, accept, timeout
+        self.max_concurrency = max_concurrency
+        self.named_url = named_url or url  # the address a transport failure names (what to fix)
+        self.policy = RetryPolicy(max_attempts, backoff, max_backoff=None)
+        self._clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+    def client(self) -> Any:
+        """This event loop's transport to the service, made on first use (assay's one pooled aiohttp transport)."""
+        loop = asyncio.get_running_loop()
+        found = self._clients.get(loop)
+        if found is None:
+            from assay.judge.openai_http import OpenAIHTTP
+
+            found = self._clients[loop] = OpenAIHTTP(self.origin, api_key=None, timeout=self.timeout,
+                                                     max_connections=self.max_concurrency, headers={"Accept": self.accept})
+        return found
+
+    async def aclose(self) -> None:
+        found = self._clients.pop(asyncio.get_running_loop(), None)
         if found is not None:
             await found.aclose()
 
-    return define_agent(name=name, send=send, evidence_coverage=evidence_coverage, close=close)
+    def rate_limited(self, error: Any) -> Resend:
+        return Resend(RATE_LIMITED, "HTTP 429", self.policy.retry_after(error.headers))
+
+    def unsent(self, error: BaseException) -> Resend | None:
+        """A request the transport failed: a resend when it never reached the service, else a `SendFailure`;
+        None when `error` is no transport failure (the caller raises it)."""
+        failure = transport_failure(error, timeout=self.timeout, url=self.named_url)
+        if failure is None:
+            return None
+        if not failure.worth_resending:  # it never got in, but every resend would fail alike
+            raise SendFailure(failure.detail, acceptance="rejected", code="network", retried=True) from None
+        if not failure.never_sent:  # the service may have started work: never resent (side effects)
+            raise SendFailure(f"{self.url}: {failure.detail}", acceptance="unknown", code="network") from None
+        return Resend(CONNECTION, failure.detail)
+
+    async def send(self, once: Callable[[int], Awaitable[T | Resend]], ctx: AgentContext, *,
+                   when_rate_limited: Callable[[], T] | None = None) -> T:
+        """`once(attempt)` with resends; a round that ends rate-limited is `when_rate_limited()` if given."""
+        try:
+            return await send_with_resends(
+                self.url, self.policy, once, ctx, limiter=limiter_for(self.url, self.max_concurrency),
+                on_retry=lambda attempt, resend, delay: ctx.record_retry(resend.reason),
+            )
+        except RetriesExhausted as exhausted:
+            if exhausted.last.rate_limited and when_rate_limited is not None:
+                return when_rate_limited()
+            raise SendFailure(
+                f"{self.url}: {exhausted.last.detail} (after {exhausted.attempts} attempts)", acceptance="rejected",
+                code="rate_limit" if exhausted.last.rate_limited else "network", retried=True,
+            ) from None
 
 
 def _http_error_turn(ctx: AgentContext, name: str, status: int) -> Turn:
@@ -136,4 +168,4 @@ def _http_error_turn(ctx: AgentContext, name: str, status: int) -> Turn:
     return Turn([ErrorEvent(f"HTTP {status}")], "failed")
 
 
-__all__ = ["http_agent"]
+__all__ = ["ServiceCalls", "http_agent"]

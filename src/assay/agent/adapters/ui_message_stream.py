@@ -17,26 +17,23 @@ type this adapter does not know) says its events are partial.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from assay.agent.adapter import DefinedAgent, SendFailure, define_agent
 from assay.agent.adapters.endpoint import BrokenReply, checked_base_url
-from assay.agent.adapters.resends import send_with_resends
+from assay.agent.adapters.http_agent import ServiceCalls
 from assay.agent.context import AgentContext
 from assay.agent.model import (
     COMPLETE, ErrorEvent, EvidenceCoverage, InputOption, InputRequest, InputRequested, Message, OperationFinished,
     OperationStarted, StreamEvent, Thinking, ToolOperation, Turn, TurnInput, partial, unavailable,
 )
 from assay.agent.session import create_session_slot
-from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for
-from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy
-from assay.core.transport_failure import transport_failure
+from assay.core.ratelimit import DEFAULT_MAXIMUM
+from assay.core.retry import Resend
 
 __all__ = ["DENY_REASON", "ui_message_stream_agent", "ui_message_stream_evidence_coverage"]
 
@@ -346,18 +343,8 @@ def ui_message_stream_agent(
                         f"got {max_attempts!r}")
     if not (number(backoff) and backoff >= 0):
         raise TypeError(f"ui_message_stream_agent backoff takes seconds (a number, 0 or more), like backoff=0.5, got {backoff!r}")
-    policy = RetryPolicy(max_attempts, backoff, max_backoff=None)
-    clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-
-    def client() -> Any:
-        loop = asyncio.get_running_loop()
-        found = clients.get(loop)
-        if found is None:
-            from assay.judge.openai_http import OpenAIHTTP
-
-            found = clients[loop] = OpenAIHTTP(origin, api_key=None, timeout=timeout, max_connections=max_concurrency,
-                                               headers={"Accept": "text/event-stream"})
-        return found
+    calls = ServiceCalls(url, origin, accept="text/event-stream", timeout=timeout, max_attempts=max_attempts,
+                         backoff=backoff, max_concurrency=max_concurrency)
 
     async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:
         chat = ctx.session.get(_CHAT)
@@ -385,23 +372,19 @@ def ui_message_stream_agent(
                 "id": f"assistant-{len(chat.messages) + 1}", "role": "assistant", "parts": []}
             stream = _Stream(message, project_tool_command)
             try:
-                await client().post_stream(path, request, stream.add, headers=request_headers)
+                await calls.client().post_stream(path, request, stream.add, headers=request_headers)
                 turn = stream.turn(denied)
             except HTTPStatusError as error:
                 if error.status == 429:
-                    return Resend(RATE_LIMITED, "HTTP 429", policy.retry_after(error.headers))
+                    return calls.rate_limited(error)
                 raise SendFailure(f"{url} answered {error.detail}", acceptance="started", code="agent-http-error") from None
             except BrokenReply as error:
                 raise SendFailure(f"{url}: {error}", acceptance="started", code="agent-stream-broken") from None
             except Exception as error:
-                failure = transport_failure(error, timeout=timeout, url=url)
-                if failure is None:
+                resend = calls.unsent(error)
+                if resend is None:
                     raise
-                if not failure.worth_resending:
-                    raise SendFailure(failure.detail, acceptance="rejected", code="network", retried=True) from None
-                if not failure.never_sent:  # the app may have started work: never resent
-                    raise SendFailure(f"{url}: {failure.detail}", acceptance="unknown", code="network") from None
-                return Resend(CONNECTION, failure.detail)
+                return resend
             if continued is not None:
                 chat.messages[-1] = message
             else:
@@ -409,19 +392,6 @@ def ui_message_stream_agent(
             return turn
 
         ctx.progress(f"waiting for {name}")
-        try:
-            return await send_with_resends(
-                url, policy, once, ctx, limiter=limiter_for(url, max_concurrency),
-                on_retry=lambda attempt, resend, delay: ctx.record_retry(resend.reason),
-            )
-        except RetriesExhausted as exhausted:
-            raise SendFailure(f"{url}: {exhausted.last.detail} (after {exhausted.attempts} attempts)",
-                              acceptance="rejected", code="rate_limit" if exhausted.last.rate_limited else "network",
-                              retried=True) from None
+        return await calls.send(once, ctx)
 
-    async def close() -> None:
-        found = clients.pop(asyncio.get_running_loop(), None)
-        if found is not None:
-            await found.aclose()
-
-    return define_agent(name=name, send=send, evidence_coverage=evidence_coverage, close=close)
+    return define_agent(name=name, send=send, evidence_coverage=evidence_coverage, close=calls.aclose)
