@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -133,6 +133,16 @@ class SendFailure(Exception):
         self.acceptance = acceptance
         self.code = code
         self.retried = retried
+
+
+APPROVALS_TOGETHER = 't.respond("approve", "deny", …) in the order they were asked, or t.respond_all("approve")'
+
+
+def partly_answered(total: int, left: Sequence[str], what: str, why: str, how: str = APPROVALS_TOGETHER) -> SendFailure:
+    """A turn that answered only some of the `total` requests the last one made, to an agent that takes the answers
+    all at once (`why`): which were `left`, and `how` to answer them together. Nothing was sent."""
+    return SendFailure(f"respond answered {total - len(left)} of the {total} {what} (unanswered: {', '.join(left)}): "
+                       f"{why}, so answer them together: {how}", acceptance="rejected", retried=True)
 
 
 def turn_from_reply(document: Any, ctx: AgentContext, *, wrong_shape: str, invalid_turn: str) -> Turn:

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from assay.agent.adapter import DefinedAgent, SendFailure, define_agent
+from assay.agent.adapter import DefinedAgent, SendFailure, define_agent, partly_answered
 from assay.agent.context import AgentContext
 from assay.agent.model import (
     COMPLETE, EvidenceCoverage, InputOption, InputRequest, InputRequested, Message, OperationFinished,
@@ -272,10 +272,9 @@ def langgraph_agent(
             answers = {response.request_id: response.option_id or response.text or "" for response in turn_input.responses}
             left = [f"{prompt!r} ({waiting})" for waiting, prompt in thread.interrupts if waiting not in answers]
             if left:
-                raise SendFailure(
-                    f"respond answered {len(thread.interrupts) - len(left)} of the {len(thread.interrupts)} interrupts "
-                    f"the graph stopped at (unanswered: {', '.join(left)}): answer them together, t.respond(…, …) in "
-                    "the order they were asked", acceptance="rejected", retried=True)
+                raise partly_answered(len(thread.interrupts), left, "interrupts the graph stopped at",
+                                      "LangGraph resumes the step only with an answer for each",
+                                      "t.respond(…, …) in the order they were asked")
             resume: Any = answers[thread.interrupts[0][0]] if len(thread.interrupts) == 1 else {
                 waiting: answers[waiting] for waiting, _ in thread.interrupts}
             state_input: Any = Command(resume=resume)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from assay.agent.adapter import DefinedAgent, SendFailure, define_agent
+from assay.agent.adapter import DefinedAgent, define_agent, partly_answered
 from assay.agent.context import AgentContext
 from assay.agent.model import (
     COMPLETE, MISSING, Compaction, EvidenceCoverage, InputOption, InputRequest, InputRequested, Message,
@@ -215,11 +215,8 @@ def pydantic_ai_agent(
             unanswered = [call_id for call_id in waiting if call_id not in answers]
             if unanswered:  # pydantic-ai refuses a run that leaves one out (UserError)
                 ctx.session.set(_WAITING, waiting)
-                raise SendFailure(
-                    f"respond answered {len(waiting) - len(unanswered)} of the {len(waiting)} tool approvals the last "
-                    f"turn waits for (unanswered: {', '.join(unanswered)}): pydantic-ai runs the agent again only "
-                    "with an answer for each, so answer them together: t.respond(\"approve\", \"deny\", …) in the "
-                    "order they were asked, or t.respond_all(\"approve\")", acceptance="rejected", retried=True)
+                raise partly_answered(len(waiting), unanswered, "tool approvals the last turn waits for",
+                                      "pydantic-ai runs the agent again only with an answer for each")
             options["deferred_tool_results"] = DeferredToolResults(approvals={
                 call_id: True if answers[call_id].option_id == _APPROVE.id
                 else ToolDenied(answers[call_id].text or deny_reason)

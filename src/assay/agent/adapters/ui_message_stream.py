@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from assay.agent.adapter import DefinedAgent, SendFailure, define_agent
+from assay.agent.adapter import DefinedAgent, SendFailure, define_agent, partly_answered
 from assay.agent.adapters.endpoint import BrokenReply, checked_base_url
 from assay.agent.adapters.http_agent import ServiceCalls
 from assay.agent.context import AgentContext
@@ -285,11 +285,8 @@ def _answer_approvals(chat: _Chat, turn_input: TurnInput, deny_reason: str) -> t
     if unanswered and len(unanswered) < len(by_approval):
         # useChat sends a message back only once each of its approvals is answered; an AI SDK route given one
         # half answered would send the model a tool call without a result.
-        raise SendFailure(
-            f"respond answered {len(by_approval) - len(unanswered)} of the {len(by_approval)} tool approvals the last "
-            f"turn waits for (unanswered: {', '.join(unanswered)}): the AI SDK continues a message only when each "
-            "of its approvals is answered, so answer them together: t.respond(\"approve\", \"deny\", …) in the "
-            "order they were asked, or t.respond_all(\"approve\")", acceptance="rejected", retried=True)
+        raise partly_answered(len(by_approval), unanswered, "tool approvals the last turn waits for",
+                              "the AI SDK continues a message only when each of its approvals is answered")
     denied: dict[str, str] = {}
     for response in turn_input.responses:
         part = by_approval.get(response.request_id)
