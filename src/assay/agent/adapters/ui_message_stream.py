@@ -17,6 +17,7 @@ type this adapter does not know) says its events are partial.
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
 from collections.abc import Callable, Mapping
@@ -77,6 +78,7 @@ class _Stream:
             str(part["toolCallId"]): part for part in message["parts"] if "toolCallId" in part
         }
         self.texts: dict[tuple[str, str], dict[str, Any]] = {}
+        self.announced: set[str] = set()  # calls whose operation.started is out (input-available may come twice)
         self.finished: set[str] = set()
         self.failed = False
         self.waiting = False
@@ -194,9 +196,9 @@ class _Stream:
             self.downgrades["actions"] = partial(f"the stream has {kind} chunks, which this adapter does not read")
 
     def _started(self, part: dict[str, Any], *, refused: bool = False) -> None:
-        if part.get("_started"):
+        if part["toolCallId"] in self.announced:
             return
-        part["_started"] = True
+        self.announced.add(part["toolCallId"])
         name, given = _tool_name(part), part.get("input")
         command = self._command(name, given, refused)
         self.items.append(OperationStarted(part["toolCallId"], ToolOperation(name, given, command=command)))
@@ -247,8 +249,6 @@ class _Stream:
                     events.append(Message(item["text"]) if item["type"] == "text" else Thinking(item["text"]))
             else:
                 events.append(item)
-        for part in self.message["parts"]:
-            part.pop("_started", None)
         status = "failed" if self.failed else "waiting" if self.waiting else "completed"
         return Turn(events, status, evidence_coverage=self.downgrades or None)
 
@@ -365,7 +365,7 @@ def ui_message_stream_agent(
         async def once(attempt: int) -> Turn | Resend:
             from assay.judge.openai_http import HTTPStatusError
 
-            message = json.loads(json.dumps(continued)) if continued is not None else {
+            message = copy.deepcopy(continued) if continued is not None else {
                 "id": f"assistant-{len(chat.messages) + 1}", "role": "assistant", "parts": []}
             stream = _Stream(message, project_tool_command)
             try:
