@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import replace
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -311,11 +312,9 @@ def langgraph_agent(
             elif isinstance(event, OperationFinished):
                 thread.open_calls.discard(event.operation_id)
         if turn_input.output_schema is not None and result.get("structured_response") is not None:
-            turn = Turn(turn.events, turn.status, data=_jsonable(result["structured_response"]), usage=turn.usage,
-                        evidence_coverage=turn.evidence_coverage)
+            turn = replace(turn, data=_jsonable(result["structured_response"]))
         if turn.usage is None and any(getattr(message, "type", None) == "ai" for message in added):
-            turn = Turn(turn.events, turn.status, data=turn.data, usage=None,
-                        evidence_coverage={"usage": unavailable("the graph's AI messages carry no usage_metadata")})
+            turn = replace(turn, evidence_coverage={"usage": unavailable("the graph's AI messages carry no usage_metadata")})
         return turn
 
     return define_agent(name=name, send=send, evidence_coverage=evidence_coverage)
