@@ -111,6 +111,18 @@ def attempt_error(code: str, message: str, error: BaseException | None = None) -
     return document
 
 
+def _passes_through_authors_code(error: BaseException) -> bool:
+    """Whether any frame of `error`'s traceback, or of what caused it, is the author's code."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if any(not _is_not_the_authors(frame.filename) for frame in traceback.extract_tb(current.__traceback__)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def _not_authors_folders() -> tuple[str, ...]:
     import sysconfig
 
@@ -246,8 +258,12 @@ async def run_attempt(
             "`assay agent run` or assay.agent.run(...), which link every (experiment, eval) pair to its sandbox",
         )
     except AgentCallError as failure:
-        # Without a cause of the author's, the traceback would only show assay's own frames.
-        error = attempt_error(failure.code, str(failure), failure.__cause__ or (None if failure.where else failure))
+        cause = failure.__cause__
+        if cause is not None and failure.explained and not _passes_through_authors_code(cause):
+            cause = None  # an adapter's explained failure: its message is the whole story, its frames assay's
+        elif cause is None and not failure.where:
+            cause = failure  # no cause of the author's: what assay's frames show is all there is
+        error = attempt_error(failure.code, str(failure), cause)
         if failure.where:
             error["where"] = failure.where
     except AuthoringError as failure:

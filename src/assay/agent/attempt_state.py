@@ -31,12 +31,15 @@ SEND_MAX_ATTEMPTS = 4
 class AgentCallError(Exception):
     """The agent's `send` raised or returned something that is not a Turn (`agent-send-failed`).
 
-    `where` names the author's code when no traceback of theirs exists (a wrong return value)."""
+    `where` names the author's code when no traceback of theirs exists (a wrong return value); `explained`
+    says the message is the whole story (a `SendFailure`), so assay's own frames are not worth keeping."""
 
-    def __init__(self, message: str, code: str = "agent-send-failed", where: str | None = None) -> None:
+    def __init__(self, message: str, code: str = "agent-send-failed", where: str | None = None, *,
+                 explained: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.where = where
+        self.explained = explained
 
 
 class AttemptRuntime:
@@ -167,7 +170,8 @@ class SessionLine:
                 # one the adapter already resent has had its resends.
                 if failure.acceptance == "rejected" and not failure.retried:
                     return Resend("resend", failure.code, cause=failure)
-                raise AgentCallError(f"agent {agent.name!r} send failed: {failure}", failure.code) from failure
+                raise AgentCallError(f"agent {agent.name!r} send failed: {failure}", failure.code,
+                                     explained=True) from failure
             except SystemExit as error:  # `sys.exit()` in the agent's code: its attempt's error, not the run's end
                 raise AgentCallError(f"agent {agent.name!r} send raised SystemExit: {error.code} (sys.exit() ends "
                                      "this attempt, not the run)") from error
