@@ -283,3 +283,20 @@ def test_a_misspelt_or_misshapen_config_is_named():
     result = run_one(langgraph_agent(build(), config=lambda ctx: {"configurable": "u1"}), body)
     assert result.verdict == "errored"
     assert "config['configurable'] must be a dict of the values your nodes read, got str" in result.error["message"]
+
+
+def test_a_call_without_an_id_is_still_a_call_and_usage_on_only_some_replies_is_partial():
+    """LangChain lets a tool call's id be None: it became an operation with no id. Usage summed over only the replies
+    that reported it was given as the turn's whole usage."""
+    unnamed = AIMessage(content="", tool_calls=[{"name": "get_weather", "args": {"city": "Oslo"}, "id": None}])
+    [started] = turn_from_langchain_messages([unnamed]).events
+    assert isinstance(started.operation_id, str) and started.operation_id and started.operation.name == "get_weather"
+
+    counted = AIMessage("first", usage_metadata=USAGE)
+    uncounted = AIMessage("second")
+    turn = turn_from_langchain_messages([counted, uncounted])
+    assert turn.usage.output_tokens == USAGE["output_tokens"]
+    assert turn.evidence_coverage["usage"].state == "partial"
+    assert "1 of the turn's 2 AI messages" in turn.evidence_coverage["usage"].reason
+    assert turn_from_langchain_messages([uncounted]).evidence_coverage["usage"].state == "unavailable"
+    assert turn_from_langchain_messages([counted, counted]).evidence_coverage is None

@@ -27,7 +27,7 @@ from assay.agent.adapter import DefinedAgent, SendFailure, define_agent, partly_
 from assay.agent.context import AgentContext
 from assay.agent.model import (
     COMPLETE, EvidenceCoverage, InputOption, InputRequest, InputRequested, Message, OperationFinished,
-    OperationStarted, StreamEvent, Thinking, ToolOperation, Turn, TurnInput, Usage, unavailable,
+    OperationStarted, StreamEvent, Thinking, ToolOperation, Turn, TurnInput, Usage, partial, unavailable,
 )
 from assay.agent.session import create_session_slot
 
@@ -133,16 +133,20 @@ def turn_from_langchain_messages(messages: Iterable[Any], *, interrupts: Iterabl
     status = "completed"
     usage = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
                            "reasoning_tokens", "requests"), 0)
+    replies = 0
     for message in messages:
         kind = getattr(message, "type", None)
         if kind == "ai":
+            replies += 1
             text, reasoning = _text_and_reasoning(message)
             events.extend(Thinking(said) for said in reasoning)
             if text:
                 events.append(Message(text))
             for call in message.tool_calls or []:
-                started.add(call["id"])
-                events.append(OperationStarted(call["id"], ToolOperation(call["name"], _jsonable(call.get("args")))))
+                # LangChain allows a call without an id (no ToolMessage can answer it): one of its own, so it is a call
+                call_id = call.get("id") or f"call-{len(events)}"
+                started.add(call_id)
+                events.append(OperationStarted(call_id, ToolOperation(call["name"], _jsonable(call.get("args")))))
             for call in getattr(message, "invalid_tool_calls", None) or []:  # arguments the model wrote badly
                 call_id = call.get("id") or f"invalid-{len(events)}"
                 events.append(OperationStarted(call_id, ToolOperation(str(call.get("name")), call.get("args"))))
@@ -171,7 +175,13 @@ def turn_from_langchain_messages(messages: Iterable[Any], *, interrupts: Iterabl
         if status == "completed":
             status = "waiting"
     counted = Usage(**{**usage, "reasoning_tokens": usage["reasoning_tokens"] or None}) if usage["requests"] else None
-    return Turn(events, status, usage=counted)
+    coverage = None
+    if replies and not usage["requests"]:
+        coverage = {"usage": unavailable("the graph's AI messages carry no usage_metadata")}
+    elif usage["requests"] < replies:  # a sum over only some of the model's replies is not the turn's usage
+        coverage = {"usage": partial(f"{replies - usage['requests']} of the turn's {replies} AI messages carry no "
+                                     "usage_metadata")}
+    return Turn(events, status, usage=counted, evidence_coverage=coverage)
 
 
 def _checked_config(given: Any) -> dict[str, Any]:
@@ -313,8 +323,6 @@ def langgraph_agent(
                 thread.open_calls.discard(event.operation_id)
         if turn_input.output_schema is not None and result.get("structured_response") is not None:
             turn = replace(turn, data=_jsonable(result["structured_response"]))
-        if turn.usage is None and any(getattr(message, "type", None) == "ai" for message in added):
-            turn = replace(turn, evidence_coverage={"usage": unavailable("the graph's AI messages carry no usage_metadata")})
         return turn
 
     return define_agent(name=name, send=send, evidence_coverage=evidence_coverage)
