@@ -81,6 +81,13 @@ def test_json_mode_prints_ndjson_ending_with_one_receipt(project):
     assert receipt["completion"] == "completed" and receipt["exit_code"] == 0 and receipt["counts"]["passed"] == 1
     attempt = next(line["attempt"] for line in lines if line.get("type") == "attempt")
     assert attempt["eval_id"] == "memory" and attempt["locator"].startswith("@") and len(attempt["locator"]) == 13
+    # The receipt names the run it recorded, by the id the runs commands take (it listed the experiment ids)
+    (run_id,) = receipt["run_ids"]
+    assert receipt["experiments"] == ["baseline"] and run_id == receipt["invocation_id"]
+    from assay.cli.runs import runs_app
+
+    shown = CliRunner().invoke(runs_app, ["show", run_id, "--json"], env={"ASSAY_STORE": os.environ["ASSAY_STORE"]})
+    assert shown.exit_code == 0 and json.loads(shown.output)["run_id"] == run_id, shown.output
 
 
 def test_list_and_init_refuse_the_project_config_run_would_refuse(project):

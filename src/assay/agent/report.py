@@ -335,7 +335,10 @@ class NdjsonReporter:
         counts["carried"] = sum(1 for r in results if r.outcome == CARRIED)
         self._line({"type": "receipt", "receipt": {
             "invocation_id": self.invocation_id,
-            "run_ids": sorted({r.experiment_id for r in results}),
+            # NiceEval makes a run per experiment; here one run holds them all: its id is what `assay runs show`,
+            # `runs compare` and the viewer take (the experiments' ids were listed here as if they were run ids).
+            "run_ids": [self.invocation_id] if self.invocation_id else [],
+            "experiments": sorted({r.experiment_id for r in results}),
             "started_at": self.started_at,
             "completed_at": time.time(),
             "completion": completion,
