@@ -67,7 +67,10 @@ class AttemptRuntime:
     def release(self) -> None:
         """Once sealed: drop what points back at the runtime (its session lines do), so the attempt's
         objects are freed as soon as the result is all that is left, not by a garbage collection
-        that must first find ~30 of them in cycles for every attempt."""
+        that must first find ~30 of them in cycles for every attempt. Each line's session ends first, so what an
+        adapter holds open in it (a paused frame stream) is closed now, not whenever it is collected."""
+        for line in self.lines:
+            line.session.end()
         self.lines.clear()
         self.entries.clear()
         self.drives.clear()

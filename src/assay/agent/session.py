@@ -54,5 +54,14 @@ class AgentSession:
         """Read and clear: paused state is consumed exactly once."""
         return self._values.pop(slot, None)
 
+    def end(self) -> None:
+        """The line is over (its attempt ended, however): each value with a `session_ended()` (a paused stream
+        holding its connection open) is told so, and the values are dropped."""
+        values, self._values = list(self._values.values()), {}
+        for value in values:
+            ended = getattr(value, "session_ended", None)
+            if callable(ended):
+                ended()
+
 
 __all__ = ["AgentSession", "SessionSlot", "create_session_slot"]
