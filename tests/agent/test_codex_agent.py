@@ -160,3 +160,24 @@ def test_without_credentials_the_cli_says_so(fake_codex, monkeypatch):
     result = run_one_linked(codex_agent(command_name=CLI, install=fake_codex), define_eval(test, sandbox=local_sandbox()))
     assert result.error["code"] == "codex-exec-failed"
     assert result.sandbox["artifacts"]["agent-setup.json"]["credentials"] == "none"
+
+
+@pytest.mark.parametrize("isolation", ["none", "auto"])
+def test_a_schema_and_an_image_reach_the_cli_whatever_the_sandbox_isolates_with(fake_codex, isolation):
+    """The schema and image files were written to /tmp/…: a sandbox without bubblewrap, whose /tmp is the host's,
+    refused them as outside the sandbox, so any `output=` or image send errored there."""
+    import base64
+
+    from assay.agent.model import InputFile
+
+    image = InputFile("image/png", base64.b64encode(b"\x89PNG\r\n\x1a\n").decode(), "dot.png")
+
+    async def test(t):
+        await t.send("say {\"answer\": 4}", output={"type": "object", "properties": {"answer": {"type": "integer"}}},
+                     files=[image])
+
+    result = run_one_linked(codex_agent(command_name=CLI, install=fake_codex, api_key=KEY),
+                            define_eval(test, sandbox=local_sandbox(isolation=isolation)))
+    assert result.verdict == "passed", result.error
+    (sent,) = [entry["command"] for entry in result.sandbox["commands"] if " exec --json" in entry["command"]]
+    assert " --output-schema " in sent and " -i " in sent and "/tmp/assay-codex" not in sent

@@ -34,7 +34,7 @@ from assay.agent.model import (
     unavailable,
 )
 from assay.agent.logical_command import opaque_command_projection, shell_command_projection
-from assay.agent.sandbox.agent import AgentEnsure, SandboxAgent, define_sandbox_agent
+from assay.agent.sandbox.agent import AgentEnsure, SandboxAgent, agent_file, define_sandbox_agent
 from assay.agent.sandbox.commands import MIN_SENSITIVE_CHARACTERS
 from assay.agent.sandbox.layers import PrepareStep, command, shell
 from assay.errors import ConfigError
@@ -294,7 +294,7 @@ def codex_agent(
         argv += _config_arguments(overrides)
         schema_path = None
         if turn_input.output_schema is not None:
-            schema_path = f"/tmp/assay-codex-schema-{ctx.attempt}-{len(turn_input.text)}.json"
+            schema_path = agent_file(sandbox, ".assay-codex", f"schema-{ctx.attempt}-{len(turn_input.text)}.json")
             await sandbox.write_text(schema_path, json.dumps(turn_input.output_schema))
             argv += ["--output-schema", schema_path]
         for position, attached in enumerate(turn_input.files):
@@ -302,7 +302,7 @@ def codex_agent(
                 ctx.diagnostic("codex-file-skipped", "warning",
                                f"codex exec takes images only; {attached.filename or 'a file'} was not sent")
                 continue
-            image_path = f"/tmp/assay-codex-image-{position}-{attached.filename or 'image'}"
+            image_path = agent_file(sandbox, ".assay-codex", f"image-{position}-{attached.filename or 'image'}")
             await sandbox.write_bytes(image_path, base64.b64decode(attached.data_base64))
             argv += ["-i", image_path]
         argv += list(extra_args)

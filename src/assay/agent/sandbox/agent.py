@@ -77,4 +77,16 @@ def define_sandbox_agent(
     return agent
 
 
-__all__ = ["AgentEnsure", "SandboxAgent", "define_sandbox_agent", "is_sandbox_agent"]
+def agent_file(sandbox: Any, folder: str, name: str) -> str:
+    """Where a sandbox agent keeps a file of its own (a settings file, a schema, an image to pass its CLI): in the
+    sandbox's home, outside the workdir so it is not in the agent's diff; in `/tmp` only in a sandbox with no known
+    home. (Not `/tmp` first: a local sandbox without bubblewrap shares the host's `/tmp`, which it refuses.)"""
+    from assay.agent.sandbox.commands import SandboxError
+
+    try:
+        return sandbox.path(f"~/{folder}/{name}")
+    except SandboxError:
+        return f"/tmp/{folder}/{name}"
+
+
+__all__ = ["AgentEnsure", "SandboxAgent", "agent_file", "define_sandbox_agent", "is_sandbox_agent"]
