@@ -1,0 +1,145 @@
+"""A fake Anthropic Messages API on 127.0.0.1 playing a coding model, for the real Claude Code CLI in tests.
+
+It streams its replies as `fake_anthropic_api` does (server-sent events), and plays, from the newest user
+message of the request:
+
+- `run: COMMAND` (with the Bash tool offered): calls Bash with COMMAND; given its result, says
+  `The command said: <first line>`;
+- `answer in structure` (with the CLI's StructuredOutput tool offered, as `--json-schema` makes it):
+  calls StructuredOutput with `{"answer": 42}`; given its result, says `Done.`;
+- `break the api`: answers HTTP 400 (`invalid_request_error`), which the CLI does not retry;
+- `what did I ask`: lists the earlier user prompts of the conversation (so a resumed session shows);
+- anything else: greets.
+
+Every request body is kept in `requests` and its `x-api-key` header in `api_keys`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from fake_anthropic_api import _events
+
+GREETING = "Hello from the fake coding model."
+REFUSAL = "the fake API refused this request"
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    return [str(block.get("text", "")) for block in content or ()
+            if isinstance(block, dict) and block.get("type") == "text"]
+
+
+def _prompts(messages: list[dict[str, Any]]) -> list[str]:
+    """The user's own prompts (not tool results, not the CLI's reminders), in order."""
+    said = []
+    for message in messages:
+        if message.get("role") != "user":
+            continue
+        for text in _texts(message.get("content")):
+            text = text.strip()
+            if text and not text.startswith(("<system-reminder>", "[structured-output-enforce]", "<")):
+                said.append(text)
+    return said
+
+
+def reply(body: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The reply's content blocks, or None for an HTTP error."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    content = last.get("content") if isinstance(last.get("content"), list) else []
+    results = [block for block in content if isinstance(block, dict) and block.get("type") == "tool_result"]
+    if results:
+        result = results[0]
+        calls = {block.get("id"): block.get("name") for message in messages if message.get("role") == "assistant"
+                 for block in message.get("content") or ()
+                 if isinstance(block, dict) and block.get("type") == "tool_use"}
+        if calls.get(result.get("tool_use_id")) == "StructuredOutput":
+            return [{"type": "text", "text": "Done."}]
+        raw = result.get("content")
+        text = raw if isinstance(raw, str) else "".join(_texts(raw))
+        lines = text.strip().splitlines()
+        return [{"type": "text", "text": f"The command said: {lines[0] if lines else ''}"}]
+    prompts = _prompts(messages)
+    asked = prompts[-1] if prompts else ""
+    offered = {tool.get("name") for tool in body.get("tools") or []}
+    if asked.startswith("run: ") and "Bash" in offered:
+        return [{"type": "tool_use", "id": f"toolu_bash_{len(messages)}", "name": "Bash",
+                 "input": {"command": asked[len("run: "):], "description": "run what was asked"}}]
+    if "answer in structure" in asked and "StructuredOutput" in offered:
+        return [{"type": "tool_use", "id": "toolu_structured", "name": "StructuredOutput", "input": {"answer": 42}}]
+    if "break the api" in asked:
+        return None
+    if "what did I ask" in asked:
+        return [{"type": "text", "text": "You asked: " + " | ".join(prompts[:-1])}]
+    return [{"type": "text", "text": GREETING}]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: FakeCodingModelApi
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _not_here(self) -> None:
+        self._send(404, b'{"type": "error", "error": {"type": "not_found_error", "message": "not here"}}')
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._not_here()
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("content-length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}") if length else {}
+        if not self.path.startswith("/v1/messages"):
+            self._not_here()
+            return
+        if "count_tokens" in self.path:
+            self._send(200, b'{"input_tokens": 10}')
+            return
+        self.server.requests.append(body)
+        self.server.api_keys.append(self.headers.get("x-api-key"))
+        blocks, model = reply(body), str(body.get("model") or "claude-fake")
+        if blocks is None:
+            self._send(400, json.dumps({"type": "error", "error": {"type": "invalid_request_error",
+                                                                    "message": REFUSAL}}).encode())
+        elif body.get("stream"):
+            payload = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in _events(blocks, model))
+            self._send(200, payload.encode(), "text/event-stream")
+        else:
+            self._send(200, json.dumps({"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+                                        "content": blocks, "stop_reason": "end_turn",
+                                        "usage": {"input_tokens": 11, "output_tokens": 7}}).encode())
+
+
+class FakeCodingModelApi(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.requests: list[dict[str, Any]] = []
+        self.api_keys: list[str | None] = []
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def __enter__(self) -> FakeCodingModelApi:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+        self.server_close()
