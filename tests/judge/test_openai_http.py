@@ -94,3 +94,14 @@ def test_the_preflight_probe_passes_an_endpoint_that_answers(fake_openai):
 
     assert asyncio.run(probe_endpoint(fake_openai.base_url, api_key=None, timeout=5)) is None
     assert [request.path for request in fake_openai.requests] == ["/v1/models"]
+
+
+def test_a_byte_order_mark_opening_the_body_is_skipped_wherever_the_chunks_split_it():
+    """The SSE standard skips it (browsers do); it was read into the first line, so the first event was lost."""
+    body = b"\xef\xbb\xbfdata: {\"a\": 1}\n\ndata: {\"b\": 2}\n\n"
+    for cut in range(len(body) + 1):
+        decoder = EventStreamDecoder()
+        events = decoder.feed(body[:cut]) + decoder.feed(body[cut:]) + decoder.finish()
+        assert events == [b'{"a": 1}', b'{"b": 2}'], cut
+    decoder = EventStreamDecoder()  # one later in the body is data, as the standard says
+    assert decoder.feed(b"data: x\xef\xbb\xbf\n\n") == [b"x\xef\xbb\xbf"]

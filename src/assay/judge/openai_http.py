@@ -156,18 +156,30 @@ def _proxy_for(url: yarl.URL) -> tuple[yarl.URL | None, aiohttp.BasicAuth | None
         return None, None
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 class EventStreamDecoder:
     """Server-sent events from bytes as they arrive: the `data` of each event, its lines joined by
     newlines. Event names, ids, retry fields, comments and empty events are dropped: no caller reads
-    them (the OpenAI protocols name each event inside its JSON)."""
+    them (the OpenAI protocols name each event inside its JSON). A byte order mark opening the body is skipped, as
+    the SSE standard says (browsers do; its first event was lost)."""
 
-    __slots__ = ("_data", "_pending")
+    __slots__ = ("_data", "_pending", "_head")
 
     def __init__(self) -> None:
         self._pending = b""
         self._data: list[bytes] = []
+        self._head: bytes | None = b""  # the body's first bytes, until they are known not to be a byte order mark
 
     def feed(self, chunk: bytes) -> list[bytes]:
+        if self._head is not None:
+            chunk = self._head + chunk
+            if len(chunk) < 3 and _BOM.startswith(chunk):
+                self._head = chunk
+                return []
+            self._head = None
+            chunk = chunk.removeprefix(_BOM)
         lines = (self._pending + chunk if self._pending else chunk).split(b"\n")
         self._pending = lines.pop()  # a line is only whole once its newline arrived
         return self._events(lines)
@@ -175,6 +187,8 @@ class EventStreamDecoder:
     def finish(self) -> list[bytes]:
         """What the body's end completes: the last event is kept even without its blank line, so a
         stream cut after it is reported for what it lacks, not as empty."""
+        if self._head:  # a body of fewer bytes than a byte order mark has
+            self._pending, self._head = self._head, None
         events = self._events([self._pending] if self._pending else [])
         self._pending = b""
         if self._data:

@@ -34,9 +34,14 @@ progress, status) are not events: the complete messages that follow them say the
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import functools
+import inspect
 import json
+import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent, SendFailure, define_agent
@@ -258,17 +263,21 @@ class ClaudeSdkTranscript:
             self.unknown.add(f"message {kind}")
         return self.events[before:]
 
-    def feed_line(self, line: str) -> list[StreamEvent]:
+    def feed_line(self, line: str | bytes) -> list[StreamEvent]:
         """One line the CLI printed (`claude -p --output-format stream-json --verbose`); a blank one is skipped."""
+        if isinstance(line, (bytes, bytearray)):  # (a file opened in binary)
+            line = bytes(line).decode("utf-8", "replace")
         line = line.strip()
         if not line:
             return []
         try:
             frame = json.loads(line)
         except ValueError:
-            raise ValueError(f"ClaudeSdkTranscript.feed_line takes one line of the CLI's stream-json output, got "
-                             f"{line[:80]!r}") from None
-        return self.feed(frame) if isinstance(frame, Mapping) else []
+            frame = None
+        if not isinstance(frame, Mapping):
+            raise ValueError(f"ClaudeSdkTranscript.feed_line takes one line of the CLI's stream-json output (a JSON "
+                             f"object), got {line[:80]!r}")
+        return self.feed(frame)
 
     def mark_rejected(self, tool_use_id: str, reason: str = "the call was denied") -> None:
         """Say a call was denied (a `can_use_tool` callback's `PermissionResultDeny`, a hook's `deny`): it finishes
@@ -282,6 +291,8 @@ class ClaudeSdkTranscript:
         failed_reply = frame.get("error")
         if main and body.get("id") and isinstance(body.get("usage"), Mapping):
             self._reply_usage[str(body["id"])] = body["usage"]
+        if isinstance(content, str):  # (the Messages API's short form of one text block)
+            content = [{"type": "text", "text": content}]
         for block in content if isinstance(content, list) else ():
             block = _block(block)
             kind = block.get("type")
@@ -404,13 +415,20 @@ class ClaudeSdkTranscript:
 def turn_from_claude_agent_sdk(messages: Iterable[Any], *, rejected: Mapping[str, str] | None = None,
                                cost_before: float = 0.0) -> Turn:
     """A Turn from a Claude Agent SDK query's messages (what `query()` or `receive_response()` yielded, or the
-    stream-json lines/dicts the CLI printed). `rejected` maps tool_use ids your own `can_use_tool` denied to why;
-    `cost_before` is the `total_cost_usd` of the session's previous result, for a query that resumed it."""
+    stream-json lines/dicts the CLI printed, or its whole output as one str or bytes). `rejected` maps tool_use ids
+    your own `can_use_tool` denied to why; `cost_before` is the `total_cost_usd` of the session's previous result,
+    for a query that resumed it."""
+    if rejected is not None and not isinstance(rejected, Mapping):
+        raise TypeError(f"turn_from_claude_agent_sdk rejected maps each denied tool_use id to why "
+                        f"({{\"toolu_1\": \"denied by can_use_tool\"}}), got {type(rejected).__name__}")
+    if isinstance(messages, (str, bytes, bytearray)):  # the CLI's whole output, not one message per item
+        text = messages.decode("utf-8", "replace") if isinstance(messages, (bytes, bytearray)) else messages
+        messages = text.splitlines()
     transcript = ClaudeSdkTranscript(cost_before=cost_before)
     for call_id, reason in (rejected or {}).items():
         transcript.mark_rejected(call_id, reason)
     for message in messages:
-        if isinstance(message, str):
+        if isinstance(message, (str, bytes, bytearray)):
             transcript.feed_line(message)
         else:
             transcript.feed(message)
@@ -445,23 +463,110 @@ def _content(turn_input: TurnInput, ctx: AgentContext) -> Any:
     return blocks
 
 
+def _stderr_said(said: Any, error: Any = None) -> str:
+    lines = list(said)
+    if not lines and error is not None and getattr(error, "stderr", None) and "Check stderr" not in error.stderr:
+        lines = str(error.stderr).strip().splitlines()[-20:]
+    return f"; the CLI said: {' | '.join(lines)[-1500:]}" if lines else ""
+
+
 async def _one_prompt(content: Any) -> AsyncIterator[dict[str, Any]]:
     # (a prompt stream, not a string: it can carry files, and it keeps stdin open for `can_use_tool`)
     yield {"type": "user", "session_id": "", "message": {"role": "user", "content": content}, "parent_tool_use_id": None}
 
 
-def _checked_options(given: Any, where: str) -> Any:
+def _checked_options(given: Any, where: str, folder: Path | None = None) -> Any:
     if given is None:
         from claude_agent_sdk import ClaudeAgentOptions
 
-        return ClaudeAgentOptions()
+        given = ClaudeAgentOptions()
     if "ClaudeAgentOptions" not in _kinds(given):
         raise TypeError(f"{where} must be a claude_agent_sdk.ClaudeAgentOptions, got {type(given).__name__}")
     if given.resume or given.continue_conversation or given.session_id:
         set_ = [name for name in ("resume", "continue_conversation", "session_id") if getattr(given, name)]
         raise ValueError(f"{where} sets {', '.join(set_)}: claude_agent_sdk_agent starts a Claude session per session "
                          "line and resumes it itself; leave it out (a fixed one would make every line one conversation)")
+    _check_fields(given, where)
+    if folder is not None and given.cwd is None:
+        return dataclasses.replace(given, cwd=str(folder))  # the project's folder, wherever assay was started
+    if given.cwd is not None:
+        cwd = Path(given.cwd).expanduser()
+        if not cwd.is_absolute() and folder is not None:
+            cwd = folder / cwd  # a relative cwd is the project's, as process_agent's command is
+        if not cwd.is_dir():
+            raise ValueError(f"{where} cwd={str(given.cwd)!r} is not a folder ({cwd} "
+                             f"{'is a file' if cwd.exists() else 'does not exist'}): give the folder the Claude Code "
+                             "CLI should work in, absolute or relative to the project folder (for a folder made per "
+                             "attempt, options=lambda ctx: ClaudeAgentOptions(cwd=...))")
+        if str(cwd) != str(given.cwd):
+            return dataclasses.replace(given, cwd=str(cwd))
     return given
+
+
+@functools.cache
+def _field_rules() -> dict[str, tuple[bool, tuple[str, ...], tuple[str, ...]]]:
+    """Per option that takes a list or a fixed word: (takes a list, the words it takes, the words its list takes),
+    read from the SDK's own types."""
+    import typing
+
+    from claude_agent_sdk import ClaudeAgentOptions
+
+    def words(kind: Any) -> list[str]:
+        origin = typing.get_origin(kind)
+        if origin is typing.Literal:
+            return [word for word in typing.get_args(kind) if isinstance(word, str)]
+        if origin is typing.Union or type(kind).__name__ == "UnionType":
+            return [word for member in typing.get_args(kind) for word in words(member)]
+        return []
+
+    rules: dict[str, tuple[bool, tuple[str, ...], tuple[str, ...]]] = {}
+    for name, hint in typing.get_type_hints(ClaudeAgentOptions).items():
+        members = typing.get_args(hint) if typing.get_origin(hint) is typing.Union or type(hint).__name__ == \
+            "UnionType" else (hint,)
+        lists = [member for member in members if typing.get_origin(member) is list]
+        own = words(hint)
+        listed = [word for member in lists for argument in typing.get_args(member) for word in words(argument)]
+        if lists or own:
+            rules[name] = (bool(lists), tuple(own), tuple(listed))
+    return rules
+
+
+def _check_fields(options: Any, where: str) -> None:
+    """A near miss of a word the CLI takes (`permission_mode="acceptEdit"`), or a string where a list goes
+    (`allowed_tools="Read"`, which the SDK would send as `R,e,a,d`), refused with the field and the fix."""
+    import difflib
+
+    try:
+        rules = _field_rules()
+    except Exception:  # noqa: BLE001 - an SDK whose types cannot be read: the CLI checks them itself
+        return
+    for name, (takes_list, own, listed) in rules.items():
+        value = getattr(options, name, None)
+        if name == "betas":  # (new betas come out before the SDK lists them: any name may be meant)
+            listed = ()
+        if isinstance(value, str) and value not in own:
+            if takes_list:
+                raise TypeError(f"{where} {name}={value!r} is a string; {name} takes a list: {name}=[{value!r}]")
+            given, allowed = [value], own
+        elif takes_list and isinstance(value, (list, tuple)):
+            given, allowed = [one for one in value if isinstance(one, str)], listed
+        else:
+            continue
+        for one in given:  # (only a near miss: a newer CLI may take words the SDK's types do not list yet)
+            near = difflib.get_close_matches(one, allowed, n=1, cutoff=0.75)
+            if near and one not in allowed:
+                raise ValueError(f"{where} {name}={one!r} is not one of {', '.join(allowed)}; did you mean {near[0]!r}?")
+
+
+def _takes_one(function: Callable[..., Any]) -> bool:
+    """Whether `function` can be called with one positional argument (False when its signature says not)."""
+    try:
+        inspect.signature(function).bind(None)
+    except TypeError:
+        return False
+    except ValueError:  # (no signature to read: a builtin)
+        return True
+    return True
 
 
 def claude_agent_sdk_agent(
@@ -478,23 +583,44 @@ def claude_agent_sdk_agent(
     `t.send(..., output=Schema)` asks for `output_format` with that schema. `transport` is a function of the turn's
     options returning a new SDK `Transport` (the SDK closes it after each query), for a CLI run elsewhere or a
     scripted one in tests. A `can_use_tool` callback's denials are `rejected` calls."""
-    if options is not None and not callable(options):
-        _checked_options(options, "claude_agent_sdk_agent options")
-    if transport is not None and (not callable(transport) or hasattr(transport, "read_messages")):
+    from assay.agent.discovery import loading_project
+
+    folder = loading_project()  # a relative cwd is the project's, wherever assay was started
+    if options is None or not callable(options):
+        options = _checked_options(options, "claude_agent_sdk_agent options", folder)
+    elif not _takes_one(options):
+        raise TypeError("claude_agent_sdk_agent options takes ClaudeAgentOptions, or a function of the turn's context "
+                        "returning them (options=lambda ctx: ClaudeAgentOptions(...)); "
+                        f"{getattr(options, '__qualname__', type(options).__name__)} cannot be called with the context")
+    if transport is not None and (not callable(transport) or hasattr(transport, "read_messages")
+                                  or isinstance(transport, type) and inspect.isabstract(transport)
+                                  or not _takes_one(transport)):
         raise TypeError("claude_agent_sdk_agent transport takes a function of the turn's ClaudeAgentOptions returning "
                         "a new Transport (the SDK closes its transport after every query): "
                         f"transport=lambda options: MyTransport(options), got {type(transport).__name__}")
+
+    # The SDK logs a failed CLI as "Fatal error in message reader" with no handler of its own, so Python would print it
+    # on stderr; the send failure says it, with what the CLI said. (A handler you configure still gets its records.)
+    sdk_logger = logging.getLogger("claude_agent_sdk")
+    if not any(isinstance(handler, logging.NullHandler) for handler in sdk_logger.handlers):
+        sdk_logger.addHandler(logging.NullHandler())
 
     async def send(turn_input: TurnInput, ctx: AgentContext) -> Turn:
         from claude_agent_sdk import PermissionResultDeny, query
         from claude_agent_sdk import CLIConnectionError, CLINotFoundError, ClaudeSDKError, ProcessError
 
-        where = "the claude_agent_sdk_agent options function's result" if callable(options) else \
-            "claude_agent_sdk_agent options"
-        try:
-            chosen = _checked_options(options(ctx) if callable(options) else options, where)
-        except (TypeError, ValueError) as error:
-            raise SendFailure(str(error), acceptance="rejected", retried=True) from None
+        if callable(options):
+            where = f"the claude_agent_sdk_agent options function {getattr(options, '__qualname__', '')}".rstrip()
+            given = options(ctx)  # (an exception of its own is raised as it is: it names its file and line)
+            if given is None:
+                raise SendFailure(f"{where} returned None: it must return the turn's ClaudeAgentOptions "
+                                  "(a missing return?)", acceptance="rejected", retried=True)
+            try:
+                chosen = _checked_options(given, f"{where}'s result", folder)
+            except (TypeError, ValueError) as error:
+                raise SendFailure(str(error), acceptance="rejected", retried=True) from None
+        else:
+            chosen = options  # (checked when the agent was made)
         resume, cost_before = ctx.session.get(_RESUME) or (None, 0.0)
         transcript = ClaudeSdkTranscript(cost_before=cost_before)
         changes: dict[str, Any] = {}
@@ -519,6 +645,16 @@ def claude_agent_sdk_agent(
                 return decision
 
             changes["can_use_tool"] = can_use_tool
+        said: collections.deque[str] = collections.deque(maxlen=20)  # the CLI's stderr, for a failure's message
+        own_stderr = chosen.stderr
+
+        def stderr(line: str) -> None:
+            if line.strip():
+                said.append(line.rstrip())
+            if own_stderr is not None:
+                own_stderr(line)
+
+        changes["stderr"] = stderr
         turn_options = dataclasses.replace(chosen, **changes)
         custom = transport(turn_options) if transport is not None else None
         if transport is not None and not hasattr(custom, "read_messages"):
@@ -535,14 +671,17 @@ def claude_agent_sdk_agent(
                               "or give ClaudeAgentOptions(cli_path=…))", acceptance="rejected", retried=True) from None
         except ProcessError as error:
             if not transcript.completed:  # (after an error result the CLI exits non-zero on purpose: said above)
-                raise SendFailure(f"the Claude Code CLI failed before the turn's result: {error}",
-                                  acceptance="started") from None
+                raise SendFailure(f"the Claude Code CLI failed before the turn's result: exit code {error.exit_code}"
+                                  f"{_stderr_said(said, error)}", acceptance="started") from None
         except CLIConnectionError as error:
-            raise SendFailure(f"could not reach the Claude Code CLI: {error}",
+            raise SendFailure(f"could not reach the Claude Code CLI: {error}{_stderr_said(said)}",
                               acceptance="rejected" if not transcript.events else "started") from None
         except ClaudeSDKError as error:
-            raise SendFailure(f"the Claude Agent SDK failed: {type(error).__name__}: {error}",
+            raise SendFailure(f"the Claude Agent SDK failed: {type(error).__name__}: {error}{_stderr_said(said)}",
                               acceptance="started") from None
+        if said and custom is None:
+            ctx.diagnostic("claude-agent-sdk-cli-stderr", "warning", "the Claude Code CLI wrote to stderr: "
+                           + " | ".join(said)[-500:], dedupe_key="claude-agent-sdk-cli-stderr")
         if transcript.session_id:
             ctx.session.capture(transcript.session_id)
             # (the latest id: a CLI that gives a resumed session a new one is resumed from that)

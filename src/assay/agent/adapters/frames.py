@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import collections.abc
 import dataclasses
 import functools
 import inspect
@@ -138,6 +139,16 @@ class SSEFrames:
         self._open(body)
 
     def _open(self, body: Any) -> None:
+        if inspect.isawaitable(body) and not hasattr(body, "__aiter__"):  # (`http.post(...)` without its await)
+            closing = getattr(body, "close", None) or getattr(getattr(body, "_coro", None), "close", None)
+            if callable(closing):
+                closing()  # (never awaited: closed, so Python does not warn about it)
+            raise TypeError(f"sse_json_frames takes the response, got {type(body).__name__}, which was not awaited: "
+                            "write sse_json_frames(await http.post(...))")
+        if isinstance(body, collections.abc.Mapping):  # (a parsed JSON body: its keys would be read as chunks)
+            raise TypeError("sse_json_frames takes the response whose body is server-sent events, not a parsed JSON "
+                            f"body ({type(body).__name__} with keys {', '.join(map(str, list(body)[:5]))}); pass the "
+                            "response itself, unread")
         if isinstance(body, (bytes, bytearray, memoryview, str)):
             self._chunks = _iterate([body])
         elif hasattr(body, "aiter_bytes"):  # an httpx response (first: its `content` raises until it is read)
@@ -325,7 +336,7 @@ class DeltaStream:
     - `text(delta, id=None)`: assistant text. Deltas without an id continue the message in progress, which
       ends when anything else is recorded; deltas with an id belong to that message wherever they come.
     - `reasoning(delta, id=None)`: the same for `Thinking`.
-    - `tool_call(id, name, arguments="")`, then `tool_arguments(id, delta)`: a tool call whose input is its
+    - `tool_call(id, name, arguments=None)`, then `tool_arguments(id, delta)`: a tool call whose input is its
       argument text, parsed as JSON when the turn is made (text that is no JSON is kept as it came, an empty
       one is `{}`); or `tool_input(id, value)` for an input that arrives whole.
     - `tool_result(id, output, status="completed")`: its end (`failed`, or `rejected` for a refused call). A
@@ -337,12 +348,16 @@ class DeltaStream:
     - `end()`: the stream's own end was seen; with `require_end=True`, `turn()` without it is a
       `FrameStreamError` (a stream cut short).
 
-    `DeltaStream(read)` with `read(stream, frame)`, which makes the calls one frame means, is a reducer for
-    `drive_frame_stream` (`feed(frame)` calls it); or subclass it and write `feed` yourself."""
+    `DeltaStream(read)` with `read(stream, frame)` (a plain function, not `async def`), which makes the calls one
+    frame means, is a reducer for `drive_frame_stream` (`feed(frame)` calls it); or subclass it and write `feed`
+    yourself. Deltas are strings; a call or result without an id is a `FrameStreamError`."""
 
     def __init__(self, read: Callable[[DeltaStream, Any], Any] | None = None, *, require_end: bool = False) -> None:
         if read is not None and not callable(read):
             raise TypeError(f"DeltaStream read takes a function (stream, frame) -> None, got {type(read).__name__}")
+        if inspect.iscoroutinefunction(read) or inspect.isasyncgenfunction(read):
+            raise TypeError(f"DeltaStream read must be a plain function (def, not async def): it is called for each "
+                            f"frame and not awaited, so {getattr(read, '__qualname__', 'it')} would record nothing")
         self._read = read
         self.require_end = require_end
         self.frames = 0
@@ -360,7 +375,11 @@ class DeltaStream:
             raise TypeError("DeltaStream.feed needs a read function: DeltaStream(read) with read(stream, frame) "
                             "calling stream.text(...), stream.tool_call(...), …; or subclass DeltaStream and write feed")
         self.frames += 1
-        self._read(self, frame)
+        made = self._read(self, frame)
+        if inspect.isawaitable(made):
+            getattr(made, "close", lambda: None)()  # (never awaited: closed, so Python does not warn about it)
+            raise TypeError("DeltaStream read returned an awaitable: it must be a plain function (def, not async def), "
+                            "since it is called for each frame and not awaited")
 
     def _add(self, item: Any) -> None:
         self._open = None
@@ -369,6 +388,7 @@ class DeltaStream:
     def _delta(self, kind: str, delta: Any, part_id: Any) -> None:
         if delta is None or delta == "":
             return
+        _check_text(f"DeltaStream.{'text' if kind == 'text' else 'reasoning'}", delta)
         if part_id is not None:
             key = (kind, str(part_id))
             part = self._by_id.get(key)
@@ -390,9 +410,14 @@ class DeltaStream:
         self._delta("reasoning", delta, id)
 
     def tool_call(self, id: Any, name: str, arguments: str | None = None) -> None:  # noqa: A002
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"DeltaStream.tool_call takes (id, name, arguments=None), its name a str; got name "
+                            f"{type(name).__name__} {name!r:.60}")
+        if arguments:
+            _check_text("DeltaStream.tool_call arguments", arguments)
+        if id is None or id == "":
+            raise FrameStreamError(f"frame {self.frames} starts a tool call {name!r} without an id")
         call_id = str(id)
-        if not call_id:
-            raise FrameStreamError(f"a tool call {name!r} has no id (frame {self.frames})")
         call = self._calls.get(call_id)
         if call is None:
             call = self._calls[call_id] = _Call(call_id, str(name or ""))
@@ -403,6 +428,8 @@ class DeltaStream:
             call.parts.append(str(arguments))
 
     def _call(self, id: Any, what: str) -> _Call:  # noqa: A002
+        if id is None or id == "":
+            raise FrameStreamError(f"frame {self.frames} has {what} for a tool call without an id")
         call = self._calls.get(str(id))
         if call is None:
             raise FrameStreamError(f"frame {self.frames} has {what} for tool call {str(id)!r}, which the stream never "
@@ -412,7 +439,8 @@ class DeltaStream:
     def tool_arguments(self, id: Any, delta: str | None) -> None:  # noqa: A002
         call = self._call(id, "arguments")
         if delta:
-            call.parts.append(str(delta))
+            _check_text("DeltaStream.tool_arguments", delta)
+            call.parts.append(delta)
 
     def tool_input(self, id: Any, value: Any) -> None:  # noqa: A002
         self._call(id, "an input").input = value
@@ -420,6 +448,8 @@ class DeltaStream:
     def tool_result(self, id: Any, output: Any = MISSING, status: str = "completed") -> None:  # noqa: A002
         if status not in _STATUSES:
             raise ValueError(f"tool_result status must be completed, failed or rejected, got {status!r}")
+        if id is None or id == "":
+            raise FrameStreamError(f"frame {self.frames} has a tool result without an id")
         call_id = str(id)
         if call_id in self._finished:
             return
@@ -459,6 +489,14 @@ class DeltaStream:
         return Turn(events, "failed" if self.failed else "completed", usage=usage, evidence_coverage=coverage)
 
 
+def _check_text(what: str, delta: Any) -> None:
+    if not isinstance(delta, str):
+        fix = ("for an input that arrives whole, call stream.tool_input(id, value)" if "argument" in what else
+               "pass the frame's text field, like stream.text(frame[\"delta\"])")
+        raise TypeError(f"{what} takes the text of one delta (a str), got {type(delta).__name__} {_excerpt(delta)}: "
+                        f"{fix}")
+
+
 def _arguments(call: _Call) -> Any:
     if call.input is not MISSING:
         return call.input
@@ -491,6 +529,13 @@ class Pause:
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
             raise TypeError(f"Pause id must be the request's non-empty id, got {self.id!r}")
+        for name in ("action", "prompt"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"Pause {name} takes a str or None, got {type(value).__name__} {value!r:.60}")
+        if isinstance(self.options, (str, InputOption)) or not isinstance(self.options, (tuple, list)):
+            raise TypeError(f"Pause options takes a tuple of option ids or InputOption(id, label)s, like "
+                            f"options=(\"approve\", \"deny\"); got {type(self.options).__name__} {self.options!r:.60}")
         options = tuple(InputOption(option) if isinstance(option, str) else option for option in self.options)
         for option in options:
             if not isinstance(option, InputOption):
@@ -588,8 +633,9 @@ async def drive_frame_stream(
     if on_frame is not None and not callable(on_frame):
         raise TypeError(f"drive_frame_stream on_frame takes a function (frame) -> Pause | None, got {type(on_frame).__name__}")
     if not hasattr(frames, "__aiter__"):
+        hint = ": pass resumed.frames" if isinstance(frames, ResumedStream) else ""
         raise TypeError(f"drive_frame_stream frames must be an async iterator of frames, like "
-                        f"sse_json_frames(response); got {type(frames).__name__}")
+                        f"sse_json_frames(response); got {type(frames).__name__}{hint}")
     slot = _slot(slot)
     count = 0
     kept = False
