@@ -235,7 +235,9 @@ def test_settings_mcp_servers_and_extra_args_reach_the_cli_as_files_outside_the_
     assert result.verdict == "passed", unmatched(result)
     said = json.loads([event["text"] for event in result.turns[0]["events"] if event["type"] == "message"][0])
     argv = said["argv"]
-    assert said["files"] == {"--settings": settings, "--mcp-config": {"mcpServers": servers}}
+    # (the server's token reached the CLI in the file, and is redacted where the CLI printed it, like the key)
+    redacted = {"docs": {**servers["docs"], "env": {"DOCS_TOKEN": "[redacted]"}}}
+    assert said["files"] == {"--settings": settings, "--mcp-config": {"mcpServers": redacted}}
     assert argv[argv.index("--max-turns") + 1] == "5" and argv[-2:] == ["--", "args"]
     manifest = result.sandbox["artifacts"]["agent-setup.json"]
     assert manifest["mcp_servers"] == ["docs"] and "tok-secret-123" not in json.dumps(manifest)

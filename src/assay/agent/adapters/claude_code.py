@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from assay.agent.sandbox.agent import AgentEnsure, SandboxAgent, agent_file, def
 from assay.agent.sandbox.commands import MIN_SENSITIVE_CHARACTERS
 from assay.agent.sandbox.layers import PrepareStep, command, shell
 from assay.agent.session import create_session_slot
+from assay.core.format import did_you_mean
 from assay.errors import ConfigError
 
 # As the Claude Agent SDK's: every call, result, denial and compaction is in the stream, and a turn whose stream
@@ -54,6 +56,22 @@ _OWNED_SETTINGS = {
     "enabledMcpjsonServers": "mcp_servers=", "disabledMcpjsonServers": "mcp_servers=",
 }
 _OWNED_PERMISSIONS = ("defaultMode", "disableBypassPermissionsMode")  # the adapter bypasses permissions
+# The CLI reads these lists of rules; a misspelt key, or a rule list given as one string, it ignores without a word
+# (so a deny rule would silently not apply).
+_PERMISSION_LISTS = ("allow", "deny", "ask", "additionalDirectories")
+# The MCP server config the CLI reads: a server with a misspelt key, a wrong type or an unknown transport is dropped
+# by the CLI without a word (the agent then runs without its tools), so its shape is checked here.
+_MCP_TYPES = ("stdio", "sse", "http")
+_MCP_KEYS = {"stdio": ("type", "command", "args", "env"), "sse": ("type", "url", "headers"),
+             "http": ("type", "url", "headers")}
+# Arguments the adapter passes (or that would replace what the experiment and the adapter own), also as `--flag=value`.
+_OWNED_ARGS = {
+    "--resume": "the session line", "-r": "the session line", "--continue": "the session line",
+    "-c": "the session line", "--session-id": "the session line", "--fork-session": "the session line",
+    "--model": "model=", "--fallback-model": "model=", "--effort": "reasoning_effort=", "--settings": "settings=",
+    "--mcp-config": "mcp_servers=", "--json-schema": "t.send(output=…)", "--output-format": "the adapter",
+    "--input-format": "the adapter", "--permission-mode": "the adapter, which bypasses permissions",
+}
 # Environment variables the adapter sets from its own options (or the experiment's): given in `env` they would
 # bypass them (a key in `env` would not be redacted).
 _OWNED_ENV = {
@@ -65,6 +83,7 @@ _OWNED_ENV = {
 # model's API is called from the sandbox.
 _DEFAULT_ENV = {"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 _RESUME = create_session_slot("claude-code session to resume, and its cost so far")
+_CREDENTIAL_NAME = re.compile(r"token|key|secret|passw|auth|credential|cookie|session", re.IGNORECASE)
 _CONFIG_DIR = ".assay-claude-code"  # in the sandbox's home (else /tmp): outside the workdir, so not in the diff
 
 
@@ -89,9 +108,33 @@ def _checked_settings(settings: Mapping[str, Any] | str | os.PathLike[str] | Non
                           f"(settings={{\"includeCoAuthoredBy\": False}}) or a settings.json path, got "
                           f"{type(settings).__name__}")
     given = dict(settings)
+    not_named = [key for key in given if not isinstance(key, str)]
+    if not_named:
+        raise ConfigError(f"claude_code_agent settings keys are setting names (strings); {not_named[0]!r} is not one")
+    # A key the CLI does not know is ignored by it without a word: one close to a key it reads is a typo.
+    for key in given:
+        if key not in _OWNED_SETTINGS and key != "permissions":
+            near = did_you_mean(key, [*_OWNED_SETTINGS, "permissions"], cutoff=0.8, form="{}", shown=str)
+            if near:
+                whose = f", which {_OWNED_SETTINGS[near]} sets" if near in _OWNED_SETTINGS else ""
+                raise ConfigError(f"claude_code_agent settings key {key!r} is no Claude Code setting (did you mean "
+                                  f"{near!r}{whose}?); the CLI would ignore it without a word")
     owned = [f"{key} ({_OWNED_SETTINGS[key]} sets it)" for key in sorted(set(_OWNED_SETTINGS) & set(given))]
     permissions = given.get("permissions")
+    if "permissions" in given and not isinstance(permissions, Mapping):
+        raise ConfigError("claude_code_agent settings permissions is an object of rule lists, like "
+                          f"{{\"permissions\": {{\"deny\": [\"Bash\"]}}}}; got a {type(permissions).__name__}")
     if isinstance(permissions, Mapping):
+        known = [*_PERMISSION_LISTS, *_OWNED_PERMISSIONS]
+        for key, value in permissions.items():
+            near = "" if key in known else did_you_mean(key, known, cutoff=0.8, form=" (did you mean {}?)")
+            if near:
+                raise ConfigError(f"claude_code_agent settings key permissions.{key} is no Claude Code setting"
+                                  f"{near}; the CLI would ignore it without a word")
+            if key in _PERMISSION_LISTS and (isinstance(value, str) or not isinstance(value, Sequence)
+                                             or not all(isinstance(rule, str) for rule in value)):
+                raise ConfigError(f"claude_code_agent settings permissions.{key} is a list of strings, like "
+                                  f"{{\"{key}\": [\"Bash(rm:*)\"]}}; got {value!r} (the CLI would ignore it)")
         owned += [f"permissions.{key} (the adapter bypasses permissions: assay's sandbox is the boundary)"
                   for key in _OWNED_PERMISSIONS if key in permissions]
     if owned:
@@ -113,13 +156,61 @@ def _checked_mcp_servers(servers: Mapping[str, Any] | None) -> dict[str, Any]:
                           "mcp_servers={\"docs\": {\"command\": \"docs-mcp\", \"args\": []}} or "
                           "{\"api\": {\"type\": \"http\", \"url\": \"https://…\", \"headers\": {…}}}")
     for name, spec in servers.items():
-        if "command" not in spec and "url" not in spec:
-            raise ConfigError(f"claude_code_agent mcp_servers[{name!r}] needs a stdio \"command\" or an HTTP \"url\"")
-    return {name: dict(spec) for name, spec in servers.items()}
+        _check_mcp_server(name, spec)
+    checked = {name: dict(spec) for name, spec in servers.items()}
+    try:
+        json.dumps(checked)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"claude_code_agent mcp_servers must be JSON: {error}") from None
+    return checked
+
+
+def _check_mcp_server(name: str, spec: Mapping[str, Any]) -> None:
+    where = f"claude_code_agent mcp_servers[{name!r}]"
+    if name == "mcpServers":
+        raise ConfigError("claude_code_agent mcp_servers maps server names to their config, without the "
+                          "{\"mcpServers\": …} wrapper of a .mcp.json: mcp_servers=config[\"mcpServers\"]")
+    if not name.strip():
+        raise ConfigError("claude_code_agent mcp_servers names its servers: an empty name is not one")
+    kind = spec.get("type", "stdio" if "command" in spec or "url" not in spec else None)
+    if kind is None:
+        raise ConfigError(f"{where} has a \"url\" but no \"type\": give \"type\": \"http\" (or \"sse\"); the CLI "
+                          "would drop the server without a word")
+    if kind not in _MCP_TYPES:
+        raise ConfigError(f"{where} type {kind!r} is not one Claude Code runs ({', '.join(_MCP_TYPES)})"
+                          f"{did_you_mean(kind, _MCP_TYPES)}")
+    known = _MCP_KEYS[kind]
+    for key in spec:
+        if key not in known:
+            near = did_you_mean(key, known, form=" (did you mean {}?)")
+            raise ConfigError(f"{where} has {key!r}, which a {kind} server does not take ({', '.join(known)})"
+                              f"{near}; the CLI would drop the server without a word")
+    if kind == "stdio":
+        if not isinstance(spec.get("command"), str) or not spec["command"].strip():
+            raise ConfigError(f"{where} needs a stdio \"command\" or an HTTP \"url\" (a command is one program, as a "
+                              "string, its arguments in \"args\"; a url goes with \"type\": \"http\")")
+        args = spec.get("args", [])
+        if isinstance(args, str) or not isinstance(args, Sequence) or not all(isinstance(a, str) for a in args):
+            raise ConfigError(f"{where} args is a list of strings, like \"args\": [\"--stdio\"]; got {args!r}")
+    else:
+        url = spec.get("url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{where} needs a \"url\" starting with http:// or https://; got {url!r}")
+    for key in ("env", "headers"):
+        if key in spec and not (isinstance(spec[key], Mapping) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in spec[key].items())):
+            raise ConfigError(f"{where} {key} maps names to strings, like \"{key}\": {{\"TOKEN\": \"…\"}}; "
+                              f"got {type(spec[key]).__name__}" + (" with a value that is not a string"
+                                                                   if isinstance(spec[key], Mapping) else ""))
 
 
 def _checked_env(env: Mapping[str, str] | None) -> dict[str, str]:
-    given = dict(env or {})
+    if env is None:
+        return {}
+    if not isinstance(env, Mapping):
+        raise ConfigError("claude_code_agent env maps names to strings, like env={\"MAX_THINKING_TOKENS\": \"1024\"}; "
+                          f"got a {type(env).__name__}")
+    given = dict(env)
     if "PATH" in given:
         raise ConfigError("claude_code_agent env must not set PATH (give the sandbox path_prepend)")
     owned = [f"{name} (set by {_OWNED_ENV[name]})" for name in sorted(set(_OWNED_ENV) & set(given))]
@@ -130,6 +221,29 @@ def _checked_env(env: Mapping[str, str] | None) -> dict[str, str]:
     if bad:
         raise ConfigError(f"claude_code_agent env maps names to strings; {', '.join(map(str, bad))} is not one")
     return given
+
+
+def _read_init(line: str, servers: Mapping[str, Any], ctx: Any) -> None:
+    """What the CLI's init frame alone says. An MCP server that failed to start (a misspelt command, a server that
+    exits) is only a status there: the agent then works without that server's tools. And with no model from the
+    experiment, the model the CLI chose for itself is only named there."""
+    frame = json.loads(line)
+    if not (isinstance(frame, Mapping) and frame.get("type") == "system" and frame.get("subtype") == "init"):
+        return
+    if not ctx.model:
+        ctx.diagnostic("claude-code-model-default", "warning",
+                       f"the experiment gives no model, so Claude Code ran with its own default "
+                       f"({frame.get('model') or 'unnamed'}); give Experiment(model=…) to say which model is "
+                       "evaluated", dedupe_key="claude-code-model-default")
+    for server in frame.get("mcp_servers") or ():
+        if (isinstance(server, Mapping) and server.get("name") in servers
+                and server.get("status") in ("failed", "needs-auth")):
+            spec = servers[server["name"]]
+            how = (f"command {spec.get('command')!r}" if "command" in spec else f"url {spec.get('url')!r}")
+            ctx.diagnostic("claude-code-mcp-server-failed", "warning",
+                           f"MCP server {server['name']!r} ({how}) did not start in the sandbox (status "
+                           f"{server['status']}): the agent ran without its tools; check that the command is on "
+                           "the sandbox's PATH, or the URL answers", dedupe_key=f"claude-code-mcp-{server['name']}")
 
 
 def _config_path(sandbox: Any, name: str) -> str:
@@ -172,23 +286,49 @@ def claude_code_agent(
     """Claude Code (`claude -p`) in the sandbox. The model and reasoning effort come from the experiment; `api_key`
     (default: the host's `ANTHROPIC_API_KEY`, read at send time) reaches the CLI as `ANTHROPIC_API_KEY` and is
     redacted from everything stored; `base_url` becomes `ANTHROPIC_BASE_URL`. `settings` (a dict, or the path of a
-    settings.json on this machine, relative to the calling file's folder) is written to a file passed with `--settings` (not the keys the experiment and
-    the adapter own); `mcp_servers` (name -> {"command": …} or {"type": "http", "url": …}) to one passed with
-    `--mcp-config`; `env` adds environment variables; `extra_args` go before the prompt."""
+    settings.json on this machine, relative to the calling file's folder) is written to a file passed with
+    `--settings` (not the keys the experiment and the adapter own; a key close to one the CLI reads, or a permission
+    rule list that is not a list, is refused, as the CLI would ignore it without a word); `mcp_servers` (name ->
+    {"command": …, "args": […], "env": {…}} or {"type": "http" | "sse", "url": …, "headers": {…}}, checked as
+    strictly, since the CLI drops a malformed server silently; their env and header values are redacted like the
+    key) to one passed with `--mcp-config`; `env` adds environment variables; `extra_args` go before the prompt."""
     if isinstance(settings, (str, os.PathLike)):
         settings = beside_caller(settings)  # (a relative path is the experiment file's, as upload()'s)
     chosen_settings = _checked_settings(settings)
     servers = _checked_mcp_servers(mcp_servers)
     extra_env = _checked_env(env)
-    if isinstance(extra_args, str) or not all(isinstance(arg, str) for arg in extra_args):
+    if (isinstance(extra_args, (str, bytes)) or not isinstance(extra_args, Sequence)
+            or not all(isinstance(arg, str) for arg in extra_args)):
         raise ConfigError("claude_code_agent extra_args is a list of strings, like "
                           "extra_args=[\"--max-turns\", \"20\"]")
-    owned_args = sorted({"--resume", "-r", "--model", "--effort", "--settings", "--mcp-config", "--json-schema",
-                         "--output-format", "--input-format", "--continue", "-c", "--session-id"} & set(extra_args))
+    # (`--model=opus` is `--model opus` to the CLI)
+    owned_args = sorted({arg.split("=", 1)[0] for arg in extra_args} & set(_OWNED_ARGS))
     if owned_args:
         raise ConfigError(f"claude_code_agent extra_args must not hold {', '.join(owned_args)}: the experiment and the "
-                          "adapter pass them (model=, reasoning_effort=, settings=, mcp_servers=, the session line)")
+                          "adapter pass them ("
+                          + "; ".join(f"{arg} is set by {_OWNED_ARGS[arg]}" for arg in owned_args) + ")")
+    if install is None or isinstance(install, (str, bytes)) or not isinstance(install, Sequence):
+        raise ConfigError("claude_code_agent install is a list of steps, like "
+                          "install=[shell(\"npm install -g @anthropic-ai/claude-code\")] (install=() when the CLI is "
+                          f"already there); got {install!r}")
+    texts = [step for step in install if isinstance(step, str)]
+    if texts:
+        raise ConfigError(f"claude_code_agent install takes command(...) or shell(...) steps, not text: "
+                          f"install=[shell({texts[0]!r})] (from assay.agent.sandbox import shell)")
+    if api_key is not None and (not isinstance(api_key, str) or not api_key.strip()):
+        raise ConfigError("claude_code_agent api_key is the key as a string (api_key=os.environ[\"MY_KEY\"]); "
+                          "leave it out to use the host's ANTHROPIC_API_KEY")
+    if base_url is not None and (not isinstance(base_url, str) or not base_url.startswith(("http://", "https://"))):
+        raise ConfigError(f"claude_code_agent base_url is the API's URL, starting with http:// or https:// "
+                          f"(base_url=\"https://gateway.example.com\"); got {base_url!r}")
     ensure = AgentEnsure(command(command_name, "--version"), tuple(install), {"agent": "claude-code"})
+
+    # An MCP server's env and headers hold its credentials (a token, `Bearer …`): redacted like the key, should the
+    # agent print its config or a server echo them. Only those whose name says so: redacting `LOG_LEVEL=debug`'s
+    # value would blank "debug" wherever the record has it.
+    mcp_secrets = sorted({secret for spec in servers.values() for key in ("env", "headers")
+                          for name, value in (spec.get(key) or {}).items() if _CREDENTIAL_NAME.search(name)
+                          for secret in (value, value.split(" ", 1)[-1]) if len(secret) >= MIN_SENSITIVE_CHARACTERS})
 
     def environment() -> tuple[dict[str, str], list[str]]:
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
@@ -229,7 +369,8 @@ def claude_code_agent(
         elif ctx.reasoning_effort:
             ctx.diagnostic("claude-code-effort-ignored", "warning",
                            f"reasoning_effort={ctx.reasoning_effort!r} is not a Claude Code effort "
-                           f"({', '.join(EFFORTS)}): the CLI ran with its own", dedupe_key="claude-code-effort")
+                           f"({', '.join(EFFORTS)}){did_you_mean(ctx.reasoning_effort, EFFORTS)}: the CLI ran with its "
+                           "own", dedupe_key="claude-code-effort")
         if chosen_settings:
             argv += ["--settings", _config_path(sandbox, "settings.json")]
         if servers:
@@ -266,8 +407,8 @@ def claude_code_agent(
                         what = given.get("command") or given.get("file_path") or given.get("pattern") or ""
                         ctx.progress(f"claude: {event.operation.name} {str(what)[:80]}".rstrip())
 
-        result = await sandbox.run_command(*argv, env=values, on_stdout=on_stdout, sensitive_values=secrets,
-                                           stdin=stdin)
+        result = await sandbox.run_command(*argv, env=values, on_stdout=on_stdout,
+                                           sensitive_values=[*secrets, *mcp_secrets], stdin=stdin)
         transcript = ClaudeSdkTranscript(cost_before=cost_before)
         printed, unauthenticated = 0, None
         for line in result.stdout.splitlines():
@@ -276,6 +417,8 @@ def claude_code_agent(
             except ValueError:
                 continue  # (stray output: the CLI prints only JSON lines on stdout in this mode)
             printed += 1
+            if '"init"' in line:
+                _read_init(line, servers, ctx)
             if unauthenticated is None and '"authentication_failed"' in line:
                 frame = json.loads(line)
                 if isinstance(frame, Mapping) and frame.get("error") == "authentication_failed":
