@@ -97,11 +97,12 @@ async def probe_ok(sandbox: Any, probe: PrepareStep) -> tuple[bool, str]:
 
 async def ensure_installed(sandbox: Any, name: str, probe: PrepareStep, install: Sequence[PrepareStep]) -> bool:
     """Probe → install if missing → probe again; True when it had to install. Raises if it is still missing."""
-    present, _ = await probe_ok(sandbox, probe)
+    present, why = await probe_ok(sandbox, probe)
     if present:
         return False
-    if not install:
-        raise SandboxSetupError(f"{name} is not installed in the sandbox and no installer was given")
+    if not install:  # (say what was looked for: a misspelt command name reads the same as a missing CLI)
+        raise SandboxSetupError(f"{name} is not installed in the sandbox (`{probe.describe()}` failed: {why.strip()}) "
+                                "and no installer was given")
     for step in install:
         await step.run(sandbox)
     present, why = await probe_ok(sandbox, probe)

@@ -64,7 +64,10 @@ def destroy(entry: SandboxEntry) -> str:
         return f"{what}; removed {entry.root}"
     from assay.agent.sandbox.local import unlink_from_registry
 
-    what = "killed its processes" if kill_marked(entry.sandbox_id) else "some processes would not die"
+    if not _marked(entry.sandbox_id):  # (a kept sandbox's processes ended with its attempt: nothing was killed)
+        what = "no process of it was left"
+    else:
+        what = "killed its processes" if kill_marked(entry.sandbox_id) else "some processes would not die"
     shutil.rmtree(entry.root, ignore_errors=True)
     unlink_from_registry(entry.root, entry.sandbox_id)  # made under a base_dir of its own
     return f"{what}; removed {entry.root}"
