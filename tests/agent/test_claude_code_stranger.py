@@ -197,3 +197,39 @@ def test_a_misspelt_command_name_without_an_installer_names_the_command_and_its_
     assert result.verdict == "errored"
     assert "`clade --version` failed" in result.error["message"], result.error
     assert "no installer was given" in result.error["message"]
+
+
+@pytest.mark.skipif(not os.access(REAL_CLI, os.X_OK), reason="the claude-agent-sdk wheel bundles no CLI here")
+def test_an_effort_the_cli_does_not_take_is_said_once_on_the_runs_console_with_its_count(tmp_path):
+    """The warning was in `assay agent show` alone: a CI log of a run whose every attempt ignored the experiment's
+    effort said nothing of it."""
+    project = agent_project(tmp_path / "project")
+    (project / "experiments" / "claude.py").write_text(textwrap.dedent(f"""
+        import os
+        from assay.agent import Experiment
+        from assay.agent.adapters import claude_code_agent
+
+        claude = Experiment(agent=claude_code_agent(command_name={REAL_CLI!r}, install=(),
+                                                    base_url=os.environ["FAKE_ANTHROPIC_URL"]),
+                            model={MODEL!r}, reasoning_effort="hgih", timeout=60)
+    """))
+    (project / "evals" / "hello_eval.py").write_text(textwrap.dedent("""
+        from assay.agent import define_eval, local_sandbox
+
+
+        async def hello(t):
+            await t.send("hello")
+
+
+        evals = {"first": define_eval(hello, sandbox=local_sandbox()), "second": define_eval(hello, sandbox=local_sandbox())}
+    """))
+    with FakeCodingModelApi() as api:
+        done = subprocess.run([sys.executable, "-m", "assay", "agent", "run", "--project", str(project), "claude"],
+                              capture_output=True, text=True, timeout=80, check=False,
+                              env={**os.environ, "ASSAY_STORE": str(tmp_path / "store" / "assay.db"),
+                                   "ANTHROPIC_API_KEY": KEY, "FAKE_ANTHROPIC_URL": api.url})
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in done.stdout.splitlines() if line.startswith("warning [claude-code-effort-ignored]")]
+    assert len(said) == 1, done.stdout
+    assert "did you mean 'high'?" in said[0] and "(in 2 attempt(s); the experiment's reasoning effort was not used; " \
+        "`assay agent show claude/hello/" in said[0], said[0]

@@ -64,12 +64,22 @@ async def _call_hook(hook: Any, context: HookContext, *, until: Any = None) -> b
 
 
 # Attempt diagnostics said again once a run, with what each may mean: a teardown that failed (the agent's, a
-# sandbox hook's), and a `respond` answer sent as free text that is nearly an option id.
+# sandbox hook's), a `respond` answer sent as free text that is nearly an option id, and an official agent's
+# word that the run is not what the experiment says (an effort or a file not passed on, a tool server that did
+# not start, a model the CLI chose): in `assay agent show` alone, a CI log never said them.
 _SAID_ONCE_A_RUN = {
     "agent-teardown-failed": "what it releases may be left behind",
     "sandbox-teardown-failed": "what it releases may be left behind",
     "respond-near-option": "the option may have been meant",
     "send-while-waiting": "an answer may have been meant",
+    "frame-stream-abandoned": "an answer may have been meant",
+    "claude-code-effort-ignored": "the experiment's reasoning effort was not used",
+    "claude-agent-sdk-effort-ignored": "the experiment's reasoning effort was not used",
+    "claude-code-model-default": "the model evaluated is the CLI's choice",
+    "claude-code-mcp-server-failed": "the agent ran without that server's tools",
+    "claude-code-file-skipped": "the agent did not see the file",
+    "claude-agent-sdk-file-skipped": "the agent did not see the file",
+    "codex-file-skipped": "the agent did not see the file",
 }
 
 
