@@ -34,6 +34,7 @@ const state = {
   dirty: new Set(),
   editVersion: 0,
   saving: false,
+  saveRun: null,  // the save in flight: its targets, and whether its PUT went
   saveError: null,
   overwriteOnce: false,     // the next save replaces what another tab or an editor saved meanwhile
   saveTimer: null,
@@ -354,6 +355,14 @@ function sampleForServer(s) {
 const LEAVING_BODY_LIMIT = 60000;
 
 function saveOnLeave() {
+  const run = state.saveRun;
+  if (state.saving && run && !run.sent && !run.overwrite && !state.saveError) {
+    // An autosave still asking whether the file changed would go with the page, its edits unsent: they go now,
+    // at once, and that save stops when its answer comes (if the page is still there: only hidden).
+    for (const id of run.targetIds) state.dirty.add(id);
+    state.saving = false;
+    state.saveRun = null;
+  }
   if (state.dirty.size && !state.saving && !state.saveError) flushSave({ leaving: true });
 }
 
@@ -371,12 +380,18 @@ async function flushSave({ leaving = false } = {}) {
   if (atOnce) headers["X-Assay-Base-Revision"] = state.doc.revision;
   state.saving = true;
   state.dirty.clear();
+  const run = state.saveRun = { targetIds, sent: false, overwrite: state.overwriteOnce };
+  const superseded = () => state.saveRun !== run;  // the page was left while it asked: a save sent at once took over
   renderSaveStatus();
-  const put = () => api(`${caseUrl(caseId)}/samples`, { method: "PUT", headers, body: text, keepalive: Boolean(atOnce) });
+  const put = () => {
+    run.sent = true;
+    return api(`${caseUrl(caseId)}/samples`, { method: "PUT", headers, body: text, keepalive: Boolean(atOnce) });
+  };
   try {
     const overwrite = state.overwriteOnce;
     state.overwriteOnce = false;
     const changed = overwrite || atOnce ? [] : await targetsChangedElsewhere(caseId, targetIds);
+    if (superseded()) return;
     if (changed.length) {
       throw new ApiFailure(409, {
         code: "case_file_changed",
@@ -411,18 +426,24 @@ async function flushSave({ leaving = false } = {}) {
     if (summary) summary.sample_count = doc.targets.reduce((n, t) => n + t.samples.length, 0);
     fetchResults();
   } catch (error) {
+    if (superseded()) return;
     if (caseId === state.caseId) {
       for (const id of targetIds) state.dirty.add(id);
       state.saveError = error;
       showSaveError(error, body);
     }
   } finally {
-    state.saving = false;
-    renderSaveStatus();
-    if (state.dirty.size && !state.saveError && caseId === state.caseId) {
-      clearTimeout(state.saveTimer);
-      state.saveTimer = setTimeout(flushSave, AUTOSAVE_DELAY_MS);
-    }
+    if (!superseded()) finishSave(caseId);
+  }
+}
+
+function finishSave(caseId) {
+  state.saving = false;
+  state.saveRun = null;
+  renderSaveStatus();
+  if (state.dirty.size && !state.saveError && caseId === state.caseId) {
+    clearTimeout(state.saveTimer);
+    state.saveTimer = setTimeout(flushSave, AUTOSAVE_DELAY_MS);
   }
 }
 
