@@ -610,3 +610,24 @@ def test_a_streaming_agent_built_from_frames_runs_end_to_end(backend, tmp_path):
     overloaded = attempts["h_overloaded"]
     assert overloaded["verdict"] == "passed"  # a failure the service reported is a failed turn, not a send failure
     assert overloaded["turns"][0]["events"] == [{"type": "error", "message": "the model is overloaded"}]
+
+
+def test_a_session_value_that_fails_to_close_does_not_stop_the_others_nor_the_attempts_end():
+    from assay.agent.session import AgentSession, create_session_slot
+
+    closed = []
+
+    class Holder:
+        def __init__(self, name, fails=False):
+            self.name, self.fails = name, fails
+
+        def session_ended(self):
+            closed.append(self.name)
+            if self.fails:
+                raise OSError("already closed")
+
+    session = AgentSession()
+    session.set(create_session_slot("a"), Holder("a", fails=True))
+    session.set(create_session_slot("b"), Holder("b"))
+    session.end()  # (raised OSError before, out of the attempt's release)
+    assert closed == ["a", "b"]

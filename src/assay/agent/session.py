@@ -61,7 +61,10 @@ class AgentSession:
         for value in values:
             ended = getattr(value, "session_ended", None)
             if callable(ended):
-                ended()
+                try:
+                    ended()
+                except Exception:  # noqa: BLE001 - closing what is left must not undo the attempt's sealed result
+                    pass
 
 
 __all__ = ["AgentSession", "SessionSlot", "create_session_slot"]
