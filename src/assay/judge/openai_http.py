@@ -161,8 +161,8 @@ _BOM = b"\xef\xbb\xbf"
 
 class EventStreamDecoder:
     """Server-sent events from bytes as they arrive: the `data` of each event, its lines joined by
-    newlines. Event names, ids, retry fields, comments and empty events are dropped: no caller reads
-    them (the OpenAI protocols name each event inside its JSON). A byte order mark opening the body is skipped, as
+    newlines. Event names, ids, retry fields, comments and empty events are dropped: the OpenAI protocols
+    name each event inside its JSON (`sse_json_frames(events=True)` keeps the names in a subclass). A byte order mark opening the body is skipped, as
     the SSE standard says (browsers do; its first event was lost)."""
 
     __slots__ = ("_data", "_pending", "_head")
