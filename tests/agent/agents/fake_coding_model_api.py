@@ -7,6 +7,8 @@ message of the request:
   `The command said: <first line>`;
 - `answer in structure` (with the CLI's StructuredOutput tool offered, as `--json-schema` makes it):
   calls StructuredOutput with `{"answer": 42}`; given its result, says `Done.`;
+- `skill: NAME` (with the Skill tool offered): calls Skill with NAME; given its result, says
+  `The skill said: <what the tool result and the rest of that message said, on one line>`;
 - `break the api`: answers HTTP 400 (`invalid_request_error`), which the CLI does not retry;
 - `what did I ask`: lists the earlier user prompts of the conversation (so a resumed session shows);
 - anything else: greets.
@@ -60,6 +62,10 @@ def reply(body: dict[str, Any]) -> list[dict[str, Any]] | None:
                  if isinstance(block, dict) and block.get("type") == "tool_use"}
         if calls.get(result.get("tool_use_id")) == "StructuredOutput":
             return [{"type": "text", "text": "Done."}]
+        if calls.get(result.get("tool_use_id")) == "Skill":  # (the skill's instructions: its result, or beside it)
+            said = [text for text in [*_texts(result.get("content")), *_texts(content)]
+                    if not text.lstrip().startswith("<system-reminder>")]
+            return [{"type": "text", "text": "The skill said: " + " ".join(" ".join(said).split())}]
         raw = result.get("content")
         text = raw if isinstance(raw, str) else "".join(_texts(raw))
         lines = text.strip().splitlines()
@@ -70,6 +76,9 @@ def reply(body: dict[str, Any]) -> list[dict[str, Any]] | None:
     if asked.startswith("run: ") and "Bash" in offered:
         return [{"type": "tool_use", "id": f"toolu_bash_{len(messages)}", "name": "Bash",
                  "input": {"command": asked[len("run: "):], "description": "run what was asked"}}]
+    if asked.startswith("skill: ") and "Skill" in offered:
+        return [{"type": "tool_use", "id": f"toolu_skill_{len(messages)}", "name": "Skill",
+                 "input": {"skill": asked[len("skill: "):].strip()}}]
     if "answer in structure" in asked and "StructuredOutput" in offered:
         return [{"type": "tool_use", "id": "toolu_structured", "name": "StructuredOutput", "input": {"answer": 42}}]
     if "break the api" in asked:

@@ -18,6 +18,10 @@ experiment's model is `--model`, its reasoning effort `--effort` (low, medium, h
 attached to a send go in as content blocks of the user message, read from stdin (`--input-format stream-json`):
 images and PDFs as they are, text files as text; others are skipped with a warning. There are no approvals to
 answer (none of the coding CLIs support HITL): a tool the settings deny is a `rejected` call.
+
+Skills (`skills=`, local folders each holding a `SKILL.md`) are copied at setup into the sandbox's
+`~/.claude/skills/<folder name>/`, where the CLI finds its user skills: it lists them to the model with the `Skill`
+tool, and a completed `Skill` call is the turn's `skill.loaded`.
 """
 
 from __future__ import annotations
@@ -85,6 +89,45 @@ _DEFAULT_ENV = {"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TR
 _RESUME = create_session_slot("claude-code session to resume, and its cost so far")
 _CREDENTIAL_NAME = re.compile(r"token|key|secret|passw|auth|credential|cookie|session", re.IGNORECASE)
 _CONFIG_DIR = ".assay-claude-code"  # in the sandbox's home (else /tmp): outside the workdir, so not in the diff
+_SKILLS_DIR = "~/.claude/skills"  # where the CLI reads the user's own skills: outside the workdir, so not in the diff
+_SKILL_FILE = "SKILL.md"
+
+
+def _checked_skills(skills: Any) -> list[Any]:
+    """The skills option as a list of paths (not yet resolved): a string is one path given without its list."""
+    if skills is None:
+        return []
+    if isinstance(skills, (str, bytes, os.PathLike)):
+        given = os.fsdecode(skills)
+        raise ConfigError("claude_code_agent skills is a list of skill folders, like "
+                          f"skills=[\"skills/release-notes\"]; got the single path {given!r}: give skills=[{given!r}]")
+    if not isinstance(skills, Sequence) or not all(isinstance(path, (str, os.PathLike)) for path in skills):
+        raise ConfigError("claude_code_agent skills is a list of skill folder paths (strings), like "
+                          f"skills=[\"skills/release-notes\"]; got {skills!r}")
+    return list(skills)
+
+
+def _check_skills(paths: Sequence[Path]) -> dict[str, Path]:
+    """Skill name (its folder's name, as the CLI names it) -> the folder, each checked to be a skill the CLI loads."""
+    chosen: dict[str, Path] = {}
+    for path in paths:
+        if not path.is_dir():
+            if path.is_file() and path.name == _SKILL_FILE:
+                raise ConfigError(f"claude_code_agent skills names {str(path)!r}, a SKILL.md file: give the folder "
+                                  f"holding it (skills=[{str(path.parent)!r}])")
+            what = "is not a folder" if path.exists() else "does not exist"
+            raise ConfigError(f"claude_code_agent skills path {str(path)!r} {what}: give the folder of a Claude Code "
+                              "skill (one holding a SKILL.md), relative to the experiment file's folder")
+        if not (path / _SKILL_FILE).is_file():
+            raise ConfigError(f"claude_code_agent skill folder {str(path)!r} has no {_SKILL_FILE}: a Claude Code skill "
+                              f"is a folder with a {_SKILL_FILE} (front matter with name and description, then the "
+                              "instructions); add one, or give the folder that holds it")
+        if path.name in chosen:
+            raise ConfigError(f"claude_code_agent skills holds two folders named {path.name!r} "
+                              f"({str(chosen[path.name])!r} and {str(path)!r}): each is copied to "
+                              f"~/.claude/skills/{path.name}, so one would replace the other; rename one of them")
+        chosen[path.name] = path
+    return chosen
 
 
 def _checked_settings(settings: Mapping[str, Any] | str | os.PathLike[str] | None) -> dict[str, Any]:
@@ -280,6 +323,7 @@ def claude_code_agent(
     settings: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
     env: Mapping[str, str] | None = None,
+    skills: Sequence[str | os.PathLike[str]] = (),
     install: Sequence[PrepareStep] = DEFAULT_INSTALL,
     extra_args: Sequence[str] = (),
 ) -> SandboxAgent:
@@ -291,9 +335,19 @@ def claude_code_agent(
     rule list that is not a list, is refused, as the CLI would ignore it without a word); `mcp_servers` (name ->
     {"command": …, "args": […], "env": {…}} or {"type": "http" | "sse", "url": …, "headers": {…}}, checked as
     strictly, since the CLI drops a malformed server silently; their env and header values are redacted like the
-    key) to one passed with `--mcp-config`; `env` adds environment variables; `extra_args` go before the prompt."""
+    key) to one passed with `--mcp-config`; `env` adds environment variables; `extra_args` go before the prompt.
+    `skills` is a list of local folders (relative to the calling file's folder), each a Claude Code skill: a
+    `SKILL.md` (front matter with `name` and `description`, then the instructions) and any files it uses. Each is
+    copied at setup to the sandbox's `~/.claude/skills/<folder name>/` (outside the workdir, so not in the diff),
+    where the CLI offers it to the model through its `Skill` tool; a path that is not such a folder, or two folders
+    of one name, is refused. Only local folders: a skill from a repository at a ref is not supported (check it out,
+    and give its folder)."""
     if isinstance(settings, (str, os.PathLike)):
         settings = beside_caller(settings)  # (a relative path is the experiment file's, as upload()'s)
+    skill_paths = []
+    for skill in _checked_skills(skills):  # (here, not in a helper: beside_caller looks two frames up)
+        skill_paths.append(beside_caller(skill))
+    chosen_skills = _check_skills(skill_paths)
     chosen_settings = _checked_settings(settings)
     servers = _checked_mcp_servers(mcp_servers)
     extra_env = _checked_env(env)
@@ -347,12 +401,15 @@ def claude_code_agent(
             await sandbox.write_text(_config_path(sandbox, "settings.json"), json.dumps(chosen_settings, indent=2))
         if servers:
             await sandbox.write_text(_config_path(sandbox, "mcp.json"), json.dumps({"mcpServers": servers}, indent=2))
+        for skill_name, folder in chosen_skills.items():
+            await sandbox.upload_directory(folder, f"{_SKILLS_DIR}/{skill_name}")
         values, secrets = environment()
         ctx.store_artifact("agent-setup.json", {
             "agent": "claude-code", "command": command_name, "version": probe.stdout.strip() or None,
             "model": ctx.model, "reasoning_effort": ctx.reasoning_effort,
             "settings": chosen_settings,
             "mcp_servers": sorted(servers),  # names only: their headers and env may hold credentials
+            "skills": list(chosen_skills),
             "env": sorted(values),  # names only: values may be credentials
             "credentials": "ANTHROPIC_API_KEY" if secrets else "none",
             "base_url": base_url, "extra_args": list(extra_args),
