@@ -437,11 +437,9 @@ def turn_from_claude_agent_sdk(messages: Iterable[Any], *, rejected: Mapping[str
 
 # -- the agent ------------------------------------------------------------------------------------------------
 
-def _content(turn_input: TurnInput, ctx: AgentContext) -> Any:
-    """The user message's content: the text, and the files as Anthropic content blocks (images and PDFs; plain
-    text files as text)."""
-    if not turn_input.files:
-        return turn_input.text
+def content_blocks(turn_input: TurnInput, ctx: AgentContext, *, skipped: str, who: str) -> list[dict[str, Any]]:
+    """The user message as Anthropic content blocks: images and PDFs as they are, text files as text, then the text;
+    another kind of file is left out with a `skipped` warning saying `who` takes what (shared with Claude Code)."""
     import base64
 
     blocks: list[dict[str, Any]] = []
@@ -455,12 +453,18 @@ def _content(turn_input: TurnInput, ctx: AgentContext) -> Any:
             text = base64.b64decode(attached.data_base64).decode("utf-8", "replace")
             blocks.append({"type": "text", "text": f"{attached.filename or 'file'}:\n{text}"})
         else:
-            ctx.diagnostic("claude-agent-sdk-file-skipped", "warning",
-                           f"Claude takes images, PDFs and text files; {attached.filename or 'a file'} "
-                           f"({attached.mime_type}) was not sent")
+            ctx.diagnostic(skipped, "warning", f"{who} takes images, PDFs and text files; {attached.filename or 'a file'} "
+                                               f"({attached.mime_type}) was not sent")
     if turn_input.text:
         blocks.append({"type": "text", "text": turn_input.text})
     return blocks
+
+
+def _content(turn_input: TurnInput, ctx: AgentContext) -> Any:
+    """The user message's content: its text alone, or with its files as content blocks."""
+    if not turn_input.files:
+        return turn_input.text
+    return content_blocks(turn_input, ctx, skipped="claude-agent-sdk-file-skipped", who="Claude")
 
 
 def _stderr_said(said: Any, error: Any = None) -> str:

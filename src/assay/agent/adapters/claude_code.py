@@ -26,7 +26,6 @@ tool, and a completed `Skill` call is the turn's `skill.loaded`.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent.adapter import SendFailure
-from assay.agent.adapters.claude_agent_sdk import ClaudeSdkTranscript
+from assay.agent.adapters.claude_agent_sdk import ClaudeSdkTranscript, content_blocks
 from assay.agent.loaders import beside_caller
 from assay.agent.model import COMPLETE, EvidenceCoverage, OperationStarted, Turn, TurnInput
 from assay.agent.sandbox.agent import AgentEnsure, SandboxAgent, agent_file, define_sandbox_agent
@@ -294,24 +293,7 @@ def _config_path(sandbox: Any, name: str) -> str:
 
 
 def _content(turn_input: TurnInput, ctx: Any) -> list[dict[str, Any]]:
-    """The user message as Anthropic content blocks: images and PDFs as they are, text files as text, the text."""
-    blocks: list[dict[str, Any]] = []
-    for attached in turn_input.files:
-        source = {"type": "base64", "media_type": attached.mime_type, "data": attached.data_base64}
-        if attached.mime_type.startswith("image/"):
-            blocks.append({"type": "image", "source": source})
-        elif attached.mime_type == "application/pdf":
-            blocks.append({"type": "document", "source": source})
-        elif attached.mime_type.startswith("text/"):
-            text = base64.b64decode(attached.data_base64).decode("utf-8", "replace")
-            blocks.append({"type": "text", "text": f"{attached.filename or 'file'}:\n{text}"})
-        else:
-            ctx.diagnostic("claude-code-file-skipped", "warning",
-                           f"Claude Code takes images, PDFs and text files; {attached.filename or 'a file'} "
-                           f"({attached.mime_type}) was not sent")
-    if turn_input.text:
-        blocks.append({"type": "text", "text": turn_input.text})
-    return blocks
+    return content_blocks(turn_input, ctx, skipped="claude-code-file-skipped", who="Claude Code")
 
 
 def claude_code_agent(
