@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -63,6 +63,10 @@ def _events(blocks: list[dict[str, Any]], model: str) -> Iterator[tuple[str, dic
     yield "message_stop", {"type": "message_stop"}
 
 
+REFUSAL = "the fake API refused this request"
+Reply = Callable[[dict[str, Any]], "list[dict[str, Any]] | None"]
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: FakeAnthropicApi
@@ -90,8 +94,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b'{"input_tokens": 10}')
             return
         self.server.requests.append(body)
-        blocks, model = reply(body), str(body.get("model") or "claude-fake")
-        if body.get("stream"):
+        self.server.api_keys.append(self.headers.get("x-api-key"))
+        blocks, model = self.server.reply(body), str(body.get("model") or "claude-fake")
+        if blocks is None:
+            self._send(400, json.dumps({"type": "error", "error": {"type": "invalid_request_error",
+                                                                    "message": REFUSAL}}).encode())
+        elif body.get("stream"):
             payload = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in _events(blocks, model))
             self._send(200, payload.encode(), "text/event-stream")
         else:
@@ -101,11 +109,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeAnthropicApi(ThreadingHTTPServer):
+    """The server: `reply(body)` plays the model (its content blocks, or None for an HTTP 400 saying REFUSAL).
+    Every request body is kept in `requests` and its `x-api-key` header in `api_keys`."""
+
     daemon_threads = True
 
-    def __init__(self) -> None:
+    def __init__(self, reply: Reply = reply) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
+        self.reply = reply
         self.requests: list[dict[str, Any]] = []
+        self.api_keys: list[str | None] = []
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property

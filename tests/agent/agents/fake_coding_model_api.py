@@ -18,15 +18,13 @@ Every request body is kept in `requests` and its `x-api-key` header in `api_keys
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from fake_anthropic_api import _events
+from fake_anthropic_api import REFUSAL, FakeAnthropicApi
+
+__all__ = ["GREETING", "REFUSAL", "FakeCodingModelApi", "reply"]
 
 GREETING = "Hello from the fake coding model."
-REFUSAL = "the fake API refused this request"
 
 
 def _texts(content: Any) -> list[str]:
@@ -88,67 +86,6 @@ def reply(body: dict[str, Any]) -> list[dict[str, Any]] | None:
     return [{"type": "text", "text": GREETING}]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: FakeCodingModelApi
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def _not_here(self) -> None:
-        self._send(404, b'{"type": "error", "error": {"type": "not_found_error", "message": "not here"}}')
-
-    def do_GET(self) -> None:  # noqa: N802
-        self._not_here()
-
-    def do_POST(self) -> None:  # noqa: N802
-        length = int(self.headers.get("content-length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}") if length else {}
-        if not self.path.startswith("/v1/messages"):
-            self._not_here()
-            return
-        if "count_tokens" in self.path:
-            self._send(200, b'{"input_tokens": 10}')
-            return
-        self.server.requests.append(body)
-        self.server.api_keys.append(self.headers.get("x-api-key"))
-        blocks, model = reply(body), str(body.get("model") or "claude-fake")
-        if blocks is None:
-            self._send(400, json.dumps({"type": "error", "error": {"type": "invalid_request_error",
-                                                                    "message": REFUSAL}}).encode())
-        elif body.get("stream"):
-            payload = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in _events(blocks, model))
-            self._send(200, payload.encode(), "text/event-stream")
-        else:
-            self._send(200, json.dumps({"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-                                        "content": blocks, "stop_reason": "end_turn",
-                                        "usage": {"input_tokens": 11, "output_tokens": 7}}).encode())
-
-
-class FakeCodingModelApi(ThreadingHTTPServer):
-    daemon_threads = True
-
+class FakeCodingModelApi(FakeAnthropicApi):
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.requests: list[dict[str, Any]] = []
-        self.api_keys: list[str | None] = []
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def __enter__(self) -> FakeCodingModelApi:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.shutdown()
-        self.server_close()
+        super().__init__(reply)
