@@ -183,3 +183,22 @@ def test_a_record_line_orjson_refuses_is_read_by_the_json_module(tmp_path: Path)
     assert [unit.unit_id for unit in units] == ["a", "b", "c", "d"]
     assert math.isnan(units[0].expected) and units[1].expected == 123456789012345678901234567890
     assert units[2].reason == "bad \udcff" and units[3].expected == 1
+
+
+def test_jsonable_takes_a_dataclass_by_its_fields_and_a_date_as_iso_text():
+    """The agent adapters each had their own conversion for what frameworks return (a pydantic-ai output dataclass,
+    a LangChain message's datetime); the one conversion takes them, and a dataclass was its repr before."""
+    import dataclasses
+    import datetime
+
+    from assay.core.jsonvalue import jsonable
+
+    @dataclasses.dataclass
+    class Order:
+        order_id: str
+        placed: datetime.date
+        total: float
+
+    assert jsonable({"out": Order("1001", datetime.date(2026, 12, 7), float("inf"))}) == {
+        "out": {"order_id": "1001", "placed": "2026-12-07", "total": "inf"}}
+    assert jsonable(Order) == repr(Order)  # a class is not an instance's fields

@@ -7,6 +7,8 @@ dict with string keys. Expectations, observations, event payloads and journal re
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -94,8 +96,8 @@ def canonical_json(value: Any) -> str:
 def jsonable(value: Any, *, non_finite_as_null: bool = False, fallback: Callable[[Any], Any] = repr) -> Any:
     """`value` as strict JSON: non-finite floats become their names (null with `non_finite_as_null`,
     as `JSON.stringify` writes them), an Enum member its value, a UUID its text, a pydantic model its
-    JSON, anything else `fallback(it)` (its repr). Adapters return what they like; records, the
-    viewer and transcripts must still be valid JSON."""
+    JSON, a dataclass its fields, a date or time its ISO text, anything else `fallback(it)` (its repr).
+    Adapters return what they like; records, the viewer and transcripts must still be valid JSON."""
 
     def convert(item: Any) -> Any:
         if item is None or isinstance(item, (bool, int, str)):
@@ -113,6 +115,10 @@ def jsonable(value: Any, *, non_finite_as_null: bool = False, fallback: Callable
         dump = getattr(item, "model_dump", None)
         if callable(dump):
             return convert(dump(mode="json"))
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):  # (a framework's message or output type)
+            return {field.name: convert(getattr(item, field.name)) for field in dataclasses.fields(item)}
+        if isinstance(item, (datetime.date, datetime.time)):
+            return item.isoformat()
         return fallback(item)
 
     return convert(value)

@@ -52,6 +52,7 @@ from assay.agent.model import (
     unavailable,
 )
 from assay.agent.session import create_session_slot
+from assay.core.jsonvalue import jsonable
 
 __all__ = ["ClaudeSdkTranscript", "claude_agent_sdk_agent", "claude_agent_sdk_evidence_coverage",
            "turn_from_claude_agent_sdk"]
@@ -138,20 +139,12 @@ def _frame(message: Any) -> Mapping[str, Any]:
 
 # -- pieces of a turn ---------------------------------------------------------------------------------------
 
-def _jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    from pydantic_core import to_jsonable_python
-
-    return to_jsonable_python(value, fallback=repr)
-
-
 def _tool_operation(name: str, given: Any, *, server: bool = False) -> ToolOperation:
     from assay.agent.logical_command import (
         not_command_projection, opaque_command_projection, shell_command_projection,
     )
 
-    arguments = _jsonable(given)
+    arguments = jsonable(given)
     if server:
         canonical = _SERVER_TOOLS.get(name)
         return ToolOperation(name, arguments, tool=canonical, command=not_command_projection() if canonical else None)
@@ -179,7 +172,7 @@ def _output(content: Any) -> Any:
             except ValueError:
                 return content
         return content
-    return MISSING if content is None else _jsonable(content)
+    return MISSING if content is None else jsonable(content)
 
 
 def _count(value: Any) -> int | None:
@@ -408,7 +401,7 @@ class ClaudeSdkTranscript:
         if self.result is None:
             coverage["status"] = partial("the stream ended without a result message")
         data = result.get("structured_output")
-        return Turn(events, "failed" if self.failed else "completed", MISSING if data is None else _jsonable(data),
+        return Turn(events, "failed" if self.failed else "completed", MISSING if data is None else jsonable(data),
                     usage, coverage or None)
 
 

@@ -30,6 +30,7 @@ from assay.agent.model import (
     OperationStarted, StreamEvent, Thinking, ToolOperation, Turn, TurnInput, Usage, partial, unavailable,
 )
 from assay.agent.session import create_session_slot
+from assay.core.jsonvalue import jsonable
 
 __all__ = ["langgraph_agent", "langgraph_evidence_coverage", "turn_from_langchain_messages"]
 
@@ -68,12 +69,6 @@ class _Thread:
         return [message for message in added if getattr(message, "type", None) != "human"]
 
 
-def _jsonable(value: Any) -> Any:
-    from pydantic_core import to_jsonable_python
-
-    return to_jsonable_python(value, fallback=repr)
-
-
 def _output(content: Any) -> Any:
     """A tool message's content: JSON text (what `ToolNode` makes of a dict) as JSON, anything else as it is."""
     if isinstance(content, str) and content[:1] in ("{", "["):
@@ -81,7 +76,7 @@ def _output(content: Any) -> Any:
             return json.loads(content)
         except ValueError:
             return content
-    return _jsonable(content)
+    return jsonable(content)
 
 
 def _text_and_reasoning(message: Any) -> tuple[str, list[str]]:
@@ -146,7 +141,7 @@ def turn_from_langchain_messages(messages: Iterable[Any], *, interrupts: Iterabl
                 # LangChain allows a call without an id (no ToolMessage can answer it): one of its own, so it is a call
                 call_id = call.get("id") or f"call-{len(events)}"
                 started.add(call_id)
-                events.append(OperationStarted(call_id, ToolOperation(call["name"], _jsonable(call.get("args")))))
+                events.append(OperationStarted(call_id, ToolOperation(call["name"], jsonable(call.get("args")))))
             for call in getattr(message, "invalid_tool_calls", None) or []:  # arguments the model wrote badly
                 call_id = call.get("id") or f"invalid-{len(events)}"
                 events.append(OperationStarted(call_id, ToolOperation(str(call.get("name")), call.get("args"))))
@@ -170,7 +165,7 @@ def turn_from_langchain_messages(messages: Iterable[Any], *, interrupts: Iterabl
         events.append(InputRequested(InputRequest(
             id=str(getattr(waiting, "id", "interrupt")), prompt=str(asked.get("question") or asked.get("prompt") or value),
             action=asked.get("action") if isinstance(asked.get("action"), str) else None,
-            input=_jsonable(value), options=options,
+            input=jsonable(value), options=options,
         )))
         if status == "completed":
             status = "waiting"
@@ -322,7 +317,7 @@ def langgraph_agent(
             elif isinstance(event, OperationFinished):
                 thread.open_calls.discard(event.operation_id)
         if turn_input.output_schema is not None and result.get("structured_response") is not None:
-            turn = replace(turn, data=_jsonable(result["structured_response"]))
+            turn = replace(turn, data=jsonable(result["structured_response"]))
         return turn
 
     return define_agent(name=name, send=send, evidence_coverage=evidence_coverage)

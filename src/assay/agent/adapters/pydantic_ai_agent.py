@@ -32,6 +32,7 @@ from assay.agent.model import (
     OperationFinished, OperationStarted, StreamEvent, Thinking, ToolOperation, Turn, TurnInput, Usage,
 )
 from assay.agent.session import create_session_slot
+from assay.core.jsonvalue import jsonable
 
 __all__ = ["DENY_REASON", "pydantic_ai_agent", "pydantic_ai_evidence_coverage", "turn_from_pydantic_ai"]
 
@@ -55,12 +56,6 @@ def _needs_deps(deps_type: Any) -> bool:
         return False
     optional = typing.get_origin(deps_type) in (typing.Union, types.UnionType) and type(None) in typing.get_args(deps_type)
     return not optional
-
-
-def _jsonable(value: Any) -> Any:
-    from pydantic_core import to_jsonable_python
-
-    return to_jsonable_python(value, fallback=repr)
 
 
 def _arguments(part: Any) -> Any:
@@ -128,11 +123,11 @@ def turn_from_pydantic_ai(messages: Iterable[Any], *, output: Any = MISSING, usa
                 if name in answering or name.startswith(tuple(f"{tool}_" for tool in answering)):
                     continue  # structured output: reported as the turn's data
                 started.add(part.tool_call_id)
-                events.append(OperationStarted(part.tool_call_id, ToolOperation(part.tool_name, _jsonable(_arguments(part)))))
+                events.append(OperationStarted(part.tool_call_id, ToolOperation(part.tool_name, jsonable(_arguments(part)))))
             elif isinstance(part, (ToolReturnPart, NativeToolReturnPart)):
                 if part.tool_call_id in started:
                     outcome = getattr(part, "outcome", "success")
-                    events.append(OperationFinished(part.tool_call_id, _FINISHED.get(outcome, "failed"), _jsonable(part.content)))
+                    events.append(OperationFinished(part.tool_call_id, _FINISHED.get(outcome, "failed"), jsonable(part.content)))
             elif isinstance(part, RetryPromptPart):
                 if part.tool_call_id in started:  # the tool failed, or its arguments were refused: the model is told
                     said = part.model_response() if callable(getattr(part, "model_response", None)) else str(part.content)
@@ -152,12 +147,12 @@ def turn_from_pydantic_ai(messages: Iterable[Any], *, output: Any = MISSING, usa
         for call in output.approvals:
             events.append(InputRequested(InputRequest(
                 id=call.tool_call_id, prompt=f"Allow the tool {call.tool_name} to run?", action=call.tool_name,
-                input=_jsonable(_arguments(call)), options=(_APPROVE, _DENY),
+                input=jsonable(_arguments(call)), options=(_APPROVE, _DENY),
             )))
         if output.approvals and status == "completed":
             status = "waiting"
     elif output is not MISSING and output is not None and not isinstance(output, str):
-        data = _jsonable(output)
+        data = jsonable(output)
     return Turn(events, status, data=data, usage=_usage(usage))
 
 
