@@ -162,6 +162,17 @@ class Telemetry:
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
+# Diagnostic codes the run says again once (on the console and in --json, with how many attempts had them and where
+# to read the first): code -> what it may mean. Each is declared where it is made (`say_once_a_run`), so an
+# adapter's own codes need no entry in the runner.
+SAID_ONCE_A_RUN: dict[str, str] = {}
+
+
+def say_once_a_run(code: str, meaning: str) -> None:
+    """Declare that attempts' `code` diagnostics change no verdict but may mean something was missed (a teardown
+    that failed, an option not passed on): the run then says them once, with `meaning`, not only `agent show`."""
+    SAID_ONCE_A_RUN[code] = meaning
+
 
 class AttemptSettings(NamedTuple):
     """Everything fixed about one attempt: who it is, what its agent is told, how it runs and is graded.
@@ -292,5 +303,5 @@ class HookContext:
 
 __all__ = [
     "AgentContext", "AttemptSettings", "CancelSignal", "Cancelled", "Diagnostic", "Feedback", "HookContext",
-    "SandboxAgentContext", "Telemetry",
+    "SandboxAgentContext", "Telemetry", "say_once_a_run",
 ]

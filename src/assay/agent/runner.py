@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.agent.attempt import InFlight, attempt_error, run_attempt
 from assay.agent.authoring import EvalContext
-from assay.agent.context import AttemptSettings, CancelSignal, Feedback, HookContext
+from assay.agent.context import SAID_ONCE_A_RUN, AttemptSettings, CancelSignal, Feedback, HookContext, say_once_a_run
 from assay.agent.discovery import ExperimentEntry
 from assay.agent.evidence import sum_counts
 from assay.agent.identity import effective_timeout
@@ -63,24 +63,16 @@ async def _call_hook(hook: Any, context: HookContext, *, until: Any = None) -> b
     return finished
 
 
-# Attempt diagnostics said again once a run, with what each may mean: a teardown that failed (the agent's, a
-# sandbox hook's), a `respond` answer sent as free text that is nearly an option id, and an official agent's
-# word that the run is not what the experiment says (an effort or a file not passed on, a tool server that did
-# not start, a model the CLI chose): in `assay agent show` alone, a CI log never said them.
-_SAID_ONCE_A_RUN = {
-    "agent-teardown-failed": "what it releases may be left behind",
-    "sandbox-teardown-failed": "what it releases may be left behind",
-    "respond-near-option": "the option may have been meant",
-    "send-while-waiting": "an answer may have been meant",
-    "frame-stream-abandoned": "an answer may have been meant",
-    "claude-code-effort-ignored": "the experiment's reasoning effort was not used",
-    "claude-agent-sdk-effort-ignored": "the experiment's reasoning effort was not used",
-    "claude-code-model-default": "the model evaluated is the CLI's choice",
-    "claude-code-mcp-server-failed": "the agent ran without that server's tools",
-    "claude-code-file-skipped": "the agent did not see the file",
-    "claude-agent-sdk-file-skipped": "the agent did not see the file",
-    "codex-file-skipped": "the agent did not see the file",
-}
+# Attempt diagnostics said again once a run (`say_once_a_run`), with what each may mean: a teardown that failed (the
+# agent's, a sandbox hook's), and a `respond` answer sent as free text that is nearly an option id. Adapters declare
+# their own the same way.
+for _code, _meaning in (
+    ("agent-teardown-failed", "what it releases may be left behind"),
+    ("sandbox-teardown-failed", "what it releases may be left behind"),
+    ("respond-near-option", "the option may have been meant"),
+    ("send-while-waiting", "an answer may have been meant"),
+):
+    say_once_a_run(_code, _meaning)
 
 
 class _Lane:
@@ -256,7 +248,7 @@ class AgentRun:
         if result.verdict == "passed" and early_exit_enabled(self.options.early_exit, planned):
             self._passed.add((planned.experiment.id, planned.eval.id))
         diagnostics = getattr(result, "diagnostics", None) or ()  # (a carried slot's decision has none: it did not run)
-        for code in {diagnostic.get("code") for diagnostic in diagnostics} & _SAID_ONCE_A_RUN.keys():
+        for code in {diagnostic.get("code") for diagnostic in diagnostics} & SAID_ONCE_A_RUN.keys():
             seen = self._said_once.get(code)
             if seen is None:
                 message = next(d.get("message") for d in diagnostics if d.get("code") == code)
@@ -269,7 +261,7 @@ class AgentRun:
         where to read the rest: a teardown that failed (what it was to release, a browser, a container, a row, may
         be left behind) was in `assay agent show` alone, so one failing in every attempt passed in silence."""
         for code, (attempts, unit_id, message) in self._said_once.items():
-            self._warn(code, f"{message} (in {attempts} attempt(s); {_SAID_ONCE_A_RUN[code]}; "
+            self._warn(code, f"{message} (in {attempts} attempt(s); {SAID_ONCE_A_RUN[code]}; "
                              f"`assay agent show {unit_id}` has the first)", attempts=attempts)
 
     def _early_exited(self, planned: PlannedAttempt) -> AttemptResult:

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent, SendFailure, define_agent
-from assay.agent.context import AgentContext
+from assay.agent.context import AgentContext, say_once_a_run
 from assay.agent.model import (
     COMPLETE, MISSING, Compaction, Coverage, ErrorEvent, EvidenceCoverage, Message, OperationFinished,
     OperationStarted, SkillLoaded, StreamEvent, Thinking, ToolOperation, Turn, TurnInput, Usage, partial,
@@ -79,6 +79,9 @@ _QUIET_FRAMES = frozenset({
 })
 _QUIET_BLOCKS = frozenset({"redacted_thinking", "image", "document"})
 _EFFORTS = ("low", "medium", "high", "xhigh", "max")
+# Said once a run too, not only in `assay agent show`: each means the run is not quite what the experiment says.
+say_once_a_run("claude-agent-sdk-effort-ignored", "the experiment's reasoning effort was not used")
+say_once_a_run("claude-agent-sdk-file-skipped", "the agent did not see the file")
 
 
 # -- SDK objects as the frames the CLI prints -------------------------------------------------------------------

@@ -35,6 +35,7 @@ from typing import Any
 
 from assay.agent.adapter import SendFailure
 from assay.agent.adapters.claude_agent_sdk import ClaudeSdkTranscript, content_blocks
+from assay.agent.context import say_once_a_run
 from assay.agent.loaders import beside_caller
 from assay.agent.model import COMPLETE, EvidenceCoverage, OperationStarted, Turn, TurnInput
 from assay.agent.sandbox.agent import AgentEnsure, SandboxAgent, agent_file, define_sandbox_agent
@@ -49,6 +50,11 @@ from assay.errors import ConfigError
 claude_code_evidence_coverage = EvidenceCoverage(COMPLETE, COMPLETE, COMPLETE, COMPLETE, COMPLETE, COMPLETE)
 DEFAULT_INSTALL: tuple[PrepareStep, ...] = (shell("npm install -g @anthropic-ai/claude-code"),)
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
+# Said once a run too, not only in `assay agent show`: each means the run is not quite what the experiment says.
+say_once_a_run("claude-code-effort-ignored", "the experiment's reasoning effort was not used")
+say_once_a_run("claude-code-model-default", "the model evaluated is the CLI's choice")
+say_once_a_run("claude-code-mcp-server-failed", "the agent ran without that server's tools")
+say_once_a_run("claude-code-file-skipped", "the agent did not see the file")
 # Settings keys the experiment (model, effort) or the adapter (credentials, environment, telemetry, MCP servers,
 # the permission bypass) owns: a settings file setting one would silently change what is being compared.
 _OWNED_SETTINGS = {

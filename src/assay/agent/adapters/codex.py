@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from assay.agent.adapter import SendFailure
+from assay.agent.context import say_once_a_run
 from assay.agent.model import (
     COMPLETE,
     MISSING,
@@ -47,6 +48,8 @@ DEFAULT_INSTALL: tuple[PrepareStep, ...] = (shell("npm install -g @openai/codex"
 # Set by the experiment (model, reasoning effort) or by this adapter (telemetry, tools): a config
 # override of them would silently change what is being compared.
 _OWNED_CONFIG = frozenset({"model", "model_reasoning_effort", "model_provider", "otel", "mcp_servers"})
+# Said once a run too, not only in `assay agent show`: each means the run is not quite what the experiment says.
+say_once_a_run("codex-file-skipped", "the agent did not see the file")
 _TOOL_ITEMS = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search"})
 _QUIET_ITEMS = frozenset({"todo_list"})  # known, deliberately not events
 

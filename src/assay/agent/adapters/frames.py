@@ -41,7 +41,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, NamedTuple
 
 from assay.agent.adapter import SendFailure
-from assay.agent.context import AgentContext
+from assay.agent.context import AgentContext, say_once_a_run
 from assay.agent.model import (
     MISSING, ErrorEvent, InputOption, InputRequest, InputRequested, InputResponse, Message, OperationFinished,
     OperationStarted, StreamEvent, Thinking, ToolOperation, Turn, TurnInput, Usage, unavailable,
@@ -52,6 +52,9 @@ __all__ = [
     "DeltaStream", "FrameStreamError", "Pause", "ResumedStream", "SSEFrame", "SSEFrames", "drive_frame_stream",
     "resume_frame_stream", "sse_json_frames",
 ]
+
+# Said once a run too, not only in `assay agent show`.
+say_once_a_run("frame-stream-abandoned", "an answer may have been meant")
 
 _PAUSED = create_session_slot("paused frame stream")
 _EXCERPT = 120
