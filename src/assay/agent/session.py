@@ -57,6 +57,8 @@ class AgentSession:
     def end(self) -> None:
         """The line is over (its attempt ended, however): each value with a `session_ended()` (a paused stream
         holding its connection open) is told so, and the values are dropped."""
+        if not self._values:  # (most lines: nothing held; this runs at every attempt's end)
+            return
         values, self._values = list(self._values.values()), {}
         for value in values:
             ended = getattr(value, "session_ended", None)
