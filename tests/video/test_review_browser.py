@@ -395,6 +395,10 @@ def test_an_edit_whose_autosave_was_still_asking_what_changed_on_disk_is_saved_w
     page.on("dialog", lambda dialog: dialog.accept())
     page.fill("#insp-value", "77")
     page.wait_for_function("() => window.assayEditor.state.saving")  # the autosave started: its question is out
+    for _ in range(500):  # the route's handler runs when Playwright next dispatches events, not when the page sends
+        if held:
+            break
+        page.wait_for_timeout(20)
     assert held and blocks(eval_dir, "number")[1] == {"at": 1.5, "expect": 15}
     page.goto("about:blank")
     assert _wait_for(lambda: blocks(eval_dir, "number")[1] == {"at": 1.5, "expect": 77}), blocks(eval_dir, "number")
