@@ -167,10 +167,22 @@ class RunComparison:
         counts = self.unweighed or (len(self.units.get("new", [])), len(self.units.get("removed", [])))
         unpaired = [f"{count:,} {kind} unit{'' if count == 1 else 's'}"
                     for kind, count in zip(("new", "removed"), counts, strict=True) if count]
+        if unpaired and not self.counts.total and not self.judgement.run.paired_units:
+            # No unit is in both runs (two kinds, two projects, ids renamed, a run of none): "it covers the 0 paired
+            # units only" would leave the reader with nothing to do.
+            if not all(counts):
+                empty, other = (self.after, self.before) if counts[1] else (self.before, self.after)
+                return (f"Inconclusive: {empty} has no unit judged, so there is nothing to compare with {other}'s "
+                        f"{sum(counts):,} unit{'' if sum(counts) == 1 else 's'}. `assay runs show {empty}` says what it "
+                        "ran; compare a run that judged units.")
+            return (f"Inconclusive: the runs share no unit ({' and '.join(unpaired)}), so there is no change to weigh. "
+                    "Compare two runs of one suite (`assay runs compare latest` takes the run of the same kind and "
+                    "project before the latest).")
         if unpaired:
             verb = "counts" if len(unpaired) == 1 and sum(counts) == 1 else "count"
             # The units the verdict weighs (a unit's trials are one), as its own sentence counts them.
-            text += (f" It covers the {self.judgement.run.paired_units:,} paired units only: {' and '.join(unpaired)} "
+            covered = self.judgement.run.paired_units
+            text += (f" It covers the {covered:,} paired unit{'' if covered == 1 else 's'} only: {' and '.join(unpaired)} "
                      f"{verb} in the pass rates but not in it.")
         return text
 

@@ -240,9 +240,15 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
         if not mapped and kinds[0] != kinds[1] and "imported" not in kinds:
             hint = (f" These are runs of two kinds ({kinds[0]}, then {kinds[1]}), whose units never pair: compare two runs of"
                     " one kind (`assay runs compare latest` takes the run of the latest's kind and project before it).")
+        elif not mapped and not pairing.paired and second.unit_count and _projects_differ(first, second):
+            # (not "the runs name their units differently: --map": two projects' suites are not one suite renamed)
+            projects = [run.manifest.identity["project"] for run in (first, second)]
+            hint = (f" These are runs of two projects ({projects[0]}, then {projects[1]}), which share no unit: compare two "
+                    "runs of one project (`assay runs compare latest` takes the run of the latest's kind and project "
+                    "before it).")
         lines.append(pairing.sentence() + hint)
     if kinds[0] == kinds[1]:
-        lines += _order_and_project_notes(first, second, document)
+        lines += _order_and_project_notes(first, second, document, paired=bool(pairing.paired))
     why = nothing_judged_in_both(store, comparison, document, (first.run_id, second.run_id))
     # Units judged in both runs fewer than the paired ones: trials, or units one run carried (the head says which).
     judged = sum(comparison.judgement.families.values())
@@ -255,7 +261,14 @@ def compared(store: Any, before: str, after: str | None, id_map: Any, settings: 
     return Shown(document, [*lines, *comparison_lines(comparison, limit, why=why, carried=carried, judges=judges)]), comparison.verdict
 
 
-def _order_and_project_notes(first: Any, second: Any, document: dict[str, Any]) -> list[str]:
+def _projects_differ(first: Any, second: Any) -> bool:
+    """Two runs of one kind recorded for two projects (imported logs have none to speak of: comparing two tools' is
+    what importing them is for)."""
+    projects = [(run.manifest.identity or {}).get("project") for run in (first, second)]
+    return bool(all(projects) and projects[0] != projects[1] and first.manifest.kind != "imported")
+
+
+def _order_and_project_notes(first: Any, second: Any, document: dict[str, Any], *, paired: bool = True) -> list[str]:
     """What a comparison of two runs of one kind said nothing of: a BEFORE recorded after AFTER (`compare latest
     latest~1`) reads every change backwards, so a regression since AFTER reads as fixes and passes
     `--fail-on-regression`; two projects whose units happen to share names pair as if they were one suite, judged with
@@ -267,8 +280,9 @@ def _order_and_project_notes(first: Any, second: Any, document: dict[str, Any]) 
                      f"backwards: a unit that broke since AFTER counts as a fix. `assay runs compare {second.run_id} "
                      f"{first.run_id}` reads it forwards.")
     projects = [(run.manifest.identity or {}).get("project") for run in (first, second)]
-    # (Imported logs of two tools, or two tasks, are compared on purpose: that is what importing them is for.)
-    if all(projects) and projects[0] != projects[1] and first.manifest.kind != "imported":
+    # (Imported logs of two tools, or two tasks, are compared on purpose: that is what importing them is for.) When
+    # no unit pairs, the pairing line has said that the projects share none.
+    if paired and _projects_differ(first, second):
         notes.append(f"Note: the runs are of two projects ({projects[0]}, then {projects[1]}); their units pair by name "
                      f"and are judged with the history of {projects[0]}.")
     if notes:
@@ -463,9 +477,17 @@ def trend_shown(store: Any, group: str | None, kind: str | None, last: int, of_r
         # choices (all of them: the newest may hold none, an empty `--shard 9/9` run).
         known = {part for run_id in ids for name in store.get_run(run_id, with_groups=True).groups if name
                  for part in ("/".join(name.split("/")[:end]) for end in range(1, name.count("/") + 2))}
+        # A group is a path from the top (`traffic-light/lamp_color`): the evaluator or eval name the run's console
+        # table shows (`lamp_color`) is its last part, which difflib does not find close.
+        ends = sorted(name for name in known if name.endswith(f"/{group}"))
+        hint = (f"; did you mean {' or '.join(map(repr, ends[:3]))}{' (…)' if len(ends) > 3 else ''}? A group is named by "
+                "its whole path") if ends else did_you_mean(group, sorted(known))
+        if not hint:  # a misspelt last part (`lamp_colr`)
+            last_parts = {name.rsplit("/", 1)[-1]: name for name in sorted(known, reverse=True) if "/" in name}
+            near = did_you_mean(group, sorted(last_parts), form="{}", shown=str)
+            hint = f"; did you mean {last_parts[near]!r}? A group is named by its whole path" if near else ""
         raise UsageError(f"no unit of the group {group!r} was judged in the last {len(ids)} runs of "
-                         f"{series_kind}{did_you_mean(group, sorted(known))} (`assay runs show {_reference(store, ids[0])}` "
-                         "lists its groups)")
+                         f"{series_kind}{hint} (`assay runs show {_reference(store, ids[0])}` lists its groups)")
     document = {"group": group, "kind": series_kind, "points": [point.to_json() for point in points],
                 "flaky": [unit.to_json() for unit in flaky.values()]}
     return Shown(document, trend_lines(f"{series_kind} {group or '(all units)'}", points, flaky, group=group))

@@ -221,7 +221,8 @@ class Verdict:
                   f"{self.settings.power:.0%} power" if self.units_needed else "")
         if not self.paired_units:
             return "Inconclusive: no unit was judged in both runs."
-        return (f"Inconclusive: the pass rate moved {difference} over {self.paired_units:,} paired units; no change is "
+        units = f"{self.paired_units:,} paired unit{'' if self.paired_units == 1 else 's'}"
+        return (f"Inconclusive: the pass rate moved {difference} over {units}; no change is "
                 f"significant and equivalence within {margin} is not shown (TOST p {_p(self.equivalence_p)}){needed}.")
 
     def to_json(self) -> dict[str, Any]:
