@@ -13,6 +13,7 @@ slots (`assay.agent.carry`) are journaled as references and never dispatched. Wh
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import signal as signals
 import sys
@@ -183,6 +184,8 @@ class AgentRun:
         self._identity_documents: dict[int, dict[str, Any]] = {}
         self._resolved_settings: dict[tuple[str, float | None, int], tuple[Any, Any, Any]] = {}
         self._pools: dict[str, SandboxPool] = {}  # sandboxes shared serially, by pool name (reuse.pool_key)
+        self._tearing_down = False  # every attempt has settled: the run's own teardowns are running
+        self._teardowns_cut = False  # a second Ctrl-C cut the run's teardowns short
         silence = options.silence_warning_seconds
         self._silence = SilenceWatch(silence, self._warn) if silence else None
 
@@ -711,15 +714,19 @@ class AgentRun:
             cancelled = True
             raise
         finally:
+            # Ctrl-C stays the run's until its teardowns are done: the shared sandboxes retired here and the
+            # experiments' teardowns (a shared-state fixture dropped) finish on a first press, as an attempt's do;
+            # a second press cuts them short. Python's own handler here would end them all at once, unsaid.
+            self._tearing_down = True
             try:
-                if sigint_installed:
-                    self._loop.remove_signal_handler(signals.SIGINT)
                 await self._retire_pools()
                 await self._teardown_all()
                 await self._close_agents()
                 if self._own_judge is not None:
                     await self._own_judge.aclose()
             finally:
+                if sigint_installed:
+                    self._loop.remove_signal_handler(signals.SIGINT)
                 self._destroy_sandboxes_left(cancelled)
         for done in completed:
             if done.error is not None:
@@ -775,7 +782,7 @@ class AgentRun:
         """Sandboxes a second Ctrl-C left behind (it cancels their teardown), or a cancelled run's (its attempts
         stop wherever they are, a sandbox half made), are destroyed before the run returns, not left running
         for `assay agent sandbox prune`."""
-        if not (self.interrupted or cancelled) or "assay.agent.sandbox.registry" not in sys.modules:
+        if not (self.interrupted or cancelled or self._teardowns_cut) or "assay.agent.sandbox.registry" not in sys.modules:
             return  # only Ctrl-C or a cancellation cuts teardowns short, and only a sandbox has one
         from assay.agent.sandbox.kept import sandbox_base
         from assay.agent.sandbox.retention import destroy_left_active
@@ -795,8 +802,16 @@ class AgentRun:
             presses["count"] += 1
             if presses["count"] > 1:
                 # A second Ctrl-C stops waiting for adapters that ignore cancellation.
+                self._teardowns_cut = self._tearing_down
                 for task in asyncio.all_tasks(loop):
                     task.cancel()
+                return
+            if self._tearing_down and not self.interrupted:
+                # Every attempt has finished: nothing is left to stop but the cleanup, which is let finish.
+                with contextlib.suppress(OSError):  # stderr may be a closed pipe
+                    print("Ctrl-C: every attempt has finished; the run ends once its teardowns (shared sandboxes, "
+                          "experiment teardowns) are done. Ctrl-C again cuts them short, leaving what they clean up "
+                          "behind", file=sys.stderr, flush=True)
                 return
             self.interrupt()
 

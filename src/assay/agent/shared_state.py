@@ -10,6 +10,7 @@ confirming that the owner and everything it started are gone.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import math
@@ -24,8 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: the pid decides
+    fcntl = None  # type: ignore[assignment]
+
 from assay.agent.project import checkpoints_base
-from assay.core.file_lock import HeldLock, LockFile
+from assay.core.file_lock import HeldLock, LockFile, pid_is_alive
 from assay.errors import AssayError, UsageError
 
 __all__ = [
@@ -107,29 +113,53 @@ class LeaseStatus:
         }
 
 
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
+def _flock_held(descriptor: int) -> bool | None:
+    """Whether a process holds the lease file's flock; None where there is no flock (a network file system)."""
+    if fcntl is None:
         return None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    fcntl.flock(descriptor, fcntl.LOCK_UN)
+    return False
 
 
-def _alive(path: Path, owner: LeaseOwner | None) -> bool | None:
-    """Whether the lease's owner still runs: its flock says so on this host, then its pid; an unreadable
-    lease counts as alive while young (it is being written); None for an owner on another host."""
+def _alive(owner: LeaseOwner | None, held: bool | None, modified_at: float) -> bool | None:
+    """Whether the lease's owner still runs; None when it runs on another host (it cannot be seen).
+
+    An owner takes the file's flock before it writes its record and holds it while it runs, so on this host the
+    flock decides: a record whose flock is free is a dead owner's, even when its pid now names another process
+    (pids are reused, and a run in a fresh container is often the same pid as the killed one). Without flocks,
+    the pid does. An unreadable lease counts as alive while young (it is being written)."""
     if owner is not None and owner.host != socket.gethostname():
         return None
-    pid = owner.pid if owner is not None else None
-    stale_after = math.inf if owner is not None else _UNREADABLE_AFTER_S
-    return not LockFile(path, lambda _content: pid, stale_after, hold_os_lock=True).is_abandoned()
+    if held:
+        return True
+    if owner is None:
+        return time.time() - modified_at <= _UNREADABLE_AFTER_S
+    if held is False:
+        return False
+    return pid_is_alive(owner.pid)
 
 
 def _status(path: Path) -> LeaseStatus | None:
-    content = _read(path)
-    if content is None:
+    """The lease at `path` (None when there is none), read and judged through one descriptor: a lease released
+    between reading it and looking at its owner was judged as another file (a missing one: "owner gone")."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
         return None
+    try:
+        content = os.read(descriptor, 65536)
+        held = _flock_held(descriptor)
+        modified_at = os.fstat(descriptor).st_mtime
+    finally:
+        os.close(descriptor)
     owner = LeaseOwner.from_bytes(content)
-    return LeaseStatus(path, owner, _alive(path, owner))
+    return LeaseStatus(path, owner, _alive(owner, held, modified_at))
 
 
 def lease_statuses(root: Path) -> list[LeaseStatus]:
@@ -174,6 +204,8 @@ def recover_command(root: Path, key: str, token: str) -> str:
 def _dead_owner_message(root: Path, key: str, status: LeaseStatus) -> str:
     owner = status.owner
     who = owner.described() if owner is not None else "a run that was killed while taking it"
+    if owner is not None and pid_is_alive(owner.pid):  # `ps` shows that pid: say why it is not the owner
+        who += f" (pid {owner.pid} is another process now: the run let go of the lease file's lock as it died)"
     return (f'shared state "{key}" is held by {who}, which is no longer running; a lease is never taken over '
             "automatically. Once nothing that run started still touches the shared state, release it with: "
             + recover_command(root, key, owner.token if owner is not None else UNKNOWN_TOKEN))
@@ -225,6 +257,20 @@ def _acquire(root: Path, owner: LeaseOwner, wait_s: float | None, say: Callable[
     path = _lease_path(root, owner.key)
     lock = LockFile(path, lambda _content: None, math.inf, hold_os_lock=True)
     deadline = None if wait_s is None else time.monotonic() + wait_s
+    try:
+        return _wait_for(root, owner, lock, path, deadline, wait_s, say)
+    except KeyboardInterrupt:
+        # Ctrl-C (or SIGTERM) while waiting: the run ends here, before anything was made. Said, as the
+        # waiting was: a CI log that ends on "waiting for ..." and exit 130 would leave it open what ran.
+        with contextlib.suppress(OSError):  # stderr may be a closed pipe: the interrupt is what matters
+            say(f'stopped waiting for shared state "{owner.key}" (interrupted): this run ran nothing and holds no lease')
+        raise
+
+
+def _wait_for(
+    root: Path, owner: LeaseOwner, lock: LockFile, path: Path, deadline: float | None, wait_s: float | None,
+    say: Callable[[str], None],
+) -> HeldLock:
     said = False
     while True:
         taken = lock.create(owner.to_bytes())

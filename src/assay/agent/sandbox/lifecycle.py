@@ -144,9 +144,10 @@ class SandboxStage:
             )
             return
         assert self.setup_handle is not None
+        left_running = getattr(self.backend, "left_running", None)
         self.warm = WarmSandbox(
             self.backend, self.setup_handle, self.core, self.binding.layers, git, reset, baseline, time.monotonic(),
-            self.settings.experiment_id or "",
+            self.settings.experiment_id or "", prepared_processes=left_running() if left_running is not None else (),
         )
 
     def _ledger_git(self) -> Any:
@@ -423,8 +424,12 @@ class SandboxStage:
         if self.pool is None or self.warm is None or not self.opened or getattr(self.backend, "retired", None):
             return False
         stop_processes = getattr(self.backend, "stop_processes", None)
-        if stop_processes is not None and not await asyncio.wait_for(stop_processes(), TEARDOWN_SECONDS):
-            return False
+        if stop_processes is not None:
+            # What the attempt left running is stopped; what the sandbox's setups started (a server) stays.
+            spare = self.warm.prepared_processes
+            stopping = stop_processes(spare=spare) if spare else stop_processes()
+            if not await asyncio.wait_for(stopping, TEARDOWN_SECONDS):
+                return False
         self.pool.give_back(self.warm)
         self.stopped = None
         return True

@@ -438,10 +438,16 @@ class LocalSandbox:
         return HostGit(self.ledger_dir, self.workdir, self._packs)
 
     # -- lifetime ----------------------------------------------------------------------------------
-    async def stop_processes(self) -> bool:
-        """Kill whatever commands left running; True when every tree is confirmed gone."""
+    def left_running(self) -> tuple[ProcessTree, ...]:
+        """The trees commands have left running so far (a server a setup started)."""
+        return tuple(self._lingering)
+
+    async def stop_processes(self, spare: tuple[ProcessTree, ...] = ()) -> bool:
+        """Kill whatever commands left running, except the trees in `spare` (a shared sandbox's preparation
+        left them: they serve every task); True when every tree killed is confirmed gone."""
         gone = True
-        trees, self._lingering = self._lingering, []
+        trees = [tree for tree in self._lingering if tree not in spare]
+        self._lingering = [tree for tree in self._lingering if tree in spare]
         for tree in trees:
             gone = await tree.stop(terminate_grace_s=_TERMINATE_GRACE_SECONDS, kill_grace_s=_KILL_GRACE_SECONDS) and gone
         return gone

@@ -30,6 +30,9 @@ class WarmSandbox:
     created: float  # time.monotonic() when it was created
     experiment_id: str
     tasks: int = 1  # tasks it has served, counting the one running
+    # What its prepare steps and setups left running (a server): the sandbox's, not a task's, so it is not
+    # stopped between tasks (its setups do not run again to restart it), only when the sandbox is retired.
+    prepared_processes: tuple[Any, ...] = ()
 
 
 class SandboxPool:
