@@ -10,6 +10,7 @@ or its dataset; the run's time is the file's (the document records none).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,15 @@ def detect(sniff: Sniff) -> bool:
     return "testCases" in keys and ("metricsScores" in keys or "testPassed" in keys or "conversationalTestCases" in keys)
 
 
-def _case(case: Mapping[str, Any], index: int, group: str, ids: UnitIds) -> UnitLine:
+def _case(path: Path, case: Mapping[str, Any], index: int, group: str, ids: UnitIds) -> UnitLine:
     metrics = [item for item in case.get("metricsData") or () if isinstance(item, Mapping)]
     errors = [item for item in metrics if item.get("error")]
     success = case.get("success")
+    if success is not None and not isinstance(success, bool):
+        # DeepEval writes true, false or null: `"success": "false"` (a report edited or made by another tool) was
+        # truthy, and the failed case was imported as passed
+        raise ImportFormatError(f"{path}: test case {index} ({case.get('name') or 'unnamed'}): `success` must be true, "
+                                f"false or null, as DeepEval writes it; got {json.dumps(success, default=str)}")
     if errors:
         verdict = "errored"
         reason = "; ".join(f"{item.get('name')} raised: {item.get('error')}" for item in errors)
@@ -80,7 +86,7 @@ def read(path: Path) -> ImportedLog:
         for index, case in enumerate(cases):
             if not isinstance(case, Mapping):
                 raise ImportFormatError(f"{path}: test case {index} is not an object")
-            yield _case(case, index, group, ids)
+            yield _case(path, case, index, group, ids)
 
     hyperparameters = run.get("hyperparameters") if isinstance(run.get("hyperparameters"), Mapping) else {}
     return ImportedLog(

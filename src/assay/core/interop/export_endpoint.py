@@ -112,8 +112,30 @@ def configured_endpoint(home: Path | None) -> str | None:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None  # the project's own loader reports a broken file
-    table = ((document.get("tool") or {}).get("assay") or {}).get("export") if isinstance(document.get("tool"), dict) else None
+    tool = document.get("tool") if isinstance(document.get("tool"), dict) else {}
+    assay = tool.get("assay") if isinstance(tool.get("assay"), dict) else {}
+    table = assay.get("export")
+    if table is None:
+        _refuse_misplaced_otlp(assay, path)
     return None if table is None else table_endpoint(table, f"{path} [tool.assay.export]")
+
+
+def _refuse_misplaced_otlp(assay: dict, path: Path) -> None:
+    """A `UsageError` when the project names an endpoint where assay does not read it: `[tool.assay.exprt]` (a
+    misspelt table) or `otlp` put in `[tool.assay]` itself. Outside an agent project (whose loader checks its keys)
+    it was passed over in silence: a doc or video run was not exported, and `assay runs export` said to set the
+    `otlp` that was set."""
+    from assay.core.format import did_you_mean
+
+    if "otlp" in assay:  # (its value shown as `runs export` shows a URL: a password in it is `***`)
+        value = assay["otlp"]
+        shown = f' = "{shown_endpoint(value)}"' if isinstance(value, str) else ""
+        raise UsageError(f"{path} [tool.assay] holds otlp, which assay reads from the [tool.assay.export] table: move it "
+                         f"there ([tool.assay.export] otlp{shown})")
+    for key, value in assay.items():
+        if isinstance(value, dict) and ("otlp" in value or did_you_mean(key, ("export",), cutoff=0.85, form="{}")):
+            raise UsageError(f"{path} [tool.assay.{key}]: assay reads the endpoint from [tool.assay.export] (did you mean "
+                             "it?): rename the table")
 
 
 def table_endpoint(table: object, where: str) -> str | None:

@@ -11,6 +11,7 @@ the provider and prompt; output, score, named scores, token usage, cost and late
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,12 @@ def _usage(tokens: Any) -> dict[str, int] | None:
     return usage or None
 
 
-def _unit(result: Mapping[str, Any], ids: UnitIds) -> UnitLine:
+def _unit(path: Path, index: int, result: Mapping[str, Any], ids: UnitIds) -> UnitLine:
+    if "success" in result and not isinstance(result["success"], bool):
+        # promptfoo writes true or false: `"success": "false"` (a file edited or made by another tool) was truthy,
+        # and the failed result was imported as passed
+        raise ImportFormatError(f"{path}: result {index} ({_test_name(result)}): `success` must be true or false, as "
+                                f"promptfoo writes it; got {json.dumps(result['success'], default=str)}")
     prompt = result.get("prompt") if isinstance(result.get("prompt"), Mapping) else {}
     group = f"{_provider(result)}/{prompt.get('label') or prompt.get('raw') or 'prompt'}"
     grading = result.get("gradingResult") if isinstance(result.get("gradingResult"), Mapping) else {}
@@ -107,7 +113,7 @@ def read(path: Path) -> ImportedLog:
         for index, result in enumerate(results):
             if not isinstance(result, Mapping):
                 raise ImportFormatError(f"{path}: result {index} is not an object")
-            yield _unit(result, ids)
+            yield _unit(path, index, result, ids)
 
     metadata = document.get("metadata") if isinstance(document.get("metadata"), Mapping) else {}
     config = document.get("config") if isinstance(document.get("config"), Mapping) else {}

@@ -10,6 +10,7 @@ The report records no time, so the run's time is the file's.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -41,8 +42,14 @@ def _results(case: Mapping[str, Any], key: str) -> dict[str, Mapping[str, Any]]:
     return {str(name): result for name, result in found.items() if isinstance(result, Mapping)} if isinstance(found, Mapping) else {}
 
 
-def _case(case: Mapping[str, Any], group: str, ids: UnitIds) -> UnitLine:
+def _case(path: Path, case: Mapping[str, Any], group: str, ids: UnitIds) -> UnitLine:
     assertions, scores, labels = _results(case, "assertions"), _results(case, "scores"), _results(case, "labels")
+    for name, result in assertions.items():
+        if not isinstance(result.get("value"), bool):
+            # an assertion is an evaluator's bool: `"value": "true"` or none at all was read as a failed assertion
+            given = f"the value {json.dumps(result['value'], default=str)}" if "value" in result else "no value"
+            raise ImportFormatError(f"{path}: case {case.get('name')!r}: assertion {name!r} has {given}; pydantic-evals "
+                                    "writes an assertion's value as true or false")
     failures = [item for item in case.get("evaluator_failures") or () if isinstance(item, Mapping)]
     failing = [f"{name}: {result.get('reason')}" if result.get("reason") else name
                for name, result in assertions.items() if result.get("value") is not True]
@@ -112,7 +119,7 @@ def read(path: Path) -> ImportedLog:
         for case in cases:
             if not isinstance(case, Mapping):
                 raise ImportFormatError(f"{path}: a case that is not an object")
-            yield _case(case, name, ids)
+            yield _case(path, case, name, ids)
         for case in failures:
             yield _failure(case, name, ids)
 
