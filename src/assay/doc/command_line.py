@@ -139,6 +139,13 @@ def _junit_target(suite: Any, given: Mapping[str, Any]) -> None:
         if Path(os.path.realpath(path)) == target:
             raise UsageError(f"--junit {junit} is {what}, which the run reads; give the report its own file, "
                              "e.g. --junit junit.xml", option="--junit")
+    bundle = _bundle_folder(suite, given.get("run_id"))
+    if bundle is not None and target.is_relative_to(bundle):
+        # The report is written after the bundle's manifest: `--junit evals/results/<run-id>/report.md` (or
+        # `manifest.json`) replaced a file the manifest had just hashed, so the finished bundle lied, exit 0.
+        raise UsageError(f"--junit {junit} is inside this run's result bundle "
+                         f"{suite.resolver.relative_to_repo(bundle)}, which the run writes; give the report a file "
+                         "outside it, e.g. --junit junit.xml", option="--junit")
     cases = suite.raw.get("cases")
     if not (isinstance(cases, Mapping) and isinstance(cases.get("root"), str) and cases["root"]):
         return  # legacy `case_manifests`: their files are named one by one, and rarely given by mistake
@@ -146,6 +153,21 @@ def _junit_target(suite: Any, given: Mapping[str, Any]) -> None:
     if target.is_file() and target.is_relative_to(cases_root):
         raise UsageError(f"--junit {junit} is a case file, which the run reads; give the report its own file, "
                          "e.g. --junit junit.xml", option="--junit")
+
+
+def _bundle_folder(suite: Any, run_id: str | None) -> Path | None:
+    """The real path of the result bundle `--run-id` names; None without one, or when the id is refused
+    (the run says why, in its own turn)."""
+    import os
+
+    from assay.errors import AssayError
+
+    if not run_id:
+        return None
+    try:
+        return Path(os.path.realpath(suite.resolver.resolve_run_dir(run_id)))
+    except AssayError:
+        return None
 
 
 def _run_case(suite: Any, given: Mapping[str, Any], recorded: dict[str, Any]) -> Any:
@@ -183,6 +205,12 @@ def _report(suite: Any, given: Mapping[str, Any], recorded: dict[str, Any]) -> A
     from assay.doc.methods import ReportRequest
 
     runs = {key: given[key.replace("-", "_")] for key in ("generate", "deterministic", "judge-coverage", "judge", "outcome")}
+    for key, run_id in runs.items():
+        # The report's bundle is cleared and written in place: `report --run-id r1 --deterministic r1` replaced
+        # the graded run it was to read (its manifest deleted, its report.md overwritten), exit 0.
+        if run_id and run_id == given["run_id"]:
+            raise UsageError(f"--run-id {run_id} is also the --{key} run the report reads, and the report would be "
+                             f"written over it; give the report an id of its own, e.g. --run-id report-{run_id}")
     return ReportRequest(suite, given["run_id"], {key: value for key, value in runs.items() if value})
 
 

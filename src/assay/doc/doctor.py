@@ -14,6 +14,7 @@ from assay.doc.artifacts import make_results_folder
 from assay.doc.cases import configured_manifest_paths, discover_case_ids, left_out_note, resolve_case_manifest_path
 from assay.doc.config import load_suite
 from assay.doc.fixtures import validate_fixtures
+from assay.doc.grade import deterministic_modules
 from assay.doc.paths import relative_posix
 from assay.doc.session import adapter_module_path, adapter_session, require_hook
 from assay.errors import AdapterError, CaseError, ConfigError
@@ -38,6 +39,14 @@ def _needed_hooks(suite) -> list[tuple[str, str, str]]:
         if (suite.method(key) or {}).get("enabled") is True:
             needed.append((hook, command, key))
     return needed
+
+
+def _uses_legacy_modules(suite) -> bool:
+    """Whether `run-case` grades with the legacy `graders`/`reporters` modules (no `adapter`): a misspelt module
+    path or `runner_defaults` name passed doctor and failed only in `run-case`."""
+    if suite.raw.get("adapter") or not (suite.raw.get("graders") or suite.raw.get("reporters")):
+        return False
+    return (suite.method("deterministic") or {}).get("enabled") is not False
 
 
 async def run_doctor(
@@ -68,6 +77,11 @@ async def run_doctor(
                 except AdapterError as error:  # the command would fail on it: so does doctor, not "passed"
                     raise AdapterError(f"{error} (methods.{key} is enabled in {suite.relative_config_path()})") from None
         yield f"ok - adapter {relative_posix(suite.repo_root, adapter_path)} loads ({kind})"
+    if _uses_legacy_modules(suite):
+        # Loaded as run-case loads them; a failure fails doctor. Passing adds no line: eval-kit's doctor has no
+        # such check, and its count of checks stays the same.
+        async with deterministic_modules(suite):
+            pass
     seen: dict[str, str] = {}
     for path in configured_manifest_paths(suite):
         case = resolve_case_manifest_path(suite, path)

@@ -20,7 +20,7 @@ from assay.doc.hooks import GradeInput, ReportInput
 from assay.doc.session import adapter_module_path, adapter_session
 from assay.errors import AdapterError, JsonValueError
 
-__all__ = ["CaseRunResult", "GRADES_SCHEMA", "run_case"]
+__all__ = ["CaseRunResult", "GRADES_SCHEMA", "deterministic_modules", "run_case"]
 
 GRADES_SCHEMA = "grades.schema.json"
 
@@ -62,8 +62,9 @@ def _no_module_hint(suite: DocSuite, kind: str, name: str | None, table: Mapping
 
 
 @contextlib.asynccontextmanager
-async def _deterministic_modules(suite: DocSuite) -> AsyncIterator[_Modules]:
-    """The adapter serves both roles; without one, the legacy `graders`/`reporters` maps are used."""
+async def deterministic_modules(suite: DocSuite) -> AsyncIterator[_Modules]:
+    """The adapter serves both roles; without one, the legacy `graders`/`reporters` maps are used (`doctor`
+    loads them this way too)."""
     async with contextlib.AsyncExitStack() as stack:
         adapter_path = adapter_module_path(suite, allow_hooks_module=False)
         if adapter_path is not None:
@@ -165,7 +166,7 @@ async def run_case(
     candidate_path, case, run_id = start_candidate_run(suite, case_id, candidate, run_id, "deterministic", clock)
     grader_inputs = load_grader_inputs(case)
     candidate_text = read_candidate(candidate_path, candidate)
-    async with _deterministic_modules(suite) as modules:
+    async with deterministic_modules(suite) as modules:
         bundle: RunBundle = open_run(
             suite, run_id, clock=clock, node_version=modules.grader.node_version or modules.reporter.node_version
         )
