@@ -38,7 +38,10 @@ def run_as_process(command: Callable[[], object]) -> NoReturn:
         code = 0
     guard.interrupts = False  # leaving already: a failed final flush only drops the output
     if guard.closed_by_reader and code == 130:
-        _say_on_stderr(stdout_guard.closed_message(guard.resume_lines, keeps_results=guard.keeps_results))
+        _say_on_stderr(stdout_guard.closed_message(guard.resume_lines, keeps_results=guard.keeps_results,
+                                                   write_error=guard.write_error))
+        if guard.write_error is not None:
+            code = 2  # an error writing the output, not an interruption
     _leave(code)
 
 

@@ -50,6 +50,9 @@ class StdoutGuard:
         self.reader_left = False
         self.stops_at_once = False  # a server, which writes nothing after its address (`stop_when_the_reader_leaves`)
         self.made_results = False  # the command's results exist (`results_made`): a reader leaving loses only output
+        # Why stdout could not be written when it was not a reader leaving (a full disk, a device error): the
+        # command stops as it does then, and the process says this error and exits 2 (`failed_write_message`).
+        self.write_error: OSError | None = None
 
     def write(self, text: str) -> int:
         if self.closed_by_reader:
@@ -128,11 +131,14 @@ class StdoutGuard:
             self._reader_gone(_READER_GONE)
 
     def _reader_gone(self, error: OSError) -> None:
-        if error.errno not in (errno.EPIPE, errno.EINVAL) and not isinstance(error, BrokenPipeError):
-            raise error
+        """The stream cannot be written any more: its reader left (a pipe closed), or, for any other error, the
+        file or device behind it failed (`> /dev/full`, a full disk): the same stop either way, not a traceback
+        from wherever the write was."""
         with self._lock:
             if self.closed_by_reader:
                 return
+            if error.errno not in (errno.EPIPE, errno.EINVAL) and not isinstance(error, BrokenPipeError):
+                self.write_error = error
             self.closed_by_reader = True
             _discard_descriptor(self._stream)
             if self.interrupts:  # under the lock: `watching` cannot end between the check and the signal
@@ -253,10 +259,14 @@ def keep_resume_lines(lines: Sequence[str]) -> None:
         sys.stdout.resume_lines[:] = lines
 
 
-def closed_message(resume_lines: Sequence[str] = (), *, keeps_results: bool = True) -> str:
+def closed_message(resume_lines: Sequence[str] = (), *, keeps_results: bool = True, write_error: OSError | None = None) -> str:
     """One line; with the run's resume lines (printed on the stdout nobody reads any more), it ends
-    with the resume command."""
+    with the resume command. `write_error`: stdout failed (a full disk), which the line names instead."""
     text = "assay: standard output was closed, so the command stopped as on Ctrl-C"
+    if write_error is not None:
+        reason = write_error.strerror or str(write_error)
+        text = (f"Error: standard output could not be written ({reason}; free space or write it elsewhere), so the "
+                "command stopped as on Ctrl-C")
     text += "; finished results are kept." if keeps_results else "."
     resume = [line for line in resume_lines if line.startswith("Resume with ")]
     return f"{text} {resume[-1]}" if resume else text
