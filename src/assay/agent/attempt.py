@@ -146,6 +146,20 @@ class _NotLinked(Exception):
     pass
 
 
+class _ReturnedValue(AuthoringError):
+    """The eval returned a truth or a number: assay reads no return value (a test's verdict is its assertions), so
+    a `return` meant as the check would pass whatever it came to. `where` is where the eval is defined (its first decorator line)."""
+
+    def __init__(self, returned: Any, score_eval: bool, test: Any) -> None:
+        fix = ("add its points with t.score(points) or `.score(points)` on an assertion" if score_eval else
+               "register the check instead, t.check(value, is_true()) or another assertion")
+        shown = repr(returned)
+        super().__init__(f"the eval returned {shown[:80] + '…' if len(shown) > 80 else shown}, but an eval's return "
+                         f"value is never read (only its assertions count): {fix}, and drop the `return`")
+        code = getattr(inspect.unwrap(test), "__code__", None)
+        self.where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+
+
 def _not_awaited(dropped: list[tuple[str, str]], where: bool = False) -> str:
     """What the eval wrote and the fix; `where`: with the line of each (the error's own `where` names another)."""
     first = dropped[0][0]
@@ -234,7 +248,12 @@ async def run_attempt(
                 if not inspect.isawaitable(running):  # `def test(t)` where `async def` was meant
                     raise AuthoringError(f"the eval's test returned {type(running).__name__}, not an awaitable: define it "
                                          "with `async def` (async def test(t): await t.send(...))")
-                await running
+                returned = await running
+                # `return "sunny" in t.reply` (or a score eval's `return 5`) read as the check: it would pass however it
+                # came out. Only a truth or a number is taken for one: `return await t.send(…)` (a Turn) or
+                # `return t.check(…)` is harmless, and stays allowed.
+                if isinstance(returned, (bool, int, float)):
+                    raise _ReturnedValue(returned, runtime.score_eval, test)
     except StopEval:
         pass
     except SkipEval:
@@ -267,7 +286,12 @@ async def run_attempt(
         if failure.where:
             error["where"] = failure.where
     except AuthoringError as failure:
-        error = attempt_error("authoring-error", str(failure), failure)
+        if isinstance(failure, _ReturnedValue):  # raised by assay after the eval ended: no frame of the author's
+            error = attempt_error("authoring-error", str(failure))
+            if failure.where:
+                error["where"] = failure.where
+        else:
+            error = attempt_error("authoring-error", str(failure), failure)
     except SystemExit as failure:
         # `sys.exit()` in the eval or in its agent's code ended the whole run with that status, no result and no
         # word of why; like any other exception it is this attempt's error (pytest fails the test the same way).

@@ -667,7 +667,10 @@ class EvalContext(SessionHandle):
 
     def check(self, value: Any, matcher: Matcher) -> AssertionHandle:
         if not isinstance(matcher, Matcher):
-            raise AuthoringError(f"check(value, matcher) needs a matcher, got {type(matcher).__name__}")
+            from assay.agent.matchers import not_a_matcher
+
+            raise AuthoringError(f"check(value, matcher) needs a matcher, got {type(matcher).__name__}"
+                                 f"{not_a_matcher(matcher, 't.check(value, …)')}")
         runtime = self._line.runtime
         entry = AssertionEntry(len(runtime.entries), "check", "t", matcher)
         entry.subject = value

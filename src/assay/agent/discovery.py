@@ -308,7 +308,8 @@ def discover_evals(project: Path) -> list[EvalEntry]:
         module = _import(path, project, "eval")
         for eval_id, definition in _evals_of(module, path, base_id):
             if eval_id in entries:
-                raise ConfigError(f"eval id {eval_id!r} is defined twice: {entries[eval_id].path} and {path}")
+                raise ConfigError(f"eval id {eval_id!r} is defined twice: {entries[eval_id].path} and {path}; an id "
+                                  "comes from the file's path (and its key in an EVALS table): rename one of them")
             entries[eval_id] = EvalEntry(eval_id, definition, path, digest)
     _with_groups(project, root, entries)
     return [entries[key] for key in sorted(entries)]

@@ -167,9 +167,19 @@ def _json_match(expected: Any, actual: Any, path: str) -> Outcome:
             return MATCHED_OUTCOME
         return Outcome(MISMATCHED, f"{path}: {show(actual)} does not match /{expected.pattern}/")
     if callable(expected) and not isinstance(expected, type):
-        if expected(actual):
-            return MATCHED_OUTCOME
         name = getattr(expected, "__name__", "predicate")
+        result = expected(actual)
+        if inspect.isawaitable(result):  # a coroutine is truthy: read as a result, every value would match
+            getattr(result, "close", lambda: None)()
+            raise TypeError(f"{path}: the predicate {name} is async, and json_match and tool_match call their "
+                            f"predicates without awaiting them: make it a plain `def`, or check the value on its own "
+                            f"with t.check(value, satisfies(\"{name}\", {name}))")
+        if isinstance(result, Matcher):  # a matcher is truthy too: `{"city": is_defined}` would match None
+            raise TypeError(f"{path}: the predicate {name} returned the matcher {result.describe()} instead of true "
+                            f"or false: put the matcher itself at that place ({result.describe()}, called), not a "
+                            "function that makes it")
+        if result:
+            return MATCHED_OUTCOME
         return Outcome(MISMATCHED, f"{path}: {show(actual)} does not satisfy {name}")
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
@@ -253,6 +263,9 @@ class Satisfies(Matcher):
     def _outcome(self, result: Any, value: Any) -> Outcome:
         if isinstance(result, Outcome):
             return result
+        if isinstance(result, Matcher):  # truthy, so it would match every value
+            raise TypeError(f"{self.describe()}: its function returned the matcher {result.describe()} instead of "
+                            f"true or false: check with the matcher itself, t.check(value, {result.describe()})")
         if result:
             return MATCHED_OUTCOME
         return Outcome(MISMATCHED, self._mismatch(value))
@@ -730,7 +743,53 @@ def pattern(regex: str | re.Pattern[str], *, strip_comments: bool = False) -> Pa
         raise ValueError(f"pattern: {regex!r} is not a valid regular expression: {error}") from None
 
 
+_FACTORIES = frozenset({
+    "equals", "includes", "excludes", "pattern", "json_match", "matches", "satisfies", "is_defined", "is_true",
+    "is_false", "similarity", "includes_url", "has_sections", "references_any_path", "define_value_match",
+    "define_score_match", "and_", "or_", "not_", "tool_match", "command_match", "event_match",
+})
+
+
+def uncalled_matcher(value: Any) -> str:
+    """`: call it, is_defined()` when `value` is one of the matcher factories passed without calling it
+    (`is_defined`), or `: …` for a matcher class (`Matcher`) given where a matcher belongs, else ""."""
+    if inspect.isfunction(value) and value.__module__ == __name__ and value.__name__ in _FACTORIES:
+        return f": {value.__name__} makes a matcher, so call it: {value.__name__}(…) with its arguments"
+    if isinstance(value, type) and issubclass(value, Matcher):
+        return (f": {value.__name__} is a class, not a matcher; make one with a matcher function such as "
+                "equals(…), includes(…) or is_defined()")
+    return ""
+
+
+def not_a_matcher(value: Any, call: str) -> str:
+    """What to write instead of `value`, which was given to `call` where a matcher belongs."""
+    fix = uncalled_matcher(value)
+    if fix:
+        return fix
+    if isinstance(value, str):
+        return f": a text is not a matcher; write {call.replace('…', f'includes({value!r})')} or equals({value!r})"
+    if isinstance(value, bool) or value is None:
+        meant = {True: "is_true()", False: "is_false()"}.get(value, "is_defined()")
+        return f": write {call.replace('…', meant)}"
+    return f": write {call.replace('…', 'equals(…)')}, includes(…) or another matcher"
+
+
+def _uncalled_in(expected: Any, path: str, name: str) -> None:
+    """A matcher function left uncalled inside json_match's or tool_match's expected value would be called as a
+    predicate, and the matcher it returns is truthy: it would match anything. Refuse it where it is written."""
+    fix = uncalled_matcher(expected)
+    if fix:
+        raise TypeError(f"{name} got {expected.__name__} at {path}, not a matcher{fix}")
+    if isinstance(expected, Mapping):
+        for key, value in expected.items():
+            _uncalled_in(value, f"{path}.{key}", name)
+    elif isinstance(expected, (list, tuple)):
+        for index, value in enumerate(expected):
+            _uncalled_in(value, f"{path}[{index}]", name)
+
+
 def json_match(expected: Any) -> JsonMatch:
+    _uncalled_in(expected, "$", "json_match")
     return JsonMatch(expected)
 
 
@@ -821,6 +880,8 @@ def _matcher(name: str, value: Any) -> Matcher:
     elif isinstance(value, str):
         fix = f"a text is not a matcher: write {name}(includes({value!r}))" if name == "not_" else (
             f"a text is not a matcher: wrap each, {name}(includes({value!r}), …)")
+    elif uncalled_matcher(value):
+        fix = uncalled_matcher(value)[2:]
     else:
         fix = f"write {name}(equals(…)), {name}(includes(…)) or another matcher"
     raise TypeError(f"{name} takes matchers, got {type(value).__name__}: {fix}")
@@ -854,6 +915,8 @@ def tool_match(name: str | None = None, *, input: Any = MISSING, output: Any = M
                 if isinstance(name, (list, tuple)) else "")
         raise TypeError(f"tool_match takes a tool's name (a non-empty str) or None, got {name!r}{hint}: "
                         "tool_match(\"get_weather\", input={...})")
+    for label, given in (("input", input), ("output", output)):
+        _uncalled_in(given, label, "tool_match")
     return ToolMatch(name, input, output, status)
 
 
@@ -886,7 +949,7 @@ def as_tool_match(value: str | ToolMatch) -> ToolMatch:
         return value
     if isinstance(value, str) and value:
         return ToolMatch(value)
-    raise TypeError(f"expected a tool name or tool_match(...), got {value!r}")
+    raise TypeError(f"expected a tool name or tool_match(...), got {value!r}{uncalled_matcher(value)}")
 
 
 def event_match(
