@@ -62,6 +62,13 @@ class _LazyGroups(TyperGroup):
         command.name, command.help = name, help_text
         return command
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """`--debug` anywhere before a `--` is the root's option: `assay agent run --debug` was "No such option"."""
+        end = args.index("--") if "--" in args else len(args)
+        if "--debug" in args[1:end]:
+            args = ["--debug", *(arg for arg in args[:end] if arg != "--debug"), *args[end:]]
+        return super().parse_args(ctx, args)  # type: ignore[no-any-return]
+
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         """A mistyped group is suggested too (typer suggests only the commands it has built)."""
         built = self.commands
