@@ -31,6 +31,7 @@ def span_category(span: Mapping[str, Any]) -> str:
     if tagged in (MODEL, TOOL, SUBAGENT, OTHER):
         return tagged
     operation = attributes.get("gen_ai.operation.name")
+    operation = operation if isinstance(operation, str) else None  # a list in a damaged record: no operation
     name = str(span.get("name") or "")
     if operation in MODEL_OPERATIONS:
         return MODEL
@@ -62,7 +63,8 @@ def operations_of(turns: Sequence[Any]) -> dict[str, dict[str, Any]]:
                 continue
             entry = found.setdefault(operation_id, {})
             if event.get("type") == "operation.started":
-                operation = event.get("operation") or {}
+                operation = event.get("operation")
+                operation = operation if isinstance(operation, Mapping) else {}
                 entry["name"] = operation.get("name")
                 if "input" in operation:
                     entry["input"] = operation.get("input")
@@ -77,10 +79,50 @@ def _ms(nanoseconds: int) -> float:
     return round(nanoseconds / 1e6, 3)
 
 
+def _nanos(value: Any) -> int:
+    """A time or count of a stored spans document as an int, 0 for what is none (a record damaged by hand or by
+    another tool: "abc", null, a list). The viewer draws what it can of such a record, never fails on it."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value == value and abs(value) != float("inf"):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return 0
+    return 0
+
+
+def _clean_spans(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The spans of one stored turn that can be drawn: a mapping with a text `span_id`; its times as ints, its
+    attributes a mapping (else none), its parent id text (else none)."""
+    spans = trace.get("spans")
+    if not isinstance(spans, (list, tuple)):
+        return []
+    clean = []
+    for span in spans:
+        if not isinstance(span, Mapping) or not isinstance(span.get("span_id"), str) or not span["span_id"]:
+            continue
+        attributes = span.get("attributes")
+        parent = span.get("parent_span_id")
+        events = span.get("events")
+        clean.append({
+            **span, "start": _nanos(span.get("start")), "end": _nanos(span.get("end")),
+            "attributes": attributes if isinstance(attributes, Mapping) else {},
+            "parent_span_id": parent if isinstance(parent, str) else "",
+            "events": [event for event in events if isinstance(event, Mapping)] if isinstance(events, (list, tuple)) else [],
+        })
+    return clean
+
+
 def trace_rows(trace: Mapping[str, Any], operations: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """One turn's spans as waterfall rows in tree order (children by start), offsets from the turn's start;
     `operations` (from `operations_of`) back-fills each tool span's io by its call id."""
-    spans = [span for span in trace.get("spans") or () if isinstance(span, Mapping) and span.get("span_id")]
+    spans = _clean_spans(trace)
+    trace = {**trace, "start": _nanos(trace.get("start")), "end": _nanos(trace.get("end"))}
     by_id = {span["span_id"]: span for span in spans}
     children: dict[str, list[Mapping[str, Any]]] = {}
     roots = []
@@ -104,7 +146,7 @@ def trace_rows(trace: Mapping[str, Any], operations: Mapping[str, Mapping[str, A
         category = span_category(span)
         begun, ended = int(span.get("start") or start), int(span.get("end") or span.get("start") or start)
         row: dict[str, Any] = {
-            "span_id": span["span_id"], "name": span.get("name") or "(unnamed)", "category": category,
+            "span_id": span["span_id"], "name": str(span.get("name") or "(unnamed)"), "category": category,
             "kind": span.get("kind"), "depth": depth, "offset_ms": _ms(begun - start),
             "duration_ms": _ms(max(0, ended - begun)), "error": span.get("status") == "error",
             "attributes": dict(attributes), "service": span.get("service"),
@@ -116,9 +158,9 @@ def trace_rows(trace: Mapping[str, Any], operations: Mapping[str, Mapping[str, A
             row["status_message"] = span["status_message"]
         if span.get("events"):
             row["events"] = [
-                {"name": event.get("name"), "offset_ms": _ms(int(event.get("time") or begun) - start),
-                 "attributes": event.get("attributes") or {}}
-                for event in span["events"] if isinstance(event, Mapping)
+                {"name": event.get("name"), "offset_ms": _ms((_nanos(event.get("time")) or begun) - start),
+                 "attributes": event.get("attributes") if isinstance(event.get("attributes"), Mapping) else {}}
+                for event in span["events"]
             ]
         if category == TOOL:
             call_id = _call_id(attributes)
@@ -145,7 +187,7 @@ def trace_rows(trace: Mapping[str, Any], operations: Mapping[str, Mapping[str, A
         "send_offset_ms": _ms(int(trace.get("start") or start) - start),
         "send_duration_ms": _ms(max(0, int(trace.get("end") or end) - int(trace.get("start") or start))),
         "span_count": len(rows), "folded": folded, "errors": sum(1 for row in rows if row["error"]),
-        "counts": counts, "attributed_by_window": int(trace.get("attributed_by_window") or 0), "rows": rows,
+        "counts": counts, "attributed_by_window": _nanos(trace.get("attributed_by_window")), "rows": rows,
     }
 
 
@@ -170,26 +212,40 @@ def _fold(rows: list[dict[str, Any]]) -> int:
     return folded
 
 
+def _session(turn: Mapping[str, Any]) -> Any:
+    session = turn.get("session") or 0
+    return session if isinstance(session, (int, str)) else 0  # a key: a list in a damaged record is none
+
+
 def waterfall_view(detail: Mapping[str, Any]) -> dict[str, Any] | None:
     """Every turn's waterfall of an attempt's record (`detail` is its JSON), or None without spans."""
     document = detail.get("spans")
     if not isinstance(document, Mapping):
         return None
     sessions: dict[int, list[Mapping[str, Any]]] = {}
-    for turn in detail.get("turns") or ():
+    turns = detail.get("turns")
+    for turn in turns if isinstance(turns, (list, tuple)) else ():
         if isinstance(turn, Mapping):
-            sessions.setdefault(turn.get("session") or 0, []).append(turn)
+            sessions.setdefault(_session(turn), []).append(turn)
     operations = {session: operations_of(turns) for session, turns in sessions.items()}
+    traced = document.get("turns")
     traces = [
-        trace_rows(trace, operations.get(trace.get("session") or 0))
-        for trace in document.get("turns") or () if isinstance(trace, Mapping)
+        trace_rows(trace, operations.get(_session(trace)))
+        for trace in (traced if isinstance(traced, (list, tuple)) else ()) if isinstance(trace, Mapping)
     ]
-    return {"turns": traces, "dropped": int(document.get("dropped") or 0)}
+    return {"turns": traces, "dropped": _nanos(document.get("dropped"))}
+
+
+def _number(value: Any) -> float:
+    """A phase's offset or duration in ms, 0 for what is no finite number (a damaged record)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+        return 0
+    return value
 
 
 def timing_view(timing: Sequence[Any] | None) -> list[dict[str, Any]] | None:
     """The phase tree with each row's depth, for drawing it as indented bars."""
-    if not timing:
+    if not timing or not isinstance(timing, (list, tuple)):
         return None
     depths: list[int] = []
     rows = []
@@ -201,7 +257,7 @@ def timing_view(timing: Sequence[Any] | None) -> list[dict[str, Any]] | None:
         depths.append(depth)
         rows.append({
             "phase": row.get("phase"), "label": row.get("label"), "depth": depth,
-            "start_offset_ms": row.get("start_offset_ms") or 0, "duration_ms": row.get("duration_ms") or 0,
+            "start_offset_ms": _number(row.get("start_offset_ms")), "duration_ms": _number(row.get("duration_ms")),
             "open": bool(row.get("open")),
         })
     return rows

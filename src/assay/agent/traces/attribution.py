@@ -108,6 +108,9 @@ class TraceHub:
         self.received = 0
         self.unattributed = 0
         self.ambiguous = 0  # of the unattributed: spans several open turns could own (the rest started in none)
+        # Of the unattributed: spans that started inside a turn of an agent whose spans carry assay's traceparent, but in
+        # a trace of their own (a root span started outside the turn's context): no window can hold them.
+        self.foreign = 0
         self.last_closed = 0.0  # time.monotonic() when the latest turn closed (0: none yet)
 
     # -- the run's side ---------------------------------------------------------------------------
@@ -260,7 +263,10 @@ class TraceHub:
             if turn.end is not None and turn.contains(moment):
                 owners.append(turn)
         # An agent known to propagate does not emit spans outside its traces: its windows are not candidates.
+        candidates = len(owners)
         owners = [turn for turn in owners if not self._state(turn.agent).propagates]
+        if candidates and not owners:
+            self.foreign += 1
         for turn in owners:
             state = self._state(turn.agent)
             if not state.windowed:

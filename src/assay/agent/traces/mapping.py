@@ -12,6 +12,7 @@ Spans only shape the waterfall; no assertion, verdict or error ever reads them.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -118,7 +119,10 @@ def map_document(document: Mapping[str, Any] | None, mapper: SpanMapper | None) 
     for trace in document.get("turns") or ():
         spans = list(trace.get("spans") or ())
         try:
-            spans = _merged(spans, mapper([{**span, "attributes": dict(span.get("attributes") or {})} for span in spans]))
+            # Deep copies: a mapper that edits what it is given (clears a span's events, appends to a list value)
+            # must not change what the app sent, which the record keeps as it came.
+            given = [{**span, "attributes": dict(span.get("attributes") or {})} for span in copy.deepcopy(spans)]
+            spans = _merged(spans, mapper(given))
         # The author's code: the waterfall goes on without it. A `sys.exit()` in it is a failure too: raised
         # while the attempt's spans are collected, it ended the whole run with no result and no word of why.
         except (Exception, SystemExit) as error:  # noqa: BLE001

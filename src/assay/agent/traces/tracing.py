@@ -120,8 +120,11 @@ class RunTracing:
         mapper, agent = self._mappers.get(attempt_id) or (None, "")
         mapped = map_document(document, mapper)
         failure = mapped.get("span_mapper_error") if mapped is not None else None
-        if failure and "telemetry-span-mapper-failed" not in self._said:  # said once a run, on the run's loop
-            self._said.add("telemetry-span-mapper-failed")
+        # Said once per agent, on the run's loop: a second agent's failing mapper is another mistake to fix, and it
+        # would otherwise be hidden behind the first one's warning.
+        said = f"telemetry-span-mapper-failed:{agent}"
+        if failure and said not in self._said:
+            self._said.add(said)
             self._warn("telemetry-span-mapper-failed",
                        f"the span mapper of agent {agent!r} raised {failure}, so its spans are in the waterfall "
                        "untagged, as they came (each such attempt's spans document names it: span_mapper_error)")
@@ -212,7 +215,8 @@ class RunTracing:
             if hub.turns_opened and not interrupted:
                 self._warn("telemetry-no-spans", self._no_spans_message())
         elif hub.unattributed:
-            self._warn("telemetry-unattributed", unattributed_message(hub.unattributed, hub.ambiguous, hub.received))
+            self._warn("telemetry-unattributed", unattributed_message(hub.unattributed, hub.ambiguous, hub.received,
+                                                                     foreign=hub.foreign))
 
     def _no_spans_message(self) -> str:
         failed = self.sandbox_receivers_failed
@@ -235,14 +239,19 @@ class RunTracing:
             self.receiver.stop()
 
 
-def unattributed_message(unattributed: int, ambiguous: int, received: int) -> str:
+def unattributed_message(unattributed: int, ambiguous: int, received: int, *, foreign: int = 0) -> str:
     """Why spans in traces assay did not start found no turn: several open turns could own them (the app does not
-    forward the traceparent), or none was open when they started (setup, teardown, between turns, another program)."""
-    outside = unattributed - ambiguous
+    forward the traceparent), they started in a turn of an agent that forwards it but outside the turn's trace (a new
+    root span), or none was open when they started (setup, teardown, between turns, another program)."""
+    outside = unattributed - ambiguous - foreign
     why = []
     if ambiguous:
         why.append(f"{ambiguous} started while several turns were open (forward ctx.telemetry.headers so each span "
                    "carries its turn's traceparent)")
+    if foreign:
+        why.append(f"{foreign} started during a turn of an agent whose other spans carry the turn's traceparent, but in a "
+                   "trace of their own (started outside the turn's context, as a new root span: start them inside it, "
+                   "or under a span that is)")
     if outside:
         why.append(f"{outside} started while no turn was open (in setup or teardown, between turns, or sent by another "
                    "program exporting to this receiver: a waterfall holds its turns' spans only)")
