@@ -8,13 +8,15 @@ async, with or without the config argument) returning an object with `evaluate` 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import shlex
+import signal
 import sys
 import threading
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from assay.adapters.loading import AdapterTarget, load_adapter_callable, parse_adapter_target
 from assay.core.asyncutil import call_user_code, is_async_callable
@@ -184,10 +186,57 @@ def _javascript_adapter_hint(target: AdapterTarget) -> str:
     return ""
 
 
+@contextlib.contextmanager
+def _waiting_said_on_ctrl_c() -> Iterator[None]:
+    """Around the adapter's import and factory, which run on the event loop's own thread: a first Ctrl-C only asks
+    the run to stop once they return (GlassKit's too), a silent wait when the factory loads a model. Said once on
+    stderr, as for the calls under way (`PythonEvaluator._tell_waiting`), when they are still running a moment later.
+    Only where a handler of the run's loop takes Ctrl-C (not Python's default, which stops at once)."""
+    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    if not callable(previous) or previous is signal.default_int_handler or getattr(previous, "waits_for_factory", False):
+        yield  # (the last: one under way already says it; a second one would leave its handler behind)
+        return
+    running = threading.Event()
+    running.set()
+
+    def tell() -> None:
+        if running.is_set():
+            print("Stopping: waiting for the adapter's import and factory to return (a Python adapter's code cannot be "
+                  "stopped from outside); press Ctrl-C again to stop without waiting, finished results are kept",
+                  file=sys.stderr, flush=True)
+
+    told = False
+
+    def on_ctrl_c(signum: int, frame: Any) -> None:
+        nonlocal told
+        if not told:
+            told = True
+            timer = threading.Timer(_WAIT_NOTICE_S, tell)
+            timer.daemon = True
+            timer.start()
+        previous(signum, frame)
+
+    on_ctrl_c.waits_for_factory = True  # type: ignore[attr-defined]
+    signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        yield
+    finally:
+        running.clear()
+        if signal.getsignal(signal.SIGINT) is on_ctrl_c:
+            signal.signal(signal.SIGINT, previous)
+
+
 async def create_python_evaluator(
     adapter: str, config: AdapterConfig, *, executor: Executor | None = None, cwd: Path | None = None
 ) -> PythonEvaluator:
     """Import `adapter` afresh (module globals never survive between trials) and build an evaluator."""
+    with _waiting_said_on_ctrl_c():
+        return await _create_python_evaluator(adapter, config, executor=executor, cwd=cwd)
+
+
+async def _create_python_evaluator(
+    adapter: str, config: AdapterConfig, *, executor: Executor | None, cwd: Path | None
+) -> PythonEvaluator:
     try:
         function, _ = load_adapter_callable(adapter, extra_search_paths=[config.eval_dir.parent], cwd=cwd)
     except AdapterError as error:

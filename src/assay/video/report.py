@@ -21,6 +21,7 @@ from rich.table import Table
 from assay.core.fsutil import names_a_stream, remove_stale_temporaries_of, write_atomically, write_into_stream
 from assay.core.gates import pass_rate
 from assay.core.format import format_duration, format_latency, format_rate, short_repr
+from assay.errors import EXIT_ERROR
 from assay.video.model import RunOutcome, SampleResult
 
 @dataclass(frozen=True)
@@ -125,7 +126,15 @@ class VideoJsonReport:
         if event.outcome is None:
             return
         conclusion = event.outcome
-        write_json_report(self.path, build_report(conclusion.run, conclusion.summary, conclusion.checkpoint_entry))
+        try:
+            write_json_report(self.path, build_report(conclusion.run, conclusion.summary, conclusion.checkpoint_entry))
+        except OSError as error:
+            # A report CI asked for and did not get is a broken run (as for `--junit`), not a warning beside exit 0:
+            # a full disk or a folder that cannot be made left the gates' verdict with no file to read it from.
+            reason = error.strerror or str(error)
+            where = f" ({error.filename})" if error.filename and str(error.filename) != self.path else ""
+            print(f"Error: could not write JSON report {self.path}: {reason}{where}", file=sys.stderr)
+            event.require(EXIT_ERROR)
 
 
 def _timing_mode(results: list[SampleResult]) -> str | None:
