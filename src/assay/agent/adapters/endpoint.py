@@ -24,6 +24,7 @@ from assay.agent.adapter import SendFailure
 from assay.agent.adapters.resends import send_with_resends
 from assay.agent.context import AgentContext
 from assay.core.endpoint_defaults import AGENT_MODEL_DEFAULTS, OPENAI_BASE_URL_VARIABLE, PLACEHOLDER_API_KEY
+from assay.core.endpoint_defaults import OPENAI_BASE_URL as OPENAI_DEFAULT_BASE_URL
 from assay.core.ratelimit import DEFAULT_MAXIMUM, limiter_for
 from assay.core.retry import CONNECTION, RATE_LIMITED, Resend, RetriesExhausted, RetryPolicy
 from assay.core.transport_failure import transport_failure
@@ -94,6 +95,8 @@ class OpenAIEndpoint:
 def checked_base_url(url: str, source: str) -> str:
     """`url` if it is an http:// or https:// URL with a host, else a ValueError naming `source` and the URL
     it probably meant (without this, a mistyped scheme fails every send as a broken connection)."""
+    if not isinstance(url, str):  # base_url=8000: say what it takes, not that an int has no .strip
+        raise ValueError(f"{source} takes a URL string like 'http://127.0.0.1:8000/v1', got {url!r}")
     parts = urlsplit(url.strip())
     if parts.scheme.lower() in ("http", "https") and parts.netloc:
         return url
@@ -107,6 +110,38 @@ def _path_hint(base_url: str, status: int) -> str:
     if status != 404 or urlsplit(base_url).path.rstrip("/").endswith("/v1"):
         return ""
     return f" (OpenAI-compatible servers answer under /v1: is the base URL {base_url.rstrip('/')}/v1?)"
+
+
+def check_options(factory: str, checks: dict[str, tuple[Any, str, str]]) -> None:
+    """Refuse a factory keyword of the wrong type when the agent is made (exit 2, naming the keyword and
+    an example), instead of a TypeError deep in the first send of every attempt. `checks` maps each keyword
+    to (value, kind, example): kind `text`, `text?` (or None), `seconds` (above 0), `seconds?`,
+    `seconds>=0`, `count` (a whole number, 1 or more), `count?`, `mapping?`."""
+    from collections.abc import Mapping
+
+    from assay.errors import ConfigError
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    for keyword, (value, kind, example) in checks.items():
+        if kind.endswith("?"):
+            if value is None:
+                continue
+            kind = kind[:-1]
+        if kind == "text":
+            ok, wants = isinstance(value, str) and bool(value.strip()), "a non-empty string"
+        elif kind == "seconds":
+            ok, wants = number(value) and value > 0, "seconds (a number above 0)"
+        elif kind == "seconds>=0":
+            ok, wants = number(value) and value >= 0, "seconds (a number, 0 or more)"
+        elif kind == "count":
+            ok, wants = isinstance(value, int) and not isinstance(value, bool) and value >= 1, \
+                "a whole number of at least 1"
+        else:  # mapping
+            ok, wants = isinstance(value, Mapping), "a dict"
+        if not ok:
+            raise ConfigError(f"{factory} {keyword} takes {wants}, like {keyword}={example}; got {value!r}")
 
 
 class BrokenReply(Exception):
@@ -125,6 +160,17 @@ async def call_endpoint(
             checked_base_url(base_url, OPENAI_BASE_URL_VARIABLE)
         except ValueError as error:
             raise SendFailure(str(error), acceptance="rejected", code="network", retried=True) from None
+    if endpoint.sdk_client is None and base_url.rstrip("/") == OPENAI_DEFAULT_BASE_URL and not (
+        AGENT_MODEL_DEFAULTS.with_api_key_variable(endpoint.api_key_env).api_key(endpoint.api_key)
+    ):
+        # OpenAI's own API without a key: every request would be a 401 (or, offline, a host that does not
+        # resolve, tried four times); say which variable is empty instead, before any request.
+        variable = endpoint.api_key_env or "the api_key_env variable"
+        raise SendFailure(
+            f"no API key for {base_url}: {variable} is not set; export {variable}, pass api_key=…, or give "
+            f"base_url= (or {OPENAI_BASE_URL_VARIABLE}) for a server that needs no key",
+            acceptance="rejected", code="network", retried=True,
+        )
     policy = endpoint.retry_policy
     # once tools ran, resending the turn would run them again, whatever happened to this request
     seen = "started" if started else "unknown"
@@ -190,4 +236,6 @@ def as_plain(value: Any) -> Any:
     return dump(mode="json", exclude_unset=False) if callable(dump) else value
 
 
-__all__ = ["BrokenReply", "OpenAIEndpoint", "as_plain", "call_endpoint", "checked_base_url", "post_json"]
+__all__ = [
+    "BrokenReply", "OpenAIEndpoint", "as_plain", "call_endpoint", "check_options", "checked_base_url", "post_json",
+]

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from assay.agent.adapter import DefinedAgent, SendFailure, define_agent, turn_from_reply
-from assay.agent.adapters.endpoint import checked_base_url
+from assay.agent.adapters.endpoint import check_options, checked_base_url
 from assay.agent.adapters.resends import send_with_resends
 from assay.agent.context import AgentContext
 from assay.agent.model import ErrorEvent, EvidenceCoverage, Turn, TurnInput
@@ -62,6 +62,13 @@ def http_agent(
     Requests go over assay's one pooled HTTP transport (aiohttp, `judge/openai_http.py`), loaded when
     the first attempt sends, not when the project's agents are discovered."""
     checked_base_url(base_url, "http_agent base_url")
+    check_options("http_agent", {
+        "name": (name, "text", "'web-agent'"), "path": (path, "text", "'/api/turn'"),
+        "api_key": (api_key, "text?", "'…'"), "api_key_env": (api_key_env, "text?", "'MY_APP_KEY'"),
+        "headers": (headers, "mapping?", "{'X-Tenant': 'demo'}"), "timeout": (timeout, "seconds", "300"),
+        "max_attempts": (max_attempts, "count", "4"), "backoff": (backoff, "seconds>=0", "0.5"),
+        "max_concurrency": (max_concurrency, "count", "16"),
+    })
     url = base_url.rstrip("/") + "/" + path.lstrip("/")
     calls = ServiceCalls(url, base_url, accept="application/json", timeout=timeout, max_attempts=max_attempts,
                          backoff=backoff, max_concurrency=max_concurrency, named_url=base_url)

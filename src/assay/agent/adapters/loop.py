@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent, define_agent
-from assay.agent.adapters.endpoint import OpenAIEndpoint, call_endpoint
+from assay.agent.adapters.endpoint import OpenAIEndpoint, call_endpoint, check_options
 from assay.agent.adapters.tools import Tool, as_tools
 from assay.agent.context import AgentContext
 from assay.agent.model import (
     MISSING, ErrorEvent, EvidenceCoverage, Message, OperationFinished, OperationStarted, Turn, TurnInput, Usage,
-    unavailable,
+    partial, unavailable,
 )
 
 # (turn input, ctx, chosen model, history, declared tools) -> `request(transport)`; appends the user item to history
@@ -104,7 +104,9 @@ async def run_tool_loop(
     if expects_output and status == "completed":
         data = parse_output(final_text, ctx)
     if usage is None or requests_without_usage:
-        coverage["usage"] = unavailable(
+        # Some requests counted is a sum kept and marked partial; none counted is no usage at all.
+        lowered = unavailable if usage is None else partial
+        coverage["usage"] = lowered(
             f"the endpoint reported no usage for {requests_without_usage} of {requests} request(s)"
         )
     if usage is not None:
@@ -136,6 +138,13 @@ def define_tool_loop_agent(
     model (the experiment's wins over `model`), load the history from `history_slot`, let `prepare` add
     the user item and build `request(transport)`, then run the loop. `factory` names the public factory
     in the no-model error; `client` is the caller's own `openai.AsyncOpenAI`, if any."""
+    check_options(factory, {
+        "name": (name, "text", "'support-bot'"), "model": (model, "text?", "'gpt-4.1-mini'"),
+        "base_url": (base_url, "text?", "'http://127.0.0.1:8000/v1'"), "api_key": (api_key, "text?", "'sk-…'"),
+        "api_key_env": (api_key_env, "text", "'OPENAI_API_KEY'"), "timeout": (timeout, "seconds", "120"),
+        "max_attempts": (max_attempts, "count", "4"), "backoff": (backoff, "seconds>=0", "0.5"),
+        "max_tool_rounds": (max_tool_rounds, "count", "10"), "max_concurrency": (max_concurrency, "count?", "16"),
+    })
     declared = as_tools(tools)
     by_name = {item.name: item for item in declared}
     endpoint = OpenAIEndpoint(

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent
-from assay.agent.adapters.endpoint import BrokenReply, as_plain
+from assay.agent.adapters.endpoint import BrokenReply, as_plain, check_options
 from assay.agent.adapters.loop import ToolLoopProtocol, add_usage, define_tool_loop_agent
 from assay.agent.adapters.tools import Tool
 from assay.agent.context import AgentContext
@@ -78,6 +78,11 @@ def turn_from_chat_completion(response: Any) -> Turn:
     content = _content_text(message.get("content"))
     if content:
         events.append(Message(content))
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        # The model declined (structured outputs' refusal field): what it said is its answer, and the
+        # turn failed as a content-filter stop does, rather than completing with nothing said.
+        events.append(Message(refusal))
     for position, call in enumerate(message.get("tool_calls") or []):
         function = call.get("function") or call.get("custom") or {}
         arguments = function.get("arguments", function.get("input"))
@@ -91,6 +96,9 @@ def turn_from_chat_completion(response: Any) -> Turn:
     if finish in _FAILED_FINISH:
         status = "failed"
         events.append(ErrorEvent(_FAILED_FINISH[finish]))
+    elif isinstance(refusal, str) and refusal:
+        status = "failed"
+        events.append(ErrorEvent(f"the model refused: {refusal}"))
     return Turn(events, status, MISSING, usage, coverage)
 
 
@@ -121,6 +129,7 @@ class _ChatStream:
 
     def __init__(self) -> None:
         self.content: list[str] = []
+        self.refusal: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.finish: str | None = None
         self.usage: Any = None
@@ -152,6 +161,8 @@ class _ChatStream:
             delta = choice.get("delta") or {}
             if delta.get("content"):
                 self.content.append(delta["content"])
+            if isinstance(delta.get("refusal"), str) and delta["refusal"]:
+                self.refusal.append(delta["refusal"])
             for piece in delta.get("tool_calls") or []:
                 call = self.calls.setdefault(piece.get("index", 0), {"id": None, "type": "function",
                                                                       "function": {"name": "", "arguments": ""}})
@@ -171,6 +182,8 @@ class _ChatStream:
             received = f"; the partial text was {text[:200]!r}" if text else ""
             raise BrokenReply(f"the reply stream ended after {self.chunks} chunk(s) without {missing}{received}")
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if self.refusal:
+            message["refusal"] = "".join(self.refusal)
         if self.calls:
             message["tool_calls"] = [self.calls[index] for index in sorted(self.calls)]
         return {"choices": [{"index": 0, "message": message, "finish_reason": self.finish}], "usage": self.usage}
@@ -239,6 +252,10 @@ def openai_chat_agent(
 
         return request
 
+    check_options("openai_chat_agent", {
+        "instructions": (instructions, "text?", "'You are a support agent.'"),
+        "request_options": (request_options, "mapping?", "{'temperature': 0}"),
+    })
     return define_tool_loop_agent(
         name=name, factory="openai_chat_agent", protocol=_CHAT_LOOP, tools=tools, model=model, base_url=base_url,
         api_key=api_key, api_key_env=api_key_env, timeout=timeout, max_attempts=max_attempts, backoff=backoff,
@@ -250,6 +267,8 @@ def openai_chat_agent(
 def _assistant_history(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     message = ((document.get("choices") or [{}])[0].get("message")) or {}
     entry: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("refusal"):
+        entry["refusal"] = message["refusal"]
     if message.get("tool_calls"):
         entry["tool_calls"] = [
             {"id": call.get("id"), "type": call.get("type") or "function", "function": call.get("function")}

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from assay.agent.adapter import DefinedAgent
-from assay.agent.adapters.endpoint import BrokenReply, as_plain
+from assay.agent.adapters.endpoint import BrokenReply, as_plain, check_options
 from assay.agent.adapters.loop import ToolLoopProtocol, define_tool_loop_agent
 from assay.agent.adapters.openai_chat import parse_arguments
 from assay.agent.adapters.tools import Tool
@@ -58,6 +58,7 @@ def turn_from_responses(response: Any) -> Turn:
     document = as_plain(response)
     events: list[Any] = []
     skipped: list[str] = []
+    refusals: list[str] = []
     for position, item in enumerate(document.get("output") or []):
         kind = item.get("type")
         if kind == "message":
@@ -66,6 +67,13 @@ def turn_from_responses(response: Any) -> Turn:
             )
             if text:
                 events.append(Message(text))
+            refused = "".join(
+                part.get("refusal") or "" for part in item.get("content") or []
+                if part.get("type") == "refusal" and isinstance(part.get("refusal"), str)
+            )
+            if refused:  # the model declined: its words are its answer, and the turn failed (see below)
+                events.append(Message(refused))
+                refusals.append(refused)
         elif kind == "function_call":
             events.append(OperationStarted(
                 item.get("call_id") or item.get("id") or f"call-{position}",
@@ -91,6 +99,9 @@ def turn_from_responses(response: Any) -> Turn:
         error = document.get("error") or {}
         details = document.get("incomplete_details") or {}
         events.append(ErrorEvent(error.get("message") or f"response {state}: {details.get('reason') or 'no reason given'}"))
+    elif refusals:
+        status = "failed"
+        events.append(ErrorEvent(f"the model refused: {' '.join(refusals)}"))
     return Turn(events, status, MISSING, usage, coverage or None)
 
 
@@ -229,6 +240,10 @@ def openai_responses_agent(
 
         return request
 
+    check_options("openai_responses_agent", {
+        "instructions": (instructions, "text?", "'You are a support agent.'"),
+        "request_options": (request_options, "mapping?", "{'temperature': 0}"),
+    })
     return define_tool_loop_agent(
         name=name, factory="openai_responses_agent", protocol=_RESPONSES_LOOP, tools=tools, model=model,
         base_url=base_url, api_key=api_key, api_key_env=api_key_env, timeout=timeout, max_attempts=max_attempts,

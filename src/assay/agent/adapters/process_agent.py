@@ -8,6 +8,7 @@ NiceEval's JSON shape.
 
 from __future__ import annotations
 
+import shlex
 import uuid
 from typing import Any
 
@@ -74,7 +75,17 @@ def process_agent(
     that lingers and ignores SIGTERM costs about 2 s (3 s if it never answers close) instead of
     holding the attempt, and the teardown failure is reported as a diagnostic. After a timeout
     or an interrupt it is stopped at once."""
+    from assay.agent.adapters.endpoint import check_options
     from assay.agent.discovery import loading_project
+
+    example = "'node agents/agent.mjs'"
+    if isinstance(command, (list, tuple)) and command and all(isinstance(part, str) for part in command):
+        example = repr(shlex.join(command))  # a subprocess-style list: the one command line it means
+    check_options("process_agent", {
+        "command": (command, "text", example), "name": (name, "text?", "'my-agent'"),
+        "timeout": (timeout, "seconds?", "60"), "close_timeout": (close_timeout, "seconds>=0", "2"),
+        "kill_grace": (kill_grace, "seconds>=0", "1"),
+    })
 
     folder = loading_project()  # a relative script path is the project's, wherever assay was started
     processes: dict[tuple[Any, ...], NdjsonProcess] = {}

@@ -178,6 +178,12 @@ def pydantic_ai_agent(
     if model is not None and not callable(model):
         raise TypeError("pydantic_ai_agent model takes a function of the turn's context returning the model "
                         f"(model=lambda ctx: f\"openai:{{ctx.model}}\"), got {type(model).__name__}")
+    if model_settings is not None and not isinstance(model_settings, Mapping):
+        raise TypeError("pydantic_ai_agent model_settings takes a dict of pydantic-ai model settings, like "
+                        f"model_settings={{'temperature': 0}}, got {type(model_settings).__name__}")
+    if not isinstance(deny_reason, str) or not deny_reason.strip():
+        raise TypeError("pydantic_ai_agent deny_reason takes the text a denied tool call tells the model, like "
+                        f"deny_reason='The user denied this call.', got {deny_reason!r}")
 
     deps_type = getattr(agent, "deps_type", None)
     if deps is _NO_DEPS:

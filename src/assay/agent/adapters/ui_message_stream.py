@@ -327,6 +327,9 @@ def ui_message_stream_agent(
     if project_tool_command is not None and not callable(project_tool_command):
         raise TypeError("ui_message_stream_agent project_tool_command takes a function (tool name, input) -> command "
                         f"projection, got {type(project_tool_command).__name__}")
+    if headers is not None and not isinstance(headers, Mapping):
+        raise TypeError("ui_message_stream_agent headers takes a dict of header names to values, like "
+                        f"headers={{'Cookie': 'session=…'}}, got {type(headers).__name__}")
     if body is not None and not callable(body) and not isinstance(body, Mapping):
         raise TypeError(f"ui_message_stream_agent body takes a dict or a function of the context, got {type(body).__name__}")
 
