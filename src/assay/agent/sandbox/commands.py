@@ -89,6 +89,19 @@ def checked_env(provider: str, env: Any) -> dict[str, str]:
     return dict(env)
 
 
+def checked_user(where: str, user: Any) -> str | None:
+    """A `user=` as the Engine API takes it: a name (`name:group`) or a numeric uid, given as a string or as a
+    whole number (`user=1000`, which the daemon would refuse as "cannot unmarshal number", naming nothing)."""
+    if user is None:
+        return None
+    if isinstance(user, int) and not isinstance(user, bool) and user >= 0:
+        return str(user)
+    if isinstance(user, str) and user.strip() == user and user:
+        return user
+    raise SandboxError(f"{where} user is a user name the image has or a numeric uid, like user=\"app\" or user=1000; "
+                       f"got {user!r:.80}")
+
+
 def bounded_tail(text: str, limit: int = TAIL_CHARACTERS) -> str:
     """The last `limit` characters of `text`, marked when something was cut."""
     text = text.rstrip()

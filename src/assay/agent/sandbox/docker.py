@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent.loaders import beside_caller
-from assay.agent.sandbox.commands import SandboxError, checked_env, checked_path_prepend
+from assay.agent.sandbox.commands import SandboxError, checked_env, checked_path_prepend, checked_user
 from assay.agent.sandbox.docker_workspace import (
     CONTAINER,
     Placement,
@@ -669,6 +669,10 @@ class DockerProvider:
         if not isinstance(workdir, (str, os.PathLike)) or not posixpath.isabs(workdir):
             raise SandboxError(f"docker_sandbox workdir must be an absolute path in the container, like "
                                f"workdir=\"/workspace\"; got {workdir!r:.80}")
+        if posixpath.normpath(os.fspath(workdir)) in ("/", "//"):
+            # Docker refuses to mount a volume (or a tmpfs) over the container's root: every attempt would fail.
+            raise SandboxError("docker_sandbox workdir cannot be the container's root /: give a folder of its own, "
+                               "like workdir=\"/workspace\"")
         environment = checked_env("docker_sandbox", env)
         if not isinstance(network_mode, str) or not network_mode:
             raise SandboxError("docker_sandbox network_mode must be a Docker network mode: none (the default), "
@@ -692,10 +696,10 @@ class DockerProvider:
         if self.context is not None and build_args:
             _check_build_args(self.context / self.dockerfile, build_args)
         self.build_args = dict(build_args or {})
-        self.workdir = workdir
+        self.workdir = posixpath.normpath(os.fspath(workdir))  # "/workspace/../srv" is /srv to every command
         self.env = environment
         self.path_prepend = checked_path_prepend("docker_sandbox", path_prepend)
-        self.user = user
+        self.user = checked_user("docker_sandbox", user)
         self.network_mode = network_mode
         self.cpus = float(cpus) if cpus is not None else None
         self.memory = memory_bytes(memory)

@@ -25,6 +25,7 @@ from assay.agent.sandbox.commands import (
     SandboxError,
     SandboxRetired,
     bounded_tail,
+    checked_user,
     display_command,
 )
 from assay.agent.sandbox.interface import CommandSignal, OutputCallback, SandboxBackend
@@ -215,6 +216,7 @@ class Sandbox:
         for name, value in environment.items():
             if not isinstance(name, str) or not isinstance(value, str):
                 raise SandboxError(f"command environment values must be strings ({name!r})")
+        user = checked_user("run_command", user)
         if isinstance(sensitive_values, (str, bytes)):
             # One string would be split into its characters, each too short to redact: the secret would be stored.
             # (The message never shows the value.)

@@ -98,7 +98,10 @@ def diff_text(prefix: str, window: str | None = None, path: str | None = None) -
                 yield (f"Sandbox {entry.sandbox_id} belongs to a running attempt (pid {entry.owner_pid}) and has recorded "
                        "no send window yet: each is recorded when its send returns.\n")
                 return
-            yield (f"Sandbox {entry.sandbox_id} recorded no send windows." if window is None else "(no changes)") + "\n"
+            if window is None:
+                yield f"Sandbox {entry.sandbox_id} recorded no send windows.\n"
+            else:  # `after` with nothing changed since the run: headed as every window is, whatever --path asked
+                yield f"== {window} ==\n" + ("(no changes)\n" if path is None else f"(no changes to {path})\n")
             return
         for item in windows:
             # The ledger stores every blob as "big" (see ledger.py), which `git diff` would show as binary.

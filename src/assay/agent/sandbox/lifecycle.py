@@ -499,14 +499,17 @@ async def _teardowns(
     """Every layer's teardowns, last layer first and each in reverse; a failure is a diagnostic."""
     for layer in reversed(layers):
         for function in reversed(layer.teardowns):
+            limit = asyncio.timeout(TEARDOWN_SECONDS)
             try:
-                await asyncio.wait_for(call_user_code(function, handle, context), TEARDOWN_SECONDS)
+                async with limit:
+                    await call_user_code(function, handle, context)
             except Exception as error:  # noqa: BLE001 - a diagnostic, never a verdict change
-                diagnostic(
-                    "sandbox-teardown-failed", "warning",
-                    f"sandbox teardown failed: {type(error).__name__}: {redactor(str(error))}",
-                    phase="sandbox.teardown",
-                )
+                if isinstance(error, TimeoutError) and limit.expired():  # its own message is empty
+                    said = f"did not finish within {TEARDOWN_SECONDS:g}s and was stopped"
+                else:
+                    said = f"failed: {type(error).__name__}: {redactor(str(error))}"
+                diagnostic("sandbox-teardown-failed", "warning", f"sandbox teardown {_hook_name(function)} {said}",
+                           phase="sandbox.teardown")
 
 
 async def retire_sandbox(warm: WarmSandbox, diagnostic: Callable[..., None]) -> None:
