@@ -252,6 +252,7 @@ def _carried(planned: Any, previous: SlotResult, origin: Mapping[str, str], iden
 
 
 _NEW_EVAL = Reason("new-eval", "new eval")
+_NEW_EXPERIMENT = Reason("new-experiment", "new experiment (no earlier run of the project ran it)")
 _RERUN_ALL = Reason("rerun-all", "--rerun all")
 
 
@@ -284,12 +285,12 @@ def _decision_document(action: str, reason: Reason) -> dict[str, str]:
 
 def _decide(planned: Any, identity: ExecutionIdentity, found: Published | None, present: set[str],
             rerun: str | None, keep_sandbox: str | None, pair_published: bool,
-            shared: dict[tuple[Any, ...], Any]) -> SlotDecision:
+            shared: dict[tuple[Any, ...], Any], new_experiment: bool = False) -> SlotDecision:
     if rerun == "all":
         return _shared_decision(EXECUTE, _RERUN_ALL, identity, shared)
     if found is None:
-        return _shared_decision(EXECUTE, _new_attempt(planned.ordinal + 1) if pair_published else _NEW_EVAL, identity,
-                                shared)
+        reason = _new_attempt(planned.ordinal + 1) if pair_published else _NEW_EXPERIMENT if new_experiment else _NEW_EVAL
+        return _shared_decision(EXECUTE, reason, identity, shared)
     run_id, unit_id, previous = found
     if previous is None:
         return SlotDecision(EXECUTE, Reason("unreadable", f"the published attempt in run {run_id} is unreadable"),
@@ -356,11 +357,13 @@ def plan_carry(
     decisions: list[SlotDecision | None] = [None] * len(plan)
     warnings: list[Reason] = []
 
-    def decide(position: int, found: Published | None, present: set[str], pair_published: bool) -> None:
+    def decide(position: int, found: Published | None, present: set[str], pair_published: bool,
+               new_experiment: bool = False) -> None:
         decisions[position] = _decide(plan[position], slot_identities[position], found, present, rerun, keep_sandbox,
-                                      pair_published, shared)
+                                      pair_published, shared, new_experiment)
 
     published_pairs: set[str] = set()
+    published_experiments: set[str] = set()  # experiments with a slot of this plan published
     if rerun != "all" and pending:
         from assay.core.results_store import StoreError
 
@@ -371,15 +374,23 @@ def plan_carry(
             }):
                 for unit_id, found in latest.items():
                     published_pairs.add(unit_id.rpartition("#")[0])
+                    published_experiments.add(plan[at[unit_id]].experiment.id)
                     decide(at[unit_id], found, present, True)
         except (StoreError, OSError) as error:
             warnings.append(Reason("carry-store-unreadable", f"nothing is carried: {error}"))
             published_pairs.clear()
+            published_experiments.add("")  # (the store is not asked again below)
             for position in pending:
                 decisions[position] = None
+    unseen = {plan[position].experiment.id for position in pending if decisions[position] is None} - published_experiments
+    # An experiment none of whose slots is published: new to the project (its file added or renamed) when the
+    # project's earlier runs never ran it, rather than each of its evals being new.
+    new_experiments = _experiments_new_to(root.resolve(), unseen) if unseen and rerun != "all" and \
+        "" not in published_experiments else set()
     for position in pending:  # not published (as a new eval, or a new attempt of one): decided alike
         if decisions[position] is None:
-            decide(position, None, set(), unit_ids[position].rpartition("#")[0] in published_pairs)
+            decide(position, None, set(), unit_ids[position].rpartition("#")[0] in published_pairs,
+                   plan[position].experiment.id in new_experiments)
     for position, planned in enumerate(plan):
         if planned.key in settled:
             reason = Reason("resumed", "kept from the checkpoint being resumed")
@@ -388,6 +399,34 @@ def plan_carry(
     if early_exit is not None:
         _mark_early_exits(plan, decided, settled, early_exit)
     return CarryPlan(decided, warnings)
+
+
+def _experiments_new_to(root: Path, experiment_ids: set[str]) -> set[str]:
+    """Those of `experiment_ids` no recorded agent run of the project at `root` ran (its manifest names the
+    experiments it ran); none when the project has no recorded run (a first run's evals are all new) or the
+    store cannot be read."""
+    import json
+
+    from assay.core.record import store_path
+    from assay.core.results_store import SqliteRunStore, StoreError
+
+    try:
+        database = store_path(root)
+        if not database.is_file():
+            return set()
+        with SqliteRunStore(database, read_only=True) as store:
+            ran: set[str] = set()
+            runs = 0
+            rows = store.read("SELECT json_extract(manifest, '$.identity.experiments') FROM runs WHERE kind = 'agent' "
+                              "AND json_extract(manifest, '$.identity.project') = ?", (str(root),))
+            for (experiments,) in rows:
+                runs += 1
+                named = json.loads(experiments) if isinstance(experiments, str) else None
+                if isinstance(named, dict):
+                    ran.update(named)
+    except (StoreError, OSError, ValueError):
+        return set()
+    return experiment_ids - ran if runs else set()
 
 
 def _mark_early_exits(plan: Sequence[Any], decisions: list[SlotDecision], settled: Mapping[str, Any],

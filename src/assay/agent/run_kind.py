@@ -142,9 +142,36 @@ def dry_run(request: AgentRunRequest) -> DryRun:
         plan = shard_plan(whole, request.shard)
         carry = _carry_plan(request, plan, config)
         _warn_of_a_resumable_run(carry, request, plan)
+        _mark_spent_budgets(request, plan, carry)
+        if request.shard is not None and not plan:  # as the run says it
+            from assay.agent.identity import Reason
+
+            carry.warnings.append(Reason("empty-shard", _empty_shard_message(request.shard, len(whole))))
         return DryRun(plan, carry, (request.shard, len(whole)) if request.shard is not None else None)
     finally:
         sys.dont_write_bytecode = written
+
+
+def _empty_shard_message(shard: str, whole: int) -> str:
+    return (f"shard {shard} holds none of the plan's {whole} attempt(s) (an eval's attempts are never split between "
+            "shards): nothing to run, no gate to fail")
+
+
+def _mark_spent_budgets(request: AgentRunRequest, plan: list[PlannedAttempt], carry: CarryPlan) -> None:
+    """`--dry`: a zero budget (`--budget 0`, or an experiment's `budget=0`) is spent before anything runs, so the run
+    dispatches none of that experiment's attempts to run (carried ones cost nothing): the plan says so, as the run
+    does, rather than counting them to run."""
+    from assay.agent.carry import EXECUTE, NOT_DISPATCHED_ACTION, SlotDecision
+    from assay.agent.identity import Reason
+
+    for planned in plan:
+        budget = request.budget if request.budget is not None else planned.experiment.experiment.budget
+        decision = carry.at(planned.index)
+        if budget is None or budget > 0 or decision.action != EXECUTE:
+            continue
+        reason = Reason("budget_exhausted", f"experiment {planned.experiment.id} has a budget of $0: not dispatched")
+        carry.decisions[planned.index] = SlotDecision(NOT_DISPATCHED_ACTION, reason, decision.identity,
+                                                      (reason, *(decision.reasons or (decision.reason,))))
 
 
 def project_judge_cache(root: Path) -> JudgeCacheOnDemand:
@@ -288,6 +315,24 @@ class _OpenedAgentRun:
             return []
         return resume_lines(self.checkpoint.path, self.request.project)
 
+    def _concluded_resume_lines(self, outcome: RunOutcome) -> list[str]:
+        """How to go on from a run that left attempts to run. One that only `--budget` stopped is not continued by
+        `--resume`: the resume keeps that budget, and counts what the run spent, so it stops at once again; a new
+        run with a larger --budget runs the rest, carrying what finished (an experiment's own `budget=` can be
+        raised in its file before resuming, so its runs keep the resume line)."""
+        from assay.agent.checkpoint import is_reusable
+
+        lines = self._resume_lines()
+        if outcome.interrupted or self.request.budget is None or not outcome.budget_exhausted:
+            return lines
+        if any(not is_reusable(result) and (getattr(result, "decision", None) or {}).get("code") != "budget_exhausted"
+               for result in outcome.summaries):
+            return lines  # errored attempts too: a resume runs those again
+        return [line for line in lines if line.startswith("Checkpoint: ")] + [
+            f"--budget {self.request.budget:g} stopped this run, and a --resume keeps it (it would stop at once "
+            "again): run `assay agent run` again with a larger --budget, which carries the attempts that finished."
+        ]
+
     def conclude(self, outcome: RunOutcome) -> RunFinished:
         from assay.agent.units import agent_run_manifest, agent_run_units
         from assay.core.record import checkpointed_run_id
@@ -299,7 +344,7 @@ class _OpenedAgentRun:
         root, path = self.request.project, self.checkpoint.path
         return RunFinished(
             "agent", self.run_id, outcome.exit_code, outcome, interrupted=outcome.interrupted, checkpoint=path,
-            checkpoint_kept=kept, resume_lines=self._resume_lines() if kept else (),
+            checkpoint_kept=kept, resume_lines=self._concluded_resume_lines(outcome) if kept else (),
             build_units=lambda: agent_run_units(outcome),
             # An interrupted run is not recorded: its resume will be.
             build_manifest=None if outcome.interrupted or not self.request.record else (
@@ -533,9 +578,7 @@ class AgentKind:
         for warning in carry.warnings:
             events.warning(RunWarning(warning.code, warning.message, {}))
         if request.shard is not None and not plan:  # a CI matrix wider than the plan: said, as video says it
-            events.warning(RunWarning("empty-shard", f"shard {request.shard} holds none of the plan's {len(whole)} "
-                                      "attempt(s) (an eval's attempts are never split between shards): nothing to run, "
-                                      "no gate to fail", {}))
+            events.warning(RunWarning("empty-shard", _empty_shard_message(request.shard, len(whole)), {}))
         if request.sandbox is not None and not any(planned.sandbox is not None for planned in plan):
             events.warning(RunWarning("sandbox-override-unused", f"--sandbox {request.sandbox}: no selected eval runs in "
                                       "a sandbox, so it changes nothing", {}))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.agent.record import AttemptResult
-from assay.errors import UsageError
+from assay.errors import AssayError, UsageError
 
 __all__ = ["ShownRun", "find_shown"]
 
@@ -94,9 +94,111 @@ def _run_by_prefix(root: Path, run: str) -> Path:
     raise UsageError(f"no run {run!r} in {root}{did_you_mean(run, ids)} ({there})", "--run")
 
 
+def _stored_run_ids(root: Path) -> list[str]:
+    """The ids of the project's agent runs in the results store, newest first (none when it cannot be read)."""
+    from assay.core.record import store_path
+    from assay.core.results_store import SqliteRunStore, StoreError
+
+    try:
+        database = store_path(root)
+        if not database.is_file():
+            return []
+        with SqliteRunStore(database, read_only=True) as store:
+            rows = store.read(
+                "SELECT run_id FROM runs WHERE kind = 'agent' AND json_extract(manifest, '$.identity.project') = ? "
+                "ORDER BY created_at DESC, run_id DESC", (str(root.resolve()),),
+            ).fetchall()
+    except (StoreError, OSError, AssayError):
+        return []
+    return [row[0] for row in rows]
+
+
+def _stored_units(store: Any, run_id: str) -> list[Any]:
+    """A stored run's attempts in run order, as recorded (a carried one keeps its reference)."""
+    from assay.agent.slot_result import SlotResult
+
+    unit_ids = list(store.verdicts(run_id))
+    units = store.units_by_id(run_id, unit_ids, adopted=False)
+    results = []
+    for unit_id in unit_ids:
+        unit = units.get(unit_id)
+        if unit is not None and isinstance(unit.detail, dict):
+            try:
+                results.append(SlotResult.from_json(unit.detail))
+            except (KeyError, TypeError, ValueError, AttributeError):
+                continue
+    return results
+
+
+def _stored_run(root: Path, run: str) -> tuple[Path, list[Any]] | None:
+    """A run of this project that has no checkpoint here but is in the results store: a run `assay runs merge`
+    made of shards, or one recorded on another machine (a CI job's record merged into this store). `run` is
+    its id, a prefix of it, or latest / latest~N among the project's agent runs; None when there is none."""
+    from assay.core.record import store_path
+    from assay.core.results_store import SqliteRunStore, StoreError
+
+    ids = _stored_run_ids(root)
+    if not ids:
+        return None
+    if run == "latest" or run.startswith("latest~"):
+        back = run[len("latest~"):] if "~" in run else "0"
+        chosen = ids[int(back)] if back.isascii() and back.isdigit() and int(back) < len(ids) else None
+    else:
+        starting = [run_id for run_id in ids if run_id.startswith(run)]
+        chosen = run if run in ids else starting[0] if len(starting) == 1 else None
+    if chosen is None:
+        return None
+    try:
+        with SqliteRunStore(store_path(root), read_only=True) as store:
+            return Path(chosen), _stored_units(store, chosen)
+    except (StoreError, OSError, AssayError):
+        return None
+
+
+def _stored_attempt(root: Path, locator: str) -> tuple[Path, Any] | None:
+    """The attempt with this locator among the project's runs in the results store, newest first: a locator is
+    its attempt id's, `<run id>/<experiment>/<eval>/<n>`, so only unit ids are read to find it."""
+    from assay.agent.record import attempt_locator
+    from assay.core.record import store_path
+    from assay.core.results_store import SqliteRunStore, StoreError
+
+    selects, wanted = _by_locator(locator), _wanted_locator(locator)
+    try:
+        with SqliteRunStore(store_path(root), read_only=True) as store:
+            for run_id in _stored_run_ids(root):
+                for unit_id in store.verdicts(run_id):
+                    pair, _, number = unit_id.rpartition("#")
+                    experiment_id, _, eval_id = pair.partition("/")
+                    if not attempt_locator(f"{run_id}/{experiment_id}/{eval_id}/{number}").startswith(wanted):
+                        continue
+                    matching = [result for result in _stored_units_by_id(store, run_id, unit_id) if selects(result)]
+                    if matching:
+                        return Path(run_id), matching[0]
+    except (StoreError, OSError, AssayError):
+        return None
+    return None
+
+
+def _stored_units_by_id(store: Any, run_id: str, unit_id: str) -> list[Any]:
+    from assay.agent.slot_result import SlotResult
+
+    unit = store.units_by_id(run_id, [unit_id], adopted=False).get(unit_id)
+    if unit is None or not isinstance(unit.detail, dict):
+        return []
+    try:
+        return [SlotResult.from_json(unit.detail)]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return []
+
+
 def _by_locator(locator: str) -> Callable[[Any], bool]:
-    wanted = (locator if locator.startswith("@") else "@" + locator).upper()
+    wanted = _wanted_locator(locator)
     return lambda result: result.locator.startswith(wanted)
+
+
+def _wanted_locator(locator: str) -> str:
+    """A locator as given (`@8F2K…`, `8f2k…`) as locators are written: `@` and upper case."""
+    return (locator if locator.startswith("@") else "@" + locator).upper()
 
 
 def _by_unit_id(unit_id: str) -> Callable[[Any], bool]:
@@ -125,19 +227,28 @@ def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool
         raise UsageError(f"attempt locator {locator!r} is empty: give @ and its first characters, "
                          "or leave it out to list the run's locators")
     found: list[tuple[Path, Any]] = []
+    stored: tuple[Path, list[Any]] | None = None  # a run only the results store holds (a merged run, say)
     if run is not None:
         path = resolve_checkpoint_ref(run, checkpoints_base(root), Path.cwd())
         if not path.is_dir():
-            path = _run_by_prefix(root, run)
+            try:
+                path = _run_by_prefix(root, run)
+            except UsageError:
+                stored = _stored_run(root, run)
+                if stored is None:
+                    raise
+                path = stored[0]
     else:
         found = list_checkpoints(root)
         if not found:
-            raise UsageError(f"no agent runs recorded in {root}; "
-                             + (nearby_project_hint(root) or "run `assay agent run` first"))
-        path = found[-1][0]
+            stored = _stored_run(root, "latest") if locator is None else None
+            if stored is None and (locator is None or not _stored_run_ids(root)):
+                raise UsageError(f"no agent runs recorded in {root}; "
+                                 + (nearby_project_hint(root) or "run `assay agent run` first"))
+        path = found[-1][0] if found else (stored[0] if stored is not None else root)
     if timing and locator is None:
         raise UsageError("--timing shows one attempt: give its locator (assay agent show @XXXX --timing)", "--timing")
-    results = read_results(path)
+    results = stored[1] if stored is not None else read_results(path) if found or run is not None else []
     if locator is None:
         return ShownRun(path, results, one=False)
     selects = _by_unit_id(locator.strip()) if "/" in locator else _by_locator(locator)
@@ -148,6 +259,12 @@ def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool
             if matching:
                 path = other
                 break
+    if not matching and run is None and "/" not in locator:
+        # Not in any checkpoint here: an attempt a shard ran on another machine (CI), whose record was merged
+        # into this store, or one whose checkpoint was deleted; the store's runs of the project hold it.
+        located = _stored_attempt(root, locator)
+        if located is not None:
+            path, matching = located[0], [located[1]]
     if not matching:
         where = f"run {path.name}" if run is not None else f"any run of {root}"
         if "/" in locator:
