@@ -185,8 +185,7 @@ def test_text_an_eval_loads_or_sends_is_part_of_its_identity(identity_project):
     (dict(flags='{"tone": "formal"}'), "flags-changed", "flags changed"),
     (dict(extra='reasoning_effort="high"'), "effort-changed", "reasoning effort changed (None → high)"),
     (dict(name="renamed"), "agent-changed", "agent changed (simple → renamed)"),
-    (dict(extra='description="same agent, new words"'), "experiment-changed",
-     "experiment changed (experiments/main.py)"),
+    (dict(extra='setup=lambda ctx: None'), "experiment-changed", "experiment changed (experiments/main.py)"),
 ])
 def test_each_experiment_setting_is_named_when_it_changes(identity_project, change, code, message):
     write_experiment(identity_project, **change)
@@ -197,6 +196,48 @@ def test_each_experiment_setting_is_named_when_it_changes(identity_project, chan
 
 
 FILES_EVALS = {"helped", "alone", "loaded", "sent", "judged"}
+
+
+def test_experiment_settings_that_are_not_what_an_attempt_comes_to_rerun_nothing(identity_project):
+    """Raising `attempts=` or `budget=` in the experiment file (or its description, concurrency, early exit, a
+    comment) reran, and paid again for, every slot the experiment had: the whole file was hashed. Only its code
+    (and the settings with a component of their own) is now; a new attempt is the only slot to run."""
+    text = (identity_project / "experiments" / "main.py").read_text()
+    (identity_project / "experiments" / "main.py").write_text(text.replace(
+        ", EXTRA", "").rstrip().rstrip(")") + ', attempts=2, budget=5.0, description="new words", concurrency=2, '
+        'early_exit=False)  # a comment\n')
+    planned = api.plan(identity_project)
+    found = {(slot.eval.id, slot.ordinal): (decision.action, decision.reason.message)
+             for slot, decision in zip(planned.plan, planned.carry.decisions)}
+    assert {key: value for key, value in found.items() if key[1] == 0 and value[0] != "carry"} == {}, found
+    assert {value for key, value in found.items() if key[1] == 1} == {("execute", "new attempt #2")}
+    edit(identity_project / "experiments" / "main.py", "# a comment", "\nimport os  # code: it counts")
+    assert set(executed(identity_project, attempts=1).values()) == {
+        ("experiment-changed", "experiment changed (experiments/main.py)")}
+
+
+def test_a_run_recorded_when_the_whole_experiment_file_was_hashed_is_carried_while_the_file_is_the_same(
+        identity_project):
+    """Runs recorded before (the whole file's content digest) are not all run again, and paid for, after the
+    upgrade: the same file is the same experiment. A file changed since is, as it always was."""
+    from assay.agent.identity import ExecutionIdentity, IdentityBuilder, _digest, same_file_hashed_whole
+    from assay.agent.source_closure import content_hash
+
+    planned = api.plan(identity_project)
+    slot = planned.plan[0]
+    new = IdentityBuilder(identity_project).of(slot)
+    own = new.values["experiment_file"]
+    whole = content_hash((identity_project / own).read_bytes())
+    assert new.values["experiment_file_whole"] == whole and new.files["agent"][own] != whole
+    files = {**new.files["agent"], own: whole}
+    components = {**new.components, "agent": _digest({"name": new.values["agent"], "files": files})}
+    old = ExecutionIdentity(_digest(components), components, {**new.files, "agent": files}, dict(new.values))
+    assert same_file_hashed_whole(old, new)
+    other = {**files, own: content_hash(b"another file")}
+    changed = ExecutionIdentity("x", {**components, "agent": "y"}, {**new.files, "agent": other}, dict(new.values))
+    assert not same_file_hashed_whole(changed, new)
+    also_model = ExecutionIdentity("x", {**components, "model": "z"}, {**new.files, "agent": files}, dict(new.values))
+    assert not same_file_hashed_whole(also_model, new)
 
 
 def test_editing_the_agent_module_reruns_every_eval_of_its_experiments(identity_project):

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
-from assay.agent.identity import IDENTITY_VERSION, ExecutionIdentity, IdentityBuilder, Reason, identity_changes
+from assay.agent.identity import (
+    IDENTITY_VERSION, ExecutionIdentity, IdentityBuilder, Reason, identity_changes, same_file_hashed_whole,
+)
 from assay.agent.record import INTERRUPTED, NOT_DISPATCHED, attempt_locator
 from assay.agent.slot_result import CARRIED, EARLY_EXIT, SlotResult
 from assay.errors import UsageError
@@ -326,7 +328,7 @@ def _identity_reasons(previous: SlotResult, identity: ExecutionIdentity) -> list
         return [Reason("no-identity", "the published attempt has no execution identity (recorded before carry)")]
     if old.digest == identity.digest:
         return []
-    reasons = identity_changes(old, identity)
+    reasons = [] if same_file_hashed_whole(old, identity) else identity_changes(old, identity)
     late = _timeout_reason(old, identity, previous.duration_seconds)
     return [*reasons, late] if late is not None else list(reasons)
 

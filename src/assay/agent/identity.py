@@ -2,7 +2,8 @@
 
 Components: the eval's source closure (its module and the project modules it imports), the text it
 loads (loaders, `send_file` literals, uploaded fixtures), the agent (name, the experiment's source
-closure and the project files a process agent's command names), model, reasoning effort, flags, judge
+closure, its `Experiment(...)` settings that are not outcome-bearing left out, and the project files a process
+agent's command names), model, reasoning effort, flags, judge
 config, sandbox layers, the shared-state key, the timeout and the eval group (its id and membership, for
 a member of one). Comparing two identities names each component that changed, so a rerun always has a
 reason a person can read.
@@ -25,12 +26,20 @@ from assay.agent.source_closure import SourceClosure, content_hash
 
 __all__ = [
     "COMPONENTS", "ExecutionIdentity", "IdentityBuilder", "Reason", "effective_timeout", "identity_changes",
+    "same_file_hashed_whole",
 ]
 
 IDENTITY_VERSION = 2  # bumped when what a component covers changes: old results then rerun, named as such
 COMPONENTS = ("source", "loaded", "agent", "model", "effort", "flags", "judge", "sandbox", "shared_state", "timeout",
               "group")  # `group` only for a member of an eval group: other evals keep their identity
 _FIXTURE_SKIPPED = frozenset({".git", "__pycache__", "node_modules", ".venv"})
+# `Experiment(...)` settings that are not what an attempt comes to, or are a component of their own (model, effort,
+# flags, timeout): their values are left out of the experiment file's digest, so raising `attempts=` or `budget=` in
+# the file does not rerun (and pay again for) every slot the experiment already has.
+_SETTINGS_NOT_HASHED = frozenset({
+    "attempts", "timeout", "concurrency", "budget", "description", "labels", "early_exit", "evals", "model",
+    "reasoning_effort", "flags",
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +112,7 @@ class IdentityBuilder:
         self.config_timeout = config_timeout
         self._last: tuple[tuple[str, str], ExecutionIdentity] | None = None
         self._agents: dict[str, tuple[dict[str, str], str]] = {}
+        self._whole_files: dict[str, str] = {}  # experiment id -> its file's content digest, when settings were left out
         self._experiments: dict[str, dict[str, str]] = {}  # experiment id -> its own components' digests
         self._digests: dict[tuple[str, Any], str] = {}  # digests of small values many slots share
         self._contents: dict[Path, str] = {}
@@ -156,6 +166,8 @@ class IdentityBuilder:
             "agent": experiment.agent.name, "model": experiment.model, "effort": experiment.reasoning_effort,
             "timeout": timeout,
             **({"group": group.id} if group is not None else {}),
+            **({"experiment_file_whole": self._whole_files[experiment_entry.id]}
+               if experiment_entry.id in self._whole_files else {}),
         }
         identity = self._identities[key] = ExecutionIdentity(
             _digest(components), components, {"source": source, "loaded": loaded, "agent": self._agent(experiment_entry)[0]},
@@ -253,6 +265,13 @@ class IdentityBuilder:
         if cached is None:
             agent = entry.experiment.agent
             files = self.closures.closure(entry.path) if entry.path is not None else {}
+            if entry.path is not None:  # (keyed as the closure keys it)
+                path = Path(entry.path) if Path(entry.path).is_absolute() else Path(entry.path).resolve()
+                own = self.closures.relative(path)
+                if own in files:
+                    whole, files = files[own], {**files, own: _experiment_file_digest(path, files[own])}
+                    if files[own] != whole:  # runs recorded before hashed the whole file: `same_file_hashed_whole`
+                        self._whole_files[entry.id] = whole
             files = {**files, **self._function_source(getattr(agent, "send", None))}
             send = getattr(agent, "send", None)
             files = {**files, **self._command_files(getattr(send, "agent_command", None), getattr(send, "agent_folder", None))}
@@ -365,3 +384,36 @@ def identity_changes(old: ExecutionIdentity, new: ExecutionIdentity) -> list[Rea
         if not paths and old.values.get("agent") == new.values.get("agent"):
             reasons.append(Reason("agent-changed", "agent changed"))
     return reasons
+
+
+def _experiment_file_digest(path: Path, whole: str) -> str:
+    """The digest of an experiment file's code with its `Experiment(...)` settings that are not hashed
+    (`_SETTINGS_NOT_HASHED`) left out, read from its syntax tree (so a comment or the layout is no change either);
+    `whole`, its content digest, when it cannot be read or parsed."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return whole
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (
+            node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        ) == "Experiment":
+            node.keywords = [keyword for keyword in node.keywords if keyword.arg not in _SETTINGS_NOT_HASHED]
+    return content_hash(ast.dump(tree).encode())
+
+
+def same_file_hashed_whole(old: ExecutionIdentity, new: ExecutionIdentity) -> bool:
+    """Whether `old` differs from `new` only in how the experiment file was hashed: recorded when the whole file was
+    hashed (before its settings' values were left out, 2026-12-07) from the very file there is now. Such a slot
+    is carried, not run again (and paid for) once for every project after the upgrade."""
+    whole, own = new.values.get("experiment_file_whole"), new.values.get("experiment_file")
+    if not whole or not own:
+        return False
+    names = set(old.components) | set(new.components)
+    if {name for name in names if old.components.get(name) != new.components.get(name)} != {"agent"}:
+        return False
+    return old.values.get("agent") == new.values.get("agent") and \
+        dict(old.files.get("agent", {})) == {**new.files.get("agent", {}), own: whole}
+
