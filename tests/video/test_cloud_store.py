@@ -288,6 +288,17 @@ def test_checksum_mismatch_removes_download_and_installs_nothing(moto_server, cr
 # --- lock --------------------------------------------------------------------------------------------
 
 
+def _live_lock(path: Path) -> int:
+    """`path` written as a live owner's lock: its pid, and the file's flock held (as `LockFile` owners hold it while
+    they run) until the returned descriptor is closed. A pid alone is not an owner: pids are reused."""
+    import fcntl
+
+    path.write_text(f"{os.getpid()}\n")
+    descriptor = os.open(path, os.O_RDONLY)
+    fcntl.flock(descriptor, fcntl.LOCK_EX)
+    return descriptor
+
+
 def _dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
@@ -308,10 +319,13 @@ def test_waiting_for_a_live_lock_times_out_with_its_path(moto_server, credential
     target = video_store.cached_video_path(ref)
     target.parent.mkdir(parents=True)
     lock = target.parent / f".{target.name}.lock"
-    lock.write_text(f"{os.getpid()}\n")
+    owner = _live_lock(lock)
     monkeypatch.setattr(video_store, "LOCK_WAIT_TIMEOUT_S", 0.3)
     with pytest.raises(VideoStoreError) as caught:
-        materialize(ref, _store(moto_server))
+        try:
+            materialize(ref, _store(moto_server))
+        finally:
+            os.close(owner)
     assert str(caught.value) == f"timed out waiting for video cache lock: {lock}"
     assert lock.exists() and not target.exists()
 
@@ -651,14 +665,15 @@ def _age(path: Path, seconds: float) -> None:
     os.utime(path, (when, when))
 
 
-def test_prune_removes_only_stale_temporaries_then_everything_with_all(cache, video_bytes, public_server):
+def test_prune_removes_only_stale_temporaries_then_everything_with_all(cache, video_bytes, public_server, request):
     public_server.objects["/pub/keep.mp4"] = video_bytes
     store = VideoStoreConfig(name="pub", bucket="b", public_base_url=public_server.base_url)
     video = materialize(RemoteVideo("pub", "keep.mp4", _sha256(video_bytes)), store)
     folder = video.parent
     dead_lock = f"{_dead_pid()}\n"
     (folder / ".dead.mp4.lock").write_text(dead_lock)
-    (folder / ".live.mp4.lock").write_text(f"{os.getpid()}\n")
+    owner = _live_lock(folder / ".live.mp4.lock")
+    request.addfinalizer(lambda: os.close(owner))
     (folder / ".live.mp4.part-1-abc").write_bytes(b"in flight")
     _age(folder / ".live.mp4.part-1-abc", 7200)
     (folder / ".orphan.mp4.part-1-def").write_bytes(b"12345")

@@ -13,7 +13,6 @@ import atexit
 import contextlib
 import hashlib
 import json
-import math
 import os
 import re
 import secrets
@@ -24,11 +23,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: the pid decides
-    fcntl = None  # type: ignore[assignment]
 
 from assay.agent.project import checkpoints_base
 from assay.core.file_lock import HeldLock, LockFile, pid_is_alive
@@ -113,53 +107,26 @@ class LeaseStatus:
         }
 
 
-def _flock_held(descriptor: int) -> bool | None:
-    """Whether a process holds the lease file's flock; None where there is no flock (a network file system)."""
-    if fcntl is None:
-        return None
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return None
-    fcntl.flock(descriptor, fcntl.LOCK_UN)
-    return False
+def _lease_lock(path: Path) -> LockFile:
+    """The lease file as a lock: its owner holds the file's flock while it runs, so on this host a dead owner is
+    seen as gone even when its pid names another process now; a lease that names no owner yet is being written
+    while young."""
+    def owner_pid(content: bytes) -> int | None:
+        owner = LeaseOwner.from_bytes(content)
+        return owner.pid if owner is not None else None
 
-
-def _alive(owner: LeaseOwner | None, held: bool | None, modified_at: float) -> bool | None:
-    """Whether the lease's owner still runs; None when it runs on another host (it cannot be seen).
-
-    An owner takes the file's flock before it writes its record and holds it while it runs, so on this host the
-    flock decides: a record whose flock is free is a dead owner's, even when its pid now names another process
-    (pids are reused, and a run in a fresh container is often the same pid as the killed one). Without flocks,
-    the pid does. An unreadable lease counts as alive while young (it is being written)."""
-    if owner is not None and owner.host != socket.gethostname():
-        return None
-    if held:
-        return True
-    if owner is None:
-        return time.time() - modified_at <= _UNREADABLE_AFTER_S
-    if held is False:
-        return False
-    return pid_is_alive(owner.pid)
+    return LockFile(path, owner_pid, _UNREADABLE_AFTER_S, hold_os_lock=True)
 
 
 def _status(path: Path) -> LeaseStatus | None:
-    """The lease at `path` (None when there is none), read and judged through one descriptor: a lease released
-    between reading it and looking at its owner was judged as another file (a missing one: "owner gone")."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
+    """The lease at `path` (None when there is none), read and judged through one descriptor; whether its owner
+    runs is None for an owner on another host (it cannot be seen)."""
+    found = _lease_lock(path).inspect(size=65536)
+    if found is None:
         return None
-    try:
-        content = os.read(descriptor, 65536)
-        held = _flock_held(descriptor)
-        modified_at = os.fstat(descriptor).st_mtime
-    finally:
-        os.close(descriptor)
+    content, gone = found
     owner = LeaseOwner.from_bytes(content)
-    return LeaseStatus(path, owner, _alive(owner, held, modified_at))
+    return LeaseStatus(path, owner, None if owner is not None and owner.host != socket.gethostname() else not gone)
 
 
 def lease_statuses(root: Path) -> list[LeaseStatus]:
@@ -255,7 +222,7 @@ def acquire_leases(
 
 def _acquire(root: Path, owner: LeaseOwner, wait_s: float | None, say: Callable[[str], None]) -> HeldLock:
     path = _lease_path(root, owner.key)
-    lock = LockFile(path, lambda _content: None, math.inf, hold_os_lock=True)
+    lock = _lease_lock(path)
     deadline = None if wait_s is None else time.monotonic() + wait_s
     try:
         return _wait_for(root, owner, lock, path, deadline, wait_s, say)

@@ -64,8 +64,10 @@ class LockFile:
     half-written file also is, so only one older than `unreadable_stale_after_s` counts as abandoned).
 
     `hold_os_lock` keeps the file open with an flock while held, so a live owner is never broken
-    whatever its recorded pid says (another pid namespace, a reused pid); without it liveness is the
-    recorded pid alone, and the file is closed once written.
+    whatever its recorded pid says (another pid namespace), and a dead one is seen as gone whatever
+    process its pid names now (pids are reused: a run in a fresh container is often the killed run's
+    pid); without it (or where there is no flock) liveness is the recorded pid alone, and the file is
+    closed once written.
     """
 
     path: Path
@@ -136,17 +138,13 @@ class LockFile:
         except OSError:
             return "held"
         try:
-            if fcntl is not None:
-                try:
-                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    return "held"  # its owner (or another breaker) has it open right now
-                except OSError:
-                    pass
+            flocked = _try_flock(descriptor, exclusive=True)
+            if flocked is None:
+                return "held"  # its owner (or another breaker) has it open right now
             opened = os.fstat(descriptor)
             if not _same_file(self.path, opened):
                 return "changed"  # released (or broken) and perhaps taken again since we opened it
-            if not self.owner_is_gone(os.read(descriptor, 4096), opened.st_mtime):
+            if not self._gone(os.read(descriptor, 4096), opened.st_mtime, flocked):
                 return "held"
             # With the flock held nobody else can replace the file now. Without one (some network file
             # systems) another breaker might have, so move it aside and check it is the file judged;
@@ -169,25 +167,50 @@ class LockFile:
         finally:
             os.close(descriptor)
 
-    def is_abandoned(self) -> bool:
-        """Whether the lock is gone or its owner is, without removing it."""
+    def _gone(self, content: bytes, modified_at: float, flocked: bool) -> bool:
+        """Whether the owner of a lock holding `content` is gone, once its flock was free for the taking
+        (`flocked`; False where there is no flock): an owner that holds it while it runs (`hold_os_lock`) and
+        has written its record would have it, whatever its pid names now; otherwise the pid and age rules."""
+        if flocked and self.hold_os_lock and self.owner_pid(content) is not None:
+            return True
+        return self.owner_is_gone(content, modified_at)
+
+    def inspect(self, *, size: int = 4096) -> tuple[bytes, bool] | None:
+        """The lock's content (its first `size` bytes) and whether its owner is gone, read through one
+        descriptor (a lock released and taken again between two reads would be judged as another file); None
+        when there is no lock. `OSError` when it cannot be read."""
         try:
             descriptor = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
-            return True
-        except OSError:
-            return False
+            return None
         try:
-            if fcntl is not None:
-                try:
-                    fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    return False
-                except OSError:
-                    pass
-            return self.owner_is_gone(os.read(descriptor, 4096), os.fstat(descriptor).st_mtime)
+            content = os.read(descriptor, size)
+            flocked = _try_flock(descriptor, exclusive=False)
+            return content, flocked is not None and self._gone(content, os.fstat(descriptor).st_mtime, flocked)
         finally:
             os.close(descriptor)
+
+    def is_abandoned(self) -> bool:
+        """Whether the lock is gone or its owner is, without removing it."""
+        try:
+            found = self.inspect()
+        except OSError:
+            return False
+        return found is None or found[1]
+
+
+def _try_flock(descriptor: int, *, exclusive: bool) -> bool | None:
+    """Take the file's flock without waiting: True when taken, None when someone holds it, False where there is
+    no flock (no fcntl, or a network file system without it)."""
+    if fcntl is None:
+        return False
+    try:
+        fcntl.flock(descriptor, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return False
+    return True
 
 
 def _same_file(path: Path, opened: os.stat_result) -> bool:
