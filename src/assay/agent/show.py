@@ -94,30 +94,29 @@ def _run_by_prefix(root: Path, run: str) -> Path:
     raise UsageError(f"no run {run!r} in {root}{did_you_mean(run, ids)} ({there})", "--run")
 
 
-def _stored_run_ids(root: Path) -> list[str]:
-    """The ids of the project's agent runs in the results store, newest first (none when it cannot be read)."""
+def _from_store(root: Path, read: Callable[[Any, list[str]], Any]) -> Any:
+    """`read(store, ids)` over the results store, read only, and the ids of the project's agent runs in it, newest
+    first: where a run that has no checkpoint here is (a run `assay runs merge` made of shards, or one recorded on
+    another machine and merged into this store). None when the store holds no such run or cannot be read."""
     from assay.core.record import store_path
     from assay.core.results_store import SqliteRunStore, StoreError
 
     try:
         database = store_path(root)
         if not database.is_file():
-            return []
+            return None
         with SqliteRunStore(database, read_only=True) as store:
-            rows = store.read(
-                "SELECT run_id FROM runs WHERE kind = 'agent' AND json_extract(manifest, '$.identity.project') = ? "
-                "ORDER BY created_at DESC, run_id DESC", (str(root.resolve()),),
-            ).fetchall()
+            ids = store.runs_of("agent", {"project": str(root.resolve())})
+            return read(store, ids) if ids else None
     except (StoreError, OSError, AssayError):
-        return []
-    return [row[0] for row in rows]
+        return None
 
 
-def _stored_units(store: Any, run_id: str) -> list[Any]:
-    """A stored run's attempts in run order, as recorded (a carried one keeps its reference)."""
+def _slot_results(store: Any, run_id: str, unit_ids: list[str]) -> list[Any]:
+    """These attempts of a stored run, in this order, as recorded (a carried one keeps its reference); a unit that
+    is not an attempt's record is left out."""
     from assay.agent.slot_result import SlotResult
 
-    unit_ids = list(store.verdicts(run_id))
     units = store.units_by_id(run_id, unit_ids, adopted=False)
     results = []
     for unit_id in unit_ids:
@@ -131,64 +130,40 @@ def _stored_units(store: Any, run_id: str) -> list[Any]:
 
 
 def _stored_run(root: Path, run: str) -> tuple[Path, list[Any]] | None:
-    """A run of this project that has no checkpoint here but is in the results store: a run `assay runs merge`
-    made of shards, or one recorded on another machine (a CI job's record merged into this store). `run` is
-    its id, a prefix of it, or latest / latest~N among the project's agent runs; None when there is none."""
-    from assay.core.record import store_path
-    from assay.core.results_store import SqliteRunStore, StoreError
+    """A run of this project that only the results store holds (`_from_store`): `run` is its id, a prefix of it, or
+    latest / latest~N among the project's agent runs; None when there is none."""
 
-    ids = _stored_run_ids(root)
-    if not ids:
-        return None
-    if run == "latest" or run.startswith("latest~"):
-        back = run[len("latest~"):] if "~" in run else "0"
-        chosen = ids[int(back)] if back.isascii() and back.isdigit() and int(back) < len(ids) else None
-    else:
-        starting = [run_id for run_id in ids if run_id.startswith(run)]
-        chosen = run if run in ids else starting[0] if len(starting) == 1 else None
-    if chosen is None:
-        return None
-    try:
-        with SqliteRunStore(store_path(root), read_only=True) as store:
-            return Path(chosen), _stored_units(store, chosen)
-    except (StoreError, OSError, AssayError):
-        return None
+    def read(store: Any, ids: list[str]) -> tuple[Path, list[Any]] | None:
+        if run == "latest" or run.startswith("latest~"):
+            back = run[len("latest~"):] if "~" in run else "0"
+            chosen = ids[int(back)] if back.isascii() and back.isdigit() and int(back) < len(ids) else None
+        else:
+            starting = [run_id for run_id in ids if run_id.startswith(run)]
+            chosen = run if run in ids else starting[0] if len(starting) == 1 else None
+        return None if chosen is None else (Path(chosen), _slot_results(store, chosen, list(store.verdicts(chosen))))
+
+    return _from_store(root, read)
 
 
 def _stored_attempt(root: Path, locator: str) -> tuple[Path, Any] | None:
     """The attempt with this locator among the project's runs in the results store, newest first: a locator is
     its attempt id's, `<run id>/<experiment>/<eval>/<n>`, so only unit ids are read to find it."""
     from assay.agent.record import attempt_locator
-    from assay.core.record import store_path
-    from assay.core.results_store import SqliteRunStore, StoreError
 
     selects, wanted = _by_locator(locator), _wanted_locator(locator)
-    try:
-        with SqliteRunStore(store_path(root), read_only=True) as store:
-            for run_id in _stored_run_ids(root):
-                for unit_id in store.verdicts(run_id):
-                    pair, _, number = unit_id.rpartition("#")
-                    experiment_id, _, eval_id = pair.partition("/")
-                    if not attempt_locator(f"{run_id}/{experiment_id}/{eval_id}/{number}").startswith(wanted):
-                        continue
-                    matching = [result for result in _stored_units_by_id(store, run_id, unit_id) if selects(result)]
+
+    def read(store: Any, ids: list[str]) -> tuple[Path, Any] | None:
+        for run_id in ids:
+            for unit_id in store.verdicts(run_id):
+                pair, _, number = unit_id.rpartition("#")
+                experiment_id, _, eval_id = pair.partition("/")
+                if attempt_locator(f"{run_id}/{experiment_id}/{eval_id}/{number}").startswith(wanted):
+                    matching = [result for result in _slot_results(store, run_id, [unit_id]) if selects(result)]
                     if matching:
                         return Path(run_id), matching[0]
-    except (StoreError, OSError, AssayError):
         return None
-    return None
 
-
-def _stored_units_by_id(store: Any, run_id: str, unit_id: str) -> list[Any]:
-    from assay.agent.slot_result import SlotResult
-
-    unit = store.units_by_id(run_id, [unit_id], adopted=False).get(unit_id)
-    if unit is None or not isinstance(unit.detail, dict):
-        return []
-    try:
-        return [SlotResult.from_json(unit.detail)]
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return []
+    return _from_store(root, read)
 
 
 def _by_locator(locator: str) -> Callable[[Any], bool]:
@@ -242,7 +217,7 @@ def find_shown(root: Path, locator: str | None, run: str | None, *, timing: bool
         found = list_checkpoints(root)
         if not found:
             stored = _stored_run(root, "latest") if locator is None else None
-            if stored is None and (locator is None or not _stored_run_ids(root)):
+            if stored is None and (locator is None or not _from_store(root, lambda _store, ids: ids)):
                 raise UsageError(f"no agent runs recorded in {root}; "
                                  + (nearby_project_hint(root) or "run `assay agent run` first"))
         path = found[-1][0] if found else (stored[0] if stored is not None else root)

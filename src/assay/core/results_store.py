@@ -1001,6 +1001,12 @@ class SqliteRunStore:
             raise store_error(self.path, error) from error
 
     @_speaks_for_the_file
+    def runs_of(self, kind: str, identity: Mapping[str, Any]) -> list[str]:
+        """The ids of the runs of `kind` whose manifest identity has every `identity` item (a project's:
+        `{"project": "/path"}`), newest first, shards and merged runs alike."""
+        return self._run_ids_newest_first(kind, identity)
+
+    @_speaks_for_the_file
     def previous_run(self, run: StoredRun) -> StoredRun | None:
         """The run of the same kind and project (and `--shard`, see `series`) recorded just before `run`, or None."""
         ids = self.series(run.manifest)
