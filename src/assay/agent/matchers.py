@@ -743,17 +743,19 @@ def pattern(regex: str | re.Pattern[str], *, strip_comments: bool = False) -> Pa
         raise ValueError(f"pattern: {regex!r} is not a valid regular expression: {error}") from None
 
 
-_FACTORIES = frozenset({
-    "equals", "includes", "excludes", "pattern", "json_match", "matches", "satisfies", "is_defined", "is_true",
-    "is_false", "similarity", "includes_url", "has_sections", "references_any_path", "define_value_match",
-    "define_score_match", "and_", "or_", "not_", "tool_match", "command_match", "event_match",
-})
+def _makes_matcher(value: Any) -> bool:
+    """Whether `value` is one of this module's public matcher functions (`is_defined`, `includes`): its return
+    annotation names a Matcher class of this module."""
+    if not inspect.isfunction(value) or value.__module__ != __name__ or value.__name__ not in __all__:
+        return False
+    made = globals().get(value.__annotations__.get("return", ""))
+    return isinstance(made, type) and issubclass(made, Matcher)
 
 
 def uncalled_matcher(value: Any) -> str:
     """`: call it, is_defined()` when `value` is one of the matcher factories passed without calling it
     (`is_defined`), or `: …` for a matcher class (`Matcher`) given where a matcher belongs, else ""."""
-    if inspect.isfunction(value) and value.__module__ == __name__ and value.__name__ in _FACTORIES:
+    if _makes_matcher(value):
         return f": {value.__name__} makes a matcher, so call it: {value.__name__}(…) with its arguments"
     if isinstance(value, type) and issubclass(value, Matcher):
         return (f": {value.__name__} is a class, not a matcher; make one with a matcher function such as "
