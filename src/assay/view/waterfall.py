@@ -9,6 +9,8 @@ past 150 spans a trace folds its `other` noise. Attributes are never changed.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -79,21 +81,23 @@ def _ms(nanoseconds: int) -> float:
     return round(nanoseconds / 1e6, 3)
 
 
-def _nanos(value: Any) -> int:
-    """A time or count of a stored spans document as an int, 0 for what is none (a record damaged by hand or by
-    another tool: "abc", null, a list). The viewer draws what it can of such a record, never fails on it."""
-    if isinstance(value, bool):
+def _number(value: Any) -> float:
+    """A number of a stored record (a span's time in ns, a phase's offset in ms), 0 for what is no finite number (a
+    record damaged by hand or by another tool: "abc", null, a list). The viewer draws what it can of such a record,
+    never fails on it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return 0
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value == value and abs(value) != float("inf"):
-        return int(value)
+    return value
+
+
+def _nanos(value: Any) -> int:
+    """A span's time or a count as an int (`_number`; a decimal text, as some exporters write times, too)."""
     if isinstance(value, str):
         try:
             return int(value.strip())
         except ValueError:
             return 0
-    return 0
+    return int(_number(value))
 
 
 def _clean_spans(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -234,13 +238,6 @@ def waterfall_view(detail: Mapping[str, Any]) -> dict[str, Any] | None:
         for trace in (traced if isinstance(traced, (list, tuple)) else ()) if isinstance(trace, Mapping)
     ]
     return {"turns": traces, "dropped": _nanos(document.get("dropped"))}
-
-
-def _number(value: Any) -> float:
-    """A phase's offset or duration in ms, 0 for what is no finite number (a damaged record)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
-        return 0
-    return value
 
 
 def timing_view(timing: Sequence[Any] | None) -> list[dict[str, Any]] | None:
