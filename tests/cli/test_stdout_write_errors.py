@@ -24,19 +24,22 @@ def _into_full_device(*args: str, cwd: Path, store: Path) -> subprocess.Complete
                               cwd=cwd, env={**os.environ, "ASSAY_STORE": str(store)}, timeout=120, check=False)
 
 
-def test_a_command_that_only_reads_says_its_output_could_not_be_written(tmp_path: Path) -> None:
+def _one_eval_project(tmp_path: Path) -> Path:
     project = replying_project(tmp_path / "p")
     (project / "evals" / "one_eval.py").write_text(
         "from assay.agent import define_eval\n\nasync def test(t):\n    await t.send('hi')\n\none = define_eval(test)\n")
+    return project
+
+
+def test_a_command_that_only_reads_says_its_output_could_not_be_written(tmp_path: Path) -> None:
+    project = _one_eval_project(tmp_path)
     done = _into_full_device("agent", "list", "--project", str(project), cwd=tmp_path, store=tmp_path / "s" / "a.db")
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [f"{FULL}, so the command stopped as on Ctrl-C."], done.stderr
 
 
 def test_a_run_whose_output_cannot_be_written_keeps_its_checkpoint_and_says_how_to_resume(tmp_path: Path) -> None:
-    project = replying_project(tmp_path / "p")
-    (project / "evals" / "one_eval.py").write_text(
-        "from assay.agent import define_eval\n\nasync def test(t):\n    await t.send('hi')\n\none = define_eval(test)\n")
+    project = _one_eval_project(tmp_path)
     done = _into_full_device("agent", "run", "--project", str(project), cwd=tmp_path, store=tmp_path / "s" / "a.db")
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
